@@ -1,0 +1,38 @@
+# Every target bootstraps .venv on first use: `make run` and `make test` work on a fresh machine.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.PHONY: run test bench lint install clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# CPU build from the local wheel; a range would pull a multi-GB CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
+	# The real consumer package, for conformance tests: its actuator modules need only torch/warp/numpy.
+	$(BIN)/pip install -q --no-deps --ignore-requires-python isaaclab==3.0.0
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/actuator-sysid serve --host $(HOST) --port $(PORT)
+
+test: $(STAMP)
+	$(BIN)/ruff check actuator_sysid tests bench
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python bench/rollout.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check actuator_sysid tests bench
+	$(BIN)/ruff format --check actuator_sysid tests bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache data

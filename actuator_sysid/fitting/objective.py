@@ -1,0 +1,99 @@
+"""What a fit minimises: normalised position and velocity errors, from kernel sums or from traces.
+
+Position and velocity errors are divided by the measured signal's spread per joint, so one loss
+weighs both and joints of different range alike. Velocity gets a lower weight because it is often
+differentiated from encoder positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..models.rollout import SegmentBatch
+
+VELOCITY_WEIGHT = 0.25
+BAD_LOSS = 1e6  # assigned to diverged candidates (NaN/inf states)
+
+
+@dataclass
+class LossScales:
+    """Per-joint normalisers: signal spreads and sample counts over the batch's segments."""
+
+    sigma_q: np.ndarray  # (J,)
+    sigma_qd: np.ndarray  # (J,)
+    n_samples: np.ndarray  # (J,) samples compared (first sample of each segment is the initial state)
+
+    @classmethod
+    def from_batch(cls, batch: SegmentBatch) -> LossScales:
+        n_j = len(batch.joints)
+        sq, sqd, n = np.zeros(n_j), np.zeros(n_j), np.zeros(n_j)
+        for j in range(n_j):
+            idx = np.concatenate([np.arange(batch.segment_slice(s).start, batch.segment_slice(s).stop)
+                                  for s in range(batch.n_segments) if batch.seg_joint[s] == j])
+            sq[j] = max(float(np.std(batch.q[idx])), 1e-3)
+            sqd[j] = max(float(np.std(batch.qd[idx])), 1e-3)
+            n[j] = sum(batch.seg_len[s] - 1 for s in range(batch.n_segments) if batch.seg_joint[s] == j)
+        return cls(sq, sqd, n)
+
+
+def loss_from_sums(sums: np.ndarray, batch: SegmentBatch, scales: LossScales) -> np.ndarray:
+    """(C, S, 3) kernel sums → (C, J) loss per candidate and joint; diverged candidates get BAD_LOSS."""
+    n_c, n_j = sums.shape[0], len(batch.joints)
+    per_seg = (sums[:, :, 0] / scales.sigma_q[batch.seg_joint] ** 2
+               + VELOCITY_WEIGHT * sums[:, :, 1] / scales.sigma_qd[batch.seg_joint] ** 2)
+    loss = np.zeros((n_c, n_j))
+    np.add.at(loss.T, batch.seg_joint, per_seg.T)
+    loss /= scales.n_samples[None, :]
+    return np.where(np.isfinite(loss), np.minimum(loss, BAD_LOSS), BAD_LOSS)
+
+
+def residuals(traces: dict[str, np.ndarray], batch: SegmentBatch, scales: LossScales, joint: int) -> np.ndarray:
+    """(C, R) residual vectors of one joint whose squared sum is that joint's loss."""
+    parts = []
+    norm = np.sqrt(scales.n_samples[joint])
+    for s in range(batch.n_segments):
+        if batch.seg_joint[s] != joint:
+            continue
+        sl = batch.segment_slice(s)
+        sl = slice(sl.start + 1, sl.stop)  # the first sample is the initial state, not a prediction
+        parts.append((traces["q"][:, sl] - batch.q[sl]) / (scales.sigma_q[joint] * norm))
+        parts.append((traces["qd"][:, sl] - batch.qd[sl]) * (np.sqrt(VELOCITY_WEIGHT)
+                                                              / (scales.sigma_qd[joint] * norm)))
+    r = np.concatenate(parts, axis=1)
+    return np.where(np.isfinite(r), r, 1e3)
+
+
+def segment_metrics(traces: dict[str, np.ndarray], batch: SegmentBatch, candidate: int = 0) -> list[dict]:
+    """Per-segment position RMSE/MAE and velocity RMSE of one candidate, with its joint."""
+    out = []
+    for s in range(batch.n_segments):
+        sl = batch.segment_slice(s)
+        sl = slice(sl.start + 1, sl.stop)
+        eq = traces["q"][candidate, sl].astype(np.float64) - batch.q[sl]
+        eqd = traces["qd"][candidate, sl].astype(np.float64) - batch.qd[sl]
+        out.append({
+            "segment": batch.seg_names[s],
+            "joint": batch.joints[int(batch.seg_joint[s])],
+            "samples": int(eq.size),
+            "position_rmse": float(np.sqrt(np.mean(eq**2))),
+            "position_mae": float(np.mean(np.abs(eq))),
+            "velocity_rmse": float(np.sqrt(np.mean(eqd**2))),
+        })
+    return out
+
+
+def pool_metrics(rows: list[dict]) -> dict | None:
+    """Sample-weighted overall metrics from per-segment rows; None when there are none."""
+    if not rows:
+        return None
+    n = np.array([r["samples"] for r in rows], float)
+    w = n / n.sum()
+    return {
+        "position_rmse": float(np.sqrt(np.sum(w * np.array([r["position_rmse"] ** 2 for r in rows])))),
+        "position_mae": float(np.sum(w * np.array([r["position_mae"] for r in rows]))),
+        "velocity_rmse": float(np.sqrt(np.sum(w * np.array([r["velocity_rmse"] ** 2 for r in rows])))),
+        "segments": len(rows),
+        "samples": int(n.sum()),
+    }

@@ -1,0 +1,49 @@
+"""The search space of one family: registry bounds and scales, mapped to the unit cube and back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..models import parameters
+from ..models.families import Family
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Free parameters of a family with their bounds; u ∈ [0, 1]^d is the search coordinate."""
+
+    names: tuple[str, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+    log: np.ndarray  # bool mask
+
+    @classmethod
+    def for_family(cls, family: Family, fixed: dict[str, float] | None = None) -> SearchSpace:
+        """Every family parameter not fixed by the caller is free, with registry bounds."""
+        names = tuple(n for n in family.params if n not in (fixed or {}))
+        ps = [parameters.get(n) for n in names]
+        return cls(names, np.array([p.lower for p in ps], float), np.array([p.upper for p in ps], float),
+                   np.array([p.scale == "log" for p in ps]))
+
+    @property
+    def dim(self) -> int:
+        return len(self.names)
+
+    def to_unit(self, x: np.ndarray) -> np.ndarray:
+        """Natural units → unit cube (clipped to the bounds)."""
+        x = np.clip(np.asarray(x, float), self.lower, self.upper)
+        lin = (x - self.lower) / (self.upper - self.lower)
+        lg = np.log(x / self.lower) / np.log(self.upper / self.lower)
+        return np.where(self.log, lg, lin)
+
+    def from_unit(self, u: np.ndarray) -> np.ndarray:
+        """Unit cube → natural units; works on (..., d) arrays."""
+        u = np.clip(np.asarray(u, float), 0.0, 1.0)
+        lin = self.lower + u * (self.upper - self.lower)
+        lg = self.lower * (self.upper / self.lower) ** u
+        return np.where(self.log, lg, lin)
+
+    def as_dict(self, x: np.ndarray) -> dict[str, float]:
+        return {n: float(v) for n, v in zip(self.names, x, strict=True)}

@@ -1,0 +1,68 @@
+"""The parameter registry: every fitted quantity described once, read by kernels, search, reports and exports.
+
+Names are Isaac Lab 3.0 `ActuatorBaseCfg` field names where Isaac Lab has one; units are SI.
+The position of a parameter in `PARAMS` is its column in the rollout kernel's parameter array.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Param:
+    """One fitted quantity: how it is named, measured, bounded and searched."""
+
+    name: str  # Isaac Lab field name (or ours where Isaac Lab has none)
+    unit: str
+    lower: float
+    upper: float
+    scale: str  # "log" or "linear": how the search moves through [lower, upper]
+    neutral: float  # value that switches the term off, used when a family does not include it
+    newton: str  # Newton attribute the exporter writes
+    doc: str
+    integer: bool = False
+
+    def clip(self, value: float) -> float:
+        """Keep a value inside the registry bounds."""
+        return min(max(value, self.lower), self.upper)
+
+
+PARAMS: tuple[Param, ...] = (
+    Param("stiffness", "N·m/rad", 1e-2, 1e4, "log", 0.0, "newton:kp",
+          "PD proportional gain Kp acting on q_des − q."),
+    Param("damping", "N·m·s/rad", 1e-4, 1e2, "log", 0.0, "newton:kd",
+          "PD derivative gain Kd acting on qd_des − qd."),
+    Param("saturation_effort", "N·m", 1e-2, 1e3, "log", math.inf, "newton:saturationEffort",
+          "DC-motor stall effort: the torque–speed line's intercept at zero velocity."),
+    Param("actuator_velocity_limit", "rad/s", 1e-1, 1e3, "log", math.inf, "newton:velocityLimit",
+          "DC-motor no-load speed: where the torque–speed line reaches zero torque."),
+    Param("actuator_effort_limit", "N·m", 1e-2, 1e3, "log", math.inf, "newton:maxEffort",
+          "Rated (continuous) effort: the box clip of the model output."),
+    Param("armature", "kg·m²", 1e-6, 1e1, "log", 0.0, "newton:armature",
+          "Reflected rotor inertia added to the joint's inertia."),
+    Param("friction", "N·m", 1e-5, 1e2, "log", 0.0, "newton:friction",
+          "Coulomb (dry) friction effort, applied as a stopping constraint as MuJoCo's frictionloss."),
+    Param("viscous_friction", "N·m·s/rad", 1e-5, 1e2, "log", 0.0, "newton:damping",
+          "Passive viscous joint damping, integrated implicitly."),
+    Param("delay", "physics steps", 0, 20, "linear", 0.0, "newton:delaySteps",
+          "Command delay counted in physics steps (Isaac Lab min_delay = max_delay).", integer=True),
+)
+
+INDEX: dict[str, int] = {p.name: i for i, p in enumerate(PARAMS)}
+BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
+N_PARAMS = len(PARAMS)
+
+
+def neutral_vector() -> list[float]:
+    """Kernel parameter row with every term switched off."""
+    return [p.neutral for p in PARAMS]
+
+
+def get(name: str) -> Param:
+    """Registry lookup with a helpful error."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown parameter {name!r}; known: {sorted(BY_NAME)}") from None

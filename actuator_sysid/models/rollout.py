@@ -1,0 +1,150 @@
+"""Packing segments for the rollout kernel and launching it: losses for search, traces for reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import warp as wp
+
+from ..datasets.recording import Recording
+from . import parameters
+from .families import Family
+from .kernels import rollout_kernel
+
+
+@dataclass
+class SegmentBatch:
+    """Segments of one or more joints packed end to end, as float32 arrays the kernel reads."""
+
+    joints: list[str]  # joint order of the params array's second axis
+    seg_joint: np.ndarray  # (S,) int32
+    seg_start: np.ndarray  # (S,) int32
+    seg_len: np.ndarray  # (S,) int32
+    seg_substeps: np.ndarray  # (S,) int32
+    seg_dt: np.ndarray  # (S,) float32 physics dt
+    seg_inertia: np.ndarray  # (S,) float32
+    seg_gravity: np.ndarray  # (S,) float32
+    seg_ext: np.ndarray  # (S,) float32
+    q: np.ndarray  # (N,) float32
+    qd: np.ndarray
+    q_des: np.ndarray
+    qd_des: np.ndarray
+    tau_ff: np.ndarray
+    seg_names: list[str]  # (S,) recording segment names
+    tau: np.ndarray | None = None  # (N,) measured effort when every packed segment has it
+
+    @property
+    def n_segments(self) -> int:
+        return int(self.seg_start.shape[0])
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.q.shape[0])
+
+    def segment_slice(self, s: int) -> slice:
+        return slice(int(self.seg_start[s]), int(self.seg_start[s] + self.seg_len[s]))
+
+    @classmethod
+    def from_recording(
+        cls, rec: Recording, joints: list[str], segments: list[int] | None = None, substeps: int = 1
+    ) -> SegmentBatch:
+        """Pack the chosen segments (all by default) of the chosen joints; joint-major order."""
+        seg_ids = list(range(len(rec.segments))) if segments is None else list(segments)
+        cols: dict[str, list[np.ndarray]] = {k: [] for k in ("q", "qd", "q_des", "qd_des", "tau_ff", "tau")}
+        has_tau = all(rec.segments[si].tau is not None for si in seg_ids)
+        sj, ss, sl, sdt, sin, sg, names = [], [], [], [], [], [], []
+        offset = 0
+        for ji, name in enumerate(joints):
+            j = rec.joint_index(name)
+            for si in seg_ids:
+                seg = rec.segments[si]
+                for k in cols:
+                    if k != "tau" or has_tau:
+                        cols[k].append(getattr(seg, k)[:, j])
+                inertia, grav = rec.load_for(seg, j)
+                sj.append(ji)
+                ss.append(offset)
+                sl.append(seg.n)
+                sdt.append(seg.dt / substeps)
+                sin.append(inertia)
+                sg.append(grav)
+                names.append(seg.name)
+                offset += seg.n
+        f32 = np.float32
+        return cls(
+            joints=list(joints),
+            seg_joint=np.asarray(sj, np.int32),
+            seg_start=np.asarray(ss, np.int32),
+            seg_len=np.asarray(sl, np.int32),
+            seg_substeps=np.full(len(ss), substeps, np.int32),
+            seg_dt=np.asarray(sdt, f32),
+            seg_inertia=np.asarray(sin, f32),
+            seg_gravity=np.asarray(sg, f32),
+            seg_ext=np.zeros(len(ss), f32),
+            q=np.concatenate(cols["q"]).astype(f32),
+            qd=np.concatenate(cols["qd"]).astype(f32),
+            q_des=np.concatenate(cols["q_des"]).astype(f32),
+            qd_des=np.concatenate(cols["qd_des"]).astype(f32),
+            tau_ff=np.concatenate(cols["tau_ff"]).astype(f32),
+            seg_names=names,
+            tau=np.concatenate(cols["tau"]).astype(f32) if has_tau else None,
+        )
+
+
+def full_params(family: Family, free: dict[str, np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    """Kernel parameter array of `shape + (P,)`: the family's values where given, neutral elsewhere.
+
+    Values broadcast from the left: a (C,) array fills (C, J) with one value per candidate.
+    """
+    out = np.empty(shape + (parameters.N_PARAMS,), np.float32)
+    out[...] = np.asarray(parameters.neutral_vector(), np.float32)
+    for name, value in free.items():
+        assert name in family.params or name == "delay", f"{name} is not a parameter of {family.name}"
+        v = np.asarray(value, np.float32)
+        out[..., parameters.INDEX[name]] = v.reshape(v.shape + (1,) * (len(shape) - v.ndim))
+    return out
+
+
+class RolloutEngine:
+    """Holds one SegmentBatch on a Warp device and evaluates parameter candidates against it."""
+
+    def __init__(self, batch: SegmentBatch, device: str = "cpu"):
+        self.batch = batch
+        self.device = device
+        to = lambda a, dt=wp.float32: wp.array(a, dtype=dt, device=device)  # noqa: E731
+        self._seg = (
+            to(batch.seg_joint, wp.int32), to(batch.seg_start, wp.int32), to(batch.seg_len, wp.int32),
+            to(batch.seg_substeps, wp.int32), to(batch.seg_dt), to(batch.seg_inertia),
+            to(batch.seg_gravity), to(batch.seg_ext),
+            to(batch.q), to(batch.qd), to(batch.q_des), to(batch.qd_des), to(batch.tau_ff),
+        )
+        self._dummy = wp.zeros((1, 1), dtype=wp.float32, device=device)
+
+    def _launch(self, family: Family, params: np.ndarray, store: bool):
+        assert params.ndim == 3 and params.shape[1:] == (len(self.batch.joints), parameters.N_PARAMS)
+        n_c, n_s = params.shape[0], self.batch.n_segments
+        p = wp.array(np.ascontiguousarray(params, np.float32), dtype=wp.float32, device=self.device)
+        sums = wp.zeros((n_c, n_s, 3), dtype=wp.float32, device=self.device)
+        if store:
+            traces = [wp.zeros((n_c, self.batch.n_samples), dtype=wp.float32, device=self.device)
+                      for _ in range(4)]
+        else:
+            traces = [self._dummy] * 4
+        wp.launch(
+            rollout_kernel, dim=n_c * n_s, device=self.device,
+            inputs=[p, *self._seg, family.clamp_mode, int(store)],
+            outputs=[sums, *traces],
+        )
+        return sums, traces
+
+    def sums(self, family: Family, params: np.ndarray) -> np.ndarray:
+        """Loss-only launch: (C, S, 3) sums of squared position error, squared velocity error, |position error|."""
+        sums, _ = self._launch(family, params, store=False)
+        return sums.numpy()
+
+    def traces(self, family: Family, params: np.ndarray) -> dict[str, np.ndarray]:
+        """Launch storing traces: q, qd, computed and applied effort, each (C, N), plus the sums."""
+        sums, (q, qd, comp, app) = self._launch(family, params, store=True)
+        return {"sums": sums.numpy(), "q": q.numpy(), "qd": qd.numpy(),
+                "computed": comp.numpy(), "applied": app.numpy()}

@@ -1,0 +1,115 @@
+"""Shared test helpers: small real recordings and a real uvicorn server in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import requests
+
+from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_recording(joints: tuple[str, ...] = ("j1",), segments: int = 3, n: int = 200,
+                   rate_hz: float = 100.0, seed: int = 0) -> Recording:
+    """A small pendulum-like recording: sinusoidal commands, position lagging them, per-segment gains."""
+    rng = np.random.default_rng(seed)
+    segs = []
+    for k in range(segments):
+        t = np.arange(n) / rate_hz
+        phase = rng.uniform(0, np.pi, len(joints))
+        q_des = 0.4 * np.sin(2 * np.pi * 0.5 * t[:, None] + phase)
+        q = 0.9 * np.sin(2 * np.pi * 0.5 * t[:, None] + phase - 0.1)
+        qd = np.gradient(q, t, axis=0)
+        z = np.zeros_like(q)
+        segs.append(Segment(name=f"s{k}", t=t, q=q, qd=qd, q_des=q_des, qd_des=z, tau_ff=z.copy(),
+                            metadata={"kp": 5.0, "kd": 0.1}))
+    return Recording(joints=[JointInfo(j, mass=0.5, com_distance=0.1) for j in joints], segments=segs)
+
+
+def long_csv(rows: list[list[object]], header: str = "t,joint,q,qd,q_des,segment") -> bytes:
+    """A canonical long-form CSV written by hand, so each bad-input case can break one cell."""
+    return (header + "\n" + "\n".join(",".join(str(v) for v in r) for r in rows) + "\n").encode()
+
+
+def good_rows(n: int = 30, joint: str = "j1", segment: str = "a", t0: float = 0.0) -> list[list[object]]:
+    """n valid long-form rows of one joint at 100 Hz."""
+    return [[round(t0 + i * 0.01, 6), joint, 0.01 * i, 1.0, 0.012 * i, segment] for i in range(n)]
+
+
+def pythonpath() -> str:
+    """PYTHONPATH for subprocesses: this checkout first, then whatever the caller had."""
+    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A running `actuator-sysid serve` subprocess and where it keeps its data."""
+
+    url: str
+    data_dir: Path
+    proc: subprocess.Popen
+    log: Path
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def start_server(data_dir: Path, env: dict[str, str] | None = None, timeout: float = 40.0) -> Server:
+    """Start the real CLI server on a free port and wait until /healthz answers."""
+    port = free_port()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = data_dir.parent / f"server-{port}.log"
+    full_env = {**os.environ, "PYTHONPATH": pythonpath(), **(env or {})}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "actuator_sysid.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+             "--data-dir", str(data_dir)], cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+    server = Server(f"http://127.0.0.1:{port}", data_dir, proc, log)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()}")
+        try:
+            if requests.get(server.url + "/healthz", timeout=1).ok:
+                return server
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"server did not answer within {timeout} s:\n{log.read_text()}")
+
+
+@pytest.fixture
+def recording_factory() -> Callable[..., Recording]:
+    return make_recording
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server per test module, with a small upload limit so the 413 case is cheap to test."""
+    s = start_server(tmp_path_factory.mktemp("svc") / "data", {"ACTUATOR_SYSID_MAX_UPLOAD_BYTES": "1000000"})
+    yield s
+    s.stop()
