@@ -13,8 +13,10 @@ import warp as wp
 
 from .parameters import INDEX
 
+# Warp's start-up banner and module-load lines must not pollute CLI output (quiet: Warp < 1.19)
 wp.config.quiet = True
-with contextlib.redirect_stdout(sys.stderr):  # Warp's start-up banner must not pollute CLI output
+wp.config.log_level = getattr(wp, "LOG_WARNING", 30)
+with contextlib.redirect_stdout(sys.stderr):
     wp.init()
 
 P_KP = wp.constant(INDEX["stiffness"])
