@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +94,8 @@ def run_fit(rec: Recording, req: FitRequest, out: Path, label: str) -> dict:
         fit = compute_fit(rec, req, progress)
     finally:
         progress.close()
-    row = {"id": label, "status": "succeeded", "dataset_name": label, "request": asdict(req)}
+    row = {"id": label, "title": f"fit of {label}", "status": "succeeded", "dataset_name": label,
+           "request": asdict(req), "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
     html = render_report(row, fit.result, fit.report, standalone=True)
     write_files(out, {**fit.files(), "report.html": html})
     return fit.result

@@ -108,6 +108,8 @@ BAD_UPLOADS = {
                     ["duplicate t"]),
     "NaN": (long_csv(_ROWS[:5] + [[0.05, "j1", "nan", 1, 0, "a"]] + _ROWS[6:]), {}, 422,
             ["row 6", "'q'", "NaN"]),
+    "inf": (long_csv(_ROWS[:5] + [[0.05, "j1", 0, "inf", 0, "a"]] + _ROWS[6:]), {}, 422,
+            ["row 6", "'qd'", "inf"]),
     "missing q": (long_csv([[r[0], r[1], r[3], r[4], r[5]] for r in _ROWS], "t,joint,qd,q_des,segment"), {},
                   422, ["'q'"]),
     "missing q_des": (long_csv([r[:4] + [r[5]] for r in _ROWS], "t,joint,q,qd,segment"), {}, 422,

@@ -119,7 +119,7 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
     standalone=True inlines plotly.min.js so the file opens anywhere; otherwise it links PLOTLY_URL.
     """
     status = fit.get("status", "succeeded")
-    title = f"fit {str(fit.get('id') or '')[:8]}".strip()
+    title = fit.get("title") or f"fit {str(fit.get('id') or '')[:8]}".strip()
     body = ["<p><a href=\"/\">← all datasets and fits</a></p>" if not standalone else "",
             f"<h1>{escape(title)}</h1>", _header(fit)]
     if status in ("queued", "running"):
