@@ -32,7 +32,6 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check actuator_sysid tests bench
-	$(BIN)/ruff format --check actuator_sysid tests bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache data

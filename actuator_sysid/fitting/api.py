@@ -32,7 +32,7 @@ class FitRequest:
     joints: list[str] | None = None  # None = every joint in the recording
     models: list[str] = field(default_factory=lambda: ["dcmotor"])  # family names, see models.families
     generations: int = 200
-    population: int = 24
+    population: int = 16  # per CMA-ES run; four runs search side by side
     seed: int = 0
     refine_iterations: int = 100
     device: str = "cpu"

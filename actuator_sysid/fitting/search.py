@@ -91,82 +91,97 @@ FIRST_SIGMA = 0.05  # in the unit cube: about a third of a decade on a six-decad
 RESTART_SIGMA = 1.0 / 6.0
 
 
+@dataclass
+class _Run:
+    """One CMA-ES run of one joint: its driver, population, and best point so far."""
+
+    strategy: _CmaesStrategy | _OptunaStrategy
+    population: int
+    restarts: int = 0
+    best: float = np.inf
+    best_u: np.ndarray | None = None
+    history: list[float] = field(default_factory=list)
+
+
 def cma_search(
     engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales, x0: list[np.ndarray],
     generations: int, population: int, seed: int, on_generation: GenerationFn | None = None,
     plateau_generations: int = 20, plateau_rtol: float = 1e-3, backend: str = "cmaes", scan_points: int = 256,
+    parallel_runs: int = 4,
 ) -> SearchResult:
-    """CMA-ES in the unit cube with IPOP restarts, one strategy per joint, one launch per generation.
+    """Parallel CMA-ES runs in the unit cube with IPOP restarts; one launch per generation for everything.
 
-    A batched scan of the warm start and a Sobol design picks the starting means; a joint whose run
-    plateaus restarts from its next-best scan point with twice the population (IPOP), until the
-    generation budget is spent. Every joint keeps the best candidate it ever saw.
+    A batched scan of the warm start and a Sobol design picks the starting means. Each joint runs
+    `parallel_runs` CMA-ES instances side by side (the warm start polished locally, the best distinct
+    scan points explored widely); a run that plateaus restarts from the next scan point with twice its
+    population (IPOP). All candidates of all runs of all joints share one kernel launch per generation.
     """
     n_j = len(engine.batch.joints)
     rng = np.random.default_rng(seed)
 
-    def make(j: int, restart: int, mean: np.ndarray) -> _CmaesStrategy | _OptunaStrategy:
-        # the first run polishes the best scan point locally; restarts explore with a wide step
-        pop, s = population * 2**restart, seed + 7919 * j + 104729 * restart
-        sigma = FIRST_SIGMA if restart == 0 else RESTART_SIGMA
-        if backend == "cmaes":
-            return _CmaesStrategy(mean, pop, s, sigma)
-        return _OptunaStrategy(space.names, mean, pop, s, sigma)
+    def make(j: int, k: int, restart: int, mean: np.ndarray, sigma: float) -> _Run:
+        pop = population * 2**restart
+        s = seed + 7919 * j + 104729 * k + 1299709 * restart
+        strat = (_CmaesStrategy(mean, pop, s, sigma) if backend == "cmaes"
+                 else _OptunaStrategy(space.names, mean, pop, s, sigma))
+        return _Run(strat, pop, restart, best_u=mean.copy())
 
-    # scan: the warm start plus a scrambled Sobol design, one launch; runs start from the best points
+    # scan: the warm start plus a scrambled Sobol design, one launch
     scan = qmc.Sobol(space.dim, seed=seed).random(scan_points)
     u_scan = np.repeat(scan[:, None, :], n_j, axis=1)
     u_scan[0] = np.stack([space.to_unit(x) for x in x0])
     scan_loss = loss_from_sums(engine.sums(family, _params(family, space, space.from_unit(u_scan))),
                                engine.batch, scales)
-    # per joint: the warm start first (the first run polishes it), then scan points best first
-    starts = [np.vstack([u_scan[0, j][None], u_scan[1:, j][np.argsort(scan_loss[1:, j])]]) for j in range(n_j)]
-    strategies = [make(j, 0, starts[j][0]) for j in range(n_j)]
-    restarts = np.zeros(n_j, int)
-    since = np.zeros(n_j, int)  # generations since this joint's current run started
-    run_best = np.full(n_j, np.inf)
-    run_hist: list[list[float]] = [[] for _ in range(n_j)]
-    run_u = [starts[j][0].copy() for j in range(n_j)]
-    run_ends: list[list[np.ndarray]] = [[] for _ in range(n_j)]  # best point of every finished run
-    best_u = [u_scan[int(np.argmin(scan_loss[:, j])), j].copy() for j in range(n_j)]
+    queue_u = [list(u_scan[1:, j][np.argsort(scan_loss[1:, j])]) for j in range(n_j)]  # best first
+
+    def next_start(j: int) -> np.ndarray:
+        return queue_u[j].pop(0) if queue_u[j] else rng.uniform(0.0, 1.0, space.dim)
+
+    runs = [[make(j, 0, 0, u_scan[0, j], FIRST_SIGMA)]
+            + [make(j, k, 0, next_start(j), RESTART_SIGMA) for k in range(1, parallel_runs)]
+            for j in range(n_j)]
+    best_i = np.argmin(scan_loss, axis=0)
+    best_u = [u_scan[best_i[j], j].copy() for j in range(n_j)]
     best_loss = scan_loss.min(axis=0)
+    finished: list[list[tuple[float, np.ndarray]]] = [[] for _ in range(n_j)]
     history: list[list[float]] = [[] for _ in range(n_j)]
     evaluations = scan_points * n_j
     g = 0
     for g in range(generations):
-        pops = [population * 2 ** int(r) for r in restarts]
-        n_c = max(pops)
-        u = np.repeat(np.stack(best_u)[None], n_c, axis=0)  # (C, J, d); short populations pad with their best
+        sizes = [sum(r.population for r in runs[j]) for j in range(n_j)]
+        u = np.repeat(np.stack(best_u)[None], max(sizes), axis=0)  # (C, J, d); short joints pad with their best
         for j in range(n_j):
-            u[: pops[j], j] = strategies[j].ask()
+            u[: sizes[j], j] = np.vstack([r.strategy.ask() for r in runs[j]])
         loss = loss_from_sums(engine.sums(family, _params(family, space, space.from_unit(u))),
                               engine.batch, scales)
-        evaluations += int(sum(pops))
+        evaluations += int(sum(sizes))
         for j in range(n_j):
-            lj = loss[: pops[j], j]
-            strategies[j].tell(u[: pops[j], j], lj)
-            c_best = int(np.argmin(lj))
-            if lj[c_best] < best_loss[j]:
-                best_loss[j], best_u[j] = float(lj[c_best]), u[c_best, j].copy()
-            if lj[c_best] < run_best[j]:
-                run_best[j], run_u[j] = float(lj[c_best]), u[c_best, j].copy()
-            run_hist[j].append(run_best[j])
+            offset = 0
+            for k, run in enumerate(runs[j]):
+                uj, lj = u[offset: offset + run.population, j], loss[offset: offset + run.population, j]
+                offset += run.population
+                run.strategy.tell(uj, lj)
+                c = int(np.argmin(lj))
+                if lj[c] < run.best:
+                    run.best, run.best_u = float(lj[c]), uj[c].copy()
+                run.history.append(run.best)
+                h = run.history
+                if len(h) > plateau_generations and h[-plateau_generations - 1] - h[-1] <= plateau_rtol * abs(h[-1]):
+                    finished[j].append((run.best, run.best_u))
+                    runs[j][k] = make(j, k, run.restarts + 1, next_start(j), RESTART_SIGMA)
+            j_best = min(runs[j], key=lambda r: r.best)
+            if j_best.best < best_loss[j]:
+                best_loss[j], best_u[j] = j_best.best, j_best.best_u.copy()
             history[j].append(float(best_loss[j]))
-            since[j] += 1
-            h = run_hist[j]
-            if len(h) > plateau_generations and h[-plateau_generations - 1] - h[-1] <= plateau_rtol * abs(h[-1]):
-                run_ends[j].append(run_u[j].copy())
-                restarts[j] += 1
-                k = int(restarts[j])
-                mean = starts[j][k] if k < len(starts[j]) else rng.uniform(0.0, 1.0, space.dim)
-                strategies[j] = make(j, k, mean)
-                run_best[j], run_hist[j], since[j] = np.inf, [], 0
         if on_generation:
             on_generation(g, best_loss.copy())
-    candidates = [[space.from_unit(u) for u in [best_u[j], starts[j][0], *run_ends[j], run_u[j]]]
-                  for j in range(n_j)]
+    candidates = []
+    for j in range(n_j):
+        ends = sorted(finished[j] + [(r.best, r.best_u) for r in runs[j]], key=lambda t: t[0])
+        candidates.append([space.from_unit(u) for _, u in ends])
+    restarts = [len(finished[j]) for j in range(n_j)]
     return SearchResult([space.from_unit(b) for b in best_u], best_loss, history, evaluations, g + 1,
-                        restarts=restarts.tolist(), candidates=candidates)
+                        restarts=restarts, candidates=candidates)
 
 
 def refine(
@@ -191,10 +206,12 @@ def refine(
             r = run(np.vstack([u[None], u[None] + np.diag(h)]))
             return ((r[1:] - r[0]) / h[:, None]).T
 
-        for x_start in (result.candidates[j] if result.candidates else [best[j]])[:starts]:
+        for i, x_start in enumerate((result.candidates[j] if result.candidates else [best[j]])[:starts]):
+            # the best point gets the full budget; alternatives only a short look for a better basin
             sol = least_squares(lambda u, run=run: run(u[None])[0], space.to_unit(x_start), jac=jac,
-                                bounds=(0.0, 1.0), method="trf", x_scale="jac", max_nfev=max_iterations,
-                                xtol=1e-8, ftol=1e-10)
+                                bounds=(0.0, 1.0), method="trf", x_scale="jac",
+                                max_nfev=max_iterations if i == 0 else max_iterations // 4,
+                                xtol=1e-7, ftol=1e-9)
             loss = float(np.sum(sol.fun**2))
             if loss < best_loss[j]:
                 best[j], best_loss[j] = space.from_unit(sol.x), loss
