@@ -9,8 +9,9 @@ from isaaclab.actuators import DCMotor, DCMotorCfg, IdealPDActuator, IdealPDActu
 from isaaclab.utils.types import ArticulationActions
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
-from actuator_sysid.models.families import FAMILIES, get_family
+from actuator_sysid.models.families import FAMILIES, Family, get_family
 from actuator_sysid.models.oracle import oracle_traces
+from actuator_sysid.models.parameters import TABLE_KNOTS
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params
 
 
@@ -26,32 +27,42 @@ def two_joint_recording(n: int = 300) -> Recording:
     return Recording(joints, segs)
 
 
-def random_params(family_name: str, n_c: int, n_j: int, seed: int) -> np.ndarray:
+def random_params(family: Family, n_c: int, n_j: int, seed: int) -> np.ndarray:
+    """Plausible random values for every parameter of a family."""
     rng = np.random.default_rng(seed)
     shape = (n_c, n_j)
-    free = {
-        "stiffness": rng.uniform(5, 40, shape), "damping": rng.uniform(0.05, 1.0, shape),
-        "armature": rng.uniform(0.005, 0.05, shape), "friction": rng.uniform(0.0, 0.5, shape),
-        "viscous_friction": rng.uniform(0.0, 0.3, shape), "actuator_effort_limit": rng.uniform(1.5, 5, shape),
-        "delay": rng.integers(0, 5, shape).astype(float),
+    ranges = {
+        "stiffness": (5, 40), "damping": (0.05, 1.0), "armature": (0.005, 0.05), "friction": (0.0, 0.5),
+        "dynamic_friction": (0.0, 0.4), "viscous_friction": (0.0, 0.3), "actuator_effort_limit": (1.5, 5),
+        "saturation_effort": (3, 9), "actuator_velocity_limit": (2, 10), "ki": (0.5, 20), "integral_max": (0.05, 1),
+        "encoder_offset": (-0.1, 0.1), **{f"lookup_effort_{k}": (0.5, 5) for k in range(TABLE_KNOTS)},
     }
-    if family_name == "dcmotor":
-        free["saturation_effort"] = rng.uniform(3, 9, shape)
-        free["actuator_velocity_limit"] = rng.uniform(2, 10, shape)
-    return full_params(get_family(family_name), free, shape)
+    free = {name: rng.uniform(*ranges[name], shape) for name in family.params if name != "delay"}
+    if family.delay:
+        free["delay"] = rng.integers(0, 5, shape).astype(float)
+    return full_params(family, free, shape)
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+ALL_VARIANTS = [FAMILIES[n] for n in sorted(FAMILIES)] + [
+    FAMILIES["dcmotor_delay"].with_terms(("armature", "friction", "dynamic_friction", "viscous_friction",
+                                           "encoder_offset")),
+    Family("every_clamp", clamps=("max_effort", "dc_motor", "position_table"), delay=True),
+]
+
+
+@pytest.mark.parametrize("fam", ALL_VARIANTS, ids=lambda f: f"{f.name}-{'+'.join(f.joint_terms)}")
 @pytest.mark.parametrize("substeps", [1, 3])
-def test_kernel_matches_torch_oracle(family: str, substeps: int) -> None:
+@pytest.mark.parametrize("open_loop", [False, True])
+def test_kernel_matches_torch_oracle(fam: Family, substeps: int, open_loop: bool) -> None:
     batch = SegmentBatch.from_recording(two_joint_recording(), ["a", "b"], substeps=substeps)
-    params = random_params(family, 6, 2, seed=substeps)
-    fam = get_family(family)
-    warp_tr = RolloutEngine(batch).traces(fam, params)
-    ref = oracle_traces(batch, fam, params)
+    params = random_params(fam, 6, 2, seed=substeps)
+    warp_tr = RolloutEngine(batch).traces(fam, params, open_loop=open_loop)
+    ref = oracle_traces(batch, fam, params, open_loop=open_loop)
     for key in ("q", "qd", "computed", "applied"):
         scale = max(1.0, float(np.abs(ref[key]).max()))
         assert np.abs(warp_tr[key] - ref[key]).max() <= 2e-4 * scale, key
+    if open_loop:
+        return
     # loss-only launch gives the same sums as the launch that stores traces
     sums = RolloutEngine(batch).sums(fam, params)
     np.testing.assert_allclose(sums, warp_tr["sums"], rtol=1e-6)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..datasets.recording import Recording
 from ..models import parameters
-from ..models.families import FAMILIES, Family, get_family
+from ..models.families import FAMILIES, JOINT_TERMS, Family, get_family
 from ..models.rollout import RolloutEngine, SegmentBatch, full_params
 from .objective import LossScales, pool_metrics, segment_metrics
 from .search import BACKENDS, cma_search, refine
@@ -37,6 +37,8 @@ class FitRequest:
     refine_iterations: int = 100
     device: str = "cpu"
     search_backend: str = "cmaes"  # or "optuna": the same CMA-ES through an Optuna study
+    decimation: int = 1  # physics steps per log sample; commands held, delay counted in physics steps
+    joint_terms: list[str] | None = None  # None: each family's default (armature, friction, viscous_friction)
 
 
 def validate_request(rec: Recording, req: FitRequest) -> None:
@@ -55,6 +57,11 @@ def validate_request(rec: Recording, req: FitRequest) -> None:
         raise FitRequestError(f"budget.generations must be between 1 and 10000, got {req.generations}")
     if not 4 <= req.population <= 4096:
         raise FitRequestError(f"budget.population must be between 4 and 4096, got {req.population}")
+    if not 1 <= req.decimation <= 64:
+        raise FitRequestError(f"decimation must be between 1 and 64 physics steps per sample, got {req.decimation}")
+    for term in req.joint_terms or []:
+        if term not in JOINT_TERMS:
+            raise FitRequestError(f"unknown joint term {term!r}: choose from {list(JOINT_TERMS)}")
     if req.search_backend not in BACKENDS:
         raise FitRequestError(f"unknown search backend {req.search_backend!r}: choose from {list(BACKENDS)}")
     if not rec.segments:
@@ -99,8 +106,8 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     t_start = time.perf_counter()
     joints = req.joints or rec.joint_names
     train_ids, val_ids = split_segments(len(rec.segments))
-    train = SegmentBatch.from_recording(rec, joints, train_ids)
-    every = SegmentBatch.from_recording(rec, joints)
+    every = SegmentBatch.from_recording(rec, joints, substeps=req.decimation)
+    train = SegmentBatch.from_recording(rec, joints, train_ids, substeps=req.decimation, knots=every.knots)
     train_engine = RolloutEngine(train, req.device)
     full_engine = RolloutEngine(every, req.device)
     scales = LossScales.from_batch(train)
@@ -110,7 +117,7 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     per_joint: dict[str, dict] = {j: {"models": {}} for j in joints}
     n_fam = len(req.models)
     for fi, fam_name in enumerate(req.models):
-        family = get_family(fam_name)
+        family = family_for(req, fam_name)
         space = SearchSpace.for_family(family)
         x0 = [np.array([w[n] for n in space.names]) for w in x_warm]
 
@@ -138,7 +145,10 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
             per_joint[name]["models"][fam_name] = {
                 "family": fam_name,
                 "isaaclab_cfg": family.isaaclab_cfg,
+                "joint_terms": list(family.joint_terms),
                 "params": fitted[j],
+                **({"table_positions": every.knots[j].astype(float).tolist()} if "position_table" in family.clamps
+                   else {}),
                 "metrics": {
                     "train": pool_metrics([r for r in rows if r["split"] == "train"]),
                     "validation": pool_metrics([r for r in rows if r["split"] == "validation"]),
@@ -165,13 +175,20 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
             "integrator": "semi-implicit Euler with implicit joint damping and Coulomb friction as a "
                           "stopping constraint (consumer-semantics §F, matches Newton SolverMuJoCo)",
             "physics_dt": float(np.median(every.seg_dt)),
-            "decimation": 1,
+            "decimation": req.decimation,
+            "delay_unit": "physics steps",
             "loss": "mean squared position error / var(q) + 0.25 · mean squared velocity error / var(qd)",
         },
         "request": asdict(req),
         "dataset": rec.summary(),
         "elapsed_s": round(time.perf_counter() - t_start, 3),
     }
+
+
+def family_for(req: FitRequest, name: str) -> Family:
+    """The named family with the request's joint terms, if it asks for other ones."""
+    family = get_family(name)
+    return family.with_terms(tuple(req.joint_terms)) if req.joint_terms is not None else family
 
 
 def _rank(models: dict[str, dict]) -> list[dict]:
@@ -185,10 +202,15 @@ def _rank(models: dict[str, dict]) -> list[dict]:
     return sorted(rows, key=lambda r: r["score"])
 
 
-def simulate(rec: Recording, joint: str, family: str, params: dict[str, float], device: str = "cpu") -> dict:
+def simulate(rec: Recording, joint: str, family: str, params: dict[str, float], device: str = "cpu",
+             joint_terms: list[str] | None = None, decimation: int = 1,
+             table_positions: list[float] | None = None) -> dict:
     """Roll one fitted model over every segment of one joint; per-segment traces as numpy arrays."""
     fam = get_family(family)
-    batch = SegmentBatch.from_recording(rec, [joint])
+    if joint_terms is not None:
+        fam = fam.with_terms(tuple(joint_terms))
+    knots = None if table_positions is None else np.asarray([table_positions])
+    batch = SegmentBatch.from_recording(rec, [joint], substeps=decimation, knots=knots)
     tr = RolloutEngine(batch, device).traces(fam, params_array(fam, [params]))
     return {batch.seg_names[s]: {k: tr[k][0, batch.segment_slice(s)] for k in ("q", "qd", "computed", "applied")}
             for s in range(batch.n_segments)}
@@ -198,7 +220,7 @@ def envelope(family: str, params: dict[str, float], v_max: float, n: int = 121) 
     """The family's effort window over joint velocity, for the torque–speed plot."""
     v = np.linspace(-v_max, v_max, n)
     elim = params.get("actuator_effort_limit", np.inf)
-    if family == "dcmotor":
+    if "dc_motor" in get_family(family).clamps:
         sat, vlim = params["saturation_effort"], params["actuator_velocity_limit"]
         corner = vlim * (1 + elim / sat)
         vc = np.clip(v, -corner, corner)
@@ -216,8 +238,11 @@ def report_data(rec: Recording, result: dict, max_points: int = 1500) -> dict:
     out: dict[str, dict] = {}
     for joint, jr in result["joints"].items():
         fam = jr["best_model"]
-        params = jr["models"][fam]["params"]
-        sims = simulate(rec, joint, fam, params)
+        model = jr["models"][fam]
+        params = model["params"]
+        sims = simulate(rec, joint, fam, params, joint_terms=model.get("joint_terms"),
+                        decimation=result.get("assumptions", {}).get("decimation", 1),
+                        table_positions=model.get("table_positions"))
         j = rec.joint_index(joint)
         segs, pv, pe = [], [], []
         has_tau = all(s.tau is not None for s in rec.segments)

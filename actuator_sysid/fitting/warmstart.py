@@ -81,5 +81,7 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
         "stiffness": kp, "damping": kd, "armature": arm, "viscous_friction": visc, "friction": fric,
         "actuator_effort_limit": 1.1 * e_peak, "saturation_effort": 2.0 * e_peak,
         "actuator_velocity_limit": 2.0 * v_peak, "delay": 0.0,
+        "dynamic_friction": 0.8 * fric, "ki": 0.1 * kp, "integral_max": 1.0, "encoder_offset": 0.0,
+        **{f"lookup_effort_{k}": 1.1 * e_peak for k in range(parameters.TABLE_KNOTS)},
     }
     return {k: parameters.get(k).clip(v) for k, v in guess.items()}

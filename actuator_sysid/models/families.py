@@ -1,21 +1,35 @@
 """Model families as data: a drive, an ordered list of clamps, an optional delay and joint terms.
 
 The rollout kernel reads the flags; exporters read the same description to pick the consumer class.
+Adding a family is one line in FAMILIES plus its consumer mapping, never a new kernel.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import parameters
 
-CLAMP_NONE, CLAMP_MAX_EFFORT, CLAMP_DC_MOTOR = 0, 1, 2
-_CLAMP_CODE = {"max_effort": CLAMP_MAX_EFFORT, "dc_motor": CLAMP_DC_MOTOR}
+# kernel flag bits (models/kernels.py reads the same values)
+F_MAX_EFFORT = 1  # box clip ±actuator_effort_limit (§A.3, Newton ClampingMaxEffort)
+F_DC_MOTOR = 2  # four-quadrant DC-motor clip (§A.4, Newton ClampingDCMotor)
+F_TABLE = 4  # position-dependent limit (§A.6, Newton ClampingPositionBased)
+F_PID = 8  # Newton DrivePID instead of PD (§C.2)
+F_PHYSX_FRICTION = 16  # static + dynamic friction instead of Coulomb frictionloss
+F_IMPLICIT = 32  # the solver's PD, integrated implicitly (Isaac Lab ImplicitActuator, §A.10)
+F_OPEN_LOOP = 64  # the actuator sees measured states (effort conformance, torque-supervised losses)
+
+CLAMP_ORDER = ("max_effort", "dc_motor", "position_table")
+_CLAMP_FLAG = {"max_effort": F_MAX_EFFORT, "dc_motor": F_DC_MOTOR, "position_table": F_TABLE}
 _CLAMP_PARAMS = {
     "max_effort": ("actuator_effort_limit",),
     "dc_motor": ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit"),
+    "position_table": tuple(f"lookup_effort_{k}" for k in range(parameters.TABLE_KNOTS)),
 }
-_DRIVE_PARAMS = {"pd": ("stiffness", "damping")}
+_DRIVE_PARAMS = {"pd": ("stiffness", "damping"), "pid": ("stiffness", "damping", "ki", "integral_max"),
+                 "implicit": ("stiffness", "damping")}
+JOINT_TERMS = ("armature", "friction", "dynamic_friction", "viscous_friction", "encoder_offset")
+DEFAULT_TERMS = ("armature", "friction", "viscous_friction")
 
 
 @dataclass(frozen=True)
@@ -26,9 +40,14 @@ class Family:
     drive: str = "pd"
     clamps: tuple[str, ...] = ()
     delay: bool = False
-    joint_terms: tuple[str, ...] = ("armature", "friction", "viscous_friction")
-    isaaclab_cfg: str = ""
+    joint_terms: tuple[str, ...] = DEFAULT_TERMS
+    isaaclab_cfg: str = ""  # Isaac Lab 3.0 cfg class, "" when Isaac Lab has none
     doc: str = ""
+
+    def __post_init__(self) -> None:
+        assert self.drive in _DRIVE_PARAMS, self.drive
+        assert list(self.clamps) == [c for c in CLAMP_ORDER if c in self.clamps], "clamps in kernel order"
+        assert set(self.joint_terms) <= set(JOINT_TERMS), self.joint_terms
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -41,19 +60,38 @@ class Family:
         return tuple(p.name for p in parameters.PARAMS if p.name in names)
 
     @property
-    def clamp_mode(self) -> int:
-        """Kernel flag for the (single) clamp this family applies."""
-        assert len(self.clamps) <= 1, "the kernel applies one clamp stage"
-        return _CLAMP_CODE[self.clamps[0]] if self.clamps else CLAMP_NONE
+    def flags(self) -> int:
+        """Kernel flag bits for this family."""
+        f = sum(_CLAMP_FLAG[c] for c in self.clamps)
+        f |= F_PID if self.drive == "pid" else 0
+        f |= F_IMPLICIT if self.drive == "implicit" else 0
+        f |= F_PHYSX_FRICTION if "dynamic_friction" in self.joint_terms else 0
+        return f
+
+    def with_terms(self, joint_terms: tuple[str, ...]) -> Family:
+        """The same family with other joint terms (friction model, encoder offset)."""
+        return replace(self, joint_terms=tuple(t for t in JOINT_TERMS if t in joint_terms))
 
 
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
+        Family("implicit", drive="implicit", clamps=("max_effort",), isaaclab_cfg="ImplicitActuatorCfg",
+               doc="The solver's own PD drive, integrated implicitly (Isaac Lab ImplicitActuator; "
+                   "effort telemetry clipped to the joint effort limit)."),
         Family("ideal_pd", clamps=("max_effort",), isaaclab_cfg="IdealPDActuatorCfg",
                doc="PD law clipped to ±actuator_effort_limit (Isaac Lab IdealPDActuator)."),
         Family("dcmotor", clamps=("dc_motor",), isaaclab_cfg="DCMotorCfg",
                doc="PD law clipped by the four-quadrant DC-motor torque–speed envelope (Isaac Lab DCMotor)."),
+        Family("delayed_pd", clamps=("max_effort",), delay=True, isaaclab_cfg="DelayedPDActuatorCfg",
+               doc="IdealPD on commands delayed by a whole number of physics steps (Isaac Lab DelayedPDActuator)."),
+        Family("dcmotor_delay", clamps=("dc_motor",), delay=True,
+               doc="DC-motor envelope and command delay together, as a NewtonActuator (PD + DC clamp + delay) "
+                   "holds them; Isaac Lab has no single class for it."),
+        Family("remotized_pd", clamps=("position_table",), delay=True, isaaclab_cfg="RemotizedPDActuatorCfg",
+               doc="Delayed PD clipped by a position-dependent torque limit table (Isaac Lab RemotizedPDActuator)."),
+        Family("pid", drive="pid", clamps=("max_effort",), delay=True,
+               doc="Newton DrivePID with integral clamp, max-effort clamp and delay."),
     )
 }
 

@@ -1,7 +1,7 @@
 """The one Warp rollout kernel: every family, every candidate, every segment, in one launch.
 
 One thread simulates one (candidate, segment) pair through the whole segment; families differ only by
-flags and parameter values. Formulas follow shared/spec/consumer-semantics.md section by section.
+flag bits and parameter values. Formulas follow shared/spec/consumer-semantics.md section by section.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import sys
 
 import warp as wp
 
-from .parameters import INDEX
+from . import families as fam
+from .parameters import INDEX, TABLE_KNOTS
 
 # Warp's start-up banner and module-load lines must not pollute CLI output (quiet: Warp < 1.19)
 wp.config.quiet = True
@@ -26,40 +27,55 @@ P_VLIM = wp.constant(INDEX["actuator_velocity_limit"])
 P_ELIM = wp.constant(INDEX["actuator_effort_limit"])
 P_ARM = wp.constant(INDEX["armature"])
 P_FRIC = wp.constant(INDEX["friction"])
+P_DFRIC = wp.constant(INDEX["dynamic_friction"])
 P_VISC = wp.constant(INDEX["viscous_friction"])
 P_DELAY = wp.constant(INDEX["delay"])
+P_KI = wp.constant(INDEX["ki"])
+P_IMAX = wp.constant(INDEX["integral_max"])
+P_OFFSET = wp.constant(INDEX["encoder_offset"])
+P_TABLE = wp.constant(INDEX["lookup_effort_0"])
+N_KNOTS = wp.constant(TABLE_KNOTS)
+
+F_MAX_EFFORT = wp.constant(fam.F_MAX_EFFORT)
+F_DC_MOTOR = wp.constant(fam.F_DC_MOTOR)
+F_TABLE = wp.constant(fam.F_TABLE)
+F_PID = wp.constant(fam.F_PID)
+F_PHYSX_FRICTION = wp.constant(fam.F_PHYSX_FRICTION)
+F_IMPLICIT = wp.constant(fam.F_IMPLICIT)
+F_OPEN_LOOP = wp.constant(fam.F_OPEN_LOOP)
 
 
 @wp.func
 def dc_motor_clip(effort: float, qd: float, sat: float, vlim: float, elim: float):
-    """consumer-semantics §A.4 / §C.2 four-quadrant clip with the corner velocity."""
+    """§A.4 / §C.2 four-quadrant clip with the corner velocity."""
     corner = vlim * (1.0 + elim / sat)
     v = wp.clamp(qd, -corner, corner)
-    top = sat * (1.0 - v / vlim)
-    bottom = sat * (-1.0 - v / vlim)
-    max_eff = wp.min(top, elim)
-    min_eff = wp.max(bottom, -elim)
+    max_eff = wp.min(sat * (1.0 - v / vlim), elim)
+    min_eff = wp.max(sat * (-1.0 - v / vlim), -elim)
     return wp.clamp(effort, min_eff, max_eff)
 
 
 @wp.func
-def actuator_effort(
-    clamp_mode: int, q: float, qd: float, q_des: float, qd_des: float, tau_ff: float,
-    kp: float, kd: float, sat: float, vlim: float, elim: float,
-):
-    """§A.3 PD law followed by the family's clamp; returns (computed, applied)."""
-    computed = kp * (q_des - q) + kd * (qd_des - qd) + tau_ff
-    applied = computed
-    if clamp_mode == 1:  # §A.3 IdealPD box clip
-        applied = wp.clamp(computed, -elim, elim)
-    elif clamp_mode == 2:  # §A.4 DCMotor
-        applied = dc_motor_clip(computed, qd, sat, vlim, elim)
-    return wp.vec2(computed, applied)
+def table_limit(q: float, knots: wp.array2d(dtype=float), params: wp.array3d(dtype=float), c: int, j: int):
+    """§A.6 LinearInterpolation: lb = clamp(#(x < q) − 1, 0), ub = clamp(#(x < q), K − 1), ends held."""
+    below = int(0)
+    for k in range(N_KNOTS):
+        if knots[j, k] < q:
+            below += 1
+    lb = wp.max(below - 1, 0)
+    ub = wp.min(below, N_KNOTS - 1)
+    y0 = params[c, j, P_TABLE + lb]
+    y1 = params[c, j, P_TABLE + ub]
+    w = float(0.0)
+    if lb != ub:
+        w = (q - knots[j, lb]) / (knots[j, ub] - knots[j, lb])
+    return y0 + w * (y1 - y0)
 
 
 @wp.kernel
 def rollout_kernel(
     params: wp.array3d(dtype=float),  # (C, J, P) candidate parameters per joint
+    knots: wp.array2d(dtype=float),  # (J, K) table positions per joint
     seg_joint: wp.array(dtype=int),  # (S,) which joint's parameters a segment uses
     seg_start: wp.array(dtype=int),  # (S,) offset into the sample arrays
     seg_len: wp.array(dtype=int),  # (S,) samples
@@ -73,10 +89,10 @@ def rollout_kernel(
     q_des: wp.array(dtype=float),
     qd_des: wp.array(dtype=float),
     tau_ff: wp.array(dtype=float),
-    clamp_mode: int,
+    flags: int,
     store: int,
     sums: wp.array3d(dtype=float),  # (C, S, 3): Σ(q−q̂)², Σ(qd−qd̂)², Σ|q−q̂|
-    q_out: wp.array2d(dtype=float),  # (C, N) when store
+    q_out: wp.array2d(dtype=float),  # (C, N) when store: measured-frame q (true q + encoder offset)
     qd_out: wp.array2d(dtype=float),
     computed_out: wp.array2d(dtype=float),
     applied_out: wp.array2d(dtype=float),
@@ -89,11 +105,15 @@ def rollout_kernel(
 
     kp = params[c, j, P_KP]
     kd = params[c, j, P_KD]
+    ki = params[c, j, P_KI]
+    imax = params[c, j, P_IMAX]
     sat = params[c, j, P_SAT]
     vlim = params[c, j, P_VLIM]
     elim = params[c, j, P_ELIM]
     fric = params[c, j, P_FRIC]
+    dfric = params[c, j, P_DFRIC]
     visc = params[c, j, P_VISC]
+    offset = params[c, j, P_OFFSET]
     delay = int(params[c, j, P_DELAY] + 0.5)
     inertia = seg_inertia[s] + params[c, j, P_ARM]
     mgl = seg_gravity[s]
@@ -102,49 +122,79 @@ def rollout_kernel(
     sub = seg_substeps[s]
     start = seg_start[s]
     n = seg_len[s]
+    open_loop = (flags & F_OPEN_LOOP) != 0
 
-    q = q_meas[start]
+    q = q_meas[start] - offset  # true joint position; the encoder reads q + offset
     qd = qd_meas[start]
-    sq = float(0.0)  # noqa: UP018 (Warp: a dynamic variable mutated in the loop)
-    sqd = float(0.0)  # noqa: UP018 (Warp: a dynamic variable mutated in the loop)
-    sabs = float(0.0)  # noqa: UP018 (Warp: a dynamic variable mutated in the loop)
-    eff = wp.vec2(0.0, 0.0)
+    integral = float(0.0)
+    sq = float(0.0)
+    sqd = float(0.0)
+    sabs = float(0.0)
+    computed = float(0.0)
+    applied = float(0.0)
     if store != 0:
-        q_out[c, start] = q
+        q_out[c, start] = q + offset
         qd_out[c, start] = qd
 
-    for k in range(n - 1):
-        for r in range(sub):
-            # §A.5 / §C.2 delay: out(p) = cmd(p − min(d, p)), counted in physics steps from segment start
-            p = k * sub + r
-            kc = wp.max(p - delay, 0) / sub
-            i = start + kc
-            eff = actuator_effort(clamp_mode, q, qd, q_des[i], qd_des[i], tau_ff[i], kp, kd, sat, vlim, elim)
-            # §F plant: pendulum gravity, Coulomb friction as a stopping constraint, implicit damping
-            tau = eff[1] - mgl * wp.sin(q) + ext
-            tau_stop = (inertia / dt) * qd + tau
-            tau_f = -wp.sign(tau_stop) * wp.min(wp.abs(tau_stop), fric)
-            qd = (qd + dt * (tau + tau_f) / inertia) / (1.0 + dt * visc / inertia)
+    for k in range(n):
+        if open_loop:
+            q = q_meas[start + k] - offset
+            qd = qd_meas[start + k]
+        n_sub = sub
+        if k == n - 1:
+            n_sub = 1  # the last sample only reports the effort at the final state
+        for r in range(n_sub):
+            # §A.5 / §C.2 delay of targets and feed-forward: out(p) = cmd(p − min(d, p)) in physics steps
+            i = start + wp.max(k * sub + r - delay, 0) / sub
+            q_ctrl = q + offset
+            err = q_des[i] - q_ctrl
+            # §A.3 PD law; §C.2 PID with the integral updated before use and clamped
+            computed = kp * err + kd * (qd_des[i] - qd) + tau_ff[i]
+            if (flags & F_PID) != 0:
+                integral = wp.clamp(integral + err * dt, -imax, imax)
+                computed = computed + ki * integral
+            applied = computed
+            if (flags & F_MAX_EFFORT) != 0:  # §A.3 box clip / §A.10 implicit telemetry
+                applied = wp.clamp(applied, -elim, elim)
+            if (flags & F_DC_MOTOR) != 0:  # §A.4
+                applied = dc_motor_clip(applied, qd, sat, vlim, elim)
+            if (flags & F_TABLE) != 0:  # §A.6 at the current measured position
+                lim = table_limit(q_ctrl, knots, params, c, j)
+                applied = wp.clamp(applied, -lim, lim)
+            if k == n - 1:
+                break
+            # §F plant. Forces at the current state; velocity-proportional terms (joint damping, and the
+            # solver's own PD damping for the implicit drive, as MuJoCo's implicitfast does, even while the
+            # force is clamped) are integrated implicitly through the effective inertia jt. Friction is a
+            # stopping constraint.
+            jt = inertia + dt * visc
+            if (flags & F_IMPLICIT) != 0:
+                jt = jt + dt * kd
+            force = applied - mgl * wp.sin(q) + ext - visc * qd
+            tau_stop = (jt / dt) * qd + force
+            tau_f = float(0.0)
+            if (flags & F_PHYSX_FRICTION) != 0:  # stick below the static threshold, slide at dynamic
+                if wp.abs(tau_stop) <= fric:
+                    tau_f = -tau_stop
+                else:
+                    tau_f = -wp.sign(tau_stop) * dfric
+            else:  # MuJoCo frictionloss as Newton applies joint_friction
+                tau_f = -wp.sign(tau_stop) * wp.min(wp.abs(tau_stop), fric)
+            qd = qd + dt * (force + tau_f) / jt
             q = q + dt * qd
-        m = start + k + 1
-        eq = q - q_meas[m]
-        eqd = qd - qd_meas[m]
-        sq += eq * eq
-        sqd += eqd * eqd
-        sabs += wp.abs(eq)
         if store != 0:
-            q_out[c, m] = q
-            qd_out[c, m] = qd
-            computed_out[c, m - 1] = eff[0]
-            applied_out[c, m - 1] = eff[1]
-
-    if store != 0:
-        last = start + n - 1
-        kc = wp.max((n - 1) * sub - delay, 0) / sub
-        i = start + kc
-        eff = actuator_effort(clamp_mode, q, qd, q_des[i], qd_des[i], tau_ff[i], kp, kd, sat, vlim, elim)
-        computed_out[c, last] = eff[0]
-        applied_out[c, last] = eff[1]
+            computed_out[c, start + k] = computed
+            applied_out[c, start + k] = applied
+        if k < n - 1:
+            m = start + k + 1
+            eq = q + offset - q_meas[m]
+            eqd = qd - qd_meas[m]
+            sq += eq * eq
+            sqd += eqd * eqd
+            sabs += wp.abs(eq)
+            if store != 0:
+                q_out[c, m] = q + offset
+                qd_out[c, m] = qd
     sums[c, s, 0] = sq
     sums[c, s, 1] = sqd
     sums[c, s, 2] = sabs

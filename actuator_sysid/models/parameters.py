@@ -29,6 +29,9 @@ class Param:
         return min(max(value, self.lower), self.upper)
 
 
+TABLE_KNOTS = 5
+"""Knots of the position-dependent torque-limit table (RemotizedPD, Newton ClampingPositionBased)."""
+
 PARAMS: tuple[Param, ...] = (
     Param("stiffness", "N·m/rad", 1e-2, 1e4, "log", 0.0, "newton:kp",
           "PD proportional gain Kp acting on q_des − q."),
@@ -39,15 +42,27 @@ PARAMS: tuple[Param, ...] = (
     Param("actuator_velocity_limit", "rad/s", 1e-1, 1e3, "log", math.inf, "newton:velocityLimit",
           "DC-motor no-load speed: where the torque–speed line reaches zero torque."),
     Param("actuator_effort_limit", "N·m", 1e-2, 1e3, "log", math.inf, "newton:maxEffort",
-          "Rated (continuous) effort: the box clip of the model output."),
+          "Rated (continuous) effort: the box clip of the model output (newton:maxMotorEffort in a DC clamp)."),
     Param("armature", "kg·m²", 1e-6, 1e1, "log", 0.0, "newton:armature",
           "Reflected rotor inertia added to the joint's inertia."),
     Param("friction", "N·m", 1e-5, 1e2, "log", 0.0, "newton:friction",
-          "Coulomb (dry) friction effort, applied as a stopping constraint as MuJoCo's frictionloss."),
+          "Coulomb (dry) friction effort, applied as a stopping constraint as MuJoCo's frictionloss; "
+          "with PhysX-style friction, the static (breakaway) effort."),
+    Param("dynamic_friction", "N·m", 1e-5, 1e2, "log", 0.0, "physxJoint:dynamicFriction",
+          "PhysX-style dynamic friction effort opposing motion once the joint slips (Newton ignores it)."),
     Param("viscous_friction", "N·m·s/rad", 1e-5, 1e2, "log", 0.0, "newton:damping",
-          "Passive viscous joint damping, integrated implicitly."),
+          "Passive viscous joint damping, integrated implicitly (the USD attribute is per degree)."),
     Param("delay", "physics steps", 0, 20, "linear", 0.0, "newton:delaySteps",
           "Command delay counted in physics steps (Isaac Lab min_delay = max_delay).", integer=True),
+    Param("ki", "N·m/(rad·s)", 1e-3, 1e4, "log", 0.0, "newton:ki",
+          "PID integral gain (Newton DrivePID); the integral is updated before use."),
+    Param("integral_max", "rad·s", 1e-4, 1e2, "log", math.inf, "newton:integralMax",
+          "Clamp of the PID integral state (Newton DrivePID)."),
+    Param("encoder_offset", "rad", -0.3, 0.3, "linear", 0.0, "",
+          "Constant encoder bias: measured q = true q + offset; the controller sees the measured q."),
+    *(Param(f"lookup_effort_{k}", "N·m", 1e-2, 1e3, "log", math.inf, f"newton:lookupEfforts[{k}]",
+            f"Torque limit at knot {k} of the position table (Isaac Lab joint_parameter_lookup column 2).")
+      for k in range(TABLE_KNOTS)),
 )
 
 INDEX: dict[str, int] = {p.name: i for i, p in enumerate(PARAMS)}

@@ -9,7 +9,7 @@ import warp as wp
 
 from ..datasets.recording import Recording
 from . import parameters
-from .families import Family
+from .families import F_OPEN_LOOP, Family
 from .kernels import rollout_kernel
 
 
@@ -32,6 +32,7 @@ class SegmentBatch:
     qd_des: np.ndarray
     tau_ff: np.ndarray
     seg_names: list[str]  # (S,) recording segment names
+    knots: np.ndarray  # (J, K) float32 table positions per joint (position-dependent torque limit)
     tau: np.ndarray | None = None  # (N,) measured effort when every packed segment has it
 
     @property
@@ -47,13 +48,21 @@ class SegmentBatch:
 
     @classmethod
     def from_recording(
-        cls, rec: Recording, joints: list[str], segments: list[int] | None = None, substeps: int = 1
+        cls, rec: Recording, joints: list[str], segments: list[int] | None = None, substeps: int = 1,
+        knots: np.ndarray | None = None,
     ) -> SegmentBatch:
-        """Pack the chosen segments (all by default) of the chosen joints; joint-major order."""
+        """Pack the chosen segments (all by default) of the chosen joints; joint-major order.
+
+        Table knots default to evenly spaced positions over each joint's measured range in the whole
+        recording, so train and validation batches share them. A segment's metadata may carry a constant
+        `external_torque` [N·m] (per joint under metadata["joints"][name]).
+        """
         seg_ids = list(range(len(rec.segments))) if segments is None else list(segments)
+        if knots is None:
+            knots = np.stack([default_knots(rec, name) for name in joints])
         cols: dict[str, list[np.ndarray]] = {k: [] for k in ("q", "qd", "q_des", "qd_des", "tau_ff", "tau")}
         has_tau = all(rec.segments[si].tau is not None for si in seg_ids)
-        sj, ss, sl, sdt, sin, sg, names = [], [], [], [], [], [], []
+        sj, ss, sl, sdt, sin, sg, ext, names = [], [], [], [], [], [], [], []
         offset = 0
         for ji, name in enumerate(joints):
             j = rec.joint_index(name)
@@ -63,6 +72,8 @@ class SegmentBatch:
                     if k != "tau" or has_tau:
                         cols[k].append(getattr(seg, k)[:, j])
                 inertia, grav = rec.load_for(seg, j)
+                ext.append(float(seg.metadata.get("joints", {}).get(name, {}).get(
+                    "external_torque", seg.metadata.get("external_torque", 0.0))))
                 sj.append(ji)
                 ss.append(offset)
                 sl.append(seg.n)
@@ -81,15 +92,26 @@ class SegmentBatch:
             seg_dt=np.asarray(sdt, f32),
             seg_inertia=np.asarray(sin, f32),
             seg_gravity=np.asarray(sg, f32),
-            seg_ext=np.zeros(len(ss), f32),
+            seg_ext=np.asarray(ext, f32),
             q=np.concatenate(cols["q"]).astype(f32),
             qd=np.concatenate(cols["qd"]).astype(f32),
             q_des=np.concatenate(cols["q_des"]).astype(f32),
             qd_des=np.concatenate(cols["qd_des"]).astype(f32),
             tau_ff=np.concatenate(cols["tau_ff"]).astype(f32),
             seg_names=names,
+            knots=np.asarray(knots, f32).reshape(len(joints), parameters.TABLE_KNOTS),
             tau=np.concatenate(cols["tau"]).astype(f32) if has_tau else None,
         )
+
+
+def default_knots(rec: Recording, joint: str) -> np.ndarray:
+    """TABLE_KNOTS positions evenly spaced over a joint's measured range (a small span if it barely moved)."""
+    j = rec.joint_index(joint)
+    q = np.concatenate([s.q[:, j] for s in rec.segments])
+    lo, hi = float(np.min(q)), float(np.max(q))
+    if hi - lo < 1e-3:
+        lo, hi = lo - 0.5, hi + 0.5
+    return np.linspace(lo, hi, parameters.TABLE_KNOTS)
 
 
 def full_params(family: Family, free: dict[str, np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
@@ -100,7 +122,7 @@ def full_params(family: Family, free: dict[str, np.ndarray], shape: tuple[int, .
     out = np.empty(shape + (parameters.N_PARAMS,), np.float32)
     out[...] = np.asarray(parameters.neutral_vector(), np.float32)
     for name, value in free.items():
-        assert name in family.params or name == "delay", f"{name} is not a parameter of {family.name}"
+        assert name in family.params, f"{name} is not a parameter of {family.name}"
         v = np.asarray(value, np.float32)
         out[..., parameters.INDEX[name]] = v.reshape(v.shape + (1,) * (len(shape) - v.ndim))
     return out
@@ -114,6 +136,7 @@ class RolloutEngine:
         self.device = device
         to = lambda a, dt=wp.float32: wp.array(a, dtype=dt, device=device)  # noqa: E731
         self._seg = (
+            to(batch.knots.reshape(len(batch.joints), -1), wp.float32),
             to(batch.seg_joint, wp.int32), to(batch.seg_start, wp.int32), to(batch.seg_len, wp.int32),
             to(batch.seg_substeps, wp.int32), to(batch.seg_dt), to(batch.seg_inertia),
             to(batch.seg_gravity), to(batch.seg_ext),
@@ -121,7 +144,7 @@ class RolloutEngine:
         )
         self._dummy = wp.zeros((1, 1), dtype=wp.float32, device=device)
 
-    def _launch(self, family: Family, params: np.ndarray, store: bool):
+    def _launch(self, family: Family, params: np.ndarray, store: bool, open_loop: bool = False):
         assert params.ndim == 3 and params.shape[1:] == (len(self.batch.joints), parameters.N_PARAMS)
         n_c, n_s = params.shape[0], self.batch.n_segments
         p = wp.array(np.ascontiguousarray(params, np.float32), dtype=wp.float32, device=self.device)
@@ -133,7 +156,7 @@ class RolloutEngine:
             traces = [self._dummy] * 4
         wp.launch(
             rollout_kernel, dim=n_c * n_s, device=self.device,
-            inputs=[p, *self._seg, family.clamp_mode, int(store)],
+            inputs=[p, *self._seg, family.flags | (F_OPEN_LOOP if open_loop else 0), int(store)],
             outputs=[sums, *traces],
         )
         return sums, traces
@@ -143,8 +166,11 @@ class RolloutEngine:
         sums, _ = self._launch(family, params, store=False)
         return sums.numpy()
 
-    def traces(self, family: Family, params: np.ndarray) -> dict[str, np.ndarray]:
-        """Launch storing traces: q, qd, computed and applied effort, each (C, N), plus the sums."""
-        sums, (q, qd, comp, app) = self._launch(family, params, store=True)
+    def traces(self, family: Family, params: np.ndarray, open_loop: bool = False) -> dict[str, np.ndarray]:
+        """Launch storing traces: q, qd, computed and applied effort, each (C, N), plus the sums.
+
+        open_loop=True feeds the actuator the measured state at every sample (efforts on the log's states).
+        """
+        sums, (q, qd, comp, app) = self._launch(family, params, store=True, open_loop=open_loop)
         return {"sums": sums.numpy(), "q": q.numpy(), "qd": qd.numpy(),
                 "computed": comp.numpy(), "applied": app.numpy()}
