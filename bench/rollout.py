@@ -18,9 +18,11 @@ import torch
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
 from actuator_sysid.fitting.search import _CmaesStrategy, _OptunaStrategy
-from actuator_sysid.models.families import get_family
+from actuator_sysid.models.families import FAMILIES
 from actuator_sysid.models.oracle import oracle_traces
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params
+
+FAMILY = FAMILIES["dcmotor_delay"]
 
 
 def recording(segments: int, samples: int) -> Recording:
@@ -34,12 +36,14 @@ def recording(segments: int, samples: int) -> Recording:
 
 
 def candidates(n: int, seed: int = 0) -> np.ndarray:
+    """DCMotor + delay + Coulomb + viscous + armature candidates (the issue-3 benchmark family)."""
     rng = np.random.default_rng(seed)
     free = {"stiffness": rng.uniform(10, 40, n), "damping": rng.uniform(0.1, 1, n),
             "saturation_effort": rng.uniform(5, 9, n), "actuator_velocity_limit": rng.uniform(5, 12, n),
             "actuator_effort_limit": rng.uniform(3, 5, n), "armature": rng.uniform(0.005, 0.03, n),
-            "friction": rng.uniform(0, 0.3, n), "viscous_friction": rng.uniform(0, 0.2, n)}
-    return full_params(get_family("dcmotor"), free, (n, 1))
+            "friction": rng.uniform(0, 0.3, n), "viscous_friction": rng.uniform(0, 0.2, n),
+            "delay": rng.integers(0, 6, n).astype(float)}
+    return full_params(FAMILY, free, (n, 1))
 
 
 def timed(fn, repeats: int) -> float:
@@ -61,18 +65,25 @@ def main() -> None:
     args = ap.parse_args()
     segments, samples = (2, 300) if args.quick else (6, 1200)
     batch = SegmentBatch.from_recording(recording(segments, samples), ["j"])
-    fam = get_family("dcmotor")
     steps = segments * (samples - 1)
-    engine = RolloutEngine(batch, args.device)
     n_c = args.candidates
     params = candidates(n_c)
-    t_loss = timed(lambda: engine.sums(fam, params), 5)
-    t_traces = timed(lambda: engine.traces(fam, params), 3)
+    one = RolloutEngine(batch, args.device, threads=1)
+    every = RolloutEngine(batch, args.device)
+    rate = lambda eng, p, reps=5: p.shape[0] * steps / timed(lambda: eng.sums(FAMILY, p), reps)  # noqa: E731
+    warp_1 = rate(one, params)
+    warp_all = rate(every, params)
+    t_traces = timed(lambda: every.traces(FAMILY, params), 3)
     n_oracle = min(n_c, 64)
-    t_oracle = timed(lambda: oracle_traces(batch, fam, params[:n_oracle]), 1)
-    warp_loss = n_c * steps / t_loss
-    warp_traces = n_c * steps / t_traces
+    t_oracle = timed(lambda: oracle_traces(batch, FAMILY, params[:n_oracle]), 1)
     oracle = n_oracle * steps / t_oracle
+    # linearity: the same launch at three sizes spanning 100x in candidates x steps
+    size_runs = []
+    for n in ((8, 80, 800) if args.quick else (32, 320, 3200)):
+        p = candidates(n, seed=n)
+        size_runs.append({"candidates": n, "candidate_steps": n * steps,
+                          "candidate_steps_per_s": round(rate(every, p, reps=3))})
+    rates = [r["candidate_steps_per_s"] for r in size_runs]
 
     # search-driver overhead per candidate (ask + tell), no rollouts: why `cmaes` is the default driver
     driver = {}
@@ -101,13 +112,19 @@ def main() -> None:
     print(json.dumps({
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "cpus": os.cpu_count(), "torch": torch.__version__, "device": args.device},
-        "problem": {"family": "dcmotor", "segments": segments, "samples_per_segment": samples,
-                    "candidates": n_c, "oracle_candidates": n_oracle},
-        "candidate_steps_per_s": {"warp_loss_only": round(warp_loss), "warp_traces": round(warp_traces),
-                                  "torch_oracle": round(oracle)},
-        "ratios": {"warp_loss_over_oracle": round(warp_loss / oracle, 1),
-                   "warp_loss_over_traces": round(warp_loss / warp_traces, 2)},
-        "generation_ms_24_candidates": round(24 * steps / warp_loss * 1e3, 3),
+        "problem": {"family": FAMILY.name, "joint_terms": list(FAMILY.joint_terms), "load": "pendulum",
+                    "segments": segments, "samples_per_segment": samples, "candidates": n_c,
+                    "oracle_candidates": n_oracle, "mode": "loss only"},
+        "warp_cpu_1core" if args.device == "cpu" else "warp_1launch": round(warp_1),
+        "warp_cpu_all_cores" if args.device == "cpu" else "warp_device": round(warp_all),
+        "torch_oracle": round(oracle),
+        "warp_traces": round(n_c * steps / t_traces),
+        "sizes": size_runs,
+        "ratios": {"all_cores_over_1core": round(warp_all / warp_1, 2),
+                   "warp_all_over_oracle": round(warp_all / oracle, 1),
+                   "warp_loss_over_traces": round(warp_all * t_traces / (n_c * steps), 2),
+                   "size_rate_max_over_min": round(max(rates) / min(rates), 2)},
+        "generation_ms_64_candidates": round(64 * steps / warp_all * 1e3, 3),
         "search_driver_s_per_candidate": {k: round(v, 6) for k, v in driver.items()},
         "ratio_optuna_over_cmaes_driver": round(driver["optuna"] / driver["cmaes"], 1),
         "fit_demo_dcmotor": {"seconds": round(fit_s, 2), "evaluations": fitted["search"]["evaluations"],

@@ -35,14 +35,16 @@ class SearchSpace:
         """Natural units → unit cube (clipped to the bounds)."""
         x = np.clip(np.asarray(x, float), self.lower, self.upper)
         lin = (x - self.lower) / (self.upper - self.lower)
-        lg = np.log(x / self.lower) / np.log(self.upper / self.lower)
+        with np.errstate(divide="ignore", invalid="ignore"):  # the log branch is discarded for linear params
+            lg = np.log(x / self.lower) / np.log(self.upper / self.lower)
         return np.where(self.log, lg, lin)
 
     def from_unit(self, u: np.ndarray) -> np.ndarray:
         """Unit cube → natural units; works on (..., d) arrays."""
         u = np.clip(np.asarray(u, float), 0.0, 1.0)
         lin = self.lower + u * (self.upper - self.lower)
-        lg = self.lower * (self.upper / self.lower) ** u
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lg = self.lower * (self.upper / self.lower) ** u
         return np.where(self.log, lg, lin)
 
     def as_dict(self, x: np.ndarray) -> dict[str, float]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,11 +131,17 @@ def full_params(family: Family, free: dict[str, np.ndarray], shape: tuple[int, .
 
 
 class RolloutEngine:
-    """Holds one SegmentBatch on a Warp device and evaluates parameter candidates against it."""
+    """Holds one SegmentBatch on a Warp device and evaluates parameter candidates against it.
 
-    def __init__(self, batch: SegmentBatch, device: str = "cpu"):
+    Warp runs a CPU launch on one core; on the CPU the engine splits the candidates across `threads`
+    launches in parallel threads (ctypes releases the GIL), so every core simulates.
+    """
+
+    def __init__(self, batch: SegmentBatch, device: str = "cpu", threads: int | None = None):
         self.batch = batch
         self.device = device
+        self.threads = 1 if not str(device).startswith("cpu") else max(1, threads or os.cpu_count() or 1)
+        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         to = lambda a, dt=wp.float32: wp.array(a, dtype=dt, device=device)  # noqa: E731
         self._seg = (
             to(batch.knots.reshape(len(batch.joints), -1), wp.float32),
@@ -163,8 +171,12 @@ class RolloutEngine:
 
     def sums(self, family: Family, params: np.ndarray) -> np.ndarray:
         """Loss-only launch: (C, S, 3) sums of squared position error, squared velocity error, |position error|."""
-        sums, _ = self._launch(family, params, store=False)
-        return sums.numpy()
+        n_c = params.shape[0]
+        if self._pool is None or n_c < 2 * self.threads:
+            return self._launch(family, params, store=False)[0].numpy()
+        chunks = np.array_split(np.arange(n_c), self.threads)
+        parts = self._pool.map(lambda idx: self._launch(family, params[idx], store=False)[0].numpy(), chunks)
+        return np.concatenate(list(parts), axis=0)
 
     def traces(self, family: Family, params: np.ndarray, open_loop: bool = False) -> dict[str, np.ndarray]:
         """Launch storing traces: q, qd, computed and applied effort, each (C, N), plus the sums.
