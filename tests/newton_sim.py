@@ -9,7 +9,14 @@ from __future__ import annotations
 import newton
 import numpy as np
 import warp as wp
-from newton.actuators import ClampingDCMotor, ClampingMaxEffort, ClampingPositionBased, DrivePD, DrivePID
+from newton.actuators import (
+    ClampingDCMotor,
+    ClampingMaxEffort,
+    ClampingPositionBased,
+    DrivePD,
+    DrivePID,
+    JointSpaceResponse,
+)
 
 wp.config.quiet = True
 
@@ -33,9 +40,18 @@ def build(mass: float, com: float, inertia_com: float, joint: dict, drive: str, 
     return model, model.actuators[0], dof
 
 
-def closed_loop(model, actuator, dof: int, q_des: np.ndarray, dt: float, q0: float = 0.0) -> dict[str, np.ndarray]:
-    """Step actuator + SolverMuJoCo(use_mujoco_cpu=True); log the state and applied effort at every step."""
+def closed_loop(model, actuator, dof: int, q_des: np.ndarray, dt: float, q0: float = 0.0,
+                implicit_effort: bool = False) -> dict[str, np.ndarray]:
+    """Step actuator + SolverMuJoCo(use_mujoco_cpu=True); log the state and applied effort at every step.
+
+    implicit_effort=True switches the actuator to Newton's implicit effort mode, with the joint-space
+    response refreshed once per step before the actuator steps (§C.5).
+    """
     solver = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
+    response = None
+    if implicit_effort:
+        response = JointSpaceResponse(model)
+        actuator.set_effort_mode_implicit(response)
     s0, s1 = model.state(), model.state()
     q_init = s0.joint_q.numpy()
     q_init[0] = q0
@@ -51,6 +67,8 @@ def closed_loop(model, actuator, dof: int, q_des: np.ndarray, dt: float, q0: flo
         target[dof] = q_des[k]
         control.joint_target_q.assign(target)
         control.joint_f.zero_()
+        if response is not None:
+            response.refresh(s0)
         actuator.step(s0, control, a, b, dt=dt)
         out["applied"][k] = float(control.joint_f.numpy()[dof])
         solver.step(s0, s1, control, None, dt)

@@ -122,3 +122,21 @@ def test_actuator_law_matches_isaaclab_classes(family: str) -> None:
     params = full_params(fam, {k: v for k, v in truth.items() if k in fam.params}, (1, 1))
     applied = RolloutEngine(batch).traces(fam, params)["applied"][0, batch.seg_start]
     np.testing.assert_allclose(applied, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("fam", [FAMILIES["dcmotor"], FAMILIES["remotized_pd"], FAMILIES["pid"]], ids=lambda f: f.name)
+def test_implicit_effort_mode_matches_oracle(fam: Family) -> None:
+    """Newton's implicit effort mode (solve at the predicted end-of-step state) in the kernel and the oracle."""
+    batch = SegmentBatch.from_recording(two_joint_recording(120), ["a", "b"])
+    params = random_params(fam, 3, 2, seed=11)
+    params[..., 0] *= 40  # stiff gains, where the implicit solve matters
+    ours = RolloutEngine(batch, effort_mode="implicit").traces(fam, params)
+    ref = oracle_traces(batch, fam, params, effort_mode="implicit")
+    explicit = RolloutEngine(batch).traces(fam, params)
+    # Both solves stop once the impulse update falls below Newton's 1e-5 N·m·s, i.e. 2e-3 N·m of effort at
+    # dt = 5 ms, so float32 (kernel) and float64 (oracle) may stop an iteration apart: allow 5x that.
+    np.testing.assert_allclose(ours["applied"], ref["applied"], rtol=0, atol=1e-2)
+    for key in ("q", "qd"):
+        scale = max(1.0, float(np.abs(ref[key]).max()))
+        assert np.abs(ours[key] - ref[key]).max() <= 1e-3 * scale, key
+    assert np.abs(explicit["applied"] - ours["applied"]).max() > 0.1  # the mode changes the efforts

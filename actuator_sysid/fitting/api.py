@@ -10,7 +10,7 @@ import numpy as np
 
 from ..datasets.recording import Recording
 from ..models import parameters
-from ..models.families import FAMILIES, JOINT_TERMS, Family, get_family
+from ..models.families import EFFORT_MODES, FAMILIES, JOINT_TERMS, Family, get_family
 from ..models.rollout import RolloutEngine, SegmentBatch, full_params
 from .objective import LossScales, pool_metrics, segment_metrics
 from .search import BACKENDS, cma_search, refine
@@ -39,6 +39,7 @@ class FitRequest:
     search_backend: str = "cmaes"  # or "optuna": the same CMA-ES through an Optuna study
     decimation: int = 1  # physics steps per log sample; commands held, delay counted in physics steps
     joint_terms: list[str] | None = None  # None: each family's default (armature, friction, viscous_friction)
+    effort_mode: str = "explicit"  # or "implicit": Newton's implicit effort mode, for stiff gains
 
 
 def validate_request(rec: Recording, req: FitRequest) -> None:
@@ -62,6 +63,8 @@ def validate_request(rec: Recording, req: FitRequest) -> None:
     for term in req.joint_terms or []:
         if term not in JOINT_TERMS:
             raise FitRequestError(f"unknown joint term {term!r}: choose from {list(JOINT_TERMS)}")
+    if req.effort_mode not in EFFORT_MODES:
+        raise FitRequestError(f"unknown effort mode {req.effort_mode!r}: choose from {list(EFFORT_MODES)}")
     if req.search_backend not in BACKENDS:
         raise FitRequestError(f"unknown search backend {req.search_backend!r}: choose from {list(BACKENDS)}")
     if not rec.segments:
@@ -108,8 +111,8 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     train_ids, val_ids = split_segments(len(rec.segments))
     every = SegmentBatch.from_recording(rec, joints, substeps=req.decimation)
     train = SegmentBatch.from_recording(rec, joints, train_ids, substeps=req.decimation, knots=every.knots)
-    train_engine = RolloutEngine(train, req.device)
-    full_engine = RolloutEngine(every, req.device)
+    train_engine = RolloutEngine(train, req.device, effort_mode=req.effort_mode)
+    full_engine = RolloutEngine(every, req.device, effort_mode=req.effort_mode)
     scales = LossScales.from_batch(train)
     x_warm = [warm_start(train, j) for j in range(len(joints))]
     val_names = {rec.segments[i].name for i in val_ids}
@@ -171,7 +174,7 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         "split": {"method": "whole segments, evenly spaced", "train": [rec.segments[i].name for i in train_ids],
                   "validation": [rec.segments[i].name for i in val_ids]},
         "assumptions": {
-            "effort_mode": "explicit",
+            "effort_mode": req.effort_mode,
             "integrator": "semi-implicit Euler with implicit joint damping and Coulomb friction as a "
                           "stopping constraint (consumer-semantics §F, matches Newton SolverMuJoCo)",
             "physics_dt": float(np.median(every.seg_dt)),
@@ -204,14 +207,14 @@ def _rank(models: dict[str, dict]) -> list[dict]:
 
 def simulate(rec: Recording, joint: str, family: str, params: dict[str, float], device: str = "cpu",
              joint_terms: list[str] | None = None, decimation: int = 1,
-             table_positions: list[float] | None = None) -> dict:
+             table_positions: list[float] | None = None, effort_mode: str = "explicit") -> dict:
     """Roll one fitted model over every segment of one joint; per-segment traces as numpy arrays."""
     fam = get_family(family)
     if joint_terms is not None:
         fam = fam.with_terms(tuple(joint_terms))
     knots = None if table_positions is None else np.asarray([table_positions])
     batch = SegmentBatch.from_recording(rec, [joint], substeps=decimation, knots=knots)
-    tr = RolloutEngine(batch, device).traces(fam, params_array(fam, [params]))
+    tr = RolloutEngine(batch, device, effort_mode=effort_mode).traces(fam, params_array(fam, [params]))
     return {batch.seg_names[s]: {k: tr[k][0, batch.segment_slice(s)] for k in ("q", "qd", "computed", "applied")}
             for s in range(batch.n_segments)}
 
@@ -240,9 +243,10 @@ def report_data(rec: Recording, result: dict, max_points: int = 1500) -> dict:
         fam = jr["best_model"]
         model = jr["models"][fam]
         params = model["params"]
+        assumed = result.get("assumptions", {})
         sims = simulate(rec, joint, fam, params, joint_terms=model.get("joint_terms"),
-                        decimation=result.get("assumptions", {}).get("decimation", 1),
-                        table_positions=model.get("table_positions"))
+                        decimation=assumed.get("decimation", 1), table_positions=model.get("table_positions"),
+                        effort_mode=assumed.get("effort_mode", "explicit"))
         j = rec.joint_index(joint)
         segs, pv, pe = [], [], []
         has_tau = all(s.tau is not None for s in rec.segments)

@@ -68,7 +68,11 @@ def render() -> str:
         "implicitly, then q += dt·qd. Coulomb friction is a hard stopping constraint; MuJoCo's frictionloss is a",
         "soft constraint, which differs by about 0.05–0.12 % of the motion range (tests/test_conformance_newton.py).",
         "Without friction our rollout and Newton agree to float32 precision. The actuator computes its effort",
-        "once per physics step from the current state (explicit effort mode), as Isaac Lab and Newton do.",
+        "once per physics step from the current state (explicit effort mode), as Isaac Lab and Newton do by",
+        "default. With `effort_mode: \"implicit\"` a fit instead solves the effort at the predicted end-of-step",
+        "state exactly as Newton's implicit effort mode does (`Actuator.set_effort_mode_implicit` with a",
+        "`JointSpaceResponse` refreshed every step, default `ImplicitOptions`); use it when the robot will run",
+        "stiff gains in that mode. Every fit records the mode it assumed under `assumptions.effort_mode`.",
         "",
     ]
     return "\n".join(lines)

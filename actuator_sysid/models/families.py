@@ -18,6 +18,8 @@ F_PID = 8  # Newton DrivePID instead of PD (§C.2)
 F_PHYSX_FRICTION = 16  # static + dynamic friction instead of Coulomb frictionloss
 F_IMPLICIT = 32  # the solver's PD, integrated implicitly (Isaac Lab ImplicitActuator, §A.10)
 F_OPEN_LOOP = 64  # the actuator sees measured states (effort conformance, torque-supervised losses)
+F_IMPLICIT_EFFORT = 128  # Newton's implicit effort mode: the effort solved at the predicted end-of-step state
+EFFORT_MODES = ("explicit", "implicit")
 
 CLAMP_ORDER = ("max_effort", "dc_motor", "position_table")
 _CLAMP_FLAG = {"max_effort": F_MAX_EFFORT, "dc_motor": F_DC_MOTOR, "position_table": F_TABLE}

@@ -43,6 +43,15 @@ F_PID = wp.constant(fam.F_PID)
 F_PHYSX_FRICTION = wp.constant(fam.F_PHYSX_FRICTION)
 F_IMPLICIT = wp.constant(fam.F_IMPLICIT)
 F_OPEN_LOOP = wp.constant(fam.F_OPEN_LOOP)
+F_IMPLICIT_EFFORT = wp.constant(fam.F_IMPLICIT_EFFORT)
+
+# Newton ImplicitOptions defaults (effort_mode_implicit.py)
+IMPLICIT_MAX_ITERS = wp.constant(8)
+IMPLICIT_LS_ITERS = wp.constant(8)
+IMPLICIT_TOL = wp.constant(1.0e-5)
+IMPLICIT_FD_EPS = wp.constant(1.0e-4)
+IMPLICIT_FLOOR = wp.constant(1.0e-8)
+IMPLICIT_DECREASE = wp.constant(1.0e-4)
 
 
 @wp.func
@@ -70,6 +79,73 @@ def table_limit(q: float, knots: wp.array2d(dtype=float), params: wp.array3d(dty
     if lb != ub:
         w = (q - knots[j, lb]) / (knots[j, ub] - knots[j, lb])
     return y0 + w * (y1 - y0)
+
+
+@wp.func
+def clamp_chain(flags: int, effort: float, q: float, qd: float, sat: float, vlim: float, elim: float,
+                knots: wp.array2d(dtype=float), params: wp.array3d(dtype=float), c: int, j: int):
+    """The family's clamps in kernel order: box (§A.3, §A.10), DC motor (§A.4), position table (§A.6)."""
+    applied = effort
+    if (flags & F_MAX_EFFORT) != 0:
+        applied = wp.clamp(applied, -elim, elim)
+    if (flags & F_DC_MOTOR) != 0:
+        applied = dc_motor_clip(applied, qd, sat, vlim, elim)
+    if (flags & F_TABLE) != 0:
+        lim = table_limit(q, knots, params, c, j)
+        applied = wp.clamp(applied, -lim, lim)
+    return applied
+
+
+@wp.func
+def implicit_effort(flags: int, q: float, qd: float, inv_mass: float, h: float, q_des: float, qd_des: float,
+                    bias: float, kp: float, kd: float, sat: float, vlim: float, elim: float,
+                    knots: wp.array2d(dtype=float), params: wp.array3d(dtype=float), c: int, j: int):
+    """Newton's implicit effort mode for one DoF (§C.2, effort_mode_implicit.py): solve for the impulse p with
+    r(p) = p − h·g(q(p), qd(p)) = 0, qd(p) = qd + A·p, q(p) = q + h·qd(p), by Newton iterations with a
+    forward-difference slope and a backtracking line search, warm-started at the explicit impulse.
+    `bias` is the feed-forward plus any integral term. Returns (computed at the final state, applied)."""
+    p = h * clamp_chain(flags, kp * (q_des - q) + kd * (qd_des - qd) + bias, q, qd, sat, vlim, elim,
+                        knots, params, c, j)
+    for it in range(IMPLICIT_MAX_ITERS):
+        qd_p = qd + inv_mass * p
+        q_p = q + h * qd_p
+        f = clamp_chain(flags, kp * (q_des - q_p) + kd * (qd_des - qd_p) + bias, q_p, qd_p, sat, vlim, elim,
+                        knots, params, c, j)
+        r = p - h * f
+        rn = r * r
+        eps = IMPLICIT_FD_EPS * (1.0 + wp.abs(qd_p))
+        f_eps = clamp_chain(flags, kp * (q_des - q_p - h * eps) + kd * (qd_des - qd_p - eps) + bias,
+                            q_p + h * eps, qd_p + eps, sat, vlim, elim, knots, params, c, j)
+        slope = (f_eps - f) / eps
+        if it > 0 and rn < IMPLICIT_TOL * IMPLICIT_TOL:
+            break
+        jac = 1.0 - h * slope * inv_mass
+        if wp.abs(jac) < IMPLICIT_FLOOR:
+            jac = wp.where(jac < 0.0, -IMPLICIT_FLOOR, IMPLICIT_FLOOR)
+        dp = -r / jac
+        alpha = float(1.0)
+        accepted = int(0)
+        trial = p
+        for _ls in range(IMPLICIT_LS_ITERS):
+            trial = p + alpha * dp
+            qd_t = qd + inv_mass * trial
+            q_t = q + h * qd_t
+            f_t = clamp_chain(flags, kp * (q_des - q_t) + kd * (qd_des - qd_t) + bias, q_t, qd_t, sat, vlim, elim,
+                              knots, params, c, j)
+            r_t = trial - h * f_t
+            if it == 0 or r_t * r_t <= (1.0 - IMPLICIT_DECREASE * alpha) * rn:
+                accepted = 1
+                break
+            alpha = alpha * 0.5
+        if accepted == 0:
+            break
+        p = trial
+        if dp * dp < IMPLICIT_TOL * IMPLICIT_TOL:
+            break
+    qd_p = qd + inv_mass * p
+    q_p = q + h * qd_p
+    computed = kp * (q_des - q_p) + kd * (qd_des - qd_p) + bias
+    return wp.vec2(computed, clamp_chain(flags, p / h, q_p, qd_p, sat, vlim, elim, knots, params, c, j))
 
 
 @wp.kernel
@@ -132,6 +208,7 @@ def rollout_kernel(
     sabs = float(0.0)
     computed = float(0.0)
     applied = float(0.0)
+    eff = wp.vec2(0.0, 0.0)
     if store != 0:
         q_out[c, start] = q + offset
         qd_out[c, start] = qd
@@ -149,18 +226,18 @@ def rollout_kernel(
             q_ctrl = q + offset
             err = q_des[i] - q_ctrl
             # §A.3 PD law; §C.2 PID with the integral updated before use and clamped
-            computed = kp * err + kd * (qd_des[i] - qd) + tau_ff[i]
+            bias = tau_ff[i]
             if (flags & F_PID) != 0:
                 integral = wp.clamp(integral + err * dt, -imax, imax)
-                computed = computed + ki * integral
-            applied = computed
-            if (flags & F_MAX_EFFORT) != 0:  # §A.3 box clip / §A.10 implicit telemetry
-                applied = wp.clamp(applied, -elim, elim)
-            if (flags & F_DC_MOTOR) != 0:  # §A.4
-                applied = dc_motor_clip(applied, qd, sat, vlim, elim)
-            if (flags & F_TABLE) != 0:  # §A.6 at the current measured position
-                lim = table_limit(q_ctrl, knots, params, c, j)
-                applied = wp.clamp(applied, -lim, lim)
+                bias = bias + ki * integral
+            computed = kp * err + kd * (qd_des[i] - qd) + bias
+            if (flags & F_IMPLICIT_EFFORT) != 0:  # §C.2 effort at the predicted end-of-step state
+                eff = implicit_effort(flags, q_ctrl, qd, 1.0 / inertia, dt, q_des[i], qd_des[i], bias,
+                                      kp, kd, sat, vlim, elim, knots, params, c, j)
+                computed = eff[0]
+                applied = eff[1]
+            else:  # explicit: the clamps at the current (measured) state
+                applied = clamp_chain(flags, computed, q_ctrl, qd, sat, vlim, elim, knots, params, c, j)
             if k == n - 1:
                 break
             # §F plant. Forces at the current state; velocity-proportional terms (joint damping, and the

@@ -13,6 +13,7 @@ from . import parameters
 from .families import (
     F_DC_MOTOR,
     F_IMPLICIT,
+    F_IMPLICIT_EFFORT,
     F_MAX_EFFORT,
     F_OPEN_LOOP,
     F_PHYSX_FRICTION,
@@ -40,16 +41,82 @@ def _interp(q: torch.Tensor, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor
 
 
 def _actuator(flags: int, p: torch.Tensor, cmd: tuple, q_enc: torch.Tensor, qd: torch.Tensor,
-              integral: torch.Tensor, dt: float, knots: torch.Tensor):
+              integral: torch.Tensor, dt: float, knots: torch.Tensor, inv_mass: torch.Tensor):
     """The consumer's drive and clamps (§A.3–A.6, §C.2); returns (computed, applied, new integral)."""
     q_des, qd_des, ff = cmd
     err = q_des - q_enc
-    computed = _col(p, "stiffness") * err + _col(p, "damping") * (qd_des - qd) + ff
+    bias = ff
     if flags & F_PID:
         imax = _col(p, "integral_max")
         integral = torch.maximum(torch.minimum(integral + err * dt, imax), -imax)
-        computed = computed + _col(p, "ki") * integral
-    applied = computed
+        bias = bias + _col(p, "ki") * integral
+
+    def law(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return _col(p, "stiffness") * (q_des - q) + _col(p, "damping") * (qd_des - v) + bias
+
+    if flags & F_IMPLICIT_EFFORT:
+        computed, applied = _implicit(flags, p, law, q_enc, qd, dt, inv_mass, knots)
+        return computed, applied, integral
+    computed = law(q_enc, qd)
+    return computed, _clamps(flags, p, computed, q_enc, qd, knots), integral
+
+
+def _implicit(flags: int, p: torch.Tensor, law, q: torch.Tensor, qd: torch.Tensor, h: float,
+              inv_mass: torch.Tensor, knots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Newton's implicit effort mode (§C.2), candidate by candidate: Newton iterations on
+    r(p) = p − h·g(q + h·qd(p), qd(p)), qd(p) = qd + A·p, with a backtracking line search."""
+    def g(imp: torch.Tensor, rows: torch.Tensor, dq: float = 0.0, dv: float = 0.0) -> torch.Tensor:
+        v = qd + inv_mass * imp + dv
+        x = q + h * (qd + inv_mass * imp) + dq
+        return _clamps(flags, p, law(x, v), x, v, knots)[rows]
+
+    n = q.shape[0]
+    imp = h * _clamps(flags, p, law(q, qd), q, qd, knots)
+    for c in range(n):
+        row = torch.tensor([c])
+        pc = imp[c:c + 1].clone()
+
+        def at(val: torch.Tensor, dq: float = 0.0, dv: float = 0.0, c: int = c, row=row) -> torch.Tensor:
+            full = imp.clone()
+            full[c] = val[0]
+            return g(full, row, dq, dv)
+
+        for it in range(8):
+            f = at(pc)
+            r = pc - h * f
+            rn = float(r[0] ** 2)
+            v_pred = float(qd[c] + inv_mass[c] * pc[0])
+            eps = 1e-4 * (1 + abs(v_pred))
+            slope = (at(pc, h * eps, eps) - f) / eps
+            if it > 0 and rn < 1e-10:
+                break
+            jac = 1 - h * slope * inv_mass[c]
+            if abs(float(jac[0])) < 1e-8:
+                jac = torch.where(jac < 0, -1e-8, 1e-8)
+            dp = -r / jac
+            alpha, trial, accepted = 1.0, pc, False
+            for _ in range(8):
+                trial = pc + alpha * dp
+                r_t = trial - h * at(trial)
+                if it == 0 or float(r_t[0] ** 2) <= (1 - 1e-4 * alpha) * rn:
+                    accepted = True
+                    break
+                alpha *= 0.5
+            if not accepted:
+                break
+            pc = trial
+            if float(dp[0] ** 2) < 1e-10:
+                break
+        imp[c] = pc[0]
+    v = qd + inv_mass * imp
+    x = q + h * v
+    return law(x, v), _clamps(flags, p, imp / h, x, v, knots)
+
+
+def _clamps(flags: int, p: torch.Tensor, effort: torch.Tensor, q_enc: torch.Tensor, qd: torch.Tensor,
+            knots: torch.Tensor) -> torch.Tensor:
+    """Box, DC-motor and position-table clamps in kernel order."""
+    applied = effort
     elim = _col(p, "actuator_effort_limit")
     if flags & F_MAX_EFFORT:
         applied = torch.maximum(torch.minimum(applied, elim), -elim)
@@ -64,13 +131,13 @@ def _actuator(flags: int, p: torch.Tensor, cmd: tuple, q_enc: torch.Tensor, qd: 
         ys = torch.stack([_col(p, f"lookup_effort_{k}") for k in range(parameters.TABLE_KNOTS)], dim=1)
         lim = _interp(q_enc, knots, ys)
         applied = torch.maximum(torch.minimum(applied, lim), -lim)
-    return computed, applied, integral
+    return applied
 
 
-def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_loop: bool = False
-                  ) -> dict[str, np.ndarray]:
+def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_loop: bool = False,
+                  effort_mode: str = "explicit") -> dict[str, np.ndarray]:
     """Simulate every candidate on every segment; returns q, qd, computed, applied as (C, N) arrays."""
-    flags = family.flags | (F_OPEN_LOOP if open_loop else 0)
+    flags = family.flags | (F_OPEN_LOOP if open_loop else 0) | (F_IMPLICIT_EFFORT if effort_mode == "implicit" else 0)
     p_all = torch.as_tensor(params, dtype=torch.float64)
     n_c = p_all.shape[0]
     out = {k: np.zeros((n_c, batch.n_samples)) for k in ("q", "qd", "computed", "applied")}
@@ -103,7 +170,8 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
             for r in range(sub if k < n - 1 else 1):
                 idx = torch.clamp(k * sub + r - delay, min=0) // sub  # delayed command (§A.5)
                 cmd = tuple(a[idx] for a in cmd_all)
-                computed, applied, integral = _actuator(flags, p, cmd, q + offset, qd, integral, dt, knots)
+                computed, applied, integral = _actuator(flags, p, cmd, q + offset, qd, integral, dt, knots,
+                                                        1.0 / inertia)
                 if k == n - 1:
                     break
                 jt = inertia + dt * visc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ import warp as wp
 
 from ..datasets.recording import Recording
 from . import parameters
-from .families import F_OPEN_LOOP, Family
+from .families import EFFORT_MODES, F_IMPLICIT_EFFORT, F_OPEN_LOOP, Family
 from .kernels import rollout_kernel
 
 
@@ -130,6 +131,12 @@ def full_params(family: Family, free: dict[str, np.ndarray], shape: tuple[int, .
     return out
 
 
+@functools.cache
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """One process-wide pool per thread count, shared by every engine."""
+    return ThreadPoolExecutor(threads, thread_name_prefix="rollout")
+
+
 class RolloutEngine:
     """Holds one SegmentBatch on a Warp device and evaluates parameter candidates against it.
 
@@ -137,11 +144,14 @@ class RolloutEngine:
     launches in parallel threads (ctypes releases the GIL), so every core simulates.
     """
 
-    def __init__(self, batch: SegmentBatch, device: str = "cpu", threads: int | None = None):
+    def __init__(self, batch: SegmentBatch, device: str = "cpu", threads: int | None = None,
+                 effort_mode: str = "explicit"):
+        assert effort_mode in EFFORT_MODES, effort_mode
         self.batch = batch
         self.device = device
+        self.mode_flags = F_IMPLICIT_EFFORT if effort_mode == "implicit" else 0
         self.threads = 1 if not str(device).startswith("cpu") else max(1, threads or os.cpu_count() or 1)
-        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        self._pool = _pool(self.threads) if self.threads > 1 else None
         to = lambda a, dt=wp.float32: wp.array(a, dtype=dt, device=device)  # noqa: E731
         self._seg = (
             to(batch.knots.reshape(len(batch.joints), -1), wp.float32),
@@ -164,7 +174,7 @@ class RolloutEngine:
             traces = [self._dummy] * 4
         wp.launch(
             rollout_kernel, dim=n_c * n_s, device=self.device,
-            inputs=[p, *self._seg, family.flags | (F_OPEN_LOOP if open_loop else 0), int(store)],
+            inputs=[p, *self._seg, family.flags | self.mode_flags | (F_OPEN_LOOP if open_loop else 0), int(store)],
             outputs=[sums, *traces],
         )
         return sums, traces
