@@ -83,7 +83,19 @@ def make(cls, cfg) -> object:
     return cls(cfg, joint_names=["j"], joint_ids=slice(None), num_envs=1, device="cpu")
 
 
-def test_ideal_pd_and_dcmotor_over_a_sequence() -> None:
+FRICTION_MODES = {
+    "coulomb": ("armature", "friction", "viscous_friction"),
+    "physx static+dynamic, encoder offset": ("armature", "friction", "dynamic_friction", "viscous_friction",
+                                             "encoder_offset"),
+}
+JOINT_VALUES = {"armature": 0.02, "friction": 0.3, "dynamic_friction": 0.2, "viscous_friction": 0.1,
+                "encoder_offset": 0.05}
+
+
+@pytest.mark.parametrize("terms", list(FRICTION_MODES))
+def test_ideal_pd_and_dcmotor_over_a_sequence(terms: str) -> None:
+    """Joint terms act in the plant, not the actuator: with any friction mode the efforts on given states
+    are Isaac Lab's (the encoder offset too, since the controller sees the measured position)."""
     seq = random_sequence(300, 1)
     for family, act, params in (
         ("ideal_pd", make(IdealPDActuator, IdealPDActuatorCfg(joint_names_expr=["j"], actuator_effort_limit=4.0,
@@ -93,7 +105,8 @@ def test_ideal_pd_and_dcmotor_over_a_sequence() -> None:
          {"actuator_effort_limit": 4.0, "saturation_effort": 7.0, "actuator_velocity_limit": 6.0}),
     ):
         theirs = isaaclab_efforts(act, seq, resets=[0])
-        ours = kernel_efforts(FAMILIES[family], {**GAINS, **params}, seq, [0], [0])
+        fam = FAMILIES[family].with_terms(FRICTION_MODES[terms])
+        ours = kernel_efforts(fam, {**GAINS, **params, **JOINT_VALUES}, seq, [0], [0])
         assert_close(ours[0], theirs[0])
         assert_close(ours[1], theirs[1])
         assert np.any(theirs[1] != theirs[0])  # the clip was active somewhere
