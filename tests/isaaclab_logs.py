@@ -10,7 +10,14 @@ import math
 
 import numpy as np
 import torch
-from isaaclab.actuators import DCMotor, DCMotorCfg, IdealPDActuator, IdealPDActuatorCfg
+from isaaclab.actuators import (
+    DCMotor,
+    DCMotorCfg,
+    DelayedPDActuator,
+    DelayedPDActuatorCfg,
+    IdealPDActuator,
+    IdealPDActuatorCfg,
+)
 from isaaclab.utils.types import ArticulationActions
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
@@ -63,6 +70,10 @@ def make_actuator(family: str, truth: dict[str, float]):
         cfg = DCMotorCfg(**common, saturation_effort=truth["saturation_effort"],
                          actuator_velocity_limit=truth["actuator_velocity_limit"])
         return DCMotor(cfg, joint_names=["hinge"], joint_ids=slice(None), num_envs=1, device="cpu")
+    if family == "delayed_pd":
+        lag = int(truth["delay"])
+        cfg = DelayedPDActuatorCfg(**common, min_delay=lag, max_delay=lag)
+        return DelayedPDActuator(cfg, joint_names=["hinge"], joint_ids=slice(None), num_envs=1, device="cpu")
     cfg = IdealPDActuatorCfg(**common)
     return IdealPDActuator(cfg, joint_names=["hinge"], joint_ids=slice(None), num_envs=1, device="cpu")
 

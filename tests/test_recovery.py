@@ -62,7 +62,7 @@ def test_dcmotor_parameters_are_recovered(dcmotor_log: Path) -> None:
 def test_optuna_driver_recovers_too(dcmotor_log: Path) -> None:
     """The same batched ask/tell through an Optuna CmaEsSampler study reaches the same answer."""
     rec = read_log(dcmotor_log)
-    result = fit_recording(rec, FitRequest(models=["dcmotor"], generations=60, population=12,
+    result = fit_recording(rec, FitRequest(models=["dcmotor"], generations=120, population=12,
                                            search_backend="optuna"))
     fitted = result["joints"]["hinge"]["models"]["dcmotor"]["params"]
     for k in TIGHT:

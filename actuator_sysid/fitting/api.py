@@ -34,12 +34,13 @@ class FitRequest:
     generations: int = 200
     population: int = 16  # per CMA-ES run; four runs search side by side
     seed: int = 0
-    refine_iterations: int = 100
+    refine_iterations: int = 200
     device: str = "cpu"
     search_backend: str = "cmaes"  # or "optuna": the same CMA-ES through an Optuna study
     decimation: int = 1  # physics steps per log sample; commands held, delay counted in physics steps
     joint_terms: list[str] | None = None  # None: each family's default (armature, friction, viscous_friction)
     effort_mode: str = "explicit"  # or "implicit": Newton's implicit effort mode, for stiff gains
+    window_s: float | None = 1.0  # training rollouts restart from the log every window_s seconds (None: never)
 
 
 def validate_request(rec: Recording, req: FitRequest) -> None:
@@ -63,6 +64,8 @@ def validate_request(rec: Recording, req: FitRequest) -> None:
     for term in req.joint_terms or []:
         if term not in JOINT_TERMS:
             raise FitRequestError(f"unknown joint term {term!r}: choose from {list(JOINT_TERMS)}")
+    if req.window_s is not None and not req.window_s > 0:
+        raise FitRequestError(f"window_s must be a positive number of seconds or null, got {req.window_s}")
     if req.effort_mode not in EFFORT_MODES:
         raise FitRequestError(f"unknown effort mode {req.effort_mode!r}: choose from {list(EFFORT_MODES)}")
     if req.search_backend not in BACKENDS:
@@ -110,14 +113,16 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     joints = req.joints or rec.joint_names
     train_ids, val_ids = split_segments(len(rec.segments))
     every = SegmentBatch.from_recording(rec, joints, substeps=req.decimation)
-    train = SegmentBatch.from_recording(rec, joints, train_ids, substeps=req.decimation, knots=every.knots)
+    window = None if not req.window_s else max(10, int(round(req.window_s / np.median([s.dt for s in rec.segments]))))
+    train = SegmentBatch.from_recording(rec, joints, train_ids, substeps=req.decimation, knots=every.knots,
+                                        window=window)
     train_engine = RolloutEngine(train, req.device, effort_mode=req.effort_mode)
     full_engine = RolloutEngine(every, req.device, effort_mode=req.effort_mode)
     scales = LossScales.from_batch(train)
     x_warm = [warm_start(train, j) for j in range(len(joints))]
     val_names = {rec.segments[i].name for i in val_ids}
 
-    per_joint: dict[str, dict] = {j: {"models": {}} for j in joints}
+    per_joint: dict[str, dict] = {j: {"models": {}, "load": asdict(rec.joints[rec.joint_index(j)])} for j in joints}
     n_fam = len(req.models)
     for fi, fam_name in enumerate(req.models):
         family = family_for(req, fam_name)
@@ -158,6 +163,9 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
                     "segments": rows,
                 },
                 "loss": float(res.best_loss[j]),
+                "intervals": res.analysis[j]["intervals"],
+                "correlation": res.analysis[j]["correlation"],
+                "warnings": res.analysis[j]["warnings"],
                 "n_params": len(space.names),
                 "warm_start": {n: float(x_warm[j][n]) for n in space.names},
                 "search": {"generations": res.generations, "evaluations": res.evaluations,
@@ -181,6 +189,7 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
             "decimation": req.decimation,
             "delay_unit": "physics steps",
             "loss": "mean squared position error / var(q) + 0.25 · mean squared velocity error / var(qd)",
+            "training_windows_s": req.window_s,
         },
         "request": asdict(req),
         "dataset": rec.summary(),

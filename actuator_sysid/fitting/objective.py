@@ -38,6 +38,11 @@ class LossScales:
         return cls(sq, sqd, n)
 
 
+    def select(self, j: int) -> LossScales:
+        """The normalisers of one joint, for a batch holding only that joint."""
+        return LossScales(self.sigma_q[j:j + 1], self.sigma_qd[j:j + 1], self.n_samples[j:j + 1])
+
+
 def loss_from_sums(sums: np.ndarray, batch: SegmentBatch, scales: LossScales) -> np.ndarray:
     """(C, S, 3) kernel sums → (C, J) loss per candidate and joint; diverged candidates get BAD_LOSS."""
     n_c, n_j = sums.shape[0], len(batch.joints)
@@ -63,6 +68,18 @@ def residuals(traces: dict[str, np.ndarray], batch: SegmentBatch, scales: LossSc
                                                               / (scales.sigma_qd[joint] * norm)))
     r = np.concatenate(parts, axis=1)
     return np.where(np.isfinite(r), r, 1e3)
+
+
+def residual_blocks(batch: SegmentBatch, joint: int) -> np.ndarray:
+    """Block id of every row of `residuals(...)` for one joint: one block per segment and channel."""
+    ids, b = [], 0
+    for s in range(batch.n_segments):
+        if batch.seg_joint[s] != joint:
+            continue
+        n = int(batch.seg_len[s]) - 1
+        ids += [b] * n + [b + 1] * n
+        b += 2
+    return np.asarray(ids)
 
 
 def segment_metrics(traces: dict[str, np.ndarray], batch: SegmentBatch, candidate: int = 0) -> list[dict]:

@@ -18,6 +18,12 @@ class SearchSpace:
     lower: np.ndarray
     upper: np.ndarray
     log: np.ndarray  # bool mask
+    integer: np.ndarray  # bool mask: whole numbers (delays), searched on a grid
+
+    @property
+    def steps(self) -> np.ndarray:
+        """Unit-cube grid step per dimension: 0 for continuous, 1/(upper − lower) for integers."""
+        return np.where(self.integer, 1.0 / np.maximum(self.upper - self.lower, 1.0), 0.0)
 
     @classmethod
     def for_family(cls, family: Family, fixed: dict[str, float] | None = None) -> SearchSpace:
@@ -25,7 +31,7 @@ class SearchSpace:
         names = tuple(n for n in family.params if n not in (fixed or {}))
         ps = [parameters.get(n) for n in names]
         return cls(names, np.array([p.lower for p in ps], float), np.array([p.upper for p in ps], float),
-                   np.array([p.scale == "log" for p in ps]))
+                   np.array([p.scale == "log" for p in ps], bool), np.array([p.integer for p in ps], bool))
 
     @property
     def dim(self) -> int:
@@ -45,7 +51,7 @@ class SearchSpace:
         lin = self.lower + u * (self.upper - self.lower)
         with np.errstate(divide="ignore", invalid="ignore"):
             lg = self.lower * (self.upper / self.lower) ** u
-        return np.where(self.log, lg, lin)
+        return np.where(self.integer, np.round(lin), np.where(self.log, lg, lin))
 
     def as_dict(self, x: np.ndarray) -> dict[str, float]:
         return {n: float(v) for n, v in zip(self.names, x, strict=True)}

@@ -33,7 +33,7 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
     With measured effort: the PD law from effort on unclipped samples, then armature and friction from
     the equation of motion. Without it, the effort is inferred from the motion and the known load.
     """
-    e_l, ed_l, acc_l, qd_l, sgn_l, load_l, tau_l, raw_l = [], [], [], [], [], [], [], []
+    segs = []
     for s in range(batch.n_segments):
         if batch.seg_joint[s] != joint:
             continue
@@ -42,45 +42,65 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
         q, qd = batch.q[sl].astype(float), batch.qd[sl].astype(float)
         acc = _smooth(qd, dt, deriv=1)
         f = lambda x, dt=dt: _smooth(np.asarray(x, float), dt)  # noqa: E731
-        e_l.append(f(batch.q_des[sl] - q))
-        ed_l.append(f(batch.qd_des[sl] - qd))
-        acc_l.append(acc)
-        qd_l.append(f(qd))
-        sgn_l.append(f(np.sign(qd)))
         # effort the load needs: J_load·acc + m·g·l·sin q (minus feed-forward, which the PD law adds)
-        load_l.append(batch.seg_inertia[s] * acc + batch.seg_gravity[s] * f(np.sin(q)) - f(batch.tau_ff[sl]))
-        if batch.tau is not None:
-            raw_l.append((batch.q_des[sl] - q, batch.qd_des[sl] - qd, batch.tau[sl] - batch.tau_ff[sl], qd))
-            tau_l.append(f(batch.tau[sl] - batch.tau_ff[sl]))
-    e, ed, acc, qd, sgn, load = (np.concatenate(x) for x in (e_l, ed_l, acc_l, qd_l, sgn_l, load_l))
+        load = batch.seg_inertia[s] * acc + batch.seg_gravity[s] * f(np.sin(q)) - f(batch.tau_ff[sl])
+        tau = None if batch.tau is None else batch.tau[sl] - batch.tau_ff[sl]
+        segs.append({"q": q, "qd": qd, "q_des": batch.q_des[sl].astype(float), "qd_des": batch.qd_des[sl].astype(float),
+                     "acc": acc, "load": load, "tau": tau, "f": f, "sub": int(batch.seg_substeps[s])})
     measured = batch.tau is not None
-    effort = np.concatenate(tau_l) if measured else load
-    friction_cols = np.stack([-acc, -qd, -sgn], axis=1)  # armature, viscous, Coulomb: all ≥ 0
-    if measured:
-        # the PD law sample by sample on raw signals, leaving out clipped samples (large effort, or
-        # high speed where the DC envelope bites); then armature and friction from filtered motion
-        e_r, ed_r, tau_r, qd_r = (np.concatenate(x) for x in zip(*raw_l, strict=True))
-        keep = (np.abs(tau_r) < 0.7 * np.percentile(np.abs(tau_r), 99)) & (np.abs(qd_r) < 0.3 * np.abs(qd_r).max())
+    cat = lambda key, fn=lambda x: x: np.concatenate([fn(sg[key]) for sg in segs])  # noqa: E731
+    acc, qd_f = cat("acc"), np.concatenate([sg["f"](sg["qd"]) for sg in segs])
+    sgn = np.concatenate([sg["f"](np.sign(sg["qd"])) for sg in segs])
+    load = cat("load")
+    friction_cols = np.stack([-acc, -qd_f, -sgn], axis=1)  # armature, viscous, Coulomb: all ≥ 0
+    qd_raw = cat("qd")
+
+    def shifted(x: np.ndarray, d: int) -> np.ndarray:
+        return x if d == 0 else np.concatenate([np.full(min(d, x.size), x[0]), x[:-d]])[: x.size]
+
+    def pd_fit(d: int) -> tuple[float, tuple[float, ...]]:
+        """Least-squares PD law on commands delayed by d samples; returns (residual, coefficients)."""
+        e = np.concatenate([shifted(sg["q_des"], d) - sg["q"] for sg in segs])
+        ed = np.concatenate([shifted(sg["qd_des"], d) - sg["qd"] for sg in segs])
+        if measured:
+            # sample by sample on raw signals, leaving out clipped samples (large effort, or high speed
+            # where the DC envelope bites); armature and friction follow from the filtered motion
+            tau = cat("tau")
+            keep = (np.abs(tau) < 0.7 * np.percentile(np.abs(tau), 99)) & (np.abs(qd_raw) < 0.3 * np.abs(qd_raw).max())
+            keep = keep if keep.sum() >= 50 else np.ones_like(keep)
+            sol = lsq_linear(np.stack([e, ed], 1)[keep], tau[keep], bounds=(0, np.inf))
+            return float(sol.cost), tuple(sol.x)
+        e_f = np.concatenate([sg["f"](shifted(sg["q_des"], d) - sg["q"]) for sg in segs])
+        ed_f = np.concatenate([sg["f"](shifted(sg["qd_des"], d) - sg["qd"]) for sg in segs])
+        keep = (np.abs(load) < 0.7 * np.percentile(np.abs(load), 99)) & (np.abs(qd_f) < 0.3 * np.abs(qd_f).max())
         keep = keep if keep.sum() >= 50 else np.ones_like(keep)
-        kp, kd = (float(v) for v in lsq_linear(np.stack([e_r, ed_r], 1)[keep], tau_r[keep], bounds=(0, np.inf)).x)
+        a_mat = np.concatenate([np.stack([e_f, ed_f], 1), friction_cols], axis=1)
+        sol = lsq_linear(a_mat[keep], load[keep], bounds=(0, np.inf))
+        return float(sol.cost), tuple(sol.x)
+
+    # command delay: the shift of the commands that best explains the effort (or the motion)
+    max_lag = int(min(parameters.get("delay").upper // max(segs[0]["sub"], 1), min(sg["q"].size for sg in segs) // 4))
+    fits = [pd_fit(d) for d in range(max_lag + 1)]
+    lag = int(np.argmin([c for c, _ in fits]))
+    if measured:
+        kp, kd = fits[lag][1]
+        effort = np.concatenate([sg["f"](sg["tau"]) for sg in segs])
         arm, visc, fric = (float(v) for v in lsq_linear(friction_cols, load - effort, bounds=(0, np.inf)).x)
     else:
-        keep = (np.abs(load) < 0.7 * np.percentile(np.abs(load), 99)) & (np.abs(qd) < 0.3 * np.abs(qd).max())
-        keep = keep if keep.sum() >= 50 else np.ones_like(keep)
-        a_mat = np.concatenate([np.stack([e, ed], 1), friction_cols], axis=1)
-        kp, kd, arm, visc, fric = (float(v) for v in lsq_linear(a_mat[keep], load[keep], bounds=(0, np.inf)).x)
+        kp, kd, arm, visc, fric = fits[lag][1]
+        effort = load
     kp = kp if kp > 0 else 10.0
     kd = kd if kd > 0 else 0.1 * np.sqrt(kp)
     arm = arm if arm > 0 else 1e-3
     visc = visc if visc > 0 else 1e-3
     fric = fric if fric > 0 else 1e-3
-    motor = effort if measured else load + arm * acc + visc * qd + fric * sgn
+    motor = effort if measured else load + arm * acc + visc * qd_f + fric * sgn
     e_peak = float(np.percentile(np.abs(motor), 99)) or 1.0
-    v_peak = float(np.abs(qd).max()) or 1.0
+    v_peak = float(np.abs(qd_raw).max()) or 1.0
     guess = {
         "stiffness": kp, "damping": kd, "armature": arm, "viscous_friction": visc, "friction": fric,
         "actuator_effort_limit": 1.1 * e_peak, "saturation_effort": 2.0 * e_peak,
-        "actuator_velocity_limit": 2.0 * v_peak, "delay": 0.0,
+        "actuator_velocity_limit": 2.0 * v_peak, "delay": float(lag * segs[0]["sub"]),
         "dynamic_friction": 0.8 * fric, "ki": 0.1 * kp, "integral_max": 1.0, "encoder_offset": 0.0,
         **{f"lookup_effort_{k}": 1.1 * e_peak for k in range(parameters.TABLE_KNOTS)},
     }

@@ -160,6 +160,9 @@ def rollout_kernel(
     seg_inertia: wp.array(dtype=float),  # (S,) load inertia without armature
     seg_gravity: wp.array(dtype=float),  # (S,) m·g·l: gravity torque −m·g·l·sin q
     seg_ext: wp.array(dtype=float),  # (S,) constant external torque
+    seg_cmd0: wp.array(dtype=int),  # (S,) first sample with a command: a window sees commands before it
+    seg_q0: wp.array(dtype=float),  # (S,) initial measured position
+    seg_qd0: wp.array(dtype=float),  # (S,) initial velocity
     q_meas: wp.array(dtype=float),
     qd_meas: wp.array(dtype=float),
     q_des: wp.array(dtype=float),
@@ -197,11 +200,12 @@ def rollout_kernel(
     dt = seg_dt[s]
     sub = seg_substeps[s]
     start = seg_start[s]
+    cmd0 = seg_cmd0[s]
     n = seg_len[s]
     open_loop = (flags & F_OPEN_LOOP) != 0
 
-    q = q_meas[start] - offset  # true joint position; the encoder reads q + offset
-    qd = qd_meas[start]
+    q = seg_q0[s] - offset  # true joint position; the encoder reads q + offset
+    qd = seg_qd0[s]
     integral = float(0.0)
     sq = float(0.0)
     sqd = float(0.0)
@@ -209,7 +213,10 @@ def rollout_kernel(
     computed = float(0.0)
     applied = float(0.0)
     eff = wp.vec2(0.0, 0.0)
-    if store != 0:
+    # a window's first sample is the previous window's last one: only a segment's first window writes it,
+    # so every trace sample has exactly one writer
+    first = start == cmd0
+    if store != 0 and first:
         q_out[c, start] = q + offset
         qd_out[c, start] = qd
 
@@ -222,7 +229,7 @@ def rollout_kernel(
             n_sub = 1  # the last sample only reports the effort at the final state
         for r in range(n_sub):
             # §A.5 / §C.2 delay of targets and feed-forward: out(p) = cmd(p − min(d, p)) in physics steps
-            i = start + wp.max(k * sub + r - delay, 0) / sub
+            i = cmd0 + wp.max((start - cmd0 + k) * sub + r - delay, 0) / sub
             q_ctrl = q + offset
             err = q_des[i] - q_ctrl
             # §A.3 PD law; §C.2 PID with the integral updated before use and clamped
@@ -259,7 +266,7 @@ def rollout_kernel(
                 tau_f = -wp.sign(tau_stop) * wp.min(wp.abs(tau_stop), fric)
             qd = qd + dt * (force + tau_f) / jt
             q = q + dt * qd
-        if store != 0:
+        if store != 0 and (k > 0 or first):
             computed_out[c, start + k] = computed
             applied_out[c, start + k] = applied
         if k < n - 1:

@@ -146,7 +146,9 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
         p = p_all[:, j]
         sl = batch.segment_slice(s)
         n = sl.stop - sl.start
-        cmd_all = [torch.as_tensor(a[sl], dtype=torch.float64) for a in (batch.q_des, batch.qd_des, batch.tau_ff)]
+        c0 = int(batch.seg_cmd0[s])  # commands exist from c0 on, possibly before this rollout's start
+        lead = sl.start - c0
+        cmd_all = [torch.as_tensor(a[c0:sl.stop], dtype=torch.float64) for a in (batch.q_des, batch.qd_des, batch.tau_ff)]
         q_meas = torch.as_tensor(batch.q[sl], dtype=torch.float64)
         qd_meas = torch.as_tensor(batch.qd[sl], dtype=torch.float64)
         knots = torch.as_tensor(batch.knots[j], dtype=torch.float64)
@@ -158,8 +160,8 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
         offset = _col(p, "encoder_offset")
         delay = torch.round(_col(p, "delay")).long()
 
-        q = q_meas[0] - offset
-        qd = qd_meas[0].expand(n_c).clone()
+        q = float(batch.seg_q0[s]) - offset
+        qd = torch.full((n_c,), float(batch.seg_qd0[s]), dtype=torch.float64)
         integral = torch.zeros(n_c, dtype=torch.float64)
         rows = {k: [] for k in out}
         rows["q"].append(q + offset)
@@ -168,7 +170,7 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
             if flags & F_OPEN_LOOP:
                 q, qd = q_meas[k] - offset, qd_meas[k].expand(n_c).clone()
             for r in range(sub if k < n - 1 else 1):
-                idx = torch.clamp(k * sub + r - delay, min=0) // sub  # delayed command (§A.5)
+                idx = torch.clamp((lead + k) * sub + r - delay, min=0) // sub  # delayed command (§A.5)
                 cmd = tuple(a[idx] for a in cmd_all)
                 computed, applied, integral = _actuator(flags, p, cmd, q + offset, qd, integral, dt, knots,
                                                         1.0 / inertia)
@@ -190,6 +192,7 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
             if k < n - 1:
                 rows["q"].append(q + offset)
                 rows["qd"].append(qd)
+        skip = 0 if sl.start == c0 else 1  # a later window's first sample belongs to the window before
         for key, seq in rows.items():
-            out[key][:, sl] = torch.stack(seq, dim=1).numpy()
+            out[key][:, sl.start + skip:sl.stop] = torch.stack(seq, dim=1).numpy()[:, skip:]
     return out

@@ -29,6 +29,9 @@ class SegmentBatch:
     seg_inertia: np.ndarray  # (S,) float32
     seg_gravity: np.ndarray  # (S,) float32
     seg_ext: np.ndarray  # (S,) float32
+    seg_cmd0: np.ndarray  # (S,) int32 first sample whose command exists (a window sees earlier commands)
+    seg_q0: np.ndarray  # (S,) float32 initial position (measured frame) every rollout starts from
+    seg_qd0: np.ndarray  # (S,) float32 initial velocity
     q: np.ndarray  # (N,) float32
     qd: np.ndarray
     q_des: np.ndarray
@@ -46,26 +49,51 @@ class SegmentBatch:
     def n_samples(self) -> int:
         return int(self.q.shape[0])
 
+    def select_joint(self, j: int) -> SegmentBatch:
+        """The segments of one joint as a batch of their own (for per-joint refinement).
+
+        Batches are joint-major, so one joint's samples are one contiguous range: slice it and rebase.
+        """
+        segs = [s for s in range(self.n_segments) if self.seg_joint[s] == j]
+        lo = int(min(self.seg_cmd0[segs]))
+        hi = int(max(self.seg_start[s] + self.seg_len[s] for s in segs))
+        cut = lambda a: a[lo:hi].copy()  # noqa: E731
+        return SegmentBatch(
+            joints=[self.joints[j]], seg_joint=np.zeros(len(segs), np.int32),
+            seg_start=(self.seg_start[segs] - lo).astype(np.int32), seg_len=self.seg_len[segs].copy(),
+            seg_substeps=self.seg_substeps[segs], seg_dt=self.seg_dt[segs], seg_inertia=self.seg_inertia[segs],
+            seg_gravity=self.seg_gravity[segs], seg_ext=self.seg_ext[segs],
+            seg_cmd0=(self.seg_cmd0[segs] - lo).astype(np.int32), seg_q0=self.seg_q0[segs],
+            seg_qd0=self.seg_qd0[segs], q=cut(self.q), qd=cut(self.qd), q_des=cut(self.q_des),
+            qd_des=cut(self.qd_des), tau_ff=cut(self.tau_ff), seg_names=[self.seg_names[s] for s in segs],
+            knots=self.knots[j:j + 1].copy(), tau=None if self.tau is None else cut(self.tau))
+
     def segment_slice(self, s: int) -> slice:
         return slice(int(self.seg_start[s]), int(self.seg_start[s] + self.seg_len[s]))
 
     @classmethod
     def from_recording(
         cls, rec: Recording, joints: list[str], segments: list[int] | None = None, substeps: int = 1,
-        knots: np.ndarray | None = None,
+        knots: np.ndarray | None = None, window: int | None = None,
     ) -> SegmentBatch:
         """Pack the chosen segments (all by default) of the chosen joints; joint-major order.
 
         Table knots default to evenly spaced positions over each joint's measured range in the whole
         recording, so train and validation batches share them. A segment's metadata may carry a constant
         `external_torque` [N·m] (per joint under metadata["joints"][name]).
+
+        `window` (samples) cuts every segment into rollouts of that length, each starting from the
+        measured state at its first sample (sharing boundary samples, so every sample is predicted
+        once). Long simulations of a delayed or lightly damped system drift apart from the log for small
+        parameter errors, which makes the loss surface needle-like; windows keep it smooth. A window
+        still sees the commands before it, so delays act across window boundaries.
         """
         seg_ids = list(range(len(rec.segments))) if segments is None else list(segments)
         if knots is None:
             knots = np.stack([default_knots(rec, name) for name in joints])
         cols: dict[str, list[np.ndarray]] = {k: [] for k in ("q", "qd", "q_des", "qd_des", "tau_ff", "tau")}
         has_tau = all(rec.segments[si].tau is not None for si in seg_ids)
-        sj, ss, sl, sdt, sin, sg, ext, names = [], [], [], [], [], [], [], []
+        sj, ss, sl, sdt, sin, sg, ext, names, cmd0, q0, qd0 = [], [], [], [], [], [], [], [], [], [], []
         offset = 0
         for ji, name in enumerate(joints):
             j = rec.joint_index(name)
@@ -75,15 +103,25 @@ class SegmentBatch:
                     if k != "tau" or has_tau:
                         cols[k].append(getattr(seg, k)[:, j])
                 inertia, grav = rec.load_for(seg, j)
-                ext.append(float(seg.metadata.get("joints", {}).get(name, {}).get(
-                    "external_torque", seg.metadata.get("external_torque", 0.0))))
-                sj.append(ji)
-                ss.append(offset)
-                sl.append(seg.n)
-                sdt.append(seg.dt / substeps)
-                sin.append(inertia)
-                sg.append(grav)
-                names.append(seg.name)
+                torque = float(seg.metadata.get("joints", {}).get(name, {}).get(
+                    "external_torque", seg.metadata.get("external_torque", 0.0)))
+                step = max(seg.n - 1, 1) if not window or window >= seg.n - 1 else max(int(window), 9)
+                for w0 in range(0, max(seg.n - 1, 1), step):
+                    n = min(step, seg.n - 1 - w0) + 1 if seg.n > 1 else seg.n
+                    if n < 3 and w0 > 0:  # a stub at the end joins the previous window
+                        sl[-1] += n - 1
+                        continue
+                    ext.append(torque)
+                    sj.append(ji)
+                    ss.append(offset + w0)
+                    sl.append(n)
+                    cmd0.append(offset)
+                    q0.append(seg.q[w0, j])
+                    qd0.append(seg.qd[w0, j])
+                    sdt.append(seg.dt / substeps)
+                    sin.append(inertia)
+                    sg.append(grav)
+                    names.append(seg.name)
                 offset += seg.n
         f32 = np.float32
         return cls(
@@ -96,6 +134,9 @@ class SegmentBatch:
             seg_inertia=np.asarray(sin, f32),
             seg_gravity=np.asarray(sg, f32),
             seg_ext=np.asarray(ext, f32),
+            seg_cmd0=np.asarray(cmd0, np.int32),
+            seg_q0=np.asarray(q0, f32),
+            seg_qd0=np.asarray(qd0, f32),
             q=np.concatenate(cols["q"]).astype(f32),
             qd=np.concatenate(cols["qd"]).astype(f32),
             q_des=np.concatenate(cols["q_des"]).astype(f32),
@@ -157,10 +198,19 @@ class RolloutEngine:
             to(batch.knots.reshape(len(batch.joints), -1), wp.float32),
             to(batch.seg_joint, wp.int32), to(batch.seg_start, wp.int32), to(batch.seg_len, wp.int32),
             to(batch.seg_substeps, wp.int32), to(batch.seg_dt), to(batch.seg_inertia),
-            to(batch.seg_gravity), to(batch.seg_ext),
+            to(batch.seg_gravity), to(batch.seg_ext), to(batch.seg_cmd0, wp.int32), to(batch.seg_q0),
+            to(batch.seg_qd0),
             to(batch.q), to(batch.qd), to(batch.q_des), to(batch.qd_des), to(batch.tau_ff),
         )
         self._dummy = wp.zeros((1, 1), dtype=wp.float32, device=device)
+
+    def for_joint(self, j: int) -> RolloutEngine:
+        """An engine over one joint's segments only, on the same device and in the same effort mode."""
+        cache = self.__dict__.setdefault("_per_joint", {})
+        if j not in cache:
+            cache[j] = RolloutEngine(self.batch.select_joint(j), self.device, self.threads,
+                                     "implicit" if self.mode_flags else "explicit")
+        return cache[j]
 
     def _launch(self, family: Family, params: np.ndarray, store: bool, open_loop: bool = False):
         assert params.ndim == 3 and params.shape[1:] == (len(self.batch.joints), parameters.N_PARAMS)

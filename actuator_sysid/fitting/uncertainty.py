@@ -1,0 +1,118 @@
+"""What the data can and cannot tell: covariance, 95 % intervals, correlations and identifiability.
+
+From the residual vector r and its Jacobian J (in the search's unit coordinates) at the optimum, the
+parameter covariance is the least-squares sandwich (JᵀJ)⁻¹ Jᵀ Σ J (JᵀJ)⁻¹. Σ is estimated per block
+(one segment's position or velocity residuals) from the residuals themselves, inflated for their lag-1
+autocorrelation, because trajectory errors are not independent from sample to sample.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .space import SearchSpace
+
+Z95 = 1.959963984540054
+WIDE = math.log(2.0)  # a 95 % half-width beyond a factor of 2 means the data barely constrain the value
+CORRELATED = 0.95  # |correlation| above which two parameters are reported as not separable
+
+
+def _block_variance(r: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+    """Per-row noise variance: each block's mean square, times the AR(1) inflation (1 + ρ) / (1 − ρ)."""
+    var = np.empty_like(r)
+    for b in np.unique(blocks):
+        rb = r[blocks == b]
+        v = float(np.mean(rb**2))
+        rho = 0.0
+        if rb.size > 3 and v > 0:
+            rho = float(np.clip(np.mean(rb[1:] * rb[:-1]) / v, 0.0, 0.98))
+        var[blocks == b] = v * (1 + rho) / (1 - rho)
+    return var
+
+
+def analyse(space: SearchSpace, x: np.ndarray, jac: np.ndarray, r: np.ndarray, blocks: np.ndarray,
+            free: np.ndarray, nuisance_jac: np.ndarray | None = None, nuisance_var: np.ndarray | None = None
+            ) -> dict:
+    """Intervals, correlations and identifiability of the continuous parameters in `free`.
+
+    jac is (R, k) in unit coordinates of the free dimensions; x holds natural values of all dimensions.
+    nuisance_jac (R, m) and nuisance_var (m,) describe inputs measured with noise that the fit takes as
+    given (each segment's initial state): their noise moves the estimate by −(JᵀJ)⁻¹Jᵀ·J_n·ε, which
+    the covariance includes. Returns {"intervals": {name: {...}}, "correlation": {...}, "warnings": [...]}.
+    """
+    names = [n for n, f in zip(space.names, free, strict=True) if f]
+    idx = np.flatnonzero(free)
+    a = jac.T @ jac
+    b = jac.T @ (jac * _block_variance(r, blocks)[:, None])
+    if nuisance_jac is not None and nuisance_var is not None:
+        g = jac.T @ nuisance_jac
+        b = b + g @ (g * nuisance_var[None, :]).T
+    # a parameter the residuals do not depend on at all (a limit the log never reaches) has no
+    # information; the pseudo-inverse would report it as perfectly known, so mark it instead
+    info = np.diag(a)
+    blind = info <= 1e-12 * max(float(info.max()), 1e-300)
+    a_inv = np.linalg.pinv(a, rcond=1e-10)
+    cov_u = a_inv @ b @ a_inv
+    sd_u = np.sqrt(np.clip(np.diag(cov_u), 0.0, None))
+    sd_u[blind] = np.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = cov_u / np.outer(sd_u, sd_u)
+    corr[blind, :] = 0.0
+    corr[:, blind] = 0.0
+    corr = np.where(np.isfinite(corr), corr, 0.0)
+    u = space.to_unit(x)
+    intervals, warnings = {}, []
+    for k, (name, i) in enumerate(zip(names, idx, strict=True)):
+        span = space.upper[i] - space.lower[i]
+        value = float(x[i])
+        if space.log[i]:
+            sd_ln = sd_u[k] * math.log(space.upper[i] / space.lower[i])  # σ of ln(value)
+            half = min(Z95 * sd_ln, 700.0)  # beyond e^700 the interval is unbounded anyway
+            lo, hi = value * math.exp(-half), value * math.exp(half)
+            identified = Z95 * sd_ln <= WIDE
+            rel = sd_ln
+        else:
+            sd = sd_u[k] * span
+            lo, hi = value - Z95 * sd, value + Z95 * sd
+            identified = Z95 * sd <= 0.1 * span
+            rel = sd / abs(value) if value else math.inf
+        at_bound = u[i] <= 1e-3 or u[i] >= 1 - 1e-3
+        reason = ""
+        if blind[k]:
+            identified = False
+            reason = "the log never reaches the regime where it acts (the fit does not depend on it)"
+        elif at_bound:
+            identified = False
+            reason = "it sits at the search bound: the data push it beyond any plausible value"
+        elif not identified:
+            reason = "the data barely constrain it (its 95 % interval spans more than a factor of 2)"
+        intervals[name] = {
+            "value": value if identified else None,
+            "estimate": value,
+            "std_relative": float(rel) if math.isfinite(rel) else None,
+            "interval95": [float(lo), float(hi)] if math.isfinite(lo) and math.isfinite(hi) else None,
+            "identified": bool(identified),
+            **({"reason": reason} if reason else {}),
+        }
+        if not identified:
+            warnings.append(f"{name} is not identified: {reason}")
+    for a_i in range(len(names)):
+        for b_i in range(a_i + 1, len(names)):
+            c = corr[a_i, b_i]
+            if abs(c) > CORRELATED and intervals[names[a_i]]["identified"] + intervals[names[b_i]]["identified"] < 2:
+                warnings.append(f"{names[a_i]} and {names[b_i]} are hard to separate (correlation {c:+.2f}): "
+                                "record excitation that moves them differently")
+    return {"intervals": intervals, "correlation": {"names": names, "matrix": np.round(corr, 4).tolist()},
+            "warnings": warnings}
+
+
+def delay_profile(losses: dict[int, float], best: int) -> dict:
+    """Whether the neighbouring delays are clearly worse: identified when both cost ≥ 5 % more loss."""
+    base = losses[best]
+    worse = [losses[d] / base - 1 if base > 0 else math.inf for d in (best - 1, best + 1) if d in losses]
+    identified = bool(worse) and min(worse) >= 0.05
+    return {"value": best if identified else None, "estimate": best, "identified": identified,
+            "loss_at": {str(d): float(v) for d, v in sorted(losses.items())},
+            **({} if identified else {"reason": "neighbouring delays fit almost as well"})}

@@ -1,0 +1,41 @@
+"""Fits say what the data cannot tell, and integer delays come back exactly (issue 5)."""
+
+from __future__ import annotations
+
+from isaaclab_logs import TRUTH_DCMOTOR, make_recording
+
+from actuator_sysid.fitting.api import FitRequest, fit_recording
+
+BUDGET = {"generations": 60, "population": 8}
+
+
+def test_limits_never_reached_are_reported_not_identified() -> None:
+    """With limits far above any effort the log needs, the envelope cannot be identified: say so."""
+    truth = {**TRUTH_DCMOTOR, "saturation_effort": 400.0, "actuator_effort_limit": 300.0,
+             "actuator_velocity_limit": 500.0}
+    rec = make_recording("dcmotor", truth)
+    rec.segments = rec.segments[:3]
+    model = fit_recording(rec, FitRequest(models=["dcmotor"], **BUDGET))["joints"]["hinge"]["models"]["dcmotor"]
+    iv = model["intervals"]
+    assert iv["stiffness"]["identified"] and abs(iv["stiffness"]["value"] / truth["stiffness"] - 1) < 0.02
+    lo, hi = iv["stiffness"]["interval95"]
+    assert lo < iv["stiffness"]["value"] < hi
+    unidentified = [n for n in ("saturation_effort", "actuator_effort_limit", "actuator_velocity_limit")
+                    if not iv[n]["identified"]]
+    assert unidentified, iv
+    for n in unidentified:
+        assert iv[n]["value"] is None and iv[n]["reason"]
+        assert any(w.startswith(n) for w in model["warnings"])
+
+
+def test_delay_is_recovered_exactly_from_isaaclab_delayed_pd() -> None:
+    truth = {**TRUTH_DCMOTOR, "delay": 3}
+    rec = make_recording("delayed_pd", truth)
+    rec.segments = rec.segments[:4]
+    model = fit_recording(rec, FitRequest(models=["delayed_pd"], **BUDGET))["joints"]["hinge"]["models"]["delayed_pd"]
+    assert model["params"]["delay"] == 3
+    d = model["intervals"]["delay"]
+    assert d["identified"] and d["value"] == 3
+    assert d["loss_at"]["2"] > d["loss_at"]["3"] < d["loss_at"]["4"]
+    for k in ("stiffness", "damping", "actuator_effort_limit"):
+        assert abs(model["params"][k] / truth[k] - 1) < 0.02, (k, model["params"][k])
