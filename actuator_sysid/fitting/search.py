@@ -111,6 +111,8 @@ class _OptunaStrategy:
 BACKENDS = ("cmaes", "optuna")
 FIRST_SIGMA = 0.05  # in the unit cube: about a third of a decade on a six-decade log scale
 RESTART_SIGMA = 1.0 / 6.0
+STALL_GENERATIONS = 50  # a joint stops when its best loss improved less than STALL_RTOL over this many
+STALL_RTOL = 1e-4
 COV_STEP = 1e-5  # unit-cube step of the covariance Jacobian: local, so kinks (clips, stiction) do not inflate it
 
 
@@ -169,16 +171,20 @@ def cma_search(
     finished: list[list[tuple[float, np.ndarray]]] = [[] for _ in range(n_j)]
     history: list[list[float]] = [[] for _ in range(n_j)]
     evaluations = scan_points * n_j
+    active = np.ones(n_j, bool)  # a joint whose best has stalled stops searching; the rest go on
     g = 0
     for g in range(generations):
-        sizes = [sum(r.population for r in runs[j]) for j in range(n_j)]
+        sizes = [sum(r.population for r in runs[j]) if active[j] else 0 for j in range(n_j)]
         u = np.repeat(np.stack(best_u)[None], max(sizes), axis=0)  # (C, J, d); short joints pad with their best
-        for j in range(n_j):
+        for j in np.flatnonzero(active):
             u[: sizes[j], j] = np.vstack([r.strategy.ask() for r in runs[j]])
         loss = loss_from_sums(engine.sums(family, _params(family, space, space.from_unit(u))),
                               engine.batch, scales)
         evaluations += int(sum(sizes))
         for j in range(n_j):
+            if not active[j]:
+                history[j].append(float(best_loss[j]))
+                continue
             offset = 0
             for k, run in enumerate(runs[j]):
                 uj, lj = u[offset: offset + run.population, j], loss[offset: offset + run.population, j]
@@ -196,8 +202,13 @@ def cma_search(
             if j_best.best < best_loss[j]:
                 best_loss[j], best_u[j] = j_best.best, j_best.best_u.copy()
             history[j].append(float(best_loss[j]))
+            h = history[j]
+            if len(h) > STALL_GENERATIONS + 20 and h[-STALL_GENERATIONS - 1] - h[-1] <= STALL_RTOL * h[-1]:
+                active[j] = False
         if on_generation:
             on_generation(g, best_loss.copy())
+        if not active.any():
+            break
     candidates = []
     for j in range(n_j):
         ends = sorted(finished[j] + [(r.best, r.best_u) for r in runs[j]], key=lambda t: t[0])

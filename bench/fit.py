@@ -1,0 +1,195 @@
+"""Fit wall times, and time-to-loss against a sequential BAM-style baseline, measured in one run.
+
+1. 1 joint, 6 segments x 6 s at 200 Hz (the Isaac Lab DCMotor test-bench log): one family (dcmotor),
+   and all families with model selection.
+2. 12 independent joints x 20 s at 400 Hz, dcmotor_delay + friction + armature + encoder offset.
+3. The baseline fits the way BAM does: one Optuna CMA-ES trial = one numpy rollout of all segments,
+   sequentially. Both minimise the same loss on the same log; we report how long each takes to reach the
+   best loss the baseline reached within its time budget.
+
+Usage: python bench/fit.py [--quick] [--baseline-seconds S]. Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import optuna
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from isaaclab_logs import TRUTH_DCMOTOR, make_recording  # noqa: E402
+
+from actuator_sysid.datasets.recording import JointInfo, Recording, Segment  # noqa: E402
+from actuator_sysid.fitting import api  # noqa: E402
+from actuator_sysid.fitting.objective import VELOCITY_WEIGHT, LossScales  # noqa: E402
+from actuator_sysid.fitting.space import SearchSpace  # noqa: E402
+from actuator_sysid.models.families import FAMILIES  # noqa: E402
+from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params  # noqa: E402
+
+optuna.logging.set_verbosity(logging.WARNING)
+
+
+def timed_fit(rec: Recording, req: api.FitRequest) -> tuple[float, dict, list[tuple[float, float]]]:
+    """Wall time of a fit, its result, and (elapsed, best loss) after every generation."""
+    trace: list[tuple[float, float]] = []
+    t0 = time.perf_counter()
+    orig = api.cma_search
+
+    def traced(*a, **k):
+        cb = k.get("on_generation")
+
+        def on_gen(g: int, best: np.ndarray) -> None:
+            trace.append((time.perf_counter() - t0, float(np.max(best))))
+            if cb:
+                cb(g, best)
+
+        k["on_generation"] = on_gen
+        return orig(*a, **k)
+
+    api.cma_search = traced
+    try:
+        result = api.fit_recording(rec, req)
+    finally:
+        api.cma_search = orig
+    return time.perf_counter() - t0, result, trace
+
+
+def quadruped_log(seconds: float, rate: float, joints: int = 12) -> Recording:
+    """12 test-bench joints with different loads and truths, chirp commands, simulated with our rollout."""
+    rng = np.random.default_rng(0)
+    n = int(seconds * rate)
+    t = np.arange(n) / rate
+    infos, truths = [], []
+    q_des = np.zeros((n, joints))
+    for j in range(joints):
+        infos.append(JointInfo(f"j{j}", mass=rng.uniform(0.5, 2.0), com_distance=rng.uniform(0.1, 0.3)))
+        truths.append({**TRUTH_DCMOTOR, "stiffness": rng.uniform(15, 40), "delay": int(rng.integers(1, 5)),
+                       "encoder_offset": rng.uniform(-0.05, 0.05)})
+        f0, f1 = 0.1, 5.0
+        q_des[:, j] = 1.2 * np.sin(2 * math.pi * (f0 * t + (f1 - f0) * t**2 / (2 * seconds)))
+    z = np.zeros_like(q_des)
+    rec = Recording(infos, [Segment("0", t, q=z.copy(), qd=z.copy(), q_des=q_des, qd_des=z, tau_ff=z)])
+    fam = FAMILIES["dcmotor_delay"].with_terms(("armature", "friction", "viscous_friction", "encoder_offset"))
+    for j, truth in enumerate(truths):
+        batch = SegmentBatch.from_recording(rec, [f"j{j}"])
+        tr = RolloutEngine(batch).traces(fam, full_params(fam, {k: truth[k] for k in fam.params}, (1, 1)))
+        rec.segments[0].q[:, j] = tr["q"][0]
+        rec.segments[0].qd[:, j] = tr["qd"][0]
+    # split the 20 s chirp into 4 segments so there is a validation segment
+    segs = []
+    for k in range(4):
+        sl = slice(k * n // 4, (k + 1) * n // 4)
+        s0 = rec.segments[0]
+        segs.append(Segment(str(k), s0.t[sl], s0.q[sl], s0.qd[sl], s0.q_des[sl], s0.qd_des[sl], s0.tau_ff[sl]))
+    rec.segments = segs
+    return rec
+
+
+def baseline(rec: Recording, train_ids: list[int], budget_s: float) -> list[tuple[float, float]]:
+    """BAM's way: an Optuna CMA-ES study, one trial = one plain numpy rollout of every train segment."""
+    batch = SegmentBatch.from_recording(rec, rec.joint_names, train_ids)
+    scales = LossScales.from_batch(batch)
+    space = SearchSpace.for_family(FAMILIES["dcmotor"])
+
+    def rollout(x: dict) -> float:
+        sq = sqd = 0.0
+        for s in range(batch.n_segments):
+            sl = batch.segment_slice(s)
+            q, qd = float(batch.q[sl][0]), float(batch.qd[sl][0])
+            inertia = float(batch.seg_inertia[s]) + x["armature"]
+            dt, mgl = float(batch.seg_dt[s]), float(batch.seg_gravity[s])
+            sat, vlim, elim = x["saturation_effort"], x["actuator_velocity_limit"], x["actuator_effort_limit"]
+            for k in range(sl.stop - sl.start - 1):
+                tau = x["stiffness"] * (batch.q_des[sl][k] - q) - x["damping"] * qd
+                corner = vlim * (1 + elim / sat)
+                v = min(max(qd, -corner), corner)
+                tau = min(max(tau, max(sat * (-1 - v / vlim), -elim)), min(sat * (1 - v / vlim), elim))
+                torque = tau - mgl * math.sin(q)
+                stop = inertia / dt * qd + torque
+                fr = -math.copysign(min(abs(stop), x["friction"]), stop) if stop else 0.0
+                qd = (qd + dt * (torque + fr) / inertia) / (1 + dt * x["viscous_friction"] / inertia)
+                q += dt * qd
+                sq += (q - batch.q[sl][k + 1]) ** 2
+                sqd += (qd - batch.qd[sl][k + 1]) ** 2
+        return (sq / scales.sigma_q[0] ** 2 + VELOCITY_WEIGHT * sqd / scales.sigma_qd[0] ** 2) / scales.n_samples[0]
+
+    dists = {n: optuna.distributions.FloatDistribution(float(lo), float(hi), log=bool(lg))
+             for n, lo, hi, lg in zip(space.names, space.lower, space.upper, space.log, strict=True)}
+    study = optuna.create_study(sampler=optuna.samplers.CmaEsSampler(seed=0))
+    trace, best, t0 = [], math.inf, time.perf_counter()
+    while time.perf_counter() - t0 < budget_s:
+        trial = study.ask(dists)
+        value = rollout(trial.params)
+        value = value if math.isfinite(value) else 1e6
+        study.tell(trial, value)
+        best = min(best, value)
+        trace.append((time.perf_counter() - t0, best))
+    return trace
+
+
+def time_to(trace: list[tuple[float, float]], target: float) -> float | None:
+    return next((t for t, v in trace if v <= target), None)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    ap.add_argument("--baseline-seconds", type=float, default=120.0)
+    args = ap.parse_args()
+    out: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count()}}
+
+    rec = make_recording("dcmotor")
+    for s in rec.segments:
+        s.tau = None
+    gens = 20 if args.quick else 200
+    t_one, res_one, trace_one = timed_fit(rec, api.FitRequest(models=["dcmotor"], generations=gens))
+    t_all, res_all, _ = timed_fit(rec, api.FitRequest(models=list(FAMILIES), generations=gens))
+    one = res_one["joints"]["hinge"]["models"]["dcmotor"]
+    out["one_joint_6x6s_200Hz"] = {
+        "dcmotor_s": round(t_one, 2), "all_families_s": round(t_all, 2),
+        "families": list(FAMILIES), "best_model": res_all["joints"]["hinge"]["best_model"],
+        "dcmotor_worst_param_error": round(max(abs(one["params"][k] / v - 1) for k, v in TRUTH_DCMOTOR.items()), 5),
+        "targets_s": {"dcmotor": 5, "all_families": 20},
+    }
+
+    seconds, joints = (2.0, 3) if args.quick else (20.0, 12)
+    quad = quadruped_log(seconds, 400.0, joints)
+    req = api.FitRequest(models=["dcmotor_delay"], generations=gens,
+                         joint_terms=["armature", "friction", "viscous_friction", "encoder_offset"])
+    t_quad, res_quad, _ = timed_fit(quad, req)
+    out["quadruped_12x20s_400Hz"] = {
+        "joints": joints, "seconds_per_joint": seconds, "wall_s": round(t_quad, 2), "target_s": 120,
+        "validation_position_rmse_max": max(jr["models"]["dcmotor_delay"]["metrics"]["validation"]["position_rmse"]
+                                            for jr in res_quad["joints"].values()),
+    }
+
+    # same objective on both sides: whole training segments (no windows), the baseline's way
+    train_ids, _ = api.split_segments(len(rec.segments))
+    _, res_cmp, trace_cmp = timed_fit(rec, api.FitRequest(models=["dcmotor"], generations=gens, window_s=None))
+    base = baseline(rec, train_ids, 5.0 if args.quick else args.baseline_seconds)
+    target = base[-1][1]
+    ours_t = time_to(trace_cmp, target)
+    base_t = time_to(base, target)
+    out["vs_sequential_baseline"] = {
+        "baseline_trials": len(base), "baseline_seconds": round(base[-1][0], 1),
+        "baseline_trials_per_s": round(len(base) / base[-1][0], 1),
+        "target_loss": target, "baseline_time_to_target_s": round(base_t, 3) if base_t else None,
+        "ours_time_to_target_s": round(ours_t, 3) if ours_t else None,
+        "ours_final_loss": res_cmp["joints"]["hinge"]["models"]["dcmotor"]["loss"],
+        "speedup_to_same_loss": round(base_t / ours_t, 1) if base_t and ours_t else None,
+    }
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
