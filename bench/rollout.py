@@ -88,9 +88,9 @@ def main() -> None:
     # search-driver overhead per candidate (ask + tell), no rollouts: why `cmaes` is the default driver
     driver = {}
     for name in ("cmaes", "optuna"):
-        pop, gens, x0, steps = 24, 20, np.full(8, 0.5), np.zeros(8)
-        strat = _CmaesStrategy(x0, pop, 0, 1 / 6, steps) if name == "cmaes" else _OptunaStrategy(
-            tuple(f"p{i}" for i in range(8)), x0, pop, 0, 1 / 6, steps)
+        pop, gens, x0, grid = 24, 20, np.full(8, 0.5), np.zeros(8)
+        strat = _CmaesStrategy(x0, pop, 0, 1 / 6, grid) if name == "cmaes" else _OptunaStrategy(
+            tuple(f"p{i}" for i in range(8)), x0, pop, 0, 1 / 6, grid)
         t0 = time.perf_counter()
         for _ in range(gens):
             u = strat.ask()
