@@ -37,54 +37,36 @@ from __future__ import annotations
 import copy
 import io
 import json
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from .common import (
+    ANGLE_CHANNELS,
+    DEGREES_RANGE,
+    GAP_PERIODS,
+    JITTER_TOL,
+    JOINT_TYPES,
+    LOAD_FIELDS,
+    MIN_SAMPLES,
+    OPTIONAL,
+    REQUIRED,
+    TABLE_CHANNELS,
+    VELOCITY_METHOD,
+    RawSegment,
+    assemble,
+    check_increasing,
+    where,
+)
 from .recording import CHANNELS, DatasetError, JointInfo, Recording, Segment
 
-MIN_SAMPLES = 10
-"""A segment shorter than this cannot support a fit."""
-GAP_PERIODS = 5.0
-"""Without a segment column, a time step longer than this many median periods starts a new segment."""
-JITTER_TOL = 0.02
-"""A segment whose steps stray more than this fraction from the median step is resampled."""
-DEGREES_RANGE = 2 * math.pi * 4
-"""A revolute position range wider than this in "rad" almost certainly means the log is in degrees."""
-
-VELOCITY_METHOD = "differentiated from q: second-order central differences (numpy.gradient)"
-"""What Recording.velocity_source says when qd was computed here."""
-
-REQUIRED = ("q", "q_des")
-OPTIONAL = ("qd", "tau", "qd_des", "tau_ff")
-TABLE_CHANNELS = ("q", "qd", "tau", "q_des", "qd_des", "tau_ff")  # column order when writing
-ANGLE_CHANNELS = ("q", "qd", "q_des", "qd_des")
-JOINT_TYPES = ("revolute", "prismatic")
-LOAD_FIELDS = {"inertia": "kg·m²", "mass": "kg", "com_distance": "m", "gravity": "m/s²"}
 PARQUET_MAGIC = b"PAR1"
 FORMAT_HINT = (
     "expected a canonical CSV or Parquet table (columns t, q, q_des ... with a joint column in long form, "
     "or t, <joint>/q, <joint>/q_des ... in wide form; see log-formats §1)"
 )
-
-
-@dataclass
-class _RawSegment:
-    """One segment as read from the table, before units, resampling and derived channels."""
-
-    name: str
-    t: np.ndarray
-    rows: np.ndarray  # 1-based data-row number of each sample (first joint's row in long form)
-    data: dict[str, np.ndarray]  # channel -> (n, J); columns of absent joints are zeros
-    present: dict[str, list[bool]]  # channel -> per joint: was the column in the table
-    split_by_gap: bool = False
-
-
-# --------------------------------------------------------------------------------------------- reading
 
 
 def read_log(path: Path, sidecar: Path | None = None, fmt: str | None = None) -> Recording:
@@ -107,12 +89,29 @@ def read_table(
     filename: str,
     metadata: dict | str | bytes | Path | None = None,
     fmt: str | None = None,
+    *,
+    any_format: bool = False,
+    **reader_options: Any,
 ) -> Recording:
     """Parse a canonical CSV/Parquet table (bytes or a path) plus sidecar metadata into a Recording.
 
     `metadata` is the sidecar as a dict, JSON text/bytes, or a path to a JSON file; `fmt` is "csv",
     "parquet" or None to detect from the content. Every problem raises DatasetError naming where it is.
+
+    With `any_format=True`, or `fmt` naming another format (readers.FORMATS), every log format is read
+    (detected from the content when `fmt` is None; a zip may hold several files), and `reader_options`
+    are `ReadOptions` fields such as ``joint_names=["a", "b"]`` or ``state_topic="/joint_states"``.
     """
+    if any_format or reader_options or (fmt is not None and str(fmt).strip().lower() not in ("csv", "parquet")):
+        from .readers import read_sources
+        from .sources import ReadOptions, Source
+
+        opts = ReadOptions(fmt=fmt, **{k: v for k, v in reader_options.items() if v is not None})
+        opts.validate()
+        src = Source(filename, path=data) if isinstance(data, Path) else Source(filename, data=bytes(data))
+        if src.size == 0:
+            raise DatasetError(f"{filename}: the file is empty; upload a joint log")
+        return read_sources([src], load_sidecar(metadata), opts, label=filename)
     if isinstance(data, Path):
         data = data.read_bytes()
     side = load_sidecar(metadata)
@@ -124,7 +123,7 @@ def read_table(
         joints, raws = _parse_long(frame, filename, warnings)
     else:
         joints, raws = _parse_wide(frame, filename, warnings)
-    rec = _assemble(joints, raws, side, filename, warnings)
+    rec = assemble(joints, raws, side, filename, warnings, noun="table")
     rec.source_format = f"canonical-{fmt}-{'long' if long_form else 'wide'}"
     return rec
 
@@ -231,14 +230,17 @@ def _read_csv(data: bytes, filename: str) -> pd.DataFrame:
     """CSV bytes -> DataFrame of text columns (numbers are parsed later, so errors can name the row)."""
     if b"\x00" in data[:4096]:
         raise DatasetError(f"{filename}: unknown format: binary content that is not Parquet; {FORMAT_HINT}")
+    header = data[:65536].decode("utf-8-sig", errors="replace").lstrip().split("\n", 1)[0]
+    sep = ","
+    if "," not in header:
+        sep = ";" if ";" in header else "\t" if "\t" in header else ","
+    fast = _read_csv_fast(data, sep)
+    if fast is not None:
+        return fast
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = data.decode("latin-1")
-    header = text.lstrip().split("\n", 1)[0]
-    sep = ","
-    if "," not in header:
-        sep = ";" if ";" in header else "\t" if "\t" in header else ","
     try:
         return pd.read_csv(
             io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True
@@ -252,6 +254,34 @@ def _read_csv(data: bytes, filename: str) -> pd.DataFrame:
             f"{filename}: cannot parse the CSV ({str(e).strip()}); "
             "every row needs as many fields as the header"
         ) from None
+
+
+def _read_csv_fast(data: bytes, sep: str) -> pd.DataFrame | None:
+    """Typed parse with pyarrow (fast, about the table's size in memory) of a clean table: every cell a
+    number, except the joint and segment labels. None for anything else (empty or odd cells, text where a
+    number belongs, non-UTF-8): the text parser then finds the cell and names its row."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    buf = memoryview(data)[3:] if data.startswith(b"\xef\xbb\xbf") else memoryview(data)
+    try:
+        table = pcsv.read_csv(
+            pa.py_buffer(buf),
+            parse_options=pcsv.ParseOptions(delimiter=sep),
+            convert_options=pcsv.ConvertOptions(column_types={"joint": pa.string(), "segment": pa.string()}),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError, ValueError):
+        return None
+    names = table.column_names
+    if len(set(names)) != len(names) or table.num_rows == 0:
+        return None
+    for name, col in zip(names, table.columns, strict=True):
+        if col.null_count:
+            return None
+        label = name.strip() in ("joint", "segment")
+        if not label and not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type)):
+            return None
+    return table.to_pandas()
 
 
 def _numeric(col: pd.Series, filename: str, column: str, joints: np.ndarray | None = None) -> np.ndarray:
@@ -303,33 +333,10 @@ def _groups(frame: pd.DataFrame, filename: str) -> list[tuple[str | None, np.nda
     return [(str(n), np.flatnonzero(seg == n)) for n in names]
 
 
-def _check_increasing(t: np.ndarray, rows: np.ndarray, where: str) -> None:
-    """t must strictly increase; the error names the row and both times."""
-    dt = np.diff(t)
-    bad = np.flatnonzero(dt <= 0)
-    if bad.size == 0:
-        return
-    k = int(bad[0])
-    if dt[k] == 0:
-        raise DatasetError(
-            f"{where}: duplicate t = {float(t[k])!r} at rows {rows[k]} and {rows[k + 1]}; "
-            "each time stamp may appear once (per joint) in a segment — remove the repeated row"
-        )
-    raise DatasetError(
-        f"{where}: t is not increasing at row {rows[k + 1]} (t = {float(t[k + 1])!r} after {float(t[k])!r}); "
-        "sort the rows by t, or add a 'segment' column if the clock restarts there"
-    )
-
-
-def _where(filename: str, segment: str | None = None, joint: str | None = None) -> str:
-    """The "file, segment, joint" prefix of a message."""
-    out = filename if segment is None else f"{filename}, segment {segment}"
-    return out if joint is None else f"{out}, joint '{joint}'"
-
 
 def _parse_long(
     frame: pd.DataFrame, filename: str, warnings: list[str]
-) -> tuple[list[str], list[_RawSegment]]:
+) -> tuple[list[str], list[RawSegment]]:
     """Long form: one row per joint per sample; every joint must share the time stamps of its segment."""
     cols = list(frame.columns)
     for req in ("t", *REQUIRED):
@@ -358,35 +365,35 @@ def _parse_long(
             jdx = idx[jl[idx] == j]
             if jdx.size == 0:
                 raise DatasetError(
-                    f"{_where(filename, seg)}: joint '{j}' has no rows; every joint needs a row at "
+                    f"{where(filename, seg)}: joint '{j}' has no rows; every joint needs a row at "
                     "every time stamp of every segment"
                 )
-            _check_increasing(t[jdx], jdx + 1, _where(filename, seg, j))
+            check_increasing(t[jdx], jdx + 1, where(filename, seg, j))
             per_joint.append(jdx)
         ref = per_joint[0]
         for j, jdx in zip(joints[1:], per_joint[1:], strict=True):
             if jdx.size != ref.size:
                 raise DatasetError(
-                    f"{_where(filename, seg, j)}: {jdx.size} samples but joint '{joints[0]}' has {ref.size}; "
+                    f"{where(filename, seg, j)}: {jdx.size} samples but joint '{joints[0]}' has {ref.size}; "
                     "every joint needs a row at the same time stamps in a segment"
                 )
             off = np.flatnonzero(~np.isclose(t[jdx], t[ref], rtol=1e-12, atol=1e-9))
             if off.size:
                 k = int(off[0])
                 raise DatasetError(
-                    f"{_where(filename, seg, j)}: t = {float(t[jdx[k]])!r} at row {jdx[k] + 1} where joint "
+                    f"{where(filename, seg, j)}: t = {float(t[jdx[k]])!r} at row {jdx[k] + 1} where joint "
                     f"'{joints[0]}' has t = {float(t[ref[k]])!r} (row {ref[k] + 1}); every joint needs rows "
                     "at the same time stamps in a segment"
                 )
         data = {ch: np.stack([a[jdx] for jdx in per_joint], axis=1) for ch, a in chans.items()}
         present = {ch: [ch in chans] * len(joints) for ch in TABLE_CHANNELS}
-        raws.append(_RawSegment(seg or "", t[ref], ref + 1, data, present, split_by_gap=seg is None))
+        raws.append(RawSegment(seg or "", t[ref], ref + 1, data, present, split_by_gap=seg is None))
     return joints, raws
 
 
 def _parse_wide(
     frame: pd.DataFrame, filename: str, warnings: list[str]
-) -> tuple[list[str], list[_RawSegment]]:
+) -> tuple[list[str], list[RawSegment]]:
     """Wide form: one row per sample, `<joint>/<channel>` columns."""
     cols = list(frame.columns)
     if "t" not in cols:
@@ -433,7 +440,7 @@ def _parse_wide(
     present = {ch: [ch in colmap[j] for j in joints] for ch in TABLE_CHANNELS}
     raws = []
     for seg, idx in _groups(frame, filename):
-        _check_increasing(t[idx], idx + 1, _where(filename, seg))
+        check_increasing(t[idx], idx + 1, where(filename, seg))
         data = {}
         for ch in TABLE_CHANNELS:
             if any(present[ch]):
@@ -441,217 +448,13 @@ def _parse_wide(
                 data[ch] = np.stack(
                     [arrays[j][ch][idx] if ch in arrays[j] else zeros for j in joints], axis=1
                 )
-        raws.append(_RawSegment(seg or "", t[idx], idx + 1, data, present, split_by_gap=seg is None))
+        raws.append(RawSegment(seg or "", t[idx], idx + 1, data, present, split_by_gap=seg is None))
     return joints, raws
-
-
-def _split_gaps(raw: _RawSegment) -> list[_RawSegment]:
-    """Split an unsegmented table at time steps longer than GAP_PERIODS median periods."""
-    if raw.t.size < 2:
-        return [_RawSegment("0", raw.t, raw.rows, raw.data, raw.present, True)]
-    dt = np.diff(raw.t)
-    cuts = np.flatnonzero(dt > GAP_PERIODS * np.median(dt)) + 1
-    bounds = [0, *cuts.tolist(), raw.t.size]
-    return [
-        _RawSegment(
-            str(i), raw.t[a:b], raw.rows[a:b], {ch: v[a:b] for ch, v in raw.data.items()}, raw.present, True
-        )
-        for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
-    ]
-
-
-def _resample(raw: _RawSegment, filename: str) -> tuple[np.ndarray, dict[str, np.ndarray], str | None]:
-    """Uniform-grid copy of a jittered segment (linear interpolation at the median rate), with a warning."""
-    t = raw.t
-    dt = np.diff(t)
-    med = float(np.median(dt))
-    dev = float(np.max(np.abs(dt - med)))
-    if dev <= JITTER_TOL * med:
-        return t, raw.data, None
-    n = int(math.floor((t[-1] - t[0]) / med + 1e-9)) + 1
-    grid = t[0] + med * np.arange(n, dtype=np.float64)
-    data = {
-        ch: np.stack([np.interp(grid, t, v[:, j]) for j in range(v.shape[1])], axis=1)
-        for ch, v in raw.data.items()
-    }
-    msg = (
-        f"{_where(filename, raw.name)}: time stamps are not uniform (largest step deviation "
-        f"{100 * dev / med:.0f} % of the median {1e3 * med:.4g} ms); resampled by linear interpolation "
-        f"onto a uniform {1 / med:.6g} Hz grid ({raw.t.size} -> {n} samples)"
-    )
-    big = np.flatnonzero(dt > GAP_PERIODS * med)
-    if not raw.split_by_gap and big.size:
-        k = int(big[0])
-        msg += (
-            f"; this bridged a gap of {dt[k]:.4g} s at row {raw.rows[k + 1]} — give the rows after it "
-            "another segment id if the data is not continuous there"
-        )
-    return grid, data, msg
-
-
-def _check_load_fields(d: dict, where: str, warnings: list[str], allowed: dict[str, str]) -> dict:
-    """Numeric load fields must be finite numbers ≥ 0 (gravity: any finite); unknown keys are reported."""
-    out = {}
-    for k, v in d.items():
-        if k not in allowed:
-            warnings.append(f"{where}: unknown key {k!r} ignored (known: {', '.join(allowed)})")
-            continue
-        if k == "type":
-            if v not in JOINT_TYPES:
-                raise DatasetError(f'{where}: invalid type {v!r}; use "revolute" or "prismatic"')
-            out["joint_type"] = v
-            continue
-        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-        if not ok or (k != "gravity" and v < 0):
-            bound = "" if k == "gravity" else " ≥ 0"
-            raise DatasetError(f"{where}: {k} must be a finite number{bound} in {allowed[k]}, got {v!r}")
-        out[k] = float(v)
-    return out
-
-
-def _assemble(
-    joints: list[str], raws: list[_RawSegment], side: dict, filename: str, warnings: list[str]
-) -> Recording:
-    """Apply the sidecar, split, check, convert units, resample and derive channels; build the Recording."""
-    segs: list[_RawSegment] = []
-    for raw in raws:
-        segs.extend(_split_gaps(raw) if raw.split_by_gap else [raw])
-    seg_names = [s.name for s in segs]
-
-    # sidecar: joints
-    joint_fields = {"type": "revolute or prismatic", **LOAD_FIELDS}
-    infos = []
-    side_joints = side.get("joints", {})
-    for name in side_joints:
-        if name not in joints:
-            raise DatasetError(
-                f"sidecar for {filename}: joint {name!r} is not in the table; the table's joints are "
-                f"{joints} — fix the name or remove the entry"
-            )
-    for name in joints:
-        d = dict(side_joints.get(name, {}))
-        if "joint_type" in d:
-            d["type"] = d.pop("joint_type")
-        infos.append(
-            JointInfo(name=name, **_check_load_fields(d, f"sidecar joints.{name}", warnings, joint_fields))
-        )
-
-    # sidecar: segments
-    side_segs = side.get("segments", {})
-    for name, meta in side_segs.items():
-        if name not in seg_names:
-            how = "split at time gaps" if segs and segs[0].split_by_gap else "from the 'segment' column"
-            raise DatasetError(
-                f"sidecar for {filename}: segment {name!r} does not exist; the table's segments ({how}) are "
-                f"{seg_names} — fix the key or remove it"
-            )
-        over = meta.get("joints", {})
-        if not isinstance(over, dict):
-            raise DatasetError(f"sidecar segments.{name}.joints must be an object keyed by joint name")
-        for jn, jd in over.items():
-            if jn not in joints:
-                raise DatasetError(
-                    f"sidecar for {filename}: segments.{name}.joints names joint {jn!r}, which is not in the "
-                    f"table; the table's joints are {joints}"
-                )
-            if not isinstance(jd, dict):
-                raise DatasetError(f"sidecar segments.{name}.joints.{jn} must be an object of load fields")
-            _check_load_fields(jd, f"sidecar segments.{name}.joints.{jn}", warnings, LOAD_FIELDS)
-
-    for s in segs:
-        if s.t.size < MIN_SAMPLES:
-            why = " (segments are split at time gaps > 5 sample periods)" if s.split_by_gap else ""
-            raise DatasetError(
-                f"{_where(filename, s.name)} (rows {s.rows[0]}–{s.rows[-1]}): only {s.t.size} samples{why}; "
-                f"a segment needs at least {MIN_SAMPLES} — drop these rows or join them to a neighbouring "
-                "segment"
-            )
-
-    unit = side.get("angle_unit", "rad")
-    revolute = np.array([j.joint_type == "revolute" for j in infos])
-    scale = np.where(revolute, math.pi / 180.0, 1.0) if unit == "deg" else None
-
-    present = segs[0].present
-    J = len(joints)
-    out: list[Segment] = []
-    for s in segs:
-        t, data, note = _resample(s, filename)
-        if note:
-            warnings.append(note)
-        if scale is not None:
-            data = {ch: v * scale if ch in ANGLE_CHANNELS else v for ch, v in data.items()}
-        zeros = np.zeros((t.size, J))
-        qd = data.get("qd", zeros).copy()
-        missing_qd = [j for j in range(J) if not present["qd"][j]]
-        if missing_qd:
-            qd[:, missing_qd] = np.gradient(data["q"][:, missing_qd], t, axis=0, edge_order=2)
-        tau = data["tau"] if all(present["tau"]) else None
-        meta = copy.deepcopy(side_segs.get(s.name, {}))
-        out.append(
-            Segment(
-                name=s.name,
-                t=np.ascontiguousarray(t, dtype=np.float64),
-                q=np.ascontiguousarray(data["q"], dtype=np.float64),
-                qd=np.ascontiguousarray(qd, dtype=np.float64),
-                q_des=np.ascontiguousarray(data["q_des"], dtype=np.float64),
-                qd_des=np.ascontiguousarray(data.get("qd_des", zeros), dtype=np.float64),
-                tau_ff=np.ascontiguousarray(data.get("tau_ff", zeros), dtype=np.float64),
-                tau=None if tau is None else np.ascontiguousarray(tau, dtype=np.float64),
-                metadata=meta,
-            )
-        )
-
-    # velocity provenance
-    measured = [joints[j] for j in range(J) if present["qd"][j]]
-    derived = [joints[j] for j in range(J) if not present["qd"][j]]
-    measured_src = side.get("velocity_source", "measured")
-    if not derived:
-        velocity_source = measured_src
-    elif not measured:
-        velocity_source = VELOCITY_METHOD
-    else:
-        velocity_source = f"{measured_src} for {measured}; {VELOCITY_METHOD} for {derived}"
-    if derived:
-        warnings.append(
-            f"the table has no qd for {derived}; velocities were computed from q by second-order central "
-            "differences (numpy.gradient) on each segment's uniform time grid — noise in q is amplified in qd"
-        )
-    if any(present["tau"]) and not all(present["tau"]):
-        have = [joints[j] for j in range(J) if present["tau"][j]]
-        lack = [joints[j] for j in range(J) if not present["tau"][j]]
-        warnings.append(
-            f"tau is given for {have} but not for {lack}; measured effort was dropped for all joints — add "
-            "<joint>/tau columns for every joint to use it"
-        )
-
-    if unit == "rad":
-        for j, info in enumerate(infos):
-            if info.joint_type != "revolute":
-                continue
-            lo = min(float(s.q[:, j].min()) for s in out)
-            hi = max(float(s.q[:, j].max()) for s in out)
-            if hi - lo > DEGREES_RANGE:
-                warnings.append(
-                    f"joint '{info.name}': positions span {hi - lo:.4g} rad "
-                    f"(over {DEGREES_RANGE / (2 * math.pi):.0f} turns); positions look like degrees; "
-                    'declare "angle_unit": "deg" in the sidecar'
-                )
-
-    extras = {
-        k: v for k, v in side.items() if k not in ("angle_unit", "velocity_source", "joints", "segments")
-    }
-    return Recording(
-        joints=infos,
-        segments=out,
-        velocity_source=velocity_source,
-        warnings=warnings,
-        metadata={"source_file": filename, "angle_unit": unit, **extras},
-    )
 
 
 # --------------------------------------------------------------------------------------------- writing
 
-_RESERVED_META = ("source_file", "angle_unit")
+_RESERVED_META = ("source_file", "angle_unit", "timing", "resampling")
 
 
 def sidecar_for(rec: Recording) -> dict:
@@ -723,9 +526,20 @@ def _jsonable(x: Any) -> Any:
     return json.loads(json.dumps(x, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 
 
-# Re-exported for callers that import everything from here.
+# Re-exported for callers that import everything (and the shared constants) from here.
 __all__ = [
+    "ANGLE_CHANNELS",
     "CHANNELS",
+    "DEGREES_RANGE",
+    "GAP_PERIODS",
+    "JITTER_TOL",
+    "JOINT_TYPES",
+    "LOAD_FIELDS",
+    "MIN_SAMPLES",
+    "OPTIONAL",
+    "REQUIRED",
+    "TABLE_CHANNELS",
+    "VELOCITY_METHOD",
     "DatasetError",
     "JointInfo",
     "Recording",

@@ -100,7 +100,7 @@ class Recording:
         return float(1.0 / np.median(dts)) if dts else 0.0
 
     def summary(self) -> dict:
-        """The upload response body: what was read, in plain numbers."""
+        """The upload response body: what was read, in plain numbers, with the data-quality report."""
         return {
             "joints": self.joint_names,
             "segments": len(self.segments),
@@ -110,8 +110,16 @@ class Recording:
             "source_format": self.source_format,
             "velocity_source": self.velocity_source,
             "has_effort": all(s.tau is not None for s in self.segments),
+            "resampling": self.metadata.get("resampling"),
             "warnings": list(self.warnings),
+            "quality": self.quality(),
         }
+
+    def quality(self) -> dict:
+        """The data-quality report (rate, gaps, coverage, limits, free swing, warnings); see quality.py."""
+        from .quality import quality_report
+
+        return quality_report(self)
 
     # --- persistence: one npz for arrays, one json for everything else ---
 

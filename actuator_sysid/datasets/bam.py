@@ -1,0 +1,191 @@
+"""BAM test-bench logs (log-formats §2): Rhoban's pendulum bench, one JSON file per run, many runs per set.
+
+Every file becomes at least one segment, named after the file; a stretch with ``torque_enable = false``
+becomes its own segment with ``metadata["free_swing"] = True`` (named ``<file>.<k>`` when a file has
+several stretches). The file's pendulum (mass m at length l on an arm of mass m_arm) becomes a per-segment
+load override, expressed exactly with the existing JointInfo fields as the rigid body it is::
+
+    mass = m + m_arm                         (all the moving mass)
+    com_distance = (m + m_arm/2)·l / mass    (its centre of mass)
+    inertia = m·l² + m_arm·l²/3 − mass·com_distance²   (≥ 0: the inertia about that centre)
+
+so that ``Recording.load_for`` gives J = m·l² + m_arm·l²/3 and a gravity coefficient (m + m_arm/2)·g·l.
+The file's own fields (mass, length, arm_mass, kp in firmware units, vin, motor, trajectory, eRob's
+damping) are kept as ``metadata["bam"]``. ``load`` is a raw vendor register and eRob's ``control`` a
+current: neither is effort, so BAM recordings have no measured torque.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from .common import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
+from .recording import DatasetError, Recording
+from .sources import ReadOptions, Source
+
+NUMERIC_FILE_FIELDS = ("mass", "length", "arm_mass", "kp", "vin", "damping", "dt")
+KNOWN_ENTRY_FIELDS = {"timestamp", "position", "speed", "goal_position", "torque_enable", "input_volts",
+                      "temp", "load", "torque_demand", "control"}
+
+
+def is_bam(obj: object) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("entries"), list)
+
+
+def pendulum_load(m: float, length: float, m_arm: float) -> dict[str, float]:
+    """JointInfo fields (mass, com_distance, inertia) of a point mass m at length l on a uniform arm m_arm."""
+    total = m + m_arm
+    if total <= 0:
+        return {"mass": 0.0, "com_distance": 0.0, "inertia": 0.0}
+    com = (m + m_arm / 2) * length / total
+    inertia = max(0.0, m * length**2 + m_arm * length**2 / 3 - total * com**2)
+    return {"mass": total, "com_distance": com, "inertia": inertia}
+
+
+def _number(d: dict, key: str, filename: str, where: str, required: bool = False) -> float | None:
+    v = d.get(key)
+    if v is None:
+        if required:
+            raise DatasetError(f"{filename}: {where}missing field {key!r}; BAM logs give {key} (see "
+                               "log-formats §2)")
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise DatasetError(f"{filename}: {where}field {key!r} must be a finite number, got {v!r}")
+    return float(v)
+
+
+def _file_fields(d: dict, filename: str) -> dict:
+    """The run's top-level fields, checked; `arm-mass` is read as `arm_mass`."""
+    if "arm_mass" not in d and "arm-mass" in d:
+        d = {**d, "arm_mass": d["arm-mass"]}
+    out: dict = {}
+    for k in NUMERIC_FILE_FIELDS:
+        v = _number(d, k, filename, "", required=k in ("mass", "length"))
+        if v is not None:
+            if k != "kp" and v < 0:
+                raise DatasetError(f"{filename}: field {k!r} must be ≥ 0, got {v!r}")
+            out[k] = v
+    out.setdefault("arm_mass", 0.0)
+    if out.get("dt") is not None and out["dt"] <= 0:
+        raise DatasetError(f"{filename}: field 'dt' must be a positive step in seconds, got {out['dt']!r}")
+    for k in ("motor", "trajectory"):
+        if k in d:
+            out[k] = str(d[k])
+    return out
+
+
+def _column(entries: list, key: str, filename: str, required: bool, kind: type = float) -> np.ndarray | None:
+    """One field of every entry as an array; the error names the entry index and the field."""
+    present = [key in e for e in entries]
+    if not any(present):
+        if required:
+            raise DatasetError(f"{filename}: entries have no {key!r} field; BAM entries need {key}")
+        return None
+    if not all(present):
+        k = present.index(False)
+        raise DatasetError(f"{filename}: entries[{k}] has no {key!r} field (other entries have it); "
+                           "every entry needs the same fields")
+    vals = [e[key] for e in entries]
+    if kind is bool:
+        for k, v in enumerate(vals):
+            if not isinstance(v, bool | int | float):
+                raise DatasetError(f"{filename}: entries[{k}].{key} must be true or false, got {v!r}")
+        return np.array([bool(v) for v in vals])
+    for k, v in enumerate(vals):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise DatasetError(f"{filename}: entries[{k}].{key} must be a number, got {v!r}")
+    arr = np.array(vals, dtype=np.float64)
+    finite(arr, filename, f"entries[].{key}", unit="entry", base=0)
+    return arr
+
+
+def _runs(flags: np.ndarray) -> list[tuple[int, int, bool]]:
+    """(start, stop, value) of each run of equal flags."""
+    cuts = np.flatnonzero(np.diff(flags.astype(np.int8))) + 1
+    bounds = [0, *cuts.tolist(), flags.size]
+    return [(a, b, bool(flags[a])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
+    """Read one or more BAM runs of the same actuator into one Recording (segments per file and torque state)."""
+    if opts.joint_names is not None and len(opts.joint_names) != 1:
+        raise DatasetError(f"BAM logs hold one actuator; give one joint name, not {opts.joint_names}")
+    warnings: list[str] = []
+    raws: list[RawSegment] = []
+    motors: dict[str, str] = {}
+    first_load: dict[str, float] | None = None
+    joint = opts.joint_names[0] if opts.joint_names else None
+    extra_fields: set[str] = set()
+    for src in sources:
+        fn = src.name
+        try:
+            d = json.loads(src.read_bytes().decode("utf-8-sig"))
+        except UnicodeDecodeError:
+            raise DatasetError(f"{fn}: not UTF-8 text; a BAM log is a JSON file") from None
+        except json.JSONDecodeError as e:
+            raise DatasetError(f"{fn}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+        if not is_bam(d):
+            raise DatasetError(f"{fn}: not a BAM log: no 'entries' list (a JSON sidecar goes in the metadata "
+                               "field or --sidecar, not beside the BAM files)")
+        entries = d["entries"]
+        if len(entries) == 0:
+            raise DatasetError(f"{fn}: 'entries' is empty; the run recorded no samples")
+        for k, e in enumerate(entries):
+            if not isinstance(e, dict):
+                raise DatasetError(f"{fn}: entries[{k}] must be an object, got {type(e).__name__}")
+        info = _file_fields(d, fn)
+        motor = info.get("motor", "actuator")
+        motors[fn] = motor
+        if joint is None:
+            joint = motor
+        if len(set(motors.values())) > 1 and not opts.joint_names:
+            a, b = list(motors.items())[0], (fn, motor)
+            raise DatasetError(f"{b[0]}: motor {b[1]!r} but {a[0]} is {a[1]!r}; upload one actuator type per "
+                               "dataset, or name the joint with --joint-names to treat them as one")
+        extra_fields |= set(entries[0]) - KNOWN_ENTRY_FIELDS
+        q = _column(entries, "position", fn, True)
+        q_des = _column(entries, "goal_position", fn, True)
+        qd = _column(entries, "speed", fn, False)
+        enable = _column(entries, "torque_enable", fn, False, bool)
+        t = _column(entries, "timestamp", fn, False)
+        if t is None:
+            if "dt" not in info:
+                raise DatasetError(f"{fn}: entries have no 'timestamp' and the file has no 'dt'; give one")
+            t = info["dt"] * np.arange(len(entries), dtype=np.float64)
+        rows = np.arange(len(entries))
+        check_increasing(t, rows, f"{fn}, entries[].timestamp", unit="entry")
+        load = pendulum_load(info["mass"], info["length"], info["arm_mass"])
+        first_load = first_load or load
+        if enable is None:
+            enable = np.ones(len(entries), dtype=bool)
+        runs = _runs(enable)
+        for k, (a, b, on) in enumerate(runs):
+            meta: dict = {"bam": dict(info), "joints": {joint: dict(load)}}
+            if not on:
+                meta["free_swing"] = True
+            data = {"q": q[a:b, None], "q_des": q_des[a:b, None]}
+            if qd is not None:
+                data["qd"] = qd[a:b, None]
+            present = {ch: [ch in data] for ch in TABLE_CHANNELS}
+            name = src.stem if len(runs) == 1 else f"{src.stem}.{k}"
+            raws.append(RawSegment(name, t[a:b], rows[a:b], data, present, split_by_gap=True,
+                                   metadata=meta, unit="entry"))
+    present0 = raws[0].present
+    for r in raws:
+        if r.present != present0:
+            raise DatasetError(f"{r.name}: entries have {'no ' if not r.present['qd'][0] else ''}'speed' "
+                               "unlike the other files; upload files with the same fields")
+    assert joint is not None
+    warnings.append("BAM 'load' is a raw vendor register (PWM or load), not a torque, and eRob 'control' is a "
+                    "current: the recording has no measured effort")
+    if extra_fields:
+        warnings.append(f"BAM entry fields {sorted(extra_fields)} are not used")
+    rec = assemble([joint], raws, side, sources[0].name if len(sources) == 1 else f"{len(sources)} BAM files",
+                   warnings, drop_short=True, joint_defaults={joint: first_load or {}})
+    rec.source_format = "bam"
+    if len(sources) > 1:
+        rec.metadata["source_file"] = [s.name for s in sources]
+    return rec

@@ -1,0 +1,157 @@
+"""LeRobot datasets (log-formats §6): Parquet frames with ``observation.state`` and ``action`` float lists.
+
+Each ``episode_index`` becomes a segment ``episode_<k>``; time is the ``timestamp`` column (or
+``frame_index / fps``). Given as a folder or zip, ``meta/info.json`` supplies ``fps`` and the joint names
+(``features["observation.state"]["names"]``, a list or a one-key dict of lists); otherwise the user names
+the joints. When ``action`` has its own names it is matched to the state by name. Optional
+``observation.velocity`` / ``observation.effort`` of the same width become qd / tau. Units are per robot:
+declare ``"angle_unit": "deg"`` in the sidecar for robots that log degrees.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from .common import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
+from .recording import DatasetError, Recording
+from .sources import ReadOptions, Source, need_names
+
+STATE, ACTION = "observation.state", "action"
+EXTRA = {"observation.velocity": "qd", "observation.effort": "tau"}
+
+
+def is_lerobot_schema(names: list[str]) -> bool:
+    return STATE in names and (ACTION in names or "episode_index" in names)
+
+
+def _feature_names(info: dict | None, key: str) -> list[str] | None:
+    """Names of a feature from info.json: a list, or a dict holding one list (e.g. {"motors": [...]})."""
+    feat = ((info or {}).get("features") or {}).get(key) or {}
+    names = feat.get("names") if isinstance(feat, dict) else None
+    if isinstance(names, dict) and len(names) == 1:
+        names = next(iter(names.values()))
+    if isinstance(names, list) and names and all(isinstance(n, str) for n in names):
+        return list(names)
+    return None
+
+
+def _matrix(table, column: str, filename: str) -> np.ndarray:
+    """A list<float> column as (n, D) float64; every row must have the same length."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = table.column(column).combine_chunks()
+    if pa.types.is_fixed_size_list(col.type):
+        width = col.type.list_size
+    elif pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+        lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+        if lengths.size and (lengths != lengths[0]).any():
+            k = int(np.flatnonzero(lengths != lengths[0])[0])
+            raise DatasetError(f"{filename}, row {k + 1}, column {column!r}: {int(lengths[k])} values where "
+                               f"row 1 has {int(lengths[0])}; every frame needs the same number")
+        width = int(lengths[0]) if lengths.size else 0
+    else:
+        raise DatasetError(f"{filename}: column {column!r} must hold a list of floats per frame, got {col.type}")
+    flat = pc.list_flatten(col).to_numpy(zero_copy_only=False).astype(np.float64)
+    out = flat.reshape(len(col), width)
+    finite(out, filename, f"column {column!r}", unit="row", base=1)
+    return out
+
+
+def read_lerobot(parquets: list[Source], info: dict | None, side: dict, opts: ReadOptions,
+                 label: str) -> Recording:
+    """Read LeRobot Parquet file(s) into a Recording with one segment per episode."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fps = None
+    if info is not None:
+        fps = info.get("fps")
+        if fps is not None and (isinstance(fps, bool) or not isinstance(fps, int | float) or fps <= 0):
+            raise DatasetError(f"{label}: meta/info.json 'fps' must be a positive number, got {fps!r}")
+    fps = float(fps) if fps else opts.rate_hz
+    names = _feature_names(info, STATE)
+    action_names = _feature_names(info, ACTION)
+    raws: list[RawSegment] = []
+    width = None
+    warnings: list[str] = []
+    episodes: dict[int, str] = {}
+    for src in parquets:
+        fn = src.name
+        try:
+            table = pq.read_table(io.BytesIO(src.read_bytes()))
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise DatasetError(f"{fn}: cannot read the Parquet file ({e}); re-export it") from None
+        cols = table.column_names
+        for need in (STATE, ACTION):
+            if need not in cols:
+                raise DatasetError(f"{fn}: missing column {need!r}; a LeRobot dataset has observation.state, "
+                                   f"action, timestamp, frame_index, episode_index (found: {', '.join(cols)})")
+        state = _matrix(table, STATE, fn)
+        action = _matrix(table, ACTION, fn)
+        n = state.shape[0]
+        ep = (table.column("episode_index").to_numpy(zero_copy_only=False).astype(np.int64)
+              if "episode_index" in cols else np.zeros(n, dtype=np.int64))
+        frame = (table.column("frame_index").to_numpy(zero_copy_only=False).astype(np.float64)
+                 if "frame_index" in cols else None)
+        if "timestamp" in cols:
+            t_all = table.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
+            finite(t_all, fn, "column 'timestamp'")
+        elif frame is not None and fps:
+            t_all = frame / fps
+        else:
+            raise DatasetError(f"{fn}: no 'timestamp' column and no fps (meta/info.json or rate_hz) to time "
+                               "the frames; upload the dataset folder as a zip with meta/info.json")
+        if width is None:
+            width = state.shape[1]
+            if names is None:
+                names = need_names(opts, width, fn, "observation.state")
+            elif opts.joint_names is not None:
+                names = need_names(opts, width, fn, "observation.state")
+            elif len(names) != width:
+                raise DatasetError(f"{label}: meta/info.json names {len(names)} state dimensions but "
+                                   f"observation.state has {width}")
+        elif state.shape[1] != width:
+            raise DatasetError(f"{fn}: observation.state has {state.shape[1]} values per frame but earlier files "
+                               f"have {width}")
+        if action_names is not None and action.shape[1] == len(action_names) and set(names) <= set(action_names):
+            action = action[:, [action_names.index(n) for n in names]]
+        elif action.shape[1] != width:
+            raise DatasetError(f"{fn}: action has {action.shape[1]} values per frame but observation.state has "
+                               f"{width}, and meta/info.json does not name them so they can be matched; "
+                               "positions and targets must be the same joints")
+        extra = {ch: _matrix(table, c, fn) for c, ch in EXTRA.items()
+                 if c in cols and table.column(c).type != pa.null()}
+        extra = {ch: v for ch, v in extra.items() if v.shape[1] == width}
+        order = np.lexsort((frame if frame is not None else t_all, ep))
+        sorted_ep = ep[order]
+        for e in np.unique(sorted_ep):
+            if int(e) in episodes:
+                raise DatasetError(f"{fn}: episode {int(e)} also appears in {episodes[int(e)]}; each episode "
+                                   "must be in one file")
+            episodes[int(e)] = fn
+            sel = order[sorted_ep == e]
+            rows = sel + 1
+            t = t_all[sel]
+            check_increasing(t, rows, f"{fn}, episode {int(e)}, column 'timestamp'")
+            data = {"q": state[sel], "q_des": action[sel], **{ch: v[sel] for ch, v in extra.items()}}
+            present = {ch: [ch in data] * width for ch in TABLE_CHANNELS}
+            raws.append(RawSegment(f"episode_{int(e)}", t, rows, data, present, split_by_gap=True))
+    assert names is not None and width is not None
+    common = set.intersection(*(set(r.data) for r in raws))
+    present = {ch: [ch in common] * width for ch in TABLE_CHANNELS}
+    for r in raws:
+        r.data = {ch: v for ch, v in r.data.items() if ch in common}
+        r.present = present
+    steps = [np.diff(r.t) for r in raws if r.t.size > 1]
+    if fps and steps:
+        med = float(np.median(np.concatenate(steps)))
+        if abs(med * fps - 1) > 0.05:
+            warnings.append(f"{label}: time stamps step {1e3 * med:.4g} ms but fps is {fps:g}; the time stamps "
+                            "were used")
+    rec = assemble(names, raws, side, label, warnings, drop_short=True)
+    rec.source_format = "lerobot"
+    rec.metadata["fps"] = fps
+    return rec

@@ -1,0 +1,158 @@
+"""Data-quality report of a Recording: is this log good enough to identify an actuator, and if not, why.
+
+Plain numbers (rate, jitter, gaps, dropped samples, time at the effort / velocity limits, velocity and
+frequency coverage of the excitation, free-swing segments) and plain-language warnings that say what a
+weakness costs and how to fix it. Timing facts come from the readers (``Recording.metadata["timing"]``);
+limits from the sidecar's optional ``"limits": {"<joint>": {"effort": N·m, "velocity": rad/s}}`` or, when
+the data shows a plateau, estimated from it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .common import DEGREES_RANGE
+from .recording import Recording, Segment
+
+LIMIT_BAND = 0.98
+"""A sample is "at the limit" when |value| ≥ this fraction of the limit."""
+PLATEAU_FRACTION = 0.02
+"""Without a stated limit, a plateau (this fraction of samples within LIMIT_BAND of the maximum) is one."""
+BAND_DB = 20.0
+"""The excited band: frequencies where the command's power is within this many dB of its peak."""
+MIN_RATE_HZ = 100.0
+MIN_DURATION_S = 5.0
+STILL_FRACTION = 0.5
+
+
+def _free_swing(s: Segment) -> bool:
+    return bool(s.metadata.get("free_swing"))
+
+
+def _band(x: np.ndarray, fs: float) -> tuple[float, float] | None:
+    """(lowest, highest) frequency where the detrended command's power is within BAND_DB of its peak."""
+    from scipy.signal import welch
+
+    n = x.size
+    if n < 16 or fs <= 0 or float(np.ptp(x)) < 1e-9:
+        return None
+    f, p = welch(x - x.mean(), fs=fs, nperseg=min(n, int(8 * fs)), detrend="linear")
+    f, p = f[1:], p[1:]
+    if p.size == 0 or p.max() <= 0:
+        return None
+    on = np.flatnonzero(p >= p.max() * 10 ** (-BAND_DB / 10))
+    return float(f[on[0]]), float(f[on[-1]])
+
+
+def _limit(values: list[np.ndarray], stated: float | None) -> dict | None:
+    """Fraction of time at a stated limit, or at an estimated one when the data plateaus."""
+    if not values:
+        return None
+    a = np.abs(np.concatenate(values))
+    peak = float(a.max()) if a.size else 0.0
+    if peak <= 0:
+        return {"max_abs": 0.0, "limit": stated, "limit_source": "sidecar" if stated else None,
+                "fraction_at_limit": 0.0}
+    if stated:
+        frac = float(np.mean(a >= LIMIT_BAND * stated))
+        return {"max_abs": peak, "limit": stated, "limit_source": "sidecar", "fraction_at_limit": frac}
+    frac = float(np.mean(a >= LIMIT_BAND * peak))
+    if frac >= PLATEAU_FRACTION:
+        return {"max_abs": peak, "limit": peak, "limit_source": "estimated (plateau at the largest value)",
+                "fraction_at_limit": frac}
+    return {"max_abs": peak, "limit": None, "limit_source": None, "fraction_at_limit": 0.0}
+
+
+def quality_report(rec: Recording) -> dict:
+    """The report as a plain dict (JSON-ready); see the module docstring."""
+    timing = rec.metadata.get("timing", {})
+    limits = rec.metadata.get("limits", {}) if isinstance(rec.metadata.get("limits"), dict) else {}
+    warnings: list[str] = []
+    segs = []
+    for s in rec.segments:
+        tm = timing.get(s.name, {})
+        segs.append({
+            "name": s.name, "samples": s.n, "duration_s": s.duration,
+            "rate_hz": 1.0 / s.dt if s.dt > 0 else 0.0,
+            "source_rate_hz": tm.get("source_rate_hz"), "jitter_ms": tm.get("jitter_ms"),
+            "resampled": tm.get("resampled", False), "samples_dropped": tm.get("samples_dropped", 0),
+            "gap_before_s": tm.get("gap_before_s", 0.0), "free_swing": _free_swing(s),
+        })
+    gaps = [x["gap_before_s"] for x in segs if x["gap_before_s"] > 0]
+    dropped = int(sum(x["samples_dropped"] for x in segs))
+    free = [s.name for s in rec.segments if _free_swing(s)]
+    driven = [s for s in rec.segments if not _free_swing(s)]
+    unit = rec.metadata.get("angle_unit", "rad")
+
+    joints: dict[str, dict] = {}
+    for j, info in enumerate(rec.joints):
+        lim = limits.get(info.name, {}) if isinstance(limits.get(info.name), dict) else {}
+        q = [s.q[:, j] for s in rec.segments]
+        qd = [s.qd[:, j] for s in rec.segments]
+        lo, hi = min(float(x.min()) for x in q), max(float(x.max()) for x in q)
+        aqd = np.abs(np.concatenate(qd))
+        qd_max = float(aqd.max()) if aqd.size else 0.0
+        still = float(np.mean(aqd < 0.05 * qd_max)) if qd_max > 0 else 1.0
+        bands = [b for s in driven if (b := _band(s.q_des[:, j], 1.0 / s.dt if s.dt > 0 else 0.0))]
+        band = [min(b[0] for b in bands), max(b[1] for b in bands)] if bands else None
+        taus = [s.tau[:, j] for s in rec.segments if s.tau is not None]
+        effort = _limit(taus, lim.get("effort"))
+        velocity = _limit(qd, lim.get("velocity"))
+        joints[info.name] = {
+            "q_range": [lo, hi],
+            "velocity": {"max_abs": qd_max, "p95_abs": float(np.percentile(aqd, 95)) if aqd.size else 0.0,
+                         "fraction_near_zero": still},
+            "excitation_band_hz": band,
+            "effort": effort,
+            "velocity_limit": velocity,
+        }
+        name = f"joint '{info.name}'"
+        if info.joint_type == "revolute" and unit == "rad" and hi - lo > DEGREES_RANGE:
+            warnings.append(f"{name}: positions look like degrees (they span {hi - lo:.4g} rad); declare "
+                            '"angle_unit": "deg" in the sidecar')
+        if band is None and driven:
+            warnings.append(f"{name}: the command never moves in the driven segments; nothing excites the "
+                            "actuator — record a chirp or multisine (actuator-sysid excite)")
+        elif band is not None and band[1] < 4 * band[0]:
+            warnings.append(f"{name}: the excitation covers only {band[0]:.3g}–{band[1]:.3g} Hz; inertia, damping "
+                            "and stiffness are hard to separate in a narrow band — use a chirp or multisine "
+                            "spanning a decade")
+        if still > STILL_FRACTION:
+            warnings.append(f"{name}: the joint is nearly still {100 * still:.0f} % of the time; velocity-dependent "
+                            "friction is identified from motion only")
+        for label, rep, unit_s in (("effort", effort, "N·m"), ("velocity", velocity, "rad/s")):
+            if rep and rep["limit"] and rep["fraction_at_limit"] > 0.2:
+                warnings.append(f"{name}: {label} is at its limit ({rep['limit']:.4g} {unit_s}, "
+                                f"{rep['limit_source']}) {100 * rep['fraction_at_limit']:.0f} % of the time; the "
+                                "actuator is saturated there, which hides the gains — lower the amplitude")
+    if not free:
+        warnings.append("no free-swing segment: friction and armature will be poorly separated (record one with "
+                        'the torque off, e.g. BAM lift_and_drop, and mark it "free_swing": true)')
+    rate = rec.rate_hz
+    if 0 < rate < MIN_RATE_HZ:
+        warnings.append(f"the sample rate is {rate:.4g} Hz; below {MIN_RATE_HZ:.0f} Hz, armature and fast friction "
+                        "effects are poorly observed")
+    if rec.duration_s < MIN_DURATION_S:
+        warnings.append(f"only {rec.duration_s:.3g} s of data; record at least {MIN_DURATION_S:.0f} s of excitation")
+    if gaps:
+        warnings.append(f"{len(gaps)} time gap(s) split the log into separate segments (longest {max(gaps):.3g} s)")
+    if dropped:
+        warnings.append(f"{dropped} sample(s) were dropped while reading (missing values, empty arrays or times "
+                        "without a command)")
+    res = rec.metadata.get("resampling")
+    worst = max((x["jitter_ms"] or 0.0) * x["rate_hz"] / 1e3 for x in segs) if segs else 0.0
+    if res and worst > 0.1:
+        warnings.append(f"time stamps jitter by up to {100 * worst:.0f} % of a period; segments {res['segments']} "
+                        f"were resampled ({res['method']}, {res['rate_hz']:.6g} Hz)")
+    return {
+        "rate_hz": rate,
+        "duration_s": rec.duration_s,
+        "segments": segs,
+        "gaps": {"count": len(gaps), "longest_s": max(gaps) if gaps else 0.0},
+        "samples_dropped": dropped,
+        "resampling": res,
+        "free_swing_segments": free,
+        "has_effort": all(s.tau is not None for s in rec.segments),
+        "joints": joints,
+        "warnings": warnings,
+    }

@@ -1,0 +1,368 @@
+"""One entry point for every log format: detect by content, read, and merge several files into one Recording.
+
+`read_paths` (the CLI: files, folders, zips) and `read_upload` (the service: one uploaded file, which may
+be a zip) both end in `read_sources`. The format of each file is detected from its content
+(`detect_format`) unless the user names it (`ReadOptions.fmt`, one of FORMATS). Files of one format that
+belong together are read together (BAM runs; a LeRobot dataset's Parquet files); other files are read one
+by one and merged: their joints must match, and segment names get the file's stem as a prefix when two
+files use the same name. A folder or zip holding a ROS 2 bag (``metadata.yaml``) or a LeRobot dataset
+(``meta/info.json``) is read as that. A canonical table's sidecar may sit beside it as ``<stem>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from . import canonical
+from .recording import DatasetError, Recording
+from .sources import ReadOptions, Source
+
+FORMATS = ("csv", "parquet", "bam", "pace", "mcap", "rosbag", "actuator-net", "lerobot", "isaaclab-hdf5")
+"""Names accepted by --format and the upload's format field."""
+ALIASES = {"canonical": None, "bag": "rosbag", "db3": "rosbag", "ros1": "rosbag", "ros2": "rosbag",
+           "rl_sar": "actuator-net", "actuator_net": "actuator-net", "isaaclab": "isaaclab-hdf5"}
+BINARY = ("mcap", "rosbag", "isaaclab-hdf5", "pace", "parquet", "lerobot")
+"""Formats recognised by their first bytes: a declared one must match the content."""
+MAX_UNPACKED_BYTES = 8 * 2**30
+"""A zip may unpack to at most this much (guards against zip bombs)."""
+JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
+
+
+def normalize_format(fmt: str | None) -> str | None:
+    """A user's format name -> a FORMATS name (None: detect); unknown names are an error listing the known."""
+    if fmt is None or not str(fmt).strip():
+        return None
+    f = str(fmt).strip().lower()
+    if f in FORMATS:
+        return f
+    if f in ALIASES:
+        return ALIASES[f]
+    raise DatasetError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}, or leave it empty to detect "
+                       "it from the content")
+
+
+def detect_format(src: Source) -> str:
+    """The format of one file from its first bytes (and, for Parquet and zips, their table of contents)."""
+    from .actuator_net import looks_like_actuator_net
+    from .isaaclab_hdf5 import HDF5_MAGIC
+    from .ros import MCAP_MAGIC, ROS1_MAGIC, SQLITE_MAGIC
+
+    head = src.head(4096)
+    if head.startswith(MCAP_MAGIC):
+        return "mcap"
+    if head.startswith(ROS1_MAGIC) or head.startswith(SQLITE_MAGIC):
+        return "rosbag"
+    if head.startswith(HDF5_MAGIC):
+        return "isaaclab-hdf5"
+    if head.startswith(canonical.PARQUET_MAGIC):
+        return "lerobot" if _parquet_is_lerobot(src) else "parquet"
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+        try:
+            with zipfile.ZipFile(src.open()) as z:
+                names = z.namelist()
+        except zipfile.BadZipFile:
+            raise DatasetError(f"{src.name}: looks like a zip file but cannot be opened; is it complete?") from None
+        if any(n.endswith("data.pkl") for n in names):
+            return "pace"  # torch.save's zip format
+        return "zip"
+    if head[:1] == b"\x80":
+        return "pace"  # torch.save's legacy pickle format
+    text = head.decode("utf-8-sig", errors="replace").lstrip()
+    if text.startswith(("{", "[")):
+        return "bam"
+    if looks_like_actuator_net(text.split("\n", 1)[0]):
+        return "actuator-net"
+    return "csv"
+
+
+def _parquet_is_lerobot(src: Source) -> bool:
+    import pyarrow.parquet as pq
+
+    from .lerobot import is_lerobot_schema
+
+    try:
+        with src.open() as f:
+            names = pq.read_schema(f).names
+    except Exception:  # noqa: BLE001 - a damaged file is reported by the canonical reader
+        return False
+    return is_lerobot_schema(names)
+
+
+# --------------------------------------------------------------------------------------------- entry points
+
+
+def read_paths(paths: Sequence[Path], sidecar: Path | None = None, options: ReadOptions | None = None
+               ) -> Recording:
+    """Read files, folders or zips from disk (the CLI) into one Recording.
+
+    The sidecar defaults to ``<file>.json`` or ``<stem>.json`` beside a single canonical table.
+    """
+    opts = options or ReadOptions()
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise DatasetError("no input files given")
+    for p in paths:
+        if not p.exists():
+            raise DatasetError(f"{p}: file not found; check the path")
+    if sidecar is not None and not Path(sidecar).is_file():
+        raise DatasetError(f"{sidecar}: sidecar file not found; check the path or leave it out")
+    if sidecar is None and len(paths) == 1 and paths[0].is_file():
+        sidecar = _sidecar_beside(paths[0])
+    side = canonical.load_sidecar(Path(sidecar)) if sidecar is not None else None
+    sources: list[Source] = []
+    for p in paths:
+        if p.is_dir():
+            sources.extend(_dir_sources(p))
+        else:
+            sources.append(Source(p.name if len(paths) == 1 else str(p), path=p))
+    return read_sources(sources, side, opts, label=", ".join(str(p) for p in paths))
+
+
+def _sidecar_beside(path: Path) -> Path | None:
+    """`<file>.json` or `<stem>.json` next to a log, unless that file is itself a log (a BAM run)."""
+    for cand in (path.with_name(path.name + ".json"), path.with_suffix(".json")):
+        if cand != path and cand.is_file():
+            try:
+                obj = json.loads(cand.read_bytes())
+            except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+                return cand  # load_sidecar reports the problem
+            if not (isinstance(obj, dict) and "entries" in obj):
+                return cand
+    return None
+
+
+def read_upload(data: bytes, filename: str, metadata: dict | str | bytes | None = None,
+                options: ReadOptions | None = None) -> Recording:
+    """Read one uploaded file (possibly a zip of several) into one Recording (the service)."""
+    if not data:
+        raise DatasetError(f"{filename}: the uploaded file is empty; choose a file with a header and rows")
+    side = canonical.load_sidecar(metadata)
+    return read_sources([Source(filename, data=data)], side, options or ReadOptions(), label=filename)
+
+
+def _dir_sources(folder: Path) -> list[Source]:
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not _junk(p.relative_to(folder).as_posix()))
+    if not files:
+        raise DatasetError(f"{folder}: the folder holds no files")
+    return [Source(p.relative_to(folder).as_posix(), path=p) for p in files]
+
+
+def _base(name: str) -> str:
+    """The file name without folders (or the zip's name before ':')."""
+    return name.replace(":", "/").rsplit("/", 1)[-1]
+
+
+def _junk(name: str) -> bool:
+    base = PurePosixPath(name).name
+    return name.startswith(JUNK[0]) or f"/{JUNK[0]}" in name or base in JUNK[1:] or base.startswith("._")
+
+
+def read_sources(sources: list[Source], side: dict | None, opts: ReadOptions, label: str) -> Recording:
+    """Read a set of input files (already named) into one Recording."""
+    side = dict(side or {})
+    opts = opts.with_sidecar(side)
+    opts.fmt = normalize_format(opts.fmt)
+    side.pop("reader", None)
+    # a single zip: unpack and read what is inside
+    if len(sources) == 1 and opts.fmt not in ("pace",) and detect_format(sources[0]) == "zip":
+        return _read_zip(sources[0], side, opts)
+    names = {s.name for s in sources}
+    # a ROS 2 bag folder or a LeRobot dataset folder
+    if any(_base(s.name) == "metadata.yaml" for s in sources) and opts.fmt in (None, "rosbag", "mcap"):
+        bag = [s for s in sources if s.name.endswith((".db3", ".mcap"))]
+        if len(bag) != 1:
+            raise DatasetError(f"{label}: a ROS 2 bag folder with {len(bag)} storage files; upload one bag with "
+                               "one .db3 or .mcap file")
+        return _read_one(bag[0], side, opts, "mcap" if bag[0].name.endswith(".mcap") else "rosbag")
+    info_src = next((s for s in sources if s.name.endswith("meta/info.json")), None)
+    if info_src is not None and opts.fmt in (None, "lerobot"):
+        try:
+            info = json.loads(info_src.read_bytes())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise DatasetError(f"{info_src.name}: invalid JSON ({e})") from None
+        parquets = [s for s in sources if s.name.endswith(".parquet")]
+        if not parquets:
+            raise DatasetError(f"{label}: a LeRobot dataset (meta/info.json) without Parquet files under data/")
+        from .lerobot import read_lerobot
+
+        return read_lerobot(parquets, info if isinstance(info, dict) else None, side, opts, label)
+    # group files by format; a canonical table's <stem>.json beside it is its sidecar
+    kinds: dict[str, str] = {}
+    for s in sources:
+        kinds[s.name] = opts.fmt or detect_format(s)
+    sidecars: dict[str, Source] = {}
+    if len(sources) > 1:
+        for s in sources:
+            if kinds[s.name] != "bam":
+                for cand in (s.name + ".json", s.name.rsplit(".", 1)[0] + ".json"):
+                    if cand in names and cand != s.name:
+                        sidecars[s.name] = next(x for x in sources if x.name == cand)
+        for sc in sidecars.values():
+            kinds.pop(sc.name, None)
+    if "zip" in kinds.values():
+        bad = next(n for n, k in kinds.items() if k == "zip")
+        raise DatasetError(f"{bad}: a zip inside several inputs; unpack it or upload it alone")
+    groups: dict[str, list[Source]] = {}
+    for s in sources:
+        if s.name in kinds:
+            groups.setdefault(kinds[s.name], []).append(s)
+    parts: list[tuple[str, Recording]] = []
+    multi = len(kinds) > 1
+    seg_side = side.get("segments") if multi else None
+    file_side = {k: v for k, v in side.items() if k != "segments"} if multi else side
+    for kind, group in groups.items():
+        if kind == "bam":
+            from .bam import read_bam
+
+            parts.append((group[0].name if len(group) == 1 else "BAM", read_bam(group, file_side, opts)))
+            continue
+        if kind == "lerobot" and len(group) > 1:
+            from .lerobot import read_lerobot
+
+            parts.append(("LeRobot", read_lerobot(group, None, file_side, opts, label)))
+            continue
+        for s in group:
+            own = file_side
+            if s.name in sidecars:
+                own = {**file_side, **canonical.load_sidecar(sidecars[s.name].read_bytes())}
+            parts.append((s.stem, _read_one(s, own, opts, kind)))
+    if not parts:
+        raise DatasetError(f"{label}: no joint log among the inputs")
+    rec = parts[0][1] if len(parts) == 1 else merge(parts)
+    if seg_side:
+        _apply_segment_side(rec, seg_side, label)
+    return rec
+
+
+def _read_one(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recording:
+    """Read one file of a known format."""
+    if opts.fmt is not None and kind in BINARY:
+        seen = detect_format(src)
+        if seen != kind and not {seen, kind} <= {"parquet", "lerobot"}:
+            raise DatasetError(f"{src.name}: declared format {kind}, but the content is not {kind} (it looks like "
+                               f"{seen}); leave the format empty to detect it")
+    if kind in ("csv", "parquet"):
+        return canonical.read_table(src.read_bytes(), src.name, metadata=side, fmt=kind)
+    if kind == "bam":
+        from .bam import read_bam
+
+        return read_bam([src], side, opts)
+    if kind == "pace":
+        from .pace import read_pace
+
+        return read_pace(src, side, opts)
+    if kind in ("mcap", "rosbag"):
+        from .ros import read_ros
+
+        return read_ros(src, side, opts, kind)
+    if kind == "actuator-net":
+        from .actuator_net import read_actuator_net
+
+        return read_actuator_net(src, side, opts)
+    if kind == "lerobot":
+        from .lerobot import read_lerobot
+
+        return read_lerobot([src], None, side, opts, src.name)
+    if kind == "isaaclab-hdf5":
+        from .isaaclab_hdf5 import read_isaaclab_hdf5
+
+        return read_isaaclab_hdf5(src, side, opts)
+    raise DatasetError(f"{src.name}: cannot read format {kind!r}")
+
+
+def _read_zip(src: Source, side: dict, opts: ReadOptions) -> Recording:
+    """Unpack a zip in memory (names checked, size capped) and read its files as one set."""
+    try:
+        z = zipfile.ZipFile(src.open())
+    except zipfile.BadZipFile:
+        raise DatasetError(f"{src.name}: cannot open the zip file; is it complete?") from None
+    with z:
+        infos = [i for i in z.infolist() if not i.is_dir() and not _junk(i.filename)]
+        if not infos:
+            raise DatasetError(f"{src.name}: the zip holds no files")
+        total = sum(i.file_size for i in infos)
+        if total > MAX_UNPACKED_BYTES:
+            raise DatasetError(f"{src.name}: unpacks to {total} bytes, over the {MAX_UNPACKED_BYTES} byte limit")
+        names = [i.filename for i in infos]
+        prefix = _common_folder(names)
+        inner = []
+        for i in infos:
+            try:
+                data = z.read(i)
+            except (zipfile.BadZipFile, OSError, ValueError) as e:
+                raise DatasetError(f"{src.name}: cannot unpack {i.filename} ({e})") from None
+            inner.append(Source(f"{src.name}:{i.filename[len(prefix):]}", data=data))
+    return read_sources(inner, side, opts, label=src.name)
+
+
+def _common_folder(names: list[str]) -> str:
+    """The folder every name is in ("a/" for a/x, a/y), so a zipped folder reads like its content."""
+    parts = [n.split("/") for n in names]
+    if all(len(p) > 1 for p in parts) and len({p[0] for p in parts}) == 1:
+        return parts[0][0] + "/"
+    return ""
+
+
+# --------------------------------------------------------------------------------------------- merging
+
+
+def merge(parts: list[tuple[str, Recording]]) -> Recording:
+    """Several recordings of the same joints -> one; segment names get "<stem>/" when they would clash."""
+    first_label, first = parts[0]
+    names = first.joint_names
+    for label, rec in parts[1:]:
+        if sorted(rec.joint_names) != sorted(names):
+            raise DatasetError(f"{label}: joints {rec.joint_names} differ from {first_label}'s {names}; every file "
+                               "of one dataset must log the same joints")
+    all_names = [s.name for _, r in parts for s in r.segments]
+    clash = len(set(all_names)) != len(all_names)
+    segments, timing, warnings = [], {}, []
+    formats, velocity = [], []
+    for label, rec in parts:
+        order = [rec.joint_index(n) for n in names]
+        for s in rec.segments:
+            new = f"{label}/{s.name}" if clash else s.name
+            if order != list(range(len(names))):
+                for ch in ("q", "qd", "q_des", "qd_des", "tau_ff", "tau"):
+                    a = getattr(s, ch)
+                    if a is not None:
+                        setattr(s, ch, a[:, order])
+            meta = dict(s.metadata)
+            for info in rec.joints:  # a file's own loads travel with its segments
+                own = {"inertia": info.inertia, "mass": info.mass, "com_distance": info.com_distance,
+                       "gravity": info.gravity}
+                base = first.joints[first.joint_index(info.name)]
+                if (base.inertia, base.mass, base.com_distance, base.gravity) != tuple(own.values()):
+                    meta.setdefault("joints", {}).setdefault(info.name, {})
+                    meta["joints"][info.name] = {**own, **meta["joints"][info.name]}
+            s.metadata = meta
+            timing[new] = rec.metadata.get("timing", {}).get(s.name, {})
+            s.name = new
+            segments.append(s)
+        warnings.extend(rec.warnings)
+        formats.append(rec.source_format)
+        velocity.append(rec.velocity_source)
+    fmts = sorted(set(formats))
+    vel = list(dict.fromkeys(velocity))
+    meta = {k: v for k, v in first.metadata.items() if k not in ("timing", "resampling", "source_file")}
+    meta["source_file"] = [label for label, _ in parts]
+    meta["timing"] = timing
+    rates = [r.metadata["resampling"]["rate_hz"] for _, r in parts if "resampling" in r.metadata]
+    if rates:
+        res = next(r.metadata["resampling"] for _, r in parts if "resampling" in r.metadata)
+        meta["resampling"] = {**res, "segments": [n for n, t in timing.items() if t.get("resampled")]}
+    return Recording(joints=first.joints, segments=segments, source_format=fmts[0] if len(fmts) == 1 else
+                     "mixed: " + ", ".join(fmts), velocity_source=vel[0] if len(vel) == 1 else "; ".join(vel),
+                     warnings=warnings, metadata=meta)
+
+
+def _apply_segment_side(rec: Recording, seg_side: dict, label: str) -> None:
+    names = [s.name for s in rec.segments]
+    for name, meta in seg_side.items():
+        if name not in names:
+            raise DatasetError(f"sidecar for {label}: segment {name!r} does not exist; the segments are {names}")
+        seg = rec.segments[names.index(name)]
+        seg.metadata = {**seg.metadata, **meta}
