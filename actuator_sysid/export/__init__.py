@@ -1,0 +1,135 @@
+"""Exports of a fit for Isaac Lab, Newton and MuJoCo, validated and replayed before they are offered.
+
+`render_all(result, rec)` gives every export file by name plus `validation.json`: the NEWTON.DJ.001
+findings on the Newton stage, the semantic hazards of each export (consumer-semantics §A.11), what each
+format approximates, and each export replayed through its consumer next to our own rollout.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..datasets.recording import Recording
+from .common import ExportError, Finding, bench_loads, load_dict
+
+FORMATS = ("isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml", "randomization.json")
+REPLAYED = ("isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml")
+
+__all__ = ["FORMATS", "ExportError", "Finding", "render_all", "render_format", "replay", "validate_export"]
+
+
+def render_format(result: dict, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None = None,
+                  field_names: str = "isaaclab-3", backend: str = "newton", loads: dict[str, dict] | None = None,
+                  robot_usd: str | bytes | None = None) -> str:
+    """One export as text. Isaac Lab formats take `families` per joint (default: best built-in class)."""
+    from . import isaaclab, mjcf, newton_usd, randomization
+
+    fam_map = {j: families for j in result["joints"]} if isinstance(families, str) else families
+    if fmt == "isaaclab.py":
+        return isaaclab.render_python(result, fam_map, field_names=field_names, backend=backend)
+    if fmt == "isaaclab.json":
+        return isaaclab.render_json(result, fam_map, field_names=field_names, backend=backend)
+    if fmt == "isaaclab.yaml":
+        return isaaclab.render_yaml(result, fam_map, field_names=field_names, backend=backend)
+    if fmt == "newton.usda":
+        return newton_usd.render_usda(result, rec, families=families, loads=loads, robot_usd=robot_usd)
+    if fmt == "mjcf.xml":
+        return mjcf.render_mjcf(result, rec, families=families, loads=loads)
+    if fmt == "randomization.json":
+        return randomization.render_randomization(result, families)
+    raise ExportError(f"unknown export format {fmt!r}: choose from {list(FORMATS)}")
+
+
+def validate_export(result: dict, rec: Recording | None = None, files: dict[str, str] | None = None) -> list[Finding]:
+    """Static findings: NEWTON.DJ.001 on the stage, §A.11 hazards of the Isaac Lab cfgs, approximations."""
+    from . import isaaclab, mjcf, newton_usd
+    from .common import choose
+    from .validate import validate_stage
+
+    findings: list[Finding] = []
+    files = files or {}
+    try:
+        groups = isaaclab.actuator_cfgs(result)
+        findings += isaaclab.cfg_hazards(groups, list(result["joints"]))
+        best = isaaclab.best_cfgs(result)
+        if best is not None:
+            findings += [f for f in isaaclab.cfg_hazards(best, list(result["joints"]))
+                         if f.code == "EXPORT.ISAACLAB.custom_class"]
+    except ExportError as e:
+        findings.append(Finding("EXPORT.ISAACLAB.unavailable", "warning", "isaaclab", str(e)))
+    try:
+        stage, notes = newton_usd.build_stage(result, rec)
+        findings += notes + validate_stage(stage)
+    except ExportError as e:
+        findings.append(Finding("EXPORT.NEWTON.unavailable", "warning", "newton.usda", str(e)))
+    if "mjcf.xml" in files or rec is not None:
+        findings += [f for m in choose(result) for f in mjcf.mjcf_warnings(m)]
+    return findings
+
+
+def _json_safe(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+def _replay_findings(r: dict) -> list[Finding]:
+    """A replay that failed, or that strays from our rollout beyond the tolerance, is a warning on the export."""
+    if r["status"] == "failed":
+        return [Finding("EXPORT.REPLAY.failed", "warning", r["format"], r.get("note", ""))]
+    out = []
+    for joint, j in r.get("joints", {}).items():
+        if not j["within_tolerance"]:
+            out.append(Finding("EXPORT.REPLAY.out_of_tolerance", "warning", f"{r['format']}: {joint}",
+                               f"{r['consumer']} replays the {j['family']} model with position RMSE "
+                               f"{j['rmse_replay']:.4g} rad against our rollout's {j['rmse_ours']:.4g} rad "
+                               f"(beyond {r['tolerance']:.0%}); see the approximations stated for this format"))
+    return out
+
+
+def render_all(result: dict, rec: Recording, *, replay_exports: bool = True) -> dict[str, str]:
+    """Every export by file name, plus validation.json (findings and replays). A format that cannot be
+    rendered for this result is left out, with the reason in the findings."""
+    from .replay import replay
+
+    files: dict[str, str] = {}
+    findings: list[Finding] = []
+    for fmt in FORMATS:
+        try:
+            files[fmt] = render_format(result, rec, fmt)
+        except ExportError as e:
+            findings.append(Finding("EXPORT.unavailable", "warning", fmt, str(e)))
+    findings += validate_export(result, rec, files)
+    replays = {}
+    if replay_exports:
+        for fmt in REPLAYED:
+            if fmt in files:
+                replays[fmt] = r = replay(result, rec, fmt, text=files[fmt])
+                findings += _replay_findings(r)
+    try:
+        bench = {j: load_dict(v) for j, v in bench_loads(result, rec).items()}
+    except ExportError:
+        bench = {}
+    doc = {
+        "rule": "NEWTON.DJ.001",
+        "passed": not any(f.severity == "error" for f in findings),
+        "errors": sum(f.severity == "error" for f in findings),
+        "warnings": sum(f.severity == "warning" for f in findings),
+        "findings": [f.as_dict() for f in findings],
+        "replay": replays,
+        "bench": bench,
+    }
+    files["validation.json"] = json.dumps(_json_safe(doc), indent=2) + "\n"
+    return files
+
+
+def replay(result: dict, rec: Recording, fmt: str, **kwargs) -> dict:
+    """Replay one export through its consumer (see export.replay.replay)."""
+    from .replay import replay as _replay
+
+    return _replay(result, rec, fmt, **kwargs)

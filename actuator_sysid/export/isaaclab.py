@@ -1,30 +1,50 @@
-"""Isaac Lab 3.0 actuator configs from a fit result: ready-to-paste Python source and JSON.
+"""Isaac Lab actuator configs from a fit result: ready-to-paste Python source, JSON and YAML.
 
-Field names are Isaac Lab 3.0's (`actuator_effort_limit`, `actuator_velocity_limit`, ...), values SI.
-The JSON form loads with `DCMotorCfg(**doc["actuators"][group]["cfg"])`.
+Field names are Isaac Lab 3.0's (`actuator_effort_limit`, `actuator_velocity_limit`, ...) by default, or
+Isaac Lab 2.x's (`effort_limit`, `velocity_limit`, `effort_limit_sim`) on request; values SI. Joints whose
+cfgs are equal share one group under one regex. The JSON form loads with
+`DCMotorCfg(**doc["actuators"][group]["cfg"])`.
+
+`ACTUATORS` holds, per joint, the best-ranked family Isaac Lab has a built-in class for: those also run
+Newton-native (consumer-semantics §A.11). When a joint's best model needs more — the `dcmotor_delay` or
+`pid` family, or an encoder offset — the Python source also defines a small explicit actuator subclass
+built on Isaac Lab's own classes and `ACTUATORS_BEST` uses it; Isaac Lab runs such classes only with
+`SimulationCfg(use_newton_actuators=False)` (the Newton USD export expresses the same model natively).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 
 from ..models import parameters
 from ..models.families import get_family
+from .common import ExportError, Finding, joint_family
+
+__all__ = ["ExportError", "actuator_cfgs", "best_cfgs", "cfg_hazards", "render_json", "render_python",
+           "render_yaml", "validate_cfgs"]
 
 ISAACLAB_VERSION = "3.0.0"
+FIELD_NAMES = ("isaaclab-3", "isaaclab-2")
+BACKENDS = ("newton", "physx")
 
 # Fields each cfg class accepts besides joint_names_expr (consumer-semantics §A.1), in the order we write them.
-_JOINT = ("armature", "friction", "viscous_friction")
+_JOINT = ("armature", "friction", "dynamic_friction", "viscous_friction")
+_DELAY = ("min_delay", "max_delay")
 CFG_FIELDS: dict[str, tuple[str, ...]] = {
     "ImplicitActuatorCfg": ("stiffness", "damping", "joint_effort_limit", *_JOINT),
     "IdealPDActuatorCfg": ("stiffness", "damping", "actuator_effort_limit", *_JOINT),
     "DCMotorCfg": ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit",
                    "actuator_effort_limit", *_JOINT),
-    "DelayedPDActuatorCfg": ("stiffness", "damping", "actuator_effort_limit", "min_delay", "max_delay", *_JOINT),
-    "RemotizedPDActuatorCfg": ("stiffness", "damping", "joint_parameter_lookup", "min_delay", "max_delay",
-                               *_JOINT),
+    "DelayedPDActuatorCfg": ("stiffness", "damping", "actuator_effort_limit", *_DELAY, *_JOINT),
+    "RemotizedPDActuatorCfg": ("stiffness", "damping", "joint_parameter_lookup", *_DELAY, *_JOINT),
+    # our explicit subclasses, defined in the Python source (CUSTOM below)
+    "DelayedDCMotorCfg": ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit",
+                          "actuator_effort_limit", *_DELAY, *_JOINT),
+    "DelayedPIDActuatorCfg": ("stiffness", "damping", "ki", "integral_max", "physics_dt", "actuator_effort_limit",
+                              *_DELAY, *_JOINT),
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "ImplicitActuatorCfg": ("stiffness", "damping"),
@@ -32,7 +52,24 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "DCMotorCfg": ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit"),
     "DelayedPDActuatorCfg": ("stiffness", "damping", "min_delay", "max_delay"),
     "RemotizedPDActuatorCfg": ("stiffness", "damping", "joint_parameter_lookup"),
+    "DelayedDCMotorCfg": ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit", *_DELAY),
+    "DelayedPIDActuatorCfg": ("stiffness", "damping", "ki", "physics_dt", *_DELAY),
 }
+BUILTIN = ("ImplicitActuatorCfg", "IdealPDActuatorCfg", "DCMotorCfg", "DelayedPDActuatorCfg",
+           "RemotizedPDActuatorCfg")
+CUSTOM_FAMILY_CFG = {"dcmotor_delay": "DelayedDCMotorCfg", "pid": "DelayedPIDActuatorCfg"}
+OFFSET_SUFFIX = "WithEncoderOffset"
+# Isaac Lab 2.x names (deprecated aliases in 3.0, actuator_compat.py): explicit vs implicit meaning (§A.1, §A.10)
+_V2_NAMES = {"actuator_effort_limit": "effort_limit", "actuator_velocity_limit": "velocity_limit",
+             "joint_effort_limit": "effort_limit_sim", "joint_velocity_limit": "velocity_limit_sim"}
+
+
+def _cfg_class(family: str, offset: bool = False) -> str:
+    """The cfg class name that expresses a family: Isaac Lab's own, else ours; offset adds the subclass."""
+    base = get_family(family).isaaclab_cfg or CUSTOM_FAMILY_CFG.get(family, "")
+    if not base:
+        raise ExportError(f"family {family!r} has no Isaac Lab cfg class; use the Newton export")
+    return base.removesuffix("Cfg") + OFFSET_SUFFIX + "Cfg" if offset else base
 
 
 def _cfg_values(cls: str, params: dict, knots: list[float] | None) -> dict:
@@ -42,7 +79,7 @@ def _cfg_values(cls: str, params: dict, knots: list[float] | None) -> dict:
         values["min_delay"] = values["max_delay"] = int(params["delay"])
     if cls == "ImplicitActuatorCfg":  # the implicit telemetry clip is the solver's joint effort limit (§A.10)
         values["joint_effort_limit"] = params.get("actuator_effort_limit")
-    if cls == "RemotizedPDActuatorCfg":
+    if cls.startswith("RemotizedPDActuator"):
         if knots is None:
             raise ExportError("a remotized_pd result needs its table positions (result 'table_positions')")
         efforts = [params[f"lookup_effort_{k}"] for k in range(parameters.TABLE_KNOTS)]
@@ -51,54 +88,131 @@ def _cfg_values(cls: str, params: dict, knots: list[float] | None) -> dict:
     return values
 
 
-def _exportable(jr: dict) -> str:
-    """The best-ranked fitted family that Isaac Lab has a cfg class for."""
+def _fields(cls: str) -> tuple[str, ...]:
+    base = cls.replace(OFFSET_SUFFIX, "")
+    return CFG_FIELDS[base] + (("encoder_offset",) if OFFSET_SUFFIX in cls else ())
+
+
+def _exportable(jr: dict) -> str | None:
+    """The best-ranked fitted family that Isaac Lab has a built-in cfg class for (None: none has)."""
     for row in jr.get("ranking") or [{"family": jr["best_model"]}]:
         if get_family(row["family"]).isaaclab_cfg in CFG_FIELDS:
             return row["family"]
-    raise ExportError(f"none of the fitted families {sorted(jr['models'])} has an Isaac Lab cfg class; "
-                      "fit ideal_pd, dcmotor, delayed_pd, remotized_pd or implicit, or use the Newton export")
+    return None
 
 
 BACKEND_NOTE = (
     "friction is an absolute Coulomb effort [N·m] as Newton/MuJoCo apply joint_friction (frictionloss); "
     "viscous_friction is Newton joint_damping [N·m·s/rad]; armature is added to the joint inertia."
 )
-
-
-class ExportError(ValueError):
-    """A result that cannot be exported as asked (unknown joint or family, a cfg that fails validation)."""
+BACKEND_NOTES = {
+    "newton": BACKEND_NOTE,
+    "physx": "PhysX (Isaac Sim >= 5.0): friction is the static (breakaway) joint friction effort [N·m], "
+             "dynamic_friction the sliding friction effort [N·m] (set equal to friction for a Coulomb fit), "
+             "viscous_friction the viscous coefficient [N·m·s/rad]; armature [kg·m²] is added to the joint "
+             "inertia. Below Isaac Sim 5.0 PhysX reads friction as a unitless coefficient: do not use these values.",
+}
 
 
 def _group_name(joint: str) -> str:
     return re.sub(r"\W+", "_", joint).strip("_") or "joint"
 
 
-def actuator_cfgs(result: dict, families: dict[str, str] | None = None) -> dict[str, dict]:
-    """One group per joint: {group: {"class_type": cfg class name, "family", "cfg": {field: value}}}.
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
-    `families` picks a family per joint; by default the best-ranked family Isaac Lab can express.
-    """
+
+def _joint_cfg(joint: str, fam_name: str, model: dict, family, *, custom: bool, backend: str) -> dict:
+    """One joint's {"class_type", "family", "cfg"} under Isaac Lab 3.0 names."""
+    offset = custom and "encoder_offset" in family.joint_terms and family.drive != "implicit"
+    cls = _cfg_class(fam_name, offset) if custom else get_family(fam_name).isaaclab_cfg
+    if cls not in CFG_FIELDS and not custom:
+        raise ExportError(f"family {fam_name!r} has no Isaac Lab cfg class; use the Newton export "
+                          "or the Python source's explicit subclass (ACTUATORS_BEST)")
+    values = _cfg_values(cls, model["params"], model.get("table_positions"))
+    if "ki" in _fields(cls):
+        values["physics_dt"] = float(model.get("physics_dt", 0.005))
+    if backend == "physx" and "dynamic_friction" not in family.joint_terms and "friction" in values:
+        values["dynamic_friction"] = values["friction"]  # Coulomb: sliding friction equals breakaway
+    cfg: dict = {"joint_names_expr": [re.escape(joint)]}
+    for name in _fields(cls):
+        v = values.get(name)
+        if isinstance(v, list) or (isinstance(v, int) and not isinstance(v, bool)):
+            cfg[name] = v
+        elif v is not None and math.isfinite(v):
+            cfg[name] = float(v)
+    return {"class_type": cls, "family": fam_name, "cfg": cfg}
+
+
+def _grouped(per_joint: dict[str, dict]) -> dict[str, dict]:
+    """Joints with equal class and values share one group, their names joined in one regex."""
+    buckets: dict[str, list[tuple[str, dict]]] = {}
+    for joint, g in per_joint.items():
+        key = json.dumps({**g, "cfg": {k: v for k, v in g["cfg"].items() if k != "joint_names_expr"}},
+                         sort_keys=True)
+        buckets.setdefault(key, []).append((joint, g))
     groups: dict[str, dict] = {}
+    for members in buckets.values():
+        joints = [j for j, _ in members]
+        g = members[0][1]
+        if len(joints) == 1:
+            name = _group_name(joints[0])
+        else:
+            g = {**g, "cfg": {**g["cfg"], "joint_names_expr": ["(" + "|".join(re.escape(j) for j in joints) + ")"]}}
+            prefix = _group_name(os.path.commonprefix(joints))
+            name = prefix if len(prefix) >= 2 else _group_name(joints[0]) + "_group"
+        while name in groups:
+            name += "_"
+        groups[name] = g
+    return groups
+
+
+def _physics_dt(result: dict) -> float:
+    return float(result.get("assumptions", {}).get("physics_dt", 0.005))
+
+
+def actuator_cfgs(result: dict, families: dict[str, str] | None = None, *, custom: bool = False,
+                  backend: str = "newton") -> dict[str, dict]:
+    """Cfg groups: {group: {"class_type": cfg class name, "family", "cfg": {field: value}}}, 3.0 names.
+
+    `families` picks a family per joint; by default the best-ranked family Isaac Lab has a class for, or
+    our subclass when the joint has no such fit. custom=True allows our explicit subclasses (Newton-only families, encoder offset) and, by default,
+    takes each joint's best model.
+    """
+    if backend not in BACKENDS:
+        raise ExportError(f"unknown backend {backend!r}: choose from {list(BACKENDS)}")
+    per_joint: dict[str, dict] = {}
     for joint, jr in result["joints"].items():
-        fam = (families or {}).get(joint) or _exportable(jr)
-        if fam not in jr["models"]:
-            raise ExportError(f"joint {joint!r} has no fitted {fam!r} model; fitted: {sorted(jr['models'])}")
-        cls = get_family(fam).isaaclab_cfg
-        if cls not in CFG_FIELDS:
-            raise ExportError(f"family {fam!r} has no Isaac Lab cfg class; use the Newton export")
-        model = jr["models"][fam]
-        values = _cfg_values(cls, model["params"], model.get("table_positions"))
-        cfg: dict = {"joint_names_expr": [re.escape(joint)]}
-        for name in CFG_FIELDS[cls]:
-            v = values.get(name)
-            if isinstance(v, list) or (isinstance(v, int) and not isinstance(v, bool)):
-                cfg[name] = v
-            elif v is not None and math.isfinite(v):
-                cfg[name] = float(v)
-        groups[_group_name(joint)] = {"class_type": cls, "family": fam, "cfg": cfg}
+        fam, joint_custom = (families or {}).get(joint), custom
+        if not fam:  # a joint fitted with Newton-only families alone gets our subclass
+            fam = jr["best_model"] if custom else _exportable(jr)
+            fam, joint_custom = (fam, custom) if fam else (jr["best_model"], True)
+        family = joint_family(result, joint, fam)
+        model = {**jr["models"][fam], "physics_dt": _physics_dt(result)}
+        per_joint[joint] = _joint_cfg(joint, fam, model, family, custom=joint_custom, backend=backend)
+    groups = _grouped(per_joint)
     validate_cfgs(groups)
     return groups
+
+
+def best_cfgs(result: dict, backend: str = "newton") -> dict[str, dict] | None:
+    """Each joint's best model with our subclasses where needed; None when ACTUATORS already holds it."""
+    for joint, jr in result["joints"].items():
+        fam = joint_family(result, joint, jr["best_model"])
+        built_in = _exportable(jr)
+        if (built_in is not None and built_in != jr["best_model"]) or (
+                "encoder_offset" in fam.joint_terms and fam.drive != "implicit"):
+            return actuator_cfgs(result, custom=True, backend=backend)
+    return None
+
+
+def _rename(cfg: dict, cls: str, field_names: str) -> dict:
+    """Isaac Lab 2.x spelling of a 3.0 cfg dict (the deprecated aliases Isaac Lab 3.0 still accepts)."""
+    if field_names == "isaaclab-3":
+        return cfg
+    if field_names not in FIELD_NAMES:
+        raise ExportError(f"unknown field names {field_names!r}: choose from {list(FIELD_NAMES)}")
+    return {_V2_NAMES.get(k, k): v for k, v in cfg.items()}
 
 
 def validate_cfgs(groups: dict[str, dict]) -> None:
@@ -107,12 +221,13 @@ def validate_cfgs(groups: dict[str, dict]) -> None:
     problems = []
     for g, spec in groups.items():
         cls, cfg = spec["class_type"], spec["cfg"]
-        problems += [f"{g}: {cls} requires {name}" for name in REQUIRED[cls] if name not in cfg]
+        base = cls.replace(OFFSET_SUFFIX, "")
+        problems += [f"{g}: {cls} requires {name}" for name in REQUIRED[base] if name not in cfg]
         for name, v in cfg.items():
             if name == "joint_names_expr":
                 if not v or not all(isinstance(x, str) for x in v):
                     problems.append(f"{g}: joint_names_expr must be a non-empty list of regexes")
-            elif name not in CFG_FIELDS[cls]:
+            elif name not in _fields(cls):
                 problems.append(f"{g}: {cls} has no field {name}")
             elif name in ("min_delay", "max_delay"):
                 if not (isinstance(v, int) and v >= 0):
@@ -123,9 +238,12 @@ def validate_cfgs(groups: dict[str, dict]) -> None:
                     problems.append(f"{g}: joint_parameter_lookup rows must be [angle, ratio, torque ≥ 0], finite")
                 if angles != sorted(angles):
                     problems.append(f"{g}: joint_parameter_lookup angles must be sorted ascending")
+            elif name == "encoder_offset":
+                if not _finite(v):
+                    problems.append(f"{g}: encoder_offset = {v!r} must be finite")
             elif not (isinstance(v, float) and math.isfinite(v) and v >= 0):
                 problems.append(f"{g}: {name} = {v!r} must be a finite, non-negative number")
-        if cls == "DCMotorCfg" and cfg.get("actuator_velocity_limit", 1.0) <= 0:
+        if base in ("DCMotorCfg", "DelayedDCMotorCfg") and cfg.get("actuator_velocity_limit", 1.0) <= 0:
             problems.append(f"{g}: actuator_velocity_limit must be > 0")
         if cfg.get("min_delay", 0) > cfg.get("max_delay", 0):
             problems.append(f"{g}: min_delay must not exceed max_delay")
@@ -133,44 +251,254 @@ def validate_cfgs(groups: dict[str, dict]) -> None:
         raise ExportError("Isaac Lab export failed validation: " + "; ".join(problems))
 
 
+def cfg_hazards(groups: dict[str, dict], joints: list[str] | None = None, backend: str = "newton") -> list[Finding]:
+    """Where Newton-native execution of these cfgs departs from Isaac Lab's PyTorch path (§A.11), as findings.
+
+    `joints` are the articulation's joint names, to find values a regex dict leaves unmatched.
+    """
+    out: list[Finding] = []
+
+    def add(code: str, g: str, msg: str, severity: str = "warning") -> None:
+        out.append(Finding(f"EXPORT.ISAACLAB.{code}", severity, g, msg))
+
+    for g, spec in groups.items():
+        cls, cfg = spec["class_type"], spec["cfg"]
+        base = cls.replace(OFFSET_SUFFIX, "")
+        if base not in BUILTIN:
+            add("custom_class", g, f"{cls} is our explicit subclass: Isaac Lab 3.0 rejects it while "
+                "SimulationCfg.use_newton_actuators is True (the default); set it False, or load newton.usda "
+                "for Newton-native execution")
+        if "max_delay" in cfg and cfg.get("max_delay", 0) > 0:
+            if cfg.get("min_delay", 0) != cfg["max_delay"]:
+                add("delay_fixed", g, f"Newton-native execution fixes the delay at max_delay = {cfg['max_delay']} "
+                    f"steps; min_delay = {cfg.get('min_delay', 0)} is dropped (no per-env draw at reset)")
+            else:
+                add("delay_fixed", g, "Newton-native execution fixes the delay at max_delay "
+                    f"({cfg['max_delay']} physics steps), as fitted", "info")
+        if base in ("DCMotorCfg", "DelayedDCMotorCfg", "ActuatorNetMLPCfg", "ActuatorNetLSTMCfg") and \
+                cfg.get("actuator_velocity_limit", cfg.get("velocity_limit")) is None:
+            add("dc_no_velocity_limit", g, "a DCMotor without actuator_velocity_limit gets no speed derating "
+                "in Newton (velocityLimit = inf) instead of Isaac Lab's ValueError", "error")
+        for name in ("stiffness", "damping"):
+            if cfg.get(name, 0.0) is None:
+                add(f"{name}_none", g, f"{name} None becomes 0 in Newton-native execution instead of the USD value")
+        for name in ("saturation_effort", "stiffness", "damping"):
+            v = cfg.get(name)
+            if isinstance(v, dict) and joints is not None:
+                matched = {j for j in joints for k in v if re.fullmatch(k, j)}
+                group_joints = {j for j in joints for e in cfg["joint_names_expr"] if re.fullmatch(e, j)}
+                if group_joints - matched:
+                    sev = "error" if name == "saturation_effort" else "warning"
+                    add(f"unmatched_{name}", g, f"joints {sorted(group_joints - matched)} are matched by no "
+                        f"{name} key: they get 0 (§A.2)" + (", which with a finite velocity limit collapses the "
+                        "DC window to [0, 0]" if name == "saturation_effort" else ""), sev)
+        if base == "ActuatorNetLSTMCfg":
+            add("lstm_metadata", g, "Newton's LSTM drive needs num_layers and hidden_size in the checkpoint "
+                "metadata; Isaac Lab does not add them")
+        if backend == "newton" and cfg.get("dynamic_friction") and base in BUILTIN + tuple(CUSTOM_FAMILY_CFG.values()):
+            add("dynamic_friction_ignored", g, "the Newton backend ignores dynamic_friction (§D); friction is "
+                "applied as Coulomb friction at the static value")
+        if base == "ImplicitActuatorCfg":
+            add("implicit_telemetry", g, "ImplicitActuator's applied-effort telemetry is clipped at "
+                "joint_effort_limit, which also limits the solver's drive", "info")
+    return out
+
+
 _UNITS = {p.name: p.unit for p in parameters.PARAMS} | {
     "joint_effort_limit": "N·m", "min_delay": "physics steps", "max_delay": "physics steps",
-    "joint_parameter_lookup": "[angle rad, ratio, max torque N·m]"}
+    "joint_parameter_lookup": "[angle rad, ratio, max torque N·m]", "physics_dt": "s"}
+_UNITS |= {_V2_NAMES[k]: _UNITS[k] for k in _V2_NAMES if k in _UNITS}
 
 
-def render_json(result: dict, families: dict[str, str] | None = None) -> str:
-    """The cfgs as JSON, with the Isaac Lab version and backend conventions stated."""
-    doc = {
-        "isaaclab_version": ISAACLAB_VERSION,
-        "field_names": "isaaclab-3",
+def _doc(result: dict, families: dict[str, str] | None, field_names: str, backend: str,
+         custom: bool | None = None) -> dict:
+    groups = actuator_cfgs(result, families, backend=backend, custom=bool(families) if custom is None else custom)
+    doc: dict = {
+        "isaaclab_version": ISAACLAB_VERSION if field_names == "isaaclab-3" else "2.x",
+        "field_names": field_names,
         "units": {p.name: p.unit for p in parameters.PARAMS},
-        "backend": "newton",
-        "note": BACKEND_NOTE,
-        "actuators": actuator_cfgs(result, families),
+        "backend": backend,
+        "note": BACKEND_NOTES[backend],
+        "actuators": {g: {**s, **({"defined_in": "isaaclab.py"} if s["class_type"] not in BUILTIN else {}),
+                          "cfg": _rename(s["cfg"], s["class_type"], field_names)} for g, s in groups.items()},
     }
-    return json.dumps(doc, indent=2) + "\n"
+    best = best_cfgs(result, backend) if families is None else None
+    if best is not None:
+        doc["actuators_best"] = {g: {**s, "defined_in": "isaaclab.py", "cfg": _rename(s["cfg"], s["class_type"],
+                                                                                      field_names)}
+                                 for g, s in best.items()}
+    return doc
 
 
-def render_python(result: dict, families: dict[str, str] | None = None) -> str:
-    """Ready-to-paste Python: imports plus an ACTUATORS dict for `ArticulationCfg(actuators=...)`."""
-    groups = actuator_cfgs(result, families)
-    classes = sorted({g["class_type"] for g in groups.values()})
-    lines = [
-        '"""Actuator configs fitted by actuator-sysid for Isaac Lab ' + ISAACLAB_VERSION + '.',
-        "",
-        "Paste into your ArticulationCfg: actuators=ACTUATORS. Units are SI.",
-        "Backend: " + BACKEND_NOTE,
-        '"""',
-        "",
-        f"from isaaclab.actuators import {', '.join(classes)}",
-        "",
-        "ACTUATORS = {",
-    ]
+def render_json(result: dict, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
+                backend: str = "newton", custom: bool | None = None) -> str:
+    """The cfgs as JSON, with the Isaac Lab version and backend conventions stated.
+
+    A family named in `families` that needs our subclass is written with "defined_in": "isaaclab.py".
+    """
+    return json.dumps(_doc(result, families, field_names, backend, custom), indent=2) + "\n"
+
+
+def render_yaml(result: dict, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
+                backend: str = "newton", custom: bool | None = None) -> str:
+    """The same document as render_json, as YAML."""
+    import yaml
+
+    head = f"# Actuator configs fitted by actuator-sysid for Isaac Lab ({field_names}, backend {backend}). SI units.\n"
+    return head + yaml.safe_dump(_doc(result, families, field_names, backend, custom), sort_keys=False,
+                                 allow_unicode=True, width=110)
+
+
+# Explicit subclasses for what Isaac Lab has no class for, written into the Python source. They reuse Isaac
+# Lab's own buffers and clip code so the maths stays Isaac Lab's (§A.3–A.5; PID as Newton DrivePID, §C.2).
+CUSTOM_SOURCE = {
+    "DelayedDCMotorCfg": '''
+class DelayedDCMotor(DelayedPDActuator):
+    """DelayedPDActuator (delayed targets and feed-forward) whose output DCMotor's torque-speed envelope clips."""
+
+    def __init__(self, cfg, *args, **kwargs):
+        super().__init__(cfg, *args, **kwargs)
+        if cfg.actuator_velocity_limit is None:
+            raise ValueError("DelayedDCMotor needs actuator_velocity_limit")
+        self._saturation_effort = resolve_joint_parameter(
+            cfg.saturation_effort, None, self._joint_names, self._num_envs, self._device)
+        self._vel_at_effort_lim = self.actuator_velocity_limit * (
+            1 + self.actuator_effort_limit / self._saturation_effort)
+
+    _clip_effort = DCMotor._clip_effort  # Isaac Lab's own four-quadrant clip
+
+
+@configclass
+class DelayedDCMotorCfg(DelayedPDActuatorCfg):
+    """DC-motor envelope and command delay together (family dcmotor_delay)."""
+
+    class_type: type = DelayedDCMotor
+    saturation_effort: float = MISSING
+''',
+    "DelayedPIDActuatorCfg": '''
+class DelayedPIDActuator(DelayedPDActuator):
+    """Newton's DrivePID on delayed commands: I = clip(I + e*dt, +-integral_max) is updated before use,
+    effort = kp*e + ki*I + kd*(qd_des - qd) + ff, then the box clip (family pid)."""
+
+    def __init__(self, cfg, *args, **kwargs):
+        super().__init__(cfg, *args, **kwargs)
+        self._ki = resolve_joint_parameter(cfg.ki, None, self._joint_names, self._num_envs, self._device)
+        self._integral_max = resolve_joint_parameter(
+            cfg.integral_max, None, self._joint_names, self._num_envs, self._device)
+        self._integral = torch.zeros_like(self.computed_effort)
+
+    def reset(self, env_ids):
+        super().reset(env_ids)
+        self._integral[slice(None) if env_ids is None else env_ids] = 0.0
+
+    def compute(self, control_action, joint_pos, joint_vel):
+        control_action.joint_positions = self.positions_delay_buffer.compute(control_action.joint_positions)
+        control_action.joint_velocities = self.velocities_delay_buffer.compute(control_action.joint_velocities)
+        control_action.joint_efforts = self.efforts_delay_buffer.compute(control_action.joint_efforts)
+        error = control_action.joint_positions - joint_pos
+        self._integral = torch.clip(self._integral + error * self.cfg.physics_dt,
+                                    -self._integral_max, self._integral_max)
+        control_action.joint_efforts = control_action.joint_efforts + self._ki * self._integral
+        return IdealPDActuator.compute(self, control_action, joint_pos, joint_vel)
+
+
+@configclass
+class DelayedPIDActuatorCfg(DelayedPDActuatorCfg):
+    """PID with integral clamp, box clip and command delay (family pid); physics_dt is the step it assumes."""
+
+    class_type: type = DelayedPIDActuator
+    ki: float = MISSING
+    integral_max: float = float("inf")
+    physics_dt: float = MISSING
+''',
+}
+OFFSET_SOURCE = '''
+class EncoderOffsetMixin:
+    """The controller reads the encoder, q + encoder_offset (a constant bias fitted from the log)."""
+
+    def compute(self, control_action, joint_pos, joint_vel):
+        return super().compute(control_action, joint_pos + self.cfg.encoder_offset, joint_vel)
+'''
+
+
+def _offset_source(cls: str) -> str:
+    base_cfg = cls.replace(OFFSET_SUFFIX, "")
+    base_act = _ACTUATOR_OF[base_cfg]
+    act = base_act + OFFSET_SUFFIX
+    return f'''
+
+class {act}(EncoderOffsetMixin, {base_act}):
+    """{base_act} whose controller sees the encoder offset."""
+
+
+@configclass
+class {cls}({base_cfg}):
+    class_type: type = {act}
+    encoder_offset: float = 0.0  # rad
+'''
+
+
+_ACTUATOR_OF = {"IdealPDActuatorCfg": "IdealPDActuator", "DCMotorCfg": "DCMotor",
+                "DelayedPDActuatorCfg": "DelayedPDActuator", "RemotizedPDActuatorCfg": "RemotizedPDActuator",
+                "DelayedDCMotorCfg": "DelayedDCMotor", "DelayedPIDActuatorCfg": "DelayedPIDActuator"}
+
+
+def _entries(groups: dict[str, dict], field_names: str) -> list[str]:
+    lines = []
     for name, g in groups.items():
         lines.append(f"    {name!r}: {g['class_type']}(  # family {g['family']}")
-        for field, v in g["cfg"].items():
+        for field, v in _rename(g["cfg"], g["class_type"], field_names).items():
             unit = f"  # {_UNITS[field]}" if field in _UNITS else ""
             lines.append(f"        {field}={v!r},{unit}")
         lines.append("    ),")
-    lines.append("}")
+    return lines
+
+
+def render_python(result: dict, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
+                  backend: str = "newton", custom: bool | None = None) -> str:
+    """Ready-to-paste Python: imports plus an ACTUATORS dict for `ArticulationCfg(actuators=...)`.
+
+    With custom (default: when `families` are named), ACTUATORS itself holds the chosen (or best) models,
+    our subclasses included where Isaac Lab has no class.
+    """
+    custom = bool(families) if custom is None else custom
+    groups = actuator_cfgs(result, families, custom=custom, backend=backend)
+    best = best_cfgs(result, backend) if families is None and not custom else None
+    used = [g["class_type"] for g in groups.values()] + [g["class_type"] for g in (best or {}).values()]
+    customs = [c for c in dict.fromkeys(used) if c not in BUILTIN]
+    classes = sorted({c for c in used if c in BUILTIN})
+    version = ISAACLAB_VERSION if field_names == "isaaclab-3" else "2.x (field names)"
+    lines = [
+        '"""Actuator configs fitted by actuator-sysid for Isaac Lab ' + version + '.',
+        "",
+        "Paste into your ArticulationCfg: actuators=ACTUATORS. Units are SI.",
+        "Backend: " + BACKEND_NOTES[backend],
+    ]
+    if customs:
+        lines += ["", "The explicit subclasses below run only with SimulationCfg(use_newton_actuators=False):",
+                  "Isaac Lab 3.0 hands built-in classes alone to Newton. newton.usda expresses them natively."]
+    lines += ['"""', ""]
+    if customs:
+        bases = {c.replace(OFFSET_SUFFIX, "") for c in customs}
+        needed = set(classes) | {"DCMotor", "DelayedPDActuator", "DelayedPDActuatorCfg", "IdealPDActuator"}
+        needed |= {b for b in bases if b in BUILTIN} | {_ACTUATOR_OF[b] for b in bases if b in BUILTIN}
+        lines += ["from dataclasses import MISSING", "", "import torch",
+                  f"from isaaclab.actuators import {', '.join(sorted(needed))}",
+                  "from isaaclab.actuators.actuator_base import resolve_joint_parameter",
+                  "from isaaclab.utils import configclass"]
+        for c in ("DelayedDCMotorCfg", "DelayedPIDActuatorCfg"):
+            if any(x.replace(OFFSET_SUFFIX, "") == c for x in customs):
+                lines.append(CUSTOM_SOURCE[c].rstrip("\n"))
+        if any(OFFSET_SUFFIX in c for c in customs):
+            lines.append(OFFSET_SOURCE.rstrip("\n"))
+            for c in customs:
+                if OFFSET_SUFFIX in c:
+                    lines.append(_offset_source(c).rstrip("\n"))
+        lines.append("")
+    else:
+        lines.append(f"from isaaclab.actuators import {', '.join(classes)}")
+    lines += ["", "ACTUATORS = {", *_entries(groups, field_names), "}"]
+    if best is not None:
+        lines += ["", "# Each joint's best-ranked fitted model, with the subclasses above where Isaac Lab has no class.",
+                  "ACTUATORS_BEST = {", *_entries(best, field_names), "}"]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,107 @@
+"""What every exporter shares: the chosen model per joint, the test-bench load, findings and unit factors.
+
+A fit result names several fitted families per joint; each exporter picks one per joint (the caller's
+choice, else the best-ranked one the consumer can express) and reads its parameters under the registry's
+Isaac Lab names, SI units (consumer-semantics §A.1, §C.3, §D).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from ..datasets.recording import JointInfo, Recording
+from ..models.families import Family, get_family
+
+DEG_PER_RAD = 180.0 / math.pi
+RAD_PER_DEG = math.pi / 180.0
+
+
+class ExportError(ValueError):
+    """A result that cannot be exported as asked (unknown joint or family, a cfg that fails validation)."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One validation finding: a rule code, how bad, where (prim path, joint or cfg group) and why."""
+
+    code: str
+    severity: str  # "error" | "warning" | "info"
+    where: str
+    message: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return f"{self.severity.upper():7} {self.code:<34} {self.where}: {self.message}"
+
+
+@dataclass
+class ChosenModel:
+    """The family and fitted values one exporter writes for one joint."""
+
+    joint: str
+    family: Family
+    params: dict[str, float]
+    table_positions: list[float] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def value(self, name: str) -> float | None:
+        """A fitted value, or None when this family does not fit it (or it is not finite)."""
+        if name not in self.family.params:
+            return None
+        v = self.params.get(name)
+        return float(v) if v is not None and math.isfinite(float(v)) else None
+
+
+def joint_family(result: dict, joint: str, name: str) -> Family:
+    """The fitted family `name` of `joint` with the joint terms it was fitted with."""
+    jr = result["joints"][joint]
+    if name not in jr["models"]:
+        raise ExportError(f"joint {joint!r} has no fitted {name!r} model; fitted: {sorted(jr['models'])}")
+    fam = get_family(name)
+    terms = jr["models"][name].get("joint_terms")
+    return fam.with_terms(tuple(terms)) if terms is not None else fam
+
+
+def choose(result: dict, families: dict[str, str] | str | None = None) -> list[ChosenModel]:
+    """One model per joint: `families[joint]` (or one family for all joints) else the joint's best model."""
+    out = []
+    for joint, jr in result["joints"].items():
+        name = families if isinstance(families, str) else (families or {}).get(joint)
+        name = name or jr["best_model"]
+        fam = joint_family(result, joint, name)
+        model = jr["models"][name]
+        out.append(ChosenModel(joint, fam, dict(model["params"]), model.get("table_positions")))
+    return out
+
+
+def physics_dt(result: dict) -> float:
+    """The physics step the fit assumed [s]."""
+    return float(result.get("assumptions", {}).get("physics_dt", 0.005))
+
+
+def bench_loads(result: dict, rec: Recording | None = None,
+                loads: dict[str, dict] | None = None) -> dict[str, JointInfo]:
+    """The test-bench load of each fitted joint: from `loads`, the recording, or the result itself.
+
+    The standalone Newton stage and MuJoCo model simulate this load (a pendulum, q = 0 hanging down).
+    """
+    out: dict[str, JointInfo] = {}
+    for joint, jr in result["joints"].items():
+        given = (loads or {}).get(joint) or jr.get("load")
+        if given is not None:
+            keys = set(JointInfo.__dataclass_fields__)
+            out[joint] = JointInfo(**{"name": joint, **{k: v for k, v in given.items() if k in keys and k != "name"}})
+        elif rec is not None and joint in rec.joint_names:
+            out[joint] = rec.joints[rec.joint_index(joint)]
+        else:
+            raise ExportError(f"the test-bench load of joint {joint!r} is unknown: pass the recording (CLI: --log) "
+                              "or target a robot USD (--robot)")
+    return out
+
+
+def load_dict(info: JointInfo) -> dict:
+    """A JSON-ready load description."""
+    return {k: v for k, v in asdict(info).items() if k != "name"}

@@ -1,0 +1,142 @@
+"""MuJoCo MJCF: joint and actuator attributes for MuJoCo / mjlab / BAM users, in a standalone pendulum model.
+
+Each fitted joint becomes a `<default class="<joint>_fit">` holding the joint attributes (armature,
+frictionloss = Coulomb friction, damping = viscous friction, all SI) and a `general` position actuator
+(gainprm = kp, biasprm = [0, −kp, −kd], forcerange = the effort limit, delay in seconds), so a robot model
+can take them with `class=`. The standalone model hangs each joint's fitted test-bench load on a hinge
+(q = 0 hanging down) and loads with `mujoco.MjModel.from_xml_string`.
+
+The control input is a "virtual target": ctrl = q_des + (kd·qd_des + tau_ff)/kp gives exactly
+kp·(q_des − q) + kd·(qd_des − qd) + tau_ff. What MuJoCo cannot hold natively is approximated and said so
+in `mjcf_warnings`: the DC-motor torque–speed envelope (forcerange = the rated effort box), the position
+torque table (forcerange = its largest value), the PID integral (dropped), an encoder offset, PhysX-style
+dynamic friction. The integrator is Euler (joint damping implicit, actuator Kd explicit, as Isaac Lab and
+Newton apply explicit actuators); a model made only of `implicit`-family joints uses implicitfast instead.
+"""
+
+from __future__ import annotations
+
+import math
+from xml.sax.saxutils import quoteattr
+
+from ..datasets.recording import JointInfo, Recording
+from .common import ChosenModel, Finding, bench_loads, choose, physics_dt
+from .newton_usd import MIN_INERTIA, MIN_MASS, prim_name
+
+
+def _num(x: float) -> str:
+    return f"{float(x):.9g}"
+
+
+def effort_limit(m: ChosenModel) -> float | None:
+    """The static effort bound MuJoCo's forcerange can hold for this model (None: unlimited)."""
+    if "position_table" in m.family.clamps:
+        return max(float(m.params[f"lookup_effort_{k}"]) for k in range(len(m.table_positions or [0] * 5)))
+    return m.value("actuator_effort_limit")
+
+
+def mjcf_warnings(m: ChosenModel) -> list[Finding]:
+    """What the MJCF export approximates for one joint's model."""
+    out = []
+
+    def add(code: str, msg: str) -> None:
+        out.append(Finding(f"EXPORT.MJCF.{code}", "warning", m.joint, msg))
+
+    if "dc_motor" in m.family.clamps:
+        add("dc_motor", "MuJoCo has no four-quadrant DC-motor clip of a PD law: forcerange = ±actuator_effort_limit "
+            f"({m.value('actuator_effort_limit')} N·m); the speed derating (saturation_effort "
+            f"{m.value('saturation_effort')} N·m, no-load speed {m.value('actuator_velocity_limit')} rad/s) is lost")
+    if "position_table" in m.family.clamps:
+        add("position_table", f"the position-dependent torque limit becomes forcerange = ±{effort_limit(m)} N·m, "
+            "the table's largest value")
+    if m.family.drive == "pid":
+        add("pid", f"the PID integral (ki = {m.value('ki')}) is dropped: MuJoCo's general actuator is PD")
+    if "dynamic_friction" in m.family.joint_terms:
+        add("dynamic_friction", "frictionloss is Coulomb friction at the static value; dynamic friction is dropped")
+    if "encoder_offset" in m.family.joint_terms and m.value("encoder_offset"):
+        add("encoder_offset", f"subtract the encoder offset {m.value('encoder_offset'):.4g} rad from measured "
+            "positions: MuJoCo's actuator reads the true joint position")
+    return out
+
+
+def _joint_attrs(m: ChosenModel) -> dict[str, str]:
+    out = {"armature": _num(m.value("armature") or 0.0), "frictionloss": _num(m.value("friction") or 0.0),
+           "damping": _num(m.value("viscous_friction") or 0.0)}
+    return out
+
+
+def _actuator_attrs(m: ChosenModel, dt: float) -> dict[str, str]:
+    kp, kd = m.value("stiffness") or 0.0, m.value("damping") or 0.0
+    out = {"gainprm": _num(kp), "biastype": "affine", "biasprm": f"0 {_num(-kp)} {_num(-kd)}"}
+    lim = effort_limit(m)
+    if lim is not None and math.isfinite(lim):
+        out |= {"forcelimited": "true", "forcerange": f"{_num(-lim)} {_num(lim)}"}
+    delay = int(round(m.params.get("delay", 0))) if m.family.delay else 0
+    if delay >= 1:  # ctrl read `delay` physics steps back from its history (zero-order hold)
+        out |= {"delay": _num(delay * dt), "nsample": str(delay + 2)}
+    return out
+
+
+def _attrs(d: dict[str, str]) -> str:
+    return " ".join(f"{k}={quoteattr(v)}" for k, v in d.items())
+
+
+def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: float) -> str:
+    """The MJCF document: defaults per joint, one pendulum per joint, one actuator per joint."""
+    implicit_only = all(m.family.drive == "implicit" for m in models)
+    gravities = [loads[m.joint].gravity for m in models if loads[m.joint].gravity_coeff > 0]
+    g = gravities[0] if gravities else 9.81
+    lines = [
+        '<mujoco model="actuator_sysid_fit">',
+        "  <!-- Fitted by actuator-sysid. Units SI (rad, N·m, kg·m²); copy a <default class> into your model and "
+        "set class= on the joint and actuator.",
+        "       ctrl = q_des + (kd*qd_des + tau_ff)/kp. Delays count physics steps of the timestep below. -->",
+        '  <compiler angle="radian" autolimits="true"/>',
+        f'  <option timestep="{_num(dt)}" gravity="0 0 {_num(-g)}" '
+        f'integrator="{"implicitfast" if implicit_only else "Euler"}"/>',
+        "  <default>",
+    ]
+    for m in models:
+        name = prim_name(m.joint)
+        lines += [f'    <default class="{name}_fit">  <!-- family {m.family.name} -->',
+                  f"      <joint {_attrs(_joint_attrs(m))}/>",
+                  f"      <general {_attrs(_actuator_attrs(m, dt))}/>",
+                  "    </default>"]
+    lines += ["  </default>", "  <worldbody>"]
+    for i, m in enumerate(models):
+        name, info = prim_name(m.joint), loads[m.joint]
+        prismatic = info.joint_type == "prismatic"
+        mass = max(info.load_inertia if prismatic else info.mass, MIN_MASS)
+        com = 0.0 if prismatic or info.mass <= 0 else info.com_distance
+        inertia = _num(max(info.inertia, MIN_INERTIA))
+        axis = "1 0 0" if prismatic else ("0 1 0" if info.gravity_coeff > 0 else "0 0 1")
+        lines += [f'    <body name="{name}_link" pos="{i} 0 0">',
+                  f'      <joint name="{name}" class="{name}_fit" type="{"slide" if prismatic else "hinge"}" '
+                  f'axis="{axis}" limited="false"/>',
+                  f'      <inertial pos="0 0 {_num(-com)}" mass="{_num(mass)}" '
+                  f'diaginertia="{inertia} {inertia} {inertia}"/>',
+                  "    </body>"]
+    lines += ["  </worldbody>", "  <actuator>"]
+    for m in models:
+        name = prim_name(m.joint)
+        lines.append(f'    <general name="{name}_actuator" class="{name}_fit" joint="{name}"/>')
+    lines += ["  </actuator>", "</mujoco>"]
+    return "\n".join(lines) + "\n"
+
+
+def build_mjcf(result: dict, rec: Recording | None = None, *, families: dict[str, str] | str | None = None,
+               loads: dict[str, dict] | None = None) -> tuple[str, list[Finding]]:
+    """(MJCF text, findings): the standalone model and what it approximates."""
+    models = choose(result, families)
+    text = render_model(models, bench_loads(result, rec, loads), physics_dt(result))
+    findings = [f for m in models for f in mjcf_warnings(m)]
+    if any(m.family.drive == "implicit" for m in models) and not all(m.family.drive == "implicit" for m in models):
+        findings.append(Finding("EXPORT.MJCF.integrator", "warning", "option",
+                                "explicit and implicit-family joints share one model: Euler integrates the implicit "
+                                "joints' Kd explicitly (Newton's implicitfast does not)"))
+    return text, findings
+
+
+def render_mjcf(result: dict, rec: Recording | None = None, **kwargs) -> str:
+    """The MJCF export as text (see build_mjcf)."""
+    return build_mjcf(result, rec, **kwargs)[0]

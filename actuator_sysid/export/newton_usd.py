@@ -1,0 +1,301 @@
+"""Newton 1.8 USD: one `NewtonActuator` prim per joint, joint armature/friction/damping as Newton attributes.
+
+Written with usd-core `pxr` following consumer-semantics §C.3–§C.4: the drive API (NewtonPDControlAPI or
+NewtonPIDControlAPI), the clamps in the family's order, NewtonActuatorDelayAPI only with an authored
+`newton:delaySteps` ≥ 1, radians, `rel newton:targets`. Joint terms go on the joint through NewtonJointAPI:
+`newton:armature` [kg·m²], `newton:friction` [N·m, Coulomb], `newton:damping` per DEGREE for angular DOFs
+(the importer multiplies by 180/π). The `implicit` family is the solver's own drive: a UsdPhysics DriveAPI
+whose stiffness and damping are per degree.
+
+Either stand-alone (one pendulum per joint with the fitted test-bench load, so Newton can simulate it) or
+onto a robot USD the user uploads, matching joints by prim name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+from ..datasets.recording import JointInfo, Recording
+from .common import RAD_PER_DEG, ChosenModel, ExportError, Finding, bench_loads, choose, physics_dt
+
+# consumer-semantics §C.3 schema and attribute names
+PD_API, PID_API = "NewtonPDControlAPI", "NewtonPIDControlAPI"
+CLAMP_API = {"max_effort": "NewtonMaxEffortClampingAPI", "dc_motor": "NewtonDCMotorClampingAPI",
+             "position_table": "NewtonPositionBasedClampingAPI"}
+DELAY_API = "NewtonActuatorDelayAPI"
+JOINT_API = "NewtonJointAPI"
+ACTUATED_JOINT_TYPES = ("PhysicsRevoluteJoint", "PhysicsPrismaticJoint")
+MIN_MASS, MIN_INERTIA = 1e-6, 1e-8  # a massless or inertia-free link is not a simulatable body
+
+
+def _pxr():
+    """usd-core, with the Newton schema plugin registered first so attributes are schema properties."""
+    with contextlib.suppress(ImportError):
+        import newton_usd_schemas  # noqa: F401
+    from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+
+    return Gf, Sdf, Usd, UsdGeom, UsdPhysics
+
+
+def prim_name(joint: str) -> str:
+    """A valid USD prim name for a joint name."""
+    name = re.sub(r"\W", "_", joint) or "joint"
+    return "_" + name if name[0].isdigit() else name
+
+
+def actuator_attributes(m: ChosenModel) -> tuple[list[str], dict[str, float | int | list[float]]]:
+    """The API schemas and `newton:` attributes of one joint's NewtonActuator (§C.3), in radians, SI."""
+    fam = m.family
+    v = m.value
+    apis = [PID_API if fam.drive == "pid" else PD_API]
+    attrs: dict[str, float | int | list[float]] = {"kp": v("stiffness") or 0.0, "kd": v("damping") or 0.0}
+    if fam.drive == "pid":
+        attrs["ki"] = v("ki") or 0.0
+        if v("integral_max") is not None:
+            attrs["integralMax"] = v("integral_max")
+    for clamp in fam.clamps:
+        if clamp == "max_effort" and v("actuator_effort_limit") is not None:
+            apis.append(CLAMP_API[clamp])
+            attrs["maxEffort"] = v("actuator_effort_limit")
+        elif clamp == "dc_motor":
+            apis.append(CLAMP_API[clamp])
+            for attr, name in (("saturationEffort", "saturation_effort"), ("velocityLimit", "actuator_velocity_limit"),
+                               ("maxMotorEffort", "actuator_effort_limit")):
+                if v(name) is not None:
+                    attrs[attr] = v(name)
+        elif clamp == "position_table":
+            if not m.table_positions:
+                raise ExportError(f"joint {m.joint!r}: a {fam.name} model needs its table positions")
+            apis.append(CLAMP_API[clamp])
+            attrs["lookupPositions"] = [float(x) for x in m.table_positions]
+            attrs["lookupEfforts"] = [float(m.params[f"lookup_effort_{k}"]) for k in range(len(m.table_positions))]
+    delay = int(round(m.params.get("delay", 0))) if fam.delay else 0
+    if delay >= 1:  # never the Delay API with 0, never without an authored delaySteps (§C.4)
+        apis.append(DELAY_API)
+        attrs["delaySteps"] = delay
+    return apis, attrs
+
+
+def joint_attributes(m: ChosenModel, angular: bool = True) -> dict[str, float]:
+    """NewtonJointAPI attributes: armature, Coulomb friction, and damping per degree for angular DOFs (§C.4)."""
+    out = {}
+    if m.value("armature") is not None:
+        out["armature"] = m.value("armature")
+    if m.value("friction") is not None:
+        out["friction"] = m.value("friction")
+    if m.value("viscous_friction") is not None:
+        out["damping"] = m.value("viscous_friction") * (RAD_PER_DEG if angular else 1.0)
+    return out
+
+
+def newton_warnings(m: ChosenModel) -> list[Finding]:
+    """What Newton cannot express of a model: stated on the export, never silently dropped."""
+    out = []
+    if m.family.drive == "implicit":
+        out.append(Finding("EXPORT.NEWTON.implicit", "info", m.joint,
+                           "the implicit family is the solver's own PD: written as a UsdPhysics DriveAPI "
+                           "(stiffness/damping per degree), not a NewtonActuator"))
+    if "dynamic_friction" in m.family.joint_terms:
+        out.append(Finding("EXPORT.NEWTON.dynamic_friction", "warning", m.joint,
+                           "Newton ignores dynamic friction (§D): joint_friction is the static value "
+                           f"{m.value('friction')} N·m applied as Coulomb friction"))
+    if "encoder_offset" in m.family.joint_terms and m.value("encoder_offset"):
+        out.append(Finding("EXPORT.NEWTON.encoder_offset", "warning", m.joint,
+                           f"a NewtonActuator has no encoder offset: subtract {m.value('encoder_offset'):.4g} rad "
+                           "from measured positions before commanding the exported model"))
+    return out
+
+
+def _set(prim, name: str, value, Sdf) -> None:
+    """Author one `newton:` attribute: ints as Int, lists as FloatArray, everything else Float (§A.11)."""
+    if isinstance(value, list):
+        prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.FloatArray).Set(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.Int).Set(value)
+    else:
+        prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.Float).Set(float(value))
+
+
+def author_joint(stage, joint_prim, m: ChosenModel, actuator_path: str) -> None:
+    """Write one joint's actuator (or implicit drive) and its Newton joint attributes onto a stage."""
+    _Gf, Sdf, _Usd, _UsdGeom, UsdPhysics = _pxr()
+    angular = joint_prim.GetTypeName() == "PhysicsRevoluteJoint"
+    jattrs = joint_attributes(m, angular)
+    if jattrs:
+        joint_prim.AddAppliedSchema(JOINT_API)
+        for k, value in jattrs.items():
+            _set(joint_prim, k, value, Sdf)
+    if m.family.drive == "implicit":
+        drive = UsdPhysics.DriveAPI.Apply(joint_prim, "angular" if angular else "linear")
+        per = RAD_PER_DEG if angular else 1.0  # UsdPhysics drive gains are per degree for angular DOFs
+        drive.CreateTypeAttr("force")
+        drive.CreateStiffnessAttr(float(m.value("stiffness") or 0.0) * per)
+        drive.CreateDampingAttr(float(m.value("damping") or 0.0) * per)
+        drive.CreateMaxForceAttr(float(m.value("actuator_effort_limit") or 1e6))
+        drive.CreateTargetPositionAttr(0.0)
+        drive.CreateTargetVelocityAttr(0.0)
+        return
+    for drive in UsdPhysics.DriveAPI.GetAll(joint_prim):
+        # an explicit actuator replaces the solver's drive (Isaac Lab zeroes explicit groups' gains, §A.3)
+        drive.CreateStiffnessAttr().Set(0.0)
+        drive.CreateDampingAttr().Set(0.0)
+    apis, attrs = actuator_attributes(m)
+    act = stage.DefinePrim(actuator_path, "NewtonActuator")
+    for api in apis:
+        act.AddAppliedSchema(api)
+    act.CreateRelationship("newton:targets").SetTargets([joint_prim.GetPath()])
+    for k, value in attrs.items():
+        _set(act, k, value, Sdf)
+
+
+def _new_stage(dt: float, gravity: float):
+    Gf, Sdf, Usd, UsdGeom, UsdPhysics = _pxr()
+    stage = Usd.Stage.CreateInMemory()
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    UsdPhysics.SetStageKilogramsPerUnit(stage, 1.0)
+    world = UsdGeom.Xform.Define(stage, "/World")
+    stage.SetDefaultPrim(world.GetPrim())
+    scene = UsdPhysics.Scene.Define(stage, "/World/PhysicsScene")
+    scene.CreateGravityDirectionAttr(Gf.Vec3f(0.0, 0.0, -1.0))
+    scene.CreateGravityMagnitudeAttr(float(gravity))
+    scene.GetPrim().AddAppliedSchema("NewtonSceneAPI")
+    # delays count physics steps: the stage says which step they were fitted at
+    scene.GetPrim().CreateAttribute("newton:timeStepsPerSecond", Sdf.ValueTypeNames.Int).Set(int(round(1.0 / dt)))
+    return stage
+
+
+def standalone_stage(models: list[ChosenModel], loads: dict[str, JointInfo], dt: float):
+    """One fixed-base pendulum per joint with its test-bench load (q = 0 hanging down, gravity −Z).
+
+    Returns (stage, findings). A joint whose load has no gravity torque turns about the vertical axis.
+    """
+    Gf, _Sdf, _Usd, UsdGeom, UsdPhysics = _pxr()
+    findings: list[Finding] = []
+    gravities = sorted({round(loads[m.joint].gravity, 9) for m in models if loads[m.joint].gravity_coeff > 0})
+    g = gravities[0] if gravities else 9.81
+    if len(gravities) > 1:
+        findings.append(Finding("EXPORT.NEWTON.gravity", "warning", "/World/PhysicsScene",
+                                f"the joints' benches have different gravity {gravities}; the stage uses {g}"))
+    stage = _new_stage(dt, g)
+    for i, m in enumerate(models):
+        info = loads[m.joint]
+        name = prim_name(m.joint)
+        root = f"/World/{name}_bench"
+        bench = UsdGeom.Xform.Define(stage, root)
+        UsdPhysics.ArticulationRootAPI.Apply(bench.GetPrim())
+        x = float(i)  # benches side by side, 1 m apart
+        # the fixed base: a body welded to the world, so the bench is a fixed-base articulation for Newton
+        base = UsdGeom.Xform.Define(stage, f"{root}/base")
+        base.AddTranslateOp().Set(Gf.Vec3d(x, 0.0, 0.0))
+        UsdPhysics.RigidBodyAPI.Apply(base.GetPrim())
+        base_mass = UsdPhysics.MassAPI.Apply(base.GetPrim())
+        base_mass.CreateMassAttr(1.0)
+        base_mass.CreateDiagonalInertiaAttr(Gf.Vec3f(1e-3, 1e-3, 1e-3))
+        weld = UsdPhysics.FixedJoint.Define(stage, f"{root}/root_joint")
+        weld.CreateBody1Rel().SetTargets([base.GetPath()])
+        weld.CreateLocalPos0Attr(Gf.Vec3f(x, 0.0, 0.0))
+        weld.CreateLocalPos1Attr(Gf.Vec3f(0.0, 0.0, 0.0))
+        link = UsdGeom.Xform.Define(stage, f"{root}/link")
+        link.AddTranslateOp().Set(Gf.Vec3d(x, 0.0, 0.0))
+        UsdPhysics.RigidBodyAPI.Apply(link.GetPrim())
+        mass_api = UsdPhysics.MassAPI.Apply(link.GetPrim())
+        prismatic = info.joint_type == "prismatic"
+        mass = max(info.load_inertia if prismatic else info.mass, MIN_MASS)
+        com = 0.0 if prismatic or info.mass <= 0 else info.com_distance
+        inertia = max(info.inertia, MIN_INERTIA)
+        mass_api.CreateMassAttr(float(mass))
+        mass_api.CreateCenterOfMassAttr(Gf.Vec3f(0.0, 0.0, -float(com)))
+        mass_api.CreateDiagonalInertiaAttr(Gf.Vec3f(inertia, inertia, inertia))
+        mass_api.CreatePrincipalAxesAttr(Gf.Quatf(1.0, 0.0, 0.0, 0.0))
+        if prismatic:
+            joint = UsdPhysics.PrismaticJoint.Define(stage, f"{root}/{name}")
+            joint.CreateAxisAttr("X")  # horizontal: no gravity along the slide
+        else:
+            joint = UsdPhysics.RevoluteJoint.Define(stage, f"{root}/{name}")
+            joint.CreateAxisAttr("Y" if info.gravity_coeff > 0 else "Z")
+        joint.CreateBody0Rel().SetTargets([base.GetPath()])
+        joint.CreateBody1Rel().SetTargets([link.GetPath()])
+        joint.CreateLocalPos0Attr(Gf.Vec3f(0.0, 0.0, 0.0))
+        joint.CreateLocalPos1Attr(Gf.Vec3f(0.0, 0.0, 0.0))
+        author_joint(stage, joint.GetPrim(), m, f"{root}/{name}_actuator")
+        if info.gravity_coeff > 0 and abs(info.gravity - g) > 1e-9:
+            findings.append(Finding("EXPORT.NEWTON.gravity", "warning", str(joint.GetPath()),
+                                    f"bench gravity {info.gravity} m/s² differs from the stage's {g} m/s²"))
+    return stage, findings
+
+
+def open_robot(robot_usd: str | bytes):
+    """A robot USD given as .usda text (or bytes of .usda / .usdc) as an editable stage."""
+    _Gf, Sdf, Usd, _UsdGeom, _UsdPhysics = _pxr()
+    if isinstance(robot_usd, bytes) and robot_usd[:8] == b"PXR-USDC":
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "robot.usdc"
+            path.write_bytes(robot_usd)
+            src = Sdf.Layer.FindOrOpen(str(path))
+            layer = Sdf.Layer.CreateAnonymous(".usda")
+            layer.TransferContent(src)
+    else:
+        text = robot_usd.decode("utf-8") if isinstance(robot_usd, bytes) else robot_usd
+        layer = Sdf.Layer.CreateAnonymous(".usda")
+        if not layer.ImportFromString(text):
+            raise ExportError("the robot USD could not be parsed as .usda text")
+    return Usd.Stage.Open(layer)
+
+
+def robot_stage(models: list[ChosenModel], robot_usd: str | bytes):
+    """The user's robot with one NewtonActuator per fitted joint, matched by joint prim name.
+
+    Existing NewtonActuator prims targeting those joints are deactivated, as Isaac Lab does (§A.11).
+    """
+    stage = open_robot(robot_usd)
+    findings: list[Finding] = []
+    joints: dict[str, list] = {}
+    for prim in stage.Traverse():
+        if prim.GetTypeName() in ACTUATED_JOINT_TYPES:
+            joints.setdefault(prim.GetName(), []).append(prim)
+    for m in models:
+        found = joints.get(m.joint) or joints.get(prim_name(m.joint)) or []
+        if not found:
+            findings.append(Finding("EXPORT.NEWTON.unmatched_joint", "error", m.joint,
+                                    f"no revolute or prismatic joint prim named {m.joint!r} in the robot USD"))
+            continue
+        if len(found) > 1:
+            findings.append(Finding("EXPORT.NEWTON.ambiguous_joint", "warning", m.joint,
+                                    f"{len(found)} joint prims are named {m.joint!r}; all get the fitted actuator"))
+        for jp in found:
+            for other in list(stage.Traverse()):
+                if other.GetTypeName() == "NewtonActuator":
+                    rel = other.GetRelationship("newton:targets")
+                    if rel and jp.GetPath() in rel.GetTargets():
+                        other.SetActive(False)
+                        findings.append(Finding("EXPORT.NEWTON.replaced_actuator", "info", str(other.GetPath()),
+                                                f"deactivated: the fitted actuator of {m.joint!r} replaces it"))
+            author_joint(stage, jp, m, f"{jp.GetParent().GetPath()}/{prim_name(jp.GetName())}_actuator")
+    return stage, findings
+
+
+def build_stage(result: dict, rec: Recording | None = None, *, families: dict[str, str] | str | None = None,
+                loads: dict[str, dict] | None = None, robot_usd: str | bytes | None = None):
+    """The export stage and what the exporter noted about it: (stage, findings)."""
+    models = choose(result, families)
+    findings = [f for m in models for f in newton_warnings(m)]
+    if robot_usd is not None:
+        stage, more = robot_stage(models, robot_usd)
+    else:
+        stage, more = standalone_stage(models, bench_loads(result, rec, loads), physics_dt(result))
+    layer = stage.GetRootLayer()
+    layer.customLayerData = {**dict(layer.customLayerData), "actuator_sysid": {
+        "physics_dt": physics_dt(result), "delay_unit": "physics steps",
+        "families": {m.joint: m.family.name for m in models}}}
+    return stage, findings + more
+
+
+def render_usda(result: dict, rec: Recording | None = None, **kwargs) -> str:
+    """The Newton USD export as .usda text (see build_stage for the options)."""
+    stage, _ = build_stage(result, rec, **kwargs)
+    return stage.GetRootLayer().ExportToString()

@@ -1,0 +1,91 @@
+"""Domain-randomization ranges from a fit, shaped for Isaac Lab's event terms.
+
+Ranges come from the fit's 95 % intervals where the result has them (clipped to the registry bounds and
+to non-negative values); otherwise from the spread of the same family's values across joints; otherwise a
+stated ±10 % around the fitted value. Isaac Lab shapes: `randomize_actuator_gains` (stiffness, damping),
+`randomize_joint_parameters` (friction, armature), both with operation "abs" and a uniform distribution,
+and `min_delay` / `max_delay` for a DelayedPDActuatorCfg. Quantities no event term covers (viscous
+friction, effort limits, DC-motor envelope) are listed per joint for a custom event.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..models import parameters
+from .common import choose
+
+DEFAULT_RELATIVE = 0.10
+
+
+def _ranges(result: dict, families: dict[str, str] | str | None) -> dict[str, dict]:
+    models = choose(result, families)
+    by_family: dict[str, list] = {}
+    for m in models:
+        by_family.setdefault(m.family.name, []).append(m)
+    out = {}
+    for m in models:
+        jr = result["joints"][m.joint]["models"][m.family.name]
+        intervals = jr.get("intervals") or {}
+        ranges, sources = {}, {}
+        for name in m.family.params:
+            v = m.params.get(name)
+            if v is None or not math.isfinite(float(v)):
+                continue
+            p = parameters.get(name)
+            iv = intervals.get(name) or {}
+            peers = [float(o.params[name]) for o in by_family[m.family.name]
+                     if name in o.params and math.isfinite(float(o.params[name]))]
+            if iv.get("interval95"):
+                lo, hi = iv["interval95"]
+                src = "interval95" + ("" if iv.get("identified", True) else " (poorly identified)")
+            elif len(peers) > 1 and max(peers) > min(peers):
+                lo, hi, src = min(peers), max(peers), "spread across joints"
+            else:
+                d = abs(float(v)) * DEFAULT_RELATIVE if name != "delay" else 1.0
+                lo, hi, src = float(v) - d, float(v) + d, f"default ±{DEFAULT_RELATIVE:.0%}" if name != "delay" \
+                    else "default ±1 step"
+            lo, hi = max(float(lo), p.lower if p.lower < 0 else 0.0), min(float(hi), p.upper)
+            if p.integer:
+                lo, hi = int(math.floor(lo)), int(math.ceil(hi))
+            ranges[name] = [lo, hi]
+            sources[name] = src
+        out[m.joint] = {"family": m.family.name, "ranges": ranges, "sources": sources}
+    return out
+
+
+def randomization(result: dict, families: dict[str, str] | str | None = None, asset: str = "robot") -> dict:
+    """The randomization document: per-joint ranges and Isaac Lab event-term parameters."""
+    joints = _ranges(result, families)
+    events, cfgs = {}, {}
+    for joint, j in joints.items():
+        r = j["ranges"]
+        asset_cfg = {"name": asset, "joint_names": [joint]}
+        gains = {f"{k}_distribution_params": r[k] for k in ("stiffness", "damping") if k in r}
+        if gains:
+            events[f"actuator_gains_{joint}"] = {
+                "func": "isaaclab.envs.mdp.events:randomize_actuator_gains", "mode": "reset",
+                "params": {"asset_cfg": asset_cfg, **gains, "operation": "abs", "distribution": "uniform"}}
+        jp = {f"{k}_distribution_params": r[k] for k in ("friction", "armature") if k in r}
+        if jp:
+            events[f"joint_parameters_{joint}"] = {
+                "func": "isaaclab.envs.mdp.events:randomize_joint_parameters", "mode": "startup",
+                "params": {"asset_cfg": asset_cfg, **jp, "operation": "abs", "distribution": "uniform"}}
+        if "delay" in r:
+            cfgs[joint] = {"min_delay": r["delay"][0], "max_delay": r["delay"][1]}
+    return {
+        "units": {p.name: p.unit for p in parameters.PARAMS},
+        "joints": joints,
+        "isaaclab": {
+            "events": events,
+            "actuator_cfg": cfgs,
+            "note": "EventTermCfg(func=..., mode=..., params=...) with SceneEntityCfg(**asset_cfg). "
+                    "A delay range needs Isaac Lab's PyTorch path: Newton-native execution fixes the delay at "
+                    "max_delay (consumer-semantics §A.11). viscous_friction and effort limits have no event term.",
+        },
+    }
+
+
+def render_randomization(result: dict, families: dict[str, str] | str | None = None) -> str:
+    return json.dumps(randomization(result, families), indent=2) + "\n"

@@ -1,0 +1,404 @@
+"""Replay each export through its consumer on the validation segments, next to our own rollout.
+
+- Isaac Lab cfgs (isaaclab.py / .json / .yaml): the real Isaac Lab actuator classes, built from the export,
+  inside a small numpy pendulum written here from consumer-semantics §F, independently of the kernel.
+- Newton USD: the exported stage through Newton 1.8 `ModelBuilder.add_usd` and
+  `SolverMuJoCo(use_mujoco_cpu=True)`, its NewtonActuators stepped once per physics step (§E).
+- MJCF: the exported model through `mujoco`.
+
+Every replay reports the position RMSE against the log, per segment and pooled, next to the RMSE of our
+own rollout (`fitting.api.simulate`) of the same model on the same segments. A consumer that is not
+installed gives status "skipped" with a note; a replay that fails gives status "failed" with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from ..datasets.recording import JointInfo, Recording, Segment
+from .common import ChosenModel, ExportError, choose, joint_family
+
+TOLERANCE = 0.10  # replay RMSE within 10 % of our rollout's
+RMSE_FLOOR = 2e-3  # of the motion range: MuJoCo's soft frictionloss vs our hard stop (docs/models.md)
+CONSUMERS = {"isaaclab.py": "isaaclab", "isaaclab.json": "isaaclab", "isaaclab.yaml": "isaaclab",
+             "newton.usda": "newton", "mjcf.xml": "mujoco"}
+
+
+def _segments(result: dict, rec: Recording, segments: list[str] | None) -> list[Segment]:
+    names = segments if segments is not None else (result.get("split", {}).get("validation") or
+                                                   [s.name for s in rec.segments])
+    return [s for s in rec.segments if s.name in set(names)]
+
+
+def _rmse(sim: np.ndarray, meas: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((sim[1:] - meas[1:]) ** 2))) if sim.size > 1 else 0.0
+
+
+def _seg_load(rec: Recording, seg: Segment, joint: str) -> JointInfo:
+    """The joint's bench load in this segment (segment metadata may override it)."""
+    info = rec.joints[rec.joint_index(joint)]
+    over = seg.metadata.get("joints", {}).get(joint, {})
+    return replace(info, **{k: v for k, v in over.items() if k in info.__dataclass_fields__ and k != "name"})
+
+
+def _ext(seg: Segment, joint: str) -> float:
+    return float(seg.metadata.get("joints", {}).get(joint, {}).get(
+        "external_torque", seg.metadata.get("external_torque", 0.0)))
+
+
+def _ours(result: dict, rec: Recording, m: ChosenModel, segs: list[Segment]) -> dict[str, np.ndarray]:
+    from ..fitting.api import simulate
+
+    a = result.get("assumptions", {})
+    sims = simulate(rec, m.joint, m.family.name, m.params, joint_terms=list(m.family.joint_terms),
+                    decimation=a.get("decimation", 1), table_positions=m.table_positions,
+                    effort_mode=a.get("effort_mode", "explicit"))
+    return {s.name: sims[s.name]["q"] for s in segs}
+
+
+# --- Isaac Lab: the real actuator classes in a numpy §F pendulum ---
+
+
+def isaaclab_actuators(text: str, fmt: str, python_source: str | None = None) -> dict[str, dict]:
+    """The export's cfg objects, {"ACTUATORS": {group: cfg}, "ACTUATORS_BEST"?: {...}}, built by Isaac Lab.
+
+    JSON/YAML groups of our subclasses take their classes from `python_source` (the isaaclab.py export).
+    """
+    from isaaclab import actuators as ila
+
+    if fmt == "isaaclab.py":
+        ns: dict = {}
+        exec(compile(text, "isaaclab.py", "exec"), ns)  # our own generated source
+        return {k: ns[k] for k in ("ACTUATORS", "ACTUATORS_BEST") if k in ns}
+    import json
+
+    import yaml
+
+    doc = json.loads(text) if fmt == "isaaclab.json" else yaml.safe_load(text)
+    out = {}
+    for key, name in (("actuators", "ACTUATORS"), ("actuators_best", "ACTUATORS_BEST")):
+        if key not in doc:
+            continue
+        out[name] = {}
+        for g, spec in doc[key].items():
+            cls = getattr(ila, spec["class_type"], None)
+            if cls is None:  # our subclass: defined in the Python source
+                if python_source is None:
+                    raise ExportError(f"{spec['class_type']} is defined in isaaclab.py; replay that file")
+                ns: dict = {}
+                exec(compile(python_source, "isaaclab.py", "exec"), ns)
+                cls = ns[spec["class_type"]]
+            out[name][g] = cls(**spec["cfg"])
+    return out
+
+
+def _cfg_for(groups: dict, joint: str):
+    import re
+
+    for cfg in groups.values():
+        if any(re.fullmatch(e, joint) for e in cfg.joint_names_expr):
+            return cfg
+    raise ExportError(f"no actuator group of the export matches joint {joint!r}")
+
+
+def _value(cfg, name: str, default: float = 0.0) -> float:
+    v = getattr(cfg, name, None)
+    return default if v is None else float(v)
+
+
+def isaaclab_segment(cfg, info: JointInfo, seg: Segment, j: int, dt: float, sub: int, offset: float = 0.0,
+                     ext: float = 0.0, joint: str = "joint") -> np.ndarray:
+    """Run one segment: the Isaac Lab actuator once per physics step inside the §F update; measured-frame q."""
+    import torch
+    from isaaclab.utils.types import ArticulationActions
+
+    act = cfg.class_type(cfg, joint_names=[joint], joint_ids=slice(None), num_envs=1, device="cpu")
+    implicit = bool(getattr(act, "is_implicit_model", False))
+    act.reset(torch.arange(1))
+    inertia = info.load_inertia + _value(cfg, "armature")
+    mgl = info.gravity_coeff
+    fric, visc = _value(cfg, "friction"), _value(cfg, "viscous_friction")
+    dfric = getattr(cfg, "dynamic_friction", None)
+    kp, kd = _value(cfg, "stiffness"), _value(cfg, "damping")
+    lim = _value(cfg, "joint_effort_limit", _value(cfg, "effort_limit_sim", math.inf))
+    q, qd = float(seg.q[0, j]) - offset, float(seg.qd[0, j])
+    n = seg.n
+    out = np.empty(n)
+    t = lambda x: torch.tensor([[float(x)]], dtype=torch.float32)  # noqa: E731
+    for k in range(n):
+        out[k] = q + offset
+        if k == n - 1:
+            break
+        for _ in range(sub):
+            q_des, qd_des, ff = seg.q_des[k, j], seg.qd_des[k, j], seg.tau_ff[k, j]
+            jt = inertia + dt * visc
+            if implicit:  # the solver's own PD, its Kd integrated implicitly (§A.10, docs/models.md)
+                tau = min(max(kp * (q_des - q) + kd * (qd_des - qd) + ff, -lim), lim)
+                jt += dt * kd
+            else:
+                action = ArticulationActions(joint_positions=t(q_des), joint_velocities=t(qd_des),
+                                             joint_efforts=t(ff))
+                tau = float(act.compute(action, t(q), t(qd)).joint_efforts[0, 0])
+            force = tau - mgl * math.sin(q) + ext - visc * qd
+            stop = jt / dt * qd + force
+            if dfric is not None and float(dfric) != fric:
+                f = -stop if abs(stop) <= fric else -math.copysign(float(dfric), stop)  # stick, then slide
+            else:
+                f = -math.copysign(min(abs(stop), fric), stop) if stop != 0 else 0.0
+            qd = qd + dt * (force + f) / jt
+            q = q + dt * qd
+    return out
+
+
+def _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families) -> dict:
+    from .isaaclab import actuator_cfgs
+
+    fam_map = {j: families for j in result["joints"]} if isinstance(families, str) else families
+    source = None
+    if fmt != "isaaclab.py":
+        from .isaaclab import render_python
+
+        source = render_python(result, fam_map)
+    built = isaaclab_actuators(text, fmt, source)
+    joints = {}
+    for key, groups in built.items():
+        specs = actuator_cfgs(result, fam_map, custom=bool(fam_map)) if key == "ACTUATORS" else \
+            actuator_cfgs(result, custom=True)
+        for joint in result["joints"]:
+            cfg = _cfg_for(groups, joint)
+            fam_name = _family_of(specs, joint)
+            family = joint_family(result, joint, fam_name)
+            jr = result["joints"][joint]["models"][fam_name]
+            m = ChosenModel(joint, family, dict(jr["params"]), jr.get("table_positions"))
+            offset = float(getattr(cfg, "encoder_offset", 0.0) or 0.0)
+            j = rec.joint_index(joint)
+            runs = {s.name: isaaclab_segment(cfg, _seg_load(rec, s, joint), s, j, dt, sub, offset, _ext(s, joint),
+                                             joint)
+                    for s in segs}
+            name = joint if key == "ACTUATORS" else f"{joint} (best)"
+            joints[name] = _compare(result, rec, m, segs, runs)
+    return joints
+
+
+def _family_of(specs: dict[str, dict], joint: str) -> str:
+    """Which fitted family the export wrote for a joint (the cfg groups name it)."""
+    import re
+
+    for g in specs.values():
+        if any(re.fullmatch(e, joint) for e in g["cfg"]["joint_names_expr"]):
+            return g["family"]
+    raise ExportError(f"joint {joint!r} is in no group")
+
+
+# --- Newton ---
+
+
+def newton_segment(stage, seg: Segment, joints: list[str], rec: Recording, dt: float, sub: int,
+                   offsets: dict[str, float]) -> dict[str, np.ndarray]:
+    """Run one segment of every joint in the stage through Newton; measured-frame q per joint."""
+    import newton
+
+    from .newton_usd import prim_name
+
+    builder = newton.ModelBuilder()
+    builder.add_usd(stage)
+    model = builder.finalize(device="cpu")
+    labels = list(model.joint_label)
+    qd_start = model.joint_qd_start.numpy()
+    q_start = model.joint_q_start.numpy()
+    dof, coord = {}, {}
+    for joint in joints:
+        idx = [i for i, lab in enumerate(labels) if lab.rsplit("/", 1)[-1] == prim_name(joint)]
+        if not idx:
+            raise ExportError(f"joint {joint!r} not found in the Newton model")
+        dof[joint], coord[joint] = int(qd_start[idx[0]]), int(q_start[idx[0]])
+    solver = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
+    s0, s1 = model.state(), model.state()
+    control = model.control()
+    jq, jqd = s0.joint_q.numpy(), s0.joint_qd.numpy()
+    cols = {joint: rec.joint_index(joint) for joint in joints}
+    for joint, j in cols.items():
+        jq[coord[joint]] = seg.q[0, j] - offsets.get(joint, 0.0)
+        jqd[dof[joint]] = seg.qd[0, j]
+    s0.joint_q.assign(jq)
+    s0.joint_qd.assign(jqd)
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    acts = list(model.actuators)
+    a_states = [(a.state(), a.state()) for a in acts]
+    ext = np.zeros(model.joint_dof_count, np.float32)
+    for joint in joints:
+        ext[dof[joint]] = _ext(seg, joint)
+    tq, tqd, ff = (control.joint_target_q.numpy(), control.joint_target_qd.numpy(), control.joint_act.numpy())
+    out = {joint: np.empty(seg.n) for joint in joints}
+    for k in range(seg.n):
+        q_now = s0.joint_q.numpy()
+        for joint in joints:
+            out[joint][k] = q_now[coord[joint]] + offsets.get(joint, 0.0)
+        if k == seg.n - 1:
+            break
+        for joint, j in cols.items():
+            tq[dof[joint]], tqd[dof[joint]], ff[dof[joint]] = seg.q_des[k, j], seg.qd_des[k, j], seg.tau_ff[k, j]
+        control.joint_target_q.assign(tq)
+        control.joint_target_qd.assign(tqd)
+        control.joint_act.assign(ff)
+        for _ in range(sub):
+            control.joint_f.assign(ext)  # zeroed (plus any constant external torque) before the actuators add
+            for i, a in enumerate(acts):
+                cur, nxt = a_states[i]
+                a.step(s0, control, cur, nxt, dt=dt)
+                a_states[i] = (nxt, cur)
+            solver.step(s0, s1, control, None, dt)
+            s0, s1 = s1, s0
+    return out
+
+
+def _replay_newton(result, rec, text, segs, dt, sub, families) -> dict:
+    from pxr import Sdf, Usd
+
+    from .newton_usd import build_stage
+
+    models = choose(result, families)
+    joints = [m.joint for m in models]
+    offsets = {m.joint: m.value("encoder_offset") or 0.0 for m in models}
+    runs: dict[str, dict[str, np.ndarray]] = {j: {} for j in joints}
+    for seg in segs:
+        loads = {j: _seg_load(rec, seg, j) for j in joints}
+        if all(loads[j] == rec.joints[rec.joint_index(j)] for j in joints) and text:
+            layer = Sdf.Layer.CreateAnonymous(".usda")
+            layer.ImportFromString(text)
+            stage = Usd.Stage.Open(layer)
+        else:  # this segment's bench carries another load: the same export for that load
+            stage, _ = build_stage(result, families=families,
+                                   loads={j: {k: getattr(v, k) for k in v.__dataclass_fields__} for j, v in loads.items()})
+        for joint, q in newton_segment(stage, seg, joints, rec, dt, sub, offsets).items():
+            runs[joint][seg.name] = q
+    return {m.joint: _compare(result, rec, m, segs, runs[m.joint]) for m in models}
+
+
+# --- MuJoCo ---
+
+
+def mujoco_segment(xml: str, seg: Segment, joints: list[str], rec: Recording, models: dict[str, ChosenModel],
+                   sub: int) -> dict[str, np.ndarray]:
+    """Run one segment through the MJCF model; ctrl is the virtual target (mjcf.py); measured-frame q."""
+    import mujoco
+
+    from .newton_usd import prim_name
+
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    cols = {joint: rec.joint_index(joint) for joint in joints}
+    jid = {j: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prim_name(j)) for j in joints}
+    aid = {j: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, prim_name(j) + "_actuator") for j in joints}
+    offsets = {j: models[j].value("encoder_offset") or 0.0 for j in joints}
+    for j, c in cols.items():
+        data.qpos[model.jnt_qposadr[jid[j]]] = seg.q[0, c] - offsets[j]
+        data.qvel[model.jnt_dofadr[jid[j]]] = seg.qd[0, c]
+
+    def ctrl(j: str, k: int) -> float:
+        c, m = cols[j], models[j]
+        kp, kd = m.value("stiffness") or 0.0, m.value("damping") or 0.0
+        return float(seg.q_des[k, c] + ((kd * seg.qd_des[k, c] + seg.tau_ff[k, c]) / kp if kp > 0 else 0.0))
+
+    for j in joints:  # the history starts full of the first command, as Isaac Lab's and Newton's delays do
+        data.ctrl[aid[j]] = ctrl(j, 0)
+        if model.actuator_history[aid[j]][0] > 0:
+            n_hist = int(model.actuator_history[aid[j]][0])
+            times = (data.time - model.opt.timestep * np.arange(n_hist)[::-1]).reshape(-1, 1)
+            mujoco.mj_initCtrlHistory(model, data, aid[j], times, np.full((n_hist, 1), data.ctrl[aid[j]]))
+    out = {j: np.empty(seg.n) for j in joints}
+    for k in range(seg.n):
+        for j in joints:
+            out[j][k] = data.qpos[model.jnt_qposadr[jid[j]]] + offsets[j]
+            data.qfrc_applied[model.jnt_dofadr[jid[j]]] = _ext(seg, j)
+        if k == seg.n - 1:
+            break
+        for j in joints:
+            data.ctrl[aid[j]] = ctrl(j, k)
+        for _ in range(sub):
+            mujoco.mj_step(model, data)
+    return out
+
+
+def _replay_mujoco(result, rec, text, segs, sub, families) -> dict:
+    from .mjcf import build_mjcf
+
+    models = {m.joint: m for m in choose(result, families)}
+    joints = list(models)
+    runs: dict[str, dict[str, np.ndarray]] = {j: {} for j in joints}
+    for seg in segs:
+        loads = {j: _seg_load(rec, seg, j) for j in joints}
+        xml = text
+        if not text or not all(loads[j] == rec.joints[rec.joint_index(j)] for j in joints):
+            xml, _ = build_mjcf(result, families=families,
+                                loads={j: {k: getattr(v, k) for k in v.__dataclass_fields__} for j, v in loads.items()})
+        for joint, q in mujoco_segment(xml, seg, joints, rec, models, sub).items():
+            runs[joint][seg.name] = q
+    return {j: _compare(result, rec, models[j], segs, runs[j]) for j in joints}
+
+
+# --- the comparison ---
+
+
+def _compare(result: dict, rec: Recording, m: ChosenModel, segs: list[Segment], runs: dict[str, np.ndarray]) -> dict:
+    ours = _ours(result, rec, m, segs)
+    j = rec.joint_index(m.joint)
+    rows = []
+    se_r = se_o = n = 0.0
+    motion = 0.0
+    for s in segs:
+        meas = s.q[:, j]
+        r, o = _rmse(runs[s.name], meas), _rmse(ours[s.name], meas)
+        rows.append({"segment": s.name, "rmse_replay": r, "rmse_ours": o,
+                     "rmse_replay_vs_ours": _rmse(runs[s.name], ours[s.name])})
+        se_r += r * r * (s.n - 1)
+        se_o += o * o * (s.n - 1)
+        n += s.n - 1
+        motion = max(motion, float(np.ptp(meas)))
+    rr, ro = math.sqrt(se_r / max(n, 1)), math.sqrt(se_o / max(n, 1))
+    rel = abs(rr - ro) / ro if ro > 0 else (0.0 if rr == 0 else math.inf)
+    return {"family": m.family.name, "rmse_replay": rr, "rmse_ours": ro, "relative_difference": rel,
+            "within_tolerance": bool(abs(rr - ro) <= max(TOLERANCE * ro, RMSE_FLOOR * motion)),
+            "segments": rows}
+
+
+def replay(result: dict, rec: Recording, fmt: str, *, text: str | None = None,
+           families: dict[str, str] | str | None = None, segments: list[str] | None = None) -> dict:
+    """Replay one export format through its consumer; RMSE next to our rollout's, per joint.
+
+    `text` is the rendered export (rendered here when None). Segments default to the validation split.
+    """
+    if fmt not in CONSUMERS:
+        return {"format": fmt, "status": "skipped", "note": f"no consumer replay for {fmt}"}
+    consumer = CONSUMERS[fmt]
+    module = {"isaaclab": "isaaclab.actuators", "newton": "newton", "mujoco": "mujoco"}[consumer]
+    try:
+        __import__(module)
+        if consumer == "newton":
+            __import__("newton_usd_schemas")
+    except ImportError as e:
+        return {"format": fmt, "consumer": consumer, "status": "skipped",
+                "note": f"consumer not installed ({e.name or module}): replay skipped"}
+    segs = _segments(result, rec, segments)
+    a = result.get("assumptions", {})
+    sub = int(a.get("decimation", 1))
+    dt = float(a.get("physics_dt", segs[0].dt / sub if segs else 0.005))
+    base = {"format": fmt, "consumer": consumer, "segments": [s.name for s in segs], "tolerance": TOLERANCE}
+    try:
+        if text is None:
+            from . import render_format
+
+            text = render_format(result, rec, fmt, families=families)
+        if consumer == "isaaclab":
+            joints = _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families)
+        elif consumer == "newton":
+            joints = _replay_newton(result, rec, text, segs, dt, sub, families)
+        else:
+            joints = _replay_mujoco(result, rec, text, segs, sub, families)
+    except Exception as e:  # a replay must never take the export down with it
+        return {**base, "status": "failed", "note": f"{type(e).__name__}: {e}"}
+    return {**base, "status": "ok", "joints": joints,
+            "within_tolerance": all(v["within_tolerance"] for v in joints.values())}
