@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -29,12 +30,25 @@ def upload(server: Server, data: bytes, filename: str = "log.csv", metadata: str
 
 
 def stored(server: Server) -> tuple[list[str], list[str], list[str], list[str]]:
-    """Everything that could have been stored: dataset ids, dataset folders, fit ids, fit folders."""
+    """Everything that could have been stored: dataset ids, stored blobs, fit ids, files left in tmp."""
     ds = [d["id"] for d in requests.get(server.url + "/api/v1/datasets", timeout=10).json()]
     fits = [f["id"] for f in requests.get(server.url + "/api/v1/fits", timeout=10).json()]
-    folders = sorted(p.name for p in (server.data_dir / "datasets").iterdir())
-    fit_folders = sorted(p.name for p in (server.data_dir / "fits").iterdir())
-    return ds, folders, fits, fit_folders
+    blobs = sorted(p.name for p in (server.data_dir / "blobs").glob("*/*"))
+    tmp = sorted(p.name for p in (server.data_dir / "tmp").iterdir())
+    return ds, blobs, fits, tmp
+
+
+def artifacts(server: Server, kind: str, owner: str) -> dict[str, dict]:
+    """name → {sha256, size} of a dataset's or fit's stored files, read from the server's database."""
+    repo = Repository(f"sqlite:///{server.data_dir / 'actuator_sysid.db'}", run_migrations=False)
+    try:
+        return repo.artifacts(kind, owner)
+    finally:
+        repo.close()
+
+
+def blob(server: Server, art: dict) -> Path:
+    return server.data_dir / "blobs" / art["sha256"][:2] / art["sha256"]
 
 
 def good_upload(server: Server, tmp_path: Path) -> dict:
@@ -81,9 +95,13 @@ def test_upload_list_get(server: Server, tmp_path: Path) -> None:
     assert body["id"] in [d["id"] for d in listed]
     got = requests.get(f"{server.url}/api/v1/datasets/{body['id']}", timeout=10)
     assert got.status_code == 200 and got.json() == body
-    folder = server.data_dir / "datasets" / body["id"]
-    assert (folder / "original.bin").read_bytes() == (tmp_path / "log.csv").read_bytes()
-    assert {"recording.json", "arrays.npz"} <= {p.name for p in folder.iterdir()}
+    raw = (tmp_path / "log.csv").read_bytes()
+    assert body["sha256"] == hashlib.sha256(raw).hexdigest() and body["size"] == len(raw)
+    arts = artifacts(server, "dataset", body["id"])
+    assert blob(server, arts["original"]).read_bytes() == raw  # stored by content, under its checksum
+    assert {"recording.json", "arrays.npz"} <= set(arts)
+    for a in arts.values():
+        assert hashlib.sha256(blob(server, a).read_bytes()).hexdigest() == a["sha256"]
     assert "log.csv" in requests.get(server.url + "/", timeout=10).text
 
 
@@ -226,9 +244,10 @@ def test_full_fit_flow(server: Server, tmp_path: Path) -> None:
     result = fit["result"]
     assert list(result["joints"]) == ["knee"]
     assert set(result["joints"]["knee"]["models"]) == {"dcmotor", "ideal_pd"}
-    folder = server.data_dir / "fits" / fit_id
-    assert json.loads((folder / "fit.json").read_text()) == result
-    assert {"fit.json", "report_data.json", "isaaclab.py", "isaaclab.json"} <= {p.name for p in folder.iterdir()}
+    arts = artifacts(server, "fit", fit_id)
+    assert json.loads(blob(server, arts["fit.json"]).read_text()) == result
+    assert {"fit.json", "report_data.json", "isaaclab.py", "isaaclab.json"} <= set(arts)
+    assert {a["name"] for a in fit["artifacts"]} == set(arts)
 
     py = requests.get(f"{server.url}/api/v1/fits/{fit_id}/export/isaaclab.py", timeout=10)
     assert py.status_code == 200 and py.headers["content-type"].startswith("text/x-python")

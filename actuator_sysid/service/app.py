@@ -1,79 +1,150 @@
 """The HTTP edge: `create_app(settings)` builds the FastAPI app. Routes validate, call the core, map errors.
 
-Uploads are parsed completely before anything is stored; fits are queued to worker processes (jobs.py).
+Uploads are streamed to a temp file (size limit enforced while streaming), parsed in a parser process and
+stored whole or not at all; fits go to the durable queue (jobs.py); every route but /healthz, /static and
+the login form needs a token when auth is on (auth.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import re
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, File, Form, Request, UploadFile
+from fastapi import FastAPI, File, Form, Query, Request, UploadFile
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import StreamingResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..datasets.canonical import read_table
+from ..datasets.excitation import ExcitationSpec, excitation_files
 from ..datasets.recording import DatasetError
+from ..datasets.sources import parse_names
 from ..fitting.api import FitRequest, FitRequestError, validate_request
 from ..models.families import FAMILIES
-from .db import NotFoundError, Repository
+from . import fleet, pages
+from .auth import COOKIE, AuthMiddleware, safe_next
+from .db import DEFAULT_PROJECT, TERMINAL, ConflictError, NotFoundError, Repository
 from .jobs import JobRunner
-from .pages import plotly_js_path, render_index
+from .metrics import Metrics
+from .parsing import ParserPool
 from .report import render_report
 from .settings import Settings
-from .storage import Storage, json_safe, new_id
+from .storage import Storage, UploadTooLargeError, new_id
 
 log = logging.getLogger("actuator_sysid.service")
 
-EXPORTS = {"isaaclab.py": "text/x-python", "isaaclab.json": "application/json"}
+MEDIA_TYPES = {".py": "text/x-python", ".json": "application/json", ".usda": "text/plain", ".xml": "application/xml",
+               ".yaml": "application/yaml"}
+INTERNAL_ARTIFACTS = ("report_data.json",)  # stored for the report page, not offered as a download
 _DEFAULT = FitRequest()
-
-
-class ConflictError(RuntimeError):
-    """The resource exists but is not in a state that allows the request (e.g. export of an unfinished fit)."""
+__all__ = ["ConflictError", "PayloadTooLargeError", "create_app"]
 
 
 class PayloadTooLargeError(ValueError):
     """The request body is larger than max_upload_bytes."""
 
 
-# --- request bodies ---
+# --- request and response bodies (their examples feed /openapi.json) ---
 
 
 class Budget(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    generations: int = Field(_DEFAULT.generations, description="CMA-ES generations per model family")
-    population: int = Field(_DEFAULT.population, description="CMA-ES population size")
+    generations: int = Field(_DEFAULT.generations, description="CMA-ES generations per model family",
+                             examples=[200])
+    population: int = Field(_DEFAULT.population, description="CMA-ES population size", examples=[16])
 
 
 class FitCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    dataset_id: str
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"dataset_id": "3f2b9c0e5d6a4b1c8e7f6a5b4c3d2e1f", "joints": ["knee"], "models": ["dcmotor", "ideal_pd"],
+         "budget": {"generations": 200, "population": 16}, "seed": 0, "device": "cpu"}]})
+    dataset_id: str = Field(description="id from POST /api/v1/datasets")
     joints: list[str] | None = Field(None, description="joints to fit; omit for every joint")
     models: list[str] = Field(default_factory=lambda: list(_DEFAULT.models),
                               description=f"model families, from {sorted(FAMILIES)}")
     budget: Budget = Field(default_factory=Budget)
     seed: int = _DEFAULT.seed
+    device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d+)?)$",
+                        description="where the fit computes; cuda needs a GPU worker (the Ray executor gives "
+                                    "such a fit one GPU)")
+
+    decimation: int = Field(_DEFAULT.decimation, description="physics steps per log sample (commands held)")
+    effort_mode: str = Field(_DEFAULT.effort_mode, description="explicit, or implicit (Newton's implicit effort mode)")
+    joint_terms: list[str] | None = Field(None, description="joint terms instead of each family's default, e.g. "
+                                                            "armature, friction, dynamic_friction, viscous_friction, "
+                                                            "encoder_offset")
 
     def to_request(self) -> FitRequest:
         return FitRequest(joints=self.joints, models=self.models, generations=self.budget.generations,
-                          population=self.budget.population, seed=self.seed)
+                          population=self.budget.population, seed=self.seed, device=self.device,
+                          decimation=self.decimation, effort_mode=self.effort_mode, joint_terms=self.joint_terms)
 
 
-# --- body size limit ---
+_DATASET_EXAMPLE = {
+    "id": "3f2b9c0e5d6a4b1c8e7f6a5b4c3d2e1f", "project": "default", "name": "knee_bench.csv",
+    "created_at": "2026-03-01T09:30:00+00:00", "joints": ["knee"], "segments": 6, "samples": 7200,
+    "duration_s": 35.97, "rate_hz": 200.0, "source_format": "canonical-csv-long", "velocity_source": "measured",
+    "has_effort": True, "warnings": [], "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "size": 412345, "actuator_model": "AK80-9", "serial": "SN-0042"}
+_FIT_EXAMPLE = {
+    "id": "a1b2c3d4e5f60718293a4b5c6d7e8f90", "project": "default", "dataset_id": _DATASET_EXAMPLE["id"],
+    "status": "running", "progress": 0.42, "message": "dcmotor: generation 84/200", "attempts": 1,
+    "request": {"joints": ["knee"], "models": ["dcmotor"], "generations": 200, "population": 16, "seed": 0},
+    "created_at": "2026-03-01T09:31:00+00:00", "updated_at": "2026-03-01T09:31:20+00:00",
+    "started_at": "2026-03-01T09:31:01+00:00", "finished_at": None, "artifacts": []}
+
+
+class DatasetOut(BaseModel):
+    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [_DATASET_EXAMPLE]})
+    id: str
+    name: str
+    created_at: str
+    joints: list[str]
+    segments: int
+    warnings: list[str]
+
+
+class FitOut(BaseModel):
+    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [_FIT_EXAMPLE]})
+    id: str
+    dataset_id: str
+    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+    progress: float
+    message: str
+
+
+class FitAccepted(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"id": _FIT_EXAMPLE["id"], "status": "queued"}]})
+    id: str
+    status: str
+
+
+class Problem(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"detail": "fit 'x' not found; GET /api/v1/fits "
+                                                                         "lists the ids"}]})
+    detail: str
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": Problem} for c in (401, 404)}
+
+
+# --- body size limit, counted while streaming ---
 
 
 class BodyLimitMiddleware:
-    """Answer 413 to a request body over `limit` bytes before the app reads it (chunked bodies are counted)."""
+    """Answer 413 to a request body over `limit` bytes: at once for a declared Content-Length, else as soon
+    as the streamed (chunked) body passes the limit; the body is never buffered here."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app, self.limit = app, limit
@@ -88,32 +159,36 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None:
-            if length.isdigit() and int(length) > self.limit:
-                await self._too_large(int(length))(scope, receive, send)
-                return
-            await self.app(scope, receive, send)  # the server enforces the declared length
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            await self._too_large(int(length))(scope, receive, send)
             return
-        # no Content-Length (chunked): buffer up to the limit, then replay to the app
-        chunks: list[Message] = []
-        total = 0
-        while True:
+        total, over, started = 0, False, False
+
+        async def counted() -> Message:
+            nonlocal total, over
+            if over:
+                return {"type": "http.disconnect"}
             msg = await receive()
-            chunks.append(msg)
-            total += len(msg.get("body", b""))
-            if total > self.limit:
-                await self._too_large(None)(scope, receive, send)
-                return
-            if msg["type"] != "http.request" or not msg.get("more_body", False):
-                break
+            if msg["type"] == "http.request":
+                total += len(msg.get("body", b""))
+                if total > self.limit:
+                    over = True
+                    return {"type": "http.disconnect"}  # the app stops reading; we answer 413 below
+            return msg
 
-        async def replay() -> Message:
-            return chunks.pop(0) if chunks else await receive()
+        async def guarded(msg: Message) -> None:
+            nonlocal started
+            if over:
+                return  # whatever the app says after a cut-off body is replaced by the 413
+            started = started or msg["type"] == "http.response.start"
+            await send(msg)
 
-        await self.app(scope, replay, send)
+        await self.app(scope, counted, guarded)
+        if over and not started:
+            await self._too_large(None)(scope, receive, send)
 
 
-# --- the app ---
+# --- helpers ---
 
 
 def _parse_metadata(text: str | None) -> dict | None:
@@ -130,39 +205,79 @@ def _parse_metadata(text: str | None) -> dict | None:
     return meta
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def display_name(filename: str | None) -> str:
+    """The upload's name for display only: its last path component, without control characters."""
+    name = _CONTROL.sub("", re.split(r"[/\\]", filename or "")[-1]).strip()
+    return (name or "upload")[-255:]
+
+
 def _dataset_out(d: dict) -> dict[str, Any]:
-    return {"id": d["id"], "name": d["name"], "created_at": d["created_at"], **d["summary"]}
+    return {"id": d["id"], "project": d["project"], "name": d["name"], "created_at": d["created_at"],
+            **d["summary"], "sha256": d["sha256"], "size": d["size"], "actuator_model": d["actuator_model"],
+            "serial": d["serial"]}
 
 
-def _fit_out(f: dict) -> dict[str, Any]:
+def _fit_out(f: dict, artifacts: dict[str, dict] | None = None) -> dict[str, Any]:
     """The public shape of a fit; result/error only when present."""
-    out = {k: f[k] for k in ("id", "dataset_id", "status", "progress", "message", "request", "created_at",
-                             "updated_at")}
+    out = {k: f[k] for k in ("id", "project", "dataset_id", "status", "progress", "message", "request",
+                             "created_at", "updated_at", "started_at", "finished_at", "attempts", "executor", "worker")}
     for k in ("result", "error"):
         if f.get(k) is not None:
             out[k] = f[k]
+    if artifacts is not None:
+        out["artifacts"] = [{"name": n, **a} for n, a in artifacts.items()]
     return out
 
 
+def _project(request: Request) -> str | None:
+    """The caller's project for reads: None (every project) when auth is off and no token was sent."""
+    return request.state.project
+
+
+def _owner(request: Request) -> str:
+    """The project new datasets and fits belong to."""
+    return request.state.project or DEFAULT_PROJECT
+
+
+def _sse(event: str, data: dict, event_id: int | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data, allow_nan=False)}\n\n"
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """The service app: JSON API under /api/v1, HTML pages at / and /fits/{id}, Plotly from /static."""
+    """The service app: JSON API under /api/v1, HTML pages, Plotly from /static, health and metrics."""
     settings = settings or Settings()
     storage = Storage(settings.data_dir)
     repo = Repository(settings.database_url)
     runner = JobRunner(settings, repo)
+    parser = ParserPool(settings.parse_workers)
+    metrics = Metrics(repo)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        runner.start()
+        await run_in_threadpool(storage.collect_garbage, repo.referenced_blobs())
+        await run_in_threadpool(runner.start)
+        log.info("serving", extra={"executor": settings.executor, "auth_required": settings.auth_required,
+                                   "database": repo.engine.url.render_as_string(hide_password=True),
+                                   "data_dir": str(settings.data_dir)})
         try:
             yield
         finally:
             runner.stop()
+            parser.shutdown()
             repo.close()
 
-    app = FastAPI(title="actuator-sysid", version="0.1.0", lifespan=lifespan,
-                  description="Fit actuator models from joint logs and export them to Isaac Lab.")
+    app = FastAPI(
+        title="actuator-sysid", version="0.2.0", lifespan=lifespan,
+        description="Fit actuator models from joint logs and export them to Isaac Lab. Every route except "
+                    "/healthz and /static needs `Authorization: Bearer <token>` when the server listens beyond "
+                    "loopback (tokens: `actuator-sysid token create --project NAME`).")
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_upload_bytes)
+    app.add_middleware(AuthMiddleware, repo=repo, required=settings.auth_required)
+    app.add_middleware(metrics.middleware)  # type: ignore[arg-type]
     app.state.settings, app.state.repo, app.state.storage, app.state.runner = settings, repo, storage, runner
 
     # --- errors, mapped once ---
@@ -173,7 +288,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return handle
 
     for exc_type, code in ((DatasetError, 422), (FitRequestError, 422), (NotFoundError, 404),
-                           (ConflictError, 409), (PayloadTooLargeError, 413)):
+                           (ConflictError, 409), (PayloadTooLargeError, 413), (UploadTooLargeError, 413)):
         app.add_exception_handler(exc_type, _handler(code))
 
     @app.exception_handler(RequestValidationError)
@@ -195,99 +310,300 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                        "details"}, status_code=500)
 
     # --- datasets ---
+    # The list and status routes that dashboards poll are `async`: each is one or two indexed reads, cheaper
+    # on the event loop than the two thread hand-offs (handler, response check) a sync route costs.
 
-    @app.post("/api/v1/datasets", status_code=201, tags=["datasets"])
+    @app.post("/api/v1/datasets", status_code=201, tags=["datasets"],
+              responses={201: {"model": DatasetOut}, 413: {"model": Problem}, 422: {"model": Problem}, **_ERRORS})
     async def upload_dataset(
-        file: Annotated[UploadFile, File(description="canonical CSV or Parquet joint log")],
-        metadata: Annotated[str | None, Form(description="sidecar JSON object (loads, gains, units)")] = None,
-        fmt: Annotated[str | None, Form(alias="format", description="csv | parquet; empty to detect")] = None,
+        request: Request,
+        file: Annotated[UploadFile, File(description="joint log in any supported format (or a zip of several)")],
+        metadata: Annotated[str | None, Form(description="sidecar JSON object (loads, gains, units; "
+                                                         "actuator_model and serial for the fleet view)")] = None,
+        fmt: Annotated[str | None, Form(alias="format", description="csv | parquet | bam | pace | mcap | rosbag | "
+                                        "actuator-net | lerobot | isaaclab-hdf5; empty to detect")] = None,
+        joint_names: Annotated[str | None, Form(description="comma-separated joint names, for logs without "
+                                                            "them (PACE, Float64MultiArray, LeRobot, HDF5)")] = None,
     ) -> dict[str, Any]:
         """Parse and store a joint log; nothing is stored unless the whole file parses."""
-        data = await file.read()
-        if len(data) > settings.max_upload_bytes:
-            raise PayloadTooLargeError(f"upload too large: {len(data)} bytes; the limit is "
-                                       f"{settings.max_upload_bytes} bytes (ACTUATOR_SYSID_MAX_UPLOAD_BYTES)")
-        name = (file.filename or "upload")[-255:]
-        if not data:
-            raise DatasetError(f"{name}: the uploaded file is empty; choose a file with a header and rows")
-        rec = await run_in_threadpool(read_table, data, name, _parse_metadata(metadata), fmt or None)
-        dataset_id = new_id()
-        path = await run_in_threadpool(storage.save_dataset, dataset_id, rec, data)
+        name = display_name(file.filename)
+        sidecar = _parse_metadata(metadata)
+        tmp, (sha, size) = await run_in_threadpool(storage.receive, file.file, settings.max_upload_bytes)
+        out_dir = storage.temp_path(".rec")
         try:
-            row = repo.create_dataset(dataset_id, name, json_safe(rec.summary()), path)
-        except Exception:
-            storage.remove_dataset(dataset_id)
-            raise
+            if size == 0:
+                raise DatasetError(f"{name}: the uploaded file is empty; choose a file with a header and rows")
+            parsed = await parser.parse(tmp, name, sidecar, fmt or None, out_dir, any_format=True,
+                                        joint_names=parse_names(joint_names))
+            arts = await run_in_threadpool(storage.put_folder, out_dir)
+            arts["original"] = await run_in_threadpool(storage.put_file, tmp, sha)
+            row = await run_in_threadpool(lambda: repo.create_dataset(
+                new_id(), name, parsed["summary"], arts, project=_owner(request), metadata=parsed["metadata"]))
+        finally:
+            tmp.unlink(missing_ok=True)
+            shutil.rmtree(out_dir, ignore_errors=True)
         return _dataset_out(row)
 
-    @app.get("/api/v1/datasets", tags=["datasets"])
-    def list_datasets() -> list[dict[str, Any]]:
-        return [_dataset_out(d) for d in repo.list_datasets()]
+    @app.get("/api/v1/datasets", tags=["datasets"], responses={200: {"model": list[DatasetOut]}, **_ERRORS})
+    async def list_datasets(request: Request, actuator_model: str | None = None, serial: str | None = None,
+                      limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> list[dict[str, Any]]:
+        """Datasets newest first; filter by the sidecar's actuator_model / serial."""
+        return [_dataset_out(d) for d in repo.list_datasets(_project(request), actuator_model, serial, limit)]
 
-    @app.get("/api/v1/datasets/{dataset_id}", tags=["datasets"])
-    def get_dataset(dataset_id: str) -> dict[str, Any]:
-        return _dataset_out(repo.get_dataset(dataset_id))
+    @app.get("/api/v1/datasets/{dataset_id}", tags=["datasets"], responses={200: {"model": DatasetOut}, **_ERRORS})
+    async def get_dataset(request: Request, dataset_id: str) -> dict[str, Any]:
+        return _dataset_out(repo.get_dataset(dataset_id, _project(request)))
+
+    @app.get("/api/v1/datasets/{dataset_id}/original", tags=["datasets"], response_class=FileResponse,
+             responses=_ERRORS)
+    def download_original(request: Request, dataset_id: str) -> FileResponse:
+        """The uploaded file as it was received (its sha256 is the dataset's `sha256`)."""
+        d = repo.get_dataset(dataset_id, _project(request))
+        path = storage.blob_path(d["sha256"])
+        if not path.is_file():
+            raise NotFoundError(f"the uploaded file of dataset {dataset_id} is missing from the store")
+        return FileResponse(path, media_type="application/octet-stream",
+                            filename=f"dataset-{dataset_id[:8]}-{d['name']}")
+
+    @app.post("/api/v1/excitations", tags=["datasets"], responses={422: {"model": Problem}, **_ERRORS})
+    def create_excitation(body: ExcitationSpec) -> dict[str, Any]:
+        """Design an excitation within the bounds: canonical CSV text and its JSON sidecar."""
+        text, side = excitation_files(body)
+        return {"csv": text, "sidecar": side}
+
+    @app.delete("/api/v1/datasets/{dataset_id}", tags=["datasets"], responses={409: {"model": Problem}, **_ERRORS})
+    def delete_dataset(request: Request, dataset_id: str, force: bool = False) -> dict[str, Any]:
+        """Delete a dataset and its fits. Refused (409, naming them) while fits of it are queued or running,
+        unless force=true, which cancels them."""
+        shas = {a["sha256"] for a in repo.artifacts("dataset", dataset_id).values()}
+        fit_ids = [f["id"] for f in repo.list_fits(dataset_id, _project(request))]
+        for fid in fit_ids:
+            shas |= {a["sha256"] for a in repo.artifacts("fit", fid).values()}
+        deleted = repo.delete_dataset(dataset_id, _project(request), force=force)
+        storage_removed = _discard(shas)
+        return {"deleted": dataset_id, "fits_deleted": deleted, "files_removed": storage_removed}
+
+    def _discard(shas: set[str]) -> int:
+        """Remove blobs no artifact refers to any more."""
+        gone = shas - repo.referenced_blobs()
+        for sha in gone:
+            storage.blob_path(sha).unlink(missing_ok=True)
+        return len(gone)
 
     # --- fits ---
 
-    @app.post("/api/v1/fits", status_code=202, tags=["fits"])
-    def create_fit(body: FitCreate) -> dict[str, Any]:
-        """Check the request against the dataset, then queue it for a worker process."""
-        repo.get_dataset(body.dataset_id)
+    @app.post("/api/v1/fits", status_code=202, tags=["fits"],
+              responses={202: {"model": FitAccepted}, 409: {"model": Problem}, 422: {"model": Problem}, **_ERRORS})
+    def create_fit(request: Request, body: FitCreate) -> dict[str, Any]:
+        """Check the request against the dataset, then queue it (the durable queue in the database)."""
+        repo.get_dataset(body.dataset_id, _project(request))
         req = body.to_request()
-        validate_request(storage.load_recording(body.dataset_id), req)
-        fit = repo.create_fit(new_id(), body.dataset_id, asdict(req))
+        validate_request(storage.load_recording(repo.artifacts("dataset", body.dataset_id)), req)
+        fit = repo.create_fit(new_id(), body.dataset_id, asdict(req), project=_owner(request))
         runner.submit(fit["id"])
         return {"id": fit["id"], "status": fit["status"]}
 
-    @app.get("/api/v1/fits", tags=["fits"])
-    def list_fits(dataset_id: str | None = None) -> list[dict[str, Any]]:
-        return [_fit_out(f) for f in repo.list_fits(dataset_id)]
+    @app.get("/api/v1/fits", tags=["fits"], responses={200: {"model": list[FitOut]}, **_ERRORS})
+    async def list_fits(request: Request, dataset_id: str | None = None,
+                  status: Literal["queued", "running", "succeeded", "failed", "cancelled"] | None = None,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> list[dict[str, Any]]:
+        """Fits newest first, without results."""
+        return [_fit_out(f) for f in repo.list_fits(dataset_id, _project(request), status, limit)]
 
-    @app.get("/api/v1/fits/{fit_id}", tags=["fits"])
-    def get_fit(fit_id: str) -> dict[str, Any]:
-        return _fit_out(repo.get_fit(fit_id))
+    @app.get("/api/v1/fits/{fit_id}", tags=["fits"], responses={200: {"model": FitOut}, **_ERRORS})
+    async def get_fit(request: Request, fit_id: str) -> dict[str, Any]:
+        """One fit with its result (when succeeded), error (when failed) and stored artifacts."""
+        return _fit_out(repo.get_fit(fit_id, _project(request)), repo.artifacts("fit", fit_id))
 
-    @app.get("/api/v1/fits/{fit_id}/export/{name}", tags=["fits"])
-    def export_fit(fit_id: str, name: str) -> Response:
-        """A stored export of a succeeded fit, as a download."""
-        fit = repo.get_fit(fit_id)
-        if name not in EXPORTS:
-            raise NotFoundError(f"unknown export format {name!r}; available: {sorted(EXPORTS)}")
+    @app.post("/api/v1/fits/{fit_id}/cancel", status_code=202, tags=["fits"],
+              responses={202: {"model": FitOut}, 409: {"model": Problem}, **_ERRORS})
+    def cancel_fit(request: Request, fit_id: str) -> dict[str, Any]:
+        """Cancel a queued fit at once, a running one at its worker's next progress report (killed after 10 s)."""
+        out = _fit_out(repo.request_cancel(fit_id, _project(request)))
+        runner.submit()
+        return out
+
+    @app.post("/api/v1/fits/{fit_id}/retry", status_code=202, tags=["fits"],
+              responses={202: {"model": FitOut}, 409: {"model": Problem}, **_ERRORS})
+    def retry_fit(request: Request, fit_id: str) -> dict[str, Any]:
+        """Queue a failed or cancelled fit again, with the same request."""
+        out = _fit_out(repo.retry_fit(fit_id, _project(request)))
+        runner.submit(fit_id)
+        return out
+
+    @app.delete("/api/v1/fits/{fit_id}", tags=["fits"], responses={409: {"model": Problem}, **_ERRORS})
+    def delete_fit(request: Request, fit_id: str) -> dict[str, Any]:
+        """Delete a finished fit and its files (cancel a queued or running one first)."""
+        shas = {a["sha256"] for a in repo.artifacts("fit", fit_id).values()}
+        repo.delete_fit(fit_id, _project(request))
+        return {"deleted": fit_id, "files_removed": _discard(shas)}
+
+    @app.get("/api/v1/fits/{fit_id}/events", tags=["fits"], response_class=StreamingResponse, responses={
+        200: {"content": {"text/event-stream": {"example": 'event: progress\ndata: {"status": "running", '
+                                                           '"progress": 0.42, "message": "dcmotor: generation 84/200"}\n\n'}},
+              "description": "Server-Sent Events: `progress` (status, progress, message) on every change, "
+                             "`log` (id, ts, level, message) per log line, then one `end` (status, error) "
+                             "when the fit is succeeded, failed or cancelled."}, **_ERRORS})
+    async def fit_events(request: Request, fit_id: str) -> StreamingResponse:
+        """Stream a fit's progress and log lines until it reaches a terminal state (reconnect with Last-Event-ID)."""
+        project = _project(request)
+        await run_in_threadpool(repo.get_fit, fit_id, project)  # 404 before the stream starts
+        last_id = request.headers.get("last-event-id", "0")
+        after = int(last_id) if last_id.isdigit() else 0
+
+        async def stream() -> AsyncIterator[str]:
+            nonlocal after
+            last_state: tuple | None = None
+            idle = 0.0
+            yield "retry: 2000\n\n"
+            while True:
+                fit = await run_in_threadpool(repo.get_fit, fit_id, project)
+                for ev in await run_in_threadpool(repo.events_since, fit_id, after):
+                    after = ev["id"]
+                    yield _sse("log", ev, ev["id"])
+                state = (fit["status"], round(fit["progress"], 4), fit["message"])
+                if state != last_state:
+                    last_state, idle = state, 0.0
+                    yield _sse("progress", {"status": fit["status"], "progress": fit["progress"],
+                                            "message": fit["message"], "attempts": fit["attempts"]})
+                if fit["status"] in TERMINAL:
+                    yield _sse("end", {"status": fit["status"], "error": fit["error"]})
+                    return
+                if await request.is_disconnected():
+                    return
+                await asyncio.sleep(0.25)
+                idle += 0.25
+                if idle >= 15:
+                    idle = 0.0
+                    yield ": keep-alive\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    def _exports(fit_id: str) -> dict[str, dict]:
+        return {n: a for n, a in repo.artifacts("fit", fit_id).items() if n not in INTERNAL_ARTIFACTS}
+
+    @app.get("/api/v1/fits/{fit_id}/export/{name}", tags=["fits"], response_class=Response,
+             responses={409: {"model": Problem}, **_ERRORS})
+    def export_fit(request: Request, fit_id: str, name: str) -> Response:
+        """A stored export of a succeeded fit (isaaclab.py, isaaclab.json, fit.json), as a download."""
+        fit = repo.get_fit(fit_id, _project(request))
         if fit["status"] != "succeeded":
             raise ConflictError(f"fit {fit_id} is {fit['status']}; exports exist once it has succeeded")
-        return Response(storage.read_fit_file(fit_id, name), media_type=EXPORTS[name], headers={
-            "Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}-{name}"'})
+        exports = _exports(fit_id)
+        if name not in exports:
+            raise NotFoundError(f"unknown export format {name!r}; available: {sorted(exports)}")
+        data = storage.read_bytes(exports[name]["sha256"])
+        media = MEDIA_TYPES.get("." + name.rsplit(".", 1)[-1], "application/octet-stream")
+        return Response(data, media_type=media, headers={
+            "Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}-{name}"',
+            "X-Content-SHA256": exports[name]["sha256"]})
+
+    @app.get("/api/v1/fleet/{actuator_model}", tags=["fleet"], responses=_ERRORS)
+    def fleet_api(request: Request, actuator_model: str) -> dict[str, Any]:
+        """Fitted parameters of every succeeded fit of one actuator model over time, with drift warnings."""
+        return fleet.fleet_summary(actuator_model, repo.fleet_fits(actuator_model, _project(request)))
+
+    # --- operations ---
+
+    @app.get("/healthz", tags=["operations"], responses={503: {"model": Problem}})
+    async def healthz() -> Response:
+        """Liveness and database reachability; no token needed."""
+        try:
+            repo.ping()
+        except Exception as e:
+            return JSONResponse({"status": "error", "detail": f"database unreachable: {type(e).__name__}"},
+                                status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/metrics", tags=["operations"], response_class=Response, responses={200: {"content": {
+        "text/plain": {"example": 'actuator_sysid_fits{status="running"} 1.0\nactuator_sysid_queue_depth 0.0\n'}}},
+        **_ERRORS})
+    def metrics_route() -> Response:
+        """Prometheus text: requests by route/status, fits by status, queue depth, fit duration histogram."""
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     # --- pages ---
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index() -> str:
-        defaults = {"generations": _DEFAULT.generations, "population": _DEFAULT.population, "seed": _DEFAULT.seed}
-        return render_index(repo.list_datasets(), repo.list_fits(), sorted(FAMILIES), defaults)
+    def _defaults() -> dict[str, Any]:
+        return {"generations": _DEFAULT.generations, "population": _DEFAULT.population, "seed": _DEFAULT.seed}
 
-    @app.get("/fits/{fit_id}", response_class=HTMLResponse, include_in_schema=False)
-    def report_page(fit_id: str) -> str:
-        fit = repo.get_fit(fit_id)
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index(request: Request) -> str:
+        p = _project(request)
+        return pages.render_index(repo.list_datasets(p, limit=200), repo.list_fits(project=p, limit=200),
+                                  sorted(FAMILIES), _defaults(), repo.fit_counts(p), repo.actuator_models(p))
+
+    @app.get("/datasets/{dataset_id}", response_class=HTMLResponse, include_in_schema=False)
+    def dataset_page(request: Request, dataset_id: str) -> str:
+        p = _project(request)
+        d = repo.get_dataset(dataset_id, p)
+        rec = storage.load_recording(repo.artifacts("dataset", dataset_id))
+        return pages.render_dataset(d, rec, repo.list_fits(dataset_id, p), sorted(FAMILIES), _defaults())
+
+    def _fit_context(fit_id: str, project: str | None) -> tuple[dict, dict | None]:
+        fit = repo.get_fit(fit_id, project)
         try:
-            fit["dataset_name"] = repo.get_dataset(fit["dataset_id"])["name"]
+            ds = repo.get_dataset(fit["dataset_id"])
+            fit["dataset_name"], fit["actuator_model"], fit["serial"] = ds["name"], ds["actuator_model"], ds["serial"]
         except NotFoundError:
             pass
         plots = None
         if fit["status"] == "succeeded":
-            try:
-                plots = json.loads(storage.read_fit_file(fit_id, "report_data.json"))
-            except NotFoundError:
-                pass  # the tables still render; the page says there is no plot data
-        return render_report(fit, fit.get("result"), plots)
+            arts = repo.artifacts("fit", fit_id)
+            if "report_data.json" in arts:
+                try:
+                    plots = json.loads(storage.read_bytes(arts["report_data.json"]["sha256"]))
+                except NotFoundError:
+                    pass  # the tables still render; the page says there is no plot data
+        return fit, plots
+
+    @app.get("/fits/{fit_id}", response_class=HTMLResponse, include_in_schema=False)
+    def report_page(request: Request, fit_id: str) -> str:
+        p = _project(request)
+        fit, plots = _fit_context(fit_id, p)
+        warnings: list[str] = []
+        if fit["status"] == "succeeded" and fit.get("actuator_model"):
+            warnings = fleet.warnings_for(fit_id, repo.fleet_fits(fit["actuator_model"], p))
+        return render_report(fit, fit.get("result"), plots, exports=sorted(_exports(fit_id)),
+                             fleet_warnings=warnings)
+
+    @app.get("/compare", response_class=HTMLResponse, include_in_schema=False)
+    def compare_page(request: Request, a: str, b: str) -> str:
+        p = _project(request)
+        return pages.render_compare(_fit_context(a, p), _fit_context(b, p))
+
+    @app.get("/fleet", response_class=HTMLResponse, include_in_schema=False)
+    def fleet_page(request: Request, actuator_model: str | None = None) -> str:
+        p = _project(request)
+        summary = fleet.fleet_summary(actuator_model, repo.fleet_fits(actuator_model, p)) if actuator_model else None
+        return pages.render_fleet(repo.actuator_models(p), summary)
+
+    @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
+    def login_form(next: str | None = None) -> str:
+        return pages.render_login(safe_next(next))
+
+    @app.post("/login", include_in_schema=False)
+    async def login(request: Request) -> Response:
+        form = await request.form()
+        token, target = str(form.get("token") or "").strip(), safe_next(str(form.get("next") or "/"))
+        if not token or await run_in_threadpool(repo.token_project, token) is None:
+            return HTMLResponse(pages.render_login(target, "That token is not valid (or was revoked)."),
+                                status_code=401)
+        resp = RedirectResponse(target, status_code=303)
+        resp.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https",
+                        max_age=30 * 24 * 3600)
+        return resp
+
+    @app.post("/logout", include_in_schema=False)
+    def logout() -> Response:
+        resp = RedirectResponse("/login", status_code=303)
+        resp.delete_cookie(COOKIE)
+        return resp
 
     @app.get("/static/plotly.min.js", include_in_schema=False)
     def plotly_js() -> FileResponse:
-        return FileResponse(plotly_js_path(), media_type="text/javascript",
+        return FileResponse(pages.plotly_js_path(), media_type="text/javascript",
                             headers={"Cache-Control": "public, max-age=86400"})
-
-    @app.get("/healthz", tags=["health"])
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
 
     return app

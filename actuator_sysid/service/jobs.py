@@ -1,20 +1,29 @@
-"""Fit jobs: each fit runs in its own spawned worker process, so the API keeps answering while it computes.
+"""Fit jobs: a durable queue in the database, drained by a dispatcher into an executor.
 
-The service only schedules and stores: `compute_fit` is a straight chain of core calls shared with the CLI.
-Restart policy: a fit left `running` by a previous server process is marked failed ("server restarted
-during the fit"); a fit left `queued` never began, so it is queued again.
+The fits table is the queue (db.py): the dispatcher claims queued rows while its executor has room and
+launches each as `run_fit_job`, either in a spawned local worker process (executor "local", the default)
+or as a Ray task on a cluster (executor "ray"; `num_gpus=1` when the fit asks for a CUDA device). Workers
+write progress, heartbeats, log lines, artifacts and the outcome straight to the same database and
+artifact store, under their claim, so a stale worker can never overwrite a fit that moved on.
+
+Restart and failure policy: a fit whose worker died (process killed, Ray worker lost, no heartbeat for
+`lease_s`) is queued again while it has attempts left (`fit_attempts`) and otherwise failed with the
+reason; fits a previous local server left running are handled the same way at start-up; a graceful stop
+queues its running fits again without counting the attempt. Cancel is cooperative (the worker stops at its
+next progress report) with a kill after a grace period; the time limit works the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import os
-import queue
 import threading
 import time
 from dataclasses import dataclass, fields
 from multiprocessing.process import BaseProcess
+from typing import Any, Protocol
 
 from ..datasets.recording import DatasetError, Recording
 from ..fitting.api import (
@@ -25,13 +34,15 @@ from ..fitting.api import (
     report_data,
     validate_request,
 )
-from .db import STOPPED, NotFoundError, Repository
+from .db import STOPPED, NotFoundError, Repository, worker_name
 from .settings import Settings
 from .storage import Storage, dumps, json_safe
 
 log = logging.getLogger("actuator_sysid.service")
 
 PROGRESS_INTERVAL_S = 0.2
+KILL_GRACE_S = 10.0
+WORKER_NICE = 10  # CPU priority offset of local fit workers  # after a cancel or the time limit, how long a worker has to stop by itself
 
 
 @dataclass
@@ -54,112 +65,352 @@ def request_from_dict(d: dict) -> FitRequest:
 
 
 def compute_fit(rec: Recording, req: FitRequest, progress: ProgressFn | None = None) -> FitOutputs:
-    """Fit, collect the report data and render both Isaac Lab exports (exports from the unsanitised result)."""
+    """Fit, collect the report data and render every export with its validation (from the unsanitised result)."""
     validate_request(rec, req)  # a stored request may predate a restart: say what is wrong before importing more
-    from ..export.isaaclab import render_json, render_python  # the worker's dependency, not the API's
+    from ..export import render_all  # the worker's dependency, not the API's
 
     raw = fit_recording(rec, req, progress)
     report = report_data(rec, raw)
-    exports = {"isaaclab.py": render_python(raw), "isaaclab.json": render_json(raw)}
+    exports = render_all(raw, rec)
     return FitOutputs(result=json_safe(raw), report=json_safe(report), exports=exports)
 
 
-class _DbProgress:
-    """Progress callback writing to the database at most every PROGRESS_INTERVAL_S; stops an orphaned worker."""
+# --- the worker side ---
 
-    def __init__(self, repo: Repository, fit_id: str) -> None:
-        self.repo, self.fit_id = repo, fit_id
-        self.parent = os.getppid()
+
+class _Stop(Exception):
+    """Raised inside the fit by the progress callback: "cancel", "lost" (claim gone) or "time"."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class _Reporter:
+    """The fit's progress callback: writes progress (throttled), keeps the claim alive, stops the fit on
+    cancel, lost claim or time limit; a local worker also stops when its server process is gone."""
+
+    def __init__(self, repo: Repository, fit_id: str, claim: str, settings: Settings, watch_parent: bool) -> None:
+        self.repo, self.fit_id, self.claim = repo, fit_id, claim
+        self.limit = settings.job_time_limit_s
+        self.parent = os.getppid() if watch_parent else None
+        self.started = time.monotonic()
         self.last = 0.0
+        self.last_decile = -1
+        self.state = "ok"
+        self._done = threading.Event()
+        self._beat_s = min(settings.lease_s / 4, 5.0)
+        self._thread = threading.Thread(target=self._beat, name="fit-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._done.wait(self._beat_s):
+            if self.parent is not None and os.getppid() != self.parent:
+                os._exit(1)  # the server died while the fit sat between progress reports
+            try:
+                state = self.repo.heartbeat(self.fit_id, self.claim)
+                if state != "ok":
+                    self.state = state
+            except Exception:  # a database hiccup: the next beat tries again
+                log.warning("heartbeat of fit %s failed", self.fit_id, exc_info=True)
+
+    def close(self) -> None:
+        self._done.set()
 
     def __call__(self, fraction: float, message: str) -> None:
+        if self.parent is not None and os.getppid() != self.parent:  # the server died: nobody reads the result
+            raise SystemExit(1)
+        if self.state != "ok":
+            raise _Stop(self.state)
         now = time.monotonic()
+        if now - self.started > self.limit:
+            raise _Stop("time")
         if now - self.last < PROGRESS_INTERVAL_S and fraction < 1.0:
             return
-        if os.getppid() != self.parent:  # the server died: nobody is left to read the result
-            raise SystemExit(1)
         self.last = now
-        self.repo.set_progress(self.fit_id, fraction, message)
+        state = self.repo.set_progress(self.fit_id, fraction, message, self.claim)
+        if state != "ok":
+            raise _Stop(state)
+        decile = int(min(max(fraction, 0.0), 1.0) * 10)
+        if decile != self.last_decile:  # a log line every 10 %: the event stream's log, not a flood
+            self.last_decile = decile
+            self.repo.add_event(self.fit_id, f"{decile * 10}%: {message}")
 
 
-def run_fit_job(settings: Settings, fit_id: str) -> None:
-    """Worker-process entry: run one queued fit to succeeded or failed; the user sees messages, not tracebacks."""
-    logging.basicConfig(level=logging.INFO)
-    repo = Repository(settings.database_url)
+def _configure_worker_logging(settings: Settings) -> None:
+    from .logs import configure_logging
+
+    configure_logging(settings.log_format)
+
+
+def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool = True) -> None:
+    """Worker entry (local process or Ray task): run one claimed fit to an outcome in the database.
+
+    The user sees messages, not tracebacks; a traceback goes to the worker's log only.
+    """
+    _configure_worker_logging(settings)
+    if watch_parent:  # a local worker shares the machine with the API: batch work yields to requests
+        with contextlib.suppress(OSError):
+            os.nice(WORKER_NICE)
+    repo = Repository(settings.database_url, run_migrations=False)
+    reporter: _Reporter | None = None
     try:
         fit = repo.get_fit(fit_id)
-        if not repo.start_fit(fit_id):
-            return
+        repo.set_worker(fit_id, claim, worker_name())
+        reporter = _Reporter(repo, fit_id, claim, settings, watch_parent)
         try:
             storage = Storage(settings.data_dir)
-            rec = storage.load_recording(fit["dataset_id"])
-            out = compute_fit(rec, request_from_dict(fit["request"]), _DbProgress(repo, fit_id))
-            storage.save_fit(fit_id, {**out.files(), "report_data.json": dumps(out.report)})
-            repo.finish_fit(fit_id, out.result)
+            rec = storage.load_recording(repo.artifacts("dataset", fit["dataset_id"]))
+            started = time.monotonic()
+            out = compute_fit(rec, request_from_dict(fit["request"]), reporter)
+            blobs = storage.save_files({**out.files(), "report_data.json": dumps(out.report)})
+            if repo.finish_fit(fit_id, out.result, blobs, claim):
+                repo.add_event(fit_id, f"fit took {time.monotonic() - started:.1f} s")
+        except _Stop as stop:
+            if stop.why == "cancel":
+                repo.mark_cancelled(fit_id, claim)
+            elif stop.why == "time":
+                repo.fail_fit(fit_id, f"the fit exceeded the time limit of {settings.job_time_limit_s:g} s "
+                                      "(ACTUATOR_SYSID_JOB_TIME_LIMIT_S); retry with a smaller budget", claim)
+            # "lost": the fit was re-queued, cancelled or deleted meanwhile; nothing of ours to record
         except (DatasetError, FitRequestError, NotFoundError) as e:
-            repo.fail_fit(fit_id, str(e))
+            repo.fail_fit(fit_id, str(e), claim)
         except Exception as e:
-            log.exception("fit %s failed", fit_id)  # the traceback goes to the server log only
-            repo.fail_fit(fit_id, f"internal error during the fit: {type(e).__name__}: {e}")
+            log.exception("fit %s failed", fit_id)
+            repo.fail_fit(fit_id, f"internal error during the fit: {type(e).__name__}: {e}", claim)
     finally:
+        if reporter is not None:
+            reporter.close()
         repo.close()
 
 
+# --- executors ---
+
+
+class Executor(Protocol):
+    """Where claimed fits run. `poll` returns (fit id, claim, reason) for every finished run: reason is None
+    when the worker ended normally (it recorded the outcome), else why it died."""
+
+    kind: str
+
+    def free(self) -> int: ...
+    def launch(self, fit: dict[str, Any]) -> None: ...
+    def poll(self) -> list[tuple[str, str, str | None]]: ...
+    def kill(self, fit_id: str) -> None: ...
+    def held(self) -> dict[str, str]: ...  # fit id → claim of the runs in flight
+    def shutdown(self) -> None: ...
+
+
+class LocalExecutor:
+    """Spawned worker processes on this machine, at most `settings.workers` at once."""
+
+    kind = "local"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._ctx = mp.get_context("spawn")
+        self._procs: dict[str, tuple[BaseProcess, str]] = {}
+
+    def free(self) -> int:
+        return self.settings.workers - len(self._procs)
+
+    def launch(self, fit: dict[str, Any]) -> None:
+        proc = self._ctx.Process(target=run_fit_job, args=(self.settings, fit["id"], fit["claim"], True),
+                                 name=f"fit-{fit['id'][:8]}")
+        proc.start()
+        self._procs[fit["id"]] = (proc, fit["claim"])
+
+    def poll(self) -> list[tuple[str, str, str | None]]:
+        done = []
+        for fit_id, (proc, claim) in list(self._procs.items()):
+            if proc.is_alive():
+                continue
+            proc.join()
+            del self._procs[fit_id]
+            reason = None if proc.exitcode == 0 else (
+                f"the fit worker process stopped unexpectedly (exit code {proc.exitcode}); the server log has "
+                "details")
+            done.append((fit_id, claim, reason))
+        return done
+
+    def kill(self, fit_id: str) -> None:
+        if fit_id in self._procs:
+            self._procs[fit_id][0].kill()
+
+    def held(self) -> dict[str, str]:
+        return {k: claim for k, (_p, claim) in self._procs.items()}
+
+    def shutdown(self) -> None:
+        for proc, _claim in self._procs.values():
+            proc.terminate()
+        for proc, _claim in self._procs.values():
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)
+
+
+class RayExecutor:
+    """Each fit is one Ray task on the cluster at `settings.ray_address`; `settings.workers` in flight at most.
+
+    Tasks share the database and the artifact store (data_dir must be the same path on every Ray node:
+    a shared volume). Ray's own retries are off: the queue's attempts decide, with the reason recorded.
+    """
+
+    kind = "ray"
+
+    def __init__(self, settings: Settings) -> None:
+        import ray
+
+        self.settings, self._ray = settings, ray
+        if not ray.is_initialized():
+            ray.init(address=settings.ray_address or "auto", namespace="actuator-sysid", log_to_driver=False,
+                     logging_level=logging.WARNING)
+        self._remote = ray.remote(max_retries=0)(run_fit_job)
+        self._refs: dict[str, tuple[Any, str]] = {}
+
+    def free(self) -> int:
+        return self.settings.workers - len(self._refs)
+
+    def launch(self, fit: dict[str, Any]) -> None:
+        device = str((fit.get("request") or {}).get("device", "cpu"))
+        opts = {"num_cpus": 1, "num_gpus": 1 if device.startswith("cuda") else 0, "name": f"fit-{fit['id'][:8]}"}
+        ref = self._remote.options(**opts).remote(self.settings, fit["id"], fit["claim"], False)
+        self._refs[fit["id"]] = (ref, fit["claim"])
+
+    def poll(self) -> list[tuple[str, str, str | None]]:
+        if not self._refs:
+            return []
+        by_ref = {ref: (fit_id, claim) for fit_id, (ref, claim) in self._refs.items()}
+        ready, _ = self._ray.wait(list(by_ref), num_returns=len(by_ref), timeout=0)
+        done = []
+        for ref in ready:
+            fit_id, claim = by_ref[ref]
+            del self._refs[fit_id]
+            reason = None
+            try:
+                self._ray.get(ref)
+            except self._ray.exceptions.TaskCancelledError:
+                reason = "the Ray task was cancelled"
+            except self._ray.exceptions.RayError as e:
+                first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+                reason = f"the Ray worker running the fit died ({type(e).__name__}: {first})"
+            done.append((fit_id, claim, reason))
+        return done
+
+    def kill(self, fit_id: str) -> None:
+        if fit_id in self._refs:
+            with contextlib.suppress(Exception):
+                self._ray.cancel(self._refs[fit_id][0], force=True)
+
+    def held(self) -> dict[str, str]:
+        return {k: claim for k, (_r, claim) in self._refs.items()}
+
+    def shutdown(self) -> None:
+        for fit_id in list(self._refs):
+            self.kill(fit_id)
+        with contextlib.suppress(Exception):
+            self._ray.shutdown()
+
+
+def make_executor(settings: Settings) -> Executor:
+    return RayExecutor(settings) if settings.executor == "ray" else LocalExecutor(settings)
+
+
+# --- the dispatcher ---
+
+
 class JobRunner:
-    """Queue of fit ids and at most `settings.workers` spawned worker processes, run from one thread."""
+    """Claims queued fits from the database into the executor and watches what runs, from one thread."""
 
     def __init__(self, settings: Settings, repo: Repository) -> None:
         self.settings, self.repo = settings, repo
-        self._ctx = mp.get_context("spawn")
-        self._queue: queue.Queue[str] = queue.Queue()
-        self._running: dict[str, BaseProcess] = {}
+        self.executor: Executor | None = None
+        self.owner = worker_name()
+        self._wake = threading.Event()
         self._stop = threading.Event()
+        self._kill_at: dict[str, float] = {}  # fit id → monotonic time after which a stopping worker is killed
         self._thread = threading.Thread(target=self._loop, name="fit-dispatcher", daemon=True)
+        self._last_sweep = 0.0
 
     def start(self) -> None:
-        """Apply the restart policy, then start dispatching."""
-        for fit_id in self.repo.recover_after_restart():
-            self.submit(fit_id)
+        """Apply the restart policy, connect the executor, then start dispatching."""
+        if self.settings.executor == "local":  # a previous local server's workers died with it
+            self.repo.recover_after_restart("local", self.settings.fit_attempts)
+        self.executor = make_executor(self.settings)
         self._thread.start()
 
-    def submit(self, fit_id: str) -> None:
-        self._queue.put(fit_id)
+    def submit(self, _fit_id: str | None = None) -> None:
+        """A fit was queued: wake the dispatcher (it claims from the database, so nothing is lost if not)."""
+        self._wake.set()
+
+    def queue_depth(self) -> int:
+        return self.repo.fit_counts()["queued"]
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop dispatching and end running workers; their fits fail with "server stopped during the fit"."""
+        """Stop dispatching; fits still running are queued again (the attempt is not counted)."""
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
-        for fit_id, proc in list(self._running.items()):
-            proc.terminate()
-            proc.join(timeout)
-            self.repo.fail_fit(fit_id, STOPPED)
-        self._running.clear()
+        if self.executor is None:
+            return
+        held = self.executor.held()
+        if self.executor.kind == "local":
+            self.executor.shutdown()
+            for fit_id, claim in held.items():
+                self.repo.worker_lost(fit_id, claim, STOPPED, self.settings.fit_attempts, count_attempt=False)
+        else:
+            for fit_id, claim in held.items():
+                self.repo.worker_lost(fit_id, claim, STOPPED, self.settings.fit_attempts, count_attempt=False)
+            self.executor.shutdown()
 
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                self._reap()
-                while len(self._running) < self.settings.workers and not self._stop.is_set():
-                    try:
-                        fit_id = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    proc = self._ctx.Process(target=run_fit_job, args=(self.settings, fit_id),
-                                             name=f"fit-{fit_id[:8]}")
-                    proc.start()
-                    self._running[fit_id] = proc
+                self._tick()
             except Exception:  # keep dispatching whatever one fit did
                 log.exception("fit dispatcher error")
-            self._stop.wait(0.1)
+            self._wake.wait(0.1)
+            self._wake.clear()
 
-    def _reap(self) -> None:
-        """Collect finished workers; a worker that died without recording an outcome fails its fit."""
-        for fit_id, proc in list(self._running.items()):
-            if proc.is_alive():
+    def _tick(self) -> None:
+        ex = self.executor
+        assert ex is not None
+        for fit_id, claim, reason in ex.poll():
+            self._kill_at.pop(fit_id, None)
+            if reason is not None:
+                status = self.repo.worker_lost(fit_id, claim, reason, self.settings.fit_attempts)
+                log.warning("fit %s: %s → %s", fit_id, reason, status)
+        now = time.monotonic()
+        if now - self._last_sweep > min(1.0, self.settings.lease_s / 4):
+            self._last_sweep = now
+            self._watch(ex, now)
+        while ex.free() > 0 and not self._stop.is_set():
+            fit = self.repo.claim_next(ex.kind, self.owner)
+            if fit is None:
+                break
+            ex.launch(fit)
+            log.info("fit %s started on the %s executor (attempt %d)", fit["id"], ex.kind, fit["attempts"])
+
+    def _watch(self, ex: Executor, now: float) -> None:
+        """Kill workers that ignore a cancel or overrun the time limit; re-queue or fail silent claims."""
+        held = ex.held()
+        for fit, reason in self.repo.stale_fits(self.settings.lease_s, self.settings.job_time_limit_s):
+            if fit["id"] in held:
+                ex.kill(fit["id"])
+            status = self.repo.worker_lost(fit["id"], fit["claim"], reason, self.settings.fit_attempts)
+            log.warning("fit %s: %s → %s", fit["id"], reason, status)
+        for fit in self.repo.running_fits(ex.kind):
+            if fit["id"] not in held:
                 continue
-            proc.join()
-            del self._running[fit_id]
-            if proc.exitcode != 0:
-                self.repo.fail_fit(fit_id, f"the fit worker process stopped unexpectedly (exit code "
-                                           f"{proc.exitcode}); the server log has details")
+            started = fit["started_at_dt"]
+            over = started is not None and (time.time() - started.timestamp()) > self.settings.job_time_limit_s
+            if fit["cancel_requested"] or over:
+                deadline = self._kill_at.setdefault(fit["id"], now + KILL_GRACE_S)
+                if now > deadline:
+                    if over and not fit["cancel_requested"]:
+                        self.repo.fail_fit(fit["id"], f"the fit exceeded the time limit of "
+                                                      f"{self.settings.job_time_limit_s:g} s "
+                                                      "(ACTUATOR_SYSID_JOB_TIME_LIMIT_S)", fit["claim"])
+                    ex.kill(fit["id"])

@@ -1,4 +1,6 @@
-"""HTML pages of the service: a shared page shell and the index. No external assets, no template engine."""
+"""HTML pages of the service: the page shell, dashboard, dataset, compare, fleet and login pages.
+
+Server-rendered strings, no template engine and no external assets (Plotly is served from /static)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ from html import escape
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
+
+from .storage import json_safe
 
 PLOTLY_URL = "/static/plotly.min.js"
 
@@ -20,6 +25,21 @@ tr.best td{background:#eef7ee} .muted{color:#777} .error{color:#a00;white-space:
 .status-succeeded{color:#176a17} .status-failed{color:#a00} .status-running,.status-queued{color:#8a5a00}
 progress{width:20rem} textarea{width:100%;font-family:monospace} fieldset{margin:1rem 0}
 .plot{width:100%;height:420px} .split-train{color:#0b5cad} .split-validation{color:#b35c00}
+.status-cancelled{color:#777} nav{display:flex;gap:1rem;align-items:center;border-bottom:1px solid #ddd;
+     padding-bottom:.5rem} nav .right{margin-left:auto} .cards{display:flex;gap:1rem;flex-wrap:wrap}
+.card{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem;min-width:7rem} .card b{font-size:1.4rem;display:block}
+.warn{background:#fff6e0;border-left:4px solid #e0a000;padding:.4rem .8rem;margin:.5rem 0}
+.cols{display:grid;grid-template-columns:1fr 1fr;gap:1.5rem} pre.log{background:#f6f6f6;max-height:16rem;
+     overflow:auto;padding:.5rem;font-size:.85rem} button.danger{color:#a00} a.button,button{cursor:pointer}
+a.download{display:inline-block;border:1px solid #0b5cad;border-radius:4px;padding:.2rem .6rem;margin:.2rem;
+     text-decoration:none}
+"""
+
+COMMON_JS = """
+async function apiError(r){try{const j=await r.json();return typeof j.detail==='string'?j.detail
+  :JSON.stringify(j.detail)}catch(e){return r.status+' '+r.statusText}}
+async function apiPost(url,method){const r=await fetch(url,{method:method||'POST'});
+  if(!r.ok){alert(await apiError(r));return null}return r.json()}
 """
 
 
@@ -33,11 +53,17 @@ def script_json(obj: Any) -> str:
     return json.dumps(obj, allow_nan=False).replace("</", "<\\/")
 
 
-def page(title: str, body: str, head: str = "") -> str:
-    """A complete HTML document around `body`."""
+NAV = ('<nav><a href="/"><b>actuator-sysid</b></a><a href="/">dashboard</a><a href="/fleet">fleet</a>'
+       '<a href="/metrics">metrics</a><a href="/docs">API docs</a>'
+       '<form class="right" method="post" action="/logout"><button>log out</button></form></nav>')
+
+
+def page(title: str, body: str, head: str = "", nav: bool = False) -> str:
+    """A complete HTML document around `body` (with the site navigation when `nav`)."""
     return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{escape(title)}</title><style>{CSS}</style>{head}</head>\n<body>\n{body}\n</body></html>\n")
+            f"<title>{escape(title)}</title><style>{CSS}</style><script>{COMMON_JS}</script>{head}</head>\n"
+            f"<body>\n{NAV if nav else ''}{body}\n</body></html>\n")
 
 
 def fmt_num(v: Any) -> str:
@@ -55,13 +81,25 @@ def status_html(status: str) -> str:
     return f'<span class="status-{escape(status)}">{escape(status)}</span>'
 
 
-_INDEX_JS = """
-async function apiError(r){try{const j=await r.json();return typeof j.detail==='string'?j.detail
-  :JSON.stringify(j.detail)}catch(e){return r.status+' '+r.statusText}}
-document.getElementById('upload').addEventListener('submit',async ev=>{ev.preventDefault();
-  const out=document.getElementById('upload-msg');out.textContent='uploading…';
-  const r=await fetch('/api/v1/datasets',{method:'POST',body:new FormData(ev.target)});
-  if(r.ok){location.reload()}else{out.textContent='Upload failed: '+await apiError(r)}});
+def plot_script(figures: list[dict]) -> str:
+    """Plotly (served locally) and the code drawing `figures` ({id, data, layout}) into their divs."""
+    if not figures:
+        return ""
+    return (f'<script src="{PLOTLY_URL}"></script><script>const FIGURES = {script_json(figures)};\n'
+            "for (const f of FIGURES) Plotly.newPlot(f.id, f.data, f.layout, {responsive: true, "
+            "displaylogo: false});</script>")
+
+
+def _fit_settings(families: list[str], defaults: dict) -> str:
+    boxes = " ".join(f"<label><input type=\"checkbox\" name=\"model\" value=\"{escape(m)}\" checked> {escape(m)}"
+                     "</label>" for m in families)
+    return (f"<fieldset><legend>Fit settings</legend>models {boxes} &nbsp; generations "
+            f"<input id=\"generations\" type=\"number\" min=\"1\" value=\"{defaults['generations']}\" size=\"5\"> "
+            f"population <input id=\"population\" type=\"number\" min=\"4\" value=\"{defaults['population']}\" "
+            f"size=\"5\"> seed <input id=\"seed\" type=\"number\" value=\"{defaults['seed']}\" size=\"5\"></fieldset>")
+
+
+_START_FIT_JS = """
 for(const b of document.querySelectorAll('button.start-fit')){b.addEventListener('click',async()=>{
   const models=[...document.querySelectorAll('input[name=model]:checked')].map(e=>e.value);
   const body={dataset_id:b.dataset.id,models,seed:+document.getElementById('seed').value,
@@ -70,7 +108,25 @@ for(const b of document.querySelectorAll('button.start-fit')){b.addEventListener
   const r=await fetch('/api/v1/fits',{method:'POST',headers:{'Content-Type':'application/json'},
     body:JSON.stringify(body)});
   if(r.ok){location.href='/fits/'+(await r.json()).id}else{alert('Fit not started: '+await apiError(r))}})}
-async function poll(){const r=await fetch('/api/v1/fits');if(!r.ok)return;let active=false;
+for(const b of document.querySelectorAll('button.delete-dataset')){b.addEventListener('click',async()=>{
+  if(!confirm('Delete dataset '+b.dataset.name+' and all its fits? This cannot be undone.'))return;
+  let r=await fetch('/api/v1/datasets/'+b.dataset.id,{method:'DELETE'});
+  if(r.status===409){const msg=await apiError(r);
+    if(!confirm(msg+'\\n\\nCancel those fits and delete anyway?'))return;
+    r=await fetch('/api/v1/datasets/'+b.dataset.id+'?force=true',{method:'DELETE'})}
+  if(r.ok){location.href='/'}else{alert('Not deleted: '+await apiError(r))}})}
+"""
+
+_INDEX_JS = """
+document.getElementById('upload').addEventListener('submit',async ev=>{ev.preventDefault();
+  const out=document.getElementById('upload-msg');out.textContent='uploading…';
+  const r=await fetch('/api/v1/datasets',{method:'POST',body:new FormData(ev.target)});
+  if(r.ok){location.href='/datasets/'+(await r.json()).id}else{out.textContent='Upload failed: '+await apiError(r)}});
+document.getElementById('compare').addEventListener('click',()=>{
+  const ids=[...document.querySelectorAll('input.pick:checked')].map(e=>e.value);
+  if(ids.length!==2){alert('Tick exactly two fits to compare.');return}
+  location.href='/compare?a='+ids[0]+'&b='+ids[1]});
+async function poll(){const r=await fetch('/api/v1/fits?limit=200');if(!r.ok)return;let active=false;
   for(const f of await r.json()){const row=document.getElementById('fit-'+f.id);if(!row)continue;
     row.querySelector('.st').innerHTML='<span class="status-'+f.status+'">'+f.status+'</span>';
     row.querySelector('progress').value=f.progress;row.querySelector('.pct').textContent=Math.round(f.progress*100)+'%';
@@ -80,42 +136,216 @@ poll();
 """
 
 
-def render_index(datasets: list[dict], fits: list[dict], families: list[str], defaults: dict) -> str:
-    """The index: upload form, datasets (with a start-fit button each) and fits with their progress."""
-    names = {d["id"]: d["name"] for d in datasets}
-    ds_rows = "".join(
-        f"<tr><td><code>{escape(d['id'][:8])}</code></td><td>{escape(d['name'])}</td>"
-        f"<td>{escape(', '.join(d['summary'].get('joints', [])))}</td><td>{d['summary'].get('segments', '')}</td>"
-        f"<td>{fmt_num(d['summary'].get('duration_s'))}</td><td>{fmt_num(d['summary'].get('rate_hz'))}</td>"
-        f"<td>{len(d['summary'].get('warnings', []))}</td><td>{escape(d['created_at'][:19])}</td>"
-        f"<td><button class=\"start-fit\" data-id=\"{escape(d['id'])}\">start fit</button></td></tr>"
-        for d in datasets)
-    fit_rows = "".join(
-        f"<tr id=\"fit-{escape(f['id'])}\"><td><a href=\"/fits/{escape(f['id'])}\"><code>{escape(f['id'][:8])}"
-        f"</code></a></td><td>{escape(names.get(f['dataset_id'], f['dataset_id'][:8]))}</td>"
+def _fits_table(fits: list[dict], names: dict[str, str], pick: bool = False) -> str:
+    rows = "".join(
+        f"<tr id=\"fit-{escape(f['id'])}\">"
+        + (f"<td><input type=\"checkbox\" class=\"pick\" value=\"{escape(f['id'])}\"></td>" if pick else "")
+        + f"<td><a href=\"/fits/{escape(f['id'])}\"><code>{escape(f['id'][:8])}</code></a></td>"
+        f"<td>{escape(names.get(f['dataset_id'], f['dataset_id'][:8]))}</td>"
         f"<td class=\"st\">{status_html(f['status'])}</td><td><progress value=\"{f['progress']:.3f}\" max=\"1\">"
         f"</progress> <span class=\"pct\">{f['progress'] * 100:.0f}%</span></td>"
-        f"<td class=\"msg\">{escape(f['error'] or f['message'] or '')}</td><td>{escape(f['created_at'][:19])}</td></tr>"
+        f"<td class=\"msg\">{escape(f['error'] or f['message'] or '')}</td>"
+        f"<td>{escape((f['created_at'] or '')[:19])}</td></tr>"
         for f in fits)
-    model_boxes = " ".join(
-        f"<label><input type=\"checkbox\" name=\"model\" value=\"{escape(m)}\" checked> {escape(m)}</label>"
-        for m in families)
-    body = f"""<h1>actuator-sysid</h1>
+    head = ("<th></th>" if pick else "") + ("<th>id</th><th>dataset</th><th>status</th><th>progress</th>"
+                                            "<th>message</th><th>created (UTC)</th>")
+    empty = f'<tr><td colspan="{7 if pick else 6}" class="muted">none yet</td></tr>'
+    return f"<table><tr>{head}</tr>{rows or empty}</table>"
+
+
+def render_index(datasets: list[dict], fits: list[dict], families: list[str], defaults: dict,
+                 counts: dict[str, int] | None = None, models: list[tuple[str, int]] | None = None) -> str:
+    """The dashboard: counts, upload form, datasets (start fit, delete) and fits (live progress, compare)."""
+    names = {d["id"]: d["name"] for d in datasets}
+    counts = counts or {}
+    cards = "".join(f'<div class="card">{escape(k)}<b>{v}</b></div>' for k, v in
+                    [("datasets", len(datasets)), *counts.items()])
+    ds_rows = "".join(
+        f"<tr><td><a href=\"/datasets/{escape(d['id'])}\"><code>{escape(d['id'][:8])}</code></a></td>"
+        f"<td>{escape(d['name'])}</td><td>{escape(d.get('actuator_model') or '')}</td>"
+        f"<td>{escape(d.get('serial') or '')}</td>"
+        f"<td>{escape(', '.join(d['summary'].get('joints', [])))}</td><td>{d['summary'].get('segments', '')}</td>"
+        f"<td>{fmt_num(d['summary'].get('duration_s'))}</td><td>{fmt_num(d['summary'].get('rate_hz'))}</td>"
+        f"<td>{len(d['summary'].get('warnings', []))}</td><td>{escape((d['created_at'] or '')[:19])}</td>"
+        f"<td><button class=\"start-fit\" data-id=\"{escape(d['id'])}\">start fit</button> "
+        f"<button class=\"delete-dataset danger\" data-id=\"{escape(d['id'])}\" data-name=\"{escape(d['name'])}\">"
+        "delete</button></td></tr>"
+        for d in datasets)
+    fleet = " · ".join(f'<a href="/fleet?actuator_model={quote(m)}">{escape(m)}</a> ({n})' for m, n in models or [])
+    body = f"""<h1>Dashboard</h1>
+<div class="cards">{cards}</div>
 <form id="upload"><fieldset><legend>Upload a joint log</legend>
 <p><input type="file" name="file" required> format <input name="format" placeholder="auto" size="8"></p>
-<p><label>metadata (JSON: joints, loads, gains; optional)<br>
-<textarea name="metadata" rows="4" placeholder='{{"joints": {{"j1": {{"mass": 0.5, "com_distance": 0.1}}}}}}'></textarea></label></p><button type="submit">upload</button> <span id="upload-msg"></span></fieldset></form>
+<p><label>metadata (JSON sidecar: joints, loads, gains; <code>actuator_model</code> and <code>serial</code> for the
+fleet view; optional)<br>
+<textarea name="metadata" rows="4" placeholder='{{"actuator_model": "AK80-9", "serial": "SN-0042", "joints": {{"j1": {{"mass": 0.5, "com_distance": 0.1}}}}}}'></textarea></label></p><button type="submit">upload</button> <span id="upload-msg"></span></fieldset></form>
 <h2>Datasets</h2>
-<fieldset><legend>Fit settings</legend>models {model_boxes} &nbsp; generations
-<input id="generations" type="number" min="1" value="{defaults['generations']}" size="5"> population
-<input id="population" type="number" min="2" value="{defaults['population']}" size="5"> seed
-<input id="seed" type="number" value="{defaults['seed']}" size="5"></fieldset>
-<table><tr><th>id</th><th>name</th><th>joints</th><th>segments</th><th>duration [s]</th><th>rate [Hz]</th>
-<th>warnings</th><th>created (UTC)</th><th></th></tr>{ds_rows or '<tr><td colspan="9" class="muted">none yet</td></tr>'}
-</table>
+{_fit_settings(families, defaults)}
+<table><tr><th>id</th><th>name</th><th>actuator model</th><th>serial</th><th>joints</th><th>segments</th>
+<th>duration [s]</th><th>rate [Hz]</th><th>warnings</th><th>created (UTC)</th><th></th></tr>
+{ds_rows or '<tr><td colspan="11" class="muted">none yet</td></tr>'}</table>
 <h2>Fits</h2>
-<table><tr><th>id</th><th>dataset</th><th>status</th><th>progress</th><th>message</th><th>created (UTC)</th></tr>
-{fit_rows or '<tr><td colspan="6" class="muted">none yet</td></tr>'}</table>
-<p class="muted">API: <a href="/openapi.json">OpenAPI schema</a> · <a href="/docs">interactive docs</a> (loads Swagger UI from the internet) · <a href="/healthz">health</a></p>
-<script>{_INDEX_JS}</script>"""
-    return page("actuator-sysid", body)
+<p><button id="compare">compare the two ticked fits</button></p>
+{_fits_table(fits, names, pick=True)}
+<h2>Fleet</h2><p>{fleet or '<span class="muted">no dataset names an actuator_model yet</span>'}</p>
+<p class="muted">API: <a href="/openapi.json">OpenAPI schema</a> · <a href="/docs">interactive docs</a> (loads Swagger UI from the internet) · <a href="/healthz">health</a> · <a href="/metrics">metrics</a></p>
+<script>{_START_FIT_JS}{_INDEX_JS}</script>"""
+    return page("actuator-sysid", body, nav=True)
+
+
+def _downsample(n: int, limit: int = 2000) -> slice:
+    return slice(None, None, max(1, -(-n // limit)))
+
+
+def render_dataset(d: dict, rec: Any, fits: list[dict], families: list[str], defaults: dict) -> str:
+    """A dataset: summary, warnings, metadata, q and q_des per segment and joint, its fits, fit and delete."""
+    summary = d["summary"]
+    rows = [("name", escape(d["name"])), ("id", f"<code>{escape(d['id'])}</code>"),
+            ("project", escape(d["project"])), ("actuator model", escape(d.get("actuator_model") or "—")),
+            ("serial", escape(d.get("serial") or "—")), ("joints", escape(", ".join(summary.get("joints", [])))),
+            ("segments", fmt_num(summary.get("segments"))), ("samples", fmt_num(summary.get("samples"))),
+            ("duration [s]", fmt_num(summary.get("duration_s"))), ("rate [Hz]", fmt_num(summary.get("rate_hz"))),
+            ("format", escape(str(summary.get("source_format", "")))),
+            ("velocity", escape(str(summary.get("velocity_source", "")))),
+            ("effort logged", fmt_num(summary.get("has_effort"))),
+            ("size", f"{d['size']:,} bytes"), ("sha256", f"<code>{escape(d['sha256'])}</code>"),
+            ("uploaded (UTC)", escape((d["created_at"] or "")[:19]))]
+    table = "<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
+    warnings = "".join(f'<div class="warn">{escape(w)}</div>' for w in summary.get("warnings", [])) or \
+        '<p class="muted">no warnings</p>'
+    figures = []
+    for k, seg in enumerate(rec.segments):
+        sl = _downsample(seg.n)
+        t = seg.t[sl]
+        data = []
+        for j, joint in enumerate(rec.joint_names):
+            data.append({"x": t, "y": seg.q[sl, j], "name": f"{joint} q", "type": "scatter", "mode": "lines"})
+            if seg.q_des is not None:
+                data.append({"x": t, "y": seg.q_des[sl, j], "name": f"{joint} q_des", "type": "scatter",
+                             "mode": "lines", "line": {"dash": "dash"}})
+        figures.append({"id": f"seg-{k}", "data": data, "layout": {
+            "title": {"text": f"segment {escape(seg.name)}"}, "xaxis": {"title": {"text": "t [s]"}},
+            "yaxis": {"title": {"text": "q, q_des [rad]"}}, "margin": {"t": 40, "l": 60, "r": 20, "b": 40},
+            "legend": {"orientation": "h"}, "height": 320}})
+
+    figures = json_safe(figures)
+    plots = "".join(f'<div class="plot" style="height:320px" id="{f["id"]}"></div>' for f in figures)
+    meta = escape(json.dumps(d.get("metadata") or {}, indent=1))
+    body = f"""<h1>Dataset {escape(d['name'])}</h1>
+{table}
+<p><a class="download" href="/api/v1/datasets/{escape(d['id'])}/original" download>download the uploaded file</a>
+<button class="delete-dataset danger" data-id="{escape(d['id'])}" data-name="{escape(d['name'])}">delete dataset</button></p>
+<h2>Warnings</h2>{warnings}
+<h2>Start a fit</h2>{_fit_settings(families, defaults)}
+<p><button class="start-fit" data-id="{escape(d['id'])}">start fit</button></p>
+<h2>Fits of this dataset</h2>{_fits_table(fits, {d['id']: d['name']})}
+<h2>Position and command per segment</h2>{plots}
+<details><summary>metadata</summary><pre>{meta}</pre></details>
+{plot_script(figures)}<script>{_START_FIT_JS}</script>"""
+    return page(f"dataset {d['name']}", body, nav=True)
+
+
+def _best_params(result: dict | None) -> dict[tuple[str, str], tuple[str, Any]]:
+    out = {}
+    for joint, jr in ((result or {}).get("joints") or {}).items():
+        best = jr.get("best_model")
+        for name, value in (((jr.get("models") or {}).get(best) or {}).get("params") or {}).items():
+            out[(joint, name)] = (best, value)
+    return out
+
+
+def render_compare(a: tuple[dict, dict | None], b: tuple[dict, dict | None]) -> str:
+    """Two fits side by side: headers, best-model parameters with the relative difference, envelopes overlaid."""
+    (fa, pa), (fb, pb) = a, b
+    ka, kb = _best_params(fa.get("result")), _best_params(fb.get("result"))
+    rows = []
+    for key in sorted(set(ka) | set(kb)):
+        va, vb = ka.get(key, (None, None)), kb.get(key, (None, None))
+        diff = "—"
+        if isinstance(va[1], int | float) and isinstance(vb[1], int | float) and va[1]:
+            diff = f"{100 * (vb[1] - va[1]) / abs(va[1]):+.1f}%"
+        rows.append(f"<tr><td>{escape(key[0])}</td><td><code>{escape(key[1])}</code></td>"
+                    f"<td>{escape(str(va[0] or ''))} {fmt_num(va[1])}</td>"
+                    f"<td>{escape(str(vb[0] or ''))} {fmt_num(vb[1])}</td><td>{diff}</td></tr>")
+
+    def head(f: dict) -> str:
+        req = f.get("request") or {}
+        items = [("fit", f"<a href=\"/fits/{escape(f['id'])}\"><code>{escape(f['id'][:8])}</code></a>"),
+                 ("status", status_html(f["status"])), ("dataset", escape(str(f.get("dataset_name", "")))),
+                 ("serial", escape(str(f.get("serial") or "—"))),
+                 ("models", escape(", ".join(req.get("models") or []))),
+                 ("budget", escape(f"{req.get('generations')} × {req.get('population')}")),
+                 ("finished", escape(str(f.get("finished_at") or "")[:19]))]
+        return "<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in items) + "</table>"
+
+    figures = []
+    joints = sorted(set((pa or {}).get("joints") or {}) | set((pb or {}).get("joints") or {}))
+    for j, joint in enumerate(joints):
+        data = []
+        for label, plots, color in (("A", pa, "#d62728"), ("B", pb, "#1f77b4")):
+            env = (((plots or {}).get("joints") or {}).get(joint) or {}).get("envelope") or {}
+            for key, dash in (("effort_max", "solid"), ("effort_min", "dot")):
+                if env.get(key):
+                    data.append({"x": env.get("velocity", []), "y": env[key], "type": "scatter", "mode": "lines",
+                                 "name": f"{label} {key}", "line": {"color": color, "dash": dash}})
+        if data:
+            figures.append({"id": f"cmp-{j}", "data": data, "layout": {
+                "title": {"text": f"{escape(joint)} · torque–speed envelopes"},
+                "xaxis": {"title": {"text": "velocity [rad/s]"}}, "yaxis": {"title": {"text": "effort [N·m]"}},
+                "margin": {"t": 40, "l": 60, "r": 20, "b": 40}, "legend": {"orientation": "h"}}})
+
+    figures = json_safe(figures)
+    body = f"""<h1>Compare fits</h1>
+<div class="cols"><div><h2>A</h2>{head(fa)}</div><div><h2>B</h2>{head(fb)}</div></div>
+<h2>Parameters of each joint's best model</h2>
+<table><tr><th>joint</th><th>parameter</th><th>A</th><th>B</th><th>B vs A</th></tr>{''.join(rows) or
+'<tr><td colspan="5" class="muted">no succeeded fit to compare</td></tr>'}</table>
+{''.join(f'<div class="plot" id="{f["id"]}"></div>' for f in figures)}
+{plot_script(figures)}"""
+    return page("compare fits", body, nav=True)
+
+
+def render_fleet(models: list[tuple[str, int]], summary: dict | None) -> str:
+    """The fleet: actuator models, and for one of them every parameter over time per serial, with drift."""
+    links = " · ".join(f'<a href="/fleet?actuator_model={quote(m)}">{escape(m)}</a> ({n} datasets)'
+                       for m, n in models) or '<span class="muted">no dataset names an actuator_model yet: ' \
+                                              'add "actuator_model" and "serial" to the sidecar</span>'
+    body = [f"<h1>Fleet</h1><p>{links}</p>"]
+    figures = []
+    if summary is not None:
+        body.append(f"<h2>{escape(summary['actuator_model'])}</h2><p>{summary['fits']} succeeded fits · serials: "
+                    f"{escape(', '.join(summary['serials']) or '—')}</p>")
+        body += [f'<div class="warn">drift: {escape(w["text"])} · <a href="/fits/{escape(w["fit_id"])}">fit '
+                 f'{escape(w["fit_id"][:8])}</a></div>' for w in summary["warnings"]]
+        flagged = {(w["fit_id"], w["family"], w["param"], w["joint"]) for w in summary["warnings"]}
+        for k, s in enumerate(summary["series"]):
+            by_serial: dict[str, list[dict]] = {}
+            for p in s["points"]:
+                by_serial.setdefault(str(p["serial"] or "?"), []).append(p)
+            data = [{"x": [p["time"] for p in pts], "y": [p["value"] for p in pts], "name": f"serial {serial}",
+                     "type": "scatter", "mode": "lines+markers", "text": [p["fit_id"][:8] for p in pts]}
+                    for serial, pts in sorted(by_serial.items())]
+            bad = [p for p in s["points"] if (p["fit_id"], s["family"], s["param"], p["joint"]) in flagged]
+            if bad:
+                data.append({"x": [p["time"] for p in bad], "y": [p["value"] for p in bad], "name": "drift",
+                             "type": "scatter", "mode": "markers",
+                             "marker": {"size": 14, "symbol": "circle-open", "color": "#e0a000", "line": {"width": 3}}})
+            figures.append({"id": f"fleet-{k}", "data": data, "layout": {
+                "title": {"text": f"{escape(s['family'])} · {escape(s['param'])}"}, "height": 300,
+                "xaxis": {"title": {"text": "fit finished (UTC)"}}, "margin": {"t": 40, "l": 60, "r": 20, "b": 40},
+                "legend": {"orientation": "h"}}})
+        body.append("".join(f'<div class="plot" style="height:300px" id="{f["id"]}"></div>' for f in figures)
+                    or '<p class="muted">no succeeded fits of this model yet</p>')
+    body.append(plot_script(figures))
+    return page("fleet", "\n".join(body), nav=True)
+
+
+def render_login(next_url: str, error: str = "") -> str:
+    """The login form: paste an API token; it is kept in an HttpOnly cookie for the pages."""
+    err = f'<p class="error">{escape(error)}</p>' if error else ""
+    body = f"""<h1>actuator-sysid · log in</h1>{err}
+<form method="post" action="/login"><input type="hidden" name="next" value="{escape(next_url)}">
+<p><label>API token <input type="password" name="token" size="50" autocomplete="off" required></label>
+<button type="submit">log in</button></p></form>
+<p class="muted">Make a token on the server with <code>actuator-sysid token create --project NAME</code>.</p>"""
+    return page("log in", body)

@@ -113,24 +113,77 @@ def _header(fit: dict) -> str:
     return "<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in items) + "</table>"
 
 
-def render_report(fit: dict, result: dict | None, report_data: dict | None, *, standalone: bool = False) -> str:
-    """The report page of one fit (a fit row dict); progress while queued/running, the error when failed.
+_LIVE_JS = """
+const FIT_ID=document.body.dataset.fit;
+const es=new EventSource('/api/v1/fits/'+FIT_ID+'/events');
+const bar=document.getElementById('live-progress'),pct=document.getElementById('live-pct'),
+      msg=document.getElementById('live-msg'),st=document.getElementById('live-status'),logbox=document.getElementById('live-log');
+es.addEventListener('progress',e=>{const d=JSON.parse(e.data);bar.value=d.progress;
+  pct.textContent=Math.round(d.progress*100)+'%';msg.textContent=d.message||'';
+  st.innerHTML='<span class="status-'+d.status+'">'+d.status+'</span>'});
+es.addEventListener('log',e=>{const d=JSON.parse(e.data);logbox.textContent+=d.ts.slice(11,19)+' '+d.message+'\\n';
+  logbox.scrollTop=logbox.scrollHeight});
+es.addEventListener('end',e=>{es.close();const d=JSON.parse(e.data);st.innerHTML='<span class="status-'+d.status+'">'+d.status+'</span>';
+  setTimeout(()=>location.reload(),300)});
+"""
 
-    standalone=True inlines plotly.min.js so the file opens anywhere; otherwise it links PLOTLY_URL.
+_ACTIONS_JS = """
+for(const b of document.querySelectorAll('button[data-action]')){b.addEventListener('click',async()=>{
+  const id=document.body.dataset.fit,a=b.dataset.action;
+  if(a==='delete'){if(!confirm('Delete this fit and its files? This cannot be undone.'))return;
+    if(await apiPost('/api/v1/fits/'+id,'DELETE'))location.href='/';return}
+  if(a==='cancel'&&!confirm('Cancel this fit?'))return;
+  if(await apiPost('/api/v1/fits/'+id+'/'+a))location.reload()})}
+"""
+
+
+def _actions(fit: dict, exports: list[str]) -> str:
+    """Download buttons for every export, and cancel / retry / delete / compare as the status allows."""
+    fid = escape(str(fit.get("id") or ""))
+    status = fit.get("status")
+    out = [f'<a class="download" href="/api/v1/fits/{fid}/export/{escape(n)}" download>download {escape(n)}</a>'
+           for n in exports] if status == "succeeded" else []
+    if status in ("queued", "running"):
+        out.append('<button data-action="cancel">cancel fit</button>')
+    if status in ("failed", "cancelled"):
+        out.append('<button data-action="retry">retry fit</button>')
+    if status not in ("queued", "running"):
+        out.append('<button class="danger" data-action="delete">delete fit</button>')
+    if fit.get("dataset_id"):
+        out.append(f'<a href="/datasets/{escape(str(fit["dataset_id"]))}">dataset</a>')
+    return f'<p class="actions">{" ".join(out)}</p>'
+
+
+def render_report(fit: dict, result: dict | None, report_data: dict | None, *, standalone: bool = False,
+                  exports: list[str] | None = None, fleet_warnings: list[str] | None = None) -> str:
+    """The report page of one fit (a fit row dict): live progress (Server-Sent Events) while queued/running,
+    the error when failed, else tables, plots, downloads and fleet drift warnings.
+
+    standalone=True (the CLI's report.html) inlines plotly.min.js and leaves out the live parts and buttons.
     """
     status = fit.get("status", "succeeded")
     title = fit.get("title") or f"fit {str(fit.get('id') or '')[:8]}".strip()
-    body = ["<p><a href=\"/\">← all datasets and fits</a></p>" if not standalone else "",
-            f"<h1>{escape(title)}</h1>", _header(fit)]
+    body = [f"<h1>{escape(title)}</h1>", _header(fit)]
+    if not standalone:
+        body.append(_actions(fit, exports or []))
+    fid = escape(str(fit.get("id") or ""))
     if status in ("queued", "running"):
         progress = float(fit.get("progress") or 0.0)
-        body.append(f"<p><progress value=\"{progress:.3f}\" max=\"1\"></progress> {progress * 100:.0f}% · "
-                    f"{escape(fit.get('message') or '')}</p><p class=\"muted\">This page refreshes itself.</p>")
-        return page(title, "\n".join(body), '<meta http-equiv="refresh" content="2">')
-    if status == "failed":
-        body.append(f"<h2>The fit failed</h2><p class=\"error\">{escape(fit.get('error') or 'unknown error')}</p>")
-        return page(title, "\n".join(body))
+        body.append(f"<p>status <span id=\"live-status\">{status_html(status)}</span> · "
+                    f"<progress id=\"live-progress\" value=\"{progress:.3f}\" max=\"1\"></progress> "
+                    f"<span id=\"live-pct\">{progress * 100:.0f}%</span> · "
+                    f"<span id=\"live-msg\">{escape(fit.get('message') or '')}</span></p>"
+                    "<h3>Log</h3><pre class=\"log\" id=\"live-log\"></pre>"
+                    f"<script>{_LIVE_JS}{_ACTIONS_JS}</script>")
+        return _page(title, body, fid, standalone)
+    if status in ("failed", "cancelled"):
+        what = "failed" if status == "failed" else "was cancelled"
+        body.append(f"<h2>The fit {what}</h2><p class=\"error\">"
+                    f"{escape(fit.get('error') or fit.get('message') or 'unknown error')}</p>"
+                    f"<script>{_ACTIONS_JS}</script>")
+        return _page(title, body, fid, standalone)
 
+    body += [f'<div class="warn">fleet drift: {escape(w)}</div>' for w in fleet_warnings or []]
     figures: list[dict] = []
     plots = (report_data or {}).get("joints", {})
     for j, (joint, jr) in enumerate((result or {}).get("joints", {}).items()):
@@ -158,4 +211,11 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
         else:
             body.append(f'<script src="{PLOTLY_URL}"></script>')
         body.append(f"<script>const FIGURES = {script_json(json_safe(figures))};{_PLOT_JS}</script>")
-    return page(title, "\n".join(body))
+    if not standalone:
+        body.append(f"<script>{_ACTIONS_JS}</script>")
+    return _page(title, body, fid, standalone)
+
+
+def _page(title: str, body: list[str], fit_id: str, standalone: bool) -> str:
+    html = page(title, "\n".join(body), nav=not standalone)
+    return html.replace("<body>", f'<body data-fit="{fit_id}">', 1)

@@ -1,26 +1,39 @@
-"""Files under the data folder: one folder per dataset and per fit, every file written atomically.
+"""The artifact store: files kept by content under the data folder, every write atomic and checksummed.
 
-    data_dir/datasets/<id>/  recording.json, arrays.npz (Recording.save), original.bin (the upload's bytes)
-    data_dir/fits/<id>/      fit.json, report_data.json, isaaclab.py, isaaclab.json
+    data_dir/blobs/<sha256[:2]>/<sha256>   one file per distinct content (uploads, recordings, fit outputs)
+    data_dir/tmp/                          uploads being received and files being written (temp + rename)
 
-Ids are uuid hex made by the service; user-supplied names never become paths.
+The database records which blobs belong to which dataset or fit, under which name, with the sha256 and
+size, so a checksum can be verified at any time. Names a user sent never become paths: blobs are named by
+their hash and temporary files by a random id.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
 import shutil
+import tempfile
+import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..datasets.recording import Recording
 from .db import NotFoundError
 
 _ID = re.compile(r"[0-9a-f]{32}")
+_SHA = re.compile(r"[0-9a-f]{64}")
+CHUNK = 1 << 20
+
+Blob = tuple[str, int]  # (sha256, size)
+
+
+class UploadTooLargeError(ValueError):
+    """An upload stream longer than the configured limit."""
 
 
 def new_id() -> str:
@@ -60,63 +73,164 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 
 def write_files(folder: Path, files: dict[str, str | bytes]) -> None:
-    """Write several named files into one folder, each atomically."""
+    """Write several named files into one folder, each atomically (the CLI's output folder)."""
     for name, data in files.items():
         write_atomic(folder / name, data)
 
 
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 class Storage:
-    """The data folder: datasets and fit artifacts."""
+    """The data folder's content-addressed store."""
 
     def __init__(self, data_dir: Path) -> None:
         self.root = Path(data_dir)
-        self.datasets = self.root / "datasets"
-        self.fits = self.root / "fits"
-        self.datasets.mkdir(parents=True, exist_ok=True)
-        self.fits.mkdir(parents=True, exist_ok=True)
+        self.blobs = self.root / "blobs"
+        self.tmp = self.root / "tmp"
+        self.blobs.mkdir(parents=True, exist_ok=True)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+
+    # --- blobs ---
+
+    def blob_path(self, sha: str) -> Path:
+        if not _SHA.fullmatch(sha):
+            raise NotFoundError(f"no stored file {sha!r}: checksums are 64 lowercase hex digits")
+        return self.blobs / sha[:2] / sha
+
+    def temp_path(self, suffix: str = "") -> Path:
+        """A fresh path in the store's temp folder (same filesystem as the blobs, so renames are atomic)."""
+        return self.tmp / f"{uuid.uuid4().hex}{suffix}"
+
+    def put_file(self, path: Path, sha: str | None = None) -> Blob:
+        """Move a finished temp file into the store under its hash; identical content is kept once."""
+        sha = sha or sha256_file(path)
+        size = path.stat().st_size
+        final = self.blob_path(sha)
+        if final.exists():
+            path.unlink(missing_ok=True)
+        else:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, final)
+        return sha, size
+
+    def put_bytes(self, data: str | bytes) -> Blob:
+        raw = data.encode() if isinstance(data, str) else data
+        tmp = self.temp_path(".part")
+        try:
+            with open(tmp, "wb") as f:
+                f.write(raw)
+                f.flush()
+                os.fsync(f.fileno())
+            return self.put_file(tmp, hashlib.sha256(raw).hexdigest())
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def read_bytes(self, sha: str) -> bytes:
+        path = self.blob_path(sha)
+        if not path.is_file():
+            raise NotFoundError(f"the stored file {sha[:12]}… is missing from {self.blobs}")
+        return path.read_bytes()
+
+    def verify(self, sha: str) -> bool:
+        """True when the stored blob exists and still hashes to its name."""
+        path = self.blob_path(sha)
+        return path.is_file() and sha256_file(path) == sha
+
+    def receive(self, src: IO[bytes], limit: int) -> tuple[Path, Blob]:
+        """Copy an upload stream into a temp file in chunks, hashing as it goes; never the whole body in memory.
+
+        Raises UploadTooLargeError past `limit` bytes (the partial file is removed). The caller owns the temp
+        file: `put_file` it, or unlink it.
+        """
+        tmp = self.temp_path(".upload")
+        h, size = hashlib.sha256(), 0
+        try:
+            with open(tmp, "wb") as f:
+                while chunk := src.read(CHUNK):
+                    size += len(chunk)
+                    if size > limit:
+                        raise UploadTooLargeError(f"upload too large: more than {limit} bytes; the limit is "
+                                                  f"{limit} bytes (ACTUATOR_SYSID_MAX_UPLOAD_BYTES)")
+                    h.update(chunk)
+                    f.write(chunk)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return tmp, (h.hexdigest(), size)
+
+    # --- recordings and fit files ---
+
+    def put_folder(self, folder: Path) -> dict[str, Blob]:
+        """Store every file of a (temp) folder; returns name → blob."""
+        return {p.name: self.put_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
+
+    def save_recording(self, rec: Recording) -> dict[str, Blob]:
+        """Store a parsed recording (recording.json + arrays.npz)."""
+        folder = Path(tempfile.mkdtemp(dir=self.tmp))
+        try:
+            rec.save(folder)
+            return self.put_folder(folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def save_dataset(self, dataset_id: str, rec: Recording, original: bytes) -> dict[str, Blob]:
+        """Store a recording and its upload bytes; returns the artifacts for `Repository.create_dataset`."""
+        return {**self.save_recording(rec), "original": self.put_bytes(original)}
+
+    def load_recording(self, artifacts: dict[str, dict[str, Any]]) -> Recording:
+        """A stored recording back from its artifacts (name → {sha256}), via links in a temp folder."""
+        missing = [n for n in ("recording.json", "arrays.npz") if n not in artifacts]
+        if missing:
+            raise NotFoundError(f"the dataset's stored recording lacks {missing}")
+        folder = Path(tempfile.mkdtemp(dir=self.tmp))
+        try:
+            for name in ("recording.json", "arrays.npz"):
+                src = self.blob_path(artifacts[name]["sha256"])
+                if not src.is_file():
+                    raise NotFoundError(f"the stored file {name} of this dataset is missing from {self.blobs}")
+                os.symlink(src, folder / name)
+            return Recording.load(folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def save_files(self, files: dict[str, str | bytes]) -> dict[str, Blob]:
+        return {name: self.put_bytes(data) for name, data in files.items()}
+
+    # --- housekeeping ---
+
+    def collect_garbage(self, referenced: set[str], older_than_s: float = 3600.0) -> int:
+        """Remove temp files and unreferenced blobs older than `older_than_s` (left by crashes or deletes).
+
+        The age guard keeps files another process is about to record (uploads in flight elsewhere).
+        """
+        cutoff = time.time() - older_than_s
+        removed = 0
+        for p in list(self.tmp.iterdir()):
+            try:
+                if p.lstat().st_mtime < cutoff:
+                    shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                pass
+        for p in self.blobs.glob("??/*"):
+            try:
+                if p.name not in referenced and p.stat().st_mtime < cutoff:
+                    p.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                pass
+        return removed
 
     @staticmethod
-    def _check(kind: str, item_id: str) -> str:
+    def check_id(kind: str, item_id: str) -> str:
         if not _ID.fullmatch(item_id):
             raise NotFoundError(f"{kind} {item_id!r} not found: ids are 32 lowercase hex digits")
         return item_id
-
-    def dataset_dir(self, dataset_id: str) -> Path:
-        return self.datasets / self._check("dataset", dataset_id)
-
-    def fit_dir(self, fit_id: str) -> Path:
-        return self.fits / self._check("fit", fit_id)
-
-    def save_dataset(self, dataset_id: str, rec: Recording, original: bytes) -> str:
-        """Store an already-parsed recording and its upload bytes; the folder appears whole or not at all.
-
-        Returns the folder relative to the data dir (what the database keeps).
-        """
-        final = self.dataset_dir(dataset_id)
-        tmp = self.datasets / f".tmp-{dataset_id}"
-        try:
-            rec.save(tmp)
-            write_atomic(tmp / "original.bin", original)
-            os.replace(tmp, final)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return final.relative_to(self.root).as_posix()
-
-    def remove_dataset(self, dataset_id: str) -> None:
-        """Undo `save_dataset` (used when the database insert after it fails)."""
-        shutil.rmtree(self.dataset_dir(dataset_id), ignore_errors=True)
-
-    def load_recording(self, dataset_id: str) -> Recording:
-        folder = self.dataset_dir(dataset_id)
-        if not (folder / "recording.json").is_file():
-            raise NotFoundError(f"the files of dataset {dataset_id!r} are missing from {self.datasets}")
-        return Recording.load(folder)
-
-    def save_fit(self, fit_id: str, files: dict[str, str | bytes]) -> None:
-        write_files(self.fit_dir(fit_id), files)
-
-    def read_fit_file(self, fit_id: str, name: str) -> str:
-        path = self.fit_dir(fit_id) / name
-        if not path.is_file():
-            raise NotFoundError(f"fit {fit_id!r} has no stored {name}")
-        return path.read_text()

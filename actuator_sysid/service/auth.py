@@ -1,0 +1,91 @@
+"""API tokens: `Authorization: Bearer <token>` (or the login form's cookie) → the caller's project.
+
+Tokens are made by `actuator-sysid token create` and stored as sha256 hashes only. When auth is required
+(settings.auth_required) every route except the public ones answers 401 without a valid token (pages
+redirect to the login form). A valid token scopes every read and write to its project; without auth the
+caller sees every project and writes to "default".
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import quote
+
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse, RedirectResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .db import Repository
+
+COOKIE = "actuator_sysid_token"
+PUBLIC_PREFIXES = ("/static/",)
+PUBLIC_PATHS = ("/healthz", "/login", "/favicon.ico")
+CACHE_S = 10.0
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+
+
+def _token_from(scope: Scope) -> str | None:
+    headers = dict(scope.get("headers") or [])
+    auth = headers.get(b"authorization", b"").decode("latin-1")
+    if auth[:7].lower() == "bearer " and auth[7:].strip():
+        return auth[7:].strip()
+    for part in headers.get(b"cookie", b"").decode("latin-1").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == COOKIE and value:
+            return value
+    return None
+
+
+class AuthMiddleware:
+    """Puts the caller's project in `scope["state"]["project"]` (None: every project); refuses when required."""
+
+    def __init__(self, app: ASGIApp, repo: Repository, required: bool) -> None:
+        self.app, self.repo, self.required = app, repo, required
+        self._cache: dict[str, tuple[float, str | None]] = {}
+
+    async def _project(self, token: str) -> str | None:
+        now = time.monotonic()
+        hit = self._cache.get(token)
+        if hit is not None and now - hit[0] < CACHE_S:
+            return hit[1]
+        project = await run_in_threadpool(self.repo.token_project, token)
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[token] = (now, project)
+        return project
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        token = _token_from(scope)
+        project = await self._project(token) if token else None
+        state = scope.setdefault("state", {})
+        state["project"] = project
+        state["authenticated"] = project is not None
+        path = scope["path"]
+        if self.required and project is None and not is_public(path):
+            if scope["method"] == "GET" and not path.startswith(("/api/", "/metrics", "/openapi", "/docs",
+                                                                 "/redoc")):
+                target = path + (("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string")
+                                 else "")
+                response = RedirectResponse("/login?next=" + quote(target, safe=""), status_code=303)
+            else:
+                why = "invalid or revoked API token" if token else "missing API token"
+                response = JSONResponse(
+                    {"detail": f"{why}: send 'Authorization: Bearer <token>' (make one with "
+                               "`actuator-sysid token create --project <name>`)"},
+                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after login: only a path on this site (no scheme, no host, no '//')."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target

@@ -1,0 +1,73 @@
+"""Fleet view: the fitted parameters of one actuator model (datasets whose sidecar names `actuator_model`,
+and `serial` for the unit) over time, and drift warnings when a fit leaves the spread of the earlier ones.
+
+Every joint of such a dataset is that actuator model, so values are pooled per (model family, parameter)
+using each joint's best-ranked family. A value "leaves the earlier spread" when it falls outside the range
+of the earlier fits' values widened by half that range (and by 2 % of their median, so identical earlier
+values do not flag rounding noise); at least MIN_HISTORY earlier values are needed to judge.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+MIN_HISTORY = 2
+
+
+def _points(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One point per (fit, joint, parameter of the joint's best family), in the fits' order (oldest first)."""
+    out = []
+    for f in fits:
+        for joint, jr in ((f.get("result") or {}).get("joints") or {}).items():
+            family = jr.get("best_model")
+            params = ((jr.get("models") or {}).get(family) or {}).get("params") or {}
+            for name, value in params.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    out.append({"fit_id": f["id"], "dataset_id": f["dataset_id"], "serial": f.get("serial"),
+                                "time": f.get("finished_at") or f.get("created_at"), "joint": joint,
+                                "family": family, "param": name, "value": float(value)})
+    return out
+
+
+def _band(values: list[float]) -> tuple[float, float]:
+    lo, hi = min(values), max(values)
+    margin = 0.5 * (hi - lo) + 0.02 * abs(statistics.median(values))
+    return lo - margin, hi + margin
+
+
+def drift(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Points that leave the band of the earlier points of the same family and parameter."""
+    seen: dict[tuple[str, str], list[float]] = {}
+    flagged = []
+    for p in points:
+        key = (p["family"], p["param"])
+        history = seen.setdefault(key, [])
+        if len(history) >= MIN_HISTORY:
+            lo, hi = _band(history)
+            if not lo <= p["value"] <= hi:
+                flagged.append({**p, "low": lo, "high": hi, "earlier": len(history),
+                                "text": f"{p['param']} of {p['family']} on joint {p['joint']} "
+                                        f"(serial {p['serial'] or '?'}) is {p['value']:.4g}, outside the spread of "
+                                        f"the {len(history)} earlier fits ({min(history):.4g} … "
+                                        f"{max(history):.4g}; band {lo:.4g} … {hi:.4g})"})
+        history.append(p["value"])
+    return flagged
+
+
+def fleet_summary(actuator_model: str, fits: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fleet API's body: every point, grouped series per parameter, and the drift warnings."""
+    points = _points(fits)
+    series: dict[str, dict[str, Any]] = {}
+    for p in points:
+        s = series.setdefault(f"{p['family']}.{p['param']}", {"family": p["family"], "param": p["param"],
+                                                             "points": []})
+        s["points"].append({k: p[k] for k in ("time", "value", "serial", "joint", "fit_id")})
+    return {"actuator_model": actuator_model, "fits": len(fits),
+            "serials": sorted({str(f.get("serial")) for f in fits if f.get("serial")}),
+            "series": list(series.values()), "warnings": drift(points)}
+
+
+def warnings_for(fit_id: str, fits: list[dict[str, Any]]) -> list[str]:
+    """Drift warnings about one fit, judged against the fits of its actuator model before it."""
+    return [w["text"] for w in drift(_points(fits)) if w["fit_id"] == fit_id]

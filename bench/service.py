@@ -1,0 +1,253 @@
+"""Service benchmark on loopback: status-route latency under load while a fit runs, and a large upload.
+
+1. A real server (SQLite, local worker) is started on a free loopback port with a long fit running.
+   N clients (asyncio, one keep-alive connection each) each loop for D seconds over the list and status routes
+   (GET /api/v1/fits, /api/v1/fits/{id}, /api/v1/datasets, /api/v1/datasets/{id}), pausing `think`
+   seconds between requests, as a dashboard that polls does. → p50/p95/p99 latency, requests, errors.
+2. One upload of a valid canonical CSV of `upload_mb` MB: wall time → MB/s, and the server process's
+   peak RSS growth over its idle RSS (sampled every 20 ms from /proc). The parser process's peak RSS is
+   reported beside it (parsing happens there, by design).
+
+Usage: python bench/service.py [--quick] [--clients 50] [--seconds 30] [--think 0.1] [--upload-mb 200]
+Prints one JSON object. Loopback only; every loop is bounded in count and time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_REQUESTS_PER_CLIENT = 100_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def start_server(data: Path, max_upload: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ACTUATOR_SYSID_MAX_UPLOAD_BYTES": str(max_upload),
+           "ACTUATOR_SYSID_LOG_FORMAT": "json"}
+    log = open(data.parent / "server.log", "wb")  # noqa: SIM115 - lives as long as the server
+    proc = subprocess.Popen([sys.executable, "-m", "actuator_sysid.cli", "serve", "--host", "127.0.0.1", "--port",
+                             str(port), "--data-dir", str(data)], cwd=ROOT, env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(url + "/healthz", timeout=1).ok:
+                return proc, url
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("server did not start")
+
+
+def small_log() -> tuple[bytes, dict]:
+    """A 1-joint, 3-segment log and its sidecar (for the fit that runs during the load phase)."""
+    t = np.arange(400) / 200.0
+    rows = ["t,joint,q,qd,q_des,segment"]
+    for k in range(3):
+        q_des = 0.5 * np.sin(2 * np.pi * (0.5 + 0.3 * k) * t)
+        q = 0.9 * np.sin(2 * np.pi * (0.5 + 0.3 * k) * t - 0.1)
+        qd = np.gradient(q, t)
+        rows += [f"{ti:.4f},j1,{a:.6f},{b:.6f},{c:.6f},s{k}" for ti, a, b, c in zip(t, q, qd, q_des, strict=True)]
+    side = {"joints": {"j1": {"mass": 0.5, "com_distance": 0.1}}, "segments": {f"s{k}": {"kp": 5.0, "kd": 0.1}
+                                                                          for k in range(3)}}
+    return ("\n".join(rows) + "\n").encode(), side
+
+
+def big_csv(path: Path, megabytes: float) -> int:
+    """Write a valid canonical long CSV of about `megabytes` MB (one joint, 1 kHz, 10 s segments)."""
+    target = int(megabytes * 1e6)
+    n = 10_000
+    t = np.arange(n) / 1000.0
+    size, seg = 0, 0
+    with open(path, "w") as f:
+        f.write("t,joint,q,q_des,segment\n")
+        while size < target:
+            q_des = 0.5 * np.sin(2 * np.pi * (0.2 + 0.01 * (seg % 50)) * t)
+            block = "".join(f"{ti:.3f},j1,{0.9 * a:.6f},{a:.6f},s{seg}\n" for ti, a in zip(t, q_des, strict=True))
+            f.write(block)
+            size += len(block)
+            seg += 1
+    return path.stat().st_size
+
+
+async def _client(host: str, port: int, paths: list[str], offset: int, stop_at: float, think: float,
+                  lat: list[float]) -> int:
+    """One keep-alive HTTP/1.1 connection looping over `paths`; returns its error count.
+
+    Plain asyncio streams rather than a threaded HTTP library: 50 Python threads would measure their own
+    GIL hand-offs as server latency.
+    """
+    import asyncio
+
+    errors = 0
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        for k in range(MAX_REQUESTS_PER_CLIENT):
+            if time.monotonic() >= stop_at:
+                break
+            path = paths[(offset + k) % len(paths)]
+            t0 = time.perf_counter()
+            try:
+                writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\n\r\n".encode())
+                await writer.drain()
+                status_line = await asyncio.wait_for(reader.readline(), 10)
+                length = 0
+                while (line := await reader.readline()) not in (b"\r\n", b""):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                await reader.readexactly(length)
+                ok = status_line.split()[1] == b"200"
+            except (TimeoutError, OSError, asyncio.IncompleteReadError, IndexError, ValueError):
+                ok = False
+                writer.close()
+                reader, writer = await asyncio.open_connection(host, port)
+            lat.append(time.perf_counter() - t0)
+            errors += not ok
+            if think:
+                await asyncio.sleep(think)
+    finally:
+        writer.close()
+    return errors
+
+
+def load_phase(url: str, clients: int, seconds: float, think: float, ids: dict) -> dict:
+    import asyncio
+
+    paths = ["/api/v1/fits", f"/api/v1/fits/{ids['fit']}", "/api/v1/datasets", f"/api/v1/datasets/{ids['dataset']}"]
+    host, port = url.removeprefix("http://").split(":")
+    lat: list[float] = []
+
+    async def run() -> list[int]:
+        stop_at = time.monotonic() + seconds
+        return await asyncio.gather(*(_client(host, int(port), paths, i, stop_at, think, lat)
+                                      for i in range(clients)))
+
+    t0 = time.monotonic()
+    errors = asyncio.run(run())
+    wall = time.monotonic() - t0
+    all_lat = np.array(lat) * 1000
+    return {"clients": clients, "seconds": round(wall, 1), "think_s": think, "requests": int(all_lat.size),
+            "requests_per_s": round(all_lat.size / wall, 1), "errors": int(sum(errors)),
+            "latency_ms": {"p50": round(float(np.percentile(all_lat, 50)), 2),
+                           "p95": round(float(np.percentile(all_lat, 95)), 2),
+                           "p99": round(float(np.percentile(all_lat, 99)), 2),
+                           "max": round(float(all_lat.max()), 2)}}
+
+
+def upload_phase(url: str, pid: int, path: Path) -> dict:
+    size = path.stat().st_size
+    time.sleep(1.0)
+    base = rss_kb(pid)
+    peak, parser_peak = base, 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak, parser_peak
+        while not done.is_set():
+            peak = max(peak, rss_kb(pid))
+            for child in children(pid):
+                parser_peak = max(parser_peak, rss_kb(child))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    t0 = time.perf_counter()
+    with open(path, "rb") as f:
+        r = requests.post(url + "/api/v1/datasets", files={"file": ("big.csv", f)}, timeout=600)
+    wall = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    return {"bytes": size, "status": r.status_code, "seconds": round(wall, 2),
+            "mb_per_s": round(size / 1e6 / wall, 1), "server_rss_idle_mb": round(base / 1024, 1),
+            "server_rss_growth_mb": round((peak - base) / 1024, 1),
+            "parser_process_peak_rss_mb": round(parser_peak / 1024, 1),
+            "samples": r.json().get("samples") if r.ok else r.text[:300]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 10 clients, 3 s, 5 MB upload")
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--think", type=float, default=0.1, help="pause between one client's requests [s]")
+    ap.add_argument("--upload-mb", type=float, default=200.0)
+    args = ap.parse_args()
+    if args.quick:
+        args.clients, args.seconds, args.upload_mb = 10, 3.0, 5.0
+    work = Path(tempfile.mkdtemp(prefix="asid-bench-"))
+    proc = None
+    try:
+        proc, url = start_server(work / "data", max(int(args.upload_mb * 1e6 * 1.1), 10_000_000))
+        log, side = small_log()
+        ds = requests.post(url + "/api/v1/datasets", files={"file": ("small.csv", log)},
+                           data={"metadata": json.dumps(side)}, timeout=60).json()
+        fit = requests.post(url + "/api/v1/fits", timeout=30, json={
+            "dataset_id": ds["id"], "models": ["dcmotor"], "budget": {"generations": 10000, "population": 16}}).json()
+        deadline = time.monotonic() + 60
+        while requests.get(f"{url}/api/v1/fits/{fit['id']}", timeout=10).json()["status"] != "running":
+            if time.monotonic() > deadline:
+                raise RuntimeError("the fit did not start")
+            time.sleep(0.2)
+        load = load_phase(url, args.clients, args.seconds, args.think, {"fit": fit["id"], "dataset": ds["id"]})
+        load["fit_running_throughout"] = requests.get(f"{url}/api/v1/fits/{fit['id']}", timeout=10).json()["status"] == "running"
+        requests.post(f"{url}/api/v1/fits/{fit['id']}/cancel", timeout=10)
+        big = work / "big.csv"
+        big_csv(big, args.upload_mb)
+        upload = upload_phase(url, proc.pid, big)
+        out = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+               "status_routes_during_fit": load, "upload": upload,
+               "targets_met": {"p99_le_50ms": load["latency_ms"]["p99"] <= 50, "no_errors": load["errors"] == 0,
+                               "rss_growth_le_64mb": upload["server_rss_growth_mb"] <= 64 and upload["status"] == 201}}
+        print(json.dumps(out, indent=1))
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
