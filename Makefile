@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test bench lint install clean
+.PHONY: run test bench lint install clean bench-ingest
 
 install: $(STAMP)
 
@@ -29,6 +29,9 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/rollout.py
+
+bench-ingest: $(STAMP)
+	$(BIN)/python bench/ingest.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check actuator_sysid tests bench

@@ -27,9 +27,15 @@ def _csv(text: str) -> list[str]:
 
 
 def _read(args: argparse.Namespace) -> Recording:
-    from .datasets.canonical import read_log
+    """Read the log(s) named on the command line, in any supported format (datasets.readers)."""
+    from .datasets.readers import read_paths
+    from .datasets.sources import ReadOptions, parse_names
 
-    return read_log(Path(args.log), Path(args.sidecar) if args.sidecar else None, args.format)
+    opts = ReadOptions(fmt=args.format, joint_names=parse_names(args.joint_names), state_topic=args.state_topic,
+                       command_topic=args.command_topic, positions=args.positions, targets=args.targets,
+                       velocities=args.velocities, rate_hz=args.rate)
+    opts.validate("command line")
+    return read_paths([Path(p) for p in args.log], Path(args.sidecar) if args.sidecar else None, opts)
 
 
 # --- serve ---
@@ -40,11 +46,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .service.app import create_app
+    from .service.logs import configure_logging
     from .service.settings import Settings
 
-    given = {"host": args.host, "port": args.port, "data_dir": args.data_dir}
+    given = {"host": args.host, "port": args.port, "data_dir": args.data_dir, "database_url": args.database_url,
+             "executor": args.executor, "ray_address": args.ray_address, "workers": args.workers}
     settings = Settings(**{k: v for k, v in given.items() if v is not None})
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    configure_logging(settings.log_format)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_config=None,
+                access_log=False, timeout_graceful_shutdown=10)
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    """Create, list or revoke API tokens in the service's database (only a hash of each token is kept)."""
+    from .service.db import Repository
+    from .service.settings import Settings
+
+    given = {"data_dir": args.data_dir, "database_url": args.database_url}
+    settings = Settings(**{k: v for k, v in given.items() if v is not None})
+    repo = Repository(settings.database_url)
+    try:
+        if args.action == "create":
+            print(repo.create_token(args.project, args.name or ""))
+            print(f"token for project {args.project!r}: shown once, keep it secret", file=sys.stderr)
+        elif args.action == "list":
+            for t in repo.list_tokens():
+                print(f"{t['id']}  {t['project']:<20} {t['created_at'][:19]}  {t['name']}")
+        elif not repo.revoke_token(args.id or ""):
+            print(f"actuator-sysid token revoke: no token with id {args.id!r} (see `token list`)", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    finally:
+        repo.close()
     return 0
 
 
@@ -55,7 +88,51 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     """Print what the reader made of a log: joints, segments, duration, rate, warnings."""
     from .service.storage import dumps
 
-    print(dumps(_read(args).summary()))
+    summary = _read(args).summary()
+    print(dumps(summary))
+    print(_digest(summary), file=sys.stderr)
+    return 0
+
+
+def _digest(summary: dict) -> str:
+    """The summary in a few lines for a person: joints, segments, rate, duration, warnings."""
+    q = summary.get("quality", {})
+    segs = q.get("segments", [])
+    lines = [f"joints: {', '.join(summary['joints'])}",
+             f"segments: {summary['segments']} ({', '.join(s['name'] for s in segs[:8])}"
+             f"{', ...' if len(segs) > 8 else ''})",
+             f"rate: {summary['rate_hz']:.6g} Hz, duration: {summary['duration_s']:.6g} s, "
+             f"format: {summary['source_format']}"]
+    lines += [f"note: {w}" for w in summary.get("warnings", [])]
+    lines += [f"quality: {w}" for w in q.get("warnings", [])]
+    return "\n".join(lines)
+
+
+# --- excite ---
+
+
+def cmd_excite(args: argparse.Namespace) -> int:
+    """Design an excitation within the bounds and write it as canonical CSV + JSON sidecar."""
+    import json
+
+    from .datasets.excitation import ExcitationSpec, excitation_files
+
+    given = {k: getattr(args, k) for k in ("kind", "duration", "rate", "q_min", "q_max", "qd_max", "tau_max",
+                                           "f_min", "f_max", "inertia", "mass", "com_distance", "joint", "seed",
+                                           "kp", "kd")}
+    spec = ExcitationSpec(**{k: v for k, v in given.items() if v is not None})
+    text, side = excitation_files(spec)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        out.with_suffix(".json").write_text(json.dumps(side, indent=1))
+        peak = side["excitation"]["peak"]
+        print(f"wrote {out} (+ sidecar {out.with_suffix('.json').name}): {spec.kind}, {spec.duration:g} s at "
+              f"{spec.rate:g} Hz; q in [{peak['q_min']:.4g}, {peak['q_max']:.4g}] rad, |qd| ≤ "
+              f"{peak['qd_abs']:.4g} rad/s, rigid-body |tau| ≤ {peak['tau_rigid_body_abs']:.4g} N·m", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -107,15 +184,17 @@ def _request(args: argparse.Namespace) -> FitRequest:
 
     given = {"joints": _csv(args.joints) if getattr(args, "joints", None) else None,
              "models": _csv(args.models) if getattr(args, "models", None) else None,
-             "generations": args.generations, "population": args.population, "seed": args.seed}
+             "generations": args.generations, "population": args.population, "seed": args.seed,
+             "decimation": getattr(args, "decimation", None), "effort_mode": getattr(args, "effort_mode", None),
+             "joint_terms": _csv(args.joint_terms) if getattr(args, "joint_terms", None) else None}
     return FitRequest(**{k: v for k, v in given.items() if v is not None})
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
     """Fit a log and write the results, the standalone report and the Isaac Lab exports."""
     rec = _read(args)
-    out = Path(args.out) if args.out else Path("out") / Path(args.log).stem
-    result = run_fit(rec, _request(args), out, Path(args.log).name)
+    out = Path(args.out) if args.out else Path("out") / Path(args.log[0]).stem
+    result = run_fit(rec, _request(args), out, Path(args.log[0]).name)
     for joint, jr in result["joints"].items():
         print(f"{joint}: best model {jr['best_model']}", file=sys.stderr)
     print(f"wrote {out}/fit.json, report.html, isaaclab.py, isaaclab.json", file=sys.stderr)
@@ -200,6 +279,73 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- export, validate ---
+
+
+def _families(text: str | None) -> dict[str, str] | str | None:
+    """--family: one family for every joint, or joint=family pairs."""
+    if not text:
+        return None
+    if "=" not in text:
+        return text.strip()
+    return dict(item.split("=", 1) for item in _csv(text))
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Render one export of a stored fit (fit.json); the recording gives the bench load if needed."""
+    import json
+
+    from .export import ExportError, render_format
+
+    src = Path(args.fit)
+    fit_json = src / "fit.json" if src.is_dir() else src
+    if not fit_json.is_file():
+        raise DatasetError(f"{fit_json}: not found; pass a fit folder (with fit.json) or the fit.json file")
+    result = json.loads(fit_json.read_text())
+    rec = None
+    if args.log:
+        from .datasets.readers import read_paths
+
+        rec = read_paths([Path(p) for p in args.log], Path(args.sidecar) if args.sidecar else None)
+    loads = None
+    bench = fit_json.parent / "validation.json"
+    if rec is None and bench.is_file():
+        loads = json.loads(bench.read_text()).get("bench") or None
+    robot = Path(args.robot).read_bytes() if args.robot else None
+    try:
+        text = render_format(result, rec, args.export_format, families=_families(args.family),
+                             field_names=args.field_names, backend=args.backend, loads=loads, robot_usd=robot)
+    except (ExportError, KeyError) as e:
+        print(f"actuator-sysid export: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Check a USD file's Newton actuation (NEWTON.DJ.001); exit 1 when there is an error finding."""
+    from .export.validate import validate_usd
+
+    path = Path(args.usd)
+    if not path.is_file():
+        raise DatasetError(f"{path}: not found")
+    try:
+        findings = validate_usd(path)
+    except ValueError as e:
+        print(f"actuator-sysid validate: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for f in findings:
+        print(f"{f.severity.upper()} {f.code} {f.where}: {f.message}")
+    errors = sum(f.severity == "error" for f in findings)
+    print(f"{path}: {errors} error(s), {len(findings) - errors} other finding(s)", file=sys.stderr)
+    return 1 if errors else 0
+
+
 # --- entry point ---
 
 
@@ -211,12 +357,39 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", help="listen address (default ACTUATOR_SYSID_HOST or 127.0.0.1)")
     s.add_argument("--port", type=int, help="listen port (default ACTUATOR_SYSID_PORT or 8000)")
     s.add_argument("--data-dir", help="where datasets, fits and the database live (default ./data)")
+    s.add_argument("--database-url", help="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db "
+                                          "(default ACTUATOR_SYSID_DATABASE_URL or SQLite in the data dir)")
+    s.add_argument("--executor", choices=["local", "ray"], help="where fits run (default local worker processes)")
+    s.add_argument("--ray-address", help="Ray head to submit fits to, host:port (with --executor ray)")
+    s.add_argument("--workers", type=int, help="fits running at once (default 1)")
     s.set_defaults(func=cmd_serve)
 
+    tk = sub.add_parser("token", help="create, list or revoke API tokens")
+    tk.add_argument("action", choices=["create", "list", "revoke"])
+    tk.add_argument("id", nargs="?", help="token id to revoke (from `token list`)")
+    tk.add_argument("--project", default="default", help="project the token may see and write (default default)")
+    tk.add_argument("--name", help="a label, e.g. who holds the token")
+    tk.add_argument("--data-dir", help="the server's data dir (default ./data)")
+    tk.add_argument("--database-url", help="the server's database URL, if not SQLite in the data dir")
+    tk.set_defaults(func=cmd_token)
+
     def log_args(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("log", help="joint log: canonical CSV or Parquet table")
+        sp.add_argument("log", nargs="+", help="joint log(s): files, folders or zips of one dataset (canonical "
+                                               "CSV/Parquet, BAM JSON, PACE .pt, MCAP, ROS bag, actuator-net CSV, "
+                                               "LeRobot, Isaac Lab HDF5)")
         sp.add_argument("--sidecar", help="metadata JSON (default: <log>.json or <stem>.json beside the log)")
-        sp.add_argument("--format", help="csv or parquet (default: detect from the content)")
+        sp.add_argument("--format", help="csv, parquet, bam, pace, mcap, rosbag, actuator-net, lerobot or "
+                                         "isaaclab-hdf5 (default: detect from the content)")
+        sp.add_argument("--joint-names", help="comma-separated joint names, for files without them (PACE, "
+                                              "Float64MultiArray commands, LeRobot, Isaac Lab HDF5)")
+        sp.add_argument("--state-topic", help="ROS: the measured sensor_msgs/JointState topic")
+        sp.add_argument("--command-topic", help="ROS: the command topic (JointState, JointTrajectory or "
+                                                "Float64MultiArray)")
+        sp.add_argument("--positions", help="HDF5: dataset of joint positions in each demo, e.g. obs/joint_pos")
+        sp.add_argument("--targets", help="HDF5: dataset of position targets in each demo, e.g. actions")
+        sp.add_argument("--velocities", help="HDF5: dataset of joint velocities in each demo (optional)")
+        sp.add_argument("--rate", type=float, help="sample rate in Hz for logs without time stamps (Isaac Lab "
+                                                   "HDF5: required; actuator-net CSV: default 50)")
 
     def budget_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -231,14 +404,63 @@ def build_parser() -> argparse.ArgumentParser:
     log_args(f)
     f.add_argument("--models", help="comma-separated model families, e.g. dcmotor,ideal_pd (default dcmotor)")
     f.add_argument("--joints", help="comma-separated joints to fit (default: all)")
+    f.add_argument("--decimation", type=int, help="physics steps per log sample (default 1)")
+    f.add_argument("--effort-mode", choices=["explicit", "implicit"],
+                   help="explicit (default) or Newton's implicit effort mode")
+    f.add_argument("--joint-terms", help="joint terms instead of each family's default, comma-separated, e.g. "
+                                         "armature,friction,dynamic_friction,viscous_friction,encoder_offset")
     budget_args(f)
     f.add_argument("--out", help="output folder (default out/<log stem>)")
     f.set_defaults(func=cmd_fit)
+
+    e = sub.add_parser("excite", help="design an excitation (chirp, multisine, steps, prbs, BAM set) within bounds")
+    e.add_argument("--kind", default="chirp", help="chirp, multisine, steps, prbs, sin_time_square, lift_and_drop, "
+                                                   "up_and_down or bam (the three BAM trajectories); default chirp")
+    e.add_argument("--duration", type=float, help="seconds (per trajectory for bam; default 20)")
+    e.add_argument("--rate", type=float, help="samples per second (default 200)")
+    e.add_argument("--q-min", type=float, help="lowest position, rad (default -1)")
+    e.add_argument("--q-max", type=float, help="highest position, rad (default 1)")
+    e.add_argument("--qd-max", type=float, help="largest speed, rad/s (default 5)")
+    e.add_argument("--tau-max", type=float, help="largest rigid-body torque the load may need, N·m (with the load)")
+    e.add_argument("--f-min", type=float, help="lowest frequency, Hz (default 0.1)")
+    e.add_argument("--f-max", type=float, help="highest frequency, Hz (default 5)")
+    e.add_argument("--inertia", type=float, help="load inertia without the point mass, kg·m²")
+    e.add_argument("--mass", type=float, help="pendulum mass, kg")
+    e.add_argument("--com-distance", type=float, help="pendulum length to the mass, m")
+    e.add_argument("--joint", help="joint name (default joint)")
+    e.add_argument("--seed", type=int, help="random seed for steps and prbs (default 0)")
+    e.add_argument("--kp", type=float, help="position gain to record in the sidecar, N·m/rad")
+    e.add_argument("--kd", type=float, help="damping gain to record in the sidecar, N·m·s/rad")
+    e.add_argument("--out", help="CSV file to write (+ <stem>.json sidecar); default: CSV on stdout")
+    e.set_defaults(func=cmd_excite)
 
     d = sub.add_parser("demo", help="simulate a pendulum log from known DCMotor parameters and fit it")
     d.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
     budget_args(d)
     d.set_defaults(func=cmd_demo)
+
+    x = sub.add_parser("export", help="render one export of a fit: isaaclab.py/.json/.yaml, newton.usda, mjcf.xml, "
+                                      "randomization.json")
+    x.add_argument("fit", help="fit folder (with fit.json) or a fit.json file")
+    x.add_argument("--format", dest="export_format", required=True,
+                   choices=["isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml",
+                            "randomization.json"], help="export format")
+    x.add_argument("--out", help="file to write (default: stdout)")
+    x.add_argument("--family", help="model family for every joint, or joint=family pairs, comma-separated "
+                                    "(default: each joint's best; Isaac Lab: best built-in class)")
+    x.add_argument("--field-names", choices=["isaaclab-3", "isaaclab-2"], default="isaaclab-3",
+                   help="Isaac Lab field names (default isaaclab-3)")
+    x.add_argument("--backend", choices=["newton", "physx"], default="newton",
+                   help="Isaac Lab physics backend the friction values are written for (default newton)")
+    x.add_argument("--log", nargs="+", help="the fitted log, for the test-bench load of newton.usda / mjcf.xml "
+                                            "(default: the fit folder's validation.json)")
+    x.add_argument("--sidecar", help="metadata JSON of the log")
+    x.add_argument("--robot", help="robot USD whose joints (matched by prim name) get the fitted NewtonActuators")
+    x.set_defaults(func=cmd_export)
+
+    v = sub.add_parser("validate", help="check a USD file's Newton actuation (rule NEWTON.DJ.001)")
+    v.add_argument("usd", help="USD file (.usda, .usdc, .usd)")
+    v.set_defaults(func=cmd_validate)
     return p
 
 
