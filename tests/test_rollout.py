@@ -142,3 +142,21 @@ def test_implicit_effort_mode_matches_oracle(fam: Family) -> None:
         scale = max(1.0, float(np.abs(ref[key]).max()))
         assert np.abs(ours[key] - ref[key]).max() <= 1e-3 * scale, key
     assert np.abs(explicit["applied"] - ours["applied"]).max() > 0.1  # the mode changes the efforts
+
+
+def test_free_swing_segments_have_no_actuator_effort() -> None:
+    """A torque-off stretch (BAM's torque_enable = false) swings under load and joint terms only."""
+    rec = two_joint_recording(150)
+    rec.segments[1].metadata["free_swing"] = True
+    rec.segments[1].q[0] = 0.8  # released away from rest
+    fam = FAMILIES["dcmotor_delay"]
+    batch = SegmentBatch.from_recording(rec, ["a", "b"], window=60)
+    params = random_params(fam, 3, 2, seed=5)
+    ours = RolloutEngine(batch).traces(fam, params)
+    ref = oracle_traces(batch, fam, params)
+    free = [batch.segment_slice(s) for s in range(batch.n_segments) if batch.seg_free[s]]
+    assert free and all(np.all(ours["applied"][:, sl] == 0) and np.all(ours["computed"][:, sl] == 0) for sl in free)
+    for key in ("q", "qd", "applied"):
+        assert np.abs(ours[key] - ref[key]).max() <= 2e-4 * max(1.0, float(np.abs(ref[key]).max())), key
+    driven = [batch.segment_slice(s) for s in range(batch.n_segments) if not batch.seg_free[s]]
+    assert any(np.any(ours["applied"][:, sl] != 0) for sl in driven)

@@ -34,9 +34,9 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
     the equation of motion. Without it, the effort is inferred from the motion and the known load.
     """
     segs = []
-    for s in range(batch.n_segments):
-        if batch.seg_joint[s] != joint:
-            continue
+    driven = [s for s in range(batch.n_segments) if batch.seg_joint[s] == joint and not batch.seg_free[s]]
+    for s in driven or [s for s in range(batch.n_segments) if batch.seg_joint[s] == joint]:
+        # free swings carry no actuator effort; they only enter when nothing else is there
         sl = batch.segment_slice(s)
         dt = float(batch.seg_dt[s] * batch.seg_substeps[s])
         q, qd = batch.q[sl].astype(float), batch.qd[sl].astype(float)

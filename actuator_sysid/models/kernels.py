@@ -161,6 +161,7 @@ def rollout_kernel(
     seg_gravity: wp.array(dtype=float),  # (S,) m·g·l: gravity torque −m·g·l·sin q
     seg_ext: wp.array(dtype=float),  # (S,) constant external torque
     seg_cmd0: wp.array(dtype=int),  # (S,) first sample with a command: a window sees commands before it
+    seg_free: wp.array(dtype=int),  # (S,) 1 where the actuator was off (torque disabled): free swing
     seg_q0: wp.array(dtype=float),  # (S,) initial measured position
     seg_qd0: wp.array(dtype=float),  # (S,) initial velocity
     q_meas: wp.array(dtype=float),
@@ -201,6 +202,7 @@ def rollout_kernel(
     sub = seg_substeps[s]
     start = seg_start[s]
     cmd0 = seg_cmd0[s]
+    free = seg_free[s] != 0
     n = seg_len[s]
     open_loop = (flags & F_OPEN_LOOP) != 0
 
@@ -245,6 +247,9 @@ def rollout_kernel(
                 applied = eff[1]
             else:  # explicit: the clamps at the current (measured) state
                 applied = clamp_chain(flags, computed, q_ctrl, qd, sat, vlim, elim, knots, params, c, j)
+            if free:  # torque disabled: only the joint terms and the load act
+                computed = 0.0
+                applied = 0.0
             if k == n - 1:
                 break
             # §F plant. Forces at the current state; velocity-proportional terms (joint damping, and the
@@ -252,7 +257,7 @@ def rollout_kernel(
             # force is clamped) are integrated implicitly through the effective inertia jt. Friction is a
             # stopping constraint.
             jt = inertia + dt * visc
-            if (flags & F_IMPLICIT) != 0:
+            if (flags & F_IMPLICIT) != 0 and not free:
                 jt = jt + dt * kd
             force = applied - mgl * wp.sin(q) + ext - visc * qd
             tau_stop = (jt / dt) * qd + force

@@ -146,6 +146,7 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
         p = p_all[:, j]
         sl = batch.segment_slice(s)
         n = sl.stop - sl.start
+        free = bool(batch.seg_free[s])
         c0 = int(batch.seg_cmd0[s])  # commands exist from c0 on, possibly before this rollout's start
         lead = sl.start - c0
         cmd_all = [torch.as_tensor(a[c0:sl.stop], dtype=torch.float64) for a in (batch.q_des, batch.qd_des, batch.tau_ff)]
@@ -174,10 +175,12 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
                 cmd = tuple(a[idx] for a in cmd_all)
                 computed, applied, integral = _actuator(flags, p, cmd, q + offset, qd, integral, dt, knots,
                                                         1.0 / inertia)
+                if free:  # torque disabled
+                    computed, applied = torch.zeros_like(computed), torch.zeros_like(applied)
                 if k == n - 1:
                     break
                 jt = inertia + dt * visc
-                if flags & F_IMPLICIT:  # MuJoCo implicitfast keeps the actuator's kd even when clamped
+                if flags & F_IMPLICIT and not free:  # MuJoCo implicitfast keeps the actuator's kd even when clamped
                     jt = jt + dt * kd
                 force = applied - mgl * torch.sin(q) + ext - visc * qd
                 stop = jt / dt * qd + force

@@ -30,6 +30,7 @@ class SegmentBatch:
     seg_gravity: np.ndarray  # (S,) float32
     seg_ext: np.ndarray  # (S,) float32
     seg_cmd0: np.ndarray  # (S,) int32 first sample whose command exists (a window sees earlier commands)
+    seg_free: np.ndarray  # (S,) int32 1 where the actuator was off (segment metadata free_swing)
     seg_q0: np.ndarray  # (S,) float32 initial position (measured frame) every rollout starts from
     seg_qd0: np.ndarray  # (S,) float32 initial velocity
     q: np.ndarray  # (N,) float32
@@ -63,7 +64,8 @@ class SegmentBatch:
             seg_start=(self.seg_start[segs] - lo).astype(np.int32), seg_len=self.seg_len[segs].copy(),
             seg_substeps=self.seg_substeps[segs], seg_dt=self.seg_dt[segs], seg_inertia=self.seg_inertia[segs],
             seg_gravity=self.seg_gravity[segs], seg_ext=self.seg_ext[segs],
-            seg_cmd0=(self.seg_cmd0[segs] - lo).astype(np.int32), seg_q0=self.seg_q0[segs],
+            seg_cmd0=(self.seg_cmd0[segs] - lo).astype(np.int32), seg_free=self.seg_free[segs],
+            seg_q0=self.seg_q0[segs],
             seg_qd0=self.seg_qd0[segs], q=cut(self.q), qd=cut(self.qd), q_des=cut(self.q_des),
             qd_des=cut(self.qd_des), tau_ff=cut(self.tau_ff), seg_names=[self.seg_names[s] for s in segs],
             knots=self.knots[j:j + 1].copy(), tau=None if self.tau is None else cut(self.tau))
@@ -93,7 +95,7 @@ class SegmentBatch:
             knots = np.stack([default_knots(rec, name) for name in joints])
         cols: dict[str, list[np.ndarray]] = {k: [] for k in ("q", "qd", "q_des", "qd_des", "tau_ff", "tau")}
         has_tau = all(rec.segments[si].tau is not None for si in seg_ids)
-        sj, ss, sl, sdt, sin, sg, ext, names, cmd0, q0, qd0 = [], [], [], [], [], [], [], [], [], [], []
+        sj, ss, sl, sdt, sin, sg, ext, names, cmd0, q0, qd0, free = [], [], [], [], [], [], [], [], [], [], [], []
         offset = 0
         for ji, name in enumerate(joints):
             j = rec.joint_index(name)
@@ -116,6 +118,7 @@ class SegmentBatch:
                     ss.append(offset + w0)
                     sl.append(n)
                     cmd0.append(offset)
+                    free.append(1 if seg.metadata.get("free_swing") else 0)
                     q0.append(seg.q[w0, j])
                     qd0.append(seg.qd[w0, j])
                     sdt.append(seg.dt / substeps)
@@ -135,6 +138,7 @@ class SegmentBatch:
             seg_gravity=np.asarray(sg, f32),
             seg_ext=np.asarray(ext, f32),
             seg_cmd0=np.asarray(cmd0, np.int32),
+            seg_free=np.asarray(free, np.int32),
             seg_q0=np.asarray(q0, f32),
             seg_qd0=np.asarray(qd0, f32),
             q=np.concatenate(cols["q"]).astype(f32),
@@ -198,7 +202,8 @@ class RolloutEngine:
             to(batch.knots.reshape(len(batch.joints), -1), wp.float32),
             to(batch.seg_joint, wp.int32), to(batch.seg_start, wp.int32), to(batch.seg_len, wp.int32),
             to(batch.seg_substeps, wp.int32), to(batch.seg_dt), to(batch.seg_inertia),
-            to(batch.seg_gravity), to(batch.seg_ext), to(batch.seg_cmd0, wp.int32), to(batch.seg_q0),
+            to(batch.seg_gravity), to(batch.seg_ext), to(batch.seg_cmd0, wp.int32), to(batch.seg_free, wp.int32),
+            to(batch.seg_q0),
             to(batch.seg_qd0),
             to(batch.q), to(batch.qd), to(batch.q_des), to(batch.qd_des), to(batch.tau_ff),
         )
