@@ -39,3 +39,26 @@ def test_delay_is_recovered_exactly_from_isaaclab_delayed_pd() -> None:
     assert d["loss_at"]["2"] > d["loss_at"]["3"] < d["loss_at"]["4"]
     for k in ("stiffness", "damping", "actuator_effort_limit"):
         assert abs(model["params"][k] / truth[k] - 1) < 0.02, (k, model["params"][k])
+
+
+def test_logged_gains_sit_beside_fitted_parameters() -> None:
+    """Segments recorded at different known gains: with use_logged_gains the kernel runs each segment at
+    its own kp/kd and fits the rest; without them one stiffness cannot explain every segment."""
+    segments = []
+    for kp in (15.0, 25.0, 40.0):
+        rec_k = make_recording("dcmotor", {**TRUTH_DCMOTOR, "stiffness": kp})
+        for seg in rec_k.segments[:2]:
+            seg.name = f"kp{kp:g}-{seg.name}"
+            seg.metadata["kp"], seg.metadata["kd"] = kp, TRUTH_DCMOTOR["damping"]
+            segments.append(seg)
+    rec_k.segments = segments
+    fitted = fit_recording(rec_k, FitRequest(models=["dcmotor"], use_logged_gains=True, **BUDGET))
+    model = fitted["joints"]["hinge"]["models"]["dcmotor"]
+    assert fitted["assumptions"]["logged_gains"] is True
+    for k in ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit"):
+        assert abs(model["params"][k] / TRUTH_DCMOTOR[k] - 1) < 0.02, (k, model["params"][k])
+    for k in ("armature", "friction"):
+        assert abs(model["params"][k] / TRUTH_DCMOTOR[k] - 1) < 0.10, (k, model["params"][k])
+    assert not model["intervals"]["stiffness"]["identified"]  # every segment's kp is known: nothing to fit
+    single = fit_recording(rec_k, FitRequest(models=["dcmotor"], **BUDGET))["joints"]["hinge"]["models"]["dcmotor"]
+    assert model["metrics"]["train"]["position_rmse"] < 0.2 * single["metrics"]["train"]["position_rmse"]

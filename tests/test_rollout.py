@@ -160,3 +160,20 @@ def test_free_swing_segments_have_no_actuator_effort() -> None:
         assert np.abs(ours[key] - ref[key]).max() <= 2e-4 * max(1.0, float(np.abs(ref[key]).max())), key
     driven = [batch.segment_slice(s) for s in range(batch.n_segments) if not batch.seg_free[s]]
     assert any(np.any(ours["applied"][:, sl] != 0) for sl in driven)
+
+
+def test_logged_gains_replace_the_fitted_ones_per_segment() -> None:
+    rec = two_joint_recording(120)
+    rec.segments[0].metadata.update(kp=33.0, kd=0.4)
+    rec.segments[2].metadata["joints"] = {"b": {"kp": 7.0}}
+    fam = FAMILIES["delayed_pd"]
+    batch = SegmentBatch.from_recording(rec, ["a", "b"], logged_gains=True)
+    assert list(batch.seg_kp) == [33.0, -1.0, -1.0, 33.0, -1.0, 7.0]
+    params = random_params(fam, 3, 2, seed=9)
+    ours = RolloutEngine(batch).traces(fam, params, open_loop=True)
+    ref = oracle_traces(batch, fam, params, open_loop=True)
+    np.testing.assert_allclose(ours["computed"], ref["computed"], rtol=1e-5, atol=1e-4)
+    sl = batch.segment_slice(0)
+    err = batch.q_des[sl] - batch.q[sl]
+    assert abs(ours["computed"][0, sl][0] - (33.0 * err[0] + 0.4 * (batch.qd_des[sl][0] - batch.qd[sl][0])
+                                              + batch.tau_ff[sl][0])) < 1e-4

@@ -41,6 +41,7 @@ class FitRequest:
     joint_terms: list[str] | None = None  # None: each family's default (armature, friction, viscous_friction)
     effort_mode: str = "explicit"  # or "implicit": Newton's implicit effort mode, for stiff gains
     window_s: float | None = 1.0  # training rollouts restart from the log every window_s seconds (None: never)
+    use_logged_gains: bool = False  # segments' recorded kp/kd (metadata, SI) replace the fitted gains there
 
 
 def validate_request(rec: Recording, req: FitRequest) -> None:
@@ -112,10 +113,10 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     t_start = time.perf_counter()
     joints = req.joints or rec.joint_names
     train_ids, val_ids = split_segments(len(rec.segments))
-    every = SegmentBatch.from_recording(rec, joints, substeps=req.decimation)
+    every = SegmentBatch.from_recording(rec, joints, substeps=req.decimation, logged_gains=req.use_logged_gains)
     window = None if not req.window_s else max(10, int(round(req.window_s / np.median([s.dt for s in rec.segments]))))
     train = SegmentBatch.from_recording(rec, joints, train_ids, substeps=req.decimation, knots=every.knots,
-                                        window=window)
+                                        window=window, logged_gains=req.use_logged_gains)
     train_engine = RolloutEngine(train, req.device, effort_mode=req.effort_mode)
     full_engine = RolloutEngine(every, req.device, effort_mode=req.effort_mode)
     scales = LossScales.from_batch(train)
@@ -190,6 +191,7 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
             "delay_unit": "physics steps",
             "loss": "mean squared position error / var(q) + 0.25 · mean squared velocity error / var(qd)",
             "training_windows_s": req.window_s,
+            "logged_gains": req.use_logged_gains,
         },
         "request": asdict(req),
         "dataset": rec.summary(),
@@ -216,13 +218,14 @@ def _rank(models: dict[str, dict]) -> list[dict]:
 
 def simulate(rec: Recording, joint: str, family: str, params: dict[str, float], device: str = "cpu",
              joint_terms: list[str] | None = None, decimation: int = 1,
-             table_positions: list[float] | None = None, effort_mode: str = "explicit") -> dict:
+             table_positions: list[float] | None = None, effort_mode: str = "explicit",
+             logged_gains: bool = False) -> dict:
     """Roll one fitted model over every segment of one joint; per-segment traces as numpy arrays."""
     fam = get_family(family)
     if joint_terms is not None:
         fam = fam.with_terms(tuple(joint_terms))
     knots = None if table_positions is None else np.asarray([table_positions])
-    batch = SegmentBatch.from_recording(rec, [joint], substeps=decimation, knots=knots)
+    batch = SegmentBatch.from_recording(rec, [joint], substeps=decimation, knots=knots, logged_gains=logged_gains)
     tr = RolloutEngine(batch, device, effort_mode=effort_mode).traces(fam, params_array(fam, [params]))
     return {batch.seg_names[s]: {k: tr[k][0, batch.segment_slice(s)] for k in ("q", "qd", "computed", "applied")}
             for s in range(batch.n_segments)}
@@ -255,7 +258,8 @@ def report_data(rec: Recording, result: dict, max_points: int = 1500) -> dict:
         assumed = result.get("assumptions", {})
         sims = simulate(rec, joint, fam, params, joint_terms=model.get("joint_terms"),
                         decimation=assumed.get("decimation", 1), table_positions=model.get("table_positions"),
-                        effort_mode=assumed.get("effort_mode", "explicit"))
+                        effort_mode=assumed.get("effort_mode", "explicit"),
+                        logged_gains=assumed.get("logged_gains", False))
         j = rec.joint_index(joint)
         segs, pv, pe = [], [], []
         has_tau = all(s.tau is not None for s in rec.segments)

@@ -162,6 +162,8 @@ def rollout_kernel(
     seg_ext: wp.array(dtype=float),  # (S,) constant external torque
     seg_cmd0: wp.array(dtype=int),  # (S,) first sample with a command: a window sees commands before it
     seg_free: wp.array(dtype=int),  # (S,) 1 where the actuator was off (torque disabled): free swing
+    seg_kp: wp.array(dtype=float),  # (S,) gains the segment was recorded with, or −1: use the fitted ones
+    seg_kd: wp.array(dtype=float),
     seg_q0: wp.array(dtype=float),  # (S,) initial measured position
     seg_qd0: wp.array(dtype=float),  # (S,) initial velocity
     q_meas: wp.array(dtype=float),
@@ -185,6 +187,10 @@ def rollout_kernel(
 
     kp = params[c, j, P_KP]
     kd = params[c, j, P_KD]
+    if seg_kp[s] >= 0.0:  # a known quantity of this segment sits beside the fitted ones
+        kp = seg_kp[s]
+    if seg_kd[s] >= 0.0:
+        kd = seg_kd[s]
     ki = params[c, j, P_KI]
     imax = params[c, j, P_IMAX]
     sat = params[c, j, P_SAT]

@@ -147,6 +147,10 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
         sl = batch.segment_slice(s)
         n = sl.stop - sl.start
         free = bool(batch.seg_free[s])
+        for name, known in (("stiffness", batch.seg_kp[s]), ("damping", batch.seg_kd[s])):
+            if known >= 0:  # gains the segment was recorded with replace the fitted ones
+                p = p.clone()
+                p[:, parameters.INDEX[name]] = float(known)
         c0 = int(batch.seg_cmd0[s])  # commands exist from c0 on, possibly before this rollout's start
         lead = sl.start - c0
         cmd_all = [torch.as_tensor(a[c0:sl.stop], dtype=torch.float64) for a in (batch.q_des, batch.qd_des, batch.tau_ff)]

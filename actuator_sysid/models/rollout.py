@@ -31,6 +31,8 @@ class SegmentBatch:
     seg_ext: np.ndarray  # (S,) float32
     seg_cmd0: np.ndarray  # (S,) int32 first sample whose command exists (a window sees earlier commands)
     seg_free: np.ndarray  # (S,) int32 1 where the actuator was off (segment metadata free_swing)
+    seg_kp: np.ndarray  # (S,) float32 recorded Kp [N·m/rad] where known and asked for, else −1 (fitted)
+    seg_kd: np.ndarray  # (S,) float32 recorded Kd [N·m·s/rad], else −1
     seg_q0: np.ndarray  # (S,) float32 initial position (measured frame) every rollout starts from
     seg_qd0: np.ndarray  # (S,) float32 initial velocity
     q: np.ndarray  # (N,) float32
@@ -65,6 +67,7 @@ class SegmentBatch:
             seg_substeps=self.seg_substeps[segs], seg_dt=self.seg_dt[segs], seg_inertia=self.seg_inertia[segs],
             seg_gravity=self.seg_gravity[segs], seg_ext=self.seg_ext[segs],
             seg_cmd0=(self.seg_cmd0[segs] - lo).astype(np.int32), seg_free=self.seg_free[segs],
+            seg_kp=self.seg_kp[segs], seg_kd=self.seg_kd[segs],
             seg_q0=self.seg_q0[segs],
             seg_qd0=self.seg_qd0[segs], q=cut(self.q), qd=cut(self.qd), q_des=cut(self.q_des),
             qd_des=cut(self.qd_des), tau_ff=cut(self.tau_ff), seg_names=[self.seg_names[s] for s in segs],
@@ -76,7 +79,7 @@ class SegmentBatch:
     @classmethod
     def from_recording(
         cls, rec: Recording, joints: list[str], segments: list[int] | None = None, substeps: int = 1,
-        knots: np.ndarray | None = None, window: int | None = None,
+        knots: np.ndarray | None = None, window: int | None = None, logged_gains: bool = False,
     ) -> SegmentBatch:
         """Pack the chosen segments (all by default) of the chosen joints; joint-major order.
 
@@ -89,6 +92,9 @@ class SegmentBatch:
         once). Long simulations of a delayed or lightly damped system drift apart from the log for small
         parameter errors, which makes the loss surface needle-like; windows keep it smooth. A window
         still sees the commands before it, so delays act across window boundaries.
+
+        `logged_gains` uses the gains a segment was recorded with (metadata `kp`, `kd` in SI, per joint
+        under metadata["joints"][name]) in place of the fitted stiffness and damping for that segment.
         """
         seg_ids = list(range(len(rec.segments))) if segments is None else list(segments)
         if knots is None:
@@ -96,6 +102,7 @@ class SegmentBatch:
         cols: dict[str, list[np.ndarray]] = {k: [] for k in ("q", "qd", "q_des", "qd_des", "tau_ff", "tau")}
         has_tau = all(rec.segments[si].tau is not None for si in seg_ids)
         sj, ss, sl, sdt, sin, sg, ext, names, cmd0, q0, qd0, free = [], [], [], [], [], [], [], [], [], [], [], []
+        known_kp, known_kd = [], []
         offset = 0
         for ji, name in enumerate(joints):
             j = rec.joint_index(name)
@@ -119,6 +126,9 @@ class SegmentBatch:
                     sl.append(n)
                     cmd0.append(offset)
                     free.append(1 if seg.metadata.get("free_swing") else 0)
+                    for key, dest in (("kp", known_kp), ("kd", known_kd)):
+                        v = seg.metadata.get("joints", {}).get(name, {}).get(key, seg.metadata.get(key))
+                        dest.append(float(v) if logged_gains and v is not None else -1.0)
                     q0.append(seg.q[w0, j])
                     qd0.append(seg.qd[w0, j])
                     sdt.append(seg.dt / substeps)
@@ -139,6 +149,8 @@ class SegmentBatch:
             seg_ext=np.asarray(ext, f32),
             seg_cmd0=np.asarray(cmd0, np.int32),
             seg_free=np.asarray(free, np.int32),
+            seg_kp=np.asarray(known_kp, f32),
+            seg_kd=np.asarray(known_kd, f32),
             seg_q0=np.asarray(q0, f32),
             seg_qd0=np.asarray(qd0, f32),
             q=np.concatenate(cols["q"]).astype(f32),
@@ -203,7 +215,7 @@ class RolloutEngine:
             to(batch.seg_joint, wp.int32), to(batch.seg_start, wp.int32), to(batch.seg_len, wp.int32),
             to(batch.seg_substeps, wp.int32), to(batch.seg_dt), to(batch.seg_inertia),
             to(batch.seg_gravity), to(batch.seg_ext), to(batch.seg_cmd0, wp.int32), to(batch.seg_free, wp.int32),
-            to(batch.seg_q0),
+            to(batch.seg_kp), to(batch.seg_kd), to(batch.seg_q0),
             to(batch.seg_qd0),
             to(batch.q), to(batch.qd), to(batch.q_des), to(batch.qd_des), to(batch.tau_ff),
         )
