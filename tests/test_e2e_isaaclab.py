@@ -80,6 +80,10 @@ def test_upload_fit_export_construct_report(tmp_path: Path) -> None:
         assert page.status_code == 200 and "saturation_effort" in page.text
         assert '<script src="/static/plotly.min.js"></script>' in page.text
         assert 'id="plot-0-envelope"' in page.text and 'id="plot-0-seg-5"' in page.text
+        # issue 5's report additions: intervals, ranking, convergence, correlation and residuals per segment
+        assert "95 % interval" in page.text and "Model ranking" in page.text
+        for plot in ("convergence", "correlation", "residuals"):
+            assert f'id="plot-0-{plot}"' in page.text, plot
         index = requests.get(server.url + "/", timeout=10)
         assert fit_id in index.text or "bench.csv" in index.text
     finally:

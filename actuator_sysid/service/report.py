@@ -22,15 +22,75 @@ for (const f of FIGURES) Plotly.newPlot(f.id, f.data, f.layout, {responsive: tru
 """
 
 
-def _params_table(params: dict[str, Any]) -> str:
+def _params_table(params: dict[str, Any], intervals: dict[str, Any] | None = None) -> str:
+    """Fitted values with unit, 95 % interval and whether the log identifies them."""
+    intervals = intervals or {}
     rows = []
     for name, value in params.items():
         p = parameters.BY_NAME.get(name)
         unit, doc = (p.unit, p.doc) if p else ("", "")
+        iv = intervals.get(name) or {}
+        if not iv:
+            band = '<td class="muted">—</td>'
+        elif not iv.get("identified", True):
+            band = f'<td class="warn">not identified: {escape(iv.get("reason", ""))}</td>'
+        elif iv.get("interval95"):
+            lo, hi = iv["interval95"]
+            band = f"<td>[{fmt_num(lo)}, {fmt_num(hi)}]</td>"
+        else:
+            band = "<td>exact (neighbours fit clearly worse)</td>"
         rows.append(f"<tr><td><code>{escape(name)}</code></td><td>{fmt_num(value)}</td><td>{escape(unit)}</td>"
-                    f"<td class=\"muted\">{escape(doc)}</td></tr>")
-    return ("<table><tr><th>parameter</th><th>value</th><th>unit</th><th>meaning</th></tr>"
+                    f"{band}<td class=\"muted\">{escape(doc)}</td></tr>")
+    return ("<table><tr><th>parameter</th><th>value</th><th>unit</th><th>95 % interval</th><th>meaning</th></tr>"
             + "".join(rows) + "</table>")
+
+
+def _ranking_table(ranking: list[dict]) -> str:
+    """Families by validation error with the per-parameter penalty, and why the first one won."""
+    if not ranking:
+        return ""
+    rows = "".join(f"<tr><td>{i + 1}</td><td>{escape(r['family'])}</td><td>{fmt_num(r['position_rmse'])}</td>"
+                   f"<td>{r['n_params']}</td><td>{fmt_num(r['score'])}</td></tr>" for i, r in enumerate(ranking))
+    why = ""
+    if len(ranking) > 1:
+        a, b = ranking[0], ranking[1]
+        why = (f"<p>{escape(a['family'])} wins: its {escape(a['split'])} position RMSE {fmt_num(a['position_rmse'])} "
+               f"rad with {a['n_params']} parameters scores {fmt_num(a['score'])} against "
+               f"{escape(b['family'])}'s {fmt_num(b['score'])} (RMSE × (1 + 0.01 · parameters)).</p>")
+    return ("<table><tr><th>rank</th><th>family</th><th>position RMSE [rad]</th><th>parameters</th>"
+            f"<th>score</th></tr>{rows}</table>{why}")
+
+
+def _convergence_figure(div: str, joint: str, models: dict[str, Any]) -> dict:
+    """Best loss per generation of every family's search (log scale)."""
+    data = [{"type": "scatter", "mode": "lines", "name": fam, "y": m.get("search", {}).get("convergence", [])}
+            for fam, m in models.items()]
+    return {"id": div, "data": data, "layout": {
+        "title": {"text": f"{joint} · search convergence"}, "height": 320,
+        "xaxis": {"title": {"text": "generation"}}, "yaxis": {"title": {"text": "best loss"}, "type": "log"}}}
+
+
+def _correlation_figure(div: str, joint: str, family: str, corr: dict) -> dict | None:
+    """Heat map of the parameter correlation matrix at the optimum."""
+    names = corr.get("names") or []
+    if len(names) < 2:
+        return None
+    return {"id": div, "data": [{"type": "heatmap", "z": corr["matrix"], "x": names, "y": names, "zmin": -1,
+                                 "zmax": 1, "colorscale": "RdBu", "reversescale": True}],
+            "layout": {"title": {"text": f"{joint} · {family} · parameter correlation"}, "height": 420,
+                       "margin": {"l": 170, "b": 150}}}
+
+
+def _residual_figure(div: str, joint: str, family: str, rows: list[dict]) -> dict | None:
+    """Position RMSE per segment, coloured by split."""
+    if not rows:
+        return None
+    colours = ["#c06000" if r.get("split") == "validation" else "#1f5fa8" for r in rows]
+    return {"id": div, "data": [{"type": "bar", "x": [str(r["segment"]) for r in rows],
+                                 "y": [r["position_rmse"] for r in rows], "marker": {"color": colours}}],
+            "layout": {"title": {"text": f"{joint} · {family} · position RMSE per segment (blue train, orange "
+                                         "validation)"}, "height": 300, "xaxis": {"title": {"text": "segment"}},
+                       "yaxis": {"title": {"text": "RMSE [rad]"}}}}
 
 
 SPLITS = ("train", "validation")
@@ -191,8 +251,17 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
         models = jr.get("models", {})
         body.append(f"<h2>Joint <code>{escape(joint)}</code> — best model: {escape(str(best))}</h2>")
         if best in models:
-            body.append(f"<h3>Parameters of {escape(best)}</h3>{_params_table(models[best].get('params', {}))}")
+            model = models[best]
+            body.append(f"<h3>Parameters of {escape(best)}</h3>"
+                        f"{_params_table(model.get('params', {}), model.get('intervals'))}")
+            body += [f'<div class="warn">{escape(w)}</div>' for w in model.get("warnings", [])]
         body.append(f"<h3>Metrics</h3>{_metrics_table(models, best)}")
+        body.append(f"<h3>Model ranking</h3>{_ranking_table(jr.get('ranking', []))}")
+        extra = [_convergence_figure(f"plot-{j}-convergence", joint, models)]
+        if best in models:
+            extra += [_correlation_figure(f"plot-{j}-correlation", joint, best, models[best].get("correlation", {})),
+                      _residual_figure(f"plot-{j}-residuals", joint, best,
+                                       models[best].get("metrics", {}).get("segments", []))]
         jp = plots.get(joint)
         if not jp:
             body.append('<p class="muted">No plot data for this joint.</p>')
@@ -202,6 +271,7 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
         if jp.get("envelope") or jp.get("points"):
             figures.append(_envelope_figure(f"plot-{j}-envelope", joint, jp.get("envelope") or {},
                                             jp.get("points") or {}))
+        figures += [f for f in extra if f]
         body.append("".join(f'<div class="plot" id="{f["id"]}"></div>'
                             for f in figures if f["id"].startswith(f"plot-{j}-")))
     if figures:
