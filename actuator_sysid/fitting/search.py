@@ -46,6 +46,23 @@ class SearchResult:
     analysis: list[dict] = field(default_factory=list)  # per joint: intervals, correlation, warnings
 
 
+def _stalled(history: list[float], generations: int, rtol: float) -> bool:
+    """True when the best loss improved by no more than rtol (relative) over the last `generations`."""
+    return len(history) > generations and history[-generations - 1] - history[-1] <= rtol * abs(history[-1])
+
+
+def _fd_jacobian(run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, u: np.ndarray, dims: np.ndarray,
+                 step: float) -> tuple[np.ndarray, np.ndarray]:
+    """Residuals at u and their forward-difference Jacobian over the unit-cube dimensions `dims`.
+
+    All perturbed candidates go to `run` (natural units in, residual rows out) as one batched launch;
+    a step that would leave the cube is taken backwards.
+    """
+    h = np.where(u + step <= 1.0, step, -step) * dims
+    r = run(space.from_unit(np.vstack([u[None], u[None] + np.diag(h)[dims]])))
+    return r[0], ((r[1:] - r[0]) / h[dims][:, None]).T
+
+
 def _params(family: Family, space: SearchSpace, x: np.ndarray) -> np.ndarray:
     """(C, J, d) natural-unit candidates → (C, J, P) kernel parameters."""
     return full_params(family, {n: x[..., i] for i, n in enumerate(space.names)}, x.shape[:2])
@@ -194,16 +211,14 @@ def cma_search(
                 if lj[c] < run.best:
                     run.best, run.best_u = float(lj[c]), uj[c].copy()
                 run.history.append(run.best)
-                h = run.history
-                if len(h) > plateau_generations and h[-plateau_generations - 1] - h[-1] <= plateau_rtol * abs(h[-1]):
+                if _stalled(run.history, plateau_generations, plateau_rtol):
                     finished[j].append((run.best, run.best_u))
                     runs[j][k] = make(j, k, run.restarts + 1, next_start(j), RESTART_SIGMA)
             j_best = min(runs[j], key=lambda r: r.best)
             if j_best.best < best_loss[j]:
                 best_loss[j], best_u[j] = j_best.best, j_best.best_u.copy()
             history[j].append(float(best_loss[j]))
-            h = history[j]
-            if len(h) > STALL_GENERATIONS + 20 and h[-STALL_GENERATIONS - 1] - h[-1] <= STALL_RTOL * h[-1]:
+            if len(history[j]) > STALL_GENERATIONS + 20 and _stalled(history[j], STALL_GENERATIONS, STALL_RTOL):
                 active[j] = False
         if on_generation:
             on_generation(g, best_loss.copy())
@@ -224,23 +239,27 @@ def _initial_state_sensitivity(engine: RolloutEngine, family: Family, space: Sea
     """Residual sensitivity to each segment's initial position and velocity, and their noise variances.
 
     Every rollout starts from the first measured sample, noise included; the variance of that noise is
-    taken from the segment's own residuals (position block for q0, velocity block for qd0).
+    taken from the segment's own residuals (position block for q0, velocity block for qd0). A segment's
+    residuals depend on its own initial state only, so one launch with every segment's q0 moved (and one
+    for qd0) gives all the columns.
     """
     batch = engine.batch
     params = _params(family, space, x[None, None, :])
-    cols, variances = [], []
-    for s in range(batch.n_segments):
-        for attr, block, delta in (("seg_q0", 2 * s, 1e-4), ("seg_qd0", 2 * s + 1, 1e-3)):
-            moved = dataclasses.replace(batch, **{attr: getattr(batch, attr).copy()})
-            getattr(moved, attr)[s] += delta
-            eng = RolloutEngine(moved, engine.device, threads=1,
-                                effort_mode="implicit" if engine.mode_flags else "explicit")
-            cols.append((residuals(eng.traces(family, params), moved, scales, 0)[0] - r0) / delta)
+    segment_of_row = blocks // 2
+    cols, variances = np.zeros((r0.size, 2 * batch.n_segments)), np.zeros(2 * batch.n_segments)
+    for c, (attr, delta, norm) in enumerate((("seg_q0", 1e-4, scales.sigma_q[0]),
+                                             ("seg_qd0", 1e-3, scales.sigma_qd[0] / np.sqrt(VELOCITY_WEIGHT)))):
+        moved = dataclasses.replace(batch, **{attr: getattr(batch, attr) + np.float32(delta)})
+        eng = RolloutEngine(moved, engine.device, threads=1,
+                            effort_mode="implicit" if engine.mode_flags else "explicit")
+        diff = (residuals(eng.traces(family, params), moved, scales, 0)[0] - r0) / delta
+        for s in range(batch.n_segments):
+            rows = segment_of_row == s
+            cols[rows, 2 * s + c] = diff[rows]
             # the residual is scaled by 1/(σ·√N); undo it to get the raw noise variance of that block
-            norm = (scales.sigma_q[0] if attr == "seg_q0" else scales.sigma_qd[0] / np.sqrt(VELOCITY_WEIGHT))
-            raw = r0[blocks == block] * norm * np.sqrt(scales.n_samples[0])
-            variances.append(float(np.mean(raw**2)) if raw.size else 0.0)
-    return np.stack(cols, axis=1), np.asarray(variances)
+            raw = r0[blocks == 2 * s + c] * norm * np.sqrt(scales.n_samples[0])
+            variances[2 * s + c] = float(np.mean(raw**2)) if raw.size else 0.0
+    return cols, variances
 
 
 def refine(
@@ -279,9 +298,9 @@ def refine(
                 return space.from_unit(u)
 
             def jac(uc: np.ndarray) -> np.ndarray:
-                h = np.where(uc + step <= 1.0, step, -step)
-                r = run(full(np.vstack([uc[None], uc[None] + np.diag(h)])))
-                return ((r[1:] - r[0]) / h[:, None]).T
+                u = u0.copy()
+                u[cont] = uc
+                return _fd_jacobian(run, space, u, cont, step)[1]
 
             # tight tolerances: with noisy initial states the optimum sits in a shallow valley that a
             # loose xtol leaves early (measured: 6 % above the loss at the true parameters)
@@ -294,9 +313,9 @@ def refine(
             x, loss = solve(x_start, max_iterations)
             if loss < best_loss[j]:
                 best[j], best_loss[j] = x, loss
-        profile: dict[int, float] = {}
+        profiles: dict[int, dict[int, float]] = {}
         for i in np.flatnonzero(space.integer):  # exact integers: profile the neighbours, re-solving the rest
-            profile[int(best[j][i])] = float(best_loss[j])
+            profile = profiles.setdefault(int(i), {int(best[j][i]): float(best_loss[j])})
             for _ in range(int(space.upper[i] - space.lower[i])):
                 moved = False
                 for d in (best[j][i] - 1, best[j][i] + 1):
@@ -314,21 +333,15 @@ def refine(
         # uncertainty at the optimum: Jacobian over the continuous dimensions, residual blocks
         analysis: dict = {"intervals": {}, "correlation": {"names": [], "matrix": []}, "warnings": []}
         if cont.any():
-            u_opt = space.to_unit(best[j])
-            h = np.where(u_opt + COV_STEP <= 1.0, COV_STEP, -COV_STEP) * cont
-            us = np.vstack([u_opt[None], u_opt[None] + np.diag(h)[cont]])
-            r = run(space.from_unit(us))
-            jac_c = ((r[1:] - r[0]) / h[cont][:, None]).T
+            r0, jac_c = _fd_jacobian(run, space, space.to_unit(best[j]), cont, COV_STEP)
             blocks = residual_blocks(sub.batch, 0)
-            jac_n, var_n = _initial_state_sensitivity(sub, family, space, sc, best[j], r[0], blocks)
-            analysis = analyse(space, best[j], jac_c, r[0], blocks, cont, jac_n, var_n)
+            jac_n, var_n = _initial_state_sensitivity(sub, family, space, sc, best[j], r0, blocks)
+            analysis = analyse(space, best[j], jac_c, r0, blocks, cont, jac_n, var_n)
         for i in np.flatnonzero(space.integer):
-            dp = delay_profile(profile or {int(best[j][i]): float(best_loss[j])}, int(best[j][i]))
+            dp = delay_profile(profiles[int(i)], int(best[j][i]))
             analysis["intervals"][space.names[i]] = dp
             if not dp["identified"]:
                 analysis["warnings"].append(f"{space.names[i]} is not identified: {dp['reason']}")
         analyses.append(analysis)
-    out = SearchResult(best, best_loss, result.history, result.evaluations + evaluations, result.generations,
-                       result.restarts, result.candidates)
-    out.analysis = analyses
-    return out
+    return SearchResult(best, best_loss, result.history, result.evaluations + evaluations, result.generations,
+                        result.restarts, result.candidates, analyses)
