@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import requests
 
-from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
+from actuator_sysid.datasets.recording import DatasetError, JointInfo, Recording, Segment
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,6 +45,16 @@ def long_csv(rows: list[list[object]], header: str = "t,joint,q,qd,q_des,segment
 def good_rows(n: int = 30, joint: str = "j1", segment: str = "a", t0: float = 0.0) -> list[list[object]]:
     """n valid long-form rows of one joint at 100 Hz."""
     return [[round(t0 + i * 0.01, 6), joint, 0.01 * i, 1.0, 0.012 * i, segment] for i in range(n)]
+
+
+def raises_dataset_error(match: str, fn, *args, **kw) -> str:
+    """Call fn expecting DatasetError whose message holds every '|'-separated part; return the message."""
+    with pytest.raises(DatasetError) as info:
+        fn(*args, **kw)
+    msg = str(info.value)
+    for part in match.split("|"):
+        assert part in msg, f"{part!r} not in {msg!r}"
+    return msg
 
 
 def pythonpath() -> str:

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import raises_dataset_error as _raises
 
 from actuator_sysid.datasets import (
-    DatasetError,
     JointInfo,
     Recording,
     Segment,
@@ -74,16 +74,6 @@ def _simple_csv(n: int = 20, t: np.ndarray | None = None) -> str:
     """Wide one-joint CSV text, so a test can edit single cells."""
     t = np.arange(n) / RATE if t is None else t
     return "t,a/q,a/q_des\n" + "".join(f"{float(tk)!r},{0.01 * k!r},0.0\n" for k, tk in enumerate(t))
-
-
-def _raises(match: str, fn, *args, **kw) -> str:
-    """Call fn expecting DatasetError whose message holds every '|'-separated part; return the message."""
-    with pytest.raises(DatasetError) as info:
-        fn(*args, **kw)
-    msg = str(info.value)
-    for part in match.split("|"):
-        assert part in msg, f"{part!r} not in {msg!r}"
-    return msg
 
 
 # ------------------------------------------------------------------------------------------- reading

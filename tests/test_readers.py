@@ -14,22 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import raises_dataset_error as _raises
 
-from actuator_sysid.datasets import DatasetError, read_table
+from actuator_sysid.datasets import read_table
 from actuator_sysid.datasets.readers import detect_format, read_paths, read_upload
 from actuator_sysid.datasets.sources import ReadOptions, Source
 
 # --------------------------------------------------------------------------------------------- helpers
-
-
-def _raises(match: str, fn, *args, **kw) -> str:
-    """Call fn expecting DatasetError whose message holds every '|'-separated part; return the message."""
-    with pytest.raises(DatasetError) as info:
-        fn(*args, **kw)
-    msg = str(info.value)
-    for part in match.split("|"):
-        assert part in msg, f"{part!r} not in {msg!r}"
-    return msg
 
 
 def _read(path: Path, **opts) -> object:
@@ -393,23 +384,18 @@ def _rosbags_write(path: Path, version: int, n: int = 300) -> Path:
     if version == 1:
         from rosbags.rosbag1 import Writer
 
-        with Writer(path) as w:
-            conns = {tp: w.add_connection(tp, "sensor_msgs/msg/JointState", typestore=store)
-                     for tp in ("/joint_states", "/joint_command")}
-            for k in range(n):
-                t = k / 100.0
-                for tp, v in (("/joint_states", math.sin(t)), ("/joint_command", 1.5 * math.sin(t))):
-                    w.write(conns[tp], T0 * 10**9 + round(t * 1e9), store.serialize_ros1(msg(t, [v]), JS.__msgtype__))
+        open_writer, serialize = (lambda: Writer(path)), store.serialize_ros1
     else:
         from rosbags.rosbag2 import Writer
 
-        with Writer(path, version=8) as w:
-            conns = {tp: w.add_connection(tp, "sensor_msgs/msg/JointState", typestore=store)
-                     for tp in ("/joint_states", "/joint_command")}
-            for k in range(n):
-                t = k / 100.0
-                for tp, v in (("/joint_states", math.sin(t)), ("/joint_command", 1.5 * math.sin(t))):
-                    w.write(conns[tp], T0 * 10**9 + round(t * 1e9), store.serialize_cdr(msg(t, [v]), JS.__msgtype__))
+        open_writer, serialize = (lambda: Writer(path, version=8)), store.serialize_cdr
+    with open_writer() as w:
+        conns = {tp: w.add_connection(tp, "sensor_msgs/msg/JointState", typestore=store)
+                 for tp in ("/joint_states", "/joint_command")}
+        for k in range(n):
+            t = k / 100.0
+            for tp, v in (("/joint_states", math.sin(t)), ("/joint_command", 1.5 * math.sin(t))):
+                w.write(conns[tp], T0 * 10**9 + round(t * 1e9), serialize(msg(t, [v]), JS.__msgtype__))
     return path
 
 
