@@ -217,6 +217,15 @@ def migrate(engine: Engine) -> None:
         command.upgrade(cfg, "head")
 
 
+def _newest_where(row: type, limit: int | None, **equal: Any) -> Any:
+    """SELECT rows newest first where each given column equals its value (None: no condition)."""
+    q = select(row).order_by(row.created_at.desc())
+    for column, value in equal.items():
+        if value is not None:
+            q = q.where(getattr(row, column) == value)
+    return q if limit is None else q.limit(limit)
+
+
 class Repository:
     """Datasets, fits, artifacts, fit events and tokens in one database; open once per process.
 
@@ -274,15 +283,7 @@ class Repository:
     def list_datasets(self, project: str | None = None, actuator_model: str | None = None,
                       serial: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         with self._session() as s:
-            q = select(DatasetRow).order_by(DatasetRow.created_at.desc())
-            if project is not None:
-                q = q.where(DatasetRow.project == project)
-            if actuator_model is not None:
-                q = q.where(DatasetRow.actuator_model == actuator_model)
-            if serial is not None:
-                q = q.where(DatasetRow.serial == serial)
-            if limit is not None:
-                q = q.limit(limit)
+            q = _newest_where(DatasetRow, limit, project=project, actuator_model=actuator_model, serial=serial)
             return [_dataset_dict(r) for r in s.scalars(q)]
 
     def delete_dataset(self, dataset_id: str, project: str | None = None, force: bool = False) -> list[str]:
@@ -355,15 +356,7 @@ class Repository:
                   status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Fits newest first, without their (large) results."""
         with self._session() as s:
-            q = select(FitRow).order_by(FitRow.created_at.desc())
-            if dataset_id is not None:
-                q = q.where(FitRow.dataset_id == dataset_id)
-            if project is not None:
-                q = q.where(FitRow.project == project)
-            if status is not None:
-                q = q.where(FitRow.status == status)
-            if limit is not None:
-                q = q.limit(limit)
+            q = _newest_where(FitRow, limit, dataset_id=dataset_id, project=project, status=status)
             return [_fit_dict(r, with_result=False) for r in s.scalars(q)]
 
     def fleet_fits(self, actuator_model: str, project: str | None = None) -> list[dict[str, Any]]:
