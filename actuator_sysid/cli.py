@@ -6,6 +6,7 @@ Bad input prints one message on stderr and exits with code 2; there are no trace
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -173,7 +174,8 @@ def run_fit(rec: Recording, req: FitRequest, out: Path, label: str) -> dict:
         progress.close()
     row = {"id": label, "title": f"fit of {label}", "status": "succeeded", "dataset_name": label,
            "request": asdict(req), "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
-    html = render_report(row, fit.result, fit.report, standalone=True)
+    validation = json.loads(fit.exports["validation.json"]) if "validation.json" in fit.exports else None
+    html = render_report(row, fit.result, fit.report, standalone=True, validation=validation)
     write_files(out, {**fit.files(), "report.html": html})
     return fit.result
 
@@ -186,7 +188,9 @@ def _request(args: argparse.Namespace) -> FitRequest:
              "models": _csv(args.models) if getattr(args, "models", None) else None,
              "generations": args.generations, "population": args.population, "seed": args.seed,
              "decimation": getattr(args, "decimation", None), "effort_mode": getattr(args, "effort_mode", None),
-             "joint_terms": _csv(args.joint_terms) if getattr(args, "joint_terms", None) else None}
+             "joint_terms": _csv(args.joint_terms) if getattr(args, "joint_terms", None) else None,
+             "holdout": getattr(args, "holdout", None), "folds": getattr(args, "folds", None),
+             "budget_s": getattr(args, "budget", None)}
     return FitRequest(**{k: v for k, v in given.items() if v is not None})
 
 
@@ -395,6 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
         sp.add_argument("--generations", type=int, help="CMA-ES generations per model family")
         sp.add_argument("--population", type=int, help="CMA-ES population size")
+        sp.add_argument("--budget", type=float, metavar="SECONDS",
+                        help="wall-clock budget for the whole fit: the search stops with its best so far")
 
     i = sub.add_parser("inspect", help="print what the reader makes of a log, as JSON")
     log_args(i)
@@ -409,6 +415,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="explicit (default) or Newton's implicit effort mode")
     f.add_argument("--joint-terms", help="joint terms instead of each family's default, comma-separated, e.g. "
                                          "armature,friction,dynamic_friction,viscous_friction,encoder_offset")
+    f.add_argument("--holdout", metavar="KEY=VALUE",
+                   help="validate on the segments whose metadata KEY equals VALUE (e.g. kp=20), train on the rest")
+    f.add_argument("--folds", type=int, metavar="K", help="k-fold cross-validation over whole segments")
     budget_args(f)
     f.add_argument("--out", help="output folder (default out/<log stem>)")
     f.set_defaults(func=cmd_fit)

@@ -75,6 +75,7 @@ def test_fit_writes_results_report_and_exports(tmp_path: Path) -> None:
     assert set(result["joints"]["j1"]["models"]) == {"dcmotor", "ideal_pd"}
     html = (out / "report.html").read_text()
     assert "/static/plotly.min.js" not in html and "Plotly.newPlot" in html and 'id="plot-0-envelope"' in html
+    assert "Export validation" in html and "mjcf.xml (mujoco)" in html  # the replays next to our rollout
     assert "%|" in r.stderr  # the tqdm bar
 
 

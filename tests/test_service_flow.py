@@ -120,6 +120,17 @@ def run_fit_suite(server: Server, tmp_path: Path, headers: dict | None = None) -
                                    timeout=10).content) == fit["result"]
     compile(requests.get(f"{url}/api/v1/fits/{small_id}/export/isaaclab.py", headers=h, timeout=10).text,
             "isaaclab.py", "exec")
+    # the exports' validation: the same document as validation.json, shown on the report page
+    v = requests.get(f"{url}/api/v1/fits/{small_id}/validation", headers=h, timeout=10)
+    assert v.status_code == 200 and v.json()["rule"] == "NEWTON.DJ.001", v.text[:300]
+    assert v.json() == json.loads(requests.get(f"{url}/api/v1/fits/{small_id}/export/validation.json", headers=h,
+                                               timeout=10).content)
+    replayed = {f for f, r in v.json()["replay"].items() if r["status"] == "ok"}
+    assert {"isaaclab.json", "newton.usda", "mjcf.xml"} <= replayed, v.json()["replay"]
+    page_html = requests.get(f"{url}/fits/{small_id}", headers=h, timeout=20).text
+    assert "Export validation" in page_html and "replay RMSE" in page_html
+    assert all(f"{fmt} (" in page_html for fmt in replayed)
+    assert requests.get(f"{url}/api/v1/fits/{long_id}/validation", headers=h, timeout=10).status_code == 409
     retry = requests.post(f"{url}/api/v1/fits/{small_id}/retry", headers=h, timeout=10)
     assert retry.status_code == 409 and "succeeded" in retry.json()["detail"]
 

@@ -63,6 +63,8 @@ class Budget(BaseModel):
     generations: int = Field(_DEFAULT.generations, description="CMA-ES generations per model family",
                              examples=[200])
     population: int = Field(_DEFAULT.population, description="CMA-ES population size", examples=[16])
+    seconds: float | None = Field(None, description="wall-clock budget for the whole fit: the search stops with "
+                                                    "its best so far and refines it briefly", examples=[60])
 
 
 class FitCreate(BaseModel):
@@ -84,11 +86,16 @@ class FitCreate(BaseModel):
     joint_terms: list[str] | None = Field(None, description="joint terms instead of each family's default, e.g. "
                                                             "armature, friction, dynamic_friction, viscous_friction, "
                                                             "encoder_offset")
+    holdout: str | None = Field(None, description="KEY=VALUE: segments whose metadata KEY equals VALUE are the "
+                                                  "validation set, e.g. kp=20", examples=["kp=20"])
+    folds: int | None = Field(None, description="k-fold cross-validation over whole segments (k ≥ 2); the final "
+                                                "parameters come from a fit on every segment", examples=[5])
 
     def to_request(self) -> FitRequest:
         return FitRequest(joints=self.joints, models=self.models, generations=self.budget.generations,
                           population=self.budget.population, seed=self.seed, device=self.device,
-                          decimation=self.decimation, effort_mode=self.effort_mode, joint_terms=self.joint_terms)
+                          decimation=self.decimation, effort_mode=self.effort_mode, joint_terms=self.joint_terms,
+                          holdout=self.holdout, folds=self.folds, budget_s=self.budget.seconds)
 
 
 _DATASET_EXAMPLE = {
@@ -483,6 +490,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def _exports(fit_id: str) -> dict[str, dict]:
         return {n: a for n, a in repo.artifacts("fit", fit_id).items() if n not in INTERNAL_ARTIFACTS}
 
+    @app.get("/api/v1/fits/{fit_id}/validation", tags=["fits"], responses={409: {"model": Problem}, **_ERRORS})
+    def fit_validation(request: Request, fit_id: str) -> dict[str, Any]:
+        """The exports' validation, run before they were offered: NEWTON.DJ.001 and export findings (code,
+        severity, where, message) and each export replayed through its consumer next to our own rollout."""
+        fit = repo.get_fit(fit_id, _project(request))
+        if fit["status"] != "succeeded":
+            raise ConflictError(f"fit {fit_id} is {fit['status']}; exports are validated once it has succeeded")
+        validation = _stored_json(fit, "validation.json")
+        if validation is None:
+            raise NotFoundError(f"fit {fit_id} has no stored export validation")
+        return validation
+
     @app.get("/api/v1/fits/{fit_id}/export/{name}", tags=["fits"], response_class=Response,
              responses={409: {"model": Problem}, **_ERRORS})
     def export_fit(request: Request, fit_id: str, name: str) -> Response:
@@ -548,15 +567,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             fit["dataset_name"], fit["actuator_model"], fit["serial"] = ds["name"], ds["actuator_model"], ds["serial"]
         except NotFoundError:
             pass
-        plots = None
-        if fit["status"] == "succeeded":
-            arts = repo.artifacts("fit", fit_id)
-            if "report_data.json" in arts:
-                try:
-                    plots = json.loads(storage.read_bytes(arts["report_data.json"]["sha256"]))
-                except NotFoundError:
-                    pass  # the tables still render; the page says there is no plot data
+        plots = _stored_json(fit, "report_data.json")  # None: the tables still render, the page says so
         return fit, plots
+
+    def _stored_json(fit: dict, name: str) -> dict | None:
+        """A JSON artifact of a succeeded fit, parsed; None when the fit has none (older fits, other status)."""
+        if fit["status"] != "succeeded":
+            return None
+        arts = repo.artifacts("fit", fit["id"])
+        if name not in arts:
+            return None
+        try:
+            return json.loads(storage.read_bytes(arts[name]["sha256"]))
+        except NotFoundError:
+            return None
 
     @app.get("/fits/{fit_id}", response_class=HTMLResponse, include_in_schema=False)
     def report_page(request: Request, fit_id: str) -> str:
@@ -566,7 +590,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if fit["status"] == "succeeded" and fit.get("actuator_model"):
             warnings = fleet.warnings_for(fit_id, repo.fleet_fits(fit["actuator_model"], p))
         return render_report(fit, fit.get("result"), plots, exports=sorted(_exports(fit_id)),
-                             fleet_warnings=warnings)
+                             fleet_warnings=warnings, validation=_stored_json(fit, "validation.json"))
 
     @app.get("/compare", response_class=HTMLResponse, include_in_schema=False)
     def compare_page(request: Request, a: str, b: str) -> str:

@@ -159,6 +159,38 @@ def _envelope_figure(div: str, joint: str, envelope: dict, points: dict) -> dict
     return {"id": div, "data": data, "layout": layout}
 
 
+def _validation_section(validation: dict) -> str:
+    """The exports' validation before they are offered: findings (rule code, where, why) and each export
+    replayed through its consumer next to our own rollout."""
+    errors, warnings = validation.get("errors", 0), validation.get("warnings", 0)
+    verdict = "passed" if validation.get("passed") else "failed"
+    out = [f"<h2>Export validation</h2><p>{escape(str(validation.get('rule', '')))} and export checks "
+           f"<strong>{verdict}</strong>: {errors} error(s), {warnings} warning(s).</p>"]
+    rows = []
+    for fmt, r in (validation.get("replay") or {}).items():
+        if r.get("status") != "ok":
+            rows.append(f"<tr><td>{escape(fmt)}</td><td colspan=\"5\" class=\"muted\">{escape(str(r.get('status')))}: "
+                        f"{escape(str(r.get('note', '')))}</td></tr>")
+            continue
+        for joint, j in r.get("joints", {}).items():
+            ok = "within" if j.get("within_tolerance") else "<span class=\"error\">outside</span>"
+            rows.append(f"<tr><td>{escape(fmt)} ({escape(str(r.get('consumer', '')))})</td><td><code>{escape(joint)}"
+                        f"</code></td><td>{escape(str(j.get('family', '')))}</td><td>{fmt_num(j.get('rmse_replay'))}</td>"
+                        f"<td>{fmt_num(j.get('rmse_ours'))}</td><td>{ok}</td></tr>")
+    if rows:
+        out.append("<h3>Replay through each consumer (validation segments)</h3><table class=\"replay\"><tr>"
+                   "<th>export</th><th>joint</th><th>family</th><th>replay RMSE [rad]</th><th>our RMSE [rad]</th>"
+                   "<th>10 % bound</th></tr>" + "".join(rows) + "</table>")
+    findings = validation.get("findings") or []
+    if findings:
+        out.append("<h3>Findings</h3><table class=\"findings\"><tr><th>severity</th><th>code</th><th>where</th>"
+                   "<th>message</th></tr>" + "".join(
+                       f"<tr><td>{escape(f.get('severity', ''))}</td><td><code>{escape(f.get('code', ''))}</code></td>"
+                       f"<td>{escape(f.get('where', ''))}</td><td>{escape(f.get('message', ''))}</td></tr>"
+                       for f in findings) + "</table>")
+    return "".join(out)
+
+
 def _header(fit: dict) -> str:
     req = fit.get("request") or {}
     budget = f"{req.get('generations', '?')} generations × {req.get('population', '?')}"
@@ -215,7 +247,8 @@ def _actions(fit: dict, exports: list[str]) -> str:
 
 
 def render_report(fit: dict, result: dict | None, report_data: dict | None, *, standalone: bool = False,
-                  exports: list[str] | None = None, fleet_warnings: list[str] | None = None) -> str:
+                  exports: list[str] | None = None, fleet_warnings: list[str] | None = None,
+                  validation: dict | None = None) -> str:
     """The report page of one fit (a fit row dict): live progress (Server-Sent Events) while queued/running,
     the error when failed, else tables, plots, downloads and fleet drift warnings.
 
@@ -274,6 +307,8 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
         figures += [f for f in extra if f]
         body.append("".join(f'<div class="plot" id="{f["id"]}"></div>'
                             for f in figures if f["id"].startswith(f"plot-{j}-")))
+    if validation:
+        body.append(_validation_section(validation))
     if figures:
         if standalone:
             js = plotly_js_path().read_text(encoding="utf-8").replace("</script", "<\\/script")
