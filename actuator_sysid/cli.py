@@ -116,13 +116,29 @@ def cmd_excite(args: argparse.Namespace) -> int:
     """Design an excitation within the bounds and write it as canonical CSV + JSON sidecar."""
     import json
 
-    from .datasets.excitation import ExcitationSpec, excitation_files
+    from .datasets.excitation import ExcitationError, ExcitationSpec
+    from .fitting.design import excitation_with_identifiability, format_prediction
 
     given = {k: getattr(args, k) for k in ("kind", "duration", "rate", "q_min", "q_max", "qd_max", "tau_max",
-                                           "f_min", "f_max", "inertia", "mass", "com_distance", "joint", "seed",
-                                           "kp", "kd")}
+                                           "f_min", "f_max", "inertia", "mass", "com_distance", "gravity", "joint",
+                                           "seed", "kp", "kd", "noise_q", "noise_qd")}
+    if args.models is not None:
+        given["models"] = [m.strip() for m in args.models.split(",") if m.strip()]
+    if args.nominal:
+        nominal = {}
+        for item in args.nominal.split(","):
+            name, sep, value = item.partition("=")
+            try:
+                nominal[name.strip()] = float(value)
+            except ValueError:
+                sep = ""
+            if not sep:
+                raise ExcitationError(f"--nominal: {item!r} is not NAME=NUMBER (e.g. stiffness=25,delay=2)")
+        given["nominal"] = nominal
     spec = ExcitationSpec(**{k: v for k, v in given.items() if v is not None})
-    text, side = excitation_files(spec)
+    text, side, pred = excitation_with_identifiability(spec)
+    if pred is not None:
+        print(format_prediction(pred), file=sys.stderr)
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -299,7 +315,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """Render one export of a stored fit (fit.json); the recording gives the bench load if needed."""
     import json
 
-    from .export import ExportError, render_format
+    from .export import BINARY_FORMATS, ExportError, render_bytes, render_format
 
     src = Path(args.fit)
     fit_json = src / "fit.json" if src.is_dir() else src
@@ -316,6 +332,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     if rec is None and bench.is_file():
         loads = json.loads(bench.read_text()).get("bench") or None
     robot = Path(args.robot).read_bytes() if args.robot else None
+    if args.export_format in BINARY_FORMATS:  # a network checkpoint: bytes, to a file
+        try:
+            data = render_bytes(result, args.export_format, families=_families(args.family))
+        except ExportError as e:
+            print(f"actuator-sysid export: error: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        target = Path(args.out or args.export_format)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        print(f"wrote {target}", file=sys.stderr)
+        return 0
     try:
         text = render_format(result, rec, args.export_format, families=_families(args.family),
                              field_names=args.field_names, backend=args.backend, loads=loads, robot_usd=robot)
@@ -408,7 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("fit", help="fit actuator models to a log and write results, report and exports")
     log_args(f)
-    f.add_argument("--models", help="comma-separated model families, e.g. dcmotor,ideal_pd (default dcmotor)")
+    f.add_argument("--models", help="comma-separated model families, e.g. dcmotor,ideal_pd (default dcmotor); "
+                                    "mlp,lstm fit actuator networks")
     f.add_argument("--joints", help="comma-separated joints to fit (default: all)")
     f.add_argument("--decimation", type=int, help="physics steps per log sample (default 1)")
     f.add_argument("--effort-mode", choices=["explicit", "implicit"],
@@ -436,6 +464,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--inertia", type=float, help="load inertia without the point mass, kg·m²")
     e.add_argument("--mass", type=float, help="pendulum mass, kg")
     e.add_argument("--com-distance", type=float, help="pendulum length to the mass, m")
+    e.add_argument("--gravity", type=float, help="gravity, m/s² (default 9.81)")
+    e.add_argument("--models", help="families to predict identifiability for, comma-separated (default "
+                                    "dcmotor,delayed_pd; empty: no prediction)")
+    e.add_argument("--nominal", help="nominal actuator parameters for the prediction, NAME=VALUE,... in SI "
+                                     "(registry names, e.g. stiffness=25,saturation_effort=7,delay=2)")
+    e.add_argument("--noise-q", type=float, help="position noise σ the fit will see, rad (default 0.001)")
+    e.add_argument("--noise-qd", type=float, help="velocity noise σ, rad/s (default σ_q·rate/√2)")
     e.add_argument("--joint", help="joint name (default joint)")
     e.add_argument("--seed", type=int, help="random seed for steps and prbs (default 0)")
     e.add_argument("--kp", type=float, help="position gain to record in the sidecar, N·m/rad")
@@ -453,7 +488,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("fit", help="fit folder (with fit.json) or a fit.json file")
     x.add_argument("--format", dest="export_format", required=True,
                    choices=["isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml",
-                            "randomization.json"], help="export format")
+                            "randomization.json", "torchscript.pt", "newton.pt2"],
+                   help="export format (torchscript.pt / newton.pt2: a fitted network's checkpoint, written to "
+                        "--out or a file of that name)")
     x.add_argument("--out", help="file to write (default: stdout)")
     x.add_argument("--family", help="model family for every joint, or joint=family pairs, comma-separated "
                                     "(default: each joint's best; Isaac Lab: best built-in class)")

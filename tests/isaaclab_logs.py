@@ -78,8 +78,9 @@ def make_actuator(family: str, truth: dict[str, float]):
     return IdealPDActuator(cfg, joint_names=["hinge"], joint_ids=slice(None), num_envs=1, device="cpu")
 
 
-def simulate_segment(actuator, truth: dict[str, float], q_des: np.ndarray, q0: float = 0.0) -> dict:
-    """Step the Isaac Lab actuator once per physics step inside the §F pendulum update."""
+def simulate_segment(actuator, truth: dict[str, float], q_des: np.ndarray, q0: float = 0.0,
+                     qd_des: np.ndarray | None = None) -> dict:
+    """Step the Isaac Lab actuator once per physics step inside the §F pendulum update (qd_des: 0 unless given)."""
     m, arm_l, g = LOAD["mass"], LOAD["com_distance"], LOAD["gravity"]
     inertia = m * arm_l * arm_l + truth["armature"]
     fric, visc = truth["friction"], truth["viscous_friction"]
@@ -90,7 +91,7 @@ def simulate_segment(actuator, truth: dict[str, float], q_des: np.ndarray, q0: f
     for k in range(n):
         action = ArticulationActions(
             joint_positions=torch.tensor([[q_des[k]]], dtype=torch.float32),
-            joint_velocities=torch.zeros(1, 1),
+            joint_velocities=torch.tensor([[0.0 if qd_des is None else qd_des[k]]], dtype=torch.float32),
             joint_efforts=torch.zeros(1, 1),
         )
         out = actuator.compute(action, torch.tensor([[q]], dtype=torch.float32),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +57,12 @@ class ExcitationSpec:
     seed: int = 0
     kp: float | None = None  # gains to record in the sidecar, SI
     kd: float | None = None
+    # predicted identifiability (fitting/design.py): families to predict for ([] = none), nominal actuator
+    # parameters (registry names, SI; the rest default), and the sensor noise the fit will see
+    models: list[str] = field(default_factory=lambda: ["dcmotor", "delayed_pd"])
+    nominal: dict[str, float] | None = None
+    noise_q: float = 1e-3  # rad
+    noise_qd: float | None = None  # rad/s; default σ_q·rate/√2 (central differences of q)
 
     def check(self) -> None:
         if self.kind not in KINDS:
@@ -91,6 +97,12 @@ class ExcitationSpec:
             raise ExcitationError("f_max / f_min must be at most 10 000 (four decades)")
         if not self.joint or not isinstance(self.joint, str):
             raise ExcitationError("joint must be a non-empty name")
+        for k in ("noise_q", "noise_qd"):
+            v = getattr(self, k)
+            if not (v is None and k == "noise_qd") and not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+                raise ExcitationError(f"{k} must be a positive number (sensor noise σ, SI), got {v!r}")
+        if not isinstance(self.models, list | tuple) or not all(isinstance(m, str) for m in self.models):
+            raise ExcitationError(f"models must be a list of model family names, got {self.models!r}")
 
     @property
     def J(self) -> float:
@@ -380,11 +392,12 @@ def design(spec: ExcitationSpec) -> Recording:
                      metadata={"excitation": summary})
 
 
-def excitation_files(spec: ExcitationSpec) -> tuple[str, dict]:
-    """The designed excitation as canonical long-form CSV text and its JSON sidecar (a dict)."""
+def excitation_files(spec: ExcitationSpec, rec: Recording | None = None) -> tuple[str, dict]:
+    """The designed excitation (or `rec`, already designed from spec) as canonical long-form CSV text and its
+    JSON sidecar (a dict)."""
     from .canonical import sidecar_for, write_table
 
-    rec = design(spec)
+    rec = design(spec) if rec is None else rec
     with tempfile.TemporaryDirectory(prefix="actuator-sysid-excite-") as tmp:
         path = Path(tmp) / "excitation.csv"
         write_table(rec, path, form="long", sidecar=False)

@@ -27,10 +27,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import StreamingResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..datasets.excitation import ExcitationSpec, excitation_files
+from ..datasets.excitation import ExcitationSpec
 from ..datasets.recording import DatasetError
 from ..datasets.sources import parse_names
 from ..fitting.api import FitRequest, FitRequestError, validate_request
+from ..fitting.design import excitation_with_identifiability
 from ..models.families import FAMILIES
 from . import fleet, pages
 from .auth import COOKIE, AuthMiddleware, safe_next
@@ -45,7 +46,7 @@ from .storage import Storage, UploadTooLargeError, new_id
 log = logging.getLogger("actuator_sysid.service")
 
 MEDIA_TYPES = {".py": "text/x-python", ".json": "application/json", ".usda": "text/plain", ".xml": "application/xml",
-               ".yaml": "application/yaml"}
+               ".yaml": "application/yaml", ".pt": "application/octet-stream", ".pt2": "application/zip"}
 INTERNAL_ARTIFACTS = ("report_data.json",)  # stored for the report page, not offered as a download
 _DEFAULT = FitRequest()
 __all__ = ["ConflictError", "PayloadTooLargeError", "create_app"]
@@ -374,9 +375,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post("/api/v1/excitations", tags=["datasets"], responses={422: {"model": Problem}, **_ERRORS})
     def create_excitation(body: ExcitationSpec) -> dict[str, Any]:
-        """Design an excitation within the bounds: canonical CSV text and its JSON sidecar."""
-        text, side = excitation_files(body)
-        return {"csv": text, "sidecar": side}
+        """Design an excitation within the bounds: canonical CSV text, its JSON sidecar, and the predicted
+        identifiability of each requested family's parameters for the stated load, nominal values and noise."""
+        text, side, pred = excitation_with_identifiability(body)
+        return {"csv": text, "sidecar": side, "identifiability": pred}
 
     @app.delete("/api/v1/datasets/{dataset_id}", tags=["datasets"], responses={409: {"model": Problem}, **_ERRORS})
     def delete_dataset(request: Request, dataset_id: str, force: bool = False) -> dict[str, Any]:
