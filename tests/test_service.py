@@ -182,6 +182,9 @@ def test_fit_request_errors_store_nothing(server: Server, tmp_path: Path) -> Non
         ({"dataset_id": ds, "budget": {"generations": "many"}}, 422, ["generations"]),
         ({"dataset_id": ds, "budget": {"population": 1}}, 422, ["population"]),
         ({"dataset_id": ds, "colour": "red"}, 422, ["colour"]),
+        ({"dataset_id": ds, "holdout": "rig=b"}, 422, ["holdout", "'rig'"]),
+        ({"dataset_id": ds, "folds": 1}, 422, ["folds must be between 2"]),
+        ({"dataset_id": ds, "budget": {"seconds": -1}}, 422, ["budget.seconds"]),
         ({}, 422, ["dataset_id"]),
     ]
     before = stored(server)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -10,10 +11,10 @@ import numpy as np
 
 from ..datasets.recording import Recording
 from ..models import parameters
-from ..models.families import EFFORT_MODES, FAMILIES, JOINT_TERMS, Family, get_family
+from ..models.families import EFFORT_MODES, FAMILIES, JOINT_TERMS, NET_FAMILIES, Family, get_family
 from ..models.rollout import RolloutEngine, SegmentBatch, full_params
 from .objective import LossScales, pool_metrics, segment_metrics
-from .search import BACKENDS, cma_search, refine
+from .search import BACKENDS, SearchResult, cma_search, refine
 from .space import SearchSpace
 from .warmstart import warm_start
 
@@ -42,6 +43,10 @@ class FitRequest:
     effort_mode: str = "explicit"  # or "implicit": Newton's implicit effort mode, for stiff gains
     window_s: float | None = 1.0  # training rollouts restart from the log every window_s seconds (None: never)
     use_logged_gains: bool = False  # segments' recorded kp/kd (metadata, SI) replace the fitted gains there
+    holdout: str | None = None  # "KEY=VALUE": segments whose metadata KEY equals VALUE are validation
+    folds: int | None = None  # k-fold cross-validation over whole segments; final fit on every segment
+    budget_s: float | None = None  # wall-clock budget for the whole fit: search stops, keeps its best, refines
+    networks: dict | None = None  # options of the mlp/lstm families (fitting.nets.NetOptions), None: defaults
 
 
 def validate_request(rec: Recording, req: FitRequest) -> None:
@@ -54,8 +59,12 @@ def validate_request(rec: Recording, req: FitRequest) -> None:
     if not req.models:
         raise FitRequestError(f"models is empty: choose from {sorted(FAMILIES)}")
     for m in req.models:
-        if m not in FAMILIES:
-            raise FitRequestError(f"unknown model family {m!r}: choose from {sorted(FAMILIES)}")
+        if m not in FAMILIES and m not in NET_FAMILIES:
+            raise FitRequestError(f"unknown model family {m!r}: choose from {sorted(FAMILIES) + list(NET_FAMILIES)}")
+    if any(m in NET_FAMILIES for m in req.models):
+        from .nets import check_request
+
+        check_request(rec, req)
     if not 1 <= req.generations <= 10_000:
         raise FitRequestError(f"budget.generations must be between 1 and 10000, got {req.generations}")
     if not 4 <= req.population <= 4096:
@@ -71,8 +80,11 @@ def validate_request(rec: Recording, req: FitRequest) -> None:
         raise FitRequestError(f"unknown effort mode {req.effort_mode!r}: choose from {list(EFFORT_MODES)}")
     if req.search_backend not in BACKENDS:
         raise FitRequestError(f"unknown search backend {req.search_backend!r}: choose from {list(BACKENDS)}")
+    if req.budget_s is not None and not 0 < req.budget_s <= 86_400:
+        raise FitRequestError(f"budget.seconds must be between 0 and 86400 (one day), got {req.budget_s}")
     if not rec.segments:
         raise FitRequestError("the dataset has no segments")
+    plan_split(rec, req)  # raises FitRequestError for a holdout or folds the segments cannot satisfy
     missing = [s.name for s in rec.segments if s.q_des is None]
     if missing:
         raise FitRequestError(f"segments {missing} have no q_des: closed-loop fits need the commanded position")
@@ -85,6 +97,90 @@ def split_segments(n: int, validation_fraction: float = 0.2) -> tuple[list[int],
     n_val = max(1, int(round(validation_fraction * n)))
     val = sorted({int(round(x)) for x in np.linspace(0, n - 1, n_val + 2)[1:-1]})
     return [i for i in range(n) if i not in val], val
+
+
+@dataclass
+class Split:
+    """Which segments train and which validate; k-fold adds each fold's validation segments."""
+
+    method: str
+    train: list[int]
+    validation: list[int]
+    folds: list[list[int]] = field(default_factory=list)
+
+
+def _matches(value: object, wanted: str) -> bool:
+    """A metadata value equals the text of a holdout: as text, or as numbers (kp=20 matches 20.0)."""
+    if str(value) == wanted:
+        return True
+    try:
+        return float(value) == float(wanted)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
+def plan_split(rec: Recording, req: FitRequest) -> Split:
+    """The request's split: by metadata key (holdout), k-fold (folds), or evenly spaced whole segments."""
+    n = len(rec.segments)
+    if req.holdout is not None and req.folds is not None:
+        raise FitRequestError("holdout and folds exclude each other: give one of them")
+    if req.folds is not None:
+        if not 2 <= req.folds <= n:
+            raise FitRequestError(f"folds must be between 2 and the number of segments ({n}), got {req.folds}")
+        folds = [list(range(f, n, req.folds)) for f in range(req.folds)]
+        return Split(f"{req.folds}-fold over whole segments; final parameters from a fit on every segment",
+                     list(range(n)), [], folds)
+    if req.holdout is not None:
+        key, sep, value = req.holdout.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise FitRequestError(f"holdout must be KEY=VALUE (e.g. kp=20), got {req.holdout!r}")
+        keys = sorted({k for s in rec.segments for k in s.metadata})
+        if key not in keys:
+            raise FitRequestError(f"holdout {req.holdout!r}: no segment has metadata key {key!r}; "
+                                  f"the segments' keys are {keys}")
+        val = [i for i, s in enumerate(rec.segments) if key in s.metadata and _matches(s.metadata[key], value)]
+        seen = sorted({str(s.metadata[key]) for s in rec.segments if key in s.metadata})
+        if not val:
+            raise FitRequestError(f"holdout {req.holdout!r}: no segment has {key} = {value}; its values are {seen}")
+        if len(val) == n:
+            raise FitRequestError(f"holdout {req.holdout!r}: every segment has {key} = {value}, none is left to "
+                                  f"train on; hold out another value of {seen}")
+        return Split(f"segments whose {key} = {value} held out", [i for i in range(n) if i not in val], val)
+    train, val = split_segments(n)
+    return Split("whole segments, evenly spaced", train, val)
+
+
+class _Clock:
+    """The fit's wall clock: elapsed time, ETA and each search's share of a wall-clock budget."""
+
+    def __init__(self, budget_s: float | None, units: int) -> None:
+        self.start, self.budget_s, self.units, self.done = time.perf_counter(), budget_s, max(units, 1), 0
+        self.unit_start = self.start
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def begin(self) -> float | None:
+        """Start the next search; its deadline is 80 % of an equal share of what is left (the rest refines)."""
+        self.unit_start = time.perf_counter()
+        if self.budget_s is None:
+            return None
+        left = max(self.start + self.budget_s - self.unit_start, 0.0)
+        return self.unit_start + 0.8 * left / (self.units - self.done)
+
+    def fraction(self, unit_fraction: float) -> float:
+        return min((self.done + 0.9 * min(unit_fraction, 1.0)) / self.units, 1.0)
+
+    def eta(self, fraction: float) -> float:
+        """Seconds left: extrapolated from the fraction done, never past the budget."""
+        el = self.elapsed()
+        eta = el / fraction - el if fraction > 0 else math.inf
+        return min(eta, max(self.budget_s - el, 0.0)) if self.budget_s is not None else eta
+
+
+def _secs(x: float) -> str:
+    return "?" if not math.isfinite(x) else f"{x:.0f} s" if x >= 10 else f"{x:.1f} s"
 
 
 def _family_params(family: Family, space: SearchSpace, x: np.ndarray) -> dict[str, float]:
@@ -112,45 +208,89 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     validate_request(rec, req)
     t_start = time.perf_counter()
     joints = req.joints or rec.joint_names
-    train_ids, val_ids = split_segments(len(rec.segments))
+    split = plan_split(rec, req)
+    train_ids, val_ids = split.train, split.validation
     every = SegmentBatch.from_recording(rec, joints, substeps=req.decimation, logged_gains=req.use_logged_gains)
     window = None if not req.window_s else max(10, int(round(req.window_s / np.median([s.dt for s in rec.segments]))))
-    train = SegmentBatch.from_recording(rec, joints, train_ids, substeps=req.decimation, knots=every.knots,
-                                        window=window, logged_gains=req.use_logged_gains)
-    train_engine = RolloutEngine(train, req.device, effort_mode=req.effort_mode)
+
+    def setup(ids: list[int]) -> tuple[RolloutEngine, LossScales, list[dict[str, float]]]:
+        """Engine, loss scales and warm starts of the training segments `ids`."""
+        batch = SegmentBatch.from_recording(rec, joints, ids, substeps=req.decimation, knots=every.knots,
+                                            window=window, logged_gains=req.use_logged_gains)
+        return (RolloutEngine(batch, req.device, effort_mode=req.effort_mode), LossScales.from_batch(batch),
+                [warm_start(batch, j) for j in range(len(joints))])
+
+    train_engine, scales, x_warm = setup(train_ids)
     full_engine = RolloutEngine(every, req.device, effort_mode=req.effort_mode)
-    scales = LossScales.from_batch(train)
-    x_warm = [warm_start(train, j) for j in range(len(joints))]
+    fold_setups = [setup([i for i in range(len(rec.segments)) if i not in f]) for f in split.folds]
     val_names = {rec.segments[i].name for i in val_ids}
+    clock = _Clock(req.budget_s, len(req.models) * (1 + len(split.folds)))
+
+    def search(engine: RolloutEngine, sc: LossScales, warm: list[dict[str, float]], family: Family,
+               space: SearchSpace, label: str) -> SearchResult:
+        """CMA-ES then least squares on one training set, reporting progress; one budget unit."""
+        x0 = [np.array([w[n] for n in space.names]) for w in warm]
+        deadline = clock.begin()
+
+        def on_gen(g: int, best: np.ndarray) -> None:
+            if progress:
+                unit = (g + 1) / req.generations
+                if deadline is not None:
+                    unit = max(unit, (time.perf_counter() - clock.unit_start) / (deadline - clock.unit_start))
+                frac = clock.fraction(unit)
+                progress(frac, f"{label}: generation {g + 1}/{req.generations}, best loss {float(np.max(best)):.4g}, "
+                               f"elapsed {_secs(clock.elapsed())}, ETA {_secs(clock.eta(frac))}")
+
+        res = cma_search(engine, family, space, sc, x0, req.generations, req.population, req.seed,
+                         on_generation=on_gen, backend=req.search_backend, deadline=deadline)
+        if progress:
+            progress(clock.fraction(1.0), f"{label}: refining by least squares"
+                                           f"{' (budget reached)' if res.stopped_on == 'budget' else ''}, "
+                                           f"elapsed {_secs(clock.elapsed())}")
+        short = res.stopped_on == "budget"  # out of time: a short refine of the best so far
+        res = refine(engine, family, space, sc, res, max_iterations=min(req.refine_iterations, 20) if short
+                     else req.refine_iterations, starts=1 if short else 3)
+        clock.done += 1
+        return res
 
     per_joint: dict[str, dict] = {j: {"models": {}, "load": asdict(rec.joints[rec.joint_index(j)])} for j in joints}
-    n_fam = len(req.models)
-    for fi, fam_name in enumerate(req.models):
+    stopped_on_budget = False
+    for fam_name in [m for m in req.models if m not in NET_FAMILIES]:  # networks: fitting/nets.py below
         family = family_for(req, fam_name)
         space = SearchSpace.for_family(family)
-        x0 = [np.array([w[n] for n in space.names]) for w in x_warm]
-
-        def on_gen(g: int, best: np.ndarray, fi=fi, fam_name=fam_name) -> None:
-            if progress:
-                frac = (fi + 0.9 * (g + 1) / req.generations) / n_fam
-                progress(min(frac, 1.0), f"{fam_name}: generation {g + 1}/{req.generations}, "
-                                         f"best loss {float(np.max(best)):.4g}")
-
-        res = cma_search(train_engine, family, space, scales, x0, req.generations, req.population,
-                         req.seed, on_generation=on_gen, backend=req.search_backend)
-        if progress:
-            progress((fi + 0.9) / n_fam, f"{fam_name}: refining by least squares")
-        res = refine(train_engine, family, space, scales, res, max_iterations=req.refine_iterations)
+        res = search(train_engine, scales, x_warm, family, space, fam_name)
+        stopped_on_budget |= res.stopped_on == "budget"
 
         fitted = [_family_params(family, space, x) for x in res.best]
         p_arr = params_array(family, fitted)
         traces = full_engine.traces(family, p_arr)
         seg_rows = segment_metrics(traces, every)
+        fold_rows: list[list[dict]] = []  # per fold: validation rows of the fit without that fold
+        for k, (fold, (eng_k, sc_k, warm_k)) in enumerate(zip(split.folds, fold_setups, strict=True)):
+            res_k = search(eng_k, sc_k, warm_k, family, space, f"{fam_name} fold {k + 1}/{len(split.folds)}")
+            stopped_on_budget |= res_k.stopped_on == "budget"
+            fit_k = params_array(family, [_family_params(family, space, x) for x in res_k.best])
+            names_k = {rec.segments[i].name for i in fold}
+            fold_rows.append([r for r in segment_metrics(full_engine.traces(family, fit_k), every)
+                              if r["segment"] in names_k])
         for j, name in enumerate(joints):
             rows = [dict(r, split="validation" if r["segment"] in val_names else "train")
                     for r in seg_rows if r["joint"] == name]
             for r in rows:
                 del r["joint"]
+            metrics = {
+                "train": pool_metrics([r for r in rows if r["split"] == "train"]),
+                "validation": pool_metrics([r for r in rows if r["split"] == "validation"]),
+                "segments": rows,
+            }
+            if split.folds:
+                per_fold = [pool_metrics([r for r in fr if r["joint"] == name]) for fr in fold_rows]
+                metrics["validation"] = pool_metrics([r for fr in fold_rows for r in fr if r["joint"] == name])
+                metrics["folds"] = [{"fold": k + 1, "validation_segments": [rec.segments[i].name for i in f],
+                                     "validation": m} for k, (f, m) in enumerate(zip(split.folds, per_fold,
+                                                                                     strict=True))]
+                metrics["folds_mean"] = {k: float(np.mean([m[k] for m in per_fold]))
+                                         for k in ("position_rmse", "position_mae", "velocity_rmse")}
             per_joint[name]["models"][fam_name] = {
                 "family": fam_name,
                 "isaaclab_cfg": family.isaaclab_cfg,
@@ -158,11 +298,7 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
                 "params": fitted[j],
                 **({"table_positions": every.knots[j].astype(float).tolist()} if "position_table" in family.clamps
                    else {}),
-                "metrics": {
-                    "train": pool_metrics([r for r in rows if r["split"] == "train"]),
-                    "validation": pool_metrics([r for r in rows if r["split"] == "validation"]),
-                    "segments": rows,
-                },
+                "metrics": metrics,
                 "loss": float(res.best_loss[j]),
                 "intervals": res.analysis[j]["intervals"],
                 "correlation": res.analysis[j]["correlation"],
@@ -170,18 +306,27 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
                 "n_params": len(space.names),
                 "warm_start": {n: float(x_warm[j][n]) for n in space.names},
                 "search": {"generations": res.generations, "evaluations": res.evaluations,
-                           "restarts": res.restarts[j],
+                           "restarts": res.restarts[j], "stopped_on": res.stopped_on,
                            "population": req.population, "convergence": res.history[j]},
             }
+    if any(m in NET_FAMILIES for m in req.models):
+        from .nets import add_networks
+
+        add_networks(rec, req, joints, train_ids, val_ids, per_joint, progress)
     for name in joints:
         per_joint[name]["ranking"] = _rank(per_joint[name]["models"])
-        per_joint[name]["best_model"] = per_joint[name]["ranking"][0]["family"]
+        # exporters need a family they can write: a network is best only when nothing else was fitted
+        per_joint[name]["best_model"] = next((r["family"] for r in per_joint[name]["ranking"]
+                                              if r["family"] in FAMILIES), per_joint[name]["ranking"][0]["family"])
     if progress:
         progress(1.0, "done")
     return {
         "joints": per_joint,
-        "split": {"method": "whole segments, evenly spaced", "train": [rec.segments[i].name for i in train_ids],
-                  "validation": [rec.segments[i].name for i in val_ids]},
+        "split": {"method": split.method, "train": [rec.segments[i].name for i in train_ids],
+                  "validation": [rec.segments[i].name for i in val_ids],
+                  **({"holdout": req.holdout} if req.holdout else {}),
+                  **({"folds": [[rec.segments[i].name for i in f] for f in split.folds]} if split.folds else {})},
+        "budget": {"seconds": req.budget_s, "stopped_on_budget": stopped_on_budget},
         "assumptions": {
             "effort_mode": req.effort_mode,
             "integrator": "semi-implicit Euler with implicit joint damping and Coulomb friction as a "
@@ -235,7 +380,7 @@ def envelope(family: str, params: dict[str, float], v_max: float, n: int = 121) 
     """The family's effort window over joint velocity, for the torque–speed plot."""
     v = np.linspace(-v_max, v_max, n)
     elim = params.get("actuator_effort_limit", np.inf)
-    if "dc_motor" in get_family(family).clamps:
+    if family in NET_FAMILIES or "dc_motor" in get_family(family).clamps:  # nets: Isaac Lab's DC clip
         sat, vlim = params["saturation_effort"], params["actuator_velocity_limit"]
         corner = vlim * (1 + elim / sat)
         vc = np.clip(v, -corner, corner)
@@ -256,10 +401,15 @@ def report_data(rec: Recording, result: dict, max_points: int = 1500) -> dict:
         model = jr["models"][fam]
         params = model["params"]
         assumed = result.get("assumptions", {})
-        sims = simulate(rec, joint, fam, params, joint_terms=model.get("joint_terms"),
-                        decimation=assumed.get("decimation", 1), table_positions=model.get("table_positions"),
-                        effort_mode=assumed.get("effort_mode", "explicit"),
-                        logged_gains=assumed.get("logged_gains", False))
+        if fam in NET_FAMILIES:  # only networks were fitted
+            from .nets import simulate_net
+
+            sims = simulate_net(rec, joint, model, decimation=assumed.get("decimation", 1))
+        else:
+            sims = simulate(rec, joint, fam, params, joint_terms=model.get("joint_terms"),
+                            decimation=assumed.get("decimation", 1), table_positions=model.get("table_positions"),
+                            effort_mode=assumed.get("effort_mode", "explicit"),
+                            logged_gains=assumed.get("logged_gains", False))
         j = rec.joint_index(joint)
         segs, pv, pe = [], [], []
         has_tau = all(s.tau is not None for s in rec.segments)

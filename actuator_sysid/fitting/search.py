@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ class SearchResult:
     restarts: list[int] = field(default_factory=list)  # per joint
     candidates: list[list[np.ndarray]] = field(default_factory=list)  # per joint: run optima, best first
     analysis: list[dict] = field(default_factory=list)  # per joint: intervals, correlation, warnings
+    stopped_on: str = "generations"  # why the search ended: generations, plateau (every joint) or budget
 
 
 def _stalled(history: list[float], generations: int, rtol: float) -> bool:
@@ -149,7 +151,7 @@ def cma_search(
     engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales, x0: list[np.ndarray],
     generations: int, population: int, seed: int, on_generation: GenerationFn | None = None,
     plateau_generations: int = 20, plateau_rtol: float = 1e-3, backend: str = "cmaes", scan_points: int = 256,
-    parallel_runs: int = 4,
+    parallel_runs: int = 4, deadline: float | None = None,
 ) -> SearchResult:
     """Parallel CMA-ES runs in the unit cube with IPOP restarts; one launch per generation for everything.
 
@@ -157,6 +159,8 @@ def cma_search(
     `parallel_runs` CMA-ES instances side by side (the warm start polished locally, the best distinct
     scan points explored widely); a run that plateaus restarts from the next scan point with twice its
     population (IPOP). All candidates of all runs of all joints share one kernel launch per generation.
+    At `deadline` (time.perf_counter() seconds) the search stops after the current generation and
+    returns its best so far, with stopped_on="budget".
     """
     n_j = len(engine.batch.joints)
     rng = np.random.default_rng(seed)
@@ -190,6 +194,7 @@ def cma_search(
     evaluations = scan_points * n_j
     active = np.ones(n_j, bool)  # a joint whose best has stalled stops searching; the rest go on
     g = 0
+    stopped_on = "generations"
     for g in range(generations):
         sizes = [sum(r.population for r in runs[j]) if active[j] else 0 for j in range(n_j)]
         u = np.repeat(np.stack(best_u)[None], max(sizes), axis=0)  # (C, J, d); short joints pad with their best
@@ -223,6 +228,10 @@ def cma_search(
         if on_generation:
             on_generation(g, best_loss.copy())
         if not active.any():
+            stopped_on = "plateau"
+            break
+        if deadline is not None and time.perf_counter() >= deadline and g + 1 < generations:
+            stopped_on = "budget"
             break
     candidates = []
     for j in range(n_j):
@@ -230,7 +239,7 @@ def cma_search(
         candidates.append([space.from_unit(u) for _, u in ends])
     restarts = [len(finished[j]) for j in range(n_j)]
     return SearchResult([space.from_unit(b) for b in best_u], best_loss, history, evaluations, g + 1,
-                        restarts=restarts, candidates=candidates)
+                        restarts=restarts, candidates=candidates, stopped_on=stopped_on)
 
 
 def _initial_state_sensitivity(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
@@ -344,4 +353,4 @@ def refine(
                 analysis["warnings"].append(f"{space.names[i]} is not identified: {dp['reason']}")
         analyses.append(analysis)
     return SearchResult(best, best_loss, result.history, result.evaluations + evaluations, result.generations,
-                        result.restarts, result.candidates, analyses)
+                        result.restarts, result.candidates, analyses, result.stopped_on)
