@@ -7,10 +7,14 @@ can take them with `class=`. The standalone model hangs each joint's fitted test
 (q = 0 hanging down) and loads with `mujoco.MjModel.from_xml_string`.
 
 The control input is a "virtual target": ctrl = q_des + (kd·qd_des + tau_ff)/kp gives exactly
-kp·(q_des − q) + kd·(qd_des − qd) + tau_ff. What MuJoCo cannot hold natively is approximated and said so
-in `mjcf_warnings`: the DC-motor torque–speed envelope (forcerange = the rated effort box), the position
-torque table (forcerange = its largest value), the PID integral (dropped), an encoder offset, PhysX-style
-dynamic friction. The integrator is Euler (joint damping implicit, actuator Kd explicit, as Isaac Lab and
+kp·(q_des − q) + kd·(qd_des − qd) + tau_ff. The DC-motor envelope (Isaac Lab DCMotor, §A.4) is exact too,
+from two actuators on the joint: with c = saturation_effort / actuator_velocity_limit,
+clip(tau_pd + c·qd, ±saturation_effort) − c·qd = clip(tau_pd, −τs − c·qd, τs − c·qd), so the PD actuator
+carries the back-EMF slope c in its velocity bias and forcerange ±saturation_effort, a second gain-less
+actuator adds −c·qd, and the joint's actuatorfrcrange (a clamp of their sum) is ±actuator_effort_limit —
+which also reproduces Isaac Lab's velocity clip at the corner speed. What MuJoCo cannot hold natively is
+approximated and said so in `mjcf_warnings`: the position torque table (forcerange = its largest value),
+the PID integral (dropped), an encoder offset, PhysX-style dynamic friction. The integrator is Euler (joint damping implicit, actuator Kd explicit, as Isaac Lab and
 Newton apply explicit actuators); a model made only of `implicit`-family joints uses implicitfast instead.
 """
 
@@ -43,9 +47,10 @@ def mjcf_warnings(m: ChosenModel) -> list[Finding]:
         out.append(Finding(f"EXPORT.MJCF.{code}", "warning", m.joint, msg))
 
     if "dc_motor" in m.family.clamps:
-        add("dc_motor", "MuJoCo has no four-quadrant DC-motor clip of a PD law: forcerange = ±actuator_effort_limit "
-            f"({m.value('actuator_effort_limit')} N·m); the speed derating (saturation_effort "
-            f"{m.value('saturation_effort')} N·m, no-load speed {m.value('actuator_velocity_limit')} rad/s) is lost")
+        out.append(Finding("EXPORT.MJCF.dc_motor", "info", m.joint, (
+            "the DC-motor envelope is two actuators on the joint: copy both classes "
+            f"({prim_name(m.joint)}_fit and {prim_name(m.joint)}_fit_emf) and the joint's actuatorfrcrange; "
+            "a single position actuator would lose the speed derating")))
     if "position_table" in m.family.clamps:
         add("position_table", f"the position-dependent torque limit becomes forcerange = ±{effort_limit(m)} N·m, "
             "the table's largest value")
@@ -59,18 +64,38 @@ def mjcf_warnings(m: ChosenModel) -> list[Finding]:
     return out
 
 
+def dc_slope(m: ChosenModel) -> float:
+    """The back-EMF slope c = saturation_effort / actuator_velocity_limit of a DC-envelope model (0 otherwise)."""
+    if "dc_motor" not in m.family.clamps:
+        return 0.0
+    v_max = m.value("actuator_velocity_limit")
+    return 0.0 if not v_max or not math.isfinite(v_max) else float(m.value("saturation_effort")) / v_max
+
+
+def _range(lim: float | None) -> str | None:
+    return f"{_num(-lim)} {_num(lim)}" if lim is not None and math.isfinite(lim) else None
+
+
 def _joint_attrs(m: ChosenModel) -> dict[str, str]:
     out = {"armature": _num(m.value("armature") or 0.0), "frictionloss": _num(m.value("friction") or 0.0),
            "damping": _num(m.value("viscous_friction") or 0.0)}
+    if "dc_motor" in m.family.clamps and (r := _range(m.value("actuator_effort_limit"))):
+        out["actuatorfrcrange"] = r  # clamps the sum of both actuators: the envelope's ±effort limit
     return out
 
 
 def _actuator_attrs(m: ChosenModel, dt: float) -> dict[str, str]:
     kp, kd = m.value("stiffness") or 0.0, m.value("damping") or 0.0
-    out = {"gainprm": _num(kp), "biastype": "affine", "biasprm": f"0 {_num(-kp)} {_num(-kd)}"}
-    lim = effort_limit(m)
-    if lim is not None and math.isfinite(lim):
-        out |= {"forcelimited": "true", "forcerange": f"{_num(-lim)} {_num(lim)}"}
+    kv = kd - dc_slope(m)  # velocity gain inside the clamp; negative for a DC envelope steeper than kd
+    lim = m.value("saturation_effort") if "dc_motor" in m.family.clamps else effort_limit(m)
+    # MuJoCo reads a positive biasprm[2] of a position-like actuator (gainprm[0] == −biasprm[1]) as a damping
+    # ratio; gear g = 2 (force ×g, length and velocity ×g) keeps the same joint torque with unequal gains.
+    g = 2.0 if kv < 0 else 1.0
+    out = {"gainprm": _num(kp / g), "biastype": "affine", "biasprm": f"0 {_num(-kp / g**2)} {_num(-kv / g**2)}"}
+    if g != 1.0:
+        out["gear"] = _num(g)
+    if r := _range(None if lim is None else lim / g):
+        out |= {"forcelimited": "true", "forcerange": r}
     delay = int(round(m.params.get("delay", 0))) if m.family.delay else 0
     if delay >= 1:  # ctrl read `delay` physics steps back from its history (zero-order hold)
         out |= {"delay": _num(delay * dt), "nsample": str(delay + 2)}
@@ -102,6 +127,10 @@ def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: flo
                   f"      <joint {_attrs(_joint_attrs(m))}/>",
                   f"      <general {_attrs(_actuator_attrs(m, dt))}/>",
                   "    </default>"]
+        if dc_slope(m) > 0:  # the back-EMF half of the DC envelope: force −c·qd, no control input
+            lines += [f'    <default class="{name}_fit_emf">',
+                      f'      <general gainprm="0" biastype="affine" biasprm="0 0 {_num(-dc_slope(m))}"/>',
+                      "    </default>"]
     lines += ["  </default>", "  <worldbody>"]
     for i, m in enumerate(models):
         name, info = prim_name(m.joint), loads[m.joint]
@@ -120,6 +149,8 @@ def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: flo
     for m in models:
         name = prim_name(m.joint)
         lines.append(f'    <general name="{name}_actuator" class="{name}_fit" joint="{name}"/>')
+        if dc_slope(m) > 0:
+            lines.append(f'    <general name="{name}_emf" class="{name}_fit_emf" joint="{name}"/>')
     lines += ["  </actuator>", "</mujoco>"]
     return "\n".join(lines) + "\n"
 
