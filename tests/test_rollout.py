@@ -36,6 +36,8 @@ def random_params(family: Family, n_c: int, n_j: int, seed: int) -> np.ndarray:
         "dynamic_friction": (0.0, 0.4), "viscous_friction": (0.0, 0.3), "actuator_effort_limit": (1.5, 5),
         "saturation_effort": (3, 9), "actuator_velocity_limit": (2, 10), "ki": (0.5, 20), "integral_max": (0.05, 1),
         "encoder_offset": (-0.1, 0.1), **{f"lookup_effort_{k}": (0.5, 5) for k in range(TABLE_KNOTS)},
+        "stribeck_friction": (0.0, 0.5), "stribeck_velocity": (0.05, 2.0), "stribeck_exponent": (0.8, 3.0),
+        "load_friction": (0.0, 0.3), "load_friction_stribeck": (0.0, 0.3),
     }
     free = {name: rng.uniform(*ranges[name], shape) for name in family.params if name != "delay"}
     if family.delay:
@@ -47,6 +49,9 @@ ALL_VARIANTS = [FAMILIES[n] for n in sorted(FAMILIES)] + [
     FAMILIES["dcmotor_delay"].with_terms(("armature", "friction", "dynamic_friction", "viscous_friction",
                                            "encoder_offset")),
     Family("every_clamp", clamps=("max_effort", "dc_motor", "position_table"), delay=True),
+    # BAM's M4 budget as the static threshold of PhysX-style friction, under a PID drive with an offset
+    FAMILIES["pid"].with_terms(("armature", "friction", "dynamic_friction", "load_friction_stribeck",
+                                "encoder_offset")),
 ]
 
 

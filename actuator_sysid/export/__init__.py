@@ -55,7 +55,7 @@ def validate_export(result: dict, rec: Recording | None = None, files: dict[str,
         best = isaaclab.best_cfgs(result)
         if best is not None:
             findings += [f for f in isaaclab.cfg_hazards(best, list(result["joints"]))
-                         if f.code == "EXPORT.ISAACLAB.custom_class"]
+                         if f.code in ("EXPORT.ISAACLAB.custom_class", "EXPORT.ISAACLAB.friction_approximated")]
     except ExportError as e:
         findings.append(Finding("EXPORT.ISAACLAB.unavailable", "warning", "isaaclab", str(e)))
     try:

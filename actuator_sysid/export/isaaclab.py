@@ -65,8 +65,12 @@ _V2_NAMES = {"actuator_effort_limit": "effort_limit", "actuator_velocity_limit":
 
 
 def _cfg_class(family: str, offset: bool = False) -> str:
-    """The cfg class name that expresses a family: Isaac Lab's own, else ours; offset adds the subclass."""
-    base = get_family(family).isaaclab_cfg or CUSTOM_FAMILY_CFG.get(family, "")
+    """The cfg class name that expresses a family: Isaac Lab's own, else ours, else that of the family its
+    richer friction extends (BAM terms have no Isaac Lab field); offset adds the subclass."""
+    fam = get_family(family)
+    base = fam.isaaclab_cfg or CUSTOM_FAMILY_CFG.get(family, "")
+    if not base and fam.approximates:
+        base = get_family(fam.approximates).isaaclab_cfg or CUSTOM_FAMILY_CFG.get(fam.approximates, "")
     if not base:
         raise ExportError(f"family {family!r} has no Isaac Lab cfg class; use the Newton export")
     return base.removesuffix("Cfg") + OFFSET_SUFFIX + "Cfg" if offset else base
@@ -134,6 +138,8 @@ def _joint_cfg(joint: str, fam_name: str, model: dict, family, *, custom: bool, 
         values["physics_dt"] = float(model.get("physics_dt", 0.005))
     if backend == "physx" and "dynamic_friction" not in family.joint_terms and "friction" in values:
         values["dynamic_friction"] = values["friction"]  # Coulomb: sliding friction equals breakaway
+        if "stribeck_friction" in family.joint_terms:  # the Stribeck peak is the extra breakaway effort
+            values["friction"] = values["friction"] + values["stribeck_friction"]
     cfg: dict = {"joint_names_expr": [re.escape(joint)]}
     for name in _fields(cls):
         v = values.get(name)
@@ -141,7 +147,19 @@ def _joint_cfg(joint: str, fam_name: str, model: dict, family, *, custom: bool, 
             cfg[name] = v
         elif v is not None and math.isfinite(v):
             cfg[name] = float(v)
-    return {"class_type": cls, "family": fam_name, "cfg": cfg}
+    spec = {"class_type": cls, "family": fam_name, "cfg": cfg}
+    if family.rich_friction:
+        spec["approximation"] = _friction_note(family, model["params"], backend)
+    return spec
+
+
+def _friction_note(family, params: dict, backend: str) -> str:
+    """What an Isaac Lab cfg keeps of BAM's friction budget (prior-art.md M2–M4): only Coulomb friction."""
+    dropped = ", ".join(f"{t} = {float(params[t]):.4g}" for t in family.rich_friction if t in params)
+    kept = ("friction = static (Coulomb + Stribeck peak), dynamic_friction = Coulomb" if backend == "physx"
+            and "stribeck_friction" in family.joint_terms else "friction = the Coulomb part")
+    return (f"Isaac Lab has no field for BAM's friction budget of family {family.name}: {kept}; "
+            f"dropped {dropped}. The ranking says how much worse the native family fits.")
 
 
 def _grouped(per_joint: dict[str, dict]) -> dict[str, dict]:
@@ -298,6 +316,8 @@ def cfg_hazards(groups: dict[str, dict], joints: list[str] | None = None, backen
         if backend == "newton" and cfg.get("dynamic_friction") and base in BUILTIN + tuple(CUSTOM_FAMILY_CFG.values()):
             add("dynamic_friction_ignored", g, "the Newton backend ignores dynamic_friction (§D); friction is "
                 "applied as Coulomb friction at the static value")
+        if spec.get("approximation"):
+            add("friction_approximated", g, spec["approximation"])
         if base == "ImplicitActuatorCfg":
             add("implicit_telemetry", g, "ImplicitActuator's applied-effort telemetry is clipped at "
                 "joint_effort_limit, which also limits the solver's drive", "info")

@@ -100,6 +100,12 @@ def newton_warnings(m: ChosenModel) -> list[Finding]:
         out.append(Finding("EXPORT.NEWTON.dynamic_friction", "warning", m.joint,
                            "Newton ignores dynamic friction (§D): joint_friction is the static value "
                            f"{m.value('friction')} N·m applied as Coulomb friction"))
+    if m.family.rich_friction:
+        out.append(Finding("EXPORT.NEWTON.friction_model", "warning", m.joint,
+                           "Newton's joint_friction is a constant Coulomb effort: newton:friction = "
+                           f"{m.value('friction')} N·m; BAM's friction budget terms are dropped ("
+                           + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction
+                                       if m.value(t) is not None) + ")"))
     if "encoder_offset" in m.family.joint_terms and m.value("encoder_offset"):
         out.append(Finding("EXPORT.NEWTON.encoder_offset", "warning", m.joint,
                            f"a NewtonActuator has no encoder offset: subtract {m.value('encoder_offset'):.4g} rad "

@@ -102,6 +102,9 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
         "actuator_effort_limit": 1.1 * e_peak, "saturation_effort": 2.0 * e_peak,
         "actuator_velocity_limit": 2.0 * v_peak, "delay": float(lag * segs[0]["sub"]),
         "dynamic_friction": 0.8 * fric, "ki": 0.1 * kp, "integral_max": 1.0, "encoder_offset": 0.0,
+        # BAM friction budget: a modest Stribeck peak at a tenth of the top speed, a few % of the load
+        "stribeck_friction": 0.5 * fric, "stribeck_velocity": 0.1 * v_peak, "stribeck_exponent": 2.0,
+        "load_friction": 0.05, "load_friction_stribeck": 0.05,
         **{f"lookup_effort_{k}": 1.1 * e_peak for k in range(parameters.TABLE_KNOTS)},
     }
     return {k: parameters.get(k).clip(v) for k, v in guess.items()}

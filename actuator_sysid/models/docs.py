@@ -16,6 +16,13 @@ def _num(x: float) -> str:
     return "∞" if math.isinf(x) else f"{x:g}"
 
 
+def _consumer(f) -> str:
+    """The Isaac Lab column: the cfg class, the family an export approximates it by, or Newton only."""
+    if f.isaaclab_cfg:
+        return f.isaaclab_cfg
+    return f"— (exported as `{f.approximates}`)" if f.approximates else "— (Newton only)"
+
+
 def render() -> str:
     """Markdown: the parameter table, then the families and what each consumer runs."""
     lines = [
@@ -52,12 +59,20 @@ def render() -> str:
     ]
     for f in FAMILIES.values():
         lines.append(f"| `{f.name}` | {f.drive} | {', '.join(f.clamps) or '—'} | {'yes' if f.delay else 'no'} | "
-                     f"{', '.join(f.joint_terms)} | {f.isaaclab_cfg or '— (Newton only)'} | {f.doc} |")
+                     f"{', '.join(f.joint_terms)} | {_consumer(f)} | {f.doc} |")
     lines += [
         "",
         "Joint terms a fit may swap in for any family: " + ", ".join(f"`{t}`" for t in JOINT_TERMS) + ".",
         "With `dynamic_friction` the friction is PhysX-style (stick below `friction`, slide at",
         "`dynamic_friction`); without it, Coulomb friction as Newton/MuJoCo apply `joint_friction`.",
+        "",
+        "With the BAM terms (`stribeck_*`, `load_friction*`, prior-art.md M2–M4) the stopping constraint's",
+        "bound is the friction budget τ_fm = friction + stribeck_friction·s + (load_friction +",
+        "load_friction_stribeck·s)·|τ_m − τ_e|, s = exp(−|qd / stribeck_velocity|^stribeck_exponent), where",
+        "τ_m is the actuator's applied effort and τ_e the external torque (gravity and constant load). No",
+        "consumer holds these terms: exports write the family it approximates with the Coulomb `friction`",
+        "(PhysX: static = friction + stribeck_friction, dynamic = friction) and a finding naming what is dropped;",
+        "the ranking states how much worse the consumer-native family fits.",
         "",
         "## The plant and the solver it matches",
         "",

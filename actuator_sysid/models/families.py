@@ -19,6 +19,8 @@ F_PHYSX_FRICTION = 16  # static + dynamic friction instead of Coulomb frictionlo
 F_IMPLICIT = 32  # the solver's PD, integrated implicitly (Isaac Lab ImplicitActuator, §A.10)
 F_OPEN_LOOP = 64  # the actuator sees measured states (effort conformance, torque-supervised losses)
 F_IMPLICIT_EFFORT = 128  # Newton's implicit effort mode: the effort solved at the predicted end-of-step state
+F_STRIBECK = 256  # BAM M2: a Stribeck peak above Coulomb friction near standstill (prior-art.md)
+F_LOAD_FRICTION = 512  # BAM M3/M4: friction grows with the gearbox load |τ_m − τ_e|
 EFFORT_MODES = ("explicit", "implicit")
 
 CLAMP_ORDER = ("max_effort", "dc_motor", "position_table")
@@ -30,8 +32,16 @@ _CLAMP_PARAMS = {
 }
 _DRIVE_PARAMS = {"pd": ("stiffness", "damping"), "pid": ("stiffness", "damping", "ki", "integral_max"),
                  "implicit": ("stiffness", "damping")}
-JOINT_TERMS = ("armature", "friction", "dynamic_friction", "viscous_friction", "encoder_offset")
+JOINT_TERMS = ("armature", "friction", "dynamic_friction", "viscous_friction", "stribeck_friction",
+               "stribeck_velocity", "stribeck_exponent", "load_friction", "load_friction_stribeck", "encoder_offset")
 DEFAULT_TERMS = ("armature", "friction", "viscous_friction")
+STRIBECK_TERMS = ("stribeck_friction", "stribeck_velocity", "stribeck_exponent")
+LOAD_TERMS = ("load_friction",)
+RICH_FRICTION_TERMS = (*STRIBECK_TERMS, *LOAD_TERMS, "load_friction_stribeck")
+"""BAM's friction-budget terms (M2–M4): no Isaac Lab, Newton or MuJoCo attribute holds them."""
+# a term that needs others to mean anything brings them along (a Stribeck peak needs its speed and shape)
+_COMPANIONS = {"stribeck_friction": STRIBECK_TERMS, "stribeck_velocity": STRIBECK_TERMS,
+               "stribeck_exponent": STRIBECK_TERMS, "load_friction_stribeck": (*STRIBECK_TERMS, *LOAD_TERMS)}
 
 
 @dataclass(frozen=True)
@@ -45,11 +55,13 @@ class Family:
     joint_terms: tuple[str, ...] = DEFAULT_TERMS
     isaaclab_cfg: str = ""  # Isaac Lab 3.0 cfg class, "" when Isaac Lab has none
     doc: str = ""
+    approximates: str = ""  # the consumer-native family this one extends with richer friction ("" if none)
 
     def __post_init__(self) -> None:
         assert self.drive in _DRIVE_PARAMS, self.drive
         assert list(self.clamps) == [c for c in CLAMP_ORDER if c in self.clamps], "clamps in kernel order"
         assert set(self.joint_terms) <= set(JOINT_TERMS), self.joint_terms
+        assert all(set(_COMPANIONS.get(t, ())) <= set(self.joint_terms) for t in self.joint_terms), self.joint_terms
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -68,11 +80,19 @@ class Family:
         f |= F_PID if self.drive == "pid" else 0
         f |= F_IMPLICIT if self.drive == "implicit" else 0
         f |= F_PHYSX_FRICTION if "dynamic_friction" in self.joint_terms else 0
+        f |= F_STRIBECK if "stribeck_friction" in self.joint_terms else 0
+        f |= F_LOAD_FRICTION if "load_friction" in self.joint_terms else 0
         return f
 
+    @property
+    def rich_friction(self) -> tuple[str, ...]:
+        """The BAM friction terms this family fits that consumers cannot hold natively."""
+        return tuple(t for t in self.joint_terms if t in RICH_FRICTION_TERMS)
+
     def with_terms(self, joint_terms: tuple[str, ...]) -> Family:
-        """The same family with other joint terms (friction model, encoder offset)."""
-        return replace(self, joint_terms=tuple(t for t in JOINT_TERMS if t in joint_terms))
+        """The same family with other joint terms (friction model, encoder offset), companions included."""
+        wanted = set(joint_terms).union(*(_COMPANIONS.get(t, ()) for t in joint_terms))
+        return replace(self, joint_terms=tuple(t for t in JOINT_TERMS if t in wanted))
 
 
 FAMILIES: dict[str, Family] = {
@@ -94,6 +114,20 @@ FAMILIES: dict[str, Family] = {
                doc="Delayed PD clipped by a position-dependent torque limit table (Isaac Lab RemotizedPDActuator)."),
         Family("pid", drive="pid", clamps=("max_effort",), delay=True,
                doc="Newton DrivePID with integral clamp, max-effort clamp and delay."),
+        # BAM's richer friction (prior-art.md M2–M4) on the DC-motor envelope: no consumer class holds it;
+        # they show how much fidelity the Isaac-Lab-native dcmotor gives up, and export as dcmotor + findings
+        Family("dcmotor_stribeck", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *STRIBECK_TERMS),
+               approximates="dcmotor",
+               doc="DCMotor with BAM M2 friction: Coulomb plus a Stribeck peak that fades with speed."),
+        Family("dcmotor_loadfric", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *LOAD_TERMS),
+               approximates="dcmotor",
+               doc="DCMotor with BAM M3 friction: Coulomb plus a share of the gearbox load |τ_m − τ_e|."),
+        Family("dcmotor_stribeck_load", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *RICH_FRICTION_TERMS),
+               approximates="dcmotor",
+               doc="DCMotor with BAM M4 friction: Stribeck and load-dependent terms, with a Stribeck load part."),
+        Family("dcmotor_stribeck_delay", clamps=("dc_motor",), delay=True,
+               joint_terms=(*DEFAULT_TERMS, *STRIBECK_TERMS), approximates="dcmotor_delay",
+               doc="dcmotor_delay with BAM M2 (Stribeck) friction."),
     )
 }
 

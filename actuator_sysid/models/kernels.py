@@ -29,6 +29,11 @@ P_ARM = wp.constant(INDEX["armature"])
 P_FRIC = wp.constant(INDEX["friction"])
 P_DFRIC = wp.constant(INDEX["dynamic_friction"])
 P_VISC = wp.constant(INDEX["viscous_friction"])
+P_STRIBECK = wp.constant(INDEX["stribeck_friction"])
+P_STRIBECK_V = wp.constant(INDEX["stribeck_velocity"])
+P_STRIBECK_A = wp.constant(INDEX["stribeck_exponent"])
+P_LOAD_FRIC = wp.constant(INDEX["load_friction"])
+P_LOAD_FRIC_S = wp.constant(INDEX["load_friction_stribeck"])
 P_DELAY = wp.constant(INDEX["delay"])
 P_KI = wp.constant(INDEX["ki"])
 P_IMAX = wp.constant(INDEX["integral_max"])
@@ -44,6 +49,8 @@ F_PHYSX_FRICTION = wp.constant(fam.F_PHYSX_FRICTION)
 F_IMPLICIT = wp.constant(fam.F_IMPLICIT)
 F_OPEN_LOOP = wp.constant(fam.F_OPEN_LOOP)
 F_IMPLICIT_EFFORT = wp.constant(fam.F_IMPLICIT_EFFORT)
+F_STRIBECK = wp.constant(fam.F_STRIBECK)
+F_LOAD_FRICTION = wp.constant(fam.F_LOAD_FRICTION)
 
 # Newton ImplicitOptions defaults (effort_mode_implicit.py)
 IMPLICIT_MAX_ITERS = wp.constant(8)
@@ -146,6 +153,21 @@ def implicit_effort(flags: int, q: float, qd: float, inv_mass: float, h: float, 
     q_p = q + h * qd_p
     computed = kp * (q_des - q_p) + kd * (qd_des - qd_p) + bias
     return wp.vec2(computed, clamp_chain(flags, p / h, q_p, qd_p, sat, vlim, elim, knots, params, c, j))
+
+
+@wp.func
+def friction_budget(flags: int, fric: float, qd: float, motor: float, external: float,
+                    params: wp.array3d(dtype=float), c: int, j: int):
+    """prior-art.md BAM M1–M4 friction budget τ_fm: Coulomb, + Stribeck peak Kcs·s (M2),
+    + Kl·|τ_m − τ_e| (M3), + Kls·s·|τ_m − τ_e| (M4), s = exp(−|qd/q̇_s|^α)."""
+    budget = fric
+    s = float(0.0)
+    if (flags & F_STRIBECK) != 0:
+        s = wp.exp(-wp.pow(wp.abs(qd / params[c, j, P_STRIBECK_V]), params[c, j, P_STRIBECK_A]))
+        budget = budget + params[c, j, P_STRIBECK] * s
+    if (flags & F_LOAD_FRICTION) != 0:
+        budget = budget + (params[c, j, P_LOAD_FRIC] + params[c, j, P_LOAD_FRIC_S] * s) * wp.abs(motor - external)
+    return budget
 
 
 @wp.kernel
@@ -265,16 +287,19 @@ def rollout_kernel(
             jt = inertia + dt * visc
             if (flags & F_IMPLICIT) != 0 and not free:
                 jt = jt + dt * kd
-            force = applied - mgl * wp.sin(q) + ext - visc * qd
+            external = ext - mgl * wp.sin(q)
+            force = applied + external - visc * qd
             tau_stop = (jt / dt) * qd + force
+            # the friction bound: Coulomb `friction`, or BAM's budget with Stribeck / load terms
+            budget = friction_budget(flags, fric, qd, applied, external, params, c, j)
             tau_f = float(0.0)
             if (flags & F_PHYSX_FRICTION) != 0:  # stick below the static threshold, slide at dynamic
-                if wp.abs(tau_stop) <= fric:
+                if wp.abs(tau_stop) <= budget:
                     tau_f = -tau_stop
                 else:
                     tau_f = -wp.sign(tau_stop) * dfric
             else:  # MuJoCo frictionloss as Newton applies joint_friction
-                tau_f = -wp.sign(tau_stop) * wp.min(wp.abs(tau_stop), fric)
+                tau_f = -wp.sign(tau_stop) * wp.min(wp.abs(tau_stop), budget)
             qd = qd + dt * (force + tau_f) / jt
             q = q + dt * qd
         if store != 0 and (k > 0 or first):

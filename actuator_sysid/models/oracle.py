@@ -14,10 +14,12 @@ from .families import (
     F_DC_MOTOR,
     F_IMPLICIT,
     F_IMPLICIT_EFFORT,
+    F_LOAD_FRICTION,
     F_MAX_EFFORT,
     F_OPEN_LOOP,
     F_PHYSX_FRICTION,
     F_PID,
+    F_STRIBECK,
     F_TABLE,
     Family,
 )
@@ -134,6 +136,20 @@ def _clamps(flags: int, p: torch.Tensor, effort: torch.Tensor, q_enc: torch.Tens
     return applied
 
 
+def _friction_bound(flags: int, p: torch.Tensor, fric: torch.Tensor, qd: torch.Tensor, motor: torch.Tensor,
+                    external) -> torch.Tensor:
+    """BAM's friction budget (prior-art.md M1–M4): Coulomb + Stribeck peak + load-dependent terms."""
+    s = torch.zeros_like(qd)
+    bound = fric
+    if flags & F_STRIBECK:
+        s = torch.exp(-torch.abs(qd / _col(p, "stribeck_velocity")) ** _col(p, "stribeck_exponent"))
+        bound = bound + _col(p, "stribeck_friction") * s
+    if flags & F_LOAD_FRICTION:
+        gearbox = torch.abs(motor - external)
+        bound = bound + (_col(p, "load_friction") + _col(p, "load_friction_stribeck") * s) * gearbox
+    return bound
+
+
 def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_loop: bool = False,
                   effort_mode: str = "explicit") -> dict[str, np.ndarray]:
     """Simulate every candidate on every segment; returns q, qd, computed, applied as (C, N) arrays."""
@@ -186,12 +202,14 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
                 jt = inertia + dt * visc
                 if flags & F_IMPLICIT and not free:  # MuJoCo implicitfast keeps the actuator's kd even when clamped
                     jt = jt + dt * kd
-                force = applied - mgl * torch.sin(q) + ext - visc * qd
+                external = ext - mgl * torch.sin(q)
+                force = applied + external - visc * qd
                 stop = jt / dt * qd + force
+                bound = _friction_bound(flags, p, fric, qd, applied, external)
                 if flags & F_PHYSX_FRICTION:
-                    friction = torch.where(stop.abs() <= fric, -stop, -torch.sign(stop) * dfric)
+                    friction = torch.where(stop.abs() <= bound, -stop, -torch.sign(stop) * dfric)
                 else:
-                    friction = -torch.sign(stop) * torch.minimum(stop.abs(), fric)
+                    friction = -torch.sign(stop) * torch.minimum(stop.abs(), bound)
                 qd = qd + dt * (force + friction) / jt
                 q = q + dt * qd
             rows["computed"].append(computed)

@@ -10,6 +10,7 @@ from html import escape
 from typing import Any
 
 from ..models import parameters
+from ..models.families import FAMILIES
 from .pages import PLOTLY_URL, fmt_num, page, plotly_js_path, script_json, status_html
 from .storage import json_safe
 
@@ -57,8 +58,29 @@ def _ranking_table(ranking: list[dict]) -> str:
         why = (f"<p>{escape(a['family'])} wins: its {escape(a['split'])} position RMSE {fmt_num(a['position_rmse'])} "
                f"rad with {a['n_params']} parameters scores {fmt_num(a['score'])} against "
                f"{escape(b['family'])}'s {fmt_num(b['score'])} (RMSE × (1 + 0.01 · parameters)).</p>")
+    gaps = "".join(f"<p>{escape(g)}</p>" for g in fidelity_gaps(ranking))
     return ("<table><tr><th>rank</th><th>family</th><th>position RMSE [rad]</th><th>parameters</th>"
-            f"<th>score</th></tr>{rows}</table>{why}")
+            f"<th>score</th></tr>{rows}</table>{why}{gaps}")
+
+
+def fidelity_gaps(ranking: list[dict]) -> list[str]:
+    """What a consumer-native family gives up against the richer-friction family that extends it.
+
+    One line per fitted pair, e.g. "dcmotor is 42 % worse on validation than dcmotor_stribeck", so the
+    report says what exporting the native family (Isaac Lab, Newton, MuJoCo hold no BAM friction) costs.
+    """
+    rows = {r["family"]: r for r in ranking}
+    out = []
+    for r in ranking:
+        native = rows.get(getattr(FAMILIES.get(r["family"]), "approximates", ""))
+        if native is None or not r["position_rmse"] or native["split"] != r["split"]:
+            continue
+        gap = 100.0 * (native["position_rmse"] / r["position_rmse"] - 1.0)
+        verdict = f"{abs(gap):.0f} % {'worse' if gap >= 0 else 'better'}"
+        out.append(f"{native['family']} is {verdict} on {r['split']} than {r['family']} (position RMSE "
+                   f"{native['position_rmse']:.3g} vs {r['position_rmse']:.3g} rad): what exporting the "
+                   f"consumer-native family gives up.")
+    return out
 
 
 def _convergence_figure(div: str, joint: str, models: dict[str, Any]) -> dict:
