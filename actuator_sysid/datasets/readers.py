@@ -20,11 +20,13 @@ from . import canonical
 from .recording import DatasetError, Recording
 from .sources import ReadOptions, Source
 
-FORMATS = ("csv", "parquet", "bam", "pace", "mcap", "rosbag", "actuator-net", "lerobot", "isaaclab-hdf5")
+FORMATS = ("csv", "parquet", "bam", "pace", "mcap", "rosbag", "actuator-net", "actuator-net-pickle", "lerobot",
+           "isaaclab-hdf5")
 """Names accepted by --format and the upload's format field."""
 ALIASES = {"canonical": None, "bag": "rosbag", "db3": "rosbag", "ros1": "rosbag", "ros2": "rosbag",
-           "rl_sar": "actuator-net", "actuator_net": "actuator-net", "isaaclab": "isaaclab-hdf5"}
-BINARY = ("mcap", "rosbag", "isaaclab-hdf5", "pace", "parquet", "lerobot")
+           "rl_sar": "actuator-net", "actuator_net": "actuator-net", "isaaclab": "isaaclab-hdf5",
+           "walk-these-ways": "actuator-net-pickle", "wtw": "actuator-net-pickle", "pkl": "actuator-net-pickle"}
+BINARY = ("mcap", "rosbag", "isaaclab-hdf5", "pace", "actuator-net-pickle", "parquet", "lerobot")
 """Formats recognised by their first bytes: a declared one must match the content."""
 MAX_UNPACKED_BYTES = 8 * 2**30
 """A zip may unpack to at most this much (guards against zip bombs)."""
@@ -46,7 +48,7 @@ def normalize_format(fmt: str | None) -> str | None:
 
 def detect_format(src: Source) -> str:
     """The format of one file from its first bytes (and, for Parquet and zips, their table of contents)."""
-    from .actuator_net import looks_like_actuator_net
+    from .actuator_net import TORCH_LEGACY, looks_like_actuator_net, looks_like_wtw_pickle
     from .isaaclab_hdf5 import HDF5_MAGIC
     from .ros import MCAP_MAGIC, ROS1_MAGIC, SQLITE_MAGIC
 
@@ -68,8 +70,10 @@ def detect_format(src: Source) -> str:
         if any(n.endswith("data.pkl") for n in names):
             return "pace"  # torch.save's zip format
         return "zip"
-    if head[:1] == b"\x80":
+    if head.startswith(TORCH_LEGACY):
         return "pace"  # torch.save's legacy pickle format
+    if looks_like_wtw_pickle(head):
+        return "actuator-net-pickle"  # a plain pickle: the walk-these-ways deployment log
     text = head.decode("utf-8-sig", errors="replace").lstrip()
     if text.startswith(("{", "[")):
         return "bam"
@@ -241,7 +245,7 @@ def _read_one(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recordin
     """Read one file of a known format."""
     if opts.fmt is not None and kind in BINARY:
         seen = detect_format(src)
-        if seen != kind and not {seen, kind} <= {"parquet", "lerobot"}:
+        if seen != kind and not ({seen, kind} <= {"parquet", "lerobot"} or {seen, kind} <= {"pace", "actuator-net-pickle"}):
             raise DatasetError(f"{src.name}: declared format {kind}, but the content is not {kind} (it looks like "
                                f"{seen}); leave the format empty to detect it")
     if kind in ("csv", "parquet"):
@@ -262,6 +266,10 @@ def _read_one(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recordin
         from .actuator_net import read_actuator_net
 
         return read_actuator_net(src, side, opts)
+    if kind == "actuator-net-pickle":
+        from .actuator_net import read_wtw_pickle
+
+        return read_wtw_pickle(src, side, opts)
     if kind == "lerobot":
         from .lerobot import read_lerobot
 

@@ -329,7 +329,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metadata: Annotated[str | None, Form(description="sidecar JSON object (loads, gains, units; "
                                                          "actuator_model and serial for the fleet view)")] = None,
         fmt: Annotated[str | None, Form(alias="format", description="csv | parquet | bam | pace | mcap | rosbag | "
-                                        "actuator-net | lerobot | isaaclab-hdf5; empty to detect")] = None,
+                                        "actuator-net | actuator-net-pickle | lerobot | isaaclab-hdf5; empty to "
+                                        "detect")] = None,
         joint_names: Annotated[str | None, Form(description="comma-separated joint names, for logs without "
                                                             "them (PACE, Float64MultiArray, LeRobot, HDF5)")] = None,
     ) -> dict[str, Any]:
