@@ -22,6 +22,7 @@ F_IMPLICIT_EFFORT = 128  # Newton's implicit effort mode: the effort solved at t
 F_STRIBECK = 256  # BAM M2: a Stribeck peak above Coulomb friction near standstill (prior-art.md)
 F_LOAD_FRICTION = 512  # BAM M3/M4: friction grows with the gearbox load |τ_m − τ_e|
 EFFORT_MODES = ("explicit", "implicit")
+NET_FAMILIES = ("mlp", "lstm")  # actuator networks: models/networks.py, fitted by fitting/nets.py, no kernel
 
 CLAMP_ORDER = ("max_effort", "dc_motor", "position_table")
 _CLAMP_FLAG = {"max_effort": F_MAX_EFFORT, "dc_motor": F_DC_MOTOR, "position_table": F_TABLE}
