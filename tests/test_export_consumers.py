@@ -27,10 +27,8 @@ from actuator_sysid.fitting.api import FitRequest, fit_recording
 from actuator_sysid.models.families import FAMILIES
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params
 
-# implicit, ideal_pd, dcmotor, delayed_pd, dcmotor_delay, remotized_pd, pid; BAM friction families export as
-# these with findings (tests/test_friction_families.py), so replays of them cannot match our rollout
-ALL = [f for f in FAMILIES if not FAMILIES[f].rich_friction]
-MJCF_EXACT = ("implicit", "ideal_pd", "dcmotor", "delayed_pd", "dcmotor_delay")  # what MJCF expresses exactly
+ALL = list(FAMILIES)  # implicit, ideal_pd, dcmotor, delayed_pd, dcmotor_delay, remotized_pd, pid
+MJCF_EXACT = ("implicit", "ideal_pd", "dcmotor", "delayed_pd", "dcmotor_delay", "pid")  # what MJCF expresses exactly
 OFFSET_TERMS = ("armature", "friction", "viscous_friction", "encoder_offset")
 PHYSX_TERMS = ("armature", "friction", "dynamic_friction", "viscous_friction")
 
@@ -313,7 +311,9 @@ def test_mjcf_loads_and_states_what_it_approximates(result: dict, rec: Recording
 
     text, findings = build_mjcf(result, rec)
     model = mujoco.MjModel.from_xml_string(text)
-    assert model.nu == len(ALL) + 2 and model.njnt == len(ALL)  # the DC envelopes' back-EMF actuators
+    assert model.nu == len(ALL) + 2 + 1 and model.njnt == len(ALL)  # DC back-EMF actuators; a pid's 2 controls
+    p = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, "j_pid_actuator")
+    assert model.actuator_ctrlnum[p] == 2 and model.actuator_dynprm[p][0] == MISFIT["integral_max"]
     j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "j_dcmotor")
     tau_s, v_max, tau_c = (MISFIT[k] for k in ("saturation_effort", "actuator_velocity_limit",
                                                 "actuator_effort_limit"))

@@ -13,8 +13,9 @@ clip(tau_pd + c·qd, ±saturation_effort) − c·qd = clip(tau_pd, −τs − c�
 carries the back-EMF slope c in its velocity bias and forcerange ±saturation_effort, a second gain-less
 actuator adds −c·qd, and the joint's actuatorfrcrange (a clamp of their sum) is ±actuator_effort_limit —
 which also reproduces Isaac Lab's velocity clip at the corner speed. What MuJoCo cannot hold natively is
-approximated and said so in `mjcf_warnings`: the position torque table (forcerange = its largest value),
-the PID integral (dropped), an encoder offset, PhysX-style dynamic friction. The integrator is Euler (joint damping implicit, actuator Kd explicit, as Isaac Lab and
+approximated and said so in `mjcf_warnings`: the position torque table (forcerange = its largest value), an
+encoder offset, PhysX-style dynamic friction. Newton's DrivePID becomes MuJoCo's pid actuator, whose two
+controls are [q_des, qd_des + tau_ff/kd] and whose integral clamp is integral_max. The integrator is Euler (joint damping implicit, actuator Kd explicit, as Isaac Lab and
 Newton apply explicit actuators); a model made only of `implicit`-family joints uses implicitfast instead.
 """
 
@@ -55,13 +56,11 @@ def mjcf_warnings(m: ChosenModel) -> list[Finding]:
         add("position_table", f"the position-dependent torque limit becomes forcerange = ±{effort_limit(m)} N·m, "
             "the table's largest value")
     if m.family.drive == "pid":
-        add("pid", f"the PID integral (ki = {m.value('ki')}) is dropped: MuJoCo's general actuator is PD")
+        out.append(Finding("EXPORT.MJCF.pid", "info", m.joint, (
+            "MuJoCo's pid actuator takes two controls, [q_des, qd_des + tau_ff/kd]; its integral of q_des − q, "
+            "clamped to ±integral_max, gains this step's error after the force (Newton's DrivePID before)")))
     if "dynamic_friction" in m.family.joint_terms:
         add("dynamic_friction", "frictionloss is Coulomb friction at the static value; dynamic friction is dropped")
-    if m.family.rich_friction:
-        add("friction_model", f"frictionloss is the Coulomb part {m.value('friction')} N·m; BAM's friction budget "
-            "(Stribeck / load-dependent terms, which BAM sets on dof_frictionloss every step) is dropped: "
-            + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction if m.value(t) is not None))
     if "encoder_offset" in m.family.joint_terms and m.value("encoder_offset"):
         add("encoder_offset", f"subtract the encoder offset {m.value('encoder_offset'):.4g} rad from measured "
             "positions: MuJoCo's actuator reads the true joint position")
@@ -96,6 +95,11 @@ def _actuator_attrs(m: ChosenModel, dt: float) -> dict[str, str]:
     # ratio; gear g = 2 (force ×g, length and velocity ×g) keeps the same joint torque with unequal gains.
     g = 2.0 if kv < 0 else 1.0
     out = {"gainprm": _num(kp / g), "biastype": "affine", "biasprm": f"0 {_num(-kp / g**2)} {_num(-kv / g**2)}"}
+    if m.family.drive == "pid":  # MuJoCo's pid actuator: act = ∫(ctrl − q) dt clamped to ±dynprm[0] (0: none)
+        i_max = m.value("integral_max")
+        out = {"dyntype": "pid", "dynprm": _num(i_max if i_max is not None and math.isfinite(i_max) else 0.0),
+               "gaintype": "pid", "gainprm": _num(m.value("ki") or 0.0), "biastype": "affine",
+               "biasprm": f"0 {_num(-kp)} {_num(-kd)}"}
     if g != 1.0:
         out["gear"] = _num(g)
     if r := _range(None if lim is None else lim / g):
@@ -119,7 +123,8 @@ def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: flo
         '<mujoco model="actuator_sysid_fit">',
         "  <!-- Fitted by actuator-sysid. Units SI (rad, N·m, kg·m²); copy a <default class> into your model and "
         "set class= on the joint and actuator.",
-        "       ctrl = q_des + (kd*qd_des + tau_ff)/kp. Delays count physics steps of the timestep below. -->",
+        "       ctrl = q_des + (kd*qd_des + tau_ff)/kp; a pid actuator takes ctrl = [q_des, qd_des + tau_ff/kd].",
+        "       Delays count physics steps of the timestep below. -->",
         '  <compiler angle="radian" autolimits="true"/>',
         f'  <option timestep="{_num(dt)}" gravity="0 0 {_num(-g)}" '
         f'integrator="{"implicitfast" if implicit_only else "Euler"}"/>',

@@ -283,7 +283,7 @@ def _replay_newton(result, rec, text, segs, dt, sub, families) -> dict:
 
 def mujoco_segment(xml: str, seg: Segment, joints: list[str], rec: Recording, models: dict[str, ChosenModel],
                    sub: int) -> dict[str, np.ndarray]:
-    """Run one segment through the MJCF model; ctrl is the virtual target (mjcf.py); measured-frame q."""
+    """Run one segment through the MJCF model; ctrl as mjcf.py states it; measured-frame q."""
     import mujoco
 
     from .newton_usd import prim_name
@@ -298,17 +298,31 @@ def mujoco_segment(xml: str, seg: Segment, joints: list[str], rec: Recording, mo
         data.qpos[model.jnt_qposadr[jid[j]]] = seg.q[0, c] - offsets[j]
         data.qvel[model.jnt_dofadr[jid[j]]] = seg.qd[0, c]
 
-    def ctrl(j: str, k: int) -> float:
+    ctrladr = getattr(model, "actuator_ctrladr", np.arange(model.nu))  # a pid actuator takes 2 controls
+    ctrlnum = getattr(model, "actuator_ctrlnum", np.ones(model.nu, int))
+
+    def ctrl(j: str, k: int) -> list[float]:
+        """The actuator's controls at sample k: the virtual target (mjcf.py), or a pid's [q_des, qd_des']."""
         c, m = cols[j], models[j]
         kp, kd = m.value("stiffness") or 0.0, m.value("damping") or 0.0
-        return float(seg.q_des[k, c] + ((kd * seg.qd_des[k, c] + seg.tau_ff[k, c]) / kp if kp > 0 else 0.0))
+        if ctrlnum[aid[j]] == 2:  # kp·(ctrl0 − q) + kd·(ctrl1 − qd) + ki·∫(ctrl0 − q): the feed-forward via ctrl1
+            ff = seg.tau_ff[k, c]
+            return [float(seg.q_des[k, c] + (ff / kp if kd <= 0 < kp else 0.0)),
+                    float(seg.qd_des[k, c] + (ff / kd if kd > 0 else 0.0))]
+        return [float(seg.q_des[k, c] + ((kd * seg.qd_des[k, c] + seg.tau_ff[k, c]) / kp if kp > 0 else 0.0))]
+
+    def set_ctrl(j: str, k: int) -> list[float]:
+        u = ctrl(j, k)
+        a = int(ctrladr[aid[j]])
+        data.ctrl[a:a + len(u)] = u
+        return u
 
     for j in joints:  # the history starts full of the first command, as Isaac Lab's and Newton's delays do
-        data.ctrl[aid[j]] = ctrl(j, 0)
+        u = set_ctrl(j, 0)
         if model.actuator_history[aid[j]][0] > 0:
             n_hist = int(model.actuator_history[aid[j]][0])
             times = (data.time - model.opt.timestep * np.arange(n_hist)[::-1]).reshape(-1, 1)
-            mujoco.mj_initCtrlHistory(model, data, aid[j], times, np.full((n_hist, 1), data.ctrl[aid[j]]))
+            mujoco.mj_initCtrlHistory(model, data, aid[j], times, np.tile(np.array(u, float), (n_hist, 1)))
     out = {j: np.empty(seg.n) for j in joints}
     for k in range(seg.n):
         for j in joints:
@@ -317,7 +331,7 @@ def mujoco_segment(xml: str, seg: Segment, joints: list[str], rec: Recording, mo
         if k == seg.n - 1:
             break
         for j in joints:
-            data.ctrl[aid[j]] = ctrl(j, k)
+            set_ctrl(j, k)
         for _ in range(sub):
             mujoco.mj_step(model, data)
     return out
