@@ -41,8 +41,8 @@ from .storage import Storage, dumps, json_safe
 log = logging.getLogger("actuator_sysid.service")
 
 PROGRESS_INTERVAL_S = 0.2
-KILL_GRACE_S = 10.0
-WORKER_NICE = 10  # CPU priority offset of local fit workers  # after a cancel or the time limit, how long a worker has to stop by itself
+KILL_GRACE_S = 10.0  # after a cancel or the time limit, how long a worker has to stop by itself
+WORKER_NICE = 10  # CPU priority offset of local fit workers where SCHED_IDLE is unavailable
 
 
 @dataclass
@@ -143,6 +143,20 @@ def _configure_worker_logging(settings: Settings) -> None:
     configure_logging(settings.log_format)
 
 
+def yield_cpu_to_requests() -> str:
+    """Make this process (and the threads it starts later) batch work that never delays a request: Linux
+    SCHED_IDLE, which runs only on CPU time no normal task wants and is preempted the moment the API wakes,
+    so the polled routes keep their latency while a fit computes; nice +10 where SCHED_IDLE is unavailable."""
+    if hasattr(os, "SCHED_IDLE"):
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            return "idle"
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICE)
+        return "nice"
+    return "normal"
+
+
 def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool = True) -> None:
     """Worker entry (local process or Ray task): run one claimed fit to an outcome in the database.
 
@@ -150,8 +164,7 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool 
     """
     _configure_worker_logging(settings)
     if watch_parent:  # a local worker shares the machine with the API: batch work yields to requests
-        with contextlib.suppress(OSError):
-            os.nice(WORKER_NICE)
+        yield_cpu_to_requests()
     repo = Repository(settings.database_url, run_migrations=False)
     reporter: _Reporter | None = None
     try:
