@@ -102,7 +102,9 @@ def test_richer_family_wins_and_the_report_says_what_dcmotor_gives_up(fitted: di
 # --- exports: what no consumer holds is approximated and said so ---
 
 RICH = {**TRUTH, "stribeck_friction": 0.25, "stribeck_velocity": 0.3, "stribeck_exponent": 2.0,
-        "load_friction": 0.05, "load_friction_stribeck": 0.02}
+        "load_friction": 0.05, "load_friction_stribeck": 0.02, "load_friction_external": 0.04,
+        "load_friction_external_stribeck": 0.01, "load_friction_quadratic_motor": 0.003,
+        "load_friction_quadratic_external": 0.002}
 RICH_FAMILIES = [f.name for f in FAMILIES.values() if f.rich_friction]
 
 

@@ -37,7 +37,9 @@ def random_params(family: Family, n_c: int, n_j: int, seed: int) -> np.ndarray:
         "saturation_effort": (3, 9), "actuator_velocity_limit": (2, 10), "ki": (0.5, 20), "integral_max": (0.05, 1),
         "encoder_offset": (-0.1, 0.1), **{f"lookup_effort_{k}": (0.5, 5) for k in range(TABLE_KNOTS)},
         "stribeck_friction": (0.0, 0.5), "stribeck_velocity": (0.05, 2.0), "stribeck_exponent": (0.8, 3.0),
-        "load_friction": (0.0, 0.3), "load_friction_stribeck": (0.0, 0.3),
+        "load_friction": (0.0, 0.3), "load_friction_stribeck": (0.0, 0.3), "load_friction_external": (0.0, 0.3),
+        "load_friction_external_stribeck": (0.0, 0.3), "load_friction_quadratic_motor": (0.0, 0.3),
+        "load_friction_quadratic_external": (0.0, 0.3),
     }
     free = {name: rng.uniform(*ranges[name], shape) for name in family.params if name != "delay"}
     if family.delay:

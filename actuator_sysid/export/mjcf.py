@@ -61,6 +61,10 @@ def mjcf_warnings(m: ChosenModel) -> list[Finding]:
             "clamped to ±integral_max, gains this step's error after the force (Newton's DrivePID before)")))
     if "dynamic_friction" in m.family.joint_terms:
         add("dynamic_friction", "frictionloss is Coulomb friction at the static value; dynamic friction is dropped")
+    if m.family.rich_friction:
+        add("friction_model", f"frictionloss is the Coulomb part {m.value('friction')} N·m; BAM's friction budget "
+            "(Stribeck / load-dependent terms, which BAM sets on dof_frictionloss every step) is dropped: "
+            + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction if m.value(t) is not None))
     if "encoder_offset" in m.family.joint_terms and m.value("encoder_offset"):
         add("encoder_offset", f"subtract the encoder offset {m.value('encoder_offset'):.4g} rad from measured "
             "positions: MuJoCo's actuator reads the true joint position")

@@ -104,7 +104,9 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
         "dynamic_friction": 0.8 * fric, "ki": 0.1 * kp, "integral_max": 1.0, "encoder_offset": 0.0,
         # BAM friction budget: a modest Stribeck peak at a tenth of the top speed, a few % of the load
         "stribeck_friction": 0.5 * fric, "stribeck_velocity": 0.1 * v_peak, "stribeck_exponent": 2.0,
-        "load_friction": 0.05, "load_friction_stribeck": 0.05,
+        "load_friction": 0.05, "load_friction_stribeck": 0.05, "load_friction_external": 0.05,
+        "load_friction_external_stribeck": 0.05, "load_friction_quadratic_motor": 1e-3,
+        "load_friction_quadratic_external": 1e-3,
         **{f"lookup_effort_{k}": 1.1 * e_peak for k in range(parameters.TABLE_KNOTS)},
     }
     return {k: parameters.get(k).clip(v) for k, v in guess.items()}

@@ -21,6 +21,8 @@ F_OPEN_LOOP = 64  # the actuator sees measured states (effort conformance, torqu
 F_IMPLICIT_EFFORT = 128  # Newton's implicit effort mode: the effort solved at the predicted end-of-step state
 F_STRIBECK = 256  # BAM M2: a Stribeck peak above Coulomb friction near standstill (prior-art.md)
 F_LOAD_FRICTION = 512  # BAM M3/M4: friction grows with the gearbox load |τ_m − τ_e|
+F_LOAD_DIRECTIONAL = 1024  # BAM M5: separate motor-side and external-side load gains
+F_LOAD_QUADRATIC = 2048  # BAM M6: quadratic load terms while motor and load oppose
 EFFORT_MODES = ("explicit", "implicit")
 NET_FAMILIES = ("mlp", "lstm")  # actuator networks: models/networks.py, fitted by fitting/nets.py, no kernel
 
@@ -34,15 +36,24 @@ _CLAMP_PARAMS = {
 _DRIVE_PARAMS = {"pd": ("stiffness", "damping"), "pid": ("stiffness", "damping", "ki", "integral_max"),
                  "implicit": ("stiffness", "damping")}
 JOINT_TERMS = ("armature", "friction", "dynamic_friction", "viscous_friction", "stribeck_friction",
-               "stribeck_velocity", "stribeck_exponent", "load_friction", "load_friction_stribeck", "encoder_offset")
+               "stribeck_velocity", "stribeck_exponent", "load_friction", "load_friction_stribeck",
+               "load_friction_external", "load_friction_external_stribeck", "load_friction_quadratic_motor",
+               "load_friction_quadratic_external", "encoder_offset")
 DEFAULT_TERMS = ("armature", "friction", "viscous_friction")
 STRIBECK_TERMS = ("stribeck_friction", "stribeck_velocity", "stribeck_exponent")
 LOAD_TERMS = ("load_friction",)
-RICH_FRICTION_TERMS = (*STRIBECK_TERMS, *LOAD_TERMS, "load_friction_stribeck")
-"""BAM's friction-budget terms (M2–M4): no Isaac Lab, Newton or MuJoCo attribute holds them."""
-# a term that needs others to mean anything brings them along (a Stribeck peak needs its speed and shape)
+M4_TERMS = (*STRIBECK_TERMS, *LOAD_TERMS, "load_friction_stribeck")
+M5_TERMS = (*M4_TERMS, "load_friction_external", "load_friction_external_stribeck")
+M6_TERMS = (*M5_TERMS, "load_friction_quadratic_motor", "load_friction_quadratic_external")
+RICH_FRICTION_TERMS = M6_TERMS
+"""BAM's friction-budget terms (M2–M6): no Isaac Lab, Newton or MuJoCo attribute holds them."""
+# a term that needs others to mean anything brings them along (a Stribeck peak needs its speed and shape;
+# M5's external gain its motor-side one; M6's quadratic terms, as in BAM, the whole M5 budget)
 _COMPANIONS = {"stribeck_friction": STRIBECK_TERMS, "stribeck_velocity": STRIBECK_TERMS,
-               "stribeck_exponent": STRIBECK_TERMS, "load_friction_stribeck": (*STRIBECK_TERMS, *LOAD_TERMS)}
+               "stribeck_exponent": STRIBECK_TERMS, "load_friction_stribeck": M4_TERMS,
+               "load_friction_external": ("load_friction", "load_friction_external"),
+               "load_friction_external_stribeck": M5_TERMS,
+               "load_friction_quadratic_motor": M6_TERMS, "load_friction_quadratic_external": M6_TERMS}
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,8 @@ class Family:
         f |= F_PHYSX_FRICTION if "dynamic_friction" in self.joint_terms else 0
         f |= F_STRIBECK if "stribeck_friction" in self.joint_terms else 0
         f |= F_LOAD_FRICTION if "load_friction" in self.joint_terms else 0
+        f |= F_LOAD_DIRECTIONAL if "load_friction_external" in self.joint_terms else 0
+        f |= F_LOAD_QUADRATIC if "load_friction_quadratic_motor" in self.joint_terms else 0
         return f
 
     @property
@@ -123,9 +136,15 @@ FAMILIES: dict[str, Family] = {
         Family("dcmotor_loadfric", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *LOAD_TERMS),
                approximates="dcmotor",
                doc="DCMotor with BAM M3 friction: Coulomb plus a share of the gearbox load |τ_m − τ_e|."),
-        Family("dcmotor_stribeck_load", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *RICH_FRICTION_TERMS),
+        Family("dcmotor_stribeck_load", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *M4_TERMS),
                approximates="dcmotor",
                doc="DCMotor with BAM M4 friction: Stribeck and load-dependent terms, with a Stribeck load part."),
+        Family("dcmotor_directional_load", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *M5_TERMS),
+               approximates="dcmotor",
+               doc="DCMotor with BAM M5 friction: M4 with separate motor-side and external-side load gains."),
+        Family("dcmotor_quadratic_load", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *M6_TERMS),
+               approximates="dcmotor",
+               doc="DCMotor with BAM M6 friction: M5 plus quadratic load terms while motor and load oppose."),
         Family("dcmotor_stribeck_delay", clamps=("dc_motor",), delay=True,
                joint_terms=(*DEFAULT_TERMS, *STRIBECK_TERMS), approximates="dcmotor_delay",
                doc="dcmotor_delay with BAM M2 (Stribeck) friction."),

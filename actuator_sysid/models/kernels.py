@@ -34,6 +34,10 @@ P_STRIBECK_V = wp.constant(INDEX["stribeck_velocity"])
 P_STRIBECK_A = wp.constant(INDEX["stribeck_exponent"])
 P_LOAD_FRIC = wp.constant(INDEX["load_friction"])
 P_LOAD_FRIC_S = wp.constant(INDEX["load_friction_stribeck"])
+P_LOAD_FRIC_E = wp.constant(INDEX["load_friction_external"])
+P_LOAD_FRIC_ES = wp.constant(INDEX["load_friction_external_stribeck"])
+P_LOAD_QUAD_M = wp.constant(INDEX["load_friction_quadratic_motor"])
+P_LOAD_QUAD_E = wp.constant(INDEX["load_friction_quadratic_external"])
 P_DELAY = wp.constant(INDEX["delay"])
 P_KI = wp.constant(INDEX["ki"])
 P_IMAX = wp.constant(INDEX["integral_max"])
@@ -51,6 +55,8 @@ F_OPEN_LOOP = wp.constant(fam.F_OPEN_LOOP)
 F_IMPLICIT_EFFORT = wp.constant(fam.F_IMPLICIT_EFFORT)
 F_STRIBECK = wp.constant(fam.F_STRIBECK)
 F_LOAD_FRICTION = wp.constant(fam.F_LOAD_FRICTION)
+F_LOAD_DIRECTIONAL = wp.constant(fam.F_LOAD_DIRECTIONAL)
+F_LOAD_QUADRATIC = wp.constant(fam.F_LOAD_QUADRATIC)
 
 # Newton ImplicitOptions defaults (effort_mode_implicit.py)
 IMPLICIT_MAX_ITERS = wp.constant(8)
@@ -158,15 +164,28 @@ def implicit_effort(flags: int, q: float, qd: float, inv_mass: float, h: float, 
 @wp.func
 def friction_budget(flags: int, fric: float, qd: float, motor: float, external: float,
                     params: wp.array3d(dtype=float), c: int, j: int):
-    """prior-art.md BAM M1–M4 friction budget τ_fm: Coulomb, + Stribeck peak Kcs·s (M2),
-    + Kl·|τ_m − τ_e| (M3), + Kls·s·|τ_m − τ_e| (M4), s = exp(−|qd/q̇_s|^α)."""
+    """prior-art.md BAM M1–M6 friction budget τ_fm: Coulomb, + Stribeck peak Kcs·s (M2),
+    + Kl·|τ_m − τ_e| (M3), + Kls·s·|τ_m − τ_e| (M4), s = exp(−|qd/q̇_s|^α); M5 splits each load gain
+    into motor and external sides, |Kle·τ_e − Kl·τ_m|; M6 adds s·Kq·(the smaller torque)² while they oppose."""
     budget = fric
     s = float(0.0)
     if (flags & F_STRIBECK) != 0:
         s = wp.exp(-wp.pow(wp.abs(qd / params[c, j, P_STRIBECK_V]), params[c, j, P_STRIBECK_A]))
         budget = budget + params[c, j, P_STRIBECK] * s
     if (flags & F_LOAD_FRICTION) != 0:
-        budget = budget + (params[c, j, P_LOAD_FRIC] + params[c, j, P_LOAD_FRIC_S] * s) * wp.abs(motor - external)
+        kl = params[c, j, P_LOAD_FRIC]
+        kls = params[c, j, P_LOAD_FRIC_S]
+        kle = kl
+        kles = kls
+        if (flags & F_LOAD_DIRECTIONAL) != 0:
+            kle = params[c, j, P_LOAD_FRIC_E]
+            kles = params[c, j, P_LOAD_FRIC_ES]
+        budget = budget + wp.abs(kle * external - kl * motor) + s * wp.abs(kles * external - kls * motor)
+        if (flags & F_LOAD_QUADRATIC) != 0 and motor * external < 0.0:
+            if wp.abs(external) < wp.abs(motor):  # the motor drives: the external torque's square
+                budget = budget + s * params[c, j, P_LOAD_QUAD_E] * external * external
+            elif wp.abs(external) > wp.abs(motor):  # the load drives: the motor torque's square
+                budget = budget + s * params[c, j, P_LOAD_QUAD_M] * motor * motor
     return budget
 
 

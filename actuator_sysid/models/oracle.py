@@ -14,7 +14,9 @@ from .families import (
     F_DC_MOTOR,
     F_IMPLICIT,
     F_IMPLICIT_EFFORT,
+    F_LOAD_DIRECTIONAL,
     F_LOAD_FRICTION,
+    F_LOAD_QUADRATIC,
     F_MAX_EFFORT,
     F_OPEN_LOOP,
     F_PHYSX_FRICTION,
@@ -138,15 +140,29 @@ def _clamps(flags: int, p: torch.Tensor, effort: torch.Tensor, q_enc: torch.Tens
 
 def _friction_bound(flags: int, p: torch.Tensor, fric: torch.Tensor, qd: torch.Tensor, motor: torch.Tensor,
                     external) -> torch.Tensor:
-    """BAM's friction budget (prior-art.md M1–M4): Coulomb + Stribeck peak + load-dependent terms."""
+    """BAM's friction budget (prior-art.md M1–M6): Coulomb + Stribeck peak + load-dependent terms."""
     s = torch.zeros_like(qd)
     bound = fric
     if flags & F_STRIBECK:
         s = torch.exp(-torch.abs(qd / _col(p, "stribeck_velocity")) ** _col(p, "stribeck_exponent"))
         bound = bound + _col(p, "stribeck_friction") * s
     if flags & F_LOAD_FRICTION:
-        gearbox = torch.abs(motor - external)
-        bound = bound + (_col(p, "load_friction") + _col(p, "load_friction_stribeck") * s) * gearbox
+        if flags & F_LOAD_DIRECTIONAL:  # M5: motor-side and external-side gains apart
+            gearbox = torch.abs(_col(p, "load_friction_external") * external - _col(p, "load_friction") * motor)
+            gearbox_s = torch.abs(_col(p, "load_friction_external_stribeck") * external
+                                  - _col(p, "load_friction_stribeck") * motor)
+        else:  # M3/M4: one gain on the gearbox torque
+            gearbox = _col(p, "load_friction") * torch.abs(external - motor)
+            gearbox_s = _col(p, "load_friction_stribeck") * torch.abs(external - motor)
+        bound = bound + gearbox + gearbox_s * s
+        if flags & F_LOAD_QUADRATIC:  # M6, only while motor and load oppose
+            motor_t = torch.as_tensor(motor, dtype=torch.float64)
+            ext_t = torch.as_tensor(external, dtype=torch.float64)
+            oppose = torch.sign(motor_t) != torch.sign(ext_t)
+            quad = torch.where(ext_t.abs() < motor_t.abs(), _col(p, "load_friction_quadratic_external") * ext_t ** 2,
+                               torch.where(ext_t.abs() > motor_t.abs(),
+                                           _col(p, "load_friction_quadratic_motor") * motor_t ** 2, 0.0))
+            bound = bound + torch.where(oppose, s * quad, 0.0)
     return bound
 
 

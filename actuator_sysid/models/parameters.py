@@ -52,9 +52,10 @@ PARAMS: tuple[Param, ...] = (
           "PhysX-style dynamic friction effort opposing motion once the joint slips (Newton ignores it)."),
     Param("viscous_friction", "N·m·s/rad", 1e-5, 1e2, "log", 0.0, "newton:damping",
           "Passive viscous joint damping, integrated implicitly (the USD attribute is per degree)."),
-    # BAM's richer friction budget (prior-art.md, M2–M4): the stopping constraint's bound becomes
+    # BAM's richer friction budget (prior-art.md, M2–M6): the stopping constraint's bound becomes
     # friction + stribeck_friction·s + (load_friction + load_friction_stribeck·s)·|τ_m − τ_e|,
-    # s = exp(−|qd / stribeck_velocity|^stribeck_exponent); Isaac Lab and Newton have no such terms
+    # s = exp(−|qd / stribeck_velocity|^stribeck_exponent), with motor and external gains apart (M5) and
+    # quadratic terms when motor and load oppose (M6); Isaac Lab and Newton have no such terms
     Param("stribeck_friction", "N·m", 1e-5, 1e2, "log", 0.0, "",
           "Stribeck peak above Coulomb friction at standstill (BAM Kcs), fading with speed as s(qd)."),
     Param("stribeck_velocity", "rad/s", 1e-3, 1e2, "log", 1.0, "",
@@ -65,6 +66,14 @@ PARAMS: tuple[Param, ...] = (
           "Load-dependent friction gain (BAM Kl): adds Kl·|τ_m − τ_e| of gearbox load to the friction bound."),
     Param("load_friction_stribeck", "N·m/N·m", 1e-5, 1.0, "log", 0.0, "",
           "Stribeck part of the load-dependent friction (BAM M4 Kls): adds Kls·s·|τ_m − τ_e| near standstill."),
+    Param("load_friction_external", "N·m/N·m", 1e-5, 1.0, "log", 0.0, "",
+          "BAM M5 external-side load gain Kle: the load term becomes |Kle·τ_e − Kl·τ_m| (Kl the motor side)."),
+    Param("load_friction_external_stribeck", "N·m/N·m", 1e-5, 1.0, "log", 0.0, "",
+          "BAM M5 external-side Stribeck load gain: the Stribeck load term becomes s·|Kles·τ_e − Kls·τ_m|."),
+    Param("load_friction_quadratic_motor", "1/(N·m)", 1e-6, 1.0, "log", 0.0, "",
+          "BAM M6: adds s·Kqm·τ_m² while motor and load oppose and the load is the larger torque."),
+    Param("load_friction_quadratic_external", "1/(N·m)", 1e-6, 1.0, "log", 0.0, "",
+          "BAM M6: adds s·Kqe·τ_e² while motor and load oppose and the motor is the larger torque."),
     Param("delay", "physics steps", 0, 20, "linear", 0.0, "newton:delaySteps",
           "Command delay counted in physics steps (Isaac Lab min_delay = max_delay).", integer=True),
     Param("ki", "N·m/(rad·s)", 1e-3, 1e4, "log", 0.0, "newton:ki",
