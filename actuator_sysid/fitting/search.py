@@ -318,8 +318,10 @@ def refine(
                                 tr_solver="lsmr")
             return full(sol.x[None])[0], float(np.sum(sol.fun**2))
 
+        solutions: list[tuple[np.ndarray, float]] = []  # every start's optimum: rivals for the intervals
         for x_start in (result.candidates[j] if result.candidates else [best[j]])[:starts]:
             x, loss = solve(x_start, max_iterations)
+            solutions.append((x, loss))
             if loss < best_loss[j]:
                 best[j], best_loss[j] = x, loss
         profiles: dict[int, dict[int, float]] = {}
@@ -345,7 +347,13 @@ def refine(
             r0, jac_c = _fd_jacobian(run, space, space.to_unit(best[j]), cont, COV_STEP)
             blocks = residual_blocks(sub.batch, 0)
             jac_n, var_n = _initial_state_sensitivity(sub, family, space, sc, best[j], r0, blocks)
-            analysis = analyse(space, best[j], jac_c, r0, blocks, cont, jac_n, var_n)
+            # rivals: the other refined optima, and every CMA-ES run's end point (one launch; its loss
+            # only bounds its own optimum's from above, so one within the noise is a rival as it stands)
+            ends = np.stack(result.candidates[j]) if result.candidates and result.candidates[j] else best[j][None]
+            end_loss = np.sum(run(ends) ** 2, axis=1)
+            rivals = [(x, loss) for x, loss in [*solutions, *zip(ends, end_loss, strict=True)]
+                      if not np.array_equal(x, best[j])]
+            analysis = analyse(space, best[j], jac_c, r0, blocks, cont, jac_n, var_n, rivals)
         for i in np.flatnonzero(space.integer):
             dp = delay_profile(profiles[int(i)], int(best[j][i]))
             analysis["intervals"][space.names[i]] = dp

@@ -16,6 +16,7 @@ from .space import SearchSpace
 
 Z95 = 1.959963984540054
 WIDE = math.log(2.0)  # a 95 % half-width beyond a factor of 2 means the data barely constrain the value
+RIVAL_RTOL = 1e-3  # a rival optimum closer than this (relative) is the same answer at float32 rollout precision
 CORRELATED = 0.95  # |correlation| above which two parameters are reported as not separable
 
 
@@ -33,19 +34,24 @@ def _block_variance(r: np.ndarray, blocks: np.ndarray) -> np.ndarray:
 
 
 def analyse(space: SearchSpace, x: np.ndarray, jac: np.ndarray, r: np.ndarray, blocks: np.ndarray,
-            free: np.ndarray, nuisance_jac: np.ndarray | None = None, nuisance_var: np.ndarray | None = None
-            ) -> dict:
+            free: np.ndarray, nuisance_jac: np.ndarray | None = None, nuisance_var: np.ndarray | None = None,
+            rivals: list[tuple[np.ndarray, float]] | None = None) -> dict:
     """Intervals, correlations and identifiability of the continuous parameters in `free`.
 
     jac is (R, k) in unit coordinates of the free dimensions; x holds natural values of all dimensions.
     nuisance_jac (R, m) and nuisance_var (m,) describe inputs measured with noise that the fit takes as
     given (each segment's initial state): their noise moves the estimate by −(JᵀJ)⁻¹Jᵀ·J_n·ε, which
-    the covariance includes. Returns {"intervals": {name: {...}}, "correlation": {...}, "warnings": [...]}.
+    the covariance includes. `rivals` are other local optima (natural values, loss) the refinement
+    reached: one whose loss is within what the noise explains (the 95 % likelihood-ratio bound, ΔSSR ≤
+    z²·v with v the correlation-inflated residual variance) yet lies outside a parameter's interval shows
+    that the local interval is not the whole truth, and that parameter is reported as not identified.
+    Returns {"intervals": {name: {...}}, "correlation": {...}, "warnings": [...]}.
     """
     names = [n for n, f in zip(space.names, free, strict=True) if f]
     idx = np.flatnonzero(free)
     a = jac.T @ jac
-    b = jac.T @ (jac * _block_variance(r, blocks)[:, None])
+    row_var = _block_variance(r, blocks)
+    b = jac.T @ (jac * row_var[:, None])
     if nuisance_jac is not None and nuisance_var is not None:
         g = jac.T @ nuisance_jac
         b = b + g @ (g * nuisance_var[None, :]).T
@@ -88,6 +94,14 @@ def analyse(space: SearchSpace, x: np.ndarray, jac: np.ndarray, r: np.ndarray, b
             reason = "it sits at the search bound: the data push it beyond any plausible value"
         elif not identified:
             reason = "the data barely constrain it (its 95 % interval spans more than a factor of 2)"
+        if identified and rivals and math.isfinite(lo) and math.isfinite(hi):
+            bound = float(np.sum(r**2)) + Z95**2 * float(np.mean(row_var))
+            alt = [float(xr[i]) for xr, loss in rivals if loss <= bound and not lo <= xr[i] <= hi
+                   and abs(xr[i] - value) > RIVAL_RTOL * abs(value)]
+            if alt:
+                identified = False
+                reason = (f"another optimum fits the log as well (loss within the noise) with {name} = {alt[0]:.4g}, "
+                          "outside this interval: the log does not tell the two explanations apart")
         intervals[name] = {
             "value": value if identified else None,
             "estimate": value,
