@@ -112,9 +112,12 @@ def read_table(
         if src.size == 0:
             raise DatasetError(f"{filename}: the file is empty; upload a joint log")
         return read_sources([src], load_sidecar(metadata), opts, label=filename)
+    side = load_sidecar(metadata)
+    rec = _read_streamed(data, filename, side, fmt)
+    if rec is not None:
+        return rec
     if isinstance(data, Path):
         data = data.read_bytes()
-    side = load_sidecar(metadata)
     frame, fmt = _read_frame(bytes(data), filename, fmt)
     frame.columns = [str(c).strip() for c in frame.columns]
     warnings: list[str] = []
@@ -125,6 +128,76 @@ def read_table(
         joints, raws = _parse_wide(frame, filename, warnings)
     rec = assemble(joints, raws, side, filename, warnings, noun="table")
     rec.source_format = f"canonical-{fmt}-{'long' if long_form else 'wide'}"
+    return rec
+
+
+def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | None) -> Recording | None:
+    """A clean table decoded block by block (datasets/tablestream.py); None sends the file to the whole-file
+    parser, which names what is wrong with it."""
+    from .tablestream import Unclean, decode
+
+    try:
+        size = data.stat().st_size if isinstance(data, Path) else len(data)
+        if isinstance(data, Path):
+            with open(data, "rb") as f:
+                head = f.read(4096)
+        else:
+            head = bytes(data[:4096])
+    except OSError:
+        return None
+    is_parquet = head[:4] == PARQUET_MAGIC
+    declared_other = fmt is not None and (fmt == "parquet") != is_parquet
+    if not head.strip() or declared_other or (b"\x00" in head and not is_parquet):
+        return None
+    kind = "parquet" if is_parquet else "csv"
+    warnings: list[str] = []
+    colmap: dict[str, dict[str, str]] = {}
+
+    def layout(names: list[str]) -> dict[str, tuple[str, int, int]]:
+        """Wide tables: each <joint>/<channel> column straight into its channel's (rows, joints) matrix."""
+        if not ({"t", "joint", "q", "q_des"} & set(names) or any(c.endswith(("/q", "/q_des")) for c in names)):
+            raise Unclean("no canonical columns")  # the text parser says so, with what it found
+        if "joint" in names:
+            return {}
+        colmap.update(_wide_columns(names, filename, warnings))
+        joints = list(colmap)
+        return {c: (ch, joints.index(j), len(joints)) for j, m in colmap.items() for ch, c in m.items()}
+
+    try:
+        cols = decode(data if isinstance(data, Path) else bytes(data), kind, size, layout)
+    except Unclean:
+        return None
+    names = cols.names
+    if any("" in v[1] for v in cols.labels.values()):
+        return None  # an empty joint or segment label: the text parser names its row
+    groups: list[tuple[str | None, np.ndarray | slice]] = [(None, slice(0, cols.rows))]
+    if "segment" in cols.labels:
+        codes, seg_names = cols.labels["segment"]
+        groups = []
+        for k, name in enumerate(seg_names):
+            idx = np.flatnonzero(codes == k)
+            groups.append((name, slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == idx.size else idx))
+    long_form = "joint" in names
+    if long_form:
+        _long_columns(names, filename, warnings)
+        codes, joints = cols.labels["joint"]
+        t = cols.floats.pop("t")
+        chans = {ch: cols.floats.pop(ch) for ch in TABLE_CHANNELS if ch in cols.floats}
+        del cols
+        raws = _long_raws(filename, joints, codes, t, chans, groups)
+    else:  # the channel matrices are already built: a segment is a slice of them (a view)
+        joints = list(colmap)
+        t = cols.floats["t"]
+        present = {ch: [ch in colmap[j] for j in joints] for ch in TABLE_CHANNELS}
+        raws = []
+        for seg, idx in groups:
+            rows = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
+            check_increasing(t[idx], rows + 1, where(filename, seg))
+            seg_data = {ch: cols.floats[ch][idx] for ch in TABLE_CHANNELS if any(present[ch])}
+            raws.append(RawSegment(seg or "", t[idx], rows + 1, seg_data, present, split_by_gap=seg is None))
+        del cols
+    rec = assemble(joints, raws, side, filename, warnings, noun="table")
+    rec.source_format = f"canonical-{kind}-{'long' if long_form else 'wide'}"
     return rec
 
 
@@ -318,19 +391,26 @@ def _labels(col: pd.Series) -> np.ndarray:
     return np.array(["" if pd.isna(v) else str(v).strip() for v in col.tolist()], dtype=object)
 
 
-def _groups(frame: pd.DataFrame, filename: str) -> list[tuple[str | None, np.ndarray]]:
+def _groups(frame: pd.DataFrame, filename: str) -> list[tuple[str | None, np.ndarray | slice]]:
     """(segment name, row indices) in first-appearance order; one unnamed group without a segment column."""
     if "segment" not in frame.columns:
-        return [(None, np.arange(len(frame)))]
-    seg = _labels(frame["segment"])
+        return [(None, slice(0, len(frame)))]
+    return _label_groups(_labels(frame["segment"]), filename)
+
+
+def _label_groups(seg: np.ndarray, filename: str) -> list[tuple[str | None, np.ndarray | slice]]:
+    """Rows of each segment label in first-appearance order; a contiguous run is a slice (a view, no copy)."""
     empty = np.flatnonzero(seg == "")
     if empty.size:
         raise DatasetError(
             f"{filename}, row {empty[0] + 1}, column 'segment': the value is empty; "
             "give every row a segment id, or drop the segment column to split at time gaps"
         )
-    names = pd.unique(seg)
-    return [(str(n), np.flatnonzero(seg == n)) for n in names]
+    out: list[tuple[str | None, np.ndarray | slice]] = []
+    for n in pd.unique(seg):
+        idx = np.flatnonzero(seg == n)
+        out.append((str(n), slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == idx.size else idx))
+    return out
 
 
 
@@ -339,6 +419,22 @@ def _parse_long(
 ) -> tuple[list[str], list[RawSegment]]:
     """Long form: one row per joint per sample; every joint must share the time stamps of its segment."""
     cols = list(frame.columns)
+    _long_columns(cols, filename, warnings)
+    jl = _labels(frame["joint"])
+    empty = np.flatnonzero(jl == "")
+    if empty.size:
+        raise DatasetError(
+            f"{filename}, row {empty[0] + 1}, column 'joint': the joint name is empty; name the joint"
+        )
+    codes, uniques = pd.factorize(jl)
+    joints = [str(j) for j in uniques]
+    t = _numeric(frame["t"], filename, "t", jl)
+    chans = {ch: _numeric(frame[ch], filename, ch, jl) for ch in TABLE_CHANNELS if ch in cols}
+    return joints, _long_raws(filename, joints, codes, t, chans, _groups(frame, filename))
+
+
+def _long_columns(cols: list[str], filename: str, warnings: list[str]) -> None:
+    """Required long-form columns are there; others are reported as ignored."""
     for req in ("t", *REQUIRED):
         if req not in cols:
             raise DatasetError(
@@ -349,53 +445,59 @@ def _parse_long(
     ignored = [c for c in cols if c not in known]
     if ignored:
         warnings.append(f"columns {ignored} are not part of the canonical long-form table and were ignored")
-    jl = _labels(frame["joint"])
-    empty = np.flatnonzero(jl == "")
-    if empty.size:
-        raise DatasetError(
-            f"{filename}, row {empty[0] + 1}, column 'joint': the joint name is empty; name the joint"
-        )
-    joints = [str(j) for j in pd.unique(jl)]
-    t = _numeric(frame["t"], filename, "t", jl)
-    chans = {ch: _numeric(frame[ch], filename, ch, jl) for ch in TABLE_CHANNELS if ch in cols}
-    raws = []
-    for seg, idx in _groups(frame, filename):
+
+
+def _long_raws(
+    filename: str, joints: list[str], jl: np.ndarray, t: np.ndarray, chans: dict[str, np.ndarray],
+    groups: list[tuple[str | None, np.ndarray | slice]],
+) -> list[RawSegment]:
+    """Long-form rows (joint codes `jl` index `joints`) → one RawSegment per group, checked.
+
+    Channels are stacked one at a time and each flat column is dropped from `chans` once stacked, so the
+    table is held about once (a streamed file's columns are the only copy).
+    """
+    plan = []
+    for seg, idx in groups:
+        idx = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
         per_joint = []
-        for j in joints:
+        for j, name in enumerate(joints):
             jdx = idx[jl[idx] == j]
             if jdx.size == 0:
                 raise DatasetError(
-                    f"{where(filename, seg)}: joint '{j}' has no rows; every joint needs a row at "
+                    f"{where(filename, seg)}: joint '{name}' has no rows; every joint needs a row at "
                     "every time stamp of every segment"
                 )
-            check_increasing(t[jdx], jdx + 1, where(filename, seg, j))
+            check_increasing(t[jdx], jdx + 1, where(filename, seg, name))
             per_joint.append(jdx)
         ref = per_joint[0]
-        for j, jdx in zip(joints[1:], per_joint[1:], strict=True):
+        for name, jdx in zip(joints[1:], per_joint[1:], strict=True):
             if jdx.size != ref.size:
                 raise DatasetError(
-                    f"{where(filename, seg, j)}: {jdx.size} samples but joint '{joints[0]}' has {ref.size}; "
+                    f"{where(filename, seg, name)}: {jdx.size} samples but joint '{joints[0]}' has {ref.size}; "
                     "every joint needs a row at the same time stamps in a segment"
                 )
             off = np.flatnonzero(~np.isclose(t[jdx], t[ref], rtol=1e-12, atol=1e-9))
             if off.size:
                 k = int(off[0])
                 raise DatasetError(
-                    f"{where(filename, seg, j)}: t = {float(t[jdx[k]])!r} at row {jdx[k] + 1} where joint "
+                    f"{where(filename, seg, name)}: t = {float(t[jdx[k]])!r} at row {jdx[k] + 1} where joint "
                     f"'{joints[0]}' has t = {float(t[ref[k]])!r} (row {ref[k] + 1}); every joint needs rows "
                     "at the same time stamps in a segment"
                 )
-        data = {ch: np.stack([a[jdx] for jdx in per_joint], axis=1) for ch, a in chans.items()}
-        present = {ch: [ch in chans] * len(joints) for ch in TABLE_CHANNELS}
-        raws.append(RawSegment(seg or "", t[ref], ref + 1, data, present, split_by_gap=seg is None))
-    return joints, raws
+        plan.append((seg, per_joint))
+    present = {ch: [ch in chans] * len(joints) for ch in TABLE_CHANNELS}
+    data: list[dict[str, np.ndarray]] = [{} for _ in plan]
+    for ch in [c for c in TABLE_CHANNELS if c in chans]:
+        flat = chans.pop(ch)
+        for d, (_, per_joint) in zip(data, plan, strict=True):
+            d[ch] = np.stack([flat[jdx] for jdx in per_joint], axis=1)
+        del flat
+    return [RawSegment(seg or "", t[pj[0]], pj[0] + 1, d, present, split_by_gap=seg is None)
+            for (seg, pj), d in zip(plan, data, strict=True)]
 
 
-def _parse_wide(
-    frame: pd.DataFrame, filename: str, warnings: list[str]
-) -> tuple[list[str], list[RawSegment]]:
-    """Wide form: one row per sample, `<joint>/<channel>` columns."""
-    cols = list(frame.columns)
+def _wide_columns(cols: list[str], filename: str, warnings: list[str]) -> dict[str, dict[str, str]]:
+    """Wide-form column map {joint: {channel: column}}, checked for t and each joint's required columns."""
     if "t" not in cols:
         raise DatasetError(
             f"{filename}: missing required column 't' (time in seconds); wide-form tables need t, "
@@ -427,29 +529,54 @@ def _parse_wide(
         raise DatasetError(
             f"{filename}: missing required column '<joint>/q' — no joint columns found; {hint}"
         )
-    joints = list(colmap)
-    for j in joints:
+    for j in colmap:
         for req in REQUIRED:
             if req not in colmap[j]:
                 raise DatasetError(
                     f"{filename}: joint '{j}' has no '{j}/{req}' column (required; found for '{j}': "
                     f"{', '.join(colmap[j].values())}); add it, or use the long form"
                 )
+    return colmap
+
+
+def _parse_wide(
+    frame: pd.DataFrame, filename: str, warnings: list[str]
+) -> tuple[list[str], list[RawSegment]]:
+    """Wide form: one row per sample, `<joint>/<channel>` columns."""
+    colmap = _wide_columns(list(frame.columns), filename, warnings)
     t = _numeric(frame["t"], filename, "t")
-    arrays = {j: {ch: _numeric(frame[c], filename, c) for ch, c in m.items()} for j, m in colmap.items()}
+    columns = {c: _numeric(frame[c], filename, c) for m in colmap.values() for c in m.values()}
+    return list(colmap), _wide_raws(filename, colmap, t, columns, _groups(frame, filename))
+
+
+def _wide_raws(
+    filename: str, colmap: dict[str, dict[str, str]], t: np.ndarray, columns: dict[str, np.ndarray],
+    groups: list[tuple[str | None, np.ndarray | slice]],
+) -> list[RawSegment]:
+    """Wide-form columns → one RawSegment per group; each column is dropped from `columns` once copied."""
+    joints = list(colmap)
     present = {ch: [ch in colmap[j] for j in joints] for ch in TABLE_CHANNELS}
+    for seg, idx in groups:
+        rows = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
+        check_increasing(t[idx], rows + 1, where(filename, seg))
+    data: list[dict[str, np.ndarray]] = [{} for _ in groups]
+    for ch in TABLE_CHANNELS:
+        if not any(present[ch]):
+            continue
+        for d, (_, idx) in zip(data, groups, strict=True):
+            n = idx.stop - idx.start if isinstance(idx, slice) else idx.size
+            out = np.zeros((n, len(joints)))
+            for j, name in enumerate(joints):
+                if ch in colmap[name]:
+                    out[:, j] = columns[colmap[name][ch]][idx]
+            d[ch] = out
+        for name in joints:
+            columns.pop(colmap[name].get(ch, ""), None)
     raws = []
-    for seg, idx in _groups(frame, filename):
-        check_increasing(t[idx], idx + 1, where(filename, seg))
-        data = {}
-        for ch in TABLE_CHANNELS:
-            if any(present[ch]):
-                zeros = np.zeros(idx.size)
-                data[ch] = np.stack(
-                    [arrays[j][ch][idx] if ch in arrays[j] else zeros for j in joints], axis=1
-                )
-        raws.append(RawSegment(seg or "", t[idx], idx + 1, data, present, split_by_gap=seg is None))
-    return joints, raws
+    for (seg, idx), d in zip(groups, data, strict=True):
+        rows = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
+        raws.append(RawSegment(seg or "", t[idx], rows + 1, d, present, split_by_gap=seg is None))
+    return raws
 
 
 # --------------------------------------------------------------------------------------------- writing

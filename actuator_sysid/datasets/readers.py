@@ -249,7 +249,8 @@ def _read_one(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recordin
             raise DatasetError(f"{src.name}: declared format {kind}, but the content is not {kind} (it looks like "
                                f"{seen}); leave the format empty to detect it")
     if kind in ("csv", "parquet"):
-        return canonical.read_table(src.read_bytes(), src.name, metadata=side, fmt=kind)
+        body = src.path if src.data is None and src.path is not None else src.read_bytes()
+        return canonical.read_table(body, src.name, metadata=side, fmt=kind)  # a path streams
     if kind == "bam":
         from .bam import read_bam
 

@@ -1,0 +1,194 @@
+"""Block-streamed decoding of canonical CSV and Parquet tables, so a large log is held about once in memory.
+
+A CSV is parsed by pyarrow's streaming reader block by block, a Parquet file row group by row group
+(`iter_batches`); each block's numbers go straight into one float64 buffer per column (labels — joint,
+segment — into int32 codes), and the block is dropped. The long/wide parsers then build each segment's
+arrays one channel at a time, releasing every column once copied. Peak memory is about the decoded table
+plus one block, instead of the file, its text parse and several copies.
+
+Only clean tables stream: every cell a finite number except the labels. Anything else (an empty or
+non-numeric cell, NaN, a repeated column name) raises `Unclean`, and the caller reads the file with the
+whole-file text parser, whose errors name the file, column and row.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+LABELS = ("joint", "segment")
+CSV_BLOCK_BYTES = 1 << 20
+PARQUET_BATCH_ROWS = 8_192
+
+
+class Unclean(Exception):
+    """The streamed decoder cannot take this table; the whole-file parser will say what is wrong."""
+
+
+class _Floats:
+    """A growable numeric column (float64, or int32 for label codes), or a (rows, width) matrix of columns."""
+
+    def __init__(self, cap: int, dtype: type = np.float64, width: int | None = None) -> None:
+        self.width = width
+        self.buf = np.zeros((max(cap, 16),) + ((width,) if width else ()), dtype)  # untouched pages cost nothing
+        self.n = 0
+
+    def reserve(self, rows: int) -> None:
+        """Room for `rows` more rows (grown by a quarter at least, so growth is rare)."""
+        if self.n + rows > self.buf.shape[0]:
+            grown = np.zeros((max(int(self.buf.shape[0] * 1.25), self.n + rows),) + self.buf.shape[1:],
+                             self.buf.dtype)
+            grown[: self.n] = self.buf[: self.n]
+            self.buf = grown
+
+    def extend(self, a: np.ndarray) -> None:
+        self.reserve(a.size)
+        self.buf[self.n: self.n + a.size] = a
+        self.n += a.size
+
+    def array(self) -> np.ndarray:
+        """The values: a view of the buffer (its unused tail was never written, so it is not resident)."""
+        return self.buf[: self.n]
+
+
+@dataclass
+class _Labels:
+    """A label column as int32 codes into `names`, in order of first appearance."""
+
+    codes: _Floats
+    names: list[str] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+
+    def extend(self, arr) -> None:  # noqa: ANN001 - a pyarrow array
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if arr.null_count:
+            raise Unclean("a missing label")
+        enc = pc.utf8_trim_whitespace(arr.cast(pa.string())).dictionary_encode()
+        local = []
+        for v in enc.dictionary.to_pylist():
+            if v not in self.index:
+                self.index[v] = len(self.names)
+                self.names.append(v)
+            local.append(self.index[v])
+        self.codes.extend(np.asarray(local, np.int32)[enc.indices.to_numpy(zero_copy_only=False)])
+
+
+@dataclass
+class Columns:
+    """A decoded table: float64 columns and label columns (codes, names), under stripped column names."""
+
+    names: list[str]
+    floats: dict[str, np.ndarray]
+    labels: dict[str, tuple[np.ndarray, list[str]]]
+    rows: int
+
+
+def _csv_header(head: bytes) -> tuple[list[str], str]:
+    """Raw column names of a CSV's first line and its delimiter (as the whole-file parser guesses it)."""
+    line = head.decode("utf-8-sig", errors="replace").lstrip().split("\n", 1)[0].rstrip("\r")
+    sep = "," if "," in line else ";" if ";" in line else "\t" if "\t" in line else ","
+    return next(csv.reader([line], delimiter=sep)), sep
+
+
+def _batches(source: Path | bytes, fmt: str) -> tuple[list[str], int, Iterator, Callable[[], None]]:
+    """(raw column names, row count or -1, record batches, close) of a CSV or Parquet file or bytes.
+
+    Arrow reads through its own file objects (not Python ones), so an abandoned reader holds no Python state.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    native = pa.BufferReader(source) if isinstance(source, bytes) else pa.OSFile(str(source))
+    try:
+        if fmt == "parquet":
+            pf = pq.ParquetFile(native, pre_buffer=False)  # pre-buffering would hold whole row groups
+            return (list(pf.schema_arrow.names), pf.metadata.num_rows,
+                    pf.iter_batches(batch_size=PARQUET_BATCH_ROWS), native.close)
+        head = source[:65536] if isinstance(source, bytes) else native.read(65536)
+        native.seek(0)
+        raw, sep = _csv_header(head)
+        types = {c: (pa.string() if c.strip() in LABELS else pa.float64()) for c in raw}
+        reader = pcsv.open_csv(
+            native, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES, use_threads=False),
+            parse_options=pcsv.ParseOptions(delimiter=sep),
+            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=True))
+        return list(reader.schema.names), -1, iter(reader), native.close
+    except (pa.ArrowException, OSError, UnicodeDecodeError, ValueError, StopIteration) as e:
+        native.close()
+        raise Unclean(str(e)) from None
+
+
+Layout = Callable[[list[str]], dict[str, tuple[str, int, int]]]
+"""Given the column names, where numeric columns go: {column: (matrix, column index, matrix width)}."""
+
+
+def decode(source: Path | bytes, fmt: str, size: int, layout: Layout | None = None) -> Columns:
+    """Decode a clean CSV or Parquet table block by block; raises Unclean for anything else.
+
+    `layout` (called once, at the first block) sends numeric columns straight into (rows, width) matrices,
+    so a wide table's channels are built without an intermediate copy; other columns stay 1-D.
+    """
+
+    raw, rows, batches, close = _batches(source, fmt)
+    try:
+        return _decode(raw, rows, batches, size, layout)
+    finally:
+        close()
+
+
+def _decode(raw: list[str], rows: int, batches: Iterator, size: int, layout: Layout | None) -> Columns:
+    import pyarrow as pa
+
+    names = [c.strip() for c in raw]
+    if len(set(names)) != len(names) or not names:
+        raise Unclean("repeated or missing column names")
+    place: dict[str, tuple[str, int, int]] = {}
+    store: dict[str, _Floats] = {}
+    labels: dict[str, _Labels] = {}
+    n = 0
+    try:
+        for batch in batches:
+            if not store and not labels:  # size the buffers from the first block
+                est = rows if rows >= 0 else int(batch.num_rows * max(size / CSV_BLOCK_BYTES, 1.0) * 1.02) + 16
+                place = layout(names) if layout is not None else {}
+                for name in names:
+                    if name in LABELS:
+                        labels[name] = _Labels(_Floats(est, np.int32))
+                    elif name in place:
+                        key, _, width = place[name]
+                        store.setdefault(key, _Floats(est, width=width))
+                    else:
+                        store[name] = _Floats(est)
+            k = batch.num_rows
+            for buf in store.values():
+                buf.reserve(k)
+            for name, col in zip(names, batch.columns, strict=True):
+                if name in labels:
+                    labels[name].extend(col)
+                    continue
+                if col.null_count or not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type)):
+                    raise Unclean(f"column {name}: empty or non-numeric cells")
+                a = col.to_numpy(zero_copy_only=False)
+                if not np.isfinite(a).all():
+                    raise Unclean(f"column {name}: NaN or inf")
+                if name in place:
+                    key, j, _ = place[name]
+                    store[key].buf[n: n + k, j] = a
+                else:
+                    store[name].buf[n: n + k] = a
+            n += k
+            for buf in store.values():
+                buf.n = n
+    except (pa.ArrowException, UnicodeDecodeError, ValueError) as e:
+        raise Unclean(str(e)) from None
+    if n == 0:
+        raise Unclean("no rows")
+    out_l = {key: (v.codes.array(), v.names) for key, v in labels.items()}
+    return Columns(names, {key: v.array() for key, v in store.items()}, out_l, n)
