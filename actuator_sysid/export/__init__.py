@@ -13,10 +13,30 @@ import math
 from ..datasets.recording import Recording
 from .common import ExportError, Finding, bench_loads, load_dict
 
-FORMATS = ("isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml", "randomization.json")
+TEXT_FORMATS = ("isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml", "randomization.json")
+BINARY_FORMATS = ("torchscript.pt", "newton.pt2")  # network checkpoints (export/checkpoints.py): render_bytes
+FORMATS = TEXT_FORMATS + BINARY_FORMATS
 REPLAYED = ("isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml")
 
-__all__ = ["FORMATS", "ExportError", "Finding", "render_all", "render_format", "replay", "validate_export"]
+__all__ = ["BINARY_FORMATS", "FORMATS", "ExportError", "Finding", "render_all", "render_bytes", "render_format",
+           "replay", "validate_export"]
+
+
+def render_bytes(result: dict, fmt: str, *, families: dict[str, str] | str | None = None) -> bytes:
+    """A network checkpoint (torchscript.pt for Isaac Lab, newton.pt2 for Newton) of the joint `families`
+    names (joint=mlp|lstm, or the kind alone when one joint has networks)."""
+    from .checkpoints import render_checkpoint
+
+    joint = kind = None
+    if isinstance(families, str):
+        kind = families
+    elif families:
+        if len(families) != 1:
+            raise ExportError(f"a checkpoint holds one joint's network: name one joint=kind, got {families}")
+        joint, kind = next(iter(families.items()))
+    if kind is not None and kind not in ("mlp", "lstm"):
+        raise ExportError(f"{fmt} exports an actuator network: the family must be mlp or lstm, got {kind!r}")
+    return render_checkpoint(result, fmt, joint, kind)
 
 
 def render_format(result: dict, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None = None,
@@ -25,6 +45,8 @@ def render_format(result: dict, rec: Recording | None, fmt: str, *, families: di
     """One export as text. Isaac Lab formats take `families` per joint (default: best built-in class)."""
     from . import isaaclab, mjcf, newton_usd, randomization
 
+    if fmt in BINARY_FORMATS:
+        raise ExportError(f"{fmt} is binary: use render_bytes")
     fam_map = {j: families for j in result["joints"]} if isinstance(families, str) else families
     if fmt == "isaaclab.py":
         return isaaclab.render_python(result, fam_map, field_names=field_names, backend=backend)
@@ -64,7 +86,10 @@ def validate_export(result: dict, rec: Recording | None = None, files: dict[str,
     except ExportError as e:
         findings.append(Finding("EXPORT.NEWTON.unavailable", "warning", "newton.usda", str(e)))
     if "mjcf.xml" in files or rec is not None:
-        findings += [f for m in choose(result) for f in mjcf.mjcf_warnings(m)]
+        try:
+            findings += [f for m in choose(result) for f in mjcf.mjcf_warnings(m)]
+        except ExportError as e:  # e.g. a fit of networks alone: no MJCF actuator to judge
+            findings.append(Finding("EXPORT.MJCF.unavailable", "warning", "mjcf.xml", str(e)))
     return findings
 
 
@@ -99,11 +124,14 @@ def render_all(result: dict, rec: Recording, *, replay_exports: bool = True) -> 
 
     files: dict[str, str] = {}
     findings: list[Finding] = []
-    for fmt in FORMATS:
+    for fmt in TEXT_FORMATS:
         try:
             files[fmt] = render_format(result, rec, fmt)
         except ExportError as e:
             findings.append(Finding("EXPORT.unavailable", "warning", fmt, str(e)))
+    from .checkpoints import render_checkpoints
+
+    files |= render_checkpoints(result)  # type: ignore[arg-type]  # bytes: network checkpoints, if any
     findings += validate_export(result, rec, files)
     replays = {}
     if replay_exports:

@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from ..datasets.recording import JointInfo, Recording
-from ..models.families import Family, get_family
+from ..models.families import NET_FAMILIES, Family, get_family
 
 DEG_PER_RAD = 180.0 / math.pi
 RAD_PER_DEG = math.pi / 180.0
@@ -60,6 +60,9 @@ def joint_family(result: dict, joint: str, name: str) -> Family:
     jr = result["joints"][joint]
     if name not in jr["models"]:
         raise ExportError(f"joint {joint!r} has no fitted {name!r} model; fitted: {sorted(jr['models'])}")
+    if name in NET_FAMILIES:
+        raise ExportError(f"joint {joint!r}: {name!r} is an actuator network; its exports are torchscript.pt, "
+                          "newton.pt2 and ACTUATORS_NET in isaaclab.py (fit a parametric family for the others)")
     fam = get_family(name)
     terms = jr["models"][name].get("joint_terms")
     return fam.with_terms(tuple(terms)) if terms is not None else fam

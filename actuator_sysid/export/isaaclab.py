@@ -20,7 +20,7 @@ import os
 import re
 
 from ..models import parameters
-from ..models.families import get_family
+from ..models.families import NET_FAMILIES, get_family
 from .common import ExportError, Finding, joint_family
 
 __all__ = ["ExportError", "actuator_cfgs", "best_cfgs", "cfg_hazards", "render_json", "render_python",
@@ -100,7 +100,7 @@ def _fields(cls: str) -> tuple[str, ...]:
 def _exportable(jr: dict) -> str | None:
     """The best-ranked fitted family that Isaac Lab has a built-in cfg class for (None: none has)."""
     for row in jr.get("ranking") or [{"family": jr["best_model"]}]:
-        if get_family(row["family"]).isaaclab_cfg in CFG_FIELDS:
+        if row["family"] not in NET_FAMILIES and get_family(row["family"]).isaaclab_cfg in CFG_FIELDS:
             return row["family"]
     return None
 
@@ -201,6 +201,8 @@ def actuator_cfgs(result: dict, families: dict[str, str] | None = None, *, custo
         raise ExportError(f"unknown backend {backend!r}: choose from {list(BACKENDS)}")
     per_joint: dict[str, dict] = {}
     for joint, jr in result["joints"].items():
+        if _nets_only(jr):  # its cfg is ActuatorNetMLPCfg / ActuatorNetLSTMCfg (net_cfgs)
+            continue
         fam, joint_custom = (families or {}).get(joint), custom
         if not fam:  # a joint fitted with Newton-only families alone gets our subclass
             fam = jr["best_model"] if custom else _exportable(jr)
@@ -216,12 +218,56 @@ def actuator_cfgs(result: dict, families: dict[str, str] | None = None, *, custo
 def best_cfgs(result: dict, backend: str = "newton") -> dict[str, dict] | None:
     """Each joint's best model with our subclasses where needed; None when ACTUATORS already holds it."""
     for joint, jr in result["joints"].items():
+        if _nets_only(jr):
+            continue
         fam = joint_family(result, joint, jr["best_model"])
         built_in = _exportable(jr)
         if (built_in is not None and built_in != jr["best_model"]) or (
                 "encoder_offset" in fam.joint_terms and fam.drive != "implicit"):
             return actuator_cfgs(result, custom=True, backend=backend)
     return None
+
+
+NET_CFG_FIELDS: dict[str, tuple[str, ...]] = {
+    "ActuatorNetMLPCfg": ("network_file", "pos_scale", "vel_scale", "torque_scale", "input_order", "input_idx",
+                          "saturation_effort", "actuator_velocity_limit", "actuator_effort_limit"),
+    "ActuatorNetLSTMCfg": ("network_file", "saturation_effort", "actuator_velocity_limit", "actuator_effort_limit"),
+}
+NET_NOTE = (
+    "Actuator networks (consumer-semantics §A.7-A.9): network_file is the TorchScript export of this fit\n"
+    "(place it next to this file or give an absolute path). Inputs: position error q_des - q and the measured\n"
+    "velocity, index k = k physics steps back; Isaac Lab clips the output with the fitted DC-motor envelope.\n"
+    "Isaac Lab 3.0 hands nets to Newton 1.8 as TorchScript, which Newton rejects: run them with\n"
+    "SimulationCfg(use_newton_actuators=False), or give Newton the newton.pt2 export (NewtonNeuralControlAPI)."
+)
+
+
+def _nets_only(jr: dict) -> bool:
+    return bool(jr["models"]) and all(f in NET_FAMILIES for f in jr["models"])
+
+
+def net_cfgs(result: dict) -> dict[str, dict]:
+    """ActuatorNetMLPCfg / ActuatorNetLSTMCfg groups for the joints with a fitted network (each joint's net
+    with the lower validation position error), pointing at the checkpoint file the fit's exports hold."""
+    from .checkpoints import checkpoint_files
+
+    groups: dict[str, dict] = {}
+    for joint, (kind, files) in checkpoint_files(result).items():
+        model = result["joints"][joint]["models"][kind]
+        cls = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg"}[kind]
+        spec = model["network"]
+        values = {**spec, "network_file": files["torchscript.pt"]}
+        cfg: dict = {"joint_names_expr": [re.escape(joint)]}
+        for name in NET_CFG_FIELDS[cls]:
+            v = values[name]
+            cfg[name] = list(v) if isinstance(v, list) else v if isinstance(v, str) else float(v)
+        name = _group_name(joint) + "_" + kind
+        groups[name] = {"class_type": cls, "family": kind, "cfg": cfg}
+    problems = [f"{g}: {k} = {v!r} must be finite and > 0" for g, spec in groups.items()
+                for k, v in spec["cfg"].items() if isinstance(v, float) and not (math.isfinite(v) and v > 0)]
+    if problems:
+        raise ExportError("Isaac Lab network export failed validation: " + "; ".join(problems))
+    return groups
 
 
 def _rename(cfg: dict, cls: str, field_names: str) -> dict:
@@ -342,6 +388,10 @@ def _doc(result: dict, families: dict[str, str] | None, field_names: str, backen
         "actuators": {g: {**s, **({"defined_in": "isaaclab.py"} if s["class_type"] not in BUILTIN else {}),
                           "cfg": _rename(s["cfg"], s["class_type"], field_names)} for g, s in groups.items()},
     }
+    nets = net_cfgs(result)
+    if nets:
+        doc["actuators_net"] = nets
+        doc["network_note"] = NET_NOTE
     best = best_cfgs(result, backend) if families is None else None
     if best is not None:
         doc["actuators_best"] = {g: {**s, "defined_in": "isaaclab.py", "cfg": _rename(s["cfg"], s["class_type"],
@@ -515,9 +565,16 @@ def render_python(result: dict, families: dict[str, str] | None = None, *, field
                 if OFFSET_SUFFIX in c:
                     lines.append(_offset_source(c).rstrip("\n"))
         lines.append("")
-    else:
+    elif classes:
         lines.append(f"from isaaclab.actuators import {', '.join(classes)}")
+    nets = net_cfgs(result)
+    if nets:
+        lines.append("from isaaclab.actuators import "
+                     + ", ".join(sorted({g["class_type"] for g in nets.values()})))
     lines += ["", "ACTUATORS = {", *_entries(groups, field_names), "}"]
+    if nets:
+        lines += ["", *("# " + line for line in NET_NOTE.split("\n")), "ACTUATORS_NET = {",
+                  *_entries(nets, "isaaclab-3"), "}"]
     if best is not None:
         lines += ["", "# Each joint's best-ranked fitted model, with the subclasses above where Isaac Lab has no class.",
                   "ACTUATORS_BEST = {", *_entries(best, field_names), "}"]

@@ -1,0 +1,679 @@
+"""Actuator networks fitted to a log: supervised on measured torque, or trained in the loop without it.
+
+With torque in the log, the MLP learns torque from position-error and velocity histories at `input_idx`
+(physics steps back, as Isaac Lab counts them) and the LSTM from the raw [q_des − q, qd] sequence. Without
+torque, the net is first fitted to the inverse-dynamics torque of the known load (J·Δqd/dt + m·g·l·sin q,
+the plant the kernel steps) and then trained in the loop: batched, differentiable rollouts of that plant
+(semi-implicit Euler, consumer-semantics §F, no joint terms: the net holds the whole actuator) over windows
+that restart from the log, loss on position and velocity as the parametric fits use. The DC-motor envelope
+Isaac Lab clips the net with is the tightest one that contains the (velocity, torque) points, measured or
+estimated. Segments split into train and validation as the parametric fits do; early stopping on the
+validation loss; deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..datasets.recording import Recording
+from ..models.families import get_family
+from ..models.networks import (
+    NET_FAMILIES,
+    POS_ERROR,
+    NetSpec,
+    NetStepper,
+    build_network,
+    count_parameters,
+    mlp_input,
+)
+from ..models.rollout import RolloutEngine, SegmentBatch, full_params
+from .api import FitRequest, FitRequestError
+from .objective import VELOCITY_WEIGHT, pool_metrics
+
+ProgressFn = Callable[[float, str], None]
+ISAACLAB_CFG = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg"}
+
+
+class NetFitError(FitRequestError):
+    """A network fit that cannot run as asked (bad options, a log the mode cannot use)."""
+
+
+@dataclass
+class NetOptions:
+    """Architecture and training budget of the actuator networks (small by default: CPU, seconds)."""
+
+    input_idx: list[int] | None = None  # physics steps back; default [0, d, 2d] for decimation d
+    input_order: str = "pos_vel"
+    hidden: list[int] = field(default_factory=lambda: [32, 32])
+    activation: str = "softsign"
+    hidden_size: int = 16
+    num_layers: int = 1
+    epochs: int = 300
+    patience: int = 60  # epochs without a better validation loss before stopping
+    lr: float = 3e-3
+    batch_size: int = 512  # supervised MLP
+    window: int = 100  # samples per in-the-loop rollout window (truncated BPTT length)
+    lstm_window: int = 100  # samples per supervised LSTM sequence
+    burn_in: int = 20  # LSTM samples run on the log before the loss counts
+    in_loop_epochs: int = 300
+    mode: str = "auto"  # "auto": torque when the log has it; "torque"; "in_the_loop"
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> NetOptions:
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(d or {}) - known)
+        if unknown:
+            raise NetFitError(f"unknown network option(s) {unknown}: choose from {sorted(known)}")
+        opts = cls(**(d or {}))
+        if opts.mode not in ("auto", "torque", "in_the_loop"):
+            raise NetFitError(f"network mode must be auto, torque or in_the_loop, got {opts.mode!r}")
+        if opts.epochs < 1 or opts.patience < 1 or opts.window < 3 or opts.lr <= 0:
+            raise NetFitError("network epochs, patience must be ≥ 1, window ≥ 3 samples and lr > 0")
+        return opts
+
+
+# --- data of one joint ---
+
+
+@dataclass
+class JointData:
+    """One joint's segments as float32 tensors, with the load the plant steps."""
+
+    names: list[str]
+    q: list[torch.Tensor]
+    qd: list[torch.Tensor]
+    q_des: list[torch.Tensor]
+    tau: list[torch.Tensor] | None
+    inertia: list[float]
+    mgl: list[float]
+    ext: list[float]
+    free: list[bool]
+    dt: list[float]  # physics dt
+
+    def subset(self, ids: list[int]) -> JointData:
+        pick = lambda a: [a[i] for i in ids]  # noqa: E731
+        return JointData(pick(self.names), pick(self.q), pick(self.qd), pick(self.q_des),
+                         None if self.tau is None else pick(self.tau), pick(self.inertia), pick(self.mgl),
+                         pick(self.ext), pick(self.free), pick(self.dt))
+
+
+def joint_data(rec: Recording, joint: str, substeps: int, tau: str = "measured") -> JointData:
+    """Segments of one joint; tau "measured", "inverse_dynamics" or "none"."""
+    j = rec.joint_index(joint)
+    f32 = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float32))  # noqa: E731
+    out = JointData([], [], [], [], [] if tau != "none" else None, [], [], [], [], [])
+    for seg in rec.segments:
+        inertia, mgl = rec.load_for(seg, j)
+        ext = float(seg.metadata.get("joints", {}).get(joint, {}).get("external_torque",
+                                                                        seg.metadata.get("external_torque", 0.0)))
+        out.names.append(seg.name)
+        out.q.append(f32(seg.q[:, j]))
+        out.qd.append(f32(seg.qd[:, j]))
+        out.q_des.append(f32(seg.q_des[:, j]))
+        out.inertia.append(inertia)
+        out.mgl.append(mgl)
+        out.ext.append(ext)
+        out.free.append(bool(seg.metadata.get("free_swing")))
+        out.dt.append(seg.dt / substeps)
+        if tau == "measured":
+            out.tau.append(f32(seg.tau[:, j]))
+        elif tau == "inverse_dynamics":
+            out.tau.append(f32(inverse_dynamics(seg.q[:, j], seg.qd[:, j], seg.dt, inertia, mgl, ext)))
+    return out
+
+
+def inverse_dynamics(q: np.ndarray, qd: np.ndarray, dt: float, inertia: float, mgl: float, ext: float) -> np.ndarray:
+    """The torque the kernel's plant needs to go from sample k to k+1: J·(qd[k+1] − qd[k])/dt + m·g·l·sin q − ext."""
+    acc = np.diff(qd, append=qd[-1:]) / dt
+    return inertia * acc + mgl * np.sin(q) - ext
+
+
+# --- envelope ---
+
+
+def containing_envelope(qd: np.ndarray, tau: np.ndarray, margin: float = 0.02) -> dict[str, float]:
+    """Tightest four-quadrant DC-motor envelope (§A.4) that contains every (velocity, torque) point.
+
+    The effort limit is the largest |torque|; over a grid of stall efforts the smallest no-load speed that
+    keeps every motoring point (torque and velocity of one sign) under the line is found, and the pair
+    enclosing the least area over the observed speeds wins.
+    """
+    a = np.abs(tau)
+    elim = float(max(a.max(), 1e-6) * (1 + margin))
+    motoring = (tau * qd > 0)
+    v, t = np.abs(qd[motoring]), a[motoring]
+    vmax = float(max(np.abs(qd).max(), 1e-6))
+    best = None
+    for sat in elim * np.geomspace(1.0 + 1e-3, 30.0, 60):
+        vlim = float(np.max(sat * v / (sat - t))) * (1 + margin) if v.size else 0.0
+        vlim = max(vlim, 1e-3)
+        grid = np.linspace(0, vmax, 64)
+        area = float(np.mean(np.minimum(sat * (1 - grid / vlim), elim)))
+        if best is None or area < best[0] - 1e-12:
+            best = (area, float(sat), vlim)
+    _, sat, vlim = best
+    return {"saturation_effort": sat, "actuator_velocity_limit": vlim, "actuator_effort_limit": elim}
+
+
+# --- plant and rollouts ---
+
+
+def rollout(stepper: NetStepper, q0: torch.Tensor, qd0: torch.Tensor, q_des: torch.Tensor, inertia: torch.Tensor,
+            mgl: torch.Tensor, ext: torch.Tensor, free: torch.Tensor, dt: torch.Tensor, substeps: int,
+            measured: tuple[torch.Tensor, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """Step B lanes through T samples: the net's effort, then the §F plant (no joint terms), `substeps`
+    physics steps per sample with the command held. With `measured` (q, qd) the net sees the log (open loop).
+
+    Returns q, qd, applied of shape (B, T); q[:, 0] is the initial state.
+    """
+    q, qd = q0, qd0
+    qs, qds, taus = [], [], []
+    n = q_des.shape[1]
+    on = (~free).to(q0.dtype)
+    for k in range(n):
+        if measured is not None:
+            q, qd = measured[0][:, k], measured[1][:, k]
+        qs.append(q)
+        qds.append(qd)
+        for r in range(substeps if k < n - 1 else 1):
+            _, applied = stepper.step(q_des[:, k], q, qd)
+            applied = applied * on
+            if r == 0:
+                taus.append(applied)
+            if k == n - 1:
+                break
+            qd = qd + dt * (applied - mgl * torch.sin(q) + ext) / inertia
+            q = q + dt * qd
+    return {"q": torch.stack(qs, 1), "qd": torch.stack(qds, 1), "applied": torch.stack(taus, 1)}
+
+
+def _lanes(data: JointData, ids: list[int]) -> dict[str, torch.Tensor]:
+    col = lambda name: torch.tensor([getattr(data, name)[i] for i in ids], dtype=torch.float32)  # noqa: E731
+    return {"inertia": col("inertia"), "mgl": col("mgl"), "ext": col("ext"), "dt": col("dt"),
+            "free": torch.tensor([data.free[i] for i in ids])}
+
+
+def simulate_segments(spec: NetSpec, net: torch.nn.Module, data: JointData, substeps: int,
+                      open_loop: bool = False) -> list[dict[str, np.ndarray]]:
+    """Each segment rolled out from its first logged state with a freshly reset net (Isaac Lab reset)."""
+    out = []
+    with torch.no_grad():
+        for i in range(len(data.names)):
+            lanes = _lanes(data, [i])
+            stepper = NetStepper(spec, net, 1)
+            meas = (data.q[i][None], data.qd[i][None]) if open_loop else None
+            tr = rollout(stepper, data.q[i][:1], data.qd[i][:1], data.q_des[i][None], lanes["inertia"],
+                         lanes["mgl"], lanes["ext"], lanes["free"], lanes["dt"], substeps, meas)
+            out.append({k: v[0].numpy().astype(np.float64) for k, v in tr.items()})
+    return out
+
+
+# --- training ---
+
+
+def _lags(spec: NetSpec, substeps: int) -> list[int]:
+    bad = [i for i in spec.input_idx if i % substeps]
+    if bad:
+        raise NetFitError(f"input_idx {spec.input_idx} counts physics steps; with decimation {substeps} the log "
+                          f"has a sample every {substeps} steps, so every index must be a multiple of {substeps}")
+    return [i // substeps for i in spec.input_idx]
+
+
+def _mlp_table(spec: NetSpec, data: JointData, substeps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(features, torque) of every sample with a full history, scaled as the network sees them."""
+    lags = _lags(spec, substeps)
+    h = max(lags)
+    xs, ys = [], []
+    for q, qd, qdes, tau, free in zip(data.q, data.qd, data.q_des, data.tau, data.free, strict=True):
+        if free or q.shape[0] <= h:
+            continue
+        err = qdes - q
+        n = q.shape[0]
+        pos = torch.stack([err[h - lag:n - lag] for lag in lags], 1)
+        vel = torch.stack([qd[h - lag:n - lag] for lag in lags], 1)
+        # a (B, H) history whose columns are the lags themselves
+        full_pos = torch.zeros(n - h, spec.history_length)
+        full_vel = torch.zeros(n - h, spec.history_length)
+        full_pos[:, spec.input_idx] = pos
+        full_vel[:, spec.input_idx] = vel
+        xs.append(mlp_input(spec, full_pos, full_vel))
+        ys.append(tau[h:])
+    if not xs:
+        raise NetFitError("no segment is long enough for the network's input history (or all are free swing)")
+    return torch.cat(xs), torch.cat(ys)
+
+
+def _set_scales(spec: NetSpec, data: JointData) -> None:
+    err = torch.cat([d - q for d, q in zip(data.q_des, data.q, strict=True)])
+    qd = torch.cat(data.qd)
+    tau = torch.cat(data.tau) if data.tau else torch.ones(1)
+    spec.pos_scale = float(1.0 / max(float(err.std()), 1e-4))
+    spec.vel_scale = float(1.0 / max(float(qd.std()), 1e-4))
+    spec.torque_scale = float(max(float(tau.std()), 1e-4))
+
+
+class _Stopper:
+    """Keeps the best weights by validation loss; says when patience has run out."""
+
+    def __init__(self, net: torch.nn.Module, patience: int) -> None:
+        self.net, self.patience = net, patience
+        self.best, self.best_epoch, self.state = math.inf, -1, None
+
+    def __call__(self, epoch: int, loss: float) -> bool:
+        if loss < self.best * (1 - 1e-4):
+            self.best, self.best_epoch = loss, epoch
+            self.state = {k: v.detach().clone() for k, v in self.net.state_dict().items()}
+        return epoch - self.best_epoch >= self.patience
+
+    def restore(self) -> None:
+        if self.state is not None:
+            self.net.load_state_dict(self.state)
+
+
+def _lstm_sequences(data: JointData, length: int, stride: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(x (B, T, 2) raw [q_des − q, qd], tau (B, T), qd (B, T)) windows over the segments."""
+    xs, ts, vs = [], [], []
+    for q, qd, qdes, tau, free in zip(data.q, data.qd, data.q_des, data.tau, data.free, strict=True):
+        if free:
+            continue
+        n = q.shape[0]
+        starts = list(range(0, max(n - length, 0) + 1, stride)) if n >= length else []
+        for s in starts:
+            xs.append(torch.stack([qdes[s:s + length] - q[s:s + length], qd[s:s + length]], 1))
+            ts.append(tau[s:s + length])
+            vs.append(qd[s:s + length])
+    if not xs:
+        raise NetFitError(f"no segment holds {length} samples for the LSTM's training sequences")
+    return torch.stack(xs), torch.stack(ts), torch.stack(vs)
+
+
+def _lstm_forward(net: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Torque of every step of (B, T, 2) sequences from a zero state: the same maths as stepping one at a time."""
+    y, _ = net.lstm(x * net.in_scale)
+    return net.linear(y)[..., 0] * net.out_scale
+
+
+def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val: JointData, opts: NetOptions,
+                     substeps: int, report: Callable[[int, float], None]) -> dict:
+    """Fit torque (measured or inverse-dynamics) by Adam with early stopping; returns the training record."""
+    opt = torch.optim.Adam(net.parameters(), lr=opts.lr)
+    stop = _Stopper(net, opts.patience)
+    t0, seen, epoch = time.perf_counter(), 0, 0
+    if spec.kind == "mlp":
+        x, y = _mlp_table(spec, train, substeps)
+        xv, yv = _mlp_table(spec, val, substeps) if val.names else (x, y)
+        y_n, yv_n = y / spec.torque_scale, yv / spec.torque_scale
+        gen = torch.Generator().manual_seed(0)
+        for epoch in range(opts.epochs):
+            perm = torch.randperm(x.shape[0], generator=gen)
+            for b in range(0, x.shape[0], opts.batch_size):
+                idx = perm[b:b + opts.batch_size]
+                loss = torch.mean((net(x[idx])[:, 0] - y_n[idx]) ** 2)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                seen += idx.numel()
+            with torch.no_grad():
+                vloss = float(torch.mean((net(xv)[:, 0] - yv_n) ** 2))
+            report(epoch, vloss)
+            if stop(epoch, vloss):
+                break
+    else:
+        x, y, _ = _lstm_sequences(train, opts.lstm_window, opts.lstm_window // 2)
+        has_val = bool(val.names) and any(not f for f in val.free)
+        xv, yv, _ = _lstm_sequences(val, opts.lstm_window, opts.lstm_window) if has_val else (x, y, None)
+        b0 = min(opts.burn_in, opts.lstm_window // 2)
+        gen = torch.Generator().manual_seed(0)
+        batch = max(8, opts.batch_size // 16)
+        for epoch in range(opts.epochs):
+            perm = torch.randperm(x.shape[0], generator=gen)
+            for b in range(0, x.shape[0], batch):
+                idx = perm[b:b + batch]
+                pred = _lstm_forward(net, x[idx])
+                loss = torch.mean(((pred - y[idx]) / spec.torque_scale)[:, b0:] ** 2)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                seen += idx.numel() * (x.shape[1] - b0)
+            with torch.no_grad():
+                vloss = float(torch.mean(((_lstm_forward(net, xv) - yv) / spec.torque_scale)[:, b0:] ** 2))
+            report(epoch, vloss)
+            if stop(epoch, vloss):
+                break
+    stop.restore()
+    secs = time.perf_counter() - t0
+    return {"epochs": epoch + 1, "best_epoch": stop.best_epoch + 1, "validation_loss": stop.best,
+            "samples_seen": seen, "seconds": round(secs, 3), "samples_per_s": round(seen / max(secs, 1e-9), 1)}
+
+
+def _windows(data: JointData, length: int, substeps: int, spec: NetSpec, ids: list[int] | None = None):
+    """In-the-loop rollout windows: start states, commands, targets and the MLP history before each start."""
+    rows = []
+    for i in ids if ids is not None else range(len(data.names)):
+        n = data.q[i].shape[0]
+        for w0 in range(0, n - 2, length - 1):
+            w1 = min(w0 + length, n)
+            if w1 - w0 < 3:
+                continue
+            rows.append((i, w0, w1))
+    if not rows:
+        raise NetFitError("no segment is long enough for in-the-loop training windows")
+    t = min(w1 - w0 for _, w0, w1 in rows)
+    h = spec.history_length
+    pos_h, vel_h = torch.zeros(len(rows), h), torch.zeros(len(rows), h)
+    for r, (i, w0, _) in enumerate(rows):
+        for c in range(h):  # column c: the step c+1 physics steps before the first one pushed
+            k = w0 - math.ceil((c + 1) / substeps)
+            if k >= 0:
+                pos_h[r, c] = data.q_des[i][k] - data.q[i][k]
+                vel_h[r, c] = data.qd[i][k]
+    pick = lambda a: torch.stack([a[i][w0:w0 + t] for i, w0, _ in rows])  # noqa: E731
+    lanes = _lanes(data, [i for i, _, _ in rows])
+    return {"q": pick(data.q), "qd": pick(data.qd), "q_des": pick(data.q_des), "pos_h": pos_h, "vel_h": vel_h,
+            "rows": rows, **lanes}
+
+
+def _window_loss(spec: NetSpec, net: torch.nn.Module, w: dict, substeps: int, sq: float, sqd: float,
+                 burn: int, data: JointData) -> torch.Tensor:
+    stepper = NetStepper(spec, net, w["q"].shape[0])
+    if spec.kind == "mlp":
+        stepper.reset(w["pos_h"], w["vel_h"])
+    elif burn:
+        with torch.no_grad():  # truncated BPTT: the LSTM state comes from the log before the window
+            xs = []
+            for i, w0, _ in w["rows"]:
+                s = max(0, w0 - burn)
+                seq = torch.stack([data.q_des[i][s:w0] - data.q[i][s:w0], data.qd[i][s:w0]], 1)
+                xs.append(torch.cat([torch.zeros(burn - (w0 - s), 2), seq]))
+            _, stepper.hc = net.lstm(torch.stack(xs) * net.in_scale, stepper.hc)
+    tr = rollout(stepper, w["q"][:, 0], w["qd"][:, 0], w["q_des"], w["inertia"], w["mgl"], w["ext"], w["free"],
+                 w["dt"], substeps)
+    eq = (tr["q"][:, 1:] - w["q"][:, 1:]) / sq
+    eqd = (tr["qd"][:, 1:] - w["qd"][:, 1:]) / sqd
+    return torch.mean(eq ** 2) + VELOCITY_WEIGHT * torch.mean(eqd ** 2)
+
+
+def train_in_loop(spec: NetSpec, net: torch.nn.Module, train: JointData, val: JointData, opts: NetOptions,
+                  substeps: int, report: Callable[[int, float], None]) -> dict:
+    """Truncated BPTT through batched differentiable plant rollouts; early stopping on validation windows."""
+    sq = max(float(torch.cat(train.q).std()), 1e-3)
+    sqd = max(float(torch.cat(train.qd).std()), 1e-3)
+    wt = _windows(train, opts.window, substeps, spec)
+    wv = _windows(val, opts.window, substeps, spec) if val.names else wt
+    burn = opts.burn_in if spec.kind == "lstm" else 0
+    opt = torch.optim.Adam(net.parameters(), lr=opts.lr / 3)
+    stop = _Stopper(net, opts.patience)
+    with torch.no_grad():
+        initial = float(_window_loss(spec, net, wv, substeps, sq, sqd, burn, val if val.names else train))
+    stop(-1, initial)
+    t0, seen, epoch = time.perf_counter(), 0, 0
+    for epoch in range(opts.in_loop_epochs):
+        loss = _window_loss(spec, net, wt, substeps, sq, sqd, burn, train)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        seen += wt["q"].numel() * substeps
+        with torch.no_grad():
+            vloss = float(_window_loss(spec, net, wv, substeps, sq, sqd, burn, val if val.names else train))
+        report(epoch, vloss)
+        if stop(epoch, vloss):
+            break
+    stop.restore()
+    secs = time.perf_counter() - t0
+    return {"in_loop_initial_loss": initial, "in_loop_epochs": epoch + 1, "in_loop_best_epoch": stop.best_epoch + 1,
+            "in_loop_validation_loss": stop.best, "in_loop_steps_seen": seen, "in_loop_seconds": round(secs, 3),
+            "in_loop_steps_per_s": round(seen / max(secs, 1e-9), 1), "window_samples": opts.window}
+
+
+# --- metrics ---
+
+
+def trajectory_rows(data: JointData, sims: list[dict], val_names: set[str]) -> list[dict]:
+    """Per-segment position/velocity errors of closed-loop rollouts, in objective.segment_metrics' shape."""
+    rows = []
+    for i, sim in enumerate(sims):
+        eq = sim["q"][1:] - data.q[i][1:].numpy()
+        eqd = sim["qd"][1:] - data.qd[i][1:].numpy()
+        rows.append({"segment": data.names[i], "samples": int(eq.size),
+                     "position_rmse": float(np.sqrt(np.mean(eq ** 2))), "position_mae": float(np.mean(np.abs(eq))),
+                     "velocity_rmse": float(np.sqrt(np.mean(eqd ** 2))),
+                     "split": "validation" if data.names[i] in val_names else "train"})
+    return rows
+
+
+def torque_rows(names: list[str], applied: list[np.ndarray], tau: list[np.ndarray], val_names: set[str]) -> list[dict]:
+    """Per-segment open-loop torque errors (the model fed the logged states) against the measured torque."""
+    rows = []
+    for name, a, t in zip(names, applied, tau, strict=True):
+        e = np.asarray(a, np.float64) - np.asarray(t, np.float64)
+        rows.append({"segment": name, "samples": int(e.size), "torque_rmse": float(np.sqrt(np.mean(e ** 2))),
+                     "torque_mae": float(np.mean(np.abs(e))),
+                     "split": "validation" if name in val_names else "train"})
+    return rows
+
+
+def pool_torque(rows: list[dict], torque_range: float) -> dict | None:
+    """Sample-weighted torque RMSE of some segments, also as a fraction of the measured torque range."""
+    if not rows:
+        return None
+    n = np.array([r["samples"] for r in rows], float)
+    rmse = float(np.sqrt(np.sum(n * np.array([r["torque_rmse"] ** 2 for r in rows])) / n.sum()))
+    return {"torque_rmse": rmse, "torque_rmse_of_range": rmse / max(torque_range, 1e-12),
+            "torque_mae": float(np.sum(n * np.array([r["torque_mae"] for r in rows])) / n.sum()),
+            "segments": len(rows), "samples": int(n.sum())}
+
+
+def split_metrics(rows: list[dict], pool) -> dict:
+    return {"train": pool([r for r in rows if r["split"] == "train"]),
+            "validation": pool([r for r in rows if r["split"] == "validation"]), "segments": rows}
+
+
+# --- weights as JSON ---
+
+
+def weights_to_json(net: torch.nn.Module) -> dict:
+    """state_dict → {name: {"shape", "data"}}: float32 values written exactly (as float64 decimals)."""
+    return {k: {"shape": list(v.shape), "data": v.detach().to(torch.float32).flatten().tolist()}
+            for k, v in net.state_dict().items()}
+
+
+def network_from_result(model: dict) -> tuple[NetSpec, torch.nn.Module]:
+    """The spec and the trained module of a fitted mlp/lstm result entry."""
+    spec = NetSpec(**model["network"])
+    net = build_network(spec)
+    state = {k: torch.tensor(v["data"], dtype=torch.float32).reshape(v["shape"]) for k, v in model["weights"].items()}
+    net.load_state_dict(state)
+    return spec, net.eval()
+
+
+# --- one joint, one kind ---
+
+
+def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids: list[int],
+                opts: NetOptions, substeps: int = 1, seed: int = 0,
+                progress: Callable[[float, str], None] | None = None) -> dict:
+    """Train one network for one joint; returns the result entry (params, network, weights, metrics, ...)."""
+    has_tau = all(s.tau is not None for s in rec.segments)
+    mode = opts.mode if opts.mode != "auto" else ("torque" if has_tau else "in_the_loop")
+    if mode == "torque" and not has_tau:
+        raise NetFitError("network mode 'torque' needs a measured torque (tau) in every segment; "
+                          "use mode in_the_loop for logs without torque")
+    if kind == "lstm" and substeps != 1:
+        raise NetFitError("the LSTM steps once per physics step on the log's samples: fit it with decimation 1")
+    torch.manual_seed(seed)
+    idx = opts.input_idx if opts.input_idx is not None else [0, substeps, 2 * substeps]
+    spec = NetSpec(kind, input_idx=list(idx), input_order=opts.input_order, hidden=list(opts.hidden),
+                   activation=opts.activation, hidden_size=opts.hidden_size, num_layers=opts.num_layers)
+    if kind == "mlp":
+        _lags(spec, substeps)
+    data = joint_data(rec, joint, substeps, "measured" if mode == "torque" else "inverse_dynamics")
+    train, val = data.subset(train_ids), data.subset(val_ids)
+    _set_scales(spec, train)
+    active = [i for i in range(len(data.names)) if not data.free[i]]
+    env = containing_envelope(torch.cat([data.qd[i] for i in active]).numpy(),
+                              torch.cat([data.tau[i] for i in active]).numpy(),
+                              margin=0.02 if mode == "torque" else 0.05)
+    for k, v in env.items():
+        setattr(spec, k, v)
+    net = build_network(spec)
+    warnings: list[str] = []
+
+    def report(phase: str, span: tuple[float, float], total: int):
+        def f(epoch: int, loss: float) -> None:
+            if progress:
+                progress(span[0] + (span[1] - span[0]) * min((epoch + 1) / total, 1.0),
+                         f"{kind} {joint}: {phase} epoch {epoch + 1}, validation loss {loss:.4g}")
+        return f
+
+    split = (0.0, 1.0) if mode == "torque" else (0.0, 0.3)
+    training = {"mode": mode, "torque_source": "measured" if mode == "torque" else "inverse dynamics of the load",
+                **train_supervised(spec, net, train, val, opts, substeps, report("torque", split, opts.epochs))}
+    if mode == "in_the_loop":
+        training |= train_in_loop(spec, net, train, val, opts, substeps,
+                                  report("in the loop", (0.3, 1.0), opts.in_loop_epochs))
+    if not val_ids:
+        warnings.append("a single segment: no validation segment, early stopping watched the training loss")
+    net.eval()
+    val_names = {data.names[i] for i in val_ids}
+    sims = simulate_segments(spec, net, data, substeps)
+    traj = trajectory_rows(data, sims, val_names)
+    entry = {
+        "family": kind,
+        "isaaclab_cfg": ISAACLAB_CFG[kind],
+        "joint_terms": [],
+        "params": {**spec.envelope(), **({"pos_scale": spec.pos_scale, "vel_scale": spec.vel_scale,
+                                          "torque_scale": spec.torque_scale} if kind == "mlp" else {})},
+        "network": spec.as_dict(),
+        "weights": weights_to_json(net),
+        "pos_error": POS_ERROR,
+        "training": training,
+        "metrics": split_metrics(traj, pool_metrics),
+        "loss": float(training.get("in_loop_validation_loss", training["validation_loss"])),
+        "intervals": {},
+        "correlation": {},
+        "warnings": warnings,
+        "n_params": count_parameters(net),
+        "assumptions": "closed loop: the load alone (no joint armature or friction; the net holds the actuator "
+                       "and whatever it learned of the joint's losses)",
+    }
+    if has_tau:
+        meas = joint_data(rec, joint, substeps, "measured")
+        open_loop = simulate_segments(spec, net, meas, substeps, open_loop=True)
+        taus = [t.numpy() for t in meas.tau]
+        rng = float(max(t.max() for t in taus) - min(t.min() for t in taus))
+        rows = torque_rows(meas.names, [s["applied"] for s in open_loop], taus, val_names)
+        entry["torque_metrics"] = split_metrics(rows, lambda r: pool_torque(r, rng))
+        entry["torque_range"] = rng
+    return entry
+
+
+def simulate_net(rec: Recording, joint: str, model: dict, decimation: int = 1) -> dict:
+    """Closed-loop traces of a fitted network on every segment of one joint, like api.simulate."""
+    spec, net = network_from_result(model)
+    data = joint_data(rec, joint, decimation, "none")
+    sims = simulate_segments(spec, net, data, decimation)
+    return {name: {"q": s["q"], "qd": s["qd"], "computed": s["applied"], "applied": s["applied"]}
+            for name, s in zip(data.names, sims, strict=True)}
+
+
+def fit_networks(rec: Recording, joints: list[str], kinds: list[str], train_ids: list[int], val_ids: list[int],
+                 options: dict | None, substeps: int, seed: int, progress: ProgressFn | None,
+                 span: tuple[float, float] = (0.0, 1.0)) -> dict[str, dict[str, dict]]:
+    """Every requested network kind for every joint: {joint: {kind: entry}}; progress within `span`."""
+    opts = NetOptions.from_dict(options)
+    for kind in kinds:
+        assert kind in NET_FAMILIES, kind
+    out: dict[str, dict[str, dict]] = {j: {} for j in joints}
+    jobs = [(j, k) for j in joints for k in kinds]
+    for n, (joint, kind) in enumerate(jobs):
+        lo = span[0] + (span[1] - span[0]) * n / len(jobs)
+        hi = span[0] + (span[1] - span[0]) * (n + 1) / len(jobs)
+
+        def sub(frac: float, msg: str, lo=lo, hi=hi) -> None:
+            if progress:
+                progress(lo + (hi - lo) * frac, msg)
+
+        out[joint][kind] = fit_network(rec, joint, kind, train_ids, val_ids, opts, substeps, seed, sub)
+    return out
+
+
+# --- the fit API's hook ---
+
+
+def check_request(rec: Recording, req: FitRequest) -> None:
+    """Reject network options or logs the requested nets cannot use, before anything runs."""
+    opts = NetOptions.from_dict(req.networks)
+    kinds = [m for m in req.models if m in NET_FAMILIES]
+    if opts.mode == "torque" and not all(s.tau is not None for s in rec.segments):
+        raise NetFitError("network mode 'torque' needs a measured torque (tau) in every segment; "
+                          "use mode in_the_loop (or auto) for logs without torque")
+    if "lstm" in kinds and req.decimation != 1:
+        raise NetFitError("the LSTM steps once per physics step on the log's samples: fit it with decimation 1")
+    if "mlp" in kinds:
+        idx = opts.input_idx if opts.input_idx is not None else [0, req.decimation, 2 * req.decimation]
+        _lags(NetSpec("mlp", input_idx=list(idx), input_order=opts.input_order, activation=opts.activation),
+              req.decimation)
+
+
+def _parametric_torque(rec: Recording, req: FitRequest, joint: str, fam_name: str, model: dict,
+                       val_names: set[str]) -> tuple[list[dict], dict]:
+    """Open-loop torque rows of a parametric model: the family's effort on the logged states (F_OPEN_LOOP)."""
+    family = get_family(fam_name)
+    if model.get("joint_terms") is not None:
+        family = family.with_terms(tuple(model["joint_terms"]))
+    knots = None if model.get("table_positions") is None else np.asarray([model["table_positions"]])
+    batch = SegmentBatch.from_recording(rec, [joint], substeps=req.decimation, knots=knots,
+                                        logged_gains=req.use_logged_gains)
+    cols = {n: np.array([[model["params"][n]]]) for n in family.params}
+    tr = RolloutEngine(batch, req.device, effort_mode=req.effort_mode).traces(
+        family, full_params(family, cols, (1, 1)), open_loop=True)
+    j = rec.joint_index(joint)
+    names = [batch.seg_names[s] for s in range(batch.n_segments)]
+    applied = [tr["applied"][0, batch.segment_slice(s)] for s in range(batch.n_segments)]
+    taus = [rec.segments[[x.name for x in rec.segments].index(n)].tau[:, j] for n in names]
+    rows = torque_rows(names, applied, taus, val_names)
+    rng = float(max(t.max() for t in taus) - min(t.min() for t in taus))
+    return rows, split_metrics(rows, lambda r: pool_torque(r, rng))
+
+
+def add_networks(rec: Recording, req: FitRequest, joints: list[str], train_ids: list[int], val_ids: list[int],
+                 per_joint: dict[str, dict], progress: ProgressFn | None) -> None:
+    """Fit the requested nets into per_joint[j]["models"], each compared with the best parametric model on the
+    same validation segments: closed loop (position) and, with measured torque, open loop (torque)."""
+    kinds = [m for m in req.models if m in NET_FAMILIES]
+    start = 1 - len(kinds) / len(req.models)
+    fitted = fit_networks(rec, joints, kinds, train_ids, val_ids, req.networks, req.decimation, req.seed,
+                          progress, (start, 0.99))
+    val_names = {rec.segments[i].name for i in val_ids}
+    has_tau = all(s.tau is not None for s in rec.segments)
+    for joint in joints:
+        models = per_joint[joint]["models"]
+        parametric = [f for f in models if f not in NET_FAMILIES]
+        if has_tau:
+            for f in parametric:
+                models[f]["torque_metrics"] = _parametric_torque(rec, req, joint, f, models[f], val_names)[1]
+        split = "validation" if val_ids else "train"
+        best = min(parametric, key=lambda f: (models[f]["metrics"].get(split) or {}).get("position_rmse", math.inf),
+                   default=None)
+        for kind, entry in fitted[joint].items():
+            models[kind] = entry
+            if best is None:
+                continue
+            pick = lambda m, key, metric, split=split: ((m.get(key) or {}).get(split) or {}).get(metric)  # noqa: E731
+            entry["comparison"] = {
+                "parametric_family": best, "split": split,
+                "position_rmse": {"network": pick(entry, "metrics", "position_rmse"),
+                                  "parametric": pick(models[best], "metrics", "position_rmse")},
+                "velocity_rmse": {"network": pick(entry, "metrics", "velocity_rmse"),
+                                  "parametric": pick(models[best], "metrics", "velocity_rmse")},
+                **({"torque_rmse": {"network": pick(entry, "torque_metrics", "torque_rmse"),
+                                    "parametric": pick(models[best], "torque_metrics", "torque_rmse")}}
+                   if has_tau else {}),
+            }

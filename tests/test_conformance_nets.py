@@ -1,0 +1,151 @@
+"""Exported actuator networks in the real consumers: Isaac Lab 3.0's ActuatorNetMLP / ActuatorNetLSTM load the
+TorchScript export, Newton 1.8's DriveNeuralMLP / DriveNeuralLSTM the torch.export pt2 archive; on the same
+input sequence both give our model's efforts (NetStepper: history or LSTM state, scales, the DC-motor clip)
+within 1e-5 relative, over many steps with a reset in the middle (consumer-semantics §A.7–A.9, §C.2).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from isaaclab.actuators import ActuatorNetLSTM, ActuatorNetLSTMCfg, ActuatorNetMLP, ActuatorNetMLPCfg
+from isaaclab.utils.types import ArticulationActions
+from net_logs import nonlinear_recording
+
+from actuator_sysid.export.checkpoints import metadata, pt2_bytes, torchscript_bytes
+from actuator_sysid.fitting.nets import NetOptions, fit_network, network_from_result
+from actuator_sysid.models.networks import NetStepper
+
+RTOL = 1e-5
+N_STEPS = 240
+RESET_AT = 150
+# an envelope tighter than the net's outputs, so that the DC-motor clip binds on many steps
+ENVELOPE = {"saturation_effort": 0.9, "actuator_velocity_limit": 4.0, "actuator_effort_limit": 0.6}
+
+
+@pytest.fixture(scope="module")
+def entries() -> dict[str, dict]:
+    """A briefly trained MLP (history [0, 2, 5]) and a two-layer LSTM, as fit results (weights via JSON)."""
+    torch.set_num_threads(1)
+    rec = nonlinear_recording(n_segments=3, seconds=1.0, seed=3)
+    out = {}
+    for kind, opts in (("mlp", NetOptions(epochs=4, input_idx=[0, 2, 5], input_order="vel_pos")),
+                       ("lstm", NetOptions(epochs=4, hidden_size=8, num_layers=2))):
+        entry = fit_network(rec, "j", kind, [0, 1], [2], opts)
+        entry["network"].update(ENVELOPE)
+        out[kind] = entry
+    return out
+
+
+def sequence(n: int, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"q": rng.uniform(-1.5, 1.5, n), "qd": rng.uniform(-8, 8, n), "q_des": rng.uniform(-1.5, 1.5, n)}
+
+
+def ours(entry: dict, seq: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Our model: the entry's network through NetStepper, reset at RESET_AT."""
+    spec, net = network_from_result(entry)
+    stepper = NetStepper(spec, net, 1)
+    computed, applied = np.zeros(N_STEPS), np.zeros(N_STEPS)
+    t = lambda a, k: torch.tensor([a[k]], dtype=torch.float32)  # noqa: E731
+    with torch.no_grad():
+        for k in range(N_STEPS):
+            if k == RESET_AT:
+                stepper.reset()
+            c, a = stepper.step(t(seq["q_des"], k), t(seq["q"], k), t(seq["qd"], k))
+            computed[k], applied[k] = float(c[0]), float(a[0])
+    return computed, applied
+
+
+def assert_close(a: np.ndarray, b: np.ndarray) -> None:
+    np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * max(1.0, float(np.abs(b).max())))
+
+
+def isaaclab_actuator(kind: str, entry: dict, path: Path):
+    spec = entry["network"]
+    common = {"joint_names_expr": ["j"], "network_file": str(path), **ENVELOPE}
+    if kind == "mlp":
+        cfg = ActuatorNetMLPCfg(**common, pos_scale=spec["pos_scale"], vel_scale=spec["vel_scale"],
+                                torque_scale=spec["torque_scale"], input_order=spec["input_order"],
+                                input_idx=spec["input_idx"])
+        cls = ActuatorNetMLP
+    else:
+        cfg, cls = ActuatorNetLSTMCfg(**common), ActuatorNetLSTM
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cls(cfg, joint_names=["j"], joint_ids=slice(None), num_envs=1, device="cpu")
+
+
+@pytest.mark.parametrize("kind", ["mlp", "lstm"])
+def test_isaaclab_runs_the_torchscript_export_as_our_model(kind: str, entries: dict, tmp_path: Path) -> None:
+    entry = entries[kind]
+    path = tmp_path / "net.pt"
+    path.write_bytes(torchscript_bytes(entry))
+    act = isaaclab_actuator(kind, entry, path)
+    seq = sequence(N_STEPS, 11)
+    col = lambda a, k: torch.tensor([[a[k]]], dtype=torch.float32)  # noqa: E731
+    computed, applied = np.zeros(N_STEPS), np.zeros(N_STEPS)
+    for k in range(N_STEPS):
+        if k == RESET_AT:
+            act.reset(torch.arange(1))
+        action = ArticulationActions(joint_positions=col(seq["q_des"], k), joint_velocities=col(seq["q"], k) * 0,
+                                     joint_efforts=col(seq["q"], k) * 0)
+        act.compute(action, col(seq["q"], k), col(seq["qd"], k))
+        computed[k], applied[k] = float(act.computed_effort[0, 0]), float(act.applied_effort[0, 0])
+    mine = ours(entry, seq)
+    assert_close(mine[0], computed)
+    assert_close(mine[1], applied)
+    assert np.mean(applied != computed) > 0.2  # the DC-motor clip was active on many steps
+    # the reset mattered: without it our efforts after RESET_AT differ (history / LSTM state carried over)
+    spec, net = network_from_result(entry)
+    stepper = NetStepper(spec, net, 1)
+    with torch.no_grad():
+        no_reset = [float(stepper.step(*(torch.tensor([seq[c][k]], dtype=torch.float32)
+                                         for c in ("q_des", "q", "qd")))[0][0]) for k in range(RESET_AT + 1)]
+    assert abs(no_reset[RESET_AT] - computed[RESET_AT]) > 1e-6
+
+
+def newton_efforts(kind: str, entry: dict, path: Path, seq: dict[str, np.ndarray]) -> np.ndarray:
+    import newton
+    import warp as wp
+    from newton.actuators import ClampingDCMotor, DriveNeuralLSTM, DriveNeuralMLP
+    from newton_sim import open_loop
+
+    builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
+    link = builder.add_link(com=wp.vec3(0.0, 0.0, -0.2), mass=0.5, inertia=wp.mat33(np.eye(3) * 1e-3))
+    j = builder.add_joint_revolute(parent=-1, child=link, axis=newton.Axis.Y)
+    builder.add_articulation([j])
+    dof = builder.joint_qd_start[j]
+    dc = {"saturation_effort": ENVELOPE["saturation_effort"], "velocity_limit": ENVELOPE["actuator_velocity_limit"],
+          "max_motor_effort": ENVELOPE["actuator_effort_limit"]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        builder.add_actuator(DriveNeuralMLP if kind == "mlp" else DriveNeuralLSTM, index=dof,
+                             clamping=[(ClampingDCMotor, dc)], model_path=str(path))
+        model = builder.finalize(device="cpu")
+    act = model.actuators[0]
+    full = {**seq, "qd_des": np.zeros_like(seq["q"]), "tau_ff": np.zeros_like(seq["q"])}
+    first = open_loop(model, act, dof, {k: v[:RESET_AT] for k, v in full.items()}, 0.005)
+    # a reset: open_loop starts from fresh actuator states (zero history / LSTM state), as Isaac Lab's reset
+    second = open_loop(model, act, dof, {k: v[RESET_AT:N_STEPS] for k, v in full.items()}, 0.005)
+    return np.concatenate([first, second])
+
+
+@pytest.mark.parametrize("kind", ["mlp", "lstm"])
+def test_newton_runs_the_pt2_export_as_our_model(kind: str, entries: dict, tmp_path: Path) -> None:
+    entry = entries[kind]
+    path = tmp_path / "net.pt2"
+    path.write_bytes(pt2_bytes(entry))
+    meta = metadata(entry)
+    assert meta["model_type"] == kind
+    if kind == "lstm":
+        assert (meta["num_layers"], meta["hidden_size"]) == (2, 8)
+    seq = sequence(N_STEPS, 12)
+    theirs = newton_efforts(kind, entry, path, seq)
+    computed, applied = ours(entry, seq)
+    assert_close(applied, theirs)
+    assert np.mean(applied != computed) > 0.2 and np.std(theirs) > 0.1  # clipped often, and not constant

@@ -1,0 +1,163 @@
+"""Actuator networks fitted through the fit API: torque-supervised and in-the-loop recovery on logs of a known
+nonlinear actuator (tests/net_logs.py), determinism, progress, bad options, exports and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from net_logs import TRUTH, nonlinear_recording
+
+from actuator_sysid.datasets.canonical import write_table
+from actuator_sysid.export import BINARY_FORMATS, ExportError, render_all, render_bytes
+from actuator_sysid.fitting.api import FitRequest, FitRequestError, fit_recording, report_data
+from actuator_sysid.fitting.nets import NetOptions, containing_envelope, fit_network
+from actuator_sysid.models.families import NET_FAMILIES
+
+PARAMETRIC = ["dcmotor", "dcmotor_delay"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _val(model: dict, key: str, metric: str) -> float:
+    return model[key]["validation"][metric]
+
+
+def test_torque_supervised_nets_recover_the_nonlinear_actuator() -> None:
+    """Acceptance 2: DC motor + 2-step delay + Stribeck friction + position-dependent limit, torque logged."""
+    rec = nonlinear_recording(n_segments=9, seconds=3.0, torque=True)
+    res = fit_recording(rec, FitRequest(models=[*PARAMETRIC, "mlp", "lstm"], generations=100, population=16))
+    jr = res["joints"]["j"]
+    models = jr["models"]
+    best_parametric_torque = min(_val(models[f], "torque_metrics", "torque_rmse") for f in PARAMETRIC)
+    for kind in NET_FAMILIES:
+        m = models[kind]
+        assert m["training"]["mode"] == "torque"
+        assert _val(m, "torque_metrics", "torque_rmse_of_range") <= 0.05, (kind, m["torque_metrics"]["validation"])
+        assert _val(m, "torque_metrics", "torque_rmse") < best_parametric_torque, kind
+        assert m["comparison"]["torque_rmse"]["network"] == _val(m, "torque_metrics", "torque_rmse")
+        # Isaac Lab clips the net with the envelope: it holds every measured point, at the true effort cap
+        env = m["params"]
+        assert abs(env["actuator_effort_limit"] - TRUTH["elim"]) / TRUTH["elim"] < 0.15, env
+    assert jr["best_model"] in PARAMETRIC  # exporters need a parametric best model
+    assert {r["family"] for r in jr["ranking"]} == {*PARAMETRIC, "mlp", "lstm"}
+    plots = report_data(rec, res)
+    assert plots["joints"]["j"]["family"] == jr["best_model"]
+
+
+def test_in_the_loop_nets_track_a_log_without_torque() -> None:
+    """Acceptance 3: no torque in the log; a current-loop lag no parametric family expresses."""
+    rec = nonlinear_recording(n_segments=9, seconds=3.0, torque=False, position_limited=False, lag_s=0.02)
+    res = fit_recording(rec, FitRequest(models=[*PARAMETRIC, "mlp", "lstm"], generations=150, population=16))
+    models = res["joints"]["j"]["models"]
+    best = min(_val(models[f], "metrics", "position_rmse") for f in PARAMETRIC)
+    for kind in NET_FAMILIES:
+        m = models[kind]
+        assert m["training"]["mode"] == "in_the_loop"
+        assert "torque_metrics" not in m
+        # the in-the-loop phase improved on the inverse-dynamics warm start
+        assert m["training"]["in_loop_validation_loss"] < m["training"]["in_loop_initial_loss"], m["training"]
+        assert _val(m, "metrics", "position_rmse") <= 1.5 * best, (kind, _val(m, "metrics", "position_rmse"), best)
+
+
+def test_training_is_deterministic_for_a_seed_and_streams_progress() -> None:
+    rec = nonlinear_recording(n_segments=3, seconds=1.0, torque=True)
+    seen: list[tuple[float, str]] = []
+    opts = NetOptions(epochs=3)
+    a = fit_network(rec, "j", "mlp", [0, 1], [2], opts, seed=5, progress=lambda f, m: seen.append((f, m)))
+    b = fit_network(rec, "j", "mlp", [0, 1], [2], opts, seed=5)
+    c = fit_network(rec, "j", "mlp", [0, 1], [2], opts, seed=6)
+    assert a["weights"] == b["weights"] and a["weights"] != c["weights"]
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and 0 < fractions[-1] <= 1 and "mlp j" in seen[-1][1]
+
+
+def test_containing_envelope_is_tight() -> None:
+    """Points under a known DC-motor line give back that line (within the 2 % margin)."""
+    rng = np.random.default_rng(0)
+    v = rng.uniform(-6, 6, 4000)
+    sat, vlim, elim = 4.0, 8.0, 2.5
+    hi = np.minimum(sat * (1 - v / vlim), elim)
+    lo = np.maximum(sat * (-1 - v / vlim), -elim)
+    tau = np.where(rng.random(v.size) < 0.5, hi, lo) * rng.uniform(0.7, 1.0, v.size)
+    tau[:40] = np.where(v[:40] > 0, hi[:40], lo[:40])  # some points on the boundary
+    env = containing_envelope(v, tau)
+    assert env["actuator_effort_limit"] == pytest.approx(elim, rel=0.03)
+    assert env["saturation_effort"] == pytest.approx(sat, rel=0.15)
+    assert env["actuator_velocity_limit"] == pytest.approx(vlim, rel=0.15)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"networks": {"epoch": 3}}, "unknown network option"),
+    ({"networks": {"mode": "torque"}}, "needs a measured torque"),
+    ({"models": ["lstm"], "decimation": 2}, "decimation 1"),
+    ({"networks": {"input_idx": [0, 3]}, "decimation": 2}, "multiple of 2"),
+    ({"models": ["mlp", "transformer"]}, "unknown model family 'transformer'"),
+])
+def test_bad_network_requests_say_what(change: dict, message: str) -> None:
+    rec = nonlinear_recording(n_segments=2, seconds=0.5, torque=False)
+    with pytest.raises(FitRequestError, match=message):
+        fit_recording(rec, FitRequest(**{"models": ["mlp"], **change}))
+
+
+@pytest.fixture(scope="module")
+def net_fit() -> tuple:
+    torch.set_num_threads(1)
+    rec = nonlinear_recording(n_segments=3, seconds=1.0, torque=True)
+    res = fit_recording(rec, FitRequest(models=["dcmotor", "mlp", "lstm"], generations=5, population=8,
+                                        networks={"epochs": 3}))
+    return rec, res
+
+
+def test_exports_hold_checkpoints_and_net_cfgs(net_fit: tuple) -> None:
+    rec, res = net_fit
+    files = render_all(res, rec, replay_exports=False)
+    assert set(BINARY_FORMATS) <= set(files) and all(isinstance(files[f], bytes) for f in BINARY_FORMATS)
+    doc = json.loads(files["isaaclab.json"])
+    (group,) = doc["actuators_net"].values()
+    assert group["class_type"] in ("ActuatorNetMLPCfg", "ActuatorNetLSTMCfg")
+    assert group["cfg"]["network_file"] == "torchscript.pt"
+    assert "ACTUATORS_NET = {" in files["isaaclab.py"] and "ActuatorNet" in files["isaaclab.py"]
+    compile(files["isaaclab.py"], "isaaclab.py", "exec")
+    assert render_bytes(res, "newton.pt2", families="lstm")[:2] == b"PK"  # a zip archive (torch.export)
+    with pytest.raises(ExportError, match="must be mlp or lstm"):
+        render_bytes(res, "torchscript.pt", families="dcmotor")
+
+
+def test_a_fit_of_networks_alone_still_exports_and_reports() -> None:
+    rec = nonlinear_recording(n_segments=2, seconds=0.6, torque=False)
+    res = fit_recording(rec, FitRequest(models=["mlp"], networks={"epochs": 2, "in_loop_epochs": 2}))
+    assert res["joints"]["j"]["best_model"] == "mlp"
+    assert report_data(rec, res)["joints"]["j"]["family"] == "mlp"
+    files = render_all(res, rec, replay_exports=False)
+    assert "torchscript.pt" in files and "ACTUATORS_NET" in files["isaaclab.py"]
+    compile(files["isaaclab.py"], "isaaclab.py", "exec")
+
+
+def test_cli_fits_and_exports_networks(tmp_path: Path) -> None:
+    rec = nonlinear_recording(n_segments=2, seconds=0.6, torque=True)
+    log = tmp_path / "log.csv"
+    write_table(rec, log)  # with the log.json sidecar: the load the plant steps
+    cli = [sys.executable, "-m", "actuator_sysid.cli"]
+    out = tmp_path / "fit"
+    r = subprocess.run([*cli, "fit", str(log), "--models", "mlp", "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (out / "torchscript.pt").is_file() and (out / "newton.pt2").is_file()
+    target = tmp_path / "x" / "net.pt2"
+    r = subprocess.run([*cli, "export", str(out), "--format", "newton.pt2", "--out", str(target)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and target.read_bytes() == (out / "newton.pt2").read_bytes(), r.stderr
+    r = subprocess.run([*cli, "export", str(out), "--format", "torchscript.pt", "--family", "j=dcmotor"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "must be mlp or lstm" in r.stderr
