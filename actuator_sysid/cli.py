@@ -215,8 +215,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
     rec = _read(args)
     out = Path(args.out) if args.out else Path("out") / Path(args.log[0]).stem
     result = run_fit(rec, _request(args), out, Path(args.log[0]).name)
+    from .service.report import fidelity_gaps
+
     for joint, jr in result["joints"].items():
         print(f"{joint}: best model {jr['best_model']}", file=sys.stderr)
+        for line in fidelity_gaps(jr.get("ranking", [])):  # what a consumer-native family gives up
+            print(f"{joint}: {line}", file=sys.stderr)
     print(f"wrote {out}/fit.json, report.html, isaaclab.py, isaaclab.json", file=sys.stderr)
     return 0
 
@@ -443,7 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--effort-mode", choices=["explicit", "implicit"],
                    help="explicit (default) or Newton's implicit effort mode")
     f.add_argument("--joint-terms", help="joint terms instead of each family's default, comma-separated, e.g. "
-                                         "armature,friction,dynamic_friction,viscous_friction,encoder_offset")
+                                         "armature,friction,dynamic_friction,viscous_friction,encoder_offset; "
+                                         "BAM friction: stribeck_friction, load_friction, load_friction_external, "
+                                         "load_friction_quadratic_motor (docs/models.md)")
     f.add_argument("--holdout", metavar="KEY=VALUE",
                    help="validate on the segments whose metadata KEY equals VALUE (e.g. kp=20), train on the rest")
     f.add_argument("--folds", type=int, metavar="K", help="k-fold cross-validation over whole segments")
