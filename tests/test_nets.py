@@ -154,10 +154,22 @@ def test_cli_fits_and_exports_networks(tmp_path: Path) -> None:
     r = subprocess.run([*cli, "fit", str(log), "--models", "mlp", "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert (out / "torchscript.pt").is_file() and (out / "newton.pt2").is_file()
-    target = tmp_path / "x" / "net.pt2"
-    r = subprocess.run([*cli, "export", str(out), "--format", "newton.pt2", "--out", str(target)],
+    target = tmp_path / "x" / "net.pt"
+    r = subprocess.run([*cli, "export", str(out), "--format", "torchscript.pt", "--out", str(target)],
                        capture_output=True, text=True)
-    assert r.returncode == 0 and target.read_bytes() == (out / "newton.pt2").read_bytes(), r.stderr
+    assert r.returncode == 0 and target.read_bytes() == (out / "torchscript.pt").read_bytes(), r.stderr
     r = subprocess.run([*cli, "export", str(out), "--format", "torchscript.pt", "--family", "j=dcmotor"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "must be mlp or lstm" in r.stderr
+
+
+def test_report_compares_networks_with_the_best_parametric_model(net_fit: tuple) -> None:
+    from actuator_sysid.service.report import render_report
+
+    rec, res = net_fit
+    html = render_report({"id": "x", "status": "succeeded"}, res, report_data(rec, res))
+    assert "Actuator networks against dcmotor" in html
+    for label in ("closed loop: position RMSE", "open loop: torque RMSE"):
+        assert label in html
+    mlp = res["joints"]["j"]["models"]["mlp"]["comparison"]
+    assert mlp["parametric_family"] == "dcmotor" and mlp["torque_rmse"]["parametric"] > 0

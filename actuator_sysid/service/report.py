@@ -46,6 +46,38 @@ def _params_table(params: dict[str, Any], intervals: dict[str, Any] | None = Non
             + "".join(rows) + "</table>")
 
 
+def _network_section(models: dict[str, Any]) -> str:
+    """Each fitted actuator network against the best parametric model on the same segments: closed loop
+    (position and velocity RMSE of the trajectory) and, with measured torque, open loop (torque RMSE)."""
+    rows = []
+    for kind, m in models.items():
+        cmp = m.get("comparison")
+        if not cmp:
+            continue
+        tr = m.get("training", {})
+        metrics = [("closed loop: position RMSE", "position_rmse", "rad"),
+                   ("closed loop: velocity RMSE", "velocity_rmse", "rad/s"),
+                   ("open loop: torque RMSE", "torque_rmse", "N·m")]
+        for label, key, unit in metrics:
+            if key not in cmp:
+                continue
+            net, par = cmp[key].get("network"), cmp[key].get("parametric")
+            ratio = f"{net / par:.2f}×" if isinstance(net, float) and isinstance(par, float) and par > 0 else "–"
+            rows.append(f"<tr><td>{escape(kind)}</td><td>{escape(label)}</td><td>{fmt_num(net)}</td>"
+                        f"<td>{fmt_num(par)}</td><td>{ratio}</td><td>{escape(unit)}</td></tr>")
+        rows.append(f"<tr><td>{escape(kind)}</td><td colspan=\"5\" class=\"muted\">trained "
+                    f"{escape(str(tr.get('mode', '?')).replace('_', ' '))} on {escape(str(tr.get('torque_source', '')))}"
+                    f"; {m.get('n_params', '?')} weights; input {escape(str(m.get('network', {}).get('input_idx')))}"
+                    f" steps back (MLP); {escape(str(m.get('assumptions', '')))}</td></tr>")
+    if not rows:
+        return ""
+    best = next(m["comparison"]["parametric_family"] for m in models.values() if m.get("comparison"))
+    split = next(m["comparison"]["split"] for m in models.values() if m.get("comparison"))
+    return (f"<h3>Actuator networks against {escape(best)}</h3><p>On the {escape(split)} segments; the ratio is "
+            "network ÷ parametric (below 1: the network is better).</p><table><tr><th>network</th><th>metric</th>"
+            f"<th>network</th><th>{escape(best)}</th><th>ratio</th><th>unit</th></tr>" + "".join(rows) + "</table>")
+
+
 def _ranking_table(ranking: list[dict]) -> str:
     """Families by validation error with the per-parameter penalty, and why the first one won."""
     if not ranking:
@@ -312,6 +344,7 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
             body += [f'<div class="warn">{escape(w)}</div>' for w in model.get("warnings", [])]
         body.append(f"<h3>Metrics</h3>{_metrics_table(models, best)}")
         body.append(f"<h3>Model ranking</h3>{_ranking_table(jr.get('ranking', []))}")
+        body.append(_network_section(models))
         extra = [_convergence_figure(f"plot-{j}-convergence", joint, models)]
         if best in models:
             extra += [_correlation_figure(f"plot-{j}-correlation", joint, best, models[best].get("correlation", {})),
