@@ -32,9 +32,9 @@ STRIBECK = {"stiffness": 12.0, "damping": 0.3, "saturation_effort": 5.0, "actuat
 
 
 def simulate_bam(p: dict, q_des: np.ndarray, q0: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """One joint under a PD + DC-motor actuator with BAM's M2 friction budget, stepped as §F of
+    """One joint under a PD + DC-motor actuator with BAM's M2/M3 friction budget, stepped as §F of
     consumer-semantics: forces at the current state, viscous damping implicit, friction as a stopping
-    constraint bounded by τ_fm = Kc + Kcs·exp(−|qd/q̇_s|^α) (prior-art.md, BAM M2)."""
+    constraint bounded by τ_fm = Kc + Kcs·exp(−|qd/q̇_s|^α) + Kl·|τ_m − τ_e| (prior-art.md, BAM M2, M3)."""
     j_tot = LOAD.load_inertia + p["armature"]
     mgl = LOAD.gravity_coeff
     sat, vmax, elim = p["saturation_effort"], p["actuator_velocity_limit"], p["actuator_effort_limit"]
@@ -44,10 +44,13 @@ def simulate_bam(p: dict, q_des: np.ndarray, q0: float = 0.0) -> tuple[np.ndarra
         tau = p["stiffness"] * (q_des[k] - q) - p["damping"] * qd
         v = min(max(qd, -vmax * (1 + elim / sat)), vmax * (1 + elim / sat))  # Isaac Lab DCMotor (§A.4)
         tau = min(max(tau, max(sat * (-1 - v / vmax), -elim)), min(sat * (1 - v / vmax), elim))
-        budget = p["friction"] + p["stribeck_friction"] * math.exp(-abs(qd / p["stribeck_velocity"])
-                                                                   ** p["stribeck_exponent"])
+        budget = p["friction"]
+        if "stribeck_friction" in p:
+            budget += p["stribeck_friction"] * math.exp(-abs(qd / p["stribeck_velocity"]) ** p["stribeck_exponent"])
+        gravity = -mgl * math.sin(q)  # the external torque τ_e
+        budget += p.get("load_friction", 0.0) * abs(tau - gravity)
         jt = j_tot + DT * p["viscous_friction"]
-        force = tau - mgl * math.sin(q) - p["viscous_friction"] * qd
+        force = tau + gravity - p["viscous_friction"] * qd
         stop = jt / DT * qd + force
         friction = -math.copysign(min(abs(stop), budget), stop)
         qd = qd + DT * (force + friction) / jt
@@ -97,6 +100,16 @@ def test_richer_family_wins_and_the_report_says_what_dcmotor_gives_up(fitted: di
     gap = 100 * (rmse["dcmotor"] / rmse["dcmotor_stribeck"] - 1)
     assert line.startswith(f"dcmotor is {gap:.0f} % worse on validation than dcmotor_stribeck")
     assert line in _ranking_table(jr["ranking"])
+
+
+def test_load_dependent_friction_recovered_within_10_percent() -> None:
+    """BAM M3: friction that grows with the gearbox torque |τ_m − τ_e| is told apart from Coulomb friction."""
+    truth = {k: v for k, v in STRIBECK.items() if not k.startswith("stribeck")} | {"load_friction": 0.12}
+    res = fit_recording(stribeck_recording(truth, seed=1),
+                        FitRequest(models=["dcmotor_loadfric"], generations=60, population=16, seed=1))
+    got = res["joints"]["hinge"]["models"]["dcmotor_loadfric"]["params"]
+    for name in ("load_friction", "friction"):
+        assert abs(got[name] - truth[name]) <= 0.10 * truth[name], (name, got[name], truth[name])
 
 
 # --- exports: what no consumer holds is approximated and said so ---
