@@ -173,3 +173,32 @@ def test_report_compares_networks_with_the_best_parametric_model(net_fit: tuple)
         assert label in html
     mlp = res["joints"]["j"]["models"]["mlp"]["comparison"]
     assert mlp["parametric_family"] == "dcmotor" and mlp["torque_rmse"]["parametric"] > 0
+
+
+def test_service_fits_networks_and_serves_their_checkpoints(tmp_path: Path) -> None:
+    import requests
+    from conftest import start_server
+    from test_service_flow import wait_status
+
+    from actuator_sysid.datasets.canonical import sidecar_for
+
+    rec = nonlinear_recording(n_segments=2, seconds=0.6, torque=True)
+    write_table(rec, tmp_path / "log.csv")
+    server = start_server(tmp_path / "data")
+    try:
+        with open(tmp_path / "log.csv", "rb") as f:
+            ds = requests.post(server.url + "/api/v1/datasets", files={"file": ("log.csv", f)},
+                               data={"metadata": json.dumps(sidecar_for(rec))}, timeout=60).json()
+        body = {"dataset_id": ds["id"], "models": ["mlp"], "networks": {"epochs": 3}}
+        r = requests.post(server.url + "/api/v1/fits", json={**body, "networks": {"epoch": 3}}, timeout=30)
+        assert 400 <= r.status_code < 500 and "unknown network option" in r.text, r.text
+        r = requests.post(server.url + "/api/v1/fits", json=body, timeout=30)
+        assert r.status_code == 202, r.text
+        fit = wait_status(server, r.json()["id"], ("succeeded", "failed"), timeout=120)
+        assert fit["status"] == "succeeded", fit
+        for name, head in (("torchscript.pt", b"PK"), ("newton.pt2", b"PK")):
+            got = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/{name}", timeout=10)
+            assert got.status_code == 200 and got.content[:2] == head, (name, got.status_code)
+            assert got.headers["content-type"] in ("application/octet-stream", "application/zip")
+    finally:
+        server.stop()

@@ -75,7 +75,8 @@ class FitCreate(BaseModel):
     dataset_id: str = Field(description="id from POST /api/v1/datasets")
     joints: list[str] | None = Field(None, description="joints to fit; omit for every joint")
     models: list[str] = Field(default_factory=lambda: list(_DEFAULT.models),
-                              description=f"model families, from {sorted(FAMILIES)}")
+                              description=f"model families, from {sorted(FAMILIES)}, or the actuator networks "
+                                          "mlp and lstm")
     budget: Budget = Field(default_factory=Budget)
     seed: int = _DEFAULT.seed
     device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d+)?)$",
@@ -91,12 +92,17 @@ class FitCreate(BaseModel):
                                                   "validation set, e.g. kp=20", examples=["kp=20"])
     folds: int | None = Field(None, description="k-fold cross-validation over whole segments (k ≥ 2); the final "
                                                 "parameters come from a fit on every segment", examples=[5])
+    networks: dict[str, Any] | None = Field(
+        None, description="options of the mlp/lstm families: input_idx (physics steps back), hidden, activation, "
+                          "hidden_size, num_layers, epochs, patience, lr, window, in_loop_epochs, mode "
+                          "(auto | torque | in_the_loop)", examples=[{"input_idx": [0, 2, 4], "hidden": [32, 32]}])
 
     def to_request(self) -> FitRequest:
         return FitRequest(joints=self.joints, models=self.models, generations=self.budget.generations,
                           population=self.budget.population, seed=self.seed, device=self.device,
                           decimation=self.decimation, effort_mode=self.effort_mode, joint_terms=self.joint_terms,
-                          holdout=self.holdout, folds=self.folds, budget_s=self.budget.seconds)
+                          holdout=self.holdout, folds=self.folds, budget_s=self.budget.seconds,
+                          networks=self.networks)
 
 
 _DATASET_EXAMPLE = {
