@@ -46,6 +46,22 @@ def candidates(n: int, seed: int = 0) -> np.ndarray:
     return full_params(FAMILY, free, (n, 1))
 
 
+def friction_candidates(family, n: int, seed: int = 0) -> np.ndarray:
+    """DCMotor + Coulomb/viscous/armature candidates with whatever BAM friction terms `family` fits (M2–M6)."""
+    rng = np.random.default_rng(seed)
+    values = {"stiffness": rng.uniform(10, 40, n), "damping": rng.uniform(0.1, 1, n),
+              "saturation_effort": rng.uniform(5, 9, n), "actuator_velocity_limit": rng.uniform(5, 12, n),
+              "actuator_effort_limit": rng.uniform(3, 5, n), "armature": rng.uniform(0.005, 0.03, n),
+              "friction": rng.uniform(0, 0.3, n), "viscous_friction": rng.uniform(0, 0.2, n),
+              "stribeck_friction": rng.uniform(0, 0.3, n), "stribeck_velocity": rng.uniform(0.1, 1, n),
+              "stribeck_exponent": rng.uniform(1, 3, n),
+              **{k: rng.uniform(0, 0.1, n) for k in ("load_friction", "load_friction_stribeck", "load_friction_external",
+                                                      "load_friction_external_stribeck")},
+              **{k: rng.uniform(0, 0.01, n) for k in ("load_friction_quadratic_motor",
+                                                       "load_friction_quadratic_external")}}
+    return full_params(family, {k: v for k, v in values.items() if k in family.params}, (n, 1))
+
+
 def timed(fn, repeats: int) -> float:
     """Best wall time of `repeats` calls after one warm-up call."""
     fn()
@@ -74,6 +90,11 @@ def main() -> None:
     warp_1 = rate(one, params)
     warp_all = rate(every, params)
     t_traces = timed(lambda: every.traces(FAMILY, params), 3)
+    # BAM's friction budget costs an exp and a pow per physics step: loss-only rates against plain dcmotor
+    friction = {}
+    for name in ("dcmotor", "dcmotor_stribeck", "dcmotor_quadratic_load"):
+        fam, p_f = FAMILIES[name], friction_candidates(FAMILIES[name], n_c)
+        friction[name] = round(n_c * steps / timed(lambda fam=fam, p_f=p_f: every.sums(fam, p_f), 3))
     n_oracle = min(n_c, 64)
     t_oracle = timed(lambda: oracle_traces(batch, FAMILY, params[:n_oracle]), 1)
     oracle = n_oracle * steps / t_oracle
@@ -119,6 +140,8 @@ def main() -> None:
         "warp_cpu_all_cores" if args.device == "cpu" else "warp_device": round(warp_all),
         "torch_oracle": round(oracle),
         "warp_traces": round(n_c * steps / t_traces),
+        "friction_families_candidate_steps_per_s": friction,
+        "friction_cost_m6_over_dcmotor": round(friction["dcmotor"] / friction["dcmotor_quadratic_load"], 2),
         "sizes": size_runs,
         "ratios": {"all_cores_over_1core": round(warp_all / warp_1, 2),
                    "warp_all_over_oracle": round(warp_all / oracle, 1),
