@@ -88,11 +88,48 @@ class _CmaesStrategy:
         self._raw: list[np.ndarray] = []
 
     def ask(self) -> np.ndarray:
+        """The whole generation at once (one matrix product, not one library call per candidate)."""
         if not self.margin:
-            return np.stack([self.cma.ask() for _ in range(self.cma.population_size)])
-        pairs = [self.cma.ask() for _ in range(self.cma.population_size)]
-        self._raw = [raw for _, raw in pairs]
-        return np.stack([enc for enc, _ in pairs])
+            return self._sample(self.cma, self.cma._bounds, None)
+        cma = self.cma._cma
+        x = self._sample(cma, self.cma._continuous_space, self.cma._continuous_idx)
+        self._raw = list(x)
+        enc = x.copy()
+        if self.cma._n_zdim > 0:
+            enc[:, self.cma._discrete_idx] = self.cma._encode_discrete_params(x[:, self.cma._discrete_idx])
+        return enc
+
+    @staticmethod
+    def _sample(cma: cmaes.CMA, bounds: np.ndarray | None, idx: np.ndarray | None) -> np.ndarray:
+        """λ draws from N(m, σ²C), each redrawn while outside the box (up to the library's limit of tries),
+        then clipped — the library's ask() vectorised. `idx`: the dimensions the box applies to (CMAwM)."""
+        b, d = cma._eigen_decomposition()
+        bd = b * d  # B·diag(D)
+
+        def draw(k: int) -> np.ndarray:
+            return cma._mean + cma._sigma * (cma._rng.randn(k, cma._n_dim) @ bd.T)
+
+        x = draw(cma.population_size)
+        if bounds is None:
+            return x
+        lo, hi = bounds[:, 0], bounds[:, 1]
+
+        def outside(v: np.ndarray) -> np.ndarray:
+            w = v if idx is None else v[:, idx]
+            return np.any((w < lo) | (w > hi), axis=1)
+
+        bad = outside(x)
+        for _ in range(cma._n_max_resampling):
+            if not bad.any():
+                break
+            x[bad] = draw(int(bad.sum()))
+            bad = outside(x)
+        if bad.any():
+            if idx is None:
+                x[bad] = np.clip(x[bad], lo, hi)
+            else:
+                x[np.ix_(bad, idx)] = np.clip(x[np.ix_(bad, idx)], lo, hi)
+        return x
 
     def tell(self, u: np.ndarray, loss: np.ndarray) -> None:
         xs = self._raw if self.margin else list(u)
