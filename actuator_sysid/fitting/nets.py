@@ -62,6 +62,7 @@ class NetOptions:
     lstm_window: int = 100  # samples per supervised LSTM sequence
     burn_in: int = 20  # LSTM samples run on the log before the loss counts
     in_loop_epochs: int = 300
+    in_loop_lr: float | None = None  # default: lr / 3 (MLP), lr / 30 (LSTM, whose state makes BPTT touchier)
     mode: str = "auto"  # "auto": torque when the log has it; "torque"; "in_the_loop"
 
     @classmethod
@@ -399,18 +400,36 @@ def _window_loss(spec: NetSpec, net: torch.nn.Module, w: dict, substeps: int, sq
     return torch.mean(eq ** 2) + VELOCITY_WEIGHT * torch.mean(eqd ** 2)
 
 
+def _segment_loss(spec: NetSpec, net: torch.nn.Module, data: JointData, substeps: int, sq: float,
+                  sqd: float) -> float:
+    """The reported metric's loss: whole segments rolled out closed loop from their first state, freshly reset
+    net, batched (shorter segments padded with their last command and masked)."""
+    n = max(q.shape[0] for q in data.q)
+    pad = lambda a: torch.stack([torch.cat([x, x[-1:].expand(n - x.shape[0])]) for x in a])  # noqa: E731
+    mask = torch.stack([torch.arange(n) < q.shape[0] for q in data.q])[:, 1:]
+    lanes = _lanes(data, list(range(len(data.names))))
+    q, qd = pad(data.q), pad(data.qd)
+    with torch.no_grad():
+        tr = rollout(NetStepper(spec, net, q.shape[0]), q[:, 0], qd[:, 0], pad(data.q_des), lanes["inertia"],
+                     lanes["mgl"], lanes["ext"], lanes["free"], lanes["dt"], substeps)
+    e = ((tr["q"][:, 1:] - q[:, 1:]) / sq) ** 2 + VELOCITY_WEIGHT * ((tr["qd"][:, 1:] - qd[:, 1:]) / sqd) ** 2
+    loss = float(e[mask].mean())
+    return loss if math.isfinite(loss) else math.inf
+
+
 def train_in_loop(spec: NetSpec, net: torch.nn.Module, train: JointData, val: JointData, opts: NetOptions,
                   substeps: int, report: Callable[[int, float], None]) -> dict:
-    """Truncated BPTT through batched differentiable plant rollouts; early stopping on validation windows."""
+    """Truncated BPTT through batched differentiable plant rollouts over windows; early stopping on the
+    validation segments rolled out whole (what the fit reports), checked every EVAL_EVERY epochs."""
     sq = max(float(torch.cat(train.q).std()), 1e-3)
     sqd = max(float(torch.cat(train.qd).std()), 1e-3)
     wt = _windows(train, opts.window, substeps, spec)
-    wv = _windows(val, opts.window, substeps, spec) if val.names else wt
     burn = opts.burn_in if spec.kind == "lstm" else 0
-    opt = torch.optim.Adam(net.parameters(), lr=opts.lr / 3)
-    stop = _Stopper(net, opts.patience)
-    with torch.no_grad():
-        initial = float(_window_loss(spec, net, wv, substeps, sq, sqd, burn, val if val.names else train))
+    lr = opts.in_loop_lr or opts.lr / (3 if spec.kind == "mlp" else 30)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    stop = _Stopper(net, max(opts.patience // EVAL_EVERY, 2) * EVAL_EVERY)
+    watched = val if val.names else train
+    initial = _segment_loss(spec, net, watched, substeps, sq, sqd)
     stop(-1, initial)
     t0, seen, epoch = time.perf_counter(), 0, 0
     for epoch in range(opts.in_loop_epochs):
@@ -420,8 +439,9 @@ def train_in_loop(spec: NetSpec, net: torch.nn.Module, train: JointData, val: Jo
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         opt.step()
         seen += wt["q"].numel() * substeps
-        with torch.no_grad():
-            vloss = float(_window_loss(spec, net, wv, substeps, sq, sqd, burn, val if val.names else train))
+        if (epoch + 1) % EVAL_EVERY and epoch + 1 < opts.in_loop_epochs:
+            continue
+        vloss = _segment_loss(spec, net, watched, substeps, sq, sqd)
         report(epoch, vloss)
         if stop(epoch, vloss):
             break
@@ -431,6 +451,8 @@ def train_in_loop(spec: NetSpec, net: torch.nn.Module, train: JointData, val: Jo
             "in_loop_validation_loss": stop.best, "in_loop_steps_seen": seen, "in_loop_seconds": round(secs, 3),
             "in_loop_steps_per_s": round(seen / max(secs, 1e-9), 1), "window_samples": opts.window}
 
+
+EVAL_EVERY = 10  # in-the-loop epochs between validation rollouts of whole segments
 
 # --- metrics ---
 
