@@ -130,6 +130,8 @@ def test_exports_hold_checkpoints_and_net_cfgs(net_fit: tuple) -> None:
     assert group["cfg"]["network_file"] == "torchscript.pt"
     assert "ACTUATORS_NET = {" in files["isaaclab.py"] and "ActuatorNet" in files["isaaclab.py"]
     compile(files["isaaclab.py"], "isaaclab.py", "exec")
+    codes = {f["code"] for f in json.loads(files["validation.json"])["findings"]}
+    assert "EXPORT.ISAACLAB.net_torchscript_to_newton" in codes
     assert render_bytes(res, "newton.pt2", families="lstm")[:2] == b"PK"  # a zip archive (torch.export)
     with pytest.raises(ExportError, match="must be mlp or lstm"):
         render_bytes(res, "torchscript.pt", families="dcmotor")

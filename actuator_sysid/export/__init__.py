@@ -74,6 +74,7 @@ def validate_export(result: dict, rec: Recording | None = None, files: dict[str,
     try:
         groups = isaaclab.actuator_cfgs(result)
         findings += isaaclab.cfg_hazards(groups, list(result["joints"]))
+        findings += isaaclab.cfg_hazards(isaaclab.net_cfgs(result), list(result["joints"]))
         best = isaaclab.best_cfgs(result)
         if best is not None:
             findings += [f for f in isaaclab.cfg_hazards(best, list(result["joints"]))

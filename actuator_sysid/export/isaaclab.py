@@ -356,6 +356,10 @@ def cfg_hazards(groups: dict[str, dict], joints: list[str] | None = None, backen
                     add(f"unmatched_{name}", g, f"joints {sorted(group_joints - matched)} are matched by no "
                         f"{name} key: they get 0 (§A.2)" + (", which with a finite velocity limit collapses the "
                         "DC window to [0, 0]" if name == "saturation_effort" else ""), sev)
+        if base in NET_CFG_FIELDS:
+            add("net_torchscript_to_newton", g, "Isaac Lab 3.0 hands actuator nets to Newton 1.8 as TorchScript "
+                "(use_newton_actuators=True, the default), which Newton 1.8 rejects (consumer-semantics §0.2): "
+                "set SimulationCfg(use_newton_actuators=False), or give Newton the newton.pt2 export")
         if base == "ActuatorNetLSTMCfg":
             add("lstm_metadata", g, "Newton's LSTM drive needs num_layers and hidden_size in the checkpoint "
                 "metadata; Isaac Lab does not add them")
