@@ -112,6 +112,15 @@ def test_load_dependent_friction_recovered_within_10_percent() -> None:
         assert abs(got[name] - truth[name]) <= 0.10 * truth[name], (name, got[name], truth[name])
 
 
+def test_fidelity_line_says_when_the_richer_friction_buys_nothing() -> None:
+    """On a log without Stribeck friction the native family is no worse: no made-up percentage."""
+    ranking = [{"family": "dcmotor", "position_rmse": 1.5e-7, "split": "validation"},
+               {"family": "dcmotor_stribeck", "position_rmse": 7.5e-7, "split": "validation"},
+               {"family": "ideal_pd", "position_rmse": 0.02, "split": "validation"}]
+    (line,) = fidelity_gaps(ranking)
+    assert line.startswith("dcmotor fits at least as well as dcmotor_stribeck on validation") and "%" not in line
+
+
 # --- exports: what no consumer holds is approximated and said so ---
 
 RICH = {**TRUTH, "stribeck_friction": 0.25, "stribeck_velocity": 0.3, "stribeck_exponent": 2.0,

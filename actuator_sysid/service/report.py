@@ -107,11 +107,14 @@ def fidelity_gaps(ranking: list[dict]) -> list[str]:
         native = rows.get(getattr(FAMILIES.get(r["family"]), "approximates", ""))
         if native is None or not r["position_rmse"] or native["split"] != r["split"]:
             continue
-        gap = 100.0 * (native["position_rmse"] / r["position_rmse"] - 1.0)
-        verdict = f"{abs(gap):.0f} % {'worse' if gap >= 0 else 'better'}"
-        out.append(f"{native['family']} is {verdict} on {r['split']} than {r['family']} (position RMSE "
-                   f"{native['position_rmse']:.3g} vs {r['position_rmse']:.3g} rad): what exporting the "
-                   f"consumer-native family gives up.")
+        a, b = native["position_rmse"], r["position_rmse"]
+        errors = f"(position RMSE {a:.3g} vs {b:.3g} rad)"
+        if a - b <= max(0.02 * b, 1e-6):  # within 2 % or float32 precision: nothing to give up
+            out.append(f"{native['family']} fits at least as well as {r['family']} on {r['split']} {errors}: "
+                       "the richer friction buys nothing on this log.")
+        else:
+            out.append(f"{native['family']} is {100.0 * (a / b - 1.0):.0f} % worse on {r['split']} than "
+                       f"{r['family']} {errors}: what exporting the consumer-native family gives up.")
     return out
 
 
