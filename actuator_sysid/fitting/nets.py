@@ -58,10 +58,10 @@ class NetOptions:
     patience: int = 60  # epochs without a better validation loss before stopping
     lr: float = 3e-3
     batch_size: int = 512  # supervised MLP
-    window: int = 100  # samples per in-the-loop rollout window (truncated BPTT length)
+    window: int = 50  # samples per in-the-loop rollout window (truncated BPTT length)
     lstm_window: int = 100  # samples per supervised LSTM sequence
     burn_in: int = 20  # LSTM samples run on the log before the loss counts
-    in_loop_epochs: int = 300
+    in_loop_epochs: int = 150
     in_loop_lr: float | None = None  # default: lr / 3 (MLP), lr / 30 (LSTM, whose state makes BPTT touchier)
     mode: str = "auto"  # "auto": torque when the log has it; "torque"; "in_the_loop"
 
@@ -354,18 +354,21 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
 
 
 def _windows(data: JointData, length: int, substeps: int, spec: NetSpec, ids: list[int] | None = None):
-    """In-the-loop rollout windows: start states, commands, targets and the MLP history before each start."""
+    """In-the-loop rollout windows of one length (the shorter of `length` and the shortest segment), sharing
+    boundary samples and covering every segment to its end: start states, commands, targets and the MLP
+    history before each start."""
+    segs = [i for i in (ids if ids is not None else range(len(data.names))) if not data.free[i]]
+    segs = segs or list(ids if ids is not None else range(len(data.names)))
+    t = min([length] + [data.q[i].shape[0] for i in segs])
+    if t < 3:
+        raise NetFitError(f"in-the-loop training needs segments of at least 3 samples; the shortest has {t}")
     rows = []
-    for i in ids if ids is not None else range(len(data.names)):
+    for i in segs:
         n = data.q[i].shape[0]
-        for w0 in range(0, n - 2, length - 1):
-            w1 = min(w0 + length, n)
-            if w1 - w0 < 3:
-                continue
-            rows.append((i, w0, w1))
-    if not rows:
-        raise NetFitError("no segment is long enough for in-the-loop training windows")
-    t = min(w1 - w0 for _, w0, w1 in rows)
+        starts = list(range(0, n - t + 1, t - 1))
+        if starts[-1] + t < n:  # the tail: one more window that ends with the segment
+            starts.append(n - t)
+        rows += [(i, w0, w0 + t) for w0 in starts]
     h = spec.history_length
     pos_h, vel_h = torch.zeros(len(rows), h), torch.zeros(len(rows), h)
     for r, (i, w0, _) in enumerate(rows):
