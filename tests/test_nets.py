@@ -215,3 +215,11 @@ def test_mlp_with_decimation_counts_history_in_physics_steps() -> None:
     m = res["joints"]["j"]["models"]["mlp"]
     assert m["network"]["input_idx"] == [0, 2, 4]
     assert m["training"]["mode"] == "in_the_loop" and np.isfinite(m["metrics"]["train"]["position_rmse"])
+
+
+@pytest.mark.parametrize("torque", [True, False])
+def test_segments_shorter_than_the_training_windows_still_fit(torque: bool) -> None:
+    rec = nonlinear_recording(n_segments=3, seconds=0.2, torque=torque)  # 40 samples: under one LSTM sequence
+    res = fit_recording(rec, FitRequest(models=["mlp", "lstm"], networks={"epochs": 3, "in_loop_epochs": 3}))
+    for m in res["joints"]["j"]["models"].values():
+        assert np.isfinite(m["metrics"]["validation"]["position_rmse"])

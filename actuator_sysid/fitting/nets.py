@@ -308,7 +308,10 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
     t0, seen, epoch = time.perf_counter(), 0, 0
     if spec.kind == "mlp":
         x, y = _mlp_table(spec, train, substeps)
-        xv, yv = _mlp_table(spec, val, substeps) if val.names else (x, y)
+        try:
+            xv, yv = _mlp_table(spec, val, substeps)
+        except NetFitError:  # no validation segment (or none long enough): watch the training loss
+            xv, yv = x, y
         y_n, yv_n = y / spec.torque_scale, yv / spec.torque_scale
         gen = torch.Generator().manual_seed(0)
         for epoch in range(opts.epochs):
@@ -326,10 +329,16 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
             if stop(epoch, vloss):
                 break
     else:
-        x, y, _ = _lstm_sequences(train, opts.lstm_window, opts.lstm_window // 2)
-        has_val = bool(val.names) and any(not f for f in val.free)
-        xv, yv, _ = _lstm_sequences(val, opts.lstm_window, opts.lstm_window) if has_val else (x, y, None)
-        b0 = min(opts.burn_in, opts.lstm_window // 2)
+        active = [q.shape[0] for q, f in zip(train.q, train.free, strict=True) if not f]
+        length = min(opts.lstm_window, max(active, default=0))
+        if length < 4:
+            raise NetFitError("the LSTM needs training segments (not free swing) of at least 4 samples")
+        x, y, _ = _lstm_sequences(train, length, max(length // 2, 1))
+        try:
+            xv, yv, _ = _lstm_sequences(val, length, length)
+        except NetFitError:
+            xv, yv = x, y
+        b0 = min(opts.burn_in, length // 2)
         gen = torch.Generator().manual_seed(0)
         batch = max(8, opts.batch_size // 16)
         for epoch in range(opts.epochs):
