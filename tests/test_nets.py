@@ -169,7 +169,11 @@ def test_report_compares_networks_with_the_best_parametric_model(net_fit: tuple)
     from actuator_sysid.service.report import render_report
 
     rec, res = net_fit
-    html = render_report({"id": "x", "status": "succeeded"}, res, report_data(rec, res))
+    plots = report_data(rec, res)
+    seg = plots["joints"]["j"]["segments"][0]
+    assert seg["network"] in NET_FAMILIES and len(seg["q_net"]) == len(seg["q"])  # the net's closed loop
+    html = render_report({"id": "x", "status": "succeeded"}, res, plots)
+    assert "network (" in html
     assert "Actuator networks against dcmotor" in html
     for label in ("closed loop: position RMSE", "open loop: torque RMSE"):
         assert label in html

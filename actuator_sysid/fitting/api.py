@@ -392,6 +392,20 @@ def envelope(family: str, params: dict[str, float], v_max: float, n: int = 121) 
     return {"velocity": v.tolist(), "effort_max": fin(hi), "effort_min": fin(lo)}
 
 
+def _network_traces(rec: Recording, result: dict, joint: str, exclude: str) -> tuple[dict | None, str | None]:
+    """Closed-loop traces of the joint's actuator network with the lowest validation position RMSE, if any."""
+    models = result["joints"][joint]["models"]
+    nets = [k for k in models if k in NET_FAMILIES and k != exclude]
+    if not nets:
+        return None, None
+    score = lambda k: ((models[k]["metrics"].get("validation") or models[k]["metrics"].get("train") or {})  # noqa: E731
+                       .get("position_rmse", float("inf")))
+    best = min(nets, key=score)
+    from .nets import simulate_net
+
+    return simulate_net(rec, joint, models[best], decimation=result.get("assumptions", {}).get("decimation", 1)), best
+
+
 def report_data(rec: Recording, result: dict, max_points: int = 1500) -> dict:
     """Simulated traces and envelope points for the report plots (downsampled, JSON-ready)."""
     val = set(result["split"]["validation"])
@@ -413,11 +427,15 @@ def report_data(rec: Recording, result: dict, max_points: int = 1500) -> dict:
         j = rec.joint_index(joint)
         segs, pv, pe = [], [], []
         has_tau = all(s.tau is not None for s in rec.segments)
+        net_sims, net = _network_traces(rec, result, joint, exclude=fam)
         for seg in rec.segments:
             sim = sims[seg.name]
             step = max(1, seg.n // max_points)
             sl = slice(None, None, step)
+            beside = ({"network": net, "q_net": net_sims[seg.name]["q"][sl].tolist(),  # the best net, closed loop
+                       "qd_net": net_sims[seg.name]["qd"][sl].tolist()} if net_sims else {})
             segs.append({
+                **beside,
                 "name": seg.name, "split": "validation" if seg.name in val else "train",
                 "t": seg.t[sl].tolist(), "q": seg.q[sl, j].tolist(), "q_sim": sim["q"][sl].tolist(),
                 "q_des": seg.q_des[sl, j].tolist(),

@@ -14,9 +14,10 @@ from ..models.families import FAMILIES
 from .pages import PLOTLY_URL, fmt_num, page, plotly_js_path, script_json, status_html
 from .storage import json_safe
 
-_COLORS = {"measured": "#222222", "commanded": "#9aa0a6", "simulated": "#d62728", "train": "#0b5cad", "validation": "#b35c00"}
+_COLORS = {"measured": "#222222", "commanded": "#9aa0a6", "simulated": "#d62728", "train": "#0b5cad", "validation": "#b35c00",
+           "network": "#2ca02c"}
 
-_DASH = {"simulated": "dot", "commanded": "dash"}
+_DASH = {"simulated": "dot", "commanded": "dash", "network": "dashdot"}
 
 _PLOT_JS = """
 for (const f of FIGURES) Plotly.newPlot(f.id, f.data, f.layout, {responsive: true, displaylogo: false});
@@ -185,6 +186,9 @@ def _segment_figure(div: str, joint: str, seg: dict) -> dict:
     data = [line("q", "y", "measured", "measured", True), line("q_sim", "y", "simulated", "simulated", True),
             line("q_des", "y", "commanded q_des", "commanded", True),
             line("qd", "y2", "measured", "measured", False), line("qd_sim", "y2", "simulated", "simulated", False)]
+    if seg.get("q_net"):  # the best actuator network, closed loop
+        name = f"network ({seg.get('network', '')})"
+        data += [line("q_net", "y", name, "network", True), line("qd_net", "y2", name, "network", False)]
     layout = {
         "title": {"text": f"{escape(joint)} · segment {escape(str(seg.get('name', '')))} · "
                           f"<span style='color:{_COLORS.get(split, '#222')}'>{escape(split)}</span>"},
