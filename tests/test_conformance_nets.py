@@ -149,3 +149,41 @@ def test_newton_runs_the_pt2_export_as_our_model(kind: str, entries: dict, tmp_p
     computed, applied = ours(entry, seq)
     assert_close(applied, theirs)
     assert np.mean(applied != computed) > 0.2 and np.std(theirs) > 0.1  # clipped often, and not constant
+
+
+def test_exported_isaaclab_cfgs_load_and_run_the_checkpoint(tmp_path: Path, monkeypatch) -> None:
+    """isaaclab.py's ACTUATORS_NET and isaaclab.json's actuators_net, as written, build Isaac Lab's classes
+    that load torchscript.pt from beside them and compute our model's efforts."""
+    import json
+
+    from actuator_sysid.export import render_all
+    from actuator_sysid.fitting.api import FitRequest, fit_recording
+
+    torch.set_num_threads(1)
+    rec = nonlinear_recording(n_segments=3, seconds=1.0, seed=4)
+    res = fit_recording(rec, FitRequest(models=["mlp"], networks={"epochs": 4, "input_idx": [0, 1, 3]}))
+    files = render_all(res, rec, replay_exports=False)
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+    monkeypatch.chdir(tmp_path)  # network_file is relative: the exports sit side by side
+    namespace: dict = {}
+    exec(compile(files["isaaclab.py"], "isaaclab.py", "exec"), namespace)
+    (cfg_py,) = namespace["ACTUATORS_NET"].values()
+    (group,) = json.loads(files["isaaclab.json"])["actuators_net"].values()
+    cfg_json = ActuatorNetMLPCfg(**group["cfg"])
+    entry = res["joints"]["j"]["models"]["mlp"]
+    seq = sequence(N_STEPS, 13)
+    mine = ours(entry, seq)
+    col = lambda a, k: torch.tensor([[a[k]]], dtype=torch.float32)  # noqa: E731
+    for cfg in (cfg_py, cfg_json):
+        assert cfg.input_idx == [0, 1, 3] and cfg.network_file == "torchscript.pt"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            act = ActuatorNetMLP(cfg, joint_names=["j"], joint_ids=slice(None), num_envs=1, device="cpu")
+        applied = np.zeros(N_STEPS)
+        for k in range(N_STEPS):
+            if k == RESET_AT:
+                act.reset(torch.arange(1))
+            act.compute(ArticulationActions(joint_positions=col(seq["q_des"], k)), col(seq["q"], k), col(seq["qd"], k))
+            applied[k] = float(act.applied_effort[0, 0])
+        assert_close(mine[1], applied)
