@@ -38,7 +38,7 @@ def noisy(clean, seed: int):
 
 def test_true_values_lie_inside_95_percent_intervals_in_8_of_10_noise_seeds() -> None:
     clean = make_recording("dcmotor", TRUTH_DCMOTOR)
-    clean.segments = clean.segments[:3]  # steps, chirp, sin_t2: every clamp and friction regime is visited
+    clean.segments = clean.segments[:3]  # steps and sin_t2 train (chirp held out): every clamp and friction acts
     covered = dict.fromkeys(MAX_HALF_WIDTH, 0)
     widths: dict[str, list[float]] = {k: [] for k in MAX_HALF_WIDTH}
     for seed in SEEDS:
