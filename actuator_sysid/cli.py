@@ -495,8 +495,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("fit", help="fit folder (with fit.json) or a fit.json file")
     x.add_argument("--format", dest="export_format", required=True,
                    choices=["isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml",
-                            "randomization.json", "torchscript.pt", "newton.pt2"],
-                   help="export format (torchscript.pt / newton.pt2: a fitted network's checkpoint, written to "
+                            "randomization.json", "torchscript.pt", "newton.onnx", "newton.pt2"],
+                   help="export format (torchscript.pt / newton.onnx / newton.pt2: a fitted network's checkpoint, "
+                        "newton.onnx the one Newton 1.8 recommends, written to "
                         "--out or a file of that name)")
     x.add_argument("--out", help="file to write (default: stdout)")
     x.add_argument("--family", help="model family for every joint, or joint=family pairs, comma-separated "

@@ -1,5 +1,6 @@
 """Exported actuator networks in the real consumers: Isaac Lab 3.0's ActuatorNetMLP / ActuatorNetLSTM load the
-TorchScript export, Newton 1.8's DriveNeuralMLP / DriveNeuralLSTM the torch.export pt2 archive; on the same
+TorchScript export, Newton 1.8's DriveNeuralMLP / DriveNeuralLSTM the ONNX export (through Warp-NN) and the
+torch.export pt2 archive; on the same
 input sequence both give our model's efforts (NetStepper: history or LSTM state, scales, the DC-motor clip)
 within 1e-5 relative, over many steps with a reset in the middle (consumer-semantics §A.7–A.9, §C.2).
 """
@@ -16,7 +17,15 @@ from isaaclab.actuators import ActuatorNetLSTM, ActuatorNetLSTMCfg, ActuatorNetM
 from isaaclab.utils.types import ArticulationActions
 from net_logs import nonlinear_recording
 
-from actuator_sysid.export.checkpoints import metadata, pt2_bytes, torchscript_bytes
+from actuator_sysid.export.checkpoints import (
+    ONNX_LSTM_NAMES,
+    checkpoint_findings,
+    metadata,
+    onnx_bytes,
+    pt2_bytes,
+    torchscript_bytes,
+)
+from actuator_sysid.export.common import ExportError
 from actuator_sysid.fitting.nets import NetOptions, fit_network, network_from_result
 from actuator_sysid.models.networks import NetStepper
 
@@ -29,15 +38,17 @@ ENVELOPE = {"saturation_effort": 0.9, "actuator_velocity_limit": 4.0, "actuator_
 
 @pytest.fixture(scope="module")
 def entries() -> dict[str, dict]:
-    """A briefly trained MLP (history [0, 2, 5]) and a two-layer LSTM, as fit results (weights via JSON)."""
+    """A briefly trained MLP (history [0, 2, 5]), a two-layer LSTM and a one-layer LSTM (lstm1: the depth Newton
+    runs from ONNX), as fit results (weights via JSON)."""
     torch.set_num_threads(1)
     rec = nonlinear_recording(n_segments=3, seconds=1.0, seed=3)
     out = {}
-    for kind, opts in (("mlp", NetOptions(epochs=4, input_idx=[0, 2, 5], input_order="vel_pos")),
-                       ("lstm", NetOptions(epochs=4, hidden_size=8, num_layers=2))):
-        entry = fit_network(rec, "j", kind, [0, 1], [2], opts)
+    for name, opts in (("mlp", NetOptions(epochs=4, input_idx=[0, 2, 5], input_order="vel_pos")),
+                       ("lstm", NetOptions(epochs=4, hidden_size=8, num_layers=2)),
+                       ("lstm1", NetOptions(epochs=4, hidden_size=8, num_layers=1))):
+        entry = fit_network(rec, "j", name.rstrip("1"), [0, 1], [2], opts)
         entry["network"].update(ENVELOPE)
-        out[kind] = entry
+        out[name] = entry
     return out
 
 
@@ -149,6 +160,62 @@ def test_newton_runs_the_pt2_export_as_our_model(kind: str, entries: dict, tmp_p
     computed, applied = ours(entry, seq)
     assert_close(applied, theirs)
     assert np.mean(applied != computed) > 0.2 and np.std(theirs) > 0.1  # clipped often, and not constant
+
+
+@pytest.mark.parametrize("name", ["mlp", "lstm1"])
+def test_newton_runs_the_onnx_export_as_our_model(name: str, entries: dict, tmp_path: Path) -> None:
+    """Newton 1.8's recommended checkpoint: the .onnx runs in DriveNeuralMLP / DriveNeuralLSTM (Warp-NN) with the
+    metadata read from the model's single JSON `metadata` property, a dynamic batch and the LSTM state carried."""
+    import onnx
+    from newton._src.actuators.utils import load_metadata
+
+    entry, kind = entries[name], name.rstrip("1")
+    path = tmp_path / "net.onnx"
+    path.write_bytes(onnx_bytes(entry))
+    model = onnx.load(str(path))
+    assert [p.key for p in model.metadata_props] == ["metadata"]
+    meta = load_metadata(str(path))  # Newton's own reader
+    assert meta["model_type"] == kind
+    if kind == "lstm":
+        assert {k: meta[k] for k in ONNX_LSTM_NAMES} == ONNX_LSTM_NAMES and meta["num_layers"] == 1
+    else:
+        assert meta["input_idx"] == [0, 2, 5] and meta["effort_scale"] == entry["network"]["torque_scale"]
+    batch = [d.dim_param for d in model.graph.input[0].type.tensor_type.shape.dim]
+    assert batch[0 if kind == "mlp" else 1] == "batch"  # dynamic: Newton needs no rewrite of the graph
+    seq = sequence(N_STEPS, 14)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # the ONNX path is not the deprecated one
+        theirs = newton_efforts(kind, entry, path, seq)
+    computed, applied = ours(entry, seq)
+    assert_close(applied, theirs)
+    assert np.mean(applied != computed) > 0.2 and np.std(theirs) > 0.1  # clipped often, and not constant
+
+
+def test_newton_deprecates_the_pt2_and_validation_recommends_the_onnx(entries: dict, tmp_path: Path) -> None:
+    """Newton 1.8 warns that Torch checkpoints are deprecated (and not ONNX ones); the export validation says so
+    and names newton.onnx, or, for an LSTM deeper than Newton's ONNX drive runs, why there is no ONNX file."""
+    from newton.actuators import DriveNeuralMLP
+
+    entry = entries["mlp"]
+    (tmp_path / "net.pt2").write_bytes(pt2_bytes(entry))
+    (tmp_path / "net.onnx").write_bytes(onnx_bytes(entry))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DriveNeuralMLP(model_path=str(tmp_path / "net.pt2"))
+        n_pt2 = len(caught)
+        DriveNeuralMLP(model_path=str(tmp_path / "net.onnx"))
+    assert any("deprecated" in str(w.message) and "ONNX" in str(w.message) for w in caught[:n_pt2])
+    assert not any("deprecated" in str(w.message) for w in caught[n_pt2:])
+    result = {"joints": {"j": {"models": {"mlp": entry}}}}
+    (finding,) = checkpoint_findings(result)
+    assert (finding.code, finding.severity, finding.where) == (
+        "EXPORT.NEWTON.torch_checkpoint_deprecated", "info", "newton.pt2")
+    assert "newton.onnx" in finding.message
+    deep = {"joints": {"j": {"models": {"lstm": entries["lstm"]}}}}
+    (finding,) = checkpoint_findings(deep)
+    assert finding.code == "EXPORT.NEWTON.onnx_unavailable" and "one-layer" in finding.message
+    with pytest.raises(ExportError, match="one-layer LSTM"):
+        onnx_bytes(entries["lstm"])
 
 
 def test_exported_isaaclab_cfgs_load_and_run_the_checkpoint(tmp_path: Path, monkeypatch) -> None:

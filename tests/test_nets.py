@@ -155,7 +155,10 @@ def test_cli_fits_and_exports_networks(tmp_path: Path) -> None:
     out = tmp_path / "fit"
     r = subprocess.run([*cli, "fit", str(log), "--models", "mlp", "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert (out / "torchscript.pt").is_file() and (out / "newton.pt2").is_file()
+    assert all((out / name).is_file() for name in ("torchscript.pt", "newton.onnx", "newton.pt2"))
+    r = subprocess.run([*cli, "export", str(out), "--format", "newton.onnx", "--out", str(tmp_path / "n.onnx")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and (tmp_path / "n.onnx").read_bytes() == (out / "newton.onnx").read_bytes(), r.stderr
     target = tmp_path / "x" / "net.pt"
     r = subprocess.run([*cli, "export", str(out), "--format", "torchscript.pt", "--out", str(target)],
                        capture_output=True, text=True)
@@ -202,7 +205,7 @@ def test_service_fits_networks_and_serves_their_checkpoints(tmp_path: Path) -> N
         assert r.status_code == 202, r.text
         fit = wait_status(server, r.json()["id"], ("succeeded", "failed"), timeout=120)
         assert fit["status"] == "succeeded", fit
-        for name, head in (("torchscript.pt", b"PK"), ("newton.pt2", b"PK")):
+        for name, head in (("torchscript.pt", b"PK"), ("newton.pt2", b"PK"), ("newton.onnx", b"\x08")):
             got = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/{name}", timeout=10)
             assert got.status_code == 200 and got.content[:2] == head, (name, got.status_code)
             assert got.headers["content-type"] in ("application/octet-stream", "application/zip")

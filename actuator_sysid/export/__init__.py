@@ -14,7 +14,8 @@ from ..datasets.recording import Recording
 from .common import ExportError, Finding, bench_loads, load_dict
 
 TEXT_FORMATS = ("isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml", "randomization.json")
-BINARY_FORMATS = ("torchscript.pt", "newton.pt2")  # network checkpoints (export/checkpoints.py): render_bytes
+# network checkpoints (export/checkpoints.py): render_bytes
+BINARY_FORMATS = ("torchscript.pt", "newton.onnx", "newton.pt2")
 FORMATS = TEXT_FORMATS + BINARY_FORMATS
 REPLAYED = ("isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml")
 
@@ -23,8 +24,8 @@ __all__ = ["BINARY_FORMATS", "FORMATS", "ExportError", "Finding", "render_all", 
 
 
 def render_bytes(result: dict, fmt: str, *, families: dict[str, str] | str | None = None) -> bytes:
-    """A network checkpoint (torchscript.pt for Isaac Lab, newton.pt2 for Newton) of the joint `families`
-    names (joint=mlp|lstm, or the kind alone when one joint has networks)."""
+    """A network checkpoint (torchscript.pt for Isaac Lab, newton.onnx or newton.pt2 for Newton) of the joint
+    `families` names (joint=mlp|lstm, or the kind alone when one joint has networks)."""
     from .checkpoints import render_checkpoint
 
     joint = kind = None
@@ -86,6 +87,9 @@ def validate_export(result: dict, rec: Recording | None = None, files: dict[str,
         findings += notes + validate_stage(stage)
     except ExportError as e:
         findings.append(Finding("EXPORT.NEWTON.unavailable", "warning", "newton.usda", str(e)))
+    from .checkpoints import checkpoint_findings
+
+    findings += checkpoint_findings(result)
     if "mjcf.xml" in files or rec is not None:
         try:
             findings += [f for m in choose(result) for f in mjcf.mjcf_warnings(m)]

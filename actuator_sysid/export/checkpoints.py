@@ -1,4 +1,4 @@
-"""Network checkpoints of a fit: TorchScript for Isaac Lab, a torch.export pt2 archive for Newton 1.8.
+"""Network checkpoints of a fit: TorchScript for Isaac Lab; ONNX and a torch.export pt2 archive for Newton 1.8.
 
 Isaac Lab loads `torch.jit.load(network_file)` (consumer-semantics §A.7–A.9); we add the `metadata.json`
 extra file Isaac Lab itself writes when it hands a net to Newton (§A.11). Newton 1.8 accepts only
@@ -7,6 +7,11 @@ extra file Isaac Lab itself writes when it hands a net to Newton (§A.11). Newto
 (DriveNeuralMLP) and `num_layers`, `hidden_size` (DriveNeuralLSTM, required). The LSTM carries its scales
 inside (Isaac Lab feeds it raw inputs), so its metadata scales are 1. The DC-motor envelope is not in the
 checkpoint: Isaac Lab's cfg and Newton's NewtonDCMotorClampingAPI hold it.
+
+Newton 1.8 deprecates Torch checkpoints in favour of ONNX, run by Warp-NN (drive_neural_mlp.py,
+drive_neural_lstm.py): the same metadata as one JSON `metadata` property in the model's metadata_props
+(utils.py `_extract_metadata`); the MLP takes (N, 2K) → (N, 1); the LSTM is sequence-first, (1, N, 2) and h, c
+(L, N, H) → effort (N, 1), h, c (L, N, H), with the six tensor names in its metadata. Batch axes are dynamic.
 """
 
 from __future__ import annotations
@@ -17,9 +22,12 @@ import warnings
 
 import torch
 
-from .common import ExportError
+from .common import ExportError, Finding
 
-NET_FORMATS = ("torchscript.pt", "newton.pt2")
+NET_FORMATS = ("torchscript.pt", "newton.onnx", "newton.pt2")
+# tensor names of the ONNX LSTM, which DriveNeuralLSTM reads from the metadata (drive_neural_lstm.py)
+ONNX_LSTM_NAMES = {"input_name": "input", "hidden_in_name": "hidden_in", "cell_in_name": "cell_in",
+                   "output_name": "effort", "hidden_out_name": "hidden_out", "cell_out_name": "cell_out"}
 
 
 def net_model(result: dict, joint: str | None = None, kind: str | None = None) -> tuple[str, str, dict]:
@@ -95,6 +103,91 @@ def pt2_bytes(model: dict) -> bytes:
     return buf.getvalue()
 
 
+def _onnx_lstm(net: torch.nn.Module, meta: dict):
+    """Newton's ONNX LSTM, written op by op: x (1, N, 2) · in_scale → LSTM → squeeze → linear · out_scale.
+
+    torch.onnx lowers nn.LSTM with Slice, Transpose, Reshape and Gather around the LSTM op, which Warp-NN 0.4
+    (Newton's ONNX runtime) does not run; the five ops here it does. ONNX orders the gates i, o, f, c where
+    PyTorch stores i, f, g, o.
+    """
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    lstm, hid = net.lstm, net.lstm.hidden_size
+    order = torch.cat([torch.arange(0, hid), torch.arange(3 * hid, 4 * hid), torch.arange(hid, 3 * hid)])
+    w, r = lstm.weight_ih_l0.detach()[order], lstm.weight_hh_l0.detach()[order]
+    b = torch.cat([lstm.bias_ih_l0.detach()[order], lstm.bias_hh_l0.detach()[order]])
+    consts = {"in_scale": net.in_scale, "W": w[None], "R": r[None], "B": b[None], "squeeze_axes": torch.tensor([0, 1]),
+              "linear_weight": net.linear.weight, "linear_bias": net.linear.bias, "out_scale": net.out_scale.reshape(1)}
+    inits = [numpy_helper.from_array(v.detach().numpy(), name=k) for k, v in consts.items()]
+    n = ONNX_LSTM_NAMES
+    nodes = [
+        helper.make_node("Mul", [n["input_name"], "in_scale"], ["x_scaled"]),
+        helper.make_node("LSTM", ["x_scaled", "W", "R", "B", "", n["hidden_in_name"], n["cell_in_name"]],
+                         ["y", n["hidden_out_name"], n["cell_out_name"]], hidden_size=hid),
+        helper.make_node("Squeeze", ["y", "squeeze_axes"], ["y_last"]),
+        helper.make_node("Gemm", ["y_last", "linear_weight", "linear_bias"], ["effort_units"], transB=1),
+        helper.make_node("Mul", ["effort_units", "out_scale"], [n["output_name"]]),
+    ]
+    f32 = TensorProto.FLOAT
+    io = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "actuator_lstm",
+        [io(n["input_name"], f32, [1, "batch", 2]), io(n["hidden_in_name"], f32, [1, "batch", hid]),
+         io(n["cell_in_name"], f32, [1, "batch", hid])],
+        [io(n["output_name"], f32, ["batch", 1]), io(n["hidden_out_name"], f32, [1, "batch", hid]),
+         io(n["cell_out_name"], f32, [1, "batch", hid])],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="actuator-sysid")
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _onnx_mlp(net: torch.nn.Module, n_inputs: int):
+    """The MLP through torch.onnx (dynamo): Gemm and the activation, with a dynamic batch axis."""
+    import logging
+
+    quiet = logging.getLogger("torch.onnx")  # "torchvision is not installed" notes, irrelevant here
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.export deprecation notes
+            program = torch.onnx.export(net, (torch.zeros(2, n_inputs),), input_names=["input"],
+                                        output_names=["effort"], dynamic_shapes={"x": {0: "batch"}}, dynamo=True,
+                                        verbose=False)
+    finally:
+        quiet.setLevel(level)
+    return program.model_proto
+
+
+def onnx_unsupported(model: dict) -> str | None:
+    """Why this net has no newton.onnx export (None when it has one): Newton 1.8 runs one-layer ONNX LSTMs."""
+    spec = model["network"]
+    if spec["kind"] == "lstm" and spec["num_layers"] != 1:
+        return (f"newton.onnx holds a one-layer LSTM (Newton 1.8 runs ONNX LSTMs of one layer) and this one has "
+                f"{spec['num_layers']}: fit with networks num_layers 1, or give Newton newton.pt2 (deprecated)")
+    return None
+
+
+def onnx_bytes(model: dict) -> bytes:
+    """The net as ONNX (dynamic batch, one JSON `metadata` property), for Newton 1.8's Warp-NN neural drives."""
+    if (why := onnx_unsupported(model)) is not None:
+        raise ExportError(why)
+    net, kind = _module(model)
+    spec = model["network"]
+    meta = metadata(model)
+    if kind == "mlp":
+        proto = _onnx_mlp(net, 2 * len(spec["input_idx"]))
+    else:
+        meta |= ONNX_LSTM_NAMES
+        proto = _onnx_lstm(net, meta)
+    del proto.metadata_props[:]
+    prop = proto.metadata_props.add()
+    prop.key, prop.value = "metadata", json.dumps(meta)
+    return proto.SerializeToString()
+
+
 def render_checkpoint(result: dict, fmt: str, joint: str | None = None, kind: str | None = None) -> bytes:
     """One checkpoint format of one joint's network, as bytes."""
     _, _, model = net_model(result, joint, kind)
@@ -102,20 +195,42 @@ def render_checkpoint(result: dict, fmt: str, joint: str | None = None, kind: st
         return torchscript_bytes(model)
     if fmt == "newton.pt2":
         return pt2_bytes(model)
+    if fmt == "newton.onnx":
+        return onnx_bytes(model)
     raise ExportError(f"unknown checkpoint format {fmt!r}: choose from {list(NET_FORMATS)}")
 
 
 def checkpoint_files(result: dict) -> dict[str, tuple[str, dict[str, str]]]:
     """Per joint with a network: (its kind with the lower validation position error, file name per format).
 
-    One joint with networks: the plain format names (torchscript.pt, newton.pt2); several: <joint>.<format>.
+    One joint with networks: the plain format names (torchscript.pt, newton.onnx, newton.pt2); several:
+    <joint>.<format>. newton.onnx is left out for a net it cannot hold (onnx_unsupported).
     """
     joints = [j for j, jr in result["joints"].items() if any(k in ("mlp", "lstm") for k in jr["models"])]
     out = {}
     for joint in joints:
-        _, kind, _ = net_model(result, joint)
-        out[joint] = (kind, {fmt: fmt if len(joints) == 1 else f"{joint}.{fmt}" for fmt in NET_FORMATS})
+        _, kind, model = net_model(result, joint)
+        formats = [f for f in NET_FORMATS if f != "newton.onnx" or onnx_unsupported(model) is None]
+        out[joint] = (kind, {fmt: fmt if len(joints) == 1 else f"{joint}.{fmt}" for fmt in formats})
     return out
+
+
+def checkpoint_findings(result: dict) -> list[Finding]:
+    """Which checkpoint Newton should load: newton.onnx; newton.pt2 works but Newton 1.8 deprecates Torch
+    checkpoints (newton/_src/actuators/utils.py), and a deeper LSTM has only that one."""
+    findings = []
+    for joint, (kind, names) in checkpoint_files(result).items():
+        if "newton.onnx" in names:
+            findings.append(Finding("EXPORT.NEWTON.torch_checkpoint_deprecated", "info", names["newton.pt2"],
+                                    f"joint {joint!r} ({kind}): Newton 1.8 deprecates Torch neural-drive "
+                                    f"checkpoints (.pt2) and will remove them; give Newton {names['newton.onnx']} "
+                                    "(NewtonNeuralControlAPI newton:modelPath), which it runs through Warp-NN"))
+        else:
+            why = onnx_unsupported(result["joints"][joint]["models"][kind]) or ""
+            findings.append(Finding("EXPORT.NEWTON.onnx_unavailable", "warning", names["newton.pt2"],
+                                    f"joint {joint!r} ({kind}): only the Torch checkpoint, which Newton 1.8 "
+                                    f"deprecates, is offered: {why}"))
+    return findings
 
 
 def render_checkpoints(result: dict) -> dict[str, bytes]:

@@ -62,7 +62,8 @@ def joint_family(result: dict, joint: str, name: str) -> Family:
         raise ExportError(f"joint {joint!r} has no fitted {name!r} model; fitted: {sorted(jr['models'])}")
     if name in NET_FAMILIES:
         raise ExportError(f"joint {joint!r}: {name!r} is an actuator network; its exports are torchscript.pt, "
-                          "newton.pt2 and ACTUATORS_NET in isaaclab.py (fit a parametric family for the others)")
+                          "newton.onnx, newton.pt2 and ACTUATORS_NET in isaaclab.py (fit a parametric family for "
+                          "the others)")
     fam = get_family(name)
     terms = jr["models"][name].get("joint_terms")
     return fam.with_terms(tuple(terms)) if terms is not None else fam

@@ -238,7 +238,7 @@ NET_NOTE = (
     "(place it next to this file or give an absolute path). Inputs: position error q_des - q and the measured\n"
     "velocity, index k = k physics steps back; Isaac Lab clips the output with the fitted DC-motor envelope.\n"
     "Isaac Lab 3.0 hands nets to Newton 1.8 as TorchScript, which Newton rejects: run them with\n"
-    "SimulationCfg(use_newton_actuators=False), or give Newton the newton.pt2 export (NewtonNeuralControlAPI)."
+    "SimulationCfg(use_newton_actuators=False), or give Newton the newton.onnx export (NewtonNeuralControlAPI)."
 )
 
 
@@ -359,7 +359,8 @@ def cfg_hazards(groups: dict[str, dict], joints: list[str] | None = None, backen
         if base in NET_CFG_FIELDS:
             add("net_torchscript_to_newton", g, "Isaac Lab 3.0 hands actuator nets to Newton 1.8 as TorchScript "
                 "(use_newton_actuators=True, the default), which Newton 1.8 rejects (consumer-semantics §0.2): "
-                "set SimulationCfg(use_newton_actuators=False), or give Newton the newton.pt2 export")
+                "set SimulationCfg(use_newton_actuators=False), or give Newton the newton.onnx export (newton.pt2 "
+                "for an LSTM of several layers; Newton 1.8 deprecates it)")
         if base == "ActuatorNetLSTMCfg":
             add("lstm_metadata", g, "Newton's LSTM drive needs num_layers and hidden_size in the checkpoint "
                 "metadata; Isaac Lab does not add them")

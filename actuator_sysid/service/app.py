@@ -46,7 +46,8 @@ from .storage import Storage, UploadTooLargeError, new_id
 log = logging.getLogger("actuator_sysid.service")
 
 MEDIA_TYPES = {".py": "text/x-python", ".json": "application/json", ".usda": "text/plain", ".xml": "application/xml",
-               ".yaml": "application/yaml", ".pt": "application/octet-stream", ".pt2": "application/zip"}
+               ".yaml": "application/yaml", ".pt": "application/octet-stream", ".pt2": "application/zip",
+               ".onnx": "application/octet-stream"}
 INTERNAL_ARTIFACTS = ("report_data.json",)  # stored for the report page, not offered as a download
 _DEFAULT = FitRequest()
 __all__ = ["ConflictError", "PayloadTooLargeError", "create_app"]
