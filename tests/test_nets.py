@@ -207,8 +207,12 @@ def test_service_fits_networks_and_serves_their_checkpoints(tmp_path: Path) -> N
         assert fit["status"] == "succeeded", fit
         for name, head in (("torchscript.pt", b"PK"), ("newton.pt2", b"PK"), ("newton.onnx", b"\x08")):
             got = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/{name}", timeout=10)
-            assert got.status_code == 200 and got.content[:2] == head, (name, got.status_code)
+            assert got.status_code == 200 and got.content[:len(head)] == head, (name, got.status_code)
             assert got.headers["content-type"] in ("application/octet-stream", "application/zip")
+        import onnx  # the served newton.onnx is a model carrying Newton's metadata
+
+        model = onnx.load_from_string(got.content)
+        assert json.loads(model.metadata_props[0].value)["model_type"] == "mlp"
     finally:
         server.stop()
 

@@ -312,7 +312,9 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     if any(m in NET_FAMILIES for m in req.models):
         from .nets import add_networks
 
-        add_networks(rec, req, joints, train_ids, val_ids, per_joint, progress)
+        # the nets train until the fit's budget is spent (the searches above left them their shares)
+        deadline = None if req.budget_s is None else clock.start + req.budget_s
+        stopped_on_budget |= add_networks(rec, req, joints, train_ids, val_ids, per_joint, progress, deadline)
     for name in joints:
         per_joint[name]["ranking"] = _rank(per_joint[name]["models"])
         # exporters need a family they can write: a network is best only when nothing else was fitted

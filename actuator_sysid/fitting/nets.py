@@ -300,12 +300,25 @@ def _lstm_forward(net: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     return net.linear(y)[..., 0] * net.out_scale
 
 
+def _past(deadline: float | None) -> bool:
+    """Whether the fit's wall-clock budget (a time.perf_counter() instant) has run out."""
+    return deadline is not None and time.perf_counter() >= deadline
+
+
+def _stopped_on(out_of_time: bool, patience_ran_out: bool) -> str:
+    return "budget" if out_of_time else "early_stopping" if patience_ran_out else "epochs"
+
+
 def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val: JointData, opts: NetOptions,
-                     substeps: int, report: Callable[[int, float], None]) -> dict:
-    """Fit torque (measured or inverse-dynamics) by Adam with early stopping; returns the training record."""
+                     substeps: int, report: Callable[[int, float], None], deadline: float | None = None) -> dict:
+    """Fit torque (measured or inverse-dynamics) by Adam with early stopping; returns the training record.
+
+    Past `deadline` (perf_counter) the epoch ends after its current batch, is validated, and training stops
+    with the best weights so far (stopped_on "budget")."""
     opt = torch.optim.Adam(net.parameters(), lr=opts.lr)
     stop = _Stopper(net, opts.patience)
     t0, seen, epoch = time.perf_counter(), 0, 0
+    late = patient = False
     if spec.kind == "mlp":
         x, y = _mlp_table(spec, train, substeps)
         try:
@@ -323,10 +336,12 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
                 loss.backward()
                 opt.step()
                 seen += idx.numel()
+                if late := _past(deadline):
+                    break
             with torch.no_grad():
                 vloss = float(torch.mean((net(xv)[:, 0] - yv_n) ** 2))
             report(epoch, vloss)
-            if stop(epoch, vloss):
+            if (patient := stop(epoch, vloss)) or late:
                 break
     else:
         active = [q.shape[0] for q, f in zip(train.q, train.free, strict=True) if not f]
@@ -351,15 +366,18 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
                 loss.backward()
                 opt.step()
                 seen += idx.numel() * (x.shape[1] - b0)
+                if late := _past(deadline):
+                    break
             with torch.no_grad():
                 vloss = float(torch.mean(((_lstm_forward(net, xv) - yv) / spec.torque_scale)[:, b0:] ** 2))
             report(epoch, vloss)
-            if stop(epoch, vloss):
+            if (patient := stop(epoch, vloss)) or late:
                 break
     stop.restore()
     secs = time.perf_counter() - t0
     return {"epochs": epoch + 1, "best_epoch": stop.best_epoch + 1, "validation_loss": stop.best,
-            "samples_seen": seen, "seconds": round(secs, 3), "samples_per_s": round(seen / max(secs, 1e-9), 1)}
+            "samples_seen": seen, "seconds": round(secs, 3), "samples_per_s": round(seen / max(secs, 1e-9), 1),
+            "stopped_on": _stopped_on(late, patient)}
 
 
 def _windows(data: JointData, length: int, substeps: int, spec: NetSpec, ids: list[int] | None = None):
@@ -430,9 +448,10 @@ def _segment_loss(spec: NetSpec, net: torch.nn.Module, data: JointData, substeps
 
 
 def train_in_loop(spec: NetSpec, net: torch.nn.Module, train: JointData, val: JointData, opts: NetOptions,
-                  substeps: int, report: Callable[[int, float], None]) -> dict:
+                  substeps: int, report: Callable[[int, float], None], deadline: float | None = None) -> dict:
     """Truncated BPTT through batched differentiable plant rollouts over windows; early stopping on the
-    validation segments rolled out whole (what the fit reports), checked every EVAL_EVERY epochs."""
+    validation segments rolled out whole (what the fit reports), checked every EVAL_EVERY epochs and once more
+    when `deadline` (perf_counter) passes, which stops training with the best weights so far."""
     sq = max(float(torch.cat(train.q).std()), 1e-3)
     sqd = max(float(torch.cat(train.qd).std()), 1e-3)
     wt = _windows(train, opts.window, substeps, spec)
@@ -444,24 +463,28 @@ def train_in_loop(spec: NetSpec, net: torch.nn.Module, train: JointData, val: Jo
     initial = _segment_loss(spec, net, watched, substeps, sq, sqd)
     stop(-1, initial)
     t0, seen, epoch = time.perf_counter(), 0, 0
-    for epoch in range(opts.in_loop_epochs):
+    late, patient = _past(deadline), False  # no time left at all: the pretrained weights, unchanged
+    for epoch in range(0 if late else opts.in_loop_epochs):
         loss = _window_loss(spec, net, wt, substeps, sq, sqd, burn, train)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         opt.step()
         seen += wt["q"].numel() * substeps
-        if (epoch + 1) % EVAL_EVERY and epoch + 1 < opts.in_loop_epochs:
+        late = _past(deadline)
+        if (epoch + 1) % EVAL_EVERY and epoch + 1 < opts.in_loop_epochs and not late:
             continue
         vloss = _segment_loss(spec, net, watched, substeps, sq, sqd)
         report(epoch, vloss)
-        if stop(epoch, vloss):
+        if (patient := stop(epoch, vloss)) or late:
             break
     stop.restore()
     secs = time.perf_counter() - t0
-    return {"in_loop_initial_loss": initial, "in_loop_epochs": epoch + 1, "in_loop_best_epoch": stop.best_epoch + 1,
+    return {"in_loop_initial_loss": initial, "in_loop_epochs": epoch + 1 if seen else 0,
+            "in_loop_best_epoch": stop.best_epoch + 1,
             "in_loop_validation_loss": stop.best, "in_loop_steps_seen": seen, "in_loop_seconds": round(secs, 3),
-            "in_loop_steps_per_s": round(seen / max(secs, 1e-9), 1), "window_samples": opts.window}
+            "in_loop_steps_per_s": round(seen / max(secs, 1e-9), 1), "window_samples": opts.window,
+            "in_loop_stopped_on": _stopped_on(late, patient)}
 
 
 EVAL_EVERY = 10  # in-the-loop epochs between validation rollouts of whole segments
@@ -532,8 +555,12 @@ def network_from_result(model: dict) -> tuple[NetSpec, torch.nn.Module]:
 
 def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids: list[int],
                 opts: NetOptions, substeps: int = 1, seed: int = 0,
-                progress: Callable[[float, str], None] | None = None) -> dict:
-    """Train one network for one joint; returns the result entry (params, network, weights, metrics, ...)."""
+                progress: Callable[[float, str], None] | None = None, deadline: float | None = None) -> dict:
+    """Train one network for one joint; returns the result entry (params, network, weights, metrics, ...).
+
+    `deadline` (a time.perf_counter() instant) bounds the training: past it, training stops with the best
+    weights so far and the entry's training record says stopped_on "budget" (in the loop, the torque
+    pretraining gets 30 % of the time left)."""
     has_tau = all(s.tau is not None for s in rec.segments)
     mode = opts.mode if opts.mode != "auto" else ("torque" if has_tau else "in_the_loop")
     if mode == "torque" and not has_tau:
@@ -567,11 +594,22 @@ def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val
         return f
 
     split = (0.0, 1.0) if mode == "torque" else (0.0, 0.3)
+    pretrain = deadline
+    if deadline is not None and mode == "in_the_loop":
+        now = time.perf_counter()
+        pretrain = now + 0.3 * max(deadline - now, 0.0)
     training = {"mode": mode, "torque_source": "measured" if mode == "torque" else "inverse dynamics of the load",
-                **train_supervised(spec, net, train, val, opts, substeps, report("torque", split, opts.epochs))}
+                **train_supervised(spec, net, train, val, opts, substeps, report("torque", split, opts.epochs),
+                                   pretrain)}
     if mode == "in_the_loop":
         training |= train_in_loop(spec, net, train, val, opts, substeps,
-                                  report("in the loop", (0.3, 1.0), opts.in_loop_epochs))
+                                  report("in the loop", (0.3, 1.0), opts.in_loop_epochs), deadline)
+        training["stopped_on"] = ("budget" if "budget" in (training["stopped_on"], training["in_loop_stopped_on"])
+                                  else training["in_loop_stopped_on"])
+    if training["stopped_on"] == "budget":
+        warnings.append(f"training stopped on the fit's time budget after {training['epochs']} epochs"
+                        + (f" and {training['in_loop_epochs']} in the loop" if mode == "in_the_loop" else "")
+                        + ": the best weights so far; give budget.seconds more time or fewer epochs")
     if not val_ids:
         warnings.append("a single segment: no validation segment, early stopping watched the training loss")
     net.eval()
@@ -619,8 +657,10 @@ def simulate_net(rec: Recording, joint: str, model: dict, decimation: int = 1) -
 
 def fit_networks(rec: Recording, joints: list[str], kinds: list[str], train_ids: list[int], val_ids: list[int],
                  options: dict | None, substeps: int, seed: int, progress: ProgressFn | None,
-                 span: tuple[float, float] = (0.0, 1.0)) -> dict[str, dict[str, dict]]:
-    """Every requested network kind for every joint: {joint: {kind: entry}}; progress within `span`."""
+                 span: tuple[float, float] = (0.0, 1.0), deadline: float | None = None) -> dict[str, dict[str, dict]]:
+    """Every requested network kind for every joint: {joint: {kind: entry}}; progress within `span`; each net
+    trains for 85 % of an equal share of the time left before `deadline` (perf_counter; the rest rolls it out
+    for the metrics)."""
     opts = NetOptions.from_dict(options)
     for kind in kinds:
         assert kind in NET_FAMILIES, kind
@@ -634,7 +674,11 @@ def fit_networks(rec: Recording, joints: list[str], kinds: list[str], train_ids:
             if progress:
                 progress(lo + (hi - lo) * frac, msg)
 
-        out[joint][kind] = fit_network(rec, joint, kind, train_ids, val_ids, opts, substeps, seed, sub)
+        share = None
+        if deadline is not None:
+            now = time.perf_counter()
+            share = now + 0.85 * max(deadline - now, 0.0) / (len(jobs) - n)
+        out[joint][kind] = fit_network(rec, joint, kind, train_ids, val_ids, opts, substeps, seed, sub, share)
     return out
 
 
@@ -678,13 +722,14 @@ def _parametric_torque(rec: Recording, req: FitRequest, joint: str, fam_name: st
 
 
 def add_networks(rec: Recording, req: FitRequest, joints: list[str], train_ids: list[int], val_ids: list[int],
-                 per_joint: dict[str, dict], progress: ProgressFn | None) -> None:
+                 per_joint: dict[str, dict], progress: ProgressFn | None, deadline: float | None = None) -> bool:
     """Fit the requested nets into per_joint[j]["models"], each compared with the best parametric model on the
-    same validation segments: closed loop (position) and, with measured torque, open loop (torque)."""
+    same validation segments: closed loop (position) and, with measured torque, open loop (torque). Training
+    ends by `deadline` (perf_counter; the fit's budget.seconds); returns whether that cut any net short."""
     kinds = [m for m in req.models if m in NET_FAMILIES]
     start = 1 - len(kinds) / len(req.models)
     fitted = fit_networks(rec, joints, kinds, train_ids, val_ids, req.networks, req.decimation, req.seed,
-                          progress, (start, 0.99))
+                          progress, (start, 0.99), deadline)
     val_names = {rec.segments[i].name for i in val_ids}
     has_tau = all(s.tau is not None for s in rec.segments)
     for joint in joints:
@@ -711,3 +756,4 @@ def add_networks(rec: Recording, req: FitRequest, joints: list[str], train_ids: 
                                     "parametric": pick(models[best], "torque_metrics", "torque_rmse")}}
                    if has_tau else {}),
             }
+    return any(e["training"]["stopped_on"] == "budget" for kinds_ in fitted.values() for e in kinds_.values())
