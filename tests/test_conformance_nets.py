@@ -7,6 +7,7 @@ within 1e-5 relative, over many steps with a reset in the middle (consumer-seman
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -124,7 +125,6 @@ def newton_efforts(kind: str, entry: dict, path: Path, seq: dict[str, np.ndarray
     import newton
     import warp as wp
     from newton.actuators import ClampingDCMotor, DriveNeuralLSTM, DriveNeuralMLP
-    from newton_sim import open_loop
 
     builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     link = builder.add_link(com=wp.vec3(0.0, 0.0, -0.2), mass=0.5, inertia=wp.mat33(np.eye(3) * 1e-3))
@@ -138,6 +138,13 @@ def newton_efforts(kind: str, entry: dict, path: Path, seq: dict[str, np.ndarray
         builder.add_actuator(DriveNeuralMLP if kind == "mlp" else DriveNeuralLSTM, index=dof,
                              clamping=[(ClampingDCMotor, dc)], model_path=str(path))
         model = builder.finalize(device="cpu")
+    return newton_open_loop(model, dof, seq)
+
+
+def newton_open_loop(model, dof: int, seq: dict[str, np.ndarray]) -> np.ndarray:
+    """The efforts of the model's one actuator fed the sequence, reset at RESET_AT."""
+    from newton_sim import open_loop
+
     act = model.actuators[0]
     full = {**seq, "qd_des": np.zeros_like(seq["q"]), "tau_ff": np.zeros_like(seq["q"])}
     first = open_loop(model, act, dof, {k: v[:RESET_AT] for k, v in full.items()}, 0.005)
@@ -191,6 +198,46 @@ def test_newton_runs_the_onnx_export_as_our_model(name: str, entries: dict, tmp_
     assert np.mean(applied != computed) > 0.2 and np.std(theirs) > 0.1  # clipped often, and not constant
 
 
+@pytest.mark.parametrize("name", ["mlp", "lstm1"])
+def test_newton_usda_neural_prim_runs_the_onnx_beside_it(name: str, entries: dict, tmp_path: Path) -> None:
+    """newton.usda for a net-family joint: a NewtonActuator with NewtonNeuralControlAPI (modelPath ./newton.onnx)
+    and the DC-motor clamp, which Newton's add_usd loads from the folder of exports and runs as our model."""
+    import newton
+    from newton.actuators import ClampingDCMotor, DriveNeuralLSTM, DriveNeuralMLP
+
+    from actuator_sysid.export import render_all
+
+    kind = name.rstrip("1")
+    entry = entries[name]
+    rec = nonlinear_recording(n_segments=2, seconds=0.2, seed=3)
+    result = {"joints": {"j": {"models": {kind: entry}, "best_model": kind}},
+              "assumptions": {"physics_dt": 0.005}}
+    files = render_all(result, rec, replay_exports=True)  # a net-only fit: newton.usda is the neural prim
+    for fname in ("newton.usda", "newton.onnx"):
+        data = files[fname]
+        (tmp_path / fname).write_bytes(data if isinstance(data, bytes) else data.encode())
+    text = files["newton.usda"]
+    assert "NewtonNeuralControlAPI" in text and "@./newton.onnx@" in text and "NewtonDCMotorClampingAPI" in text
+    replay = json.loads(files["validation.json"])["replay"]["newton.usda"]
+    assert replay["status"] == "skipped" and "actuator networks" in replay["note"]
+    builder = newton.ModelBuilder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        builder.add_usd(str(tmp_path / "newton.usda"))
+        model = builder.finalize(device="cpu")
+    assert model.joint_dof_count == 1 and len(model.actuators) == 1
+    act = model.actuators[0]
+    assert isinstance(act.drive, DriveNeuralMLP if kind == "mlp" else DriveNeuralLSTM)
+    assert any(isinstance(c, ClampingDCMotor) for c in act.clamping)
+    seq = sequence(N_STEPS, 15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = newton_open_loop(model, 0, seq)
+    computed, applied = ours(entry, seq)
+    assert_close(applied, theirs)
+    assert np.mean(applied != computed) > 0.2 and np.std(theirs) > 0.1
+
+
 def test_newton_deprecates_the_pt2_and_validation_recommends_the_onnx(entries: dict, tmp_path: Path) -> None:
     """Newton 1.8 warns that Torch checkpoints are deprecated (and not ONNX ones); the export validation says so
     and names newton.onnx, or, for an LSTM deeper than Newton's ONNX drive runs, why there is no ONNX file."""
@@ -221,7 +268,6 @@ def test_newton_deprecates_the_pt2_and_validation_recommends_the_onnx(entries: d
 def test_exported_isaaclab_cfgs_load_and_run_the_checkpoint(tmp_path: Path, monkeypatch) -> None:
     """isaaclab.py's ACTUATORS_NET and isaaclab.json's actuators_net, as written, build Isaac Lab's classes
     that load torchscript.pt from beside them and compute our model's efforts."""
-    import json
 
     from actuator_sysid.export import render_all
     from actuator_sysid.fitting.api import FitRequest, fit_recording

@@ -7,6 +7,10 @@ NewtonPIDControlAPI), the clamps in the family's order, NewtonActuatorDelayAPI o
 (the importer multiplies by 180/π). The `implicit` family is the solver's own drive: a UsdPhysics DriveAPI
 whose stiffness and damping are per degree.
 
+An actuator network (a joint whose chosen family is mlp or lstm) is a NewtonNeuralControlAPI prim whose
+`newton:modelPath` is the fit's newton.onnx beside the .usda (Newton picks DriveNeuralMLP / DriveNeuralLSTM
+from the checkpoint's metadata) with NewtonDCMotorClampingAPI holding the fitted envelope, as Isaac Lab clips.
+
 Either stand-alone (one pendulum per joint with the fitted test-bench load, so Newton can simulate it) or
 onto a robot USD the user uploads, matching joints by prim name.
 """
@@ -14,16 +18,20 @@ onto a robot USD the user uploads, matching joints by prim name.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
+from dataclasses import dataclass
 
 from ..datasets.recording import JointInfo, Recording
-from .common import RAD_PER_DEG, ChosenModel, ExportError, Finding, bench_loads, choose, physics_dt
+from ..models.families import NET_FAMILIES
+from .common import RAD_PER_DEG, ChosenModel, ExportError, Finding, bench_loads, joint_family, physics_dt
 
 # consumer-semantics §C.3 schema and attribute names
 PD_API, PID_API = "NewtonPDControlAPI", "NewtonPIDControlAPI"
 CLAMP_API = {"max_effort": "NewtonMaxEffortClampingAPI", "dc_motor": "NewtonDCMotorClampingAPI",
              "position_table": "NewtonPositionBasedClampingAPI"}
 DELAY_API = "NewtonActuatorDelayAPI"
+NEURAL_API = "NewtonNeuralControlAPI"
 JOINT_API = "NewtonJointAPI"
 ACTUATED_JOINT_TYPES = ("PhysicsRevoluteJoint", "PhysicsPrismaticJoint")
 MIN_MASS, MIN_INERTIA = 1e-6, 1e-8  # a massless or inertia-free link is not a simulatable body
@@ -42,6 +50,71 @@ def prim_name(joint: str) -> str:
     """A valid USD prim name for a joint name."""
     name = re.sub(r"\W", "_", joint) or "joint"
     return "_" + name if name[0].isdigit() else name
+
+
+@dataclass
+class NetChoice:
+    """A joint whose exported actuator is a fitted network: its kind, DC-motor envelope and checkpoint file."""
+
+    joint: str
+    kind: str  # "mlp" or "lstm"
+    envelope: dict[str, float]
+    model_path: str  # relative to the .usda: the checkpoint file sits beside it
+
+
+def choose_models(result: dict, families: dict[str, str] | str | None = None
+                  ) -> tuple[list[ChosenModel | NetChoice], list[Finding]]:
+    """One model per joint like common.choose, but an actuator network is a NetChoice (a neural prim)."""
+    from .checkpoints import checkpoint_files, onnx_unsupported
+
+    files = None
+    out: list[ChosenModel | NetChoice] = []
+    findings: list[Finding] = []
+    for joint, jr in result["joints"].items():
+        name = families if isinstance(families, str) else (families or {}).get(joint)
+        name = name or jr["best_model"]
+        if name not in NET_FAMILIES:
+            fam = joint_family(result, joint, name)
+            model = jr["models"][name]
+            out.append(ChosenModel(joint, fam, dict(model["params"]), model.get("table_positions")))
+            continue
+        if name not in jr["models"]:
+            raise ExportError(f"joint {joint!r} has no fitted {name!r} model; fitted: {sorted(jr['models'])}")
+        model = jr["models"][name]
+        files = files if files is not None else checkpoint_files(result)
+        kind, names = files[joint]
+        fmt = "newton.onnx" if onnx_unsupported(model) is None else "newton.pt2"
+        path = names[fmt] if kind == name else f"{prim_name(joint)}.{name}.{fmt}"
+        if kind != name:
+            findings.append(Finding("EXPORT.NEWTON.checkpoint_file", "info", joint,
+                                    f"newton:modelPath is ./{path}: write it beside the .usda with `actuator-sysid "
+                                    f"export FIT --format {fmt} --family {joint}={name} --out {path}` (the fit's "
+                                    f"own {names.get(fmt, fmt)} holds its {kind})"))
+        if fmt == "newton.pt2":
+            findings.append(Finding("EXPORT.NEWTON.torch_checkpoint", "warning", joint,
+                                    f"newton:modelPath is the Torch checkpoint ./{path}, which Newton 1.8 parses only "
+                                    "with the deprecated allow_unsafe_torch_checkpoints=True: "
+                                    + (onnx_unsupported(model) or "")))
+        env = {k: float(model["network"][k]) for k in ("saturation_effort", "actuator_velocity_limit",
+                                                        "actuator_effort_limit")}
+        out.append(NetChoice(joint, name, env, "./" + path))
+    return out, findings
+
+
+def neural_attributes(m: NetChoice) -> tuple[list[str], dict[str, float | str]]:
+    """NewtonNeuralControlAPI with the checkpoint path, and the DC-motor clamp with the net's envelope (§C.3)."""
+    apis: list[str] = [NEURAL_API]
+    attrs: dict[str, float | str] = {"modelPath": m.model_path}
+    dc = {attr: m.envelope[name] for attr, name in (("saturationEffort", "saturation_effort"),
+                                                    ("velocityLimit", "actuator_velocity_limit"),
+                                                    ("maxMotorEffort", "actuator_effort_limit"))
+          if math.isfinite(m.envelope[name])}
+    if dc:
+        if "velocityLimit" in dc and "saturationEffort" not in dc:  # Newton rejects that clamp (§C.4)
+            dc["saturationEffort"] = 1e30
+        apis.append(CLAMP_API["dc_motor"])
+        attrs |= dc
+    return apis, attrs
 
 
 def actuator_attributes(m: ChosenModel) -> tuple[list[str], dict[str, float | int | list[float]]]:
@@ -114,8 +187,10 @@ def newton_warnings(m: ChosenModel) -> list[Finding]:
 
 
 def _set(prim, name: str, value, Sdf) -> None:
-    """Author one `newton:` attribute: ints as Int, lists as FloatArray, everything else Float (§A.11)."""
-    if isinstance(value, list):
+    """Author one `newton:` attribute: strings as Asset, ints as Int, lists as FloatArray, else Float (§A.11)."""
+    if isinstance(value, str):
+        prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.Asset).Set(Sdf.AssetPath(value))
+    elif isinstance(value, list):
         prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.FloatArray).Set(value)
     elif isinstance(value, int) and not isinstance(value, bool):
         prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.Int).Set(value)
@@ -123,9 +198,21 @@ def _set(prim, name: str, value, Sdf) -> None:
         prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.Float).Set(float(value))
 
 
-def author_joint(stage, joint_prim, m: ChosenModel, actuator_path: str) -> None:
+def author_joint(stage, joint_prim, m: ChosenModel | NetChoice, actuator_path: str) -> None:
     """Write one joint's actuator (or implicit drive) and its Newton joint attributes onto a stage."""
     _Gf, Sdf, _Usd, _UsdGeom, UsdPhysics = _pxr()
+    if isinstance(m, NetChoice):  # the net holds the actuator and whatever joint losses it learned
+        for drive in UsdPhysics.DriveAPI.GetAll(joint_prim):
+            drive.CreateStiffnessAttr().Set(0.0)
+            drive.CreateDampingAttr().Set(0.0)
+        apis, attrs = neural_attributes(m)
+        act = stage.DefinePrim(actuator_path, "NewtonActuator")
+        for api in apis:
+            act.AddAppliedSchema(api)
+        act.CreateRelationship("newton:targets").SetTargets([joint_prim.GetPath()])
+        for k, value in attrs.items():
+            _set(act, k, value, Sdf)
+        return
     angular = joint_prim.GetTypeName() == "PhysicsRevoluteJoint"
     jattrs = joint_attributes(m, angular)
     if jattrs:
@@ -172,7 +259,7 @@ def _new_stage(dt: float, gravity: float):
     return stage
 
 
-def standalone_stage(models: list[ChosenModel], loads: dict[str, JointInfo], dt: float):
+def standalone_stage(models: list[ChosenModel | NetChoice], loads: dict[str, JointInfo], dt: float):
     """One fixed-base pendulum per joint with its test-bench load (q = 0 hanging down, gravity −Z).
 
     Returns (stage, findings). A joint whose load has no gravity torque turns about the vertical axis.
@@ -253,7 +340,7 @@ def open_robot(robot_usd: str | bytes):
     return Usd.Stage.Open(layer)
 
 
-def robot_stage(models: list[ChosenModel], robot_usd: str | bytes):
+def robot_stage(models: list[ChosenModel | NetChoice], robot_usd: str | bytes):
     """The user's robot with one NewtonActuator per fitted joint, matched by joint prim name.
 
     Existing NewtonActuator prims targeting those joints are deactivated, as Isaac Lab does (§A.11).
@@ -288,8 +375,8 @@ def robot_stage(models: list[ChosenModel], robot_usd: str | bytes):
 def build_stage(result: dict, rec: Recording | None = None, *, families: dict[str, str] | str | None = None,
                 loads: dict[str, dict] | None = None, robot_usd: str | bytes | None = None):
     """The export stage and what the exporter noted about it: (stage, findings)."""
-    models = choose(result, families)
-    findings = [f for m in models for f in newton_warnings(m)]
+    models, findings = choose_models(result, families)
+    findings += [f for m in models if isinstance(m, ChosenModel) for f in newton_warnings(m)]
     if robot_usd is not None:
         stage, more = robot_stage(models, robot_usd)
     else:
@@ -297,7 +384,7 @@ def build_stage(result: dict, rec: Recording | None = None, *, families: dict[st
     layer = stage.GetRootLayer()
     layer.customLayerData = {**dict(layer.customLayerData), "actuator_sysid": {
         "physics_dt": physics_dt(result), "delay_unit": "physics steps",
-        "families": {m.joint: m.family.name for m in models}}}
+        "families": {m.joint: m.kind if isinstance(m, NetChoice) else m.family.name for m in models}}}
     return stage, findings + more
 
 

@@ -396,6 +396,17 @@ def replay(result: dict, rec: Recording, fmt: str, *, text: str | None = None,
     except ImportError as e:
         return {"format": fmt, "consumer": consumer, "status": "skipped",
                 "note": f"consumer not installed ({e.name or module}): replay skipped"}
+    if consumer == "newton":
+        from .newton_usd import NetChoice, choose_models
+
+        try:
+            nets = [m.joint for m in choose_models(result, families)[0] if isinstance(m, NetChoice)]
+        except ExportError:
+            nets = []
+        if nets:
+            return {"format": fmt, "consumer": consumer, "status": "skipped",
+                    "note": f"joints {nets} are actuator networks: their NewtonActuator loads the checkpoint from "
+                            "beside the .usda, and the replay steps parametric actuators only"}
     segs = _segments(result, rec, segments)
     a = result.get("assumptions", {})
     sub = int(a.get("decimation", 1))
