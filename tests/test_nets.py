@@ -162,7 +162,13 @@ def test_cli_fits_and_exports_networks(tmp_path: Path) -> None:
     target = tmp_path / "x" / "net.pt"
     r = subprocess.run([*cli, "export", str(out), "--format", "torchscript.pt", "--out", str(target)],
                        capture_output=True, text=True)
-    assert r.returncode == 0 and target.read_bytes() == (out / "torchscript.pt").read_bytes(), r.stderr
+    assert r.returncode == 0, r.stderr
+    # the same module, not the same bytes: TorchScript orders a Linear's constants by string hash (per process)
+    extra_a, extra_b = {"metadata.json": ""}, {"metadata.json": ""}
+    a = torch.jit.load(str(target), _extra_files=extra_a)
+    b = torch.jit.load(str(out / "torchscript.pt"), _extra_files=extra_b)
+    assert extra_a == extra_b and a.state_dict().keys() == b.state_dict().keys()
+    assert all(torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in a.state_dict())
     r = subprocess.run([*cli, "export", str(out), "--format", "torchscript.pt", "--family", "j=dcmotor"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "must be mlp or lstm" in r.stderr
