@@ -137,6 +137,32 @@ def test_exports_hold_checkpoints_and_net_cfgs(net_fit: tuple) -> None:
         render_bytes(res, "torchscript.pt", families="dcmotor")
 
 
+def test_newton_usda_points_a_net_joint_at_its_onnx_checkpoint(net_fit: tuple) -> None:
+    """--family j=mlp / j=lstm: a neural NewtonActuator whose modelPath is the checkpoint beside the .usda; the
+    kind the fit's own newton.onnx does not hold gets its own file name and a finding saying how to write it."""
+    from actuator_sysid.export.checkpoints import checkpoint_files
+    from actuator_sysid.export.newton_usd import build_stage
+
+    rec, res = net_fit
+    (best_kind, _), = checkpoint_files(res).values()
+    for kind in ("mlp", "lstm"):
+        stage, findings = build_stage(res, rec, families={"j": kind})
+        (act,) = [p for p in stage.Traverse() if p.GetTypeName() == "NewtonActuator"]
+        assert "NewtonNeuralControlAPI" in act.GetAppliedSchemas()
+        assert "NewtonPDControlAPI" not in act.GetAppliedSchemas()
+        path = act.GetAttribute("newton:modelPath").Get().path
+        net = res["joints"]["j"]["models"][kind]["network"]
+        assert act.GetAttribute("newton:maxMotorEffort").Get() == pytest.approx(net["actuator_effort_limit"])
+        codes = {f.code for f in findings}
+        if kind == best_kind:
+            assert path == "./newton.onnx" and "EXPORT.NEWTON.checkpoint_file" not in codes
+        else:
+            assert path == f"./j.{kind}.newton.onnx" and "EXPORT.NEWTON.checkpoint_file" in codes
+    default, _ = build_stage(res, rec)  # the best model is parametric: a PD actuator, as before
+    (act,) = [p for p in default.Traverse() if p.GetTypeName() == "NewtonActuator"]
+    assert "NewtonNeuralControlAPI" not in act.GetAppliedSchemas()
+
+
 def test_a_fit_of_networks_alone_still_exports_and_reports() -> None:
     rec = nonlinear_recording(n_segments=2, seconds=0.6, torque=False)
     res = fit_recording(rec, FitRequest(models=["mlp"], networks={"epochs": 2, "in_loop_epochs": 2}))
