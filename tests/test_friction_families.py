@@ -163,3 +163,25 @@ def test_render_all_states_every_approximation_and_does_not_crash() -> None:
         assert ("EXPORT.NEWTON.friction_model", f"j_{fam}") in codes
         assert ("EXPORT.MJCF.friction_model", f"j_{fam}") in codes
     assert any(c == "EXPORT.ISAACLAB.friction_approximated" for c, _ in codes)
+
+
+def test_a_richer_family_starts_from_the_nested_one_and_never_fits_worse(fitted: dict) -> None:
+    """dcmotor_stribeck is dcmotor plus a Stribeck peak that 0 switches off: its search starts from the fitted
+    dcmotor, with the peak at its warm start and switched off, so its training loss cannot end above it."""
+    models = fitted["joints"]["hinge"]["models"]
+    assert list(models) == ["dcmotor", "dcmotor_stribeck"]  # reported in the order asked
+    assert models["dcmotor"]["search"]["started_from"] == "warm start"
+    assert models["dcmotor_stribeck"]["search"]["started_from"] == "dcmotor"
+    assert models["dcmotor_stribeck"]["loss"] <= models["dcmotor"]["loss"] * (1 + 1e-6)
+
+
+def test_which_families_nest() -> None:
+    """A family nests another when its extra terms are switched off at their neutral values."""
+    from actuator_sysid.fitting.api import nests
+
+    f = FAMILIES
+    assert nests(f["ideal_pd"], f["delayed_pd"]) and nests(f["ideal_pd"], f["pid"])
+    assert nests(f["dcmotor"], f["dcmotor_delay"]) and nests(f["dcmotor_stribeck"], f["dcmotor_stribeck_load"])
+    assert not nests(f["ideal_pd"], f["dcmotor"])  # another clamp
+    assert not nests(f["ideal_pd"], f["implicit"])  # another drive
+    assert not nests(f["dcmotor_loadfric"], f["dcmotor_directional_load"])  # its external coefficient replaces

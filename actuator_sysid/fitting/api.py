@@ -11,7 +11,18 @@ import numpy as np
 
 from ..datasets.recording import Recording
 from ..models import parameters
-from ..models.families import EFFORT_MODES, FAMILIES, JOINT_TERMS, NET_FAMILIES, Family, get_family
+from ..models.families import (
+    EFFORT_MODES,
+    F_LOAD_FRICTION,
+    F_LOAD_QUADRATIC,
+    F_PID,
+    F_STRIBECK,
+    FAMILIES,
+    JOINT_TERMS,
+    NET_FAMILIES,
+    Family,
+    get_family,
+)
 from ..models.rollout import RolloutEngine, SegmentBatch, full_params
 from .objective import LossScales, pool_metrics, segment_metrics
 from .search import BACKENDS, SearchResult, cma_search, refine
@@ -227,9 +238,16 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     clock = _Clock(req.budget_s, len(req.models) * (1 + len(split.folds)))
 
     def search(engine: RolloutEngine, sc: LossScales, warm: list[dict[str, float]], family: Family,
-               space: SearchSpace, label: str) -> SearchResult:
-        """CMA-ES then least squares on one training set, reporting progress; one budget unit."""
-        x0 = [np.array([w[n] for n in space.names]) for w in warm]
+               space: SearchSpace, label: str, parent: list[dict[str, float]] | None = None) -> SearchResult:
+        """CMA-ES then least squares on one training set, reporting progress; one budget unit.
+
+        With `parent` (a nested family's fitted parameters per joint) the search starts from them, its new
+        terms at their warm-start values and, as a second known point, switched off; it then needs a
+        fraction of the generations and runs a family searched from scratch does."""
+        x0 = [np.array([(p or w)[n] if n in (p or {}) else w[n] for n in space.names])
+              for w, p in zip(warm, parent or [None] * len(warm), strict=True)]
+        extra = None if parent is None else [[np.array([p.get(n, parameters.get(n).neutral) for n in space.names])]
+                                             for p in parent]  # the search clips it into the bounds
         deadline = clock.begin()
 
         def on_gen(g: int, best: np.ndarray) -> None:
@@ -241,8 +259,10 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
                 progress(frac, f"{label}: generation {g + 1}/{req.generations}, best loss {float(np.max(best)):.4g}, "
                                f"elapsed {_secs(clock.elapsed())}, ETA {_secs(clock.eta(frac))}")
 
-        res = cma_search(engine, family, space, sc, x0, req.generations, req.population, req.seed,
-                         on_generation=on_gen, backend=req.search_backend, deadline=deadline)
+        gens = req.generations if parent is None else min(req.generations, NESTED_GENERATIONS)
+        res = cma_search(engine, family, space, sc, x0, gens, req.population, req.seed, on_generation=on_gen,
+                         backend=req.search_backend, deadline=deadline, extra_starts=extra,
+                         parallel_runs=4 if parent is None else 2)
         if progress:
             progress(clock.fraction(1.0), f"{label}: refining by least squares"
                                            f"{' (budget reached)' if res.stopped_on == 'budget' else ''}, "
@@ -255,13 +275,18 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
 
     per_joint: dict[str, dict] = {j: {"models": {}, "load": asdict(rec.joints[rec.joint_index(j)])} for j in joints}
     stopped_on_budget = False
-    for fam_name in [m for m in req.models if m not in NET_FAMILIES]:  # networks: fitting/nets.py below
+    fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]] = {}  # family → (family, params, loss)
+    parametric = [m for m in req.models if m not in NET_FAMILIES]  # networks: fitting/nets.py below
+    for fam_name in sorted(parametric, key=lambda m: len(family_for(req, m).params)):  # nested ones first
         family = family_for(req, fam_name)
         space = SearchSpace.for_family(family)
-        res = search(train_engine, scales, x_warm, family, space, fam_name)
+        parent = max((v for v in fitted_by.values() if nests(v[0], family)),
+                     key=lambda v: (len(v[0].params), -v[2]), default=None)
+        res = search(train_engine, scales, x_warm, family, space, fam_name, parent[1] if parent else None)
         stopped_on_budget |= res.stopped_on == "budget"
 
         fitted = [_family_params(family, space, x) for x in res.best]
+        fitted_by[fam_name] = (family, fitted, float(np.sum(res.best_loss)))
         p_arr = params_array(family, fitted)
         traces = full_engine.traces(family, p_arr)
         seg_rows = segment_metrics(traces, every)
@@ -307,8 +332,12 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
                 "warm_start": {n: float(x_warm[j][n]) for n in space.names},
                 "search": {"generations": res.generations, "evaluations": res.evaluations,
                            "restarts": res.restarts[j], "stopped_on": res.stopped_on,
-                           "population": req.population, "convergence": res.history[j]},
+                           "population": req.population, "convergence": res.history[j],
+                           "started_from": parent[0].name if parent else "warm start"},
             }
+    for name in joints:  # nested families were fitted first; report them in the order asked
+        models = per_joint[name]["models"]
+        per_joint[name]["models"] = {m: models[m] for m in parametric}
     if any(m in NET_FAMILIES for m in req.models):
         from .nets import add_networks
 
@@ -344,6 +373,20 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         "dataset": rec.summary(),
         "elapsed_s": round(time.perf_counter() - t_start, 3),
     }
+
+
+NESTED_GENERATIONS = 60  # CMA-ES generations of a family that starts from a nested family's optimum
+# terms whose neutral values switch them off; F_LOAD_DIRECTIONAL is not one: its external coefficient replaces
+# the shared one (at 0 it is not the undirected model)
+_OFF_SWITCHES = F_PID | F_STRIBECK | F_LOAD_FRICTION | F_LOAD_QUADRATIC
+
+
+def nests(parent: Family, child: Family) -> bool:
+    """Whether `child` is `parent` plus terms that its neutral values switch off (delay 0, ki 0, no Stribeck
+    peak, no load friction): then the parent's optimum, extended, is a point of the child's search space."""
+    extra_flags = child.flags & ~parent.flags
+    return (parent.clamps == child.clamps and parent.flags & ~child.flags == 0 and extra_flags & ~_OFF_SWITCHES == 0
+            and set(parent.params) < set(child.params))
 
 
 def family_for(req: FitRequest, name: str) -> Family:

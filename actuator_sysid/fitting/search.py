@@ -193,7 +193,7 @@ def cma_search(
     engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales, x0: list[np.ndarray],
     generations: int, population: int, seed: int, on_generation: GenerationFn | None = None,
     plateau_generations: int = 20, plateau_rtol: float = 1e-3, backend: str = "cmaes", scan_points: int = 256,
-    parallel_runs: int = 4, deadline: float | None = None,
+    parallel_runs: int = 4, deadline: float | None = None, extra_starts: list[list[np.ndarray]] | None = None,
 ) -> SearchResult:
     """Parallel CMA-ES runs in the unit cube with IPOP restarts; one launch per generation for everything.
 
@@ -202,7 +202,8 @@ def cma_search(
     scan points explored widely); a run that plateaus restarts from the next scan point with twice its
     population (IPOP). All candidates of all runs of all joints share one kernel launch per generation.
     At `deadline` (time.perf_counter() seconds) the search stops after the current generation and
-    returns its best so far, with stopped_on="budget".
+    returns its best so far, with stopped_on="budget". `extra_starts` (natural units, per joint) join the scan
+    as known good points, e.g. a nested family's optimum.
     """
     n_j = len(engine.batch.joints)
     rng = np.random.default_rng(seed)
@@ -218,6 +219,9 @@ def cma_search(
     scan = qmc.Sobol(space.dim, seed=seed).random(scan_points)
     u_scan = np.repeat(scan[:, None, :], n_j, axis=1)
     u_scan[0] = np.stack([space.to_unit(x) for x in x0])
+    for j, starts in enumerate(extra_starts or []):
+        for i, x in enumerate(starts[: scan_points - 1]):
+            u_scan[1 + i, j] = space.to_unit(x)
     scan_loss = loss_from_sums(engine.sums(family, _params(family, space, space.from_unit(u_scan))),
                                engine.batch, scales)
     queue_u = [list(u_scan[1:, j][np.argsort(scan_loss[1:, j])]) for j in range(n_j)]  # best first
