@@ -282,7 +282,9 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         space = SearchSpace.for_family(family)
         parent = max((v for v in fitted_by.values() if nests(v[0], family)),
                      key=lambda v: (len(v[0].params), -v[2]), default=None)
+        t_family = time.perf_counter()
         res = search(train_engine, scales, x_warm, family, space, fam_name, parent[1] if parent else None)
+        t_family = time.perf_counter() - t_family
         stopped_on_budget |= res.stopped_on == "budget"
 
         fitted = [_family_params(family, space, x) for x in res.best]
@@ -333,7 +335,8 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
                 "search": {"generations": res.generations, "evaluations": res.evaluations,
                            "restarts": res.restarts[j], "stopped_on": res.stopped_on,
                            "population": req.population, "convergence": res.history[j],
-                           "started_from": parent[0].name if parent else "warm start"},
+                           "started_from": parent[0].name if parent else "warm start",
+                           "seconds": round(t_family, 3)},
             }
     for name in joints:  # nested families were fitted first; report them in the order asked
         models = per_joint[name]["models"]
