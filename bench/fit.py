@@ -4,8 +4,10 @@
    seven Isaac Lab / Newton families with model selection, and every family (BAM friction variants too).
 2. 12 independent joints x 20 s at 400 Hz, dcmotor_delay + friction + armature + encoder offset.
 3. The baseline fits the way BAM does: one Optuna CMA-ES trial = one numpy rollout of all segments,
-   sequentially. Both minimise the same loss on the same log; we report how long each takes to reach the
-   best loss the baseline reached within its time budget.
+   sequentially. Both minimise the same loss on the same noisy log; the baseline's incumbent is scored on
+   the validation segments after each improvement, and we report how long each takes to reach the
+   validation loss the baseline reached within its time budget; ours likewise, from the incumbent of each
+   search launch (scored on the validation segments after the fit) and the fit's final parameters.
 
 Usage: python bench/fit.py [--quick] [--baseline-seconds S]. Prints one JSON object.
 """
@@ -20,6 +22,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -31,21 +34,26 @@ from isaaclab_logs import TRUTH_DCMOTOR, make_recording  # noqa: E402
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment  # noqa: E402
 from actuator_sysid.fitting import api  # noqa: E402
-from actuator_sysid.fitting.objective import VELOCITY_WEIGHT, LossScales  # noqa: E402
+from actuator_sysid.fitting.objective import VELOCITY_WEIGHT, LossScales, loss_from_sums  # noqa: E402
 from actuator_sysid.fitting.space import SearchSpace  # noqa: E402
+from actuator_sysid.models import parameters  # noqa: E402
 from actuator_sysid.models.families import FAMILIES  # noqa: E402
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params  # noqa: E402
 
 optuna.logging.set_verbosity(logging.WARNING)
+NOISE_Q = 5e-4  # rad: about a 13-bit encoder's quantization step
+SAME_LOSS_RTOL = 1e-3  # "the same validation loss": within 0.1 %, far inside the noise-seed spread
 
 
-def timed_fit(rec: Recording, req: api.FitRequest) -> tuple[float, dict, list[tuple[float, float]]]:
-    """Wall time of a fit, its result, and (elapsed, best loss) after every generation."""
+def timed_fit(rec: Recording, req: api.FitRequest, incumbents: list | None = None
+              ) -> tuple[float, dict, list[tuple[float, float]]]:
+    """Wall time of a fit, its result, and (elapsed, best loss) after every generation. With `incumbents`,
+    also (elapsed, parameters) of every search launch's best candidate that beats the search's best so far."""
     trace: list[tuple[float, float]] = []
     t0 = time.perf_counter()
     orig = api.cma_search
 
-    def traced(*a, **k):
+    def traced(engine, family, space, scales, *a, **k):
         cb = k.get("on_generation")
 
         def on_gen(g: int, best: np.ndarray) -> None:
@@ -54,7 +62,9 @@ def timed_fit(rec: Recording, req: api.FitRequest) -> tuple[float, dict, list[tu
                 cb(g, best)
 
         k["on_generation"] = on_gen
-        return orig(*a, **k)
+        if incumbents is not None:
+            engine = _Recorder(engine, scales, incumbents, t0)
+        return orig(engine, family, space, scales, *a, **k)
 
     api.cma_search = traced
     try:
@@ -64,7 +74,30 @@ def timed_fit(rec: Recording, req: api.FitRequest) -> tuple[float, dict, list[tu
     wall = time.perf_counter() - t0
     # the least-squares polish after the search counts too: the fit's final loss at its end time
     trace.append((wall, max(m["loss"] for jr in result["joints"].values() for m in jr["models"].values())))
+    if incumbents is not None:
+        incumbents.append((wall, {n: v for n, v in result["joints"]["hinge"]["models"]["dcmotor"]["params"].items()}))
     return wall, result, trace
+
+
+class _Recorder:
+    """The search's rollout engine, noting the best candidate of each launch that improves on the best so far
+    (joint 0), as natural-unit parameters: the incumbent over time. The bookkeeping is timed with the fit."""
+
+    def __init__(self, engine: RolloutEngine, scales: LossScales, out: list, t0: float) -> None:
+        self._engine, self._scales, self._out, self._t0, self._best = engine, scales, out, t0, math.inf
+
+    def __getattr__(self, name: str):
+        return getattr(self._engine, name)
+
+    def sums(self, family, params: np.ndarray) -> np.ndarray:
+        sums = self._engine.sums(family, params)
+        loss = loss_from_sums(sums, self._engine.batch, self._scales)[:, 0]
+        c = int(np.argmin(loss))
+        if loss[c] < self._best:
+            self._best = float(loss[c])
+            self._out.append((time.perf_counter() - self._t0,
+                              {p.name: float(params[c, 0, parameters.INDEX[p.name]]) for p in parameters.PARAMS}))
+        return sums
 
 
 def quadruped_log(seconds: float, rate: float, joints: int = 12) -> Recording:
@@ -98,11 +131,11 @@ def quadruped_log(seconds: float, rate: float, joints: int = 12) -> Recording:
     return rec
 
 
-def baseline(rec: Recording, train_ids: list[int], budget_s: float) -> list[tuple[float, float]]:
-    """BAM's way: an Optuna CMA-ES study, one trial = one plain numpy rollout of every train segment."""
-    batch = SegmentBatch.from_recording(rec, rec.joint_names, train_ids)
+def numpy_loss(rec: Recording, ids: list[int]) -> Callable[[dict], float]:
+    """The loss of natural-unit dcmotor parameters on segments `ids`, by a plain numpy rollout of each whole
+    segment (BAM's way); the same loss as our fit with window_s=None."""
+    batch = SegmentBatch.from_recording(rec, rec.joint_names, ids)
     scales = LossScales.from_batch(batch)
-    space = SearchSpace.for_family(FAMILIES["dcmotor"])
 
     def rollout(x: dict) -> float:
         sq = sqd = 0.0
@@ -126,17 +159,26 @@ def baseline(rec: Recording, train_ids: list[int], budget_s: float) -> list[tupl
                 sqd += (qd - batch.qd[sl][k + 1]) ** 2
         return (sq / scales.sigma_q[0] ** 2 + VELOCITY_WEIGHT * sqd / scales.sigma_qd[0] ** 2) / scales.n_samples[0]
 
+    return rollout
+
+
+def baseline(rec: Recording, train_ids: list[int], budget_s: float) -> list[tuple[float, float, dict]]:
+    """BAM's way: an Optuna CMA-ES study, one trial = one plain numpy rollout of every train segment.
+    Returns (elapsed, best train loss, best parameters) at every trial."""
+    space = SearchSpace.for_family(FAMILIES["dcmotor"])
+    rollout = numpy_loss(rec, train_ids)
     dists = {n: optuna.distributions.FloatDistribution(float(lo), float(hi), log=bool(lg))
              for n, lo, hi, lg in zip(space.names, space.lower, space.upper, space.log, strict=True)}
     study = optuna.create_study(sampler=optuna.samplers.CmaEsSampler(seed=0))
-    trace, best, t0 = [], math.inf, time.perf_counter()
+    trace, best, best_x, t0 = [], math.inf, {}, time.perf_counter()
     while time.perf_counter() - t0 < budget_s:
         trial = study.ask(dists)
         value = rollout(trial.params)
         value = value if math.isfinite(value) else 1e6
         study.tell(trial, value)
-        best = min(best, value)
-        trace.append((time.perf_counter() - t0, best))
+        if value < best:
+            best, best_x = value, dict(trial.params)
+        trace.append((time.perf_counter() - t0, best, best_x))
     return trace
 
 
@@ -181,20 +223,36 @@ def main() -> None:
                                             for jr in res_quad["joints"].values()),
     }
 
-    # same objective on both sides: whole training segments (no windows), the baseline's way
-    train_ids, _ = api.split_segments(len(rec.segments))
-    _, res_cmp, trace_cmp = timed_fit(rec, api.FitRequest(models=["dcmotor"], generations=gens, window_s=None))
-    base = baseline(rec, train_ids, 5.0 if args.quick else args.baseline_seconds)
-    target = base[-1][1]
-    ours_t = time_to(trace_cmp, target)
-    base_t = time_to(base, target)
+    # same objective on both sides (whole training segments, no windows, the baseline's way), on a log with
+    # encoder-level noise: the validation loss each reaches is what counts. On a noise-free log the float64
+    # baseline keeps descending below what any float32 rollout resolves, which measures arithmetic, not fitting.
+    noisy = make_recording("dcmotor", noise_q=NOISE_Q, seed=1)
+    for s in noisy.segments:
+        s.tau = None
+    train_ids, val_ids = api.split_segments(len(noisy.segments))
+    val_loss = numpy_loss(noisy, val_ids)
+    incumbents: list[tuple[float, dict]] = []
+    t_ours, res_cmp, _ = timed_fit(noisy, api.FitRequest(models=["dcmotor"], generations=gens, window_s=None),
+                                   incumbents)
+    ours_val = val_loss(res_cmp["joints"]["hinge"]["models"]["dcmotor"]["params"])
+    ours_trace = [(t, val_loss(x)) for t, x in incumbents]  # scored after the fit, untimed
+    base = baseline(noisy, train_ids, 5.0 if args.quick else args.baseline_seconds)
+    # the baseline's incumbent after each improvement, scored on the validation segments (untimed)
+    improved = [(t, x) for k, (t, _, x) in enumerate(base) if x and (k == 0 or base[k - 1][2] is not x)]
+    base_val = [(t, val_loss(x)) for t, x in improved]
+    target = base_val[-1][1] * (1 + SAME_LOSS_RTOL)  # what the baseline reached in its budget
+    base_t = time_to(base_val, target)
+    ours_t = time_to(ours_trace, target)  # the search's incumbents, then the fit's final parameters
     out["vs_sequential_baseline"] = {
+        "log": f"Isaac Lab DCMotor, 6 x 6 s at 200 Hz, position noise {NOISE_Q} rad, no torque",
         "baseline_trials": len(base), "baseline_seconds": round(base[-1][0], 1),
         "baseline_trials_per_s": round(len(base) / base[-1][0], 1),
-        "target_loss": target, "baseline_time_to_target_s": round(base_t, 3) if base_t else None,
+        "baseline_validation_loss": base_val[-1][1], "target_validation_loss": target,
+        "baseline_time_to_target_s": round(base_t, 3) if base_t else None,
+        "ours_validation_loss": ours_val, "ours_wall_s": round(t_ours, 3),
         "ours_time_to_target_s": round(ours_t, 3) if ours_t else None,
-        "ours_final_loss": res_cmp["joints"]["hinge"]["models"]["dcmotor"]["loss"],
-        "speedup_to_same_loss": round(base_t / ours_t, 1) if base_t and ours_t else None,
+        "speedup_to_same_validation_loss": round(base_t / ours_t, 1) if base_t and ours_t else None,
+        "target_speedup": 50,
     }
     print(json.dumps(out, indent=2))
 

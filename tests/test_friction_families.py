@@ -174,14 +174,3 @@ def test_a_richer_family_starts_from_the_nested_one_and_never_fits_worse(fitted:
     assert models["dcmotor_stribeck"]["search"]["started_from"] == "dcmotor"
     assert models["dcmotor_stribeck"]["loss"] <= models["dcmotor"]["loss"] * (1 + 1e-6)
 
-
-def test_which_families_nest() -> None:
-    """A family nests another when its extra terms are switched off at their neutral values."""
-    from actuator_sysid.fitting.api import nests
-
-    f = FAMILIES
-    assert nests(f["ideal_pd"], f["delayed_pd"]) and nests(f["ideal_pd"], f["pid"])
-    assert nests(f["dcmotor"], f["dcmotor_delay"]) and nests(f["dcmotor_stribeck"], f["dcmotor_stribeck_load"])
-    assert not nests(f["ideal_pd"], f["dcmotor"])  # another clamp
-    assert not nests(f["ideal_pd"], f["implicit"])  # another drive
-    assert not nests(f["dcmotor_loadfric"], f["dcmotor_directional_load"])  # its external coefficient replaces

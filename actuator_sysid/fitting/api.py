@@ -13,10 +13,12 @@ from ..datasets.recording import Recording
 from ..models import parameters
 from ..models.families import (
     EFFORT_MODES,
+    F_LOAD_DIRECTIONAL,
     F_LOAD_FRICTION,
     F_LOAD_QUADRATIC,
     F_PID,
     F_STRIBECK,
+    F_TABLE,
     FAMILIES,
     JOINT_TERMS,
     NET_FAMILIES,
@@ -238,16 +240,17 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     clock = _Clock(req.budget_s, len(req.models) * (1 + len(split.folds)))
 
     def search(engine: RolloutEngine, sc: LossScales, warm: list[dict[str, float]], family: Family,
-               space: SearchSpace, label: str, parent: list[dict[str, float]] | None = None) -> SearchResult:
+               space: SearchSpace, label: str, parent: list[tuple[dict[str, float], dict[str, float]]] | None = None
+               ) -> SearchResult:
         """CMA-ES then least squares on one training set, reporting progress; one budget unit.
 
-        With `parent` (a nested family's fitted parameters per joint) the search starts from them, its new
-        terms at their warm-start values and, as a second known point, switched off; it then needs a
-        fraction of the generations and runs a family searched from scratch does."""
+        With `parent` (per joint: a nested family's optimum as the child's equivalent point, and the parent's
+        own fitted values) the search starts from the parent's values with the new terms at their warm start,
+        and has the equivalent point in its scan; it then needs a fraction of the generations and runs a
+        family searched from scratch does."""
         x0 = [np.array([(p or w)[n] if n in (p or {}) else w[n] for n in space.names])
-              for w, p in zip(warm, parent or [None] * len(warm), strict=True)]
-        extra = None if parent is None else [[np.array([p.get(n, parameters.get(n).neutral) for n in space.names])]
-                                             for p in parent]  # the search clips it into the bounds
+              for w, p in zip(warm, [None] * len(warm) if parent is None else [p for _, p in parent], strict=True)]
+        extra = None if parent is None else [[np.array([p[n] for n in space.names])] for p, _ in parent]
         deadline = clock.begin()
 
         def on_gen(g: int, best: np.ndarray) -> None:
@@ -282,8 +285,9 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         space = SearchSpace.for_family(family)
         parent = max((v for v in fitted_by.values() if nests(v[0], family)),
                      key=lambda v: (len(v[0].params), -v[2]), default=None)
+        starts = None if parent is None else [(nested_start(parent[0], family, p), p) for p in parent[1]]
         t_family = time.perf_counter()
-        res = search(train_engine, scales, x_warm, family, space, fam_name, parent[1] if parent else None)
+        res = search(train_engine, scales, x_warm, family, space, fam_name, starts)
         t_family = time.perf_counter() - t_family
         stopped_on_budget |= res.stopped_on == "budget"
 
@@ -379,17 +383,47 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
 
 
 NESTED_GENERATIONS = 60  # CMA-ES generations of a family that starts from a nested family's optimum
-# terms whose neutral values switch them off; F_LOAD_DIRECTIONAL is not one: its external coefficient replaces
-# the shared one (at 0 it is not the undirected model)
+# terms whose neutral values switch them off
 _OFF_SWITCHES = F_PID | F_STRIBECK | F_LOAD_FRICTION | F_LOAD_QUADRATIC
+# terms that reproduce the parent when they copy one of its values: a directional load friction whose external
+# coefficients equal the shared ones, a torque table whose every knot is the effort limit
+_COPIES = {"load_friction_external": "load_friction", "load_friction_external_stribeck": "load_friction_stribeck",
+           **{f"lookup_effort_{k}": "actuator_effort_limit" for k in range(parameters.TABLE_KNOTS)}}
+
+
+def nested_start(parent: Family, child: Family, fitted: dict[str, float]) -> dict[str, float] | None:
+    """The parent's fitted parameters as the point of the child's space where the child computes exactly what
+    the parent did (new terms switched off or copying the parent's values), or None when it does not nest:
+    delayed_pd ⊃ ideal_pd (delay 0), pid ⊃ delayed_pd (ki 0), remotized_pd ⊃ delayed_pd (every knot = the
+    effort limit), the BAM friction families ⊃ dcmotor (no Stribeck peak, no load friction)."""
+    clamps_ok = parent.clamps == child.clamps or (parent.clamps, child.clamps) == (("max_effort",),
+                                                                                   ("position_table",))
+    drive_ok = parent.drive == child.drive or (parent.drive, child.drive) == ("pd", "pid")
+    terms_ok = set(parent.joint_terms) <= set(child.joint_terms) and (
+        ("dynamic_friction" in parent.joint_terms) == ("dynamic_friction" in child.joint_terms))
+    if not (clamps_ok and drive_ok and terms_ok and (child.delay or not parent.delay)):
+        return None
+    extra_flags = child.flags & ~parent.flags & ~(F_TABLE | F_LOAD_DIRECTIONAL)
+    if extra_flags & ~_OFF_SWITCHES or len(child.params) <= len(parent.params):
+        return None
+    out = {}
+    for n in child.params:
+        if n in fitted:
+            out[n] = fitted[n]
+        elif n in _COPIES and _COPIES[n] in fitted:
+            out[n] = fitted[_COPIES[n]]
+        elif n in _COPIES and "load_friction" in _COPIES[n]:
+            out[n] = parameters.get(n).neutral  # the parent has no load friction: none on either side
+        elif n in _COPIES:
+            return None  # a table without an effort limit to copy
+        else:
+            out[n] = parameters.get(n).neutral
+    return out
 
 
 def nests(parent: Family, child: Family) -> bool:
-    """Whether `child` is `parent` plus terms that its neutral values switch off (delay 0, ki 0, no Stribeck
-    peak, no load friction): then the parent's optimum, extended, is a point of the child's search space."""
-    extra_flags = child.flags & ~parent.flags
-    return (parent.clamps == child.clamps and parent.flags & ~child.flags == 0 and extra_flags & ~_OFF_SWITCHES == 0
-            and set(parent.params) < set(child.params))
+    """Whether `child` reproduces `parent` at some point of its space (see nested_start)."""
+    return nested_start(parent, child, {n: 1.0 for n in parent.params}) is not None
 
 
 def family_for(req: FitRequest, name: str) -> Family:
