@@ -6,8 +6,9 @@
 3. The baseline fits the way BAM does: one Optuna CMA-ES trial = one numpy rollout of all segments,
    sequentially. Both minimise the same loss on the same noisy log; the baseline's incumbent is scored on
    the validation segments after each improvement, and we report how long each takes to reach the
-   validation loss the baseline reached within its time budget; ours likewise, from the incumbent of each
-   search launch (scored on the validation segments after the fit) and the fit's final parameters.
+   validation loss the baseline reached within its time budget; ours likewise, from the incumbent after
+   each rollout launch of the search and the least-squares refine (scored on the validation segments after
+   the fit) and the fit's final parameters.
 
 Usage: python bench/fit.py [--quick] [--baseline-seconds S]. Prints one JSON object.
 """
@@ -34,7 +35,7 @@ from isaaclab_logs import TRUTH_DCMOTOR, make_recording  # noqa: E402
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment  # noqa: E402
 from actuator_sysid.fitting import api  # noqa: E402
-from actuator_sysid.fitting.objective import VELOCITY_WEIGHT, LossScales, loss_from_sums  # noqa: E402
+from actuator_sysid.fitting.objective import VELOCITY_WEIGHT, LossScales, loss_from_sums, residuals  # noqa: E402
 from actuator_sysid.fitting.space import SearchSpace  # noqa: E402
 from actuator_sysid.models import parameters  # noqa: E402
 from actuator_sysid.models.families import FAMILIES  # noqa: E402
@@ -66,38 +67,57 @@ def timed_fit(rec: Recording, req: api.FitRequest, incumbents: list | None = Non
             engine = _Recorder(engine, scales, incumbents, t0)
         return orig(engine, family, space, scales, *a, **k)
 
-    api.cma_search = traced
+    orig_refine = api.refine
+
+    def traced_refine(engine, family, space, scales, *a, **k):
+        if incumbents is not None:
+            engine = _Recorder(engine, scales, incumbents, t0)
+        return orig_refine(engine, family, space, scales, *a, **k)
+
+    api.cma_search, api.refine = traced, traced_refine
     try:
         result = api.fit_recording(rec, req)
     finally:
-        api.cma_search = orig
+        api.cma_search, api.refine = orig, orig_refine
     wall = time.perf_counter() - t0
     # the least-squares polish after the search counts too: the fit's final loss at its end time
     trace.append((wall, max(m["loss"] for jr in result["joints"].values() for m in jr["models"].values())))
     if incumbents is not None:
-        incumbents.append((wall, {n: v for n, v in result["joints"]["hinge"]["models"]["dcmotor"]["params"].items()}))
+        incumbents.append((wall, dict(result["joints"]["hinge"]["models"]["dcmotor"]["params"]), -math.inf))
     return wall, result, trace
 
 
 class _Recorder:
-    """The search's rollout engine, noting the best candidate of each launch that improves on the best so far
-    (joint 0), as natural-unit parameters: the incumbent over time. The bookkeeping is timed with the fit."""
+    """A fit's rollout engine (the search's, and per joint the least-squares refine's), noting every launch's
+    best candidate that improves on the best so far (joint 0) as natural-unit parameters: the fit's incumbent
+    over time. The bookkeeping is timed with the fit."""
 
-    def __init__(self, engine: RolloutEngine, scales: LossScales, out: list, t0: float) -> None:
-        self._engine, self._scales, self._out, self._t0, self._best = engine, scales, out, t0, math.inf
+    def __init__(self, engine: RolloutEngine, scales: LossScales, out: list, t0: float, joint: int = 0) -> None:
+        self._engine, self._scales, self._out, self._t0, self._joint = engine, scales, out, t0, joint
 
     def __getattr__(self, name: str):
         return getattr(self._engine, name)
 
+    def _note(self, loss: np.ndarray, params: np.ndarray) -> None:
+        c = int(np.argmin(loss))
+        best = min((b for _, _, b in self._out), default=math.inf)
+        if loss[c] < best:
+            self._out.append((time.perf_counter() - self._t0,
+                              {p.name: float(params[c, 0, parameters.INDEX[p.name]]) for p in parameters.PARAMS},
+                              float(loss[c])))
+
     def sums(self, family, params: np.ndarray) -> np.ndarray:
         sums = self._engine.sums(family, params)
-        loss = loss_from_sums(sums, self._engine.batch, self._scales)[:, 0]
-        c = int(np.argmin(loss))
-        if loss[c] < self._best:
-            self._best = float(loss[c])
-            self._out.append((time.perf_counter() - self._t0,
-                              {p.name: float(params[c, 0, parameters.INDEX[p.name]]) for p in parameters.PARAMS}))
+        self._note(loss_from_sums(sums, self._engine.batch, self._scales)[:, self._joint], params)
         return sums
+
+    def traces(self, family, params: np.ndarray, *a, **k) -> dict:
+        tr = self._engine.traces(family, params, *a, **k)
+        self._note(np.sum(residuals(tr, self._engine.batch, self._scales, 0) ** 2, axis=1), params)
+        return tr
+
+    def for_joint(self, j: int) -> _Recorder:
+        return _Recorder(self._engine.for_joint(j), self._scales.select(j), self._out, self._t0)
 
 
 def quadruped_log(seconds: float, rate: float, joints: int = 12) -> Recording:
@@ -231,11 +251,11 @@ def main() -> None:
         s.tau = None
     train_ids, val_ids = api.split_segments(len(noisy.segments))
     val_loss = numpy_loss(noisy, val_ids)
-    incumbents: list[tuple[float, dict]] = []
+    incumbents: list[tuple[float, dict, float]] = []
     t_ours, res_cmp, _ = timed_fit(noisy, api.FitRequest(models=["dcmotor"], generations=gens, window_s=None),
                                    incumbents)
     ours_val = val_loss(res_cmp["joints"]["hinge"]["models"]["dcmotor"]["params"])
-    ours_trace = [(t, val_loss(x)) for t, x in incumbents]  # scored after the fit, untimed
+    ours_trace = [(t, val_loss(x)) for t, x, _ in incumbents]  # scored after the fit, untimed
     base = baseline(noisy, train_ids, 5.0 if args.quick else args.baseline_seconds)
     # the baseline's incumbent after each improvement, scored on the validation segments (untimed)
     improved = [(t, x) for k, (t, _, x) in enumerate(base) if x and (k == 0 or base[k - 1][2] is not x)]
