@@ -202,16 +202,7 @@ def author_joint(stage, joint_prim, m: ChosenModel | NetChoice, actuator_path: s
     """Write one joint's actuator (or implicit drive) and its Newton joint attributes onto a stage."""
     _Gf, Sdf, _Usd, _UsdGeom, UsdPhysics = _pxr()
     if isinstance(m, NetChoice):  # the net holds the actuator and whatever joint losses it learned
-        for drive in UsdPhysics.DriveAPI.GetAll(joint_prim):
-            drive.CreateStiffnessAttr().Set(0.0)
-            drive.CreateDampingAttr().Set(0.0)
-        apis, attrs = neural_attributes(m)
-        act = stage.DefinePrim(actuator_path, "NewtonActuator")
-        for api in apis:
-            act.AddAppliedSchema(api)
-        act.CreateRelationship("newton:targets").SetTargets([joint_prim.GetPath()])
-        for k, value in attrs.items():
-            _set(act, k, value, Sdf)
+        _define_actuator(stage, joint_prim, actuator_path, *neural_attributes(m))
         return
     angular = joint_prim.GetTypeName() == "PhysicsRevoluteJoint"
     jattrs = joint_attributes(m, angular)
@@ -229,11 +220,16 @@ def author_joint(stage, joint_prim, m: ChosenModel | NetChoice, actuator_path: s
         drive.CreateTargetPositionAttr(0.0)
         drive.CreateTargetVelocityAttr(0.0)
         return
+    _define_actuator(stage, joint_prim, actuator_path, *actuator_attributes(m))
+
+
+def _define_actuator(stage, joint_prim, actuator_path: str, apis: list[str], attrs: dict) -> None:
+    """A NewtonActuator prim targeting the joint, with its control-law APIs and attributes. An explicit actuator
+    replaces the solver's drive: the joint's drive gains are zeroed (Isaac Lab zeroes explicit groups', §A.3)."""
+    _Gf, Sdf, _Usd, _UsdGeom, UsdPhysics = _pxr()
     for drive in UsdPhysics.DriveAPI.GetAll(joint_prim):
-        # an explicit actuator replaces the solver's drive (Isaac Lab zeroes explicit groups' gains, §A.3)
         drive.CreateStiffnessAttr().Set(0.0)
         drive.CreateDampingAttr().Set(0.0)
-    apis, attrs = actuator_attributes(m)
     act = stage.DefinePrim(actuator_path, "NewtonActuator")
     for api in apis:
         act.AddAppliedSchema(api)
