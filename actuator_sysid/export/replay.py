@@ -298,8 +298,7 @@ def mujoco_segment(xml: str, seg: Segment, joints: list[str], rec: Recording, mo
         data.qpos[model.jnt_qposadr[jid[j]]] = seg.q[0, c] - offsets[j]
         data.qvel[model.jnt_dofadr[jid[j]]] = seg.qd[0, c]
 
-    ctrladr = getattr(model, "actuator_ctrladr", np.arange(model.nu))  # a pid actuator takes 2 controls
-    ctrlnum = getattr(model, "actuator_ctrlnum", np.ones(model.nu, int))
+    ctrladr, ctrlnum = model.actuator_ctrladr, model.actuator_ctrlnum  # a pid actuator takes 2 controls
 
     def ctrl(j: str, k: int) -> list[float]:
         """The actuator's controls at sample k: the virtual target (mjcf.py), or a pid's [q_des, qd_des']."""

@@ -248,8 +248,8 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         own fitted values) the search starts from the parent's values with the new terms at their warm start,
         and has the equivalent point in its scan; it then needs a fraction of the generations and runs a
         family searched from scratch does."""
-        x0 = [np.array([(p or w)[n] if n in (p or {}) else w[n] for n in space.names])
-              for w, p in zip(warm, [None] * len(warm) if parent is None else [p for _, p in parent], strict=True)]
+        own = [{}] * len(warm) if parent is None else [p for _, p in parent]
+        x0 = [np.array([p.get(n, w[n]) for n in space.names]) for w, p in zip(warm, own, strict=True)]
         extra = None if parent is None else [[np.array([p[n] for n in space.names])] for p, _ in parent]
         deadline = clock.begin()
 

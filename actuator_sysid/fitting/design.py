@@ -24,7 +24,7 @@ from ..models.families import FAMILIES, Family, get_family
 from ..models.rollout import RolloutEngine, SegmentBatch
 from .api import params_array, split_segments
 from .objective import VELOCITY_WEIGHT, LossScales, residual_blocks, residuals
-from .search import COV_STEP, _fd_jacobian, _initial_state_sensitivity, _params
+from .search import COV_STEP, candidate_params, fd_jacobian, initial_state_sensitivity
 from .space import SearchSpace
 from .uncertainty import Z95, analyse, delay_profile
 
@@ -126,7 +126,7 @@ def predict_family(rec: Recording, family: Family, nominal: dict[str, float], no
     cont = ~space.integer
 
     def run(xs: np.ndarray) -> np.ndarray:
-        return residuals(engine.traces(family, _params(family, space, xs[:, None, :])), batch, scales, 0)
+        return residuals(engine.traces(family, candidate_params(family, space, xs[:, None, :])), batch, scales, 0)
 
     blocks = residual_blocks(batch, 0)
     # the stated noise, as residual rows: alternating signs so the AR(1) inflation sees white noise
@@ -135,9 +135,9 @@ def predict_family(rec: Recording, family: Family, nominal: dict[str, float], no
                          noise_qd * math.sqrt(VELOCITY_WEIGHT) / (scales.sigma_qd[0] * norm))
     r_noise = per_block * np.where(np.arange(blocks.size) % 2 == 0, 1.0, -1.0)
     analysis: dict = {"intervals": {}, "warnings": []}
-    r_clean, jac = _fd_jacobian(run, space, space.to_unit(x), cont, COV_STEP)
+    r_clean, jac = fd_jacobian(run, space, space.to_unit(x), cont, COV_STEP)
     if cont.any():
-        jac_n, _ = _initial_state_sensitivity(engine, family, space, scales, x, r_clean, blocks)
+        jac_n, _ = initial_state_sensitivity(engine, family, space, scales, x, r_clean, blocks)
         var_n = np.tile([noise_q**2, noise_qd**2], batch.n_segments)
         analysis = analyse(space, x, jac, r_noise, blocks, cont, jac_n, var_n)
     floor = float(np.sum(r_noise**2))

@@ -53,7 +53,7 @@ def _stalled(history: list[float], generations: int, rtol: float) -> bool:
     return len(history) > generations and history[-generations - 1] - history[-1] <= rtol * abs(history[-1])
 
 
-def _fd_jacobian(run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, u: np.ndarray, dims: np.ndarray,
+def fd_jacobian(run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, u: np.ndarray, dims: np.ndarray,
                  step: float) -> tuple[np.ndarray, np.ndarray]:
     """Residuals at u and their forward-difference Jacobian over the unit-cube dimensions `dims`.
 
@@ -65,7 +65,7 @@ def _fd_jacobian(run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, u:
     return r[0], ((r[1:] - r[0]) / h[dims][:, None]).T
 
 
-def _params(family: Family, space: SearchSpace, x: np.ndarray) -> np.ndarray:
+def candidate_params(family: Family, space: SearchSpace, x: np.ndarray) -> np.ndarray:
     """(C, J, d) natural-unit candidates → (C, J, P) kernel parameters."""
     return full_params(family, {n: x[..., i] for i, n in enumerate(space.names)}, x.shape[:2])
 
@@ -222,7 +222,7 @@ def cma_search(
     for j, starts in enumerate(extra_starts or []):
         for i, x in enumerate(starts[: scan_points - 1]):
             u_scan[1 + i, j] = space.to_unit(x)
-    scan_loss = loss_from_sums(engine.sums(family, _params(family, space, space.from_unit(u_scan))),
+    scan_loss = loss_from_sums(engine.sums(family, candidate_params(family, space, space.from_unit(u_scan))),
                                engine.batch, scales)
     queue_u = [list(u_scan[1:, j][np.argsort(scan_loss[1:, j])]) for j in range(n_j)]  # best first
 
@@ -246,7 +246,7 @@ def cma_search(
         u = np.repeat(np.stack(best_u)[None], max(sizes), axis=0)  # (C, J, d); short joints pad with their best
         for j in np.flatnonzero(active):
             u[: sizes[j], j] = np.vstack([r.strategy.ask() for r in runs[j]])
-        loss = loss_from_sums(engine.sums(family, _params(family, space, space.from_unit(u))),
+        loss = loss_from_sums(engine.sums(family, candidate_params(family, space, space.from_unit(u))),
                               engine.batch, scales)
         evaluations += int(sum(sizes))
         for j in range(n_j):
@@ -288,7 +288,7 @@ def cma_search(
                         restarts=restarts, candidates=candidates, stopped_on=stopped_on)
 
 
-def _initial_state_sensitivity(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
+def initial_state_sensitivity(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
                                x: np.ndarray, r0: np.ndarray, blocks: np.ndarray
                                ) -> tuple[np.ndarray, np.ndarray]:
     """Residual sensitivity to each segment's initial position and velocity, and their noise variances.
@@ -299,7 +299,7 @@ def _initial_state_sensitivity(engine: RolloutEngine, family: Family, space: Sea
     for qd0) gives all the columns.
     """
     batch = engine.batch
-    params = _params(family, space, x[None, None, :])
+    params = candidate_params(family, space, x[None, None, :])
     segment_of_row = blocks // 2
     cols, variances = np.zeros((r0.size, 2 * batch.n_segments)), np.zeros(2 * batch.n_segments)
     for c, (attr, delta, norm) in enumerate((("seg_q0", 1e-4, scales.sigma_q[0]),
@@ -341,7 +341,7 @@ def refine(
             """Residual vectors of natural-unit candidates (C, d)."""
             nonlocal evaluations
             evaluations += xs.shape[0]
-            return residuals(sub.traces(family, _params(family, space, xs[:, None, :])), sub.batch, sc, 0)
+            return residuals(sub.traces(family, candidate_params(family, space, xs[:, None, :])), sub.batch, sc, 0)
 
         def solve(x_start: np.ndarray, budget: int, run=run, step: float = step) -> tuple[np.ndarray, float]:
             if not cont.any():
@@ -356,7 +356,7 @@ def refine(
             def jac(uc: np.ndarray) -> np.ndarray:
                 u = u0.copy()
                 u[cont] = uc
-                return _fd_jacobian(run, space, u, cont, step)[1]
+                return fd_jacobian(run, space, u, cont, step)[1]
 
             # tight tolerances: with noisy initial states the optimum sits in a shallow valley that a
             # loose xtol leaves early (measured: 6 % above the loss at the true parameters)
@@ -395,9 +395,9 @@ def refine(
         # uncertainty at the optimum: Jacobian over the continuous dimensions, residual blocks
         analysis: dict = {"intervals": {}, "correlation": {"names": [], "matrix": []}, "warnings": []}
         if cont.any():
-            r0, jac_c = _fd_jacobian(run, space, space.to_unit(best[j]), cont, COV_STEP)
+            r0, jac_c = fd_jacobian(run, space, space.to_unit(best[j]), cont, COV_STEP)
             blocks = residual_blocks(sub.batch, 0)
-            jac_n, var_n = _initial_state_sensitivity(sub, family, space, sc, best[j], r0, blocks)
+            jac_n, var_n = initial_state_sensitivity(sub, family, space, sc, best[j], r0, blocks)
             # rivals: the other refined optima, and every CMA-ES run's end point (one launch; its loss
             # only bounds its own optimum's from above, so one within the noise is a rival as it stands)
             ends = np.stack(result.candidates[j]) if result.candidates and result.candidates[j] else best[j][None]

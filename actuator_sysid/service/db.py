@@ -76,6 +76,15 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def _owned_row(s: Any, cls: type, row_id: str, project: str | None, kind: str) -> Any:
+    """The row `row_id` of `cls` (a dataset or fit) if it exists and belongs to `project` (None: any), else
+    NotFoundError: another project's row reads as missing, not forbidden."""
+    row = s.get(cls, row_id)
+    if row is None or (project is not None and row.project != project):
+        raise NotFoundError(f"{kind} {row_id!r} not found; GET /api/v1/{kind}s lists the ids")
+    return row
+
+
 def worker_name() -> str:
     """Who holds a claim: host and process id, shown to users and used to spot dead local workers."""
     import os
@@ -271,10 +280,7 @@ class Repository:
         return _dataset_dict(row)
 
     def _dataset_row(self, s: Any, dataset_id: str, project: str | None) -> DatasetRow:
-        row = s.get(DatasetRow, dataset_id)
-        if row is None or (project is not None and row.project != project):
-            raise NotFoundError(f"dataset {dataset_id!r} not found; GET /api/v1/datasets lists the ids")
-        return row
+        return _owned_row(s, DatasetRow, dataset_id, project, "dataset")
 
     def get_dataset(self, dataset_id: str, project: str | None = None) -> dict[str, Any]:
         with self._session() as s:
@@ -343,10 +349,7 @@ class Repository:
         return _fit_dict(row)
 
     def _fit_row(self, s: Any, fit_id: str, project: str | None) -> FitRow:
-        row = s.get(FitRow, fit_id)
-        if row is None or (project is not None and row.project != project):
-            raise NotFoundError(f"fit {fit_id!r} not found; GET /api/v1/fits lists the ids")
-        return row
+        return _owned_row(s, FitRow, fit_id, project, "fit")
 
     def get_fit(self, fit_id: str, project: str | None = None) -> dict[str, Any]:
         with self._session() as s:
