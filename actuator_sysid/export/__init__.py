@@ -50,11 +50,14 @@ def render_format(result: dict, rec: Recording | None, fmt: str, *, families: di
         raise ExportError(f"{fmt} is binary: use render_bytes")
     fam_map = {j: families for j in result["joints"]} if isinstance(families, str) else families
     if fmt == "isaaclab.py":
-        return isaaclab.render_python(result, fam_map, field_names=field_names, backend=backend)
+        return isaaclab.render_python(result, fam_map, field_names=field_names, backend=backend, rec=rec,
+                                      loads=loads)
     if fmt == "isaaclab.json":
-        return isaaclab.render_json(result, fam_map, field_names=field_names, backend=backend)
+        return isaaclab.render_json(result, fam_map, field_names=field_names, backend=backend, rec=rec,
+                                    loads=loads)
     if fmt == "isaaclab.yaml":
-        return isaaclab.render_yaml(result, fam_map, field_names=field_names, backend=backend)
+        return isaaclab.render_yaml(result, fam_map, field_names=field_names, backend=backend, rec=rec,
+                                    loads=loads)
     if fmt == "newton.usda":
         return newton_usd.render_usda(result, rec, families=families, loads=loads, robot_usd=robot_usd)
     if fmt == "mjcf.xml":
@@ -76,10 +79,11 @@ def validate_export(result: dict, rec: Recording | None = None, files: dict[str,
         groups = isaaclab.actuator_cfgs(result)
         findings += isaaclab.cfg_hazards(groups, list(result["joints"]))
         findings += isaaclab.cfg_hazards(isaaclab.net_cfgs(result), list(result["joints"]))
-        best = isaaclab.best_cfgs(result)
+        best = isaaclab.best_cfgs(result, rec=rec)
         if best is not None:
             findings += [f for f in isaaclab.cfg_hazards(best, list(result["joints"]))
-                         if f.code in ("EXPORT.ISAACLAB.custom_class", "EXPORT.ISAACLAB.friction_approximated")]
+                         if f.code in ("EXPORT.ISAACLAB.custom_class", "EXPORT.ISAACLAB.friction_approximated",
+                                       "EXPORT.ISAACLAB.friction_estimated")]
     except ExportError as e:
         findings.append(Finding("EXPORT.ISAACLAB.unavailable", "warning", "isaaclab", str(e)))
     try:

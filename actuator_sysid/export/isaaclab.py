@@ -10,6 +10,13 @@ Newton-native (consumer-semantics §A.11). When a joint's best model needs more 
 `pid` family, or an encoder offset — the Python source also defines a small explicit actuator subclass
 built on Isaac Lab's own classes and `ACTUATORS_BEST` uses it; Isaac Lab runs such classes only with
 `SimulationCfg(use_newton_actuators=False)` (the Newton USD export expresses the same model natively).
+
+BAM's friction budget (families `dcmotor_stribeck` … `dcmotor_stribeck_delay`, prior-art.md M2–M6) has no
+Isaac Lab, Newton or MuJoCo field. `ACTUATORS` writes such a joint as the class of the family it extends with
+the Coulomb `friction` alone (finding `friction_approximated`); `ACTUATORS_BEST` writes our
+`DCMotorBAMFrictionCfg` / `DelayedDCMotorBAMFrictionCfg`, whose actuator adds the rest of the budget as a
+stopping torque computed with the fitted joint inertia and an estimate of the external torque (finding
+`friction_estimated` states the estimate). It is the only export that carries the budget.
 """
 
 from __future__ import annotations
@@ -19,9 +26,10 @@ import math
 import os
 import re
 
+from ..datasets.recording import Recording
 from ..models import parameters
-from ..models.families import NET_FAMILIES, get_family
-from .common import ExportError, Finding, joint_family
+from ..models.families import NET_FAMILIES, RICH_FRICTION_TERMS, get_family
+from .common import ExportError, Finding, bench_loads, joint_family
 
 __all__ = ["ExportError", "actuator_cfgs", "best_cfgs", "cfg_hazards", "render_json", "render_python",
            "render_yaml", "validate_cfgs"]
@@ -55,22 +63,31 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "DelayedDCMotorCfg": ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit", *_DELAY),
     "DelayedPIDActuatorCfg": ("stiffness", "damping", "ki", "physics_dt", *_DELAY),
 }
+# BAM's friction budget (prior-art.md M2–M6) on the class of the family a rich-friction family extends
+BAM_FAMILY_CFG = {"dcmotor": "DCMotorBAMFrictionCfg", "dcmotor_delay": "DelayedDCMotorBAMFrictionCfg"}
+_BAM_BASE = {"DCMotorBAMFrictionCfg": "DCMotorCfg", "DelayedDCMotorBAMFrictionCfg": "DelayedDCMotorCfg"}
+_BAM_FIELDS = ("joint_inertia", "physics_dt", *RICH_FRICTION_TERMS)
+CFG_FIELDS |= {bam: CFG_FIELDS[base] + _BAM_FIELDS for bam, base in _BAM_BASE.items()}
+REQUIRED |= {bam: REQUIRED[base] + ("joint_inertia", "physics_dt") for bam, base in _BAM_BASE.items()}
 BUILTIN = ("ImplicitActuatorCfg", "IdealPDActuatorCfg", "DCMotorCfg", "DelayedPDActuatorCfg",
            "RemotizedPDActuatorCfg")
 CUSTOM_FAMILY_CFG = {"dcmotor_delay": "DelayedDCMotorCfg", "pid": "DelayedPIDActuatorCfg"}
+_DC_CLASSES = ("DCMotorCfg", "DelayedDCMotorCfg", *_BAM_BASE)
 OFFSET_SUFFIX = "WithEncoderOffset"
 # Isaac Lab 2.x names (deprecated aliases in 3.0, actuator_compat.py): explicit vs implicit meaning (§A.1, §A.10)
 _V2_NAMES = {"actuator_effort_limit": "effort_limit", "actuator_velocity_limit": "velocity_limit",
              "joint_effort_limit": "effort_limit_sim", "joint_velocity_limit": "velocity_limit_sim"}
 
 
-def _cfg_class(family: str, offset: bool = False) -> str:
-    """The cfg class name that expresses a family: Isaac Lab's own, else ours, else that of the family its
-    richer friction extends (BAM terms have no Isaac Lab field); offset adds the subclass."""
+def _cfg_class(family: str, offset: bool = False, bam: bool = False) -> str:
+    """The cfg class name that expresses a family: Isaac Lab's own, else ours; for BAM's richer friction our
+    subclass carrying the budget (bam), else the class of the family it extends (Coulomb friction alone);
+    offset adds the subclass."""
     fam = get_family(family)
     base = fam.isaaclab_cfg or CUSTOM_FAMILY_CFG.get(family, "")
     if not base and fam.approximates:
-        base = get_family(fam.approximates).isaaclab_cfg or CUSTOM_FAMILY_CFG.get(fam.approximates, "")
+        base = BAM_FAMILY_CFG.get(fam.approximates, "") if bam else ""
+        base = base or get_family(fam.approximates).isaaclab_cfg or CUSTOM_FAMILY_CFG.get(fam.approximates, "")
     if not base:
         raise ExportError(f"family {family!r} has no Isaac Lab cfg class; use the Newton export")
     return base.removesuffix("Cfg") + OFFSET_SUFFIX + "Cfg" if offset else base
@@ -126,19 +143,24 @@ def _finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _joint_cfg(joint: str, fam_name: str, model: dict, family, *, custom: bool, backend: str) -> dict:
-    """One joint's {"class_type", "family", "cfg"} under Isaac Lab 3.0 names."""
+def _joint_cfg(joint: str, fam_name: str, model: dict, family, *, custom: bool, backend: str,
+               bam: bool = False) -> dict:
+    """One joint's {"class_type", "family", "cfg"} under Isaac Lab 3.0 names; bam: BAM's friction budget in
+    our subclass (model["load_inertia"] then gives the joint inertia it stops the joint with)."""
     offset = custom and "encoder_offset" in family.joint_terms and family.drive != "implicit"
-    cls = _cfg_class(fam_name, offset) if custom else get_family(fam_name).isaaclab_cfg
+    cls = _cfg_class(fam_name, offset, bam) if custom else get_family(fam_name).isaaclab_cfg
     if cls not in CFG_FIELDS and not custom:
         raise ExportError(f"family {fam_name!r} has no Isaac Lab cfg class; use the Newton export "
                           "or the Python source's explicit subclass (ACTUATORS_BEST)")
     values = _cfg_values(cls, model["params"], model.get("table_positions"))
-    if "ki" in _fields(cls):
+    carries_budget = "joint_inertia" in _fields(cls)
+    if "physics_dt" in _fields(cls):
         values["physics_dt"] = float(model.get("physics_dt", 0.005))
+    if carries_budget:  # the inertia the fit stepped the joint with: the bench load plus the fitted armature
+        values["joint_inertia"] = float(model["load_inertia"]) + float(model["params"].get("armature", 0.0))
     if backend == "physx" and "dynamic_friction" not in family.joint_terms and "friction" in values:
         values["dynamic_friction"] = values["friction"]  # Coulomb: sliding friction equals breakaway
-        if "stribeck_friction" in family.joint_terms:  # the Stribeck peak is the extra breakaway effort
+        if "stribeck_friction" in family.joint_terms and not carries_budget:  # the Stribeck peak as breakaway
             values["friction"] = values["friction"] + values["stribeck_friction"]
     cfg: dict = {"joint_names_expr": [re.escape(joint)]}
     for name in _fields(cls):
@@ -148,18 +170,39 @@ def _joint_cfg(joint: str, fam_name: str, model: dict, family, *, custom: bool, 
         elif v is not None and math.isfinite(v):
             cfg[name] = float(v)
     spec = {"class_type": cls, "family": fam_name, "cfg": cfg}
-    if family.rich_friction:
+    if family.rich_friction and carries_budget:
+        spec["estimate"] = _estimate_note(family, cls, cfg)
+    elif family.rich_friction:
         spec["approximation"] = _friction_note(family, model["params"], backend)
     return spec
 
 
 def _friction_note(family, params: dict, backend: str) -> str:
-    """What an Isaac Lab cfg keeps of BAM's friction budget (prior-art.md M2–M4): only Coulomb friction."""
+    """What an Isaac Lab built-in cfg keeps of BAM's friction budget (prior-art.md M2–M6): only Coulomb."""
     dropped = ", ".join(f"{t} = {float(params[t]):.4g}" for t in family.rich_friction if t in params)
     kept = ("friction = static (Coulomb + Stribeck peak), dynamic_friction = Coulomb" if backend == "physx"
             and "stribeck_friction" in family.joint_terms else "friction = the Coulomb part")
     return (f"Isaac Lab has no field for BAM's friction budget of family {family.name}: {kept}; "
-            f"dropped {dropped}. The ranking says how much worse the native family fits.")
+            f"dropped {dropped}. The ranking says how much worse the native family fits; {bam_carrier(family)}.")
+
+
+def bam_carrier(family) -> str:
+    """Which export carries a rich-friction family's whole budget (the other exports' findings name it)."""
+    return (f"isaaclab.py's ACTUATORS_BEST carries the whole budget ({BAM_FAMILY_CFG[family.approximates]}, an "
+            "explicit actuator subclass run with SimulationCfg(use_newton_actuators=False))")
+
+
+def _estimate_note(family, cls: str, cfg: dict) -> str:
+    """What our BAM-friction subclass estimates to carry the budget (its class docstring says the same)."""
+    return (f"{cls} carries BAM's friction budget of family {family.name}: the engine applies friction = "
+            f"{cfg.get('friction', 0.0):.4g} N·m as Coulomb friction and the actuator adds a stopping torque up to "
+            "the rest of the budget. It stops the joint as the fit's plant does, with joint_inertia = "
+            f"{cfg['joint_inertia']:.4g} kg·m² (the bench load plus armature) and physics_dt = {cfg['physics_dt']:g} s, "
+            "and estimates the external torque (gravity, contacts, coupling) from the previous step's velocity "
+            "change: joint_inertia·Δqd/dt − its previous output + viscous_friction·qd − the engine's Coulomb "
+            "friction as it predicted it (exact while the joint slides, within ±friction while it is held, one "
+            "step late). On a robot the effective inertia varies with the configuration: set joint_inertia to the "
+            "joint-space inertia there, or the stop is approximate; physics_dt must be the simulation step.")
 
 
 def _grouped(per_joint: dict[str, dict]) -> dict[str, dict]:
@@ -189,13 +232,20 @@ def _physics_dt(result: dict) -> float:
     return float(result.get("assumptions", {}).get("physics_dt", 0.005))
 
 
+def _load_inertia(result: dict, joint: str, rec: Recording | None, loads: dict[str, dict] | None) -> float:
+    """The joint's bench load inertia without armature [kg·m²] (common.bench_loads: loads, the fit, the log)."""
+    return bench_loads({"joints": {joint: result["joints"][joint]}}, rec, loads)[joint].load_inertia
+
+
 def actuator_cfgs(result: dict, families: dict[str, str] | None = None, *, custom: bool = False,
-                  backend: str = "newton") -> dict[str, dict]:
+                  backend: str = "newton", rec: Recording | None = None,
+                  loads: dict[str, dict] | None = None) -> dict[str, dict]:
     """Cfg groups: {group: {"class_type": cfg class name, "family", "cfg": {field: value}}}, 3.0 names.
 
     `families` picks a family per joint; by default the best-ranked family Isaac Lab has a class for, or
     our subclass when the joint has no such fit. custom=True allows our explicit subclasses (Newton-only families, encoder offset) and, by default,
-    takes each joint's best model.
+    takes each joint's best model; a rich-friction family then gets our BAM-friction subclass, whose joint
+    inertia needs the bench load (`rec` or `loads`, else the fit's own).
     """
     if backend not in BACKENDS:
         raise ExportError(f"unknown backend {backend!r}: choose from {list(BACKENDS)}")
@@ -209,22 +259,25 @@ def actuator_cfgs(result: dict, families: dict[str, str] | None = None, *, custo
             fam, joint_custom = (fam, custom) if fam else (jr["best_model"], True)
         family = joint_family(result, joint, fam)
         model = {**jr["models"][fam], "physics_dt": _physics_dt(result)}
-        per_joint[joint] = _joint_cfg(joint, fam, model, family, custom=joint_custom, backend=backend)
+        if custom and family.rich_friction:
+            model["load_inertia"] = _load_inertia(result, joint, rec, loads)
+        per_joint[joint] = _joint_cfg(joint, fam, model, family, custom=joint_custom, backend=backend, bam=custom)
     groups = _grouped(per_joint)
     validate_cfgs(groups)
     return groups
 
 
-def best_cfgs(result: dict, backend: str = "newton") -> dict[str, dict] | None:
+def best_cfgs(result: dict, backend: str = "newton", *, rec: Recording | None = None,
+              loads: dict[str, dict] | None = None) -> dict[str, dict] | None:
     """Each joint's best model with our subclasses where needed; None when ACTUATORS already holds it."""
     for joint, jr in result["joints"].items():
         if _nets_only(jr):
             continue
         fam = joint_family(result, joint, jr["best_model"])
         built_in = _exportable(jr)
-        if (built_in is not None and built_in != jr["best_model"]) or (
+        if (built_in is not None and built_in != jr["best_model"]) or fam.rich_friction or (
                 "encoder_offset" in fam.joint_terms and fam.drive != "implicit"):
-            return actuator_cfgs(result, custom=True, backend=backend)
+            return actuator_cfgs(result, custom=True, backend=backend, rec=rec, loads=loads)
     return None
 
 
@@ -307,8 +360,10 @@ def validate_cfgs(groups: dict[str, dict]) -> None:
                     problems.append(f"{g}: encoder_offset = {v!r} must be finite")
             elif not (isinstance(v, float) and math.isfinite(v) and v >= 0):
                 problems.append(f"{g}: {name} = {v!r} must be a finite, non-negative number")
-        if base in ("DCMotorCfg", "DelayedDCMotorCfg") and cfg.get("actuator_velocity_limit", 1.0) <= 0:
+        if base in _DC_CLASSES and cfg.get("actuator_velocity_limit", 1.0) <= 0:
             problems.append(f"{g}: actuator_velocity_limit must be > 0")
+        problems += [f"{g}: {name} must be > 0" for name in ("joint_inertia", "physics_dt", "stribeck_velocity")
+                     if name in _fields(cls) and _finite(cfg.get(name)) and cfg[name] <= 0]
         if cfg.get("min_delay", 0) > cfg.get("max_delay", 0):
             problems.append(f"{g}: min_delay must not exceed max_delay")
     if problems:
@@ -339,7 +394,7 @@ def cfg_hazards(groups: dict[str, dict], joints: list[str] | None = None, backen
             else:
                 add("delay_fixed", g, "Newton-native execution fixes the delay at max_delay "
                     f"({cfg['max_delay']} physics steps), as fitted", "info")
-        if base in ("DCMotorCfg", "DelayedDCMotorCfg", "ActuatorNetMLPCfg", "ActuatorNetLSTMCfg") and \
+        if base in (*_DC_CLASSES, "ActuatorNetMLPCfg", "ActuatorNetLSTMCfg") and \
                 cfg.get("actuator_velocity_limit", cfg.get("velocity_limit")) is None:
             add("dc_no_velocity_limit", g, "a DCMotor without actuator_velocity_limit gets no speed derating "
                 "in Newton (velocityLimit = inf) instead of Isaac Lab's ValueError", "error")
@@ -364,11 +419,14 @@ def cfg_hazards(groups: dict[str, dict], joints: list[str] | None = None, backen
         if base == "ActuatorNetLSTMCfg":
             add("lstm_metadata", g, "Newton's LSTM drive needs num_layers and hidden_size in the checkpoint "
                 "metadata; Isaac Lab does not add them")
-        if backend == "newton" and cfg.get("dynamic_friction") and base in BUILTIN + tuple(CUSTOM_FAMILY_CFG.values()):
+        if backend == "newton" and cfg.get("dynamic_friction") and base in (*BUILTIN, *CUSTOM_FAMILY_CFG.values(),
+                                                                             *_BAM_BASE):
             add("dynamic_friction_ignored", g, "the Newton backend ignores dynamic_friction (§D); friction is "
                 "applied as Coulomb friction at the static value")
         if spec.get("approximation"):
             add("friction_approximated", g, spec["approximation"])
+        if spec.get("estimate"):
+            add("friction_estimated", g, spec["estimate"])
         if base == "ImplicitActuatorCfg":
             add("implicit_telemetry", g, "ImplicitActuator's applied-effort telemetry is clipped at "
                 "joint_effort_limit, which also limits the solver's drive", "info")
@@ -377,13 +435,14 @@ def cfg_hazards(groups: dict[str, dict], joints: list[str] | None = None, backen
 
 _UNITS = {p.name: p.unit for p in parameters.PARAMS} | {
     "joint_effort_limit": "N·m", "min_delay": "physics steps", "max_delay": "physics steps",
-    "joint_parameter_lookup": "[angle rad, ratio, max torque N·m]", "physics_dt": "s"}
+    "joint_parameter_lookup": "[angle rad, ratio, max torque N·m]", "physics_dt": "s", "joint_inertia": "kg·m²"}
 _UNITS |= {_V2_NAMES[k]: _UNITS[k] for k in _V2_NAMES if k in _UNITS}
 
 
 def _doc(result: dict, families: dict[str, str] | None, field_names: str, backend: str,
-         custom: bool | None = None) -> dict:
-    groups = actuator_cfgs(result, families, backend=backend, custom=bool(families) if custom is None else custom)
+         custom: bool | None = None, rec: Recording | None = None, loads: dict[str, dict] | None = None) -> dict:
+    groups = actuator_cfgs(result, families, backend=backend, custom=bool(families) if custom is None else custom,
+                           rec=rec, loads=loads)
     doc: dict = {
         "isaaclab_version": ISAACLAB_VERSION if field_names == "isaaclab-3" else "2.x",
         "field_names": field_names,
@@ -397,7 +456,7 @@ def _doc(result: dict, families: dict[str, str] | None, field_names: str, backen
     if nets:
         doc["actuators_net"] = nets
         doc["network_note"] = NET_NOTE
-    best = best_cfgs(result, backend) if families is None else None
+    best = best_cfgs(result, backend, rec=rec, loads=loads) if families is None else None
     if best is not None:
         doc["actuators_best"] = {g: {**s, "defined_in": "isaaclab.py", "cfg": _rename(s["cfg"], s["class_type"],
                                                                                       field_names)}
@@ -406,21 +465,23 @@ def _doc(result: dict, families: dict[str, str] | None, field_names: str, backen
 
 
 def render_json(result: dict, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
-                backend: str = "newton", custom: bool | None = None) -> str:
+                backend: str = "newton", custom: bool | None = None, rec: Recording | None = None,
+                loads: dict[str, dict] | None = None) -> str:
     """The cfgs as JSON, with the Isaac Lab version and backend conventions stated.
 
     A family named in `families` that needs our subclass is written with "defined_in": "isaaclab.py".
     """
-    return json.dumps(_doc(result, families, field_names, backend, custom), indent=2) + "\n"
+    return json.dumps(_doc(result, families, field_names, backend, custom, rec, loads), indent=2) + "\n"
 
 
 def render_yaml(result: dict, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
-                backend: str = "newton", custom: bool | None = None) -> str:
+                backend: str = "newton", custom: bool | None = None, rec: Recording | None = None,
+                loads: dict[str, dict] | None = None) -> str:
     """The same document as render_json, as YAML."""
     import yaml
 
     head = f"# Actuator configs fitted by actuator-sysid for Isaac Lab ({field_names}, backend {backend}). SI units.\n"
-    return head + yaml.safe_dump(_doc(result, families, field_names, backend, custom), sort_keys=False,
+    return head + yaml.safe_dump(_doc(result, families, field_names, backend, custom, rec, loads), sort_keys=False,
                                  allow_unicode=True, width=110)
 
 
@@ -487,6 +548,122 @@ class DelayedPIDActuatorCfg(DelayedPDActuatorCfg):
     physics_dt: float = MISSING
 ''',
 }
+# BAM's friction budget (prior-art.md M2–M6) as models/kernels.py `friction_budget` and the §F stop rule compute
+# it; the engine applies the cfg's Coulomb `friction`, the actuator the rest (isaaclab.py module docstring).
+BAM_SOURCE = '''
+
+class BAMFrictionMixin:
+    """BAM's friction budget (prior-art.md M2-M6) on top of the engine's Coulomb `friction`.
+
+    The fit's plant holds the joint while |joint_inertia/dt*qd + tau_m + tau_e| <= budget, budget = friction +
+    stribeck_friction*s + |Kle*tau_e - Kl*tau_m| + s*|Kles*tau_e - Kls*tau_m| (+ M6 quadratic terms while motor
+    and load oppose), s = exp(-|qd/stribeck_velocity|^stribeck_exponent), tau_m the clipped motor effort and
+    tau_e everything else acting on the joint (gravity, contacts, coupling). The engine applies the cfg's
+    constant `friction` as its Coulomb stopping constraint; this actuator adds friction_effort, a torque that
+    stops the joint up to (budget - friction), computed like that rule: with both the stop is the fit's.
+
+    Estimates, and their limits:
+    - tau_e is not measured: it is taken from the previous step's velocity change,
+      tau_e = (joint_inertia + dt*viscous_friction)*qd/dt - joint_inertia*qd_prev/dt - previous output
+      - the engine's Coulomb friction over that step as this actuator predicted it (what its own torque left
+      of the stop, capped at `friction`); zero on the first step after a reset. It is exact while the joint
+      slides; while the joint is held it keeps the error it had when the joint stopped (a held joint shows its
+      load only to within `friction`), and it lags tau_e by one step.
+    - joint_inertia is the bench load plus armature the fit assumed; on a robot the joint-space inertia varies
+      with the configuration: set it to that, or the stop (and the tau_e estimate) is approximate.
+    - physics_dt must be the simulation step, and compute() must run once per physics step (Isaac Lab does).
+    - PhysX applies `friction` as a hard stop, as the fit assumed; Newton (MuJoCo) as a soft constraint.
+    friction_effort and external_effort hold the added torque and the tau_e estimate; applied_effort
+    stays the motor's clipped effort, joint_efforts (sent to the simulation) is their sum.
+    """
+
+    def __init__(self, cfg, *args, **kwargs):
+        super().__init__(cfg, *args, **kwargs)
+
+        def param(value, default=None):
+            return resolve_joint_parameter(value, default, self._joint_names, self._num_envs, self._device)
+
+        self._inertia = param(cfg.joint_inertia)
+        self._coulomb = param(cfg.friction, 0.0)
+        self._viscous = param(cfg.viscous_friction, 0.0)
+        self._stribeck = param(cfg.stribeck_friction)
+        self._stribeck_velocity = param(cfg.stribeck_velocity)
+        self._stribeck_exponent = param(cfg.stribeck_exponent)
+        self._kl = param(cfg.load_friction)
+        self._kls = param(cfg.load_friction_stribeck)
+        self._kle = param(cfg.load_friction_external, self._kl)  # M3/M4: one gain for both sides
+        self._kles = param(cfg.load_friction_external_stribeck, self._kls)
+        self._kqm = param(cfg.load_friction_quadratic_motor)
+        self._kqe = param(cfg.load_friction_quadratic_external)
+        self.friction_effort = torch.zeros_like(self.computed_effort)
+        self.external_effort = torch.zeros_like(self.computed_effort)
+        self._prev_vel = torch.zeros_like(self.computed_effort)
+        self._prev_out = torch.zeros_like(self.computed_effort)
+        self._prev_engine = torch.zeros_like(self.computed_effort)
+        self._has_prev = torch.zeros_like(self.computed_effort, dtype=torch.bool)
+
+    def reset(self, env_ids):
+        super().reset(env_ids)
+        self._has_prev[slice(None) if env_ids is None else env_ids] = False
+
+    def compute(self, control_action, joint_pos, joint_vel):
+        control_action = super().compute(control_action, joint_pos, joint_vel)
+        motor = control_action.joint_efforts
+        dt = self.cfg.physics_dt
+        inertia_dt = (self._inertia + dt * self._viscous) / dt  # viscous damping implicit, as MuJoCo's implicitfast
+        ext = inertia_dt * joint_vel - self._inertia / dt * self._prev_vel - self._prev_out - self._prev_engine
+        ext = torch.where(self._has_prev, ext, torch.zeros_like(ext))
+        s = torch.exp(-torch.abs(joint_vel / self._stribeck_velocity) ** self._stribeck_exponent)
+        extra = (self._stribeck * s + torch.abs(self._kle * ext - self._kl * motor)
+                 + s * torch.abs(self._kles * ext - self._kls * motor))
+        oppose = motor * ext < 0.0
+        extra = extra + s * torch.where(oppose & (ext.abs() < motor.abs()), self._kqe * ext * ext,
+                                        torch.where(oppose & (ext.abs() > motor.abs()), self._kqm * motor * motor,
+                                                    torch.zeros_like(ext)))
+        stop = self._inertia / dt * joint_vel + motor + ext  # what would stop the joint within this step
+        self.friction_effort = -torch.sign(stop) * torch.minimum(torch.abs(stop), extra)
+        self.external_effort = ext
+        control_action.joint_efforts = motor + self.friction_effort
+        rest = stop + self.friction_effort  # what the engine's Coulomb friction sees: it stops up to `friction`
+        self._prev_engine = -torch.sign(rest) * torch.minimum(torch.abs(rest), self._coulomb)
+        self._prev_vel = joint_vel.clone()
+        self._prev_out = control_action.joint_efforts.clone()
+        self._has_prev[:] = True
+        return control_action
+'''
+
+
+def _bam_fields() -> str:
+    """The BAM cfg fields under the registry's names, defaults its neutral values (M3/M4: external = motor side)."""
+    lines = ["    joint_inertia: float = MISSING  # kg·m², load + armature the joint is stopped with",
+             "    physics_dt: float = MISSING  # s, the simulation step"]
+    for p in parameters.PARAMS:
+        if p.name in RICH_FRICTION_TERMS:
+            default = "None" if p.name.startswith("load_friction_external") else repr(float(p.neutral))
+            kind = "float | None" if default == "None" else "float"
+            lines.append(f"    {p.name}: {kind} = {default}  # {p.unit}")
+    return "\n".join(lines)
+
+
+def _bam_source(cls: str) -> str:
+    """Our BAM-friction actuator and cfg on the class of the family it extends."""
+    base_cfg = _BAM_BASE[cls]
+    act, base_act = cls.removesuffix("Cfg"), _ACTUATOR_OF[base_cfg]
+    return f'''
+
+class {act}(BAMFrictionMixin, {base_act}):
+    """{base_act} with BAM's friction budget (see BAMFrictionMixin)."""
+
+
+@configclass
+class {cls}({base_cfg}):
+    """{base_cfg} with BAM's friction budget; a load_friction_external* left None equals its motor-side gain."""
+
+    class_type: type = {act}
+{_bam_fields()}
+'''
+
+
 OFFSET_SOURCE = '''
 class EncoderOffsetMixin:
     """The controller reads the encoder, q + encoder_offset (a constant bias fitted from the log)."""
@@ -515,7 +692,8 @@ class {cls}({base_cfg}):
 
 _ACTUATOR_OF = {"IdealPDActuatorCfg": "IdealPDActuator", "DCMotorCfg": "DCMotor",
                 "DelayedPDActuatorCfg": "DelayedPDActuator", "RemotizedPDActuatorCfg": "RemotizedPDActuator",
-                "DelayedDCMotorCfg": "DelayedDCMotor", "DelayedPIDActuatorCfg": "DelayedPIDActuator"}
+                "DelayedDCMotorCfg": "DelayedDCMotor", "DelayedPIDActuatorCfg": "DelayedPIDActuator",
+                **{bam: bam.removesuffix("Cfg") for bam in _BAM_BASE}}
 
 
 def _entries(groups: dict[str, dict], field_names: str) -> list[str]:
@@ -530,15 +708,17 @@ def _entries(groups: dict[str, dict], field_names: str) -> list[str]:
 
 
 def render_python(result: dict, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
-                  backend: str = "newton", custom: bool | None = None) -> str:
+                  backend: str = "newton", custom: bool | None = None, rec: Recording | None = None,
+                  loads: dict[str, dict] | None = None) -> str:
     """Ready-to-paste Python: imports plus an ACTUATORS dict for `ArticulationCfg(actuators=...)`.
 
     With custom (default: when `families` are named), ACTUATORS itself holds the chosen (or best) models,
-    our subclasses included where Isaac Lab has no class.
+    our subclasses included where Isaac Lab has no class. `rec` / `loads` give the bench load that our
+    BAM-friction subclass's joint_inertia needs when the fit does not carry it.
     """
     custom = bool(families) if custom is None else custom
-    groups = actuator_cfgs(result, families, custom=custom, backend=backend)
-    best = best_cfgs(result, backend) if families is None and not custom else None
+    groups = actuator_cfgs(result, families, custom=custom, backend=backend, rec=rec, loads=loads)
+    best = best_cfgs(result, backend, rec=rec, loads=loads) if families is None and not custom else None
     used = [g["class_type"] for g in groups.values()] + [g["class_type"] for g in (best or {}).values()]
     customs = [c for c in dict.fromkeys(used) if c not in BUILTIN]
     classes = sorted({c for c in used if c in BUILTIN})
@@ -555,6 +735,7 @@ def render_python(result: dict, families: dict[str, str] | None = None, *, field
     lines += ['"""', ""]
     if customs:
         bases = {c.replace(OFFSET_SUFFIX, "") for c in customs}
+        bases |= {_BAM_BASE[b] for b in bases if b in _BAM_BASE}  # a BAM class needs the class it extends
         needed = set(classes) | {"DCMotor", "DelayedPDActuator", "DelayedPDActuatorCfg", "IdealPDActuator"}
         needed |= {b for b in bases if b in BUILTIN} | {_ACTUATOR_OF[b] for b in bases if b in BUILTIN}
         lines += ["from dataclasses import MISSING", "", "import torch",
@@ -562,8 +743,11 @@ def render_python(result: dict, families: dict[str, str] | None = None, *, field
                   "from isaaclab.actuators.actuator_base import resolve_joint_parameter",
                   "from isaaclab.utils import configclass"]
         for c in ("DelayedDCMotorCfg", "DelayedPIDActuatorCfg"):
-            if any(x.replace(OFFSET_SUFFIX, "") == c for x in customs):
+            if c in bases:
                 lines.append(CUSTOM_SOURCE[c].rstrip("\n"))
+        if any(b in _BAM_BASE for b in bases):
+            lines.append(BAM_SOURCE.rstrip("\n"))
+            lines += [_bam_source(b).rstrip("\n") for b in _BAM_BASE if b in bases]
         if any(OFFSET_SUFFIX in c for c in customs):
             lines.append(OFFSET_SOURCE.rstrip("\n"))
             for c in customs:

@@ -62,9 +62,12 @@ def mjcf_warnings(m: ChosenModel) -> list[Finding]:
     if "dynamic_friction" in m.family.joint_terms:
         add("dynamic_friction", "frictionloss is Coulomb friction at the static value; dynamic friction is dropped")
     if m.family.rich_friction:
+        from .isaaclab import bam_carrier
+
         add("friction_model", f"frictionloss is the Coulomb part {m.value('friction')} N·m; BAM's friction budget "
             "(Stribeck / load-dependent terms, which BAM sets on dof_frictionloss every step) is dropped: "
-            + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction if m.value(t) is not None))
+            + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction if m.value(t) is not None)
+            + f"; {bam_carrier(m.family)}")
     if "encoder_offset" in m.family.joint_terms and m.value("encoder_offset"):
         add("encoder_offset", f"subtract the encoder offset {m.value('encoder_offset'):.4g} rad from measured "
             "positions: MuJoCo's actuator reads the true joint position")

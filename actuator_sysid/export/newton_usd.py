@@ -174,11 +174,14 @@ def newton_warnings(m: ChosenModel) -> list[Finding]:
                            "Newton ignores dynamic friction (§D): joint_friction is the static value "
                            f"{m.value('friction')} N·m applied as Coulomb friction"))
     if m.family.rich_friction:
+        from .isaaclab import bam_carrier
+
         out.append(Finding("EXPORT.NEWTON.friction_model", "warning", m.joint,
-                           "Newton's joint_friction is a constant Coulomb effort: newton:friction = "
-                           f"{m.value('friction')} N·m; BAM's friction budget terms are dropped ("
+                           "Newton's joint_friction is a constant Coulomb effort and Newton 1.8's actuator "
+                           f"components hold no friction budget: newton:friction = {m.value('friction')} N·m; "
+                           "BAM's friction budget terms are dropped ("
                            + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction
-                                       if m.value(t) is not None) + ")"))
+                                       if m.value(t) is not None) + f"); {bam_carrier(m.family)}"))
     if "encoder_offset" in m.family.joint_terms and m.value("encoder_offset"):
         out.append(Finding("EXPORT.NEWTON.encoder_offset", "warning", m.joint,
                            f"a NewtonActuator has no encoder offset: subtract {m.value('encoder_offset'):.4g} rad "

@@ -161,12 +161,12 @@ def _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families) -> dict:
     if fmt != "isaaclab.py":
         from .isaaclab import render_python
 
-        source = render_python(result, fam_map)
+        source = render_python(result, fam_map, rec=rec)
     built = isaaclab_actuators(text, fmt, source)
     joints = {}
     for key, groups in built.items():
-        specs = actuator_cfgs(result, fam_map, custom=bool(fam_map)) if key == "ACTUATORS" else \
-            actuator_cfgs(result, custom=True)
+        specs = actuator_cfgs(result, fam_map, custom=bool(fam_map), rec=rec) if key == "ACTUATORS" else \
+            actuator_cfgs(result, custom=True, rec=rec)
         for joint in result["joints"]:
             cfg = _cfg_for(groups, joint)
             fam_name = _family_of(specs, joint)
@@ -175,12 +175,22 @@ def _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families) -> dict:
             m = ChosenModel(joint, family, dict(jr["params"]), jr.get("table_positions"))
             offset = float(getattr(cfg, "encoder_offset", 0.0) or 0.0)
             j = rec.joint_index(joint)
-            runs = {s.name: isaaclab_segment(cfg, _seg_load(rec, s, joint), s, j, dt, sub, offset, _ext(s, joint),
-                                             joint)
-                    for s in segs}
+            runs = {}
+            for s in segs:
+                load = _seg_load(rec, s, joint)
+                seg_cfg = cfg if load == rec.joints[j] else _for_load(cfg, load)
+                runs[s.name] = isaaclab_segment(seg_cfg, load, s, j, dt, sub, offset, _ext(s, joint), joint)
             name = joint if key == "ACTUATORS" else f"{joint} (best)"
             joints[name] = _compare(result, rec, m, segs, runs)
     return joints
+
+
+def _for_load(cfg, info: JointInfo):
+    """The cfg as a user would set it for a segment whose load is not the bench's: our BAM-friction actuator
+    stops the joint with joint_inertia, the bench load's (plus armature) in the export."""
+    if getattr(cfg, "joint_inertia", None) is None:
+        return cfg
+    return cfg.replace(joint_inertia=info.load_inertia + _value(cfg, "armature"))
 
 
 def _family_of(specs: dict[str, dict], joint: str) -> str:
