@@ -17,10 +17,12 @@ def _num(x: float) -> str:
 
 
 def _consumer(f) -> str:
-    """The Isaac Lab column: the cfg class, the family an export approximates it by, or Newton only."""
+    """The Isaac Lab column: the cfg class, the family a rich-friction family extends, or Newton only."""
     if f.isaaclab_cfg:
         return f.isaaclab_cfg
-    return f"— (exported as `{f.approximates}`)" if f.approximates else "— (Newton only)"
+    if f.approximates:
+        return f"— (`ACTUATORS_BEST`: our subclass of `{f.approximates}`'s class; `ACTUATORS`: `{f.approximates}`)"
+    return "— (Newton only)"
 
 
 def render() -> str:
@@ -72,9 +74,14 @@ def render() -> str:
         "τ_m is the actuator's applied effort and τ_e the external torque (gravity and constant load). With",
         "`load_friction_external` (M5) each load term weighs the two sides apart, |Kle·τ_e − Kl·τ_m|; the",
         "quadratic terms (M6) add s·Kq·(the smaller torque)² while motor and load oppose. No",
-        "consumer holds these terms: exports write the family it approximates with the Coulomb `friction`",
-        "(PhysX: static = friction + stribeck_friction, dynamic = friction) and a finding naming what is dropped;",
-        "the ranking states how much worse the consumer-native family fits.",
+        "consumer holds these terms natively. `isaaclab.py`'s `ACTUATORS_BEST` carries them in an explicit",
+        "actuator subclass (`DCMotorBAMFrictionCfg`, `DelayedDCMotorBAMFrictionCfg`): the engine applies the",
+        "Coulomb `friction`, the actuator adds a torque that stops the joint up to the rest of the budget, with",
+        "`joint_inertia` (bench load + armature) and an external torque estimated from the previous step's",
+        "velocity change (finding `EXPORT.ISAACLAB.friction_estimated`). `ACTUATORS`, `newton.usda` and",
+        "`mjcf.xml` write the family it extends with the Coulomb `friction` (PhysX: static = friction +",
+        "stribeck_friction, dynamic = friction) and a finding naming what is dropped; the ranking states how",
+        "much worse the consumer-native family fits.",
         "",
         "## The plant and the solver it matches",
         "",

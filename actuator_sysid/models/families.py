@@ -128,8 +128,9 @@ FAMILIES: dict[str, Family] = {
                doc="Delayed PD clipped by a position-dependent torque limit table (Isaac Lab RemotizedPDActuator)."),
         Family("pid", drive="pid", clamps=("max_effort",), delay=True,
                doc="Newton DrivePID with integral clamp, max-effort clamp and delay."),
-        # BAM's richer friction (prior-art.md M2–M4) on the DC-motor envelope: no consumer class holds it;
-        # they show how much fidelity the Isaac-Lab-native dcmotor gives up, and export as dcmotor + findings
+        # BAM's richer friction (prior-art.md M2–M6) on the DC-motor envelope: no consumer class holds it;
+        # they show how much fidelity the Isaac-Lab-native dcmotor gives up, and export as dcmotor + findings,
+        # except Isaac Lab's ACTUATORS_BEST, whose explicit subclass carries the budget (export/isaaclab.py)
         Family("dcmotor_stribeck", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *STRIBECK_TERMS),
                approximates="dcmotor",
                doc="DCMotor with BAM M2 friction: Coulomb plus a Stribeck peak that fades with speed."),
