@@ -67,18 +67,19 @@ def timed_fit(rec: Recording, req: api.FitRequest, incumbents: list | None = Non
             engine = _Recorder(engine, scales, incumbents, t0)
         return orig(engine, family, space, scales, *a, **k)
 
-    orig_refine = api.refine
+    def recorded(fn: Callable) -> Callable:
+        def wrapped(engine, family, space, scales, *a, **k):
+            if incumbents is not None:
+                engine = _Recorder(engine, scales, incumbents, t0)
+            return fn(engine, family, space, scales, *a, **k)
+        return wrapped
 
-    def traced_refine(engine, family, space, scales, *a, **k):
-        if incumbents is not None:
-            engine = _Recorder(engine, scales, incumbents, t0)
-        return orig_refine(engine, family, space, scales, *a, **k)
-
-    api.cma_search, api.refine = traced, traced_refine
+    orig_local, orig_refine = api.local_search, api.refine
+    api.cma_search, api.local_search, api.refine = traced, recorded(orig_local), recorded(orig_refine)
     try:
         result = api.fit_recording(rec, req)
     finally:
-        api.cma_search, api.refine = orig, orig_refine
+        api.cma_search, api.local_search, api.refine = orig, orig_local, orig_refine
     wall = time.perf_counter() - t0
     # the least-squares polish after the search counts too: the fit's final loss at its end time
     trace.append((wall, max(m["loss"] for jr in result["joints"].values() for m in jr["models"].values())))

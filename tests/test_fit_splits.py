@@ -75,7 +75,7 @@ def test_budget_stops_the_search_gracefully_and_says_so() -> None:
     rec = isaaclab_recording("dcmotor", TRUTH_DCMOTOR)
     rec.segments = rec.segments[:2]
     messages: list[tuple[float, str]] = []
-    result = fit_recording(rec, FitRequest(models=["dcmotor"], generations=10_000, population=8, budget_s=0.5),
+    result = fit_recording(rec, FitRequest(models=["dcmotor"], generations=10_000, population=64, budget_s=0.5),
                            progress=lambda f, m: messages.append((f, m)))
     model = result["joints"]["hinge"]["models"]["dcmotor"]
     assert result["budget"] == {"seconds": 0.5, "stopped_on_budget": True}

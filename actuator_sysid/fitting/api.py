@@ -27,7 +27,7 @@ from ..models.families import (
 )
 from ..models.rollout import RolloutEngine, SegmentBatch, full_params
 from .objective import LossScales, pool_metrics, segment_metrics
-from .search import BACKENDS, SearchResult, cma_search, refine
+from .search import BACKENDS, SearchResult, cma_search, local_search, refine
 from .space import SearchSpace
 from .warmstart import warm_start
 
@@ -250,8 +250,19 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         family searched from scratch does."""
         own = [{}] * len(warm) if parent is None else [p for _, p in parent]
         x0 = [np.array([p.get(n, w[n]) for n in space.names]) for w, p in zip(warm, own, strict=True)]
-        extra = None if parent is None else [[np.array([p[n] for n in space.names])] for p, _ in parent]
+        extra = [[x] for x in x0] if parent is None else \
+            [[np.array([p[n] for n in space.names]), x] for (p, _), x in zip(parent, x0, strict=True)]
         deadline = clock.begin()
+        # least squares from the start first: the search then starts from its optimum (search.local_search)
+        if progress:
+            progress(clock.fraction(0.0), f"{label}: least squares from the "
+                                          f"{'warm start' if parent is None else 'nested fit'}, "
+                                          f"elapsed {_secs(clock.elapsed())}")
+        t_local = time.perf_counter()
+        x0, before, after, n_local = local_search(engine, family, space, sc, x0,
+                                                  req.refine_iterations if deadline is None else LOCAL_BUDGET)
+        local = {"loss_before": before.tolist(), "loss_after": after.tolist(), "evaluations": n_local,
+                 "seconds": round(time.perf_counter() - t_local, 3)}
 
         def on_gen(g: int, best: np.ndarray) -> None:
             if progress:
@@ -266,6 +277,8 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         res = cma_search(engine, family, space, sc, x0, gens, req.population, req.seed, on_generation=on_gen,
                          backend=req.search_backend, deadline=deadline, extra_starts=extra,
                          parallel_runs=4 if parent is None else 2)
+        res.evaluations += n_local
+        res.local = local
         if progress:
             progress(clock.fraction(1.0), f"{label}: refining by least squares"
                                            f"{' (budget reached)' if res.stopped_on == 'budget' else ''}, "
@@ -338,8 +351,12 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
                 "warm_start": {n: float(x_warm[j][n]) for n in space.names},
                 "search": {"generations": res.generations, "evaluations": res.evaluations,
                            "restarts": res.restarts[j], "stopped_on": res.stopped_on,
-                           "population": req.population, "convergence": res.history[j],
+                           "population": req.population,
+                           # the start, the least-squares solve from it, every generation, the final refine
+                           "convergence": [res.local["loss_before"][j], res.local["loss_after"][j], *res.history[j],
+                                           float(res.best_loss[j])],
                            "started_from": parent[0].name if parent else "warm start",
+                           "local_solve": {k: v[j] if isinstance(v, list) else v for k, v in res.local.items()},
                            "seconds": round(t_family, 3)},
             }
     for name in joints:  # nested families were fitted first; report them in the order asked
@@ -382,6 +399,7 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     }
 
 
+LOCAL_BUDGET = 30  # residual evaluations of the first least-squares solve when the fit has a time budget
 NESTED_GENERATIONS = 60  # CMA-ES generations of a family that starts from a nested family's optimum
 # terms whose neutral values switch them off
 _OFF_SWITCHES = F_PID | F_STRIBECK | F_LOAD_FRICTION | F_LOAD_QUADRATIC

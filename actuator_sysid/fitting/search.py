@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 import warnings
 from collections.abc import Callable
@@ -21,6 +22,7 @@ import optuna
 from scipy.optimize import least_squares
 from scipy.stats import qmc
 
+from ..models import parameters
 from ..models.families import Family
 from ..models.rollout import RolloutEngine, full_params
 from .objective import VELOCITY_WEIGHT, LossScales, loss_from_sums, residual_blocks, residuals
@@ -46,6 +48,7 @@ class SearchResult:
     candidates: list[list[np.ndarray]] = field(default_factory=list)  # per joint: run optima, best first
     analysis: list[dict] = field(default_factory=list)  # per joint: intervals, correlation, warnings
     stopped_on: str = "generations"  # why the search ended: generations, plateau (every joint) or budget
+    local: dict = field(default_factory=dict)  # the least-squares solve before the search (api.search)
 
 
 def _stalled(history: list[float], generations: int, rtol: float) -> bool:
@@ -68,6 +71,86 @@ def fd_jacobian(run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, u: 
 def candidate_params(family: Family, space: SearchSpace, x: np.ndarray) -> np.ndarray:
     """(C, J, d) natural-unit candidates → (C, J, P) kernel parameters."""
     return full_params(family, {n: x[..., i] for i, n in enumerate(space.names)}, x.shape[:2])
+
+
+def residual_fn(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
+                count: list[int] | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """Residual vectors of natural-unit candidates (C, d) on a one-joint engine, one launch per call;
+    `count` accumulates the candidates evaluated."""
+    def run(xs: np.ndarray) -> np.ndarray:
+        if count is not None:
+            count[0] += xs.shape[0]
+        return residuals(engine.traces(family, candidate_params(family, space, xs[:, None, :])), engine.batch,
+                         scales, 0)
+    return run
+
+
+def solve_least_squares(run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, x_start: np.ndarray,
+                        budget: int, step: float) -> tuple[np.ndarray, float]:
+    """Trust-region least squares over the continuous dimensions from x_start (integers held), with the
+    forward-difference Jacobian of unit-cube `step` as one launch; returns (x, loss)."""
+    cont = ~space.integer
+    if not cont.any():
+        return x_start, float(np.sum(run(x_start[None])[0] ** 2))
+    u0 = space.to_unit(x_start)
+
+    def full(uc: np.ndarray) -> np.ndarray:
+        u = np.repeat(u0[None], uc.shape[0], axis=0)
+        u[:, cont] = uc
+        return space.from_unit(u)
+
+    def jac(uc: np.ndarray) -> np.ndarray:
+        u = u0.copy()
+        u[cont] = uc
+        return fd_jacobian(run, space, u, cont, step)[1]
+
+    # tight tolerances: with noisy initial states the optimum sits in a shallow valley that a
+    # loose xtol leaves early (measured: 6 % above the loss at the true parameters)
+    sol = least_squares(lambda uc: run(full(uc[None]))[0], u0[cont], jac=jac, bounds=(0.0, 1.0),
+                        method="trf", x_scale="jac", max_nfev=budget, xtol=1e-10, ftol=1e-12, gtol=1e-10,
+                        tr_solver="lsmr")
+    return full(sol.x[None])[0], float(np.sum(sol.fun**2))
+
+
+def local_search(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
+                 x0: list[np.ndarray], max_iterations: int = 200) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, int]:
+    """Least squares from each joint's start before the global search: the coarse step into the basin, the
+    fine step to its floor. On these objectives CMA-ES plateaus orders of magnitude above the optimum of
+    a curved valley (DC-motor slope, damping and viscous friction trade off) that least squares follows,
+    so the search then starts from this point and looks for anything better.
+    Returns per joint the better of start and solution, the start's loss, that point's loss, and the number
+    of candidates evaluated."""
+    best, before, after, count = [], np.zeros(len(x0)), np.zeros(len(x0)), [0]
+    for j, x_start in enumerate(x0):
+        run = residual_fn(engine.for_joint(j), family, space, scales.select(j), count)
+        before[j] = float(np.sum(run(x_start[None])[0] ** 2))
+        x, _ = solve_least_squares(run, space, x_start, max_iterations, COARSE_STEP)
+        x, loss = solve_least_squares(run, space, x, max_iterations, POLISH_STEP)
+        best.append(x if loss < before[j] else x_start)
+        after[j] = min(loss, before[j])
+    return best, before, after, count[0]
+
+
+def release_limits(run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, x: np.ndarray, loss: float
+                   ) -> tuple[np.ndarray, float, set[str]]:
+    """Move each limit the log never presses (a clamp whose off value is infinite) to its search bound, where
+    it stops binding, when the loss stays the same (RELEASE_RTOL): of the limits the data cannot place, the
+    one that does not cut efforts the log never asked for. Otherwise the optimum keeps wherever the search
+    left such a limit, and validation motion beyond the training regime hits a clamp nobody measured."""
+    limits = [i for i, n in enumerate(space.names)
+              if not space.integer[i] and parameters.get(n).neutral == math.inf and x[i] < space.upper[i]]
+    released: set[str] = set()
+    while limits:
+        moved = np.repeat(x[None], len(limits), axis=0)
+        for k, i in enumerate(limits):
+            moved[k, i] = space.upper[i]
+        losses = np.sum(run(moved) ** 2, axis=1)
+        k = int(np.argmin(losses))
+        if not losses[k] <= loss * (1 + RELEASE_RTOL):
+            break
+        x, loss = moved[k], min(loss, float(losses[k]))
+        released.add(space.names[limits.pop(k)])
+    return x, loss, released
 
 
 class _CmaesStrategy:
@@ -174,6 +257,9 @@ STALL_RTOL = 1e-4
 # 1e-3 step the trust region collapsed (xtol) short of the optimum in a friction valley, 4-8 % above the
 # loss at the true parameters; started far from the optimum, 1e-4 alone can wander into a wrong basin.
 POLISH_STEP = 1e-4
+COARSE_STEP = 1e-3
+RELEASE_RTOL = 1e-4  # a limit moved off changes the loss by less than this (relative): the log never pressed it
+RIVAL_BUDGET = 25  # residual evaluations of the refine's solve from a run optimum other than the incumbent
 COV_STEP = 1e-5  # unit-cube step of the covariance Jacobian: local, so kinks (clips, stiction) do not inflate it
 
 
@@ -319,9 +405,10 @@ def initial_state_sensitivity(engine: RolloutEngine, family: Family, space: Sear
 
 def refine(
     engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales, result: SearchResult,
-    max_iterations: int = 200, step: float = 1e-3, starts: int = 3, polish_step: float = POLISH_STEP,
+    max_iterations: int = 200, step: float = COARSE_STEP, starts: int = 3, polish_step: float = POLISH_STEP,
 ) -> SearchResult:
-    """Trust-region least squares per joint from the best few run optima, then uncertainty at the optimum.
+    """Trust-region least squares per joint from the incumbent and the best other run optima, then
+    uncertainty at the optimum.
 
     Integer dimensions (delays) stay fixed during least squares; afterwards each is moved to a neighbour
     while that lowers the loss (exact integer handling). Each Jacobian is one batched launch of all
@@ -336,38 +423,21 @@ def refine(
     evaluations = 0
     for j in range(n_j):
         sub, sc = engine.for_joint(j), scales.select(j)
-
-        def run(xs: np.ndarray, sub=sub, sc=sc) -> np.ndarray:
-            """Residual vectors of natural-unit candidates (C, d)."""
-            nonlocal evaluations
-            evaluations += xs.shape[0]
-            return residuals(sub.traces(family, candidate_params(family, space, xs[:, None, :])), sub.batch, sc, 0)
+        count = [0]
+        run = residual_fn(sub, family, space, sc, count)
 
         def solve(x_start: np.ndarray, budget: int, run=run, step: float = step) -> tuple[np.ndarray, float]:
-            if not cont.any():
-                return x_start, float(np.sum(run(x_start[None])[0] ** 2))
-            u0 = space.to_unit(x_start)
-
-            def full(uc: np.ndarray) -> np.ndarray:
-                u = np.repeat(u0[None], uc.shape[0], axis=0)
-                u[:, cont] = uc
-                return space.from_unit(u)
-
-            def jac(uc: np.ndarray) -> np.ndarray:
-                u = u0.copy()
-                u[cont] = uc
-                return fd_jacobian(run, space, u, cont, step)[1]
-
-            # tight tolerances: with noisy initial states the optimum sits in a shallow valley that a
-            # loose xtol leaves early (measured: 6 % above the loss at the true parameters)
-            sol = least_squares(lambda uc: run(full(uc[None]))[0], u0[cont], jac=jac, bounds=(0.0, 1.0),
-                                method="trf", x_scale="jac", max_nfev=budget, xtol=1e-10, ftol=1e-12, gtol=1e-10,
-                                tr_solver="lsmr")
-            return full(sol.x[None])[0], float(np.sum(sol.fun**2))
+            return solve_least_squares(run, space, x_start, budget, step)
 
         solutions: list[tuple[np.ndarray, float]] = []  # every start's optimum: rivals for the intervals
-        for x_start in (result.candidates[j] if result.candidates else [best[j]])[:starts]:
-            x, loss = solve(x_start, max_iterations)
+        # the incumbent with the full budget; then the best other run optima, each with a short solve that goes
+        # on only when it beats the incumbent (run optima sit up the incumbent's own valley more often than in
+        # another basin, and following it down costs ten times the short solve)
+        others = (result.candidates[j] if result.candidates else [])[: starts - 1]
+        for k, x_start in enumerate([best[j], *others]):
+            x, loss = solve(x_start, max_iterations if k == 0 else min(max_iterations, RIVAL_BUDGET))
+            if k > 0 and loss < best_loss[j]:
+                x, loss = solve(x, max_iterations)
             solutions.append((x, loss))
             if loss < best_loss[j]:
                 best[j], best_loss[j] = x, loss
@@ -392,6 +462,7 @@ def refine(
         solutions.append((x, loss))
         if loss < best_loss[j]:
             best[j], best_loss[j] = x, loss
+        best[j], best_loss[j], released = release_limits(run, space, best[j], best_loss[j])
         # uncertainty at the optimum: Jacobian over the continuous dimensions, residual blocks
         analysis: dict = {"intervals": {}, "correlation": {"names": [], "matrix": []}, "warnings": []}
         if cont.any():
@@ -404,12 +475,13 @@ def refine(
             end_loss = np.sum(run(ends) ** 2, axis=1)
             rivals = [(x, loss) for x, loss in [*solutions, *zip(ends, end_loss, strict=True)]
                       if not np.array_equal(x, best[j])]
-            analysis = analyse(space, best[j], jac_c, r0, blocks, cont, jac_n, var_n, rivals)
+            analysis = analyse(space, best[j], jac_c, r0, blocks, cont, jac_n, var_n, rivals, released)
         for i in np.flatnonzero(space.integer):
             dp = delay_profile(profiles[int(i)], int(best[j][i]))
             analysis["intervals"][space.names[i]] = dp
             if not dp["identified"]:
                 analysis["warnings"].append(f"{space.names[i]} is not identified: {dp['reason']}")
         analyses.append(analysis)
+        evaluations += count[0]
     return SearchResult(best, best_loss, result.history, result.evaluations + evaluations, result.generations,
-                        result.restarts, result.candidates, analyses, result.stopped_on)
+                        result.restarts, result.candidates, analyses, result.stopped_on, result.local)

@@ -35,7 +35,7 @@ def _block_variance(r: np.ndarray, blocks: np.ndarray) -> np.ndarray:
 
 def analyse(space: SearchSpace, x: np.ndarray, jac: np.ndarray, r: np.ndarray, blocks: np.ndarray,
             free: np.ndarray, nuisance_jac: np.ndarray | None = None, nuisance_var: np.ndarray | None = None,
-            rivals: list[tuple[np.ndarray, float]] | None = None) -> dict:
+            rivals: list[tuple[np.ndarray, float]] | None = None, released: set[str] | None = None) -> dict:
     """Intervals, correlations and identifiability of the continuous parameters in `free`.
 
     jac is (R, k) in unit coordinates of the free dimensions; x holds natural values of all dimensions.
@@ -45,6 +45,8 @@ def analyse(space: SearchSpace, x: np.ndarray, jac: np.ndarray, r: np.ndarray, b
     reached: one whose loss is within what the noise explains (the 95 % likelihood-ratio bound, ΔSSR ≤
     z²·v with v the correlation-inflated residual variance) yet lies outside a parameter's interval shows
     that the local interval is not the whole truth, and that parameter is reported as not identified.
+    `released` are limits the fit moved to their search bound because the log never presses them
+    (search.release_limits): not identified, and said so.
     Returns {"intervals": {name: {...}}, "correlation": {...}, "warnings": [...]}.
     """
     names = [n for n, f in zip(space.names, free, strict=True) if f]
@@ -86,7 +88,11 @@ def analyse(space: SearchSpace, x: np.ndarray, jac: np.ndarray, r: np.ndarray, b
             rel = sd / abs(value) if value else math.inf
         at_bound = u[i] <= 1e-3 or u[i] >= 1 - 1e-3
         reason = ""
-        if blind[k]:
+        if name in (released or ()):
+            identified = False
+            reason = ("the log never presses this limit: it is set to the search bound, where it does not bind "
+                      "(the fit is the same); use the datasheet value")
+        elif blind[k]:
             identified = False
             reason = "the log never reaches the regime where it acts (the fit does not depend on it)"
         elif at_bound:

@@ -260,6 +260,14 @@ class RolloutEngine:
 
         open_loop=True feeds the actuator the measured state at every sample (efforts on the log's states).
         """
+        n_c = params.shape[0]
+        if self._pool is None or n_c < 2 * self.threads:
+            return self._traces(family, params, open_loop)
+        chunks = np.array_split(np.arange(n_c), self.threads)  # a Jacobian's candidates on every core
+        parts = list(self._pool.map(lambda idx: self._traces(family, params[idx], open_loop), chunks))
+        return {k: np.concatenate([p[k] for p in parts], axis=0) for k in parts[0]}
+
+    def _traces(self, family: Family, params: np.ndarray, open_loop: bool) -> dict[str, np.ndarray]:
         sums, (q, qd, comp, app) = self._launch(family, params, store=True, open_loop=open_loop)
         return {"sums": sums.numpy(), "q": q.numpy(), "qd": qd.numpy(),
                 "computed": comp.numpy(), "applied": app.numpy()}

@@ -120,12 +120,13 @@ def fidelity_gaps(ranking: list[dict]) -> list[str]:
 
 
 def _convergence_figure(div: str, joint: str, models: dict[str, Any]) -> dict:
-    """Best loss per generation of every family's search (log scale)."""
+    """Best loss of every family's fit (log scale): the start, least squares from it, each CMA-ES generation,
+    and the final refine."""
     data = [{"type": "scatter", "mode": "lines", "name": fam, "y": m.get("search", {}).get("convergence", [])}
             for fam, m in models.items()]
     return {"id": div, "data": data, "layout": {
         "title": {"text": f"{joint} · search convergence"}, "height": 320,
-        "xaxis": {"title": {"text": "generation"}}, "yaxis": {"title": {"text": "best loss"}, "type": "log"}}}
+        "xaxis": {"title": {"text": "start · least squares · CMA-ES generations · refine"}}, "yaxis": {"title": {"text": "best loss"}, "type": "log"}}}
 
 
 def _correlation_figure(div: str, joint: str, family: str, corr: dict) -> dict | None:
