@@ -44,14 +44,15 @@ def make_result(models: dict[str, dict[str, dict]], rec: Recording | None = None
 
 
 def short_recording(n_segments: int = 3, n_samples: int = 400, joints: list[str] | None = None,
-                    family: str = "dcmotor") -> Recording:
-    """The Isaac Lab test-bench log (tests/isaaclab_logs.py) cut short; its one joint copied under `joints`."""
+                    family: str = "dcmotor", noise_q: float = 0.0) -> Recording:
+    """The Isaac Lab test-bench log (tests/isaaclab_logs.py) cut short; its one joint copied under `joints`;
+    `noise_q` [rad] adds position noise."""
     import numpy as np
     from isaaclab_logs import make_recording
 
     from actuator_sysid.datasets.recording import JointInfo
 
-    rec = make_recording(family)
+    rec = make_recording(family, noise_q=noise_q)
     rec.segments = rec.segments[:n_segments]
     names = joints or ["hinge"]
     for s in rec.segments:

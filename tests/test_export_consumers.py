@@ -294,7 +294,7 @@ def test_replays_of_every_family_within_10_percent(result: dict, rec: Recording)
 
 
 def test_replays_of_a_model_fitted_to_an_isaaclab_log_within_10_percent() -> None:
-    rec = short_recording(n_segments=5)
+    rec = short_recording(n_segments=5, noise_q=2e-3)  # encoder noise keeps even a good fit off the log
     res = fit_recording(rec, FitRequest(models=["dcmotor", "ideal_pd"], generations=8, population=6,
                                         refine_iterations=4))
     for fmt in ("isaaclab.py", "isaaclab.json", "newton.usda"):
