@@ -374,3 +374,37 @@ def test_replay_without_the_consumer_is_skipped_with_a_note(result: dict, rec: R
     monkeypatch.setitem(sys.modules, "mujoco", None)
     r = replay(result, rec, "mjcf.xml")
     assert r["status"] == "skipped" and "consumer not installed" in r["note"]
+
+
+def test_newton_and_mujoco_write_the_best_fit_they_hold_exactly() -> None:
+    """A joint whose best model a consumer cannot hold (BAM's friction budget in Newton and MuJoCo, the position
+    torque table in MuJoCo) exports the best-ranked fit the consumer runs exactly, says so, and replays within
+    10 %; naming the family exports the best model approximated."""
+    from actuator_sysid.export.mjcf import build_mjcf
+
+    rec = short_recording(joints=["j_rich", "j_table"])
+    stribeck = {**MISFIT, "stribeck_friction": 0.25, "stribeck_velocity": 0.3, "stribeck_exponent": 2.0}
+    res = make_result({"j_rich": {"dcmotor_stribeck": model_entry("dcmotor_stribeck", stribeck),
+                                  "dcmotor": model_entry("dcmotor", MISFIT)},
+                       "j_table": {"remotized_pd": model_entry("remotized_pd", MISFIT),
+                                   "dcmotor": model_entry("dcmotor", MISFIT)}}, rec)
+    stage, notes = build_stage(res, rec)
+    written = dict(stage.GetRootLayer().customLayerData["actuator_sysid"]["families"])
+    assert written == {"j_rich": "dcmotor", "j_table": "remotized_pd"}
+    assert {(f.code, f.where) for f in notes if "not_expressible" in f.code} == {
+        ("EXPORT.NEWTON.best_model_not_expressible", "j_rich")}
+    _, findings = build_mjcf(res, rec)
+    codes = {(f.code, f.where) for f in findings}
+    assert {("EXPORT.MJCF.best_model_not_expressible", "j_rich"),
+            ("EXPORT.MJCF.best_model_not_expressible", "j_table")} <= codes
+    assert not any(c in ("EXPORT.MJCF.position_table", "EXPORT.MJCF.friction_model") for c, _ in codes)
+    names = [s.name for s in rec.segments]
+    for fmt in ("newton.usda", "mjcf.xml"):
+        r = replay(res, rec, fmt, segments=names)
+        within_10_percent(r)
+        assert r["joints"]["j_rich"]["family"] == "dcmotor"
+    named = replay(res, rec, "mjcf.xml", families={"j_rich": "dcmotor_stribeck", "j_table": "remotized_pd"},
+                   segments=names)
+    assert {j["family"] for j in named["joints"].values()} == {"dcmotor_stribeck", "remotized_pd"}
+    _, findings = build_mjcf(res, rec, families={"j_rich": "dcmotor_stribeck", "j_table": "remotized_pd"})
+    assert {"EXPORT.MJCF.friction_model", "EXPORT.MJCF.position_table"} <= {f.code for f in findings}

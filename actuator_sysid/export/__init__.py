@@ -96,7 +96,9 @@ def validate_export(result: dict, rec: Recording | None = None, files: dict[str,
     findings += checkpoint_findings(result)
     if "mjcf.xml" in files or rec is not None:
         try:
-            findings += [f for m in choose(result) for f in mjcf.mjcf_warnings(m)]
+            models = choose(result, expresses=mjcf.expresses)
+            findings += mjcf.substitutions(result, models, "MuJoCo", "EXPORT.MJCF")
+            findings += [f for m in models for f in mjcf.mjcf_warnings(m)]
         except ExportError as e:  # e.g. a fit of networks alone: no MJCF actuator to judge
             findings.append(Finding("EXPORT.MJCF.unavailable", "warning", "mjcf.xml", str(e)))
     return findings

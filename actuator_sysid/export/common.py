@@ -8,6 +8,7 @@ Isaac Lab names, SI units (consumer-semantics §A.1, §C.3, §D).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from ..datasets.recording import JointInfo, Recording
@@ -69,12 +70,45 @@ def joint_family(result: dict, joint: str, name: str) -> Family:
     return fam.with_terms(tuple(terms)) if terms is not None else fam
 
 
-def choose(result: dict, families: dict[str, str] | str | None = None) -> list[ChosenModel]:
-    """One model per joint: `families[joint]` (or one family for all joints) else the joint's best model."""
+def default_family(result: dict, joint: str, expresses: Callable[[Family], bool] | None = None) -> str:
+    """The joint's best-ranked fitted family the consumer holds exactly (`expresses`), else its best model: a
+    fit of a family the consumer can run beats a richer fit cut down to what it can run."""
+    jr = result["joints"][joint]
+    best = jr["best_model"]
+    if expresses is not None and (best in NET_FAMILIES or not expresses(joint_family(result, joint, best))):
+        for row in jr.get("ranking") or []:
+            name = row["family"]
+            if name in jr["models"] and name not in NET_FAMILIES and expresses(joint_family(result, joint, name)):
+                return name
+    return best
+
+
+def substitutions(result: dict, models: list, consumer: str, prefix: str) -> list[Finding]:
+    """A finding per joint whose best model the consumer cannot hold, so that its export writes another fit."""
     out = []
-    for joint, jr in result["joints"].items():
+    for m in models:
+        jr = result["joints"][m.joint]
+        best = jr["best_model"]
+        if not isinstance(m, ChosenModel) or m.family.name == best:
+            continue
+        rmse = {r["family"]: r.get("position_rmse") for r in jr.get("ranking") or []}
+        gap = (f" (validation position RMSE {rmse[m.family.name]:.3g} rad against {rmse[best]:.3g})"
+               if rmse.get(best) and rmse.get(m.family.name) else "")
+        out.append(Finding(f"{prefix}.best_model_not_expressible", "warning", m.joint,
+                           f"the best model, {best}, is not one {consumer} can hold exactly: this export writes "
+                           f"{m.family.name}, the best-ranked fit it holds{gap}; choose the family with "
+                           f"--family {m.joint}={best} to export the best model approximated"))
+    return out
+
+
+def choose(result: dict, families: dict[str, str] | str | None = None,
+           expresses: Callable[[Family], bool] | None = None) -> list[ChosenModel]:
+    """One model per joint: `families[joint]` (or one family for all joints), else `default_family`."""
+    out = []
+    for joint in result["joints"]:
         name = families if isinstance(families, str) else (families or {}).get(joint)
-        name = name or jr["best_model"]
+        name = name or default_family(result, joint, expresses)
+        jr = result["joints"][joint]
         fam = joint_family(result, joint, name)
         model = jr["models"][name]
         out.append(ChosenModel(joint, fam, dict(model["params"]), model.get("table_positions")))

@@ -25,12 +25,19 @@ import math
 from xml.sax.saxutils import quoteattr
 
 from ..datasets.recording import JointInfo, Recording
-from .common import ChosenModel, Finding, bench_loads, choose, physics_dt
+from ..models.families import Family
+from .common import ChosenModel, Finding, bench_loads, choose, physics_dt, substitutions
 from .newton_usd import MIN_INERTIA, MIN_MASS, prim_name
 
 
 def _num(x: float) -> str:
     return f"{float(x):.9g}"
+
+
+def expresses(family: Family) -> bool:
+    """Whether MuJoCo runs this family exactly: not BAM's friction budgets (frictionloss is a constant) and not a
+    position-dependent torque table (forcerange is a constant)."""
+    return not family.rich_friction and "position_table" not in family.clamps
 
 
 def effort_limit(m: ChosenModel) -> float | None:
@@ -174,9 +181,9 @@ def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: flo
 def build_mjcf(result: dict, rec: Recording | None = None, *, families: dict[str, str] | str | None = None,
                loads: dict[str, dict] | None = None) -> tuple[str, list[Finding]]:
     """(MJCF text, findings): the standalone model and what it approximates."""
-    models = choose(result, families)
+    models = choose(result, families, expresses)
     text = render_model(models, bench_loads(result, rec, loads), physics_dt(result))
-    findings = [f for m in models for f in mjcf_warnings(m)]
+    findings = substitutions(result, models, "MuJoCo", "EXPORT.MJCF") + [f for m in models for f in mjcf_warnings(m)]
     if any(m.family.drive == "implicit" for m in models) and not all(m.family.drive == "implicit" for m in models):
         findings.append(Finding("EXPORT.MJCF.integrator", "warning", "option",
                                 "explicit and implicit-family joints share one model: Euler integrates the implicit "

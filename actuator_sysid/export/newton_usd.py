@@ -23,8 +23,18 @@ import re
 from dataclasses import dataclass
 
 from ..datasets.recording import JointInfo, Recording
-from ..models.families import NET_FAMILIES
-from .common import RAD_PER_DEG, ChosenModel, ExportError, Finding, bench_loads, joint_family, physics_dt
+from ..models.families import NET_FAMILIES, Family
+from .common import (
+    RAD_PER_DEG,
+    ChosenModel,
+    ExportError,
+    Finding,
+    bench_loads,
+    default_family,
+    joint_family,
+    physics_dt,
+    substitutions,
+)
 
 # consumer-semantics §C.3 schema and attribute names
 PD_API, PID_API = "NewtonPDControlAPI", "NewtonPIDControlAPI"
@@ -62,6 +72,11 @@ class NetChoice:
     model_path: str  # relative to the .usda: the checkpoint file sits beside it
 
 
+def expresses(family: Family) -> bool:
+    """Whether Newton 1.8 runs this family exactly: every one but BAM's friction budgets (no component holds one)."""
+    return not family.rich_friction
+
+
 def choose_models(result: dict, families: dict[str, str] | str | None = None
                   ) -> tuple[list[ChosenModel | NetChoice], list[Finding]]:
     """One model per joint like common.choose, but an actuator network is a NetChoice (a neural prim)."""
@@ -72,7 +87,7 @@ def choose_models(result: dict, families: dict[str, str] | str | None = None
     findings: list[Finding] = []
     for joint, jr in result["joints"].items():
         name = families if isinstance(families, str) else (families or {}).get(joint)
-        name = name or jr["best_model"]
+        name = name or default_family(result, joint, expresses)
         if name not in NET_FAMILIES:
             fam = joint_family(result, joint, name)
             model = jr["models"][name]
@@ -375,6 +390,7 @@ def build_stage(result: dict, rec: Recording | None = None, *, families: dict[st
                 loads: dict[str, dict] | None = None, robot_usd: str | bytes | None = None):
     """The export stage and what the exporter noted about it: (stage, findings)."""
     models, findings = choose_models(result, families)
+    findings += substitutions(result, models, "Newton", "EXPORT.NEWTON")
     findings += [f for m in models if isinstance(m, ChosenModel) for f in newton_warnings(m)]
     if robot_usd is not None:
         stage, more = robot_stage(models, robot_usd)

@@ -268,9 +268,9 @@ def newton_segment(stage, seg: Segment, joints: list[str], rec: Recording, dt: f
 def _replay_newton(result, rec, text, segs, dt, sub, families) -> dict:
     from pxr import Sdf, Usd
 
-    from .newton_usd import build_stage
+    from .newton_usd import build_stage, expresses
 
-    models = choose(result, families)
+    models = choose(result, families, expresses)
     joints = [m.joint for m in models]
     offsets = {m.joint: m.value("encoder_offset") or 0.0 for m in models}
     runs: dict[str, dict[str, np.ndarray]] = {j: {} for j in joints}
@@ -347,9 +347,9 @@ def mujoco_segment(xml: str, seg: Segment, joints: list[str], rec: Recording, mo
 
 
 def _replay_mujoco(result, rec, text, segs, sub, families) -> dict:
-    from .mjcf import build_mjcf
+    from .mjcf import build_mjcf, expresses
 
-    models = {m.joint: m for m in choose(result, families)}
+    models = {m.joint: m for m in choose(result, families, expresses)}
     joints = list(models)
     runs: dict[str, dict[str, np.ndarray]] = {j: {} for j in joints}
     for seg in segs:
