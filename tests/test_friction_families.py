@@ -127,6 +127,10 @@ def test_load_dependent_friction_recovered_within_10_percent() -> None:
     got = res["joints"]["hinge"]["models"]["dcmotor_loadfric"]["params"]
     for name in ("load_friction", "friction"):
         assert abs(got[name] - truth[name]) <= 0.10 * truth[name], (name, got[name], truth[name])
+    # asked alone, the richer family brings the Isaac-Lab-native one it extends (the exports need a fit of it)
+    models = res["joints"]["hinge"]["models"]
+    assert list(models) == ["dcmotor_loadfric", "dcmotor"] and models["dcmotor"]["added_for"] == ["dcmotor_loadfric"]
+    assert models["dcmotor_loadfric"]["search"]["started_from"] == "dcmotor"
 
 
 def test_fidelity_line_says_when_the_richer_friction_buys_nothing() -> None:

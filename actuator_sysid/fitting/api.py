@@ -237,7 +237,14 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     full_engine = RolloutEngine(every, req.device, effort_mode=req.effort_mode)
     fold_setups = [setup([i for i in range(len(rec.segments)) if i not in f]) for f in split.folds]
     val_names = {rec.segments[i].name for i in val_ids}
-    clock = _Clock(req.budget_s, len(req.models) * (1 + len(split.folds)))
+    # a richer-friction family brings the consumer-native family it extends: the exports Isaac Lab's ACTUATORS,
+    # Newton and MuJoCo load need a fit of it, the report says what it gives up, and the richer family starts
+    # from it (nested start)
+    parametric = [m for m in req.models if m not in NET_FAMILIES]  # networks: fitting/nets.py below
+    companions = [n for n in dict.fromkeys(get_family(m).approximates for m in parametric)
+                  if n and n not in parametric]
+    parametric += companions
+    clock = _Clock(req.budget_s, (len(req.models) + len(companions)) * (1 + len(split.folds)))
 
     def search(engine: RolloutEngine, sc: LossScales, warm: list[dict[str, float]], family: Family,
                space: SearchSpace, label: str, parent: list[tuple[dict[str, float], dict[str, float]]] | None = None
@@ -292,7 +299,6 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     per_joint: dict[str, dict] = {j: {"models": {}, "load": asdict(rec.joints[rec.joint_index(j)])} for j in joints}
     stopped_on_budget = False
     fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]] = {}  # family → (family, params, loss)
-    parametric = [m for m in req.models if m not in NET_FAMILIES]  # networks: fitting/nets.py below
     for fam_name in sorted(parametric, key=lambda m: len(family_for(req, m).params)):  # nested ones first
         family = family_for(req, fam_name)
         space = SearchSpace.for_family(family)
@@ -337,6 +343,8 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
                                          for k in ("position_rmse", "position_mae", "velocity_rmse")}
             per_joint[name]["models"][fam_name] = {
                 "family": fam_name,
+                **({"added_for": [m for m in parametric if get_family(m).approximates == fam_name]}
+                   if fam_name in companions else {}),
                 "isaaclab_cfg": family.isaaclab_cfg,
                 "joint_terms": list(family.joint_terms),
                 "params": fitted[j],
