@@ -408,3 +408,16 @@ def test_newton_and_mujoco_write_the_best_fit_they_hold_exactly() -> None:
     assert {j["family"] for j in named["joints"].values()} == {"dcmotor_stribeck", "remotized_pd"}
     _, findings = build_mjcf(res, rec, families={"j_rich": "dcmotor_stribeck", "j_table": "remotized_pd"})
     assert {"EXPORT.MJCF.friction_model", "EXPORT.MJCF.position_table"} <= {f.code for f in findings}
+
+
+def test_a_remotized_fit_brings_the_delayed_pd_fit_mujoco_runs() -> None:
+    """MuJoCo holds no position torque table: a remotized_pd fit asked alone also fits delayed_pd (which it then
+    starts from), and the MJCF export writes that, replaying within 10 %."""
+    rec = short_recording(n_segments=5, noise_q=2e-3)
+    res = fit_recording(rec, FitRequest(models=["remotized_pd"], generations=8, population=6, refine_iterations=4))
+    models = res["joints"]["hinge"]["models"]
+    assert list(models) == ["remotized_pd", "delayed_pd"] and models["delayed_pd"]["added_for"] == ["remotized_pd"]
+    assert models["remotized_pd"]["search"]["started_from"] == "delayed_pd"
+    r = replay(res, rec, "mjcf.xml")
+    within_10_percent(r)
+    assert r["joints"]["hinge"]["family"] == "delayed_pd"

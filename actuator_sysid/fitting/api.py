@@ -237,11 +237,11 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     full_engine = RolloutEngine(every, req.device, effort_mode=req.effort_mode)
     fold_setups = [setup([i for i in range(len(rec.segments)) if i not in f]) for f in split.folds]
     val_names = {rec.segments[i].name for i in val_ids}
-    # a richer-friction family brings the consumer-native family it extends: the exports Isaac Lab's ACTUATORS,
-    # Newton and MuJoCo load need a fit of it, the report says what it gives up, and the richer family starts
-    # from it (nested start)
+    # a family some consumer cannot hold brings the nearest one it can (Family.fitted_with): a richer-friction
+    # family the consumer-native one it extends, remotized_pd delayed_pd for MuJoCo. Every export then has a fit
+    # its consumer runs exactly, the report says what the richer one buys, and that one starts from it (nested)
     parametric = [m for m in req.models if m not in NET_FAMILIES]  # networks: fitting/nets.py below
-    companions = [n for n in dict.fromkeys(get_family(m).approximates for m in parametric)
+    companions = [n for n in dict.fromkeys(get_family(m).fitted_with for m in parametric)
                   if n and n not in parametric]
     parametric += companions
     clock = _Clock(req.budget_s, (len(req.models) + len(companions)) * (1 + len(split.folds)))
@@ -343,7 +343,7 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
                                          for k in ("position_rmse", "position_mae", "velocity_rmse")}
             per_joint[name]["models"][fam_name] = {
                 "family": fam_name,
-                **({"added_for": [m for m in parametric if get_family(m).approximates == fam_name]}
+                **({"added_for": [m for m in parametric if get_family(m).fitted_with == fam_name]}
                    if fam_name in companions else {}),
                 "isaaclab_cfg": family.isaaclab_cfg,
                 "joint_terms": list(family.joint_terms),

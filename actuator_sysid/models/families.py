@@ -68,6 +68,12 @@ class Family:
     isaaclab_cfg: str = ""  # Isaac Lab 3.0 cfg class, "" when Isaac Lab has none
     doc: str = ""
     approximates: str = ""  # the consumer-native family this one extends with richer friction ("" if none)
+    mujoco_family: str = ""  # for a family MuJoCo cannot hold although Isaac Lab can: the nearest one it holds
+
+    @property
+    def fitted_with(self) -> str:
+        """The family a fit of this one brings along, so every consumer's export has a fit it holds exactly."""
+        return self.approximates or self.mujoco_family
 
     def __post_init__(self) -> None:
         assert self.drive in _DRIVE_PARAMS, self.drive
@@ -125,6 +131,7 @@ FAMILIES: dict[str, Family] = {
                doc="DC-motor envelope and command delay together, as a NewtonActuator (PD + DC clamp + delay) "
                    "holds them; Isaac Lab has no single class for it."),
         Family("remotized_pd", clamps=("position_table",), delay=True, isaaclab_cfg="RemotizedPDActuatorCfg",
+               mujoco_family="delayed_pd",  # MuJoCo's forcerange is a constant: no position torque table
                doc="Delayed PD clipped by a position-dependent torque limit table (Isaac Lab RemotizedPDActuator)."),
         Family("pid", drive="pid", clamps=("max_effort",), delay=True,
                doc="Newton DrivePID with integral clamp, max-effort clamp and delay."),
