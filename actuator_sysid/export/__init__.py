@@ -96,9 +96,7 @@ def validate_export(result: dict, rec: Recording | None = None, files: dict[str,
     findings += checkpoint_findings(result)
     if "mjcf.xml" in files or rec is not None:
         try:
-            models = choose(result, expresses=mjcf.expresses)
-            findings += mjcf.substitutions(result, models, "MuJoCo", "EXPORT.MJCF")
-            findings += [f for m in models for f in mjcf.mjcf_warnings(m)]
+            findings += mjcf.model_findings(result, choose(result, expresses=mjcf.expresses))
         except ExportError as e:  # e.g. a fit of networks alone: no MJCF actuator to judge
             findings.append(Finding("EXPORT.MJCF.unavailable", "warning", "mjcf.xml", str(e)))
     return findings

@@ -70,9 +70,14 @@ def joint_family(result: dict, joint: str, name: str) -> Family:
     return fam.with_terms(tuple(terms)) if terms is not None else fam
 
 
-def default_family(result: dict, joint: str, expresses: Callable[[Family], bool] | None = None) -> str:
-    """The joint's best-ranked fitted family the consumer holds exactly (`expresses`), else its best model: a
-    fit of a family the consumer can run beats a richer fit cut down to what it can run."""
+def export_family(result: dict, joint: str, families: dict[str, str] | str | None = None,
+               expresses: Callable[[Family], bool] | None = None) -> str:
+    """The family an export writes for a joint: the caller's (`families[joint]`, or one family for all joints),
+    else the best-ranked fitted family the consumer holds exactly (`expresses`), else the best model: a fit
+    of a family the consumer can run beats a richer fit cut down to what it can run."""
+    named = families if isinstance(families, str) else (families or {}).get(joint)
+    if named:
+        return named
     jr = result["joints"][joint]
     best = jr["best_model"]
     if expresses is not None and (best in NET_FAMILIES or not expresses(joint_family(result, joint, best))):
@@ -103,12 +108,10 @@ def substitutions(result: dict, models: list, consumer: str, prefix: str) -> lis
 
 def choose(result: dict, families: dict[str, str] | str | None = None,
            expresses: Callable[[Family], bool] | None = None) -> list[ChosenModel]:
-    """One model per joint: `families[joint]` (or one family for all joints), else `default_family`."""
+    """One model per joint, the family `export_family` picks."""
     out = []
-    for joint in result["joints"]:
-        name = families if isinstance(families, str) else (families or {}).get(joint)
-        name = name or default_family(result, joint, expresses)
-        jr = result["joints"][joint]
+    for joint, jr in result["joints"].items():
+        name = export_family(result, joint, families, expresses)
         fam = joint_family(result, joint, name)
         model = jr["models"][name]
         out.append(ChosenModel(joint, fam, dict(model["params"]), model.get("table_positions")))

@@ -178,12 +178,17 @@ def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: flo
     return "\n".join(lines) + "\n"
 
 
+def model_findings(result: dict, models: list[ChosenModel]) -> list[Finding]:
+    """Per joint: the fit written in place of a best model MuJoCo cannot hold, and what the written one loses."""
+    return substitutions(result, models, "MuJoCo", "EXPORT.MJCF") + [f for m in models for f in mjcf_warnings(m)]
+
+
 def build_mjcf(result: dict, rec: Recording | None = None, *, families: dict[str, str] | str | None = None,
                loads: dict[str, dict] | None = None) -> tuple[str, list[Finding]]:
     """(MJCF text, findings): the standalone model and what it approximates."""
     models = choose(result, families, expresses)
     text = render_model(models, bench_loads(result, rec, loads), physics_dt(result))
-    findings = substitutions(result, models, "MuJoCo", "EXPORT.MJCF") + [f for m in models for f in mjcf_warnings(m)]
+    findings = model_findings(result, models)
     if any(m.family.drive == "implicit" for m in models) and not all(m.family.drive == "implicit" for m in models):
         findings.append(Finding("EXPORT.MJCF.integrator", "warning", "option",
                                 "explicit and implicit-family joints share one model: Euler integrates the implicit "

@@ -30,7 +30,7 @@ from .common import (
     ExportError,
     Finding,
     bench_loads,
-    default_family,
+    export_family,
     joint_family,
     physics_dt,
     substitutions,
@@ -86,8 +86,7 @@ def choose_models(result: dict, families: dict[str, str] | str | None = None
     out: list[ChosenModel | NetChoice] = []
     findings: list[Finding] = []
     for joint, jr in result["joints"].items():
-        name = families if isinstance(families, str) else (families or {}).get(joint)
-        name = name or default_family(result, joint, expresses)
+        name = export_family(result, joint, families, expresses)
         if name not in NET_FAMILIES:
             fam = joint_family(result, joint, name)
             model = jr["models"][name]

@@ -113,7 +113,8 @@ def solve_least_squares(run: Callable[[np.ndarray], np.ndarray], space: SearchSp
 
 
 def local_search(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
-                 x0: list[np.ndarray], max_iterations: int = 200) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, int]:
+                 x0: list[np.ndarray], max_iterations: int = 200
+                 ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, int]:
     """Least squares from each joint's start before the global search: the coarse step into the basin, the
     fine step to its floor. On these objectives CMA-ES plateaus orders of magnitude above the optimum of
     a curved valley (DC-motor slope, damping and viscous friction trade off) that least squares follows,

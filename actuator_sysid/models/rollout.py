@@ -246,26 +246,25 @@ class RolloutEngine:
         )
         return sums, traces
 
-    def sums(self, family: Family, params: np.ndarray) -> np.ndarray:
-        """Loss-only launch: (C, S, 3) sums of squared position error, squared velocity error, |position error|."""
+    def _split(self, run, params: np.ndarray) -> list:
+        """`run` on the candidates split across the engine's threads, one launch each (one when too few)."""
         n_c = params.shape[0]
         if self._pool is None or n_c < 2 * self.threads:
-            return self._launch(family, params, store=False)[0].numpy()
-        chunks = np.array_split(np.arange(n_c), self.threads)
-        parts = self._pool.map(lambda idx: self._launch(family, params[idx], store=False)[0].numpy(), chunks)
-        return np.concatenate(list(parts), axis=0)
+            return [run(params)]
+        return list(self._pool.map(lambda idx: run(params[idx]), np.array_split(np.arange(n_c), self.threads)))
+
+    def sums(self, family: Family, params: np.ndarray) -> np.ndarray:
+        """Loss-only launch: (C, S, 3) sums of squared position error, squared velocity error, |position error|."""
+        parts = self._split(lambda p: self._launch(family, p, store=False)[0].numpy(), params)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 
     def traces(self, family: Family, params: np.ndarray, open_loop: bool = False) -> dict[str, np.ndarray]:
         """Launch storing traces: q, qd, computed and applied effort, each (C, N), plus the sums.
 
         open_loop=True feeds the actuator the measured state at every sample (efforts on the log's states).
         """
-        n_c = params.shape[0]
-        if self._pool is None or n_c < 2 * self.threads:
-            return self._traces(family, params, open_loop)
-        chunks = np.array_split(np.arange(n_c), self.threads)  # a Jacobian's candidates on every core
-        parts = list(self._pool.map(lambda idx: self._traces(family, params[idx], open_loop), chunks))
-        return {k: np.concatenate([p[k] for p in parts], axis=0) for k in parts[0]}
+        parts = self._split(lambda p: self._traces(family, p, open_loop), params)  # a Jacobian on every core
+        return parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts], axis=0) for k in parts[0]}
 
     def _traces(self, family: Family, params: np.ndarray, open_loop: bool) -> dict[str, np.ndarray]:
         sums, (q, qd, comp, app) = self._launch(family, params, store=True, open_loop=open_loop)

@@ -126,7 +126,8 @@ def _convergence_figure(div: str, joint: str, models: dict[str, Any]) -> dict:
             for fam, m in models.items()]
     return {"id": div, "data": data, "layout": {
         "title": {"text": f"{joint} · search convergence"}, "height": 320,
-        "xaxis": {"title": {"text": "start · least squares · CMA-ES generations · refine"}}, "yaxis": {"title": {"text": "best loss"}, "type": "log"}}}
+        "xaxis": {"title": {"text": "start · least squares · CMA-ES generations · refine"}},
+        "yaxis": {"title": {"text": "best loss"}, "type": "log"}}}
 
 
 def _correlation_figure(div: str, joint: str, family: str, corr: dict) -> dict | None:
