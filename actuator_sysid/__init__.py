@@ -1,3 +1,3 @@
 """actuator-sysid: fit actuator models from joint logs and export them to Isaac Lab and Newton."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

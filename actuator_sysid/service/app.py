@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import StreamingResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .. import __version__
 from ..datasets.excitation import ExcitationSpec
 from ..datasets.recording import DatasetError
 from ..datasets.sources import parse_names
@@ -286,7 +287,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             repo.close()
 
     app = FastAPI(
-        title="actuator-sysid", version="0.2.0", lifespan=lifespan,
+        title="actuator-sysid", version=__version__, lifespan=lifespan,
         description="Fit actuator models from joint logs and export them to Isaac Lab. Every route except "
                     "/healthz and /static needs `Authorization: Bearer <token>` when the server listens beyond "
                     "loopback (tokens: `actuator-sysid token create --project NAME`).")
