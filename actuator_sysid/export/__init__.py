@@ -35,8 +35,8 @@ def render_bytes(result: dict, fmt: str, *, families: dict[str, str] | str | Non
         if len(families) != 1:
             raise ExportError(f"a checkpoint holds one joint's network: name one joint=kind, got {families}")
         joint, kind = next(iter(families.items()))
-    if kind is not None and kind not in ("mlp", "lstm"):
-        raise ExportError(f"{fmt} exports an actuator network: the family must be mlp or lstm, got {kind!r}")
+    if kind is not None and kind not in ("mlp", "lstm", "gru"):
+        raise ExportError(f"{fmt} exports an actuator network: the family must be mlp or lstm (or gru), got {kind!r}")
     return render_checkpoint(result, fmt, joint, kind)
 
 

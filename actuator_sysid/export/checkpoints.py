@@ -12,6 +12,15 @@ Newton 1.8 deprecates Torch checkpoints in favour of ONNX, run by Warp-NN (drive
 drive_neural_lstm.py): the same metadata as one JSON `metadata` property in the model's metadata_props
 (utils.py `_extract_metadata`); the MLP takes (N, 2K) → (N, 1); the LSTM is sequence-first, (1, N, 2) and h, c
 (L, N, H) → effort (N, 1), h, c (L, N, H), with the six tensor names in its metadata. Batch axes are dynamic.
+
+A GRU is for Newton's DriveNeuralGRU alone (§C.2): ONNX only (it refuses any other checkpoint), metadata
+`model_type` "gru", `input_columns` ["position_error", "velocity"], `normalization` (our input scales as
+std = 1 / scale, mean 0; torque mean 0, std 1) and `sample_dt_s`, the physics step it was trained at, which
+Newton requires the simulation to run at. Isaac Lab 3.0 has no GRU actuator class: a GRU has no
+torchscript.pt, no ACTUATORS_NET, and a finding says so.
+
+A gain-normalised net (fitting/nets.py) is written for the kp it was normalised to, the most logged one;
+the metadata's `gain` says which, and `fitting.nets.at_gain` refolds it for another kp.
 """
 
 from __future__ import annotations
@@ -22,9 +31,14 @@ import warnings
 
 import torch
 
+from ..models.families import NET_FAMILIES
 from .common import ExportError, Finding
 
 NET_FORMATS = ("torchscript.pt", "newton.onnx", "newton.pt2")
+KIND_FORMATS = {"mlp": NET_FORMATS, "lstm": NET_FORMATS, "gru": ("newton.onnx",)}  # the formats a consumer runs
+NO_FORMAT = {"torchscript.pt": "Isaac Lab 3.0 has no GRU actuator class (ActuatorNetMLP / ActuatorNetLSTM only)",
+             "newton.pt2": "Newton 1.8's DriveNeuralGRU runs ONNX checkpoints only"}
+GRU_INPUT_COLUMNS = ["position_error", "velocity"]  # DriveNeuralGRU's names for q_des − q and qd
 # tensor names of the ONNX LSTM, which DriveNeuralLSTM reads from the metadata (drive_neural_lstm.py)
 ONNX_LSTM_NAMES = {"input_name": "input", "hidden_in_name": "hidden_in", "cell_in_name": "cell_in",
                    "output_name": "effort", "hidden_out_name": "hidden_out", "cell_out_name": "cell_out"}
@@ -33,10 +47,10 @@ ONNX_LSTM_NAMES = {"input_name": "input", "hidden_in_name": "hidden_in", "cell_i
 def net_model(result: dict, joint: str | None = None, kind: str | None = None) -> tuple[str, str, dict]:
     """(joint, kind, result entry) of a fitted network: the named joint (else the only joint with a net) and
     kind (else the net with the lower validation position error)."""
-    nets = {j: {k: m for k, m in jr["models"].items() if k in ("mlp", "lstm")} for j, jr in result["joints"].items()}
+    nets = {j: {k: m for k, m in jr["models"].items() if k in NET_FAMILIES} for j, jr in result["joints"].items()}
     nets = {j: v for j, v in nets.items() if v}
     if not nets:
-        raise ExportError("this fit has no network model: fit with --models mlp or lstm to export a checkpoint")
+        raise ExportError("this fit has no network model: fit with --models mlp, lstm or gru to export a checkpoint")
     if joint is None:
         if len(nets) > 1:
             raise ExportError(f"several joints have networks {sorted(nets)}: name one (CLI --family joint=mlp)")
@@ -53,16 +67,48 @@ def net_model(result: dict, joint: str | None = None, kind: str | None = None) -
     return joint, kind, nets[joint][kind]
 
 
+def gain_metadata(model: dict) -> dict:
+    """The `gain` metadata block of a gain-normalised net: the kp this checkpoint is for, and how to change it."""
+    spec = model["network"]
+    if spec.get("kp_ref") is None:
+        return {}
+    return {"gain": {"kp": spec["kp_ref"], "gain_units": spec.get("gain_units"),
+                     "note": "trained with the position error times kp_log / kp; this checkpoint is the actuator at "
+                             "this kp (the most logged one); for another kp multiply the position input scale "
+                             "by kp_new / kp (fitting.nets.at_gain)"}}
+
+
 def metadata(model: dict) -> dict:
-    """Checkpoint metadata both consumers read (Isaac Lab §A.11 keys plus Newton's required ones)."""
+    """Checkpoint metadata the consumers read (Isaac Lab §A.11 keys plus Newton's required ones)."""
     spec = model["network"]
     if spec["kind"] == "mlp":
         return {"model_type": "mlp", "input_order": spec["input_order"], "input_idx": list(spec["input_idx"]),
                 "pos_scale": spec["pos_scale"], "vel_scale": spec["vel_scale"], "torque_scale": spec["torque_scale"],
-                "effort_scale": spec["torque_scale"], "pos_error": "q_des - q", "velocity": "qd (measured)"}
+                "effort_scale": spec["torque_scale"], "pos_error": "q_des - q", "velocity": "qd (measured)",
+                **gain_metadata(model)}
+    if spec["kind"] == "gru":
+        pos, vel = model["weights"]["in_scale"]["data"]
+        if not spec.get("sample_dt_s"):
+            raise ExportError("this GRU has no sample_dt_s (fitted before it was recorded): Newton's DriveNeuralGRU "
+                              "needs the physics step it was trained at; refit it")
+        return {"model_type": "gru", "num_layers": spec["num_layers"], "hidden_size": spec["hidden_size"],
+                "input_columns": list(GRU_INPUT_COLUMNS),
+                "normalization": {"inputs": {"mean": {"position_error": 0.0, "velocity": 0.0},
+                                             "std": {"position_error": 1.0 / pos, "velocity": 1.0 / vel}},
+                                  "targets": {"mean": {"torque": 0.0}, "std": {"torque": 1.0}}},
+                "sample_dt_s": float(spec["sample_dt_s"]), "pos_error": "q_des - q", "velocity": "qd (measured)",
+                "note": "the output scale is the graph's final Mul", **gain_metadata(model)}
     return {"model_type": "lstm", "num_layers": spec["num_layers"], "hidden_size": spec["hidden_size"],
             "pos_scale": 1.0, "vel_scale": 1.0, "effort_scale": 1.0, "pos_error": "q_des - q",
-            "velocity": "qd (measured)", "note": "input and output scales are inside the module"}
+            "velocity": "qd (measured)", "note": "input and output scales are inside the module",
+            **gain_metadata(model)}
+
+
+def _consumer_check(model: dict, fmt: str) -> None:
+    """Refuse a checkpoint format no consumer runs for this kind of net, saying why."""
+    kind = model["network"]["kind"]
+    if fmt not in KIND_FORMATS[kind]:
+        raise ExportError(f"a {kind} net has no {fmt}: {NO_FORMAT[fmt]}; give Newton newton.onnx")
 
 
 def _module(model: dict) -> tuple[torch.nn.Module, str]:
@@ -74,6 +120,7 @@ def _module(model: dict) -> tuple[torch.nn.Module, str]:
 
 def torchscript_bytes(model: dict) -> bytes:
     """The net as TorchScript with metadata.json, for Isaac Lab's ActuatorNetMLP / ActuatorNetLSTM."""
+    _consumer_check(model, "torchscript.pt")
     net, _ = _module(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -85,6 +132,7 @@ def torchscript_bytes(model: dict) -> bytes:
 
 def pt2_bytes(model: dict) -> bytes:
     """The net as a torch.export archive with metadata.json, for Newton 1.8's DriveNeuralMLP / DriveNeuralLSTM."""
+    _consumer_check(model, "newton.pt2")
     net, kind = _module(model)
     batch = torch.export.Dim("batch", min=1, max=1 << 20)
     spec = model["network"]
@@ -143,6 +191,51 @@ def _onnx_lstm(net: torch.nn.Module, meta: dict):
     return model
 
 
+def _onnx_gru(net: torch.nn.Module):
+    """Newton's ONNX GRU, written op by op as DriveNeuralGRU parses it: x (1, N, 2) → GRU per layer (Squeeze
+    between layers) → Squeeze → Gemm → scalar Mul by the output scale.
+
+    DriveNeuralGRU admits only shape-only ops (Identity, Reshape, Squeeze, identity Transpose) from the input
+    to the first GRU, so the input scales travel as its normalisation metadata, not as a Mul. Every layer takes
+    its own initial state `hidden_in_<k>` (1, N, H) and gives `hidden_out_<k>`; linear_before_reset=1 is
+    PyTorch's GRU, whose gates (r, z, n) ONNX orders z, r, h.
+    """
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    gru, hid = net.gru, net.gru.hidden_size
+    order = torch.cat([torch.arange(hid, 2 * hid), torch.arange(0, hid), torch.arange(2 * hid, 3 * hid)])
+    consts: dict[str, torch.Tensor] = {"axes_dir": torch.tensor([1]), "axes_last": torch.tensor([0, 1]),
+                                       "linear_weight": net.linear.weight, "linear_bias": net.linear.bias,
+                                       "out_scale": net.out_scale.reshape(1)}
+    nodes, f32 = [], TensorProto.FLOAT
+    io = helper.make_tensor_value_info
+    inputs = [io("input", f32, [1, "batch", 2])]
+    outputs = [io("effort", f32, ["batch", 1])]
+    x = "input"
+    for k in range(gru.num_layers):
+        w = getattr(gru, f"weight_ih_l{k}").detach()[order]
+        r = getattr(gru, f"weight_hh_l{k}").detach()[order]
+        b = torch.cat([getattr(gru, f"bias_ih_l{k}").detach()[order], getattr(gru, f"bias_hh_l{k}").detach()[order]])
+        consts |= {f"W{k}": w[None], f"R{k}": r[None], f"B{k}": b[None]}
+        inputs.append(io(f"hidden_in_{k}", f32, [1, "batch", hid]))
+        outputs.append(io(f"hidden_out_{k}", f32, [1, "batch", hid]))
+        nodes.append(helper.make_node("GRU", [x, f"W{k}", f"R{k}", f"B{k}", "", f"hidden_in_{k}"],
+                                      [f"y{k}", f"hidden_out_{k}"], hidden_size=hid, linear_before_reset=1))
+        if k < gru.num_layers - 1:
+            nodes.append(helper.make_node("Squeeze", [f"y{k}", "axes_dir"], [f"x{k + 1}"]))  # (1, N, H)
+            x = f"x{k + 1}"
+    last = f"y{gru.num_layers - 1}"
+    nodes += [helper.make_node("Squeeze", [last, "axes_last"], ["y_last"]),
+              helper.make_node("Gemm", ["y_last", "linear_weight", "linear_bias"], ["effort_units"], transB=1),
+              helper.make_node("Mul", ["effort_units", "out_scale"], ["effort"])]
+    inits = [numpy_helper.from_array(v.detach().numpy(), name=k) for k, v in consts.items()]
+    graph = helper.make_graph(nodes, "actuator_gru", inputs, outputs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="actuator-sysid")
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
 def _onnx_mlp(net: torch.nn.Module, n_inputs: int):
     """The MLP through torch.onnx (dynamo): Gemm and the activation, with a dynamic batch axis."""
     import logging
@@ -179,6 +272,8 @@ def onnx_bytes(model: dict) -> bytes:
     meta = metadata(model)
     if kind == "mlp":
         proto = _onnx_mlp(net, 2 * len(spec["input_idx"]))
+    elif kind == "gru":
+        proto = _onnx_gru(net)
     else:
         meta |= ONNX_LSTM_NAMES
         proto = _onnx_lstm(net, meta)
@@ -206,11 +301,11 @@ def checkpoint_files(result: dict) -> dict[str, tuple[str, dict[str, str]]]:
     One joint with networks: the plain format names (torchscript.pt, newton.onnx, newton.pt2); several:
     <joint>.<format>. newton.onnx is left out for a net it cannot hold (onnx_unsupported).
     """
-    joints = [j for j, jr in result["joints"].items() if any(k in ("mlp", "lstm") for k in jr["models"])]
+    joints = [j for j, jr in result["joints"].items() if any(k in NET_FAMILIES for k in jr["models"])]
     out = {}
     for joint in joints:
         _, kind, model = net_model(result, joint)
-        formats = [f for f in NET_FORMATS if f != "newton.onnx" or onnx_unsupported(model) is None]
+        formats = [f for f in KIND_FORMATS[kind] if f != "newton.onnx" or onnx_unsupported(model) is None]
         out[joint] = (kind, {fmt: fmt if len(joints) == 1 else f"{joint}.{fmt}" for fmt in formats})
     return out
 
@@ -220,6 +315,15 @@ def checkpoint_findings(result: dict) -> list[Finding]:
     checkpoints (newton/_src/actuators/utils.py), and a deeper LSTM has only that one."""
     findings = []
     for joint, (kind, names) in checkpoint_files(result).items():
+        if kind == "gru":
+            findings.append(Finding("EXPORT.ISAACLAB.no_gru_actuator", "warning", joint,
+                                    f"joint {joint!r} (gru): {NO_FORMAT['torchscript.pt']}: no torchscript.pt and no "
+                                    "ACTUATORS_NET for it; Newton runs it from newton.onnx (DriveNeuralGRU, "
+                                    "explicit effort mode, at the physics step it was trained at, sample_dt_s "
+                                    f"{result['joints'][joint]['models']['gru']['network'].get('sample_dt_s')} s); "
+                                    "for Isaac Lab fit mlp or lstm and export it with --family "
+                                    f"{joint}=mlp|lstm"))
+            continue
         if "newton.onnx" in names:
             findings.append(Finding("EXPORT.NEWTON.torch_checkpoint_deprecated", "info", names["newton.pt2"],
                                     f"joint {joint!r} ({kind}): Newton 1.8 deprecates Torch neural-drive "

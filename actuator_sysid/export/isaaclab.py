@@ -306,6 +306,8 @@ def net_cfgs(result: dict) -> dict[str, dict]:
 
     groups: dict[str, dict] = {}
     for joint, (kind, files) in checkpoint_files(result).items():
+        if "torchscript.pt" not in files:  # a GRU: Isaac Lab has no class for it (checkpoint_findings says so)
+            continue
         model = result["joints"][joint]["models"][kind]
         cls = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg"}[kind]
         spec = model["network"]

@@ -7,9 +7,9 @@ NewtonPIDControlAPI), the clamps in the family's order, NewtonActuatorDelayAPI o
 (the importer multiplies by 180/π). The `implicit` family is the solver's own drive: a UsdPhysics DriveAPI
 whose stiffness and damping are per degree.
 
-An actuator network (a joint whose chosen family is mlp or lstm) is a NewtonNeuralControlAPI prim whose
-`newton:modelPath` is the fit's newton.onnx beside the .usda (Newton picks DriveNeuralMLP / DriveNeuralLSTM
-from the checkpoint's metadata) with NewtonDCMotorClampingAPI holding the fitted envelope, as Isaac Lab clips.
+An actuator network (a joint whose chosen family is mlp, lstm or gru) is a NewtonNeuralControlAPI prim whose
+`newton:modelPath` is the fit's newton.onnx beside the .usda (Newton picks DriveNeuralMLP / DriveNeuralLSTM /
+DriveNeuralGRU from the checkpoint's metadata `model_type`) with NewtonDCMotorClampingAPI holding the fitted envelope, as Isaac Lab clips.
 
 Either stand-alone (one pendulum per joint with the fitted test-bench load, so Newton can simulate it) or
 onto a robot USD the user uploads, matching joints by prim name.
@@ -67,7 +67,7 @@ class NetChoice:
     """A joint whose exported actuator is a fitted network: its kind, DC-motor envelope and checkpoint file."""
 
     joint: str
-    kind: str  # "mlp" or "lstm"
+    kind: str  # "mlp", "lstm" or "gru"
     envelope: dict[str, float]
     model_path: str  # relative to the .usda: the checkpoint file sits beside it
 

@@ -1,7 +1,7 @@
 """Actuator networks fitted to a log: supervised on measured torque, or trained in the loop without it.
 
 With torque in the log, the MLP learns torque from position-error and velocity histories at `input_idx`
-(physics steps back, as Isaac Lab counts them) and the LSTM from the raw [q_des − q, qd] sequence. Without
+(physics steps back, as Isaac Lab counts them) and the LSTM / GRU from the raw [q_des − q, qd] sequence. Without
 torque, the net is first fitted to the inverse-dynamics torque of the known load (J·Δqd/dt + m·g·l·sin q,
 the plant the kernel steps) and then trained in the loop: batched, differentiable rollouts of that plant
 (semi-implicit Euler, consumer-semantics §F, no joint terms: the net holds the whole actuator) over windows
@@ -9,6 +9,13 @@ that restart from the log, loss on position and velocity as the parametric fits 
 Isaac Lab clips the net with is the tightest one that contains the (velocity, torque) points, measured or
 estimated. Segments split into train and validation as the parametric fits do; early stopping on the
 validation loss; deterministic for a seed.
+
+Gain normalisation: a log recorded at several controller gains (BAM's servo at firmware kp 100/200/800) is
+a servo whose duty is clip(error_gain·kp·(q_des − q)): a net that sees only q_des − q cannot know kp. Each
+segment's position error is therefore multiplied by kp_s / kp_ref before the net sees it, kp_ref the most
+logged gain (by samples), so the fitted net, as exported, is the actuator at kp_ref; `at_gain` folds another
+kp into the scales. A segment without a logged kp gets factor 1. Where a segment's per-sample torque-enable
+flag is off (`Segment.enable`, or metadata free_swing for the whole segment) the actuator applies no torque.
 """
 
 from __future__ import annotations
@@ -26,18 +33,24 @@ from ..models.families import get_family
 from ..models.networks import (
     NET_FAMILIES,
     POS_ERROR,
+    RECURRENT,
     NetSpec,
     NetStepper,
     build_network,
     count_parameters,
     mlp_input,
+    recurrent_core,
 )
 from ..models.rollout import RolloutEngine, SegmentBatch, full_params
 from .api import FitRequest, FitRequestError
 from .objective import VELOCITY_WEIGHT, pool_metrics
 
 ProgressFn = Callable[[float, str], None]
-ISAACLAB_CFG = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg"}
+ISAACLAB_CFG = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg", "gru": ""}  # "": Isaac Lab 3.0 has none
+# bounds on every option that sizes work (issue 15): a request past one is refused, naming the limit
+LIMITS = {"hidden_width": 1024, "hidden_layers": 8, "hidden_size": 1024, "num_layers": 4, "epochs": 100_000,
+          "in_loop_epochs": 100_000, "patience": 100_000, "window": 10_000, "lstm_window": 10_000,
+          "burn_in": 10_000, "batch_size": 65_536, "input_idx_length": 64, "input_idx_value": 1_000}
 
 
 class NetFitError(FitRequestError):
@@ -64,19 +77,55 @@ class NetOptions:
     in_loop_epochs: int = 150
     in_loop_lr: float | None = None  # default: lr / 3 (MLP), lr / 30 (LSTM, whose state makes BPTT touchier)
     mode: str = "auto"  # "auto": torque when the log has it; "torque"; "in_the_loop"
+    gain_normalise: bool = True  # position error × kp_s / kp_ref per segment when segments log their kp
 
     @classmethod
     def from_dict(cls, d: dict | None) -> NetOptions:
+        """Options from a request's `networks` object, every size bounded (LIMITS) and every type checked."""
+        d = dict(d or {})
         known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(d or {}) - known)
+        unknown = sorted(set(d) - known)
         if unknown:
             raise NetFitError(f"unknown network option(s) {unknown}: choose from {sorted(known)}")
-        opts = cls(**(d or {}))
+        for name in ("epochs", "patience", "batch_size", "window", "lstm_window", "burn_in", "in_loop_epochs",
+                     "hidden_size", "num_layers"):
+            if name in d:
+                _bounded_int(name, d[name], 0 if name == "burn_in" else 3 if name == "window" else 1, LIMITS[name])
+        if "hidden" in d:
+            h = d["hidden"]
+            if not isinstance(h, list) or not 1 <= len(h) <= LIMITS["hidden_layers"]:
+                raise NetFitError(f"network hidden must be a list of 1 to {LIMITS['hidden_layers']} layer widths "
+                                  f"(limit {LIMITS['hidden_layers']} layers), got {h!r}")
+            for w in h:
+                _bounded_int("hidden width", w, 1, LIMITS["hidden_width"])
+        if d.get("input_idx") is not None:
+            idx = d["input_idx"]
+            if not isinstance(idx, list) or not 1 <= len(idx) <= LIMITS["input_idx_length"]:
+                raise NetFitError(f"network input_idx must be a list of 1 to {LIMITS['input_idx_length']} physics-step "
+                                  f"lags (limit {LIMITS['input_idx_length']} entries), got {idx!r}")
+            for i in idx:
+                _bounded_int("input_idx entry", i, 0, LIMITS["input_idx_value"])
+        for name in ("lr", "in_loop_lr"):
+            v = d.get(name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1):
+                raise NetFitError(f"network {name} must be a number in (0, 1], got {v!r}")
+        for name in ("input_order", "activation", "mode"):
+            if name in d and not isinstance(d[name], str):
+                raise NetFitError(f"network {name} must be a string, got {d[name]!r}")
+        if "gain_normalise" in d and not isinstance(d["gain_normalise"], bool):
+            raise NetFitError(f"network gain_normalise must be true or false, got {d['gain_normalise']!r}")
+        opts = cls(**d)
         if opts.mode not in ("auto", "torque", "in_the_loop"):
             raise NetFitError(f"network mode must be auto, torque or in_the_loop, got {opts.mode!r}")
-        if opts.epochs < 1 or opts.patience < 1 or opts.window < 3 or opts.lr <= 0:
-            raise NetFitError("network epochs, patience must be ≥ 1, window ≥ 3 samples and lr > 0")
         return opts
+
+
+def _bounded_int(name: str, v: object, lo: int, hi: int) -> None:
+    """Refuse a network size that is not an integer in [lo, hi], naming the limit."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise NetFitError(f"network {name} must be an integer, got {v!r}")
+    if not lo <= v <= hi:
+        raise NetFitError(f"network {name} must be between {lo} and {hi} (limit {hi}), got {v}")
 
 
 # --- data of one joint ---
@@ -94,21 +143,56 @@ class JointData:
     inertia: list[float]
     mgl: list[float]
     ext: list[float]
-    free: list[bool]
+    free: list[bool]  # the actuator is off for the whole segment
     dt: list[float]  # physics dt
+    on: list[torch.Tensor]  # (T,) float32, 1 where the actuator applies torque (torque enabled), else 0
+    gain: list[float]  # factor on the position error the net sees: kp of the segment / kp_ref
 
     def subset(self, ids: list[int]) -> JointData:
         pick = lambda a: [a[i] for i in ids]  # noqa: E731
         return JointData(pick(self.names), pick(self.q), pick(self.qd), pick(self.q_des),
                          None if self.tau is None else pick(self.tau), pick(self.inertia), pick(self.mgl),
-                         pick(self.ext), pick(self.free), pick(self.dt))
+                         pick(self.ext), pick(self.free), pick(self.dt), pick(self.on), pick(self.gain))
 
 
-def joint_data(rec: Recording, joint: str, substeps: int, tau: str = "measured") -> JointData:
-    """Segments of one joint; tau "measured", "inverse_dynamics" or "none"."""
+def segment_kp(seg) -> float | None:
+    """The controller gain a segment was logged at: metadata kp (BAM: also its file's bam.kp), None if unknown."""
+    for v in (seg.metadata.get("kp"), (seg.metadata.get("bam") or {}).get("kp")):
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+            return float(v)
+    return None
+
+
+def gain_reference(rec: Recording) -> tuple[float | None, str | None]:
+    """(kp_ref, its units): the logged kp held by the most samples, None when fewer than two kps are logged."""
+    counts: dict[float, int] = {}
+    for seg in rec.segments:
+        kp = segment_kp(seg)
+        if kp is not None:
+            counts[kp] = counts.get(kp, 0) + seg.n
+    if len(counts) < 2:
+        return None, None
+    kp_ref = max(sorted(counts), key=lambda k: counts[k])
+    units = {str(s.metadata.get("gain_units", "device" if "bam" in s.metadata else "SI")) for s in rec.segments
+             if segment_kp(s) is not None}
+    return kp_ref, units.pop() if len(units) == 1 else "mixed"
+
+
+def segment_enable(seg) -> np.ndarray:
+    """(T,) bool: where the actuator was driven. `Segment.enable` (None: throughout), all off for free swing."""
+    if seg.metadata.get("free_swing"):
+        return np.zeros(seg.n, dtype=bool)
+    enable = getattr(seg, "enable", None)
+    return np.ones(seg.n, dtype=bool) if enable is None else np.asarray(enable, dtype=bool).reshape(seg.n)
+
+
+def joint_data(rec: Recording, joint: str, substeps: int, tau: str = "measured",
+               kp_ref: float | None = None) -> JointData:
+    """Segments of one joint; tau "measured", "inverse_dynamics" or "none"; with kp_ref, each segment's position
+    error gain kp / kp_ref (1 where the segment logs no kp)."""
     j = rec.joint_index(joint)
     f32 = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float32))  # noqa: E731
-    out = JointData([], [], [], [], [] if tau != "none" else None, [], [], [], [], [])
+    out = JointData([], [], [], [], [] if tau != "none" else None, [], [], [], [], [], [], [])
     for seg in rec.segments:
         inertia, mgl = rec.load_for(seg, j)
         ext = float(seg.metadata.get("joints", {}).get(joint, {}).get("external_torque",
@@ -120,7 +204,11 @@ def joint_data(rec: Recording, joint: str, substeps: int, tau: str = "measured")
         out.inertia.append(inertia)
         out.mgl.append(mgl)
         out.ext.append(ext)
-        out.free.append(bool(seg.metadata.get("free_swing")))
+        enable = segment_enable(seg)
+        out.free.append(not enable.any())
+        out.on.append(f32(enable))
+        kp = segment_kp(seg)
+        out.gain.append(kp / kp_ref if kp_ref and kp is not None else 1.0)
         out.dt.append(seg.dt / substeps)
         if tau == "measured":
             out.tau.append(f32(seg.tau[:, j]))
@@ -166,17 +254,17 @@ def containing_envelope(qd: np.ndarray, tau: np.ndarray, margin: float = 0.02) -
 
 
 def rollout(stepper: NetStepper, q0: torch.Tensor, qd0: torch.Tensor, q_des: torch.Tensor, inertia: torch.Tensor,
-            mgl: torch.Tensor, ext: torch.Tensor, free: torch.Tensor, dt: torch.Tensor, substeps: int,
+            mgl: torch.Tensor, ext: torch.Tensor, on: torch.Tensor, dt: torch.Tensor, substeps: int,
             measured: tuple[torch.Tensor, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
     """Step B lanes through T samples: the net's effort, then the §F plant (no joint terms), `substeps`
-    physics steps per sample with the command held. With `measured` (q, qd) the net sees the log (open loop).
+    physics steps per sample with the command held. `on` (B, T) is 1 where the actuator's torque is enabled
+    (0: it applies none, the net still runs). With `measured` (q, qd) the net sees the log (open loop).
 
     Returns q, qd, applied of shape (B, T); q[:, 0] is the initial state.
     """
     q, qd = q0, qd0
     qs, qds, taus = [], [], []
     n = q_des.shape[1]
-    on = (~free).to(q0.dtype)
     for k in range(n):
         if measured is not None:
             q, qd = measured[0][:, k], measured[1][:, k]
@@ -184,7 +272,7 @@ def rollout(stepper: NetStepper, q0: torch.Tensor, qd0: torch.Tensor, q_des: tor
         qds.append(qd)
         for r in range(substeps if k < n - 1 else 1):
             _, applied = stepper.step(q_des[:, k], q, qd)
-            applied = applied * on
+            applied = applied * on[:, k]
             if r == 0:
                 taus.append(applied)
             if k == n - 1:
@@ -196,8 +284,7 @@ def rollout(stepper: NetStepper, q0: torch.Tensor, qd0: torch.Tensor, q_des: tor
 
 def _lanes(data: JointData, ids: list[int]) -> dict[str, torch.Tensor]:
     col = lambda name: torch.tensor([getattr(data, name)[i] for i in ids], dtype=torch.float32)  # noqa: E731
-    return {"inertia": col("inertia"), "mgl": col("mgl"), "ext": col("ext"), "dt": col("dt"),
-            "free": torch.tensor([data.free[i] for i in ids])}
+    return {"inertia": col("inertia"), "mgl": col("mgl"), "ext": col("ext"), "dt": col("dt"), "gain": col("gain")}
 
 
 def simulate_segments(spec: NetSpec, net: torch.nn.Module, data: JointData, substeps: int,
@@ -207,10 +294,10 @@ def simulate_segments(spec: NetSpec, net: torch.nn.Module, data: JointData, subs
     with torch.no_grad():
         for i in range(len(data.names)):
             lanes = _lanes(data, [i])
-            stepper = NetStepper(spec, net, 1)
+            stepper = NetStepper(spec, net, 1, pos_gain=lanes["gain"])
             meas = (data.q[i][None], data.qd[i][None]) if open_loop else None
             tr = rollout(stepper, data.q[i][:1], data.qd[i][:1], data.q_des[i][None], lanes["inertia"],
-                         lanes["mgl"], lanes["ext"], lanes["free"], lanes["dt"], substeps, meas)
+                         lanes["mgl"], lanes["ext"], data.on[i][None], lanes["dt"], substeps, meas)
             out.append({k: v[0].numpy().astype(np.float64) for k, v in tr.items()})
     return out
 
@@ -231,10 +318,11 @@ def _mlp_table(spec: NetSpec, data: JointData, substeps: int) -> tuple[torch.Ten
     lags = _lags(spec, substeps)
     h = max(lags)
     xs, ys = [], []
-    for q, qd, qdes, tau, free in zip(data.q, data.qd, data.q_des, data.tau, data.free, strict=True):
+    for q, qd, qdes, tau, free, on, gain in zip(data.q, data.qd, data.q_des, data.tau, data.free, data.on,
+                                                data.gain, strict=True):
         if free or q.shape[0] <= h:
             continue
-        err = qdes - q
+        err = (qdes - q) * gain
         n = q.shape[0]
         pos = torch.stack([err[h - lag:n - lag] for lag in lags], 1)
         vel = torch.stack([qd[h - lag:n - lag] for lag in lags], 1)
@@ -243,15 +331,16 @@ def _mlp_table(spec: NetSpec, data: JointData, substeps: int) -> tuple[torch.Ten
         full_vel = torch.zeros(n - h, spec.history_length)
         full_pos[:, spec.input_idx] = pos
         full_vel[:, spec.input_idx] = vel
-        xs.append(mlp_input(spec, full_pos, full_vel))
-        ys.append(tau[h:])
+        driven = on[h:] > 0  # where the torque was off the actuator applied none: nothing to learn there
+        xs.append(mlp_input(spec, full_pos, full_vel)[driven])
+        ys.append(tau[h:][driven])
     if not xs:
         raise NetFitError("no segment is long enough for the network's input history (or all are free swing)")
     return torch.cat(xs), torch.cat(ys)
 
 
 def _set_scales(spec: NetSpec, data: JointData) -> None:
-    err = torch.cat([d - q for d, q in zip(data.q_des, data.q, strict=True)])
+    err = torch.cat([(d - q) * g for d, q, g in zip(data.q_des, data.q, data.gain, strict=True)])
     qd = torch.cat(data.qd)
     tau = torch.cat(data.tau) if data.tau else torch.ones(1)
     spec.pos_scale = float(1.0 / max(float(err.std()), 1e-4))
@@ -277,27 +366,34 @@ class _Stopper:
             self.net.load_state_dict(self.state)
 
 
-def _lstm_sequences(data: JointData, length: int, stride: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(x (B, T, 2) raw [q_des − q, qd], tau (B, T), qd (B, T)) windows over the segments."""
-    xs, ts, vs = [], [], []
-    for q, qd, qdes, tau, free in zip(data.q, data.qd, data.q_des, data.tau, data.free, strict=True):
+def _rnn_sequences(data: JointData, length: int, stride: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(x (B, T, 2) raw [gain·(q_des − q), qd], tau (B, T), torque-enabled mask (B, T)) windows over the
+    segments."""
+    xs, ts, ms = [], [], []
+    for q, qd, qdes, tau, free, on, gain in zip(data.q, data.qd, data.q_des, data.tau, data.free, data.on,
+                                                data.gain, strict=True):
         if free:
             continue
         n = q.shape[0]
         starts = list(range(0, max(n - length, 0) + 1, stride)) if n >= length else []
         for s in starts:
-            xs.append(torch.stack([qdes[s:s + length] - q[s:s + length], qd[s:s + length]], 1))
+            xs.append(torch.stack([(qdes[s:s + length] - q[s:s + length]) * gain, qd[s:s + length]], 1))
             ts.append(tau[s:s + length])
-            vs.append(qd[s:s + length])
+            ms.append(on[s:s + length])
     if not xs:
-        raise NetFitError(f"no segment holds {length} samples for the LSTM's training sequences")
-    return torch.stack(xs), torch.stack(ts), torch.stack(vs)
+        raise NetFitError(f"no segment holds {length} samples for the recurrent net's training sequences")
+    return torch.stack(xs), torch.stack(ts), torch.stack(ms)
 
 
-def _lstm_forward(net: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+def _rnn_forward(net: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     """Torque of every step of (B, T, 2) sequences from a zero state: the same maths as stepping one at a time."""
-    y, _ = net.lstm(x * net.in_scale)
+    y, _ = recurrent_core(net)(x * net.in_scale)
     return net.linear(y)[..., 0] * net.out_scale
+
+
+def _masked_mse(err: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of err² where mask is 1 (the torque-enabled samples); 0 when none is."""
+    return torch.sum(err ** 2 * mask) / torch.clamp(mask.sum(), min=1.0)
 
 
 def _past(deadline: float | None) -> bool:
@@ -347,12 +443,13 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
         active = [q.shape[0] for q, f in zip(train.q, train.free, strict=True) if not f]
         length = min(opts.lstm_window, max(active, default=0))
         if length < 4:
-            raise NetFitError("the LSTM needs training segments (not free swing) of at least 4 samples")
-        x, y, _ = _lstm_sequences(train, length, max(length // 2, 1))
+            raise NetFitError(f"the {spec.kind.upper()} needs training segments (not free swing) of at least 4 "
+                              "samples")
+        x, y, m = _rnn_sequences(train, length, max(length // 2, 1))
         try:
-            xv, yv, _ = _lstm_sequences(val, length, length)
+            xv, yv, mv = _rnn_sequences(val, length, length)
         except NetFitError:
-            xv, yv = x, y
+            xv, yv, mv = x, y, m
         b0 = min(opts.burn_in, length // 2)
         gen = torch.Generator().manual_seed(0)
         batch = max(8, opts.batch_size // 16)
@@ -360,8 +457,8 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
             perm = torch.randperm(x.shape[0], generator=gen)
             for b in range(0, x.shape[0], batch):
                 idx = perm[b:b + batch]
-                pred = _lstm_forward(net, x[idx])
-                loss = torch.mean(((pred - y[idx]) / spec.torque_scale)[:, b0:] ** 2)
+                pred = _rnn_forward(net, x[idx])
+                loss = _masked_mse(((pred - y[idx]) / spec.torque_scale)[:, b0:], m[idx][:, b0:])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -369,7 +466,7 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
                 if late := _past(deadline):
                     break
             with torch.no_grad():
-                vloss = float(torch.mean(((_lstm_forward(net, xv) - yv) / spec.torque_scale)[:, b0:] ** 2))
+                vloss = float(_masked_mse(((_rnn_forward(net, xv) - yv) / spec.torque_scale)[:, b0:], mv[:, b0:]))
             report(epoch, vloss)
             if (patient := stop(epoch, vloss)) or late:
                 break
@@ -402,28 +499,28 @@ def _windows(data: JointData, length: int, substeps: int, spec: NetSpec, ids: li
         for c in range(h):  # column c: the step c+1 physics steps before the first one pushed
             k = w0 - math.ceil((c + 1) / substeps)
             if k >= 0:
-                pos_h[r, c] = data.q_des[i][k] - data.q[i][k]
+                pos_h[r, c] = (data.q_des[i][k] - data.q[i][k]) * data.gain[i]
                 vel_h[r, c] = data.qd[i][k]
     pick = lambda a: torch.stack([a[i][w0:w0 + t] for i, w0, _ in rows])  # noqa: E731
     lanes = _lanes(data, [i for i, _, _ in rows])
-    return {"q": pick(data.q), "qd": pick(data.qd), "q_des": pick(data.q_des), "pos_h": pos_h, "vel_h": vel_h,
-            "rows": rows, **lanes}
+    return {"q": pick(data.q), "qd": pick(data.qd), "q_des": pick(data.q_des), "on": pick(data.on),
+            "pos_h": pos_h, "vel_h": vel_h, "rows": rows, **lanes}
 
 
 def _window_loss(spec: NetSpec, net: torch.nn.Module, w: dict, substeps: int, sq: float, sqd: float,
                  burn: int, data: JointData) -> torch.Tensor:
-    stepper = NetStepper(spec, net, w["q"].shape[0])
+    stepper = NetStepper(spec, net, w["q"].shape[0], pos_gain=w["gain"])
     if spec.kind == "mlp":
         stepper.reset(w["pos_h"], w["vel_h"])
     elif burn:
-        with torch.no_grad():  # truncated BPTT: the LSTM state comes from the log before the window
+        with torch.no_grad():  # truncated BPTT: the LSTM / GRU state comes from the log before the window
             xs = []
             for i, w0, _ in w["rows"]:
                 s = max(0, w0 - burn)
-                seq = torch.stack([data.q_des[i][s:w0] - data.q[i][s:w0], data.qd[i][s:w0]], 1)
+                seq = torch.stack([(data.q_des[i][s:w0] - data.q[i][s:w0]) * data.gain[i], data.qd[i][s:w0]], 1)
                 xs.append(torch.cat([torch.zeros(burn - (w0 - s), 2), seq]))
-            _, stepper.hc = net.lstm(torch.stack(xs) * net.in_scale, stepper.hc)
-    tr = rollout(stepper, w["q"][:, 0], w["qd"][:, 0], w["q_des"], w["inertia"], w["mgl"], w["ext"], w["free"],
+            _, stepper.state = recurrent_core(net)(torch.stack(xs) * net.in_scale, stepper.state)
+    tr = rollout(stepper, w["q"][:, 0], w["qd"][:, 0], w["q_des"], w["inertia"], w["mgl"], w["ext"], w["on"],
                  w["dt"], substeps)
     eq = (tr["q"][:, 1:] - w["q"][:, 1:]) / sq
     eqd = (tr["qd"][:, 1:] - w["qd"][:, 1:]) / sqd
@@ -440,8 +537,8 @@ def _segment_loss(spec: NetSpec, net: torch.nn.Module, data: JointData, substeps
     lanes = _lanes(data, list(range(len(data.names))))
     q, qd = pad(data.q), pad(data.qd)
     with torch.no_grad():
-        tr = rollout(NetStepper(spec, net, q.shape[0]), q[:, 0], qd[:, 0], pad(data.q_des), lanes["inertia"],
-                     lanes["mgl"], lanes["ext"], lanes["free"], lanes["dt"], substeps)
+        tr = rollout(NetStepper(spec, net, q.shape[0], pos_gain=lanes["gain"]), q[:, 0], qd[:, 0], pad(data.q_des),
+                     lanes["inertia"], lanes["mgl"], lanes["ext"], pad(data.on), lanes["dt"], substeps)
     e = ((tr["q"][:, 1:] - q[:, 1:]) / sq) ** 2 + VELOCITY_WEIGHT * ((tr["qd"][:, 1:] - qd[:, 1:]) / sqd) ** 2
     loss = float(e[mask].mean())
     return loss if math.isfinite(loss) else math.inf
@@ -541,6 +638,29 @@ def weights_to_json(net: torch.nn.Module) -> dict:
             for k, v in net.state_dict().items()}
 
 
+def at_gain(model: dict, kp: float) -> dict:
+    """A fitted, gain-normalised net entry refolded for controller gain `kp`: the factor kp / kp_ref goes into
+    the MLP's pos_scale (Isaac Lab's cfg field) or the LSTM / GRU in_scale on q_des − q (the first layer's
+    position input weights, equivalently), and kp_ref becomes kp."""
+    import copy
+
+    spec = model["network"]
+    if spec.get("kp_ref") is None:
+        raise NetFitError("this net was not gain-normalised (its log holds one kp or none): it has no kp to change")
+    if not (isinstance(kp, int | float) and math.isfinite(kp) and kp > 0):
+        raise NetFitError(f"kp must be a positive number, got {kp!r}")
+    out = copy.deepcopy(model)
+    f = float(kp) / float(spec["kp_ref"])
+    out["network"]["kp_ref"] = float(kp)
+    if spec["kind"] == "mlp":
+        out["network"]["pos_scale"] = float(np.float32(spec["pos_scale"] * f))
+        out["params"]["pos_scale"] = out["network"]["pos_scale"]
+    else:
+        scale = out["weights"]["in_scale"]["data"]
+        scale[0] = float(np.float32(scale[0] * f))
+    return out
+
+
 def network_from_result(model: dict) -> tuple[NetSpec, torch.nn.Module]:
     """The spec and the trained module of a fitted mlp/lstm result entry."""
     spec = NetSpec(**model["network"])
@@ -566,20 +686,25 @@ def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val
     if mode == "torque" and not has_tau:
         raise NetFitError("network mode 'torque' needs a measured torque (tau) in every segment; "
                           "use mode in_the_loop for logs without torque")
-    if kind == "lstm" and substeps != 1:
-        raise NetFitError("the LSTM steps once per physics step on the log's samples: fit it with decimation 1")
+    if kind in RECURRENT and substeps != 1:
+        raise NetFitError(f"the {kind.upper()} steps once per physics step on the log's samples: fit it with "
+                          "decimation 1")
     torch.manual_seed(seed)
     idx = opts.input_idx if opts.input_idx is not None else [0, substeps, 2 * substeps]
+    kp_ref, gain_units = gain_reference(rec) if opts.gain_normalise else (None, None)
     spec = NetSpec(kind, input_idx=list(idx), input_order=opts.input_order, hidden=list(opts.hidden),
-                   activation=opts.activation, hidden_size=opts.hidden_size, num_layers=opts.num_layers)
+                   activation=opts.activation, hidden_size=opts.hidden_size, num_layers=opts.num_layers,
+                   kp_ref=kp_ref, gain_units=gain_units)
     if kind == "mlp":
         _lags(spec, substeps)
-    data = joint_data(rec, joint, substeps, "measured" if mode == "torque" else "inverse_dynamics")
+    data = joint_data(rec, joint, substeps, "measured" if mode == "torque" else "inverse_dynamics", kp_ref)
+    spec.sample_dt_s = float(np.median(data.dt))
     train, val = data.subset(train_ids), data.subset(val_ids)
     _set_scales(spec, train)
     active = [i for i in range(len(data.names)) if not data.free[i]]
-    env = containing_envelope(torch.cat([data.qd[i] for i in active]).numpy(),
-                              torch.cat([data.tau[i] for i in active]).numpy(),
+    driven = [data.on[i] > 0 for i in active]
+    env = containing_envelope(torch.cat([data.qd[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
+                              torch.cat([data.tau[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
                               margin=0.02 if mode == "torque" else 0.05)
     for k, v in env.items():
         setattr(spec, k, v)
@@ -612,6 +737,11 @@ def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val
                         + ": the best weights so far; give budget.seconds more time or fewer epochs")
     if not val_ids:
         warnings.append("a single segment: no validation segment, early stopping watched the training loss")
+    if kp_ref is not None:
+        kps = sorted({kp for seg in rec.segments if (kp := segment_kp(seg)) is not None})
+        warnings.append(f"gain-normalised: the segments log kp {kps} ({gain_units} units); the net saw the "
+                        f"position error times kp / {kp_ref:g} and, as exported, is the actuator at kp = "
+                        f"{kp_ref:g} (the most logged); another kp folds into its position scale")
     net.eval()
     val_names = {data.names[i] for i in val_ids}
     sims = simulate_segments(spec, net, data, substeps)
@@ -636,7 +766,7 @@ def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val
                        "and whatever it learned of the joint's losses)",
     }
     if has_tau:
-        meas = joint_data(rec, joint, substeps, "measured")
+        meas = joint_data(rec, joint, substeps, "measured", kp_ref)
         open_loop = simulate_segments(spec, net, meas, substeps, open_loop=True)
         taus = [t.numpy() for t in meas.tau]
         rng = float(max(t.max() for t in taus) - min(t.min() for t in taus))
@@ -649,7 +779,7 @@ def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val
 def simulate_net(rec: Recording, joint: str, model: dict, decimation: int = 1) -> dict:
     """Closed-loop traces of a fitted network on every segment of one joint, like api.simulate."""
     spec, net = network_from_result(model)
-    data = joint_data(rec, joint, decimation, "none")
+    data = joint_data(rec, joint, decimation, "none", spec.kp_ref)
     sims = simulate_segments(spec, net, data, decimation)
     return {name: {"q": s["q"], "qd": s["qd"], "computed": s["applied"], "applied": s["applied"]}
             for name, s in zip(data.names, sims, strict=True)}
@@ -692,8 +822,10 @@ def check_request(rec: Recording, req: FitRequest) -> None:
     if opts.mode == "torque" and not all(s.tau is not None for s in rec.segments):
         raise NetFitError("network mode 'torque' needs a measured torque (tau) in every segment; "
                           "use mode in_the_loop (or auto) for logs without torque")
-    if "lstm" in kinds and req.decimation != 1:
-        raise NetFitError("the LSTM steps once per physics step on the log's samples: fit it with decimation 1")
+    for kind in [k for k in kinds if k in RECURRENT]:
+        if req.decimation != 1:
+            raise NetFitError(f"the {kind.upper()} steps once per physics step on the log's samples: fit it with "
+                              "decimation 1")
     if "mlp" in kinds:
         idx = opts.input_idx if opts.input_idx is not None else [0, req.decimation, 2 * req.decimation]
         _lags(NetSpec("mlp", input_idx=list(idx), input_order=opts.input_order, activation=opts.activation),

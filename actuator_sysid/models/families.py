@@ -24,7 +24,7 @@ F_LOAD_FRICTION = 512  # BAM M3/M4: friction grows with the gearbox load |Ï„_m â
 F_LOAD_DIRECTIONAL = 1024  # BAM M5: separate motor-side and external-side load gains
 F_LOAD_QUADRATIC = 2048  # BAM M6: quadratic load terms while motor and load oppose
 EFFORT_MODES = ("explicit", "implicit")
-NET_FAMILIES = ("mlp", "lstm")  # actuator networks: models/networks.py, fitted by fitting/nets.py, no kernel
+NET_FAMILIES = ("mlp", "lstm", "gru")  # actuator networks: models/networks.py, fitted by fitting/nets.py, no kernel
 
 CLAMP_ORDER = ("max_effort", "dc_motor", "position_table")
 _CLAMP_FLAG = {"max_effort": F_MAX_EFFORT, "dc_motor": F_DC_MOTOR, "position_table": F_TABLE}
