@@ -190,11 +190,11 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
         t = cols.floats["t"]
         present = {ch: [ch in colmap[j] for j in joints] for ch in TABLE_CHANNELS}
         raws = []
-        for seg, idx in groups:
-            rows = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
-            check_increasing(t[idx], rows + 1, where(filename, seg))
-            seg_data = {ch: cols.floats[ch][idx] for ch in TABLE_CHANNELS if any(present[ch])}
-            raws.append(RawSegment(seg or "", t[idx], rows + 1, seg_data, present, split_by_gap=seg is None))
+        for seg, sel in groups:
+            rows = np.arange(sel.start, sel.stop) if isinstance(sel, slice) else sel
+            check_increasing(t[sel], rows + 1, where(filename, seg))
+            seg_data = {ch: cols.floats[ch][sel] for ch in TABLE_CHANNELS if any(present[ch])}
+            raws.append(RawSegment(seg or "", t[sel], rows + 1, seg_data, present, split_by_gap=seg is None))
         del cols
     rec = assemble(joints, raws, side, filename, warnings, noun="table")
     rec.source_format = f"canonical-{kind}-{'long' if long_form else 'wide'}"

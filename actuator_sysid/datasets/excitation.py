@@ -373,7 +373,7 @@ def design(spec: ExcitationSpec) -> Recording:
                      gravity=spec.gravity)
     driven = [s for s in segments if not s.metadata.get("free_swing")]
     peak_tau = max(float(np.abs(torque(spec, s.q_des[:, 0], s.t)).max()) for s in driven)
-    summary = {
+    summary: dict[str, object] = {
         "kind": spec.kind,
         "spec": asdict(spec),
         "peak": {"q_min": min(float(s.q_des.min()) for s in driven),

@@ -116,8 +116,9 @@ def read_lerobot(parquets: list[Source], info: dict | None, side: dict, opts: Re
         elif state.shape[1] != width:
             raise DatasetError(f"{fn}: observation.state has {state.shape[1]} values per frame but earlier files "
                                f"have {width}")
+        assert names is not None  # the first file sets width and names together
         if action_names is not None and action.shape[1] == len(action_names) and set(names) <= set(action_names):
-            action = action[:, [action_names.index(n) for n in names]]
+            action = action[:, np.array([action_names.index(n) for n in names])]
         elif action.shape[1] != width:
             raise DatasetError(f"{fn}: action has {action.shape[1]} values per frame but observation.state has "
                                f"{width}, and meta/info.json does not name them so they can be matched; "
@@ -127,18 +128,18 @@ def read_lerobot(parquets: list[Source], info: dict | None, side: dict, opts: Re
         extra = {ch: v for ch, v in extra.items() if v.shape[1] == width}
         order = np.lexsort((frame if frame is not None else t_all, ep))
         sorted_ep = ep[order]
-        for e in np.unique(sorted_ep):
-            if int(e) in episodes:
-                raise DatasetError(f"{fn}: episode {int(e)} also appears in {episodes[int(e)]}; each episode "
+        for ep_id in np.unique(sorted_ep):
+            if int(ep_id) in episodes:
+                raise DatasetError(f"{fn}: episode {int(ep_id)} also appears in {episodes[int(ep_id)]}; each episode "
                                    "must be in one file")
-            episodes[int(e)] = fn
-            sel = order[sorted_ep == e]
+            episodes[int(ep_id)] = fn
+            sel = order[sorted_ep == ep_id]
             rows = sel + 1
             t = t_all[sel]
-            check_increasing(t, rows, f"{fn}, episode {int(e)}, column 'timestamp'")
+            check_increasing(t, rows, f"{fn}, episode {int(ep_id)}, column 'timestamp'")
             data = {"q": state[sel], "q_des": action[sel], **{ch: v[sel] for ch, v in extra.items()}}
             present = {ch: [ch in data] * width for ch in TABLE_CHANNELS}
-            raws.append(RawSegment(f"episode_{int(e)}", t, rows, data, present, split_by_gap=True))
+            raws.append(RawSegment(f"episode_{int(ep_id)}", t, rows, data, present, split_by_gap=True))
     assert names is not None and width is not None
     common = set.intersection(*(set(r.data) for r in raws))
     present = {ch: [ch in common] * width for ch in TABLE_CHANNELS}

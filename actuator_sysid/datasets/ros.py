@@ -75,7 +75,7 @@ class _Series:
         cap = max(self.capacity, 16)
         self.t = np.empty(cap)
         self.index = np.empty(cap, dtype=np.int64)
-        self.values = dict.fromkeys(FIELDS)
+        self.values: dict[str, np.ndarray | None] = dict.fromkeys(FIELDS)
 
     def _cols(self, names: tuple) -> np.ndarray:
         cols = self._cache.get(names)
@@ -132,9 +132,10 @@ class _Series:
 
     def joint(self, name: str, f: str) -> tuple[np.ndarray, np.ndarray]:
         """(stamps, values) of one joint's valid samples of one field."""
-        if self.values[f] is None:
+        values = self.values[f]
+        if values is None:
             return self.t[:0], self.t[:0]
-        v = self.values[f][:, self.columns[name]]
+        v = values[:, self.columns[name]]
         ok = ~np.isnan(v)
         return (self.t, v) if ok.all() else (self.t[ok], v[ok])
 
@@ -383,7 +384,7 @@ def read_ros(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recording
         if cmd_t.msgtype == MULTI_ARRAY and opts.joint_names is None:
             raise DatasetError(f"{fn}: command topic {cmd_t.name} is a Float64MultiArray, which carries no joint "
                                "names; give them in the array's order with --joint-names a,b,c")
-        use_log = {state_t.name: None, cmd_t.name: None}
+        use_log: dict[str, bool | None] = {state_t.name: None, cmd_t.name: None}
         origin: int | None = None  # whole seconds subtracted from every time, so float64 keeps nanoseconds
         for topic, log_ns, k, msg in bag.messages([state_t.name, cmd_t.name]):
             where = f"{fn}, topic {topic}, message {k}"

@@ -34,7 +34,7 @@ class _Floats:
 
     def __init__(self, cap: int, dtype: type = np.float64, width: int | None = None) -> None:
         self.width = width
-        self.buf = np.zeros((max(cap, 16),) + ((width,) if width else ()), dtype)  # untouched pages cost nothing
+        self.buf: np.ndarray = np.zeros((max(cap, 16),) + ((width,) if width else ()), dtype)  # untouched pages cost nothing
         self.n = 0
 
     def reserve(self, rows: int) -> None:
