@@ -84,11 +84,15 @@ def test_bam_arm_mass_gives_the_pendulum_with_its_arm(tmp_path: Path, key: str) 
 
 
 def test_bam_torque_off_stretch_is_a_free_swing_segment(tmp_path: Path) -> None:
+    """One segment per file; the torque enable is a per-sample channel (the stretch swings freely)."""
     (tmp_path / "lift.json").write_text(json.dumps(_bam(n=600, off=(400, 600), trajectory="lift_and_drop")))
     rec = _read(tmp_path / "lift.json")
-    assert [s.name for s in rec.segments] == ["lift.0", "lift.1"]
-    assert "free_swing" not in rec.segments[0].metadata and rec.segments[1].metadata["free_swing"] is True
-    assert rec.segments[0].n == 400 and rec.segments[1].n == 200
+    assert [s.name for s in rec.segments] == ["lift"] and rec.segments[0].n == 600
+    seg = rec.segments[0]
+    assert "free_swing" not in seg.metadata and seg.enable.shape == (600, 1)
+    assert seg.enable[:400].all() and not seg.enable[400:].any()
+    assert seg.metadata["gain_units"] == "device" and seg.metadata["kp"] == 400 and seg.metadata["vin"] == 7.4
+    assert rec.summary()["quality"]["free_swing_segments"] == ["lift"]
     assert "no free-swing" not in " ".join(rec.summary()["quality"]["warnings"])
 
 

@@ -1,8 +1,10 @@
 """BAM test-bench logs (log-formats §2): Rhoban's pendulum bench, one JSON file per run, many runs per set.
 
-Every file becomes at least one segment, named after the file; a stretch with ``torque_enable = false``
-becomes its own segment with ``metadata["free_swing"] = True`` (named ``<file>.<k>`` when a file has
-several stretches). The file's pendulum (mass m at length l on an arm of mass m_arm) becomes a per-segment
+Every file becomes one segment, named after the file (split only at time gaps), rolled out whole as BAM
+rolls it out: ``torque_enable`` becomes the per-sample ``Segment.enable`` channel (no actuator effort where
+it is off), and a file off throughout gets ``metadata["free_swing"] = True``. The firmware ``kp`` is in the
+servo's units: segments say ``gain_units = "device"`` and carry ``kp`` and ``vin`` at the top of their
+metadata, so a fit estimates one conversion to N·m/rad shared by every file. The file's pendulum (mass m at length l on an arm of mass m_arm) becomes a per-segment
 load override, expressed exactly with the existing JointInfo fields as the rigid body it is::
 
     mass = m + m_arm                         (all the moving mass)
@@ -102,15 +104,8 @@ def _column(entries: list, key: str, filename: str, required: bool, kind: type =
     return arr
 
 
-def _runs(flags: np.ndarray) -> list[tuple[int, int, bool]]:
-    """(start, stop, value) of each run of equal flags."""
-    cuts = np.flatnonzero(np.diff(flags.astype(np.int8))) + 1
-    bounds = [0, *cuts.tolist(), flags.size]
-    return [(a, b, bool(flags[a])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
 def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
-    """Read one or more BAM runs of the same actuator into one Recording (segments per file and torque state)."""
+    """Read one or more BAM runs of the same actuator into one Recording (one segment per file, torque enable per sample)."""
     if opts.joint_names is not None and len(opts.joint_names) != 1:
         raise DatasetError(f"BAM logs hold one actuator; give one joint name, not {opts.joint_names}")
     warnings: list[str] = []
@@ -161,18 +156,19 @@ def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
         first_load = first_load or load
         if enable is None:
             enable = np.ones(len(entries), dtype=bool)
-        runs = _runs(enable)
-        for k, (a, b, on) in enumerate(runs):
-            meta: dict = {"bam": dict(info), "joints": {joint: dict(load)}}
-            if not on:
-                meta["free_swing"] = True
-            data = {"q": q[a:b, None], "q_des": q_des[a:b, None]}
-            if qd is not None:
-                data["qd"] = qd[a:b, None]
-            present = {ch: [ch in data] for ch in TABLE_CHANNELS}
-            name = src.stem if len(runs) == 1 else f"{src.stem}.{k}"
-            raws.append(RawSegment(name, t[a:b], rows[a:b], data, present, split_by_gap=True,
-                                   metadata=meta, unit="entry"))
+        # one segment per file, rolled out whole as BAM rolls it out: the torque enable is a per-sample channel
+        # (the kernel applies no actuator effort where it is off); a file off throughout is a free swing
+        meta: dict = {"bam": dict(info), "joints": {joint: dict(load)}, "gain_units": "device"}
+        for key in ("kp", "vin"):  # the firmware gain and the supply voltage, at the top for the fit and holdouts
+            if key in info:
+                meta[key] = info[key]
+        if not enable.any():
+            meta["free_swing"] = True
+        data = {"q": q[:, None], "q_des": q_des[:, None], "enable": enable[:, None].astype(np.float64)}
+        if qd is not None:
+            data["qd"] = qd[:, None]
+        present = {ch: [ch in data] for ch in TABLE_CHANNELS}
+        raws.append(RawSegment(src.stem, t, rows, data, present, split_by_gap=True, metadata=meta, unit="entry"))
     present0 = raws[0].present
     for r in raws:
         if r.present != present0:

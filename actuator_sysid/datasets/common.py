@@ -331,6 +331,8 @@ def assemble(
                 if "tau_ff" in data else np.zeros((t.size, J)),
                 tau=None if tau is None else np.ascontiguousarray(tau, dtype=np.float64),
                 metadata=meta,
+                # a reader's per-sample torque enable (1 = driven); resampling interpolates it, so ≥ 0.5 is on
+                enable=np.ascontiguousarray(data["enable"] >= 0.5) if "enable" in data else None,
             )
         )
         del s, data

@@ -26,7 +26,15 @@ STILL_FRACTION = 0.5
 
 
 def _free_swing(s: Segment) -> bool:
-    return bool(s.metadata.get("free_swing"))
+    """Whether the segment swings freely anywhere: marked free_swing, or a torque-off stretch (BAM) inside it."""
+    return bool(s.metadata.get("free_swing")) or (s.enable is not None and not bool(s.enable.all()))
+
+
+def _driven_fraction(s: Segment) -> float:
+    """Fraction of samples with the actuator on (every joint's enable)."""
+    if s.metadata.get("free_swing"):
+        return 0.0
+    return 1.0 if s.enable is None else float(np.mean(s.enable.all(axis=1)))
 
 
 def _band(x: np.ndarray, fs: float) -> tuple[float, float] | None:
@@ -77,11 +85,12 @@ def quality_report(rec: Recording) -> dict:
             "source_rate_hz": tm.get("source_rate_hz"), "jitter_ms": tm.get("jitter_ms"),
             "resampled": tm.get("resampled", False), "samples_dropped": tm.get("samples_dropped", 0),
             "gap_before_s": tm.get("gap_before_s", 0.0), "free_swing": _free_swing(s),
+            "driven_fraction": _driven_fraction(s),
         })
     gaps = [x["gap_before_s"] for x in segs if x["gap_before_s"] > 0]
     dropped = int(sum(x["samples_dropped"] for x in segs))
     free = [s.name for s in rec.segments if _free_swing(s)]
-    driven = [s for s in rec.segments if not _free_swing(s)]
+    driven = [s for s in rec.segments if _driven_fraction(s) > 0]
     unit = rec.metadata.get("angle_unit", "rad")
 
     joints: dict[str, dict] = {}

@@ -54,10 +54,19 @@ class Segment:
     tau_ff: np.ndarray
     tau: np.ndarray | None = None  # measured effort, when the log has it
     metadata: dict = field(default_factory=dict)  # e.g. {"kp": 20.0, "kd": 0.5}; per-joint load overrides
+    # (T, J) bool: True where the actuator was driven (torque enabled), False where it swung freely; None: driven
+    # throughout (or off throughout with metadata free_swing). BAM's per-entry torque_enable lands here.
+    enable: np.ndarray | None = None
 
     @property
     def n(self) -> int:
         return int(self.t.shape[0])
+
+    def driven(self, joint: int) -> np.ndarray:
+        """(T,) bool: where the joint's actuator acted (False throughout a free_swing segment)."""
+        if self.metadata.get("free_swing"):
+            return np.zeros(self.n, bool)
+        return np.ones(self.n, bool) if self.enable is None else np.asarray(self.enable[:, joint], bool)
 
     @property
     def dt(self) -> float:
@@ -134,6 +143,8 @@ class Recording:
                 a = getattr(s, ch)
                 if a is not None:
                     arrays[f"{i}/{ch}"] = a
+            if s.enable is not None:
+                arrays[f"{i}/enable"] = s.enable
             segs.append({"name": s.name, "metadata": s.metadata})
         np.savez_compressed(folder / "arrays.npz", **arrays)
         meta = {
@@ -154,7 +165,8 @@ class Recording:
             segments = []
             for i, sm in enumerate(meta["segments"]):
                 kw = {ch: (z[f"{i}/{ch}"] if f"{i}/{ch}" in z else None) for ch in CHANNELS}
-                segments.append(Segment(name=sm["name"], t=z[f"{i}/t"], metadata=sm["metadata"], **kw))
+                enable = z[f"{i}/enable"].astype(bool) if f"{i}/enable" in z else None
+                segments.append(Segment(name=sm["name"], t=z[f"{i}/t"], metadata=sm["metadata"], enable=enable, **kw))
         return cls(
             joints=[JointInfo(**j) for j in meta["joints"]],
             segments=segments,

@@ -46,7 +46,11 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
         load = batch.seg_inertia[s] * acc + batch.seg_gravity[s] * f(np.sin(q)) - f(batch.tau_ff[sl])
         tau = None if batch.tau is None else batch.tau[sl] - batch.tau_ff[sl]
         segs.append({"q": q, "qd": qd, "q_des": batch.q_des[sl].astype(float), "qd_des": batch.qd_des[sl].astype(float),
-                     "acc": acc, "load": load, "tau": tau, "f": f, "sub": int(batch.seg_substeps[s])})
+                     "acc": acc, "load": load, "tau": tau, "f": f, "sub": int(batch.seg_substeps[s]),
+                     # the PD columns act only where the actuator was on, scaled by the segment's device gain
+                     # and supply multipliers (SegmentBatch.seg_kp_mult), so kp is the reference SI stiffness
+                     "on_kp": batch.enable[sl].astype(float) * float(batch.seg_kp_mult[s]),
+                     "on_kd": batch.enable[sl].astype(float) * float(batch.seg_kd_mult[s])})
     measured = batch.tau is not None
     cat = lambda key, fn=lambda x: x: np.concatenate([fn(sg[key]) for sg in segs])  # noqa: E731
     acc, qd_f = cat("acc"), np.concatenate([sg["f"](sg["qd"]) for sg in segs])
@@ -60,8 +64,8 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
 
     def pd_fit(d: int) -> tuple[float, tuple[float, ...]]:
         """Least-squares PD law on commands delayed by d samples; returns (residual, coefficients)."""
-        e = np.concatenate([shifted(sg["q_des"], d) - sg["q"] for sg in segs])
-        ed = np.concatenate([shifted(sg["qd_des"], d) - sg["qd"] for sg in segs])
+        e = np.concatenate([(shifted(sg["q_des"], d) - sg["q"]) * sg["on_kp"] for sg in segs])
+        ed = np.concatenate([(shifted(sg["qd_des"], d) - sg["qd"]) * sg["on_kd"] for sg in segs])
         if measured:
             # sample by sample on raw signals, leaving out clipped samples (large effort, or high speed
             # where the DC envelope bites); armature and friction follow from the filtered motion
@@ -70,8 +74,8 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
             keep = keep if keep.sum() >= 50 else np.ones_like(keep)
             sol = lsq_linear(np.stack([e, ed], 1)[keep], tau[keep], bounds=(0, np.inf))
             return float(sol.cost), tuple(sol.x)
-        e_f = np.concatenate([sg["f"](shifted(sg["q_des"], d) - sg["q"]) for sg in segs])
-        ed_f = np.concatenate([sg["f"](shifted(sg["qd_des"], d) - sg["qd"]) for sg in segs])
+        e_f = np.concatenate([sg["f"]((shifted(sg["q_des"], d) - sg["q"]) * sg["on_kp"]) for sg in segs])
+        ed_f = np.concatenate([sg["f"]((shifted(sg["qd_des"], d) - sg["qd"]) * sg["on_kd"]) for sg in segs])
         keep = (np.abs(load) < 0.7 * np.percentile(np.abs(load), 99)) & (np.abs(qd_f) < 0.3 * np.abs(qd_f).max())
         keep = keep if keep.sum() >= 50 else np.ones_like(keep)
         a_mat = np.concatenate([np.stack([e_f, ed_f], 1), friction_cols], axis=1)

@@ -212,6 +212,11 @@ def rollout_kernel(
     q_des: wp.array(dtype=float),
     qd_des: wp.array(dtype=float),
     tau_ff: wp.array(dtype=float),
+    enable: wp.array(dtype=int),  # (N,) 1 where the actuator was driven at that sample, 0 where torque was off
+    seg_kp_mult: wp.array(dtype=float),  # (S,) stiffness multiplier: device kp_s / kp_ref, supply vin_s / vin_ref
+    seg_kd_mult: wp.array(dtype=float),
+    seg_sat_mult: wp.array(dtype=float),  # (S,) saturation effort and velocity limit multipliers: vin_s / vin_ref
+    seg_vlim_mult: wp.array(dtype=float),
     flags: int,
     store: int,
     sums: wp.array3d(dtype=float),  # (C, S, 3): Σ(q−q̂)², Σ(qd−qd̂)², Σ|q−q̂|
@@ -226,16 +231,16 @@ def rollout_kernel(
     s = tid - c * n_seg
     j = seg_joint[s]
 
-    kp = params[c, j, P_KP]
-    kd = params[c, j, P_KD]
+    kp = params[c, j, P_KP] * seg_kp_mult[s]  # the fitted SI gain at the reference operating point, scaled
+    kd = params[c, j, P_KD] * seg_kd_mult[s]
     if seg_kp[s] >= 0.0:  # a known quantity of this segment sits beside the fitted ones
         kp = seg_kp[s]
     if seg_kd[s] >= 0.0:
         kd = seg_kd[s]
     ki = params[c, j, P_KI]
     imax = params[c, j, P_IMAX]
-    sat = params[c, j, P_SAT]
-    vlim = params[c, j, P_VLIM]
+    sat = params[c, j, P_SAT] * seg_sat_mult[s]
+    vlim = params[c, j, P_VLIM] * seg_vlim_mult[s]
     elim = params[c, j, P_ELIM]
     fric = params[c, j, P_FRIC]
     dfric = params[c, j, P_DFRIC]
@@ -249,7 +254,7 @@ def rollout_kernel(
     sub = seg_substeps[s]
     start = seg_start[s]
     cmd0 = seg_cmd0[s]
-    free = seg_free[s] != 0
+    seg_off = seg_free[s] != 0
     n = seg_len[s]
     open_loop = (flags & F_OPEN_LOOP) != 0
 
@@ -270,6 +275,8 @@ def rollout_kernel(
         qd_out[c, start] = qd
 
     for k in range(n):
+        # torque disabled for the whole segment, or at this sample (its enable governs the step to the next)
+        free = seg_off or enable[start + k] == 0
         if open_loop:
             q = q_meas[start + k] - offset
             qd = qd_meas[start + k]

@@ -178,10 +178,15 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
         p = p_all[:, j]
         sl = batch.segment_slice(s)
         n = sl.stop - sl.start
-        free = bool(batch.seg_free[s])
+        seg_off = bool(batch.seg_free[s])
+        enable = batch.enable[sl]
+        p = p.clone()
+        for name, mult in (("stiffness", batch.seg_kp_mult[s]), ("damping", batch.seg_kd_mult[s]),
+                           ("saturation_effort", batch.seg_sat_mult[s]),
+                           ("actuator_velocity_limit", batch.seg_vlim_mult[s])):
+            p[:, parameters.INDEX[name]] *= float(mult)  # device gains and supply voltage of this segment
         for name, known in (("stiffness", batch.seg_kp[s]), ("damping", batch.seg_kd[s])):
             if known >= 0:  # gains the segment was recorded with replace the fitted ones
-                p = p.clone()
                 p[:, parameters.INDEX[name]] = float(known)
         c0 = int(batch.seg_cmd0[s])  # commands exist from c0 on, possibly before this rollout's start
         lead = sl.start - c0
@@ -204,6 +209,7 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
         rows["q"].append(q + offset)
         rows["qd"].append(qd)
         for k in range(n):
+            free = seg_off or not enable[k]  # this sample's torque enable governs the step to the next
             if flags & F_OPEN_LOOP:
                 q, qd = q_meas[k] - offset, qd_meas[k].expand(n_c).clone()
             for r in range(sub if k < n - 1 else 1):

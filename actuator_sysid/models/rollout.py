@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import os
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import warp as wp
 
-from ..datasets.recording import Recording
+from ..datasets.recording import DatasetError, Recording, Segment
 from . import parameters
 from .families import EFFORT_MODES, F_IMPLICIT_EFFORT, F_OPEN_LOOP, Family
 from .kernels import rollout_kernel
@@ -43,6 +44,21 @@ class SegmentBatch:
     seg_names: list[str]  # (S,) recording segment names
     knots: np.ndarray  # (J, K) float32 table positions per joint (position-dependent torque limit)
     tau: np.ndarray | None = None  # (N,) measured effort when every packed segment has it
+    # (N,) int32 1 where the actuator was driven at that sample (Segment.enable), 0 where it swung freely
+    enable: np.ndarray | None = None
+    # (S,) float32 per-segment multipliers of the fitted stiffness, damping, saturation effort and velocity
+    # limit: device-unit gains (kp_s / kp_ref) and supply voltage (vin_s / vin_ref); 1 for SI logs
+    seg_kp_mult: np.ndarray | None = None
+    seg_kd_mult: np.ndarray | None = None
+    seg_sat_mult: np.ndarray | None = None
+    seg_vlim_mult: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.enable is None:
+            self.enable = np.ones(self.q.shape[0], np.int32)
+        for name in ("seg_kp_mult", "seg_kd_mult", "seg_sat_mult", "seg_vlim_mult"):
+            if getattr(self, name) is None:
+                setattr(self, name, np.ones(self.seg_start.shape[0], np.float32))
 
     @property
     def n_segments(self) -> int:
@@ -71,7 +87,9 @@ class SegmentBatch:
             seg_q0=self.seg_q0[segs],
             seg_qd0=self.seg_qd0[segs], q=cut(self.q), qd=cut(self.qd), q_des=cut(self.q_des),
             qd_des=cut(self.qd_des), tau_ff=cut(self.tau_ff), seg_names=[self.seg_names[s] for s in segs],
-            knots=self.knots[j:j + 1].copy(), tau=None if self.tau is None else cut(self.tau))
+            knots=self.knots[j:j + 1].copy(), tau=None if self.tau is None else cut(self.tau),
+            enable=cut(self.enable), seg_kp_mult=self.seg_kp_mult[segs], seg_kd_mult=self.seg_kd_mult[segs],
+            seg_sat_mult=self.seg_sat_mult[segs], seg_vlim_mult=self.seg_vlim_mult[segs])
 
     def segment_slice(self, s: int) -> slice:
         return slice(int(self.seg_start[s]), int(self.seg_start[s] + self.seg_len[s]))
@@ -95,6 +113,11 @@ class SegmentBatch:
 
         `logged_gains` uses the gains a segment was recorded with (metadata `kp`, `kd` in SI, per joint
         under metadata["joints"][name]) in place of the fitted stiffness and damping for that segment.
+
+        Segments with `gain_units = "device"` log `kp` (and `kd`) in the device's own units: the fitted
+        stiffness is the SI value at the reference kp (`operating_points`), and segment s runs with
+        stiffness · kp_s / kp_ref (damping likewise when kd is logged). A logged supply voltage `vin` scales
+        the saturation effort and velocity limit by vin_s / vin_ref (and, for device gains, the stiffness).
         """
         seg_ids = list(range(len(rec.segments))) if segments is None else list(segments)
         if knots is None:
@@ -103,14 +126,19 @@ class SegmentBatch:
         has_tau = all(rec.segments[si].tau is not None for si in seg_ids)
         sj, ss, sl, sdt, sin, sg, ext, names, cmd0, q0, qd0, free = [], [], [], [], [], [], [], [], [], [], [], []
         known_kp, known_kd = [], []
+        mults: list[tuple[float, float, float, float]] = []
+        enable: list[np.ndarray] = []
         offset = 0
         for ji, name in enumerate(joints):
             j = rec.joint_index(name)
+            op = operating_points(rec, name)
             for si in seg_ids:
                 seg = rec.segments[si]
                 for k in cols:
                     if k != "tau" or has_tau:
                         cols[k].append(getattr(seg, k)[:, j])
+                enable.append(seg.driven(j).astype(np.int32))
+                seg_mult = op.multipliers(seg)
                 inertia, grav = rec.load_for(seg, j)
                 torque = float(seg.metadata.get("joints", {}).get(name, {}).get(
                     "external_torque", seg.metadata.get("external_torque", 0.0)))
@@ -128,7 +156,8 @@ class SegmentBatch:
                     free.append(1 if seg.metadata.get("free_swing") else 0)
                     for key, dest in (("kp", known_kp), ("kd", known_kd)):
                         v = seg.metadata.get("joints", {}).get(name, {}).get(key, seg.metadata.get(key))
-                        dest.append(float(v) if logged_gains and v is not None else -1.0)
+                        dest.append(float(v) if logged_gains and v is not None and op.units == "si" else -1.0)
+                    mults.append(seg_mult)
                     q0.append(seg.q[w0, j])
                     qd0.append(seg.qd[w0, j])
                     sdt.append(seg.dt / substeps)
@@ -161,7 +190,100 @@ class SegmentBatch:
             seg_names=names,
             knots=np.asarray(knots, f32).reshape(len(joints), parameters.TABLE_KNOTS),
             tau=np.concatenate(cols["tau"]).astype(f32) if has_tau else None,
+            enable=np.concatenate(enable).astype(np.int32),
+            **{f"seg_{k}_mult": np.asarray([m[i] for m in mults], f32).reshape(-1)
+               for i, k in enumerate(("kp", "kd", "sat", "vlim"))},
         )
+
+
+GAIN_UNITS = ("si", "device")
+"""Segment metadata `gain_units`: "si" (kp in N·m/rad, kd in N·m·s/rad) or "device" (the servo's own units)."""
+
+
+def _logged(seg: Segment, joint: str, key: str) -> float | None:
+    """A segment's logged quantity for one joint: metadata["joints"][joint][key], else metadata[key]."""
+    v = seg.metadata.get("joints", {}).get(joint, {}).get(key, seg.metadata.get(key))
+    if v is None:
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise DatasetError(f"segment {seg.name!r}: {key} must be a number, got {v!r}") from None
+
+
+def _reference(values: list[float]) -> float | None:
+    """The most common value (ties: the lowest), the operating point a device-unit fit is stated at."""
+    if not values:
+        return None
+    counts = Counter(values)
+    return min(counts, key=lambda v: (-counts[v], v))
+
+
+@dataclass(frozen=True)
+class OperatingPoints:
+    """How one joint's segments were run: gain units, the logged kp / kd / vin values and their references."""
+
+    units: str = "si"
+    kp_reference: float | None = None  # device units: the kp the fitted stiffness is stated at
+    kd_reference: float | None = None
+    vin_reference: float | None = None  # V: the supply the fitted envelope (and device stiffness) is stated at
+    kp: dict[str, float | None] = field(default_factory=dict)  # segment name → logged value
+    kd: dict[str, float | None] = field(default_factory=dict)
+    vin: dict[str, float | None] = field(default_factory=dict)
+
+    def vin_ratio(self, vin: float | None) -> float:
+        return 1.0 if vin is None or not self.vin_reference else vin / self.vin_reference
+
+    def scale(self, kp: float | None = None, kd: float | None = None, vin: float | None = None
+              ) -> tuple[float, float, float, float]:
+        """(stiffness, damping, saturation effort, velocity limit) multipliers at an operating point."""
+        v = self.vin_ratio(vin)
+        if self.units != "device":
+            return 1.0, 1.0, v, v
+        kp_m = (kp if kp is not None else self.kp_reference) / self.kp_reference * v
+        kd_m = (kd if kd is not None else self.kd_reference) / self.kd_reference * v if self.kd_reference else 1.0
+        return kp_m, kd_m, v, v
+
+    def multipliers(self, seg: Segment) -> tuple[float, float, float, float]:
+        """The segment's multipliers (see SegmentBatch.from_recording)."""
+        return self.scale(self.kp.get(seg.name), self.kd.get(seg.name), self.vin.get(seg.name))
+
+    @property
+    def varies(self) -> bool:
+        """Whether segments differ in device gains or supply voltage (the multipliers are not all 1)."""
+        return self.units == "device" or len({v for v in self.vin.values() if v is not None}) > 1
+
+
+def operating_points(rec: Recording, joint: str) -> OperatingPoints:
+    """One joint's gain units and logged kp / kd / vin over every segment of the recording (so train and
+    validation batches share one reference). Raises DatasetError for unknown or mixed units, or device units
+    without a logged kp."""
+    units = set()
+    for seg in rec.segments:
+        u = seg.metadata.get("gain_units", rec.metadata.get("gain_units", "si"))
+        if u not in GAIN_UNITS:
+            raise DatasetError(f"segment {seg.name!r}: gain_units must be one of {list(GAIN_UNITS)}, got {u!r}")
+        units.add(u)
+    if len(units) > 1:
+        raise DatasetError(f"joint {joint!r}: segments mix gain_units {sorted(units)}; one recording states its "
+                           "gains in one unit system")
+    unit = units.pop() if units else "si"
+    logged = {key: {s.name: _logged(s, joint, key) for s in rec.segments} for key in ("kp", "kd", "vin")}
+    if unit == "device":
+        lacking = [n for n, v in logged["kp"].items() if v is None]
+        if lacking:
+            raise DatasetError(f"joint {joint!r}: gain_units is \"device\" but segments {lacking} log no kp; "
+                               "a device-unit fit scales the stiffness by each segment's kp")
+    vins = [v for v in logged["vin"].values() if v is not None]
+    if any(v <= 0 for v in vins):
+        raise DatasetError(f"joint {joint!r}: a logged vin must be a positive voltage, got {sorted(set(vins))}")
+    kds = [v for v in logged["kd"].values() if v is not None]
+    kd_ref = _reference(kds) if unit == "device" and len(kds) == len(rec.segments) else None
+    kp_ref = _reference([v for v in logged["kp"].values() if v is not None]) if unit == "device" else None
+    if unit == "device" and not kp_ref:
+        raise DatasetError(f"joint {joint!r}: the most common logged kp is 0; a device-unit fit needs a "
+                           "non-zero reference gain")
+    return OperatingPoints(unit, kp_ref, kd_ref or None, _reference(vins), logged["kp"], logged["kd"], logged["vin"])
 
 
 def default_knots(rec: Recording, joint: str) -> np.ndarray:
@@ -218,6 +340,8 @@ class RolloutEngine:
             to(batch.seg_kp), to(batch.seg_kd), to(batch.seg_q0),
             to(batch.seg_qd0),
             to(batch.q), to(batch.qd), to(batch.q_des), to(batch.qd_des), to(batch.tau_ff),
+            to(batch.enable, wp.int32), to(batch.seg_kp_mult), to(batch.seg_kd_mult), to(batch.seg_sat_mult),
+            to(batch.seg_vlim_mult),
         )
         self._dummy = wp.zeros((1, 1), dtype=wp.float32, device=device)
 
