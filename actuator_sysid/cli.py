@@ -206,6 +206,7 @@ def _request(args: argparse.Namespace) -> FitRequest:
              "decimation": getattr(args, "decimation", None), "effort_mode": getattr(args, "effort_mode", None),
              "joint_terms": _csv(args.joint_terms) if getattr(args, "joint_terms", None) else None,
              "holdout": getattr(args, "holdout", None), "folds": getattr(args, "folds", None),
+             "folds_by": getattr(args, "folds_by", None),
              "budget_s": getattr(args, "budget", None)}
     return FitRequest(**{k: v for k, v in given.items() if v is not None})
 
@@ -451,8 +452,11 @@ def build_parser() -> argparse.ArgumentParser:
                                          "BAM friction: stribeck_friction, load_friction, load_friction_external, "
                                          "load_friction_quadratic_motor (docs/models.md)")
     f.add_argument("--holdout", metavar="KEY=VALUE",
-                   help="validate on the segments whose metadata KEY equals VALUE (e.g. kp=20), train on the rest")
-    f.add_argument("--folds", type=int, metavar="K", help="k-fold cross-validation over whole segments")
+                   help="validate on the recordings whose segment metadata KEY equals VALUE (e.g. kp=20; a nested "
+                        "key as bam.kp, or its unique name), train on the rest")
+    f.add_argument("--folds", type=int, metavar="K", help="k-fold cross-validation over whole recordings")
+    f.add_argument("--folds-by", metavar="KEY",
+                   help="leave-one-value-out cross-validation: one fold per value of metadata KEY (e.g. kp)")
     budget_args(f)
     f.add_argument("--out", help="output folder (default out/<log stem>)")
     f.set_defaults(func=cmd_fit)

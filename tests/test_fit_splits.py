@@ -44,7 +44,7 @@ def test_holdout_by_metadata_key_is_the_validation_set() -> None:
     ("kp", None, ["KEY=VALUE", "'kp'"]),
     ("kp=", None, ["KEY=VALUE"]),
     ("kp=20", 2, ["holdout and folds exclude each other"]),
-    (None, 1, ["folds must be between 2 and the number of segments (4), got 1"]),
+    (None, 1, ["folds must be between 2 and the number of recordings (4), got 1"]),
     (None, 5, ["got 5"]),
 ])
 def test_bad_split_requests_name_the_problem(holdout: str | None, folds: int | None, needles: list[str]) -> None:

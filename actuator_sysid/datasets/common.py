@@ -216,7 +216,10 @@ def assemble(
     """
     segs: list[RawSegment] = []
     for raw in raws:
-        segs.extend(split_gaps(raw) if raw.split_by_gap else [raw])
+        pieces = split_gaps(raw) if raw.split_by_gap else [raw]
+        for p in pieces if len(pieces) > 1 else []:  # one run's pieces: a fit's split keeps them together
+            p.metadata = {"recording": raw.name or filename, **p.metadata}
+        segs.extend(pieces)
     if drop_short:
         short = [s for s in segs if s.t.size < MIN_SAMPLES]
         for s in short:

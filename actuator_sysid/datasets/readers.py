@@ -328,6 +328,8 @@ def merge(parts: list[tuple[str, Recording]]) -> Recording:
                                "of one dataset must log the same joints")
     all_names = [s.name for _, r in parts for s in r.segments]
     clash = len(set(all_names)) != len(all_names)
+    runs = [{str(s.metadata.get("recording", s.name)) for s in r.segments} for _, r in parts]
+    shared_runs = {x for i, a in enumerate(runs) for b in runs[i + 1:] for x in a & b}
     segments, timing, warnings = [], {}, []
     formats, velocity = [], []
     for label, rec in parts:
@@ -340,6 +342,8 @@ def merge(parts: list[tuple[str, Recording]]) -> Recording:
                     if a is not None:
                         setattr(s, ch, a[:, order])
             meta = dict(s.metadata)
+            if "recording" in meta and str(meta["recording"]) in shared_runs:  # two files' runs stay two
+                meta["recording"] = f"{label}/{meta['recording']}"
             for info in rec.joints:  # a file's own loads travel with its segments
                 own = {"inertia": info.inertia, "mass": info.mass, "com_distance": info.com_distance,
                        "gravity": info.gravity}

@@ -90,10 +90,14 @@ class FitCreate(BaseModel):
     joint_terms: list[str] | None = Field(None, description="joint terms instead of each family's default, e.g. "
                                                             "armature, friction, dynamic_friction, viscous_friction, "
                                                             "encoder_offset")
-    holdout: str | None = Field(None, description="KEY=VALUE: segments whose metadata KEY equals VALUE are the "
-                                                  "validation set, e.g. kp=20", examples=["kp=20"])
-    folds: int | None = Field(None, description="k-fold cross-validation over whole segments (k ≥ 2); the final "
+    holdout: str | None = Field(None, description="KEY=VALUE: the recordings of segments whose metadata KEY "
+                                                  "equals VALUE are the validation set, e.g. kp=20 (a nested key "
+                                                  "as bam.kp, or by its unique name)", examples=["kp=20"])
+    folds: int | None = Field(None, description="k-fold cross-validation over whole recordings (k ≥ 2); the final "
                                                 "parameters come from a fit on every segment", examples=[5])
+    folds_by: str | None = Field(None, description="leave-one-value-out cross-validation: one fold per value of "
+                                                   "this metadata key (its recordings validate); the final "
+                                                   "parameters come from a fit on every segment", examples=["kp"])
     networks: dict[str, Any] | None = Field(
         None, description="options of the mlp/lstm families: input_idx (physics steps back), hidden, activation, "
                           "hidden_size, num_layers, epochs, patience, lr, window, in_loop_epochs, mode "
@@ -103,7 +107,8 @@ class FitCreate(BaseModel):
         return FitRequest(joints=self.joints, models=self.models, generations=self.budget.generations,
                           population=self.budget.population, seed=self.seed, device=self.device,
                           decimation=self.decimation, effort_mode=self.effort_mode, joint_terms=self.joint_terms,
-                          holdout=self.holdout, folds=self.folds, budget_s=self.budget.seconds,
+                          holdout=self.holdout, folds=self.folds, folds_by=self.folds_by,
+                          budget_s=self.budget.seconds,
                           networks=self.networks)
 
 

@@ -96,7 +96,12 @@ def _fit_settings(families: list[str], defaults: dict) -> str:
     return (f"<fieldset><legend>Fit settings</legend>models {boxes} &nbsp; generations "
             f"<input id=\"generations\" type=\"number\" min=\"1\" value=\"{defaults['generations']}\" size=\"5\"> "
             f"population <input id=\"population\" type=\"number\" min=\"4\" value=\"{defaults['population']}\" "
-            f"size=\"5\"> seed <input id=\"seed\" type=\"number\" value=\"{defaults['seed']}\" size=\"5\"></fieldset>")
+            f"size=\"5\"> seed <input id=\"seed\" type=\"number\" value=\"{defaults['seed']}\" size=\"5\"><br>"
+            "<label title=\"the recordings whose segment metadata KEY equals VALUE validate; empty: evenly spaced "
+            "recordings\">holdout <input id=\"holdout\" name=\"holdout\" placeholder=\"KEY=VALUE, e.g. kp=800\" "
+            "size=\"18\"></label> or <label title=\"leave-one-value-out: one fold per value of this metadata key\">"
+            "folds by <input id=\"folds_by\" name=\"folds_by\" placeholder=\"KEY, e.g. kp\" size=\"10\"></label>"
+            "</fieldset>")
 
 
 _START_FIT_JS = """
@@ -105,6 +110,7 @@ for(const b of document.querySelectorAll('button.start-fit')){b.addEventListener
   const body={dataset_id:b.dataset.id,models,seed:+document.getElementById('seed').value,
     budget:{generations:+document.getElementById('generations').value,
             population:+document.getElementById('population').value}};
+  for(const k of ['holdout','folds_by']){const v=document.getElementById(k).value.trim();if(v)body[k]=v}
   const r=await fetch('/api/v1/fits',{method:'POST',headers:{'Content-Type':'application/json'},
     body:JSON.stringify(body)});
   if(r.ok){location.href='/fits/'+(await r.json()).id}else{alert('Fit not started: '+await apiError(r))}})}
