@@ -211,6 +211,27 @@ def _request(args: argparse.Namespace) -> FitRequest:
     return FitRequest(**{k: v for k, v in given.items() if v is not None})
 
 
+def device_gain_lines(gains: dict | None) -> list[str]:
+    """The fitted device-unit conversion in words: gain scale with its interval, SI gains per logged kp."""
+    if not gains:
+        return []
+    out = []
+    fmt = lambda d: ", ".join(f"kp {k}: {v:.4g}" for k, v in d.items())  # noqa: E731
+    if "gain_scale" in gains:
+        iv = gains.get("gain_scale_interval")
+        ci = f" (95 % {iv[0]:.4g}–{iv[1]:.4g})" if iv else ""
+        out.append(f"device gains: stiffness = {gains['gain_scale']:.4g}{ci} N·m/rad per firmware kp unit "
+                   f"(reference kp {gains['kp_reference']:g}); SI stiffness {fmt(gains['stiffness_at'])} N·m/rad")
+    if "damping_scale" in gains:
+        out.append(f"device gains: damping = {gains['damping_scale']:.4g} N·m·s/rad per firmware kd unit "
+                   f"(reference kd {gains['kd_reference']:g}); SI damping "
+                   + ", ".join(f"kd {k}: {v:.4g}" for k, v in gains["damping_at"].items()))
+    if "vin_reference" in gains and len(gains.get("saturation_effort_at", {})) > 1:
+        out.append(f"supply: envelope stated at {gains['vin_reference']:g} V; saturation effort "
+                   + ", ".join(f"{k} V: {v:.4g}" for k, v in gains["saturation_effort_at"].items()) + " N·m")
+    return out
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """Fit a log and write the results, the standalone report and the Isaac Lab exports."""
     rec = _read(args)
@@ -221,6 +242,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     for joint, jr in result["joints"].items():
         print(f"{joint}: best model {jr['best_model']}", file=sys.stderr)
         for line in fidelity_gaps(jr.get("ranking", [])):  # what a consumer-native family gives up
+            print(f"{joint}: {line}", file=sys.stderr)
+        for line in device_gain_lines(jr.get("device_gains")):
             print(f"{joint}: {line}", file=sys.stderr)
     print(f"wrote {out}/fit.json, report.html, isaaclab.py, isaaclab.json", file=sys.stderr)
     return 0

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..datasets.recording import Recording, Segment
+from ..datasets.recording import DatasetError, Recording, Segment
 from ..models import parameters
 from ..models.families import (
     EFFORT_MODES,
@@ -26,7 +26,7 @@ from ..models.families import (
     Family,
     get_family,
 )
-from ..models.rollout import RolloutEngine, SegmentBatch, full_params
+from ..models.rollout import OperatingPoints, RolloutEngine, SegmentBatch, full_params, operating_points
 from .objective import LossScales, pool_metrics, segment_metrics
 from .search import BACKENDS, SearchResult, cma_search, local_search, refine
 from .space import SearchSpace
@@ -346,6 +346,10 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     validate_request(rec, req)
     t_start = time.perf_counter()
     joints = req.joints or rec.joint_names
+    try:  # gain units, logged kp / kd / vin and their references, per joint (models/rollout.py)
+        ops = {name: operating_points(rec, name) for name in joints}
+    except DatasetError as e:
+        raise FitRequestError(str(e)) from None
     split = plan_split(rec, req)
     train_ids, val_ids = split.train, split.validation
     every = SegmentBatch.from_recording(rec, joints, substeps=req.decimation, logged_gains=req.use_logged_gains)
@@ -476,6 +480,8 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
                 "params": fitted[j],
                 **({"table_positions": every.knots[j].astype(float).tolist()} if "position_table" in family.clamps
                    else {}),
+                **({"device_gains": device_gains(ops[name], fitted[j], res.analysis[j]["intervals"])}
+                   if ops[name].varies else {}),
                 "metrics": metrics,
                 "loss": float(res.best_loss[j]),
                 "intervals": res.analysis[j]["intervals"],
@@ -507,6 +513,9 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         # exporters need a family they can write: a network is best only when nothing else was fitted
         per_joint[name]["best_model"] = next((r["family"] for r in per_joint[name]["ranking"]
                                               if r["family"] in FAMILIES), per_joint[name]["ranking"][0]["family"])
+        best_gains = per_joint[name]["models"][per_joint[name]["best_model"]].get("device_gains")
+        if best_gains is not None:  # the best model's conversion, at the joint level for readers and the CLI
+            per_joint[name]["device_gains"] = best_gains
     if progress:
         progress(1.0, "done")
     return {
@@ -527,6 +536,10 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
             "loss": "mean squared position error / var(q) + 0.25 · mean squared velocity error / var(qd)",
             "training_windows_s": req.window_s,
             "logged_gains": req.use_logged_gains,
+            "gain_units": {name: op.units for name, op in ops.items()},
+            **({"operating_point": {name: {"kp": op.kp_reference, "kd": op.kd_reference, "vin": op.vin_reference}
+                                    for name, op in ops.items() if op.varies}}
+               if any(op.varies for op in ops.values()) else {}),
         },
         "request": asdict(req),
         "dataset": rec.summary(),
@@ -542,6 +555,44 @@ _OFF_SWITCHES = F_PID | F_STRIBECK | F_LOAD_FRICTION | F_LOAD_QUADRATIC
 # coefficients equal the shared ones, a torque table whose every knot is the effort limit
 _COPIES = {"load_friction_external": "load_friction", "load_friction_external_stribeck": "load_friction_stribeck",
            **{f"lookup_effort_{k}": "actuator_effort_limit" for k in range(parameters.TABLE_KNOTS)}}
+
+
+def _key(v: float) -> str:
+    """An operating-point value as a result key: 100.0 → "100", 7.4 → "7.4"."""
+    return f"{v:g}"
+
+
+def device_gains(op: OperatingPoints, params: dict[str, float], intervals: dict[str, dict]) -> dict:
+    """The fitted conversion from logged device gains (and supply voltage) to SI values, for one joint.
+
+    The fitted stiffness is the SI value at the reference kp and vin, so gain_scale = stiffness / kp_ref
+    [N·m/rad per device unit]; its 95 % interval is the stiffness interval over kp_ref. `stiffness_at` gives
+    the SI stiffness at every logged kp (at vin_ref); damping likewise when the device logs kd. A logged vin
+    scales the saturation effort and velocity limit (`saturation_effort_at`, `velocity_limit_at`)."""
+    out: dict = {"units": op.units}
+
+    def scaled(name: str, ref: float, values: dict[str, float | None]) -> dict:
+        val = float(params[name])
+        iv = (intervals.get(name) or {}).get("interval95")
+        return {"scale": val / ref, "scale_interval": None if iv is None else [iv[0] / ref, iv[1] / ref],
+                "at": {_key(v): val * v / ref for v in sorted({v for v in values.values() if v is not None})}}
+
+    if op.units == "device" and "stiffness" in params:
+        g = scaled("stiffness", op.kp_reference, op.kp)
+        out.update(kp_reference=op.kp_reference, gain_scale=g["scale"], gain_scale_interval=g["scale_interval"],
+                   stiffness_at=g["at"])
+    if op.units == "device" and op.kd_reference and "damping" in params:
+        g = scaled("damping", op.kd_reference, op.kd)
+        out.update(kd_reference=op.kd_reference, damping_scale=g["scale"],
+                   damping_scale_interval=g["scale_interval"], damping_at=g["at"])
+    if op.vin_reference:
+        vins = sorted({v for v in op.vin.values() if v is not None})
+        out["vin_reference"] = op.vin_reference
+        for name, key in (("saturation_effort", "saturation_effort_at"), ("actuator_velocity_limit",
+                                                                          "velocity_limit_at")):
+            if name in params and math.isfinite(params[name]):
+                out[key] = {_key(v): float(params[name]) * v / op.vin_reference for v in vins}
+    return out
 
 
 def nested_start(parent: Family, child: Family, fitted: dict[str, float]) -> dict[str, float] | None:
