@@ -1,18 +1,22 @@
-"""Splits by metadata key and k-fold, a wall-clock budget, and progress messages (issue 5)."""
+"""Splits by metadata key and k-fold, a wall-clock budget, and progress messages (issue 5); splits of whole
+recordings, nested metadata keys and leave-one-value-out folds (issue 14)."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import pytest
-from conftest import make_recording
+from conftest import good_rows, long_csv, make_recording
 from isaaclab_logs import TRUTH_DCMOTOR
 from isaaclab_logs import make_recording as isaaclab_recording
 from test_cli import cli
+from test_readers import _bam
 
 from actuator_sysid.datasets.canonical import write_table
-from actuator_sysid.fitting.api import FitRequest, FitRequestError, fit_recording, plan_split
+from actuator_sysid.datasets.readers import read_paths
+from actuator_sysid.fitting.api import FitRequest, FitRequestError, fit_recording, plan_split, recordings
 
 SMALL = {"models": ["ideal_pd"], "generations": 8, "population": 8, "refine_iterations": 10}
 
@@ -106,3 +110,145 @@ def test_cli_split_and_budget_flags(tmp_path: Path) -> None:
     r = cli("fit", str(tmp_path / "log.csv"), "--budget", "-1", "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and "budget.seconds" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+# --- whole recordings (issue 14) ---
+
+
+def _sides(split) -> dict[int, str]:
+    """segment index → "train" / "validation" of a split."""
+    return {**{i: "train" for i in split.train}, **{i: "validation" for i in split.validation}}
+
+
+def _assert_whole(rec, split) -> None:
+    """Every recording lies on one side of the split, and in at most one fold."""
+    for group in recordings(rec):
+        assert len({_sides(split)[i] for i in group}) == 1, [rec.segments[i].name for i in group]
+        assert sum(bool(set(group) & set(f)) for f in split.folds) <= 1
+
+
+def _bam_set(tmp_path: Path) -> list[Path]:
+    """Five BAM runs as Rhoban's recorder writes them; the middle one, at kp 800, is a lift-and-drop whose torque
+    is off for its last 200 entries, with a pause in its time stamps that splits it into two pieces."""
+    paths = []
+    for k, kp in enumerate((100, 200, 800, 100, 200)):
+        run = _bam(n=500, seed=k, kp=kp, off=(300, 500) if k == 2 else None,
+                   trajectory="lift_and_drop" if k == 2 else "sin_time_square")
+        if k == 2:
+            for e in run["entries"][150:]:
+                e["timestamp"] += 0.5  # a 0.5 s pause: more than five sample periods
+        paths.append(tmp_path / f"run{k}.json")
+        paths[-1].write_text(json.dumps(run))
+    return paths
+
+
+def test_a_lift_and_drop_file_stays_whole_by_default_and_by_holdout(tmp_path: Path) -> None:
+    rec = read_paths(_bam_set(tmp_path))
+    lift = [i for i, s in enumerate(rec.segments) if s.name.startswith("run2")]
+    assert len(lift) == 2 and len(recordings(rec)) == 5  # two pieces, one recording
+    split = plan_split(rec, FitRequest())
+    _assert_whole(rec, split)
+    assert split.validation and not set(lift) & set(split.validation)  # evenly spaced would pick run2: it trains
+    assert "free swing train" in split.method
+    for holdout in ("kp=800", "trajectory=lift_and_drop", "bam.kp=800.0"):
+        split = plan_split(rec, FitRequest(holdout=holdout))
+        assert split.validation == lift, holdout
+    split = plan_split(rec, FitRequest(holdout="kp=100"))
+    assert [rec.segments[i].name for i in split.validation] == ["run0", "run3"]
+
+
+def _old_bam_recording():
+    """Segments as the BAM reader made them before a file was one segment: a lift-and-drop file's torque-on and
+    torque-off stretches were segments "<file>.<k>" with the file's fields under metadata["bam"], no "recording"."""
+    rec = make_recording(segments=7)
+    files = [("f0", 100), ("f1.0", 200), ("f1.1", 200), ("f1.2", 200), ("f2", 100), ("f3", 200), ("f4", 800)]
+    for seg, (name, kp) in zip(rec.segments, files, strict=True):
+        seg.name = name
+        seg.metadata = {"bam": {"kp": float(kp), "mass": 0.49, "trajectory": "lift_and_drop" if "." in name
+                                else "sin_sin"}, "joints": {"j1": {"mass": 0.49}}}
+    rec.segments[2].metadata["free_swing"] = True
+    return rec
+
+
+def test_old_reader_stretches_of_one_file_stay_together() -> None:
+    rec = _old_bam_recording()
+    assert recordings(rec) == [[0], [1, 2, 3], [4], [5], [6]]
+    for req in (FitRequest(), FitRequest(folds=2), FitRequest(folds_by="kp")):
+        _assert_whole(rec, plan_split(rec, req))
+    split = plan_split(rec, FitRequest())
+    assert split.validation and not {1, 2, 3} & set(split.validation)  # the one free-swing file trains
+    # one matching stretch takes its whole file along, and says so
+    split = plan_split(rec, FitRequest(holdout="free_swing=true"))
+    assert split.validation == [1, 2, 3] and "2 other segments" in split.method
+    assert plan_split(rec, FitRequest(holdout="kp=200")).validation == [1, 2, 3, 5]  # kp found under bam
+
+
+@pytest.mark.parametrize(("holdout", "needles"), [
+    ("mass=0.49", ["ambiguous", "bam.mass", "joints.j1.mass"]),
+    ("load=1", ["no segment has metadata key 'load'", "'bam.kp'", "'bam.trajectory'", "'joints.j1.mass'"]),
+    ("kp=400", ["no segment has bam.kp = 400", "'800.0'"]),
+    ("bam=1", ["no segment has metadata key 'bam'"]),  # an object is not a value
+])
+def test_holdout_key_errors_list_the_dotted_keys(holdout: str, needles: list[str]) -> None:
+    with pytest.raises(FitRequestError) as err:
+        plan_split(_old_bam_recording(), FitRequest(holdout=holdout))
+    for needle in needles:
+        assert needle in str(err.value), str(err.value)
+
+
+def test_folds_by_leaves_one_value_out() -> None:
+    rec = _old_bam_recording()
+    split = plan_split(rec, FitRequest(folds_by="kp"))
+    assert split.fold_names == ["bam.kp=100", "bam.kp=200", "bam.kp=800"]
+    assert split.folds == [[0, 4], [1, 2, 3, 5], [6]] and split.validation == [] and split.train == list(range(7))
+    assert "leave one bam.kp out" in split.method
+
+
+@pytest.mark.parametrize(("req", "needles"), [
+    (FitRequest(folds_by="mass"), ["ambiguous"]),
+    (FitRequest(folds_by="bam.mass"), ["every segment has bam.mass = 0.49", "two values or more"]),
+    (FitRequest(folds_by="kp", holdout="kp=100"), ["holdout and folds_by exclude each other"]),
+    (FitRequest(folds_by="kp", folds=2), ["folds and folds_by exclude each other"]),
+    (FitRequest(folds_by="nope"), ["no segment has metadata key 'nope'", "'bam.kp'"]),
+    (FitRequest(folds_by=" "), ["folds_by must name a metadata key"]),
+])
+def test_bad_folds_by_names_the_problem(req: FitRequest, needles: list[str]) -> None:
+    with pytest.raises(FitRequestError) as err:
+        plan_split(_old_bam_recording(), req)
+    for needle in needles:
+        assert needle in str(err.value), str(err.value)
+
+
+def test_folds_by_refuses_a_recording_with_two_values() -> None:
+    rec = _old_bam_recording()
+    rec.segments[3].metadata["bam"]["kp"] = 800.0  # no longer the file's fields: f1.* are one file only by name
+    rec.segments[3].metadata["recording"] = "f1"
+    for s in rec.segments[1:3]:
+        s.metadata["recording"] = "f1"
+    with pytest.raises(FitRequestError, match=r"segments \['f1.0', 'f1.1', 'f1.2'\] has bam.kp = 200 and 800"):
+        plan_split(rec, FitRequest(folds_by="kp"))
+
+
+def test_folds_by_fit_names_each_fold_by_its_value() -> None:
+    rec = _kp_recording()  # kp 10, 20, 20.0, 30
+    result = fit_recording(rec, FitRequest(folds_by="kp", **SMALL))
+    assert result["split"]["fold_names"] == ["kp=10", "kp=20", "kp=30"] and result["split"]["folds_by"] == "kp"
+    assert result["split"]["folds"] == [["s0"], ["s1", "s2"], ["s3"]] and len(result["split"]["train"]) == 4
+    folds = result["joints"]["j1"]["models"]["ideal_pd"]["metrics"]["folds"]
+    assert [(f["fold"], f["name"], f["validation"]["segments"]) for f in folds] == [
+        (1, "kp=10", 1), (2, "kp=20", 2), (3, "kp=30", 1)]
+    assert all(math.isfinite(f["validation"]["position_rmse"]) for f in folds)
+
+
+def test_two_files_runs_of_one_name_are_two_recordings(tmp_path: Path) -> None:
+    """A BAM run "run.json" paused once (two pieces of recording "run") beside a table whose segment is "run"."""
+    bam = _bam(n=300)
+    for e in bam["entries"][150:]:
+        e["timestamp"] += 0.5
+    (tmp_path / "run.json").write_text(json.dumps(bam))
+    (tmp_path / "table.csv").write_bytes(long_csv(good_rows(30, joint="xl330", segment="run")))
+    rec = read_paths([tmp_path / "run.json", tmp_path / "table.csv"])
+    assert [s.name for s in rec.segments] == ["run.0", "run.1", "run"]
+    assert recordings(rec) == [[0, 1], [2]]
+    split = plan_split(rec, FitRequest())
+    assert split.validation == [0, 1] and split.train == [2]  # one of two recordings validates, whole

@@ -131,7 +131,7 @@ class Split:
 
 def _matches(value: object, wanted: str) -> bool:
     """A metadata value equals the text of a holdout: as text, or as numbers (kp=20 matches 20.0)."""
-    if str(value) == wanted:
+    if str(value) == wanted or (isinstance(value, bool) and str(value).lower() == wanted.lower()):
         return True
     try:
         return float(value) == float(wanted)  # type: ignore[arg-type]
