@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ..fitting.diagnostics import diagnose
 from ..models import parameters
 from ..models.families import FAMILIES
 from .pages import PLOTLY_URL, fmt_num, page, plotly_js_path, script_json, status_html
@@ -151,6 +152,34 @@ def _residual_figure(div: str, joint: str, family: str, rows: list[dict]) -> dic
             "layout": {"title": {"text": f"{joint} · {family} · position RMSE per segment (blue train, orange "
                                          "validation)"}, "height": 300, "xaxis": {"title": {"text": "segment"}},
                        "yaxis": {"title": {"text": "RMSE [rad]"}}}}
+
+
+def _residual_findings(j: int, joint: str, family: str, segments: list[dict],
+                       physics_dt: float | None) -> tuple[str, list[dict]]:
+    """"What the residual shows": each finding's sentence beside its small plot (fitting/diagnostics.py)."""
+    findings = diagnose(segments, physics_dt)
+    if not findings:
+        return "", []
+    items, figures = [], []
+    for k, f in enumerate(findings):
+        div = f"plot-{j}-diag-{k}"
+        p = f["plot"]
+        data = [{"type": "scattergl" if t["mode"] == "markers" and len(t["x"]) > 5000 else "scatter",
+                 "mode": t["mode"], "name": t["name"], "x": t["x"], "y": t["y"],
+                 "marker": {"size": 3, "opacity": 0.4}} for t in p["traces"]]
+        figures.append({"id": div, "data": data, "layout": {
+            "title": {"text": escape(p["title"]), "font": {"size": 12}}, "height": 260, "showlegend": len(data) > 1,
+            "xaxis": {"title": {"text": escape(p["x_label"])}}, "yaxis": {"title": {"text": escape(p["y_label"])}},
+            "margin": {"t": 36, "l": 60, "r": 10, "b": 40}, "legend": {"orientation": "h"}}})
+        items.append(f'<div class="finding finding-{escape(f["kind"])}" style="flex:1 1 340px;min-width:300px">'
+                     f'<p><strong>{escape(f["kind"].replace("_", " "))}</strong> '
+                     f'<span class="muted">(strength {fmt_num(f["strength"])})</span>: {escape(f["sentence"])}</p>'
+                     f'<div class="plot" id="{div}"></div></div>')
+    html = (f'<h3>What the residual shows</h3><p class="muted">{escape(joint)} · {escape(family)}: the position '
+            "residual q − q_sim of the report traces, read for a friction band, a dead zone, missing friction, "
+            "position-dependent error and lag.</p>"
+            f'<div class="residual-findings" style="display:flex;flex-wrap:wrap;gap:12px">{"".join(items)}</div>')
+    return html, figures
 
 
 SPLITS = ("train", "validation")
@@ -368,9 +397,13 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
         if jp.get("envelope") or jp.get("points"):
             figures.append(_envelope_figure(f"plot-{j}-envelope", joint, jp.get("envelope") or {},
                                             jp.get("points") or {}))
+        findings, diag = _residual_findings(j, joint, str(jp.get("family") or best), jp.get("segments", []),
+                                            (result or {}).get("assumptions", {}).get("physics_dt"))
         figures += [f for f in extra if f]
-        body.append("".join(f'<div class="plot" id="{f["id"]}"></div>'
-                            for f in figures if f["id"].startswith(f"plot-{j}-")))
+        divs = [(f'{findings if f["id"] == f"plot-{j}-residuals" else ""}<div class="plot" id="{f["id"]}"></div>')
+                for f in figures if f["id"].startswith(f"plot-{j}-")]
+        body.append("".join(divs) + ("" if any(f and f["id"] == f"plot-{j}-residuals" for f in extra) else findings))
+        figures += diag
     if validation:
         body.append(_validation_section(validation))
     if figures:
