@@ -1,0 +1,346 @@
+"""Our fits beside BAM's own on the real XL330 pendulum logs (issue 14), measured in one run on this machine.
+
+1. BAM M1 and M6 (`python -m bam.fit`, its Optuna CMA-ES, `--trials N`) with every kp = 800 file held out:
+   wall time, and the validation position MAE computed by BAM's own simulator the way `bam.fit`'s
+   `compute_score` does (its params json rolled over the validation logs). BAM runs in its own environment
+   (bench/.venv-bam, made by bench/bam_env.sh on first use) in a subprocess: it is never our dependency.
+2. Ours on the same split: every parametric family and every actuator net, validation position MAE per
+   family, seconds per family and in total.
+3. Our time to BAM's final validation MAE: the best native (Isaac Lab / Newton) family against BAM M1, the
+   best family overall against BAM M6, fitted alone at doubling `budget_s` until a fit's validation MAE is
+   at most BAM's; that fit's wall time over BAM's.
+4. Leave-one-kp-out (100, 200, 800): validation MAE per parametric family (nets: the kp = 800 split only).
+5. The machine, the date and the load average before the run.
+
+The two MAEs are the same quantity up to bookkeeping: mean |q_sim − q_log| over every sample of the
+validation files, each simulated from its file's first logged state with the commands replayed. BAM counts
+the first sample (error 0 by construction) and truncates every file to the shortest one (its batch); ours
+starts the mean at the second sample of each segment and keeps every sample. Where our reader still cuts a
+file into segments at torque on/off changes, each of ours restarts from the log at the cut (stated in the
+output as `segments_per_file`).
+
+Usage: python bench/real_bam.py [--quick] [--skip-bam] [--bam-trials N] [--data DIR]. One JSON object on
+stdout, a short table on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from actuator_sysid.datasets.readers import read_paths  # noqa: E402
+from actuator_sysid.datasets.recording import Recording  # noqa: E402
+from actuator_sysid.fitting import api  # noqa: E402
+from actuator_sysid.models.families import FAMILIES, NET_FAMILIES  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bam-xl330" / "processed"  # the shared data beside the checkout
+BAM_VENV = ROOT / "bench" / ".venv-bam"
+KPS = (100, 200, 800)
+VALIDATION_KP = 800
+NATIVE = [f for f, fam in FAMILIES.items() if not fam.rich_friction]  # Isaac Lab / Newton families
+NETS = [n for n in ("mlp", "lstm", "gru") if n in NET_FAMILIES]
+QUICK_SECONDS = 1.5  # --quick: the first 1.5 s of each file
+TARGET_RATIO = 0.95  # acceptance: our MAE ≤ 0.95 × BAM's
+TARGET_TIME_RATIO = 0.1  # acceptance: our time to it ≤ 1/10 of BAM's
+
+# BAM's compute_score (bam/fit.py) on its validation batch, per file too; run in BAM's environment
+_BAM_SCORE = r"""
+import json, sys, importlib.metadata
+import numpy as np
+from bam.logs import Logs
+from bam.model import load_model
+from bam import simulate
+logdir, kp, params = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+val = Logs(logdir).split(kp)
+batch = val.make_batch()
+model = load_model(params)
+positions = np.array(simulate.Simulator(model).rollout_log(batch, reset_period=None, simulate_control=True)[0])
+log_positions = np.array([entry["position"] for entry in batch["entries"]])
+err = np.abs(positions - log_positions)
+print(json.dumps({"validation_position_mae": float(np.mean(err)),
+                  "per_file": {f.rsplit("/", 1)[-1]: float(e) for f, e in zip(val.json_files, err.mean(axis=0))},
+                  "samples_per_file": int(err.shape[0]), "files": len(val.json_files),
+                  "bam_version": importlib.metadata.version("better-actuator-models")}))
+"""
+
+
+def machine() -> dict:
+    """CPU model, cores, date and load average: what the figures depend on."""
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(),
+            "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "load_average_before": [round(x, 2) for x in os.getloadavg()]}
+
+
+def read_xl330(folder: Path) -> Recording:
+    """The 12 XL330 runs as one recording, each segment carrying its firmware kp at the top of its metadata.
+
+    Readers that do not yet lift the file's kp (kept as metadata["bam"]["kp"]) get it copied here so that
+    `holdout="kp=800"` selects the same files as BAM's `--validation_kp 800`."""
+    rec = read_paths([folder])
+    for s in rec.segments:
+        if "kp" not in s.metadata and "kp" in s.metadata.get("bam", {}):
+            s.metadata["kp"] = s.metadata["bam"]["kp"]
+    return rec
+
+
+def crop(rec: Recording, seconds: float) -> Recording:
+    """Every segment cut to its first `seconds` (a smoke run's data; the figures need whole files)."""
+    for i, s in enumerate(rec.segments):
+        n = int(np.searchsorted(s.t, s.t[0] + seconds))
+        cut = {f.name: getattr(s, f.name)[:n] for f in dataclasses.fields(s)
+               if isinstance(getattr(s, f.name), np.ndarray) and getattr(s, f.name).shape[:1] == (s.n,)}
+        rec.segments[i] = dataclasses.replace(s, **cut)
+    return rec
+
+
+def file_of(segment: str) -> str:
+    """The BAM file a segment came from (a reader may name torque-on/off stretches `<file>.<k>`)."""
+    return re.sub(r"\.\d+$", "", segment)
+
+
+# ------------------------------------------------------------------------------------------------ BAM
+
+
+def bam_env() -> Path:
+    """BAM's own interpreter, creating its environment on first use."""
+    py = BAM_VENV / "bin" / "python"
+    subprocess.run(["bash", str(ROOT / "bench" / "bam_env.sh")], check=True, stdout=sys.stderr)
+    return py
+
+
+def bam_fit(py: Path, data: Path, model: str, trials: int) -> dict:
+    """One `bam.fit` run in a temporary folder (it writes params.json and study.db in its cwd), timed, then
+    its params scored on the validation files by BAM's own simulator."""
+    with tempfile.TemporaryDirectory(prefix=f"bam-{model}-") as tmp:
+        cmd = [str(py), "-m", "bam.fit", "--actuator", "xl330", "--model", model, "--logdir", str(data),
+               "--trials", str(trials), "--method", "cmaes", "--validation_kp", str(VALIDATION_KP)]
+        t0 = time.perf_counter()
+        run = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, env={**os.environ, "WANDB_MODE": "disabled"})
+        wall = time.perf_counter() - t0
+        if run.returncode != 0:
+            raise RuntimeError(f"bam.fit {model} failed ({run.returncode}): {run.stderr[-2000:]}")
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", run.stdout)
+        last = [(int(n), float(v)) for n, v in re.findall(r"\[Trial (\d+), Best score: ([-+0-9.eE]+)\]", plain)]
+        params = json.loads((Path(tmp) / "params.json").read_text())
+        score = subprocess.run([str(py), "-c", _BAM_SCORE, str(data), str(VALIDATION_KP), str(Path(tmp) / "params.json")],
+                               capture_output=True, text=True, check=True)
+    out = json.loads(score.stdout)
+    return {"model": model, "trials": trials, "last_monitored_trial": last[-1][0] + 1 if last else None,
+            "train_position_mae": last[-1][1] if last else None, "wall_s": round(wall, 2), "params": params, **out}
+
+
+# ------------------------------------------------------------------------------------------------ ours
+
+
+def _options(quick: bool) -> dict:
+    """FitRequest fields of a run: the defaults, or tiny budgets for a smoke run."""
+    if not quick:
+        return {}
+    return {"generations": 2, "refine_iterations": 3, "budget_s": 2.0,
+            "networks": {"epochs": 1, "in_loop_epochs": 1, "patience": 1}}
+
+
+def families(quick: bool) -> tuple[list[str], list[str]]:
+    """Parametric families and nets of a run: all of them, or one of each kind for a smoke run (a rich
+    friction family, which brings the native one it extends)."""
+    return (["dcmotor_stribeck"], NETS[:1]) if quick else (list(FAMILIES), NETS)
+
+
+def timed(rec: Recording, **req) -> tuple[float, dict]:
+    """Wall time and result of one fit."""
+    t0 = time.perf_counter()
+    result = api.fit_recording(rec, api.FitRequest(**req))
+    return time.perf_counter() - t0, result
+
+
+def val_mae(result: dict, family: str) -> float | None:
+    """A family's validation position MAE (mean |q_sim − q| over the validation samples), first joint."""
+    joint = next(iter(result["joints"].values()))
+    v = joint["models"][family]["metrics"].get("validation")
+    return None if not v else float(v["position_mae"])
+
+
+def family_seconds(model: dict) -> float | None:
+    """Seconds a family's own fit took, as the fit records it (nets: their training)."""
+    if "search" in model:
+        return model["search"].get("seconds")
+    tr = model.get("training", {})
+    secs = [tr[k] for k in ("seconds", "in_loop_seconds") if isinstance(tr.get(k), int | float)]
+    return round(sum(secs), 3) if secs else None
+
+
+def ours_split(rec: Recording, quick: bool) -> dict:
+    """Every family on the kp = 800 split: parametric ones in one fit, each net in its own (timed apart)."""
+    out: dict = {"holdout": f"kp={VALIDATION_KP}", "families": {}}
+    parametric, nets = families(quick)
+    wall, res = timed(rec, models=parametric, holdout=f"kp={VALIDATION_KP}", **_options(quick))
+    out["parametric_wall_s"] = round(wall, 2)
+    out["split"] = res["split"]
+    out["segments_per_file"] = round(len(rec.segments) / len({file_of(s.name) for s in rec.segments}), 2)
+    models = next(iter(res["joints"].values()))["models"]
+    for f, m in models.items():
+        out["families"][f] = {"validation_position_mae": val_mae(res, f), "seconds": family_seconds(m),
+                              "native": f in NATIVE}
+    out["parametric_params"] = {f: m["params"] for f, m in models.items()}
+    nets_wall = 0.0
+    for n in nets:
+        t0 = time.perf_counter()
+        try:
+            w, r = timed(rec, models=[n], holdout=f"kp={VALIDATION_KP}", **_options(quick))
+        except Exception as e:  # a net that fails is reported as such; the parametric figures still count
+            w = time.perf_counter() - t0
+            out["families"][n] = {"validation_position_mae": None, "seconds": round(w, 2), "native": False,
+                                  "net": True, "error": f"{type(e).__name__}: {e}"}
+        else:
+            out["families"][n] = {"validation_position_mae": val_mae(r, n), "seconds": round(w, 2),
+                                  "native": False, "net": True}
+        nets_wall += w
+    out["nets_wall_s"] = round(nets_wall, 2)
+    out["total_wall_s"] = round(wall + nets_wall, 2)
+    scored = {f: v["validation_position_mae"] for f, v in out["families"].items()
+              if v["validation_position_mae"] is not None}
+    out["best_native"] = min((f for f in scored if f in NATIVE), key=scored.get, default=None)
+    out["best_overall"] = min(scored, key=scored.get, default=None)
+    return out
+
+
+def time_to_mae(rec: Recording, family: str, target: float, cap_s: float, quick: bool) -> dict:
+    """Our wall time to a validation MAE ≤ target: `family` fitted alone at doubling budget_s (from 1 s)
+    until one fit gets there; that fit's wall time (earlier tries not counted: each is a complete fit a
+    user would have run with that budget). Stops past `cap_s` of budget."""
+    tries, budget = [], 1.0
+    while budget <= cap_s:
+        wall, res = timed(rec, models=[family], holdout=f"kp={VALIDATION_KP}", **{**_options(quick), "budget_s": budget})
+        mae = val_mae(res, family)
+        tries.append({"budget_s": budget, "wall_s": round(wall, 2), "validation_position_mae": mae})
+        if mae is not None and mae <= target:
+            return {"family": family, "target_mae": target, "reached": True, "wall_s": round(wall, 2),
+                    "budget_s": budget, "tries": tries}
+        budget *= 2
+    return {"family": family, "target_mae": target, "reached": False, "wall_s": None, "tries": tries}
+
+
+def leave_one_kp_out(rec: Recording, quick: bool) -> dict:
+    """Validation MAE per parametric family with each kp's files held out in turn."""
+    fams = families(quick)[0]
+    fields = {f.name for f in dataclasses.fields(api.FitRequest)}
+    out: dict = {"families": fams, "nets": f"kp = {VALIDATION_KP} split only (section ours)"}
+    if "folds_by" in fields:  # one fit, leave-one-value-out over kp
+        wall, res = timed(rec, models=fams, folds_by="kp", **_options(quick))
+        names_kp = {s.name: s.metadata.get("kp") for s in rec.segments}
+        per: dict[str, dict] = {}
+        for f, m in next(iter(res["joints"].values()))["models"].items():
+            for fold in m["metrics"].get("folds", []):
+                kps = {names_kp.get(n) for n in fold["validation_segments"]}
+                key = fold.get("name") or (f"kp={float(kps.pop()):g}" if len(kps) == 1 else str(sorted(kps)))
+                per.setdefault(key, {})[f] = fold["validation"]["position_mae"]
+        out |= {"method": "FitRequest.folds_by='kp' (one fit)", "wall_s": round(wall, 2), "validation_position_mae": per}
+        return out
+    per, walls = {}, {}
+    for kp in KPS:
+        wall, res = timed(rec, models=fams, holdout=f"kp={kp}", **_options(quick))
+        walls[f"kp={kp}"] = round(wall, 2)
+        per[f"kp={kp}"] = {f: val_mae(res, f) for f in next(iter(res["joints"].values()))["models"]}
+    out |= {"method": "three holdout fits", "wall_s": walls, "validation_position_mae": per}
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ main
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 4) if a is not None and b else None
+
+
+def table(out: dict) -> str:
+    """A short human table of the kp = 800 split and the acceptance ratios."""
+    lines = [f"{'family':28s} {'val MAE rad':>12s} {'s':>8s}"]
+    for name in ("m1", "m6"):
+        b = out.get("bam", {}).get(name)
+        if b:
+            lines.append(f"{'BAM ' + name.upper():28s} {b['validation_position_mae']:12.5f} {b['wall_s']:8.1f}")
+    for f, v in out["ours"]["families"].items():
+        mae = v["validation_position_mae"]
+        lines.append(f"{f:28s} {mae if mae is not None else math.nan:12.5f} {v['seconds'] or math.nan:8.2f}")
+    lines.append(json.dumps(out["acceptance"]))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="our side only, tiny budgets, each file's first 1.5 s, no BAM (a smoke run)")
+    ap.add_argument("--skip-bam", action="store_true", help="do not run BAM")
+    ap.add_argument("--bam-trials", type=int, default=2000)
+    ap.add_argument("--data", type=Path, default=Path(os.environ.get("ACTUATOR_SYSID_XL330", DEFAULT_DATA)))
+    args = ap.parse_args()
+    out: dict = {"machine": machine(), "data": str(args.data), "validation_kp": VALIDATION_KP}
+    t_run = time.perf_counter()
+    rec = read_xl330(args.data)
+    if args.quick:
+        rec = crop(rec, QUICK_SECONDS)
+    out["dataset"] = {"files": len({file_of(s.name) for s in rec.segments}), "segments": len(rec.segments),
+                      "kps": sorted({float(s.metadata["kp"]) for s in rec.segments})}
+
+    if not (args.quick or args.skip_bam):
+        py = bam_env()
+        out["bam"] = {m: bam_fit(py, args.data, m, args.bam_trials) for m in ("m1", "m6")}
+        out["bam"]["definition"] = ("mean |q_sim − q| over the validation batch (files truncated to the shortest), "
+                                    "the first sample included, rolled out from each file's first state "
+                                    "(bam.fit compute_score)")
+
+    out["ours"] = ours_split(rec, args.quick)
+    out["ours"]["definition"] = ("mean |q_sim − q| over every validation sample after each segment's first, "
+                                 "rolled out from each segment's first logged state (pool_metrics position_mae)")
+    ours = out["ours"]
+    bam = out.get("bam", {})
+    m1 = bam.get("m1", {}).get("validation_position_mae")
+    m6 = bam.get("m6", {}).get("validation_position_mae")
+    best_native, best_all = ours["best_native"], ours["best_overall"]
+    mae = {f: v["validation_position_mae"] for f, v in ours["families"].items()}
+
+    out["time_to_bam"] = {}
+    for key, fam, target, bam_model in (("native_vs_m1", best_native, m1, "m1"), ("overall_vs_m6", best_all, m6, "m6")):
+        if fam is None or target is None:
+            out["time_to_bam"][key] = None
+        elif mae[fam] is None or mae[fam] > target:  # the full fit does not get there: a budget would not either
+            out["time_to_bam"][key] = {"family": fam, "target_mae": target, "reached": False, "wall_s": None,
+                                       "note": "the unbudgeted fit's validation MAE is above BAM's"}
+        else:
+            out["time_to_bam"][key] = time_to_mae(rec, fam, target, bam[bam_model]["wall_s"], args.quick)
+
+    out["leave_one_kp_out"] = leave_one_kp_out(rec, args.quick)
+
+    t1, t6 = out["time_to_bam"].get("native_vs_m1"), out["time_to_bam"].get("overall_vs_m6")
+    out["acceptance"] = {
+        "native_mae_over_bam_m1": ratio(mae.get(best_native), m1), "target_native": TARGET_RATIO,
+        "overall_mae_over_bam_m6": ratio(mae.get(best_all), m6), "target_overall": TARGET_RATIO,
+        "native_time_over_bam_m1": ratio((t1 or {}).get("wall_s"), bam.get("m1", {}).get("wall_s")),
+        "overall_time_over_bam_m6": ratio((t6 or {}).get("wall_s"), bam.get("m6", {}).get("wall_s")),
+        "target_time": TARGET_TIME_RATIO,
+    }
+    out["run_wall_s"] = round(time.perf_counter() - t_run, 1)
+    print(table(out), file=sys.stderr)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
