@@ -178,12 +178,16 @@ def gain_reference(rec: Recording) -> tuple[float | None, str | None]:
     return kp_ref, units.pop() if len(units) == 1 else "mixed"
 
 
-def segment_enable(seg) -> np.ndarray:
-    """(T,) bool: where the actuator was driven. `Segment.enable` (None: throughout), all off for free swing."""
+def segment_enable(seg, j: int) -> np.ndarray:
+    """(T,) bool: where joint j's actuator was driven: `Segment.enable` ((T, J) or (T,); None: throughout),
+    all off for a free-swing segment."""
     if seg.metadata.get("free_swing"):
         return np.zeros(seg.n, dtype=bool)
     enable = getattr(seg, "enable", None)
-    return np.ones(seg.n, dtype=bool) if enable is None else np.asarray(enable, dtype=bool).reshape(seg.n)
+    if enable is None:
+        return np.ones(seg.n, dtype=bool)
+    enable = np.asarray(enable, dtype=bool)
+    return enable[:, j] if enable.ndim == 2 else enable.reshape(seg.n)
 
 
 def joint_data(rec: Recording, joint: str, substeps: int, tau: str = "measured",
@@ -204,7 +208,7 @@ def joint_data(rec: Recording, joint: str, substeps: int, tau: str = "measured",
         out.inertia.append(inertia)
         out.mgl.append(mgl)
         out.ext.append(ext)
-        enable = segment_enable(seg)
+        enable = segment_enable(seg, j)
         out.free.append(not enable.any())
         out.on.append(f32(enable))
         kp = segment_kp(seg)
