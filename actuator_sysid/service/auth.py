@@ -12,7 +12,7 @@ import time
 from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import JSONResponse, RedirectResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .db import Repository
@@ -68,6 +68,7 @@ class AuthMiddleware:
         state["authenticated"] = project is not None
         path = scope["path"]
         if self.required and project is None and not is_public(path):
+            response: Response
             if scope["method"] == "GET" and not path.startswith(("/api/", "/metrics", "/openapi", "/docs",
                                                                  "/redoc")):
                 target = path + (("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string")

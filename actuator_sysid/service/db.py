@@ -36,8 +36,9 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+from sqlalchemy.engine import CursorResult, Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.sql.dml import UpdateBase
 
 FIT_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 ACTIVE = ("queued", "running")
@@ -226,7 +227,14 @@ def migrate(engine: Engine) -> None:
         command.upgrade(cfg, "head")
 
 
-def _newest_where(row: type, limit: int | None, **equal: Any) -> Any:
+def _dml(s: Session, stmt: UpdateBase) -> CursorResult[Any]:
+    """Run an UPDATE/DELETE and return its cursor result, whose rowcount says how many rows it changed."""
+    res = s.execute(stmt)
+    assert isinstance(res, CursorResult)  # what a Session returns for DML
+    return res
+
+
+def _newest_where(row: type[DatasetRow] | type[FitRow], limit: int | None, **equal: Any) -> Any:
     """SELECT rows newest first where each given column equals its value (None: no condition)."""
     q = select(row).order_by(row.created_at.desc())
     for column, value in equal.items():
@@ -380,7 +388,7 @@ class Repository:
                  .group_by(DatasetRow.actuator_model).order_by(DatasetRow.actuator_model))
             if project is not None:
                 q = q.where(DatasetRow.project == project)
-            return [(m, int(n)) for m, n in s.execute(q)]
+            return [(str(m), int(n)) for m, n in s.execute(q)]  # NULL models are filtered out
 
     def delete_fit(self, fit_id: str, project: str | None = None) -> None:
         """Delete a finished fit (its events and artifact rows too); a queued/running one must be cancelled first."""
@@ -422,7 +430,7 @@ class Repository:
         """queued → running for one fit; returns the new claim, or None if it was not queued (taken, finished)."""
         claim, now = uuid.uuid4().hex, _now()
         with self._session.begin() as s:
-            res = s.execute(update(FitRow).where(FitRow.id == fit_id, FitRow.status == "queued").values(
+            res = _dml(s, update(FitRow).where(FitRow.id == fit_id, FitRow.status == "queued").values(
                 status="running", claim=claim, attempts=FitRow.attempts + 1, executor=executor, worker=worker,
                 started_at=now, heartbeat_at=now, updated_at=now, progress=0.0, message="starting"))
             if res.rowcount == 0:
@@ -440,7 +448,7 @@ class Repository:
         """Record progress (and a heartbeat); returns "ok", "cancel" (stop: cancel asked) or "lost" (not ours)."""
         now = _now()
         with self._session.begin() as s:
-            res = s.execute(update(FitRow).where(*self._owned(fit_id, claim)).values(
+            res = _dml(s, update(FitRow).where(*self._owned(fit_id, claim)).values(
                 progress=min(max(float(progress), 0.0), 1.0), message=message[:1000], updated_at=now,
                 heartbeat_at=now))
             if res.rowcount == 0:
@@ -455,7 +463,7 @@ class Repository:
     def heartbeat(self, fit_id: str, claim: str) -> str:
         """Keep a claim alive without progress; same answers as set_progress."""
         with self._session.begin() as s:
-            res = s.execute(update(FitRow).where(*self._owned(fit_id, claim)).values(heartbeat_at=_now()))
+            res = _dml(s, update(FitRow).where(*self._owned(fit_id, claim)).values(heartbeat_at=_now()))
             if res.rowcount == 0:
                 return "lost"
             return "cancel" if s.scalar(select(FitRow.cancel_requested).where(FitRow.id == fit_id)) else "ok"
@@ -465,7 +473,7 @@ class Repository:
         """running → succeeded with the result and its artifact rows, in one transaction."""
         now = _now()
         with self._session.begin() as s:
-            res = s.execute(update(FitRow).where(*self._owned(fit_id, claim)).values(
+            res = _dml(s, update(FitRow).where(*self._owned(fit_id, claim)).values(
                 status="succeeded", progress=1.0, message="done", result=result, error=None, updated_at=now,
                 finished_at=now, claim=None))
             if res.rowcount == 0:
@@ -483,7 +491,7 @@ class Repository:
         if claim is not None:
             cond.append(FitRow.claim == claim)
         with self._session.begin() as s:
-            res = s.execute(update(FitRow).where(*cond).values(
+            res = _dml(s, update(FitRow).where(*cond).values(
                 status="failed", message="failed", error=error, updated_at=now, finished_at=now, claim=None))
             if res.rowcount:
                 s.add(FitEventRow(fit_id=fit_id, ts=now, level="error", message=f"failed: {error}"))
@@ -496,7 +504,7 @@ class Repository:
         if claim is not None:
             cond.append(FitRow.claim == claim)
         with self._session.begin() as s:
-            res = s.execute(update(FitRow).where(*cond).values(
+            res = _dml(s, update(FitRow).where(*cond).values(
                 status="cancelled", message=reason, updated_at=now, finished_at=now, claim=None))
             if res.rowcount:
                 s.add(FitEventRow(fit_id=fit_id, ts=now, level="warning", message=reason))
@@ -543,6 +551,7 @@ class Repository:
             if row is None or row.status != "running" or (claim is not None and row.claim != claim):
                 return None
             attempts = row.attempts if count_attempt else max(row.attempts - 1, 0)
+            values: dict[str, Any]
             if row.cancel_requested:
                 values = {"status": "cancelled", "message": "cancelled on request", "finished_at": now}
                 note = "cancelled on request"
@@ -633,4 +642,4 @@ class Repository:
 
     def revoke_token(self, token_id: str) -> bool:
         with self._session.begin() as s:
-            return s.execute(delete(TokenRow).where(TokenRow.id == token_id)).rowcount > 0
+            return _dml(s, delete(TokenRow).where(TokenRow.id == token_id)).rowcount > 0

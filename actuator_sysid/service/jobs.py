@@ -197,6 +197,11 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool 
         repo.close()
 
 
+def run_ray_fit_job(settings: Settings, fit_id: str, claim: str) -> None:
+    """Ray task entry: `run_fit_job` with no API parent process to watch (Ray owns the worker)."""
+    run_fit_job(settings, fit_id, claim, watch_parent=False)
+
+
 # --- executors ---
 
 
@@ -279,7 +284,7 @@ class RayExecutor:
         if not ray.is_initialized():
             ray.init(address=settings.ray_address or "auto", namespace="actuator-sysid", log_to_driver=False,
                      logging_level=logging.WARNING)
-        self._remote = ray.remote(max_retries=0)(run_fit_job)
+        self._remote = ray.remote(max_retries=0)(run_ray_fit_job)
         self._refs: dict[str, tuple[Any, str]] = {}
 
     def free(self) -> int:
@@ -288,7 +293,7 @@ class RayExecutor:
     def launch(self, fit: dict[str, Any]) -> None:
         device = str((fit.get("request") or {}).get("device", "cpu"))
         opts = {"num_cpus": 1, "num_gpus": 1 if device.startswith("cuda") else 0, "name": f"fit-{fit['id'][:8]}"}
-        ref = self._remote.options(**opts).remote(self.settings, fit["id"], fit["claim"], False)
+        ref = self._remote.options(**opts).remote(self.settings, fit["id"], fit["claim"])
         self._refs[fit["id"]] = (ref, fit["claim"])
 
     def poll(self) -> list[tuple[str, str, str | None]]:
