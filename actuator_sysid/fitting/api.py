@@ -76,7 +76,7 @@ def validate_request(rec: Recording, req: FitRequest) -> None:
     for m in req.models:
         if m not in FAMILIES and m not in NET_FAMILIES:
             raise FitRequestError(f"unknown model family {m!r}: choose from {sorted(FAMILIES) + list(NET_FAMILIES)}")
-    if any(m in NET_FAMILIES for m in req.models):
+    if any(m in NET_FAMILIES for m in req.models) or req.networks:  # network options are bounded even unused
         from .nets import check_request
 
         check_request(rec, req)

@@ -821,8 +821,10 @@ def fit_networks(rec: Recording, joints: list[str], kinds: list[str], train_ids:
 
 def check_request(rec: Recording, req: FitRequest) -> None:
     """Reject network options or logs the requested nets cannot use, before anything runs."""
-    opts = NetOptions.from_dict(req.networks)
+    opts = NetOptions.from_dict(req.networks)  # every size bounded, even when no net is requested
     kinds = [m for m in req.models if m in NET_FAMILIES]
+    if not kinds:
+        return
     if opts.mode == "torque" and not all(s.tau is not None for s in rec.segments):
         raise NetFitError("network mode 'torque' needs a measured torque (tau) in every segment; "
                           "use mode in_the_loop (or auto) for logs without torque")
