@@ -85,8 +85,8 @@ def dc_slope(m: ChosenModel) -> float:
     """The back-EMF slope c = saturation_effort / actuator_velocity_limit of a DC-envelope model (0 otherwise)."""
     if "dc_motor" not in m.family.clamps:
         return 0.0
-    v_max = m.value("actuator_velocity_limit")
-    return 0.0 if not v_max or not math.isfinite(v_max) else float(m.value("saturation_effort")) / v_max
+    v_max, sat = m.value("actuator_velocity_limit"), m.value("saturation_effort")
+    return 0.0 if not v_max or sat is None or not math.isfinite(v_max) else float(sat) / v_max
 
 
 def _range(lim: float | None) -> str | None:

@@ -139,18 +139,18 @@ def actuator_attributes(m: ChosenModel) -> tuple[list[str], dict[str, float | in
     attrs: dict[str, float | int | list[float]] = {"kp": v("stiffness") or 0.0, "kd": v("damping") or 0.0}
     if fam.drive == "pid":
         attrs["ki"] = v("ki") or 0.0
-        if v("integral_max") is not None:
-            attrs["integralMax"] = v("integral_max")
+        if (integral_max := v("integral_max")) is not None:
+            attrs["integralMax"] = integral_max
     for clamp in fam.clamps:
-        if clamp == "max_effort" and v("actuator_effort_limit") is not None:
+        if clamp == "max_effort" and (limit := v("actuator_effort_limit")) is not None:
             apis.append(CLAMP_API[clamp])
-            attrs["maxEffort"] = v("actuator_effort_limit")
+            attrs["maxEffort"] = limit
         elif clamp == "dc_motor":
             apis.append(CLAMP_API[clamp])
             for attr, name in (("saturationEffort", "saturation_effort"), ("velocityLimit", "actuator_velocity_limit"),
                                ("maxMotorEffort", "actuator_effort_limit")):
-                if v(name) is not None:
-                    attrs[attr] = v(name)
+                if (value := v(name)) is not None:
+                    attrs[attr] = value
         elif clamp == "position_table":
             if not m.table_positions:
                 raise ExportError(f"joint {m.joint!r}: a {fam.name} model needs its table positions")
@@ -166,13 +166,13 @@ def actuator_attributes(m: ChosenModel) -> tuple[list[str], dict[str, float | in
 
 def joint_attributes(m: ChosenModel, angular: bool = True) -> dict[str, float]:
     """NewtonJointAPI attributes: armature, Coulomb friction, and damping per degree for angular DOFs (§C.4)."""
-    out = {}
-    if m.value("armature") is not None:
-        out["armature"] = m.value("armature")
-    if m.value("friction") is not None:
-        out["friction"] = m.value("friction")
-    if m.value("viscous_friction") is not None:
-        out["damping"] = m.value("viscous_friction") * (RAD_PER_DEG if angular else 1.0)
+    out: dict[str, float] = {}
+    if (armature := m.value("armature")) is not None:
+        out["armature"] = armature
+    if (friction := m.value("friction")) is not None:
+        out["friction"] = friction
+    if (viscous := m.value("viscous_friction")) is not None:
+        out["damping"] = viscous * (RAD_PER_DEG if angular else 1.0)
     return out
 
 

@@ -155,7 +155,8 @@ def _check_actuator(stage, prim) -> tuple[list[Finding], list]:
         out.append(_f("clamps", where, f"newton:velocityLimit = {vlim} must be > 0"))
     if "NewtonDCMotorClampingAPI" in schemas and authored and vlim is not None and math.isfinite(vlim):
         sat_authored, sat = _authored(prim, "newton:saturationEffort")
-        if not sat_authored or _num(sat) is None or not math.isfinite(_num(sat)):
+        sat_value = _num(sat)
+        if not sat_authored or sat_value is None or not math.isfinite(sat_value):
             out.append(_f("clamps", where, "a finite newton:velocityLimit needs a finite newton:saturationEffort "
                           "(Newton's DC clamp raises otherwise)"))
     authored, eff = _authored(prim, "newton:lookupEfforts")
