@@ -27,7 +27,7 @@ PLOT_POINTS = 1500  # scatter points per finding plot
 
 # thresholds (see the module docstring and tests/test_diagnostics.py)
 LAG_SHARE = 0.5  # a shift must remove at least this share of the residual energy
-LAG_MIN_SAMPLES = 0.5  # ... and be at least half a sample
+LAG_MIN_SAMPLES = 0.5  # ... and be at least half a physics step (half a sample without physics_dt)
 BAND_EXCESS = 0.2  # friction band: of the log's standstill, the share the simulation spends moving (net)
 BAND_RATIO = 1.2  # friction band: residual RMS at standstill over residual RMS in motion
 HOLD_SIGMAS = 5.0  # a hold offset must exceed this many noise standard deviations
@@ -80,9 +80,10 @@ def _segments(segments: list[dict]) -> list[_Seg]:
 
 
 def _noise_sigma(x: np.ndarray) -> float:
-    """Standard deviation of the white part of x, from the MAD of its first differences (robust to smooth error)."""
-    d = np.diff(x)
-    return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2.0)) if d.size else 0.0
+    """Standard deviation of the white part of x, from the MAD of its second differences (a smooth error
+    barely changes them; white noise of σ gives them σ·√6)."""
+    d = np.diff(x, 2)
+    return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(6.0)) if d.size else 0.0
 
 
 def _thin(*arrays: np.ndarray) -> list[list[float]]:
@@ -113,23 +114,24 @@ def _lag(segs: list[_Seg], physics_dt: float | None) -> dict | None:
         use = [s for s in segs if len(s.q) > 4 * m]
         if not use:
             return None
-    shifts = np.arange(-m, m + 1)
+    shifts = np.arange(-4 * m, 4 * m + 1) / 4.0  # quarter samples: downsampled traces still resolve a step
     energy = np.zeros(shifts.size)
     for s in use:
         n = len(s.q)
+        k = np.arange(m, n - m, dtype=np.float64)
         b = s.q_sim[m:n - m]
-        for i, k in enumerate(shifts):
-            d = s.q[m + k:n - m + k] - b
+        for i, sh in enumerate(shifts):
+            d = np.interp(k + sh, np.arange(n), s.q) - b  # the log sh samples later against the simulation
             energy[i] += float(d @ d)
     i = int(np.argmin(energy))
-    e0 = energy[m]
+    e0 = energy[4 * m]
     if e0 <= 0:
         return None
     share = 1.0 - energy[i] / e0
     frac = 0.0
     if 0 < i < shifts.size - 1:
         den = energy[i - 1] - 2 * energy[i] + energy[i + 1]
-        frac = 0.5 * (energy[i - 1] - energy[i + 1]) / den if den > 0 else 0.0
+        frac = 0.125 * (energy[i - 1] - energy[i + 1]) / den if den > 0 else 0.0
     shift = float(shifts[i] + frac)
     rms = np.sqrt(energy / sum(len(s.q) - 2 * m for s in use))
     ms = shift * dt * 1e3
@@ -140,15 +142,16 @@ def _lag(segs: list[_Seg], physics_dt: float | None) -> dict | None:
                              "position residual RMS [rad]",
                              [{"name": "residual RMS", "mode": "lines", "x": (shifts * dt * 1e3).round(4).tolist(),
                                "y": rms.round(9).tolist()}])}
-    if share < LAG_SHARE or abs(shift) < LAG_MIN_SAMPLES:
+    if share < LAG_SHARE or abs(steps if physics_dt else shift) < LAG_MIN_SAMPLES:
         return None
     evidence = f"shifting the log removes {100 * share:.0f} % of the residual"
     unit = "physics steps" if physics_dt else "samples"
+    at = f"samples at {1.0 / dt:.4g} Hz"
     if shift > 0:
-        finding["sentence"] = (f"The simulation leads the log by {ms:.1f} ms ({shift:.1f} samples): a command "
+        finding["sentence"] = (f"The simulation leads the log by {ms:.1f} ms ({shift:.1f} {at}): a command "
                                f"delay of ~{round(steps)} {unit} is missing ({evidence}) — try a family with a delay.")
     else:
-        finding["sentence"] = (f"The log leads the simulation by {-ms:.1f} ms ({-shift:.1f} samples): the "
+        finding["sentence"] = (f"The log leads the simulation by {-ms:.1f} ms ({-shift:.1f} {at}): the "
                                f"model's delay is ~{round(-steps)} {unit} too long, or the log's timestamps are "
                                f"shifted ({evidence}).")
     return finding
