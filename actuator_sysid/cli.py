@@ -372,7 +372,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"wrote {target}", file=sys.stderr)
         return 0
     try:
-        text = render_format(result, rec, args.export_format, families=_families(args.family),
+        from .export.operating import parse_at
+
+        text = render_format(result, rec, args.export_format, families=_families(args.family), at=parse_at(args.at),
                              field_names=args.field_names, backend=args.backend, loads=loads, robot_usd=robot)
     except (ExportError, KeyError) as e:
         print(f"actuator-sysid export: error: {e}", file=sys.stderr)
@@ -520,6 +522,10 @@ def build_parser() -> argparse.ArgumentParser:
     x = sub.add_parser("export", help="render one export of a fit: isaaclab.py/.json/.yaml, newton.usda, mjcf.xml, "
                                       "randomization.json")
     x.add_argument("fit", help="fit folder (with fit.json) or a fit.json file")
+    x.add_argument("--at", metavar="kp=VALUE[,vin=VALUE]",
+                   help="operating point of a fit of device-unit gains: the SI stiffness at this firmware kp "
+                        "(and kd) and the envelope at this supply voltage (default: the fit's reference, the most "
+                        "common logged kp and vin); the export states the point it used")
     x.add_argument("--format", dest="export_format", required=True,
                    choices=["isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml",
                             "randomization.json", "torchscript.pt", "newton.onnx", "newton.pt2"],

@@ -8,11 +8,14 @@ no-load speed and SI stiffness scale with the supply: a two-voltage log must be 
 
 from __future__ import annotations
 
+import json
+
 import isaaclab_logs as il
 import numpy as np
 import pytest
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
+from actuator_sysid.export import ExportError, render_format
 from actuator_sysid.fitting.api import FitRequest, FitRequestError, fit_recording
 from actuator_sysid.models.families import FAMILIES
 from actuator_sysid.models.oracle import oracle_traces
@@ -76,6 +79,26 @@ def test_device_gains_are_recovered(device_log: Recording) -> None:
     # the held-out kp is predicted by the same conversion
     assert joint["models"]["dcmotor"]["metrics"]["validation"]["position_rmse"] < 5e-3
     assert result["assumptions"]["gain_units"] == {"hinge": "device"}
+    # exports: the default is the reference kp (the values as fitted); --at kp=400 writes 4x the stiffness
+    default = json.loads(render_format(result, device_log, "isaaclab.json"))
+    at400 = json.loads(render_format(result, device_log, "isaaclab.json", at={"kp": 400.0}))
+    assert default["operating_point"]["hinge"]["kp"] == 100.0 and default["operating_point"]["hinge"]["default"]
+    assert at400["operating_point"]["hinge"]["kp"] == 400.0
+    k_def, k_400 = (_json_values(d, "stiffness") for d in (default, at400))
+    assert k_def == pytest.approx([fitted["stiffness"]] * len(k_def)) and k_400 == pytest.approx([4 * k for k in k_def])
+    assert render_format(result, device_log, "isaaclab.py", at={"kp": 400.0}).startswith("# operating point: hinge: kp=400")
+    with pytest.raises(ExportError, match="kd"):
+        render_format(result, device_log, "isaaclab.json", at={"kd": 2.0})
+
+
+def _json_values(doc: object, key: str) -> list[float]:
+    """Every number under `key` anywhere in a JSON document."""
+    if isinstance(doc, dict):
+        return [v for k, x in doc.items() for v in ([x] if k == key and isinstance(x, int | float) else
+                                                  _json_values(x, key))]
+    if isinstance(doc, list):
+        return [v for x in doc for v in _json_values(x, key)]
+    return []
 
 
 def test_supply_voltage_scales_envelope_and_stiffness() -> None:

@@ -42,8 +42,22 @@ def render_bytes(result: dict, fmt: str, *, families: dict[str, str] | str | Non
 
 def render_format(result: dict, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None = None,
                   field_names: str = "isaaclab-3", backend: str = "newton", loads: dict[str, dict] | None = None,
-                  robot_usd: str | bytes | None = None) -> str:
-    """One export as text. Isaac Lab formats take `families` per joint (default: best built-in class)."""
+                  robot_usd: str | bytes | None = None, at: dict[str, float] | None = None) -> str:
+    """One export as text. Isaac Lab formats take `families` per joint (default: best built-in class).
+
+    `at` ({"kp": 400, "vin": 7.4}) is the operating point of a device-unit fit (export/operating.py); the
+    export states the point it used whenever the fit has one."""
+    from .operating import annotate, at_operating_point
+
+    if fmt in BINARY_FORMATS:
+        raise ExportError(f"{fmt} is binary: use render_bytes")
+    result, points = at_operating_point(result, at)
+    return annotate(fmt, _render_text(result, rec, fmt, families=families, field_names=field_names,
+                                      backend=backend, loads=loads, robot_usd=robot_usd), points)
+
+
+def _render_text(result: dict, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None,
+                 field_names: str, backend: str, loads: dict[str, dict] | None, robot_usd: str | bytes | None) -> str:
     from . import isaaclab, mjcf, newton_usd, randomization
 
     if fmt in BINARY_FORMATS:

@@ -33,6 +33,24 @@ def _segments(result: dict, rec: Recording, segments: list[str] | None) -> list[
     return [s for s in rec.segments if s.name in set(names)]
 
 
+def _at_operating_point(result: dict, rec: Recording, segs: list[Segment]) -> tuple[list[Segment], str | None]:
+    """The segments an export replays as it is: for a fit of device-unit gains or logged supply voltages, those
+    run at the export's operating point (the fit's reference kp and vin) with the actuator on throughout."""
+    from ..models.rollout import operating_points
+
+    refs = result.get("assumptions", {}).get("operating_point") or {}
+    if not refs:
+        return segs, None
+    ops = {j: operating_points(rec, j) for j in refs}
+    keep = [s for s in segs if (s.enable is None or bool(s.enable.all())) and not s.metadata.get("free_swing") and all(
+        ops[j].multipliers(s) == (1.0, 1.0, 1.0, 1.0) for j in refs)]
+    point = "; ".join(f"{j}: " + ", ".join(f"{k}={v:g}" for k, v in r.items() if v is not None)
+                      for j, r in refs.items())
+    return keep, (None if keep else f"no replayed segment runs at the export's operating point ({point}) with "
+                  "the actuator on throughout; the consumer holds one kp and supply, so a replay of other points "
+                  "would compare different actuators (export with --at for another point)")
+
+
 def _rmse(sim: np.ndarray, meas: np.ndarray) -> float:
     return float(np.sqrt(np.mean((sim[1:] - meas[1:]) ** 2))) if sim.size > 1 else 0.0
 
@@ -416,7 +434,9 @@ def replay(result: dict, rec: Recording, fmt: str, *, text: str | None = None,
             return {"format": fmt, "consumer": consumer, "status": "skipped",
                     "note": f"joints {nets} are actuator networks: their NewtonActuator loads the checkpoint from "
                             "beside the .usda, and the replay steps parametric actuators only"}
-    segs = _segments(result, rec, segments)
+    segs, note = _at_operating_point(result, rec, _segments(result, rec, segments))
+    if not segs and note:
+        return {"format": fmt, "consumer": consumer, "status": "skipped", "note": note}
     a = result.get("assumptions", {})
     sub = int(a.get("decimation", 1))
     dt = float(a.get("physics_dt", segs[0].dt / sub if segs else 0.005))
