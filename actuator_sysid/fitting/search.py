@@ -226,8 +226,9 @@ class _OptunaStrategy:
     def __init__(self, names: tuple[str, ...], x0: np.ndarray, population: int, seed: int, sigma: float,
                  steps: np.ndarray):
         self.names = names
-        self.dists = {n: optuna.distributions.FloatDistribution(0.0, 1.0, step=float(st) if st > 0 else None)
-                      for n, st in zip(names, steps, strict=True)}
+        self.dists: dict[str, optuna.distributions.BaseDistribution] = {
+            n: optuna.distributions.FloatDistribution(0.0, 1.0, step=float(st) if st > 0 else None)
+            for n, st in zip(names, steps, strict=True)}
         if np.any(steps > 0):  # a stepped distribution needs a mean on its grid
             x0 = np.where(steps > 0, np.round(x0 / np.where(steps > 0, steps, 1.0)) * steps, x0)
         with warnings.catch_warnings():
@@ -272,7 +273,7 @@ class _Run:
     population: int
     restarts: int = 0
     best: float = np.inf
-    best_u: np.ndarray | None = None
+    best_u: np.ndarray = field(default_factory=lambda: np.empty(0))  # set to the start mean by make()
     history: list[float] = field(default_factory=list)
 
 
@@ -331,7 +332,7 @@ def cma_search(
     for g in range(generations):
         sizes = [sum(r.population for r in runs[j]) if active[j] else 0 for j in range(n_j)]
         u = np.repeat(np.stack(best_u)[None], max(sizes), axis=0)  # (C, J, d); short joints pad with their best
-        for j in np.flatnonzero(active):
+        for j in np.flatnonzero(active).tolist():
             u[: sizes[j], j] = np.vstack([r.strategy.ask() for r in runs[j]])
         loss = loss_from_sums(engine.sums(family, candidate_params(family, space, space.from_unit(u))),
                               engine.batch, scales)

@@ -9,6 +9,7 @@ autocorrelation, because trajectory errors are not independent from sample to sa
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +72,8 @@ def analyse(space: SearchSpace, x: np.ndarray, jac: np.ndarray, r: np.ndarray, b
     corr[:, blind] = 0.0
     corr = np.where(np.isfinite(corr), corr, 0.0)
     u = space.to_unit(x)
-    intervals, warnings = {}, []
+    intervals: dict[str, dict[str, Any]] = {}
+    warnings: list[str] = []
     for k, (name, i) in enumerate(zip(names, idx, strict=True)):
         span = space.upper[i] - space.lower[i]
         value = float(x[i])
