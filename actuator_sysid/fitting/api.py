@@ -247,7 +247,7 @@ def plan_split(rec: Recording, req: FitRequest) -> Split:
     """The request's split, always of whole recordings: by metadata value (holdout), one fold per value (folds_by),
     k-fold (folds), or evenly spaced recordings with those that swing freely kept in training."""
     n = len(rec.segments)
-    given = [k for k in ("holdout", "folds", "folds_by") if getattr(req, k, None) is not None]
+    given = [k for k in ("holdout", "folds", "folds_by") if getattr(req, k) is not None]
     if len(given) > 1:
         raise FitRequestError(f"{' and '.join(given)} exclude each other: give one of them")
     groups = recordings(rec)
@@ -258,7 +258,7 @@ def plan_split(rec: Recording, req: FitRequest) -> Split:
         folds = [sorted(i for g in groups[f::req.folds] for i in g) for f in range(req.folds)]
         return Split(f"{req.folds}-fold over whole recordings; final parameters from a fit on every segment",
                      list(range(n)), [], folds)
-    if getattr(req, "folds_by", None) is not None:
+    if req.folds_by is not None:
         return _leave_one_value_out(rec, req.folds_by.strip(), groups)
     if req.holdout is not None:
         key, sep, value = req.holdout.partition("=")
@@ -281,8 +281,6 @@ def plan_split(rec: Recording, req: FitRequest) -> Split:
         return Split("one recording: every segment trains, none validates", list(range(n)), [])
     free = [g for g in range(r) if any(_free_swing(rec.segments[i]) for i in groups[g])]
     candidates = [g for g in range(r) if g not in free] or free[1:]  # all swing freely: the first keeps training
-    if not candidates:
-        return Split("one recording: every segment trains, none validates", list(range(n)), [])
     picked = [candidates[j] for j in _evenly(len(candidates), min(max(1, int(round(0.2 * r))), len(candidates)))]
     val = sorted(i for g in picked for i in groups[g])
     why = "; recordings with free swing train" if free else ""
