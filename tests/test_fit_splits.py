@@ -15,6 +15,7 @@ from test_cli import cli
 from test_readers import _bam
 
 from actuator_sysid.datasets.canonical import write_table
+from actuator_sysid.datasets.excitation import ExcitationSpec, design
 from actuator_sysid.datasets.readers import read_paths
 from actuator_sysid.fitting.api import FitRequest, FitRequestError, fit_recording, plan_split, recordings
 
@@ -252,3 +253,15 @@ def test_two_files_runs_of_one_name_are_two_recordings(tmp_path: Path) -> None:
     assert recordings(rec) == [[0, 1], [2]]
     split = plan_split(rec, FitRequest())
     assert split.validation == [0, 1] and split.train == [2]  # one of two recordings validates, whole
+
+
+def test_a_designed_bam_set_keeps_lift_and_drop_together(tmp_path: Path) -> None:
+    """The excitation's lift and its free drop are one run on the bench: the written log keeps them together."""
+    spec = ExcitationSpec(kind="bam", duration=6, rate=100, q_min=-0.5, q_max=1.5, qd_max=4.0, mass=0.5,
+                          com_distance=0.1)
+    write_table(design(spec), tmp_path / "bam_set.csv")
+    rec = read_paths([tmp_path / "bam_set.csv"])
+    assert [s.name for s in rec.segments] == ["sin_time_square", "lift", "drop", "up_and_down"]
+    assert recordings(rec) == [[0], [1, 2], [3]]
+    split = plan_split(rec, FitRequest())
+    assert split.validation and not {1, 2} & set(split.validation)

@@ -355,8 +355,9 @@ def design(spec: ExcitationSpec) -> Recording:
     for kind in kinds:
         if kind == "lift_and_drop":
             q, cut = lift_and_drop(spec, t)
-            plans.append(("lift", t[:cut], q[:cut], {}))
-            plans.append(("drop", t[cut:], np.full(n - cut, q[cut - 1]), {"free_swing": True}))
+            one = {"recording": "lift_and_drop"}  # one run on the bench: a fit's split keeps lift and drop together
+            plans.append(("lift", t[:cut], q[:cut], one))
+            plans.append(("drop", t[cut:], np.full(n - cut, q[cut - 1]), {"free_swing": True, **one}))
             continue
         fn = {"chirp": chirp, "multisine": multisine, "steps": steps, "prbs": prbs,
               "sin_time_square": sin_time_square, "up_and_down": up_and_down}[kind]
