@@ -265,3 +265,11 @@ def test_a_designed_bam_set_keeps_lift_and_drop_together(tmp_path: Path) -> None
     assert recordings(rec) == [[0], [1, 2], [3]]
     split = plan_split(rec, FitRequest())
     assert split.validation and not {1, 2} & set(split.validation)
+
+
+def test_bam_files_named_like_stretches_are_still_two_recordings(tmp_path: Path) -> None:
+    """Two repeats of one run, sin.1.json and sin.2.json: one segment per file, not one file's stretches."""
+    for k in (1, 2):
+        (tmp_path / f"sin.{k}.json").write_text(json.dumps(_bam(n=300)))
+    rec = read_paths([tmp_path / "sin.1.json", tmp_path / "sin.2.json"])
+    assert [s.name for s in rec.segments] == ["sin.1", "sin.2"] and recordings(rec) == [[0], [1]]

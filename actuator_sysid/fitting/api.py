@@ -143,12 +143,12 @@ def recordings(rec: Recording) -> list[list[int]]:
     """Segment indices per recording (one run: a file, or a table's declared segment), in order of appearance.
 
     A segment's recording is its metadata ``recording`` (readers set it on the pieces of a run split at time
-    gaps), else its own name; BAM datasets stored before that key existed named a file's torque-on and
-    torque-off stretches ``<file>.<k>`` with the same ``bam`` fields, and those stay together too.
+    gaps), else its own name; BAM datasets read before a file was one segment (no per-sample enable) named a
+    file's torque-on and torque-off stretches ``<file>.<k>`` with the same ``bam`` fields: those stay together.
     """
     names = [str(s.metadata["recording"]) if "recording" in s.metadata else s.name for s in rec.segments]
-    stems = [re.fullmatch(r"(.+)\.\d+", s.name) if "recording" not in s.metadata and
-             isinstance(s.metadata.get("bam"), dict) else None for s in rec.segments]
+    stems = [re.fullmatch(r"(.+)\.\d+", s.name) if "recording" not in s.metadata and s.enable is None
+             and isinstance(s.metadata.get("bam"), dict) else None for s in rec.segments]
     for i, m in enumerate(stems):
         if m and sum(1 for j, o in enumerate(stems) if o and o.group(1) == m.group(1)
                      and rec.segments[j].metadata["bam"] == rec.segments[i].metadata["bam"]) > 1:
@@ -161,8 +161,7 @@ def recordings(rec: Recording) -> list[list[int]]:
 
 def _free_swing(seg: Segment) -> bool:
     """Whether the actuator is off anywhere in the segment (metadata free_swing, or a torque-off stretch)."""
-    enable = getattr(seg, "enable", None)
-    return bool(seg.metadata.get("free_swing")) or (enable is not None and not bool(np.all(enable)))
+    return bool(seg.metadata.get("free_swing")) or (seg.enable is not None and not bool(np.all(seg.enable)))
 
 
 def _leaves(meta: dict, prefix: str = "") -> dict[str, object]:
