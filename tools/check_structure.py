@@ -5,9 +5,9 @@ What it measures, on the source alone (AST, nothing is imported):
 - a function's length is the span of its `def` statement, from the `def` line to its last line (decorators
   not counted); nested functions and methods are measured on their own, named `outer.inner` / `Class.method`;
 - the import graph has one node per module of the package and an edge for every `import` / `from … import`
-  of another package module **anywhere in the file, function-level imports included**; `from pkg import name`
-  points at `pkg.name` when that is a module, else at `pkg`. The implicit import of a parent package's
-  `__init__` is not an edge. A cycle is a strongly connected component of two or more modules (Tarjan).
+  of another package module **anywhere in the file, function-level imports included** (only imports under
+  `if TYPE_CHECKING:` are left out: they never run); `from pkg import name` points at `pkg.name` when that is
+  a module, else at `pkg`. The implicit import of a parent package's `__init__` is not an edge. A cycle is a strongly connected component of two or more modules (Tarjan).
 
 Allowed without a baseline: the fused Warp kernel `actuator_sysid/models/kernels.py:rollout_kernel`, which
 mirrors the consumer maths line by line and is kept whole on purpose.
@@ -99,12 +99,30 @@ def _resolve(module: str, is_package: bool, level: int, target: str | None) -> s
     return ".".join([*base, target] if target else base)
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    """`if TYPE_CHECKING:` / `if typing.TYPE_CHECKING:`."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node, function bodies included, except what sits under `if TYPE_CHECKING:` (never imported)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
 def import_graph(files: dict[str, Path]) -> dict[str, set[str]]:
     """Module → package modules it imports anywhere in its file (function-level imports included)."""
     graph: dict[str, set[str]] = {m: set() for m in files}
     for module, path in files.items():
         is_package = path.name == "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
