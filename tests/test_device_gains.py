@@ -125,10 +125,16 @@ def test_supply_voltage_scales_envelope_and_stiffness() -> None:
     assert abs(gains["saturation_effort_at"]["8"] / (7.0 * 8 / 6) - 1) < 0.05
 
 
-def test_kernel_matches_oracle_with_enable_and_multipliers() -> None:
-    """Per-sample torque enable and per-segment gain / envelope multipliers: the kernel and oracle agree."""
+SERVO = {"duty_per_kp_rad": 0.004, "max_duty": 0.95, "current_limit": 1.5}
+
+
+@pytest.mark.parametrize("servo", [False, True])
+def test_kernel_matches_oracle_with_enable_and_multipliers(servo: bool) -> None:
+    """Per-sample torque enable, per-segment gain / envelope multipliers and the voltage-servo envelope tie:
+    the kernel and the oracle agree."""
     truth = {**il.TRUTH_DCMOTOR, "stiffness": 20.0}
-    segs = [_segment(f"s{i}", truth, kind, 1.0, {"kp": kp, "vin": vin})
+    extra = {"voltage_servo": SERVO} if servo else {}
+    segs = [_segment(f"s{i}", truth, kind, 1.0, {"kp": kp, "vin": vin, **extra})
             for i, (kind, kp, vin) in enumerate((("chirp", 100.0, 6.0), ("fast", 300.0, 7.5)))]
     for s in segs:
         s.q, s.qd, s.q_des = s.q[:300], s.qd[:300], s.q_des[:300]
@@ -154,6 +160,15 @@ def test_kernel_matches_oracle_with_enable_and_multipliers() -> None:
     # the second segment (kp 300, 7.5 V) runs with 3·1.25 the stiffness of the reference (kp 100, 6 V)
     s1 = batch.seg_names.index("s1")
     assert batch.seg_kp_mult[s1] == pytest.approx(3 * 7.5 / 6) and batch.seg_sat_mult[s1] == pytest.approx(1.25)
+    if servo:  # the tie: kt/R = K_s/(vin_s·duty_s) → saturation effort = max_duty·K_s/duty_s, velocity limit = sat/D
+        assert batch.seg_duty[s1] == pytest.approx(0.004 * 300) and batch.seg_vin[s1] == pytest.approx(7.5)
+        op = operating_points(rec, "hinge")
+        env = op.tied_envelope(10.0, 0.5)
+        assert env["saturation_effort"] == pytest.approx(0.95 * 10.0 / 0.4)
+        assert env["actuator_velocity_limit"] == pytest.approx(env["saturation_effort"] / 0.5)
+        assert env["actuator_effort_limit"] == pytest.approx(1.5 * 0.5 * 6.0 * 0.4 / 10.0)
+    else:
+        assert not batch.seg_duty.any()
 
 
 def test_device_units_need_a_logged_kp() -> None:

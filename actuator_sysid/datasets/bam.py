@@ -33,6 +33,16 @@ KNOWN_ENTRY_FIELDS = {"timestamp", "position", "speed", "goal_position", "torque
                       "temp", "load", "torque_demand", "control"}
 
 
+# Voltage-driven servos whose firmware P law is known: duty = clip(duty_per_kp_rad·kp·(q_des − q), ±max_duty)
+# and |current| ≤ current_limit [A]. XL330: 4096 encoder counts per turn, kp divided by 256, PWM limit 885 of
+# 885, 1.75 A firmware current limit (the BAM XL330 model; log-formats §2). A fit of such a servo ties the
+# DC-motor envelope to its gain: saturation effort, velocity limit and effort limit follow from stiffness and
+# damping (models/rollout.py VoltageServo), as the motor's kt and R make them.
+VOLTAGE_SERVOS = {
+    "xl330": {"duty_per_kp_rad": (4096 / (2 * math.pi)) / (256 * 885), "max_duty": 1.0, "current_limit": 1.75},
+}
+
+
 def is_bam(obj: object) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("entries"), list)
 
@@ -164,6 +174,9 @@ def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
                 meta[key] = info[key]
         if not enable.any():
             meta["free_swing"] = True
+        servo = VOLTAGE_SERVOS.get(str(info.get("motor", "")).lower())
+        if servo is not None:
+            meta["voltage_servo"] = dict(servo)
         data = {"q": q[:, None], "q_des": q_des[:, None], "enable": enable[:, None].astype(np.float64)}
         if qd is not None:
             data["qd"] = qd[:, None]

@@ -427,7 +427,11 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]] = {}  # family → (family, params, loss)
     for fam_name in sorted(parametric, key=lambda m: len(family_for(req, m).params)):  # nested ones first
         family = family_for(req, fam_name)
-        space = SearchSpace.for_family(family)
+        # a voltage servo's DC-motor envelope follows from its gains (the kernel ties it): not searched
+        tied = [n for n in TIED_ENVELOPE if n in family.params and (n != "actuator_effort_limit" or all(
+            (ops[j].servo or {}).get("current_limit") for j in joints))] if "dc_motor" in family.clamps and all(
+            ops[j].servo is not None for j in joints) else []
+        space = SearchSpace.for_family(family, fixed=dict.fromkeys(tied, 0.0))
         parent = max((v for v in fitted_by.values() if nests(v[0], family)),
                      key=lambda v: (len(v[0].params), -v[2]), default=None)
         starts = None if parent is None else [(nested_start(parent[0], family, p), p) for p in parent[1]]
@@ -437,6 +441,10 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         stopped_on_budget |= res.stopped_on == "budget"
 
         fitted = [_family_params(family, space, x) for x in res.best]
+        for name, p in zip(joints, fitted, strict=True):
+            if tied:  # the envelope the kernel ran, at the reference kp and vin, for reports and exports
+                p.update({k: v for k, v in ops[name].tied_envelope(p["stiffness"], p["damping"]).items()
+                          if k in tied})
         fitted_by[fam_name] = (family, fitted, float(np.sum(res.best_loss)))
         p_arr = params_array(family, fitted)
         traces = full_engine.traces(family, p_arr)
@@ -479,6 +487,9 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
                    else {}),
                 **({"device_gains": device_gains(ops[name], fitted[j], res.analysis[j]["intervals"])}
                    if ops[name].varies else {}),
+                **({"tied": {k: "voltage servo: from stiffness and damping (kt/R = K/(vin·duty), kt²/R = damping"
+                                f"{', current limit' if k == 'actuator_effort_limit' else ''})" for k in tied},
+                    "voltage_servo": ops[name].servo} if tied else {}),
                 "metrics": metrics,
                 "loss": float(res.best_loss[j]),
                 "intervals": res.analysis[j]["intervals"],
@@ -552,6 +563,10 @@ _OFF_SWITCHES = F_PID | F_STRIBECK | F_LOAD_FRICTION | F_LOAD_QUADRATIC
 # coefficients equal the shared ones, a torque table whose every knot is the effort limit
 _COPIES = {"load_friction_external": "load_friction", "load_friction_external_stribeck": "load_friction_stribeck",
            **{f"lookup_effort_{k}": "actuator_effort_limit" for k in range(parameters.TABLE_KNOTS)}}
+
+
+TIED_ENVELOPE = ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit")
+"""What a voltage servo's gains determine (models/rollout.py OperatingPoints.tied_envelope)."""
 
 
 def _key(v: float) -> str:

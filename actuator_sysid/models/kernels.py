@@ -217,6 +217,10 @@ def rollout_kernel(
     seg_kd_mult: wp.array(dtype=float),
     seg_sat_mult: wp.array(dtype=float),  # (S,) saturation effort and velocity limit multipliers: vin_s / vin_ref
     seg_vlim_mult: wp.array(dtype=float),
+    seg_duty: wp.array(dtype=float),  # (S,) voltage servo: duty per rad of error at this kp (0: envelope not tied)
+    seg_max_duty: wp.array(dtype=float),
+    seg_vin: wp.array(dtype=float),  # (S,) supply [V]
+    seg_imax: wp.array(dtype=float),  # (S,) firmware current limit [A], 0: none
     flags: int,
     store: int,
     sums: wp.array3d(dtype=float),  # (C, S, 3): Σ(q−q̂)², Σ(qd−qd̂)², Σ|q−q̂|
@@ -242,6 +246,13 @@ def rollout_kernel(
     sat = params[c, j, P_SAT] * seg_sat_mult[s]
     vlim = params[c, j, P_VLIM] * seg_vlim_mult[s]
     elim = params[c, j, P_ELIM]
+    if (flags & F_DC_MOTOR) != 0 and seg_duty[s] > 0.0:
+        # voltage servo: τ = (kt/R)·vin·clip(duty) − (kt²/R)·qd, |I| ≤ I_max, with kt/R = kp / (vin·duty) and
+        # kt²/R the damping: the envelope follows from the gains (VoltageServo in models/rollout.py)
+        sat = seg_max_duty[s] * kp / seg_duty[s]
+        vlim = sat / kd
+        if seg_imax[s] > 0.0:
+            elim = seg_imax[s] * kd * seg_vin[s] * seg_duty[s] / kp
     fric = params[c, j, P_FRIC]
     dfric = params[c, j, P_DFRIC]
     visc = params[c, j, P_VISC]

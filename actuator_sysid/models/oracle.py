@@ -188,6 +188,15 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
         for name, known in (("stiffness", batch.seg_kp[s]), ("damping", batch.seg_kd[s])):
             if known >= 0:  # gains the segment was recorded with replace the fitted ones
                 p[:, parameters.INDEX[name]] = float(known)
+        duty = float(batch.seg_duty[s])
+        if flags & F_DC_MOTOR and duty > 0:  # voltage servo: the envelope from kt/R = K/(vin·duty), kt²/R = D
+            k_s, d_s = _col(p, "stiffness").clone(), _col(p, "damping").clone()
+            sat = float(batch.seg_max_duty[s]) * k_s / duty
+            p[:, parameters.INDEX["saturation_effort"]] = sat
+            p[:, parameters.INDEX["actuator_velocity_limit"]] = sat / d_s
+            if batch.seg_imax[s] > 0:
+                p[:, parameters.INDEX["actuator_effort_limit"]] = (float(batch.seg_imax[s]) * d_s
+                                                                   * float(batch.seg_vin[s]) * duty / k_s)
         c0 = int(batch.seg_cmd0[s])  # commands exist from c0 on, possibly before this rollout's start
         lead = sl.start - c0
         cmd_all = [torch.as_tensor(a[c0:sl.stop], dtype=torch.float64) for a in (batch.q_des, batch.qd_des, batch.tau_ff)]

@@ -52,13 +52,22 @@ class SegmentBatch:
     seg_kd_mult: np.ndarray | None = None
     seg_sat_mult: np.ndarray | None = None
     seg_vlim_mult: np.ndarray | None = None
+    # (S,) float32 voltage servo (VoltageServo): duty per rad of error at this segment's kp, 0 = no tie; the
+    # largest duty, the supply [V] and the current limit [A] (0: none). They tie a DC motor's envelope to its gains
+    seg_duty: np.ndarray | None = None
+    seg_max_duty: np.ndarray | None = None
+    seg_vin: np.ndarray | None = None
+    seg_imax: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.enable is None:
             self.enable = np.ones(self.q.shape[0], np.int32)
-        for name in ("seg_kp_mult", "seg_kd_mult", "seg_sat_mult", "seg_vlim_mult"):
+        for name in ("seg_kp_mult", "seg_kd_mult", "seg_sat_mult", "seg_vlim_mult", "seg_max_duty"):
             if getattr(self, name) is None:
                 setattr(self, name, np.ones(self.seg_start.shape[0], np.float32))
+        for name in ("seg_duty", "seg_vin", "seg_imax"):
+            if getattr(self, name) is None:
+                setattr(self, name, np.zeros(self.seg_start.shape[0], np.float32))
 
     @property
     def n_segments(self) -> int:
@@ -89,7 +98,9 @@ class SegmentBatch:
             qd_des=cut(self.qd_des), tau_ff=cut(self.tau_ff), seg_names=[self.seg_names[s] for s in segs],
             knots=self.knots[j:j + 1].copy(), tau=None if self.tau is None else cut(self.tau),
             enable=cut(self.enable), seg_kp_mult=self.seg_kp_mult[segs], seg_kd_mult=self.seg_kd_mult[segs],
-            seg_sat_mult=self.seg_sat_mult[segs], seg_vlim_mult=self.seg_vlim_mult[segs])
+            seg_sat_mult=self.seg_sat_mult[segs], seg_vlim_mult=self.seg_vlim_mult[segs],
+            seg_duty=self.seg_duty[segs], seg_max_duty=self.seg_max_duty[segs], seg_vin=self.seg_vin[segs],
+            seg_imax=self.seg_imax[segs])
 
     def segment_slice(self, s: int) -> slice:
         return slice(int(self.seg_start[s]), int(self.seg_start[s] + self.seg_len[s]))
@@ -127,6 +138,7 @@ class SegmentBatch:
         sj, ss, sl, sdt, sin, sg, ext, names, cmd0, q0, qd0, free = [], [], [], [], [], [], [], [], [], [], [], []
         known_kp, known_kd = [], []
         mults: list[tuple[float, float, float, float]] = []
+        servos: list[tuple[float, float, float, float]] = []
         enable: list[np.ndarray] = []
         offset = 0
         for ji, name in enumerate(joints):
@@ -158,6 +170,7 @@ class SegmentBatch:
                         v = seg.metadata.get("joints", {}).get(name, {}).get(key, seg.metadata.get(key))
                         dest.append(float(v) if logged_gains and v is not None and op.units == "si" else -1.0)
                     mults.append(seg_mult)
+                    servos.append(op.servo_values(seg))
                     q0.append(seg.q[w0, j])
                     qd0.append(seg.qd[w0, j])
                     sdt.append(seg.dt / substeps)
@@ -193,6 +206,8 @@ class SegmentBatch:
             enable=np.concatenate(enable).astype(np.int32),
             **{f"seg_{k}_mult": np.asarray([m[i] for m in mults], f32).reshape(-1)
                for i, k in enumerate(("kp", "kd", "sat", "vlim"))},
+            **{f"seg_{k}": np.asarray([v[i] for v in servos], f32).reshape(-1)
+               for i, k in enumerate(("duty", "max_duty", "vin", "imax"))},
         )
 
 
@@ -230,6 +245,29 @@ class OperatingPoints:
     kp: dict[str, float | None] = field(default_factory=dict)  # segment name → logged value
     kd: dict[str, float | None] = field(default_factory=dict)
     vin: dict[str, float | None] = field(default_factory=dict)
+    servo: dict | None = None  # VoltageServo constants every segment shares: the DC-motor envelope is tied
+
+    def servo_values(self, seg: Segment) -> tuple[float, float, float, float]:
+        """(duty per rad of error, largest duty, supply V, current limit A) of a voltage servo; zeros: untied."""
+        if self.servo is None:
+            return 0.0, 1.0, 0.0, 0.0
+        kp, vin = self.kp[seg.name], self.vin[seg.name]
+        assert kp is not None and vin is not None
+        return (self.servo["duty_per_kp_rad"] * kp, self.servo.get("max_duty", 1.0), vin,
+                self.servo.get("current_limit") or 0.0)
+
+    def tied_envelope(self, stiffness: float, damping: float) -> dict[str, float]:
+        """The voltage servo's DC-motor envelope at the reference kp and vin from the fitted gains:
+        kt/R = K / (vin·duty), saturation effort = max_duty·K/duty, velocity limit = saturation / D (D = kt²/R,
+        the back-EMF damping), effort limit = current_limit·kt with kt = D·vin·duty / K."""
+        assert self.servo is not None and self.kp_reference and self.vin_reference
+        duty = self.servo["duty_per_kp_rad"] * self.kp_reference
+        sat = self.servo.get("max_duty", 1.0) * stiffness / duty
+        imax = self.servo.get("current_limit")
+        out = {"saturation_effort": sat, "actuator_velocity_limit": sat / damping}
+        if imax:
+            out["actuator_effort_limit"] = imax * damping * self.vin_reference * duty / stiffness
+        return out
 
     def vin_ratio(self, vin: float | None) -> float:
         return 1.0 if vin is None or not self.vin_reference else vin / self.vin_reference
@@ -283,7 +321,17 @@ def operating_points(rec: Recording, joint: str) -> OperatingPoints:
     if unit == "device" and not kp_ref:
         raise DatasetError(f"joint {joint!r}: the most common logged kp is 0; a device-unit fit needs a "
                            "non-zero reference gain")
-    return OperatingPoints(unit, kp_ref, kd_ref or None, _reference(vins), logged["kp"], logged["kd"], logged["vin"])
+    servos = [s.metadata.get("voltage_servo", rec.metadata.get("voltage_servo")) for s in rec.segments]
+    servo = servos[0] if servos and all(v == servos[0] for v in servos) else None
+    if servo is not None:
+        if not isinstance(servo, dict) or not isinstance(servo.get("duty_per_kp_rad"), int | float) or \
+                not servo["duty_per_kp_rad"] > 0:
+            raise DatasetError(f"joint {joint!r}: voltage_servo must be an object with a positive duty_per_kp_rad "
+                               f"(and optional max_duty, current_limit), got {servo!r}")
+        if unit != "device" or len(vins) != len(rec.segments):
+            servo = None  # the tie needs the device kp and the supply of every segment
+    return OperatingPoints(unit, kp_ref, kd_ref or None, _reference(vins), logged["kp"], logged["kd"], logged["vin"],
+                           servo)
 
 
 def default_knots(rec: Recording, joint: str) -> np.ndarray:
@@ -341,7 +389,8 @@ class RolloutEngine:
             to(batch.seg_qd0),
             to(batch.q), to(batch.qd), to(batch.q_des), to(batch.qd_des), to(batch.tau_ff),
             to(batch.enable, wp.int32), to(batch.seg_kp_mult), to(batch.seg_kd_mult), to(batch.seg_sat_mult),
-            to(batch.seg_vlim_mult),
+            to(batch.seg_vlim_mult), to(batch.seg_duty), to(batch.seg_max_duty), to(batch.seg_vin),
+            to(batch.seg_imax),
         )
         self._dummy = wp.zeros((1, 1), dtype=wp.float32, device=device)
 
