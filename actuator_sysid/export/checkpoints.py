@@ -320,7 +320,7 @@ def checkpoint_findings(result: dict) -> list[Finding]:
                                     f"joint {joint!r} (gru): {NO_FORMAT['torchscript.pt']}: no torchscript.pt and no "
                                     "ACTUATORS_NET for it; Newton runs it from newton.onnx (DriveNeuralGRU, "
                                     "explicit effort mode, at the physics step it was trained at, sample_dt_s "
-                                    f"{result['joints'][joint]['models']['gru']['network'].get('sample_dt_s')} s); "
+                                    f"{result['joints'][joint]['models']['gru']['network'].get('sample_dt_s') or 0:.6g} s); "
                                     "for Isaac Lab fit mlp or lstm and export it with --family "
                                     f"{joint}=mlp|lstm"))
             continue

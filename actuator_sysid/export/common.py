@@ -62,9 +62,10 @@ def joint_family(result: dict, joint: str, name: str) -> Family:
     if name not in jr["models"]:
         raise ExportError(f"joint {joint!r} has no fitted {name!r} model; fitted: {sorted(jr['models'])}")
     if name in NET_FAMILIES:
-        raise ExportError(f"joint {joint!r}: {name!r} is an actuator network; its exports are torchscript.pt, "
-                          "newton.onnx, newton.pt2 and ACTUATORS_NET in isaaclab.py (fit a parametric family for "
-                          "the others)")
+        held = ("newton.onnx (Isaac Lab has no GRU actuator)" if name == "gru" else
+                "torchscript.pt, newton.onnx, newton.pt2 and ACTUATORS_NET in isaaclab.py")
+        raise ExportError(f"joint {joint!r}: {name!r} is an actuator network; its exports are {held} (fit a "
+                          "parametric family for the others)")
     fam = get_family(name)
     terms = jr["models"][name].get("joint_terms")
     return fam.with_terms(tuple(terms)) if terms is not None else fam
