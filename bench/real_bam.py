@@ -56,6 +56,7 @@ VALIDATION_KP = 800
 NATIVE = [f for f, fam in FAMILIES.items() if not fam.rich_friction]  # Isaac Lab / Newton families
 NETS = [n for n in ("mlp", "lstm", "gru") if n in NET_FAMILIES]
 QUICK_SECONDS = 1.5  # --quick: the first 1.5 s of each file
+LADDER_CAP_S = 64.0  # time to BAM's MAE: budgets 1, 2, 4 … below this (and BAM's time), then no budget
 TARGET_RATIO = 0.95  # acceptance: our MAE ≤ 0.95 × BAM's
 TARGET_TIME_RATIO = 0.1  # acceptance: our time to it ≤ 1/10 of BAM's
 
@@ -78,6 +79,11 @@ print(json.dumps({"validation_position_mae": float(np.mean(err)),
                   "samples_per_file": int(err.shape[0]), "files": len(val.json_files),
                   "bam_version": importlib.metadata.version("better-actuator-models")}))
 """
+
+
+def note(msg: str) -> None:
+    """A progress line on stderr: the stages of a run take minutes."""
+    print(f"[real_bam {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def machine() -> dict:
@@ -143,6 +149,7 @@ def bam_fit(py: Path, data: Path, model: str, trials: int) -> dict:
         score = subprocess.run([str(py), "-c", _BAM_SCORE, str(data), str(VALIDATION_KP), str(Path(tmp) / "params.json")],
                                capture_output=True, text=True, check=True)
     out = json.loads(score.stdout)
+    note(f"BAM {model}: {trials} trials in {wall:.1f} s, validation MAE {out['validation_position_mae']:.5f} rad")
     return {"model": model, "trials": trials, "last_monitored_trial": last[-1][0] + 1 if last else None,
             "train_position_mae": last[-1][1] if last else None, "wall_s": round(wall, 2), "params": params, **out}
 
@@ -187,12 +194,13 @@ def family_seconds(model: dict) -> float | None:
     return round(sum(secs), 3) if secs else None
 
 
-def ours_split(rec: Recording, quick: bool) -> dict:
+def ours_split(rec: Recording, quick: bool, net_budget_s: float | None) -> dict:
     """Every family on the kp = 800 split: parametric ones in one fit, each net in its own (timed apart)."""
     out: dict = {"holdout": f"kp={VALIDATION_KP}", "families": {}}
     parametric, nets = families(quick)
     wall, res = timed(rec, models=parametric, holdout=f"kp={VALIDATION_KP}", **_options(quick))
     out["parametric_wall_s"] = round(wall, 2)
+    note(f"ours, {len(parametric)} parametric families (kp = {VALIDATION_KP} held out): {wall:.1f} s")
     out["split"] = res["split"]
     out["segments_per_file"] = round(len(rec.segments) / len({file_of(s.name) for s in rec.segments}), 2)
     models = next(iter(res["joints"].values()))["models"]
@@ -204,7 +212,8 @@ def ours_split(rec: Recording, quick: bool) -> dict:
     for n in nets:
         t0 = time.perf_counter()
         try:
-            w, r = timed(rec, models=[n], holdout=f"kp={VALIDATION_KP}", **_options(quick))
+            opts = _options(quick) if quick or net_budget_s is None else {"budget_s": net_budget_s}
+            w, r = timed(rec, models=[n], holdout=f"kp={VALIDATION_KP}", **opts)
         except Exception as e:  # a net that fails is reported as such; the parametric figures still count
             w = time.perf_counter() - t0
             out["families"][n] = {"validation_position_mae": None, "seconds": round(w, 2), "native": False,
@@ -213,7 +222,9 @@ def ours_split(rec: Recording, quick: bool) -> dict:
             out["families"][n] = {"validation_position_mae": val_mae(r, n), "seconds": round(w, 2),
                                   "native": False, "net": True}
         nets_wall += w
+        note(f"ours, {n}: {w:.1f} s")
     out["nets_wall_s"] = round(nets_wall, 2)
+    out["net_budget_s"] = None if quick else net_budget_s
     out["total_wall_s"] = round(wall + nets_wall, 2)
     scored = {f: v["validation_position_mae"] for f, v in out["families"].items()
               if v["validation_position_mae"] is not None}
@@ -223,18 +234,23 @@ def ours_split(rec: Recording, quick: bool) -> dict:
 
 
 def time_to_mae(rec: Recording, family: str, target: float, cap_s: float, quick: bool) -> dict:
-    """Our wall time to a validation MAE ≤ target: `family` fitted alone at doubling budget_s (from 1 s)
-    until one fit gets there; that fit's wall time (earlier tries not counted: each is a complete fit a
-    user would have run with that budget). Stops past `cap_s` of budget."""
+    """Our wall time to a validation MAE ≤ target: `family` fitted alone at doubling budget_s (from 1 s, below
+    `cap_s`), then without a budget, until one fit gets there; that fit's wall time (earlier tries not
+    counted: each is a complete fit a user would have run with that budget)."""
     tries, budget = [], 1.0
-    while budget <= cap_s:
-        wall, res = timed(rec, models=[family], holdout=f"kp={VALIDATION_KP}", **{**_options(quick), "budget_s": budget})
+    budgets = []
+    while budget < cap_s:
+        budgets.append(budget)
+        budget *= 2
+    for b in [*budgets, None]:
+        opts = {**_options(quick), "budget_s": b} if b is not None else _options(quick)
+        wall, res = timed(rec, models=[family], holdout=f"kp={VALIDATION_KP}", **opts)
         mae = val_mae(res, family)
-        tries.append({"budget_s": budget, "wall_s": round(wall, 2), "validation_position_mae": mae})
+        tries.append({"budget_s": b, "wall_s": round(wall, 2), "validation_position_mae": mae})
+        note(f"ours, {family} at budget {b} s: {wall:.1f} s, validation MAE {mae} (target {target:.5f})")
         if mae is not None and mae <= target:
             return {"family": family, "target_mae": target, "reached": True, "wall_s": round(wall, 2),
-                    "budget_s": budget, "tries": tries}
-        budget *= 2
+                    "budget_s": b, "tries": tries}
     return {"family": family, "target_mae": target, "reached": False, "wall_s": None, "tries": tries}
 
 
@@ -245,6 +261,7 @@ def leave_one_kp_out(rec: Recording, quick: bool) -> dict:
     out: dict = {"families": fams, "nets": f"kp = {VALIDATION_KP} split only (section ours)"}
     if "folds_by" in fields:  # one fit, leave-one-value-out over kp
         wall, res = timed(rec, models=fams, folds_by="kp", **_options(quick))
+        note(f"ours, leave one kp out ({len(fams)} families, one fit): {wall:.1f} s")
         names_kp = {s.name: s.metadata.get("kp") for s in rec.segments}
         per: dict[str, dict] = {}
         for f, m in next(iter(res["joints"].values()))["models"].items():
@@ -264,6 +281,12 @@ def leave_one_kp_out(rec: Recording, quick: bool) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ main
+
+
+def save(out: dict, path: Path | None) -> None:
+    """The figures so far, for a run cut short."""
+    if path is not None:
+        path.write_text(json.dumps(out, indent=1))
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -290,6 +313,9 @@ def main() -> None:
                     help="our side only, tiny budgets, each file's first 1.5 s, no BAM (a smoke run)")
     ap.add_argument("--skip-bam", action="store_true", help="do not run BAM")
     ap.add_argument("--bam-trials", type=int, default=2000)
+    ap.add_argument("--bam-result", type=Path, help="take the BAM section from this earlier output (not re-run)")
+    ap.add_argument("--net-budget", type=float, default=180.0, help="seconds each net trains (0: no budget)")
+    ap.add_argument("--save", type=Path, help="also write the JSON so far here after every section")
     ap.add_argument("--data", type=Path, default=Path(os.environ.get("ACTUATOR_SYSID_XL330", DEFAULT_DATA)))
     args = ap.parse_args()
     out: dict = {"machine": machine(), "data": str(args.data), "validation_kp": VALIDATION_KP}
@@ -300,14 +326,22 @@ def main() -> None:
     out["dataset"] = {"files": len({file_of(s.name) for s in rec.segments}), "segments": len(rec.segments),
                       "kps": sorted({float(s.metadata["kp"]) for s in rec.segments})}
 
-    if not (args.quick or args.skip_bam):
+    args.net_budget = args.net_budget or None
+    if args.bam_result and not args.quick:
+        out["bam"] = json.loads(args.bam_result.read_text())["bam"]
+        out["bam"]["reused_from"] = str(args.bam_result)
+    elif not (args.quick or args.skip_bam):
         py = bam_env()
-        out["bam"] = {m: bam_fit(py, args.data, m, args.bam_trials) for m in ("m1", "m6")}
+        out["bam"] = {}
+        for m in ("m1", "m6"):
+            out["bam"][m] = bam_fit(py, args.data, m, args.bam_trials)
+            save(out, args.save)
         out["bam"]["definition"] = ("mean |q_sim − q| over the validation batch (files truncated to the shortest), "
                                     "the first sample included, rolled out from each file's first state "
                                     "(bam.fit compute_score)")
 
-    out["ours"] = ours_split(rec, args.quick)
+    out["ours"] = ours_split(rec, args.quick, args.net_budget)
+    save(out, args.save)
     out["ours"]["definition"] = ("mean |q_sim − q| over every validation sample after each segment's first, "
                                  "rolled out from each segment's first logged state (pool_metrics position_mae)")
     ours = out["ours"]
@@ -325,9 +359,12 @@ def main() -> None:
             out["time_to_bam"][key] = {"family": fam, "target_mae": target, "reached": False, "wall_s": None,
                                        "note": "the unbudgeted fit's validation MAE is above BAM's"}
         else:
-            out["time_to_bam"][key] = time_to_mae(rec, fam, target, bam[bam_model]["wall_s"], args.quick)
+            cap = min(bam[bam_model]["wall_s"], LADDER_CAP_S)
+            out["time_to_bam"][key] = time_to_mae(rec, fam, target, cap, args.quick)
+        save(out, args.save)
 
     out["leave_one_kp_out"] = leave_one_kp_out(rec, args.quick)
+    save(out, args.save)
 
     t1, t6 = out["time_to_bam"].get("native_vs_m1"), out["time_to_bam"].get("overall_vs_m6")
     out["acceptance"] = {

@@ -31,7 +31,7 @@ XL330 = ROOT.parent / "shared" / "data" / "bam-xl330" / "processed"
 def test_real_bam_bench_quick_prints_our_side() -> None:
     """bench/real_bam.py --quick --skip-bam fits the real XL330 logs (cropped) and prints every section's keys."""
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "real_bam.py"), "--quick", "--skip-bam"],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT, check=True)
+                         capture_output=True, text=True, timeout=240, cwd=ROOT, check=True)
     figures = json.loads(out.stdout)
     assert "bam" not in figures and figures["machine"]["cores"] > 0 and len(figures["machine"]["load_average_before"]) == 3
     assert figures["dataset"] == {"files": 12, "segments": figures["dataset"]["segments"], "kps": [100.0, 200.0, 800.0]}
