@@ -4,11 +4,11 @@
    wall time, and the validation position MAE computed by BAM's own simulator the way `bam.fit`'s
    `compute_score` does (its params json rolled over the validation logs). BAM runs in its own environment
    (bench/.venv-bam, made by bench/bam_env.sh on first use) in a subprocess: it is never our dependency.
-2. Ours on the same split: every parametric family and every actuator net, validation position MAE per
-   family, seconds per family and in total.
+2. Ours on the same split: every parametric family (one fit, default budget) and every actuator net (each
+   its own fit, `--net-budget` seconds), validation position MAE per family, seconds per family and in total.
 3. Our time to BAM's final validation MAE: the best native (Isaac Lab / Newton) family against BAM M1, the
-   best family overall against BAM M6, fitted alone at doubling `budget_s` until a fit's validation MAE is
-   at most BAM's; that fit's wall time over BAM's.
+   best family overall against BAM M6, fitted alone at budget_s 1, 2, 4 … s (below 64 s and BAM's time),
+   then without a budget, until a fit's validation MAE is at most BAM's; that fit's wall time over BAM's.
 4. Leave-one-kp-out (100, 200, 800): validation MAE per parametric family (nets: the kp = 800 split only).
 5. The machine, the date and the load average before the run.
 
@@ -19,8 +19,8 @@ starts the mean at the second sample of each segment and keeps every sample. Whe
 file into segments at torque on/off changes, each of ours restarts from the log at the cut (stated in the
 output as `segments_per_file`).
 
-Usage: python bench/real_bam.py [--quick] [--skip-bam] [--bam-trials N] [--data DIR]. One JSON object on
-stdout, a short table on stderr.
+Usage: python bench/real_bam.py [--quick] [--skip-bam] [--bam-trials N] [--net-budget S] [--data DIR]
+[--save FILE] [--bam-result FILE]. One JSON object on stdout, progress and a short table on stderr.
 """
 
 from __future__ import annotations
