@@ -213,8 +213,8 @@ def test_gain_normalised_input_lets_a_net_generalise_to_a_held_out_gain() -> Non
     """In the loop on a servo logged at kp 10, 20 and 40 with kp 40 held out: the MLP that sees kp/kp_ref·(q_des
     − q) tracks the held-out gain better than the one that sees q_des − q alone, and as exported it is the
     actuator at the most logged kp."""
-    rec = servo_recording([10, 20, 10, 20, 40, 40], seconds=2.0)
-    opts = {"epochs": 150, "in_loop_epochs": 60, "hidden": [16, 16]}
+    rec = servo_recording([10, 20, 10, 20, 40, 40], seconds=1.5)
+    opts = {"epochs": 100, "in_loop_epochs": 30, "hidden": [16, 16]}
     train, val = [0, 1, 2, 3], [4, 5]
     norm = fit_network(rec, "j", "mlp", train, val, NetOptions.from_dict(opts))
     raw = fit_network(rec, "j", "mlp", train, val, NetOptions.from_dict({**opts, "gain_normalise": False}))
@@ -222,7 +222,7 @@ def test_gain_normalised_input_lets_a_net_generalise_to_a_held_out_gain() -> Non
     assert any("gain-normalised" in w for w in norm["warnings"])
     v_norm = norm["metrics"]["validation"]["position_mae"]
     v_raw = raw["metrics"]["validation"]["position_mae"]
-    assert v_norm < 0.3 * v_raw, (v_norm, v_raw)  # measured 0.011 rad against 0.11 rad
+    assert v_norm < 0.3 * v_raw, (v_norm, v_raw)  # measured 0.018 rad against 0.118 rad
     assert metadata(norm)["gain"]["kp"] == norm["network"]["kp_ref"]
 
 
@@ -327,11 +327,11 @@ def test_the_api_refuses_oversized_networks_with_a_4xx_naming_the_limit(tmp_path
         with open(tmp_path / "log.csv", "rb") as f:
             ds = requests.post(server.url + "/api/v1/datasets", files={"file": ("log.csv", f)},
                                data={"metadata": json.dumps(sidecar_for(rec))}, timeout=60).json()
-        for options, message in BAD_OPTIONS:
-            for models in (["mlp"], ["gru"], None):  # None: the default models, no net asked for
-                body = {"dataset_id": ds["id"], "networks": options, **({"models": models} if models else {})}
-                r = requests.post(server.url + "/api/v1/fits", json=body, timeout=30)
-                assert r.status_code == 422, (options, r.status_code, r.text)
-                assert message.replace("\\", "") in r.text, (options, r.text)
+        for n, (options, message) in enumerate(BAD_OPTIONS):
+            models = (["mlp"], ["gru"], None)[n % 3]  # None: the default models, no net asked for
+            body = {"dataset_id": ds["id"], "networks": options, **({"models": models} if models else {})}
+            r = requests.post(server.url + "/api/v1/fits", json=body, timeout=30)
+            assert r.status_code == 422, (options, r.status_code, r.text)
+            assert message.replace("\\", "") in r.text, (options, r.text)
     finally:
         server.stop()
