@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import math
 from html import escape
+from pathlib import Path
 
 import isaaclab_logs as il
 import numpy as np
 import pytest
 import torch
 
+from actuator_sysid.datasets.readers import read_paths
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
+from actuator_sysid.datasets.sources import ReadOptions
 from actuator_sysid.fitting.api import FitRequest, fit_recording, report_data
 from actuator_sysid.fitting.diagnostics import diagnose
 from actuator_sysid.service.report import render_report
@@ -186,3 +189,24 @@ def test_report_shows_what_the_residual_shows() -> None:
               "split": {"validation": []}, "assumptions": {"physics_dt": il.DT}}
     html = render_report({"id": "y", "status": "succeeded"}, result, report_data(rec, result))
     assert "No structure left: the residual" in html and 'id="plot-0-diag-0"' in html
+
+
+GO2 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "go2-in-air" / "go2_chirp_train.pt"
+GO2_JOINTS = [f"{leg}_{part}_joint" for leg in ("FL", "FR", "RL", "RR") for part in ("hip", "thigh", "calf")]
+
+
+@pytest.mark.parametrize("joint", ["FL_calf_joint", "RL_calf_joint"])
+def test_real_go2_knee_shows_its_stiction_band(joint: str) -> None:
+    """The real Go2 in-air chirp: its data README reports a stiction plateau after each reversal of the knees
+    (found by a peer's fits, not ours); a fit without stiction leaves exactly that band near zero velocity."""
+    if not GO2.is_file():
+        pytest.skip(f"the Go2 log is not here ({GO2})")
+    rec = read_paths([GO2], options=ReadOptions(joint_names=GO2_JOINTS))
+    result = fit_recording(rec, FitRequest(joints=[joint], models=["ideal_pd"], generations=20, population=8,
+                                           seed=0))
+    plots = report_data(rec, result)
+    findings = diagnose(plots["joints"][joint]["segments"], result["assumptions"]["physics_dt"])
+    check_shape(findings)
+    assert kinds(findings) == ["friction_band"], [f["sentence"] for f in findings]
+    band = findings[0]
+    assert band["rms_still"] > 1.3 * band["rms_moving"]

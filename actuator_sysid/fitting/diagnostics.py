@@ -28,8 +28,8 @@ PLOT_POINTS = 1500  # scatter points per finding plot
 # thresholds (see the module docstring and tests/test_diagnostics.py)
 LAG_SHARE = 0.5  # a shift must remove at least this share of the residual energy
 LAG_MIN_SAMPLES = 0.5  # ... and be at least half a physics step (half a sample without physics_dt)
-BAND_EXCESS = 0.2  # friction band: of the log's standstill, the share the simulation spends moving (net)
-BAND_RATIO = 1.2  # friction band: residual RMS at standstill over residual RMS in motion
+BAND_EXCESS = 0.05  # friction band: of the log's standstill, the net share the simulation spends moving
+BAND_RATIO = 1.3  # friction band: residual RMS at standstill over residual RMS in motion
 HOLD_SIGMAS = 5.0  # a hold offset must exceed this many noise standard deviations
 SHORT_SHARE = 0.75  # dead zone: share of held samples where the log stopped short of the simulation
 ENERGY_GAP = 0.05  # friction: relative difference of the kinetic energy (mean qd²) of log and simulation
@@ -118,10 +118,13 @@ def _lag(segs: list[_Seg], physics_dt: float | None) -> dict | None:
     energy = np.zeros(shifts.size)
     for s in use:
         n = len(s.q)
-        k = np.arange(m, n - m, dtype=np.float64)
         b = s.q_sim[m:n - m]
         for i, sh in enumerate(shifts):
-            d = np.interp(k + sh, np.arange(n), s.q) - b  # the log sh samples later against the simulation
+            lo, f = int(np.floor(sh)), float(sh - np.floor(sh))
+            a = s.q[m + lo:n - m + lo]  # the log sh samples later against the simulation, linearly interpolated
+            if f:
+                a = (1.0 - f) * a + f * s.q[m + lo + 1:n - m + lo + 1]
+            d = a - b
             energy[i] += float(d @ d)
     i = int(np.argmin(energy))
     e0 = energy[4 * m]
@@ -201,6 +204,13 @@ def _friction_band(p: dict[str, np.ndarray], hold: dict | None) -> dict | None:
     if excess < BAND_EXCESS or ratio < BAND_RATIO or not (hold and hold["significant"]):
         return None
     x, y = _thin(p["qd"], r)
+    lim = float(np.quantile(np.abs(p["qd"]), 0.98))
+    edges = np.linspace(-lim, lim, 25)
+    idx = np.clip(np.searchsorted(edges, p["qd"], side="right") - 1, 0, edges.size - 2)
+    cnt = np.bincount(idx, minlength=edges.size - 1)
+    band_rms = np.sqrt(np.bincount(idx, weights=r**2, minlength=edges.size - 1) / np.maximum(cnt, 1))
+    keep = cnt >= 5
+    centres = 0.5 * (edges[1:] + edges[:-1])
     return {"kind": "friction_band", "strength": ratio, "rms_still": rms_still, "rms_moving": rms_moving,
             "stuck_share": excess,
             "sentence": (f"The error sits where the joint is nearly still (|qd| < {V_SMALL:g} rad/s): residual RMS "
@@ -208,7 +218,9 @@ def _friction_band(p: dict[str, np.ndarray], hold: dict | None) -> dict | None:
                          f"{100 * excess:.0f} % of the log's standstill the simulation is still moving: static "
                          "friction or stiction the model lacks — try a Stribeck family."),
             "plot": _plot("position residual vs measured velocity", "qd [rad/s]", "q − q_sim [rad]",
-                          [{"name": "residual", "mode": "markers", "x": x, "y": y}])}
+                          [{"name": "residual", "mode": "markers", "x": x, "y": y},
+                           {"name": "RMS per velocity bin", "mode": "lines", "x": centres[keep].round(6).tolist(),
+                            "y": band_rms[keep].round(9).tolist()}])}
 
 
 def _dead_zone(p: dict[str, np.ndarray], hold: dict | None) -> dict | None:
@@ -336,6 +348,10 @@ def diagnose(segments: list[dict], physics_dt: float | None = None) -> list[dict
     segments: the report's traces of one joint (t, q, q_sim, q_des, qd, qd_sim lists); physics_dt: the fit's
     physics step [s], to count a lag in steps (the traces may be downsampled). Each finding is
     {kind, strength, sentence, plot: {title, x_label, y_label, traces: [{name, mode, x, y}]}, ...figures}.
+    strength per kind: lag, the share of the residual energy the shift removes; friction_band, residual RMS
+    at standstill over RMS in motion; dead_zone, the hold offset [rad]; friction, the relative kinetic-energy
+    gap; position, the share of the residual one direction's binned mean predicts in the other; noise, the
+    structured RMS over the noise RMS; unexplained, the lag-1 autocorrelation.
     """
     segs = _segments(segments)
     if not segs:

@@ -174,7 +174,7 @@ def _residual_findings(j: int, joint: str, family: str, segments: list[dict],
         items.append(f'<div class="finding finding-{escape(f["kind"])}" style="flex:1 1 340px;min-width:300px">'
                      f'<p><strong>{escape(f["kind"].replace("_", " "))}</strong> '
                      f'<span class="muted">(strength {fmt_num(f["strength"])})</span>: {escape(f["sentence"])}</p>'
-                     f'<div class="plot" id="{div}"></div></div>')
+                     f'<div class="plot" id="{div}" style="height:270px"></div></div>')
     html = (f'<h3>What the residual shows</h3><p class="muted">{escape(joint)} · {escape(family)}: the position '
             "residual q − q_sim of the report traces, read for a friction band, a dead zone, missing friction, "
             "position-dependent error and lag.</p>"
