@@ -164,7 +164,8 @@ def segment_kp(seg) -> float | None:
 
 
 def gain_reference(rec: Recording) -> tuple[float | None, str | None]:
-    """(kp_ref, its units): the logged kp held by the most samples, None when fewer than two kps are logged."""
+    """(kp_ref, its units): the logged kp held by the most samples (ties: the lowest), None when fewer than two
+    kps are logged."""
     counts: dict[float, int] = {}
     for seg in rec.segments:
         kp = segment_kp(seg)
