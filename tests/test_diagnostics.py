@@ -138,11 +138,14 @@ def test_stiction_is_a_friction_band_near_zero_velocity() -> None:
 
 def test_missing_coulomb_friction_is_named() -> None:
     segs = report_traces(measured({**TRUTH, "friction": 0.5}), "dcmotor", {**TRUTH, "friction": 0.0})
-    findings = diagnose(segs, il.DT)
+    findings = diagnose(segs, il.DT, TRUTH["stiffness"])
     check_shape(findings)
     assert "friction" in kinds(findings), [f["sentence"] for f in findings]
     assert not {"lag", "position", "friction_band"} & set(kinds(findings))
     assert next(f for f in findings if f["kind"] == "friction")["energy_ratio"] < 0.95
+    # under the PD loop the friction also holds the joint short, like a dead zone of F / kp (0.02 rad)
+    hold = next(f for f in findings if f["kind"] == "dead_zone")
+    assert 0.3 < hold["width_rad"] * TRUTH["stiffness"] < 1.0 and "N·m" in hold["sentence"]
 
 
 def test_a_dead_zone_is_named_with_its_width() -> None:

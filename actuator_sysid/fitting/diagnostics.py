@@ -223,11 +223,13 @@ def _friction_band(p: dict[str, np.ndarray], hold: dict | None) -> dict | None:
                             "y": band_rms[keep].round(9).tolist()}])}
 
 
-def _dead_zone(p: dict[str, np.ndarray], hold: dict | None) -> dict | None:
+def _dead_zone(p: dict[str, np.ndarray], hold: dict | None, stiffness: float | None) -> dict | None:
     """The log stops short of where the simulation settles: the command moves that far before the joint follows."""
     if not hold or not hold["significant"] or not hold["short"] >= SHORT_SHARE:
         return None
     w = hold["width"]
+    friction = (f"of ~{stiffness * w:.3g} N·m (stiffness {stiffness:.3g} N·m/rad × that width)" if stiffness
+                else "F ≈ stiffness × that width")
     still, sim_still = p["still"], p["sim_still"]
     x, y = _thin(p["e"][still], p["qd"][still])
     es = (p["e"] + p["r"])[sim_still]  # q_des − q_sim
@@ -236,7 +238,7 @@ def _dead_zone(p: dict[str, np.ndarray], hold: dict | None) -> dict | None:
             "sentence": (f"The joint stays put while the command moves up to ~{w:.3g} rad away: where both stand "
                          f"still the log stops short of the simulation in {100 * hold['short']:.0f} % of "
                          f"{hold['samples']} samples (90 % within {w:.3g} rad): a dead zone or backlash the model "
-                         "lacks, or static friction F ≈ stiffness × that width."),
+                         f"lacks, or static friction {friction}."),
             "plot": _plot("velocity vs tracking error while still", "q_des − q [rad]", "qd [rad/s]",
                           [{"name": "log", "mode": "markers", "x": x, "y": y},
                            {"name": "simulation", "mode": "markers", "x": xs, "y": ys}])}
@@ -341,12 +343,13 @@ def _whiteness(segs: list[_Seg]) -> tuple[float, np.ndarray, np.ndarray]:
     return float(stats.chi2.sf(q_stat, dof)), lags, np.mean(acfs, axis=0)
 
 
-def diagnose(segments: list[dict], physics_dt: float | None = None) -> list[dict]:
+def diagnose(segments: list[dict], physics_dt: float | None = None, stiffness: float | None = None) -> list[dict]:
     """Findings about the best model's residual, strongest evidence first; one "noise" or "unexplained"
     finding when none of the patterns is there.
 
     segments: the report's traces of one joint (t, q, q_sim, q_des, qd, qd_sim lists); physics_dt: the fit's
-    physics step [s], to count a lag in steps (the traces may be downsampled). Each finding is
+    physics step [s], to count a lag in steps (the traces may be downsampled); stiffness: the fitted Kp
+    [N·m/rad], to turn a dead zone into the static friction that would hold the joint alike. Each finding is
     {kind, strength, sentence, plot: {title, x_label, y_label, traces: [{name, mode, x, y}]}, ...figures}.
     strength per kind: lag, the share of the residual energy the shift removes; friction_band, residual RMS
     at standstill over RMS in motion; dead_zone, the hold offset [rad]; friction, the relative kinetic-energy
@@ -360,7 +363,7 @@ def diagnose(segments: list[dict], physics_dt: float | None = None) -> list[dict
     pooled = _still(segs)
     hold = _hold(pooled, sigma)
     band = _friction_band(pooled, hold)
-    findings = [f for f in (_lag(segs, physics_dt), band, None if band else _dead_zone(pooled, hold),
+    findings = [f for f in (_lag(segs, physics_dt), band, None if band else _dead_zone(pooled, hold, stiffness),
                             _friction(segs), _position(segs)) if f]
     if findings:
         return findings

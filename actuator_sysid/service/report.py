@@ -154,10 +154,10 @@ def _residual_figure(div: str, joint: str, family: str, rows: list[dict]) -> dic
                        "yaxis": {"title": {"text": "RMSE [rad]"}}}}
 
 
-def _residual_findings(j: int, joint: str, family: str, segments: list[dict],
-                       physics_dt: float | None) -> tuple[str, list[dict]]:
+def _residual_findings(j: int, joint: str, family: str, segments: list[dict], physics_dt: float | None,
+                       stiffness: float | None) -> tuple[str, list[dict]]:
     """"What the residual shows": each finding's sentence beside its small plot (fitting/diagnostics.py)."""
-    findings = diagnose(segments, physics_dt)
+    findings = diagnose(segments, physics_dt, stiffness)
     if not findings:
         return "", []
     items, figures = [], []
@@ -397,8 +397,10 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
         if jp.get("envelope") or jp.get("points"):
             figures.append(_envelope_figure(f"plot-{j}-envelope", joint, jp.get("envelope") or {},
                                             jp.get("points") or {}))
+        kp = models.get(best, {}).get("params", {}).get("stiffness")
         findings, diag = _residual_findings(j, joint, str(jp.get("family") or best), jp.get("segments", []),
-                                            (result or {}).get("assumptions", {}).get("physics_dt"))
+                                            (result or {}).get("assumptions", {}).get("physics_dt"),
+                                            kp if isinstance(kp, int | float) else None)
         figures += [f for f in extra if f]
         divs = [(f'{findings if f["id"] == f"plot-{j}-residuals" else ""}<div class="plot" id="{f["id"]}"></div>')
                 for f in figures if f["id"].startswith(f"plot-{j}-")]
