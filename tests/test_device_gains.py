@@ -175,3 +175,13 @@ def test_device_units_need_a_logged_kp() -> None:
     rec = _recording([_segment("a", il.TRUTH_DCMOTOR, "chirp", 1.0, {})])
     with pytest.raises(FitRequestError, match="log no kp"):
         fit_recording(rec, FitRequest(models=["dcmotor"], generations=2))
+
+
+def test_enable_and_device_metadata_survive_save_and_load(tmp_path) -> None:
+    """The stored dataset (Recording.save / load) keeps the per-sample torque enable."""
+    seg = _segment("a", il.TRUTH_DCMOTOR, "chirp", 1.0, {"kp": 100.0})
+    seg.enable = np.arange(seg.n)[:, None] % 7 != 0
+    _recording([seg]).save(tmp_path / "rec")
+    back = Recording.load(tmp_path / "rec")
+    assert np.array_equal(back.segments[0].enable, seg.enable) and back.metadata["gain_units"] == "device"
+    assert np.array_equal(back.segments[0].driven(0), seg.enable[:, 0])
