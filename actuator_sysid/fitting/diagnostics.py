@@ -255,18 +255,19 @@ def _friction(segs: list[_Seg]) -> dict | None:
     ratio = e_log / e_sim
     if abs(1.0 - ratio) < ENERGY_GAP:
         return None
-    edges = np.linspace(-1, 1, 2) * max(float(np.quantile(np.abs(qds), 0.99)), 1e-6)
+    span = [-max(float(np.quantile(np.abs(qds), 0.99)), 1e-6), max(float(np.quantile(np.abs(qds), 0.99)), 1e-6)]
     x, y = _thin(qds, qd - qds)
     more = ratio < 1
     return {"kind": "friction", "strength": abs(1.0 - ratio), "energy_ratio": ratio,
             "sentence": (f"The log moves with {100 * abs(1 - ratio):.0f} % {'less' if more else 'more'} kinetic "
                          f"energy (mean qd²) than the simulation: "
-                         + ("friction the model lacks (Coulomb or viscous) slows the real joint — free the "
-                            "friction terms." if more else
+                         + ("friction the model lacks (Coulomb, viscous or load-dependent) slows the real joint "
+                            "— free the friction terms, or try a richer friction family (dcmotor_stribeck, "
+                            "dcmotor_loadfric)." if more else
                             "the model dissipates more than the joint does (friction or damping too high).")),
             "plot": _plot("velocity residual vs simulated velocity", "qd_sim [rad/s]", "qd − qd_sim [rad/s]",
                           [{"name": "residual", "mode": "markers", "x": x, "y": y},
-                           {"name": "zero", "mode": "lines", "x": edges.tolist(), "y": [0.0, 0.0]}])}
+                           {"name": "zero", "mode": "lines", "x": span, "y": [0.0, 0.0]}])}
 
 
 def _binned_cross(q: np.ndarray, r: np.ndarray, up: np.ndarray, n_bins: int) -> tuple[float, np.ndarray, np.ndarray]:
@@ -344,8 +345,8 @@ def _whiteness(segs: list[_Seg]) -> tuple[float, np.ndarray, np.ndarray]:
 
 
 def diagnose(segments: list[dict], physics_dt: float | None = None, stiffness: float | None = None) -> list[dict]:
-    """Findings about the best model's residual, strongest evidence first; one "noise" or "unexplained"
-    finding when none of the patterns is there.
+    """Findings about the best model's residual, in the order lag, friction band or dead zone, friction,
+    position; one "noise" or "unexplained" finding when none of the patterns is there.
 
     segments: the report's traces of one joint (t, q, q_sim, q_des, qd, qd_sim lists); physics_dt: the fit's
     physics step [s], to count a lag in steps (the traces may be downsampled); stiffness: the fitted Kp
