@@ -19,6 +19,61 @@ from actuator_sysid.datasets.recording import DatasetError, JointInfo, Recording
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# Markers by test file (registered in pyproject.toml): conformance runs the real Isaac Lab / Newton / MuJoCo
+# consumers; service needs the HTTP server, PostgreSQL, Chromium or Ray; slow is a long fit, a real-data fit
+# or a benchmark smoke run. A "file::test" key overrides its file's entry for that test. A file not named here
+# is `unit`, so a new test file gets a marker without editing this table. `make test-fast` deselects slow
+# and service.
+MARKERS: dict[str, tuple[str, ...]] = {
+    "test_browser.py": ("service", "slow"),
+    "test_e2e_isaaclab.py": ("service", "conformance"),
+    "test_faults.py": ("service",),
+    "test_postgres.py": ("service",),
+    "test_ray.py": ("service", "slow"),
+    "test_security.py": ("service",),
+    "test_service.py": ("service",),
+    "test_service_flow.py": ("service",),
+    "test_service_bench.py": ("service", "slow"),
+    "test_splits_real.py": ("service", "slow"),
+    "test_conformance_isaaclab.py": ("conformance",),
+    "test_conformance_nets.py": ("conformance",),
+    "test_conformance_newton.py": ("conformance",),
+    "test_export_consumers.py": ("conformance",),
+    "test_export_isaaclab.py": ("conformance",),
+    "test_friction_families.py": ("conformance",),
+    "test_nets_gru.py": ("conformance",),
+    "test_rollout.py": ("conformance",),
+    "test_validate_newton.py": ("conformance",),
+    "test_bench.py": ("slow",),
+    "test_device_gains.py": ("slow",),
+    "test_identifiability.py": ("slow",),
+    "test_interval_coverage.py": ("slow",),
+    "test_nets.py": ("slow",),
+    "test_readers_bench.py": ("slow",),
+    "test_real_bam.py": ("slow",),
+    "test_recovery.py": ("slow",),
+    "test_repeatability.py": ("slow",),
+    "test_cli.py::test_demo_recovers_stated_parameters": ("slow",),
+    "test_cli.py::test_fit_writes_results_report_and_exports": ("slow",),
+    "test_fit_splits.py::test_cli_split_and_budget_flags": ("slow",),
+    "test_nets_gru.py::test_gain_normalised_input_lets_a_net_generalise_to_a_held_out_gain": ("slow",),
+    "test_nets_gru.py::test_gru_learns_the_nonlinear_actuator_from_torque": ("slow",),
+    "test_nets_gru.py::test_the_api_refuses_oversized_networks_with_a_4xx_naming_the_limit": ("service",),
+}
+
+
+def markers_for(item: pytest.Item) -> tuple[str, ...]:
+    """The markers of one test: its own MARKERS entry, else its file's, else `unit`."""
+    name = getattr(item, "originalname", item.name)
+    return MARKERS.get(f"{item.path.name}::{name}", MARKERS.get(item.path.name, ("unit",)))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test from MARKERS so `-m` selects without per-test decorators."""
+    for item in items:
+        for marker in markers_for(item):
+            item.add_marker(getattr(pytest.mark, marker))
+
 
 def make_recording(joints: tuple[str, ...] = ("j1",), segments: int = 3, n: int = 200,
                    rate_hz: float = 100.0, seed: int = 0) -> Recording:

@@ -72,3 +72,16 @@ def test_the_baseline_forgives_only_what_it_lists(tmp_path: Path) -> None:
     (pkg / "a.py").write_text("")  # fixed: reported, not failed
     out = io.StringIO()
     assert cs.check(pkg, baseline, out) == 2 and "fixed    function pkg/a.py:long_a" in out.getvalue()
+
+
+def test_the_marker_table_names_real_test_files_and_tests() -> None:
+    """A misspelt MARKERS key would silently leave a slow test in `make test-fast`."""
+    from conftest import MARKERS
+
+    allowed = {"unit", "conformance", "service", "slow"}
+    for key, markers in MARKERS.items():
+        file, _, test = key.partition("::")
+        path = ROOT / "tests" / file
+        assert path.is_file(), key
+        assert not test or f"def {test}(" in path.read_text(), key
+        assert markers and set(markers) <= allowed, key
