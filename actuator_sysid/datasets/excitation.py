@@ -103,6 +103,8 @@ class ExcitationSpec:
                 raise ExcitationError(f"{k} must be a positive number (sensor noise σ, SI), got {v!r}")
         if not isinstance(self.models, list | tuple) or not all(isinstance(m, str) for m in self.models):
             raise ExcitationError(f"models must be a list of model family names, got {self.models!r}")
+        if len(set(self.models)) != len(self.models):  # each family is predicted once: a repeat only costs work
+            raise ExcitationError("models lists a family more than once; name each once")
 
     @property
     def J(self) -> float:

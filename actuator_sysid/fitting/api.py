@@ -66,6 +66,20 @@ class FitRequest:
 
 def validate_request(rec: Recording, req: FitRequest) -> None:
     """Raise FitRequestError naming the problem, before anything is queued or stored."""
+    max_joints, max_folds = 64, 100  # every field that sizes work is bounded (issue 15)
+    if req.joints is not None and len(req.joints) > max_joints:
+        raise FitRequestError(f"joints names {len(req.joints)} joints; the limit is {max_joints} per fit")
+    for what, names in (("joints", req.joints or []), ("models", req.models or []),
+                        ("joint_terms", req.joint_terms or [])):
+        seen: set[str] = set()
+        twice: set[str] = set()
+        for n in names:
+            (twice if n in seen else seen).add(n)
+        if twice:
+            raise FitRequestError(f"{what} lists {', '.join(map(repr, sorted(twice)))} more than once; "
+                                  "name each once")
+    if req.folds is not None and not 2 <= req.folds <= max_folds:
+        raise FitRequestError(f"folds must be between 2 and {max_folds}, got {req.folds}")
     for name in req.joints or []:
         if name not in rec.joint_names:
             raise FitRequestError(f"unknown joint {name!r}: the dataset has joints {rec.joint_names}")
@@ -89,8 +103,8 @@ def validate_request(rec: Recording, req: FitRequest) -> None:
     for term in req.joint_terms or []:
         if term not in JOINT_TERMS:
             raise FitRequestError(f"unknown joint term {term!r}: choose from {list(JOINT_TERMS)}")
-    if req.window_s is not None and not req.window_s > 0:
-        raise FitRequestError(f"window_s must be a positive number of seconds or null, got {req.window_s}")
+    if req.window_s is not None and not 0.01 <= req.window_s <= 86_400:
+        raise FitRequestError(f"window_s must be between 0.01 and 86400 seconds or null, got {req.window_s}")
     if req.effort_mode not in EFFORT_MODES:
         raise FitRequestError(f"unknown effort mode {req.effort_mode!r}: choose from {list(EFFORT_MODES)}")
     if req.search_backend not in BACKENDS:

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from fastapi import FastAPI, File, Form, Query, Request, UploadFile
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
@@ -33,7 +34,7 @@ from ..datasets.recording import DatasetError
 from ..datasets.sources import parse_names
 from ..fitting.api import FitRequest, FitRequestError, validate_request
 from ..fitting.design import excitation_with_identifiability
-from ..models.families import FAMILIES
+from ..models.families import FAMILIES, NET_FAMILIES
 from . import fleet, pages
 from .auth import COOKIE, AuthMiddleware, safe_next
 from .db import DEFAULT_PROJECT, TERMINAL, ConflictError, NotFoundError, Repository
@@ -51,6 +52,8 @@ MEDIA_TYPES = {".py": "text/x-python", ".json": "application/json", ".usda": "te
                ".onnx": "application/octet-stream"}
 INTERNAL_ARTIFACTS = ("report_data.json",)  # stored for the report page, not offered as a download
 _DEFAULT = FitRequest()
+MAX_FIT_JOINTS = 64  # joints one fit request may name (fitting/api.py validate_request says the same)
+MAX_UPLOAD_JOINT_NAMES = 256  # names an upload's joint_names field may give
 __all__ = ["ConflictError", "PayloadTooLargeError", "create_app"]
 
 
@@ -75,8 +78,10 @@ class FitCreate(BaseModel):
         {"dataset_id": "3f2b9c0e5d6a4b1c8e7f6a5b4c3d2e1f", "joints": ["knee"], "models": ["dcmotor", "ideal_pd"],
          "budget": {"generations": 200, "population": 16}, "seed": 0, "device": "cpu"}]})
     dataset_id: str = Field(description="id from POST /api/v1/datasets")
-    joints: list[str] | None = Field(None, description="joints to fit; omit for every joint")
-    models: list[str] = Field(default_factory=lambda: list(_DEFAULT.models),
+    joints: list[str] | None = Field(None, max_length=MAX_FIT_JOINTS,
+                                     description=f"joints to fit, each once (at most {MAX_FIT_JOINTS}); omit for "
+                                                 "every joint")
+    models: list[str] = Field(default_factory=lambda: list(_DEFAULT.models), max_length=32,
                               description=f"model families, from {sorted(FAMILIES)}, or the actuator networks "
                                           "mlp and lstm")
     budget: Budget = Field(default_factory=Budget)
@@ -87,15 +92,15 @@ class FitCreate(BaseModel):
 
     decimation: int = Field(_DEFAULT.decimation, description="physics steps per log sample (commands held)")
     effort_mode: str = Field(_DEFAULT.effort_mode, description="explicit, or implicit (Newton's implicit effort mode)")
-    joint_terms: list[str] | None = Field(None, description="joint terms instead of each family's default, e.g. "
+    joint_terms: list[str] | None = Field(None, max_length=16, description="joint terms instead of each family's default, e.g. "
                                                             "armature, friction, dynamic_friction, viscous_friction, "
                                                             "encoder_offset")
-    holdout: str | None = Field(None, description="KEY=VALUE: the recordings of segments whose metadata KEY "
+    holdout: str | None = Field(None, max_length=200, description="KEY=VALUE: the recordings of segments whose metadata KEY "
                                                   "equals VALUE are the validation set, e.g. kp=20 (a nested key "
                                                   "as bam.kp, or by its unique name)", examples=["kp=20"])
-    folds: int | None = Field(None, description="k-fold cross-validation over whole recordings (k ≥ 2); the final "
+    folds: int | None = Field(None, description="k-fold cross-validation over whole recordings (2 ≤ k ≤ 100); the final "
                                                 "parameters come from a fit on every segment", examples=[5])
-    folds_by: str | None = Field(None, description="leave-one-value-out cross-validation: one fold per value of "
+    folds_by: str | None = Field(None, max_length=200, description="leave-one-value-out cross-validation: one fold per value of "
                                                    "this metadata key (its recordings validate); the final "
                                                    "parameters come from a fit on every segment", examples=["kp"])
     networks: dict[str, Any] | None = Field(
@@ -226,6 +231,19 @@ def _parse_metadata(text: str | None) -> dict | None:
     return meta
 
 
+def _joint_names(text: str | None) -> list[str] | None:
+    """The upload's `joint_names` field: at most MAX_UPLOAD_JOINT_NAMES distinct names."""
+    names = parse_names(text)
+    if names is None:
+        return None
+    if len(names) > MAX_UPLOAD_JOINT_NAMES:
+        raise DatasetError(f"joint_names gives {len(names)} names; the limit is {MAX_UPLOAD_JOINT_NAMES}")
+    twice = sorted({n for i, n in enumerate(names) if n in names[:i]})
+    if twice:
+        raise DatasetError(f"joint_names lists {', '.join(map(repr, twice))} more than once; name each joint once")
+    return names
+
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -292,7 +310,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             repo.close()
 
     app = FastAPI(
-        title="actuator-sysid", version=__version__, lifespan=lifespan,
+        title="actuator-sysid", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
         description="Fit actuator models from joint logs and export them to Isaac Lab. Every route except "
                     "/healthz and /static needs `Authorization: Bearer <token>` when the server listens beyond "
                     "loopback (tokens: `actuator-sysid token create --project NAME`).")
@@ -308,7 +326,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return JSONResponse({"detail": str(exc)}, status_code=code)
         return handle
 
-    for exc_type, code in ((DatasetError, 422), (FitRequestError, 422), (NotFoundError, 404),
+    for exc_type, code in ((DatasetError, 422), (FitRequestError, 422),
                            (ConflictError, 409), (PayloadTooLargeError, 413), (UploadTooLargeError, 413)):
         app.add_exception_handler(exc_type, _handler(code))
 
@@ -320,9 +338,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse({"detail": text, "errors": jsonable_encoder(errors)}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         detail = exc.detail if exc.status_code != 404 or exc.detail != "Not Found" else "no such page or route"
+        if pages.wants_html(request.url.path, request.headers.get("accept", "")):
+            return HTMLResponse(pages.render_error(exc.status_code, str(detail)), status_code=exc.status_code,
+                                headers=exc.headers)
         return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(NotFoundError)
+    async def _not_found(request: Request, exc: Exception) -> Response:
+        """A missing id: a page for a browser on a page route, a JSON problem for everything else."""
+        if pages.wants_html(request.url.path, request.headers.get("accept", "")):
+            return HTMLResponse(pages.render_error(404, str(exc)), status_code=404)
+        return JSONResponse({"detail": str(exc)}, status_code=404)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
@@ -350,13 +378,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Parse and store a joint log; nothing is stored unless the whole file parses."""
         name = display_name(file.filename)
         sidecar = _parse_metadata(metadata)
+        names = _joint_names(joint_names)
         tmp, (sha, size) = await run_in_threadpool(storage.receive, file.file, settings.max_upload_bytes)
         out_dir = storage.temp_path(".rec")
         try:
             if size == 0:
                 raise DatasetError(f"{name}: the uploaded file is empty; choose a file with a header and rows")
             parsed = await parser.parse(tmp, name, sidecar, fmt or None, out_dir, any_format=True,
-                                        joint_names=parse_names(joint_names))
+                                        joint_names=names)
             arts = await run_in_threadpool(storage.put_folder, out_dir)
             arts["original"] = await run_in_threadpool(storage.put_file, tmp, sha)
             row = await run_in_threadpool(lambda: repo.create_dataset(
@@ -560,6 +589,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # --- pages ---
 
+    def _families() -> list[str]:
+        """What the fit form offers: every parametric family, then the actuator networks."""
+        return [*sorted(FAMILIES), *NET_FAMILIES]
+
     def _defaults() -> dict[str, Any]:
         return {"generations": _DEFAULT.generations, "population": _DEFAULT.population, "seed": _DEFAULT.seed}
 
@@ -567,14 +600,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def index(request: Request) -> str:
         p = _project(request)
         return pages.render_index(repo.list_datasets(p, limit=200), repo.list_fits(project=p, limit=200),
-                                  sorted(FAMILIES), _defaults(), repo.fit_counts(p), repo.actuator_models(p))
+                                  _families(), _defaults(), repo.fit_counts(p), repo.actuator_models(p))
 
     @app.get("/datasets/{dataset_id}", response_class=HTMLResponse, include_in_schema=False)
     def dataset_page(request: Request, dataset_id: str) -> str:
         p = _project(request)
         d = repo.get_dataset(dataset_id, p)
         rec = storage.load_recording(repo.artifacts("dataset", dataset_id))
-        return pages.render_dataset(d, rec, repo.list_fits(dataset_id, p), sorted(FAMILIES), _defaults())
+        return pages.render_dataset(d, rec, repo.list_fits(dataset_id, p), _families(), _defaults())
 
     def _fit_context(fit_id: str, project: str | None) -> tuple[dict, dict | None]:
         fit = repo.get_fit(fit_id, project)
@@ -640,6 +673,33 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         resp = RedirectResponse("/login", status_code=303)
         resp.delete_cookie(COOKIE)
         return resp
+
+    # --- API docs from the installed fastapi-offline package's Swagger UI and ReDoc files (no CDN) ---
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="actuator-sysid · API docs",
+                                   swagger_js_url="/static/docs/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/docs/swagger-ui.css",
+                                   swagger_favicon_url="/static/docs/favicon.png",
+                                   oauth2_redirect_url="/docs/oauth2-redirect")
+
+    @app.get("/docs/oauth2-redirect", include_in_schema=False)
+    def swagger_ui_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc() -> HTMLResponse:
+        return get_redoc_html(openapi_url="/openapi.json", title="actuator-sysid · API reference",
+                              redoc_js_url="/static/docs/redoc.standalone.js",
+                              redoc_favicon_url="/static/docs/favicon.png", with_google_fonts=False)
+
+    @app.get("/static/docs/{name}", include_in_schema=False)
+    def docs_asset(name: str) -> FileResponse:
+        path = pages.docs_asset_path(name)
+        if path is None:
+            raise NotFoundError(f"no docs asset {name!r}")
+        return FileResponse(path, headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/static/plotly.min.js", include_in_schema=False)
     def plotly_js() -> FileResponse:

@@ -470,10 +470,12 @@ class Repository:
 
     def finish_fit(self, fit_id: str, result: dict, artifacts: dict[str, tuple[str, int]] | None = None,
                    claim: str | None = None) -> bool:
-        """running → succeeded with the result and its artifact rows, in one transaction."""
+        """running → succeeded with the result and its artifact rows, in one transaction; not once a cancel
+        was asked (False: the caller records the cancel)."""
         now = _now()
         with self._session.begin() as s:
-            res = _dml(s, update(FitRow).where(*self._owned(fit_id, claim)).values(
+            owned = [*self._owned(fit_id, claim), FitRow.cancel_requested.is_not(True)]
+            res = _dml(s, update(FitRow).where(*owned).values(
                 status="succeeded", progress=1.0, message="done", result=result, error=None, updated_at=now,
                 finished_at=now, claim=None))
             if res.rowcount == 0:

@@ -41,6 +41,10 @@ from .storage import Storage, dumps, json_safe
 log = logging.getLogger("actuator_sysid.service")
 
 PROGRESS_INTERVAL_S = 0.2
+# the stages after the search, as progress text (the fit page and the event stream show them)
+STAGE_REPORT = "search done: computing the report traces"
+STAGE_EXPORTS = "validating exports: rendering each and replaying it through its consumer"
+STAGE_STORE = "storing the result and the exports"
 KILL_GRACE_S = 10.0  # after a cancel or the time limit, how long a worker has to stop by itself
 WORKER_NICE = 10  # CPU priority offset of local fit workers where SCHED_IDLE is unavailable
 
@@ -70,8 +74,12 @@ def compute_fit(rec: Recording, req: FitRequest, progress: ProgressFn | None = N
     from ..export import render_all  # the worker's dependency, not the API's
 
     raw = fit_recording(rec, req, progress)
+    stage = progress or (lambda _f, _m: None)
+    stage(1.0, STAGE_REPORT)  # the search is done; what follows takes seconds and is shown as its own stage
     report = report_data(rec, raw)
+    stage(1.0, STAGE_EXPORTS)
     exports = render_all(raw, rec)
+    stage(1.0, STAGE_STORE)  # a cancel asked while the exports replayed stops the fit here, before it is stored
     return FitOutputs(result=json_safe(raw), report=json_safe(report), exports=exports)
 
 
@@ -179,6 +187,8 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool 
             blobs = storage.save_files({**out.files(), "report_data.json": dumps(out.report)})
             if repo.finish_fit(fit_id, out.result, blobs, claim):
                 repo.add_event(fit_id, f"fit took {time.monotonic() - started:.1f} s")
+            elif repo.get_fit(fit_id)["cancel_requested"]:  # cancel asked while the files were stored
+                repo.mark_cancelled(fit_id, claim)
         except _Stop as stop:
             if stop.why == "cancel":
                 repo.mark_cancelled(fit_id, claim)

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import numpy as np
+
 from .storage import json_safe
 
 PLOTLY_URL = "/static/plotly.min.js"
@@ -19,17 +21,18 @@ CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5rem auto;max-width:1200px;
      padding:0 1rem;color:#222}
 h1,h2,h3{font-weight:600} a{color:#0b5cad}
-table{border-collapse:collapse;margin:.5rem 0 1rem} th,td{border:1px solid #ccc;padding:.25rem .6rem;
+table{border-collapse:collapse;margin:.5rem 0 1rem;display:block;max-width:100%;overflow-x:auto}
+pre{overflow-x:auto;max-width:100%} select,input,textarea{max-width:100%;box-sizing:border-box} th,td{border:1px solid #ccc;padding:.25rem .6rem;
      text-align:left;font-variant-numeric:tabular-nums} th{background:#f3f3f3}
 tr.best td{background:#eef7ee} .muted{color:#777} .error{color:#a00;white-space:pre-wrap}
 .status-succeeded{color:#176a17} .status-failed{color:#a00} .status-running,.status-queued{color:#8a5a00}
 progress{width:20rem} textarea{width:100%;font-family:monospace} fieldset{margin:1rem 0}
 .plot{width:100%;height:420px} .split-train{color:#0b5cad} .split-validation{color:#b35c00}
-.status-cancelled{color:#777} nav{display:flex;gap:1rem;align-items:center;border-bottom:1px solid #ddd;
+.status-cancelled{color:#777} nav{display:flex;flex-wrap:wrap;gap:1rem;align-items:center;border-bottom:1px solid #ddd;
      padding-bottom:.5rem} nav .right{margin-left:auto} .cards{display:flex;gap:1rem;flex-wrap:wrap}
 .card{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem;min-width:7rem} .card b{font-size:1.4rem;display:block}
 .warn{background:#fff6e0;border-left:4px solid #e0a000;padding:.4rem .8rem;margin:.5rem 0}
-.cols{display:grid;grid-template-columns:1fr 1fr;gap:1.5rem} pre.log{background:#f6f6f6;max-height:16rem;
+.cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1.5rem} pre.log{background:#f6f6f6;max-height:16rem;
      overflow:auto;padding:.5rem;font-size:.85rem} button.danger{color:#a00} a.button,button{cursor:pointer}
 a.download{display:inline-block;border:1px solid #0b5cad;border-radius:4px;padding:.2rem .6rem;margin:.2rem;
      text-decoration:none}
@@ -46,6 +49,35 @@ async function apiPost(url,method){const r=await fetch(url,{method:method||'POST
 def plotly_js_path() -> Path:
     """plotly.min.js shipped inside the installed plotly package (served locally; no CDN)."""
     return Path(str(resources.files("plotly") / "package_data" / "plotly.min.js"))
+
+
+DOCS_ASSETS = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css",
+               "redoc.standalone.js": "text/javascript", "favicon.png": "image/png"}
+
+
+def docs_asset_path(name: str) -> Path | None:
+    """A Swagger UI / ReDoc file shipped by the installed fastapi-offline package, so /docs works offline."""
+    if name not in DOCS_ASSETS:
+        return None
+    return Path(str(resources.files("fastapi_offline") / "static" / name))
+
+
+_NOT_PAGES = ("/api/", "/openapi", "/metrics", "/healthz", "/static/")
+
+
+def wants_html(path: str, accept: str) -> bool:
+    """An error on a page route asked for by a browser (Accept names text/html) is answered with a page;
+    API routes, and clients that do not ask for HTML, keep the JSON problem."""
+    return not path.startswith(_NOT_PAGES) and "text/html" in accept
+
+
+def render_error(status: int, detail: str) -> str:
+    """An HTML error page: what was not found (or went wrong) and where to go from here."""
+    title = {404: "Not found", 401: "Not logged in", 409: "Conflict"}.get(status, "Error")
+    body = (f"<h1>{status} · {escape(title)}</h1><p class=\"error\">{escape(detail)}</p>"
+            '<p><a href="/">back to the dashboard</a> · <a href="/fleet">fleet</a> · '
+            '<a href="/docs">API docs</a></p>')
+    return page(f"{status} {title}", body, nav=True)
 
 
 def script_json(obj: Any) -> str:
@@ -90,27 +122,69 @@ def plot_script(figures: list[dict]) -> str:
             "displaylogo: false});</script>")
 
 
+DEFAULT_MODELS = ("dcmotor", "dcmotor_delay", "delayed_pd")  # ticked in the form: a DC motor with and without
+# delay, and the plain delayed PD — the families most logs need; the rest are one tick away
+PRESETS = {  # the form's quick presets: budget fields and families (None: keep what is ticked)
+    "quick": {"generations": 40, "population": 8, "seconds": 30, "models": ["dcmotor", "delayed_pd"]},
+    "standard": {"generations": 200, "population": 16, "seconds": "", "models": list(DEFAULT_MODELS)},
+    "thorough": {"generations": 600, "population": 32, "seconds": 900, "models": None},
+}
+
+
 def _fit_settings(families: list[str], defaults: dict) -> str:
-    boxes = " ".join(f"<label><input type=\"checkbox\" name=\"model\" value=\"{escape(m)}\" checked> {escape(m)}"
-                     "</label>" for m in families)
-    return (f"<fieldset><legend>Fit settings</legend>models {boxes} &nbsp; generations "
-            f"<input id=\"generations\" type=\"number\" min=\"1\" value=\"{defaults['generations']}\" size=\"5\"> "
-            f"population <input id=\"population\" type=\"number\" min=\"4\" value=\"{defaults['population']}\" "
-            f"size=\"5\"> seed <input id=\"seed\" type=\"number\" value=\"{defaults['seed']}\" size=\"5\"><br>"
-            "<label title=\"the recordings whose segment metadata KEY equals VALUE validate; empty: evenly spaced "
-            "recordings\">holdout <input id=\"holdout\" name=\"holdout\" placeholder=\"KEY=VALUE, e.g. kp=800\" "
-            "size=\"18\"></label> or <label title=\"leave-one-value-out: one fold per value of this metadata key\">"
-            "folds by <input id=\"folds_by\" name=\"folds_by\" placeholder=\"KEY, e.g. kp\" size=\"10\"></label>"
-            "</fieldset>")
+    """The fit form: every field POST /api/v1/fits takes (families, budget, joints, split, effort mode, nets)."""
+    boxes = " ".join(f"<label><input type=\"checkbox\" name=\"model\" value=\"{escape(m)}\""
+                     f"{' checked' if m in DEFAULT_MODELS else ''}> {escape(m)}</label>" for m in families)
+    presets = "".join(f'<option value="{k}">{k}</option>' for k in PRESETS)
+    return f"""<fieldset id="fit-settings"><legend>Fit settings</legend>
+<p><label>preset <select id="preset"><option value="">custom</option>{presets}</select></label>
+<span class="muted">quick: two families, 30 s; standard: the defaults; thorough: a longer search</span></p>
+<p>models {boxes}</p>
+<p><label>generations <input id="generations" type="number" min="1" max="10000" value="{defaults['generations']}"
+ size="5"></label> <label>population <input id="population" type="number" min="4" max="4096"
+ value="{defaults['population']}" size="5"></label> <label title="wall-clock budget for the whole fit: the search
+ stops with its best so far">time budget [s] <input id="budget_s" type="number" min="1" max="86400" step="any"
+ placeholder="none" size="6"></label> <label>seed <input id="seed" type="number" value="{defaults['seed']}"
+ size="5"></label></p>
+<p><label title="comma-separated joint names; empty: every joint">joints <input id="joints"
+ placeholder="all, or e.g. hip,knee" size="18"></label>
+<label title="Newton's implicit effort mode suits stiff gains">effort mode <select id="effort_mode">
+<option value="explicit" selected>explicit</option><option value="implicit">implicit</option></select></label>
+<label title="physics steps per log sample (commands held)">decimation <input id="decimation" type="number"
+ min="1" max="64" value="1" size="3"></label></p>
+<p><label title="the recordings whose segment metadata KEY equals VALUE validate; empty: evenly spaced
+ recordings">holdout <input id="holdout" name="holdout" placeholder="KEY=VALUE, e.g. kp=800" size="18"></label>
+ or <label title="k-fold cross-validation over whole recordings">folds <input id="folds" type="number" min="2"
+ max="100" placeholder="k" size="3"></label> or <label title="leave-one-value-out: one fold per value of this
+ metadata key">folds by <input id="folds_by" name="folds_by" placeholder="KEY, e.g. kp" size="10"></label></p>
+<details><summary>actuator networks (mlp, lstm, gru options)</summary>
+<textarea id="networks" rows="3" placeholder='{{"hidden": [32, 32], "epochs": 200, "mode": "auto"}}'></textarea>
+<p class="muted">JSON object: input_idx, hidden, activation, hidden_size, num_layers, epochs, patience, lr, window,
+in_loop_epochs, mode (auto | torque | in_the_loop); used only by the ticked network families.</p></details>
+</fieldset>"""
 
 
 _START_FIT_JS = """
-for(const b of document.querySelectorAll('button.start-fit')){b.addEventListener('click',async()=>{
+const PRESETS=""" + script_json(PRESETS) + """;
+document.getElementById('preset').addEventListener('change',ev=>{const p=PRESETS[ev.target.value];if(!p)return;
+  for(const k of ['generations','population'])document.getElementById(k).value=p[k];
+  document.getElementById('budget_s').value=p.seconds;
+  if(p.models)for(const b of document.querySelectorAll('input[name=model]'))b.checked=p.models.includes(b.value)});
+function fitBody(id){
+  const val=k=>document.getElementById(k).value.trim();
   const models=[...document.querySelectorAll('input[name=model]:checked')].map(e=>e.value);
-  const body={dataset_id:b.dataset.id,models,seed:+document.getElementById('seed').value,
-    budget:{generations:+document.getElementById('generations').value,
-            population:+document.getElementById('population').value}};
-  for(const k of ['holdout','folds_by']){const v=document.getElementById(k).value.trim();if(v)body[k]=v}
+  const budget={generations:+val('generations'),population:+val('population')};
+  if(val('budget_s'))budget.seconds=+val('budget_s');
+  const body={dataset_id:id,models,seed:+val('seed'),budget,effort_mode:val('effort_mode')};
+  if(val('decimation')&&+val('decimation')!==1)body.decimation=+val('decimation');
+  if(val('joints'))body.joints=val('joints').split(',').map(s=>s.trim()).filter(s=>s);
+  for(const k of ['holdout','folds_by'])if(val(k))body[k]=val(k);
+  if(val('folds'))body.folds=+val('folds');
+  if(val('networks')){try{body.networks=JSON.parse(val('networks'))}
+    catch(e){throw new Error('networks: not valid JSON ('+e.message+')')}}
+  return body}
+for(const b of document.querySelectorAll('button.start-fit')){b.addEventListener('click',async()=>{
+  let body;try{body=fitBody(b.dataset.id)}catch(e){alert('Fit not started: '+e.message);return}
   const r=await fetch('/api/v1/fits',{method:'POST',headers:{'Content-Type':'application/json'},
     body:JSON.stringify(body)});
   if(r.ok){location.href='/fits/'+(await r.json()).id}else{alert('Fit not started: '+await apiError(r))}})}
@@ -194,7 +268,7 @@ fleet view; optional)<br>
 <p><button id="compare">compare the two ticked fits</button></p>
 {_fits_table(fits, names, pick=True)}
 <h2>Fleet</h2><p>{fleet or '<span class="muted">no dataset names an actuator_model yet</span>'}</p>
-<p class="muted">API: <a href="/openapi.json">OpenAPI schema</a> · <a href="/docs">interactive docs</a> (loads Swagger UI from the internet) · <a href="/healthz">health</a> · <a href="/metrics">metrics</a></p>
+<p class="muted">API: <a href="/openapi.json">OpenAPI schema</a> · <a href="/docs">interactive docs</a> · <a href="/redoc">reference</a> · <a href="/healthz">health</a> · <a href="/metrics">metrics</a></p>
 <script>{_START_FIT_JS}{_INDEX_JS}</script>"""
     return page("actuator-sysid", body, nav=True)
 
@@ -203,8 +277,128 @@ def _downsample(n: int, limit: int = 2000) -> slice:
     return slice(None, None, max(1, -(-n // limit)))
 
 
+def commands_only(rec: Any) -> bool:
+    """True when every logged position equals its command (q ≡ q_des): a trajectory plan, not a recording."""
+    segs = [s for s in rec.segments if s.q_des is not None]
+    if not segs:
+        return False
+    span = max(float(np.ptp(s.q_des)) for s in segs) or 1.0
+    return all(np.allclose(s.q, s.q_des, rtol=0.0, atol=1e-9 * span) for s in segs)
+
+
+def _table(head: list[str], rows: list[list[str]], empty: str = "none") -> str:
+    """A table of pre-escaped cells (wide tables scroll inside themselves: see CSS)."""
+    ths = "".join(f"<th>{h}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{ths}</tr>{trs or f'<tr><td colspan={len(head)} class=muted>{escape(empty)}</td></tr>'}</table>"
+
+
+def _pct(v: Any) -> str:
+    return f"{100 * v:.0f} %" if isinstance(v, int | float) else "—"
+
+
+def _range(v: Any, unit: str = "") -> str:
+    if not v:
+        return "—"
+    return f"{fmt_num(v[0])} … {fmt_num(v[1])}{(' ' + unit) if unit else ''}"
+
+
+def _limit_cell(rep: dict | None, unit: str) -> str:
+    """An effort or velocity plateau: the peak, the limit and where it comes from, time spent at it."""
+    if not rep:
+        return '<span class="muted">not logged</span>'
+    text = f"max |·| {fmt_num(rep.get('max_abs'))} {unit}"
+    if rep.get("limit"):
+        text += (f"; limit {fmt_num(rep['limit'])} {unit} ({escape(str(rep.get('limit_source') or ''))}), "
+                 f"at it {_pct(rep.get('fraction_at_limit'))} of the time")
+    else:
+        text += "; no plateau"
+    return text
+
+
+_SEG_META = ("kp", "kd", "vin", "trajectory", "gain_units", "recording")
+
+
+def _segment_meta(meta: dict) -> list[str]:
+    """A segment's metadata cells: the gains, supply and trajectory (BAM keeps the trajectory under "bam")."""
+    nested = meta.get("bam") if isinstance(meta.get("bam"), dict) else {}
+    cells = []
+    for k in _SEG_META:
+        v = meta.get(k, nested.get(k))
+        cells.append(fmt_num(v) if v is not None else '<span class="muted">—</span>')
+    return cells
+
+
+def _quality_html(summary: dict, rec: Any) -> str:
+    """The quality report the upload computed: per joint ranges, band and plateaus; per segment timing,
+    free swing and metadata."""
+    q = summary.get("quality") or {}
+    joints = q.get("joints") or {}
+    jrows = [[escape(name), _range(j.get("q_range"), "rad"),
+              f"{fmt_num((j.get('velocity') or {}).get('max_abs'))} (p95 {fmt_num((j.get('velocity') or {}).get('p95_abs'))})",
+              _pct((j.get("velocity") or {}).get("fraction_near_zero")), _range(j.get("excitation_band_hz"), "Hz"),
+              _limit_cell(j.get("effort"), "N·m"), _limit_cell(j.get("velocity_limit"), "rad/s")]
+             for name, j in joints.items()]
+    joint_table = _table(["joint", "q range", "|qd| max [rad/s]", "nearly still", "excitation band",
+                          "effort plateau", "velocity plateau"], jrows, "no quality report stored")
+    segs = q.get("segments") or []
+    metas = {s.name: s.metadata for s in rec.segments}
+    srows = [[escape(str(s.get("name"))), fmt_num(s.get("samples")), fmt_num(s.get("duration_s")),
+              fmt_num(s.get("rate_hz")), "yes" if s.get("free_swing") else "no", _pct(s.get("driven_fraction")),
+              fmt_num(s.get("gap_before_s")), *_segment_meta(metas.get(s.get("name"), {}))] for s in segs]
+    seg_table = _table(["segment", "samples", "duration [s]", "rate [Hz]", "free swing", "driven",
+                        "gap before [s]", "kp", "kd", "vin [V]", "trajectory", "gain units", "recording"], srows,
+                       "no segments")
+    free = q.get("free_swing_segments") or []
+    gaps = q.get("gaps") or {}
+    facts = [("rate [Hz]", fmt_num(q.get("rate_hz"))), ("duration [s]", fmt_num(q.get("duration_s"))),
+             ("free-swing segments", escape(", ".join(free)) if free else "none"),
+             ("time gaps", f"{gaps.get('count', 0)} (longest {fmt_num(gaps.get('longest_s', 0.0))} s)"),
+             ("samples dropped", fmt_num(q.get("samples_dropped", 0))),
+             ("effort logged in every segment", "yes" if q.get("has_effort") else "no")]
+    fact_table = "<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts) + "</table>"
+    return (f'<h2>Data quality</h2><div id="quality">{fact_table}<h3>Joints</h3>{joint_table}'
+            f"<h3>Segments</h3>{seg_table}</div>")
+
+
+MAX_SEGMENT_PLOTS = 40  # segments drawn on the dataset page; the quality tables list every one
+
+
+def _segment_figures(rec: Any) -> list[dict]:
+    """Per segment: q and q_des, then qd and (when logged) τ on a second axis."""
+    figures = []
+    margin = {"t": 40, "l": 60, "r": 60, "b": 40}
+    for k, seg in enumerate(rec.segments[:MAX_SEGMENT_PLOTS]):
+        sl = _downsample(seg.n)
+        t = seg.t[sl]
+        pos, vel = [], []
+        for j, joint in enumerate(rec.joint_names):
+            pos.append({"x": t, "y": seg.q[sl, j], "name": f"{joint} q", "type": "scatter", "mode": "lines"})
+            if seg.q_des is not None:
+                pos.append({"x": t, "y": seg.q_des[sl, j], "name": f"{joint} q_des", "type": "scatter",
+                            "mode": "lines", "line": {"dash": "dash"}})
+            vel.append({"x": t, "y": seg.qd[sl, j], "name": f"{joint} qd", "type": "scatter", "mode": "lines"})
+            if seg.tau is not None:
+                vel.append({"x": t, "y": seg.tau[sl, j], "name": f"{joint} τ", "type": "scatter", "mode": "lines",
+                            "yaxis": "y2", "line": {"dash": "dot"}})
+        figures.append({"id": f"seg-{k}", "data": pos, "layout": {
+            "title": {"text": f"segment {escape(seg.name)} · position"}, "xaxis": {"title": {"text": "t [s]"}},
+            "yaxis": {"title": {"text": "q, q_des [rad]"}}, "margin": margin,
+            "legend": {"orientation": "h"}, "height": 300}})
+        layout: dict[str, Any] = {
+            "title": {"text": f"segment {escape(seg.name)} · velocity" + (" and effort" if seg.tau is not None
+                                                                         else "")},
+            "xaxis": {"title": {"text": "t [s]"}}, "yaxis": {"title": {"text": "qd [rad/s]"}}, "margin": margin,
+            "legend": {"orientation": "h"}, "height": 260}
+        if seg.tau is not None:
+            layout["yaxis2"] = {"title": {"text": "τ [N·m]"}, "overlaying": "y", "side": "right"}
+        figures.append({"id": f"segv-{k}", "data": vel, "layout": layout})
+    return json_safe(figures)
+
+
 def render_dataset(d: dict, rec: Any, fits: list[dict], families: list[str], defaults: dict) -> str:
-    """A dataset: summary, warnings, metadata, q and q_des per segment and joint, its fits, fit and delete."""
+    """A dataset: summary, every warning, the quality report, metadata, q/q_des and qd/τ per segment, its
+    fits, fit and delete."""
     summary = d["summary"]
     rows = [("name", escape(d["name"])), ("id", f"<code>{escape(d['id'])}</code>"),
             ("project", escape(d["project"])), ("actuator model", escape(d.get("actuator_model") or "—")),
@@ -217,35 +411,32 @@ def render_dataset(d: dict, rec: Any, fits: list[dict], families: list[str], def
             ("size", f"{d['size']:,} bytes"), ("sha256", f"<code>{escape(d['sha256'])}</code>"),
             ("uploaded (UTC)", escape((d["created_at"] or "")[:19]))]
     table = "<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
-    warnings = "".join(f'<div class="warn">{escape(w)}</div>' for w in summary.get("warnings", [])) or \
-        '<p class="muted">no warnings</p>'
-    figures = []
-    for k, seg in enumerate(rec.segments):
-        sl = _downsample(seg.n)
-        t = seg.t[sl]
-        data = []
-        for j, joint in enumerate(rec.joint_names):
-            data.append({"x": t, "y": seg.q[sl, j], "name": f"{joint} q", "type": "scatter", "mode": "lines"})
-            if seg.q_des is not None:
-                data.append({"x": t, "y": seg.q_des[sl, j], "name": f"{joint} q_des", "type": "scatter",
-                             "mode": "lines", "line": {"dash": "dash"}})
-        figures.append({"id": f"seg-{k}", "data": data, "layout": {
-            "title": {"text": f"segment {escape(seg.name)}"}, "xaxis": {"title": {"text": "t [s]"}},
-            "yaxis": {"title": {"text": "q, q_des [rad]"}}, "margin": {"t": 40, "l": 60, "r": 20, "b": 40},
-            "legend": {"orientation": "h"}, "height": 320}})
-
-    figures = json_safe(figures)
-    plots = "".join(f'<div class="plot" style="height:320px" id="{f["id"]}"></div>' for f in figures)
+    every = list(dict.fromkeys([*summary.get("warnings", []), *((summary.get("quality") or {}).get("warnings")
+                                                                or [])]))
+    plan = ""
+    if commands_only(rec):
+        plan = ('<div class="warn plan" id="plan-warning"><b>This looks like a plan, not a recording:</b> every '
+                "logged position q equals its command q_des, so nothing here shows how the actuator moved. A fit "
+                "of it identifies nothing; upload the measured positions (and velocities, efforts) instead.</div>")
+    warnings = plan + ("".join(f'<div class="warn">{escape(w)}</div>' for w in every)
+                       or ('' if plan else '<p class="muted">no warnings</p>'))
+    figures = _segment_figures(rec)
+    plots = "".join(f'<div class="plot" style="height:{f["layout"]["height"]}px" id="{f["id"]}"></div>'
+                    for f in figures)
+    more = len(rec.segments) - MAX_SEGMENT_PLOTS
+    if more > 0:
+        plots += f'<p class="muted">the first {MAX_SEGMENT_PLOTS} segments are drawn; {more} more are listed above</p>'
     meta = escape(json.dumps(d.get("metadata") or {}, indent=1))
     body = f"""<h1>Dataset {escape(d['name'])}</h1>
 {table}
 <p><a class="download" href="/api/v1/datasets/{escape(d['id'])}/original" download>download the uploaded file</a>
 <button class="delete-dataset danger" data-id="{escape(d['id'])}" data-name="{escape(d['name'])}">delete dataset</button></p>
-<h2>Warnings</h2>{warnings}
+<h2>Warnings</h2><div id="warnings">{warnings}</div>
+{_quality_html(summary, rec)}
 <h2>Start a fit</h2>{_fit_settings(families, defaults)}
 <p><button class="start-fit" data-id="{escape(d['id'])}">start fit</button></p>
 <h2>Fits of this dataset</h2>{_fits_table(fits, {d['id']: d['name']})}
-<h2>Position and command per segment</h2>{plots}
+<h2>Position, command, velocity and effort per segment</h2>{plots}
 <details><summary>metadata</summary><pre>{meta}</pre></details>
 {plot_script(figures)}<script>{_START_FIT_JS}</script>"""
     return page(f"dataset {d['name']}", body, nav=True)
