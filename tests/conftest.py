@@ -35,6 +35,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_service_flow.py": ("service",),
     "test_service_bench.py": ("service", "slow"),
     "test_splits_real.py": ("service", "slow"),
+    "test_pages.py": ("service",),
     "test_conformance_isaaclab.py": ("conformance",),
     "test_conformance_nets.py": ("conformance",),
     "test_conformance_newton.py": ("conformance",),
@@ -63,9 +64,11 @@ MARKERS: dict[str, tuple[str, ...]] = {
 
 
 def markers_for(item: pytest.Item) -> tuple[str, ...]:
-    """The markers of one test: its own MARKERS entry, else its file's, else `unit`."""
+    """The markers of one test: its own MARKERS entry, else its file's, else `service` when it uses the
+    `server` fixture, else `unit`."""
     name = getattr(item, "originalname", item.name)
-    return MARKERS.get(f"{item.path.name}::{name}", MARKERS.get(item.path.name, ("unit",)))
+    default = ("service",) if "server" in getattr(item, "fixturenames", ()) else ("unit",)
+    return MARKERS.get(f"{item.path.name}::{name}", MARKERS.get(item.path.name, default))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
