@@ -30,6 +30,7 @@ def test_api_docs_load_only_local_assets(server: Server) -> None:
         assert urls, r.text
         assert all(u.startswith("/") and not u.startswith("//") for u in urls), (path, urls)  # nothing from a CDN
         assert "/openapi.json" in r.text
+        assert "default-src 'self'" in r.headers["content-security-policy"]  # the browser may fetch nothing else
         for u in urls:
             if u.startswith("/static/"):
                 asset = requests.get(server.url + u, timeout=10)

@@ -52,6 +52,8 @@ MEDIA_TYPES = {".py": "text/x-python", ".json": "application/json", ".usda": "te
                ".onnx": "application/octet-stream"}
 INTERNAL_ARTIFACTS = ("report_data.json",)  # stored for the report page, not offered as a download
 _DEFAULT = FitRequest()
+DOCS_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+            "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'")
 MAX_FIT_JOINTS = 64  # joints one fit request may name (fitting/api.py validate_request says the same)
 MAX_UPLOAD_JOINT_NAMES = 256  # names an upload's joint_names field may give
 __all__ = ["ConflictError", "PayloadTooLargeError", "create_app"]
@@ -676,13 +678,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # --- API docs from the installed fastapi-offline package's Swagger UI and ReDoc files (no CDN) ---
 
+    def _local_only(page: HTMLResponse) -> HTMLResponse:
+        """The docs pages may load nothing from elsewhere: ReDoc's footer links a logo from its CDN."""
+        page.headers["Content-Security-Policy"] = DOCS_CSP
+        return page
+
     @app.get("/docs", include_in_schema=False)
     def swagger_ui() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="actuator-sysid · API docs",
+        return _local_only(get_swagger_ui_html(openapi_url="/openapi.json", title="actuator-sysid · API docs",
                                    swagger_js_url="/static/docs/swagger-ui-bundle.js",
                                    swagger_css_url="/static/docs/swagger-ui.css",
                                    swagger_favicon_url="/static/docs/favicon.png",
-                                   oauth2_redirect_url="/docs/oauth2-redirect")
+                                   oauth2_redirect_url="/docs/oauth2-redirect"))
 
     @app.get("/docs/oauth2-redirect", include_in_schema=False)
     def swagger_ui_redirect() -> HTMLResponse:
@@ -690,9 +697,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
-        return get_redoc_html(openapi_url="/openapi.json", title="actuator-sysid · API reference",
-                              redoc_js_url="/static/docs/redoc.standalone.js",
-                              redoc_favicon_url="/static/docs/favicon.png", with_google_fonts=False)
+        return _local_only(get_redoc_html(openapi_url="/openapi.json", title="actuator-sysid · API reference",
+                                          redoc_js_url="/static/docs/redoc.standalone.js",
+                                          redoc_favicon_url="/static/docs/favicon.png", with_google_fonts=False))
 
     @app.get("/static/docs/{name}", include_in_schema=False)
     def docs_asset(name: str) -> FileResponse:

@@ -1,0 +1,151 @@
+"""Pages in real headless Chromium (Debian's /usr/bin/chromium through Playwright): /docs and /redoc render
+with every request off this machine aborted, no page scrolls sideways at 800 px, and the fit form posts what
+the API takes (a seconds budget, a holdout) and its fit can be cancelled from the fit page."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import pytest
+import requests
+from conftest import Server, make_recording, start_server
+from test_browser import browser  # noqa: F401  (the module-scoped Chromium fixture)
+
+from actuator_sysid.datasets.canonical import sidecar_for, write_table
+
+KPS = (5.0, 5.0, 8.0, 5.0)  # one recording at kp = 8: the holdout the form asks for
+
+
+def _wait(server: Server, fid: str, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        fit = requests.get(f"{server.url}/api/v1/fits/{fid}", timeout=10).json()
+        if fit["status"] not in ("queued", "running"):
+            return fit
+        time.sleep(0.2)
+    raise AssertionError(f"fit {fid} still {fit['status']} after {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str, str]]:
+    """A server with one dataset (an actuator model and serial, no free swing) and one succeeded fit of it."""
+    tmp = tmp_path_factory.mktemp("pages")
+    rec = make_recording(joints=("hip", "knee"), segments=len(KPS))
+    for seg, kp in zip(rec.segments, KPS, strict=True):
+        seg.metadata["kp"] = kp
+    write_table(rec, tmp / "bench_log.csv", sidecar=False)
+    server = start_server(tmp / "data")
+    try:
+        meta = {**sidecar_for(rec), "actuator_model": "bench-motor", "serial": "SN-7"}
+        r = requests.post(server.url + "/api/v1/datasets", files={"file": ("bench_log.csv",
+                                                                          (tmp / "bench_log.csv").read_bytes())},
+                          data={"metadata": json.dumps(meta)}, timeout=60)
+        assert r.status_code == 201, r.text
+        ds = r.json()["id"]
+        r = requests.post(server.url + "/api/v1/fits", json={
+            "dataset_id": ds, "models": ["dcmotor"], "budget": {"generations": 10, "population": 8}}, timeout=30)
+        assert r.status_code == 202, r.text
+        fit = _wait(server, r.json()["id"])
+        assert fit["status"] == "succeeded", fit
+        yield server, ds, fit["id"]
+    finally:
+        server.stop()
+
+
+def _offline_context(browser, **kw):  # noqa: F811
+    """A browser context that aborts every request not to 127.0.0.1: the network unplugged."""
+    ctx = browser.new_context(**kw)
+    blocked: list[str] = []
+
+    def route(r) -> None:
+        if urlparse(r.request.url).hostname == "127.0.0.1":
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort()
+
+    ctx.route("**/*", route)
+    return ctx, blocked
+
+
+def test_api_docs_render_with_the_network_unplugged(browser, site) -> None:  # noqa: F811
+    server, _ds, _fid = site
+    paths = requests.get(server.url + "/openapi.json", timeout=10).json()["paths"]
+    operations = sum(len(v) for v in paths.values())
+    ctx, blocked = _offline_context(browser)
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.set_default_timeout(30_000)
+        page.goto(server.url + "/docs")
+        page.wait_for_selector(".opblock")
+        assert page.locator(".opblock").count() == operations
+        assert "/api/v1/fits" in page.locator(".opblock-summary-path").all_inner_texts()
+        page.goto(server.url + "/redoc")
+        page.wait_for_selector("[data-section-id^='operation/']", state="attached")
+        assert page.locator("[data-section-id^='operation/']").count() == operations
+        assert blocked == [] and errors == [], (blocked, errors)
+    finally:
+        ctx.close()
+
+
+def test_no_page_scrolls_sideways_at_800_px(browser, site) -> None:  # noqa: F811
+    server, ds, fid = site
+    ctx, _blocked = _offline_context(browser, viewport={"width": 800, "height": 900})
+    page = ctx.new_page()
+    try:
+        page.set_default_timeout(30_000)
+        pages = {"/": "#upload", f"/datasets/{ds}": "#seg-0 .main-svg", f"/fits/{fid}": "#plot-0-seg-0 .main-svg",
+                 "/fleet?actuator_model=bench-motor": ".plot .main-svg", f"/compare?a={fid}&b={fid}": "table",
+                 "/fits/nope": "h1", "/docs": ".opblock"}
+        for path, ready in pages.items():
+            page.goto(server.url + path, wait_until="load")
+            page.wait_for_selector(ready)
+            widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+            assert widths[0] <= widths[1], (path, widths)
+            if path.startswith("/datasets/"):  # a log without free swing says so on its page
+                assert "no free-swing segment" in page.locator("#warnings").inner_text()
+                assert page.locator("#quality table").count() == 3
+            if path == "/fits/nope":
+                assert "404" in page.locator("h1").inner_text() and "'nope'" in page.content().replace("&#x27;", "'")
+    finally:
+        ctx.close()
+
+
+def test_fit_form_posts_a_seconds_budget_and_a_holdout_and_cancel_cancels(browser, site) -> None:  # noqa: F811
+    server, ds, _fid = site
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    page.on("dialog", lambda d: d.accept())
+    try:
+        page.set_default_timeout(30_000)
+        page.goto(f"{server.url}/datasets/{ds}")
+        ticked = page.evaluate("() => [...document.querySelectorAll('input[name=model]:checked')].map(e => e.value)")
+        assert sorted(ticked) == ["dcmotor", "dcmotor_delay", "delayed_pd"]  # not all 13 by default
+        page.select_option("#preset", "quick")
+        assert page.input_value("#budget_s") == "30"
+        page.fill("#generations", "10000")  # the seconds budget, not the generations, ends this search
+        page.fill("#budget_s", "60")
+        page.fill("#holdout", "kp=8")
+        page.fill("#joints", "knee")
+        page.select_option("#effort_mode", "implicit")
+        with page.expect_request(lambda r: r.url.endswith("/api/v1/fits") and r.method == "POST") as req:
+            page.click("button.start-fit")
+        posted = req.value.post_data_json
+        assert posted["budget"] == {"generations": 10000, "population": 8, "seconds": 60}, posted
+        assert posted["holdout"] == "kp=8" and posted["joints"] == ["knee"] and posted["effort_mode"] == "implicit"
+        assert sorted(posted["models"]) == ["dcmotor", "delayed_pd"]
+        page.wait_for_url("**/fits/*")
+        fid = page.url.rsplit("/", 1)[1]
+        stored = requests.get(f"{server.url}/api/v1/fits/{fid}", timeout=10).json()
+        assert stored["request"]["budget_s"] == 60 and stored["request"]["holdout"] == "kp=8", stored["request"]
+        page.wait_for_function("() => document.getElementById('live-status').textContent.trim() === 'running'",
+                               timeout=60_000)
+        page.click("button[data-action=cancel]")
+        assert _wait(server, fid, 60)["status"] == "cancelled"
+    finally:
+        ctx.close()
