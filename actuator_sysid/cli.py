@@ -185,7 +185,7 @@ def run_fit(rec: Recording, req: FitRequest, out: Path, label: str) -> dict:
 
     progress = _ProgressBar(f"fitting {label}")
     try:
-        fit = compute_fit(rec, req, progress)
+        fit = compute_fit(rec, req, progress, {"dataset": label})
     finally:
         progress.close()
     row = {"id": label, "title": f"fit of {label}", "status": "succeeded", "dataset_name": label,
@@ -239,6 +239,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     result = run_fit(rec, _request(args), out, Path(args.log[0]).name)
     from .service.report import fidelity_gaps
 
+    verdict = result.get("verdict") or {}
+    print(f"verdict: {str(verdict.get('verdict', 'not judged')).upper()}", file=sys.stderr)
+    for c in verdict.get("checks", []):
+        print(f"  {'ok' if c['status'] == 'ok' else c['status']:>6}  {c['reason']}", file=sys.stderr)
     for joint, jr in result["joints"].items():
         print(f"{joint}: best model {jr['best_model']}", file=sys.stderr)
         for line in fidelity_gaps(jr.get("ranking", [])):  # what a consumer-native family gives up
@@ -372,10 +376,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"wrote {target}", file=sys.stderr)
         return 0
     try:
+        from .export.common import parse_assignments, parse_rename
         from .export.operating import parse_at
 
         text = render_format(result, rec, args.export_format, families=_families(args.family), at=parse_at(args.at),
-                             field_names=args.field_names, backend=args.backend, loads=loads, robot_usd=robot)
+                             field_names=args.field_names, backend=args.backend, loads=loads, robot_usd=robot,
+                             unidentified=args.unidentified, given=parse_assignments(args.set),
+                             rename=parse_rename(args.rename))
     except (ExportError, KeyError) as e:
         print(f"actuator-sysid export: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -533,6 +540,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "newton.onnx the one Newton 1.8 recommends, written to "
                         "--out or a file of that name)")
     x.add_argument("--out", help="file to write (default: stdout)")
+    x.add_argument("--set", action="append", metavar="[JOINT/]PARAM=VALUE",
+                   help="a value to write instead of the fit's, e.g. a datasheet limit the log never pressed: "
+                        "--set actuator_effort_limit=0.6 (repeat or comma-separate)")
+    x.add_argument("--unidentified", choices=["omit", "comment"], default="omit",
+                   help="a parameter the fit did not identify: omit leaves it at the consumer's default where the "
+                        "consumer has one (default); comment writes the estimate with a NOT IDENTIFIED comment")
+    x.add_argument("--rename", action="append", metavar="FIT_JOINT=ROBOT_JOINT",
+                   help="write a joint under the robot's name, e.g. --rename pendulum=elbow_joint")
     x.add_argument("--family", help="model family for every joint, or joint=family pairs, comma-separated "
                                     "(default: each joint's best; Isaac Lab: best built-in class)")
     x.add_argument("--field-names", choices=["isaaclab-3", "isaaclab-2"], default="isaaclab-3",

@@ -59,6 +59,7 @@ def test_randomization_from_intervals_spread_or_default() -> None:
     entry = model_entry("delayed_pd", TRUTH)
     entry["intervals"] = {"stiffness": {"interval95": [22.0, 28.0], "identified": True},
                           "damping": {"interval95": [-0.1, 0.9], "identified": False},
+                          "friction": {"interval95": [-0.1, 0.9], "identified": True},
                           "delay": {"interval95": [2.4, 3.6], "identified": True}}
     res = make_result({"hip": {"delayed_pd": entry},
                        "knee": {"dcmotor": model_entry("dcmotor", TRUTH)},
@@ -66,7 +67,9 @@ def test_randomization_from_intervals_spread_or_default() -> None:
     doc = randomization(res)
     hip = doc["joints"]["hip"]
     assert hip["ranges"]["stiffness"] == [22.0, 28.0] and hip["sources"]["stiffness"] == "interval95"
-    assert hip["ranges"]["damping"] == [0.0, 0.9] and "poorly identified" in hip["sources"]["damping"]
+    # a parameter the fit did not identify gets no range (issue 15): its interval would be a guess
+    assert "damping" not in hip["ranges"] and "not identified" in hip["sources"]["damping"]
+    assert hip["ranges"]["friction"] == [0.0, 0.9]  # an identified interval is clipped to non-negative values
     assert hip["ranges"]["delay"] == [2, 4]
     assert hip["ranges"]["armature"] == pytest.approx([0.0135, 0.0165]) and hip["sources"]["armature"] == "default ±10%"
     knee = doc["joints"]["knee"]

@@ -42,18 +42,40 @@ def render_bytes(result: dict, fmt: str, *, families: dict[str, str] | str | Non
 
 def render_format(result: dict, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None = None,
                   field_names: str = "isaaclab-3", backend: str = "newton", loads: dict[str, dict] | None = None,
-                  robot_usd: str | bytes | None = None, at: dict[str, float] | None = None) -> str:
+                  robot_usd: str | bytes | None = None, at: dict[str, float] | None = None,
+                  unidentified: str = "omit", given: dict[str, float] | None = None,
+                  rename: dict[str, str] | None = None, info: dict | None = None) -> str:
     """One export as text. Isaac Lab formats take `families` per joint (default: best built-in class).
 
     `at` ({"kp": 400, "vin": 7.4}) is the operating point of a device-unit fit (export/operating.py); the
-    export states the point it used whenever the fit has one."""
+    export states the point it used whenever the fit has one. An unidentified parameter is left at the
+    consumer's default (`unidentified="omit"`) or written flagged (`"comment"`); `given` values replace fitted
+    ones; `rename` maps fit joint names to robot joint names (common.prepare). Every export states its
+    provenance (`info`: fit_id, dataset, verdict where the caller knows them) and physics dt (common.stamp)."""
+    from .common import prepare, provenance, stamp, unidentified_notes
     from .operating import annotate, at_operating_point
 
     if fmt in BINARY_FORMATS:
         raise ExportError(f"{fmt} is binary: use render_bytes")
     result, points = at_operating_point(result, at)
-    return annotate(fmt, _render_text(result, rec, fmt, families=families, field_names=field_names,
+    result = prepare(result, unidentified=unidentified, given=given, rename=rename, rec=rec)
+    if rename:
+        families = ({rename.get(j, j): f for j, f in families.items()} if isinstance(families, dict) else families)
+        loads = {rename.get(j, j): v for j, v in loads.items()} if loads else loads
+        points = {rename.get(j, j): v for j, v in points.items()} if points else points
+    text = annotate(fmt, _render_text(result, rec, fmt, families=families, field_names=field_names,
                                       backend=backend, loads=loads, robot_usd=robot_usd), points)
+    return stamp(fmt, text, provenance(result, info), unidentified_notes(result, families, _expresses(fmt),
+                                                                              with_best=fmt.startswith("isaaclab")))
+
+
+def _expresses(fmt: str):
+    """The family test of the exporter that writes `fmt` (which fitted family it picks per joint)."""
+    from . import mjcf, newton_usd
+
+    if fmt.startswith("isaaclab"):
+        return lambda fam: bool(fam.isaaclab_cfg)
+    return {"newton.usda": newton_usd.expresses, "mjcf.xml": mjcf.expresses}.get(fmt)
 
 
 def _render_text(result: dict, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None,
@@ -140,18 +162,25 @@ def _replay_findings(r: dict) -> list[Finding]:
     return out
 
 
-def render_all(result: dict, rec: Recording, *, replay_exports: bool = True) -> dict[str, str]:
-    """Every export by file name, plus validation.json (findings and replays). A format that cannot be
-    rendered for this result is left out, with the reason in the findings."""
+def render_all(result: dict, rec: Recording, *, replay_exports: bool = True, info: dict | None = None) -> dict[str, str]:
+    """Every export by file name, plus validation.json (findings, replays, bench loads and the fit's verdict,
+    fitting/verdict.py). A format that cannot be rendered for this result is left out, with the reason in the
+    findings. The exports are replayed as rendered, then stamped with the verdict the replays give (`info`:
+    fit_id and dataset where the caller knows them)."""
+    from ..fitting.verdict import fit_verdict
     from .replay import replay
 
-    files: dict[str, str] = {}
-    findings: list[Finding] = []
-    for fmt in TEXT_FORMATS:
-        try:
-            files[fmt] = render_format(result, rec, fmt)
-        except ExportError as e:
-            findings.append(Finding("EXPORT.unavailable", "warning", fmt, str(e)))
+    def texts(extra: dict | None) -> tuple[dict[str, str], list[Finding]]:
+        out: dict[str, str] = {}
+        problems: list[Finding] = []
+        for fmt in TEXT_FORMATS:
+            try:
+                out[fmt] = render_format(result, rec, fmt, info={**(info or {}), **(extra or {})})
+            except ExportError as e:
+                problems.append(Finding("EXPORT.unavailable", "warning", fmt, str(e)))
+        return out, problems
+
+    files, findings = texts(None)
     from .checkpoints import render_checkpoints
 
     files |= render_checkpoints(result)  # type: ignore[arg-type]  # bytes: network checkpoints, if any
@@ -166,15 +195,18 @@ def render_all(result: dict, rec: Recording, *, replay_exports: bool = True) -> 
         bench = {j: load_dict(v) for j, v in bench_loads(result, rec).items()}
     except ExportError:
         bench = {}
+    errors = sum(f.severity == "error" for f in findings)
     doc = {
         "rule": "NEWTON.DJ.001",
-        "passed": not any(f.severity == "error" for f in findings),
-        "errors": sum(f.severity == "error" for f in findings),
+        "passed": not errors,  # NEWTON.DJ.001 and the export rules alone; the verdict judges the whole fit
+        "errors": errors,
         "warnings": sum(f.severity == "warning" for f in findings),
         "findings": [f.as_dict() for f in findings],
         "replay": replays,
         "bench": bench,
     }
+    doc["verdict"] = fit_verdict(result, rec, doc if replay_exports else None)
+    files |= texts({"verdict": doc["verdict"]})[0]  # the same exports, now stating the verdict
     files["validation.json"] = json.dumps(_json_safe(doc), indent=2) + "\n"
     return files
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from ..datasets.recording import JointInfo, Recording
-from ..models.families import NET_FAMILIES, Family, get_family
+from ..models.families import NET_FAMILIES, RICH_FRICTION_TERMS, Family, get_family
 
 DEG_PER_RAD = 180.0 / math.pi
 RAD_PER_DEG = math.pi / 180.0
@@ -147,3 +147,243 @@ def bench_loads(result: dict, rec: Recording | None = None,
 def load_dict(info: JointInfo) -> dict:
     """A JSON-ready load description."""
     return {k: v for k, v in asdict(info).items() if k != "name"}
+
+
+# --- what an export may claim: unidentified parameters, user-given values, rounding, joint names, provenance ---
+
+UNIDENTIFIED_MODES = ("omit", "comment")
+# parameters whose consumer default is "no such limit / no such term" (registry neutral: 0 or ∞): an
+# unidentified one is left out, so the consumer's default applies, where that default is as good as the estimate
+# (default_fits); the others (gains, the DC envelope, the delay, ki, the torque table) are required by the
+# consumer's class and are written with a loud comment instead
+OMITTABLE = frozenset({"actuator_effort_limit", "armature", "friction", "dynamic_friction", "viscous_friction",
+                       "integral_max", "encoder_offset", *RICH_FRICTION_TERMS})
+
+
+def parse_assignments(items: list[str] | str | None, what: str = "--set") -> dict[str, float]:
+    """`actuator_effort_limit=0.6` (or `knee/actuator_effort_limit=0.6`, comma-separated or repeated) → dict."""
+    from ..models import parameters
+
+    if not items:
+        return {}
+    parts = [x.strip() for item in ([items] if isinstance(items, str) else items) for x in item.split(",")]
+    names = {p.name for p in parameters.PARAMS}
+    out: dict[str, float] = {}
+    for item in (p for p in parts if p):
+        key, sep, value = item.partition("=")
+        name = key.strip().rpartition("/")[2]
+        if not sep or name not in names:
+            raise ExportError(f"{what} takes [JOINT/]PARAMETER=VALUE with a registry parameter name "
+                              f"(docs/models.md), got {item!r}")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise ExportError(f"{what} {key.strip()} must be a number, got {value.strip()!r}") from None
+    return out
+
+
+def parse_rename(items: list[str] | str | None) -> dict[str, str]:
+    """`pendulum=elbow_joint` (comma-separated or repeated) → {"pendulum": "elbow_joint"}."""
+    if not items:
+        return {}
+    parts = [x.strip() for item in ([items] if isinstance(items, str) else items) for x in item.split(",")]
+    out: dict[str, str] = {}
+    for item in (p for p in parts if p):
+        old, sep, new = (s.strip() for s in item.partition("="))
+        if not sep or not old or not new:
+            raise ExportError(f"--rename takes FIT_JOINT=ROBOT_JOINT, got {item!r}")
+        out[old] = new
+    return out
+
+
+def round_to_interval(value: float, estimate: float, interval: list[float] | None) -> float:
+    """`value` with the digits its 95 % interval supports: down to a tenth of the half-width (relative to
+    the estimate, so a value scaled to another operating point keeps its relative precision)."""
+    if not interval or not math.isfinite(value) or value == 0 or not estimate:
+        return value
+    half = abs(interval[1] - interval[0]) / 2 * abs(value / estimate)
+    if not math.isfinite(half) or half <= 0:
+        return value
+    rounded = round(value, 1 - math.floor(math.log10(half)))
+    return rounded if rounded != 0 else value
+
+
+def _reason(iv: dict) -> str:
+    return str(iv.get("reason") or "the fit does not determine it")
+
+
+def default_fits(name: str, iv: dict) -> bool:
+    """Whether the consumer's default (the registry's neutral value: no limit, no term) is as good as the fit's
+    unidentified estimate: the fit does not depend on it (a limit never pressed, a term never acting), or its
+    95 % interval reaches the searched end where the default lies (∞ for a limit, the lowest value for a term).
+    Otherwise (an interval that excludes the default) leaving it out would change the model: it is written,
+    flagged."""
+    from ..models import parameters
+
+    reason = str(iv.get("reason", ""))
+    if "never presses" in reason or "never reaches" in reason:
+        return True
+    p = parameters.get(name)
+    lo, hi = (iv.get("interval95") or [-math.inf, math.inf])
+    if math.isinf(p.neutral):
+        return hi >= p.upper * (1 - 1e-6)
+    return p.neutral == 0.0 and lo <= max(p.lower, 0.0) * (1 + 1e-6)
+
+
+def prepare(result: dict, *, unidentified: str = "omit", given: dict[str, float] | None = None,
+            rename: dict[str, str] | None = None, rec: Recording | None = None) -> dict:
+    """The result as an export may state it: each model's unidentified parameters (intervals' `identified`)
+    left out where the consumer has a default (`omit`, the default; `comment` writes the estimate, flagged),
+    user-given values (`given`, [joint/]name → value) in their place, identified values rounded to their
+    intervals, joints renamed. Each model gets `unidentified` {name: {reason, estimate, action}} and `given`."""
+    import copy
+
+    if unidentified not in UNIDENTIFIED_MODES:
+        raise ExportError(f"unidentified must be one of {list(UNIDENTIFIED_MODES)}, got {unidentified!r}")
+    given = dict(given or {})
+    rename = dict(rename or {})
+    unknown = [j for j in rename if j not in result["joints"]]
+    unknown += [k.partition("/")[0] for k in given if "/" in k and k.partition("/")[0] not in result["joints"]]
+    if unknown:
+        raise ExportError(f"unknown joint(s) {sorted(set(unknown))}: the fit has {sorted(result['joints'])}")
+    out = copy.deepcopy(result)
+    used: set[str] = set()
+    for joint, jr in out["joints"].items():
+        for model in jr.get("models", {}).values():
+            params, intervals = model.get("params"), model.get("intervals") or {}
+            if not isinstance(params, dict):
+                continue
+            flagged: dict[str, dict] = {}
+            gave: dict[str, float] = {}
+            for name in list(params):
+                key = f"{joint}/{name}" if f"{joint}/{name}" in given else name if name in given else None
+                iv = intervals.get(name) or {}
+                if key is not None:
+                    params[name] = int(round(given[key])) if name == "delay" else float(given[key])
+                    gave[name] = params[name]
+                    used.add(key)
+                elif iv and not iv.get("identified", True):
+                    omit = unidentified == "omit" and name in OMITTABLE and default_fits(name, iv)
+                    why = ("" if unidentified == "comment" else " (the consumer requires a value)"
+                           if name not in OMITTABLE else " (its 95 % interval excludes the consumer's default)")
+                    flagged[name] = {"reason": _reason(iv), "estimate": params[name],
+                                     "action": "omitted: the consumer's default applies" if omit else
+                                     "written: NOT IDENTIFIED, the fit's estimate" + why}
+                    if omit:
+                        del params[name]
+                elif iv.get("interval95") and name != "delay" and isinstance(params[name], int | float):
+                    params[name] = round_to_interval(float(params[name]), float(iv.get("estimate") or params[name]),
+                                                     iv["interval95"])
+            model["unidentified"], model["given"] = flagged, gave
+    missing = sorted(set(given) - used)
+    if missing:
+        raise ExportError(f"--set {', '.join(missing)}: no fitted model of the named joint(s) has that parameter")
+    if rename:
+        if rec is not None:  # the bench load travels with the joint, under its new name
+            for joint in rename:
+                if joint in rec.joint_names and "load" not in out["joints"][joint]:
+                    out["joints"][joint]["load"] = load_dict(rec.joints[rec.joint_index(joint)])
+        out["joints"] = {rename.get(j, j): v for j, v in out["joints"].items()}
+        for key in ("operating_point", "gain_units"):
+            table = out.get("assumptions", {}).get(key)
+            if isinstance(table, dict):
+                out["assumptions"][key] = {rename.get(j, j): v for j, v in table.items()}
+        out["renamed"] = rename
+    return out
+
+
+def unidentified_notes(result: dict, families: dict[str, str] | str | None = None,
+                       expresses: Callable[[Family], bool] | None = None, with_best: bool = False) -> list[str]:
+    """One line per unidentified or user-given parameter of each joint's exported model (after `prepare`);
+    with_best: the joint's best model too (isaaclab.py's ACTUATORS_BEST)."""
+    lines = []
+    for joint, jr in result["joints"].items():
+        try:
+            names = [export_family(result, joint, families, expresses)]
+        except ExportError:
+            continue
+        if with_best and not families and jr.get("best_model") not in names:
+            names.append(jr["best_model"])
+        for name in names:
+            model = jr["models"].get(name) or {}
+            for p, u in (model.get("unidentified") or {}).items():
+                lines.append(f"NOT IDENTIFIED {joint} {name}.{p} ({u['action']}; estimate {u['estimate']:.4g}): "
+                             f"{u['reason']}")
+            for p, v in (model.get("given") or {}).items():
+                lines.append(f"GIVEN {joint} {name}.{p} = {v:g} (set by the user, not fitted)")
+    return lines
+
+
+def provenance(result: dict, info: dict | None = None) -> dict:
+    """Where an export comes from: fit id and dataset where known, the date, each joint's validation error, the
+    verdict, and the physics dt and decimation its delays count in."""
+    from datetime import UTC, datetime
+
+    info = {**(result.get("origin") or {}), **(info or {})}
+    assumed = result.get("assumptions", {})
+    errors = {}
+    for joint, jr in result["joints"].items():
+        best = jr.get("best_model")
+        v = ((jr.get("models", {}).get(best) or {}).get("metrics") or {}).get("validation") or {}
+        if isinstance(v.get("position_rmse"), int | float):
+            errors[joint] = {"family": best, "position_rmse_rad": float(f"{v['position_rmse']:.4g}")}
+    ds = result.get("dataset") or {}
+    verdict = info.pop("verdict", None) or result.get("verdict") or {}
+    out = {"tool": "actuator-sysid", "fit_id": info.pop("fit_id", None) or result.get("fit_id"),
+           "dataset": info.pop("dataset", None) or {k: ds[k] for k in ("source_format", "joints", "segments",
+                                                                        "duration_s") if k in ds} or None,
+           "exported": datetime.now(UTC).strftime("%Y-%m-%d"),
+           "validation_error": errors or None,
+           "verdict": verdict.get("verdict", "not judged"),
+           "verdict_reasons": [r for c in verdict.get("checks", []) if c["status"] != "ok" for r in [c["reason"]]],
+           "physics_dt_s": physics_dt(result), "decimation": int(assumed.get("decimation", 1) or 1),
+           "delay_unit": "physics steps of physics_dt_s", **info}
+    if result.get("renamed"):
+        out["renamed_joints"] = result["renamed"]
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def provenance_lines(prov: dict) -> list[str]:
+    """The provenance as comment lines."""
+    ds = prov.get("dataset")
+    ds_text = ds if isinstance(ds, str) else ", ".join(f"{k} {v}" for k, v in (ds or {}).items())
+    err = "; ".join(f"{j}: {e['family']} {e['position_rmse_rad']:g} rad" for j, e in
+                    (prov.get("validation_error") or {}).items()) or "none computed"
+    lines = [f"actuator-sysid export · fit {prov.get('fit_id', 'unknown')} · dataset {ds_text or 'unknown'} · "
+             f"exported {prov['exported']}",
+             f"validation position RMSE: {err} · verdict: {str(prov['verdict']).upper()}",
+             *(f"  verdict reason: {r}" for r in prov.get("verdict_reasons", [])),
+             f"physics dt {prov['physics_dt_s']:g} s, decimation {prov['decimation']}: delays count physics steps"]
+    if prov.get("renamed_joints"):
+        lines.append("joints renamed: " + ", ".join(f"{a} -> {b}" for a, b in prov["renamed_joints"].items()))
+    return lines
+
+
+def stamp(fmt: str, text: str, prov: dict, notes: list[str]) -> str:
+    """The export with its provenance and unidentified/given parameters stated: comments (.py, .yaml, .usda,
+    .xml) and, in .json and .yaml, `provenance` and `unidentified` keys."""
+    import json
+
+    lines = provenance_lines(prov) + notes
+    if fmt.endswith(".json"):
+        doc = json.loads(text)
+        if isinstance(doc, dict):
+            return json.dumps({"provenance": prov, "unidentified": notes, **doc}, indent=2) + "\n"
+        return text
+    if fmt.endswith(".yaml"):
+        import yaml
+
+        head = "".join(f"# {line}\n" for line in lines)
+        return head + yaml.safe_dump({"provenance": prov, "unidentified": notes}, sort_keys=False,
+                                     allow_unicode=True, width=110) + text
+    if fmt.endswith(".xml"):
+        body = "\n       ".join(line.replace("--", "–") for line in lines)
+        comment = f"<!-- {body} -->\n"
+        if text.startswith("<?xml"):
+            head, _, rest = text.partition("\n")
+            return head + "\n" + comment + rest
+        return comment + text
+    if fmt.endswith(".usda"):  # the first line must stay the #usda header
+        head, _, rest = text.partition("\n")
+        return head + "\n" + "".join(f"# {line}\n" for line in lines) + rest
+    return "".join(f"# {line}\n" for line in lines) + text

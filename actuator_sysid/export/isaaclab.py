@@ -170,11 +170,19 @@ def _joint_cfg(joint: str, fam_name: str, model: dict, family, *, custom: bool, 
         elif v is not None and math.isfinite(v):
             cfg[name] = float(v)
     spec = {"class_type": cls, "family": fam_name, "cfg": cfg}
+    marks = {f: "NOT IDENTIFIED: " + u["reason"] for p, u in (model.get("unidentified") or {}).items()
+             for f in _CFG_NAMES.get(p, (p,)) if f in cfg}
+    if marks:  # written although unidentified (required by the class, or asked for): said beside the value
+        spec["unidentified"] = marks
     if family.rich_friction and carries_budget:
         spec["estimate"] = _estimate_note(family, cls, cfg)
     elif family.rich_friction:
         spec["approximation"] = _friction_note(family, model["params"], backend)
     return spec
+
+
+_CFG_NAMES = {"delay": ("min_delay", "max_delay"), "actuator_effort_limit": ("actuator_effort_limit",
+                                                                               "joint_effort_limit")}
 
 
 def _friction_note(family, params: dict, backend: str) -> str:
@@ -702,8 +710,11 @@ def _entries(groups: dict[str, dict], field_names: str) -> list[str]:
     lines = []
     for name, g in groups.items():
         lines.append(f"    {name!r}: {g['class_type']}(  # family {g['family']}")
-        for field, v in _rename(g["cfg"], g["class_type"], field_names).items():
+        marks = g.get("unidentified") or {}
+        for orig, (field, v) in zip(g["cfg"], _rename(g["cfg"], g["class_type"], field_names).items(), strict=True):
             unit = f"  # {_UNITS[field]}" if field in _UNITS else ""
+            if orig in marks:
+                unit = (unit or "  #") + f" — {marks[orig]} (the fit's estimate: give the datasheet value with --set)"
             lines.append(f"        {field}={v!r},{unit}")
         lines.append("    ),")
     return lines

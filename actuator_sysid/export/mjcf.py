@@ -94,8 +94,9 @@ def _range(lim: float | None) -> str | None:
 
 
 def _joint_attrs(m: ChosenModel) -> dict[str, str]:
-    out = {"armature": _num(m.value("armature") or 0.0), "frictionloss": _num(m.value("friction") or 0.0),
-           "damping": _num(m.value("viscous_friction") or 0.0)}
+    # a term the export leaves out (unidentified: common.prepare) is absent, so MuJoCo's default (0) applies
+    out = {attr: _num(v) for attr, name in (("armature", "armature"), ("frictionloss", "friction"),
+                                             ("damping", "viscous_friction")) if (v := m.value(name)) is not None}
     if "dc_motor" in m.family.clamps and (r := _range(m.value("actuator_effort_limit"))):
         out["actuatorfrcrange"] = r  # clamps the sum of both actuators: the envelope's ±effort limit
     return out

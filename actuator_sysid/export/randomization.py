@@ -1,6 +1,8 @@
 """Domain-randomization ranges from a fit, shaped for Isaac Lab's event terms.
 
-Ranges come from the fit's 95 % intervals where the result has them (clipped to the registry bounds and
+Ranges come from the fit's 95 % intervals where the result has them; a parameter the fit did not identify
+(or the user gave) gets no range (its `sources` entry says why), since a range from its interval would be a
+guess (clipped to the registry bounds and
 to non-negative values); otherwise from the spread of the same family's values across joints; otherwise a
 stated ±10 % around the fitted value. Isaac Lab shapes: `randomize_actuator_gains` (stiffness, damping),
 `randomize_joint_parameters` (friction, armature), both with operation "abs" and a uniform distribution,
@@ -29,8 +31,15 @@ def _ranges(result: dict, families: dict[str, str] | str | None) -> dict[str, di
         jr = result["joints"][m.joint]["models"][m.family.name]
         intervals = jr.get("intervals") or {}
         ranges, sources = {}, {}
+        left_out = {**{n: "not identified: " + str(u.get("reason", "")) for n, u in (jr.get("unidentified") or {}).items()},
+                    **{n: "not identified: " + str(iv.get("reason", "")) for n, iv in intervals.items()
+                       if not iv.get("identified", True)},
+                    **{n: "given by the user, not fitted" for n in jr.get("given") or {}}}
         for name in m.family.params:
             v = m.params.get(name)
+            if name in left_out:
+                sources[name] = "no range: " + left_out[name]
+                continue
             if v is None or not math.isfinite(float(v)):
                 continue
             p = parameters.get(name)
@@ -39,7 +48,7 @@ def _ranges(result: dict, families: dict[str, str] | str | None) -> dict[str, di
                      if name in o.params and math.isfinite(float(o.params[name]))]
             if iv.get("interval95"):
                 lo, hi = iv["interval95"]
-                src = "interval95" + ("" if iv.get("identified", True) else " (poorly identified)")
+                src = "interval95"
             elif len(peers) > 1 and max(peers) > min(peers):
                 lo, hi, src = min(peers), max(peers), "spread across joints"
             else:

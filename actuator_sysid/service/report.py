@@ -251,13 +251,24 @@ def _envelope_figure(div: str, joint: str, envelope: dict, points: dict) -> dict
     return {"id": div, "data": data, "layout": layout}
 
 
-def _validation_section(validation: dict) -> str:
+def _validation_section(validation: dict, verdict: dict | None = None) -> str:
     """The exports' validation before they are offered: findings (rule code, where, why) and each export
-    replayed through its consumer next to our own rollout."""
+    replayed through its consumer next to our own rollout. It says "passed" only when every check of the
+    fit's verdict passed (fitting/verdict.py)."""
+    from ..fitting.verdict import all_passed
+
     errors, warnings = validation.get("errors", 0), validation.get("warnings", 0)
-    verdict = "passed" if validation.get("passed") else "failed"
-    out = [f"<h2>Export validation</h2><p>{escape(str(validation.get('rule', '')))} and export checks "
-           f"<strong>{verdict}</strong>: {errors} error(s), {warnings} warning(s).</p>"]
+    outside = sum(not j.get("within_tolerance", True) for r in (validation.get("replay") or {}).values()
+                  for j in (r.get("joints") or {}).values())
+    outside += sum(r.get("status") == "failed" for r in (validation.get("replay") or {}).values())
+    if all_passed(verdict) and not errors and not warnings:
+        state = "<strong>all passed</strong>"
+    elif errors or outside:
+        state = "<strong class=\"error\">failed</strong>"
+    else:
+        state = "<strong>done, with warnings</strong>"
+    out = [f"<h2>Export validation</h2><p>{escape(str(validation.get('rule', '')))} and export checks: {state}: "
+           f"{errors} error(s), {warnings} warning(s), {outside} replay(s) outside tolerance.</p>"]
     rows = []
     for fmt, r in (validation.get("replay") or {}).items():
         if r.get("status") != "ok":
@@ -281,6 +292,25 @@ def _validation_section(validation: dict) -> str:
                        f"<td>{escape(f.get('where', ''))}</td><td>{escape(f.get('message', ''))}</td></tr>"
                        for f in findings) + "</table>")
     return "".join(out)
+
+
+VERDICT_STYLE = {"good": "background:#eaf6ea;border-left:6px solid #2a8a2a",
+                 "usable": "background:#fff6e0;border-left:6px solid #e0a000",
+                 "poor": "background:#fdeaea;border-left:6px solid #b00000"}
+
+
+def verdict_html(verdict: dict | None) -> str:
+    """The fit's verdict (good | usable | poor) with its reasons, worst first, for the top of the report."""
+    if not verdict:
+        return ""
+    word = str(verdict.get("verdict", "?"))
+    checks = verdict.get("checks") or [{"status": "", "reason": r} for r in verdict.get("reasons", [])]
+    mark = {"ok": "✓", "usable": "!", "poor": "✗"}
+    items = "".join(f"<li>{mark.get(c.get('status', ''), '·')} {escape(str(c.get('reason', '')))}</li>"
+                    for c in checks)
+    return (f'<div class="verdict verdict-{escape(word)}" id="verdict" style="{VERDICT_STYLE.get(word, "")};'
+            f'padding:.5rem 1rem;margin:.6rem 0"><strong style="font-size:1.3em">verdict: {escape(word)}</strong>'
+            f"<ul style=\"margin:.3rem 0\">{items}</ul></div>")
 
 
 def _header(fit: dict) -> str:
@@ -368,6 +398,12 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
                     f"<script>{_ACTIONS_JS}</script>")
         return _page(title, body, fid, standalone)
 
+    verdict = (result or {}).get("verdict")
+    if verdict is None and result:  # a result stored before verdicts: judged from what is at hand
+        from ..fitting.verdict import fit_verdict
+
+        verdict = fit_verdict(result, None, validation)
+    body.insert(2, verdict_html(verdict))
     body += [f'<div class="warn">fleet drift: {escape(w)}</div>' for w in fleet_warnings or []]
     figures: list[dict] = []
     plots = (report_data or {}).get("joints", {})
@@ -407,7 +443,7 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
         body.append("".join(divs) + ("" if any(f and f["id"] == f"plot-{j}-residuals" for f in extra) else findings))
         figures += diag
     if validation:
-        body.append(_validation_section(validation))
+        body.append(_validation_section(validation, verdict))
     if figures:
         if standalone:
             js = plotly_js_path().read_text(encoding="utf-8").replace("</script", "<\\/script")

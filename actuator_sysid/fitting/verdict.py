@@ -1,0 +1,175 @@
+"""A verdict on every fit — good, usable or poor — with the reasons, so a bad result never looks like a good one.
+
+`fit_verdict(result, rec, validation)` judges the fit result (fitting/api.py), the log it was fitted to and the
+exports' validation (export/__init__.py `render_all`: findings and consumer replays). Each check gives a
+status — "ok", "usable" (caps the verdict at usable) or "poor" — and a sentence; the verdict is the worst
+status ("ok" reads "good"). Thresholds, per joint on its best model:
+
+- validation position RMSE against the motion's range (max q − min q over the log): ≤ 5 % ok, ≤ 15 % usable,
+  beyond poor. An RMSE within 3× the position noise floor is ok whatever the range (the model explains all
+  but the noise). The noise floor σ_q is estimated from the log as 1.4826·MAD(Δ²q)/√6 (white position noise
+  of σ gives second differences of variance 6σ²; the MAD ignores the motion's own rare large accelerations):
+  an upper bound, since smooth motion adds to it.
+- a joint that never moves (range ≤ 1e-6 rad), or a log whose positions equal their commands (max |q − q_des|
+  ≤ 1e-9 rad: a plan, not a recording): poor.
+- no validation segment (the error is measured on the data fitted): usable; with folds, the folds' pooled
+  validation counts.
+- a search stopped by its time budget (`result["budget"]["stopped_on_budget"]`): usable.
+- unidentified parameters (the intervals' `identified` flags): half or more of the best model's parameters
+  unidentified: poor; any other than a limit the log never presses: usable. A never-pressed limit is named
+  (exports leave it at the consumer's default) but does not lower the verdict: the fit does not depend on it.
+- exports: a consumer replay that failed, or strays from our rollout beyond its tolerance (export/replay.py),
+  or a validation error finding: poor. Exports not yet checked (the CLI's export of a stored fit) are named.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..datasets.recording import Recording
+
+RANGE_OK, RANGE_USABLE = 0.05, 0.15  # validation RMSE / motion range
+NOISE_OK = 3.0  # validation RMSE / noise floor σ_q at or below which the fit is at the noise floor
+STILL_RAD = 1e-6  # a range at or below this: the joint never moves
+PLAN_RAD = 1e-9  # max |q − q_des| at or below this: the log's positions are its commands
+UNIDENTIFIED_POOR = 0.5  # this share of the best model's parameters unidentified or more: poor
+RANK = {"ok": 0, "usable": 1, "poor": 2}
+WORD = {"ok": "good", "usable": "usable", "poor": "poor"}
+
+
+def noise_floor(q: np.ndarray) -> float:
+    """Position noise σ [rad] of one sampled series, from its second differences (robust: the MAD)."""
+    q = np.asarray(q, dtype=np.float64)
+    if q.size < 5:
+        return math.nan
+    d2 = q[2:] - 2.0 * q[1:-1] + q[:-2]
+    mad = float(np.median(np.abs(d2 - np.median(d2))))
+    return 1.4826 * mad / math.sqrt(6.0)
+
+
+def log_stats(rec: Recording) -> dict[str, dict[str, float]]:
+    """Per joint: the motion's range [rad], its noise floor σ_q [rad] and max |q − q_des| [rad] over the log."""
+    out: dict[str, dict[str, float]] = {}
+    for j, name in enumerate(rec.joint_names):
+        qs = [s.q[:, j] if s.q.ndim > 1 else s.q for s in rec.segments]
+        qds = [s.q_des[:, j] if s.q_des.ndim > 1 else s.q_des for s in rec.segments]
+        allq = np.concatenate(qs) if qs else np.zeros(0)
+        floors = [noise_floor(q) for q in qs if q.size >= 5]
+        weights = [q.size for q in qs if q.size >= 5]
+        track = max((float(np.max(np.abs(q - qd))) for q, qd in zip(qs, qds, strict=True) if q.size), default=0.0)
+        out[name] = {"range": float(np.ptp(allq)) if allq.size else 0.0,
+                     "noise": float(np.average(floors, weights=weights)) if floors else math.nan,
+                     "tracking_max": track}
+    return out
+
+
+def _check(out: list[dict], status: str, check: str, text: str) -> None:
+    out.append({"check": check, "status": status, "reason": text})
+
+
+def _validation_rmse(model: dict) -> float | None:
+    v = (model.get("metrics") or {}).get("validation") or {}
+    x = v.get("position_rmse")
+    return float(x) if isinstance(x, int | float) and math.isfinite(x) else None
+
+
+def _fit_checks(result: dict, stats: dict[str, dict[str, float]] | None) -> list[dict]:
+    out: list[dict] = []
+    split = result.get("split") or {}
+    if not split.get("validation") and not split.get("folds"):
+        _check(out, "usable", "no_validation", "no validation segment: every error is measured on the data the "
+               "fit was made from, so nothing shows how it predicts a new log")
+    if (result.get("budget") or {}).get("stopped_on_budget"):
+        _check(out, "usable", "budget", "the search stopped on its time budget before it converged: refit with "
+               "a larger budget to know whether it finds a better optimum")
+    for joint, jr in (result.get("joints") or {}).items():
+        best = jr.get("best_model")
+        model = (jr.get("models") or {}).get(best) or {}
+        st = (stats or {}).get(joint)
+        if st is not None and st["range"] <= STILL_RAD:
+            _check(out, "poor", "still", f"{joint}: the joint never moves in the log (range {st['range']:.3g} rad): "
+                   "nothing about its actuator can be learned from it")
+        elif st is not None and st["tracking_max"] <= PLAN_RAD:
+            _check(out, "poor", "plan", f"{joint}: the logged positions equal the commands (max |q − q_des| = "
+                   f"{st['tracking_max']:.3g} rad): this is a plan, not a recording of the actuator")
+        rmse = _validation_rmse(model)
+        if rmse is None:
+            train = ((model.get("metrics") or {}).get("train") or {}).get("position_rmse")
+            if split.get("validation") or split.get("folds"):
+                _check(out, "usable", "validation_error", f"{joint}: no validation error of {best} was computed")
+            elif isinstance(train, int | float) and st is not None and st["range"] > STILL_RAD:
+                _check(out, "usable", "validation_error", f"{joint}: {best} training position RMSE {train:.3g} rad "
+                       f"({train / st['range']:.1%} of the {st['range']:.3g} rad range) — not a validation error")
+        elif st is not None and st["range"] > STILL_RAD:
+            rel = rmse / st["range"]
+            noise = st["noise"]
+            times = rmse / noise if math.isfinite(noise) and noise > 0 else math.inf
+            floor = (f", {times:.3g}× the noise floor σ_q = {noise:.3g} rad" if math.isfinite(times)
+                     else ", the log shows no position noise")
+            status = "ok" if rel <= RANGE_OK or times <= NOISE_OK else "usable" if rel <= RANGE_USABLE else "poor"
+            limits = f"(good ≤ {RANGE_OK:.0%} of the range or ≤ {NOISE_OK:g}× noise; usable ≤ {RANGE_USABLE:.0%})"
+            _check(out, status, "validation_error", f"{joint}: {best} validation position RMSE {rmse:.3g} rad = "
+                   f"{rel:.1%} of the {st['range']:.3g} rad motion range{floor} {limits}")
+        elif st is None:
+            _check(out, "usable", "validation_error", f"{joint}: {best} validation position RMSE {rmse:.3g} rad "
+                   "(the log is not at hand to judge it against the motion's range and noise)")
+        intervals = model.get("intervals") or {}
+        if intervals:
+            lost = {n: iv for n, iv in intervals.items() if not iv.get("identified", True)}
+            released = {n for n, iv in lost.items() if "never presses" in str(iv.get("reason", ""))}
+            others = sorted(set(lost) - released)
+            n = max(len(intervals), 1)
+            if len(lost) / n >= UNIDENTIFIED_POOR:
+                _check(out, "poor", "unidentified", f"{joint}: {len(lost)} of {len(intervals)} parameters of {best} "
+                       f"are not identified ({', '.join(sorted(lost))}): the log does not determine the model")
+            elif others:
+                _check(out, "usable", "unidentified", f"{joint}: {', '.join(others)} of {best} not identified: "
+                       "exports leave them at the consumer's default unless a value is given (--set)")
+            if released and len(lost) / n < UNIDENTIFIED_POOR:
+                _check(out, "ok", "limits_not_pressed", f"{joint}: the log never presses {', '.join(sorted(released))}"
+                       ": exports leave them at the consumer's default (set the datasheet value with --set)")
+    return out
+
+
+def _export_checks(validation: dict | None) -> list[dict]:
+    out: list[dict] = []
+    if validation is None:
+        _check(out, "ok", "exports_unchecked", "the exports were not replayed here (see the fit's validation.json)")
+        return out
+    bad = []
+    for fmt, r in (validation.get("replay") or {}).items():
+        if r.get("status") == "failed":
+            bad.append(f"{fmt} failed to replay ({r.get('note', '')})")
+        for joint, j in (r.get("joints") or {}).items():
+            if not j.get("within_tolerance", True):
+                bad.append(f"{fmt} ({r.get('consumer', '')}) replays {joint} with position RMSE "
+                           f"{j.get('rmse_replay', math.nan):.3g} rad against our rollout's "
+                           f"{j.get('rmse_ours', math.nan):.3g} rad")
+    if bad:
+        _check(out, "poor", "export_replay", "exports replay outside their tolerance: " + "; ".join(bad))
+    errors = [f for f in validation.get("findings") or [] if f.get("severity") == "error"]
+    if errors:
+        _check(out, "poor", "export_errors", f"{len(errors)} export validation error(s): "
+               + "; ".join(f"{f.get('code')} at {f.get('where')}" for f in errors[:5]))
+    if not bad and not errors and validation.get("replay"):
+        _check(out, "ok", "export_replay", "every export replays through its consumer within tolerance")
+    return out
+
+
+def fit_verdict(result: dict, rec: Recording | None = None, validation: dict | None = None) -> dict:
+    """{"verdict": good|usable|poor, "reasons": [worst first], "checks": [{check, status, reason}]}."""
+    stats = log_stats(rec) if rec is not None else None
+    checks = _fit_checks(result, stats) + _export_checks(validation)
+    checks.sort(key=lambda c: -RANK[c["status"]])
+    worst = max((c["status"] for c in checks), key=RANK.__getitem__, default="ok")
+    return {"verdict": WORD[worst], "reasons": [c["reason"] for c in checks], "checks": checks,
+            "thresholds": {"range_ok": RANGE_OK, "range_usable": RANGE_USABLE, "noise_ok": NOISE_OK,
+                           "unidentified_poor": UNIDENTIFIED_POOR}}
+
+
+def all_passed(verdict: dict | None) -> bool:
+    """Whether every check passed: only then may a page say "passed"."""
+    return bool(verdict) and all(c["status"] == "ok" for c in verdict.get("checks", [])) \
+        and verdict.get("verdict") == "good"
