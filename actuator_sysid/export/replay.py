@@ -96,7 +96,7 @@ def isaaclab_actuators(text: str, fmt: str, python_source: str | None = None) ->
     import yaml
 
     doc = json.loads(text) if fmt == "isaaclab.json" else yaml.safe_load(text)
-    out = {}
+    out: dict[str, dict] = {}
     for key, name in (("actuators", "ACTUATORS"), ("actuators_best", "ACTUATORS_BEST")):
         if key not in doc:
             continue
@@ -106,9 +106,9 @@ def isaaclab_actuators(text: str, fmt: str, python_source: str | None = None) ->
             if cls is None:  # our subclass: defined in the Python source
                 if python_source is None:
                     raise ExportError(f"{spec['class_type']} is defined in isaaclab.py; replay that file")
-                ns: dict = {}
-                exec(compile(python_source, "isaaclab.py", "exec"), ns)
-                cls = ns[spec["class_type"]]
+                source_ns: dict = {}
+                exec(compile(python_source, "isaaclab.py", "exec"), source_ns)
+                cls = source_ns[spec["class_type"]]
             out[name][g] = cls(**spec["cfg"])
     return out
 
@@ -224,6 +224,12 @@ def _family_of(specs: dict[str, dict], joint: str) -> str:
 # --- Newton ---
 
 
+def _joint_q(state) -> np.ndarray:
+    """A Newton state's joint coordinates, which a model with joints always allocates."""
+    assert state.joint_q is not None
+    return state.joint_q.numpy()
+
+
 def newton_segment(stage, seg: Segment, joints: list[str], rec: Recording, dt: float, sub: int,
                    offsets: dict[str, float]) -> dict[str, np.ndarray]:
     """Run one segment of every joint in the stage through Newton; measured-frame q per joint."""
@@ -234,6 +240,8 @@ def newton_segment(stage, seg: Segment, joints: list[str], rec: Recording, dt: f
     builder = newton.ModelBuilder()
     builder.add_usd(stage)
     model = builder.finalize(device="cpu")
+    # a model with joints always allocates these (Newton types them optional)
+    assert model.joint_qd_start is not None and model.joint_q_start is not None
     labels = list(model.joint_label)
     qd_start = model.joint_qd_start.numpy()
     q_start = model.joint_q_start.numpy()
@@ -246,6 +254,9 @@ def newton_segment(stage, seg: Segment, joints: list[str], rec: Recording, dt: f
     solver = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
     s0, s1 = model.state(), model.state()
     control = model.control()
+    assert s0.joint_q is not None and s0.joint_qd is not None and control.joint_f is not None
+    assert (control.joint_target_q is not None and control.joint_target_qd is not None
+            and control.joint_act is not None)
     jq, jqd = s0.joint_q.numpy(), s0.joint_qd.numpy()
     cols = {joint: rec.joint_index(joint) for joint in joints}
     for joint, j in cols.items():
@@ -262,7 +273,7 @@ def newton_segment(stage, seg: Segment, joints: list[str], rec: Recording, dt: f
     tq, tqd, ff = (control.joint_target_q.numpy(), control.joint_target_qd.numpy(), control.joint_act.numpy())
     out = {joint: np.empty(seg.n) for joint in joints}
     for k in range(seg.n):
-        q_now = s0.joint_q.numpy()
+        q_now = _joint_q(s0)
         for joint in joints:
             out[joint][k] = q_now[coord[joint]] + offsets.get(joint, 0.0)
         if k == seg.n - 1:
