@@ -1,0 +1,472 @@
+"""A coupled fit of every actuator of a robot hanging in the air, through the robot's own model (Newton).
+
+Joints are grouped by regex as Isaac Lab's `joint_names_expr` (per joint by default); each group gets an
+armature, a viscous damping and a frictionloss (and PD gains when the log does not state them), each joint an
+encoder bias; the command delay is one integer for the robot, scanned over physics steps. The search is scipy's
+trust-region least squares on batched coupled rollouts (models/articulated.py): training windows restart from
+the measured state, and the finite-difference Jacobian perturbs parameters that cannot load each other (joints
+in different coupling components, e.g. two legs on a fixed base) in the same candidate, which is exact. A
+single-segment log is split in time: the last `validation_fraction` is replayed from the measured state at the
+split, and that replay gives the reported error, beside the model file's own joint terms on the same split.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from ..datasets.recording import Recording
+from ..models.articulated import ArticulatedRollout, JointTerms, physics_targets
+from ..models.robot import RobotError, RobotModel, map_joints
+
+log = logging.getLogger(__name__)
+
+# log10 bounds of the searched joint terms (SI), and the encoder bias bound (rad)
+BOUNDS = {"armature": (-5.0, 0.0), "viscous_friction": (-4.0, 1.0), "friction": (-4.0, 0.7),
+          "stiffness": (-0.3, 2.7), "damping": (-3.0, 1.7)}
+BIAS_BOUND = 0.3
+BIAS_UNIT = 0.01  # the search sees the bias in centiradians so every variable is O(1)
+FD_STEP = {"log": 0.02, "bias": 0.1}
+
+
+class BudgetSpent(Exception):
+    """Raised inside the least-squares residual when the time budget is spent; the best point so far stands."""
+
+
+@dataclass
+class RobotFitOptions:
+    """How a whole-robot fit runs; defaults follow the Go2 in-air data (decimation 4, last 30 % validates)."""
+
+    groups: dict[str, str] | None = None  # name → regex matched in full; None: one group per joint
+    decimation: int = 4
+    validation_fraction: float = 0.3
+    window_s: float = 0.5  # training rollouts restart from the measured state this often
+    fit_bias: bool = True
+    delay: int | None = None  # physics steps; None: scanned over 0..max_delay
+    max_delay: int = 8
+    kp: float | None = None  # N·m/rad; None: the log's segment metadata, else fitted per group
+    kd: float | None = None
+    max_iterations: int = 12  # least-squares Jacobian evaluations
+    budget_s: float | None = None  # wall-clock cap on the search (the validation replay always runs)
+    device: str = "cpu"
+    progress: Callable[[str], None] | None = None
+
+
+@dataclass
+class _Problem:
+    """The parameter layout: which group each joint is in and where each variable sits."""
+
+    names: list[str]  # model joint names
+    groups: dict[str, list[int]]  # group → joint indices
+    exprs: dict[str, str]
+    terms: list[str]  # per-group searched terms
+    fit_bias: bool
+    kp: np.ndarray | None  # (J,) known gains, or None
+    kd: np.ndarray | None
+    effort_limit: np.ndarray
+    var_names: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.var_names = [f"{g}.{t}" for g in self.groups for t in self.terms]
+        if self.fit_bias:
+            self.var_names += [f"{n}.bias" for n in self.names]
+
+    @property
+    def size(self) -> int:
+        return len(self.var_names)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        lo = [BOUNDS[t][0] for _ in self.groups for t in self.terms] + [-BIAS_BOUND / BIAS_UNIT] * (
+            len(self.names) if self.fit_bias else 0)
+        hi = [BOUNDS[t][1] for _ in self.groups for t in self.terms] + [BIAS_BOUND / BIAS_UNIT] * (
+            len(self.names) if self.fit_bias else 0)
+        return np.array(lo), np.array(hi)
+
+    def steps(self) -> np.ndarray:
+        nt = len(self.groups) * len(self.terms)
+        return np.array([FD_STEP["log"]] * nt + [FD_STEP["bias"]] * (self.size - nt))
+
+    def joint_values(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        """(C, d) search variables → per-joint natural values {term: (C, J)}, bias included."""
+        c, j = x.shape[0], len(self.names)
+        out = {t: np.zeros((c, j)) for t in ("armature", "viscous_friction", "friction", "stiffness", "damping")}
+        k = 0
+        for idx in self.groups.values():
+            for t in self.terms:
+                out[t][:, idx] = (10.0 ** x[:, k])[:, None]
+                k += 1
+        if self.kp is not None:
+            out["stiffness"][:] = self.kp[None]
+            out["damping"][:] = self.kd[None]
+        out["bias"] = x[:, k:] * BIAS_UNIT if self.fit_bias else np.zeros((c, j))
+        return out
+
+    def var_joints(self) -> list[np.ndarray]:
+        """Per variable, the joints whose parameters it sets."""
+        out = [np.array(idx) for idx in self.groups.values() for _ in self.terms]
+        if self.fit_bias:
+            out += [np.array([i]) for i in range(len(self.names))]
+        return out
+
+
+def resolve_groups(names: list[str], groups: dict[str, str] | None) -> tuple[dict[str, list[int]], dict[str, str]]:
+    """Group → joint indices by full-match regex; every joint in exactly one group (Isaac Lab's rule)."""
+    if not groups:
+        return {n: [i] for i, n in enumerate(names)}, {n: re.escape(n) for n in names}
+    out: dict[str, list[int]] = {}
+    owner: dict[int, str] = {}
+    for g, expr in groups.items():
+        try:
+            pat = re.compile(expr)
+        except re.error as e:
+            raise RobotError(f"group {g}: {expr!r} is not a regular expression ({e})") from None
+        idx = [i for i, n in enumerate(names) if pat.fullmatch(n)]
+        if not idx:
+            raise RobotError(f"group {g}: {expr!r} matches no joint of the model ({', '.join(names)})")
+        for i in idx:
+            if i in owner:
+                raise RobotError(f"joint {names[i]} is in groups {owner[i]} and {g}; a joint belongs to one group")
+            owner[i] = g
+        out[g] = idx
+    left = [names[i] for i in range(len(names)) if i not in owner]
+    if left:
+        raise RobotError(f"joint(s) {', '.join(left)} match no group ({', '.join(f'{g}={e}' for g, e in groups.items())})")
+    return out, dict(groups)
+
+
+def parse_groups(text: str | None) -> dict[str, str] | None:
+    """`hip='.*_hip_joint',thigh=...` (quotes optional) → {name: regex}; None or empty → per joint."""
+    if not text:
+        return None
+    out = {}
+    for part in re.split(r",(?=\s*[A-Za-z_][\w-]*\s*=)", text):
+        if "=" not in part:
+            raise RobotError(f"--groups: {part!r} is not NAME=REGEX")
+        name, expr = part.split("=", 1)
+        out[name.strip()] = expr.strip().strip("'\"")
+    return out
+
+
+def _log_gains(rec: Recording, key: str, names: list[str]) -> np.ndarray | None:
+    """Per-joint gain from the first segment's metadata (a number, or a {joint: value} dict), if stated."""
+    v = rec.segments[0].metadata.get(key)
+    if v is None:
+        return None
+    if isinstance(v, dict):
+        return np.array([float(v[n]) for n in names])
+    return np.full(len(names), float(v))
+
+
+def _color(var_comps: list[set[int]]) -> list[list[int]]:
+    """Greedy grouping of variables whose coupling components are disjoint (one FD candidate per colour)."""
+    colors: list[tuple[set[int], list[int]]] = []
+    for v, comps in enumerate(var_comps):
+        for used, members in colors:
+            if not used & comps:
+                used |= comps
+                members.append(v)
+                break
+        else:
+            colors.append((set(comps), [v]))
+    return [m for _, m in colors]
+
+
+class _Evaluator:
+    """Batched coupled rollouts of candidates over fixed windows, one Newton model per world count."""
+
+    def __init__(self, robot: RobotModel, prob: _Problem, q: np.ndarray, qd: np.ndarray, cmd: np.ndarray,
+                 cmd_qd: np.ndarray, starts: np.ndarray, length: int, decimation: int, dt: float, device: str):
+        self.robot, self.prob = robot, prob
+        self.q, self.qd, self.cmd, self.cmd_qd = q, qd, cmd, cmd_qd
+        self.starts, self.length, self.dec, self.dt, self.device = starts, length, decimation, dt, device
+        self._models: dict[int, ArticulatedRollout] = {}
+        self.world_steps = 0
+        self.seconds = 0.0
+
+    def engine(self, worlds: int) -> ArticulatedRollout:
+        if worlds not in self._models:
+            self._models[worlds] = ArticulatedRollout(self.robot, worlds, device=self.device)
+        return self._models[worlds]
+
+    def simulate(self, x: np.ndarray, delays: np.ndarray) -> np.ndarray:
+        """(C, d) candidates with (C,) delays → measured positions (C, windows, length + 1, J)."""
+        c, nw, j = x.shape[0], self.starts.size, len(self.prob.names)
+        vals = self.prob.joint_values(x)
+        rep = {k: np.repeat(v, nw, axis=0) for k, v in vals.items()}  # world = candidate · nw + window
+        starts = np.tile(self.starts, c)
+        tq = np.concatenate([physics_targets(self.cmd, starts[w0:w0 + nw], self.length, self.dec, int(d))
+                             for w0, d in zip(range(0, c * nw, nw), delays, strict=True)], axis=1)
+        tqd = physics_targets(self.cmd_qd, starts, self.length, self.dec, 0)
+        terms = JointTerms(kp=rep["stiffness"], kd=rep["damping"], armature=rep["armature"],
+                           damping=rep["viscous_friction"], friction=rep["friction"], bias=rep["bias"],
+                           effort_limit=np.broadcast_to(self.prob.effort_limit, (c * nw, j)))
+        t0 = time.perf_counter()
+        out_q, _ = self.engine(c * nw).run(self.q[starts], self.qd[starts], tq, tqd, terms, self.dec, self.dt)
+        self.seconds += time.perf_counter() - t0
+        self.world_steps += c * nw * self.length * self.dec
+        return out_q.transpose(1, 0, 2).reshape(c, nw, self.length + 1, j)
+
+    def residuals(self, x: np.ndarray, delays: np.ndarray) -> np.ndarray:
+        """(C, J, windows·length) simulated minus measured positions after each window's first sample."""
+        sim = self.simulate(x, delays)[:, :, 1:]
+        idx = self.starts[:, None] + np.arange(1, self.length + 1)[None]
+        meas = self.q[idx]  # (nw, L, J)
+        r = sim - meas[None]
+        return np.nan_to_num(r.transpose(0, 3, 1, 2).reshape(x.shape[0], len(self.prob.names), -1), nan=1.0)
+
+
+def _replay(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays: list[int], q: np.ndarray, qd: np.ndarray,
+            cmd: np.ndarray, cmd_qd: np.ndarray, start: int, decimation: int, dt: float, effort: np.ndarray
+            ) -> list[np.ndarray]:
+    """Each parameter set replayed alone from the measured state at `start` to the log's end: (T − start, J) each.
+
+    One world per replay on MuJoCo's C backend through the same Newton solver (the Warp backend agrees with it
+    to float32 precision; tests/test_robot.py), because one world gains nothing from Warp's batching.
+    """
+    import newton
+
+    length = q.shape[0] - 1 - start
+    out = []
+    eng = ArticulatedRollout(robot, 1, device="cpu")
+    eng.solver = newton.solvers.SolverMuJoCo(eng.model, use_mujoco_cpu=True, disable_contacts=True)
+    for v, d in zip(vals, delays, strict=True):
+        terms = JointTerms(kp=v["stiffness"][:1], kd=v["damping"][:1], armature=v["armature"][:1],
+                           damping=v["viscous_friction"][:1], friction=v["friction"][:1], bias=v["bias"][:1],
+                           effort_limit=effort[None])
+        s = np.array([start])
+        rq, _ = eng.run(q[s], qd[s], physics_targets(cmd, s, length, decimation, d),
+                        physics_targets(cmd_qd, s, length, decimation, 0), terms, decimation, dt)
+        out.append(rq[:, 0])
+    return out
+
+
+def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = None) -> dict:
+    """Fit the robot's actuators to the log through coupled rollouts; returns the fit result (JSON-ready)."""
+    opts = opts or RobotFitOptions()
+    t_start = time.perf_counter()
+    say = opts.progress or (lambda m: log.info(m))
+    if len(rec.segments) != 1:
+        raise RobotError(f"this version fits one segment; the log has {len(rec.segments)} (split at time gaps?)")
+    seg = rec.segments[0]
+    order, how = map_joints(robot, rec.joint_names, len(rec.joint_names))
+    perm = np.argsort(order)  # model joint k is log column perm[k]
+    q, qd = seg.q[:, perm], seg.qd[:, perm]
+    cmd, cmd_qd = seg.q_des[:, perm], seg.qd_des[:, perm]
+    names = robot.joint_names
+    dt_log = seg.dt
+    dt = dt_log / opts.decimation
+    groups, exprs = resolve_groups(names, opts.groups)
+    log_kp = _log_gains(rec, "kp", list(rec.joint_names))
+    log_kd = _log_gains(rec, "kd", list(rec.joint_names))
+    kp = np.full(len(names), opts.kp) if opts.kp is not None else (log_kp[perm] if log_kp is not None else None)
+    kd = np.full(len(names), opts.kd) if opts.kd is not None else (log_kd[perm] if log_kd is not None else None)
+    gains_known = kp is not None
+    if gains_known and kd is None:
+        kd = np.zeros(len(names))
+    terms = ["armature", "viscous_friction", "friction"] + ([] if gains_known else ["stiffness", "damping"])
+    effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
+    prob = _Problem(names, groups, exprs, terms, opts.fit_bias, kp, kd, effort)
+
+    n = seg.n
+    split = int(round(n * (1.0 - opts.validation_fraction)))
+    if split < 10 or n - split < 10:
+        raise RobotError(f"the log has {n} samples: too few to split {opts.validation_fraction:.0%} off for validation")
+    length = max(2, int(round(opts.window_s / dt_log)))
+    starts = np.arange(0, split - length, length)
+    if starts.size == 0:
+        raise RobotError(f"the training part ({split} samples) is shorter than one {opts.window_s} s window")
+    ev = _Evaluator(robot, prob, q, qd, cmd, cmd_qd, starts, length, opts.decimation, dt, opts.device)
+
+    # start: the model file's joint terms (group means), gains from a coarse scan when the log has none
+    x0 = []
+    for idx in groups.values():
+        for t in terms:
+            if t == "armature":
+                v = robot.armature[idx].mean()
+            elif t == "viscous_friction":
+                v = robot.damping[idx].mean()
+            elif t == "friction":
+                v = robot.friction[idx].mean()
+            else:
+                v = {"stiffness": 20.0, "damping": 1.0}[t]
+            lo, hi = BOUNDS[t]
+            x0.append(float(np.clip(math.log10(max(v, 10 ** lo)), lo, hi)))
+    x0 = np.array(x0 + [0.0] * (len(names) if opts.fit_bias else 0))
+    lo, hi = prob.bounds()
+    delay = int(opts.delay) if opts.delay is not None else 0
+
+    def loss(r: np.ndarray) -> np.ndarray:
+        return np.sqrt(np.mean(r.reshape(r.shape[0], -1) ** 2, axis=1))
+
+    if not gains_known:  # a grid of (kp, kd) applied to every group, the best one starts the search
+        grid = [(a, b) for a in (5.0, 10.0, 20.0, 40.0, 80.0) for b in (0.3, 1.0, 3.0)]
+        xs = np.repeat(x0[None], len(grid), axis=0)
+        for gi, (a, b) in enumerate(grid):
+            for k, vn in enumerate(prob.var_names):
+                if vn.endswith(".stiffness"):
+                    xs[gi, k] = math.log10(a)
+                elif vn.endswith(".damping"):
+                    xs[gi, k] = math.log10(b)
+        scan = loss(ev.residuals(xs, np.full(len(grid), delay)))
+        x0 = xs[int(np.argmin(scan))]
+        say(f"gain scan: best kp {grid[int(np.argmin(scan))][0]}, kd {grid[int(np.argmin(scan))][1]} "
+            f"(training RMSE {scan.min():.4f} rad)")
+
+    def scan_delay(x: np.ndarray) -> int:
+        ds = np.arange(opts.max_delay + 1)
+        sc = loss(ev.residuals(np.repeat(x[None], ds.size, axis=0), ds))
+        say(f"delay scan (physics steps 0..{opts.max_delay}): best {int(ds[np.argmin(sc)])} "
+            f"(training RMSE {sc.min():.4f} rad)")
+        return int(ds[np.argmin(sc)])
+
+    if opts.delay is None:
+        delay = scan_delay(x0)
+
+    comps = robot.component
+    var_comps = [set(int(c) for c in comps[j]) for j in prob.var_joints()]
+    colors = _color(var_comps)
+    steps = prob.steps()
+    comp_joints = {int(c): np.flatnonzero(comps == c) for c in np.unique(comps)}
+    cache: dict[bytes, np.ndarray] = {}
+    best = {"x": x0.copy(), "loss": math.inf}
+    evals = {"jac": 0}
+
+    def check_budget() -> None:
+        if opts.budget_s is not None and time.perf_counter() - t_start > opts.budget_s:
+            raise BudgetSpent
+
+    def remember(x: np.ndarray, r: np.ndarray) -> None:
+        cache[x.tobytes()] = r
+        lv = float(np.sqrt(np.mean(r ** 2)))
+        if lv < best["loss"]:
+            best["x"], best["loss"] = x.copy(), lv
+
+    def fun(x: np.ndarray) -> np.ndarray:
+        key = x.tobytes()
+        if key not in cache:
+            check_budget()
+            remember(x, ev.residuals(x[None], np.array([delay]))[0].reshape(-1))
+        return cache[key]
+
+    def jac(x: np.ndarray) -> np.ndarray:
+        check_budget()
+        xs = [x]
+        hs = []
+        for members in colors:
+            h = np.zeros_like(x)
+            for v in members:
+                h[v] = steps[v] if x[v] + steps[v] <= hi[v] else -steps[v]
+            xs.append(x + h)
+            hs.append(h)
+        r = ev.residuals(np.array(xs), np.full(len(xs), delay))  # (1 + colours, J, S)
+        remember(x, r[0].reshape(-1))
+        jm = np.zeros((r[0].size, x.size))
+        nj = r.shape[1]
+        for ci, members in enumerate(colors):
+            diff = (r[ci + 1] - r[0])
+            for v in members:
+                rows = np.zeros(nj, bool)
+                for c in var_comps[v]:
+                    rows[comp_joints[c]] = True
+                col = np.where(rows[:, None], diff / hs[ci][v], 0.0)
+                jm[:, v] = col.reshape(-1)
+        evals["jac"] += 1
+        say(f"iteration {evals['jac']}: training RMSE {best['loss']:.5f} rad, "
+            f"{ev.world_steps / max(ev.seconds, 1e-9):.0f} world-steps/s")
+        return jm
+
+    stopped = "iterations"
+    r_init = fun(x0)
+    init_loss = float(np.sqrt(np.mean(r_init ** 2)))
+    try:
+        sol = least_squares(fun, x0, jac=jac, bounds=(lo, hi), method="trf", x_scale="jac",
+                            max_nfev=opts.max_iterations, xtol=1e-6, ftol=1e-6)
+        stopped = "converged" if sol.status > 0 else "iterations"
+    except BudgetSpent:
+        stopped = "budget"
+    x_best = best["x"]
+    if opts.delay is None and stopped != "budget":
+        delay = scan_delay(x_best)
+    search_s = time.perf_counter() - t_start
+
+    # validation: replay from the measured state at the split, fitted vs the model file's joint terms
+    fitted = prob.joint_values(x_best[None])
+    defaults = {"armature": robot.armature[None], "viscous_friction": robot.damping[None],
+                "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
+                "bias": np.zeros((1, len(names)))}
+    rep_fit, rep_def = _replay(robot, [fitted, defaults], [delay, 0], q, qd, cmd, cmd_qd, split, opts.decimation,
+                               dt, effort)
+    meas = q[split:]
+
+    def rmse(sim: np.ndarray) -> tuple[float, dict[str, float]]:
+        e = sim - meas
+        return float(np.sqrt(np.mean(e ** 2))), {nm: float(np.sqrt(np.mean(e[:, k] ** 2))) for k, nm in
+                                                 enumerate(names)}
+
+    val, val_j = rmse(rep_fit)
+    dval, dval_j = rmse(rep_def)
+    group_out = {}
+    for g, idx in groups.items():
+        entry: dict = {"joint_names_expr": exprs[g], "joints": [names[i] for i in idx]}
+        for t in ("armature", "viscous_friction", "friction", "stiffness", "damping"):
+            entry[t] = float(fitted[t][0, idx[0]])
+        entry["effort_limit"] = float(effort[idx].max()) if np.all(effort[idx] < 1e6) else None
+        group_out[g] = entry
+    wall = time.perf_counter() - t_start
+    return {
+        "kind": "robot",
+        "robot": robot.summary(),
+        "joint_mapping": how,
+        "groups": group_out,
+        "gains": "from the log" if gains_known else "fitted per group (the log states none)",
+        "encoder_bias": {nm: float(fitted["bias"][0, k]) for k, nm in enumerate(names)},
+        "delay_steps": int(delay),
+        "sim": {"dt": float(dt), "decimation": int(opts.decimation)},
+        "validation": {
+            "split": "time", "split_sample": int(split), "split_time_s": float(seg.t[split] - seg.t[0]),
+            "fraction": float(opts.validation_fraction), "rmse": val, "per_joint_rmse": val_j,
+            "model_defaults_rmse": dval, "model_defaults_per_joint_rmse": dval_j,
+            "replay": "from the measured state at the split, coupled, Newton SolverMuJoCo",
+        },
+        "training": {"windows": int(starts.size), "window_s": float(length * dt_log),
+                     "initial_rmse": init_loss, "rmse": float(best["loss"]), "jacobians": evals["jac"],
+                     "fd_candidates_per_jacobian": 1 + len(colors), "stopped_on": stopped,
+                     "search_s": float(search_s)},
+        "wall_s": float(wall),
+        "world_steps": int(ev.world_steps),
+        "world_steps_per_s": float(ev.world_steps / max(ev.seconds, 1e-9)),
+        "assumptions": [
+            "coupled rigid-body dynamics: Newton 1.8 SolverMuJoCo (Warp backend for batched candidates, MuJoCo C "
+            "for single replays), contacts off, base fixed",
+            "visuals, collision shapes and meshes skipped",
+            f"PD actuator, explicit effort once per physics step of {dt:.6g} s (log dt / {opts.decimation}), "
+            "clipped at the model's motor effort limits",
+            "armature, viscous damping and frictionloss are MuJoCo's joint terms (Isaac Lab armature, "
+            "viscous_friction, friction on its Newton backend)",
+            "encoder bias: the encoder reads the true angle plus the bias; the PD acts on that reading",
+        ],
+    }
+
+
+def isaaclab_dict(result: dict) -> dict:
+    """The whole-robot `actuators={...}` dict of an ArticulationCfg, one entry per group, and `sim`."""
+    delay = int(result["delay_steps"])
+    acts = {}
+    for g, e in result["groups"].items():
+        cfg = {"class_type": "DelayedPDActuatorCfg" if delay else "IdealPDActuatorCfg",
+               "joint_names_expr": [e["joint_names_expr"]], "stiffness": e["stiffness"], "damping": e["damping"],
+               "armature": e["armature"], "friction": e["friction"], "viscous_friction": e["viscous_friction"]}
+        if e.get("effort_limit") is not None:
+            cfg["actuator_effort_limit"] = e["effort_limit"]
+        if delay:
+            cfg["min_delay"] = cfg["max_delay"] = delay
+        acts[g] = cfg
+    return {"actuators": acts, "sim": dict(result["sim"]), "encoder_bias": dict(result["encoder_bias"]),
+            "note": "the encoder bias is not an Isaac Lab actuator field: add it to the measured joint positions"}
