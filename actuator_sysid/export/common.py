@@ -240,7 +240,14 @@ def prepare(result: dict, *, unidentified: str = "omit", given: dict[str, float]
 
     if unidentified not in UNIDENTIFIED_MODES:
         raise ExportError(f"unidentified must be one of {list(UNIDENTIFIED_MODES)}, got {unidentified!r}")
+    from ..models import parameters
+
     given = dict(given or {})
+    names = {p.name for p in parameters.PARAMS}
+    bad = [k for k in given if k.rpartition("/")[2] not in names]
+    if bad:
+        raise ExportError(f"--set {', '.join(bad)}: name a registry parameter (docs/models.md), e.g. "
+                          "actuator_effort_limit=0.6 or knee/actuator_effort_limit=0.6")
     rename = dict(rename or {})
     unknown = [j for j in rename if j not in result["joints"]]
     unknown += [k.partition("/")[0] for k in given if "/" in k and k.partition("/")[0] not in result["joints"]]
@@ -307,8 +314,8 @@ def unidentified_notes(result: dict, families: dict[str, str] | str | None = Non
         for name in names:
             model = jr["models"].get(name) or {}
             for p, u in (model.get("unidentified") or {}).items():
-                lines.append(f"NOT IDENTIFIED {joint} {name}.{p} ({u['action']}; estimate {u['estimate']:.4g}): "
-                             f"{u['reason']}")
+                est = f"; estimate {u['estimate']:.4g}" if u["action"].startswith("written") else ""
+                lines.append(f"NOT IDENTIFIED {joint} {name}.{p} ({u['action']}{est}): {u['reason']}")
             for p, v in (model.get("given") or {}).items():
                 lines.append(f"GIVEN {joint} {name}.{p} = {v:g} (set by the user, not fitted)")
     return lines
