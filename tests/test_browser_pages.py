@@ -1,6 +1,6 @@
 """Pages in real headless Chromium (Debian's /usr/bin/chromium through Playwright): /docs and /redoc render
 with every request off this machine aborted, no page scrolls sideways at 800 px, and the fit form posts what
-the API takes (a seconds budget, a holdout) and its fit can be cancelled from the fit page."""
+the API takes (a seconds budget, a holdout); its fit's page draws a live loss curve and cancels it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from conftest import Server, make_recording, start_server
 from test_browser import browser  # noqa: F401  (the module-scoped Chromium fixture)
 
 from actuator_sysid.datasets.canonical import sidecar_for, write_table
+from actuator_sysid.models.families import FAMILIES
 
 KPS = (5.0, 5.0, 8.0, 5.0)  # one recording at kp = 8: the holdout the form asks for
 
@@ -145,6 +146,13 @@ def test_fit_form_posts_a_seconds_budget_and_a_holdout_and_cancel_cancels(browse
         assert stored["request"]["budget_s"] == 60 and stored["request"]["holdout"] == "kp=8", stored["request"]
         page.wait_for_function("() => document.getElementById('live-status').textContent.trim() === 'running'",
                                timeout=60_000)
+        # the live loss curve: each progress message's best loss becomes a point of its family's curve
+        page.wait_for_function("() => { const d = document.getElementById('live-loss');"
+                               " return d && d.data && d.data.length > 0 && d.data[0].x.length >= 3; }",
+                               timeout=60_000)
+        curve = page.evaluate("() => document.getElementById('live-loss').data[0]")
+        assert curve["name"].split()[0] in FAMILIES, curve["name"]
+        assert curve["x"] == sorted(curve["x"]) and all(y > 0 for y in curve["y"]), curve
         page.click("button[data-action=cancel]")
         assert _wait(server, fid, 60)["status"] == "cancelled"
     finally:

@@ -131,6 +131,28 @@ PRESETS = {  # the form's quick presets: budget fields and families (None: keep 
 }
 
 
+_LIVE_LOSS_JS = """
+(()=>{const div=document.getElementById('live-loss'),msg=document.getElementById('live-msg');
+if(!div||!msg||!window.Plotly)return;const traces={};
+Plotly.newPlot(div,[],{title:{text:'best loss per generation (live)'},height:260,showlegend:true,
+  xaxis:{title:{text:'generation'}},yaxis:{title:{text:'loss'},type:'log'},legend:{orientation:'h'},
+  margin:{t:40,l:60,r:20,b:40}},{displaylogo:false,responsive:true});
+function point(){const m=/^(.+?): generation (\\d+)\\/\\d+, best loss ([^,]+),/.exec(msg.textContent||'');
+  if(!m||!isFinite(+m[3]))return;const label=m[1];
+  if(!(label in traces)){traces[label]=Object.keys(traces).length;
+    Plotly.addTraces(div,{x:[],y:[],name:label,type:'scatter',mode:'lines+markers'})}
+  Plotly.extendTraces(div,{x:[[+m[2]]],y:[[+m[3]]]},[traces[label]])}
+point();new MutationObserver(point).observe(msg,{childList:true,characterData:true,subtree:true})})();
+"""
+
+
+def live_loss_html() -> str:
+    """A live loss curve for a running fit's page: each progress message's "generation g/G, best loss L"
+    (shown in #live-msg) becomes a point of that family's curve."""
+    return (f'<div class="plot" id="live-loss" style="height:260px"></div><script src="{PLOTLY_URL}"></script>'
+            f"<script>{_LIVE_LOSS_JS}</script>")
+
+
 def _fit_settings(families: list[str], defaults: dict) -> str:
     """The fit form: every field POST /api/v1/fits takes (families, budget, joints, split, effort mode, nets)."""
     boxes = " ".join(f"<label><input type=\"checkbox\" name=\"model\" value=\"{escape(m)}\""
@@ -321,7 +343,8 @@ _SEG_META = ("kp", "kd", "vin", "trajectory", "gain_units", "recording")
 
 def _segment_meta(meta: dict) -> list[str]:
     """A segment's metadata cells: the gains, supply and trajectory (BAM keeps the trajectory under "bam")."""
-    nested = meta.get("bam") if isinstance(meta.get("bam"), dict) else {}
+    bam = meta.get("bam")
+    nested: dict = bam if isinstance(bam, dict) else {}
     cells = []
     for k in _SEG_META:
         v = meta.get(k, nested.get(k))

@@ -12,7 +12,7 @@ from typing import Any
 from ..fitting.diagnostics import diagnose
 from ..models import parameters
 from ..models.families import FAMILIES
-from .pages import PLOTLY_URL, fmt_num, page, plotly_js_path, script_json, status_html
+from .pages import PLOTLY_URL, fmt_num, live_loss_html, page, plotly_js_path, script_json, status_html
 from .storage import json_safe
 
 _COLORS = {"measured": "#222222", "commanded": "#9aa0a6", "simulated": "#d62728", "train": "#0b5cad", "validation": "#b35c00",
@@ -388,7 +388,7 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
                     f"<progress id=\"live-progress\" value=\"{progress:.3f}\" max=\"1\"></progress> "
                     f"<span id=\"live-pct\">{progress * 100:.0f}%</span> · "
                     f"<span id=\"live-msg\">{escape(fit.get('message') or '')}</span></p>"
-                    "<h3>Log</h3><pre class=\"log\" id=\"live-log\"></pre>"
+                    f"{live_loss_html()}<h3>Log</h3><pre class=\"log\" id=\"live-log\"></pre>"
                     f"<script>{_LIVE_JS}{_ACTIONS_JS}</script>")
         return _page(title, body, fid, standalone)
     if status in ("failed", "cancelled"):
