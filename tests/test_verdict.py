@@ -88,3 +88,33 @@ def test_budget_and_missing_validation_cap_the_verdict_at_usable() -> None:
     v = fit_verdict(res, rec)
     assert v["verdict"] == "usable"
     assert {c["check"] for c in v["checks"] if c["status"] == "usable"} >= {"no_validation", "budget"}
+
+
+def test_service_result_page_and_download_all_carry_the_verdict(server, tmp_path) -> None:
+    """Over HTTP: the stored result has the verdict, the page shows it first, and all.zip holds every export
+    plus a standalone report.html that shows it too."""
+    import io
+    import zipfile
+
+    import requests
+    from test_service_flow import SMALL_BUDGET, upload_log, wait_status
+
+    ds = upload_log(server, tmp_path)
+    r = requests.post(server.url + "/api/v1/fits", timeout=30, json={
+        "dataset_id": ds["id"], "joints": ["knee"], "models": ["dcmotor"], "budget": SMALL_BUDGET, "seed": 1})
+    assert r.status_code == 202, r.text
+    fit = wait_status(server, r.json()["id"], ("succeeded", "failed"), timeout=180)
+    assert fit["status"] == "succeeded", fit
+    v = fit["result"]["verdict"]
+    assert v["verdict"] in ("good", "usable", "poor") and v["reasons"]
+    page = requests.get(f"{server.url}/fits/{fit['id']}", timeout=30).text
+    assert f"verdict: {v['verdict']}" in page and "all.zip" in page
+    assert ("passed" in page.lower()) == (v["verdict"] == "good" and all(c["status"] == "ok" for c in v["checks"]))
+    z = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/all.zip", timeout=60)
+    assert z.status_code == 200 and z.headers["content-type"] == "application/zip"
+    names = zipfile.ZipFile(io.BytesIO(z.content)).namelist()
+    assert {"isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml", "validation.json", "report.html"} <= set(names)
+    with zipfile.ZipFile(io.BytesIO(z.content)) as zf:
+        report = zf.read("report.html").decode()
+        assert f"verdict: {v['verdict']}" in report and "/api/v1/" not in report.split("<script>")[0][:2000]
+        assert fit["id"] in zf.read("isaaclab.py").decode()  # provenance: the fit id

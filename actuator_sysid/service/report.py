@@ -357,6 +357,8 @@ def _actions(fit: dict, exports: list[str]) -> str:
     status = fit.get("status")
     out = [f'<a class="download" href="/api/v1/fits/{fid}/export/{escape(n)}" download>download {escape(n)}</a>'
            for n in exports] if status == "succeeded" else []
+    if out:  # every export and a standalone report.html in one zip
+        out.insert(0, f'<a class="download" href="/api/v1/fits/{fid}/export/all.zip" download>download all (zip)</a>')
     if status in ("queued", "running"):
         out.append('<button data-action="cancel">cancel fit</button>')
     if status in ("failed", "cancelled"):
