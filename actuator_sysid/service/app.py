@@ -549,6 +549,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise NotFoundError(f"fit {fit_id} has no stored export validation")
         return validation
 
+    def _all_zip(request: Request, fit: dict, exports: dict[str, dict]) -> bytes:
+        """A zip of every stored export of a fit and its report as one standalone report.html."""
+        import io
+        import zipfile
+
+        ctx, plots = _fit_context(fit["id"], _project(request))
+        html = render_report(ctx, ctx.get("result"), plots, standalone=True,
+                             validation=_stored_json(fit, "validation.json"))
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            for n, a in sorted(exports.items()):
+                z.writestr(n, storage.read_bytes(a["sha256"]))
+            z.writestr("report.html", html)
+        return buf.getvalue()
+
     @app.get("/api/v1/fits/{fit_id}/export/{name}", tags=["fits"], response_class=Response,
              responses={409: {"model": Problem}, **_ERRORS})
     def export_fit(request: Request, fit_id: str, name: str) -> Response:
@@ -557,8 +572,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if fit["status"] != "succeeded":
             raise ConflictError(f"fit {fit_id} is {fit['status']}; exports exist once it has succeeded")
         exports = _exports(fit_id)
+        if name == "all.zip":  # every export plus the standalone report (issue 15)
+            return Response(_all_zip(request, fit, exports), media_type="application/zip", headers={
+                "Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}.zip"'})
         if name not in exports:
-            raise NotFoundError(f"unknown export format {name!r}; available: {sorted(exports)}")
+            raise NotFoundError(f"unknown export format {name!r}; available: {sorted(exports)} or all.zip")
         data = storage.read_bytes(exports[name]["sha256"])
         media = MEDIA_TYPES.get("." + name.rsplit(".", 1)[-1], "application/octet-stream")
         return Response(data, media_type=media, headers={

@@ -16,6 +16,7 @@ next progress report) with a kill after a grace period; the time limit works the
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import multiprocessing as mp
 import os
@@ -68,8 +69,10 @@ def request_from_dict(d: dict) -> FitRequest:
     return FitRequest(**{k: v for k, v in d.items() if k in known})
 
 
-def compute_fit(rec: Recording, req: FitRequest, progress: ProgressFn | None = None) -> FitOutputs:
-    """Fit, collect the report data and render every export with its validation (from the unsanitised result)."""
+def compute_fit(rec: Recording, req: FitRequest, progress: ProgressFn | None = None,
+                info: dict | None = None) -> FitOutputs:
+    """Fit, collect the report data and render every export with its validation (from the unsanitised result);
+    the result carries the fit's verdict (fitting/verdict.py), `info` (fit_id, dataset) the exports' provenance."""
     validate_request(rec, req)  # a stored request may predate a restart: say what is wrong before importing more
     from ..export import render_all  # the worker's dependency, not the API's
 
@@ -78,7 +81,10 @@ def compute_fit(rec: Recording, req: FitRequest, progress: ProgressFn | None = N
     stage(1.0, STAGE_REPORT)  # the search is done; what follows takes seconds and is shown as its own stage
     report = report_data(rec, raw)
     stage(1.0, STAGE_EXPORTS)
-    exports = render_all(raw, rec)
+    if info:
+        raw["origin"] = dict(info)  # where the fit came from, for exports rendered later from fit.json
+    exports = render_all(raw, rec, info=info)
+    raw["verdict"] = json.loads(exports["validation.json"])["verdict"]  # judged with the exports' replays
     stage(1.0, STAGE_STORE)  # a cancel asked while the exports replayed stops the fit here, before it is stored
     return FitOutputs(result=json_safe(raw), report=json_safe(report), exports=exports)
 
@@ -183,7 +189,8 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool 
             storage = Storage(settings.data_dir)
             rec = storage.load_recording(repo.artifacts("dataset", fit["dataset_id"]))
             started = time.monotonic()
-            out = compute_fit(rec, request_from_dict(fit["request"]), reporter)
+            out = compute_fit(rec, request_from_dict(fit["request"]), reporter,
+                              {"fit_id": fit_id, "dataset": fit["dataset_id"]})
             blobs = storage.save_files({**out.files(), "report_data.json": dumps(out.report)})
             if repo.finish_fit(fit_id, out.result, blobs, claim):
                 repo.add_event(fit_id, f"fit took {time.monotonic() - started:.1f} s")
