@@ -4,9 +4,11 @@ bound with a 4xx naming its limit on every field that sizes work, and a cancel d
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import time
+import zipfile
 from html import unescape
 from pathlib import Path
 
@@ -179,3 +181,31 @@ def test_cancel_during_the_export_stage_ends_cancelled(server: Server, tmp_path:
     names = [a["name"] for a in fit.get("artifacts", [])]
     assert names == [], names  # nothing of the cancelled fit is offered
     assert requests.get(f"{server.url}/api/v1/fits/{fid}/export/isaaclab.py", timeout=10).status_code == 409
+
+
+BAM = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "bam-xl330" / "processed"
+
+
+@pytest.mark.skipif(len(list(BAM.glob("*.json"))) != 12, reason=f"the 12 BAM XL330 logs are not in {BAM}")
+def test_real_bam_dataset_page_lists_segments_gains_trajectories_and_quality_warnings(server: Server) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:  # 0.5 MB, under the test server's 1 MB limit
+        for p in sorted(BAM.glob("*.json")):
+            z.write(p, f"bam-xl330/{p.name}")
+    up = upload(server, buf.getvalue(), filename="bam-xl330.zip")
+    assert up.status_code == 201, up.text
+    ds = up.json()
+    still = [w for w in ds["quality"]["warnings"] if "nearly still" in w]
+    assert still and not any("nearly still" in w for w in ds["warnings"])  # only in the quality report
+    html = unescape(requests.get(f"{server.url}/datasets/{ds['id']}", timeout=30).text)
+    assert all(f'<div class="warn">{w}' in html for w in still)
+    seg_rows = re.findall(r"<tr><td>(2026-01-15_[^<]+)</td>(.*?)</tr>", html)
+    assert len(seg_rows) == 12, seg_rows[:2]
+    cells = {name: re.findall(r"<td>(.*?)</td>", rest) for name, rest in seg_rows}
+    # columns after the name: samples, duration, rate, free swing, driven, gap, kp, kd, vin, trajectory, …
+    assert {c[6] for c in cells.values()} == {"100", "200", "800"}
+    assert {c[9] for c in cells.values()} == {"sin_sin", "lift_and_drop", "up_and_down", "sin_time_square"}
+    assert {c[8] for c in cells.values()} == {"7.4"}
+    free = ds["quality"]["free_swing_segments"]
+    assert len(free) == 3 and all(cells[n][9] == "lift_and_drop" and cells[n][3] == "yes" for n in free)
+    assert "plan, not a recording" not in html
