@@ -140,6 +140,8 @@ def test_dataset_page_shows_every_warning_and_the_quality_report(server: Server,
     assert [t["name"] for t in vel["data"]] == ["hip qd", "hip τ", "knee qd", "knee τ"]
     assert vel["layout"]["yaxis"]["title"]["text"] == "qd [rad/s]" and vel["layout"]["yaxis2"]["title"]["text"] == "τ [N·m]"
     assert "plan, not a recording" not in html
+    every = set(quality_warnings) | set(body["warnings"])  # the dashboard counts them all, each once
+    assert f"<td>{len(every)}</td><td>{body['created_at'][:19]}</td>" in requests.get(server.url + "/", timeout=10).text
 
 
 def test_a_commands_only_upload_is_flagged_as_a_plan(server: Server) -> None:

@@ -268,7 +268,7 @@ def render_index(datasets: list[dict], fits: list[dict], families: list[str], de
         f"<td>{escape(d.get('serial') or '')}</td>"
         f"<td>{escape(', '.join(d['summary'].get('joints', [])))}</td><td>{d['summary'].get('segments', '')}</td>"
         f"<td>{fmt_num(d['summary'].get('duration_s'))}</td><td>{fmt_num(d['summary'].get('rate_hz'))}</td>"
-        f"<td>{len(d['summary'].get('warnings', []))}</td><td>{escape((d['created_at'] or '')[:19])}</td>"
+        f"<td>{len(all_warnings(d['summary']))}</td><td>{escape((d['created_at'] or '')[:19])}</td>"
         f"<td><button class=\"start-fit\" data-id=\"{escape(d['id'])}\">start fit</button> "
         f"<button class=\"delete-dataset danger\" data-id=\"{escape(d['id'])}\" data-name=\"{escape(d['name'])}\">"
         "delete</button></td></tr>"
@@ -277,7 +277,9 @@ def render_index(datasets: list[dict], fits: list[dict], families: list[str], de
     body = f"""<h1>Dashboard</h1>
 <div class="cards">{cards}</div>
 <form id="upload"><fieldset><legend>Upload a joint log</legend>
-<p><input type="file" name="file" required> format <input name="format" placeholder="auto" size="8"></p>
+<p><input type="file" name="file" required> <label>format <input name="format" placeholder="auto" size="8"></label>
+<label title="for logs without joint names (PACE, Float64MultiArray, LeRobot, HDF5)">joint names
+<input name="joint_names" placeholder="e.g. hip,knee" size="14"></label></p>
 <p><label>metadata (JSON sidecar: joints, loads, gains; <code>actuator_model</code> and <code>serial</code> for the
 fleet view; optional)<br>
 <textarea name="metadata" rows="4" placeholder='{{"actuator_model": "AK80-9", "serial": "SN-0042", "joints": {{"j1": {{"mass": 0.5, "com_distance": 0.1}}}}}}'></textarea></label></p><button type="submit">upload</button> <span id="upload-msg"></span></fieldset></form>
@@ -297,6 +299,12 @@ fleet view; optional)<br>
 
 def _downsample(n: int, limit: int = 2000) -> slice:
     return slice(None, None, max(1, -(-n // limit)))
+
+
+def all_warnings(summary: dict) -> list[str]:
+    """A dataset's warnings: the reader's and the quality report's, each once."""
+    quality = summary.get("quality") or {}
+    return list(dict.fromkeys([*summary.get("warnings", []), *(quality.get("warnings") or [])]))
 
 
 def commands_only(rec: Any) -> bool:
@@ -439,8 +447,7 @@ def render_dataset(d: dict, rec: Any, fits: list[dict], families: list[str], def
             ("size", f"{d['size']:,} bytes"), ("sha256", f"<code>{escape(d['sha256'])}</code>"),
             ("uploaded (UTC)", escape((d["created_at"] or "")[:19]))]
     table = "<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
-    every = list(dict.fromkeys([*summary.get("warnings", []), *((summary.get("quality") or {}).get("warnings")
-                                                                or [])]))
+    every = all_warnings(summary)
     plan = ""
     if commands_only(rec):
         plan = ('<div class="warn plan" id="plan-warning"><b>This looks like a plan, not a recording:</b> every '
