@@ -234,6 +234,8 @@ def device_gain_lines(gains: dict | None) -> list[str]:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     """Fit a log and write the results, the standalone report and the Isaac Lab exports."""
+    if getattr(args, "robot", None):
+        return cmd_fit_robot(args)
     rec = _read(args)
     out = Path(args.out) if args.out else Path("out") / Path(args.log[0]).stem
     result = run_fit(rec, _request(args), out, Path(args.log[0]).name)
@@ -250,6 +252,41 @@ def cmd_fit(args: argparse.Namespace) -> int:
         for line in device_gain_lines(jr.get("device_gains")):
             print(f"{joint}: {line}", file=sys.stderr)
     print(f"wrote {out}/fit.json, report.html, isaaclab.py, isaaclab.json", file=sys.stderr)
+    return 0
+
+
+def cmd_fit_robot(args: argparse.Namespace) -> int:
+    """`fit LOG --robot MODEL`: a coupled fit of every actuator through the robot's own model (fitting/robot.py)."""
+    from .fitting.robot import RobotFitOptions, fit_robot, parse_groups, result_lines, write_robot_fit
+    from .models.robot import RobotError, load_robot
+
+    robot = load_robot(args.robot, fixed_base=args.fixed_base)
+    try:
+        rec = _read(args)
+    except DatasetError as e:
+        if args.joint_names or "no joint names" not in str(e):
+            raise
+        args.joint_names = ",".join(robot.joint_names)  # an unnamed log: the model's actuated-joint order
+        try:
+            rec = _read(args)
+        except DatasetError as e2:
+            raise RobotError(f"{e2}; the robot model {Path(args.robot).name} has {len(robot.joint_names)} actuated "
+                             f"joint(s): {', '.join(robot.joint_names)}") from None
+        rec.metadata["joint_names_from"] = "robot"
+    delay = None if args.delay in (None, "scan") else int(args.delay)
+    opts = RobotFitOptions(groups=parse_groups(args.groups), decimation=args.decimation or 4, delay=delay,
+                           fit_bias=not args.no_bias, kp=args.kp, kd=args.kd, budget_s=args.budget,
+                           max_iterations=args.generations or 12,
+                           progress=lambda m: print(m, file=sys.stderr, flush=True))
+    result = fit_robot(rec, robot, opts)
+    if rec.metadata.get("joint_names_from") == "robot":
+        result["joint_mapping"] = ("unnamed log taken in the model's actuated-joint order: "
+                                   + ", ".join(robot.joint_names))
+    out = Path(args.out) if args.out else Path("out") / Path(args.log[0]).stem
+    files = write_robot_fit(result, out)
+    for line in result_lines(result):
+        print(line, file=sys.stderr)
+    print(f"wrote {out}/{', '.join(files)}", file=sys.stderr)
     return 0
 
 
@@ -489,6 +526,15 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--folds", type=int, metavar="K", help="k-fold cross-validation over whole recordings")
     f.add_argument("--folds-by", metavar="KEY",
                    help="leave-one-value-out cross-validation: one fold per value of metadata KEY (e.g. kp)")
+    f.add_argument("--robot", help="robot model (MJCF, URDF, USD): fit every actuator through the robot's coupled "
+                                   "dynamics, hanging in the air (visuals and collisions skipped)")
+    f.add_argument("--fixed-base", metavar="LINK", help="with --robot: the link fixed to the world (default the root)")
+    f.add_argument("--groups", help="with --robot: parameter sharing by joint-name regex, e.g. "
+                                    "hip='.*_hip_joint',calf='.*_calf_joint' (default: per joint)")
+    f.add_argument("--kp", type=float, help="with --robot: PD stiffness, N·m/rad (default: the log's, else fitted)")
+    f.add_argument("--kd", type=float, help="with --robot: PD damping, N·m·s/rad (default: the log's, else fitted)")
+    f.add_argument("--delay", help="with --robot: command delay in physics steps, or scan (default scan 0..8)")
+    f.add_argument("--no-bias", action="store_true", help="with --robot: no per-joint encoder bias")
     budget_args(f)
     f.add_argument("--out", help="output folder (default out/<log stem>)")
     f.set_defaults(func=cmd_fit)

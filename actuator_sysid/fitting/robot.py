@@ -34,6 +34,7 @@ BOUNDS = {"armature": (-5.0, 0.0), "viscous_friction": (-4.0, 1.0), "friction": 
 BIAS_BOUND = 0.3
 BIAS_UNIT = 0.01  # the search sees the bias in centiradians so every variable is O(1)
 FD_STEP = {"log": 0.02, "bias": 0.1}
+SCAN_WINDOWS = 6
 
 
 class BudgetSpent(Exception):
@@ -283,6 +284,9 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     if starts.size == 0:
         raise RobotError(f"the training part ({split} samples) is shorter than one {opts.window_s} s window")
     ev = _Evaluator(robot, prob, q, qd, cmd, cmd_qd, starts, length, opts.decimation, dt, opts.device)
+    # the gain and delay scans see at most SCAN_WINDOWS windows spread over the training part
+    scan_starts = starts[np.unique(np.linspace(0, starts.size - 1, min(SCAN_WINDOWS, starts.size)).round().astype(int))]
+    ev_scan = _Evaluator(robot, prob, q, qd, cmd, cmd_qd, scan_starts, length, opts.decimation, dt, opts.device)
 
     # start: the model file's joint terms (group means), gains from a coarse scan when the log has none
     x0 = []
@@ -314,14 +318,14 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
                     xs[gi, k] = math.log10(a)
                 elif vn.endswith(".damping"):
                     xs[gi, k] = math.log10(b)
-        scan = loss(ev.residuals(xs, np.full(len(grid), delay)))
+        scan = loss(ev_scan.residuals(xs, np.full(len(grid), delay)))
         x0 = xs[int(np.argmin(scan))]
         say(f"gain scan: best kp {grid[int(np.argmin(scan))][0]}, kd {grid[int(np.argmin(scan))][1]} "
             f"(training RMSE {scan.min():.4f} rad)")
 
     def scan_delay(x: np.ndarray) -> int:
         ds = np.arange(opts.max_delay + 1)
-        sc = loss(ev.residuals(np.repeat(x[None], ds.size, axis=0), ds))
+        sc = loss(ev_scan.residuals(np.repeat(x[None], ds.size, axis=0), ds))
         say(f"delay scan (physics steps 0..{opts.max_delay}): best {int(ds[np.argmin(sc)])} "
             f"(training RMSE {sc.min():.4f} rad)")
         return int(ds[np.argmin(sc)])
@@ -386,6 +390,7 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     r_init = fun(x0)
     init_loss = float(np.sqrt(np.mean(r_init ** 2)))
     try:
+        check_budget()
         sol = least_squares(fun, x0, jac=jac, bounds=(lo, hi), method="trf", x_scale="jac",
                             max_nfev=opts.max_iterations, xtol=1e-6, ftol=1e-6)
         stopped = "converged" if sol.status > 0 else "iterations"
@@ -440,8 +445,8 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
                      "fd_candidates_per_jacobian": 1 + len(colors), "stopped_on": stopped,
                      "search_s": float(search_s)},
         "wall_s": float(wall),
-        "world_steps": int(ev.world_steps),
-        "world_steps_per_s": float(ev.world_steps / max(ev.seconds, 1e-9)),
+        "world_steps": int(ev.world_steps + ev_scan.world_steps),
+        "world_steps_per_s": float((ev.world_steps + ev_scan.world_steps) / max(ev.seconds + ev_scan.seconds, 1e-9)),
         "assumptions": [
             "coupled rigid-body dynamics: Newton 1.8 SolverMuJoCo (Warp backend for batched candidates, MuJoCo C "
             "for single replays), contacts off, base fixed",
@@ -470,3 +475,33 @@ def isaaclab_dict(result: dict) -> dict:
         acts[g] = cfg
     return {"actuators": acts, "sim": dict(result["sim"]), "encoder_bias": dict(result["encoder_bias"]),
             "note": "the encoder bias is not an Isaac Lab actuator field: add it to the measured joint positions"}
+
+
+def write_robot_fit(result: dict, out) -> list[str]:
+    """Write fit.json (the whole result) and isaaclab.json (the whole-robot actuators dict) into `out`."""
+    import json
+    from pathlib import Path
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fit.json").write_text(json.dumps(result, indent=2))
+    (out / "isaaclab.json").write_text(json.dumps(isaaclab_dict(result), indent=2))
+    return ["fit.json", "isaaclab.json"]
+
+
+def result_lines(result: dict) -> list[str]:
+    """The CLI's summary of a whole-robot fit: mapping, validation error per joint beside the model's defaults."""
+    v = result["validation"]
+    lines = [f"robot {result['robot']['path']}: {len(result['robot']['joints'])} joints, base "
+             f"{result['robot']['base']} fixed; {result['robot']['notes'][0]}",
+             f"joints mapped {result['joint_mapping']}",
+             f"held-out RMSE (last {v['fraction']:.0%} of the log in time, replayed from the measured state at "
+             f"{v['split_time_s']:.2f} s): {v['rmse']:.4f} rad; the model file's joint terms: "
+             f"{v['model_defaults_rmse']:.4f} rad"]
+    for nm, e in v["per_joint_rmse"].items():
+        lines.append(f"  {nm}: {e:.4f} rad (model defaults {v['model_defaults_per_joint_rmse'][nm]:.4f})")
+    t = result["training"]
+    lines.append(f"delay {result['delay_steps']} physics steps; sim dt {result['sim']['dt']:.6g} s, decimation "
+                 f"{result['sim']['decimation']}; {t['jacobians']} Jacobians, stopped on {t['stopped_on']}; "
+                 f"{result['world_steps_per_s']:.0f} world-steps/s; {result['wall_s']:.0f} s")
+    return lines
