@@ -55,6 +55,10 @@ def test_missing_pages_are_html_404_and_api_keeps_json(server: Server) -> None:
         r = requests.get(server.url + path, headers=HTML, timeout=10)
         assert r.status_code == 404 and "'nope'" in r.json()["detail"], path
     assert "'nope'" in requests.get(server.url + "/fits/nope", timeout=10).json()["detail"]  # curl: JSON
+    r = requests.get(server.url + "/compare?a=nope", headers=HTML, timeout=10)  # b missing: a page saying so
+    assert r.status_code == 422 and r.headers["content-type"].startswith("text/html") and "b: Field required" in r.text
+    r = requests.post(server.url + "/api/v1/fits", headers=HTML, json={}, timeout=10)
+    assert r.status_code == 422 and "dataset_id" in r.json()["detail"]
 
 
 # --- every request field that sizes work has a bound, and the 4xx names it ---

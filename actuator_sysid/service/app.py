@@ -333,10 +333,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_exception_handler(exc_type, _handler(code))
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         errors = exc.errors()
         text = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
                          for e in errors)
+        if pages.wants_html(request.url.path, request.headers.get("accept", "")):  # e.g. /compare without b
+            return HTMLResponse(pages.render_error(422, text), status_code=422)
         return JSONResponse({"detail": text, "errors": jsonable_encoder(errors)}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

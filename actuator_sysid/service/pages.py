@@ -73,7 +73,7 @@ def wants_html(path: str, accept: str) -> bool:
 
 def render_error(status: int, detail: str) -> str:
     """An HTML error page: what was not found (or went wrong) and where to go from here."""
-    title = {404: "Not found", 401: "Not logged in", 409: "Conflict"}.get(status, "Error")
+    title = {404: "Not found", 401: "Not logged in", 409: "Conflict", 422: "Not a valid request"}.get(status, "Error")
     body = (f"<h1>{status} · {escape(title)}</h1><p class=\"error\">{escape(detail)}</p>"
             '<p><a href="/">back to the dashboard</a> · <a href="/fleet">fleet</a> · '
             '<a href="/docs">API docs</a></p>')
