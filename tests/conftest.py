@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # and service.
 MARKERS: dict[str, tuple[str, ...]] = {
     "test_browser.py": ("service", "slow"),
+    "test_browser_pages.py": ("service", "slow"),
     "test_e2e_isaaclab.py": ("service", "conformance"),
     "test_faults.py": ("service",),
     "test_postgres.py": ("service",),
@@ -40,6 +41,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_conformance_nets.py": ("conformance",),
     "test_conformance_newton.py": ("conformance",),
     "test_export_consumers.py": ("conformance",),
+    "test_export_safety.py": ("conformance",),
     "test_export_isaaclab.py": ("conformance",),
     "test_friction_families.py": ("conformance",),
     "test_nets_gru.py": ("conformance",),
@@ -65,9 +67,9 @@ MARKERS: dict[str, tuple[str, ...]] = {
 
 def markers_for(item: pytest.Item) -> tuple[str, ...]:
     """The markers of one test: its own MARKERS entry, else its file's, else `service` when it uses the
-    `server` fixture, else `unit`."""
+    `server` or `browser` fixture, else `unit`."""
     name = getattr(item, "originalname", item.name)
-    default = ("service",) if "server" in getattr(item, "fixturenames", ()) else ("unit",)
+    default = ("service",) if {"server", "browser"} & set(getattr(item, "fixturenames", ())) else ("unit",)
     return MARKERS.get(f"{item.path.name}::{name}", MARKERS.get(item.path.name, default))
 
 
