@@ -35,11 +35,14 @@ KNOWN_ENTRY_FIELDS = {"timestamp", "position", "speed", "goal_position", "torque
 
 # Voltage-driven servos whose firmware P law is known: duty = clip(duty_per_kp_rad·kp·(q_des − q), ±max_duty)
 # and |current| ≤ current_limit [A]. XL330: 4096 encoder counts per turn, kp divided by 256, PWM limit 885 of
-# 885, 1.75 A firmware current limit (the BAM XL330 model; log-formats §2). A fit of such a servo ties the
-# DC-motor envelope to its gain: saturation effort, velocity limit and effort limit follow from stiffness and
-# damping (models/rollout.py VoltageServo), as the motor's kt and R make them.
+# 885, 1.75 A firmware current limit, a winding resistance of 2–5 Ω (the BAM XL330 model's R range; log-formats
+# §2). A fit of such a servo ties the DC-motor envelope to its gain: saturation effort, velocity limit and effort
+# limit follow from stiffness and damping (models/rollout.py VoltageServo), as the motor's kt and R make them, and
+# the damping kt²/R keeps R in that range: logs at low kp cannot tell back-EMF damping from viscous friction, and
+# an implausibly low R there (a weak kt, so a low current-limited torque) mispredicts every higher kp.
 VOLTAGE_SERVOS = {
-    "xl330": {"duty_per_kp_rad": (4096 / (2 * math.pi)) / (256 * 885), "max_duty": 1.0, "current_limit": 1.75},
+    "xl330": {"duty_per_kp_rad": (4096 / (2 * math.pi)) / (256 * 885), "max_duty": 1.0, "current_limit": 1.75,
+              "resistance": [2.0, 5.0]},
 }
 
 

@@ -456,7 +456,8 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
 
         fitted = [_family_params(family, space, x) for x in res.best]
         for name, p in zip(joints, fitted, strict=True):
-            if tied:  # the envelope the kernel ran, at the reference kp and vin, for reports and exports
+            if tied:  # the damping and envelope the kernel ran, at the reference kp and vin, for reports and exports
+                p["damping"] = ops[name].tied_damping(p["stiffness"], p["damping"])
                 p.update({k: v for k, v in ops[name].tied_envelope(p["stiffness"], p["damping"]).items()
                           if k in tied})
         fitted_by[fam_name] = (family, fitted, float(np.sum(res.best_loss)))

@@ -221,6 +221,8 @@ def rollout_kernel(
     seg_max_duty: wp.array(dtype=float),
     seg_vin: wp.array(dtype=float),  # (S,) supply [V]
     seg_imax: wp.array(dtype=float),  # (S,) firmware current limit [A], 0: none
+    seg_rmin: wp.array(dtype=float),  # (S,) winding resistance range [Ω] of the voltage servo, 0: none
+    seg_rmax: wp.array(dtype=float),
     flags: int,
     store: int,
     sums: wp.array3d(dtype=float),  # (C, S, 3): Σ(q−q̂)², Σ(qd−qd̂)², Σ|q−q̂|
@@ -248,7 +250,11 @@ def rollout_kernel(
     elim = params[c, j, P_ELIM]
     if (flags & F_DC_MOTOR) != 0 and seg_duty[s] > 0.0:
         # voltage servo: τ = (kt/R)·vin·clip(duty) − (kt²/R)·qd, |I| ≤ I_max, with kt/R = kp / (vin·duty) and
-        # kt²/R the damping: the envelope follows from the gains (VoltageServo in models/rollout.py)
+        # kt²/R the damping: the envelope follows from the gains (VoltageServo in models/rollout.py); the damping
+        # stays within the winding's resistance range, kt²/R = R·(kt/R)²
+        if seg_rmax[s] > 0.0:
+            ktr = kp / (seg_vin[s] * seg_duty[s])
+            kd = wp.clamp(kd, seg_rmin[s] * ktr * ktr, seg_rmax[s] * ktr * ktr)
         sat = seg_max_duty[s] * kp / seg_duty[s]
         vlim = sat / kd
         if seg_imax[s] > 0.0:

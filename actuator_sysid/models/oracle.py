@@ -191,6 +191,10 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
         duty = float(batch.seg_duty[s])
         if flags & F_DC_MOTOR and duty > 0:  # voltage servo: the envelope from kt/R = K/(vin·duty), kt²/R = D
             k_s, d_s = _col(p, "stiffness").clone(), _col(p, "damping").clone()
+            if batch.seg_rmax[s] > 0:  # the damping within the winding's resistance range: kt²/R = R·(kt/R)²
+                ktr2 = (k_s / (float(batch.seg_vin[s]) * duty)) ** 2
+                d_s = torch.minimum(torch.maximum(d_s, float(batch.seg_rmin[s]) * ktr2), float(batch.seg_rmax[s]) * ktr2)
+                p[:, parameters.INDEX["damping"]] = d_s
             sat = float(batch.seg_max_duty[s]) * k_s / duty
             p[:, parameters.INDEX["saturation_effort"]] = sat
             p[:, parameters.INDEX["actuator_velocity_limit"]] = sat / d_s

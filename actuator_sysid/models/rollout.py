@@ -58,6 +58,10 @@ class SegmentBatch:
     seg_max_duty: np.ndarray | None = None
     seg_vin: np.ndarray | None = None
     seg_imax: np.ndarray | None = None
+    # (S,) float32 the voltage servo's winding resistance range [Ω] (0: none): the back-EMF damping kt²/R stays
+    # within [R_min, R_max]·(kt/R)², so a log that cannot tell it from viscous friction keeps a plausible motor
+    seg_rmin: np.ndarray | None = None
+    seg_rmax: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.enable is None:
@@ -65,7 +69,7 @@ class SegmentBatch:
         for name in ("seg_kp_mult", "seg_kd_mult", "seg_sat_mult", "seg_vlim_mult", "seg_max_duty"):
             if getattr(self, name) is None:
                 setattr(self, name, np.ones(self.seg_start.shape[0], np.float32))
-        for name in ("seg_duty", "seg_vin", "seg_imax"):
+        for name in ("seg_duty", "seg_vin", "seg_imax", "seg_rmin", "seg_rmax"):
             if getattr(self, name) is None:
                 setattr(self, name, np.zeros(self.seg_start.shape[0], np.float32))
 
@@ -100,7 +104,7 @@ class SegmentBatch:
             enable=cut(self.enable), seg_kp_mult=self.seg_kp_mult[segs], seg_kd_mult=self.seg_kd_mult[segs],
             seg_sat_mult=self.seg_sat_mult[segs], seg_vlim_mult=self.seg_vlim_mult[segs],
             seg_duty=self.seg_duty[segs], seg_max_duty=self.seg_max_duty[segs], seg_vin=self.seg_vin[segs],
-            seg_imax=self.seg_imax[segs])
+            seg_imax=self.seg_imax[segs], seg_rmin=self.seg_rmin[segs], seg_rmax=self.seg_rmax[segs])
 
     def segment_slice(self, s: int) -> slice:
         return slice(int(self.seg_start[s]), int(self.seg_start[s] + self.seg_len[s]))
@@ -138,7 +142,7 @@ class SegmentBatch:
         sj, ss, sl, sdt, sin, sg, ext, names, cmd0, q0, qd0, free = [], [], [], [], [], [], [], [], [], [], [], []
         known_kp, known_kd = [], []
         mults: list[tuple[float, float, float, float]] = []
-        servos: list[tuple[float, float, float, float]] = []
+        servos: list[tuple[float, ...]] = []
         enable: list[np.ndarray] = []
         offset = 0
         for ji, name in enumerate(joints):
@@ -207,7 +211,7 @@ class SegmentBatch:
             **{f"seg_{k}_mult": np.asarray([m[i] for m in mults], f32).reshape(-1)
                for i, k in enumerate(("kp", "kd", "sat", "vlim"))},
             **{f"seg_{k}": np.asarray([v[i] for v in servos], f32).reshape(-1)
-               for i, k in enumerate(("duty", "max_duty", "vin", "imax"))},
+               for i, k in enumerate(("duty", "max_duty", "vin", "imax", "rmin", "rmax"))},
         )
 
 
@@ -247,14 +251,30 @@ class OperatingPoints:
     vin: dict[str, float | None] = field(default_factory=dict)
     servo: dict | None = None  # VoltageServo constants every segment shares: the DC-motor envelope is tied
 
-    def servo_values(self, seg: Segment) -> tuple[float, float, float, float]:
-        """(duty per rad of error, largest duty, supply V, current limit A) of a voltage servo; zeros: untied."""
+    def servo_values(self, seg: Segment) -> tuple[float, float, float, float, float, float]:
+        """(duty per rad of error, largest duty, supply V, current limit A, R_min Ω, R_max Ω) of a voltage
+        servo; zeros: untied (no limit, no resistance range)."""
         if self.servo is None:
-            return 0.0, 1.0, 0.0, 0.0
+            return 0.0, 1.0, 0.0, 0.0, 0.0, 0.0
         kp, vin = self.kp[seg.name], self.vin[seg.name]
         assert kp is not None and vin is not None
+        r_min, r_max = self.resistance_range
         return (self.servo["duty_per_kp_rad"] * kp, self.servo.get("max_duty", 1.0), vin,
-                self.servo.get("current_limit") or 0.0)
+                self.servo.get("current_limit") or 0.0, r_min, r_max)
+
+    @property
+    def resistance_range(self) -> tuple[float, float]:
+        """The servo's winding resistance range [Ω] (voltage_servo `resistance`: [R_min, R_max]); (0, 0): none."""
+        r = (self.servo or {}).get("resistance")
+        return (float(r[0]), float(r[1])) if r else (0.0, 0.0)
+
+    def tied_damping(self, stiffness: float, damping: float) -> float:
+        """The back-EMF damping kt²/R the kernel runs: within R_min·(kt/R)² … R_max·(kt/R)², kt/R = K/(vin·duty)."""
+        r_min, r_max = self.resistance_range
+        if self.servo is None or not r_max or not self.kp_reference or not self.vin_reference:
+            return damping
+        ktr = stiffness / (self.vin_reference * self.servo["duty_per_kp_rad"] * self.kp_reference)
+        return min(max(damping, r_min * ktr * ktr), r_max * ktr * ktr)
 
     def tied_envelope(self, stiffness: float, damping: float) -> dict[str, float]:
         """The voltage servo's DC-motor envelope at the reference kp and vin from the fitted gains:
@@ -390,7 +410,7 @@ class RolloutEngine:
             to(batch.q), to(batch.qd), to(batch.q_des), to(batch.qd_des), to(batch.tau_ff),
             to(batch.enable, wp.int32), to(batch.seg_kp_mult), to(batch.seg_kd_mult), to(batch.seg_sat_mult),
             to(batch.seg_vlim_mult), to(batch.seg_duty), to(batch.seg_max_duty), to(batch.seg_vin),
-            to(batch.seg_imax),
+            to(batch.seg_imax), to(batch.seg_rmin), to(batch.seg_rmax),
         )
         self._dummy = wp.zeros((1, 1), dtype=wp.float32, device=device)
 
