@@ -63,10 +63,11 @@ def render_format(result: dict, rec: Recording | None, fmt: str, *, families: di
         families = ({rename.get(j, j): f for j, f in families.items()} if isinstance(families, dict) else families)
         loads = {rename.get(j, j): v for j, v in loads.items()} if loads else loads
         points = {rename.get(j, j): v for j, v in points.items()} if points else points
-    text = annotate(fmt, _render_text(result, rec, fmt, families=families, field_names=field_names,
-                                      backend=backend, loads=loads, robot_usd=robot_usd), points)
-    return stamp(fmt, text, provenance(result, info), unidentified_notes(result, families, _expresses(fmt),
+    text = _render_text(result, rec, fmt, families=families, field_names=field_names, backend=backend,
+                        loads=loads, robot_usd=robot_usd)
+    text = stamp(fmt, text, provenance(result, info), unidentified_notes(result, families, _expresses(fmt),
                                                                               with_best=fmt.startswith("isaaclab")))
+    return annotate(fmt, text, points)  # the operating point first: the values below are stated at it
 
 
 def _expresses(fmt: str):
@@ -198,7 +199,9 @@ def render_all(result: dict, rec: Recording, *, replay_exports: bool = True, inf
     errors = sum(f.severity == "error" for f in findings)
     doc = {
         "rule": "NEWTON.DJ.001",
-        "passed": not errors,  # NEWTON.DJ.001 and the export rules alone; the verdict judges the whole fit
+        # no error finding and every replay within its tolerance; the verdict judges the whole fit
+        "passed": not errors and all(r.get("status") != "failed" and r.get("within_tolerance", True)
+                                     for r in replays.values()),
         "errors": errors,
         "warnings": sum(f.severity == "warning" for f in findings),
         "findings": [f.as_dict() for f in findings],

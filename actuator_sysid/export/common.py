@@ -343,7 +343,7 @@ def provenance(result: dict, info: dict | None = None) -> dict:
            "validation_error": errors or None,
            "verdict": verdict.get("verdict", "not judged"),
            "verdict_reasons": [r for c in verdict.get("checks", []) if c["status"] != "ok" for r in [c["reason"]]],
-           "physics_dt_s": physics_dt(result), "decimation": int(assumed.get("decimation", 1) or 1),
+           "physics_dt_s": float(f"{physics_dt(result):.6g}"), "decimation": int(assumed.get("decimation", 1) or 1),
            "delay_unit": "physics steps of physics_dt_s", **info}
     if result.get("renamed"):
         out["renamed_joints"] = result["renamed"]
