@@ -171,7 +171,7 @@ def test_recovers_group_terms_from_a_newton_log(go2: RobotModel) -> None:
     truth = {"hip": (0.006, 0.4, 0.12), "thigh": (0.015, 0.8, 0.25), "calf": (0.03, 0.5, 0.35)}
     part = [n.split("_")[1] for n in go2.joint_names]
     arm, damp, fric = (np.array([truth[p][i] for p in part]) for i in range(3))
-    dec, samples = 2, 800
+    dec, samples = 2, 500
     cmd = chirps(go2, samples, seed=1)
     q, qd = newton_reference(go2, cmd, dec, 0, arm, damp, fric)
     z = np.zeros_like(q)
@@ -179,7 +179,7 @@ def test_recovers_group_terms_from_a_newton_log(go2: RobotModel) -> None:
                   metadata={"kp": KP, "kd": KD})
     rec = Recording([JointInfo(n) for n in go2.joint_names], [seg])
     res = fit_robot(rec, go2, RobotFitOptions(groups=GROUPS, decimation=dec, delay=0, fit_bias=False,
-                                              max_iterations=8))
+                                              max_iterations=4))
     for g, (a, d, f) in truth.items():
         e = res["groups"][g]
         assert e["armature"] == pytest.approx(a, rel=0.05), (g, e)

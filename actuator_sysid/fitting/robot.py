@@ -34,7 +34,7 @@ BOUNDS = {"armature": (-5.0, 0.0), "viscous_friction": (-4.0, 1.0), "friction": 
 BIAS_BOUND = 0.3
 BIAS_UNIT = 0.01  # the search sees the bias in centiradians so every variable is O(1)
 FD_STEP = {"log": 0.02, "bias": 0.1}
-SCAN_WINDOWS = 6
+SCAN_WINDOWS = 4
 
 
 class BudgetSpent(Exception):
@@ -330,8 +330,15 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
             f"(training RMSE {sc.min():.4f} rad)")
         return int(ds[np.argmin(sc)])
 
+    def spent() -> bool:
+        return opts.budget_s is not None and time.perf_counter() - t_start > opts.budget_s
+
+    delay_note = "fixed" if opts.delay is not None else "scanned"
     if opts.delay is None:
-        delay = scan_delay(x0)
+        if spent():
+            delay_note = "not scanned (time budget spent): 0"
+        else:
+            delay = scan_delay(x0)
 
     comps = robot.component
     var_comps = [set(int(c) for c in comps[j]) for j in prob.var_joints()]
@@ -343,7 +350,7 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     evals = {"jac": 0}
 
     def check_budget() -> None:
-        if opts.budget_s is not None and time.perf_counter() - t_start > opts.budget_s:
+        if spent():
             raise BudgetSpent
 
     def remember(x: np.ndarray, r: np.ndarray) -> None:
@@ -387,7 +394,8 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         return jm
 
     stopped = "iterations"
-    r_init = fun(x0)
+    r_init = ev.residuals(x0[None], np.array([delay]))[0].reshape(-1)
+    remember(x0, r_init)
     init_loss = float(np.sqrt(np.mean(r_init ** 2)))
     try:
         check_budget()
@@ -433,6 +441,7 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         "gains": "from the log" if gains_known else "fitted per group (the log states none)",
         "encoder_bias": {nm: float(fitted["bias"][0, k]) for k, nm in enumerate(names)},
         "delay_steps": int(delay),
+        "delay": delay_note,
         "sim": {"dt": float(dt), "decimation": int(opts.decimation)},
         "validation": {
             "split": "time", "split_sample": int(split), "split_time_s": float(seg.t[split] - seg.t[0]),
