@@ -118,3 +118,9 @@ def test_service_result_page_and_download_all_carry_the_verdict(server, tmp_path
         report = zf.read("report.html").decode()
         assert f"verdict: {v['verdict']}" in report and "/api/v1/" not in report.split("<script>")[0][:2000]
         assert fit["id"] in zf.read("isaaclab.py").decode()  # provenance: the fit id
+    given = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/isaaclab.py", timeout=60,
+                         params={"set": "actuator_effort_limit=0.6123", "rename": "knee=elbow_joint"})
+    assert given.status_code == 200 and "actuator_effort_limit=0.6123," in given.text and "'elbow_joint'" in given.text
+    bad = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/isaaclab.py", params={"set": "nope=1"},
+                       timeout=30)
+    assert bad.status_code == 422 and "registry parameter" in bad.json()["detail"]

@@ -59,6 +59,9 @@ MAX_UPLOAD_JOINT_NAMES = 256  # names an upload's joint_names field may give
 __all__ = ["ConflictError", "PayloadTooLargeError", "create_app"]
 
 
+_TEXT_EXPORTS = ("isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml", "randomization.json")
+
+
 class PayloadTooLargeError(ValueError):
     """The request body is larger than max_upload_bytes."""
 
@@ -551,6 +554,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise NotFoundError(f"fit {fit_id} has no stored export validation")
         return validation
 
+    def _rendered(fit: dict, name: str, given: list[str], rename: list[str], mode: str) -> bytes:
+        """A text export rendered again with the user's values (`set`), joint names (`rename`) and handling of
+        unidentified parameters (`unidentified`: omit | comment), from the stored result and bench loads."""
+        from ..export import ExportError, render_format
+        from ..export.common import parse_assignments, parse_rename
+
+        loads = (_stored_json(fit, "validation.json") or {}).get("bench") or None
+        try:
+            text = render_format(fit["result"], None, name, loads=loads, unidentified=mode,
+                                 given=parse_assignments(given), rename=parse_rename(rename))
+        except ExportError as e:
+            raise FitRequestError(str(e)) from None
+        return text.encode()
+
     def _all_zip(request: Request, fit: dict, exports: dict[str, dict]) -> bytes:
         """A zip of every stored export of a fit and its report as one standalone report.html."""
         import io
@@ -569,7 +586,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/api/v1/fits/{fit_id}/export/{name}", tags=["fits"], response_class=Response,
              responses={409: {"model": Problem}, **_ERRORS})
     def export_fit(request: Request, fit_id: str, name: str) -> Response:
-        """A stored export of a succeeded fit (isaaclab.py, isaaclab.json, fit.json), as a download."""
+        """A stored export of a succeeded fit (isaaclab.py, isaaclab.json, fit.json), as a download; all.zip
+        holds every export and a standalone report.html. Query `set=PARAM=VALUE` (repeatable), `rename=A=B` or
+        `unidentified=comment` render a text export again with given values, joint names or flagged estimates."""
         fit = repo.get_fit(fit_id, _project(request))
         if fit["status"] != "succeeded":
             raise ConflictError(f"fit {fit_id} is {fit['status']}; exports exist once it has succeeded")
@@ -579,6 +598,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}.zip"'})
         if name not in exports:
             raise NotFoundError(f"unknown export format {name!r}; available: {sorted(exports)} or all.zip")
+        q = request.query_params
+        if (q.getlist("set") or q.getlist("rename") or q.get("unidentified")) and name in _TEXT_EXPORTS:
+            data = _rendered(fit, name, q.getlist("set"), q.getlist("rename"), q.get("unidentified") or "omit")
+            return Response(data, media_type=MEDIA_TYPES.get("." + name.rsplit(".", 1)[-1], "text/plain"),
+                            headers={"Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}-{name}"'})
         data = storage.read_bytes(exports[name]["sha256"])
         media = MEDIA_TYPES.get("." + name.rsplit(".", 1)[-1], "application/octet-stream")
         return Response(data, media_type=media, headers={
