@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -194,10 +195,12 @@ def family_seconds(model: dict) -> float | None:
     return round(sum(secs), 3) if secs else None
 
 
-def ours_split(rec: Recording, quick: bool, net_budget_s: float | None) -> dict:
+def ours_split(rec: Recording, quick: bool, net_budget_s: float | None, nets: list[str] | None = None,
+               saved: Callable[[dict], None] = lambda part: None) -> dict:
     """Every family on the kp = 800 split: parametric ones in one fit, each net in its own (timed apart)."""
     out: dict = {"holdout": f"kp={VALIDATION_KP}", "families": {}}
-    parametric, nets = families(quick)
+    parametric, all_nets = families(quick)
+    nets = all_nets if nets is None else nets
     wall, res = timed(rec, models=parametric, holdout=f"kp={VALIDATION_KP}", **_options(quick))
     out["parametric_wall_s"] = round(wall, 2)
     note(f"ours, {len(parametric)} parametric families (kp = {VALIDATION_KP} held out): {wall:.1f} s")
@@ -208,6 +211,7 @@ def ours_split(rec: Recording, quick: bool, net_budget_s: float | None) -> dict:
         out["families"][f] = {"validation_position_mae": val_mae(res, f), "seconds": family_seconds(m),
                               "native": f in NATIVE}
     out["parametric_params"] = {f: m["params"] for f, m in models.items()}
+    saved(out)
     nets_wall = 0.0
     for n in nets:
         t0 = time.perf_counter()
@@ -223,6 +227,7 @@ def ours_split(rec: Recording, quick: bool, net_budget_s: float | None) -> dict:
                                   "native": False, "net": True}
         nets_wall += w
         note(f"ours, {n}: {w:.1f} s")
+        saved(out)
     out["nets_wall_s"] = round(nets_wall, 2)
     out["net_budget_s"] = None if quick else net_budget_s
     out["total_wall_s"] = round(wall + nets_wall, 2)
@@ -315,6 +320,7 @@ def main() -> None:
     ap.add_argument("--bam-trials", type=int, default=2000)
     ap.add_argument("--bam-result", type=Path, help="take the BAM section from this earlier output (not re-run)")
     ap.add_argument("--net-budget", type=float, default=180.0, help="seconds each net trains (0: no budget)")
+    ap.add_argument("--nets", help="comma-separated nets to fit (default: every one; empty: none)")
     ap.add_argument("--save", type=Path, help="also write the JSON so far here after every section")
     ap.add_argument("--data", type=Path, default=Path(os.environ.get("ACTUATOR_SYSID_XL330", DEFAULT_DATA)))
     args = ap.parse_args()
@@ -340,7 +346,8 @@ def main() -> None:
                                     "the first sample included, rolled out from each file's first state "
                                     "(bam.fit compute_score)")
 
-    out["ours"] = ours_split(rec, args.quick, args.net_budget)
+    nets = None if args.nets is None else [n for n in args.nets.split(",") if n]
+    out["ours"] = ours_split(rec, args.quick, args.net_budget, nets, lambda part: save({**out, "ours": part}, args.save))
     save(out, args.save)
     out["ours"]["definition"] = ("mean |q_sim − q| over every validation sample after each segment's first, "
                                  "rolled out from each segment's first logged state (pool_metrics position_mae)")
