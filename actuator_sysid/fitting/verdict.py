@@ -126,7 +126,8 @@ def _fit_checks(result: dict, stats: dict[str, dict[str, float]] | None) -> list
                        f"are not identified ({', '.join(sorted(lost))}): the log does not determine the model")
             elif others:
                 _check(out, "usable", "unidentified", f"{joint}: {', '.join(others)} of {best} not identified: "
-                       "exports leave them at the consumer's default unless a value is given (--set)")
+                       "exports leave each at the consumer's default where the consumer has one and the data allow "
+                       "it, else write the estimate flagged NOT IDENTIFIED; give a datasheet value with --set")
             if released and len(lost) / n < UNIDENTIFIED_POOR:
                 _check(out, "ok", "limits_not_pressed", f"{joint}: the log never presses {', '.join(sorted(released))}"
                        ": exports leave them at the consumer's default (set the datasheet value with --set)")
