@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-wp.config.quiet = True
+wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)  # no per-module load lines
 import newton  # noqa: E402
 from newton.actuators import ClampingMaxEffort, DrivePD  # noqa: E402
 

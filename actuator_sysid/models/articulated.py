@@ -18,7 +18,7 @@ import warp as wp
 
 from .robot import RobotError, RobotModel
 
-wp.config.quiet = True
+wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)  # no per-module load lines
 
 
 @wp.kernel

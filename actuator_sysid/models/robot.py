@@ -104,7 +104,7 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
     """
     import warp as wp
 
-    wp.config.quiet = True
+    wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)  # no per-module load lines
     import newton
 
     path = Path(path)
