@@ -1,6 +1,6 @@
 """Test logs made by the real Isaac Lab 3.0 actuator classes inside a pendulum integrator written here.
 
-The integrator is this file's own transcription of consumer-semantics §F (semi-implicit Euler, implicit
+The integrator is this file's own transcription of docs/consumer-semantics.md §F (semi-implicit Euler, implicit
 joint damping, Coulomb friction as a stopping constraint), independent of actuator_sysid's kernel.
 """
 

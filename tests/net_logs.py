@@ -3,7 +3,7 @@
 The actuator is a DC motor behind a PD loop on commands delayed by a whole number of steps; its output
 loses Stribeck friction (breakaway above Coulomb, falling off with speed, plus viscous) and is capped by a
 limit that depends on the joint position (a linkage whose leverage changes). The load is a pendulum
-(q = 0 hanging down) stepped by semi-implicit Euler, as consumer-semantics §F.
+(q = 0 hanging down) stepped by semi-implicit Euler, as docs/consumer-semantics.md §F.
 """
 
 from __future__ import annotations

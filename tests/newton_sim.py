@@ -1,6 +1,6 @@
 """A 1-DoF pendulum in the real Newton 1.8 simulator, driven by a NewtonActuator, for conformance tests.
 
-Mirrors shared/examples/newton_pendulum.py: one link on a revolute joint about Y, its COM `com` below the
+Mirrors the pendulum of docs/consumer-semantics.md §E: one link on a revolute joint about Y, its COM `com` below the
 joint (q = 0 hanging down, gravity −Z), SolverMuJoCo on the MuJoCo CPU backend.
 """
 

@@ -1,4 +1,4 @@
-"""Per-step efforts of our kernel against the real Isaac Lab 3.0 actuator classes (consumer-semantics §A).
+"""Per-step efforts of our kernel against the real Isaac Lab 3.0 actuator classes (docs/consumer-semantics.md §A).
 
 Random states and commands go through the Isaac Lab class and through the kernel in open-loop mode (the
 actuator sees the given states); computed and applied efforts must agree within 1e-5 relative.

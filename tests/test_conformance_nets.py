@@ -2,7 +2,7 @@
 TorchScript export, Newton 1.8's DriveNeuralMLP / DriveNeuralLSTM the ONNX export (through Warp-NN) and the
 torch.export pt2 archive; on the same
 input sequence both give our model's efforts (NetStepper: history or LSTM state, scales, the DC-motor clip)
-within 1e-5 relative, over many steps with a reset in the middle (consumer-semantics §A.7–A.9, §C.2).
+within 1e-5 relative, over many steps with a reset in the middle (docs/consumer-semantics.md §A.7–A.9, §C.2).
 """
 
 from __future__ import annotations

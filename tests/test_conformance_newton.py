@@ -1,4 +1,4 @@
-"""Our rollout against the real Newton 1.8 simulator and its actuator components (consumer-semantics §C, §F)."""
+"""Our rollout against the real Newton 1.8 simulator and its actuator components (docs/consumer-semantics.md §C, §F)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Canonical table reader/writer (log-formats §1): real files in tmp_path, no mocks."""
+"""Canonical table reader/writer (docs/log-formats.md §1): real files in tmp_path, no mocks."""
 
 from __future__ import annotations
 

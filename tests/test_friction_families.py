@@ -1,4 +1,4 @@
-"""BAM's richer friction (Stribeck, load-dependent; prior-art.md M2–M4) as families of the one kernel.
+"""BAM's richer friction (Stribeck, load-dependent; docs/prior-art.md M2–M4) as families of the one kernel.
 
 A plain numpy pendulum written here (independent of the kernel and its oracle) makes a log with a
 Stribeck friction budget; fitting `dcmotor_stribeck` recovers it and beats the Isaac-Lab-native `dcmotor`
@@ -35,9 +35,9 @@ STRIBECK = {"stiffness": 12.0, "damping": 0.3, "saturation_effort": 5.0, "actuat
 
 def simulate_bam(p: dict, q_des: np.ndarray, q0: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """One joint under a PD + DC-motor actuator with BAM's M2–M6 friction budget, stepped as §F of
-    consumer-semantics: forces at the current state, viscous damping implicit, friction as a stopping
+    docs/consumer-semantics.md: forces at the current state, viscous damping implicit, friction as a stopping
     constraint bounded by τ_fm = Kc + Kcs·s + Kl·|τ_m − τ_e| + Kls·s·|τ_m − τ_e|, s = exp(−|qd/q̇_s|^α)
-    (prior-art.md, BAM M2–M4); M5 weighs the two sides apart, M6 adds s·Kq·(the smaller torque)² while they
+    (docs/prior-art.md, BAM M2–M4); M5 weighs the two sides apart, M6 adds s·Kq·(the smaller torque)² while they
     oppose. A `delay` (physics steps) holds the target back, the first target before the log starts."""
     j_tot = LOAD.load_inertia + p["armature"]
     mgl = LOAD.gravity_coeff

@@ -1,4 +1,4 @@
-"""Every log reader on files written by the producer's own library (log-formats §2–§7), in tmp_path.
+"""Every log reader on files written by the producer's own library (docs/log-formats.md §2–§7), in tmp_path.
 
 Each format: a good file read back to the numbers written, the awkward cases its producers make, and
 malformed files whose errors name the file, the field and the row / entry / message index.

@@ -1,4 +1,4 @@
-"""The walk-these-ways deployment log (log-formats §5): log.pkl written here the way that project writes it.
+"""The walk-these-ways deployment log (docs/log-formats.md §5): log.pkl written here the way that project writes it.
 
 walk-these-ways' LCMAgent returns per-step ``infos`` with (1, 12) numpy arrays (joint_pos, joint_vel,
 joint_pos_target, tau_est, ...), the deployment runner adds torch tensors and images, its EpisodeLogger

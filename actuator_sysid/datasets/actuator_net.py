@@ -1,4 +1,4 @@
-"""Actuator-net training logs (log-formats §5): rl_sar / walk-these-ways CSV at the policy rate, and the
+"""Actuator-net training logs (docs/log-formats.md §5): rl_sar / walk-these-ways CSV at the policy rate, and the
 walk-these-ways deployment log pickle (``log.pkl``: agent name → [cfg, list of per-step dicts]).
 
 Columns per joint i: ``joint_pos_i``, ``joint_pos_target_i``, ``joint_vel_i``, ``tau_est_i`` and optional

@@ -1,4 +1,4 @@
-"""Reader and writer for the canonical joint-log table (log-formats §1): CSV or Parquet, long or wide.
+"""Reader and writer for the canonical joint-log table (docs/log-formats.md §1): CSV or Parquet, long or wide.
 
 Long form has one row per joint per sample, with the columns
 ``t, joint, q, [qd], [tau], q_des, [qd_des], [tau_ff], [segment]``. Wide form has one row per sample,

@@ -1,4 +1,4 @@
-"""Isaac Lab recorder files (log-formats §7): HDF5 in the robomimic layout, ``/data/demo_N/``.
+"""Isaac Lab recorder files (docs/log-formats.md §7): HDF5 in the robomimic layout, ``/data/demo_N/``.
 
 Each demo becomes a segment ``demo_N``. The recorder stores no time stamps, so the environment step rate
 (``rate_hz``, e.g. 50 for sim dt 0.005 s with decimation 4) is required. Which datasets hold joint

@@ -1,4 +1,4 @@
-"""LeRobot datasets (log-formats §6): Parquet frames with ``observation.state`` and ``action`` float lists.
+"""LeRobot datasets (docs/log-formats.md §6): Parquet frames with ``observation.state`` and ``action`` float lists.
 
 Each ``episode_index`` becomes a segment ``episode_<k>``; time is the ``timestamp`` column (or
 ``frame_index / fps``). Given as a folder or zip, ``meta/info.json`` supplies ``fps`` and the joint names

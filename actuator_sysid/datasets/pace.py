@@ -1,4 +1,4 @@
-"""PACE logs (log-formats §3): ``torch.save`` of a dict with ``time`` [T], ``dof_pos`` [T, J], ``des_dof_pos``.
+"""PACE logs (docs/log-formats.md §3): ``torch.save`` of a dict with ``time`` [T], ``dof_pos`` [T, J], ``des_dof_pos``.
 
 Loaded with ``torch.load(weights_only=True)`` (never arbitrary pickles). The file has no joint names: the
 user gives them in the articulation's order. Positions only: velocity is differentiated, there is no effort.

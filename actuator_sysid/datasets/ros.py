@@ -1,4 +1,4 @@
-"""ROS bags (log-formats §4): MCAP (ROS 2), ROS 2 sqlite3 and ROS 1 bags, read without a ROS install.
+"""ROS bags (docs/log-formats.md §4): MCAP (ROS 2), ROS 2 sqlite3 and ROS 1 bags, read without a ROS install.
 
 MCAP is streamed chunk by chunk with ``mcap`` and decoded with the schema stored in the file
 (``mcap-ros2-support``); sqlite3 and ROS 1 bags go through ``rosbags``. The measured state is a

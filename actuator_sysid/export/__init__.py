@@ -1,7 +1,7 @@
 """Exports of a fit for Isaac Lab, Newton and MuJoCo, validated and replayed before they are offered.
 
 `render_all(result, rec)` gives every export file by name plus `validation.json`: the NEWTON.DJ.001
-findings on the Newton stage, the semantic hazards of each export (consumer-semantics §A.11), what each
+findings on the Newton stage, the semantic hazards of each export (docs/consumer-semantics.md §A.11), what each
 format approximates, and each export replayed through its consumer next to our own rollout.
 """
 

@@ -2,7 +2,7 @@
 
 A fit result names several fitted families per joint; each exporter picks one per joint (the caller's
 choice, else the best-ranked one the consumer can express) and reads its parameters under the registry's
-Isaac Lab names, SI units (consumer-semantics §A.1, §C.3, §D).
+Isaac Lab names, SI units (docs/consumer-semantics.md §A.1, §C.3, §D).
 """
 
 from __future__ import annotations

@@ -6,12 +6,12 @@ cfgs are equal share one group under one regex. The JSON form loads with
 `DCMotorCfg(**doc["actuators"][group]["cfg"])`.
 
 `ACTUATORS` holds, per joint, the best-ranked family Isaac Lab has a built-in class for: those also run
-Newton-native (consumer-semantics §A.11). When a joint's best model needs more — the `dcmotor_delay` or
+Newton-native (docs/consumer-semantics.md §A.11). When a joint's best model needs more — the `dcmotor_delay` or
 `pid` family, or an encoder offset — the Python source also defines a small explicit actuator subclass
 built on Isaac Lab's own classes and `ACTUATORS_BEST` uses it; Isaac Lab runs such classes only with
 `SimulationCfg(use_newton_actuators=False)` (the Newton USD export expresses the same model natively).
 
-BAM's friction budget (families `dcmotor_stribeck` … `dcmotor_stribeck_delay`, prior-art.md M2–M6) has no
+BAM's friction budget (families `dcmotor_stribeck` … `dcmotor_stribeck_delay`, docs/prior-art.md M2–M6) has no
 Isaac Lab, Newton or MuJoCo field. `ACTUATORS` writes such a joint as the class of the family it extends with
 the Coulomb `friction` alone (finding `friction_approximated`); `ACTUATORS_BEST` writes our
 `DCMotorBAMFrictionCfg` / `DelayedDCMotorBAMFrictionCfg`, whose actuator adds the rest of the budget as a
@@ -38,7 +38,7 @@ ISAACLAB_VERSION = "3.0.0"
 FIELD_NAMES = ("isaaclab-3", "isaaclab-2")
 BACKENDS = ("newton", "physx")
 
-# Fields each cfg class accepts besides joint_names_expr (consumer-semantics §A.1), in the order we write them.
+# Fields each cfg class accepts besides joint_names_expr (docs/consumer-semantics.md §A.1), in the order we write them.
 _JOINT = ("armature", "friction", "dynamic_friction", "viscous_friction")
 _DELAY = ("min_delay", "max_delay")
 CFG_FIELDS: dict[str, tuple[str, ...]] = {
@@ -63,7 +63,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "DelayedDCMotorCfg": ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit", *_DELAY),
     "DelayedPIDActuatorCfg": ("stiffness", "damping", "ki", "physics_dt", *_DELAY),
 }
-# BAM's friction budget (prior-art.md M2–M6) on the class of the family a rich-friction family extends
+# BAM's friction budget (docs/prior-art.md M2–M6) on the class of the family a rich-friction family extends
 BAM_FAMILY_CFG = {"dcmotor": "DCMotorBAMFrictionCfg", "dcmotor_delay": "DelayedDCMotorBAMFrictionCfg"}
 _BAM_BASE = {"DCMotorBAMFrictionCfg": "DCMotorCfg", "DelayedDCMotorBAMFrictionCfg": "DelayedDCMotorCfg"}
 _BAM_FIELDS = ("joint_inertia", "physics_dt", *RICH_FRICTION_TERMS)
@@ -186,7 +186,7 @@ _CFG_NAMES = {"delay": ("min_delay", "max_delay"), "actuator_effort_limit": ("ac
 
 
 def _friction_note(family, params: dict, backend: str) -> str:
-    """What an Isaac Lab built-in cfg keeps of BAM's friction budget (prior-art.md M2–M6): only Coulomb."""
+    """What an Isaac Lab built-in cfg keeps of BAM's friction budget (docs/prior-art.md M2–M6): only Coulomb."""
     dropped = ", ".join(f"{t} = {float(params[t]):.4g}" for t in family.rich_friction if t in params)
     kept = ("friction = static (Coulomb + Stribeck peak), dynamic_friction = Coulomb" if backend == "physx"
             and "stribeck_friction" in family.joint_terms else "friction = the Coulomb part")
@@ -558,7 +558,7 @@ class DelayedPIDActuatorCfg(DelayedPDActuatorCfg):
     physics_dt: float = MISSING
 ''',
 }
-# BAM's friction budget (prior-art.md M2–M6) as models/kernels.py `friction_budget` and the §F stop rule compute
+# BAM's friction budget (docs/prior-art.md M2–M6) as models/kernels.py `friction_budget` and the §F stop rule compute
 # it; the engine applies the cfg's Coulomb `friction`, the actuator the rest (isaaclab.py module docstring).
 BAM_SOURCE = '''
 

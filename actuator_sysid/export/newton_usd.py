@@ -1,6 +1,6 @@
 """Newton 1.8 USD: one `NewtonActuator` prim per joint, joint armature/friction/damping as Newton attributes.
 
-Written with usd-core `pxr` following consumer-semantics §C.3–§C.4: the drive API (NewtonPDControlAPI or
+Written with usd-core `pxr` following docs/consumer-semantics.md §C.3–§C.4: the drive API (NewtonPDControlAPI or
 NewtonPIDControlAPI), the clamps in the family's order, NewtonActuatorDelayAPI only with an authored
 `newton:delaySteps` ≥ 1, radians, `rel newton:targets`. Joint terms go on the joint through NewtonJointAPI:
 `newton:armature` [kg·m²], `newton:friction` [N·m, Coulomb], `newton:damping` per DEGREE for angular DOFs
@@ -36,7 +36,7 @@ from .common import (
     substitutions,
 )
 
-# consumer-semantics §C.3 schema and attribute names
+# docs/consumer-semantics.md §C.3 schema and attribute names
 PD_API, PID_API = "NewtonPDControlAPI", "NewtonPIDControlAPI"
 CLAMP_API = {"max_effort": "NewtonMaxEffortClampingAPI", "dc_motor": "NewtonDCMotorClampingAPI",
              "position_table": "NewtonPositionBasedClampingAPI"}

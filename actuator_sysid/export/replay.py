@@ -1,7 +1,7 @@
 """Replay each export through its consumer on the validation segments, next to our own rollout.
 
 - Isaac Lab cfgs (isaaclab.py / .json / .yaml): the real Isaac Lab actuator classes, built from the export,
-  inside a small numpy pendulum written here from consumer-semantics §F, independently of the kernel.
+  inside a small numpy pendulum written here from docs/consumer-semantics.md §F, independently of the kernel.
 - Newton USD: the exported stage through Newton 1.8 `ModelBuilder.add_usd` and
   `SolverMuJoCo(use_mujoco_cpu=True)`, its NewtonActuators stepped once per physics step (§E).
 - MJCF: the exported model through `mujoco`.

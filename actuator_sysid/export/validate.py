@@ -1,6 +1,6 @@
 """Validation of Newton actuation in a USD stage: the joint-drive rule NEWTON.DJ.001.
 
-No such validator ships with Newton 1.8 or Isaac Lab 3.0 (consumer-semantics §0.3, §C.6); this one states
+No such validator ships with Newton 1.8 or Isaac Lab 3.0 (docs/consumer-semantics.md §0.3, §C.6); this one states
 what Newton's importer and `resolve_arguments` would reject or silently misread (§C.2–§C.4). Every clause
 has its own code suffix:
 
