@@ -72,3 +72,9 @@ def test_the_xl330_envelope_is_tied_to_its_gains(bam_fit: tuple[dict, str]) -> N
     assert p["actuator_velocity_limit"] == pytest.approx(7.4 / kt)
     assert p["actuator_effort_limit"] == pytest.approx(1.75 * kt)
     assert "saturation_effort" not in model["intervals"]  # not searched
+    r = p["damping"] / kt_over_r**2  # the winding resistance stays in the XL330's 2–5 Ω
+    assert 2.0 * (1 - 1e-6) <= r <= 5.0 * (1 + 1e-6)
+    if min(abs(r - 2.0), abs(r - 5.0)) < 1e-4:  # held at a bound: said so, with the value that ran
+        iv = model["intervals"]["damping"]
+        assert not iv["identified"] and "winding-resistance bound" in iv["reason"], iv
+        assert iv["estimate"] == pytest.approx(p["damping"])

@@ -455,9 +455,11 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         stopped_on_budget |= res.stopped_on == "budget"
 
         fitted = [_family_params(family, space, x) for x in res.best]
-        for name, p in zip(joints, fitted, strict=True):
+        for j, (name, p) in enumerate(zip(joints, fitted, strict=True)):
             if tied:  # the damping and envelope the kernel ran, at the reference kp and vin, for reports and exports
-                p["damping"] = ops[name].tied_damping(p["stiffness"], p["damping"])
+                searched, p["damping"] = p["damping"], ops[name].tied_damping(p["stiffness"], p["damping"])
+                if p["damping"] != searched:
+                    _at_resistance_bound(res.analysis[j], ops[name], p["damping"], searched > p["damping"])
                 p.update({k: v for k, v in ops[name].tied_envelope(p["stiffness"], p["damping"]).items()
                           if k in tied})
         fitted_by[fam_name] = (family, fitted, float(np.sum(res.best_loss)))
@@ -582,6 +584,20 @@ _COPIES = {"load_friction_external": "load_friction", "load_friction_external_st
 
 TIED_ENVELOPE = ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit")
 """What a voltage servo's gains determine (models/rollout.py OperatingPoints.tied_envelope)."""
+
+
+def _at_resistance_bound(analysis: dict, op: OperatingPoints, damping: float, above: bool) -> None:
+    """A voltage servo's damping held at a winding-resistance bound (`above`: the search wanted more): not
+    identified, with the reason, and the value that ran as its estimate."""
+    r_min, r_max = op.resistance_range
+    why = (f"it sits at the voltage servo's winding-resistance bound R = {r_max if above else r_min:g} Ω (kt²/R, R "
+           f"in {r_min:g}–{r_max:g} Ω): the log pushes the back-EMF damping {'above' if above else 'below'} the "
+           "motor's range (it cannot tell it from viscous friction)")
+    iv = analysis["intervals"].get("damping") or {}
+    analysis["intervals"]["damping"] = {**iv, "value": None, "estimate": damping, "std_relative": None,
+                                        "interval95": None, "identified": False, "reason": why}
+    analysis["warnings"] = [w for w in analysis["warnings"] if not w.startswith("damping ")] + [
+        f"damping is not identified: {why}"]
 
 
 def _key(v: float) -> str:
