@@ -248,21 +248,30 @@ def _replay(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays: list[i
     return out
 
 
-def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = None) -> dict:
-    """Fit the robot's actuators to the log through coupled rollouts; returns the fit result (JSON-ready)."""
-    opts = opts or RobotFitOptions()
-    t_start = time.perf_counter()
-    say = opts.progress or (lambda m: log.info(m))
+@dataclass
+class _Data:
+    """The log in model joint order, its time split and the training windows."""
+
+    q: np.ndarray
+    qd: np.ndarray
+    cmd: np.ndarray
+    cmd_qd: np.ndarray
+    t: np.ndarray
+    dt: float  # physics step
+    split: int
+    starts: np.ndarray
+    length: int
+    how: str  # how log joints were mapped
+
+
+def _prepare(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tuple[_Data, _Problem, bool]:
+    """Map the log onto the model, resolve groups and gains, split in time; returns data, problem, gains known."""
     if len(rec.segments) != 1:
         raise RobotError(f"this version fits one segment; the log has {len(rec.segments)} (split at time gaps?)")
     seg = rec.segments[0]
     order, how = map_joints(robot, rec.joint_names, len(rec.joint_names))
     perm = np.argsort(order)  # model joint k is log column perm[k]
-    q, qd = seg.q[:, perm], seg.qd[:, perm]
-    cmd, cmd_qd = seg.q_des[:, perm], seg.qd_des[:, perm]
     names = robot.joint_names
-    dt_log = seg.dt
-    dt = dt_log / opts.decimation
     groups, exprs = resolve_groups(names, opts.groups)
     log_kp = _log_gains(rec, "kp", list(rec.joint_names))
     log_kd = _log_gains(rec, "kd", list(rec.joint_names))
@@ -274,8 +283,7 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     terms = ["armature", "viscous_friction", "friction"] + ([] if gains_known else ["stiffness", "damping"])
     effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
     prob = _Problem(names, groups, exprs, terms, opts.fit_bias, kp, kd, effort)
-
-    n = seg.n
+    n, dt_log = seg.n, seg.dt
     split = int(round(n * (1.0 - opts.validation_fraction)))
     if split < 10 or n - split < 10:
         raise RobotError(f"the log has {n} samples: too few to split {opts.validation_fraction:.0%} off for validation")
@@ -283,75 +291,62 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     starts = np.arange(0, split - length, length)
     if starts.size == 0:
         raise RobotError(f"the training part ({split} samples) is shorter than one {opts.window_s} s window")
-    ev = _Evaluator(robot, prob, q, qd, cmd, cmd_qd, starts, length, opts.decimation, dt, opts.device)
-    # the gain and delay scans see at most SCAN_WINDOWS windows spread over the training part
-    scan_starts = starts[np.unique(np.linspace(0, starts.size - 1, min(SCAN_WINDOWS, starts.size)).round().astype(int))]
-    ev_scan = _Evaluator(robot, prob, q, qd, cmd, cmd_qd, scan_starts, length, opts.decimation, dt, opts.device)
+    data = _Data(seg.q[:, perm], seg.qd[:, perm], seg.q_des[:, perm], seg.qd_des[:, perm], seg.t,
+                 dt_log / opts.decimation, split, starts, length, how)
+    return data, prob, gains_known
 
-    # start: the model file's joint terms (group means), gains from a coarse scan when the log has none
+
+def _start(robot: RobotModel, prob: _Problem, ev_scan: _Evaluator, gains_known: bool, delay: int,
+           say: Callable[[str], None]) -> np.ndarray:
+    """The search's start: the model file's joint terms (group means), gains from a coarse scan if unknown."""
     x0 = []
-    for idx in groups.values():
-        for t in terms:
-            if t == "armature":
-                v = robot.armature[idx].mean()
-            elif t == "viscous_friction":
-                v = robot.damping[idx].mean()
-            elif t == "friction":
-                v = robot.friction[idx].mean()
-            else:
-                v = {"stiffness": 20.0, "damping": 1.0}[t]
+    for idx in prob.groups.values():
+        for t in prob.terms:
+            v = {"armature": robot.armature[idx].mean(), "viscous_friction": robot.damping[idx].mean(),
+                 "friction": robot.friction[idx].mean(), "stiffness": 20.0, "damping": 1.0}[t]
             lo, hi = BOUNDS[t]
             x0.append(float(np.clip(math.log10(max(v, 10 ** lo)), lo, hi)))
-    x0 = np.array(x0 + [0.0] * (len(names) if opts.fit_bias else 0))
-    lo, hi = prob.bounds()
-    delay = int(opts.delay) if opts.delay is not None else 0
+    x = np.array(x0 + [0.0] * (len(prob.names) if prob.fit_bias else 0))
+    if gains_known:
+        return x
+    grid = [(a, b) for a in (5.0, 10.0, 20.0, 40.0, 80.0) for b in (0.3, 1.0, 3.0)]  # (kp, kd) for every group
+    xs = np.repeat(x[None], len(grid), axis=0)
+    for gi, (a, b) in enumerate(grid):
+        for k, vn in enumerate(prob.var_names):
+            if vn.endswith(".stiffness"):
+                xs[gi, k] = math.log10(a)
+            elif vn.endswith(".damping"):
+                xs[gi, k] = math.log10(b)
+    scan = _rms(ev_scan.residuals(xs, np.full(len(grid), delay)))
+    best = int(np.argmin(scan))
+    say(f"gain scan: best kp {grid[best][0]}, kd {grid[best][1]} (training RMSE {scan.min():.4f} rad)")
+    return xs[best]
 
-    def loss(r: np.ndarray) -> np.ndarray:
-        return np.sqrt(np.mean(r.reshape(r.shape[0], -1) ** 2, axis=1))
 
-    if not gains_known:  # a grid of (kp, kd) applied to every group, the best one starts the search
-        grid = [(a, b) for a in (5.0, 10.0, 20.0, 40.0, 80.0) for b in (0.3, 1.0, 3.0)]
-        xs = np.repeat(x0[None], len(grid), axis=0)
-        for gi, (a, b) in enumerate(grid):
-            for k, vn in enumerate(prob.var_names):
-                if vn.endswith(".stiffness"):
-                    xs[gi, k] = math.log10(a)
-                elif vn.endswith(".damping"):
-                    xs[gi, k] = math.log10(b)
-        scan = loss(ev_scan.residuals(xs, np.full(len(grid), delay)))
-        x0 = xs[int(np.argmin(scan))]
-        say(f"gain scan: best kp {grid[int(np.argmin(scan))][0]}, kd {grid[int(np.argmin(scan))][1]} "
-            f"(training RMSE {scan.min():.4f} rad)")
+def _rms(r: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.mean(r.reshape(r.shape[0], -1) ** 2, axis=1))
 
-    def scan_delay(x: np.ndarray) -> int:
-        ds = np.arange(opts.max_delay + 1)
-        sc = loss(ev_scan.residuals(np.repeat(x[None], ds.size, axis=0), ds))
-        say(f"delay scan (physics steps 0..{opts.max_delay}): best {int(ds[np.argmin(sc)])} "
-            f"(training RMSE {sc.min():.4f} rad)")
-        return int(ds[np.argmin(sc)])
 
-    def spent() -> bool:
-        return opts.budget_s is not None and time.perf_counter() - t_start > opts.budget_s
+def _scan_delay(ev_scan: _Evaluator, x: np.ndarray, max_delay: int, say: Callable[[str], None]) -> int:
+    """The integer physics-step delay with the lowest training error at x, over 0..max_delay (one batch)."""
+    ds = np.arange(max_delay + 1)
+    sc = _rms(ev_scan.residuals(np.repeat(x[None], ds.size, axis=0), ds))
+    say(f"delay scan (physics steps 0..{max_delay}): best {int(ds[np.argmin(sc)])} (training RMSE {sc.min():.4f} rad)")
+    return int(ds[np.argmin(sc)])
 
-    delay_note = "fixed" if opts.delay is not None else "scanned"
-    if opts.delay is None:
-        if spent():
-            delay_note = "not scanned (time budget spent): 0"
-        else:
-            delay = scan_delay(x0)
 
+def _least_squares(robot: RobotModel, prob: _Problem, ev: _Evaluator, x0: np.ndarray, delay: int, max_nfev: int,
+                   spent: Callable[[], bool], say: Callable[[str], None]) -> tuple[np.ndarray, dict]:
+    """Trust-region least squares from x0 with a coloured forward-difference Jacobian; best point and stats."""
     comps = robot.component
     var_comps = [set(int(c) for c in comps[j]) for j in prob.var_joints()]
     colors = _color(var_comps)
     steps = prob.steps()
+    lo, hi = prob.bounds()
     comp_joints = {int(c): np.flatnonzero(comps == c) for c in np.unique(comps)}
     cache: dict[bytes, np.ndarray] = {}
     best = {"x": x0.copy(), "loss": math.inf}
-    evals = {"jac": 0}
-
-    def check_budget() -> None:
-        if spent():
-            raise BudgetSpent
+    stats = {"jacobians": 0, "fd_candidates_per_jacobian": 1 + len(colors), "stopped_on": "iterations"}
 
     def remember(x: np.ndarray, r: np.ndarray) -> None:
         cache[x.tobytes()] = r
@@ -359,64 +354,102 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         if lv < best["loss"]:
             best["x"], best["loss"] = x.copy(), lv
 
+    def check_budget() -> None:
+        if spent():
+            raise BudgetSpent
+
     def fun(x: np.ndarray) -> np.ndarray:
-        key = x.tobytes()
-        if key not in cache:
+        if x.tobytes() not in cache:
             check_budget()
             remember(x, ev.residuals(x[None], np.array([delay]))[0].reshape(-1))
-        return cache[key]
+        return cache[x.tobytes()]
 
     def jac(x: np.ndarray) -> np.ndarray:
         check_budget()
-        xs = [x]
         hs = []
-        for members in colors:
+        for members in colors:  # one candidate per colour: its variables never load each other's joints
             h = np.zeros_like(x)
             for v in members:
                 h[v] = steps[v] if x[v] + steps[v] <= hi[v] else -steps[v]
-            xs.append(x + h)
             hs.append(h)
-        r = ev.residuals(np.array(xs), np.full(len(xs), delay))  # (1 + colours, J, S)
+        r = ev.residuals(np.array([x] + [x + h for h in hs]), np.full(len(hs) + 1, delay))  # (1 + colours, J, S)
         remember(x, r[0].reshape(-1))
         jm = np.zeros((r[0].size, x.size))
-        nj = r.shape[1]
         for ci, members in enumerate(colors):
-            diff = (r[ci + 1] - r[0])
+            diff = r[ci + 1] - r[0]
             for v in members:
-                rows = np.zeros(nj, bool)
+                rows = np.zeros(r.shape[1], bool)
                 for c in var_comps[v]:
                     rows[comp_joints[c]] = True
-                col = np.where(rows[:, None], diff / hs[ci][v], 0.0)
-                jm[:, v] = col.reshape(-1)
-        evals["jac"] += 1
-        say(f"iteration {evals['jac']}: training RMSE {best['loss']:.5f} rad, "
+                jm[:, v] = np.where(rows[:, None], diff / hs[ci][v], 0.0).reshape(-1)
+        stats["jacobians"] += 1
+        say(f"iteration {stats['jacobians']}: training RMSE {best['loss']:.5f} rad, "
             f"{ev.world_steps / max(ev.seconds, 1e-9):.0f} world-steps/s")
         return jm
 
-    stopped = "iterations"
     r_init = ev.residuals(x0[None], np.array([delay]))[0].reshape(-1)
     remember(x0, r_init)
-    init_loss = float(np.sqrt(np.mean(r_init ** 2)))
+    stats["initial_rmse"] = best["loss"]
     try:
         check_budget()
-        sol = least_squares(fun, x0, jac=jac, bounds=(lo, hi), method="trf", x_scale="jac",
-                            max_nfev=opts.max_iterations, xtol=1e-6, ftol=1e-6)
-        stopped = "converged" if sol.status > 0 else "iterations"
+        sol = least_squares(fun, x0, jac=jac, bounds=(lo, hi), method="trf", x_scale="jac", max_nfev=max_nfev,
+                            xtol=1e-6, ftol=1e-6)
+        stats["stopped_on"] = "converged" if sol.status > 0 else "iterations"
     except BudgetSpent:
-        stopped = "budget"
-    x_best = best["x"]
-    if opts.delay is None and stopped != "budget":
-        delay = scan_delay(x_best)
-    search_s = time.perf_counter() - t_start
+        stats["stopped_on"] = "budget"
+    stats["rmse"] = best["loss"]
+    return best["x"], stats
 
-    # validation: replay from the measured state at the split, fitted vs the model file's joint terms
+
+def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = None) -> dict:
+    """Fit the robot's actuators to the log through coupled rollouts; returns the fit result (JSON-ready)."""
+    opts = opts or RobotFitOptions()
+    t_start = time.perf_counter()
+    say = opts.progress or (lambda m: log.info(m))
+    data, prob, gains_known = _prepare(rec, robot, opts)
+
+    def evaluator(starts: np.ndarray) -> _Evaluator:
+        return _Evaluator(robot, prob, data.q, data.qd, data.cmd, data.cmd_qd, starts, data.length, opts.decimation,
+                          data.dt, opts.device)
+
+    ev = evaluator(data.starts)
+    # the gain and delay scans see at most SCAN_WINDOWS windows spread over the training part
+    pick = np.linspace(0, data.starts.size - 1, min(SCAN_WINDOWS, data.starts.size)).round().astype(int)
+    ev_scan = evaluator(data.starts[np.unique(pick)])
+
+    def spent() -> bool:
+        return opts.budget_s is not None and time.perf_counter() - t_start > opts.budget_s
+
+    delay = int(opts.delay) if opts.delay is not None else 0
+    x0 = _start(robot, prob, ev_scan, gains_known, delay, say)
+    delay_note = "fixed" if opts.delay is not None else "scanned"
+    if opts.delay is None:
+        if spent():
+            delay_note = "not scanned (time budget spent): 0"
+        else:
+            delay = _scan_delay(ev_scan, x0, opts.max_delay, say)
+    x_best, stats = _least_squares(robot, prob, ev, x0, delay, opts.max_iterations, spent, say)
+    if opts.delay is None and stats["stopped_on"] != "budget":
+        delay = _scan_delay(ev_scan, x_best, opts.max_delay, say)
+    stats["search_s"] = time.perf_counter() - t_start
     fitted = prob.joint_values(x_best[None])
+    validation = _validate(robot, prob, data, fitted, delay, gains_known, opts)
+    world_steps = ev.world_steps + ev_scan.world_steps
+    return _result(robot, prob, data, fitted, delay, delay_note, gains_known, validation, stats, opts, {
+        "wall_s": float(time.perf_counter() - t_start), "world_steps": int(world_steps),
+        "world_steps_per_s": float(world_steps / max(ev.seconds + ev_scan.seconds, 1e-9))})
+
+
+def _validate(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np.ndarray], delay: int,
+              gains_known: bool, opts: RobotFitOptions) -> dict:
+    """Replay from the measured state at the split: the fit, and the model file's joint terms, per joint RMSE."""
+    names = prob.names
     defaults = {"armature": robot.armature[None], "viscous_friction": robot.damping[None],
                 "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
                 "bias": np.zeros((1, len(names)))}
-    rep_fit, rep_def = _replay(robot, [fitted, defaults], [delay, 0], q, qd, cmd, cmd_qd, split, opts.decimation,
-                               dt, effort)
-    meas = q[split:]
+    rep_fit, rep_def = _replay(robot, [fitted, defaults], [delay, 0], data.q, data.qd, data.cmd, data.cmd_qd,
+                               data.split, opts.decimation, data.dt, prob.effort_limit)
+    meas = data.q[data.split:]
 
     def rmse(sim: np.ndarray) -> tuple[float, dict[str, float]]:
         e = sim - meas
@@ -425,42 +458,43 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
 
     val, val_j = rmse(rep_fit)
     dval, dval_j = rmse(rep_def)
+    return {
+        "split": "time", "split_sample": int(data.split), "split_time_s": float(data.t[data.split] - data.t[0]),
+        "fraction": float(opts.validation_fraction), "rmse": val, "per_joint_rmse": val_j,
+        "model_defaults_rmse": dval, "model_defaults_per_joint_rmse": dval_j,
+        "model_defaults": "the model file's armature, damping and frictionloss; gains "
+                          + ("from the log" if gains_known else "as fitted") + "; no delay, no encoder bias",
+        "replay": "from the measured state at the split, coupled, Newton SolverMuJoCo",
+    }
+
+
+def _result(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np.ndarray], delay: int,
+            delay_note: str, gains_known: bool, validation: dict, stats: dict, opts: RobotFitOptions,
+            timing: dict) -> dict:
+    """The JSON-ready fit result: groups with their values, bias, delay, sim step, validation, assumptions."""
+    names, effort = prob.names, prob.effort_limit
     group_out = {}
-    for g, idx in groups.items():
-        entry: dict = {"joint_names_expr": exprs[g], "joints": [names[i] for i in idx]}
+    for g, idx in prob.groups.items():
+        entry: dict = {"joint_names_expr": prob.exprs[g], "joints": [names[i] for i in idx]}
         for t in ("armature", "viscous_friction", "friction", "stiffness", "damping"):
             entry[t] = float(fitted[t][0, idx[0]])
         entry["effort_limit"] = float(effort[idx].max()) if np.all(effort[idx] < 1e6) else None
         group_out[g] = entry
-    wall = time.perf_counter() - t_start
     return {
-        "kind": "robot",
-        "robot": robot.summary(),
-        "joint_mapping": how,
-        "groups": group_out,
+        "kind": "robot", "robot": robot.summary(), "joint_mapping": data.how, "groups": group_out,
         "gains": "from the log" if gains_known else "fitted per group (the log states none)",
         "encoder_bias": {nm: float(fitted["bias"][0, k]) for k, nm in enumerate(names)},
-        "delay_steps": int(delay),
-        "delay": delay_note,
-        "sim": {"dt": float(dt), "decimation": int(opts.decimation)},
-        "validation": {
-            "split": "time", "split_sample": int(split), "split_time_s": float(seg.t[split] - seg.t[0]),
-            "fraction": float(opts.validation_fraction), "rmse": val, "per_joint_rmse": val_j,
-            "model_defaults_rmse": dval, "model_defaults_per_joint_rmse": dval_j,
-            "replay": "from the measured state at the split, coupled, Newton SolverMuJoCo",
-        },
-        "training": {"windows": int(starts.size), "window_s": float(length * dt_log),
-                     "initial_rmse": init_loss, "rmse": float(best["loss"]), "jacobians": evals["jac"],
-                     "fd_candidates_per_jacobian": 1 + len(colors), "stopped_on": stopped,
-                     "search_s": float(search_s)},
-        "wall_s": float(wall),
-        "world_steps": int(ev.world_steps + ev_scan.world_steps),
-        "world_steps_per_s": float((ev.world_steps + ev_scan.world_steps) / max(ev.seconds + ev_scan.seconds, 1e-9)),
+        "delay_steps": int(delay), "delay": delay_note,
+        "sim": {"dt": float(data.dt), "decimation": int(opts.decimation)},
+        "validation": validation,
+        "training": {"windows": int(data.starts.size), "window_s": float(data.length * data.dt * opts.decimation),
+                     **{k: (float(v) if isinstance(v, float) else v) for k, v in stats.items()}},
+        **timing,
         "assumptions": [
             "coupled rigid-body dynamics: Newton 1.8 SolverMuJoCo (Warp backend for batched candidates, MuJoCo C "
             "for single replays), contacts off, base fixed",
             "visuals, collision shapes and meshes skipped",
-            f"PD actuator, explicit effort once per physics step of {dt:.6g} s (log dt / {opts.decimation}), "
+            f"PD actuator, explicit effort once per physics step of {data.dt:.6g} s (log dt / {opts.decimation}), "
             "clipped at the model's motor effort limits",
             "armature, viscous damping and frictionloss are MuJoCo's joint terms (Isaac Lab armature, "
             "viscous_friction, friction on its Newton backend)",
