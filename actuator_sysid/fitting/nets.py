@@ -678,6 +678,52 @@ def network_from_result(model: dict) -> tuple[NetSpec, torch.nn.Module]:
 # --- one joint, one kind ---
 
 
+def _train(spec: NetSpec, net: torch.nn.Module, train: JointData, val: JointData, opts: NetOptions,
+           substeps: int, mode: str, label: str, progress: Callable[[float, str], None] | None,
+           deadline: float | None) -> dict:
+    """Torque pretraining, then (in the loop) closed-loop training; the training record of both phases."""
+
+    def report(phase: str, span: tuple[float, float], total: int):
+        def f(epoch: int, loss: float) -> None:
+            if progress:
+                progress(span[0] + (span[1] - span[0]) * min((epoch + 1) / total, 1.0),
+                         f"{label}: {phase} epoch {epoch + 1}, validation loss {loss:.4g}")
+        return f
+
+    split = (0.0, 1.0) if mode == "torque" else (0.0, 0.3)
+    pretrain = deadline
+    if deadline is not None and mode == "in_the_loop":
+        now = time.perf_counter()
+        pretrain = now + 0.3 * max(deadline - now, 0.0)
+    training = {"mode": mode, "torque_source": "measured" if mode == "torque" else "inverse dynamics of the load",
+                **train_supervised(spec, net, train, val, opts, substeps, report("torque", split, opts.epochs),
+                                   pretrain)}
+    if mode == "in_the_loop":
+        training |= train_in_loop(spec, net, train, val, opts, substeps,
+                                  report("in the loop", (0.3, 1.0), opts.in_loop_epochs), deadline)
+        training["stopped_on"] = ("budget" if "budget" in (training["stopped_on"], training["in_loop_stopped_on"])
+                                  else training["in_loop_stopped_on"])
+    return training
+
+
+def _training_warnings(rec: Recording, training: dict, mode: str, has_validation: bool, kp_ref: float | None,
+                       gain_units: str | None) -> list[str]:
+    """What the user should know about a net's training: budget stops, no validation, gain normalisation."""
+    warnings: list[str] = []
+    if training["stopped_on"] == "budget":
+        warnings.append(f"training stopped on the fit's time budget after {training['epochs']} epochs"
+                        + (f" and {training['in_loop_epochs']} in the loop" if mode == "in_the_loop" else "")
+                        + ": the best weights so far; give budget.seconds more time or fewer epochs")
+    if not has_validation:
+        warnings.append("a single segment: no validation segment, early stopping watched the training loss")
+    if kp_ref is not None:
+        kps = sorted({kp for seg in rec.segments if (kp := segment_kp(seg)) is not None})
+        warnings.append(f"gain-normalised: the segments log kp {kps} ({gain_units} units); the net saw the "
+                        f"position error times kp / {kp_ref:g} and, as exported, is the actuator at kp = "
+                        f"{kp_ref:g} (the most logged); another kp folds into its position scale")
+    return warnings
+
+
 def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids: list[int],
                 opts: NetOptions, substeps: int = 1, seed: int = 0,
                 progress: Callable[[float, str], None] | None = None, deadline: float | None = None) -> dict:
@@ -716,37 +762,8 @@ def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val
     net = build_network(spec)
     warnings: list[str] = []
 
-    def report(phase: str, span: tuple[float, float], total: int):
-        def f(epoch: int, loss: float) -> None:
-            if progress:
-                progress(span[0] + (span[1] - span[0]) * min((epoch + 1) / total, 1.0),
-                         f"{kind} {joint}: {phase} epoch {epoch + 1}, validation loss {loss:.4g}")
-        return f
-
-    split = (0.0, 1.0) if mode == "torque" else (0.0, 0.3)
-    pretrain = deadline
-    if deadline is not None and mode == "in_the_loop":
-        now = time.perf_counter()
-        pretrain = now + 0.3 * max(deadline - now, 0.0)
-    training = {"mode": mode, "torque_source": "measured" if mode == "torque" else "inverse dynamics of the load",
-                **train_supervised(spec, net, train, val, opts, substeps, report("torque", split, opts.epochs),
-                                   pretrain)}
-    if mode == "in_the_loop":
-        training |= train_in_loop(spec, net, train, val, opts, substeps,
-                                  report("in the loop", (0.3, 1.0), opts.in_loop_epochs), deadline)
-        training["stopped_on"] = ("budget" if "budget" in (training["stopped_on"], training["in_loop_stopped_on"])
-                                  else training["in_loop_stopped_on"])
-    if training["stopped_on"] == "budget":
-        warnings.append(f"training stopped on the fit's time budget after {training['epochs']} epochs"
-                        + (f" and {training['in_loop_epochs']} in the loop" if mode == "in_the_loop" else "")
-                        + ": the best weights so far; give budget.seconds more time or fewer epochs")
-    if not val_ids:
-        warnings.append("a single segment: no validation segment, early stopping watched the training loss")
-    if kp_ref is not None:
-        kps = sorted({kp for seg in rec.segments if (kp := segment_kp(seg)) is not None})
-        warnings.append(f"gain-normalised: the segments log kp {kps} ({gain_units} units); the net saw the "
-                        f"position error times kp / {kp_ref:g} and, as exported, is the actuator at kp = "
-                        f"{kp_ref:g} (the most logged); another kp folds into its position scale")
+    training = _train(spec, net, train, val, opts, substeps, mode, f"{kind} {joint}", progress, deadline)
+    warnings = _training_warnings(rec, training, mode, bool(val_ids), kp_ref, gain_units)
     net.eval()
     val_names = {data.names[i] for i in val_ids}
     sims = simulate_segments(spec, net, data, substeps)
