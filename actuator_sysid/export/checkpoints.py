@@ -28,11 +28,16 @@ from __future__ import annotations
 import io
 import json
 import warnings
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..models.families import NET_FAMILIES
+from ..models.networks import ActuatorGRU, ActuatorLSTM
 from .common import ExportError, Finding
+
+if TYPE_CHECKING:
+    from onnx import ModelProto
 
 NET_FORMATS = ("torchscript.pt", "newton.onnx", "newton.pt2")
 KIND_FORMATS = {"mlp": NET_FORMATS, "lstm": NET_FORMATS, "gru": ("newton.onnx",)}  # the formats a consumer runs
@@ -151,7 +156,7 @@ def pt2_bytes(model: dict) -> bytes:
     return buf.getvalue()
 
 
-def _onnx_lstm(net: torch.nn.Module, meta: dict):
+def _onnx_lstm(net: ActuatorLSTM, meta: dict) -> ModelProto:
     """Newton's ONNX LSTM, written op by op: x (1, N, 2) · in_scale → LSTM → squeeze → linear · out_scale.
 
     torch.onnx lowers nn.LSTM with Slice, Transpose, Reshape and Gather around the LSTM op, which Warp-NN 0.4
@@ -163,8 +168,11 @@ def _onnx_lstm(net: torch.nn.Module, meta: dict):
 
     lstm, hid = net.lstm, net.lstm.hidden_size
     order = torch.cat([torch.arange(0, hid), torch.arange(3 * hid, 4 * hid), torch.arange(hid, 3 * hid)])
-    w, r = lstm.weight_ih_l0.detach()[order], lstm.weight_hh_l0.detach()[order]
-    b = torch.cat([lstm.bias_ih_l0.detach()[order], lstm.bias_hh_l0.detach()[order]])
+    def p(name: str) -> torch.Tensor:
+        return lstm.get_parameter(name).detach()[order]
+
+    w, r = p("weight_ih_l0"), p("weight_hh_l0")
+    b = torch.cat([p("bias_ih_l0"), p("bias_hh_l0")])
     consts = {"in_scale": net.in_scale, "W": w[None], "R": r[None], "B": b[None], "squeeze_axes": torch.tensor([0, 1]),
               "linear_weight": net.linear.weight, "linear_bias": net.linear.bias, "out_scale": net.out_scale.reshape(1)}
     inits = [numpy_helper.from_array(v.detach().numpy(), name=k) for k, v in consts.items()]
@@ -191,7 +199,7 @@ def _onnx_lstm(net: torch.nn.Module, meta: dict):
     return model
 
 
-def _onnx_gru(net: torch.nn.Module):
+def _onnx_gru(net: ActuatorGRU) -> ModelProto:
     """Newton's ONNX GRU, written op by op as DriveNeuralGRU parses it: x (1, N, 2) → GRU per layer (Squeeze
     between layers) → Squeeze → Gemm → scalar Mul by the output scale.
 
@@ -236,7 +244,7 @@ def _onnx_gru(net: torch.nn.Module):
     return model
 
 
-def _onnx_mlp(net: torch.nn.Module, n_inputs: int):
+def _onnx_mlp(net: torch.nn.Module, n_inputs: int) -> ModelProto:
     """The MLP through torch.onnx (dynamo): Gemm and the activation, with a dynamic batch axis."""
     import logging
 
@@ -251,6 +259,8 @@ def _onnx_mlp(net: torch.nn.Module, n_inputs: int):
                                         verbose=False)
     finally:
         quiet.setLevel(level)
+    if program is None:  # dynamo=True always returns a program; None is the legacy exporter's answer
+        raise ExportError("torch.onnx.export returned no ONNX program for the MLP")
     return program.model_proto
 
 
@@ -267,16 +277,16 @@ def onnx_bytes(model: dict) -> bytes:
     """The net as ONNX (dynamic batch, one JSON `metadata` property), for Newton 1.8's Warp-NN neural drives."""
     if (why := onnx_unsupported(model)) is not None:
         raise ExportError(why)
-    net, kind = _module(model)
+    net, _ = _module(model)
     spec = model["network"]
     meta = metadata(model)
-    if kind == "mlp":
-        proto = _onnx_mlp(net, 2 * len(spec["input_idx"]))
-    elif kind == "gru":
+    if isinstance(net, ActuatorGRU):
         proto = _onnx_gru(net)
-    else:
+    elif isinstance(net, ActuatorLSTM):
         meta |= ONNX_LSTM_NAMES
         proto = _onnx_lstm(net, meta)
+    else:
+        proto = _onnx_mlp(net, 2 * len(spec["input_idx"]))
     del proto.metadata_props[:]
     prop = proto.metadata_props.add()
     prop.key, prop.value = "metadata", json.dumps(meta)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -91,6 +92,10 @@ class ActuatorMLP(nn.Module):
 class ActuatorLSTM(nn.Module):
     """Isaac Lab ActuatorNetLSTM network: raw [q_des − q, qd] (N, 1, 2) and (h, c) → (torque N·m, (h, c))."""
 
+    if TYPE_CHECKING:  # buffers (register_buffer), typed for the checker only: TorchScript reads class annotations
+        in_scale: torch.Tensor
+        out_scale: torch.Tensor
+
     def __init__(self, hidden_size: int, num_layers: int, pos_scale: float = 1.0, vel_scale: float = 1.0,
                  torque_scale: float = 1.0) -> None:
         super().__init__()
@@ -108,6 +113,10 @@ class ActuatorLSTM(nn.Module):
 class ActuatorGRU(nn.Module):
     """A GRU actuator net for Newton's DriveNeuralGRU: raw [q_des − q, qd] (N, 1, 2) and h → (torque N·m, h)."""
 
+    if TYPE_CHECKING:  # buffers (register_buffer), typed for the checker only: TorchScript reads class annotations
+        in_scale: torch.Tensor
+        out_scale: torch.Tensor
+
     def __init__(self, hidden_size: int, num_layers: int, pos_scale: float = 1.0, vel_scale: float = 1.0,
                  torque_scale: float = 1.0) -> None:
         super().__init__()
@@ -121,9 +130,13 @@ class ActuatorGRU(nn.Module):
         return self.linear(y[:, -1, :]) * self.out_scale, h
 
 
-def recurrent_core(net: nn.Module) -> nn.Module:
+def recurrent_core(net: nn.Module) -> nn.LSTM | nn.GRU:
     """The nn.LSTM / nn.GRU inside a recurrent actuator net."""
-    return net.lstm if isinstance(net, ActuatorLSTM) else net.gru
+    if isinstance(net, ActuatorLSTM):
+        return net.lstm
+    if isinstance(net, ActuatorGRU):
+        return net.gru
+    raise TypeError(f"{type(net).__name__} is not a recurrent actuator net (ActuatorLSTM / ActuatorGRU)")
 
 
 def build_network(spec: NetSpec) -> nn.Module:
