@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Literal, overload
 
 import numpy as np
 
@@ -92,6 +93,10 @@ def _file_fields(d: dict, filename: str) -> dict:
     return out
 
 
+@overload
+def _column(entries: list, key: str, filename: str, required: Literal[True], kind: type = float) -> np.ndarray: ...
+@overload
+def _column(entries: list, key: str, filename: str, required: bool, kind: type = float) -> np.ndarray | None: ...
 def _column(entries: list, key: str, filename: str, required: bool, kind: type = float) -> np.ndarray | None:
     """One field of every entry as an array; the error names the entry index and the field."""
     present = [key in e for e in entries]
@@ -141,9 +146,9 @@ def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
         entries = d["entries"]
         if len(entries) == 0:
             raise DatasetError(f"{fn}: 'entries' is empty; the run recorded no samples")
-        for k, e in enumerate(entries):
-            if not isinstance(e, dict):
-                raise DatasetError(f"{fn}: entries[{k}] must be an object, got {type(e).__name__}")
+        for k, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                raise DatasetError(f"{fn}: entries[{k}] must be an object, got {type(entry).__name__}")
         info = _file_fields(d, fn)
         motor = info.get("motor", "actuator")
         motors[fn] = motor
