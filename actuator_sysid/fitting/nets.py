@@ -36,6 +36,7 @@ from ..models.networks import (
     RECURRENT,
     NetSpec,
     NetStepper,
+    as_recurrent,
     build_network,
     count_parameters,
     mlp_input,
@@ -148,6 +149,12 @@ class JointData:
     on: list[torch.Tensor]  # (T,) float32, 1 where the actuator applies torque (torque enabled), else 0
     gain: list[float]  # factor on the position error the net sees: kp of the segment / kp_ref
 
+    def torques(self) -> list[torch.Tensor]:
+        """The torque of every segment, for training on it; NetFitError where the data was built without one."""
+        if self.tau is None:
+            raise NetFitError("this joint's data carries no torque (tau 'none'): nothing to train the torque on")
+        return self.tau
+
     def subset(self, ids: list[int]) -> JointData:
         pick = lambda a: [a[i] for i in ids]  # noqa: E731
         return JointData(pick(self.names), pick(self.q), pick(self.qd), pick(self.q_des),
@@ -197,7 +204,8 @@ def joint_data(rec: Recording, joint: str, substeps: int, tau: str = "measured",
     error gain kp / kp_ref (1 where the segment logs no kp)."""
     j = rec.joint_index(joint)
     f32 = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float32))  # noqa: E731
-    out = JointData([], [], [], [], [] if tau != "none" else None, [], [], [], [], [], [], [])
+    taus: list[torch.Tensor] = []
+    out = JointData([], [], [], [], taus if tau != "none" else None, [], [], [], [], [], [], [])
     for seg in rec.segments:
         inertia, mgl = rec.load_for(seg, j)
         ext = float(seg.metadata.get("joints", {}).get(joint, {}).get("external_torque",
@@ -216,9 +224,11 @@ def joint_data(rec: Recording, joint: str, substeps: int, tau: str = "measured",
         out.gain.append(kp / kp_ref if kp_ref and kp is not None else 1.0)
         out.dt.append(seg.dt / substeps)
         if tau == "measured":
-            out.tau.append(f32(seg.tau[:, j]))
+            if seg.tau is None:
+                raise NetFitError(f"segment {seg.name!r} logs no torque (tau): fit the network in_the_loop")
+            taus.append(f32(seg.tau[:, j]))
         elif tau == "inverse_dynamics":
-            out.tau.append(f32(inverse_dynamics(seg.q[:, j], seg.qd[:, j], seg.dt, inertia, mgl, ext)))
+            taus.append(f32(inverse_dynamics(seg.q[:, j], seg.qd[:, j], seg.dt, inertia, mgl, ext)))
     return out
 
 
@@ -243,7 +253,7 @@ def containing_envelope(qd: np.ndarray, tau: np.ndarray, margin: float = 0.02) -
     motoring = (tau * qd > 0)
     v, t = np.abs(qd[motoring]), a[motoring]
     vmax = float(max(np.abs(qd).max(), 1e-6))
-    best = None
+    best: tuple[float, float, float] | None = None
     for sat in elim * np.geomspace(1.0 + 1e-3, 30.0, 60):
         vlim = float(np.max(sat * v / (sat - t))) * (1 + margin) if v.size else 0.0
         vlim = max(vlim, 1e-3)
@@ -251,6 +261,7 @@ def containing_envelope(qd: np.ndarray, tau: np.ndarray, margin: float = 0.02) -
         area = float(np.mean(np.minimum(sat * (1 - grid / vlim), elim)))
         if best is None or area < best[0] - 1e-12:
             best = (area, float(sat), vlim)
+    assert best is not None  # the grid of stall efforts is never empty
     _, sat, vlim = best
     return {"saturation_effort": sat, "actuator_velocity_limit": vlim, "actuator_effort_limit": elim}
 
@@ -323,7 +334,7 @@ def _mlp_table(spec: NetSpec, data: JointData, substeps: int) -> tuple[torch.Ten
     lags = _lags(spec, substeps)
     h = max(lags)
     xs, ys = [], []
-    for q, qd, qdes, tau, free, on, gain in zip(data.q, data.qd, data.q_des, data.tau, data.free, data.on,
+    for q, qd, qdes, tau, free, on, gain in zip(data.q, data.qd, data.q_des, data.torques(), data.free, data.on,
                                                 data.gain, strict=True):
         if free or q.shape[0] <= h:
             continue
@@ -358,7 +369,8 @@ class _Stopper:
 
     def __init__(self, net: torch.nn.Module, patience: int) -> None:
         self.net, self.patience = net, patience
-        self.best, self.best_epoch, self.state = math.inf, -1, None
+        self.best, self.best_epoch = math.inf, -1
+        self.state: dict[str, torch.Tensor] | None = None
 
     def __call__(self, epoch: int, loss: float) -> bool:
         if loss < self.best * (1 - 1e-4):
@@ -375,7 +387,7 @@ def _rnn_sequences(data: JointData, length: int, stride: int) -> tuple[torch.Ten
     """(x (B, T, 2) raw [gain·(q_des − q), qd], tau (B, T), torque-enabled mask (B, T)) windows over the
     segments."""
     xs, ts, ms = [], [], []
-    for q, qd, qdes, tau, free, on, gain in zip(data.q, data.qd, data.q_des, data.tau, data.free, data.on,
+    for q, qd, qdes, tau, free, on, gain in zip(data.q, data.qd, data.q_des, data.torques(), data.free, data.on,
                                                 data.gain, strict=True):
         if free:
             continue
@@ -392,8 +404,9 @@ def _rnn_sequences(data: JointData, length: int, stride: int) -> tuple[torch.Ten
 
 def _rnn_forward(net: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     """Torque of every step of (B, T, 2) sequences from a zero state: the same maths as stepping one at a time."""
-    y, _ = recurrent_core(net)(x * net.in_scale)
-    return net.linear(y)[..., 0] * net.out_scale
+    rnn = as_recurrent(net)
+    y, _ = recurrent_core(rnn)(x * rnn.in_scale)
+    return rnn.linear(y)[..., 0] * rnn.out_scale
 
 
 def _masked_mse(err: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -524,7 +537,7 @@ def _window_loss(spec: NetSpec, net: torch.nn.Module, w: dict, substeps: int, sq
                 s = max(0, w0 - burn)
                 seq = torch.stack([(data.q_des[i][s:w0] - data.q[i][s:w0]) * data.gain[i], data.qd[i][s:w0]], 1)
                 xs.append(torch.cat([torch.zeros(burn - (w0 - s), 2), seq]))
-            _, stepper.state = recurrent_core(net)(torch.stack(xs) * net.in_scale, stepper.state)
+            _, stepper.state = recurrent_core(net)(torch.stack(xs) * as_recurrent(net).in_scale, stepper.state)
     tr = rollout(stepper, w["q"][:, 0], w["qd"][:, 0], w["q_des"], w["inertia"], w["mgl"], w["ext"], w["on"],
                  w["dt"], substeps)
     eq = (tr["q"][:, 1:] - w["q"][:, 1:]) / sq
@@ -755,7 +768,7 @@ def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val
     active = [i for i in range(len(data.names)) if not data.free[i]]
     driven = [data.on[i] > 0 for i in active]
     env = containing_envelope(torch.cat([data.qd[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
-                              torch.cat([data.tau[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
+                              torch.cat([data.torques()[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
                               margin=0.02 if mode == "torque" else 0.05)
     for k, v in env.items():
         setattr(spec, k, v)
@@ -790,7 +803,7 @@ def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val
     if has_tau:
         meas = joint_data(rec, joint, substeps, "measured", kp_ref)
         open_loop = simulate_segments(spec, net, meas, substeps, open_loop=True)
-        taus = [t.numpy() for t in meas.tau]
+        taus = [t.numpy() for t in meas.torques()]
         rng = float(max(t.max() for t in taus) - min(t.min() for t in taus))
         rows = torque_rows(meas.names, [s["applied"] for s in open_loop], taus, val_names)
         entry["torque_metrics"] = split_metrics(rows, lambda r: pool_torque(r, rng))
@@ -871,7 +884,12 @@ def _parametric_torque(rec: Recording, req: FitRequest, joint: str, fam_name: st
     j = rec.joint_index(joint)
     names = [batch.seg_names[s] for s in range(batch.n_segments)]
     applied = [tr["applied"][0, batch.segment_slice(s)] for s in range(batch.n_segments)]
-    taus = [rec.segments[[x.name for x in rec.segments].index(n)].tau[:, j] for n in names]
+    taus = []
+    for n in names:
+        seg = rec.segments[[x.name for x in rec.segments].index(n)]
+        if seg.tau is None:  # add_networks asks only when every segment logs torque
+            raise NetFitError(f"segment {n!r} logs no torque (tau): no open-loop torque comparison")
+        taus.append(seg.tau[:, j])
     rows = torque_rows(names, applied, taus, val_names)
     rng = float(max(t.max() for t in taus) - min(t.min() for t in taus))
     return rows, split_metrics(rows, lambda r: pool_torque(r, rng))

@@ -130,13 +130,17 @@ class ActuatorGRU(nn.Module):
         return self.linear(y[:, -1, :]) * self.out_scale, h
 
 
+def as_recurrent(net: nn.Module) -> ActuatorLSTM | ActuatorGRU:
+    """The net as the recurrent actuator net it is (TypeError otherwise), so its scales and layers are typed."""
+    if isinstance(net, ActuatorLSTM | ActuatorGRU):
+        return net
+    raise TypeError(f"{type(net).__name__} is not a recurrent actuator net (ActuatorLSTM / ActuatorGRU)")
+
+
 def recurrent_core(net: nn.Module) -> nn.LSTM | nn.GRU:
     """The nn.LSTM / nn.GRU inside a recurrent actuator net."""
-    if isinstance(net, ActuatorLSTM):
-        return net.lstm
-    if isinstance(net, ActuatorGRU):
-        return net.gru
-    raise TypeError(f"{type(net).__name__} is not a recurrent actuator net (ActuatorLSTM / ActuatorGRU)")
+    rnn = as_recurrent(net)
+    return rnn.lstm if isinstance(rnn, ActuatorLSTM) else rnn.gru
 
 
 def build_network(spec: NetSpec) -> nn.Module:
