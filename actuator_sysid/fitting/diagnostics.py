@@ -58,7 +58,7 @@ class _Seg:
 
 def _segments(segments: list[dict]) -> list[_Seg]:
     """The report segments as arrays; segments without simulated traces or too short are left out."""
-    out = []
+    out: list[_Seg] = []
     for s in segments:
         if not s.get("q_sim") or not s.get("qd_sim"):
             continue

@@ -172,5 +172,6 @@ def fit_verdict(result: dict, rec: Recording | None = None, validation: dict | N
 
 def all_passed(verdict: dict | None) -> bool:
     """Whether every check passed: only then may a page say "passed"."""
-    return bool(verdict) and all(c["status"] == "ok" for c in verdict.get("checks", [])) \
-        and verdict.get("verdict") == "good"
+    if not verdict:
+        return False
+    return all(c["status"] == "ok" for c in verdict.get("checks", [])) and verdict.get("verdict") == "good"

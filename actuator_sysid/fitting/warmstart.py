@@ -33,7 +33,10 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
     With measured effort: the PD law from effort on unclipped samples, then armature and friction from
     the equation of motion. Without it, the effort is inferred from the motion and the known load.
     """
-    segs = []
+    segs: list[dict] = []
+    enable, kp_mult, kd_mult = batch.enable, batch.seg_kp_mult, batch.seg_kd_mult
+    # SegmentBatch.__post_init__ fills them (all driven, multipliers 1) when they are not given
+    assert enable is not None and kp_mult is not None and kd_mult is not None
     driven = [s for s in range(batch.n_segments) if batch.seg_joint[s] == joint and not batch.seg_free[s]]
     for s in driven or [s for s in range(batch.n_segments) if batch.seg_joint[s] == joint]:
         # free swings carry no actuator effort; they only enter when nothing else is there
@@ -49,8 +52,8 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
                      "acc": acc, "load": load, "tau": tau, "f": f, "sub": int(batch.seg_substeps[s]),
                      # the PD columns act only where the actuator was on, scaled by the segment's device gain
                      # and supply multipliers (SegmentBatch.seg_kp_mult), so kp is the reference SI stiffness
-                     "on_kp": batch.enable[sl].astype(float) * float(batch.seg_kp_mult[s]),
-                     "on_kd": batch.enable[sl].astype(float) * float(batch.seg_kd_mult[s])})
+                     "on_kp": enable[sl].astype(float) * float(kp_mult[s]),
+                     "on_kd": enable[sl].astype(float) * float(kd_mult[s])})
     measured = batch.tau is not None
     cat = lambda key, fn=lambda x: x: np.concatenate([fn(sg[key]) for sg in segs])  # noqa: E731
     acc, qd_f = cat("acc"), np.concatenate([sg["f"](sg["qd"]) for sg in segs])
