@@ -23,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import StreamingResponse
@@ -122,13 +123,13 @@ class FitCreate(BaseModel):
                           networks=self.networks)
 
 
-_DATASET_EXAMPLE = {
+_DATASET_EXAMPLE: JsonDict = {
     "id": "3f2b9c0e5d6a4b1c8e7f6a5b4c3d2e1f", "project": "default", "name": "knee_bench.csv",
     "created_at": "2026-03-01T09:30:00+00:00", "joints": ["knee"], "segments": 6, "samples": 7200,
     "duration_s": 35.97, "rate_hz": 200.0, "source_format": "canonical-csv-long", "velocity_source": "measured",
     "has_effort": True, "warnings": [], "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "size": 412345, "actuator_model": "AK80-9", "serial": "SN-0042"}
-_FIT_EXAMPLE = {
+_FIT_EXAMPLE: JsonDict = {
     "id": "a1b2c3d4e5f60718293a4b5c6d7e8f90", "project": "default", "dataset_id": _DATASET_EXAMPLE["id"],
     "status": "running", "progress": 0.42, "message": "dcmotor: generation 84/200", "attempts": 1,
     "request": {"joints": ["knee"], "models": ["dcmotor"], "generations": 200, "population": 16, "seed": 0},

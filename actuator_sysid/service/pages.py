@@ -516,10 +516,10 @@ def render_compare(a: tuple[dict, dict | None], b: tuple[dict, dict | None]) -> 
         data = []
         for label, plots, color in (("A", pa, "#d62728"), ("B", pb, "#1f77b4")):
             env = (((plots or {}).get("joints") or {}).get(joint) or {}).get("envelope") or {}
-            for key, dash in (("effort_max", "solid"), ("effort_min", "dot")):
-                if env.get(key):
-                    data.append({"x": env.get("velocity", []), "y": env[key], "type": "scatter", "mode": "lines",
-                                 "name": f"{label} {key}", "line": {"color": color, "dash": dash}})
+            for side, dash in (("effort_max", "solid"), ("effort_min", "dot")):
+                if env.get(side):
+                    data.append({"x": env.get("velocity", []), "y": env[side], "type": "scatter", "mode": "lines",
+                                 "name": f"{label} {side}", "line": {"color": color, "dash": dash}})
         if data:
             figures.append({"id": f"cmp-{j}", "data": data, "layout": {
                 "title": {"text": f"{escape(joint)} · torque–speed envelopes"},
@@ -543,7 +543,7 @@ def render_fleet(models: list[tuple[str, int]], summary: dict | None) -> str:
                        for m, n in models) or '<span class="muted">no dataset names an actuator_model yet: ' \
                                               'add "actuator_model" and "serial" to the sidecar</span>'
     body = [f"<h1>Fleet</h1><p>{links}</p>"]
-    figures = []
+    figures: list[dict[str, Any]] = []
     if summary is not None:
         body.append(f"<h2>{escape(summary['actuator_model'])}</h2><p>{summary['fits']} succeeded fits · serials: "
                     f"{escape(', '.join(summary['serials']) or '—')}</p>")
@@ -554,9 +554,10 @@ def render_fleet(models: list[tuple[str, int]], summary: dict | None) -> str:
             by_serial: dict[str, list[dict]] = {}
             for p in s["points"]:
                 by_serial.setdefault(str(p["serial"] or "?"), []).append(p)
-            data = [{"x": [p["time"] for p in pts], "y": [p["value"] for p in pts], "name": f"serial {serial}",
-                     "type": "scatter", "mode": "lines+markers", "text": [p["fit_id"][:8] for p in pts]}
-                    for serial, pts in sorted(by_serial.items())]
+            data: list[dict[str, Any]] = [
+                {"x": [p["time"] for p in pts], "y": [p["value"] for p in pts], "name": f"serial {serial}",
+                 "type": "scatter", "mode": "lines+markers", "text": [p["fit_id"][:8] for p in pts]}
+                for serial, pts in sorted(by_serial.items())]
             bad = [p for p in s["points"] if (p["fit_id"], s["family"], s["param"], p["joint"]) in flagged]
             if bad:
                 data.append({"x": [p["time"] for p in bad], "y": [p["value"] for p in bad], "name": "drift",

@@ -421,7 +421,7 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
         body.append(f"<h3>Metrics</h3>{_metrics_table(models, best)}")
         body.append(f"<h3>Model ranking</h3>{_ranking_table(jr.get('ranking', []))}")
         body.append(_network_section(models))
-        extra = [_convergence_figure(f"plot-{j}-convergence", joint, models)]
+        extra: list[dict | None] = [_convergence_figure(f"plot-{j}-convergence", joint, models)]
         if best in models:
             extra += [_correlation_figure(f"plot-{j}-correlation", joint, best, models[best].get("correlation", {})),
                       _residual_figure(f"plot-{j}-residuals", joint, best,
