@@ -158,12 +158,7 @@ class SegmentBatch:
                 inertia, grav = rec.load_for(seg, j)
                 torque = float(seg.metadata.get("joints", {}).get(name, {}).get(
                     "external_torque", seg.metadata.get("external_torque", 0.0)))
-                step = max(seg.n - 1, 1) if not window or window >= seg.n - 1 else max(int(window), 9)
-                for w0 in range(0, max(seg.n - 1, 1), step):
-                    n = min(step, seg.n - 1 - w0) + 1 if seg.n > 1 else seg.n
-                    if n < 3 and w0 > 0:  # a stub at the end joins the previous window
-                        sl[-1] += n - 1
-                        continue
+                for w0, n in window_spans(seg.n, window):
                     ext.append(torque)
                     sj.append(ji)
                     ss.append(offset + w0)
@@ -213,6 +208,20 @@ class SegmentBatch:
             **{f"seg_{k}": np.asarray([v[i] for v in servos], f32).reshape(-1)
                for i, k in enumerate(("duty", "max_duty", "vin", "imax", "rmin", "rmax"))},
         )
+
+
+def window_spans(n_samples: int, window: int | None) -> list[tuple[int, int]]:
+    """(first sample, length) of each rollout window of a segment; consecutive windows share a boundary sample,
+    and a stub of under 3 samples at the end joins the window before it."""
+    step = max(n_samples - 1, 1) if not window or window >= n_samples - 1 else max(int(window), 9)
+    spans: list[tuple[int, int]] = []
+    for w0 in range(0, max(n_samples - 1, 1), step):
+        n = min(step, n_samples - 1 - w0) + 1 if n_samples > 1 else n_samples
+        if n < 3 and w0 > 0:
+            spans[-1] = (spans[-1][0], spans[-1][1] + n - 1)
+            continue
+        spans.append((w0, n))
+    return spans
 
 
 GAIN_UNITS = ("si", "device")
