@@ -65,7 +65,7 @@ from .recording import CHANNELS, DatasetError, JointInfo, Recording, Segment
 PARQUET_MAGIC = b"PAR1"
 FORMAT_HINT = (
     "expected a canonical CSV or Parquet table (columns t, q, q_des ... with a joint column in long form, "
-    "or t, <joint>/q, <joint>/q_des ... in wide form; see log-formats §1)"
+    "or t, <joint>/q, <joint>/q_des ... in wide form; see docs/log-formats.md §1)"
 )
 
 

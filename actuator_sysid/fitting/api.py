@@ -554,7 +554,7 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         "assumptions": {
             "effort_mode": req.effort_mode,
             "integrator": "semi-implicit Euler with implicit joint damping and Coulomb friction as a "
-                          "stopping constraint (consumer-semantics §F, matches Newton SolverMuJoCo)",
+                          "stopping constraint (docs/consumer-semantics.md §F, matches Newton SolverMuJoCo)",
             "physics_dt": float(np.median(every.seg_dt)),
             "decimation": req.decimation,
             "delay_unit": "physics steps",

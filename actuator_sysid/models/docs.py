@@ -68,7 +68,7 @@ def render() -> str:
         "With `dynamic_friction` the friction is PhysX-style (stick below `friction`, slide at",
         "`dynamic_friction`); without it, Coulomb friction as Newton/MuJoCo apply `joint_friction`.",
         "",
-        "With the BAM terms (`stribeck_*`, `load_friction*`, prior-art.md M2–M6) the stopping constraint's",
+        "With the BAM terms (`stribeck_*`, `load_friction*`, docs/prior-art.md M2–M6) the stopping constraint's",
         "bound is the friction budget τ_fm = friction + stribeck_friction·s + (load_friction +",
         "load_friction_stribeck·s)·|τ_m − τ_e|, s = exp(−|qd / stribeck_velocity|^stribeck_exponent), where",
         "τ_m is the actuator's applied effort and τ_e the external torque (gravity and constant load). With",

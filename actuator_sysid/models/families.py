@@ -19,7 +19,7 @@ F_PHYSX_FRICTION = 16  # static + dynamic friction instead of Coulomb frictionlo
 F_IMPLICIT = 32  # the solver's PD, integrated implicitly (Isaac Lab ImplicitActuator, §A.10)
 F_OPEN_LOOP = 64  # the actuator sees measured states (effort conformance, torque-supervised losses)
 F_IMPLICIT_EFFORT = 128  # Newton's implicit effort mode: the effort solved at the predicted end-of-step state
-F_STRIBECK = 256  # BAM M2: a Stribeck peak above Coulomb friction near standstill (prior-art.md)
+F_STRIBECK = 256  # BAM M2: a Stribeck peak above Coulomb friction near standstill (docs/prior-art.md)
 F_LOAD_FRICTION = 512  # BAM M3/M4: friction grows with the gearbox load |τ_m − τ_e|
 F_LOAD_DIRECTIONAL = 1024  # BAM M5: separate motor-side and external-side load gains
 F_LOAD_QUADRATIC = 2048  # BAM M6: quadratic load terms while motor and load oppose
@@ -135,7 +135,7 @@ FAMILIES: dict[str, Family] = {
                doc="Delayed PD clipped by a position-dependent torque limit table (Isaac Lab RemotizedPDActuator)."),
         Family("pid", drive="pid", clamps=("max_effort",), delay=True,
                doc="Newton DrivePID with integral clamp, max-effort clamp and delay."),
-        # BAM's richer friction (prior-art.md M2–M6) on the DC-motor envelope: no consumer class holds it;
+        # BAM's richer friction (docs/prior-art.md M2–M6) on the DC-motor envelope: no consumer class holds it;
         # they show how much fidelity the Isaac-Lab-native dcmotor gives up, and export as dcmotor + findings,
         # except Isaac Lab's ACTUATORS_BEST, whose explicit subclass carries the budget (export/isaaclab.py)
         Family("dcmotor_stribeck", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *STRIBECK_TERMS),

@@ -1,7 +1,7 @@
 """The one Warp rollout kernel: every family, every candidate, every segment, in one launch.
 
 One thread simulates one (candidate, segment) pair through the whole segment; families differ only by
-flag bits and parameter values. Formulas follow shared/spec/consumer-semantics.md section by section.
+flag bits and parameter values. Formulas follow docs/consumer-semantics.md section by section.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def implicit_effort(flags: int, q: float, qd: float, inv_mass: float, h: float, 
 @wp.func
 def friction_budget(flags: int, fric: float, qd: float, motor: float, external: float,
                     params: wp.array3d(dtype=float), c: int, j: int):
-    """prior-art.md BAM M1–M6 friction budget τ_fm: Coulomb, + Stribeck peak Kcs·s (M2),
+    """docs/prior-art.md BAM M1–M6 friction budget τ_fm: Coulomb, + Stribeck peak Kcs·s (M2),
     + Kl·|τ_m − τ_e| (M3), + Kls·s·|τ_m − τ_e| (M4), s = exp(−|qd/q̇_s|^α); M5 splits each load gain
     into motor and external sides, |Kle·τ_e − Kl·τ_m|; M6 adds s·Kq·(the smaller torque)² while they oppose."""
     budget = fric

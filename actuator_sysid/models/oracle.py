@@ -140,7 +140,7 @@ def _clamps(flags: int, p: torch.Tensor, effort: torch.Tensor, q_enc: torch.Tens
 
 def _friction_bound(flags: int, p: torch.Tensor, fric: torch.Tensor, qd: torch.Tensor, motor: torch.Tensor,
                     external) -> torch.Tensor:
-    """BAM's friction budget (prior-art.md M1–M6): Coulomb + Stribeck peak + load-dependent terms."""
+    """BAM's friction budget (docs/prior-art.md M1–M6): Coulomb + Stribeck peak + load-dependent terms."""
     s = torch.zeros_like(qd)
     bound = fric
     if flags & F_STRIBECK:

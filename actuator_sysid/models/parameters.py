@@ -52,7 +52,7 @@ PARAMS: tuple[Param, ...] = (
           "PhysX-style dynamic friction effort opposing motion once the joint slips (Newton ignores it)."),
     Param("viscous_friction", "N·m·s/rad", 1e-5, 1e2, "log", 0.0, "newton:damping",
           "Passive viscous joint damping, integrated implicitly (the USD attribute is per degree)."),
-    # BAM's richer friction budget (prior-art.md, M2–M6): the stopping constraint's bound becomes
+    # BAM's richer friction budget (docs/prior-art.md, M2–M6): the stopping constraint's bound becomes
     # friction + stribeck_friction·s + (load_friction + load_friction_stribeck·s)·|τ_m − τ_e|,
     # s = exp(−|qd / stribeck_velocity|^stribeck_exponent), with motor and external gains apart (M5) and
     # quadratic terms when motor and load oppose (M6); Isaac Lab and Newton have no such terms
