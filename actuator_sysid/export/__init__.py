@@ -169,7 +169,7 @@ def render_all(result: dict, rec: Recording, *, replay_exports: bool = True, inf
     findings. The exports are replayed as rendered, then stamped with the verdict the replays give (`info`:
     fit_id and dataset where the caller knows them)."""
     from ..fitting.verdict import fit_verdict
-    from .replay import replay
+    from .consumer_replay import replay
 
     def texts(extra: dict | None) -> tuple[dict[str, str], list[Finding]]:
         out: dict[str, str] = {}
@@ -215,7 +215,7 @@ def render_all(result: dict, rec: Recording, *, replay_exports: bool = True, inf
 
 
 def replay(result: dict, rec: Recording, fmt: str, **kwargs) -> dict:
-    """Replay one export through its consumer (see export.replay.replay)."""
-    from .replay import replay as _replay
+    """Replay one export through its consumer (see export.consumer_replay.replay)."""
+    from .consumer_replay import replay as _replay
 
     return _replay(result, rec, fmt, **kwargs)

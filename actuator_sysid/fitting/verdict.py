@@ -18,7 +18,7 @@ status ("ok" reads "good"). Thresholds, per joint on its best model:
 - unidentified parameters (the intervals' `identified` flags): half or more of the best model's parameters
   unidentified: poor; any other than a limit the log never presses: usable. A never-pressed limit is named
   (exports leave it at the consumer's default) but does not lower the verdict: the fit does not depend on it.
-- exports: a consumer replay that failed, or strays from our rollout beyond its tolerance (export/replay.py),
+- exports: a consumer replay that failed, or strays from our rollout beyond its tolerance (export/consumer_replay.py),
   or a validation error finding: poor. Exports not yet checked (the CLI's export of a stored fit) are named.
 """
 
