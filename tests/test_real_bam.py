@@ -7,6 +7,7 @@ estimates one conversion to N·m/rad for all files and predicts the held-out kp 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,15 @@ def test_one_segment_per_file_and_the_kp_800_files_validate(bam_fit: tuple[dict,
     assert len(result["split"]["train"]) == 8 and len(result["split"]["validation"]) == 4
     assert result["dataset"]["segments"] == 12
     assert result["assumptions"]["gain_units"] == {"xl330": "device"}
+
+
+def test_the_cli_holdout_validates_exactly_the_kp_800_files(bam_fit: tuple[dict, str]) -> None:
+    result, _ = bam_fit
+    files = sorted(DATA.glob("*.json"))
+    kp800 = sorted(p.stem for p in files if json.loads(p.read_text())["kp"] == 800)
+    assert len(kp800) == 4 and result["split"]["validation"] == kp800 and result["split"]["holdout"] == "kp=800"
+    metrics = result["joints"]["xl330"]["models"]["dcmotor"]["metrics"]
+    assert metrics["validation"]["segments"] == 4 and math.isfinite(metrics["validation"]["position_rmse"])
 
 
 def test_gain_scale_and_si_gains_per_kp_are_stated(bam_fit: tuple[dict, str]) -> None:
