@@ -383,6 +383,12 @@ def stamp(fmt: str, text: str, prov: dict, notes: list[str]) -> str:
         head = "".join(f"# {line}\n" for line in lines)
         return head + yaml.safe_dump({"provenance": prov, "unidentified": notes}, sort_keys=False,
                                      allow_unicode=True, width=110) + text
+    return prepend_comment(fmt, text, lines)
+
+
+def prepend_comment(fmt: str, text: str, lines: list[str]) -> str:
+    """`lines` as a comment at the top of an export (.py, .yaml, .usda, .xml): after an XML declaration or the
+    #usda header, which must stay first."""
     if fmt.endswith(".xml"):
         body = "\n       ".join(line.replace("--", "–") for line in lines)
         comment = f"<!-- {body} -->\n"
@@ -390,7 +396,7 @@ def stamp(fmt: str, text: str, prov: dict, notes: list[str]) -> str:
             head, _, rest = text.partition("\n")
             return head + "\n" + comment + rest
         return comment + text
-    if fmt.endswith(".usda"):  # the first line must stay the #usda header
+    if fmt.endswith(".usda"):
         head, _, rest = text.partition("\n")
         return head + "\n" + "".join(f"# {line}\n" for line in lines) + rest
     return "".join(f"# {line}\n" for line in lines) + text

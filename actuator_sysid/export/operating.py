@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 
-from .common import ExportError
+from .common import ExportError, prepend_comment
 
 SCALED = ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit")
 AT_KEYS = ("kp", "kd", "vin")
@@ -104,13 +104,4 @@ def annotate(fmt: str, text: str, points: dict | None) -> str:
         if isinstance(doc, dict):
             return json.dumps({"operating_point": points, **doc}, indent=2) + "\n"
         return text
-    if fmt.endswith(".xml"):
-        comment = "<!-- " + line.replace("--", "–") + " -->\n"
-        if text.startswith("<?xml"):
-            head, _, rest = text.partition("\n")
-            return head + "\n" + comment + rest
-        return comment + text
-    if fmt.endswith(".usda"):  # the first line must stay the #usda header
-        head, _, rest = text.partition("\n")
-        return head + "\n# " + line + "\n" + rest
-    return "# " + line + "\n" + text
+    return prepend_comment(fmt, text, [line])
