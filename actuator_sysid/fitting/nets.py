@@ -93,19 +93,11 @@ class NetOptions:
             if name in d:
                 _bounded_int(name, d[name], 0 if name == "burn_in" else 3 if name == "window" else 1, LIMITS[name])
         if "hidden" in d:
-            h = d["hidden"]
-            if not isinstance(h, list) or not 1 <= len(h) <= LIMITS["hidden_layers"]:
-                raise NetFitError(f"network hidden must be a list of 1 to {LIMITS['hidden_layers']} layer widths "
-                                  f"(limit {LIMITS['hidden_layers']} layers), got {h!r}")
-            for w in h:
-                _bounded_int("hidden width", w, 1, LIMITS["hidden_width"])
+            _bounded_list("hidden", d["hidden"], LIMITS["hidden_layers"], "layer widths", "layers",
+                          "hidden width", 1, LIMITS["hidden_width"])
         if d.get("input_idx") is not None:
-            idx = d["input_idx"]
-            if not isinstance(idx, list) or not 1 <= len(idx) <= LIMITS["input_idx_length"]:
-                raise NetFitError(f"network input_idx must be a list of 1 to {LIMITS['input_idx_length']} physics-step "
-                                  f"lags (limit {LIMITS['input_idx_length']} entries), got {idx!r}")
-            for i in idx:
-                _bounded_int("input_idx entry", i, 0, LIMITS["input_idx_value"])
+            _bounded_list("input_idx", d["input_idx"], LIMITS["input_idx_length"], "physics-step lags", "entries",
+                          "input_idx entry", 0, LIMITS["input_idx_value"])
         for name in ("lr", "in_loop_lr"):
             v = d.get(name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1):
@@ -127,6 +119,15 @@ def _bounded_int(name: str, v: object, lo: int, hi: int) -> None:
         raise NetFitError(f"network {name} must be an integer, got {v!r}")
     if not lo <= v <= hi:
         raise NetFitError(f"network {name} must be between {lo} and {hi} (limit {hi}), got {v}")
+
+
+def _bounded_list(name: str, v: object, max_len: int, what: str, unit: str, item: str, lo: int, hi: int) -> None:
+    """Refuse a list option (layer widths, lags) that is empty, too long, or holds an integer outside [lo, hi]."""
+    if not isinstance(v, list) or not 1 <= len(v) <= max_len:
+        raise NetFitError(f"network {name} must be a list of 1 to {max_len} {what} (limit {max_len} {unit}), "
+                          f"got {v!r}")
+    for x in v:
+        _bounded_int(item, x, lo, hi)
 
 
 # --- data of one joint ---
