@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -180,6 +181,18 @@ def start_server(data_dir: Path, env: dict[str, str] | None = None, timeout: flo
         time.sleep(0.1)
     server.stop()
     raise RuntimeError(f"server did not answer within {timeout} s:\n{log.read_text()}")
+
+
+def upload_recording(server: Server, rec: Recording, path: Path) -> dict:
+    """Write `rec` as a canonical CSV at `path`, upload it with its sidecar, and return the created dataset."""
+    from actuator_sysid.datasets.canonical import sidecar_for, write_table
+
+    write_table(rec, path)
+    with open(path, "rb") as f:
+        r = requests.post(server.url + "/api/v1/datasets", files={"file": (path.name, f)},
+                          data={"metadata": json.dumps(sidecar_for(rec))}, timeout=60)
+    assert r.status_code == 201, r.text
+    return r.json()
 
 
 @pytest.fixture

@@ -218,18 +218,13 @@ def test_report_compares_networks_with_the_best_parametric_model(net_fit: tuple)
 
 def test_service_fits_networks_and_serves_their_checkpoints(tmp_path: Path) -> None:
     import requests
-    from conftest import start_server
+    from conftest import start_server, upload_recording
     from test_service_flow import wait_status
 
-    from actuator_sysid.datasets.canonical import sidecar_for
-
     rec = nonlinear_recording(n_segments=2, seconds=0.6, torque=True)
-    write_table(rec, tmp_path / "log.csv")
     server = start_server(tmp_path / "data")
     try:
-        with open(tmp_path / "log.csv", "rb") as f:
-            ds = requests.post(server.url + "/api/v1/datasets", files={"file": ("log.csv", f)},
-                               data={"metadata": json.dumps(sidecar_for(rec))}, timeout=60).json()
+        ds = upload_recording(server, rec, tmp_path / "log.csv")
         body = {"dataset_id": ds["id"], "models": ["mlp"], "networks": {"epochs": 3}}
         r = requests.post(server.url + "/api/v1/fits", json={**body, "networks": {"epoch": 3}}, timeout=30)
         assert 400 <= r.status_code < 500 and "unknown network option" in r.text, r.text

@@ -316,17 +316,12 @@ def test_limits_cover_every_sizing_option() -> None:
 def test_the_api_refuses_oversized_networks_with_a_4xx_naming_the_limit(tmp_path: Path) -> None:
     """POST /api/v1/fits with an oversized network is a 422 naming the limit, refused before it is queued."""
     import requests
-    from conftest import start_server
-
-    from actuator_sysid.datasets.canonical import sidecar_for, write_table
+    from conftest import start_server, upload_recording
 
     rec = nonlinear_recording(n_segments=2, seconds=0.3, torque=True)
-    write_table(rec, tmp_path / "log.csv")
     server = start_server(tmp_path / "data")
     try:
-        with open(tmp_path / "log.csv", "rb") as f:
-            ds = requests.post(server.url + "/api/v1/datasets", files={"file": ("log.csv", f)},
-                               data={"metadata": json.dumps(sidecar_for(rec))}, timeout=60).json()
+        ds = upload_recording(server, rec, tmp_path / "log.csv")
         for n, (options, message) in enumerate(BAD_OPTIONS):
             models = (["mlp"], ["gru"], None)[n % 3]  # None: the default models, no net asked for
             body = {"dataset_id": ds["id"], "networks": options, **({"models": models} if models else {})}
