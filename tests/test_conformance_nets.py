@@ -92,6 +92,16 @@ def isaaclab_actuator(kind: str, entry: dict, path: Path):
         return cls(cfg, joint_names=["j"], joint_ids=slice(None), num_envs=1, device="cpu")
 
 
+def assert_reset_mattered(entry: dict, seq: dict, computed) -> None:
+    """Without the reset at RESET_AT our effort there differs: the history or recurrent state was carried over."""
+    spec, net = network_from_result(entry)
+    stepper = NetStepper(spec, net, 1)
+    with torch.no_grad():
+        no_reset = [float(stepper.step(*(torch.tensor([seq[c][k]], dtype=torch.float32)
+                                         for c in ("q_des", "q", "qd")))[0][0]) for k in range(RESET_AT + 1)]
+    assert abs(no_reset[RESET_AT] - computed[RESET_AT]) > 1e-6
+
+
 @pytest.mark.parametrize("kind", ["mlp", "lstm"])
 def test_isaaclab_runs_the_torchscript_export_as_our_model(kind: str, entries: dict, tmp_path: Path) -> None:
     entry = entries[kind]
@@ -113,12 +123,7 @@ def test_isaaclab_runs_the_torchscript_export_as_our_model(kind: str, entries: d
     assert_close(mine[1], applied)
     assert np.mean(applied != computed) > 0.2  # the DC-motor clip was active on many steps
     # the reset mattered: without it our efforts after RESET_AT differ (history / LSTM state carried over)
-    spec, net = network_from_result(entry)
-    stepper = NetStepper(spec, net, 1)
-    with torch.no_grad():
-        no_reset = [float(stepper.step(*(torch.tensor([seq[c][k]], dtype=torch.float32)
-                                         for c in ("q_des", "q", "qd")))[0][0]) for k in range(RESET_AT + 1)]
-    assert abs(no_reset[RESET_AT] - computed[RESET_AT]) > 1e-6
+    assert_reset_mattered(entry, seq, computed)
 
 
 def newton_efforts(kind: str, entry: dict, path: Path, seq: dict[str, np.ndarray]) -> np.ndarray:

@@ -13,7 +13,15 @@ import numpy as np
 import pytest
 import torch
 from net_logs import nonlinear_recording
-from test_conformance_nets import ENVELOPE, N_STEPS, RESET_AT, assert_close, newton_open_loop, ours, sequence
+from test_conformance_nets import (
+    ENVELOPE,
+    N_STEPS,
+    assert_close,
+    assert_reset_mattered,
+    newton_open_loop,
+    ours,
+    sequence,
+)
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
 from actuator_sysid.export import ExportError, render_all, render_bytes
@@ -100,12 +108,7 @@ def test_newton_gru_runs_the_onnx_export_as_our_model(layers: int, grus: dict, t
     assert_close(applied, theirs)
     assert np.mean(applied != computed) > 0.2 and np.std(theirs) > 0.1
     # the hidden state mattered: without the reset our efforts after RESET_AT differ (the GRU state carried)
-    spec, net = network_from_result(entry)
-    stepper = NetStepper(spec, net, 1)
-    with torch.no_grad():
-        no_reset = [float(stepper.step(*(torch.tensor([seq[c][k]], dtype=torch.float32)
-                                         for c in ("q_des", "q", "qd")))[0][0]) for k in range(RESET_AT + 1)]
-    assert abs(no_reset[RESET_AT] - computed[RESET_AT]) > 1e-6
+    assert_reset_mattered(entry, seq, computed)
 
 
 def test_a_gru_has_no_isaaclab_or_torch_checkpoint(grus: dict) -> None:
