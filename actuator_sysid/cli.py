@@ -326,7 +326,7 @@ def make_demo_recording(seed: int = 0, rate_hz: float = 200.0, seconds: float = 
         segments.append(Segment(name=name, t=np.arange(n) / rate_hz, q=z.copy(), qd=z.copy(),
                                 q_des=q_des[:, None], qd_des=z.copy(), tau_ff=z.copy(),
                                 metadata={"kp": DEMO_TRUTH["stiffness"], "kd": DEMO_TRUTH["damping"]}))
-    rec = Recording(joints=[JointInfo("pendulum", **DEMO_LOAD)], segments=segments, source_format="demo",
+    rec = Recording(joints=[JointInfo("pendulum", mass=DEMO_LOAD["mass"], com_distance=DEMO_LOAD["com_distance"])], segments=segments, source_format="demo",
                     velocity_source="simulated with the project's rollout kernel, plus Gaussian noise",
                     metadata={"demo_truth": {"family": DEMO_FAMILY, "params": DEMO_TRUTH}})
     sim = simulate(rec, "pendulum", DEMO_FAMILY, DEMO_TRUTH)

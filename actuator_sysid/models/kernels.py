@@ -14,8 +14,9 @@ import warp as wp
 from . import families as fam
 from .parameters import INDEX, TABLE_KNOTS
 
-# Warp's start-up banner and module-load lines must not pollute CLI output (quiet: Warp < 1.19)
-wp.config.quiet = True
+# Warp's start-up banner and module-load lines must not pollute CLI output (quiet: Warp < 1.19 only)
+if hasattr(wp.config, "quiet"):
+    wp.config.quiet = True
 wp.config.log_level = getattr(wp, "LOG_WARNING", 30)
 with contextlib.redirect_stdout(sys.stderr):
     wp.init()

@@ -25,7 +25,7 @@ from .families import (
     F_TABLE,
     Family,
 )
-from .rollout import SegmentBatch
+from .rollout import SegmentBatch, filled
 
 
 def _col(params: torch.Tensor, name: str) -> torch.Tensor:
@@ -179,28 +179,28 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
         sl = batch.segment_slice(s)
         n = sl.stop - sl.start
         seg_off = bool(batch.seg_free[s])
-        enable = batch.enable[sl]
+        enable = filled(batch.enable)[sl]
         p = p.clone()
-        for name, mult in (("stiffness", batch.seg_kp_mult[s]), ("damping", batch.seg_kd_mult[s]),
-                           ("saturation_effort", batch.seg_sat_mult[s]),
-                           ("actuator_velocity_limit", batch.seg_vlim_mult[s])):
+        for name, mult in (("stiffness", filled(batch.seg_kp_mult)[s]), ("damping", filled(batch.seg_kd_mult)[s]),
+                           ("saturation_effort", filled(batch.seg_sat_mult)[s]),
+                           ("actuator_velocity_limit", filled(batch.seg_vlim_mult)[s])):
             p[:, parameters.INDEX[name]] *= float(mult)  # device gains and supply voltage of this segment
         for name, known in (("stiffness", batch.seg_kp[s]), ("damping", batch.seg_kd[s])):
             if known >= 0:  # gains the segment was recorded with replace the fitted ones
                 p[:, parameters.INDEX[name]] = float(known)
-        duty = float(batch.seg_duty[s])
+        duty, max_duty, vin, imax, rmin, rmax = (float(filled(a)[s]) for a in (
+            batch.seg_duty, batch.seg_max_duty, batch.seg_vin, batch.seg_imax, batch.seg_rmin, batch.seg_rmax))
         if flags & F_DC_MOTOR and duty > 0:  # voltage servo: the envelope from kt/R = K/(vin·duty), kt²/R = D
             k_s, d_s = _col(p, "stiffness").clone(), _col(p, "damping").clone()
-            if batch.seg_rmax[s] > 0:  # the damping within the winding's resistance range: kt²/R = R·(kt/R)²
-                ktr2 = (k_s / (float(batch.seg_vin[s]) * duty)) ** 2
-                d_s = torch.minimum(torch.maximum(d_s, float(batch.seg_rmin[s]) * ktr2), float(batch.seg_rmax[s]) * ktr2)
+            if rmax > 0:  # the damping within the winding's resistance range: kt²/R = R·(kt/R)²
+                ktr2 = (k_s / (vin * duty)) ** 2
+                d_s = torch.minimum(torch.maximum(d_s, rmin * ktr2), rmax * ktr2)
                 p[:, parameters.INDEX["damping"]] = d_s
-            sat = float(batch.seg_max_duty[s]) * k_s / duty
+            sat = max_duty * k_s / duty
             p[:, parameters.INDEX["saturation_effort"]] = sat
             p[:, parameters.INDEX["actuator_velocity_limit"]] = sat / d_s
-            if batch.seg_imax[s] > 0:
-                p[:, parameters.INDEX["actuator_effort_limit"]] = (float(batch.seg_imax[s]) * d_s
-                                                                   * float(batch.seg_vin[s]) * duty / k_s)
+            if imax > 0:
+                p[:, parameters.INDEX["actuator_effort_limit"]] = imax * d_s * vin * duty / k_s
         c0 = int(batch.seg_cmd0[s])  # commands exist from c0 on, possibly before this rollout's start
         lead = sl.start - c0
         cmd_all = [torch.as_tensor(a[c0:sl.stop], dtype=torch.float64) for a in (batch.q_des, batch.qd_des, batch.tau_ff)]
@@ -218,7 +218,7 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
         q = float(batch.seg_q0[s]) - offset
         qd = torch.full((n_c,), float(batch.seg_qd0[s]), dtype=torch.float64)
         integral = torch.zeros(n_c, dtype=torch.float64)
-        rows = {k: [] for k in out}
+        rows: dict[str, list] = {k: [] for k in out}
         rows["q"].append(q + offset)
         rows["qd"].append(qd)
         for k in range(n):

@@ -141,7 +141,8 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
         raise RobotError(f"--fixed-base {fixed_base!r} {where}; this version fixes the root link, {base!r} "
                          f"(links: {', '.join(names)})")
 
-    labels, dofs, parents_j = [], [], []
+    labels: list[str] = []
+    dofs, parents_j = [], []
     jtypes = list(builder.joint_type)
     revolute = {int(newton.JointType.REVOLUTE), int(newton.JointType.PRISMATIC)}
     joint_of_child = {int(c): j for j, c in enumerate(builder.joint_child)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -15,6 +16,12 @@ from ..datasets.recording import DatasetError, Recording, Segment
 from . import parameters
 from .families import EFFORT_MODES, F_IMPLICIT_EFFORT, F_OPEN_LOOP, Family
 from .kernels import rollout_kernel
+
+
+def filled(a: np.ndarray | None) -> np.ndarray:
+    """A SegmentBatch array that may be left out at construction: `__post_init__` fills it, so never None."""
+    assert a is not None
+    return a
 
 
 @dataclass
@@ -101,10 +108,12 @@ class SegmentBatch:
             seg_qd0=self.seg_qd0[segs], q=cut(self.q), qd=cut(self.qd), q_des=cut(self.q_des),
             qd_des=cut(self.qd_des), tau_ff=cut(self.tau_ff), seg_names=[self.seg_names[s] for s in segs],
             knots=self.knots[j:j + 1].copy(), tau=None if self.tau is None else cut(self.tau),
-            enable=cut(self.enable), seg_kp_mult=self.seg_kp_mult[segs], seg_kd_mult=self.seg_kd_mult[segs],
-            seg_sat_mult=self.seg_sat_mult[segs], seg_vlim_mult=self.seg_vlim_mult[segs],
-            seg_duty=self.seg_duty[segs], seg_max_duty=self.seg_max_duty[segs], seg_vin=self.seg_vin[segs],
-            seg_imax=self.seg_imax[segs], seg_rmin=self.seg_rmin[segs], seg_rmax=self.seg_rmax[segs])
+            enable=cut(self.enable), seg_kp_mult=filled(self.seg_kp_mult)[segs],
+            seg_kd_mult=filled(self.seg_kd_mult)[segs], seg_sat_mult=filled(self.seg_sat_mult)[segs],
+            seg_vlim_mult=filled(self.seg_vlim_mult)[segs], seg_duty=filled(self.seg_duty)[segs],
+            seg_max_duty=filled(self.seg_max_duty)[segs], seg_vin=filled(self.seg_vin)[segs],
+            seg_imax=filled(self.seg_imax)[segs], seg_rmin=filled(self.seg_rmin)[segs],
+            seg_rmax=filled(self.seg_rmax)[segs])
 
     def segment_slice(self, s: int) -> slice:
         return slice(int(self.seg_start[s]), int(self.seg_start[s] + self.seg_len[s]))
@@ -140,7 +149,8 @@ class SegmentBatch:
         cols: dict[str, list[np.ndarray]] = {k: [] for k in ("q", "qd", "q_des", "qd_des", "tau_ff", "tau")}
         has_tau = all(rec.segments[si].tau is not None for si in seg_ids)
         sj, ss, sl, sdt, sin, sg, ext, names, cmd0, q0, qd0, free = [], [], [], [], [], [], [], [], [], [], [], []
-        known_kp, known_kd = [], []
+        known_kp: list[float] = []
+        known_kd: list[float] = []
         mults: list[tuple[float, float, float, float]] = []
         servos: list[tuple[float, ...]] = []
         enable: list[np.ndarray] = []
@@ -307,8 +317,10 @@ class OperatingPoints:
         v = self.vin_ratio(vin)
         if self.units != "device":
             return 1.0, 1.0, v, v
-        kp_m = (kp if kp is not None else self.kp_reference) / self.kp_reference * v
-        kd_m = (kd if kd is not None else self.kd_reference) / self.kd_reference * v if self.kd_reference else 1.0
+        kp_ref, kd_ref = self.kp_reference, self.kd_reference
+        assert kp_ref is not None  # device units always state the kp the stiffness was fitted at
+        kp_m = (kp if kp is not None else kp_ref) / kp_ref * v
+        kd_m = (kd if kd is not None else kd_ref) / kd_ref * v if kd_ref else 1.0
         return kp_m, kd_m, v, v
 
     def multipliers(self, seg: Segment) -> tuple[float, float, float, float]:
@@ -408,7 +420,7 @@ class RolloutEngine:
         self.mode_flags = F_IMPLICIT_EFFORT if effort_mode == "implicit" else 0
         self.threads = 1 if not str(device).startswith("cpu") else max(1, threads or os.cpu_count() or 1)
         self._pool = _pool(self.threads) if self.threads > 1 else None
-        to = lambda a, dt=wp.float32: wp.array(a, dtype=dt, device=device)  # noqa: E731
+        to: Callable[..., wp.array] = lambda a, dt=wp.float32: wp.array(a, dtype=dt, device=device)  # noqa: E731
         self._seg = (
             to(batch.knots.reshape(len(batch.joints), -1), wp.float32),
             to(batch.seg_joint, wp.int32), to(batch.seg_start, wp.int32), to(batch.seg_len, wp.int32),
@@ -434,7 +446,7 @@ class RolloutEngine:
     def _launch(self, family: Family, params: np.ndarray, store: bool, open_loop: bool = False):
         assert params.ndim == 3 and params.shape[1:] == (len(self.batch.joints), parameters.N_PARAMS)
         n_c, n_s = params.shape[0], self.batch.n_segments
-        p = wp.array(np.ascontiguousarray(params, np.float32), dtype=wp.float32, device=self.device)
+        p: wp.array = wp.array(np.ascontiguousarray(params, np.float32), dtype=wp.float32, device=self.device)
         sums = wp.zeros((n_c, n_s, 3), dtype=wp.float32, device=self.device)
         if store:
             traces = [wp.zeros((n_c, self.batch.n_samples), dtype=wp.float32, device=self.device)
