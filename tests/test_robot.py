@@ -12,8 +12,7 @@ import pytest
 import warp as wp
 
 wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)  # no per-module load lines
-import newton  # noqa: E402
-from newton.actuators import ClampingMaxEffort, DrivePD  # noqa: E402
+from robot_sim import simulate_newton_log  # noqa: E402
 
 from actuator_sysid.cli import main  # noqa: E402
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment  # noqa: E402
@@ -55,42 +54,10 @@ def chirps(robot: RobotModel, samples: int, seed: int = 0) -> np.ndarray:
 
 
 def newton_reference(robot: RobotModel, cmd: np.ndarray, decimation: int, delay: int, armature: np.ndarray,
-                     damping: np.ndarray, friction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The robot stepped by Newton alone: its DrivePD actuators (MaxEffort clamp, delay) and SolverMuJoCo on MuJoCo C.
-
-    Shares nothing with our rollout but the imported robot: Newton's actuator computes the PD, Newton's delay
-    buffer delays it, MuJoCo's C solver steps; joint terms go in through the builder. Returns q, qd at log samples.
-    """
-    b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
-    b.add_builder(robot.builder)
-    for k, d in enumerate(robot.dof):
-        b.joint_armature[d], b.joint_damping[d], b.joint_friction[d] = armature[k], damping[k], friction[k]
-        b.add_actuator(DrivePD, index=int(d), kp=KP, kd=KD, delay_steps=delay or None,
-                       clamping=[(ClampingMaxEffort, {"max_effort": float(robot.effort_limit[k])})])
-    m = b.finalize(device="cpu")
-    solver = newton.solvers.SolverMuJoCo(m, use_mujoco_cpu=True, disable_contacts=True)
-    s0, s1, control = m.state(), m.state(), m.control()
-    q = s0.joint_q.numpy()
-    q[robot.dof] = cmd[0]
-    s0.joint_q.assign(q)
-    newton.eval_fk(m, s0.joint_q, s0.joint_qd, s0)
-    states = [(a, a.state(), a.state()) for a in m.actuators]
-    out_q, out_qd = [s0.joint_q.numpy()[robot.dof]], [s0.joint_qd.numpy()[robot.dof]]
-    dt = LOG_DT / decimation
-    for k in range((cmd.shape[0] - 1) * decimation):
-        target = control.joint_target_q.numpy()
-        target[robot.dof] = cmd[k // decimation]
-        control.joint_target_q.assign(target)
-        control.joint_f.zero_()
-        for i, (a, sa, sb) in enumerate(states):
-            a.step(s0, control, sa, sb, dt=dt)
-            states[i] = (a, sb, sa)
-        solver.step(s0, s1, control, None, dt)
-        s0, s1 = s1, s0
-        if (k + 1) % decimation == 0:
-            out_q.append(s0.joint_q.numpy()[robot.dof])
-            out_qd.append(s0.joint_qd.numpy()[robot.dof])
-    return np.array(out_q, float), np.array(out_qd, float)
+                     damping: np.ndarray, friction: np.ndarray, **kw: object) -> tuple[np.ndarray, np.ndarray]:
+    """The robot stepped by Newton alone (tests/robot_sim.py) with this file's gains, at log samples."""
+    return simulate_newton_log(robot, cmd, decimation=decimation, delay=delay, armature=armature, damping=damping,
+                               friction=friction, kp=KP, kd=KD, log_dt=LOG_DT, **kw)  # type: ignore[arg-type]
 
 
 @needs_go2
@@ -139,30 +106,39 @@ def test_mapping_and_model_errors(go2: RobotModel, tmp_path: Path) -> None:
 
 @needs_go2
 def test_rollout_matches_newton_actuators(go2: RobotModel) -> None:
-    """Our batched Warp rollout vs Newton's own DrivePD + MuJoCo C over 1 s, with frictionloss, delay and bias."""
+    """Our batched Warp rollout vs Newton's own DrivePD (+ ClampingDCMotor) + MuJoCo C over 1 s, with frictionloss,
+    delay, bias and, in world 2, a DC-motor envelope that cuts the PD effort."""
     samples, dec, delay = 200, 2, 2
     cmd = chirps(go2, samples)
     bias = np.linspace(-0.02, 0.02, 12)
     arm = np.array([0.004, 0.01, 0.03] * 4)
     damp, fric = np.full(12, 0.6), np.array([0.1, 0.2, 0.3] * 4)
+    sat, vlim, motor = np.array([1.5, 4.0, 2.0] * 4), np.array([2.0, 3.0, 2.0] * 4), np.array([1.0, 3.0, 1.2] * 4)
     ref_q, _ = newton_reference(go2, cmd, dec, delay, go2.armature, go2.damping, go2.friction)
-    # world 1: other joint terms, and an encoder bias, which for Newton is the target shifted by −bias
-    ref2_q, _ = newton_reference(go2, cmd - bias, dec, delay, arm, damp, fric)
-    ro = ArticulatedRollout(go2, 2)
-    starts = np.zeros(2, int)
+    # world 1: other joint terms and an encoder bias; world 2: and a DC envelope (Newton's ClampingDCMotor)
+    ref1_q, _ = newton_reference(go2, cmd, dec, delay, arm, damp, fric, bias=bias)
+    ref2_q, _ = newton_reference(go2, cmd, dec, delay, arm, damp, fric, bias=bias, saturation_effort=sat,
+                                 velocity_limit=vlim, effort_limit=motor)
+    ro = ArticulatedRollout(go2, 3)
+    starts = np.zeros(3, int)
     tq = physics_targets(cmd, starts, samples, dec, delay)
-    terms = JointTerms(kp=np.full((2, 12), KP), kd=np.full((2, 12), KD), armature=np.stack([go2.armature, arm]),
-                       damping=np.stack([go2.damping, damp]), friction=np.stack([go2.friction, fric]),
-                       bias=np.stack([np.zeros(12), bias]), effort_limit=np.stack([go2.effort_limit] * 2))
-    q0 = np.stack([cmd[0], cmd[0]])  # measured; world 1's true angle is cmd[0] − bias, as Newton's start
-    ours, _ = ro.run(q0, np.zeros((2, 12)), tq, np.zeros_like(tq), terms, dec,
-                     LOG_DT / dec)
+    inf = np.full(12, np.inf)
+    terms = JointTerms(kp=np.full((3, 12), KP), kd=np.full((3, 12), KD), armature=np.stack([go2.armature, arm, arm]),
+                       damping=np.stack([go2.damping, damp, damp]), friction=np.stack([go2.friction, fric, fric]),
+                       bias=np.stack([np.zeros(12), bias, bias]), effort_limit=np.stack([go2.effort_limit] * 3),
+                       saturation_effort=np.stack([inf, inf, sat]), velocity_limit=np.stack([inf, inf, vlim]),
+                       motor_effort=np.stack([inf, inf, motor]))
+    q0 = np.stack([cmd[0]] * 3)  # measured; worlds 1-2's true angle is cmd[0] − bias, as Newton's start
+    ours, _ = ro.run(q0, np.zeros((3, 12)), tq, np.zeros_like(tq), terms, dec, LOG_DT / dec)
     motion = np.ptp(ref_q, axis=0)
     assert motion.min() > 0.1
-    # both are MuJoCo's update in float32; measured 2.4e-7 rad over the second
+    # both are MuJoCo's update in float32; measured 2.4e-7 rad over the second without the envelope
     np.testing.assert_allclose(ours[:, 0], ref_q, atol=2e-5)
-    np.testing.assert_allclose(ours[:, 1], ref2_q + bias, atol=2e-5)
-    assert np.abs(ref2_q - ref_q).max() > 0.01  # the second world's terms did change the motion
+    np.testing.assert_allclose(ours[:, 1], ref1_q, atol=2e-5)
+    np.testing.assert_allclose(ours[:, 2], ref2_q, atol=2e-5)
+    assert np.abs(ref1_q - ref_q).max() > 0.01  # the second world's terms did change the motion
+    assert np.abs(ref2_q - ref1_q).max() > 0.01  # and the envelope did
+    assert ro.clip_fraction[2].min() > 0.05 and ro.clip_fraction[1].max() == 0.0, ro.clip_fraction
 
 
 @needs_go2

@@ -2,8 +2,10 @@
 
 One Newton model holds one world per (candidate, window); each world is the robot with its own armature,
 viscous damping and frictionloss on every actuated joint (MuJoCo's joint terms, set per world) and our PD
-actuator: τ = clip(kp·(q_target − (q + bias)) + kd·(qd_target − qd), ±effort_limit), computed once per physics
-step from the current state (explicit effort, docs/consumer-semantics.md §A.3) and applied as joint effort.
+actuator: τ = kp·(q_target − (q + bias)) + kd·(qd_target − qd), then Newton's ClampingDCMotor (saturation
+effort, velocity limit, max motor effort; docs/consumer-semantics.md §C.2, Isaac Lab's DCMotor clip §A.4) where a
+saturation effort is set, else a box at the max motor effort, then the model's effort limit (ClampingMaxEffort),
+computed once per physics step from the current state (explicit effort, §A.3) and applied as joint effort.
 The encoder bias is what the encoder adds to the true angle: the PD sees q + bias, and so does the log. A delay
 counts physics steps (§C.2); each logged command is held for `decimation` physics steps of dt = log dt /
 decimation. Contacts are off (the robot hangs); rigid-body dynamics are Newton's, none of our own.
@@ -12,11 +14,16 @@ decimation. Contacts are off (the robot hangs); rigid-body dynamics are Newton's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import warp as wp
 
+from .kernels import dc_motor_clip
 from .robot import RobotError, RobotModel
+
+if TYPE_CHECKING:
+    import newton
 
 wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)  # no per-module load lines
 
@@ -26,12 +33,24 @@ def _pd_kernel(q: wp.array(dtype=wp.float32), qd: wp.array(dtype=wp.float32),
                target_q: wp.array2d(dtype=wp.float32), target_qd: wp.array2d(dtype=wp.float32), row: int,
                dof: wp.array(dtype=wp.int32), kp: wp.array(dtype=wp.float32), kd: wp.array(dtype=wp.float32),
                limit: wp.array(dtype=wp.float32), bias: wp.array(dtype=wp.float32),
-               joint_f: wp.array(dtype=wp.float32)):
-    """One PD effort per (world, actuated joint) from the current state and this step's target row."""
+               sat: wp.array(dtype=wp.float32), vlim: wp.array(dtype=wp.float32),
+               motor: wp.array(dtype=wp.float32), joint_f: wp.array(dtype=wp.float32),
+               clipped: wp.array(dtype=wp.float32)):
+    """One PD effort per (world, actuated joint) from the current state and this step's target row, clamped.
+
+    DC clamp where the saturation effort is finite (Newton's ClampingDCMotor: with sat = inf it is the box at the
+    max motor effort), then the model's box (ClampingMaxEffort); `clipped` counts steps the envelope cut.
+    """
     i = wp.tid()
     d = dof[i]
-    tau = kp[i] * (target_q[row, i] - (q[d] + bias[i])) + kd[i] * (target_qd[row, i] - qd[d])
-    joint_f[d] = wp.clamp(tau, -limit[i], limit[i])
+    v = qd[d]
+    tau = kp[i] * (target_q[row, i] - (q[d] + bias[i])) + kd[i] * (target_qd[row, i] - v)
+    out = wp.clamp(tau, -motor[i], motor[i])
+    if sat[i] < 1.0e30:
+        out = dc_motor_clip(tau, v, sat[i], vlim[i], motor[i])
+    if out != tau:
+        clipped[i] = clipped[i] + 1.0
+    joint_f[d] = wp.clamp(out, -limit[i], limit[i])
 
 
 @wp.kernel
@@ -54,7 +73,16 @@ class JointTerms:
     damping: np.ndarray  # viscous, N·m·s/rad
     friction: np.ndarray  # frictionloss, N·m
     bias: np.ndarray  # encoder bias, rad
-    effort_limit: np.ndarray
+    effort_limit: np.ndarray  # the model's joint effort limit (a box after the motor's envelope), N·m
+    saturation_effort: np.ndarray | None = None  # DC motor stall effort, N·m; None: no DC clamp
+    velocity_limit: np.ndarray | None = None  # DC motor no-load speed, rad/s; None: inf
+    motor_effort: np.ndarray | None = None  # the DC clamp's max motor effort, N·m; None: inf
+
+    def envelope(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(saturation effort, velocity limit, max motor effort), inf where unset, broadcast to the PD gains."""
+        shape = np.shape(self.kp)
+        return tuple(np.broadcast_to(np.inf if x is None else np.asarray(x, float), shape)  # type: ignore[return-value]
+                     for x in (self.saturation_effort, self.velocity_limit, self.motor_effort))
 
 
 def physics_targets(cmd: np.ndarray, starts: np.ndarray, samples: int, decimation: int, delay: int) -> np.ndarray:
@@ -68,6 +96,13 @@ def physics_targets(cmd: np.ndarray, starts: np.ndarray, samples: int, decimatio
     return cmd[np.clip(idx, 0, cmd.shape[0] - 1)]
 
 
+def _req(a: wp.array | None) -> wp.array:
+    """A Newton state / control array that this fixed-base model always has."""
+    if a is None:
+        raise RobotError("Newton returned a state without joint arrays")
+    return a
+
+
 class ArticulatedRollout:
     """A Newton model of `worlds` copies of the robot and its SolverMuJoCo (Warp, CPU unless told)."""
 
@@ -76,28 +111,29 @@ class ArticulatedRollout:
         import newton
 
         self.robot, self.worlds, self.device = robot, int(worlds), device
+        template = cast("newton.ModelBuilder", robot.builder)
         builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
-        builder.replicate(robot.builder, self.worlds)
+        builder.replicate(template, self.worlds)
         self.model = builder.finalize(device=device)
         self.solver = newton.solvers.SolverMuJoCo(self.model, disable_contacts=True, iterations=iterations,
                                                   ls_iterations=ls_iterations)
-        self.dofs_per_world = robot.builder.joint_dof_count
-        self.coords_per_world = robot.builder.joint_coord_count
+        self.dofs_per_world = template.joint_dof_count
+        self.coords_per_world = template.joint_coord_count
         j = len(robot.joint_names)
         w = np.arange(self.worlds)[:, None]
         self.dof_flat = (w * self.dofs_per_world + robot.dof[None, :]).reshape(-1)  # (W·J,)
-        q_start = np.array(robot.builder.joint_q_start)
-        qd_start = np.array(robot.builder.joint_qd_start)
+        q_start = np.array(template.joint_q_start)
+        qd_start = np.array(template.joint_qd_start)
         coord_of_dof = {int(qd_start[k]): int(q_start[k]) for k in range(len(q_start))}
         self.coord_flat = (w * self.coords_per_world + np.array([coord_of_dof[int(d)] for d in robot.dof])[None, :]
                            ).reshape(-1)
-        self._dof_wp = wp.array(self.dof_flat.astype(np.int32), dtype=wp.int32, device=device)
-        self._coord_wp = wp.array(self.coord_flat.astype(np.int32), dtype=wp.int32, device=device)
+        self._coord_wp: wp.array = wp.array(self.coord_flat.astype(np.int32), dtype=wp.int32, device=device)
         self.n = self.worlds * j
         if not np.array_equal(self.coord_flat, self.dof_flat):
             raise RobotError(f"{robot.path.name}: coordinates and DoFs differ (a free base); this version rolls out "
                              "fixed-base robots only")
         self.steps_run = 0
+        self.clip_fraction = np.zeros((self.worlds, j))  # of the last run's physics steps, the envelope cut
 
     def _set_terms(self, terms: JointTerms) -> None:
         """Write armature, damping and frictionloss per world into the model and tell the solver."""
@@ -111,51 +147,60 @@ class ArticulatedRollout:
             arr.assign(host)
         self.solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_PROPERTIES)
 
+    def _dev(self, a: np.ndarray) -> wp.array:
+        """A float32 device copy: (P, W, J) → (P, W·J), anything else flattened."""
+        x = np.asarray(a, np.float32)
+        return wp.array(np.ascontiguousarray(x.reshape(x.shape[0], -1) if x.ndim == 3 else x.reshape(-1)),
+                        dtype=wp.float32, device=self.device)
+
+    def _initial_state(self, q0: np.ndarray, qd0: np.ndarray, bias: np.ndarray) -> newton.State:
+        """The state at the measured (q0, qd0): the true angle is the reading minus the encoder bias."""
+        import newton
+
+        s0 = self.model.state()
+        jq, jqd = _req(s0.joint_q), _req(s0.joint_qd)
+        q = jq.numpy()
+        q[self.coord_flat] = (np.asarray(q0, float) - bias).reshape(-1)
+        jq.assign(q)
+        qd = jqd.numpy()
+        qd[self.dof_flat] = np.asarray(qd0, float).reshape(-1)
+        jqd.assign(qd)
+        newton.eval_fk(self.model, jq, jqd, s0)
+        return s0
+
     def run(self, q0: np.ndarray, qd0: np.ndarray, target_q: np.ndarray, target_qd: np.ndarray, terms: JointTerms,
             decimation: int, dt: float) -> tuple[np.ndarray, np.ndarray]:
         """Roll out every world from measured (q0, qd0) (W, J) under per-physics-step targets (P, W, J).
 
         Returns the measured positions (q + bias) and velocities at each log sample, (P/decimation + 1, W, J),
-        row 0 the initial state; dt is the physics step.
+        row 0 the initial state; dt is the physics step. `clip_fraction` then holds, per (world, joint), the
+        share of physics steps at which the motor envelope cut the PD effort.
         """
-        import newton
-
         w, j = self.worlds, len(self.robot.joint_names)
-        steps = target_q.shape[0]
-        samples = steps // decimation
+        samples = target_q.shape[0] // decimation
         self._set_terms(terms)
-        f32 = np.float32
-
-        def dev(a: np.ndarray) -> wp.array:
-            return wp.array(np.ascontiguousarray(np.asarray(a, f32).reshape(a.shape[0], -1) if a.ndim == 3
-                                                 else np.asarray(a, f32).reshape(-1)), device=self.device)
-
-        tq, tqd = dev(target_q), dev(target_qd)
-        kp, kd, lim, bias = (dev(np.broadcast_to(x, (w, j))) for x in (terms.kp, terms.kd, terms.effort_limit,
-                                                                       terms.bias))
-        bias_host = np.broadcast_to(terms.bias, (w, j))
-        s0, s1 = self.model.state(), self.model.state()
+        tq, tqd = self._dev(target_q), self._dev(target_qd)
+        kp, kd, lim, bias, sat, vlim, motor = (self._dev(np.broadcast_to(x, (w, j))) for x in (
+            terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope()))
+        s0 = self._initial_state(q0, qd0, np.broadcast_to(terms.bias, (w, j)))
+        s1 = self.model.state()
         control = self.model.control()
-        q = s0.joint_q.numpy()
-        q[self.coord_flat] = (np.asarray(q0, float) - bias_host).reshape(-1)
-        s0.joint_q.assign(q)
-        qd = s0.joint_qd.numpy()
-        qd[self.dof_flat] = np.asarray(qd0, float).reshape(-1)
-        s0.joint_qd.assign(qd)
-        newton.eval_fk(self.model, s0.joint_q, s0.joint_qd, s0)
+        joint_f = _req(control.joint_f)
+        clipped = wp.zeros(self.n, dtype=wp.float32, device=self.device)
         out_q = wp.zeros((samples + 1, self.n), dtype=wp.float32, device=self.device)
         out_qd = wp.zeros((samples + 1, self.n), dtype=wp.float32, device=self.device)
         wp.launch(_record_kernel, self.n, [s0.joint_q, s0.joint_qd, self._coord_wp, bias, 0, out_q, out_qd],
                   device=self.device)
         for k in range(samples * decimation):
-            control.joint_f.zero_()
+            joint_f.zero_()
             wp.launch(_pd_kernel, self.n, [s0.joint_q, s0.joint_qd, tq, tqd, k, self._coord_wp, kp, kd, lim, bias,
-                                           control.joint_f], device=self.device)
+                                           sat, vlim, motor, joint_f, clipped], device=self.device)
             self.solver.step(s0, s1, control, None, dt)
             s0, s1 = s1, s0
             if (k + 1) % decimation == 0:
                 wp.launch(_record_kernel, self.n, [s0.joint_q, s0.joint_qd, self._coord_wp, bias, (k + 1) // decimation,
                                                    out_q, out_qd], device=self.device)
         self.steps_run += samples * decimation
+        self.clip_fraction = clipped.numpy().reshape(w, j).astype(float) / max(samples * decimation, 1)
         shape = (samples + 1, w, j)
         return out_q.numpy().reshape(shape).astype(float), out_qd.numpy().reshape(shape).astype(float)
