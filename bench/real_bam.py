@@ -209,7 +209,8 @@ def ours_split(rec: Recording, quick: bool, net_budget_s: float | None, nets: li
     models = next(iter(res["joints"].values()))["models"]
     for f, m in models.items():
         out["families"][f] = {"validation_position_mae": val_mae(res, f), "seconds": family_seconds(m),
-                              "native": f in NATIVE}
+                              "native": f in NATIVE, "training_loss": m["loss"],
+                              "started_from": m["search"]["started_from"], "starts": m["search"].get("starts")}
     out["parametric_params"] = {f: m["params"] for f, m in models.items()}
     saved(out)
     nets_wall = 0.0

@@ -130,7 +130,11 @@ def test_load_dependent_friction_recovered_within_10_percent() -> None:
     # asked alone, the richer family brings the Isaac-Lab-native one it extends (the exports need a fit of it)
     models = res["joints"]["hinge"]["models"]
     assert list(models) == ["dcmotor_loadfric", "dcmotor"] and models["dcmotor"]["added_for"] == ["dcmotor_loadfric"]
-    assert models["dcmotor_loadfric"]["search"]["started_from"] == "dcmotor"
+    # searched from the dcmotor fit and from the warm start; the lower training loss is the one kept
+    search = models["dcmotor_loadfric"]["search"]
+    assert set(search["starts"]) == {"dcmotor", "warm start"}
+    assert search["started_from"] == min(search["starts"], key=search["starts"].get)
+    assert models["dcmotor_loadfric"]["loss"] == pytest.approx(min(search["starts"].values()))
 
 
 def test_fidelity_line_says_when_the_richer_friction_buys_nothing() -> None:
@@ -261,11 +265,16 @@ def test_render_all_states_every_approximation_and_does_not_crash() -> None:
 
 
 def test_a_richer_family_starts_from_the_nested_one_and_never_fits_worse(fitted: dict) -> None:
-    """dcmotor_stribeck is dcmotor plus a Stribeck peak that 0 switches off: its search starts from the fitted
-    dcmotor, with the peak at its warm start and switched off, so its training loss cannot end above it."""
+    """dcmotor_stribeck is dcmotor plus a Stribeck peak that 0 switches off: one search starts from the fitted
+    dcmotor, with the peak at its warm start and switched off, so its training loss cannot end above it; a
+    second searches from the warm start, and the lower training loss of the two is kept."""
     models = fitted["joints"]["hinge"]["models"]
     assert list(models) == ["dcmotor", "dcmotor_stribeck"]  # reported in the order asked
     assert models["dcmotor"]["search"]["started_from"] == "warm start"
-    assert models["dcmotor_stribeck"]["search"]["started_from"] == "dcmotor"
+    assert list(models["dcmotor"]["search"]["starts"]) == ["warm start"]  # nothing nests into it: one search
+    starts = models["dcmotor_stribeck"]["search"]["starts"]
+    assert set(starts) == {"dcmotor", "warm start"}
+    assert models["dcmotor_stribeck"]["search"]["started_from"] == min(starts, key=starts.get)
+    assert starts["dcmotor"] <= models["dcmotor"]["loss"] * (1 + 1e-6)  # the nested search alone never fits worse
     assert models["dcmotor_stribeck"]["loss"] <= models["dcmotor"]["loss"] * (1 + 1e-6)
 
