@@ -15,6 +15,7 @@ import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, File, Form, Query, Request, UploadFile
@@ -36,7 +37,7 @@ from ..datasets.sources import parse_names
 from ..fitting.api import FitRequest, FitRequestError, validate_request
 from ..fitting.design import excitation_with_identifiability
 from ..models.families import FAMILIES, NET_FAMILIES
-from . import fleet, pages
+from . import fleet, pages, robots
 from .auth import COOKIE, AuthMiddleware, safe_next
 from .db import DEFAULT_PROJECT, TERMINAL, ConflictError, NotFoundError, Repository
 from .jobs import JobRunner
@@ -87,6 +88,10 @@ class FitCreate(BaseModel):
     joints: list[str] | None = Field(None, max_length=MAX_FIT_JOINTS,
                                      description=f"joints to fit, each once (at most {MAX_FIT_JOINTS}); omit for "
                                                  "every joint")
+    robot_id: str | None = Field(None, max_length=64, description="id from POST /api/v1/robots: fit every actuator "
+                                 "through the robot's coupled dynamics; `robot` holds that fit's options and "
+                                 "joints / models / budget are not used")
+    robot: robots.RobotFitIn | None = Field(None, description="options of a robot fit (with robot_id)")
     models: list[str] = Field(default_factory=lambda: list(_DEFAULT.models), max_length=32,
                               description=f"model families, from {sorted(FAMILIES)}, or the actuator networks "
                                           "mlp and lstm")
@@ -299,6 +304,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     repo = Repository(settings.database_url)
     runner = JobRunner(settings, repo)
     parser = ParserPool(settings.parse_workers)
+    robot_loader = robots.RobotLoader(1)
     metrics = Metrics(repo)
 
     @asynccontextmanager
@@ -313,6 +319,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             runner.stop()
             parser.shutdown()
+            robot_loader.shutdown()
             repo.close()
 
     app = FastAPI(
@@ -324,6 +331,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AuthMiddleware, repo=repo, required=settings.auth_required)
     app.add_middleware(metrics.middleware)  # type: ignore[arg-type]
     app.state.settings, app.state.repo, app.state.storage, app.state.runner = settings, repo, storage, runner
+    app.state.robot_loader = robot_loader
+    app.include_router(robots.router)  # POST/GET /api/v1/robots, the robot page (service/robots.py)
 
     # --- errors, mapped once ---
 
@@ -382,18 +391,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                         "detect")] = None,
         joint_names: Annotated[str | None, Form(description="comma-separated joint names, for logs without "
                                                             "them (PACE, Float64MultiArray, LeRobot, HDF5)")] = None,
+        robot_id: Annotated[str | None, Form(max_length=64, description="id from POST /api/v1/robots: a log "
+                                             "without joint names is read in that model's actuated-joint order")] = None,
     ) -> dict[str, Any]:
         """Parse and store a joint log; nothing is stored unless the whole file parses."""
         name = display_name(file.filename)
         sidecar = _parse_metadata(metadata)
         names = _joint_names(joint_names)
+        robot = await run_in_threadpool(repo.get_robot, robot_id, _project(request)) if robot_id else None
         tmp, (sha, size) = await run_in_threadpool(storage.receive, file.file, settings.max_upload_bytes)
         out_dir = storage.temp_path(".rec")
         try:
             if size == 0:
                 raise DatasetError(f"{name}: the uploaded file is empty; choose a file with a header and rows")
-            parsed = await parser.parse(tmp, name, sidecar, fmt or None, out_dir, any_format=True,
-                                        joint_names=names)
+            parse = partial(parser.parse, tmp, name, sidecar, fmt or None, out_dir, any_format=True)
+            parsed = await (robots.parse_for_robot(parse, robot) if robot and names is None
+                            else parse(joint_names=names))
             arts = await run_in_threadpool(storage.put_folder, out_dir)
             arts["original"] = await run_in_threadpool(storage.put_file, tmp, sha)
             row = await run_in_threadpool(lambda: repo.create_dataset(
@@ -456,6 +469,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
               responses={202: {"model": FitAccepted}, 409: {"model": Problem}, 422: {"model": Problem}, **_ERRORS})
     def create_fit(request: Request, body: FitCreate) -> dict[str, Any]:
         """Check the request against the dataset, then queue it (the durable queue in the database)."""
+        if body.robot_id is not None or body.robot is not None:  # a whole-robot fit (issue 16)
+            return robots.queue_robot_fit(repo, storage, runner, settings, body.dataset_id, body.robot_id,
+                                          body.robot, _owner(request), _project(request))
         repo.get_dataset(body.dataset_id, _project(request))
         req = body.to_request()
         validate_request(storage.load_recording(repo.artifacts("dataset", body.dataset_id)), req)
@@ -682,6 +698,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def report_page(request: Request, fit_id: str) -> str:
         p = _project(request)
         fit, plots = _fit_context(fit_id, p)
+        if fit["request"].get("kind") == robots.ROBOT_FIT:
+            return robots.render_robot_fit(fit, plots, sorted(_exports(fit_id)), repo, p)
         warnings: list[str] = []
         if fit["status"] == "succeeded" and fit.get("actuator_model"):
             warnings = fleet.warnings_for(fit_id, repo.fleet_fits(fit["actuator_model"], p))

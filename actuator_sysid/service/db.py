@@ -112,6 +112,22 @@ class DatasetRow(Base):
     serial: Mapped[str | None] = mapped_column(String(255), index=True, nullable=True)
 
 
+class RobotRow(Base):
+    """An uploaded robot model (issue 16): its summary (joint tree, limits, the model's joint terms) and how it
+    loads (`options`: model file inside a zip, fixed_base); its upload is the artifact "original"."""
+
+    __tablename__ = "robots"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    project: Mapped[str] = mapped_column(String(64), index=True, default=DEFAULT_PROJECT)
+    name: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now, index=True)
+    summary: Mapped[dict] = mapped_column(JSON)
+    options: Mapped[dict] = mapped_column(JSON, default=dict)
+    sha256: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(BigInteger)
+
+
 class FitRow(Base):
     __tablename__ = "fits"
 
@@ -178,6 +194,11 @@ def _dataset_dict(row: DatasetRow) -> dict[str, Any]:
             "actuator_model": row.actuator_model, "serial": row.serial}
 
 
+def _robot_dict(row: RobotRow) -> dict[str, Any]:
+    return {"id": row.id, "project": row.project, "name": row.name, "created_at": _iso(row.created_at),
+            "summary": row.summary, "options": row.options or {}, "sha256": row.sha256, "size": row.size}
+
+
 def _fit_dict(row: FitRow, with_result: bool = True) -> dict[str, Any]:
     d = {"id": row.id, "project": row.project, "dataset_id": row.dataset_id, "status": row.status,
          "progress": row.progress, "message": row.message, "request": row.request, "error": row.error,
@@ -234,7 +255,7 @@ def _dml(s: Session, stmt: UpdateBase) -> CursorResult[Any]:
     return res
 
 
-def _newest_where(row: type[DatasetRow] | type[FitRow], limit: int | None, **equal: Any) -> Any:
+def _newest_where(row: type[DatasetRow] | type[FitRow] | type[RobotRow], limit: int | None, **equal: Any) -> Any:
     """SELECT rows newest first where each given column equals its value (None: no condition)."""
     q = select(row).order_by(row.created_at.desc())
     for column, value in equal.items():
@@ -323,6 +344,27 @@ class Repository:
                                                 ArtifactRow.owner_id == dataset_id))
             s.execute(delete(DatasetRow).where(DatasetRow.id == dataset_id))
             return ids
+
+    # --- robots ---
+
+    def create_robot(self, robot_id: str, name: str, summary: dict, options: dict, original: tuple[str, int],
+                     *, project: str = DEFAULT_PROJECT) -> dict[str, Any]:
+        """One robot row and its upload's artifact row in one transaction."""
+        with self._session.begin() as s:
+            row = RobotRow(id=robot_id, project=project, name=name, summary=summary, options=options,
+                           sha256=original[0], size=original[1], created_at=_now())
+            s.add(row)
+            s.add(ArtifactRow(owner_kind="robot", owner_id=robot_id, name="original", sha256=original[0],
+                              size=original[1]))
+        return _robot_dict(row)
+
+    def get_robot(self, robot_id: str, project: str | None = None) -> dict[str, Any]:
+        with self._session() as s:
+            return _robot_dict(_owned_row(s, RobotRow, robot_id, project, "robot"))
+
+    def list_robots(self, project: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        with self._session() as s:
+            return [_robot_dict(r) for r in s.scalars(_newest_where(RobotRow, limit, project=project))]
 
     # --- artifacts ---
 

@@ -189,8 +189,13 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool 
             storage = Storage(settings.data_dir)
             rec = storage.load_recording(repo.artifacts("dataset", fit["dataset_id"]))
             started = time.monotonic()
-            out = compute_fit(rec, request_from_dict(fit["request"]), reporter,
-                              {"fit_id": fit_id, "dataset": fit["dataset_id"]})
+            if fit["request"].get("kind") == "robot":  # a whole-robot fit (issue 16): service/robots.py
+                from .robots import compute_robot_fit
+
+                out = FitOutputs(*compute_robot_fit(repo, storage, settings, fit, rec, reporter))
+            else:
+                out = compute_fit(rec, request_from_dict(fit["request"]), reporter,
+                                  {"fit_id": fit_id, "dataset": fit["dataset_id"]})
             blobs = storage.save_files({**out.files(), "report_data.json": dumps(out.report)})
             if repo.finish_fit(fit_id, out.result, blobs, claim):
                 repo.add_event(fit_id, f"fit took {time.monotonic() - started:.1f} s")

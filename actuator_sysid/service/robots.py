@@ -1,0 +1,543 @@
+"""Whole robots in the service (issue 16): upload a robot model, read its summary, fit a dataset through it.
+
+The routes sit on an APIRouter whose dependencies (repository, artifact store, fit runner, settings, model
+loader) come from the app's state, so nothing here imports app.py: app.py includes `router` and hands
+`POST /api/v1/fits` requests that name a `robot_id` to `queue_robot_fit`. A robot model is imported with
+Newton in a separate process, as uploads are parsed (parsing.py): a model that does not import is a 422 and
+nothing is stored. A robot fit is queued like any fit; its worker (jobs.py) calls `compute_robot_fit`, which
+runs fitting/robot.py's `fit_robot` and returns fit.json, isaaclab.json and the report's validation traces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import shutil
+import tempfile
+import time
+import zipfile
+from collections.abc import Awaitable, Callable
+from concurrent.futures.process import BrokenProcessPool
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any, Protocol, cast
+
+import numpy as np
+from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.concurrency import run_in_threadpool
+
+from ..datasets.recording import DatasetError, Recording
+from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES, USD_SUFFIXES, RobotError, RobotModel
+from . import pages
+from .db import DEFAULT_PROJECT, NotFoundError, Repository
+from .parsing import ParserPool
+from .settings import Settings
+from .storage import Storage, json_safe, new_id
+
+log = logging.getLogger("actuator_sysid.service")
+
+MODEL_SUFFIXES = MJCF_SUFFIXES + URDF_SUFFIXES + USD_SUFFIXES
+MAX_ZIP_MEMBERS = 4096  # files one robot zip may hold
+MAX_ZIP_RATIO = 20  # a zip may unpack to at most this many times the upload limit (a compression bomb stops)
+MAX_GROUPS = 64
+MAX_EXPR_CHARS = 200
+MAX_DELAY_STEPS = 64
+MAX_ITERATIONS = 100
+MAX_DECIMATION = 32
+MAX_WINDOWS = 400  # training windows of one fit: each is a batched world per candidate
+MAX_BUDGET_S = 3600.0
+TRACE_POINTS = 600  # samples per joint drawn on the robot fit page
+ROBOT_FIT = "robot"  # a fit request's "kind" for whole-robot fits
+
+
+class Submitter(Protocol):
+    """What a queued fit needs of the job runner (jobs.JobRunner): a wake-up."""
+
+    def submit(self, _fit_id: str | None = None) -> None: ...
+
+
+# --- request and response bodies ---
+
+
+class RobotFitIn(BaseModel):
+    """Options of a whole-robot fit (fitting/robot.py RobotFitOptions); every field that sizes work is bounded."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"groups": {"hip": ".*_hip_joint", "thigh": ".*_thigh_joint", "calf": ".*_calf_joint"}, "fit_bias": True,
+         "delay": None, "budget_s": 120}]})
+    groups: dict[str, str] | None = Field(None, max_length=MAX_GROUPS, description=(
+        "parameter sharing as Isaac Lab's joint_names_expr: group name → regex matched in full against the "
+        f"model's joint names (at most {MAX_GROUPS}); omit for one group per joint"))
+    fit_bias: bool = Field(True, description="fit an encoder bias per joint")
+    delay: int | None = Field(None, ge=0, le=MAX_DELAY_STEPS,
+                              description="command delay in physics steps; omit to scan 0..max_delay")
+    max_delay: int = Field(8, ge=0, le=MAX_DELAY_STEPS, description="the delay scan's upper end (physics steps)")
+    kp: float | None = Field(None, gt=0, le=1e4, description="PD stiffness, N·m/rad (default: the log's, else fitted)")
+    kd: float | None = Field(None, ge=0, le=1e3, description="PD damping, N·m·s/rad (default: the log's)")
+    decimation: int = Field(4, ge=1, le=MAX_DECIMATION, description="physics steps per log sample")
+    validation_fraction: float = Field(0.3, ge=0.05, le=0.5, description="the last part of the log, in time, "
+                                                                          "that validates")
+    window_s: float = Field(0.5, ge=0.05, le=10.0, description="training rollouts restart from the measured "
+                                                               "state this often (seconds)")
+    iterations: int = Field(12, ge=1, le=MAX_ITERATIONS, description="least-squares Jacobian evaluations")
+    budget_s: float = Field(300.0, gt=0, le=MAX_BUDGET_S, description="wall-clock cap on the search (seconds); "
+                                                                      "the validation replay always runs")
+
+    @field_validator("groups")
+    @classmethod
+    def _group_names(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        for name, expr in (v or {}).items():
+            if not re.fullmatch(r"[A-Za-z_][\w-]{0,63}", name):
+                raise ValueError(f"group name {name[:80]!r}: letters, digits, _ or -, at most 64 characters")
+            if len(expr) > MAX_EXPR_CHARS:
+                raise ValueError(f"group {name}: the regex has {len(expr)} characters; the limit is {MAX_EXPR_CHARS}")
+        return v
+
+
+_ROBOT_EXAMPLE: dict[str, Any] = {
+    "id": "5c1e0b7a9d2f4e6a8b3c1d0e9f8a7b6c", "project": "default", "name": "go2.xml",
+    "created_at": "2026-03-01T09:30:00+00:00", "model": "go2.xml", "fixed_base": None, "base": "base",
+    "joints": [{"name": "FL_hip_joint", "parent": None, "limits": [-1.05, 1.05], "armature": 0.01,
+                "damping": 0.6, "frictionloss": 0.2, "effort_limit": 23.7}],
+    "notes": ["visuals, collision shapes and meshes skipped: an in-air fit needs only the joint tree and the "
+              "bodies' inertia; contacts are off"], "sha256": "9f86d0…", "size": 14899}
+
+
+class RobotOut(BaseModel):
+    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [_ROBOT_EXAMPLE]})
+    id: str
+    name: str
+    created_at: str
+    base: str
+    joints: list[dict[str, Any]]
+    notes: list[str]
+
+
+def robot_out(r: dict) -> dict[str, Any]:
+    """The public shape of a robot: its row and the RobotModel summary (joint tree, limits, joint terms)."""
+    s = r["summary"]
+    return {"id": r["id"], "project": r["project"], "name": r["name"], "created_at": r["created_at"],
+            "model": r["options"].get("model"), "fixed_base": r["options"].get("fixed_base"),
+            "base": s.get("base"), "base_fixed": s.get("fixed_base", True), "joints": s.get("joints", []),
+            "notes": s.get("notes", []), "sha256": r["sha256"], "size": r["size"]}
+
+
+# --- unpacking and loading a model (in a loader process) ---
+
+
+def _display_name(filename: str | None) -> str:
+    """The upload's name for display: its last path component without control characters (as app.py's)."""
+    name = re.sub(r"[\x00-\x1f\x7f]", "", re.split(r"[/\\]", filename or "")[-1]).strip()
+    return (name or "robot")[-255:]
+
+
+def _safe_name(name: str) -> str:
+    """A file name made of safe characters that keeps the model's suffix (the importer dispatches on it)."""
+    base = re.sub(r"[^\w.-]", "_", name.rsplit("/", 1)[-1]).lstrip(".")
+    return base[-120:] or "model"
+
+
+def _zip_members(z: zipfile.ZipFile, name: str, limit: int) -> list[zipfile.ZipInfo]:
+    """The zip's files, refused when they are too many, unpack too large, or step outside the folder."""
+    infos = [i for i in z.infolist() if not i.is_dir()]
+    if len(infos) > MAX_ZIP_MEMBERS:
+        raise RobotError(f"{name}: the zip holds {len(infos)} files; the limit is {MAX_ZIP_MEMBERS}")
+    total = sum(i.file_size for i in infos)
+    if total > limit:
+        raise RobotError(f"{name}: the zip unpacks to {total} bytes; the limit is {limit} bytes")
+    for i in infos:
+        parts = i.filename.replace("\\", "/").split("/")
+        if i.filename.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            raise RobotError(f"{name}: the zip member {i.filename[:200]!r} points outside the zip's folder")
+        if (i.external_attr >> 16) & 0o170000 == 0o120000:
+            raise RobotError(f"{name}: the zip member {i.filename[:200]!r} is a symbolic link; links are refused")
+    return infos
+
+
+def _pick_model(names: list[str], zip_name: str, entry: str | None) -> str:
+    """The model file in a zip: the one named by `entry`, else the only (or the only top-most) model file."""
+    if entry:
+        if entry not in names:
+            raise RobotError(f"{zip_name}: model {entry!r} is not in the zip; its model files: "
+                             f"{', '.join(n for n in names if n.lower().endswith(MODEL_SUFFIXES))[:1000]}")
+        return entry
+    found = [n for n in names if n.lower().endswith(MODEL_SUFFIXES)]
+    if not found:
+        raise RobotError(f"{zip_name}: the zip holds no robot model (MJCF .xml, URDF .urdf or USD "
+                         f"{', '.join(USD_SUFFIXES)})")
+    depth = min(n.count("/") for n in found)
+    top = [n for n in found if n.count("/") == depth]
+    if len(top) > 1:
+        raise RobotError(f"{zip_name}: the zip holds several robot models ({', '.join(top[:20])}); name the one "
+                         "to load in the `model` form field")
+    return top[0]
+
+
+def unpack(src: Path, name: str, dest: Path, entry: str | None, limit: int) -> tuple[Path, str | None]:
+    """Put an uploaded model (one file, or a zip with its meshes) under `dest`: the model file, and its path
+    inside the zip (None for a single file).
+
+    A `.usdz` is a model itself; any other zip is unpacked (bounded, no links, nothing outside `dest`)."""
+    is_zip = not name.lower().endswith(".usdz") and zipfile.is_zipfile(src)
+    if not is_zip:
+        if entry:
+            raise RobotError(f"{name}: the `model` field names a file inside a zip, but the upload is not a zip")
+        target = dest / _safe_name(name)
+        shutil.copyfile(src, target)
+        return target, None
+    with zipfile.ZipFile(src) as z:
+        infos = _zip_members(z, name, limit)
+        model = _pick_model([i.filename for i in infos], name, entry)
+        for i in infos:
+            z.extract(i, dest)
+    return dest / model, model
+
+
+def load_summary(path: str, name: str, entry: str | None, fixed_base: str | None, limit: int) -> dict[str, Any]:
+    """Loader-process entry: unpack the upload, import it with Newton, return its summary and load options."""
+    from ..models.robot import load_robot
+
+    work = Path(tempfile.mkdtemp(prefix="robot-"))
+    try:
+        model, inside = unpack(Path(path), name, work, entry, limit)
+        robot = load_robot(model, fixed_base=fixed_base)
+        summary = robot.summary()
+        summary["path"] = name if inside is None else f"{name}/{inside}"  # not the loader's temp folder
+        return {"summary": json_safe(summary), "options": {"model": inside, "fixed_base": fixed_base}}
+    except RobotError:
+        raise
+    except (OSError, zipfile.BadZipFile, ValueError) as e:
+        raise RobotError(f"{name}: cannot unpack this robot model ({type(e).__name__}: {e})") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class RobotLoader(ParserPool):
+    """Robot models imported in a spawned process (Newton's importers run there, never in the API process)."""
+
+    async def load(self, path: Path, name: str, entry: str | None, fixed_base: str | None,
+                   limit: int) -> dict[str, Any]:
+        pool = self._get()
+        try:
+            return await asyncio.wrap_future(pool.submit(load_summary, str(path), name, entry, fixed_base, limit))
+        except BrokenProcessPool:
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise RobotError(f"{name}: the model loader process stopped while importing this model (out of "
+                             "memory or a damaged file)") from None
+
+
+# --- the checks a robot fit passes before it is queued ---
+
+
+def robot_from_summary(r: dict) -> RobotModel:
+    """The parts of a RobotModel the request checks read (joint names, limits, effort), from the stored summary;
+    no Newton builder: the worker loads the model itself."""
+    joints = r["summary"]["joints"]
+    names = [j["name"] for j in joints]
+    arr = {k: np.array([j[k] for j in joints], float) for k in ("armature", "damping", "frictionloss")}
+    limits = np.array([j["limits"] for j in joints], float).reshape(-1, 2)
+    effort = np.array([np.inf if j["effort_limit"] is None else j["effort_limit"] for j in joints], float)
+    return RobotModel(path=Path(r["name"]), builder=None, joint_names=names, labels=names,
+                      dof=np.arange(len(names)), parent=[names.index(j["parent"]) if j["parent"] else -1
+                                                         for j in joints],
+                      component=np.zeros(len(names), int), lower=limits[:, 0], upper=limits[:, 1],
+                      armature=arr["armature"], damping=arr["damping"], friction=arr["frictionloss"],
+                      effort_limit=effort, base=r["summary"].get("base", ""))
+
+
+def fit_options(body: RobotFitIn, progress: Callable[[str], None] | None = None) -> Any:
+    """The request's options as fitting/robot.py's RobotFitOptions."""
+    from ..fitting.robot import RobotFitOptions
+
+    return RobotFitOptions(groups=body.groups, decimation=body.decimation,
+                           validation_fraction=body.validation_fraction, window_s=body.window_s,
+                           fit_bias=body.fit_bias, delay=body.delay, max_delay=body.max_delay, kp=body.kp,
+                           kd=body.kd, max_iterations=body.iterations, budget_s=body.budget_s, progress=progress)
+
+
+def check_robot_fit(rec: Recording, robot: dict, body: RobotFitIn, settings: Settings) -> None:
+    """Every check fit_robot makes before it computes (joint mapping, groups, split, windows), as a 422 now."""
+    from ..fitting.robot import _prepare  # the same checks and messages the CLI's fit gives
+
+    if body.budget_s > settings.job_time_limit_s:
+        raise RobotError(f"robot.budget_s is {body.budget_s:g} s; the limit is the job time limit, "
+                         f"{settings.job_time_limit_s:g} s (ACTUATOR_SYSID_JOB_TIME_LIMIT_S)")
+    data, _prob, _known = _prepare(rec, robot_from_summary(robot), fit_options(body))
+    if data.starts.size > MAX_WINDOWS:
+        raise RobotError(f"the training part makes {data.starts.size} windows of robot.window_s = {body.window_s:g} s; "
+                         f"the limit is {MAX_WINDOWS}: raise window_s")
+
+
+def queue_robot_fit(repo: Repository, storage: Storage, runner: Submitter, settings: Settings, dataset_id: str,
+                    robot_id: str | None, body: RobotFitIn | None, owner: str, project: str | None) -> dict[str, Any]:
+    """POST /api/v1/fits with a robot_id: check the dataset against the robot, then queue a robot fit."""
+    if robot_id is None:
+        raise RobotError("robot options were given without a robot_id; upload the model with POST /api/v1/robots")
+    body = body or RobotFitIn()
+    repo.get_dataset(dataset_id, project)
+    robot = repo.get_robot(robot_id, project)
+    rec = storage.load_recording(repo.artifacts("dataset", dataset_id))
+    check_robot_fit(rec, robot, body, settings)
+    request = {"kind": ROBOT_FIT, "robot_id": robot_id, "device": "cpu", **body.model_dump()}
+    fit = repo.create_fit(new_id(), dataset_id, request, project=owner)
+    runner.submit(fit["id"])
+    return {"id": fit["id"], "status": fit["status"]}
+
+
+async def parse_for_robot(parse: Callable[..., Awaitable[dict[str, Any]]], robot: dict) -> dict[str, Any]:
+    """An upload naming a robot: parsed as it is, and a log without joint names again in the model's
+    actuated-joint order (as the CLI's fit --robot reads one); a count that does not match names both sides."""
+    try:
+        return await parse(joint_names=None)
+    except DatasetError as e:
+        if "no joint names" not in str(e):
+            raise
+    names = [j["name"] for j in robot["summary"]["joints"]]
+    try:
+        parsed = await parse(joint_names=names)
+    except DatasetError as e:
+        raise RobotError(f"{e}; the robot model {robot['name']} has {len(names)} actuated joint(s): "
+                         f"{', '.join(names)}") from None  # the CLI's fit --robot says the same
+    parsed["metadata"]["joint_names_from"] = f"robot {robot['id']} ({robot['name']}), in its actuated-joint order"
+    return parsed
+
+
+# --- the worker side ---
+
+
+def _stored_robot(storage: Storage, robot: dict, work: Path, limit: int) -> RobotModel:
+    """The stored upload unpacked into `work` and imported again, with the options it was accepted with."""
+    from ..models.robot import load_robot
+
+    model, _ = unpack(storage.blob_path(robot["sha256"]), robot["name"], work, robot["options"].get("model"), limit)
+    return load_robot(model, fixed_base=robot["options"].get("fixed_base"))
+
+
+def _fitted_values(result: dict, names: list[str]) -> dict[str, np.ndarray]:
+    """Per-joint fitted values {term: (1, J)} from the result's groups and encoder bias."""
+    index = {n: k for k, n in enumerate(names)}
+    out: dict[str, np.ndarray] = {}
+    for entry in result["groups"].values():
+        for term, v in entry.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                out.setdefault(term, np.zeros((1, len(names))))[0, [index[j] for j in entry["joints"]]] = v
+    out["bias"] = np.array([[result["encoder_bias"].get(n, 0.0) for n in names]])
+    return out
+
+
+def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any) -> dict[str, Any]:
+    """Measured vs simulated (the fit, and the model file's own joint terms) per joint on the validation span.
+
+    fitting/robot.py reports only the errors of this replay; the page draws it, so it is replayed once more."""
+    from ..fitting.robot import _prepare, _replay
+
+    data, prob, _known = _prepare(rec, robot, opts)
+    fitted = _fitted_values(result, prob.names)
+    defaults = {"armature": robot.armature[None], "viscous_friction": robot.damping[None],  # as its _validate
+                "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
+                "bias": np.zeros((1, len(prob.names)))}
+    replays = _replay(robot, [fitted, defaults], [int(result["delay_steps"]), 0], data.q, data.qd, data.cmd,
+                      data.cmd_qd, data.split, opts.decimation, data.dt, prob.effort_limit)
+    sim_fit, sim_def = (r[0] if isinstance(r, tuple) else r for r in replays)  # positions (and the envelope's share)
+    step = max(1, (data.q.shape[0] - data.split) // TRACE_POINTS)
+    t = data.t[data.split::step] - data.t[0]
+    return {"t": t, "joints": {n: {"measured": data.q[data.split::step, k], "commanded": data.cmd[data.split::step, k],
+                                   "fit": sim_fit[::step, k], "model_defaults": sim_def[::step, k]}
+                               for k, n in enumerate(prob.names)}}
+
+
+def compute_robot_fit(repo: Repository, storage: Storage, settings: Settings, fit: dict, rec: Recording,
+                      progress: Callable[[float, str], None]) -> tuple[dict, dict, dict[str, str]]:
+    """Worker entry for a robot fit: (result, report data, export files by name) of fit_robot on the dataset."""
+    from ..fitting.robot import fit_robot, isaaclab_dict
+
+    req = fit["request"]
+    body = RobotFitIn(**{k: v for k, v in req.items() if k in RobotFitIn.model_fields})
+    row = repo.get_robot(req["robot_id"])
+    work = Path(tempfile.mkdtemp(dir=storage.tmp))
+    started, calls = time.monotonic(), [0]
+
+    def say(message: str) -> None:  # fit_robot reports scans and iterations; progress counts them and the budget
+        calls[0] += 1
+        by_steps = calls[0] / (body.iterations + 3)
+        by_time = (time.monotonic() - started) / body.budget_s
+        progress(min(0.95, max(by_steps, by_time)), message)
+
+    try:
+        robot = _stored_robot(storage, row, work, settings.max_upload_bytes * MAX_ZIP_RATIO)
+        progress(0.0, f"robot {row['name']} loaded: {len(robot.joint_names)} joints")
+        opts = fit_options(body, say)
+        result = fit_robot(rec, robot, opts)
+        progress(0.97, "fit done: replaying the validation span for the report")
+        try:
+            report = validation_traces(rec, robot, result, opts)
+        except Exception:  # the page then says so; the fit and its exports stand
+            log.exception("robot fit %s: validation traces failed", fit["id"])
+            report = {}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result["robot_id"] = req["robot_id"]
+    result["robot"]["path"] = row["name"]  # not the worker's temp folder
+    files = {"isaaclab.json": json.dumps(json_safe(isaaclab_dict(result)), indent=2)}
+    return json_safe(result), json_safe(report), files
+
+
+# --- routes ---
+
+
+def _repo(request: Request) -> Repository:
+    return cast(Repository, request.app.state.repo)
+
+
+def _storage(request: Request) -> Storage:
+    return cast(Storage, request.app.state.storage)
+
+
+def _settings(request: Request) -> Settings:
+    return cast(Settings, request.app.state.settings)
+
+
+def _loader(request: Request) -> RobotLoader:
+    return cast(RobotLoader, request.app.state.robot_loader)
+
+
+def _project(request: Request) -> str | None:
+    return cast("str | None", request.state.project)
+
+
+Repo = Annotated[Repository, Depends(_repo)]
+Store = Annotated[Storage, Depends(_storage)]
+Conf = Annotated[Settings, Depends(_settings)]
+Project = Annotated[str | None, Depends(_project)]
+
+router = APIRouter()
+_PROBLEM: dict[int | str, dict[str, Any]] = {c: {"description": "a problem, named in `detail`"}
+                                             for c in (401, 404, 413, 422)}
+
+
+@router.post("/api/v1/robots", status_code=201, tags=["robots"], responses={201: {"model": RobotOut}, **_PROBLEM})
+async def upload_robot(
+    request: Request, repo: Repo, storage: Store, settings: Conf,
+    loader: Annotated[RobotLoader, Depends(_loader)],
+    file: Annotated[UploadFile, File(description="an MJCF (.xml), URDF (.urdf) or USD file, or a zip of the model "
+                                                 "with its meshes")],
+    fixed_base: Annotated[str | None, Form(max_length=255, description="the link fixed to the world (default: the "
+                                                                       "root link; the robot hangs)")] = None,
+    floating: Annotated[bool, Form(description="the model's base floats (a free joint): then name the link that "
+                                               "hangs on the stand in fixed_base")] = False,
+    model: Annotated[str | None, Form(max_length=1000, description="inside a zip: the model file to load, when "
+                                                                   "the zip holds several")] = None,
+) -> dict[str, Any]:
+    """Import a robot model with Newton and store it; nothing is stored unless it imports."""
+    name = _display_name(file.filename)
+    if floating and not fixed_base:
+        raise RobotError("floating=true but no link named: an in-air fit holds the robot on a stand; name the link "
+                         "fixed to the world in fixed_base (this version fixes the root link)")
+    tmp, blob = await run_in_threadpool(storage.receive, file.file, settings.max_upload_bytes)
+    try:
+        if blob[1] == 0:
+            raise RobotError(f"{name}: the uploaded file is empty; send the robot's MJCF, URDF or USD file")
+        loaded = await loader.load(tmp, name, model or None, fixed_base or None,
+                                   settings.max_upload_bytes * MAX_ZIP_RATIO)
+        original = await run_in_threadpool(storage.put_file, tmp, blob[0])
+        owner = _project(request) or DEFAULT_PROJECT
+        if floating:
+            loaded["summary"]["notes"].append(f"the model's floating base is held at {fixed_base} (fixed to the world)")
+        row = await run_in_threadpool(lambda: repo.create_robot(
+            new_id(), name, loaded["summary"], {**loaded["options"], "floating": floating}, original, project=owner))
+    finally:
+        tmp.unlink(missing_ok=True)
+    return robot_out(row)
+
+
+@router.get("/api/v1/robots", tags=["robots"], responses={200: {"model": list[RobotOut]}, **_PROBLEM})
+async def list_robots(repo: Repo, project: Project,
+                      limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> list[dict[str, Any]]:
+    """Robots newest first."""
+    return [robot_out(r) for r in await run_in_threadpool(repo.list_robots, project, limit)]
+
+
+@router.get("/api/v1/robots/{robot_id}", tags=["robots"], responses={200: {"model": RobotOut}, **_PROBLEM})
+async def get_robot(repo: Repo, project: Project, robot_id: str) -> dict[str, Any]:
+    """One robot: its joint tree, limits, the armature, damping, frictionloss and effort limit the model states."""
+    return robot_out(await run_in_threadpool(repo.get_robot, robot_id, project))
+
+
+@lru_cache(maxsize=1)
+def _templates() -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.PackageLoader("actuator_sysid.service", "templates"),
+                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
+
+
+def _depth(joints: list[dict]) -> list[int]:
+    """Each joint's depth in the joint tree (0 at a root), for the page's indentation."""
+    index = {j["name"]: k for k, j in enumerate(joints)}
+    out: list[int] = []
+    for j in joints:
+        d, p = 0, j["parent"]
+        while p is not None and d < len(joints):
+            d, p = d + 1, joints[index[p]]["parent"]
+        out.append(d)
+    return out
+
+
+@router.get("/robots/{robot_id}", response_class=HTMLResponse, include_in_schema=False)
+def robot_page(repo: Repo, project: Project, robot_id: str) -> str:
+    """A robot: its joint tree with limits and joint terms, the notes of its import, and its fits."""
+    r = robot_out(repo.get_robot(robot_id, project))
+    fits = [f for f in repo.list_fits(project=project, limit=500) if f["request"].get("robot_id") == robot_id]
+    body = _templates().get_template("robot.html").render(robot=r, depth=_depth(r["joints"]), fits=fits,
+                                                          fmt=pages.fmt_num)
+    return pages.page(f"robot {r['name']}", body, nav=True)
+
+
+def _figures(traces: dict, per_joint: dict, defaults: dict) -> list[dict]:
+    """Small multiples, one per joint (measured, the fit, the model file's terms), and the per-joint error bars."""
+    figs: list[dict] = []
+    t = traces.get("t", [])
+    for k, (name, tr) in enumerate(traces.get("joints", {}).items()):
+        data = [{"x": t, "y": tr[key], "name": label, "mode": "lines", "showlegend": k == 0,
+                 "line": {"color": color, "width": 1.2, "dash": dash}}
+                for key, label, color, dash in (("measured", "measured", "#222222", "solid"),
+                                                ("fit", "simulated (fit)", "#d62728", "solid"),
+                                                ("model_defaults", "simulated (model file's terms)", "#9aa0a6",
+                                                 "dot"))]
+        figs.append({"id": f"joint-{k}", "data": data, "layout": {
+            "title": {"text": name, "font": {"size": 12}}, "height": 220, "margin": {"l": 45, "r": 10, "t": 30, "b": 30},
+            "xaxis": {"title": {"text": "t [s]"}}, "yaxis": {"title": {"text": "q [rad]"}},
+            "legend": {"orientation": "h", "y": -0.35}}})
+    names = list(per_joint)
+    figs.append({"id": "errors", "data": [
+        {"type": "bar", "x": names, "y": [per_joint[n] for n in names], "name": "fit", "marker": {"color": "#d62728"}},
+        {"type": "bar", "x": names, "y": [defaults.get(n) for n in names], "name": "model file's joint terms",
+         "marker": {"color": "#9aa0a6"}}], "layout": {
+        "barmode": "group", "height": 320, "yaxis": {"title": {"text": "validation RMSE [rad]"}},
+        "margin": {"l": 60, "r": 10, "t": 20, "b": 90}}})
+    return figs
+
+
+def render_robot_fit(fit: dict, traces: dict | None, exports: list[str], repo: Repository, project: str | None) -> str:
+    """The robot fit page: per-joint small multiples on the validation span, per-joint error bars beside the
+    model file's own terms, the groups with their values, the delay and the encoder bias."""
+    result = fit.get("result") or {}
+    v = result.get("validation") or {}
+    figs = _figures(traces or {}, v.get("per_joint_rmse", {}), v.get("model_defaults_per_joint_rmse", {})) \
+        if result else []
+    try:
+        robot: dict | None = repo.get_robot(fit["request"]["robot_id"], project)
+    except NotFoundError:
+        robot = None
+    body = _templates().get_template("robot_fit.html").render(
+        fit=fit, result=result, v=v, exports=exports, robot=robot, figures=figs, traces=bool(traces),
+        fmt=pages.fmt_num, status=pages.status_html)
+    head = '<meta http-equiv="refresh" content="3">' if fit["status"] in ("queued", "running") else ""
+    return pages.page(f"robot fit {fit['id'][:8]}", body + pages.plot_script(figs), head=head, nav=True)
