@@ -284,7 +284,10 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
                                    + ", ".join(robot.joint_names))
     out = Path(args.out) if args.out else Path("out") / Path(args.log[0]).stem
     files = write_robot_fit(result, out)
-    for line in result_lines(result):
+    from .export.robot import export_lines, write_robot_exports  # the whole-robot exports, replayed
+
+    files += [f for f in write_robot_exports(result, rec, robot, out) if f not in files]
+    for line in result_lines(result) + export_lines(result):
         print(line, file=sys.stderr)
     print(f"wrote {out}/{', '.join(files)}", file=sys.stderr)
     return 0

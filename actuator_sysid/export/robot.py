@@ -1,0 +1,171 @@
+"""Whole-robot exports of a coupled fit (fitting/robot.py), each replayed on the whole robot by its consumer.
+
+`write_robot_exports` writes isaaclab.py / isaaclab.json (export/robot_isaaclab.py), newton.usda
+(export/robot_usd.py, NEWTON.DJ.001-validated, read back through Newton's `add_usd`) and, for an MJCF robot,
+mjcf.xml (export/robot_mjcf.py); then replays each through its consumer on the fit's held-out part of the log
+(export/robot_replay.py) and puts the figures into the result as `replays` (and what each export noted as
+`exports`), as the 1-DoF fits carry theirs. A consumer that fails is reported as failed with the reason; it
+never takes the fit's other outputs down.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from ..datasets.recording import Recording
+from .common import prepend_comment
+from .robot_common import bias_of, joint_models, replay_log
+
+log = logging.getLogger(__name__)
+
+MJCF_SUFFIXES = (".xml", ".mjcf")
+
+
+def render_robot_exports(result: dict, robot) -> tuple[dict[str, str], dict]:
+    """{file name: text} of every whole-robot export this robot allows, and per file what it noted."""
+    from .robot_common import provenance_lines
+    from .robot_isaaclab import build_cfgs, render_json, render_python
+
+    texts: dict[str, str] = {}
+    info: dict[str, dict] = {}
+    try:
+        texts["isaaclab.py"], texts["isaaclab.json"] = render_python(result), render_json(result)
+        py = build_cfgs(texts["isaaclab.py"], "isaaclab.py")
+        js = build_cfgs(texts["isaaclab.json"], "isaaclab.json", texts["isaaclab.py"])
+        info["isaaclab"] = {"groups": {g: type(c).__name__ for g, c in py.items()},
+                            "json_equals_py": all(js[g].to_dict() == c.to_dict() for g, c in py.items())}
+    except Exception as e:  # noqa: BLE001 - the other exports stand without it
+        texts.pop("isaaclab.py", None), texts.pop("isaaclab.json", None)
+        info["isaaclab"] = {"status": "not written", "note": f"{type(e).__name__}: {e}"}
+    try:
+        from .robot_usd import build_robot_stage, import_stage, readback_mismatches
+        from .validate import validate_stage
+
+        stage, findings = build_robot_stage(result, robot)
+        dj = validate_stage(stage)
+        text = stage.GetRootLayer().ExportToString()
+        texts["newton.usda"] = prepend_comment("newton.usda", text, provenance_lines(result, "Newton 1.8 USD"))
+        mismatches = readback_mismatches(import_stage(stage), result)
+        info["newton"] = {"findings": [f.as_dict() for f in findings], "dj001": [f.as_dict() for f in dj],
+                          "readback_mismatches": mismatches, "readback_equal": not mismatches}
+    except Exception as e:  # noqa: BLE001 - the other exports stand without it
+        info["newton"] = {"status": "not written", "note": f"{type(e).__name__}: {e}"}
+    if robot.path.suffix.lower() in MJCF_SUFFIXES:
+        from .robot_mjcf import render_robot_mjcf
+
+        try:
+            texts["mjcf.xml"], mj_findings = render_robot_mjcf(result, robot)
+            info["mujoco"] = {"findings": [f.as_dict() for f in mj_findings]}
+        except Exception as e:  # noqa: BLE001 - the other exports stand without it
+            info["mujoco"] = {"status": "not written", "note": f"{type(e).__name__}: {e}"}
+    else:
+        info["mujoco"] = {"status": "not written", "note": f"{robot.path.name} is not an MJCF model"}
+    return texts, info
+
+
+def _consumer(name: str, fn) -> dict:
+    from .robot_replay import timed
+
+    try:
+        return {"run": timed(fn)}
+    except Exception as e:  # noqa: BLE001 - a replay must never take the exports down with it
+        log.warning("%s replay failed: %s", name, e)
+        return {"status": "failed", "note": f"{type(e).__name__}: {e}"}
+
+
+def replay_robot_exports(result: dict, rec: Recording, robot, texts: dict[str, str]) -> dict:
+    """Every written export replayed by its consumer on the held-out part, beside our coupled rollout."""
+    from . import robot_replay as rr
+
+    lg = replay_log(result, rec)
+    models = joint_models(result)
+    bias = bias_of(result, lg.joints)
+    delay = int(result.get("delay_steps", 0) or 0)
+    ours_q, ours_s = rr.timed(lambda: rr.ours(models, robot, lg, bias, delay))
+    runs: dict[str, dict] = {}
+
+    def isaaclab():
+        from .robot_isaaclab import build_cfgs
+
+        return rr.isaaclab_run(build_cfgs(texts["isaaclab.py"], "isaaclab.py"), robot, lg, bias)
+
+    if "isaaclab.py" in texts:
+        runs["isaaclab"] = _consumer("isaaclab", isaaclab)
+    if "newton.usda" in texts:
+        from .robot_usd import import_stage
+        from .validate import open_stage
+
+        runs["newton"] = _consumer("newton", lambda: rr.newton_run(import_stage(open_stage(texts["newton.usda"])),
+                                                                   lg, bias))
+    if "mjcf.xml" in texts:
+        from .robot_mjcf import actuator_names, replay_model
+
+        xml = replay_model(texts["mjcf.xml"], robot.path.parent.resolve())
+        runs["mujoco"] = _consumer("mujoco", lambda: rr.mujoco_run(xml, lg, bias, models,
+                                                                   actuator_names(texts["mjcf.xml"])))
+    consumers = {k: (rr.compare(lg, ours_q, *v["run"]) if "run" in v else v) for k, v in runs.items()}
+    fit_v = float(result["validation"]["rmse"])
+    return {"part": {"from_sample": lg.start, "samples": int(lg.q.shape[0]),
+                     "duration_s": float((lg.q.shape[0] - 1) * lg.dt * lg.decimation),
+                     "what": "the fit's held-out part, from the measured state at the split, open loop"},
+            "tolerance": rr.TOLERANCE,
+            "definition": "within tolerance: the replay's position RMSE against the log within 10 % of our "
+                          "coupled rollout's",
+            "ours": {"rmse": _rms(ours_q, lg.q),
+                     "fit_validation_rmse": fit_v, "wall_s": ours_s,
+                     "engine": "models/articulated.py on Newton SolverMuJoCo (MuJoCo C), one world"},
+            "consumers": consumers,
+            "within_tolerance": bool(consumers) and all(c.get("within_tolerance", False) for c in consumers.values())}
+
+
+def _rms(a, b) -> float:
+    import numpy as np
+
+    return float(np.sqrt(np.mean((a - b) ** 2)))
+
+
+def replay_lines(replays: dict) -> list[str]:
+    """The CLI's lines: each consumer's held-out RMSE beside our rollout's."""
+    o = replays["ours"]["rmse"]
+    lines = [f"exports replayed on the whole robot (held-out part, {replays['part']['duration_s']:.2f} s): our "
+             f"coupled rollout {o:.4f} rad"]
+    for name, c in replays["consumers"].items():
+        if c.get("status") != "ok":
+            lines.append(f"  {name}: {c.get('status')} — {c.get('note')}")
+            continue
+        lines.append(f"  {name}: {c['rmse_replay']:.4f} rad ({c['relative_difference']:.1%} from ours' RMSE; "
+                     f"{c['rmse_replay_vs_ours']:.2g} rad from ours) "
+                     + ("within 10 %" if c["within_tolerance"] else "NOT within 10 %"))
+    return lines
+
+
+def export_lines(result: dict) -> list[str]:
+    """The CLI's lines about the whole-robot exports: what was not written, DJ.001 and read-back, the replays."""
+    lines = []
+    for name, i in (result.get("exports") or {}).items():
+        if i.get("status") == "not written":
+            lines.append(f"{name} export not written: {i['note']}")
+    nw = (result.get("exports") or {}).get("newton") or {}
+    if "dj001" in nw:
+        lines.append(f"newton.usda: {len(nw['dj001'])} NEWTON.DJ.001 finding(s); Newton's add_usd reads the "
+                     "actuators back " + ("equal to the fit" if nw["readback_equal"] else
+                                          "DIFFERENT: " + "; ".join(nw["readback_mismatches"][:4])))
+    if result.get("replays"):
+        lines += replay_lines(result["replays"])
+    return lines
+
+
+def write_robot_exports(result: dict, rec: Recording, robot, out, replay: bool = True) -> list[str]:
+    """Write the whole-robot exports into `out`, replay them, and rewrite fit.json with `replays` and `exports`."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    texts, info = render_robot_exports(result, robot)
+    for name, text in texts.items():
+        (out / name).write_text(text)
+    result["exports"] = info
+    if replay:
+        result["replays"] = replay_robot_exports(result, rec, robot, texts)
+    (out / "fit.json").write_text(json.dumps(result, indent=2))
+    return list(texts)

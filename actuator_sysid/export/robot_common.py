@@ -1,0 +1,116 @@
+"""What the whole-robot exports share: each joint's fitted model, the provenance header, the replayed log part.
+
+A whole-robot fit result (fitting/robot.py) states its values per group; every export writes them per joint
+(the group's values on each of its joints), as the family the values describe: a PD drive with the motor's
+effort clip, a DC-motor envelope when the fit states one, a delay in physics steps when it is ≥ 1
+(docs/consumer-semantics.md §A.3–§A.5, §C.2). The encoder bias is no consumer's field: every export says so and
+every replay applies it as the fit means it (the PD and the log see the true angle plus the bias).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..datasets.recording import Recording
+from ..models.families import get_family
+from .common import ChosenModel, ExportError
+
+# result group key → registry parameter name (fitting/robot.py names the envelope's speed either way)
+GROUP_PARAMS = {"stiffness": "stiffness", "damping": "damping", "armature": "armature", "friction": "friction",
+                "viscous_friction": "viscous_friction", "effort_limit": "actuator_effort_limit",
+                "saturation_effort": "saturation_effort", "velocity_limit": "actuator_velocity_limit",
+                "actuator_velocity_limit": "actuator_velocity_limit"}
+
+
+def _finite(v) -> bool:
+    return isinstance(v, int | float) and math.isfinite(float(v))
+
+
+def has_envelope(group: dict) -> bool:
+    """Whether a result group states a DC-motor envelope (a saturation effort and a finite velocity limit)."""
+    vlim = group.get("velocity_limit", group.get("actuator_velocity_limit"))
+    return _finite(group.get("saturation_effort")) and _finite(vlim) and float(vlim or 0.0) > 0
+
+
+def joint_models(result: dict) -> dict[str, ChosenModel]:
+    """Each model joint's exported model, in the model's joint order: the family and SI values of its group."""
+    if result.get("kind") != "robot":
+        raise ExportError("not a whole-robot fit result (kind 'robot'): use the per-joint exports")
+    delay = int(result.get("delay_steps", 0) or 0)
+    out: dict[str, ChosenModel] = {}
+    for g, e in result["groups"].items():
+        dc = has_envelope(e)
+        name = ("dcmotor_delay" if delay else "dcmotor") if dc else ("delayed_pd" if delay else "ideal_pd")
+        params = {p: float(e[k]) for k, p in GROUP_PARAMS.items() if _finite(e.get(k))}
+        if delay:
+            params["delay"] = float(delay)
+        for joint in e["joints"]:
+            out[joint] = ChosenModel(joint, get_family(name), dict(params), notes=[f"group {g}"])
+    order = [j["name"] for j in result["robot"]["joints"]]
+    missing = [j for j in order if j not in out]
+    if missing:
+        raise ExportError(f"joints {missing} are in no group of the fit")
+    return {j: out[j] for j in order}
+
+
+def bias_of(result: dict, joints: list[str]) -> np.ndarray:
+    """(J,) encoder bias per joint, rad (0 where the fit has none)."""
+    b = result.get("encoder_bias") or {}
+    return np.array([float(b.get(j, 0.0)) for j in joints])
+
+
+def provenance_lines(result: dict, what: str) -> list[str]:
+    """The export's header: what it is, the robot and the log, the fit's validation error, the step delays count."""
+    from datetime import UTC, datetime
+
+    v = result.get("validation") or {}
+    sim = result["sim"]
+    bias = result.get("encoder_bias") or {}
+    lines = [f"actuator-sysid whole-robot export ({what}) · robot {result['robot']['path']} · exported "
+             f"{datetime.now(UTC).strftime('%Y-%m-%d')}",
+             f"joints mapped {result.get('joint_mapping', 'by name')}",
+             f"validation position RMSE (coupled, last {float(v.get('fraction', 0)):.0%} of the log in time): "
+             f"{float(v.get('rmse', math.nan)):.4g} rad; the model file's own joint terms: "
+             f"{float(v.get('model_defaults_rmse', math.nan)):.4g} rad",
+             f"physics dt {float(sim['dt']):.6g} s, decimation {int(sim['decimation'])}: the delay "
+             f"({int(result.get('delay_steps', 0))}) counts physics steps"]
+    if any(abs(float(x)) > 0 for x in bias.values()):
+        lines.append("encoder bias per joint (rad) is no simulator field: add it to the simulated joint positions "
+                     "the actuators and the policy read (equivalently, subtract it from the position targets): "
+                     + ", ".join(f"{j} {float(x):+.4g}" for j, x in bias.items()))
+    return lines
+
+
+@dataclass
+class ReplayLog:
+    """The validation part of the log in model joint order, from the sample the fit's validation starts at."""
+
+    joints: list[str]
+    q: np.ndarray  # (T, J) measured positions (true angle + bias)
+    qd: np.ndarray
+    q_des: np.ndarray
+    qd_des: np.ndarray
+    dt: float  # physics step
+    decimation: int
+    start: int  # the split sample in the whole log
+
+
+def replay_log(result: dict, rec: Recording) -> ReplayLog:
+    """The log part every replay runs on: the fit's held-out part (its validation split), model joint order."""
+    joints = [j["name"] for j in result["robot"]["joints"]]
+    seg = rec.segments[0]
+    names = list(rec.joint_names) if rec.joint_names else joints
+    index = {}
+    for k, n in enumerate(names):
+        key = n if n in joints else (n[:-6] if n.endswith("_joint") else f"{n}_joint")
+        if key not in joints:
+            raise ExportError(f"log joint {n!r} is not a joint of the fitted robot ({', '.join(joints)})")
+        index[key] = k
+    perm = [index[j] for j in joints]
+    start = int(result["validation"]["split_sample"])
+    sl = slice(start, seg.n)
+    return ReplayLog(joints, seg.q[sl][:, perm], seg.qd[sl][:, perm], seg.q_des[sl][:, perm],
+                     seg.qd_des[sl][:, perm], float(result["sim"]["dt"]), int(result["sim"]["decimation"]), start)

@@ -1,0 +1,120 @@
+"""A whole robot's Isaac Lab export: one `actuators={...}` dict for an ArticulationCfg, grouped by regex.
+
+The groups and their cfg values are the fit result's own (`fitting.robot.isaaclab_dict`: one group per fit
+group, `joint_names_expr` its regex, values SI); this module states where they come from (a provenance header),
+renders them as ready-to-paste Python (`ACTUATORS`, `SIM`, `ENCODER_BIAS`) and JSON, and builds every group with
+the real Isaac Lab 3.0 classes (docs/consumer-semantics.md §A.1, §B). A class Isaac Lab lacks (a DC envelope with
+a delay) is our subclass from export/isaaclab.py, defined in the Python source.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .common import ExportError, prepend_comment
+from .isaaclab import CUSTOM_SOURCE, validate_cfgs
+from .robot_common import provenance_lines
+
+_CUSTOM_IMPORTS = ["from dataclasses import MISSING", "", "import torch",
+                   "from isaaclab.actuators import DCMotor, DelayedPDActuator, DelayedPDActuatorCfg, IdealPDActuator",
+                   "from isaaclab.actuators.actuator_base import resolve_joint_parameter",
+                   "from isaaclab.utils import configclass"]
+
+
+def robot_doc(result: dict) -> dict:
+    """The whole-robot dict (`actuators`, `sim`, `encoder_bias`) with its provenance, checked as Isaac Lab would."""
+    from ..fitting.robot import isaaclab_dict
+
+    doc = isaaclab_dict(result)
+    validate_cfgs({g: {"class_type": s["class_type"], "cfg": _cfg_fields(s)} for g, s in doc["actuators"].items()})
+    return {"provenance": provenance_lines(result, "Isaac Lab 3.0 actuators"), **doc}
+
+
+def _cfg_fields(spec: dict) -> dict:
+    return {k: v for k, v in spec.items() if k != "class_type"}
+
+
+def render_json(result: dict) -> str:
+    """isaaclab.json: `DCMotorCfg(**{k: v for k, v in group.items() if k != "class_type"})` builds each group."""
+    return json.dumps(robot_doc(result), indent=2) + "\n"
+
+
+def _customs(doc: dict) -> list[str]:
+    from isaaclab import actuators as ila
+
+    out = []
+    for g, spec in doc["actuators"].items():
+        cls = spec["class_type"]
+        if getattr(ila, cls, None) is None:
+            if cls not in CUSTOM_SOURCE:
+                raise ExportError(f"group {g}: {cls} is neither an Isaac Lab class nor one of ours")
+            out.append(cls)
+    return list(dict.fromkeys(out))
+
+
+def render_python(result: dict) -> str:
+    """isaaclab.py: `ArticulationCfg(actuators=ACTUATORS)`, with the physics step the delays count (`SIM`)."""
+    doc = robot_doc(result)
+    customs = _customs(doc)
+    builtin = sorted({s["class_type"] for s in doc["actuators"].values()} - set(customs))
+    lines = ['"""Whole-robot actuator configs fitted by actuator-sysid for Isaac Lab 3.0 (SI units).', "",
+             "Use: ArticulationCfg(..., actuators=ACTUATORS) and SimulationCfg(dt=SIM['dt']) with the env's",
+             "decimation SIM['decimation']: the delays count physics steps of SIM['dt'].",
+             *(["Our explicit subclasses below run with SimulationCfg(use_newton_actuators=False)."] if customs else []),
+             '"""', ""]
+    if customs:
+        lines += _CUSTOM_IMPORTS + [CUSTOM_SOURCE[c].rstrip("\n") for c in customs] + [""]
+        builtin = [c for c in builtin if c not in ("DelayedPDActuatorCfg",)]
+    if builtin:
+        lines.append(f"from isaaclab.actuators import {', '.join(builtin)}")
+    lines += ["", "ACTUATORS = {"]
+    for g, spec in doc["actuators"].items():
+        lines.append(f"    {g!r}: {spec['class_type']}(")
+        lines += [f"        {k}={v!r}," for k, v in _cfg_fields(spec).items()]
+        lines.append("    ),")
+    lines += ["}", "", f"SIM = {doc['sim']!r}", "",
+              "# encoder bias (rad): add it to the simulated joint positions the actuators and policy read",
+              f"ENCODER_BIAS = {doc['encoder_bias']!r}"]
+    return prepend_comment("isaaclab.py", "\n".join(lines) + "\n", doc["provenance"])
+
+
+def build_cfgs(text: str, fmt: str, python_source: str | None = None) -> dict:
+    """Every group of an isaaclab.py / .json export built with the real Isaac Lab classes, validated: {group: cfg}."""
+    from isaaclab import actuators as ila
+
+    if fmt.endswith(".py"):
+        ns: dict = {}
+        exec(compile(text, "isaaclab.py", "exec"), ns)  # our own generated source
+        cfgs = dict(ns["ACTUATORS"])
+    else:
+        doc = json.loads(text)
+        source_ns: dict = {}
+        if python_source is not None:
+            exec(compile(python_source, "isaaclab.py", "exec"), source_ns)
+        cfgs = {}
+        for g, spec in doc["actuators"].items():
+            cls = getattr(ila, spec["class_type"], None) or source_ns.get(spec["class_type"])
+            if cls is None:
+                raise ExportError(f"group {g}: {spec['class_type']} is defined in isaaclab.py; build from that file")
+            cfgs[g] = cls(**_cfg_fields(spec))
+    for cfg in cfgs.values():
+        cfg.validate()
+    return cfgs
+
+
+def group_joints(cfgs: dict, joints: list[str]) -> dict[str, list[int]]:
+    """Group → model joint indices, as Isaac Lab resolves joint_names_expr (full match; a joint in one group)."""
+    out: dict[str, list[int]] = {}
+    owner: dict[int, str] = {}
+    for g, cfg in cfgs.items():
+        idx = [i for i, n in enumerate(joints) if any(re.fullmatch(e, n) for e in cfg.joint_names_expr)]
+        for i in idx:
+            if i in owner:
+                raise ExportError(f"joint {joints[i]} is matched by groups {owner[i]} and {g}")
+            owner[i] = g
+        out[g] = idx
+    left = [joints[i] for i in range(len(joints)) if i not in owner]
+    if left:
+        raise ExportError(f"joints {left} are matched by no actuator group")
+    return out

@@ -1,0 +1,131 @@
+"""A whole robot's MJCF export: the user's own MJCF with the fitted joint terms and actuators written in.
+
+Every fitted joint gets `armature`, `damping` (viscous) and `frictionloss` (Coulomb) set on the joint itself
+(overriding its default class), and its actuator — whatever the model had driving it (`motor`, `position`,
+`general` …) — becomes one `general` position actuator of the same name, as export/mjcf.py writes it: gainprm =
+kp, biasprm = [0, −kp, −kd], forcerange = the motor's effort limit, `delay` in seconds of the physics step
+(MuJoCo ≥ 3.3's actuator delay); a DC-motor envelope adds the back-EMF actuator and the joint's actuatorfrcrange.
+`<option timestep>` becomes the physics step the delay counts. The rest of the file is the user's, unchanged:
+mesh and asset paths stay relative to where their model lives (put mjcf.xml beside it).
+
+The control is a virtual target: ctrl = q_des + kd·qd_des/kp gives kp·(q_des − q) + kd·(qd_des − qd); with the
+fitted encoder bias b, ctrl = q_des − b + kd·qd_des/kp (MuJoCo's actuator reads the true angle).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from .common import ExportError, Finding, prepend_comment
+from .mjcf import _actuator_attrs, _joint_attrs, dc_slope
+from .robot_common import joint_models, provenance_lines
+
+MJCF_SUFFIXES = (".xml", ".mjcf")
+ACTUATOR_TAGS = ("motor", "position", "velocity", "general", "intvelocity", "damper", "cylinder", "muscle")
+
+
+def _fmt(x: float) -> str:
+    return f"{float(x):.9g}"
+
+
+def _joints(root: ET.Element) -> dict[str, ET.Element]:
+    """Named joints of the kinematic tree (not the <default> classes)."""
+    return {j.attrib["name"]: j for wb in root.findall("worldbody") for j in wb.iter("joint") if "name" in j.attrib}
+
+
+def _set_option(root: ET.Element, dt: float) -> None:
+    opt = root.find("option")
+    if opt is None:
+        opt = ET.Element("option")
+        root.insert(1, opt)
+    opt.set("timestep", _fmt(dt))
+
+
+def render_robot_mjcf(result: dict, robot) -> tuple[str, list[Finding]]:
+    """(mjcf.xml text, findings): the user's MJCF with every fitted joint's terms and actuator updated."""
+    if robot.path.suffix.lower() not in MJCF_SUFFIXES:
+        raise ExportError(f"{robot.path.name} is not an MJCF file: mjcf.xml is written for an MJCF robot only")
+    tree = ET.parse(robot.path)
+    root = tree.getroot()
+    models = joint_models(result)
+    dt = float(result["sim"]["dt"])
+    joints = _joints(root)
+    missing = [j for j in models if j not in joints]
+    if missing:
+        raise ExportError(f"joints {missing} are not named in {robot.path.name}")
+    findings: list[Finding] = []
+    for j, m in models.items():
+        for k, v in _joint_attrs(m).items():
+            joints[j].set(k, v)
+        for k in ("armature", "damping", "frictionloss"):  # a term the fit leaves at 0 is written as 0
+            joints[j].attrib.setdefault(k, "0")
+    act_root = root.find("actuator")
+    if act_root is None:
+        act_root = ET.SubElement(root, "actuator")
+    for j, m in models.items():
+        old = [(i, a) for i, a in enumerate(list(act_root)) if a.tag in ACTUATOR_TAGS and a.attrib.get("joint") == j]
+        pos = old[0][0] if old else len(act_root)
+        name = old[0][1].attrib.get("name", f"{j}_actuator") if old else f"{j}_actuator"
+        for _, a in old:
+            act_root.remove(a)
+        if len(old) > 1:
+            findings.append(Finding("EXPORT.MJCF.actuators_merged", "warning", j,
+                                    f"{len(old)} actuators drove {j}; one fitted actuator {name!r} replaces them"))
+        new = ET.Element("general", {"name": name, "joint": j, **_actuator_attrs(m, dt)})
+        act_root.insert(pos, new)
+        if dc_slope(m) > 0:  # the back-EMF half of the DC envelope (export/mjcf.py)
+            act_root.insert(pos + 1, ET.Element("general", {"name": f"{name}_emf", "joint": j, "gainprm": "0",
+                                                            "biastype": "affine",
+                                                            "biasprm": f"0 0 {_fmt(-dc_slope(m))}"}))
+    _set_option(root, dt)
+    ET.indent(tree, space="    ")
+    text = ET.tostring(root, encoding="unicode") + "\n"
+    lines = provenance_lines(result, "MuJoCo MJCF") + [
+        f"the fitted terms and actuators of {len(models)} joints are written into {robot.path.name}; the rest is "
+        "the model's own: mesh and asset paths are relative to it (put this file beside it)",
+        "ctrl = q_des - encoder_bias + kd*qd_des/kp (a virtual target: kp*(q_des - q) + kd*(qd_des - qd))"]
+    return prepend_comment("mjcf.xml", text, lines), findings
+
+
+def actuator_names(text: str) -> dict[str, str]:
+    """Joint → the name of the position actuator driving it in an exported MJCF (not the back-EMF one)."""
+    root = ET.fromstring(text)
+    act = root.find("actuator")
+    return {a.attrib["joint"]: a.attrib["name"] for a in (act if act is not None else [])
+            if a.tag == "general" and "joint" in a.attrib and not a.attrib.get("name", "").endswith("_emf")
+            and a.attrib.get("gainprm") != "0"}
+
+
+def replay_model(text: str, base_dir: Path) -> str:
+    """The exported MJCF as the in-air replay runs it: the root welded (its free joint removed), geoms, meshes,
+    keyframes, sensors and contact pairs dropped, contacts off — as the fit's Newton import skipped them."""
+    root = ET.fromstring(text)
+    wb = root.find("worldbody")
+    if wb is None:
+        raise ExportError("the MJCF has no worldbody")
+    for body in wb.findall("body"):
+        for fj in list(body.findall("freejoint")) + [j for j in body.findall("joint")
+                                                     if j.attrib.get("type") == "free"]:
+            body.remove(fj)
+    for parent in list(root.iter()):
+        for child in list(parent):
+            if child.tag in ("geom", "site", "camera", "light") and parent.tag in ("body", "worldbody") or child.tag in (
+                    "mesh", "hfield", "texture", "skin"):
+                parent.remove(child)
+    for tag in ("keyframe", "sensor", "contact", "equality", "tendon"):
+        for el in root.findall(tag):
+            root.remove(el)
+    comp = root.find("compiler")
+    if comp is not None:
+        comp.attrib.pop("meshdir", None)
+        comp.set("assetdir", str(base_dir))
+    opt = root.find("option")
+    if opt is None:
+        opt = ET.SubElement(root, "option")
+    flag = opt.find("flag")
+    if flag is None:
+        flag = ET.SubElement(opt, "flag")
+    flag.set("contact", "disable")
+    return ET.tostring(root, encoding="unicode")
+

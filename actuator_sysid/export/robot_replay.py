@@ -1,0 +1,226 @@
+"""Each whole-robot export replayed on the whole robot by its consumer, beside our own coupled rollout.
+
+All run the fit's held-out part of the log from the measured state at the split, open loop on the logged
+commands, and report the position RMSE against the log (per joint and pooled) and against our rollout:
+- ours: models/articulated.py's batched rollout (our PD, delay and bias in Warp) on Newton's SolverMuJoCo
+  (MuJoCo C backend, one world), as the fit's validation replay runs;
+- isaaclab: the real Isaac Lab 3.0 actuator classes built from the export compute every group's torque once per
+  physics step from the encoder reading (true angle + bias) into Newton's SolverMuJoCo, the joint terms being
+  the cfgs' armature, friction and viscous_friction (Isaac Lab writes them to the joints, §A.11, §D);
+- newton: the exported stage through Newton's `add_usd`, its NewtonActuators stepped once per physics step
+  (§C.1), SolverMuJoCo; the encoder bias as the target shifted by −bias (a PD law sees q + b − q_des);
+- mujoco: `mj_step` on the exported MJCF with its ctrl as robot_mjcf.py states it, the base welded and
+  contacts off as in the fit.
+"Within 10 %" means the replay's RMSE against the log is within 10 % of our rollout's (TOLERANCE).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from .common import ChosenModel, ExportError
+from .robot_common import ReplayLog
+
+TOLERANCE = 0.10
+# JointTerms field → the exported model's parameter (models/articulated.py names; registry names)
+_TERMS = {"kp": "stiffness", "kd": "damping", "armature": "armature", "damping": "viscous_friction",
+          "friction": "friction", "effort_limit": "actuator_effort_limit", "saturation_effort": "saturation_effort",
+          "velocity_limit": "actuator_velocity_limit", "motor_effort": "actuator_effort_limit"}
+
+
+def _joint_terms(models: dict[str, ChosenModel], bias: np.ndarray):
+    """models/articulated.py's JointTerms for one world from the exported models (fields it adds, when it has)."""
+    from ..models.articulated import JointTerms
+
+    values = {}
+    for f in dataclasses.fields(JointTerms):
+        if f.name == "bias":
+            values["bias"] = bias[None]
+            continue
+        optional = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        name = _TERMS.get(f.name)
+        if name is None or not all(name in m.params for m in models.values()):
+            if optional:
+                continue  # the rollout's neutral value: no such clamp
+            if name != "actuator_effort_limit":
+                raise ExportError(f"our rollout needs {f.name!r}, which the export does not state")
+        values[f.name] = np.array([[m.params.get(name, 1e6) for m in models.values()]])
+    return JointTerms(**values)
+
+
+def ours(models: dict[str, ChosenModel], robot, log: ReplayLog, bias: np.ndarray, delay: int) -> np.ndarray:
+    """Our coupled rollout of the exported values over the replayed part: measured positions (T, J)."""
+    import newton
+
+    from ..models.articulated import ArticulatedRollout, physics_targets
+
+    eng = ArticulatedRollout(robot, 1, device="cpu")
+    eng.solver = newton.solvers.SolverMuJoCo(eng.model, use_mujoco_cpu=True, disable_contacts=True)
+    s = np.array([0])
+    n = log.q.shape[0] - 1
+    q, _ = eng.run(log.q[:1], log.qd[:1], physics_targets(log.q_des, s, n, log.decimation, delay),
+                   physics_targets(log.qd_des, s, n, log.decimation, 0), _joint_terms(models, bias), log.decimation,
+                   log.dt)
+    return q[:, 0]
+
+
+def _newton_run(model, joints: list[str], log: ReplayLog, bias: np.ndarray,
+                control_fn: Callable[[int, object, object, np.ndarray, np.ndarray], None]) -> np.ndarray:
+    """Step a Newton model on SolverMuJoCo (MuJoCo C) from the measured state; `control_fn(i, state, control,
+    q_measured, qd)` sets the control of log sample i each physics step. Measured positions (T, J)."""
+    import newton
+
+    labels = [lab.rsplit("/", 1)[-1] for lab in model.joint_label]
+    missing = [j for j in joints if j not in labels]
+    if missing:
+        raise ExportError(f"joints {missing} are not in the imported Newton model")
+    ji = [labels.index(j) for j in joints]
+    dof = model.joint_qd_start.numpy()[ji]
+    coord = model.joint_q_start.numpy()[ji]
+    solver = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
+    s0, s1, control = model.state(), model.state(), model.control()
+    jq, jqd = s0.joint_q.numpy(), s0.joint_qd.numpy()
+    jq[coord], jqd[dof] = log.q[0] - bias, log.qd[0]
+    s0.joint_q.assign(jq)
+    s0.joint_qd.assign(jqd)
+    newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    out = np.empty_like(log.q)
+    out[0] = log.q[0]
+    for i in range(log.q.shape[0] - 1):
+        for _ in range(log.decimation):
+            control_fn(i, s0, control, s0.joint_q.numpy()[coord] + bias, s0.joint_qd.numpy()[dof])
+            solver.step(s0, s1, control, None, log.dt)
+            s0, s1 = s1, s0
+        out[i + 1] = s0.joint_q.numpy()[coord] + bias
+    return out
+
+
+def isaaclab_run(cfgs: dict, robot, log: ReplayLog, bias: np.ndarray) -> np.ndarray:
+    """The Isaac Lab actuator classes of the export computing every joint's torque into Newton (T, J)."""
+    import newton
+    import torch
+    from isaaclab.utils.types import ArticulationActions
+
+    from .robot_isaaclab import group_joints
+
+    joints = log.joints
+    groups = group_joints(cfgs, joints)
+    b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
+    b.add_builder(robot.builder)
+    acts = {}
+    for g, cfg in cfgs.items():
+        idx = groups[g]
+        for k in idx:  # the cfg's joint terms go on the joints (None: the model file's own, §A.1)
+            d = int(robot.dof[k])
+            for attr, name, own in (("joint_armature", "armature", robot.armature),
+                                    ("joint_friction", "friction", robot.friction),
+                                    ("joint_damping", "viscous_friction", robot.damping)):
+                v = getattr(cfg, name, None)
+                getattr(b, attr)[d] = float(own[k] if v is None else v)
+        act = cfg.class_type(cfg, joint_names=[joints[k] for k in idx], joint_ids=slice(None), num_envs=1,
+                             device="cpu")
+        act.reset(torch.arange(1))
+        acts[g] = (act, idx)
+    model = b.finalize(device="cpu")
+    dof_all = _dofs(model, joints)
+    f = np.zeros(model.joint_dof_count, np.float32)
+
+    def t(x: np.ndarray) -> torch.Tensor:
+        return torch.tensor(np.asarray(x, np.float32)[None])
+
+    def control_fn(i: int, state, control, q: np.ndarray, qd: np.ndarray) -> None:
+        for act, idx in acts.values():
+            a = ArticulationActions(joint_positions=t(log.q_des[i, idx]), joint_velocities=t(log.qd_des[i, idx]),
+                                    joint_efforts=t(np.zeros(len(idx))))
+            f[dof_all[idx]] = act.compute(a, t(q[idx]), t(qd[idx])).joint_efforts[0].numpy()
+        control.joint_f.assign(f)
+
+    return _newton_run(model, joints, log, bias, control_fn)
+
+
+def _dofs(model, joints: list[str]) -> np.ndarray:
+    """Each joint's DoF index in a finalized Newton model, by the last element of its label."""
+    labels = [lab.rsplit("/", 1)[-1] for lab in model.joint_label]
+    return model.joint_qd_start.numpy()[[labels.index(j) for j in joints]]
+
+
+def newton_run(model, log: ReplayLog, bias: np.ndarray) -> np.ndarray:
+    """The imported stage's NewtonActuators on Newton's SolverMuJoCo (T, J)."""
+    dof = _dofs(model, log.joints)
+    acts = [(a, a.state(), a.state()) for a in model.actuators]
+    tq = np.zeros(model.joint_dof_count, np.float32)
+    tqd = np.zeros(model.joint_dof_count, np.float32)
+
+    def control_fn(i: int, state, control, q: np.ndarray, qd: np.ndarray) -> None:
+        tq[dof], tqd[dof] = log.q_des[i] - bias, log.qd_des[i]
+        control.joint_target_q.assign(tq)
+        control.joint_target_qd.assign(tqd)
+        control.joint_f.zero_()
+        for k, (a, cur, nxt) in enumerate(acts):
+            a.step(state, control, cur, nxt, dt=log.dt)
+            acts[k] = (a, nxt, cur)
+
+    return _newton_run(model, log.joints, log, bias, control_fn)
+
+
+def mujoco_run(xml: str, log: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel],
+               actuators: dict[str, str]) -> np.ndarray:
+    """mj_step on the exported MJCF (as robot_mjcf.replay_model prepares it): measured positions (T, J)."""
+    import mujoco
+
+    model = mujoco.MjModel.from_xml_string(xml)
+    if not math.isclose(model.opt.timestep, log.dt, rel_tol=1e-6):
+        raise ExportError(f"the MJCF timestep {model.opt.timestep} is not the fit's physics step {log.dt}")
+    data = mujoco.MjData(model)
+    obj = mujoco.mjtObj
+    jid = [mujoco.mj_name2id(model, obj.mjOBJ_JOINT, j) for j in log.joints]
+    aid = [mujoco.mj_name2id(model, obj.mjOBJ_ACTUATOR, actuators[j]) for j in log.joints]
+    if min(jid + aid) < 0:
+        raise ExportError("a fitted joint or its actuator is not in the MJCF")
+    qadr, vadr = model.jnt_qposadr[jid], model.jnt_dofadr[jid]
+    kp = np.array([models[j].value("stiffness") or 0.0 for j in log.joints])
+    kd = np.array([models[j].value("damping") or 0.0 for j in log.joints])
+    data.qpos[qadr], data.qvel[vadr] = log.q[0] - bias, log.qd[0]
+    cadr = model.actuator_ctrladr[aid] if hasattr(model, "actuator_ctrladr") else np.array(aid)
+
+    def ctrl(i: int) -> np.ndarray:
+        return log.q_des[i] - bias + np.where(kp > 0, kd * log.qd_des[i] / np.where(kp > 0, kp, 1.0), 0.0)
+
+    data.ctrl[cadr] = ctrl(0)
+    for k, a in enumerate(aid):  # the delay history starts full of the first command, as the other consumers'
+        n_hist = int(model.actuator_history[a][0]) if hasattr(model, "actuator_history") else 0
+        if n_hist > 0:
+            times = (data.time - model.opt.timestep * np.arange(n_hist)[::-1]).reshape(-1, 1)
+            mujoco.mj_initCtrlHistory(model, data, a, times, np.full((n_hist, 1), ctrl(0)[k]))
+    out = np.empty_like(log.q)
+    out[0] = log.q[0]
+    for i in range(log.q.shape[0] - 1):
+        data.ctrl[cadr] = ctrl(i)
+        for _ in range(log.decimation):
+            mujoco.mj_step(model, data)
+        out[i + 1] = data.qpos[qadr] + bias
+    return out
+
+
+def compare(log: ReplayLog, ours_q: np.ndarray, run: np.ndarray, seconds: float) -> dict:
+    """The replay's RMSE against the log and against our rollout, per joint and pooled; within 10 % or not."""
+    def rmse(a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.sqrt(np.mean((a - b) ** 2)))
+
+    r, o = rmse(run, log.q), rmse(ours_q, log.q)
+    rel = abs(r - o) / o if o > 0 else (0.0 if r == 0 else math.inf)
+    return {"status": "ok", "rmse_replay": r, "rmse_ours": o, "relative_difference": rel,
+            "rmse_replay_vs_ours": rmse(run, ours_q), "within_tolerance": bool(np.isfinite(r) and rel <= TOLERANCE),
+            "per_joint_rmse_replay": {j: rmse(run[:, k], log.q[:, k]) for k, j in enumerate(log.joints)},
+            "wall_s": float(seconds)}
+
+
+def timed(fn: Callable[[], np.ndarray]) -> tuple[np.ndarray, float]:
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0

@@ -1,0 +1,251 @@
+"""Whole-robot exports (issue 16, acceptance 3): Isaac Lab's dict builds with the real classes for every group,
+the Newton USD imports with Newton's add_usd and reads back equal, the MJCF loads in MuJoCo, and each replays on
+the whole robot by its consumer within 10 % of our coupled rollout.
+
+The result is written by hand from known values (an export is a function of the result); the log it replays is
+stepped by Newton alone (tests/robot_sim.py) with other values, so every replay misses the log by a clear,
+non-zero RMSE that the consumers must reproduce.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from robot_sim import chirp_targets, robot_recording, simulate_newton_log  # noqa: E402
+
+from actuator_sysid.cli import main  # noqa: E402
+from actuator_sysid.export.robot import write_robot_exports  # noqa: E402
+from actuator_sysid.export.robot_mjcf import actuator_names, replay_model  # noqa: E402
+from actuator_sysid.export.robot_usd import import_stage, readback_mismatches  # noqa: E402
+from actuator_sysid.export.validate import open_stage, validate_stage  # noqa: E402
+from actuator_sysid.models.robot import RobotModel, load_robot  # noqa: E402
+
+GO2_XML = Path(__file__).resolve().parents[2] / "shared" / "data" / "go2-in-air" / "go2.xml"
+needs_go2 = pytest.mark.skipif(not GO2_XML.is_file(), reason="shared/data/go2-in-air is not here")
+LOG_DT, DEC, DELAY, KP, KD = 0.005, 2, 2, 20.0, 1.5
+DT = LOG_DT / DEC
+TRUTH = {"hip": (0.006, 0.4, 0.12), "thigh": (0.015, 0.8, 0.25), "calf": (0.03, 0.5, 0.35)}  # armature, visc, fric
+MISFIT = (1.3, 0.8, 1.2)  # the result's values are the truth times these: the replays miss the log clearly
+SAMPLES, SPLIT = 300, 200
+
+
+def robot_result(robot: RobotModel, groups: dict[str, str], values: dict[str, tuple[float, float, float]],
+                 bias: np.ndarray, delay: int) -> dict:
+    """A whole-robot fit result in fitting/robot.py's layout, from stated values (no fit)."""
+    import re
+
+    out = {}
+    for g, expr in groups.items():
+        joints = [n for n in robot.joint_names if re.fullmatch(expr, n)]
+        eff = robot.effort_limit[[robot.joint_names.index(j) for j in joints]]
+        a, d, f = values[g]
+        out[g] = {"joint_names_expr": expr, "joints": joints, "armature": a, "viscous_friction": d, "friction": f,
+                  "stiffness": KP, "damping": KD, "effort_limit": float(eff.max()) if np.isfinite(eff).all() else None}
+    return {"kind": "robot", "robot": robot.summary(), "joint_mapping": "by name", "groups": out,
+            "gains": "from the log", "encoder_bias": {n: float(b) for n, b in zip(robot.joint_names, bias, strict=True)},
+            "delay_steps": delay, "delay": "fixed", "sim": {"dt": DT, "decimation": DEC},
+            "validation": {"split": "time", "split_sample": SPLIT, "fraction": 1 - SPLIT / (SAMPLES + 1),
+                           "rmse": math.nan, "model_defaults_rmse": math.nan}}
+
+
+@pytest.fixture(scope="module")
+def go2() -> RobotModel:
+    return load_robot(GO2_XML)
+
+
+@pytest.fixture(scope="module")
+def go2_case(go2: RobotModel, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The Go2 log (Newton alone), the misfit result, and what write_robot_exports wrote and replayed."""
+    part = [n.split("_")[1] for n in go2.joint_names]
+    arm, damp, fric = (np.array([TRUTH[p][i] for p in part]) for i in range(3))
+    bias = np.linspace(-0.02, 0.02, 12)
+    cmd = chirp_targets(go2, SAMPLES, amplitude=0.3, seed=1)
+    q, qd = simulate_newton_log(go2, cmd, decimation=DEC, delay=DELAY, armature=arm, damping=damp, friction=fric,
+                                kp=KP, kd=KD, bias=bias)
+    rec = robot_recording(go2, cmd, q, qd, kp=KP, kd=KD)
+    values = {g: tuple(v * m for v, m in zip(t, MISFIT, strict=True)) for g, t in TRUTH.items()}
+    result = robot_result(go2, {g: f".*_{g}_joint" for g in TRUTH}, values, bias, DELAY)
+    out = tmp_path_factory.mktemp("go2_exports")
+    files = write_robot_exports(result, rec, go2, out)
+    return {"result": result, "rec": rec, "out": out, "files": files, "values": values, "cmd": cmd, "q": q, "qd": qd}
+
+
+@needs_go2
+def test_isaaclab_dict_builds_every_group_with_the_real_classes(go2_case: dict) -> None:
+    import torch
+    from isaaclab import actuators as ila
+    from isaaclab.utils.types import ArticulationActions
+
+    out, values = go2_case["out"], go2_case["values"]
+    assert set(go2_case["files"]) == {"isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"}
+    py = (out / "isaaclab.py").read_text()
+    assert py.startswith("# actuator-sysid whole-robot export (Isaac Lab 3.0 actuators)")
+    ns: dict = {}
+    exec(compile(py, "isaaclab.py", "exec"), ns)
+    assert ns["SIM"] == {"dt": DT, "decimation": DEC}
+    doc = json.loads((out / "isaaclab.json").read_text())
+    assert doc["sim"] == {"dt": DT, "decimation": DEC} and doc["provenance"][0].startswith("actuator-sysid")
+    assert set(ns["ACTUATORS"]) == set(doc["actuators"]) == set(TRUTH)
+    for g, cfg in ns["ACTUATORS"].items():
+        assert type(cfg) is ila.DelayedPDActuatorCfg and cfg.joint_names_expr == [f".*_{g}_joint"]
+        cfg.validate()
+        spec = doc["actuators"][g]
+        built = getattr(ila, spec["class_type"])(**{k: v for k, v in spec.items() if k != "class_type"})
+        assert built.to_dict() == cfg.to_dict()
+        assert (cfg.armature, cfg.viscous_friction, cfg.friction) == pytest.approx(values[g], rel=1e-12)
+        assert (cfg.stiffness, cfg.damping, cfg.min_delay, cfg.max_delay) == (KP, KD, DELAY, DELAY)
+        # the real actuator on a group's four joints: kp·(target − q) (under the motor's effort limit)
+        act = cfg.class_type(cfg, joint_names=[f"{leg}_{g}_joint" for leg in ("FL", "FR", "RL", "RR")],
+                             joint_ids=slice(None), num_envs=2, device="cpu")
+        act.reset(torch.arange(2))
+        a = ArticulationActions(joint_positions=torch.full((2, 4), 0.5), joint_velocities=torch.zeros(2, 4),
+                                joint_efforts=torch.zeros(2, 4))
+        tau = act.compute(a, torch.zeros(2, 4), torch.zeros(2, 4)).joint_efforts
+        np.testing.assert_allclose(tau.numpy(), 0.5 * KP)
+    assert go2_case["result"]["exports"]["isaaclab"]["json_equals_py"]
+
+
+@needs_go2
+def test_newton_usd_imports_with_add_usd_and_reads_back_equal(go2_case: dict) -> None:
+    result = go2_case["result"]
+    text = (go2_case["out"] / "newton.usda").read_text()
+    assert text.startswith("#usda") and "actuator-sysid whole-robot export (Newton 1.8 USD)" in text
+    stage = open_stage(text)
+    assert validate_stage(stage) == []  # NEWTON.DJ.001
+    model = import_stage(stage)
+    assert readback_mismatches(model, result) == []
+    labels = [lab.rsplit("/", 1)[-1] for lab in model.joint_label]
+    d = int(model.joint_qd_start.numpy()[labels.index("RL_calf_joint")])
+    arm, visc, fric = go2_case["values"]["calf"]
+    f32 = lambda x: float(np.float32(x))  # noqa: E731
+    assert float(model.joint_armature.numpy()[d]) == f32(arm) and float(model.joint_friction.numpy()[d]) == f32(fric)
+    assert float(model.joint_damping.numpy()[d]) == pytest.approx(visc, rel=1e-6)  # authored per degree (§C.4)
+    (act,) = [a for a in model.actuators if d in a.indices.numpy()]
+    k = list(act.indices.numpy()).index(d)
+    assert act.delay.delay_steps.numpy()[k] == DELAY and float(act.drive.kp.numpy()[k]) == KP
+    assert float(act.clamping[0].max_effort.numpy()[k]) == f32(45.43)
+    # the robot's own inertia came through the stage: the same joint-space dynamics as the fit's import
+    assert model.body_count == len(go2_case["result"]["robot"]["joints"]) + 1
+    assert result["exports"]["newton"]["readback_equal"] and result["exports"]["newton"]["dj001"] == []
+
+
+@needs_go2
+def test_mjcf_is_the_users_model_updated_and_loads_in_mujoco(go2_case: dict) -> None:
+    import mujoco
+
+    text = (go2_case["out"] / "mjcf.xml").read_text()
+    assert '<mesh file="assets/base_0.obj"' in text and "<motor" not in text.split("<actuator>")[1]
+    model = mujoco.MjModel.from_xml_string(replay_model(text, GO2_XML.parent))  # its meshes are absent here
+    assert model.njnt == 12 and model.nu == 12 and math.isclose(model.opt.timestep, DT)
+    names = actuator_names(text)
+    for g, (arm, visc, fric) in go2_case["values"].items():
+        for leg in ("FL", "FR", "RL", "RR"):
+            j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, f"{leg}_{g}_joint")
+            dof = model.jnt_dofadr[j]
+            assert (model.dof_armature[dof], model.dof_damping[dof], model.dof_frictionloss[dof]) == pytest.approx(
+                (arm, visc, fric), rel=1e-8)
+            a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, names[f"{leg}_{g}_joint"])
+            assert model.actuator_gainprm[a, 0] == KP and list(model.actuator_biasprm[a, :3]) == [0, -KP, -KD]
+            lim = 45.43 if g == "calf" else 23.7
+            assert list(model.actuator_forcerange[a]) == pytest.approx([-lim, lim])
+            assert model.actuator_delay[a] == pytest.approx(DELAY * DT)
+    assert names["FL_hip_joint"] == "FL_hip"  # the user's actuator names are kept
+
+
+@needs_go2
+def test_each_export_replays_on_the_whole_robot_within_10_percent(go2_case: dict) -> None:
+    from actuator_sysid.export import robot_replay as rr
+    from actuator_sysid.export.robot_common import bias_of, joint_models, replay_log
+
+    rep = go2_case["result"]["replays"]
+    assert set(rep["consumers"]) == {"isaaclab", "newton", "mujoco"}
+    ours = rep["ours"]["rmse"]
+    assert ours > 2e-3, rep  # the misfit values miss the log clearly (measured 6.9e-3 rad)
+    for name, c in rep["consumers"].items():
+        assert c["status"] == "ok" and c["within_tolerance"], (name, c)
+        assert abs(c["rmse_replay"] - ours) <= 0.10 * ours
+        assert c["rmse_replay_vs_ours"] < 1e-5, (name, c)  # measured 1e-8 … 1.5e-7 rad: the same dynamics
+    assert json.loads((go2_case["out"] / "fit.json").read_text())["replays"]["within_tolerance"] is True
+    # the tolerance tells exports apart: the MJCF with the calf armature tripled misses it
+    text = (go2_case["out"] / "mjcf.xml").read_text()
+    arm = go2_case["values"]["calf"][0]
+    bad = text.replace(f'armature="{arm:.9g}"', f'armature="{3 * arm:.9g}"')
+    assert bad != text
+    result, rec = go2_case["result"], go2_case["rec"]
+    lg = replay_log(result, rec)
+    q = rr.mujoco_run(replay_model(bad, GO2_XML.parent), lg, bias_of(result, lg.joints), joint_models(result),
+                      actuator_names(bad))
+    miss = rr.compare(lg, q, q, 0.0)["rmse_replay"]
+    assert abs(miss - ours) > 0.10 * ours, (miss, ours)
+
+
+def test_a_usd_robot_gets_a_layer_over_its_own_file(tmp_path: Path) -> None:
+    """Newton's example ant.usda as the user's robot: a layer that sublayers it, its joints' actuators authored."""
+    import newton
+
+    usd = Path(newton.__file__).parent / "examples" / "assets" / "ant.usda"
+    ant = load_robot(usd)
+    # ant.usda drives its joints (UsdPhysics DriveAPI, kp 0.04 per degree): an explicit fitted actuator replaces
+    # the drive (Isaac Lab zeroes explicit groups' drives, docs/consumer-semantics.md §A.3), so the log and our
+    # rollout run without it, as the exported layer does (it removes the drive)
+    for d in ant.dof:
+        ant.builder.joint_target_ke[d] = ant.builder.joint_target_kd[d] = 0.0
+    n = len(ant.joint_names)
+    bias = np.linspace(-0.01, 0.01, n)
+    truth = {"leg": (0.01, 0.3, 0.1), "foot": (0.005, 0.2, 0.05)}
+    groups = {"leg": ".*_leg", "foot": ".*_foot"}
+    kind = ["leg" if nm.endswith("_leg") else "foot" for nm in ant.joint_names]
+    arm, damp, fric = (np.array([truth[k][i] for k in kind]) for i in range(3))
+    cmd = chirp_targets(ant, SAMPLES, amplitude=0.3, seed=2)
+    q, qd = simulate_newton_log(ant, cmd, decimation=DEC, delay=1, armature=arm, damping=damp, friction=fric,
+                                kp=KP, kd=KD, bias=bias)
+    values = {g: tuple(v * m for v, m in zip(t, MISFIT, strict=True)) for g, t in truth.items()}
+    result = robot_result(ant, groups, values, bias, 1)
+    files = write_robot_exports(result, robot_recording(ant, cmd, q, qd), ant, tmp_path)
+    assert files == ["isaaclab.py", "isaaclab.json", "newton.usda"]
+    assert result["exports"]["mujoco"]["status"] == "not written"
+    text = (tmp_path / "newton.usda").read_text()
+    assert f"subLayers = [\n        @{usd.resolve()}@" in text or f"@{usd.resolve()}@" in text
+    stage = open_stage(text)
+    assert [f for f in validate_stage(stage) if f.severity == "error"] == []
+    assert readback_mismatches(import_stage(stage), result) == []
+    rep = result["replays"]
+    assert set(rep["consumers"]) == {"isaaclab", "newton"}
+    assert rep["ours"]["rmse"] > 1e-3, rep
+    for name, c in rep["consumers"].items():
+        assert c["status"] == "ok" and c["within_tolerance"], (name, c)
+        assert c["rmse_replay_vs_ours"] < 1e-4, (name, c)
+
+
+@needs_go2
+def test_cli_fit_robot_writes_the_exports_with_their_replays(go2_case: dict, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture) -> None:
+    """`fit LOG --robot go2.xml` on a PACE-style .pt log (no names, no gains) writes every export and replay."""
+    import torch
+
+    log = tmp_path / "go2_sim.pt"
+    torch.save({"time": torch.arange(go2_case["q"].shape[0], dtype=torch.float64) * LOG_DT,
+                "dof_pos": torch.tensor(go2_case["q"]), "des_dof_pos": torch.tensor(go2_case["cmd"])}, log)
+    out = tmp_path / "fit"
+    rc = main(["fit", str(log), "--robot", str(GO2_XML), "--groups", ",".join(f"{g}='.*_{g}_joint'" for g in TRUTH),
+               "--decimation", str(DEC), "--kp", str(KP), "--kd", str(KD), "--delay", str(DELAY), "--generations", "1",
+               "--out", str(out)])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "exports replayed on the whole robot" in err
+    assert {p.name for p in out.iterdir()} >= {"fit.json", "isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"}
+    fit = json.loads((out / "fit.json").read_text())
+    rep = fit["replays"]
+    assert rep["ours"]["rmse"] == pytest.approx(fit["validation"]["rmse"], rel=0.05)  # the fit's own replay
+    for name, c in rep["consumers"].items():
+        assert c["status"] == "ok" and c["within_tolerance"], (name, c)
+    lab = json.loads((out / "isaaclab.json").read_text())
+    assert lab["sim"]["decimation"] == DEC and set(lab["actuators"]) == set(TRUTH)
