@@ -29,7 +29,7 @@ import re
 from ..datasets.recording import Recording
 from ..models import parameters
 from ..models.families import NET_FAMILIES, RICH_FRICTION_TERMS, get_family
-from .common import ExportError, Finding, bench_loads, joint_family
+from .common import ChosenModel, ExportError, Finding, bench_loads, joint_family
 
 __all__ = ["ExportError", "actuator_cfgs", "best_cfgs", "cfg_hazards", "render_json", "render_python",
            "render_yaml", "validate_cfgs"]
@@ -153,6 +153,10 @@ def _joint_cfg(joint: str, fam_name: str, model: dict, family, *, custom: bool, 
         raise ExportError(f"family {fam_name!r} has no Isaac Lab cfg class; use the Newton export "
                           "or the Python source's explicit subclass (ACTUATORS_BEST)")
     values = _cfg_values(cls, model["params"], model.get("table_positions"))
+    chosen = ChosenModel(joint, family, model["params"], model.get("table_positions"))
+    for comp in family.components:  # a term a cfg field only approximates rewrites that field's value
+        values = comp.isaaclab_values(values, chosen)
+    notes = [list(n) for comp in family.components for n in comp.notes("isaaclab", chosen)]
     carries_budget = "joint_inertia" in _fields(cls)
     if "physics_dt" in _fields(cls):
         values["physics_dt"] = float(model.get("physics_dt", 0.005))
@@ -170,6 +174,8 @@ def _joint_cfg(joint: str, fam_name: str, model: dict, family, *, custom: bool, 
         elif v is not None and math.isfinite(v):
             cfg[name] = float(v)
     spec = {"class_type": cls, "family": fam_name, "cfg": cfg}
+    if notes:  # [code, severity, message]: what a component's cfg field approximates (cfg_hazards says it)
+        spec["notes"] = notes
     marks = {f: "NOT IDENTIFIED: " + u["reason"] for p, u in (model.get("unidentified") or {}).items()
              for f in _CFG_NAMES.get(p, (p,)) if f in cfg}
     if marks:  # written although unidentified (required by the class, or asked for): said beside the value
@@ -435,6 +441,8 @@ def cfg_hazards(groups: dict[str, dict], joints: list[str] | None = None, backen
                 "applied as Coulomb friction at the static value")
         if spec.get("approximation"):
             add("friction_approximated", g, spec["approximation"])
+        for code, severity, msg in spec.get("notes", ()):
+            add(code, g, msg, severity)
         if spec.get("estimate"):
             add("friction_estimated", g, spec["estimate"])
         if base == "ImplicitActuatorCfg":

@@ -66,18 +66,17 @@ def mjcf_warnings(m: ChosenModel) -> list[Finding]:
         out.append(Finding("EXPORT.MJCF.pid", "info", m.joint, (
             "MuJoCo's pid actuator takes two controls, [q_des, qd_des + tau_ff/kd]; its integral of q_des − q, "
             "clamped to ±integral_max, gains this step's error after the force (Newton's DrivePID before)")))
-    if "dynamic_friction" in m.family.joint_terms:
-        add("dynamic_friction", "frictionloss is Coulomb friction at the static value; dynamic friction is dropped")
-    if m.family.rich_friction:
-        from .isaaclab import bam_carrier
+    budget_said = False
+    for comp in m.family.components:  # each joint term says what MuJoCo cannot hold of it
+        if comp.budget and not budget_said:  # BAM's friction budget: one finding for all its terms
+            budget_said = True
+            from .isaaclab import bam_carrier
 
-        add("friction_model", f"frictionloss is the Coulomb part {m.value('friction')} N·m; BAM's friction budget "
-            "(Stribeck / load-dependent terms, which BAM sets on dof_frictionloss every step) is dropped: "
-            + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction if m.value(t) is not None)
-            + f"; {bam_carrier(m.family)}")
-    if "encoder_offset" in m.family.joint_terms and m.value("encoder_offset"):
-        add("encoder_offset", f"subtract the encoder offset {m.value('encoder_offset'):.4g} rad from measured "
-            "positions: MuJoCo's actuator reads the true joint position")
+            add("friction_model", f"frictionloss is the Coulomb part {m.value('friction')} N·m; BAM's friction "
+                "budget (Stribeck / load-dependent terms, which BAM sets on dof_frictionloss every step) is dropped: "
+                + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction if m.value(t) is not None)
+                + f"; {bam_carrier(m.family)}")
+        out += [Finding(f"EXPORT.MJCF.{code}", severity, m.joint, msg) for code, severity, msg in comp.notes("mjcf", m)]
     return out
 
 
@@ -95,8 +94,7 @@ def _range(lim: float | None) -> str | None:
 
 def _joint_attrs(m: ChosenModel) -> dict[str, str]:
     # a term the export leaves out (unidentified: common.prepare) is absent, so MuJoCo's default (0) applies
-    out = {attr: _num(v) for attr, name in (("armature", "armature"), ("frictionloss", "friction"),
-                                             ("damping", "viscous_friction")) if (v := m.value(name)) is not None}
+    out = {attr: _num(v) for comp in m.family.components for attr, v in comp.mjcf_joint(m).items()}
     if "dc_motor" in m.family.clamps and (r := _range(m.value("actuator_effort_limit"))):
         out["actuatorfrcrange"] = r  # clamps the sum of both actuators: the envelope's ±effort limit
     return out

@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass
 
 from ..datasets.recording import JointInfo, Recording
-from ..models.families import NET_FAMILIES, Family
+from ..models.components import get as get_component
+from ..models.families import CLAMPS, NET_FAMILIES, Family
 from .common import (
     RAD_PER_DEG,
     ChosenModel,
@@ -36,11 +37,10 @@ from .common import (
     substitutions,
 )
 
-# docs/consumer-semantics.md §C.3 schema and attribute names
-PD_API, PID_API = "NewtonPDControlAPI", "NewtonPIDControlAPI"
-CLAMP_API = {"max_effort": "NewtonMaxEffortClampingAPI", "dc_motor": "NewtonDCMotorClampingAPI",
-             "position_table": "NewtonPositionBasedClampingAPI"}
-DELAY_API = "NewtonActuatorDelayAPI"
+# docs/consumer-semantics.md §C.3 schema names: each drive, clamp and delay component declares its own
+PD_API, PID_API = get_component("pd").newton_api, get_component("pid").newton_api
+CLAMP_API = {name: c.newton_api for name, c in CLAMPS.items()}
+DELAY_API = get_component("delay").newton_api
 NEURAL_API = "NewtonNeuralControlAPI"
 JOINT_API = "NewtonJointAPI"
 ACTUATED_JOINT_TYPES = ("PhysicsRevoluteJoint", "PhysicsPrismaticJoint")
@@ -132,74 +132,47 @@ def neural_attributes(m: NetChoice) -> tuple[list[str], dict[str, float | str]]:
 
 
 def actuator_attributes(m: ChosenModel) -> tuple[list[str], dict[str, float | int | list[float]]]:
-    """The API schemas and `newton:` attributes of one joint's NewtonActuator (§C.3), in radians, SI."""
-    fam = m.family
-    v = m.value
-    apis = [PID_API if fam.drive == "pid" else PD_API]
-    attrs: dict[str, float | int | list[float]] = {"kp": v("stiffness") or 0.0, "kd": v("damping") or 0.0}
-    if fam.drive == "pid":
-        attrs["ki"] = v("ki") or 0.0
-        if (integral_max := v("integral_max")) is not None:
-            attrs["integralMax"] = integral_max
-    for clamp in fam.clamps:
-        if clamp == "max_effort" and (limit := v("actuator_effort_limit")) is not None:
-            apis.append(CLAMP_API[clamp])
-            attrs["maxEffort"] = limit
-        elif clamp == "dc_motor":
-            apis.append(CLAMP_API[clamp])
-            for attr, name in (("saturationEffort", "saturation_effort"), ("velocityLimit", "actuator_velocity_limit"),
-                               ("maxMotorEffort", "actuator_effort_limit")):
-                if (value := v(name)) is not None:
-                    attrs[attr] = value
-        elif clamp == "position_table":
-            if not m.table_positions:
-                raise ExportError(f"joint {m.joint!r}: a {fam.name} model needs its table positions")
-            apis.append(CLAMP_API[clamp])
-            attrs["lookupPositions"] = [float(x) for x in m.table_positions]
-            attrs["lookupEfforts"] = [float(m.params[f"lookup_effort_{k}"]) for k in range(len(m.table_positions))]
-    delay = int(round(m.params.get("delay", 0))) if fam.delay else 0
-    if delay >= 1:  # never the Delay API with 0, never without an authored delaySteps (§C.4)
-        apis.append(DELAY_API)
-        attrs["delaySteps"] = delay
+    """The API schemas and `newton:` attributes of one joint's NewtonActuator (§C.3), in radians, SI: each of the
+    family's drive, clamp and delay components writes its own (models/components/)."""
+    apis: list[str] = []
+    attrs: dict[str, float | int | list[float]] = {}
+    for comp in m.family.components:
+        try:
+            more_apis, more = comp.newton_actuator(m)
+        except ValueError as e:  # a model the component cannot write (a table without its positions)
+            raise ExportError(str(e)) from None
+        apis += more_apis
+        attrs |= more
     return apis, attrs
 
 
 def joint_attributes(m: ChosenModel, angular: bool = True) -> dict[str, float]:
-    """NewtonJointAPI attributes: armature, Coulomb friction, and damping per degree for angular DOFs (§C.4)."""
+    """NewtonJointAPI attributes: armature, Coulomb friction, and damping per degree for angular DOFs (§C.4),
+    each from its joint-term component."""
     out: dict[str, float] = {}
-    if (armature := m.value("armature")) is not None:
-        out["armature"] = armature
-    if (friction := m.value("friction")) is not None:
-        out["friction"] = friction
-    if (viscous := m.value("viscous_friction")) is not None:
-        out["damping"] = viscous * (RAD_PER_DEG if angular else 1.0)
+    for comp in m.family.components:
+        out |= comp.newton_joint(m, angular)
     return out
 
 
 def newton_warnings(m: ChosenModel) -> list[Finding]:
-    """What Newton cannot express of a model: stated on the export, never silently dropped."""
+    """What Newton cannot express of a model: stated on the export, never silently dropped. Each component says
+    what Newton cannot hold of it; BAM's friction budget is one finding for all its terms."""
     out = []
-    if m.family.drive == "implicit":
-        out.append(Finding("EXPORT.NEWTON.implicit", "info", m.joint,
-                           "the implicit family is the solver's own PD: written as a UsdPhysics DriveAPI "
-                           "(stiffness/damping per degree), not a NewtonActuator"))
-    if "dynamic_friction" in m.family.joint_terms:
-        out.append(Finding("EXPORT.NEWTON.dynamic_friction", "warning", m.joint,
-                           "Newton ignores dynamic friction (§D): joint_friction is the static value "
-                           f"{m.value('friction')} N·m applied as Coulomb friction"))
-    if m.family.rich_friction:
-        from .isaaclab import bam_carrier
+    budget_said = False
+    for comp in m.family.components:
+        if comp.budget and not budget_said:
+            budget_said = True
+            from .isaaclab import bam_carrier
 
-        out.append(Finding("EXPORT.NEWTON.friction_model", "warning", m.joint,
-                           "Newton's joint_friction is a constant Coulomb effort and Newton 1.8's actuator "
-                           f"components hold no friction budget: newton:friction = {m.value('friction')} N·m; "
-                           "BAM's friction budget terms are dropped ("
-                           + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction
-                                       if m.value(t) is not None) + f"); {bam_carrier(m.family)}"))
-    if "encoder_offset" in m.family.joint_terms and m.value("encoder_offset"):
-        out.append(Finding("EXPORT.NEWTON.encoder_offset", "warning", m.joint,
-                           f"a NewtonActuator has no encoder offset: subtract {m.value('encoder_offset'):.4g} rad "
-                           "from measured positions before commanding the exported model"))
+            out.append(Finding("EXPORT.NEWTON.friction_model", "warning", m.joint,
+                               "Newton's joint_friction is a constant Coulomb effort and Newton 1.8's actuator "
+                               f"components hold no friction budget: newton:friction = {m.value('friction')} N·m; "
+                               "BAM's friction budget terms are dropped ("
+                               + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction
+                                           if m.value(t) is not None) + f"); {bam_carrier(m.family)}"))
+        out += [Finding(f"EXPORT.NEWTON.{code}", severity, m.joint, msg)
+                for code, severity, msg in comp.notes("newton", m)]
     return out
 
 

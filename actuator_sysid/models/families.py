@@ -1,59 +1,54 @@
-"""Model families as data: a drive, an ordered list of clamps, an optional delay and joint terms.
+"""Model families as data: compositions of components — a drive, ordered clamps, an optional delay, joint terms.
 
-The rollout kernel reads the flags; exporters read the same description to pick the consumer class.
-Adding a family is one line in FAMILIES plus its consumer mapping, never a new kernel.
+Each component (models/components/) declares its parameters, its kernel flag bit and what each consumer
+writes; a family only names them. The rollout kernel reads the flags; exporters loop over the family's
+components. Adding a family is one line in FAMILIES plus its consumer class, never a new kernel.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from . import parameters
+import numpy as np
 
-# kernel flag bits (models/kernels.py reads the same values)
-F_MAX_EFFORT = 1  # box clip ±actuator_effort_limit (§A.3, Newton ClampingMaxEffort)
-F_DC_MOTOR = 2  # four-quadrant DC-motor clip (§A.4, Newton ClampingDCMotor)
-F_TABLE = 4  # position-dependent limit (§A.6, Newton ClampingPositionBased)
-F_PID = 8  # Newton DrivePID instead of PD (§C.2)
-F_PHYSX_FRICTION = 16  # static + dynamic friction instead of Coulomb frictionloss
-F_IMPLICIT = 32  # the solver's PD, integrated implicitly (Isaac Lab ImplicitActuator, §A.10)
+from . import parameters
+from .components import COMPONENTS, Component, get, of_kind
+
+# kernel flag bits (models/kernels.py reads the same values): each declared by its component
+F_MAX_EFFORT = get("max_effort").flag  # box clip ±actuator_effort_limit (§A.3, Newton ClampingMaxEffort)
+F_DC_MOTOR = get("dc_motor").flag  # four-quadrant DC-motor clip (§A.4, Newton ClampingDCMotor)
+F_TABLE = get("position_table").flag  # position-dependent limit (§A.6, Newton ClampingPositionBased)
+F_PID = get("pid").flag  # Newton DrivePID instead of PD (§C.2)
+F_PHYSX_FRICTION = get("friction_physx").flag  # static + dynamic friction instead of Coulomb frictionloss
+F_IMPLICIT = get("implicit").flag  # the solver's PD, integrated implicitly (Isaac Lab ImplicitActuator, §A.10)
+F_STRIBECK = get("friction_stribeck").flag  # BAM M2: a Stribeck peak above Coulomb friction near standstill
+F_LOAD_FRICTION = get("friction_load").flag  # BAM M3/M4: friction grows with the gearbox load |τ_m − τ_e|
+F_LOAD_DIRECTIONAL = get("friction_load_directional").flag  # BAM M5: separate motor- and external-side gains
+F_LOAD_QUADRATIC = get("friction_load_quadratic").flag  # BAM M6: quadratic load terms while motor and load oppose
+# modes of a launch, not components
 F_OPEN_LOOP = 64  # the actuator sees measured states (effort conformance, torque-supervised losses)
 F_IMPLICIT_EFFORT = 128  # Newton's implicit effort mode: the effort solved at the predicted end-of-step state
-F_STRIBECK = 256  # BAM M2: a Stribeck peak above Coulomb friction near standstill (docs/prior-art.md)
-F_LOAD_FRICTION = 512  # BAM M3/M4: friction grows with the gearbox load |τ_m − τ_e|
-F_LOAD_DIRECTIONAL = 1024  # BAM M5: separate motor-side and external-side load gains
-F_LOAD_QUADRATIC = 2048  # BAM M6: quadratic load terms while motor and load oppose
+assert not {F_OPEN_LOOP, F_IMPLICIT_EFFORT} & {c.flag for c in COMPONENTS}, "mode bits collide with a component"
 EFFORT_MODES = ("explicit", "implicit")
 NET_FAMILIES = ("mlp", "lstm", "gru")  # actuator networks: models/networks.py, fitted by fitting/nets.py, no kernel
 
-CLAMP_ORDER = ("max_effort", "dc_motor", "position_table")
-_CLAMP_FLAG = {"max_effort": F_MAX_EFFORT, "dc_motor": F_DC_MOTOR, "position_table": F_TABLE}
-_CLAMP_PARAMS = {
-    "max_effort": ("actuator_effort_limit",),
-    "dc_motor": ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit"),
-    "position_table": tuple(f"lookup_effort_{k}" for k in range(parameters.TABLE_KNOTS)),
-}
-_DRIVE_PARAMS = {"pd": ("stiffness", "damping"), "pid": ("stiffness", "damping", "ki", "integral_max"),
-                 "implicit": ("stiffness", "damping")}
-JOINT_TERMS = ("armature", "friction", "dynamic_friction", "viscous_friction", "stribeck_friction",
-               "stribeck_velocity", "stribeck_exponent", "load_friction", "load_friction_stribeck",
-               "load_friction_external", "load_friction_external_stribeck", "load_friction_quadratic_motor",
-               "load_friction_quadratic_external", "encoder_offset")
+DRIVES: dict[str, Component] = {c.name: c for c in of_kind("drive")}
+CLAMPS: dict[str, Component] = {c.name: c for c in of_kind("clamp")}
+DELAY = get("delay")
+JOINT_COMPONENTS = of_kind("joint")
+CLAMP_ORDER = tuple(CLAMPS)
+JOINT_TERMS = tuple(p for c in JOINT_COMPONENTS for p in c.params)
+TERM_COMPONENT: dict[str, Component] = {p: c for c in JOINT_COMPONENTS for p in c.params}
 DEFAULT_TERMS = ("armature", "friction", "viscous_friction")
-STRIBECK_TERMS = ("stribeck_friction", "stribeck_velocity", "stribeck_exponent")
+STRIBECK_TERMS = get("friction_stribeck").params
 LOAD_TERMS = ("load_friction",)
 M4_TERMS = (*STRIBECK_TERMS, *LOAD_TERMS, "load_friction_stribeck")
 M5_TERMS = (*M4_TERMS, "load_friction_external", "load_friction_external_stribeck")
 M6_TERMS = (*M5_TERMS, "load_friction_quadratic_motor", "load_friction_quadratic_external")
-RICH_FRICTION_TERMS = M6_TERMS
+RICH_FRICTION_TERMS = tuple(p for c in JOINT_COMPONENTS if c.budget for p in c.params)
 """BAM's friction-budget terms (M2–M6): no Isaac Lab, Newton or MuJoCo attribute holds them."""
-# a term that needs others to mean anything brings them along (a Stribeck peak needs its speed and shape;
-# M5's external gain its motor-side one; M6's quadratic terms, as in BAM, the whole M5 budget)
-_COMPANIONS = {"stribeck_friction": STRIBECK_TERMS, "stribeck_velocity": STRIBECK_TERMS,
-               "stribeck_exponent": STRIBECK_TERMS, "load_friction_stribeck": M4_TERMS,
-               "load_friction_external": ("load_friction", "load_friction_external"),
-               "load_friction_external_stribeck": M5_TERMS,
-               "load_friction_quadratic_motor": M6_TERMS, "load_friction_quadratic_external": M6_TERMS}
+# a term that needs others to mean anything brings them along (each component says which)
+_COMPANIONS: dict[str, tuple[str, ...]] = {t: need for c in JOINT_COMPONENTS for t, need in c.companions.items()}
 
 
 @dataclass(frozen=True)
@@ -76,33 +71,30 @@ class Family:
         return self.approximates or self.mujoco_family
 
     def __post_init__(self) -> None:
-        assert self.drive in _DRIVE_PARAMS, self.drive
+        assert self.drive in DRIVES, self.drive
         assert list(self.clamps) == [c for c in CLAMP_ORDER if c in self.clamps], "clamps in kernel order"
         assert set(self.joint_terms) <= set(JOINT_TERMS), self.joint_terms
         assert all(set(_COMPANIONS.get(t, ())) <= set(self.joint_terms) for t in self.joint_terms), self.joint_terms
 
     @property
+    def components(self) -> tuple[Component, ...]:
+        """The components this family composes: its drive, its clamps in kernel order, its delay, its joint terms'."""
+        joint = tuple(c for c in JOINT_COMPONENTS if set(c.params) & set(self.joint_terms))
+        return (DRIVES[self.drive], *(CLAMPS[c] for c in self.clamps), *((DELAY,) if self.delay else ()), *joint)
+
+    @property
     def params(self) -> tuple[str, ...]:
         """Names of the parameters this family fits, in registry order."""
-        names = set(_DRIVE_PARAMS[self.drive]) | set(self.joint_terms)
-        for c in self.clamps:
-            names |= set(_CLAMP_PARAMS[c])
-        if self.delay:
-            names.add("delay")
+        names = set(self.joint_terms)
+        for c in self.components:
+            if c.kind != "joint":
+                names |= set(c.params)
         return tuple(p.name for p in parameters.PARAMS if p.name in names)
 
     @property
     def flags(self) -> int:
-        """Kernel flag bits for this family."""
-        f = sum(_CLAMP_FLAG[c] for c in self.clamps)
-        f |= F_PID if self.drive == "pid" else 0
-        f |= F_IMPLICIT if self.drive == "implicit" else 0
-        f |= F_PHYSX_FRICTION if "dynamic_friction" in self.joint_terms else 0
-        f |= F_STRIBECK if "stribeck_friction" in self.joint_terms else 0
-        f |= F_LOAD_FRICTION if "load_friction" in self.joint_terms else 0
-        f |= F_LOAD_DIRECTIONAL if "load_friction_external" in self.joint_terms else 0
-        f |= F_LOAD_QUADRATIC if "load_friction_quadratic_motor" in self.joint_terms else 0
-        return f
+        """Kernel flag bits for this family: a joint term's bit when its switching parameter is fitted."""
+        return sum(c.flag for c in self.components if c.kind != "joint" or c.switch in self.joint_terms)
 
     @property
     def rich_friction(self) -> tuple[str, ...]:
@@ -166,3 +158,18 @@ def get_family(name: str) -> Family:
         return FAMILIES[name]
     except KeyError:
         raise KeyError(f"unknown model family {name!r}; known: {sorted(FAMILIES)}") from None
+
+
+def effort_window(family: str, params: dict[str, float], v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(min, max) effort over joint velocities v: the intersection of the family's clamp windows (an actuator
+    network: the DC-motor envelope Isaac Lab clips it with); with none, the box of a fitted rated effort."""
+    comps = (CLAMPS["dc_motor"],) if family in NET_FAMILIES else get_family(family).components
+    windows = [w for c in comps if (w := c.envelope(v, params)) is not None]
+    if not windows:
+        elim = params.get("actuator_effort_limit", np.inf)
+        return np.full(v.shape, -elim), np.full(v.shape, elim)
+    lo, hi = windows[0]
+    for w_lo, w_hi in windows[1:]:
+        lo, hi = np.maximum(lo, w_lo), np.minimum(hi, w_hi)
+    return lo, hi
+

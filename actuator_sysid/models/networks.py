@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from .components.dc_motor import window
 from .families import NET_FAMILIES
 
 ACTIVATIONS = {"softsign": nn.Softsign, "tanh": nn.Tanh, "elu": nn.ELU, "relu": nn.ReLU}
@@ -155,10 +156,7 @@ def dc_clip(effort: torch.Tensor, qd: torch.Tensor, sat: torch.Tensor | float, v
             elim: torch.Tensor | float) -> torch.Tensor:
     """Isaac Lab DCMotor four-quadrant clip (§A.4), differentiable in the envelope where it binds."""
     sat, vlim, elim = (torch.as_tensor(v, dtype=effort.dtype) for v in (sat, vlim, elim))
-    corner = vlim * (1 + elim / sat)
-    v = torch.maximum(torch.minimum(qd, corner), -corner)
-    hi = torch.minimum(sat * (1 - v / vlim), elim)
-    lo = torch.maximum(sat * (-1 - v / vlim), -elim)
+    lo, hi = window(qd, sat, vlim, elim, torch)  # the clamp component's envelope, in torch
     return torch.maximum(torch.minimum(effort, hi), lo)
 
 
