@@ -60,6 +60,10 @@ QUICK_SECONDS = 1.5  # --quick: the first 1.5 s of each file
 LADDER_CAP_S = 64.0  # time to BAM's MAE: budgets 1, 2, 4 … below this (and BAM's time), then no budget
 TARGET_RATIO = 0.95  # acceptance: our MAE ≤ 0.95 × BAM's
 TARGET_TIME_RATIO = 0.1  # acceptance: our time to it ≤ 1/10 of BAM's
+# our parametric fits' objective: BAM's own (position MAE, no velocity) over 3 s rollout windows. Chosen by
+# leave-one-kp-out on the TRAINING kps only (kp 100 <-> 200, the kp = 800 files unseen), over {mse,
+# position_mae} x {1, 2, 3 s, whole files}: dcmotor_delay inner-CV MAE 0.062 (defaults) -> 0.051 (this)
+OURS = {"loss": "position_mae", "window_s": 3.0}
 
 # BAM's compute_score (bam/fit.py) on its validation batch, per file too; run in BAM's environment
 _BAM_SCORE = r"""
@@ -158,11 +162,13 @@ def bam_fit(py: Path, data: Path, model: str, trials: int) -> dict:
 # ------------------------------------------------------------------------------------------------ ours
 
 
-def _options(quick: bool) -> dict:
-    """FitRequest fields of a run: the defaults, or tiny budgets for a smoke run."""
+def _options(quick: bool, parametric: bool = True) -> dict:
+    """FitRequest fields of a run: OURS for parametric fits (nets train on their own loss), and tiny budgets
+    for a smoke run."""
+    base = dict(OURS) if parametric else {}
     if not quick:
-        return {}
-    return {"generations": 2, "refine_iterations": 3, "budget_s": 2.0,
+        return base
+    return {**base, "generations": 2, "refine_iterations": 3, "budget_s": 2.0,
             "networks": {"epochs": 1, "in_loop_epochs": 1, "patience": 1}}
 
 
@@ -217,7 +223,7 @@ def ours_split(rec: Recording, quick: bool, net_budget_s: float | None, nets: li
     for n in nets:
         t0 = time.perf_counter()
         try:
-            opts = _options(quick) if quick or net_budget_s is None else {"budget_s": net_budget_s}
+            opts = _options(quick, False) if quick or net_budget_s is None else {"budget_s": net_budget_s}
             w, r = timed(rec, models=[n], holdout=f"kp={VALIDATION_KP}", **opts)
         except Exception as e:  # a net that fails is reported as such; the parametric figures still count
             w = time.perf_counter() - t0
@@ -325,7 +331,8 @@ def main() -> None:
     ap.add_argument("--save", type=Path, help="also write the JSON so far here after every section")
     ap.add_argument("--data", type=Path, default=Path(os.environ.get("ACTUATOR_SYSID_XL330", DEFAULT_DATA)))
     args = ap.parse_args()
-    out: dict = {"machine": machine(), "data": str(args.data), "validation_kp": VALIDATION_KP}
+    out: dict = {"machine": machine(), "data": str(args.data), "validation_kp": VALIDATION_KP,
+                 "our_parametric_options": OURS}
     t_run = time.perf_counter()
     rec = read_xl330(args.data)
     if args.quick:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -24,10 +25,11 @@ from ..models.families import (
     JOINT_TERMS,
     NET_FAMILIES,
     Family,
+    effort_window,
     get_family,
 )
 from ..models.rollout import OperatingPoints, RolloutEngine, SegmentBatch, full_params, operating_points
-from .objective import LossScales, pool_metrics, segment_metrics
+from .objective import LOSSES, LossScales, pool_metrics, segment_metrics
 from .search import BACKENDS, SearchResult, cma_search, local_search, refine
 from .space import SearchSpace
 from .warmstart import warm_start
@@ -62,6 +64,7 @@ class FitRequest:
     folds_by: str | None = None  # metadata KEY: leave-one-value-out folds (e.g. "kp"); final fit on every segment
     budget_s: float | None = None  # wall-clock budget for the whole fit: search stops, keeps its best, refines
     networks: dict | None = None  # options of the mlp/lstm families (fitting.nets.NetOptions), None: defaults
+    loss: str = "mse"  # or "position_mae": mean |position error|, BAM's objective (fitting/objective.py LOSSES)
 
 
 def validate_request(rec: Recording, req: FitRequest) -> None:
@@ -107,6 +110,8 @@ def validate_request(rec: Recording, req: FitRequest) -> None:
         raise FitRequestError(f"window_s must be between 0.01 and 86400 seconds or null, got {req.window_s}")
     if req.effort_mode not in EFFORT_MODES:
         raise FitRequestError(f"unknown effort mode {req.effort_mode!r}: choose from {list(EFFORT_MODES)}")
+    if req.loss not in LOSSES:
+        raise FitRequestError(f"unknown loss {req.loss!r}: choose from {list(LOSSES)}")
     if req.search_backend not in BACKENDS:
         raise FitRequestError(f"unknown search backend {req.search_backend!r}: choose from {list(BACKENDS)}")
     if req.budget_s is not None and not 0 < req.budget_s <= 86_400:
@@ -370,7 +375,8 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
         """Engine, loss scales and warm starts of the training segments `ids`."""
         batch = SegmentBatch.from_recording(rec, joints, ids, substeps=req.decimation, knots=every.knots,
                                             window=window, logged_gains=req.use_logged_gains)
-        return (RolloutEngine(batch, req.device, effort_mode=req.effort_mode), LossScales.from_batch(batch),
+        scales = dataclasses.replace(LossScales.from_batch(batch), position_mae=req.loss == "position_mae")
+        return (RolloutEngine(batch, req.device, effort_mode=req.effort_mode), scales,
                 [warm_start(batch, j) for j in range(len(joints))])
 
     train_engine, scales, x_warm = setup(train_ids)
@@ -569,7 +575,8 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
             "physics_dt": float(np.median(every.seg_dt)),
             "decimation": req.decimation,
             "delay_unit": "physics steps",
-            "loss": "mean squared position error / var(q) + 0.25 · mean squared velocity error / var(qd)",
+            "loss": "mean |position error| / std(q)" if req.loss == "position_mae" else
+                    "mean squared position error / var(q) + 0.25 · mean squared velocity error / var(qd)",
             "training_windows_s": req.window_s,
             "logged_gains": req.use_logged_gains,
             "gain_units": {name: op.units for name, op in ops.items()},
@@ -739,15 +746,7 @@ def simulate(rec: Recording, joint: str, family: str, params: dict[str, float], 
 def envelope(family: str, params: dict[str, float], v_max: float, n: int = 121) -> dict:
     """The family's effort window over joint velocity, for the torque–speed plot."""
     v = np.linspace(-v_max, v_max, n)
-    elim = params.get("actuator_effort_limit", np.inf)
-    if family in NET_FAMILIES or "dc_motor" in get_family(family).clamps:  # nets: Isaac Lab's DC clip
-        sat, vlim = params["saturation_effort"], params["actuator_velocity_limit"]
-        corner = vlim * (1 + elim / sat)
-        vc = np.clip(v, -corner, corner)
-        hi = np.minimum(sat * (1 - vc / vlim), elim)
-        lo = np.maximum(sat * (-1 - vc / vlim), -elim)
-    else:
-        hi, lo = np.full(n, elim), np.full(n, -elim)
+    lo, hi = effort_window(family, params, v)  # each clamp component's window (models/components/)
     fin = lambda a: [float(x) if np.isfinite(x) else None for x in a]  # noqa: E731
     return {"velocity": v.tolist(), "effort_max": fin(hi), "effort_min": fin(lo)}
 

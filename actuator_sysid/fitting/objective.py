@@ -2,7 +2,9 @@
 
 Position and velocity errors are divided by the measured signal's spread per joint, so one loss
 weighs both and joints of different range alike. Velocity gets a lower weight because it is often
-differentiated from encoder positions.
+differentiated from encoder positions. `LOSSES`: the default "mse" (squared position and velocity errors), or
+"position_mae" — mean |position error|, no velocity, BAM's own objective (docs/prior-art.md), for logs whose
+velocity is an encoder difference and whose bar is a position MAE.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 from ..models.rollout import SegmentBatch
 
 VELOCITY_WEIGHT = 0.25
+LOSSES = ("mse", "position_mae")
 BAD_LOSS = 1e6  # assigned to diverged candidates (NaN/inf states)
 
 
@@ -24,6 +27,7 @@ class LossScales:
     sigma_q: np.ndarray  # (J,)
     sigma_qd: np.ndarray  # (J,)
     n_samples: np.ndarray  # (J,) samples compared (first sample of each segment is the initial state)
+    position_mae: bool = False  # the loss is mean |position error| / sigma_q (LOSSES "position_mae")
 
     @classmethod
     def from_batch(cls, batch: SegmentBatch) -> LossScales:
@@ -40,14 +44,17 @@ class LossScales:
 
     def select(self, j: int) -> LossScales:
         """The normalisers of one joint, for a batch holding only that joint."""
-        return LossScales(self.sigma_q[j:j + 1], self.sigma_qd[j:j + 1], self.n_samples[j:j + 1])
+        return LossScales(self.sigma_q[j:j + 1], self.sigma_qd[j:j + 1], self.n_samples[j:j + 1], self.position_mae)
 
 
 def loss_from_sums(sums: np.ndarray, batch: SegmentBatch, scales: LossScales) -> np.ndarray:
     """(C, S, 3) kernel sums → (C, J) loss per candidate and joint; diverged candidates get BAD_LOSS."""
     n_c, n_j = sums.shape[0], len(batch.joints)
-    per_seg = (sums[:, :, 0] / scales.sigma_q[batch.seg_joint] ** 2
-               + VELOCITY_WEIGHT * sums[:, :, 1] / scales.sigma_qd[batch.seg_joint] ** 2)
+    if scales.position_mae:  # the kernel's third sum is Σ|position error|
+        per_seg = sums[:, :, 2] / scales.sigma_q[batch.seg_joint]
+    else:
+        per_seg = (sums[:, :, 0] / scales.sigma_q[batch.seg_joint] ** 2
+                   + VELOCITY_WEIGHT * sums[:, :, 1] / scales.sigma_qd[batch.seg_joint] ** 2)
     loss = np.zeros((n_c, n_j))
     np.add.at(loss.T, batch.seg_joint, per_seg.T)
     loss /= scales.n_samples[None, :]
@@ -55,7 +62,8 @@ def loss_from_sums(sums: np.ndarray, batch: SegmentBatch, scales: LossScales) ->
 
 
 def residuals(traces: dict[str, np.ndarray], batch: SegmentBatch, scales: LossScales, joint: int) -> np.ndarray:
-    """(C, R) residual vectors of one joint whose squared sum is that joint's loss."""
+    """(C, R) residual vectors of one joint whose squared sum is that joint's loss (position_mae: the signed
+    square root of each |error| / (sigma_q·n), position rows only, so least squares minimises the MAE)."""
     parts = []
     norm = np.sqrt(scales.n_samples[joint])
     for s in range(batch.n_segments):
@@ -63,6 +71,10 @@ def residuals(traces: dict[str, np.ndarray], batch: SegmentBatch, scales: LossSc
             continue
         sl = batch.segment_slice(s)
         sl = slice(sl.start + 1, sl.stop)  # the first sample is the initial state, not a prediction
+        if scales.position_mae:
+            e = (traces["q"][:, sl].astype(np.float64) - batch.q[sl]) / (scales.sigma_q[joint] * norm**2)
+            parts.append(np.sign(e) * np.sqrt(np.abs(e)))
+            continue
         parts.append((traces["q"][:, sl] - batch.q[sl]) / (scales.sigma_q[joint] * norm))
         parts.append((traces["qd"][:, sl] - batch.qd[sl]) * (np.sqrt(VELOCITY_WEIGHT)
                                                               / (scales.sigma_qd[joint] * norm)))

@@ -465,16 +465,21 @@ def refine(
         if loss < best_loss[j]:
             best[j], best_loss[j] = x, loss
         best[j], best_loss[j], released = release_limits(run, space, best[j], best_loss[j])
-        # uncertainty at the optimum: Jacobian over the continuous dimensions, residual blocks
+        # uncertainty at the optimum: Jacobian over the continuous dimensions, residual blocks; a position-MAE
+        # fit's intervals come from the squared-error residuals at its optimum (Gaussian noise per block)
         analysis: dict = {"intervals": {}, "correlation": {"names": [], "matrix": []}, "warnings": []}
         if cont.any():
-            r0, jac_c = fd_jacobian(run, space, space.to_unit(best[j]), cont, COV_STEP)
+            cov_sc = dataclasses.replace(sc, position_mae=False)
+            run_cov = residual_fn(sub, family, space, cov_sc, count) if sc.position_mae else run
+            r0, jac_c = fd_jacobian(run_cov, space, space.to_unit(best[j]), cont, COV_STEP)
             blocks = residual_blocks(sub.batch, 0)
-            jac_n, var_n = initial_state_sensitivity(sub, family, space, sc, best[j], r0, blocks)
+            jac_n, var_n = initial_state_sensitivity(sub, family, space, cov_sc, best[j], r0, blocks)
             # rivals: the other refined optima, and every CMA-ES run's end point (one launch; its loss
             # only bounds its own optimum's from above, so one within the noise is a rival as it stands)
             ends = np.stack(result.candidates[j]) if result.candidates and result.candidates[j] else best[j][None]
-            end_loss = np.sum(run(ends) ** 2, axis=1)
+            if sc.position_mae:  # every rival's loss in the units of r0
+                solutions = [(x, float(np.sum(run_cov(x[None])[0] ** 2))) for x, _ in solutions]
+            end_loss = np.sum(run_cov(ends) ** 2, axis=1)
             rivals = [(x, loss) for x, loss in [*solutions, *zip(ends, end_loss, strict=True)]
                       if not np.array_equal(x, best[j])]
             analysis = analyse(space, best[j], jac_c, r0, blocks, cont, jac_n, var_n, rivals, released)
