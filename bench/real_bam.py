@@ -45,6 +45,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import actuator_sysid.fitting.nets  # noqa: E402,F401  (loaded now: a run takes an hour, the nets train last)
 from actuator_sysid.datasets.readers import read_paths  # noqa: E402
 from actuator_sysid.datasets.recording import Recording  # noqa: E402
 from actuator_sysid.fitting import api  # noqa: E402
