@@ -54,6 +54,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_rollout.py": ("conformance",),
     "test_validate_newton.py": ("conformance",),
     "test_bench.py": ("slow",),
+    "test_bench_robot.py": ("slow",),
     "test_device_gains.py": ("slow",),
     "test_identifiability.py": ("slow",),
     "test_interval_coverage.py": ("slow",),
@@ -75,6 +76,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_nets_gru.py::test_gain_normalised_input_lets_a_net_generalise_to_a_held_out_gain": ("slow",),
     "test_nets_gru.py::test_gru_learns_the_nonlinear_actuator_from_torque": ("slow",),
     "test_nets_gru.py::test_the_api_refuses_oversized_networks_with_a_4xx_naming_the_limit": ("service",),
+    "test_golden.py::test_http_shapes_are_golden": ("service",),
 }
 
 
