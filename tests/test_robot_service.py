@@ -162,7 +162,7 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Serv
     assert ds["joints"] == [j["name"] for j in robot["joints"]]
     body = {"dataset_id": ds["id"], "robot_id": robot["id"],
             "robot": {"groups": GROUPS, "kp": KP, "kd": KD, "decimation": DEC, "delay": 0, "fit_bias": False,
-                      "iterations": 2, "budget_s": 60}}
+                      "iterations": 1, "budget_s": 60}}
     r = requests.post(server.url + "/api/v1/fits", json=body, timeout=60)
     assert r.status_code == 202, r.text
     fit, seen = wait_for(server, r.json()["id"])
@@ -174,7 +174,8 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Serv
         f"{leg}_calf_joint" for leg in ("FL", "FR", "RL", "RR")]
     v = res["validation"]
     assert set(v["per_joint_rmse"]) == set(ds["joints"]) and v["split"] == "time"
-    # Newton's log has other joint terms than the MJCF's; two least-squares steps already beat the file's terms
+    # Newton's log has other joint terms than the MJCF's; one least-squares step already beats the file's terms
+    # (measured 0.0012 rad against 0.0125)
     assert v["rmse"] < 0.5 * v["model_defaults_rmse"], v
     names = {a["name"] for a in fit["artifacts"]}
     assert {"fit.json", "isaaclab.json", "report_data.json"} <= names
@@ -194,6 +195,9 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Serv
     assert np.allclose(fl[0]["y"], q[split:, 0], atol=1e-9)  # measured, from the split on
     drawn = np.sqrt(np.mean((np.array(fl[1]["y"]) - q[split:, 0]) ** 2))
     assert drawn == pytest.approx(v["per_joint_rmse"]["FL_hip_joint"], rel=1e-6)  # the replay the error is of
+    for other in (f"/api/v1/fits/{fit['id']}/export/all.zip", f"/compare?a={fit['id']}&b={fit['id']}",
+                  f"/api/v1/fits/{fit['id']}/validation"):  # the fit routes made for joint fits stay 2xx / 4xx
+        assert requests.get(server.url + other, timeout=60).status_code < 500, other
     robot_page = requests.get(server.url + f"/robots/{robot['id']}", timeout=30).text
     assert fit["id"][:8] in robot_page
 

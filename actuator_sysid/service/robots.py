@@ -444,6 +444,9 @@ async def upload_robot(
     try:
         if blob[1] == 0:
             raise RobotError(f"{name}: the uploaded file is empty; send the robot's MJCF, URDF or USD file")
+        if not name.lower().endswith(MODEL_SUFFIXES) and not await run_in_threadpool(zipfile.is_zipfile, tmp):
+            raise RobotError(f"{name}: unknown robot model type; give an MJCF (.xml), URDF (.urdf) or USD "
+                             f"({', '.join(USD_SUFFIXES)}) file, or a zip of the model with its meshes")
         loaded = await loader.load(tmp, name, model or None, fixed_base or None,
                                    settings.max_upload_bytes * MAX_ZIP_RATIO)
         original = await run_in_threadpool(storage.put_file, tmp, blob[0])
