@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from .canonical import _numeric, _read_csv
-from .common import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
+from .assemble import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
 from .recording import DatasetError, Recording
 from .sources import ReadOptions, Source
 

@@ -25,7 +25,7 @@ from typing import Literal, overload
 
 import numpy as np
 
-from .common import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
+from .assemble import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
 from .recording import DatasetError, Recording
 from .sources import ReadOptions, Source
 

@@ -43,7 +43,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .common import (
+from .assemble import (
     ANGLE_CHANNELS,
     DEGREES_RANGE,
     GAP_PERIODS,

@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from .common import TABLE_CHANNELS, RawSegment, assemble, finite
+from .assemble import TABLE_CHANNELS, RawSegment, assemble, finite
 from .recording import DatasetError, Recording
 from .sources import ReadOptions, Source, need_names
 

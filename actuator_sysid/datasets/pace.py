@@ -10,7 +10,7 @@ import io
 
 import numpy as np
 
-from .common import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
+from .assemble import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
 from .recording import DatasetError, Recording
 from .sources import ReadOptions, Source, need_names
 

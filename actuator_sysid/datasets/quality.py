@@ -9,10 +9,16 @@ the data shows a plateau, estimated from it.
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from .common import DEGREES_RANGE
-from .recording import Recording, Segment
+if TYPE_CHECKING:  # annotations only: Recording.quality() imports this module, so no runtime edge back
+    from .recording import Recording, Segment
+
+DEGREES_RANGE = 2 * math.pi * 4
+"""A revolute position range wider than this in "rad" almost certainly means the log is in degrees."""
 
 LIMIT_BAND = 0.98
 """A sample is "at the limit" when |value| ≥ this fraction of the limit."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import GAP_PERIODS, TABLE_CHANNELS, RawSegment, assemble
+from .assemble import GAP_PERIODS, TABLE_CHANNELS, RawSegment, assemble
 from .recording import DatasetError, Recording
 from .sources import ReadOptions, Source
 
@@ -430,10 +430,10 @@ def read_ros(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recording
     return rec
 
 
-def _merge(state: _Series, cmd: _Series, use_log: dict, side: dict, opts: ReadOptions, fn: str,
-           kind: str) -> Recording:
-    """State and command series -> one RawSegment on the state's times -> assemble."""
-    warnings: list[str] = []
+def _paired_joints(state: _Series, cmd: _Series, use_log: dict, opts: ReadOptions, fn: str,
+                   warnings: list[str]) -> list[str]:
+    """Finish both series (warning on re-sorted or log-timed topics) and return the joints on both, in the
+    state's (or the requested) order; joints without a command are left out with a warning."""
     for s in (state, cmd):
         if s.n == 0:
             raise DatasetError(f"{fn}: topic {s.topic} has no usable messages")
@@ -452,6 +452,14 @@ def _merge(state: _Series, cmd: _Series, use_log: dict, side: dict, opts: ReadOp
                            f"({list(cmd.columns)}); joints are matched by name")
     if lost:
         warnings.append(f"{fn}: joint(s) {lost} have no command on {cmd.topic} and were left out")
+    return joints
+
+
+def _merge(state: _Series, cmd: _Series, use_log: dict, side: dict, opts: ReadOptions, fn: str,
+           kind: str) -> Recording:
+    """State and command series -> one RawSegment on the state's times -> assemble."""
+    warnings: list[str] = []
+    joints = _paired_joints(state, cmd, use_log, opts, fn, warnings)
     # unique state times (several messages may share a stamp when joints are published separately)
     t_all = state.t
     keep = np.ones(t_all.size, dtype=bool)

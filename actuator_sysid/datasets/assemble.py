@@ -1,4 +1,4 @@
-"""What every reader shares: raw segments, gap splitting, resampling and assembly into a Recording.
+"""The assembly pipeline every reader ends in: raw segments, gap splitting, resampling, a Recording.
 
 A reader turns its file into `RawSegment`s (time stamps, per-channel (n, J) arrays, which channels each
 joint really has, and the index of every sample in the file), then calls `assemble`, which applies the
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .quality import DEGREES_RANGE
 from .recording import DatasetError, JointInfo, Recording, Segment
 
 MIN_SAMPLES = 10
@@ -26,8 +27,6 @@ GAP_PERIODS = 5.0
 """Without a segment column, a time step longer than this many median periods starts a new segment."""
 JITTER_TOL = 0.02
 """A segment whose steps stray more than this fraction from the median step is resampled."""
-DEGREES_RANGE = 2 * math.pi * 4
-"""A revolute position range wider than this in "rad" almost certainly means the log is in degrees."""
 
 VELOCITY_METHOD = "differentiated from q: second-order central differences (numpy.gradient)"
 """What Recording.velocity_source says when qd was computed here."""
@@ -214,6 +213,49 @@ def assemble(
     segments come from gaps or torque-off stretches, not from the user). `joint_defaults`: per-joint
     fields the file itself gave (the sidecar's win). `noun`: what messages call the file ("table", "log").
     """
+    segs = _split_segments(raws, filename, warnings, drop_short)
+    infos = _joint_infos(joints, side, filename, warnings, joint_defaults, noun)
+    side_segs = side.get("segments", {})
+    _check_segment_sidecar(side_segs, segs, joints, filename, warnings, noun)
+    _check_lengths(segs, filename)
+
+    unit = side.get("angle_unit", "rad")
+    revolute = np.array([j.joint_type == "revolute" for j in infos])
+    scale = np.where(revolute, math.pi / 180.0, 1.0) if unit == "deg" else None
+    present = segs[0].present
+    out: list[Segment] = []
+    timing: dict[str, dict] = {}
+    resampled_rates: list[float] = []
+    while segs:
+        s = segs.pop(0)  # let the raw arrays go as soon as their segment is built
+        out.append(_build_segment(s, len(joints), filename, warnings, timing, resampled_rates, scale, present,
+                                  side_segs.get(s.name, {})))
+        del s
+
+    velocity_source = _channel_warnings(joints, present, side, warnings, noun)
+    if unit == "rad":
+        _degree_warnings(infos, out, warnings)
+    extras = {k: v for k, v in side.items() if k not in SIDECAR_KEYS}
+    meta = {"source_file": filename, "angle_unit": unit, **extras, "timing": timing}
+    if resampled_rates:
+        meta["resampling"] = {
+            "method": RESAMPLE_METHOD,
+            "rate_hz": float(np.median(resampled_rates)),
+            "segments": [n for n, tm in timing.items() if tm["resampled"]],
+        }
+    return Recording(
+        joints=infos,
+        segments=out,
+        velocity_source=velocity_source,
+        warnings=warnings,
+        metadata=meta,
+    )
+
+
+def _split_segments(raws: list[RawSegment], filename: str, warnings: list[str], drop_short: bool
+                    ) -> list[RawSegment]:
+    """The raw segments split at gaps (pieces of one run keep its name as `recording`), short ones dropped
+    with a warning when `drop_short`; two segments of one name are an error."""
     segs: list[RawSegment] = []
     for raw in raws:
         pieces = split_gaps(raw) if raw.split_by_gap else [raw]
@@ -237,8 +279,12 @@ def assemble(
     if len(set(seg_names)) != len(seg_names):
         dup = next(n for n in seg_names if seg_names.count(n) > 1)
         raise DatasetError(f"{filename}: two segments are named {dup!r}; give each segment its own name")
+    return segs
 
-    # sidecar: joints
+
+def _joint_infos(joints: list[str], side: dict, filename: str, warnings: list[str],
+                 joint_defaults: dict[str, dict] | None, noun: str) -> list[JointInfo]:
+    """Each joint's JointInfo from the file's own fields and the sidecar's `joints` (the sidecar wins)."""
     joint_fields = {"type": "revolute or prismatic", **LOAD_FIELDS}
     infos = []
     side_joints = side.get("joints", {})
@@ -255,9 +301,13 @@ def assemble(
         infos.append(
             JointInfo(name=name, **check_load_fields(d, f"sidecar joints.{name}", warnings, joint_fields))
         )
+    return infos
 
-    # sidecar: segments
-    side_segs = side.get("segments", {})
+
+def _check_segment_sidecar(side_segs: dict, segs: list[RawSegment], joints: list[str], filename: str,
+                           warnings: list[str], noun: str) -> None:
+    """The sidecar's `segments` must name existing segments, and their per-joint loads existing joints."""
+    seg_names = [s.name for s in segs]
     for name, meta in side_segs.items():
         if name not in seg_names:
             how = "split at time gaps" if segs and segs[0].split_by_gap else "from the 'segment' column"
@@ -278,6 +328,9 @@ def assemble(
                 raise DatasetError(f"sidecar segments.{name}.joints.{jn} must be an object of load fields")
             check_load_fields(jd, f"sidecar segments.{name}.joints.{jn}", warnings, LOAD_FIELDS)
 
+
+def _check_lengths(segs: list[RawSegment], filename: str) -> None:
+    """Every segment needs MIN_SAMPLES samples; the error names its rows and how to fix it."""
     for s in segs:
         if s.t.size < MIN_SAMPLES:
             why = " (segments are split at time gaps > 5 sample periods)" if s.split_by_gap else ""
@@ -287,60 +340,57 @@ def assemble(
                 "neighbouring segment"
             )
 
-    unit = side.get("angle_unit", "rad")
-    revolute = np.array([j.joint_type == "revolute" for j in infos])
-    scale = np.where(revolute, math.pi / 180.0, 1.0) if unit == "deg" else None
 
-    present = segs[0].present
+def _build_segment(s: RawSegment, J: int, filename: str, warnings: list[str], timing: dict[str, dict],
+                   resampled_rates: list[float], scale: np.ndarray | None, present: dict[str, list[bool]],
+                   side_meta: dict) -> Segment:
+    """One canonical Segment: resampled when jittered (its timing facts recorded), angles in rad, a missing
+    qd differentiated, the sidecar's segment metadata over the reader's."""
+    med, std, dev = jitter(s.t)
+    t, data, note = resample(s, filename)
+    if note:
+        warnings.append(note)
+        resampled_rates.append(1.0 / med)
+    timing[s.name] = {
+        "source_samples": int(s.t.size),
+        "source_rate_hz": 1.0 / med if med > 0 else 0.0,
+        "jitter_ms": 1e3 * std,
+        "max_step_deviation_ms": 1e3 * dev,
+        "resampled": note is not None,
+        "samples_dropped": int(s.dropped),
+        "gap_before_s": float(s.gap_before),
+    }
+    if scale is not None:
+        data = {ch: v * scale if ch in ANGLE_CHANNELS else v for ch, v in data.items()}
+    missing_qd = [j for j in range(J) if not present["qd"][j]]
+    qd = data.get("qd")
+    if missing_qd:
+        qd = np.zeros((t.size, J)) if qd is None else qd.copy()
+        qd[:, missing_qd] = np.gradient(data["q"][:, missing_qd], t, axis=0, edge_order=2)
+    tau = data["tau"] if all(present["tau"]) else None
+    meta = {**copy.deepcopy(s.metadata), **copy.deepcopy(side_meta)}
+    return Segment(
+        name=s.name,
+        t=np.ascontiguousarray(t, dtype=np.float64),
+        q=np.ascontiguousarray(data["q"], dtype=np.float64),
+        qd=np.ascontiguousarray(qd, dtype=np.float64),
+        q_des=np.ascontiguousarray(data["q_des"], dtype=np.float64),
+        qd_des=np.ascontiguousarray(data["qd_des"], dtype=np.float64)
+        if "qd_des" in data else np.zeros((t.size, J)),
+        tau_ff=np.ascontiguousarray(data["tau_ff"], dtype=np.float64)
+        if "tau_ff" in data else np.zeros((t.size, J)),
+        tau=None if tau is None else np.ascontiguousarray(tau, dtype=np.float64),
+        metadata=meta,
+        # a reader's per-sample torque enable (1 = driven); resampling interpolates it, so ≥ 0.5 is on
+        enable=np.ascontiguousarray(data["enable"] >= 0.5) if "enable" in data else None,
+    )
+
+
+def _channel_warnings(joints: list[str], present: dict[str, list[bool]], side: dict, warnings: list[str],
+                      noun: str) -> str:
+    """The velocity provenance (measured, differentiated, or both by joint) and the warnings for a derived
+    qd and for torque given for only some joints."""
     J = len(joints)
-    out: list[Segment] = []
-    timing: dict[str, dict] = {}
-    resampled_rates: list[float] = []
-    while segs:
-        s = segs.pop(0)  # let the raw arrays go as soon as their segment is built
-        med, std, dev = jitter(s.t)
-        t, data, note = resample(s, filename)
-        if note:
-            warnings.append(note)
-            resampled_rates.append(1.0 / med)
-        timing[s.name] = {
-            "source_samples": int(s.t.size),
-            "source_rate_hz": 1.0 / med if med > 0 else 0.0,
-            "jitter_ms": 1e3 * std,
-            "max_step_deviation_ms": 1e3 * dev,
-            "resampled": note is not None,
-            "samples_dropped": int(s.dropped),
-            "gap_before_s": float(s.gap_before),
-        }
-        if scale is not None:
-            data = {ch: v * scale if ch in ANGLE_CHANNELS else v for ch, v in data.items()}
-        missing_qd = [j for j in range(J) if not present["qd"][j]]
-        qd = data.get("qd")
-        if missing_qd:
-            qd = np.zeros((t.size, J)) if qd is None else qd.copy()
-            qd[:, missing_qd] = np.gradient(data["q"][:, missing_qd], t, axis=0, edge_order=2)
-        tau = data["tau"] if all(present["tau"]) else None
-        meta = {**copy.deepcopy(s.metadata), **copy.deepcopy(side_segs.get(s.name, {}))}
-        out.append(
-            Segment(
-                name=s.name,
-                t=np.ascontiguousarray(t, dtype=np.float64),
-                q=np.ascontiguousarray(data["q"], dtype=np.float64),
-                qd=np.ascontiguousarray(qd, dtype=np.float64),
-                q_des=np.ascontiguousarray(data["q_des"], dtype=np.float64),
-                qd_des=np.ascontiguousarray(data["qd_des"], dtype=np.float64)
-                if "qd_des" in data else np.zeros((t.size, J)),
-                tau_ff=np.ascontiguousarray(data["tau_ff"], dtype=np.float64)
-                if "tau_ff" in data else np.zeros((t.size, J)),
-                tau=None if tau is None else np.ascontiguousarray(tau, dtype=np.float64),
-                metadata=meta,
-                # a reader's per-sample torque enable (1 = driven); resampling interpolates it, so ≥ 0.5 is on
-                enable=np.ascontiguousarray(data["enable"] >= 0.5) if "enable" in data else None,
-            )
-        )
-        del s, data
-
-    # velocity provenance
     measured = [joints[j] for j in range(J) if present["qd"][j]]
     derived = [joints[j] for j in range(J) if not present["qd"][j]]
     measured_src = side.get("velocity_source", "measured")
@@ -362,32 +412,19 @@ def assemble(
             f"tau is given for {have} but not for {lack}; measured effort was dropped for all joints — add "
             "<joint>/tau columns for every joint to use it"
         )
+    return velocity_source
 
-    if unit == "rad":
-        for j, info in enumerate(infos):
-            if info.joint_type != "revolute":
-                continue
-            lo = min(float(s.q[:, j].min()) for s in out)
-            hi = max(float(s.q[:, j].max()) for s in out)
-            if hi - lo > DEGREES_RANGE:
-                warnings.append(
-                    f"joint '{info.name}': positions span {hi - lo:.4g} rad "
-                    f"(over {DEGREES_RANGE / (2 * math.pi):.0f} turns); positions look like degrees; "
-                    'declare "angle_unit": "deg" in the sidecar'
-                )
 
-    extras = {k: v for k, v in side.items() if k not in SIDECAR_KEYS}
-    meta = {"source_file": filename, "angle_unit": unit, **extras, "timing": timing}
-    if resampled_rates:
-        meta["resampling"] = {
-            "method": RESAMPLE_METHOD,
-            "rate_hz": float(np.median(resampled_rates)),
-            "segments": [n for n, tm in timing.items() if tm["resampled"]],
-        }
-    return Recording(
-        joints=infos,
-        segments=out,
-        velocity_source=velocity_source,
-        warnings=warnings,
-        metadata=meta,
-    )
+def _degree_warnings(infos: list[JointInfo], out: list[Segment], warnings: list[str]) -> None:
+    """A revolute joint declared in rad whose positions span over DEGREES_RANGE is probably in degrees."""
+    for j, info in enumerate(infos):
+        if info.joint_type != "revolute":
+            continue
+        lo = min(float(s.q[:, j].min()) for s in out)
+        hi = max(float(s.q[:, j].max()) for s in out)
+        if hi - lo > DEGREES_RANGE:
+            warnings.append(
+                f"joint '{info.name}': positions span {hi - lo:.4g} rad "
+                f"(over {DEGREES_RANGE / (2 * math.pi):.0f} turns); positions look like degrees; "
+                'declare "angle_unit": "deg" in the sidecar'
+            )
