@@ -187,6 +187,36 @@ def test_each_export_replays_on_the_whole_robot_within_10_percent(go2_case: dict
     assert abs(miss - ours) > 0.10 * ours, (miss, ours)
 
 
+def _rollout_has_envelope() -> bool:
+    import dataclasses
+
+    from actuator_sysid.models.articulated import JointTerms
+
+    return "saturation_effort" in {f.name for f in dataclasses.fields(JointTerms)}
+
+
+@needs_go2
+@pytest.mark.skipif(not _rollout_has_envelope(), reason="the coupled rollout has no DC-motor envelope yet")
+def test_a_dc_envelope_with_a_delay_replays_alike_in_every_consumer(go2_case: dict, tmp_path: Path) -> None:
+    """Groups with a DC-motor envelope that cuts the PD effort, and a delay: Isaac Lab's DelayedDCMotorCfg (ours,
+    defined in isaaclab.py), Newton's ClampingDCMotor, MuJoCo's two actuators and actuatorfrcrange, and our rollout
+    move the robot alike, far from the unclipped log."""
+    result = json.loads(json.dumps({k: v for k, v in go2_case["result"].items() if k not in ("replays", "exports")}))
+    for e in result["groups"].values():  # the fitted max motor effort 2.5 N·m under the model's box
+        e.update(saturation_effort=3.0, velocity_limit=6.0, model_effort_limit=e["effort_limit"], effort_limit=2.5)
+    write_robot_exports(result, go2_case["rec"], load_robot(GO2_XML), tmp_path)
+    py = (tmp_path / "isaaclab.py").read_text()
+    assert "class DelayedDCMotorCfg(DelayedPDActuatorCfg)" in py
+    assert result["exports"]["newton"]["readback_equal"] and result["exports"]["newton"]["dj001"] == []
+    rep = result["replays"]
+    # the envelope cuts: the rollout misses the unclipped log by 3.8× the misfit alone (measured 0.026 rad)
+    assert rep["ours"]["rmse"] > 2 * go2_case["result"]["replays"]["ours"]["rmse"], rep
+    assert set(rep["consumers"]) == {"isaaclab", "newton", "mujoco"}
+    for name, c in rep["consumers"].items():
+        assert c["status"] == "ok" and c["within_tolerance"], (name, c)
+        assert c["rmse_replay_vs_ours"] < 1e-5, (name, c)  # measured 1e-8 … 3e-7 rad
+
+
 def test_a_usd_robot_gets_a_layer_over_its_own_file(tmp_path: Path) -> None:
     """Newton's example ant.usda as the user's robot: a layer that sublayers it, its joints' actuators authored."""
     import newton
@@ -223,6 +253,35 @@ def test_a_usd_robot_gets_a_layer_over_its_own_file(tmp_path: Path) -> None:
     for name, c in rep["consumers"].items():
         assert c["status"] == "ok" and c["within_tolerance"], (name, c)
         assert c["rmse_replay_vs_ours"] < 1e-4, (name, c)
+
+
+def test_a_urdf_robot_gets_a_stage_written_from_its_import(tmp_path: Path) -> None:
+    """Newton's example quadruped.urdf (joint frames rotated about their axes): newton.usda is a stage written from
+    Newton's import of it; no mjcf.xml for a URDF; both replays within 10 % of ours, 1e-8 rad from it."""
+    from robot_sim import QUADRUPED_GROUPS, load_quadruped
+
+    quad = load_quadruped()
+    truth = {"haa": (0.01, 0.3, 0.2), "hfe": (0.02, 0.4, 0.3), "kfe": (0.015, 0.2, 0.25)}
+    kind = [nm.rsplit("_", 1)[1].lower() for nm in quad.joint_names]
+    arm, damp, fric = (np.array([truth[k][i] for k in kind]) for i in range(3))
+    bias = np.linspace(-0.02, 0.02, 12)
+    cmd = chirp_targets(quad, 150, amplitude=0.3, seed=4)
+    q, qd = simulate_newton_log(quad, cmd, decimation=DEC, delay=1, armature=arm, damping=damp, friction=fric,
+                                kp=KP, kd=KD, bias=bias)
+    values = {g: tuple(v * m for v, m in zip(t, MISFIT, strict=True)) for g, t in truth.items()}
+    result = robot_result(quad, QUADRUPED_GROUPS, values, bias, 1)
+    result["validation"]["split_sample"] = 75
+    files = write_robot_exports(result, robot_recording(quad, cmd, q, qd), quad, tmp_path)
+    assert files == ["isaaclab.py", "isaaclab.json", "newton.usda"]
+    assert "not an MJCF model" in result["exports"]["mujoco"]["note"]
+    stage = open_stage((tmp_path / "newton.usda").read_text())
+    assert validate_stage(stage) == []
+    assert readback_mismatches(import_stage(stage), result) == []
+    rep = result["replays"]
+    assert set(rep["consumers"]) == {"isaaclab", "newton"} and rep["ours"]["rmse"] > 2e-3, rep
+    for name, c in rep["consumers"].items():
+        assert c["status"] == "ok" and c["within_tolerance"], (name, c)
+        assert c["rmse_replay_vs_ours"] < 1e-5, (name, c)  # measured 9e-9 (isaaclab), 1.6e-8 rad (newton)
 
 
 @needs_go2

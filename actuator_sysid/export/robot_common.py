@@ -45,6 +45,10 @@ def joint_models(result: dict) -> dict[str, ChosenModel]:
         dc = has_envelope(e)
         name = ("dcmotor_delay" if delay else "dcmotor") if dc else ("delayed_pd" if delay else "ideal_pd")
         params = {p: float(e[k]) for k, p in GROUP_PARAMS.items() if _finite(e.get(k))}
+        box = e.get("model_effort_limit")
+        if dc and _finite(box) and float(box) < params.get("actuator_effort_limit", math.inf):
+            # the model's box after the envelope is the envelope at the smaller max motor effort (§C.2 maths)
+            params["actuator_effort_limit"] = float(box)
         if delay:
             params["delay"] = float(delay)
         for joint in e["joints"]:
