@@ -17,6 +17,7 @@ from ..models.rollout import SegmentBatch
 
 VELOCITY_WEIGHT = 0.25
 LOSSES = ("mse", "position_mae")
+MAE_SMOOTHING = 1e-3  # position_mae least squares: |e| → √(e² + δ²) − δ with e, δ in units of sigma_q
 BAD_LOSS = 1e6  # assigned to diverged candidates (NaN/inf states)
 
 
@@ -63,7 +64,8 @@ def loss_from_sums(sums: np.ndarray, batch: SegmentBatch, scales: LossScales) ->
 
 def residuals(traces: dict[str, np.ndarray], batch: SegmentBatch, scales: LossScales, joint: int) -> np.ndarray:
     """(C, R) residual vectors of one joint whose squared sum is that joint's loss (position_mae: the signed
-    square root of each |error| / (sigma_q·n), position rows only, so least squares minimises the MAE)."""
+    square root of each |error| / (sigma_q·n), position rows only, so least squares minimises the MAE; errors
+    under MAE_SMOOTHING·sigma_q count quadratically, else a noise-free log's optimum is a kink it never reaches)."""
     parts = []
     norm = np.sqrt(scales.n_samples[joint])
     for s in range(batch.n_segments):
@@ -71,9 +73,9 @@ def residuals(traces: dict[str, np.ndarray], batch: SegmentBatch, scales: LossSc
             continue
         sl = batch.segment_slice(s)
         sl = slice(sl.start + 1, sl.stop)  # the first sample is the initial state, not a prediction
-        if scales.position_mae:
-            e = (traces["q"][:, sl].astype(np.float64) - batch.q[sl]) / (scales.sigma_q[joint] * norm**2)
-            parts.append(np.sign(e) * np.sqrt(np.abs(e)))
+        if scales.position_mae:  # |e| smoothed below MAE_SMOOTHING·σ_q (pseudo-Huber) so least squares converges
+            e = (traces["q"][:, sl].astype(np.float64) - batch.q[sl]) / scales.sigma_q[joint]
+            parts.append(np.sign(e) * np.sqrt((np.sqrt(e**2 + MAE_SMOOTHING**2) - MAE_SMOOTHING) / norm**2))
             continue
         parts.append((traces["q"][:, sl] - batch.q[sl]) / (scales.sigma_q[joint] * norm))
         parts.append((traces["qd"][:, sl] - batch.qd[sl]) * (np.sqrt(VELOCITY_WEIGHT)

@@ -119,13 +119,17 @@ def local_search(engine: RolloutEngine, family: Family, space: SearchSpace, scal
     fine step to its floor. On these objectives CMA-ES plateaus orders of magnitude above the optimum of
     a curved valley (DC-motor slope, damping and viscous friction trade off) that least squares follows,
     so the search then starts from this point and looks for anything better.
-    Returns per joint the better of start and solution, the start's loss, that point's loss, and the number
-    of candidates evaluated."""
+    A position-MAE fit takes the coarse step on squared errors (a smooth valley least squares follows) and
+    the fine step on its own loss. Returns per joint the better of start and solution, the start's loss,
+    that point's loss, and the number of candidates evaluated."""
     best, before, after, count = [], np.zeros(len(x0)), np.zeros(len(x0)), [0]
     for j, x_start in enumerate(x0):
-        run = residual_fn(engine.for_joint(j), family, space, scales.select(j), count)
+        sc = scales.select(j)
+        run = residual_fn(engine.for_joint(j), family, space, sc, count)
+        coarse = residual_fn(engine.for_joint(j), family, space, dataclasses.replace(sc, position_mae=False),
+                             count) if sc.position_mae else run
         before[j] = float(np.sum(run(x_start[None])[0] ** 2))
-        x, _ = solve_least_squares(run, space, x_start, max_iterations, COARSE_STEP)
+        x, _ = solve_least_squares(coarse, space, x_start, max_iterations, COARSE_STEP)
         x, loss = solve_least_squares(run, space, x, max_iterations, POLISH_STEP)
         best.append(x if loss < before[j] else x_start)
         after[j] = min(loss, before[j])
