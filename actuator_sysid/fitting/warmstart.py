@@ -116,4 +116,6 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
         "load_friction_quadratic_external": 1e-3,
         **{f"lookup_effort_{k}": 1.1 * e_peak for k in range(parameters.TABLE_KNOTS)},
     }
+    # a registry parameter with no guess above (a component's new term) starts at its neutral value, clipped
+    guess |= {p.name: p.neutral for p in parameters.PARAMS if p.name not in guess}
     return {k: parameters.get(k).clip(v) for k, v in guess.items()}

@@ -12,6 +12,8 @@ import sys
 import warp as wp
 
 from . import families as fam
+from .components import get as component
+from .components.friction_viscous_directional import STILL_VELOCITY
 from .parameters import INDEX, TABLE_KNOTS
 
 # Warp's start-up banner and module-load lines must not pollute CLI output (quiet: Warp < 1.19 only)
@@ -44,6 +46,7 @@ P_KI = wp.constant(INDEX["ki"])
 P_IMAX = wp.constant(INDEX["integral_max"])
 P_OFFSET = wp.constant(INDEX["encoder_offset"])
 P_TABLE = wp.constant(INDEX["lookup_effort_0"])
+P_VISC_NEG_RATIO = wp.constant(INDEX["viscous_friction_negative_ratio"])
 N_KNOTS = wp.constant(TABLE_KNOTS)
 
 F_MAX_EFFORT = wp.constant(fam.F_MAX_EFFORT)
@@ -58,6 +61,8 @@ F_STRIBECK = wp.constant(fam.F_STRIBECK)
 F_LOAD_FRICTION = wp.constant(fam.F_LOAD_FRICTION)
 F_LOAD_DIRECTIONAL = wp.constant(fam.F_LOAD_DIRECTIONAL)
 F_LOAD_QUADRATIC = wp.constant(fam.F_LOAD_QUADRATIC)
+F_VISC_DIRECTIONAL = wp.constant(component("friction_viscous_directional").flag)
+QD_STILL = wp.constant(STILL_VELOCITY)  # rad/s: a joint the friction holds counts as turning forwards
 
 # Newton ImplicitOptions defaults (effort_mode_implicit.py)
 IMPLICIT_MAX_ITERS = wp.constant(8)
@@ -188,6 +193,15 @@ def friction_budget(flags: int, fric: float, qd: float, motor: float, external: 
             elif wp.abs(external) > wp.abs(motor):  # the load drives: the motor torque's square
                 budget = budget + s * params[c, j, P_LOAD_QUAD_M] * motor * motor
     return budget
+
+
+@wp.func
+def viscous_coefficient(flags: int, visc: float, qd: float, params: wp.array3d(dtype=float), c: int, j: int):
+    """The joint's viscous coefficient this step: viscous_friction, times viscous_friction_negative_ratio while the
+    joint turns backwards (qd < −QD_STILL at the step's start; models/components/friction_viscous_directional.py)."""
+    if (flags & F_VISC_DIRECTIONAL) != 0 and qd < -QD_STILL:
+        return visc * params[c, j, P_VISC_NEG_RATIO]
+    return visc
 
 
 @wp.kernel
@@ -328,11 +342,12 @@ def rollout_kernel(
             # solver's own PD damping for the implicit drive, as MuJoCo's implicitfast does, even while the
             # force is clamped) are integrated implicitly through the effective inertia jt. Friction is a
             # stopping constraint.
-            jt = inertia + dt * visc
+            visc_q = viscous_coefficient(flags, visc, qd, params, c, j)  # by direction, when the family says so
+            jt = inertia + dt * visc_q
             if (flags & F_IMPLICIT) != 0 and not free:
                 jt = jt + dt * kd
             external = ext - mgl * wp.sin(q)
-            force = applied + external - visc * qd
+            force = applied + external - visc_q * qd
             tau_stop = (jt / dt) * qd + force
             # the friction bound: Coulomb `friction`, or BAM's budget with Stribeck / load terms
             budget = friction_budget(flags, fric, qd, applied, external, params, c, j)

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from . import parameters
+from .components import get as component
 from .families import (
     F_DC_MOTOR,
     F_IMPLICIT,
@@ -26,6 +27,8 @@ from .families import (
     Family,
 )
 from .rollout import SegmentBatch, filled
+
+F_VISC_DIRECTIONAL = component("friction_viscous_directional").flag  # the flag only: the maths is written below
 
 
 def _col(params: torch.Tensor, name: str) -> torch.Tensor:
@@ -211,6 +214,7 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
         inertia = float(batch.seg_inertia[s]) + _col(p, "armature")
         mgl, ext = float(batch.seg_gravity[s]), float(batch.seg_ext[s])
         kd, visc = _col(p, "damping"), _col(p, "viscous_friction")
+        neg_ratio = _col(p, "viscous_friction_negative_ratio")
         fric, dfric = _col(p, "friction"), _col(p, "dynamic_friction")
         offset = _col(p, "encoder_offset")
         delay = torch.round(_col(p, "delay")).long()
@@ -234,11 +238,14 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
                     computed, applied = torch.zeros_like(computed), torch.zeros_like(applied)
                 if k == n - 1:
                     break
-                jt = inertia + dt * visc
+                # a direction-dependent viscous coefficient: the backward one while the joint turns backwards at
+                # the step's start (faster than 1e-6 rad/s: a joint the friction holds counts as forward)
+                c_visc = torch.where(qd < -1e-6, visc * neg_ratio, visc) if flags & F_VISC_DIRECTIONAL else visc
+                jt = inertia + dt * c_visc
                 if flags & F_IMPLICIT and not free:  # MuJoCo implicitfast keeps the actuator's kd even when clamped
                     jt = jt + dt * kd
                 external = ext - mgl * torch.sin(q)
-                force = applied + external - visc * qd
+                force = applied + external - c_visc * qd
                 stop = jt / dt * qd + force
                 bound = _friction_bound(flags, p, fric, qd, applied, external)
                 if flags & F_PHYSX_FRICTION:

@@ -78,6 +78,7 @@ class Component:
     companions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a term → the terms it needs
     budget: bool = False  # part of BAM's friction budget (docs/prior-art.md M2–M6), which no consumer field holds
     isaaclab_fields: tuple[str, ...] = ()  # the Isaac Lab cfg fields it contributes, in the order written
+    isaaclab_renames: dict[str, str] = field(default_factory=dict)  # a drive: other components' fields its class names
     newton_api: str = ""  # the Newton API schema it applies (docs/consumer-semantics.md §C.3)
 
     def __post_init__(self) -> None:
