@@ -38,7 +38,7 @@ def _per_joint(value: float | np.ndarray | None, n: int, default: float) -> np.n
     return np.broadcast_to(np.asarray(value, float), (n,)).astype(float)
 
 
-def simulate_newton_log(robot: RobotModel, cmd: np.ndarray, *, decimation: int, delay: int = 0,
+def simulate_newton_log(robot: RobotModel, cmd: np.ndarray, *, decimation: int, delay: int | np.ndarray = 0,
                         armature: float | np.ndarray | None = None, damping: float | np.ndarray | None = None,
                         friction: float | np.ndarray | None = None,
                         saturation_effort: float | np.ndarray | None = None,
@@ -46,7 +46,8 @@ def simulate_newton_log(robot: RobotModel, cmd: np.ndarray, *, decimation: int, 
                         effort_limit: float | np.ndarray | None = None,
                         kp: float | np.ndarray = 20.0, kd: float | np.ndarray = 1.0,
                         bias: float | np.ndarray | None = None, log_dt: float = 0.005,
-                        max_effort: float | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                        max_effort: float | np.ndarray | None = None, q0: np.ndarray | None = None,
+                        qd0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Step the robot in Newton alone under position targets `cmd` (T, J) held for `decimation` physics steps.
 
     Per joint (scalar or (J,)): armature (kg·m²), damping (viscous, N·m·s/rad), friction (Coulomb frictionloss,
@@ -54,8 +55,9 @@ def simulate_newton_log(robot: RobotModel, cmd: np.ndarray, *, decimation: int, 
     (ClampingDCMotor's max_motor_effort) — None is inf (no envelope); kp, kd; bias, what the encoder adds to the
     true angle (the PD acts on the reading, so Newton sees the target shifted by −bias); max_effort, a
     ClampingMaxEffort after the DC clamp, default the model's effort limit. `delay` is Newton's delay_steps
-    (physics steps). Starts at rest at the true angle cmd[0] − bias. Returns the measured (q + bias, qd) at
-    every log sample, (T, J) each, row 0 the start.
+    (physics steps, one or per joint). Starts from the measured q0 / qd0 (the true angle q0 − bias), default at
+    rest at the reading cmd[0]. Returns the measured (q + bias, qd) at every log sample, (T, J) each, row 0 the
+    start.
     """
     n = len(robot.joint_names)
     arm = _per_joint(armature, n, 0.0) if armature is not None else robot.armature.copy()
@@ -64,6 +66,7 @@ def simulate_newton_log(robot: RobotModel, cmd: np.ndarray, *, decimation: int, 
     sat, vlim, elim = (_per_joint(v, n, math.inf) for v in (saturation_effort, velocity_limit, effort_limit))
     box = _per_joint(max_effort, n, math.inf) if max_effort is not None else robot.effort_limit.copy()
     kp_j, kd_j, b = _per_joint(kp, n, 0.0), _per_joint(kd, n, 0.0), _per_joint(bias, n, 0.0)
+    lag = np.broadcast_to(np.asarray(delay, int), (n,))
     builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     builder.add_builder(robot.builder)
     for k, d in enumerate(robot.dof):
@@ -74,14 +77,18 @@ def simulate_newton_log(robot: RobotModel, cmd: np.ndarray, *, decimation: int, 
                                              "max_motor_effort": float(elim[k])}))
         if np.isfinite(box[k]):
             clamps.append((ClampingMaxEffort, {"max_effort": float(box[k])}))
-        builder.add_actuator(DrivePD, index=int(d), kp=float(kp_j[k]), kd=float(kd_j[k]), delay_steps=delay or None,
-                             clamping=clamps)
+        builder.add_actuator(DrivePD, index=int(d), kp=float(kp_j[k]), kd=float(kd_j[k]),
+                             delay_steps=int(lag[k]) or None, clamping=clamps)
     model = builder.finalize(device="cpu")
     solver = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
     s0, s1, control = model.state(), model.state(), model.control()
     q = s0.joint_q.numpy()
-    q[robot.dof] = cmd[0] - b
+    q[robot.dof] = (cmd[0] if q0 is None else np.asarray(q0, float)) - b
     s0.joint_q.assign(q)
+    if qd0 is not None:
+        v = s0.joint_qd.numpy()
+        v[robot.dof] = qd0
+        s0.joint_qd.assign(v)
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
     states = [(a, a.state(), a.state()) for a in model.actuators]
     out_q, out_qd = [s0.joint_q.numpy()[robot.dof] + b], [s0.joint_qd.numpy()[robot.dof]]

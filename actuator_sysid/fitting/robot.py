@@ -1,40 +1,67 @@
 """A coupled fit of every actuator of a robot hanging in the air, through the robot's own model (Newton).
 
 Joints are grouped by regex as Isaac Lab's `joint_names_expr` (per joint by default); each group gets an
-armature, a viscous damping and a frictionloss (and PD gains when the log does not state them), each joint an
-encoder bias; the command delay is one integer for the robot, scanned over physics steps. The search is scipy's
-trust-region least squares on batched coupled rollouts (models/articulated.py): training windows restart from
-the measured state, and the finite-difference Jacobian perturbs parameters that cannot load each other (joints
-in different coupling components, e.g. two legs on a fixed base) in the same candidate, which is exact. A
-single-segment log is split in time: the last `validation_fraction` is replayed from the measured state at the
-split, and that replay gives the reported error, beside the model file's own joint terms on the same split.
+armature, a viscous damping and a frictionloss (and PD gains when the log does not state them), optionally a
+DC-motor envelope (`dc_motor=True`: saturation effort, velocity limit, max motor effort — Newton's
+ClampingDCMotor, Isaac Lab's DCMotor clip, docs/consumer-semantics.md §A.4 / §C.2), each joint an encoder bias;
+the command delay is one integer for the robot, scanned over physics steps. The search is scipy's trust-region
+least squares on batched coupled rollouts (models/articulated.py): training windows restart from the measured
+state, and the finite-difference Jacobian perturbs parameters that cannot load each other (joints in different
+coupling components, e.g. two legs on a fixed base) in the same candidate, which is exact. The envelope starts
+from a coarse scan scaled by the PD effort the log demands. A single-segment log is split in time: the last
+`validation_fraction` is replayed from the measured state at the split, and that replay gives the reported
+error, beside the model file's own joint terms on the same split.
+
+The result (`fit_robot`, JSON-ready; SI units):
+- `kind` "robot"; `robot` (models/robot.py `summary()`); `joint_mapping` (how log joints met model joints);
+- `groups`: {group: {`joint_names_expr`, `joints` [names], `armature` kg·m², `viscous_friction` N·m·s/rad,
+  `friction` N·m (frictionloss), `stiffness` N·m/rad, `damping` N·m·s/rad (PD kd), `effort_limit` N·m or None
+  (the fitted max motor effort when the envelope is fitted, else the model's limit), `saturation_effort` N·m,
+  `velocity_limit` rad/s (None when no envelope is fitted), `model_effort_limit` N·m or None (the model file's
+  joint limit, a box after the envelope), `envelope_active` (share of held-out physics steps at which the
+  envelope cut the PD effort, 0 without one)}};
+- `motor_envelope` ("dc_motor" or "off"), `gains` (where the PD gains came from), `encoder_bias` {joint: rad},
+  `delay_steps` (physics steps), `delay` (how it was found), `sim` {`dt` physics step s, `decimation`};
+- `validation` {`split` "time", `split_sample`, `split_time_s`, `fraction`, `rmse`, `per_joint_rmse`,
+  `model_defaults_rmse`, `model_defaults_per_joint_rmse`, `model_defaults`, `replay`};
+- `training` {windows, window_s, jacobians, fd_candidates_per_jacobian, stopped_on, initial_rmse, rmse,
+  search_s}; `wall_s`, `world_steps`, `world_steps_per_s`; `assumptions` [text].
+`isaaclab_dict(result)` turns it into the whole-robot `actuators={...}` dict of an ArticulationCfg.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from ..datasets.recording import Recording
-from ..models.articulated import ArticulatedRollout, JointTerms, physics_targets
+from ..models.articulated import ArticulatedRollout, JointTerms, inverse_dynamics, physics_targets
 from ..models.robot import RobotError, RobotModel, map_joints
 
 log = logging.getLogger(__name__)
 
 # log10 bounds of the searched joint terms (SI), and the encoder bias bound (rad)
 BOUNDS = {"armature": (-5.0, 0.0), "viscous_friction": (-4.0, 1.0), "friction": (-4.0, 0.7),
-          "stiffness": (-0.3, 2.7), "damping": (-3.0, 1.7)}
+          "stiffness": (-0.3, 2.7), "damping": (-3.0, 1.7),
+          "saturation_effort": (-1.0, 3.5), "velocity_limit": (-1.0, 3.0), "effort_limit": (-1.0, 3.5)}
+DC_TERMS = ("saturation_effort", "velocity_limit", "effort_limit")  # the envelope; effort_limit: max motor effort
+ALL_TERMS = ("armature", "viscous_friction", "friction", "stiffness", "damping", *DC_TERMS)
 BIAS_BOUND = 0.3
 BIAS_UNIT = 0.01  # the search sees the bias in centiradians so every variable is O(1)
 FD_STEP = {"log": 0.02, "bias": 0.1}
 SCAN_WINDOWS = 4
+# the envelope's start scan, per group: max motor effort × the largest PD effort the log demands, saturation
+# effort × that, velocity limit × the fastest logged speed
+ENVELOPE_GRID = {"effort": (0.15, 0.25, 0.4, 0.6, 0.9), "ratio": (1.2, 2.0, 4.0), "speed": (1.2, 2.0, 4.0)}
 
 
 class BudgetSpent(Exception):
@@ -50,6 +77,7 @@ class RobotFitOptions:
     validation_fraction: float = 0.3
     window_s: float = 0.5  # training rollouts restart from the measured state this often
     fit_bias: bool = True
+    dc_motor: bool = False  # fit a DC-motor envelope per group; off: the log must not saturate the motors
     delay: int | None = None  # physics steps; None: scanned over 0..max_delay
     max_delay: int = 8
     kp: float | None = None  # N·m/rad; None: the log's segment metadata, else fitted per group
@@ -97,7 +125,7 @@ class _Problem:
     def joint_values(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """(C, d) search variables → per-joint natural values {term: (C, J)}, bias included."""
         c, j = x.shape[0], len(self.names)
-        out = {t: np.zeros((c, j)) for t in ("armature", "viscous_friction", "friction", "stiffness", "damping")}
+        out = {t: np.full((c, j), np.inf if t in DC_TERMS else 0.0) for t in ALL_TERMS}
         k = 0
         for idx in self.groups.values():
             for t in self.terms:
@@ -105,9 +133,13 @@ class _Problem:
                 k += 1
         if self.kp is not None:
             out["stiffness"][:] = self.kp[None]
-            out["damping"][:] = self.kd[None]
+            out["damping"][:] = self.kd[None] if self.kd is not None else 0.0
         out["bias"] = x[:, k:] * BIAS_UNIT if self.fit_bias else np.zeros((c, j))
         return out
+
+    @property
+    def dc_motor(self) -> bool:
+        return "saturation_effort" in self.terms
 
     def var_joints(self) -> list[np.ndarray]:
         """Per variable, the joints whose parameters it sets."""
@@ -179,6 +211,14 @@ def _color(var_comps: list[set[int]]) -> list[list[int]]:
     return [m for _, m in colors]
 
 
+def joint_terms(v: dict[str, np.ndarray], effort_limit: np.ndarray) -> JointTerms:
+    """The rollout's per-world terms from per-joint values {term: (W, J)}; the model's box limit `effort_limit`."""
+    return JointTerms(kp=v["stiffness"], kd=v["damping"], armature=v["armature"], damping=v["viscous_friction"],
+                      friction=v["friction"], bias=v["bias"], effort_limit=effort_limit,
+                      saturation_effort=v.get("saturation_effort"), velocity_limit=v.get("velocity_limit"),
+                      motor_effort=v.get("effort_limit"))
+
+
 class _Evaluator:
     """Batched coupled rollouts of candidates over fixed windows, one Newton model per world count."""
 
@@ -205,9 +245,7 @@ class _Evaluator:
         tq = np.concatenate([physics_targets(self.cmd, starts[w0:w0 + nw], self.length, self.dec, int(d))
                              for w0, d in zip(range(0, c * nw, nw), delays, strict=True)], axis=1)
         tqd = physics_targets(self.cmd_qd, starts, self.length, self.dec, 0)
-        terms = JointTerms(kp=rep["stiffness"], kd=rep["damping"], armature=rep["armature"],
-                           damping=rep["viscous_friction"], friction=rep["friction"], bias=rep["bias"],
-                           effort_limit=np.broadcast_to(self.prob.effort_limit, (c * nw, j)))
+        terms = joint_terms(rep, np.broadcast_to(self.prob.effort_limit, (c * nw, j)))
         t0 = time.perf_counter()
         out_q, _ = self.engine(c * nw).run(self.q[starts], self.qd[starts], tq, tqd, terms, self.dec, self.dt)
         self.seconds += time.perf_counter() - t0
@@ -225,8 +263,9 @@ class _Evaluator:
 
 def _replay(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays: list[int], q: np.ndarray, qd: np.ndarray,
             cmd: np.ndarray, cmd_qd: np.ndarray, start: int, decimation: int, dt: float, effort: np.ndarray
-            ) -> list[np.ndarray]:
-    """Each parameter set replayed alone from the measured state at `start` to the log's end: (T − start, J) each.
+            ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each parameter set replayed alone from the measured state at `start` to the log's end: positions
+    (T − start, J) and the share of physics steps at which the motor envelope cut the PD effort (J,).
 
     One world per replay on MuJoCo's C backend through the same Newton solver (the Warp backend agrees with it
     to float32 precision; tests/test_robot.py), because one world gains nothing from Warp's batching.
@@ -238,13 +277,11 @@ def _replay(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays: list[i
     eng = ArticulatedRollout(robot, 1, device="cpu")
     eng.solver = newton.solvers.SolverMuJoCo(eng.model, use_mujoco_cpu=True, disable_contacts=True)
     for v, d in zip(vals, delays, strict=True):
-        terms = JointTerms(kp=v["stiffness"][:1], kd=v["damping"][:1], armature=v["armature"][:1],
-                           damping=v["viscous_friction"][:1], friction=v["friction"][:1], bias=v["bias"][:1],
-                           effort_limit=effort[None])
+        terms = joint_terms({k: x[:1] for k, x in v.items()}, effort[None])
         s = np.array([start])
         rq, _ = eng.run(q[s], qd[s], physics_targets(cmd, s, length, decimation, d),
                         physics_targets(cmd_qd, s, length, decimation, 0), terms, decimation, dt)
-        out.append(rq[:, 0])
+        out.append((rq[:, 0], eng.clip_fraction[0].copy()))
     return out
 
 
@@ -280,7 +317,8 @@ def _prepare(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tuple[
     gains_known = kp is not None
     if gains_known and kd is None:
         kd = np.zeros(len(names))
-    terms = ["armature", "viscous_friction", "friction"] + ([] if gains_known else ["stiffness", "damping"])
+    terms = (["armature", "viscous_friction", "friction"] + ([] if gains_known else ["stiffness", "damping"])
+             + (list(DC_TERMS) if opts.dc_motor else []))
     effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
     prob = _Problem(names, groups, exprs, terms, opts.fit_bias, kp, kd, effort)
     n, dt_log = seg.n, seg.dt
@@ -302,8 +340,10 @@ def _start(robot: RobotModel, prob: _Problem, ev_scan: _Evaluator, gains_known: 
     x0 = []
     for idx in prob.groups.values():
         for t in prob.terms:
+            limit = float(np.min(prob.effort_limit[idx]))
             v = {"armature": robot.armature[idx].mean(), "viscous_friction": robot.damping[idx].mean(),
-                 "friction": robot.friction[idx].mean(), "stiffness": 20.0, "damping": 1.0}[t]
+                 "friction": robot.friction[idx].mean(), "stiffness": 20.0, "damping": 1.0,
+                 "saturation_effort": limit, "velocity_limit": 100.0, "effort_limit": limit}[t]  # envelope: scanned
             lo, hi = BOUNDS[t]
             x0.append(float(np.clip(math.log10(max(v, 10 ** lo)), lo, hi)))
     x = np.array(x0 + [0.0] * (len(prob.names) if prob.fit_bias else 0))
@@ -327,6 +367,141 @@ def _rms(r: np.ndarray) -> np.ndarray:
     return np.sqrt(np.mean(r.reshape(r.shape[0], -1) ** 2, axis=1))
 
 
+def _interval_demand(prob: _Problem, data: _Data, n: int, decimation: int, delay: int) -> np.ndarray:
+    """(n − 1, J) PD effort over each training interval, averaged over its physics steps (states interpolated
+    between samples, commands as the delay holds them); the PD acts on the reading, so the bias is in it."""
+    kp = prob.kp if prob.kp is not None else np.zeros(len(prob.names))
+    kd = prob.kd if prob.kd is not None else np.zeros(len(prob.names))
+    q, qd, acc = data.q[:n], data.qd[:n], np.zeros((n - 1, len(prob.names)))
+    for i in range(decimation):
+        idx = np.clip(np.floor_divide(np.arange(n - 1) * decimation + i - delay, decimation), 0, None)
+        w = i / decimation
+        acc += kp * (data.cmd[idx] - (q[:-1] + w * np.diff(q, axis=0))) + kd * (
+            data.cmd_qd[idx] - (qd[:-1] + w * np.diff(qd, axis=0)))
+    return acc / decimation
+
+
+def _regress_group(idx: list[int], lhs: np.ndarray, acc: np.ndarray, vel: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Armature, viscous and Coulomb friction shared by the group's joints, by least squares on
+    lhs = demand − rigid-body effort = arm·qdd + visc·qd + fc·sign(qd) + an offset per joint (what the rigid-body
+    effort misses, e.g. gravity at the biased reading) over moving samples the motor did not clip (robust
+    reweighting: samples far off the fit are the envelope's, dropped). Returns (arm, visc, fc, offsets...), the
+    residual (T, len(idx)) and its robust sigma."""
+    t, k = lhs.shape[0], len(idx)
+    rows = np.zeros((t, k, 3 + k))
+    rows[..., 0], rows[..., 1], rows[..., 2] = acc[:, idx], vel[:, idx], np.sign(vel[:, idx])
+    for m in range(k):
+        rows[:, m, 3 + m] = 1.0
+    y = lhs[:, idx]
+    moving = np.abs(vel[:, idx]) > 0.02 * np.abs(vel[:, idx]).max(axis=0)
+    keep = moving & (np.abs(y) <= np.quantile(np.abs(y), 0.4, axis=0))
+    coef = np.zeros(3 + k)
+    sigma = math.inf
+    for _ in range(4):
+        if keep.sum() < 3 + k:
+            break
+        coef = np.linalg.lstsq(rows[keep], y[keep], rcond=None)[0]
+        res = y - rows @ coef
+        sigma = 1.4826 * float(np.median(np.abs(res[keep]))) + 1e-9
+        keep = moving & (np.abs(res) < 4.0 * sigma)
+    return coef, y - rows @ coef, sigma
+
+
+def _fit_envelope(u: np.ndarray, y: np.ndarray, y_all: np.ndarray, u_all: np.ndarray) -> tuple[float, float, float]:
+    """(saturation effort, velocity limit, max motor effort) of the DC envelope through clipped samples: the effort
+    y the motor gave against the speed u, both signed along the demand (Newton's ClampingDCMotor, upper branch).
+    With few clipped samples, a flat envelope just above every effort the motor gave (y_all, at speeds u_all)."""
+    if y.size < 20:
+        top = float(np.quantile(np.abs(y_all), 0.995))
+        return 2.0 * top, 3.0 * float(np.abs(u_all).max()), top
+    elim = float(np.quantile(y, 0.9))
+    fast = y < 0.9 * elim
+    if fast.sum() >= 5 and np.ptp(u[fast]) > 0:
+        slope, sat = np.polyfit(u[fast], y[fast], 1)
+        vlim = sat / -slope if slope < 0 and sat > 0 else 3.0 * float(np.abs(u).max())
+    else:
+        sat, vlim = 1.5 * elim, 3.0 * float(np.abs(u).max())
+    sat = max(float(sat), 1.05 * elim)
+
+    def model(p: np.ndarray) -> np.ndarray:
+        s_, v_, e_ = 10.0 ** p
+        c = v_ * (1.0 + e_ / s_)
+        return np.minimum(s_ * (1.0 - np.clip(u, -c, c) / v_), e_) - y
+
+    sol = least_squares(model, np.log10([sat, max(vlim, 1e-2), max(elim, 1e-3)]), loss="soft_l1",
+                        f_scale=max(0.02 * elim, 1e-6))
+    s_, v_, e_ = (float(v) for v in 10.0 ** sol.x)
+    return s_, v_, e_
+
+
+def _equation_error_start(robot: RobotModel, prob: _Problem, data: _Data, x0: np.ndarray, delays: np.ndarray,
+                          decimation: int, say: Callable[[str], None]) -> tuple[np.ndarray, int, bool] | None:
+    """A start from the log's own motion, with the gains known: the rigid-body effort Newton's MuJoCo model
+    needs along the measured motion (inverse dynamics) against the PD effort the log demands gives, by linear
+    least squares per group, armature, viscous and Coulomb friction on the samples the motor did not clip, and
+    the DC envelope through those it did; the delay is the one fitting best; biases start at 0 (only gravity
+    sees them). Returns (x, delay, envelope found), or None without gains."""
+    if prob.kp is None:
+        return None
+    n = data.split
+    h = data.dt * decimation
+    acc = np.diff(data.qd[:n], axis=0) / h
+    vel = 0.5 * (data.qd[1:n] + data.qd[:n - 1])
+    rigid = inverse_dynamics(robot, 0.5 * (data.q[1:n] + data.q[:n - 1]), vel, acc)
+    best: tuple[float, int, list] | None = None
+    for d in delays:
+        demand = _interval_demand(prob, data, n, decimation, int(d))
+        fits = [(idx, *_regress_group(idx, demand - rigid, acc, vel)) for idx in prob.groups.values()]
+        score = sum(f[3] for f in fits)
+        if best is None or score < best[0]:
+            best = (score, int(d), [(f, demand) for f in fits])
+    assert best is not None
+    x = x0.copy()
+    found = prob.dc_motor
+    for (idx, coef, res, sigma), demand in best[2]:
+        g = next(name for name, members in prob.groups.items() if members == idx)
+        for t, v in zip(("armature", "viscous_friction", "friction"), coef[:3], strict=True):
+            lo, hi = BOUNDS[t]
+            x[prob.var_names.index(f"{g}.{t}")] = float(np.clip(math.log10(max(v, 10 ** lo)), lo, hi))
+        if prob.dc_motor:
+            sign = np.sign(demand[:, idx])
+            given = demand[:, idx] - res  # the effort the motor gave
+            # the PD asked for clearly more than the motor gave (5 % of its largest effort, beyond the fit's noise)
+            clipped = res * sign > max(4.0 * sigma, 0.05 * float(np.quantile(np.abs(given), 0.99)))
+            env = _fit_envelope((sign * vel[:, idx])[clipped], (sign * given)[clipped], given, vel[:, idx])
+            for t, v in zip(DC_TERMS, env, strict=True):
+                lo, hi = BOUNDS[t]
+                x[prob.var_names.index(f"{g}.{t}")] = float(np.clip(math.log10(v), lo, hi))
+    say(f"equation-error start: delay {best[1]} physics steps" + (", envelope from the clipped samples"
+                                                                   if prob.dc_motor and found else ""))
+    return x, best[1], found
+
+
+def _scan_envelope(prob: _Problem, data: _Data, ev_scan: _Evaluator, x: np.ndarray, delay: int, decimation: int,
+                   say: Callable[[str], None]) -> np.ndarray:
+    """The envelope's start: a coarse grid (ENVELOPE_GRID) scaled per group by the PD effort the log demands from
+    its measured state and delayed commands and by its fastest speed; the best training fit (one batch)."""
+    v = prob.joint_values(x[None])
+    n = data.split
+    lagged = data.cmd[np.clip(np.arange(n) - int(round(delay / decimation)), 0, None)]
+    demand = np.abs(v["stiffness"][0] * (lagged - data.q[:n]) + v["damping"][0] * (data.cmd_qd[:n] - data.qd[:n]))
+    speed = np.abs(data.qd[:n])
+    grid = list(itertools.product(*ENVELOPE_GRID.values()))
+    xs = np.repeat(x[None], len(grid), axis=0)
+    for gi, (e, r, sp) in enumerate(grid):
+        for g, idx in prob.groups.items():
+            top, vmax = max(float(demand[:, idx].max()), 1e-3), max(float(speed[:, idx].max()), 1e-2)
+            for t, val in (("effort_limit", e * top), ("saturation_effort", r * e * top), ("velocity_limit", sp * vmax)):
+                lo, hi = BOUNDS[t]
+                xs[gi, prob.var_names.index(f"{g}.{t}")] = float(np.clip(math.log10(val), lo, hi))
+    scan = _rms(ev_scan.residuals(xs, np.full(len(grid), delay)))
+    best = int(np.argmin(scan))
+    say(f"envelope scan: best max motor effort {grid[best][0]} × the demanded effort, saturation × {grid[best][1]}, "
+        f"velocity limit × {grid[best][2]} the fastest speed (training RMSE {scan.min():.4f} rad)")
+    return xs[best]
+
+
 def _scan_delay(ev_scan: _Evaluator, x: np.ndarray, max_delay: int, say: Callable[[str], None]) -> int:
     """The integer physics-step delay with the lowest training error at x, over 0..max_delay (one batch)."""
     ds = np.arange(max_delay + 1)
@@ -336,7 +511,7 @@ def _scan_delay(ev_scan: _Evaluator, x: np.ndarray, max_delay: int, say: Callabl
 
 
 def _least_squares(robot: RobotModel, prob: _Problem, ev: _Evaluator, x0: np.ndarray, delay: int, max_nfev: int,
-                   spent: Callable[[], bool], say: Callable[[str], None]) -> tuple[np.ndarray, dict]:
+                   spent: Callable[[], bool], say: Callable[[str], None]) -> tuple[np.ndarray, dict[str, Any]]:
     """Trust-region least squares from x0 with a coloured forward-difference Jacobian; best point and stats."""
     comps = robot.component
     var_comps = [set(int(c) for c in comps[j]) for j in prob.var_joints()]
@@ -345,8 +520,8 @@ def _least_squares(robot: RobotModel, prob: _Problem, ev: _Evaluator, x0: np.nda
     lo, hi = prob.bounds()
     comp_joints = {int(c): np.flatnonzero(comps == c) for c in np.unique(comps)}
     cache: dict[bytes, np.ndarray] = {}
-    best = {"x": x0.copy(), "loss": math.inf}
-    stats = {"jacobians": 0, "fd_candidates_per_jacobian": 1 + len(colors), "stopped_on": "iterations"}
+    best: dict[str, Any] = {"x": x0.copy(), "loss": math.inf}
+    stats: dict[str, Any] = {"jacobians": 0, "fd_candidates_per_jacobian": 1 + len(colors), "stopped_on": "iterations"}
 
     def remember(x: np.ndarray, r: np.ndarray) -> None:
         cache[x.tobytes()] = r
@@ -422,6 +597,16 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
 
     delay = int(opts.delay) if opts.delay is not None else 0
     x0 = _start(robot, prob, ev_scan, gains_known, delay, say)
+    delays = np.array([delay]) if opts.delay is not None else np.arange(opts.max_delay + 1)
+    ee = _equation_error_start(robot, prob, data, x0, delays, opts.decimation, say) if gains_known else None
+    envelope_found = False
+    if ee is not None:
+        sc = _rms(ev_scan.residuals(np.stack([x0, ee[0]]), np.array([delay, ee[1]])))
+        say(f"start: the model file's terms {sc[0]:.4f} rad, the equation-error start {sc[1]:.4f} rad (training)")
+        if sc[1] < sc[0]:
+            x0, delay, envelope_found = ee[0], ee[1], ee[2]
+    if prob.dc_motor and not envelope_found and not spent():
+        x0 = _scan_envelope(prob, data, ev_scan, x0, delay, opts.decimation, say)
     delay_note = "fixed" if opts.delay is not None else "scanned"
     if opts.delay is None:
         if spent():
@@ -447,8 +632,8 @@ def _validate(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, 
     defaults = {"armature": robot.armature[None], "viscous_friction": robot.damping[None],
                 "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
                 "bias": np.zeros((1, len(names)))}
-    rep_fit, rep_def = _replay(robot, [fitted, defaults], [delay, 0], data.q, data.qd, data.cmd, data.cmd_qd,
-                               data.split, opts.decimation, data.dt, prob.effort_limit)
+    (rep_fit, cut), (rep_def, _) = _replay(robot, [fitted, defaults], [delay, 0], data.q, data.qd, data.cmd,
+                                           data.cmd_qd, data.split, opts.decimation, data.dt, prob.effort_limit)
     meas = data.q[data.split:]
 
     def rmse(sim: np.ndarray) -> tuple[float, dict[str, float]]:
@@ -465,6 +650,7 @@ def _validate(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, 
         "model_defaults": "the model file's armature, damping and frictionloss; gains "
                           + ("from the log" if gains_known else "as fitted") + "; no delay, no encoder bias",
         "replay": "from the measured state at the split, coupled, Newton SolverMuJoCo",
+        "envelope_active_per_joint": {nm: float(cut[k]) for k, nm in enumerate(names)},
     }
 
 
@@ -474,14 +660,21 @@ def _result(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np
     """The JSON-ready fit result: groups with their values, bias, delay, sim step, validation, assumptions."""
     names, effort = prob.names, prob.effort_limit
     group_out = {}
+    cut = validation["envelope_active_per_joint"]
     for g, idx in prob.groups.items():
         entry: dict = {"joint_names_expr": prob.exprs[g], "joints": [names[i] for i in idx]}
         for t in ("armature", "viscous_friction", "friction", "stiffness", "damping"):
             entry[t] = float(fitted[t][0, idx[0]])
-        entry["effort_limit"] = float(effort[idx].max()) if np.all(effort[idx] < 1e6) else None
+        model_limit = float(effort[idx].max()) if np.all(effort[idx] < 1e6) else None
+        entry["effort_limit"] = float(fitted["effort_limit"][0, idx[0]]) if prob.dc_motor else model_limit
+        for t in ("saturation_effort", "velocity_limit"):
+            entry[t] = float(fitted[t][0, idx[0]]) if prob.dc_motor else None
+        entry["model_effort_limit"] = model_limit
+        entry["envelope_active"] = float(np.mean([cut[names[i]] for i in idx]))
         group_out[g] = entry
     return {
         "kind": "robot", "robot": robot.summary(), "joint_mapping": data.how, "groups": group_out,
+        "motor_envelope": "dc_motor" if prob.dc_motor else "off",
         "gains": "from the log" if gains_known else "fitted per group (the log states none)",
         "encoder_bias": {nm: float(fitted["bias"][0, k]) for k, nm in enumerate(names)},
         "delay_steps": int(delay), "delay": delay_note,
@@ -495,7 +688,9 @@ def _result(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np
             "for single replays), contacts off, base fixed",
             "visuals, collision shapes and meshes skipped",
             f"PD actuator, explicit effort once per physics step of {data.dt:.6g} s (log dt / {opts.decimation}), "
-            "clipped at the model's motor effort limits",
+            + ("clipped by a DC-motor envelope per group (Newton's ClampingDCMotor: saturation effort, velocity "
+               "limit, max motor effort), then " if prob.dc_motor else "no motor envelope (dc_motor off), ")
+            + "clipped at the model's joint effort limits",
             "armature, viscous damping and frictionloss are MuJoCo's joint terms (Isaac Lab armature, "
             "viscous_friction, friction on its Newton backend)",
             "encoder bias: the encoder reads the true angle plus the bias; the PD acts on that reading",
@@ -508,16 +703,26 @@ def isaaclab_dict(result: dict) -> dict:
     delay = int(result["delay_steps"])
     acts = {}
     for g, e in result["groups"].items():
-        cfg = {"class_type": "DelayedPDActuatorCfg" if delay else "IdealPDActuatorCfg",
+        dc = e.get("saturation_effort") is not None
+        cls = ("DelayedDCMotorCfg" if delay else "DCMotorCfg") if dc else (
+            "DelayedPDActuatorCfg" if delay else "IdealPDActuatorCfg")
+        cfg = {"class_type": cls,
                "joint_names_expr": [e["joint_names_expr"]], "stiffness": e["stiffness"], "damping": e["damping"],
                "armature": e["armature"], "friction": e["friction"], "viscous_friction": e["viscous_friction"]}
         if e.get("effort_limit") is not None:
             cfg["actuator_effort_limit"] = e["effort_limit"]
+        if dc:
+            cfg["saturation_effort"] = e["saturation_effort"]
+            cfg["actuator_velocity_limit"] = e["velocity_limit"]
         if delay:
             cfg["min_delay"] = cfg["max_delay"] = delay
         acts[g] = cfg
+    note = "the encoder bias is not an Isaac Lab actuator field: add it to the measured joint positions"
+    if delay and any(a["class_type"] == "DelayedDCMotorCfg" for a in acts.values()):
+        note += ("; DelayedDCMotorCfg (DC envelope and delay together) is not an Isaac Lab class: it is the one "
+                 "the 1-DoF Isaac Lab export defines (DelayedPDActuator clipped by DCMotor's envelope)")
     return {"actuators": acts, "sim": dict(result["sim"]), "encoder_bias": dict(result["encoder_bias"]),
-            "note": "the encoder bias is not an Isaac Lab actuator field: add it to the measured joint positions"}
+            "note": note}
 
 
 def write_robot_fit(result: dict, out) -> list[str]:

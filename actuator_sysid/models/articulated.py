@@ -204,3 +204,40 @@ class ArticulatedRollout:
         self.clip_fraction = clipped.numpy().reshape(w, j).astype(float) / max(samples * decimation, 1)
         shape = (samples + 1, w, j)
         return out_q.numpy().reshape(shape).astype(float), out_qd.numpy().reshape(shape).astype(float)
+
+
+def inverse_dynamics(robot: RobotModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+    """(T, J) joint efforts the bare robot needs for (q, qd, qdd) (T, J): MuJoCo's mj_inverse on the model Newton's
+    SolverMuJoCo converts, with no armature, damping, frictionloss or constraints (limits, contacts).
+
+    For an equation-error start: the armature, friction and motor terms are what the log adds to these.
+    """
+    import mujoco
+    import newton
+
+    builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
+    builder.add_builder(cast("newton.ModelBuilder", robot.builder))
+    for d in robot.dof:
+        builder.joint_armature[d] = builder.joint_damping[d] = builder.joint_friction[d] = 0.0
+    model = builder.finalize(device="cpu")
+    solver = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
+    mm, md = solver.mj_model, solver.mj_data
+    mm.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+    mapping = solver.mjc_dof_to_newton_dof
+    if mapping is None:
+        raise RobotError(f"{robot.path.name}: Newton's MuJoCo model has no DoF mapping")
+    to_newton = np.asarray(mapping.numpy())[0]  # type: ignore[attr-defined]  # warp array2d stubs lack numpy()
+    col = {int(d): k for k, d in enumerate(robot.dof)}
+    if mm.nv != len(col) or sorted(col.get(int(n), -1) for n in to_newton)[0] < 0:
+        raise RobotError(f"{robot.path.name}: MuJoCo's DoFs are not the actuated joints; inverse dynamics needs a "
+                         "fixed-base robot of hinge or slide joints")
+    cols = np.array([col[int(n)] for n in to_newton])  # MuJoCo DoF i is our joint cols[i]
+    qadr = mm.jnt_qposadr[mm.dof_jntid]
+    out = np.zeros((q.shape[0], mm.nv))
+    for t in range(q.shape[0]):
+        md.qpos[qadr] = q[t, cols]
+        md.qvel[:] = qd[t, cols]
+        md.qacc[:] = qdd[t, cols]
+        mujoco.mj_inverse(mm, md)
+        out[t, cols] = md.qfrc_inverse
+    return out
