@@ -96,6 +96,8 @@ def test_a_robot_upload_states_its_joint_tree_and_terms(server: Server, robot: d
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     for text in ("FL_calf_joint", "45.43", "-2.723", "meshes skipped", "frictionloss"):
         assert text in page.text, text
+    listing = requests.get(server.url + "/robots", timeout=30).text
+    assert f'href="/robots/{robot["id"]}"' in listing and "Upload a robot model" in listing
     missing = requests.get(server.url + "/robots/" + "0" * 32, headers={"Accept": "text/html"}, timeout=30)
     assert missing.status_code == 404 and "not found" in missing.text
 
@@ -199,7 +201,7 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Serv
                   f"/api/v1/fits/{fit['id']}/validation"):  # the fit routes made for joint fits stay 2xx / 4xx
         assert requests.get(server.url + other, timeout=60).status_code < 500, other
     robot_page = requests.get(server.url + f"/robots/{robot['id']}", timeout=30).text
-    assert fit["id"][:8] in robot_page
+    assert fit["id"][:8] in robot_page and f'<option value="{ds["id"]}">' in robot_page  # fit form offers it
 
 
 def test_bad_fits_are_4xx_naming_the_problem_and_store_nothing(server: Server, robot: dict, go2: RobotModel,

@@ -86,7 +86,7 @@ def script_json(obj: Any) -> str:
 
 
 NAV = ('<nav><a href="/"><b>actuator-sysid</b></a><a href="/">dashboard</a><a href="/fleet">fleet</a>'
-       '<a href="/metrics">metrics</a><a href="/docs">API docs</a>'
+       '<a href="/robots">robots</a><a href="/metrics">metrics</a><a href="/docs">API docs</a>'
        '<form class="right" method="post" action="/logout"><button>log out</button></form></nav>')
 
 

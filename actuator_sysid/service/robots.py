@@ -498,9 +498,17 @@ def robot_page(repo: Repo, project: Project, robot_id: str) -> str:
     """A robot: its joint tree with limits and joint terms, the notes of its import, and its fits."""
     r = robot_out(repo.get_robot(robot_id, project))
     fits = [f for f in repo.list_fits(project=project, limit=500) if f["request"].get("robot_id") == robot_id]
-    body = _templates().get_template("robot.html").render(robot=r, depth=_depth(r["joints"]), fits=fits,
-                                                          fmt=pages.fmt_num)
+    body = _templates().get_template("robot.html").render(
+        robot=r, depth=_depth(r["joints"]), fits=fits, datasets=repo.list_datasets(project, limit=200),
+        fmt=pages.fmt_num)
     return pages.page(f"robot {r['name']}", body, nav=True)
+
+
+@router.get("/robots", response_class=HTMLResponse, include_in_schema=False)
+def robots_page(repo: Repo, project: Project) -> str:
+    """Every robot, and the upload form."""
+    robots = [robot_out(r) for r in repo.list_robots(project, limit=200)]
+    return pages.page("robots", _templates().get_template("robots.html").render(robots=robots), nav=True)
 
 
 def _figures(traces: dict, per_joint: dict, defaults: dict) -> list[dict]:
