@@ -255,6 +255,34 @@ def test_a_usd_robot_gets_a_layer_over_its_own_file(tmp_path: Path) -> None:
         assert c["rmse_replay_vs_ours"] < 1e-4, (name, c)
 
 
+def test_a_packaged_mjcf_loads_as_written_and_replays_alike(tmp_path: Path) -> None:
+    """Newton's example nv_ant.xml (angles in degrees, inertia from its geoms, a free root, geared motors): the
+    exported mjcf.xml loads in MuJoCo as written, and all three consumers replay it as our rollout does."""
+    import mujoco
+    import newton
+
+    ant = load_robot(Path(newton.__file__).parent / "examples" / "assets" / "nv_ant.xml")
+    bias = np.linspace(-0.02, 0.02, len(ant.joint_names))
+    cmd = chirp_targets(ant, 150, amplitude=0.3, seed=5)
+    q, qd = simulate_newton_log(ant, cmd, decimation=DEC, delay=1, kp=5.0, kd=0.2, bias=bias)
+    result = robot_result(ant, {"hip": "hip_.*", "ankle": "ankle_.*"}, {"hip": (0.02, 0.2, 0.05),
+                                                                         "ankle": (0.01, 0.1, 0.05)}, bias, 1)
+    for e in result["groups"].values():
+        e["stiffness"], e["damping"] = 5.0, 0.2
+    result["validation"]["split_sample"] = 75
+    files = write_robot_exports(result, robot_recording(ant, cmd, q, qd), ant, tmp_path)
+    assert files == ["isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"]
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "mjcf.xml"))  # as written: no mesh is missing here
+    assert model.nu == 8 and math.isclose(model.opt.timestep, DT)
+    j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "ankle_3")
+    assert model.dof_armature[model.jnt_dofadr[j]] == pytest.approx(0.01)
+    rep = result["replays"]
+    assert set(rep["consumers"]) == {"isaaclab", "newton", "mujoco"} and rep["ours"]["rmse"] > 2e-3, rep
+    for name, c in rep["consumers"].items():
+        assert c["status"] == "ok" and c["within_tolerance"], (name, c)
+        assert c["rmse_replay_vs_ours"] < 1e-5, (name, c)  # measured 2e-8 … 1e-7 rad
+
+
 def test_a_urdf_robot_gets_a_stage_written_from_its_import(tmp_path: Path) -> None:
     """Newton's example quadruped.urdf (joint frames rotated about their axes): newton.usda is a stage written from
     Newton's import of it; no mjcf.xml for a URDF; both replays within 10 % of ours, 1e-8 rad from it."""

@@ -98,8 +98,10 @@ def actuator_names(text: str) -> dict[str, str]:
 
 
 def replay_model(text: str, base_dir: Path) -> str:
-    """The exported MJCF as the in-air replay runs it: the root welded (its free joint removed), geoms, meshes,
-    keyframes, sensors and contact pairs dropped, contacts off — as the fit's Newton import skipped them."""
+    """The exported MJCF as the in-air replay runs it: the root welded (its free joint removed), contacts off, and
+    what an in-air replay needs neither of — mesh geoms and mesh, height-field and texture files (they may be
+    absent, as the fit skipped them), keyframes (sized for the free joint), sensors and contact pairs — dropped.
+    Every other element (bodies' inertials, primitive geoms, tendons, equality constraints) stays the model's."""
     root = ET.fromstring(text)
     wb = root.find("worldbody")
     if wb is None:
@@ -110,15 +112,16 @@ def replay_model(text: str, base_dir: Path) -> str:
             body.remove(fj)
     for parent in list(root.iter()):
         for child in list(parent):
-            if child.tag in ("geom", "site", "camera", "light") and parent.tag in ("body", "worldbody") or child.tag in (
-                    "mesh", "hfield", "texture", "skin"):
+            if (child.tag == "geom" and ("mesh" in child.attrib or "hfield" in child.attrib)) or child.tag in (
+                    "mesh", "hfield", "skin") or (child.tag == "texture" and "file" in child.attrib):
                 parent.remove(child)
-    for tag in ("keyframe", "sensor", "contact", "equality", "tendon"):
+            elif child.tag == "material":
+                child.attrib.pop("texture", None)
+    for tag in ("keyframe", "sensor", "contact"):
         for el in root.findall(tag):
             root.remove(el)
     comp = root.find("compiler")
     if comp is not None:
-        comp.attrib.pop("meshdir", None)
         comp.set("assetdir", str(base_dir))
     opt = root.find("option")
     if opt is None:
@@ -128,4 +131,3 @@ def replay_model(text: str, base_dir: Path) -> str:
         flag = ET.SubElement(opt, "flag")
     flag.set("contact", "disable")
     return ET.tostring(root, encoding="unicode")
-
