@@ -23,17 +23,18 @@ $(STAMP): pyproject.toml Makefile
 run: $(STAMP)
 	$(BIN)/actuator-sysid serve --host $(HOST) --port $(PORT)
 
-# Everything: ruff first, the structure check, then every test (markers in tests/conftest.py).
+# Everything: ruff first, the structure check, then every test (markers in tests/conftest.py), one file per
+# worker on two workers: most tests are single-threaded Python, Warp CPU kernels or a server subprocess.
 # mypy is in `make lint` only until it is clean on actuator_sysid/ (issue 13).
 test: $(STAMP)
 	$(BIN)/ruff check actuator_sysid tests bench tools
 	$(BIN)/python tools/check_structure.py --baseline tools/structure_baseline.txt
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # The inner loop: no long fits, no server/PostgreSQL/Chromium/Ray (under 3 minutes on 2 cores).
 test-fast: $(STAMP)
 	$(BIN)/ruff check actuator_sysid tests bench tools
-	$(BIN)/python -m pytest -q -m "not slow and not service"
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow and not service"
 
 bench: $(STAMP)
 	$(BIN)/python bench/rollout.py
