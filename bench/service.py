@@ -8,8 +8,11 @@
    peak RSS growth over its idle RSS (sampled every 20 ms from /proc). The parser process's peak RSS is
    reported beside it (parsing happens there, by design).
 
-Usage: python bench/service.py [--quick] [--clients 50] [--seconds 30] [--think 0.1] [--upload-mb 200]
-Prints one JSON object. Loopback only; every loop is bounded in count and time.
+Usage: python bench/service.py [--quick] [--runs 3] [--clients 50] [--seconds 30] [--think 0.1] [--upload-mb 200]
+                              [--profile]
+Prints one JSON line per run (p50/p95/p99/max, the load average before and after its load phase, the upload
+on the last run; with --profile the server's py-spy breakdown), then one summary line. Each run starts its
+own server. Loopback only; every loop is bounded in count and time.
 """
 
 from __future__ import annotations
@@ -49,6 +52,16 @@ def rss_kb(pid: int) -> int:
     except FileNotFoundError:
         pass
     return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (/proc/PID/stat; 0 where there is none)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (FileNotFoundError, IndexError, ValueError):
+        return 0.0
 
 
 def children(pid: int) -> list[int]:
@@ -204,48 +217,101 @@ def upload_phase(url: str, pid: int, path: Path) -> dict:
             "samples": r.json().get("samples") if r.ok else r.text[:300]}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="a smoke run: 10 clients, 3 s, 5 MB upload")
-    ap.add_argument("--clients", type=int, default=50)
-    ap.add_argument("--seconds", type=float, default=30.0)
-    ap.add_argument("--think", type=float, default=0.1, help="pause between one client's requests [s]")
-    ap.add_argument("--upload-mb", type=float, default=200.0)
-    args = ap.parse_args()
-    if args.quick:
-        args.clients, args.seconds, args.upload_mb = 10, 3.0, 5.0
-    work = Path(tempfile.mkdtemp(prefix="asid-bench-"))
+def queue_fits(url: str) -> tuple[str, list[str]]:
+    """Upload the small log and queue several all-family fits with a large budget; wait until one runs.
+
+    Fits stop when they stall and the local executor runs them one after another, so with four queued a fit
+    computes for the whole load phase."""
+    log, side = small_log()
+    resp = requests.post(url + "/api/v1/datasets", files={"file": ("small.csv", log)},
+                         data={"metadata": json.dumps(side)}, timeout=60)
+    if resp.status_code != 201:
+        raise RuntimeError(f"the small log's upload failed: {resp.status_code} {resp.text[:500]}")
+    ds = resp.json()
+    body = {"dataset_id": ds["id"], "models": ["implicit", "ideal_pd", "dcmotor", "delayed_pd", "dcmotor_delay",
+                                               "remotized_pd", "pid"],
+            "budget": {"generations": 10000, "population": 16}}
+    fits = [requests.post(url + "/api/v1/fits", timeout=30, json=body).json()["id"] for _ in range(4)]
+    deadline = time.monotonic() + 60
+    while requests.get(f"{url}/api/v1/fits/{fits[0]}", timeout=10).json()["status"] != "running":
+        if time.monotonic() > deadline:
+            raise RuntimeError("the fit did not start")
+        time.sleep(0.2)
+    return ds["id"], fits
+
+
+def start_profiler(pid: int, seconds: float, out: Path) -> subprocess.Popen | None:
+    """py-spy (if installed beside this Python) sampling the server's threads for the load phase, as raw
+    collapsed stacks with thread names; non-blocking, so the sampled process is never paused."""
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+    if spy is None:
+        return None
+    return subprocess.Popen([spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "250",
+                             "--format", "raw", "--threads", "--nonblocking", "--output", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# what a sampled server stack is doing, first match from the innermost frame outwards
+PROFILE_KINDS = (("sqlalchemy", "database (SQLAlchemy + sqlite3)"), ("sqlite3", "database (SQLAlchemy + sqlite3)"),
+                 ("json/", "JSON encoding"), ("jsonable_encoder", "JSON encoding"),
+                 ("logging/", "logging"), ("logs.py", "logging"), ("pydantic", "validation (pydantic)"),
+                 ("prometheus_client", "metrics"), ("select (selectors.py", "idle (waiting for I/O)"),
+                 ("run_forever", "event loop"), ("wait (threading.py", "idle (waiting)"))
+
+
+def profile_summary(raw: Path) -> dict:
+    """Share of samples per thread and, for the event-loop thread, per kind of work (PROFILE_KINDS)."""
+    threads: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+    if not raw.is_file():
+        return {}
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        n = int(count)
+        frames = stack.split(";")
+        thread = frames[0].split("(")[0].strip().strip('"') or "?"
+        threads[thread] = threads.get(thread, 0) + n
+        if "MainThread" in frames[0]:
+            kind = next((k for f in reversed(frames) for key, k in PROFILE_KINDS if key in f), "other Python")
+            kinds[kind] = kinds.get(kind, 0) + n
+    total = sum(threads.values()) or 1
+    main = sum(kinds.values()) or 1
+    return {"samples": total, "threads_pct": {k: round(100 * v / total, 1) for k, v in sorted(
+                threads.items(), key=lambda kv: -kv[1])},
+            "main_thread_pct": {k: round(100 * v / main, 1) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])}}
+
+
+def one_run(args: argparse.Namespace, run: int, work: Path, last: bool) -> dict:
+    """A fresh server with a fit computing, the load phase (and on the last run the upload): one JSON line."""
     proc = None
     try:
         proc, url = start_server(work / "data", max(int(args.upload_mb * 1e6 * 1.1), 10_000_000))
-        log, side = small_log()
-        ds = requests.post(url + "/api/v1/datasets", files={"file": ("small.csv", log)},
-                           data={"metadata": json.dumps(side)}, timeout=60).json()
-        # every family with a large budget, queued several times: fits stop when they stall, and the local
-        # executor runs them one after another, so a fit computes for the whole load phase
-        body = {"dataset_id": ds["id"], "models": ["implicit", "ideal_pd", "dcmotor", "delayed_pd", "dcmotor_delay",
-                                                   "remotized_pd", "pid"],
-                "budget": {"generations": 10000, "population": 16}}
-        fits = [requests.post(url + "/api/v1/fits", timeout=30, json=body).json()["id"] for _ in range(4)]
-        deadline = time.monotonic() + 60
-        while requests.get(f"{url}/api/v1/fits/{fits[0]}", timeout=10).json()["status"] != "running":
-            if time.monotonic() > deadline:
-                raise RuntimeError("the fit did not start")
-            time.sleep(0.2)
-        load = load_phase(url, args.clients, args.seconds, args.think, {"fit": fits[0], "dataset": ds["id"]})
-        after = [requests.get(f"{url}/api/v1/fits/{f}", timeout=10).json() for f in fits]
-        load["fit_running_throughout"] = any(f["status"] == "running" for f in after)
-        load["fits_after"] = [f["status"] for f in after]
+        ds_id, fits = queue_fits(url)
+        raw = args.profile / f"server-profile-{run}.txt" if args.profile else None
+        spy = start_profiler(proc.pid, args.seconds, raw) if raw is not None else None
+        before, cpu0 = os.getloadavg(), cpu_seconds(proc.pid)
+        load = load_phase(url, args.clients, args.seconds, args.think, {"fit": fits[0], "dataset": ds_id})
+        after_load = os.getloadavg()
+        # the API process's own CPU per request (every thread of it): what the routes cost, whatever the load
+        load["server_cpu_ms_per_request"] = round(1000 * (cpu_seconds(proc.pid) - cpu0) / max(load["requests"], 1), 3)
+        statuses = [requests.get(f"{url}/api/v1/fits/{f}", timeout=10).json()["status"] for f in fits]
+        load["fit_running_throughout"] = "running" in statuses
+        load["fits_after"] = statuses
         for f in fits:
             requests.post(f"{url}/api/v1/fits/{f}/cancel", timeout=10)
-        big = work / "big.csv"
-        big_csv(big, args.upload_mb)
-        upload = upload_phase(url, proc.pid, big)
-        out = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-               "status_routes_during_fit": load, "upload": upload,
-               "targets_met": {"p99_le_50ms": load["latency_ms"]["p99"] <= 50, "no_errors": load["errors"] == 0,
-                               "rss_growth_le_64mb": upload["server_rss_growth_mb"] <= 64 and upload["status"] == 201}}
-        print(json.dumps(out, indent=1))
+        out = {"run": run, "of": args.runs, **{k: load["latency_ms"][k] for k in ("p50", "p95", "p99", "max")},
+               "loadavg_before": [round(x, 2) for x in before], "loadavg_after": [round(x, 2) for x in after_load],
+               "status_routes_during_fit": load}
+        if spy is not None:
+            spy.wait(args.seconds + 30)
+            out["server_profile"] = profile_summary(raw) if raw is not None else {}
+        if last and args.upload_mb > 0:
+            big = work / "big.csv"
+            big_csv(big, args.upload_mb)
+            out["upload"] = upload_phase(url, proc.pid, big)
+        return out
     finally:
         if proc is not None:
             proc.terminate()
@@ -253,7 +319,40 @@ def main() -> None:
                 proc.wait(20)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 10 clients, 3 s, 5 MB upload")
+    ap.add_argument("--runs", type=int, default=1, help="load phases, each on a fresh server (one JSON line each)")
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--think", type=float, default=0.1, help="pause between one client's requests [s]")
+    ap.add_argument("--upload-mb", type=float, default=200.0, help="the upload after the last run; 0: none")
+    ap.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                    help="sample the server with py-spy during each load phase; raw stacks kept in DIR")
+    args = ap.parse_args()
+    if args.quick:
+        args.clients, args.seconds, args.upload_mb = 10, 3.0, 5.0
+    args.runs = max(1, min(args.runs, 20))
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
+    runs = []
+    for k in range(1, args.runs + 1):
+        work = Path(tempfile.mkdtemp(prefix="asid-bench-"))
+        try:
+            runs.append(one_run(args, k, work, last=k == args.runs))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(json.dumps({"machine": machine, **runs[-1]}), flush=True)
+    upload = runs[-1].get("upload")
+    targets = {"p99_le_50ms_every_run": all(r["p99"] <= 50 for r in runs),
+               "no_errors": all(r["status_routes_during_fit"]["errors"] == 0 for r in runs)}
+    if upload is not None:
+        targets["rss_growth_le_64mb"] = upload["server_rss_growth_mb"] <= 64 and upload["status"] == 201
+    print(json.dumps({"summary": True, "runs": len(runs), "p99_ms": [r["p99"] for r in runs],
+                      "targets_met": targets}), flush=True)
 
 
 if __name__ == "__main__":

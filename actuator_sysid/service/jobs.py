@@ -157,14 +157,32 @@ def _configure_worker_logging(settings: Settings) -> None:
     configure_logging(settings.log_format)
 
 
-def yield_cpu_to_requests() -> str:
-    """Make this process (and the threads it starts later) batch work that never delays a request: Linux
-    SCHED_IDLE, which runs only on CPU time no normal task wants and is preempted the moment the API wakes,
-    so the polled routes keep their latency while a fit computes; nice +10 where SCHED_IDLE is unavailable."""
+def _threads(pid: int) -> list[int]:
+    """The thread ids of process `pid` (0: this one); [pid] where /proc cannot say."""
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid or 'self'}/task")]
+    except OSError:
+        return [pid]
+
+
+def yield_cpu_to_requests(pid: int = 0) -> str:
+    """Make process `pid` (0: this one) batch work that never delays a request: Linux SCHED_IDLE, which runs
+    only on CPU time no normal task wants and is preempted the moment the API wakes, so the polled routes keep
+    their latency while a fit computes; nice +10 where SCHED_IDLE is unavailable (this process only).
+
+    The policy is per thread and inherited only by threads started later, so every thread the process has
+    is set: the ones its imports had already started (OpenBLAS's pools, which spin while the fit computes)
+    otherwise run at normal priority beside the API (BENCHMARKS.md, Service)."""
     if hasattr(os, "SCHED_IDLE"):
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        done = 0
+        for tid in _threads(pid):
+            with contextlib.suppress(OSError):  # a thread may end meanwhile
+                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+                done += 1
+        if done:
             return "idle"
+    if pid:
+        return "normal"
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICE)
         return "nice"
@@ -258,6 +276,8 @@ class LocalExecutor:
         proc = self._ctx.Process(target=run_fit_job, args=(self.settings, fit["id"], fit["claim"], True),
                                  name=f"fit-{fit['id'][:8]}")
         proc.start()
+        if proc.pid is not None:  # from its first instruction: its imports alone take seconds of CPU
+            yield_cpu_to_requests(proc.pid)
         self._procs[fit["id"]] = (proc, fit["claim"])
 
     def poll(self) -> list[tuple[str, str, str | None]]:
