@@ -107,9 +107,12 @@ def test_a_zip_with_the_model_and_its_meshes_imports(server: Server) -> None:
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("go2/go2.xml", GO2_XML.read_bytes())
         z.writestr("go2/assets/base.obj", "v 0 0 0\n")
+    before = stored(server)
     r = post_robot(server, "go2.zip", buf.getvalue())
     assert r.status_code == 201, r.text
     assert r.json()["model"] == "go2/go2.xml" and len(r.json()["joints"]) == 12
+    gone = requests.delete(server.url + f"/api/v1/robots/{r.json()['id']}", timeout=30)
+    assert gone.status_code == 200 and gone.json()["files_removed"] == 1 and stored(server) == before
 
 
 def test_bad_models_are_4xx_naming_the_problem_and_store_nothing(server: Server, robot: dict) -> None:
@@ -201,6 +204,7 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Serv
                   f"/api/v1/fits/{fit['id']}/validation"):  # the fit routes made for joint fits stay 2xx / 4xx
         assert requests.get(server.url + other, timeout=60).status_code < 500, other
     robot_page = requests.get(server.url + f"/robots/{robot['id']}", timeout=30).text
+    refused(requests.delete(server.url + f"/api/v1/robots/{robot['id']}", timeout=30), 409, fit["id"])
     assert fit["id"][:8] in robot_page and f'<option value="{ds["id"]}">' in robot_page  # fit form offers it
 
 

@@ -473,6 +473,18 @@ async def get_robot(repo: Repo, project: Project, robot_id: str) -> dict[str, An
     return robot_out(await run_in_threadpool(repo.get_robot, robot_id, project))
 
 
+@router.delete("/api/v1/robots/{robot_id}", tags=["robots"], responses={409: {"description": "fits use it"},
+                                                                       **_PROBLEM})
+def delete_robot(repo: Repo, storage: Store, project: Project, robot_id: str) -> dict[str, Any]:
+    """Delete a robot and its stored upload; refused (409, naming them) while fits use it."""
+    shas = {a["sha256"] for a in repo.artifacts("robot", robot_id).values()}
+    repo.delete_robot(robot_id, project)
+    gone = shas - repo.referenced_blobs()
+    for sha in gone:
+        storage.blob_path(sha).unlink(missing_ok=True)
+    return {"deleted": robot_id, "files_removed": len(gone)}
+
+
 @lru_cache(maxsize=1)
 def _templates() -> Any:
     import jinja2
