@@ -482,13 +482,12 @@ def build_parser() -> argparse.ArgumentParser:
     tk.set_defaults(func=cmd_token)
 
     def log_args(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("log", nargs="+", help="joint log(s): files, folders or zips of one dataset (canonical "
-                                               "CSV/Parquet, BAM JSON, PACE .pt, MCAP, ROS bag, actuator-net CSV, "
-                                               "walk-these-ways log.pkl, LeRobot, Isaac Lab HDF5)")
+        from .datasets.readers import registry  # importing readers registers every log format
+
+        sp.add_argument("log", nargs="+", help=f"joint log(s): files, folders or zips of one dataset "
+                                               f"({registry.labels()})")
         sp.add_argument("--sidecar", help="metadata JSON (default: <log>.json or <stem>.json beside the log)")
-        sp.add_argument("--format", help="csv, parquet, bam, pace, mcap, rosbag, actuator-net, "
-                                         "actuator-net-pickle, lerobot or isaaclab-hdf5 (default: detect from "
-                                         "the content)")
+        sp.add_argument("--format", help=f"{registry.format_list()} (default: detect from the content)")
         sp.add_argument("--joint-names", help="comma-separated joint names, for files without them (PACE, "
                                               "Float64MultiArray commands, LeRobot, Isaac Lab HDF5)")
         sp.add_argument("--state-topic", help="ROS: the measured sensor_msgs/JointState topic")

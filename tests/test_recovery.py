@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from isaaclab_logs import RATE_HZ, SEGMENT_S, TRUTH_DCMOTOR, make_recording
 
-from actuator_sysid.datasets.canonical import read_log, write_table
+from actuator_sysid.datasets import read_log
+from actuator_sysid.datasets.canonical import write_table
 from actuator_sysid.fitting.api import FitRequest, fit_recording
 
 TIGHT = ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit")

@@ -1,9 +1,9 @@
 """Datasets: the canonical Recording, the readers that produce it from every log format, its data-quality
 report, and excitation design."""
 
-from .canonical import load_sidecar, read_log, read_table, sidecar_for, write_table
+from .canonical import load_sidecar, sidecar_for, write_table
 from .quality import quality_report
-from .readers import FORMATS, read_paths, read_upload
+from .readers import FORMATS, read_log, read_paths, read_table, read_upload
 from .recording import CHANNELS, DatasetError, JointInfo, Recording, Segment
 from .sources import ReadOptions
 

@@ -15,10 +15,11 @@ import re
 
 import numpy as np
 
-from .canonical import _numeric, _read_csv
 from .assemble import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
+from .canonical import _numeric, _read_csv
 from .recording import DatasetError, Recording
-from .sources import ReadOptions, Source
+from .registry import register_reader
+from .sources import ReadOptions, Source, head_text
 
 DEFAULT_RATE_HZ = 50.0
 COLUMN = re.compile(r"^(tau_est|tau_cal|joint_pos_target|joint_pos|joint_vel)_(\d+)$")
@@ -260,3 +261,11 @@ def read_wtw_pickle(src: Source, side: dict, opts: ReadOptions) -> Recording:
                    fn, warnings, drop_short=True)
     rec.source_format = "actuator-net-pickle"
     return rec
+
+
+register_reader("actuator-net", read_actuator_net, binary=False, rank=70,
+                sniff=lambda _src, head: looks_like_actuator_net(head_text(head).split("\n", 1)[0]),
+                aliases=("rl_sar", "actuator_net"), label="actuator-net CSV")
+register_reader("actuator-net-pickle", read_wtw_pickle, sniff=lambda _src, head: looks_like_wtw_pickle(head),
+                binary=True, rank=80, aliases=("walk-these-ways", "wtw", "pkl"), label="walk-these-ways log.pkl",
+                accepts=("pace",))

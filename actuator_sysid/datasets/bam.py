@@ -27,7 +27,8 @@ import numpy as np
 
 from .assemble import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
 from .recording import DatasetError, Recording
-from .sources import ReadOptions, Source
+from .registry import register_reader
+from .sources import ReadOptions, Source, head_text
 
 NUMERIC_FILE_FIELDS = ("mass", "length", "arm_mass", "kp", "vin", "damping", "dt")
 KNOWN_ENTRY_FIELDS = {"timestamp", "position", "speed", "goal_position", "torque_enable", "input_volts",
@@ -206,3 +207,8 @@ def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
     if len(sources) > 1:
         rec.metadata["source_file"] = [s.name for s in sources]
     return rec
+
+
+register_reader("bam", lambda src, side, opts: read_bam([src], side, opts),
+                sniff=lambda _src, head: head_text(head).startswith(("{", "[")), binary=False, rank=30,
+                label="BAM JSON")

@@ -61,6 +61,8 @@ from .assemble import (
     where,
 )
 from .recording import CHANNELS, DatasetError, JointInfo, Recording, Segment
+from .registry import register_reader
+from .sources import ReadOptions, Source
 
 PARQUET_MAGIC = b"PAR1"
 FORMAT_HINT = (
@@ -69,49 +71,20 @@ FORMAT_HINT = (
 )
 
 
-def read_log(path: Path, sidecar: Path | None = None, fmt: str | None = None) -> Recording:
-    """Read a canonical table from disk with its sidecar (default: `<path>.json`, else `<stem>.json`)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DatasetError(f"{path}: file not found; check the path")
-    if sidecar is None:
-        for cand in (path.with_name(path.name + ".json"), path.with_suffix(".json")):
-            if cand != path and cand.is_file():
-                sidecar = cand
-                break
-    elif not Path(sidecar).is_file():
-        raise DatasetError(f"{sidecar}: sidecar file not found; check the path or leave it out")
-    return read_table(path.read_bytes(), path.name, metadata=sidecar, fmt=fmt)
-
-
 def read_table(
     data: bytes | Path,
     filename: str,
     metadata: dict | str | bytes | Path | None = None,
     fmt: str | None = None,
-    *,
-    any_format: bool = False,
-    **reader_options: Any,
 ) -> Recording:
     """Parse a canonical CSV/Parquet table (bytes or a path) plus sidecar metadata into a Recording.
 
     `metadata` is the sidecar as a dict, JSON text/bytes, or a path to a JSON file; `fmt` is "csv",
     "parquet" or None to detect from the content. Every problem raises DatasetError naming where it is.
-
-    With `any_format=True`, or `fmt` naming another format (readers.FORMATS), every log format is read
-    (detected from the content when `fmt` is None; a zip may hold several files), and `reader_options`
-    are `ReadOptions` fields such as ``joint_names=["a", "b"]`` or ``state_topic="/joint_states"``.
+    Every other log format (and `any_format`) goes through `datasets.read_table` (datasets/readers.py).
     """
-    if any_format or reader_options or (fmt is not None and str(fmt).strip().lower() not in ("csv", "parquet")):
-        from .readers import read_sources
-        from .sources import ReadOptions, Source
-
-        opts = ReadOptions(fmt=fmt, **{k: v for k, v in reader_options.items() if v is not None})
-        opts.validate()
-        src = Source(filename, path=data) if isinstance(data, Path) else Source(filename, data=bytes(data))
-        if src.size == 0:
-            raise DatasetError(f"{filename}: the file is empty; upload a joint log")
-        return read_sources([src], load_sidecar(metadata), opts, label=filename)
+    if fmt is not None and str(fmt).strip().lower() not in ("csv", "parquet"):
+        raise DatasetError(f"{filename}: {fmt!r} is not a canonical table format; datasets.read_table reads it")
     side = load_sidecar(metadata)
     rec = _read_streamed(data, filename, side, fmt)
     if rec is not None:
@@ -672,8 +645,26 @@ __all__ = [
     "Recording",
     "Segment",
     "load_sidecar",
-    "read_log",
     "read_table",
     "sidecar_for",
     "write_table",
 ]
+
+
+def _read_source(src: Source, side: dict, kind: str) -> Recording:
+    """One canonical table of the readers: a file on disk streams, an upload is parsed from its bytes."""
+    body = src.path if src.data is None and src.path is not None else src.read_bytes()
+    return read_table(body, src.name, metadata=side, fmt=kind)
+
+
+def _read_csv_source(src: Source, side: dict, _opts: ReadOptions) -> Recording:
+    return _read_source(src, side, "csv")
+
+
+def _read_parquet_source(src: Source, side: dict, _opts: ReadOptions) -> Recording:
+    return _read_source(src, side, "parquet")
+
+
+register_reader("csv", _read_csv_source, sniff=None, binary=False, rank=10, label="canonical CSV/Parquet")
+register_reader("parquet", _read_parquet_source, sniff=lambda _src, head: head.startswith(PARQUET_MAGIC), binary=True,
+                rank=20, label="canonical CSV/Parquet", accepts=("lerobot",))

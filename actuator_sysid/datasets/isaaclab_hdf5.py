@@ -20,6 +20,7 @@ import numpy as np
 
 from .assemble import TABLE_CHANNELS, RawSegment, assemble, finite
 from .recording import DatasetError, Recording
+from .registry import register_reader
 from .sources import ReadOptions, Source, need_names
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -153,3 +154,7 @@ def read_isaaclab_hdf5(src: Source, side: dict, opts: ReadOptions) -> Recording:
     rec = assemble(names, raws, side, fn, warnings, drop_short=True)
     rec.source_format = "isaaclab-hdf5"
     return rec
+
+
+register_reader("isaaclab-hdf5", read_isaaclab_hdf5, sniff=lambda _src, head: head.startswith(HDF5_MAGIC),
+                binary=True, rank=100, aliases=("isaaclab",), label="Isaac Lab HDF5")

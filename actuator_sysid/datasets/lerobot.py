@@ -15,7 +15,9 @@ import io
 import numpy as np
 
 from .assemble import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
+from .canonical import PARQUET_MAGIC
 from .recording import DatasetError, Recording
+from .registry import register_reader
 from .sources import ReadOptions, Source, need_names
 
 STATE, ACTION = "observation.state", "action"
@@ -156,3 +158,22 @@ def read_lerobot(parquets: list[Source], info: dict | None, side: dict, opts: Re
     rec.source_format = "lerobot"
     rec.metadata["fps"] = fps
     return rec
+
+
+def looks_like_lerobot(src: Source, head: bytes) -> bool:
+    """A Parquet file whose columns are a LeRobot dataset's (observation.state, action, ...)."""
+    if not head.startswith(PARQUET_MAGIC):
+        return False
+    import pyarrow.parquet as pq
+
+    try:
+        with src.open() as f:
+            names = pq.read_schema(f).names
+    except Exception:  # noqa: BLE001 - a damaged file is reported by the canonical reader
+        return False
+    return is_lerobot_schema(names)
+
+
+register_reader("lerobot", lambda src, side, opts: read_lerobot([src], None, side, opts, src.name),
+                sniff=looks_like_lerobot, binary=True, rank=90, label="LeRobot", refines="parquet",
+                accepts=("parquet",))

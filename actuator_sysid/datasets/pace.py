@@ -10,9 +10,11 @@ import io
 
 import numpy as np
 
+from .actuator_net import TORCH_LEGACY
 from .assemble import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
 from .recording import DatasetError, Recording
-from .sources import ReadOptions, Source, need_names
+from .registry import register_reader
+from .sources import ReadOptions, Source, is_zip, need_names, zip_names
 
 KEYS = ("time", "dof_pos", "des_dof_pos")
 
@@ -74,3 +76,12 @@ def read_pace(src: Source, side: dict, opts: ReadOptions) -> Recording:
     rec = assemble(names, [raw], side, fn, [], drop_short=True)
     rec.source_format = "pace"
     return rec
+
+
+def looks_like_pace(src: Source, head: bytes) -> bool:
+    """torch.save's zip format (a data.pkl inside) or its legacy pickle format."""
+    return head.startswith(TORCH_LEGACY) or (is_zip(head) and any(n.endswith("data.pkl") for n in zip_names(src)))
+
+
+register_reader("pace", read_pace, sniff=looks_like_pace, binary=True, rank=40, label="PACE .pt",
+                accepts=("actuator-net-pickle",))

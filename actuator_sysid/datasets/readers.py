@@ -15,18 +15,18 @@ import json
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-from . import canonical
+# every reader module registers its format on import (datasets/registry.py); this line is what loads them
+from . import actuator_net, bam, canonical, isaaclab_hdf5, lerobot, pace, registry, ros  # noqa: F401
 from .recording import DatasetError, Recording
-from .sources import ReadOptions, Source
+from .sources import ReadOptions, Source, is_zip
 
-FORMATS = ("csv", "parquet", "bam", "pace", "mcap", "rosbag", "actuator-net", "actuator-net-pickle", "lerobot",
-           "isaaclab-hdf5")
-"""Names accepted by --format and the upload's format field."""
-ALIASES = {"canonical": None, "bag": "rosbag", "db3": "rosbag", "ros1": "rosbag", "ros2": "rosbag",
-           "rl_sar": "actuator-net", "actuator_net": "actuator-net", "isaaclab": "isaaclab-hdf5",
-           "walk-these-ways": "actuator-net-pickle", "wtw": "actuator-net-pickle", "pkl": "actuator-net-pickle"}
-BINARY = ("mcap", "rosbag", "isaaclab-hdf5", "pace", "actuator-net-pickle", "parquet", "lerobot")
+FORMATS = registry.formats()
+"""Names accepted by --format and the upload's format field (from the registry, in rank order)."""
+ALIASES: dict[str, str | None] = {"canonical": None, **registry.aliases()}
+"""Other names a user may give; "canonical" means: detect from the content."""
+BINARY = tuple(r.name for r in registry.readers() if r.binary)
 """Formats recognised by their first bytes: a declared one must match the content."""
 MAX_UNPACKED_BYTES = 8 * 2**30
 """A zip may unpack to at most this much (guards against zip bombs)."""
@@ -47,52 +47,49 @@ def normalize_format(fmt: str | None) -> str | None:
 
 
 def detect_format(src: Source) -> str:
-    """The format of one file from its first bytes (and, for Parquet and zips, their table of contents)."""
-    from .actuator_net import TORCH_LEGACY, looks_like_actuator_net, looks_like_wtw_pickle
-    from .isaaclab_hdf5 import HDF5_MAGIC
-    from .ros import MCAP_MAGIC, ROS1_MAGIC, SQLITE_MAGIC
-
+    """The format of one file from its first bytes (and, for Parquet and zips, their table of contents):
+    the registered binary sniffers, then "zip" for any other zip, then the text sniffers, else the fallback."""
     head = src.head(4096)
-    if head.startswith(MCAP_MAGIC):
-        return "mcap"
-    if head.startswith(ROS1_MAGIC) or head.startswith(SQLITE_MAGIC):
-        return "rosbag"
-    if head.startswith(HDF5_MAGIC):
-        return "isaaclab-hdf5"
-    if head.startswith(canonical.PARQUET_MAGIC):
-        return "lerobot" if _parquet_is_lerobot(src) else "parquet"
-    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
-        try:
-            with zipfile.ZipFile(src.open()) as z:
-                names = z.namelist()
-        except zipfile.BadZipFile:
-            raise DatasetError(f"{src.name}: looks like a zip file but cannot be opened; is it complete?") from None
-        if any(n.endswith("data.pkl") for n in names):
-            return "pace"  # torch.save's zip format
+    binary = registry.sniff(src, head, binary=True)
+    if binary is not None:
+        return binary
+    if is_zip(head):
         return "zip"
-    if head.startswith(TORCH_LEGACY):
-        return "pace"  # torch.save's legacy pickle format
-    if looks_like_wtw_pickle(head):
-        return "actuator-net-pickle"  # a plain pickle: the walk-these-ways deployment log
-    text = head.decode("utf-8-sig", errors="replace").lstrip()
-    if text.startswith(("{", "[")):
-        return "bam"
-    if looks_like_actuator_net(text.split("\n", 1)[0]):
-        return "actuator-net"
-    return "csv"
+    return registry.sniff(src, head, binary=False) or registry.fallback()
 
 
-def _parquet_is_lerobot(src: Source) -> bool:
-    import pyarrow.parquet as pq
+def read_table(data: bytes | Path, filename: str, metadata: dict | str | bytes | Path | None = None,
+               fmt: str | None = None, *, any_format: bool = False, **reader_options: Any) -> Recording:
+    """Parse a table or log (bytes or a path) plus sidecar metadata into a Recording.
 
-    from .lerobot import is_lerobot_schema
+    Canonical CSV/Parquet go to `canonical.read_table` (`fmt` "csv", "parquet" or None). With
+    `any_format=True`, or `fmt` naming another format (FORMATS), every log format is read (detected from
+    the content when `fmt` is None; a zip may hold several files), and `reader_options` are `ReadOptions`
+    fields such as ``joint_names=["a", "b"]`` or ``state_topic="/joint_states"``.
+    """
+    if any_format or reader_options or (fmt is not None and str(fmt).strip().lower() not in ("csv", "parquet")):
+        opts = ReadOptions(fmt=fmt, **{k: v for k, v in reader_options.items() if v is not None})
+        opts.validate()
+        src = Source(filename, path=data) if isinstance(data, Path) else Source(filename, data=bytes(data))
+        if src.size == 0:
+            raise DatasetError(f"{filename}: the file is empty; upload a joint log")
+        return read_sources([src], canonical.load_sidecar(metadata), opts, label=filename)
+    return canonical.read_table(data, filename, metadata, fmt)
 
-    try:
-        with src.open() as f:
-            names = pq.read_schema(f).names
-    except Exception:  # noqa: BLE001 - a damaged file is reported by the canonical reader
-        return False
-    return is_lerobot_schema(names)
+
+def read_log(path: Path, sidecar: Path | None = None, fmt: str | None = None) -> Recording:
+    """Read a table from disk with its sidecar (default: `<path>.json`, else `<stem>.json`)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: file not found; check the path")
+    if sidecar is None:
+        for cand in (path.with_name(path.name + ".json"), path.with_suffix(".json")):
+            if cand != path and cand.is_file():
+                sidecar = cand
+                break
+    elif not Path(sidecar).is_file():
+        raise DatasetError(f"{sidecar}: sidecar file not found; check the path or leave it out")
+    return read_table(path.read_bytes(), path.name, metadata=sidecar, fmt=fmt)
 
 
 # --------------------------------------------------------------------------------------------- entry points
@@ -242,44 +239,15 @@ def read_sources(sources: list[Source], side: dict | None, opts: ReadOptions, la
 
 
 def _read_one(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recording:
-    """Read one file of a known format."""
+    """Read one file of a known format with its registered reader."""
     if opts.fmt is not None and kind in BINARY:
         seen = detect_format(src)
-        if seen != kind and not ({seen, kind} <= {"parquet", "lerobot"} or {seen, kind} <= {"pace", "actuator-net-pickle"}):
+        if seen != kind and seen not in registry.reader(kind).accepts:
             raise DatasetError(f"{src.name}: declared format {kind}, but the content is not {kind} (it looks like "
                                f"{seen}); leave the format empty to detect it")
-    if kind in ("csv", "parquet"):
-        body = src.path if src.data is None and src.path is not None else src.read_bytes()
-        return canonical.read_table(body, src.name, metadata=side, fmt=kind)  # a path streams
-    if kind == "bam":
-        from .bam import read_bam
-
-        return read_bam([src], side, opts)
-    if kind == "pace":
-        from .pace import read_pace
-
-        return read_pace(src, side, opts)
-    if kind in ("mcap", "rosbag"):
-        from .ros import read_ros
-
-        return read_ros(src, side, opts, kind)
-    if kind == "actuator-net":
-        from .actuator_net import read_actuator_net
-
-        return read_actuator_net(src, side, opts)
-    if kind == "actuator-net-pickle":
-        from .actuator_net import read_wtw_pickle
-
-        return read_wtw_pickle(src, side, opts)
-    if kind == "lerobot":
-        from .lerobot import read_lerobot
-
-        return read_lerobot([src], None, side, opts, src.name)
-    if kind == "isaaclab-hdf5":
-        from .isaaclab_hdf5 import read_isaaclab_hdf5
-
-        return read_isaaclab_hdf5(src, side, opts)
-    raise DatasetError(f"{src.name}: cannot read format {kind!r}")
+    if kind not in FORMATS:
+        raise DatasetError(f"{src.name}: cannot read format {kind!r}")
+    return registry.reader(kind).read(src, side, opts)
 
 
 def _read_zip(src: Source, side: dict, opts: ReadOptions) -> Recording:

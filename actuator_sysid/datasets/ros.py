@@ -28,6 +28,7 @@ import numpy as np
 
 from .assemble import GAP_PERIODS, TABLE_CHANNELS, RawSegment, assemble
 from .recording import DatasetError, Recording
+from .registry import register_reader
 from .sources import ReadOptions, Source
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
@@ -548,3 +549,10 @@ def _merge(state: _Series, cmd: _Series, use_log: dict, side: dict, opts: ReadOp
     rec.metadata.update({"state_topic": state.topic, "command_topic": cmd.topic, "time_origin_s": t0,
                          "empty_messages_dropped": state.dropped + cmd.dropped})
     return rec
+
+
+register_reader("mcap", lambda src, side, opts: read_ros(src, side, opts, "mcap"),
+                sniff=lambda _src, head: head.startswith(MCAP_MAGIC), binary=True, rank=50, label="MCAP")
+register_reader("rosbag", lambda src, side, opts: read_ros(src, side, opts, "rosbag"),
+                sniff=lambda _src, head: head.startswith((ROS1_MAGIC, SQLITE_MAGIC)), binary=True, rank=60,
+                aliases=("bag", "db3", "ros1", "ros2"), label="ROS bag")

@@ -12,6 +12,7 @@ import io
 import math
 import os
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
@@ -154,3 +155,26 @@ def need_names(opts: ReadOptions, count: int, filename: str, what: str) -> list[
             f"given ({', '.join(opts.joint_names)}); give exactly {count}"
         )
     return list(opts.joint_names)
+
+
+ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
+"""The first bytes of a zip file (a local file header, or the end record of an empty zip)."""
+
+
+def is_zip(head: bytes) -> bool:
+    """Whether a file's first bytes are a zip's."""
+    return head.startswith(ZIP_MAGICS)
+
+
+def zip_names(src: Source) -> list[str]:
+    """The member names of a zip file; a damaged zip is an error that says so."""
+    try:
+        with zipfile.ZipFile(src.open()) as z:
+            return z.namelist()
+    except zipfile.BadZipFile:
+        raise DatasetError(f"{src.name}: looks like a zip file but cannot be opened; is it complete?") from None
+
+
+def head_text(head: bytes) -> str:
+    """A text file's first bytes as text (BOM dropped, leading space stripped), for sniffing text formats."""
+    return head.decode("utf-8-sig", errors="replace").lstrip()

@@ -41,7 +41,7 @@ def parse_to_folder(path: str, name: str, metadata: dict | None, fmt: str | None
 
     `options` are passed on to `read_table` as keywords (new reader options need no change here).
     """
-    from ..datasets.canonical import read_table
+    from ..datasets.readers import read_table
 
     try:
         rec = read_table(Path(path), name, metadata, fmt, **options)
