@@ -286,7 +286,7 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
     files = write_robot_fit(result, out)
     from .export.robot import export_lines, write_robot_exports  # the whole-robot exports, replayed
 
-    files += [f for f in write_robot_exports(result, rec, robot, out) if f not in files]
+    files += [f for f in write_robot_exports(result, rec, robot, out, progress=opts.progress) if f not in files]
     for line in result_lines(result) + export_lines(result):
         print(line, file=sys.stderr)
     print(f"wrote {out}/{', '.join(files)}", file=sys.stderr)
