@@ -51,6 +51,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_robot_service.py": ("service",),
     "test_robot.py::test_recovers_group_terms_from_a_newton_log": ("conformance", "slow"),
     "test_robot.py::test_cli_fits_the_real_go2_chirp": ("slow",),
+    "test_robot_recovery.py": ("conformance", "slow"),
     "test_rollout.py": ("conformance",),
     "test_validate_newton.py": ("conformance",),
     "test_bench.py": ("slow",),
