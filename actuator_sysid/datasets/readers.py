@@ -23,7 +23,8 @@ from .recording import DatasetError, Recording
 from .sources import ReadOptions, Source, is_zip
 
 FORMATS = registry.formats()
-"""Names accepted by --format and the upload's format field (from the registry, in rank order)."""
+"""Names accepted by --format and the upload's format field (from the registry, in rank order; the functions
+below ask the registry itself, so a reader registered later is read too)."""
 ALIASES: dict[str, str | None] = {"canonical": None, **registry.aliases()}
 """Other names a user may give; "canonical" means: detect from the content."""
 BINARY = tuple(r.name for r in registry.readers() if r.binary)
@@ -38,11 +39,13 @@ def normalize_format(fmt: str | None) -> str | None:
     if fmt is None or not str(fmt).strip():
         return None
     f = str(fmt).strip().lower()
-    if f in FORMATS:
+    names = registry.formats()
+    if f in names:
         return f
-    if f in ALIASES:
-        return ALIASES[f]
-    raise DatasetError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}, or leave it empty to detect "
+    aliases: dict[str, str | None] = {"canonical": None, **registry.aliases()}
+    if f in aliases:
+        return aliases[f]
+    raise DatasetError(f"unknown format {fmt!r}; use one of {', '.join(names)}, or leave it empty to detect "
                        "it from the content")
 
 
@@ -240,14 +243,15 @@ def read_sources(sources: list[Source], side: dict | None, opts: ReadOptions, la
 
 def _read_one(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recording:
     """Read one file of a known format with its registered reader."""
-    if opts.fmt is not None and kind in BINARY:
+    if kind not in registry.formats():
+        raise DatasetError(f"{src.name}: cannot read format {kind!r}")
+    spec = registry.reader(kind)
+    if opts.fmt is not None and spec.binary:
         seen = detect_format(src)
-        if seen != kind and seen not in registry.reader(kind).accepts:
+        if seen != kind and seen not in spec.accepts:
             raise DatasetError(f"{src.name}: declared format {kind}, but the content is not {kind} (it looks like "
                                f"{seen}); leave the format empty to detect it")
-    if kind not in FORMATS:
-        raise DatasetError(f"{src.name}: cannot read format {kind!r}")
-    return registry.reader(kind).read(src, side, opts)
+    return spec.read(src, side, opts)
 
 
 def _read_zip(src: Source, side: dict, opts: ReadOptions) -> Recording:

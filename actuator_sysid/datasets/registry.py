@@ -55,6 +55,11 @@ def register_reader(name: str, read: ReadFn, *, sniff: SniffFn | None, binary: b
     return reader
 
 
+def unregister_reader(name: str) -> None:
+    """Remove a registration (a test's temporary reader)."""
+    _READERS.pop(name, None)
+
+
 def readers() -> list[LogReader]:
     """Every registered reader, in rank order."""
     return sorted(_READERS.values(), key=lambda r: r.rank)
