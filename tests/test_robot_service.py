@@ -183,7 +183,9 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Serv
     # (measured 0.0012 rad against 0.0125)
     assert v["rmse"] < 0.5 * v["model_defaults_rmse"], v
     names = {a["name"] for a in fit["artifacts"]}
-    assert {"fit.json", "isaaclab.json", "report_data.json"} <= names
+    assert {"fit.json", "isaaclab.json", "isaaclab.py", "newton.usda", "mjcf.xml", "report_data.json"} <= names
+    replays = res["replays"]["consumers"]  # each export replayed by its consumer, as the CLI's fit does
+    assert set(replays) == {"isaaclab", "newton", "mujoco"} and all(c["status"] == "ok" for c in replays.values())
     lab = requests.get(server.url + f"/api/v1/fits/{fit['id']}/export/isaaclab.json", timeout=30).json()
     assert lab["actuators"]["thigh"]["joint_names_expr"] == [".*_thigh_joint"]
     assert lab["actuators"]["thigh"]["armature"] == pytest.approx(res["groups"]["thigh"]["armature"])
@@ -192,7 +194,7 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Serv
     for k in range(12):
         assert f'id="joint-{k}"' in page
     assert '"id": "errors"' in page and "model file's joint terms" in page and "joint_names_expr" in page
-    assert f"{v['rmse']:.4f}" in page and "Delay: <b>0</b>" in page
+    assert f"{v['rmse']:.4f}" in page and "Delay: <b>0</b>" in page and 'id="replay-table"' in page
     traces = json.loads(page.split("const FIGURES = ", 1)[1].split(";\n", 1)[0])
     fl = next(f for f in traces if f["id"] == "joint-0")["data"]
     assert [d["name"] for d in fl] == ["measured", "simulated (fit)", "simulated (model file's terms)"]

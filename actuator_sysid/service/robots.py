@@ -11,7 +11,6 @@ runs fitting/robot.py's `fit_robot` and returns fit.json, isaaclab.json and the 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import shutil
@@ -86,6 +85,8 @@ class RobotFitIn(BaseModel):
     iterations: int = Field(12, ge=1, le=MAX_ITERATIONS, description="least-squares Jacobian evaluations")
     budget_s: float = Field(300.0, gt=0, le=MAX_BUDGET_S, description="wall-clock cap on the search (seconds); "
                                                                       "the validation replay always runs")
+    replay: bool = Field(True, description="replay each whole-robot export (Isaac Lab, Newton USD, MJCF) through "
+                                           "its consumer on the held-out part, beside our coupled rollout")
 
     @field_validator("groups")
     @classmethod
@@ -356,7 +357,8 @@ def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any
 def compute_robot_fit(repo: Repository, storage: Storage, settings: Settings, fit: dict, rec: Recording,
                       progress: Callable[[float, str], None]) -> tuple[dict, dict, dict[str, str]]:
     """Worker entry for a robot fit: (result, report data, export files by name) of fit_robot on the dataset."""
-    from ..fitting.robot import fit_robot, isaaclab_dict
+    from ..export.robot import render_robot_exports, replay_robot_exports
+    from ..fitting.robot import fit_robot
 
     req = fit["request"]
     body = RobotFitIn(**{k: v for k, v in req.items() if k in RobotFitIn.model_fields})
@@ -375,7 +377,15 @@ def compute_robot_fit(repo: Repository, storage: Storage, settings: Settings, fi
         progress(0.0, f"robot {row['name']} loaded: {len(robot.joint_names)} joints")
         opts = fit_options(body, say)
         result = fit_robot(rec, robot, opts)
-        progress(0.97, "fit done: replaying the validation span for the report")
+        if str(rec.metadata.get("joint_names_from", "")).startswith("robot"):  # as the CLI states it
+            result["joint_mapping"] = ("unnamed log taken in the model's actuated-joint order: "
+                                       + ", ".join(robot.joint_names))
+        progress(0.96, "fit done: rendering the whole-robot exports")
+        files, result["exports"] = render_robot_exports(result, robot)
+        if body.replay:
+            progress(0.97, "replaying each export through its consumer on the held-out part")
+            result["replays"] = replay_robot_exports(result, rec, robot, files)
+        progress(0.98, "replaying the validation span for the report")
         try:
             report = validation_traces(rec, robot, result, opts)
         except Exception:  # the page then says so; the fit and its exports stand
@@ -385,7 +395,6 @@ def compute_robot_fit(repo: Repository, storage: Storage, settings: Settings, fi
         shutil.rmtree(work, ignore_errors=True)
     result["robot_id"] = req["robot_id"]
     result["robot"]["path"] = row["name"]  # not the worker's temp folder
-    files = {"isaaclab.json": json.dumps(json_safe(isaaclab_dict(result)), indent=2)}
     return json_safe(result), json_safe(report), files
 
 
