@@ -174,6 +174,10 @@ def test_each_export_replays_on_the_whole_robot_within_10_percent(go2_case: dict
         assert abs(c["rmse_replay"] - ours) <= 0.10 * ours
         assert c["rmse_replay_vs_ours"] < 1e-5, (name, c)  # measured 1e-8 … 1.5e-7 rad: the same dynamics
     assert json.loads((go2_case["out"] / "fit.json").read_text())["replays"]["within_tolerance"] is True
+    between = rep["rmse_between"]
+    assert set(between) == {"ours vs isaaclab", "ours vs newton", "ours vs mujoco", "isaaclab vs newton",
+                            "isaaclab vs mujoco", "newton vs mujoco"}
+    assert max(between.values()) < 1e-5, between
     # the tolerance tells exports apart: the MJCF with the calf armature tripled misses it
     text = (go2_case["out"] / "mjcf.xml").read_text()
     arm = go2_case["values"]["calf"][0]

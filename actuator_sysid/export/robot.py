@@ -111,6 +111,9 @@ def replay_robot_exports(result: dict, rec: Recording, robot, texts: dict[str, s
         runs["mujoco"] = _consumer("mujoco", lambda: rr.mujoco_run(xml, lg, bias, models,
                                                                    actuator_names(texts["mjcf.xml"])), say)
     consumers = {k: (rr.compare(lg, ours_q, *v["run"]) if "run" in v else v) for k, v in runs.items()}
+    traces = {"ours": ours_q, **{k: v["run"][0] for k, v in runs.items() if "run" in v}}
+    names = list(traces)
+    between = {f"{a} vs {b}": _rms(traces[a], traces[b]) for i, a in enumerate(names) for b in names[i + 1:]}
     fit_v = float(result["validation"]["rmse"])
     return {"part": {"from_sample": lg.start, "samples": int(lg.q.shape[0]),
                      "duration_s": float((lg.q.shape[0] - 1) * lg.dt * lg.decimation),
@@ -122,6 +125,7 @@ def replay_robot_exports(result: dict, rec: Recording, robot, texts: dict[str, s
                      "fit_validation_rmse": fit_v, "wall_s": ours_s,
                      "engine": "models/articulated.py on Newton SolverMuJoCo (MuJoCo C), one world"},
             "consumers": consumers,
+            "rmse_between": between,  # rad, every pair of replays (ours included) over the same part
             "within_tolerance": bool(consumers) and all(c.get("within_tolerance", False) for c in consumers.values())}
 
 
@@ -145,6 +149,9 @@ def replay_lines(replays: dict) -> list[str]:
         lines.append(f"  {name}: {c['rmse_replay']:.4f} rad ({c['relative_difference']:.1%} from ours' RMSE; "
                      f"{c['rmse_replay_vs_ours']:.2g} rad from ours) "
                      + ("within 10 %" if c["within_tolerance"] else "NOT within 10 %"))
+    if replays.get("rmse_between"):
+        pair, worst = max(replays["rmse_between"].items(), key=lambda kv: kv[1])
+        lines.append(f"  the replays against each other: at most {worst:.2g} rad RMSE ({pair})")
     return lines
 
 
