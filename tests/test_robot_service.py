@@ -205,6 +205,10 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Serv
     for other in (f"/api/v1/fits/{fit['id']}/export/all.zip", f"/compare?a={fit['id']}&b={fit['id']}",
                   f"/api/v1/fits/{fit['id']}/validation"):  # the fit routes made for joint fits stay 2xx / 4xx
         assert requests.get(server.url + other, timeout=60).status_code < 500, other
+    checks = requests.get(server.url + f"/api/v1/fits/{fit['id']}/validation", timeout=30).json()
+    assert checks["replays"] == res["replays"] and checks["exports"] == res["exports"]
+    refused(requests.get(server.url + f"/api/v1/fits/{fit['id']}/export/isaaclab.py?set=stiffness=3", timeout=30),
+            422, "a robot fit's exports are served as written")
     robot_page = requests.get(server.url + f"/robots/{robot['id']}", timeout=30).text
     refused(requests.delete(server.url + f"/api/v1/robots/{robot['id']}", timeout=30), 409, fit["id"])
     assert fit["id"][:8] in robot_page and f'<option value="{ds["id"]}">' in robot_page  # fit form offers it

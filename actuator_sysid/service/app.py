@@ -566,6 +566,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         fit = repo.get_fit(fit_id, _project(request))
         if fit["status"] != "succeeded":
             raise ConflictError(f"fit {fit_id} is {fit['status']}; exports are validated once it has succeeded")
+        if fit["request"].get("kind") == robots.ROBOT_FIT:  # its exports' notes and replays are in its result
+            return robots.export_validation(fit)
         validation = _stored_json(fit, "validation.json")
         if validation is None:
             raise NotFoundError(f"fit {fit_id} has no stored export validation")
@@ -617,6 +619,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise NotFoundError(f"unknown export format {name!r}; available: {sorted(exports)} or all.zip")
         q = request.query_params
         if (q.getlist("set") or q.getlist("rename") or q.get("unidentified")) and name in _TEXT_EXPORTS:
+            robots.refuse_rerender(fit)
             data = _rendered(fit, name, q.getlist("set"), q.getlist("rename"), q.get("unidentified") or "omit")
             return Response(data, media_type=MEDIA_TYPES.get("." + name.rsplit(".", 1)[-1], "text/plain"),
                             headers={"Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}-{name}"'})

@@ -292,6 +292,19 @@ def queue_robot_fit(repo: Repository, storage: Storage, runner: Submitter, setti
     return {"id": fit["id"], "status": fit["status"]}
 
 
+def refuse_rerender(fit: dict) -> None:
+    """`set`, `rename` and `unidentified` re-render a joint fit's exports; a robot fit's are served as written."""
+    if fit["request"].get("kind") == ROBOT_FIT:
+        raise RobotError("set, rename and unidentified re-render the exports of a joint fit; a robot fit's "
+                         "exports are served as written (fit again with other options to change them)")
+
+
+def export_validation(fit: dict) -> dict[str, Any]:
+    """A robot fit's export checks: what each whole-robot export noted (DJ.001, read-back) and its replays."""
+    result = fit.get("result") or {}
+    return {"kind": ROBOT_FIT, "exports": result.get("exports") or {}, "replays": result.get("replays")}
+
+
 async def parse_for_robot(parse: Callable[..., Awaitable[dict[str, Any]]], robot: dict) -> dict[str, Any]:
     """An upload naming a robot: parsed as it is, and a log without joint names again in the model's
     actuated-joint order (as the CLI's fit --robot reads one); a count that does not match names both sides."""
