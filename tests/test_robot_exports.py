@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from robot_sim import chirp_targets, robot_recording, simulate_newton_log
 
-sys.path.insert(0, os.path.dirname(__file__))
-from robot_sim import chirp_targets, robot_recording, simulate_newton_log  # noqa: E402
-
-from actuator_sysid.cli import main  # noqa: E402
-from actuator_sysid.export.robot import write_robot_exports  # noqa: E402
-from actuator_sysid.export.robot_mjcf import actuator_names, replay_model  # noqa: E402
-from actuator_sysid.export.robot_usd import import_stage, readback_mismatches  # noqa: E402
-from actuator_sysid.export.validate import open_stage, validate_stage  # noqa: E402
-from actuator_sysid.models.robot import RobotModel, load_robot  # noqa: E402
+from actuator_sysid.cli import main
+from actuator_sysid.export.robot import write_robot_exports
+from actuator_sysid.export.robot_mjcf import actuator_names, replay_model
+from actuator_sysid.export.robot_usd import import_stage, readback_mismatches
+from actuator_sysid.export.validate import open_stage, validate_stage
+from actuator_sysid.models.robot import RobotModel, load_robot
 
 GO2_XML = Path(__file__).resolve().parents[2] / "shared" / "data" / "go2-in-air" / "go2.xml"
 needs_go2 = pytest.mark.skipif(not GO2_XML.is_file(), reason="shared/data/go2-in-air is not here")
