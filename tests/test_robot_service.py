@@ -205,6 +205,11 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Serv
     for other in (f"/api/v1/fits/{fit['id']}/export/all.zip", f"/compare?a={fit['id']}&b={fit['id']}",
                   f"/api/v1/fits/{fit['id']}/validation"):  # the fit routes made for joint fits stay 2xx / 4xx
         assert requests.get(server.url + other, timeout=60).status_code < 500, other
+    bundle = zipfile.ZipFile(io.BytesIO(requests.get(server.url + f"/api/v1/fits/{fit['id']}/export/all.zip",
+                                                     timeout=60).content))
+    assert {"isaaclab.py", "newton.usda", "mjcf.xml", "report.html"} <= set(bundle.namelist())
+    report = bundle.read("report.html").decode()
+    assert "Plotly" in report and "/static/plotly.min.js" not in report and 'id="joint-11"' in report
     checks = requests.get(server.url + f"/api/v1/fits/{fit['id']}/validation", timeout=30).json()
     assert checks["replays"] == res["replays"] and checks["exports"] == res["exports"]
     refused(requests.get(server.url + f"/api/v1/fits/{fit['id']}/export/isaaclab.py?set=stiffness=3", timeout=30),

@@ -593,8 +593,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         import zipfile
 
         ctx, plots = _fit_context(fit["id"], _project(request))
-        html = render_report(ctx, ctx.get("result"), plots, standalone=True,
-                             validation=_stored_json(fit, "validation.json"))
+        if ctx["request"].get("kind") == robots.ROBOT_FIT:
+            html = robots.render_robot_fit(ctx, plots, sorted(exports), repo, _project(request), standalone=True)
+        else:
+            html = render_report(ctx, ctx.get("result"), plots, standalone=True,
+                                 validation=_stored_json(fit, "validation.json"))
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
             for n, a in sorted(exports.items()):

@@ -570,9 +570,11 @@ def _figures(traces: dict, per_joint: dict, defaults: dict) -> list[dict]:
     return figs
 
 
-def render_robot_fit(fit: dict, traces: dict | None, exports: list[str], repo: Repository, project: str | None) -> str:
+def render_robot_fit(fit: dict, traces: dict | None, exports: list[str], repo: Repository, project: str | None,
+                     standalone: bool = False) -> str:
     """The robot fit page: per-joint small multiples on the validation span, per-joint error bars beside the
-    model file's own terms, the groups with their values, the delay and the encoder bias."""
+    model file's own terms, the groups with their values, the delay and the encoder bias. `standalone` (the
+    report.html of all.zip) inlines Plotly and links the exports beside it."""
     result = fit.get("result") or {}
     v = result.get("validation") or {}
     figs = _figures(traces or {}, v.get("per_joint_rmse", {}), v.get("model_defaults_per_joint_rmse", {})) \
@@ -583,6 +585,10 @@ def render_robot_fit(fit: dict, traces: dict | None, exports: list[str], repo: R
         robot = None
     body = _templates().get_template("robot_fit.html").render(
         fit=fit, result=result, v=v, exports=exports, robot=robot, figures=figs, traces=bool(traces),
-        fmt=pages.fmt_num, status=pages.status_html)
+        fmt=pages.fmt_num, status=pages.status_html, standalone=standalone)
+    plots = pages.plot_script(figs)
+    if standalone and plots:
+        js = pages.plotly_js_path().read_text(encoding="utf-8").replace("</script", "<\\/script")
+        plots = plots.replace(f'<script src="{pages.PLOTLY_URL}"></script>', f"<script>{js}</script>", 1)
     head = '<meta http-equiv="refresh" content="3">' if fit["status"] in ("queued", "running") else ""
-    return pages.page(f"robot fit {fit['id'][:8]}", body + pages.plot_script(figs), head=head, nav=True)
+    return pages.page(f"robot fit {fit['id'][:8]}", body + plots, head=head, nav=not standalone)
