@@ -581,12 +581,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="operating point of a fit of device-unit gains: the SI stiffness at this firmware kp "
                         "(and kd) and the envelope at this supply voltage (default: the fit's reference, the most "
                         "common logged kp and vin); the export states the point it used")
-    x.add_argument("--format", dest="export_format", required=True,
-                   choices=["isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml",
-                            "randomization.json", "torchscript.pt", "newton.onnx", "newton.pt2"],
-                   help="export format (torchscript.pt / newton.onnx / newton.pt2: a fitted network's checkpoint, "
-                        "newton.onnx the one Newton 1.8 recommends, written to "
-                        "--out or a file of that name)")
+    from .export.formats import FORMATS, format_help  # the export registry: one registration per format
+
+    x.add_argument("--format", dest="export_format", required=True, choices=FORMATS,
+                   help=f"export format: {format_help()}")
     x.add_argument("--out", help="file to write (default: stdout)")
     x.add_argument("--set", action="append", metavar="[JOINT/]PARAM=VALUE",
                    help="a value to write instead of the fit's, e.g. a datasheet limit the log never pressed: "

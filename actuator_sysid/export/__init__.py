@@ -13,14 +13,24 @@ import math
 from ..datasets.recording import Recording
 from .common import ExportError, Finding, bench_loads, load_dict
 
-TEXT_FORMATS = ("isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml", "randomization.json")
-# network checkpoints (export/checkpoints.py): render_bytes
-BINARY_FORMATS = ("torchscript.pt", "newton.onnx", "newton.pt2")
-FORMATS = TEXT_FORMATS + BINARY_FORMATS
-REPLAYED = ("isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml")
+# every format is one writer module plus one registration in export/formats.py; binary ones are network
+# checkpoints (export/checkpoints.py, render_bytes)
+from .formats import (
+    BINARY_FORMATS,
+    FORMATS,
+    REGISTRY,
+    REPLAYED,
+    TEXT_FORMATS,
+    ExportFormat,
+    RenderArgs,
+    format_help,
+    get_format,
+    media_type,
+)
 
-__all__ = ["BINARY_FORMATS", "FORMATS", "ExportError", "Finding", "render_all", "render_bytes", "render_format",
-           "replay", "validate_export"]
+__all__ = ["BINARY_FORMATS", "FORMATS", "REGISTRY", "REPLAYED", "TEXT_FORMATS", "ExportError", "ExportFormat",
+           "Finding", "format_help", "media_type", "render_all", "render_bytes", "render_format", "replay",
+           "validate_export"]
 
 
 def render_bytes(result: dict, fmt: str, *, families: dict[str, str] | str | None = None) -> bytes:
@@ -72,70 +82,24 @@ def render_format(result: dict, rec: Recording | None, fmt: str, *, families: di
 
 def _expresses(fmt: str):
     """The family test of the exporter that writes `fmt` (which fitted family it picks per joint)."""
-    from . import mjcf, newton_usd
-
-    if fmt.startswith("isaaclab"):
-        return lambda fam: bool(fam.isaaclab_cfg)
-    return {"newton.usda": newton_usd.expresses, "mjcf.xml": mjcf.expresses}.get(fmt)
+    return REGISTRY[fmt].expresses if fmt in REGISTRY else None
 
 
 def _render_text(result: dict, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None,
                  field_names: str, backend: str, loads: dict[str, dict] | None, robot_usd: str | bytes | None) -> str:
-    from . import isaaclab, mjcf, newton_usd, randomization
-
-    if fmt in BINARY_FORMATS:
+    spec = get_format(fmt)
+    if spec.render is None:
         raise ExportError(f"{fmt} is binary: use render_bytes")
-    fam_map = {j: families for j in result["joints"]} if isinstance(families, str) else families
-    if fmt == "isaaclab.py":
-        return isaaclab.render_python(result, fam_map, field_names=field_names, backend=backend, rec=rec,
-                                      loads=loads)
-    if fmt == "isaaclab.json":
-        return isaaclab.render_json(result, fam_map, field_names=field_names, backend=backend, rec=rec,
-                                    loads=loads)
-    if fmt == "isaaclab.yaml":
-        return isaaclab.render_yaml(result, fam_map, field_names=field_names, backend=backend, rec=rec,
-                                    loads=loads)
-    if fmt == "newton.usda":
-        return newton_usd.render_usda(result, rec, families=families, loads=loads, robot_usd=robot_usd)
-    if fmt == "mjcf.xml":
-        return mjcf.render_mjcf(result, rec, families=families, loads=loads)
-    if fmt == "randomization.json":
-        return randomization.render_randomization(result, families)
-    raise ExportError(f"unknown export format {fmt!r}: choose from {list(FORMATS)}")
+    return spec.render(RenderArgs(result, rec, families, field_names, backend, loads, robot_usd))
 
 
 def validate_export(result: dict, rec: Recording | None = None, files: dict[str, str] | None = None) -> list[Finding]:
-    """Static findings: NEWTON.DJ.001 on the stage, §A.11 hazards of the Isaac Lab cfgs, approximations."""
-    from . import isaaclab, mjcf, newton_usd
-    from .common import choose
-    from .validate import validate_stage
-
+    """Static findings: each registered format's (NEWTON.DJ.001 on the stage, §A.11 hazards of the Isaac Lab
+    cfgs, checkpoints, what MJCF approximates), in registry order."""
     findings: list[Finding] = []
-    files = files or {}
-    try:
-        groups = isaaclab.actuator_cfgs(result)
-        findings += isaaclab.cfg_hazards(groups, list(result["joints"]))
-        findings += isaaclab.cfg_hazards(isaaclab.net_cfgs(result), list(result["joints"]))
-        best = isaaclab.best_cfgs(result, rec=rec)
-        if best is not None:
-            findings += [f for f in isaaclab.cfg_hazards(best, list(result["joints"]))
-                         if f.code in ("EXPORT.ISAACLAB.custom_class", "EXPORT.ISAACLAB.friction_approximated",
-                                       "EXPORT.ISAACLAB.friction_estimated")]
-    except ExportError as e:
-        findings.append(Finding("EXPORT.ISAACLAB.unavailable", "warning", "isaaclab", str(e)))
-    try:
-        stage, notes = newton_usd.build_stage(result, rec)
-        findings += notes + validate_stage(stage)
-    except ExportError as e:
-        findings.append(Finding("EXPORT.NEWTON.unavailable", "warning", "newton.usda", str(e)))
-    from .checkpoints import checkpoint_findings
-
-    findings += checkpoint_findings(result)
-    if "mjcf.xml" in files or rec is not None:
-        try:
-            findings += mjcf.model_findings(result, choose(result, expresses=mjcf.expresses))
-        except ExportError as e:  # e.g. a fit of networks alone: no MJCF actuator to judge
-            findings.append(Finding("EXPORT.MJCF.unavailable", "warning", "mjcf.xml", str(e)))
+    for spec in REGISTRY.values():
+        if spec.findings is not None:
+            findings += spec.findings(result, rec, files or {})
     return findings
 
 

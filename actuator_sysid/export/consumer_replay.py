@@ -20,11 +20,10 @@ import numpy as np
 
 from ..datasets.recording import JointInfo, Recording, Segment
 from .common import ChosenModel, ExportError, choose, joint_family
+from .formats import CONSUMERS  # each format's consumer, from its registration
 
 TOLERANCE = 0.10  # replay RMSE within 10 % of our rollout's
 RMSE_FLOOR = 2e-3  # of the motion range: MuJoCo's soft frictionloss vs our hard stop (docs/models.md)
-CONSUMERS = {"isaaclab.py": "isaaclab", "isaaclab.json": "isaaclab", "isaaclab.yaml": "isaaclab",
-             "newton.usda": "newton", "mjcf.xml": "mujoco"}
 
 
 def _segments(result: dict, rec: Recording, segments: list[str] | None) -> list[Segment]:
