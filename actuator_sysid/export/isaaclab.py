@@ -28,7 +28,15 @@ import re
 
 from ..datasets.recording import Recording
 from ..models import parameters
-from ..models.families import NET_FAMILIES, RICH_FRICTION_TERMS, get_family
+from ..models.families import (
+    DRIVES,
+    FAMILIES,
+    JOINT_COMPONENTS,
+    NET_FAMILIES,
+    RICH_FRICTION_TERMS,
+    Family,
+    get_family,
+)
 from .common import ChosenModel, ExportError, Finding, bench_loads, joint_family
 
 __all__ = ["ExportError", "actuator_cfgs", "best_cfgs", "cfg_hazards", "render_json", "render_python",
@@ -37,23 +45,21 @@ __all__ = ["ExportError", "actuator_cfgs", "best_cfgs", "cfg_hazards", "render_j
 ISAACLAB_VERSION = "3.0.0"
 FIELD_NAMES = ("isaaclab-3", "isaaclab-2")
 BACKENDS = ("newton", "physx")
-
-# Fields each cfg class accepts besides joint_names_expr (docs/consumer-semantics.md §A.1), in the order we write them.
-_JOINT = ("armature", "friction", "dynamic_friction", "viscous_friction")
 _DELAY = ("min_delay", "max_delay")
+
+
+def class_fields(family: Family) -> tuple[str, ...]:
+    """The fields the cfg class of a family accepts besides joint_names_expr (docs/consumer-semantics.md §A.1), in
+    the order we write them: its drive's, clamps' and delay's, then every joint term Isaac Lab has a field for."""
+    renames = DRIVES[family.drive].isaaclab_renames
+    own = [renames.get(f, f) for c in family.components if c.kind != "joint" for f in c.isaaclab_fields]
+    return (*own, *(f for c in JOINT_COMPONENTS for f in c.isaaclab_fields))
+
+
+# each family's Isaac Lab class (models/families.py: Isaac Lab's own, else our explicit subclass in the Python
+# source, CUSTOM below) with the fields its components write
 CFG_FIELDS: dict[str, tuple[str, ...]] = {
-    "ImplicitActuatorCfg": ("stiffness", "damping", "joint_effort_limit", *_JOINT),
-    "IdealPDActuatorCfg": ("stiffness", "damping", "actuator_effort_limit", *_JOINT),
-    "DCMotorCfg": ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit",
-                   "actuator_effort_limit", *_JOINT),
-    "DelayedPDActuatorCfg": ("stiffness", "damping", "actuator_effort_limit", *_DELAY, *_JOINT),
-    "RemotizedPDActuatorCfg": ("stiffness", "damping", "joint_parameter_lookup", *_DELAY, *_JOINT),
-    # our explicit subclasses, defined in the Python source (CUSTOM below)
-    "DelayedDCMotorCfg": ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit",
-                          "actuator_effort_limit", *_DELAY, *_JOINT),
-    "DelayedPIDActuatorCfg": ("stiffness", "damping", "ki", "integral_max", "physics_dt", "actuator_effort_limit",
-                              *_DELAY, *_JOINT),
-}
+    cls: class_fields(f) for f in FAMILIES.values() for cls in (f.isaaclab_cfg, f.isaaclab_custom) if cls}
 REQUIRED: dict[str, tuple[str, ...]] = {
     "ImplicitActuatorCfg": ("stiffness", "damping"),
     "IdealPDActuatorCfg": ("stiffness", "damping"),
@@ -64,14 +70,13 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "DelayedPIDActuatorCfg": ("stiffness", "damping", "ki", "physics_dt", *_DELAY),
 }
 # BAM's friction budget (docs/prior-art.md M2–M6) on the class of the family a rich-friction family extends
-BAM_FAMILY_CFG = {"dcmotor": "DCMotorBAMFrictionCfg", "dcmotor_delay": "DelayedDCMotorBAMFrictionCfg"}
-_BAM_BASE = {"DCMotorBAMFrictionCfg": "DCMotorCfg", "DelayedDCMotorBAMFrictionCfg": "DelayedDCMotorCfg"}
+BAM_FAMILY_CFG = {f.name: f.isaaclab_budget for f in FAMILIES.values() if f.isaaclab_budget}
+_BAM_BASE = {f.isaaclab_budget: f.isaaclab_cfg or f.isaaclab_custom for f in FAMILIES.values() if f.isaaclab_budget}
 _BAM_FIELDS = ("joint_inertia", "physics_dt", *RICH_FRICTION_TERMS)
 CFG_FIELDS |= {bam: CFG_FIELDS[base] + _BAM_FIELDS for bam, base in _BAM_BASE.items()}
 REQUIRED |= {bam: REQUIRED[base] + ("joint_inertia", "physics_dt") for bam, base in _BAM_BASE.items()}
-BUILTIN = ("ImplicitActuatorCfg", "IdealPDActuatorCfg", "DCMotorCfg", "DelayedPDActuatorCfg",
-           "RemotizedPDActuatorCfg")
-CUSTOM_FAMILY_CFG = {"dcmotor_delay": "DelayedDCMotorCfg", "pid": "DelayedPIDActuatorCfg"}
+BUILTIN = tuple(dict.fromkeys(f.isaaclab_cfg for f in FAMILIES.values() if f.isaaclab_cfg))  # Isaac Lab's own
+CUSTOM_FAMILY_CFG = {f.name: f.isaaclab_custom for f in FAMILIES.values() if f.isaaclab_custom}
 _DC_CLASSES = ("DCMotorCfg", "DelayedDCMotorCfg", *_BAM_BASE)
 OFFSET_SUFFIX = "WithEncoderOffset"
 # Isaac Lab 2.x names (deprecated aliases in 3.0, actuator_compat.py): explicit vs implicit meaning (§A.1, §A.10)
@@ -84,10 +89,10 @@ def _cfg_class(family: str, offset: bool = False, bam: bool = False) -> str:
     subclass carrying the budget (bam), else the class of the family it extends (Coulomb friction alone);
     offset adds the subclass."""
     fam = get_family(family)
-    base = fam.isaaclab_cfg or CUSTOM_FAMILY_CFG.get(family, "")
+    base = fam.isaaclab_cfg or fam.isaaclab_custom  # the one table: models/families.py
     if not base and fam.approximates:
-        base = BAM_FAMILY_CFG.get(fam.approximates, "") if bam else ""
-        base = base or get_family(fam.approximates).isaaclab_cfg or CUSTOM_FAMILY_CFG.get(fam.approximates, "")
+        extended = get_family(fam.approximates)
+        base = (extended.isaaclab_budget if bam else "") or extended.isaaclab_cfg or extended.isaaclab_custom
     if not base:
         raise ExportError(f"family {family!r} has no Isaac Lab cfg class; use the Newton export")
     return base.removesuffix("Cfg") + OFFSET_SUFFIX + "Cfg" if offset else base

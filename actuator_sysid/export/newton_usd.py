@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ..datasets.recording import JointInfo, Recording
 from ..models.components import get as get_component
+from ..models.components.dc_motor import NEWTON_NAMES as DC_NAMES
 from ..models.families import CLAMPS, NET_FAMILIES, Family
 from .common import (
     RAD_PER_DEG,
@@ -119,13 +120,11 @@ def neural_attributes(m: NetChoice) -> tuple[list[str], dict[str, float | str]]:
     """NewtonNeuralControlAPI with the checkpoint path, and the DC-motor clamp with the net's envelope (§C.3)."""
     apis: list[str] = [NEURAL_API]
     attrs: dict[str, float | str] = {"modelPath": m.model_path}
-    dc = {attr: m.envelope[name] for attr, name in (("saturationEffort", "saturation_effort"),
-                                                    ("velocityLimit", "actuator_velocity_limit"),
-                                                    ("maxMotorEffort", "actuator_effort_limit"))
-          if math.isfinite(m.envelope[name])}
+    dc = {attr: m.envelope[name] for name, attr in DC_NAMES.items() if math.isfinite(m.envelope[name])}
     if dc:
-        if "velocityLimit" in dc and "saturationEffort" not in dc:  # Newton rejects that clamp (§C.4)
-            dc["saturationEffort"] = 1e30
+        sat_attr, vlim_attr = DC_NAMES["saturation_effort"], DC_NAMES["actuator_velocity_limit"]
+        if vlim_attr in dc and sat_attr not in dc:  # Newton rejects that clamp (§C.4)
+            dc[sat_attr] = 1e30
         apis.append(CLAMP_API["dc_motor"])
         attrs |= dc
     return apis, attrs

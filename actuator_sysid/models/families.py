@@ -61,6 +61,8 @@ class Family:
     delay: bool = False
     joint_terms: tuple[str, ...] = DEFAULT_TERMS
     isaaclab_cfg: str = ""  # Isaac Lab 3.0 cfg class, "" when Isaac Lab has none
+    isaaclab_custom: str = ""  # our explicit Isaac Lab subclass when Isaac Lab has none (export/isaaclab.py)
+    isaaclab_budget: str = ""  # our subclass of this family's class carrying BAM's friction budget
     doc: str = ""
     approximates: str = ""  # the consumer-native family this one extends with richer friction ("" if none)
     mujoco_family: str = ""  # for a family MuJoCo cannot hold although Isaac Lab can: the nearest one it holds
@@ -115,17 +117,18 @@ FAMILIES: dict[str, Family] = {
                    "effort telemetry clipped to the joint effort limit)."),
         Family("ideal_pd", clamps=("max_effort",), isaaclab_cfg="IdealPDActuatorCfg",
                doc="PD law clipped to ±actuator_effort_limit (Isaac Lab IdealPDActuator)."),
-        Family("dcmotor", clamps=("dc_motor",), isaaclab_cfg="DCMotorCfg",
+        Family("dcmotor", clamps=("dc_motor",), isaaclab_cfg="DCMotorCfg", isaaclab_budget="DCMotorBAMFrictionCfg",
                doc="PD law clipped by the four-quadrant DC-motor torque–speed envelope (Isaac Lab DCMotor)."),
         Family("delayed_pd", clamps=("max_effort",), delay=True, isaaclab_cfg="DelayedPDActuatorCfg",
                doc="IdealPD on commands delayed by a whole number of physics steps (Isaac Lab DelayedPDActuator)."),
-        Family("dcmotor_delay", clamps=("dc_motor",), delay=True,
+        Family("dcmotor_delay", clamps=("dc_motor",), delay=True, isaaclab_custom="DelayedDCMotorCfg",
+               isaaclab_budget="DelayedDCMotorBAMFrictionCfg",
                doc="DC-motor envelope and command delay together, as a NewtonActuator (PD + DC clamp + delay) "
                    "holds them; Isaac Lab has no single class for it."),
         Family("remotized_pd", clamps=("position_table",), delay=True, isaaclab_cfg="RemotizedPDActuatorCfg",
                mujoco_family="delayed_pd",  # MuJoCo's forcerange is a constant: no position torque table
                doc="Delayed PD clipped by a position-dependent torque limit table (Isaac Lab RemotizedPDActuator)."),
-        Family("pid", drive="pid", clamps=("max_effort",), delay=True,
+        Family("pid", drive="pid", clamps=("max_effort",), delay=True, isaaclab_custom="DelayedPIDActuatorCfg",
                doc="Newton DrivePID with integral clamp, max-effort clamp and delay."),
         # BAM's richer friction (docs/prior-art.md M2–M6) on the DC-motor envelope: no consumer class holds it;
         # they show how much fidelity the Isaac-Lab-native dcmotor gives up, and export as dcmotor + findings,

@@ -80,6 +80,7 @@ class Component:
     isaaclab_fields: tuple[str, ...] = ()  # the Isaac Lab cfg fields it contributes, in the order written
     isaaclab_renames: dict[str, str] = field(default_factory=dict)  # a drive: other components' fields its class names
     newton_api: str = ""  # the Newton API schema it applies (docs/consumer-semantics.md §C.3)
+    newton_doc: str = ""  # docs/models.md: how Newton USD holds it, where what it writes does not say
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, self.kind

@@ -20,8 +20,9 @@ VELOCITY_LIMIT = Param("actuator_velocity_limit", "rad/s", 1e-1, 1e3, "log", mat
 EFFORT_LIMIT = Param("actuator_effort_limit", "N·m", 1e-2, 1e3, "log", math.inf, "newton:maxEffort",
                      "Rated (continuous) effort: the box clip of the model output (newton:maxMotorEffort in a DC "
                      "clamp).")
-# inside NewtonDCMotorClampingAPI the rated effort is `newton:maxMotorEffort` (§C.3)
-NEWTON_NAMES = {SATURATION.name: "saturationEffort", VELOCITY_LIMIT.name: "velocityLimit",
+# the clamp's attributes by parameter: Param.newton, except that inside NewtonDCMotorClampingAPI the rated effort
+# is `newton:maxMotorEffort` (§C.3; `newton:maxEffort` is the box clamp's)
+NEWTON_NAMES = {SATURATION.name: SATURATION.newton_attr, VELOCITY_LIMIT.name: VELOCITY_LIMIT.newton_attr,
                 EFFORT_LIMIT.name: "maxMotorEffort"}
 
 

@@ -24,4 +24,5 @@ class EncoderOffset(Component):
         return []
 
 
-COMPONENT = EncoderOffset("encoder_offset", "joint", 140, "Constant encoder bias.", defines=(OFFSET,))
+COMPONENT = EncoderOffset("encoder_offset", "joint", 140, "Constant encoder bias.", defines=(OFFSET,),
+                              newton_doc="— (a finding: subtract it from measured positions)")

@@ -14,4 +14,5 @@ PARAMS = (
 M4_TERMS = (*STRIBECK_TERMS, "load_friction", "load_friction_stribeck")
 
 COMPONENT = Component("friction_load", "joint", 90, "BAM M3/M4 load-dependent friction.", defines=PARAMS,
-                      flag=512, switch="load_friction", companions={"load_friction_stribeck": M4_TERMS}, budget=True)
+                      flag=512, switch="load_friction", companions={"load_friction_stribeck": M4_TERMS}, budget=True,
+                      newton_doc="— (BAM's friction budget: a finding)")

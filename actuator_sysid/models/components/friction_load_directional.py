@@ -17,4 +17,5 @@ M5_TERMS = (*M4_TERMS, *(p.name for p in PARAMS))
 COMPONENT = Component("friction_load_directional", "joint", 100, "BAM M5 motor- and external-side load gains.",
                       defines=PARAMS, flag=1024, switch="load_friction_external",
                       companions={"load_friction_external": ("load_friction", "load_friction_external"),
-                                  "load_friction_external_stribeck": M5_TERMS}, budget=True)
+                                  "load_friction_external_stribeck": M5_TERMS}, budget=True,
+                      newton_doc="— (BAM's friction budget: a finding)")

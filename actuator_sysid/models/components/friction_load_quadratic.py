@@ -16,4 +16,5 @@ M6_TERMS = (*M5_TERMS, *(p.name for p in PARAMS))
 # as in BAM, the quadratic terms come with the whole M5 budget
 COMPONENT = Component("friction_load_quadratic", "joint", 110, "BAM M6 quadratic load friction.", defines=PARAMS,
                       flag=2048, switch="load_friction_quadratic_motor",
-                      companions={p.name: M6_TERMS for p in PARAMS}, budget=True)
+                      companions={p.name: M6_TERMS for p in PARAMS}, budget=True,
+                      newton_doc="— (BAM's friction budget: a finding)")

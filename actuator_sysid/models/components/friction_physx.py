@@ -21,4 +21,5 @@ class PhysXFriction(Component):
 
 COMPONENT = PhysXFriction("friction_physx", "joint", 60, "Static and dynamic friction (PhysX).",
                           defines=(DYNAMIC,), flag=16, switch=DYNAMIC.name,
-                          isaaclab_fields=("dynamic_friction",))
+                          isaaclab_fields=("dynamic_friction",),
+                          newton_doc="— (Newton ignores it: a finding)")

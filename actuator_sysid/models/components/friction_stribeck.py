@@ -21,4 +21,5 @@ TERMS = tuple(p.name for p in PARAMS)
 # a Stribeck peak needs its speed and shape
 COMPONENT = Component("friction_stribeck", "joint", 80, "BAM M2 Stribeck friction peak.", defines=PARAMS,
                       flag=256, switch="stribeck_friction", companions=dict.fromkeys(TERMS, TERMS),
-                      budget=True)
+                      budget=True,
+                      newton_doc="— (BAM's friction budget: a finding)")

@@ -52,4 +52,5 @@ class DirectionalViscous(Component):
 
 COMPONENT = DirectionalViscous(
     "friction_viscous_directional", "joint", 170, "Viscous friction that differs by direction.", defines=(RATIO,),
-    flag=4096, switch=RATIO.name, companions={RATIO.name: (VISCOUS.name, RATIO.name)})
+    flag=4096, switch=RATIO.name, companions={RATIO.name: (VISCOUS.name, RATIO.name)},
+    newton_doc="NewtonJointAPI damping = the mean coefficient (a finding)")

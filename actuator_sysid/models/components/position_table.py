@@ -20,7 +20,7 @@ class PositionTable(Component):
             raise ValueError(f"joint {m.joint!r}: a {m.family.name} model needs its table positions")
         efforts = [float(m.params[p.name]) for p in PARAMS[:len(m.table_positions)]]
         return [self.newton_api], {"lookupPositions": [float(x) for x in m.table_positions],
-                                   "lookupEfforts": efforts}
+                                   PARAMS[0].newton_attr.split("[")[0]: efforts}  # newton:lookupEfforts[k]
 
 
 COMPONENT = PositionTable("position_table", "clamp", 150, "Position-dependent torque limit table.",
