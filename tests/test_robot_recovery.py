@@ -22,7 +22,7 @@ from robot_sim import QUADRUPED_GROUPS, chirp_targets, load_quadruped, robot_rec
 
 from actuator_sysid.export import render_format
 from actuator_sysid.fitting.api import FitRequest, fit_recording
-from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot
+from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot, isaaclab_dict
 from actuator_sysid.models.robot import RobotModel
 
 LOG_DT, DEC, DELAY, SAMPLES, VAL = 0.005, 2, 3, 600, 0.3
@@ -81,6 +81,11 @@ def test_recovers_every_term_through_newton(coupled: dict, newton_log: dict) -> 
     np.testing.assert_allclose(bias, newton_log["bias"], atol=1e-3)
     v = coupled["validation"]
     assert v["rmse"] < 1e-3 and v["model_defaults_rmse"] > 0.05, v
+    kfe = isaaclab_dict(coupled)["actuators"]["kfe"]  # the envelope and the delay together: DelayedDCMotorCfg
+    assert kfe["class_type"] == "DelayedDCMotorCfg" and kfe["min_delay"] == DELAY
+    assert kfe["saturation_effort"] == coupled["groups"]["kfe"]["saturation_effort"]
+    assert kfe["actuator_velocity_limit"] == coupled["groups"]["kfe"]["velocity_limit"]
+    assert kfe["actuator_effort_limit"] == coupled["groups"]["kfe"]["effort_limit"]
 
 
 def _replay(quad: RobotModel, log: dict, split: int, params: dict[str, np.ndarray], delay: np.ndarray | int,

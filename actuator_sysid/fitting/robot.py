@@ -25,7 +25,7 @@ The result (`fit_robot`, JSON-ready; SI units):
 - `validation` {`split` "time", `split_sample`, `split_time_s`, `fraction`, `rmse`, `per_joint_rmse`,
   `model_defaults_rmse`, `model_defaults_per_joint_rmse`, `model_defaults`, `replay`};
 - `training` {windows, window_s, jacobians, fd_candidates_per_jacobian, stopped_on, initial_rmse, rmse,
-  search_s}; `wall_s`, `world_steps`, `world_steps_per_s`; `assumptions` [text].
+  search_s, start}; `wall_s`, `world_steps`, `world_steps_per_s`; `assumptions` [text].
 `isaaclab_dict(result)` turns it into the whole-robot `actuators={...}` dict of an ArticulationCfg.
 """
 
@@ -599,24 +599,26 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     x0 = _start(robot, prob, ev_scan, gains_known, delay, say)
     delays = np.array([delay]) if opts.delay is not None else np.arange(opts.max_delay + 1)
     ee = _equation_error_start(robot, prob, data, x0, delays, opts.decimation, say) if gains_known else None
-    envelope_found = False
+    envelope_found, start_note = False, "the model file's joint terms"
     if ee is not None:
         sc = _rms(ev_scan.residuals(np.stack([x0, ee[0]]), np.array([delay, ee[1]])))
         say(f"start: the model file's terms {sc[0]:.4f} rad, the equation-error start {sc[1]:.4f} rad (training)")
         if sc[1] < sc[0]:
             x0, delay, envelope_found = ee[0], ee[1], ee[2]
+            start_note = "equation error along the measured motion (Newton's inverse dynamics)"
     if prob.dc_motor and not envelope_found and not spent():
         x0 = _scan_envelope(prob, data, ev_scan, x0, delay, opts.decimation, say)
     delay_note = "fixed" if opts.delay is not None else "scanned"
     if opts.delay is None:
         if spent():
-            delay_note = "not scanned (time budget spent): 0"
+            delay_note = f"not scanned (time budget spent): {delay}"
         else:
             delay = _scan_delay(ev_scan, x0, opts.max_delay, say)
     x_best, stats = _least_squares(robot, prob, ev, x0, delay, opts.max_iterations, spent, say)
     if opts.delay is None and stats["stopped_on"] != "budget":
         delay = _scan_delay(ev_scan, x_best, opts.max_delay, say)
     stats["search_s"] = time.perf_counter() - t_start
+    stats["start"] = start_note
     fitted = prob.joint_values(x_best[None])
     validation = _validate(robot, prob, data, fitted, delay, gains_known, opts)
     world_steps = ev.world_steps + ev_scan.world_steps
