@@ -39,6 +39,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_splits_real.py": ("service", "slow"),
     "test_pages.py": ("service",),
     "test_conformance_isaaclab.py": ("conformance",),
+    "test_components.py": ("conformance",),
     "test_conformance_nets.py": ("conformance",),
     "test_conformance_newton.py": ("conformance",),
     "test_export_consumers.py": ("conformance",),
