@@ -252,7 +252,8 @@ def start_profiler(pid: int, seconds: float, out: Path) -> subprocess.Popen | No
 
 
 # what a sampled server stack is doing, first match from the innermost frame outwards
-PROFILE_KINDS = (("sqlalchemy", "database (SQLAlchemy + sqlite3)"), ("sqlite3", "database (SQLAlchemy + sqlite3)"),
+PROFILE_KINDS = (("RequestResponseCycle.send", "socket writes (uvicorn)"),
+                 ("sqlalchemy", "database (SQLAlchemy + sqlite3)"), ("sqlite3", "database (SQLAlchemy + sqlite3)"),
                  ("json/", "JSON encoding"), ("jsonable_encoder", "JSON encoding"),
                  ("logging/", "logging"), ("logs.py", "logging"), ("pydantic", "validation (pydantic)"),
                  ("prometheus_client", "metrics"), ("select (selectors.py", "idle (waiting for I/O)"),
@@ -267,13 +268,13 @@ def profile_summary(raw: Path) -> dict:
         return {}
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
-        if not count.isdigit():
+        if not count.isdigit() or not stack.startswith("thread ("):
             continue
         n = int(count)
         frames = stack.split(";")
-        thread = frames[0].split("(")[0].strip().strip('"') or "?"
+        thread = frames[0].split(": ", 1)[-1].strip() or "?"  # "thread (TID): NAME"
         threads[thread] = threads.get(thread, 0) + n
-        if "MainThread" in frames[0]:
+        if thread == "MainThread":  # the event loop: every request runs here
             kind = next((k for f in reversed(frames) for key, k in PROFILE_KINDS if key in f), "other Python")
             kinds[kind] = kinds.get(kind, 0) + n
     total = sum(threads.values()) or 1
