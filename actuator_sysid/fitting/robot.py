@@ -473,8 +473,9 @@ def _equation_error_start(robot: RobotModel, prob: _Problem, data: _Data, x0: np
             for t, v in zip(DC_TERMS, env, strict=True):
                 lo, hi = BOUNDS[t]
                 x[prob.var_names.index(f"{g}.{t}")] = float(np.clip(math.log10(v), lo, hi))
-    say(f"equation-error start: delay {best[1]} physics steps" + (", envelope from the clipped samples"
-                                                                   if prob.dc_motor and found else ""))
+    say(f"equation-error start: delay {best[1]} physics steps" + (
+        ", the envelope through the samples the motor clipped (flat above every effort where it clipped none)"
+        if found else ""))
     return x, best[1], found
 
 
