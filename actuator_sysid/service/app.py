@@ -34,6 +34,7 @@ from .. import __version__
 from ..datasets.excitation import ExcitationSpec
 from ..datasets.recording import DatasetError
 from ..datasets.sources import parse_names
+from ..export.formats import REGISTRY as EXPORT_REGISTRY
 from ..fitting.api import FitRequest, FitRequestError, validate_request
 from ..fitting.design import excitation_with_identifiability
 from ..models.families import FAMILIES, NET_FAMILIES
@@ -49,9 +50,8 @@ from .storage import Storage, UploadTooLargeError, new_id
 
 log = logging.getLogger("actuator_sysid.service")
 
-MEDIA_TYPES = {".py": "text/x-python", ".json": "application/json", ".usda": "text/plain", ".xml": "application/xml",
-               ".yaml": "application/yaml", ".pt": "application/octet-stream", ".pt2": "application/zip",
-               ".onnx": "application/octet-stream"}
+# by file extension, from each export's registration (export/formats.py)
+MEDIA_TYPES = {"." + name.rsplit(".", 1)[-1]: f.media_type for name, f in EXPORT_REGISTRY.items()}
 INTERNAL_ARTIFACTS = ("report_data.json",)  # stored for the report page, not offered as a download
 _DEFAULT = FitRequest()
 DOCS_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
