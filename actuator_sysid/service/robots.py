@@ -72,6 +72,8 @@ class RobotFitIn(BaseModel):
         "parameter sharing as Isaac Lab's joint_names_expr: group name → regex matched in full against the "
         f"model's joint names (at most {MAX_GROUPS}); omit for one group per joint"))
     fit_bias: bool = Field(True, description="fit an encoder bias per joint")
+    dc_motor: bool = Field(False, description="fit a DC-motor envelope (saturation effort, velocity limit) per "
+                                              "group; off: the log must not saturate the motors")
     delay: int | None = Field(None, ge=0, le=MAX_DELAY_STEPS,
                               description="command delay in physics steps; omit to scan 0..max_delay")
     max_delay: int = Field(8, ge=0, le=MAX_DELAY_STEPS, description="the delay scan's upper end (physics steps)")
@@ -259,7 +261,7 @@ def fit_options(body: RobotFitIn, progress: Callable[[str], None] | None = None)
 
     return RobotFitOptions(groups=body.groups, decimation=body.decimation,
                            validation_fraction=body.validation_fraction, window_s=body.window_s,
-                           fit_bias=body.fit_bias, delay=body.delay, max_delay=body.max_delay, kp=body.kp,
+                           fit_bias=body.fit_bias, dc_motor=body.dc_motor, delay=body.delay, max_delay=body.max_delay, kp=body.kp,
                            kd=body.kd, max_iterations=body.iterations, budget_s=body.budget_s, progress=progress)
 
 
