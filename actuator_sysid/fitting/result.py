@@ -1,0 +1,367 @@
+"""The fit result as typed, frozen records: what `fit_recording` returns and `fit.json` holds, read by attribute.
+
+JSON is the result's form only at the edges (the database, `fit.json`, HTTP): `FitResult.from_json(doc)` reads
+a stored result and `.to_json()` writes it back key for key, in the same order, so a result goes through the
+records unchanged. A key this version does not name (a field added later, or one an older version wrote) is
+kept in the record's `extra` and written back where it stood, so results stored by other versions still load.
+Values keep their JSON types (no float()/int() coercion), so the round trip is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar, Self
+
+from ..models.families import NET_FAMILIES
+
+Json = Any  # a JSON value: dict, list, str, int, float, bool or None
+
+
+class _Mismatch(Exception):
+    """A stored value whose JSON type is not the one a typed field reads: it is kept raw in `extra`."""
+
+
+@dataclass(frozen=True)
+class Codec:
+    """How one field's JSON value becomes its typed value and back."""
+
+    decode: Callable[[Json], Any]
+    encode: Callable[[Any], Json]
+
+
+def _record(cls: type[Record]) -> Codec:
+    def decode(v: Json) -> Any:
+        if not isinstance(v, Mapping):
+            raise _Mismatch
+        return cls.from_json(v)
+    return Codec(decode, lambda r: r.to_json())
+
+
+def _optional(c: Codec) -> Codec:
+    return Codec(lambda v: None if v is None else c.decode(v), lambda v: None if v is None else c.encode(v))
+
+
+def _list_of(c: Codec) -> Codec:
+    def decode(v: Json) -> Any:
+        if not isinstance(v, list):
+            raise _Mismatch
+        return tuple(c.decode(x) for x in v)
+    return Codec(decode, lambda v: [c.encode(x) for x in v])
+
+
+def _dict_of(c: Codec) -> Codec:
+    def decode(v: Json) -> Any:
+        if not isinstance(v, Mapping):
+            raise _Mismatch
+        return {k: c.decode(x) for k, x in v.items()}
+    return Codec(decode, lambda v: {k: c.encode(x) for k, x in v.items()})
+
+
+_BOOKKEEPING = ("extra", "key_order")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """A JSON object with named fields: `extra` holds the keys this version does not name, `key_order` the
+    stored order of every key (empty for a record built in code, which writes all its fields)."""
+
+    extra: Mapping[str, Json] = field(default_factory=dict, repr=False)
+    key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    CODECS: ClassVar[dict[str, Codec]] = {}  # fields holding records; the others hold their JSON value as is
+
+    @classmethod
+    def _named(cls) -> dict[str, Any]:
+        out = {}
+        for f in fields(cls):
+            if f.name not in _BOOKKEEPING:
+                out[f.name] = f.default_factory() if f.default_factory is not MISSING else f.default
+        return out
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Json]) -> Self:
+        """The record of a stored JSON object; unnamed keys (and values of an unexpected type) go to `extra`."""
+        named = cls._named()
+        kw: dict[str, Any] = {}
+        extra: dict[str, Json] = {}
+        for k, v in doc.items():
+            if k not in named:
+                extra[k] = v
+                continue
+            codec = cls.CODECS.get(k)
+            try:
+                kw[k] = codec.decode(v) if codec is not None else v
+            except _Mismatch:
+                extra[k] = v
+        return cls(**kw, extra=extra, key_order=tuple(doc))
+
+    def to_json(self) -> dict[str, Json]:
+        """The JSON object: the stored keys in their order, then any named field set since (not at its default)."""
+        named = self._named()
+        if self.key_order:
+            keys = [*self.key_order, *(k for k in named if k not in self.key_order
+                                       and getattr(self, k) != named[k])]
+        else:
+            keys = [*named, *(k for k in self.extra if k not in named)]
+        out: dict[str, Json] = {}
+        for k in keys:
+            if k in self.extra:
+                out[k] = self.extra[k]
+            elif k in named:
+                v = getattr(self, k)
+                codec = self.CODECS.get(k)
+                out[k] = codec.encode(v) if codec is not None else v
+        return out
+
+    def has(self, key: str) -> bool:
+        """Whether the stored object had `key` (a field left at its default may have been absent)."""
+        return key in self.key_order if self.key_order else key in self._named() or key in self.extra
+
+
+# --- metrics -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SplitMetrics(Record):
+    """Pooled errors over the train or the validation segments of one joint [rad, rad/s]."""
+
+    position_rmse: float | None = None
+    position_mae: float | None = None
+    velocity_rmse: float | None = None
+    samples: int | None = None
+    segments: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SegmentMetrics(Record):
+    """One segment's errors and the split it belongs to."""
+
+    segment: str = ""
+    split: str = ""
+    samples: int | None = None
+    position_rmse: float | None = None
+    position_mae: float | None = None
+    velocity_rmse: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metrics(Record):
+    """A model fit's errors: pooled per split, per segment and, with folds, per fold and their mean."""
+
+    train: SplitMetrics | None = None
+    validation: SplitMetrics | None = None
+    segments: tuple[SegmentMetrics, ...] = ()
+    folds: list[Json] | None = None
+    folds_mean: Mapping[str, float] | None = None
+
+    CODECS: ClassVar[dict[str, Codec]] = {"train": _optional(_record(SplitMetrics)),
+                                          "validation": _optional(_record(SplitMetrics)),
+                                          "segments": _list_of(_record(SegmentMetrics))}
+
+    def best(self) -> SplitMetrics | None:
+        """The validation errors, else the training errors (a fit without validation segments)."""
+        return self.validation or self.train
+
+
+# --- a fitted family -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interval(Record):
+    """One parameter's uncertainty: its estimate, 95 % interval, relative std, whether the log identifies it
+    (`value` is the estimate when it does, else None) and why not."""
+
+    value: float | None = None
+    estimate: float | None = None
+    std_relative: float | None = None
+    interval95: list[float] | None = None
+    identified: bool = True
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelFit(Record):
+    """One fitted parametric family of one joint: parameters (registry names, SI), their intervals and
+    correlation, errors, the search that found them; `unidentified` / `given` once an export prepared it."""
+
+    family: str = ""
+    isaaclab_cfg: str | None = None
+    joint_terms: list[str] | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    table_positions: list[float] | None = None
+    device_gains: Mapping[str, Json] | None = None
+    tied: Mapping[str, str] | None = None
+    voltage_servo: Mapping[str, Json] | None = None
+    added_for: list[str] | None = None
+    metrics: Metrics = field(default_factory=Metrics)
+    loss: float | None = None
+    intervals: Mapping[str, Interval] = field(default_factory=dict)
+    correlation: Mapping[str, Json] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    n_params: int | None = None
+    warm_start: Mapping[str, float] | None = None
+    search: Mapping[str, Json] | None = None
+    unidentified: Mapping[str, Mapping[str, Json]] | None = None
+    given: Mapping[str, float] | None = None
+
+    CODECS: ClassVar[dict[str, Codec]] = {"metrics": _record(Metrics), "intervals": _dict_of(_record(Interval))}
+
+    @property
+    def is_network(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetFit(ModelFit):
+    """One fitted actuator network (mlp, lstm, gru): its spec, weights, training record and, with measured
+    torque, its open-loop torque errors."""
+
+    network: Mapping[str, Json] = field(default_factory=dict)
+    weights: Mapping[str, Json] = field(default_factory=dict)
+    pos_error: str | None = None
+    training: Mapping[str, Json] = field(default_factory=dict)
+    torque_metrics: Mapping[str, Json] | None = None
+    torque_range: float | None = None
+    assumptions: str | None = None
+
+    @property
+    def is_network(self) -> bool:
+        return True
+
+
+def _model(v: Json) -> ModelFit:
+    if not isinstance(v, Mapping):
+        raise _Mismatch
+    return (NetFit if v.get("family") in NET_FAMILIES or "network" in v else ModelFit).from_json(v)
+
+
+_MODEL = Codec(_model, lambda m: m.to_json())
+
+
+# --- a joint and the whole fit -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankRow(Record):
+    """One family's place in a joint's ranking: error × (1 + penalty · parameters), lower is better."""
+
+    family: str = ""
+    score: float | None = None
+    split: str | None = None
+    position_rmse: float | None = None
+    n_params: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JointFit(Record):
+    """Every family fitted for one joint, their ranking, the best one, the test-bench load and (device units)
+    the best model's gain conversion."""
+
+    best_model: str = ""
+    models: Mapping[str, ModelFit] = field(default_factory=dict)
+    ranking: tuple[RankRow, ...] = ()
+    load: Mapping[str, Json] | None = None
+    device_gains: Mapping[str, Json] | None = None
+
+    CODECS: ClassVar[dict[str, Codec]] = {"models": _dict_of(_MODEL), "ranking": _list_of(_record(RankRow))}
+
+    @property
+    def best(self) -> ModelFit:
+        """The best model's fit."""
+        return self.models[self.best_model]
+
+    def nets_only(self) -> bool:
+        """Whether every fitted family is a network."""
+        return bool(self.models) and all(f in NET_FAMILIES for f in self.models)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Split(Record):
+    """Which segments trained and which validated (names), how they were chosen, and the folds if any."""
+
+    method: str | None = None
+    train: list[str] = field(default_factory=list)
+    validation: list[str] = field(default_factory=list)
+    holdout: Json = None
+    folds: list[list[str]] | None = None
+    folds_by: str | None = None
+    fold_names: list[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Budget(Record):
+    """The fit's time budget [s] and whether it cut the search short."""
+
+    seconds: float | None = None
+    stopped_on_budget: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Assumptions(Record):
+    """What the fitted values assume: physics step [s], decimation, effort mode, integrator, loss, units."""
+
+    effort_mode: str = "explicit"
+    integrator: str | None = None
+    physics_dt: float = 0.005
+    decimation: int = 1
+    delay_unit: str | None = None
+    loss: str | None = None
+    training_windows_s: float | None = None
+    gain_units: Mapping[str, str] | None = None
+    logged_gains: bool = False
+    operating_point: Mapping[str, Json] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check(Record):
+    """One finding of the verdict: the check, its status (ok, usable, poor) and why."""
+
+    check: str = ""
+    status: str = "ok"
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict(Record):
+    """good / usable / poor for the whole fit, with its checks worst first (fitting/verdict.py)."""
+
+    verdict: str = "not judged"
+    reasons: list[str] = field(default_factory=list)
+    checks: tuple[Check, ...] = ()
+    thresholds: Mapping[str, float] | None = None
+
+    CODECS: ClassVar[dict[str, Codec]] = {"checks": _list_of(_record(Check))}
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitResult(Record):
+    """A whole fit: per joint fits, the split, budget and assumptions, and what the CLI or the service adds
+    (the dataset summary, the request, the origin, the verdict, the elapsed time)."""
+
+    joints: Mapping[str, JointFit] = field(default_factory=dict)
+    split: Split = field(default_factory=Split)
+    budget: Budget | None = None
+    assumptions: Assumptions = field(default_factory=Assumptions)
+    dataset: Mapping[str, Json] | None = None
+    request: Mapping[str, Json] | None = None
+    origin: Mapping[str, Json] | None = None
+    verdict: Verdict | None = None
+    elapsed_s: float | None = None
+    fit_id: str | None = None
+    renamed: Mapping[str, str] | None = None
+
+    CODECS: ClassVar[dict[str, Codec]] = {"joints": _dict_of(_record(JointFit)), "split": _record(Split),
+                                          "budget": _optional(_record(Budget)),
+                                          "assumptions": _record(Assumptions),
+                                          "verdict": _optional(_record(Verdict))}
+
+    def model(self, joint: str, family: str) -> ModelFit:
+        """One joint's fit of one family."""
+        return self.joints[joint].models[family]
+
+
+def as_result(result: FitResult | Mapping[str, Json]) -> FitResult:
+    """The typed result of a stored one (a result already typed passes through): the edge where readers that
+    still receive the dict convert it."""
+    return result if isinstance(result, FitResult) else FitResult.from_json(result)

@@ -1,0 +1,106 @@
+"""The typed fit result (fitting/result.py) reads a stored fit.json and writes it back key for key, in order:
+the golden fit, a fit with a network, a device-gains fit and a k-fold fit, each small and seeded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import make_recording
+
+from actuator_sysid.fitting.api import FitRequest, fit_recording
+from actuator_sysid.fitting.result import FitResult, Interval, JointFit, ModelFit, NetFit, as_result
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "fit.json"
+SMALL = {"generations": 3, "population": 8, "refine_iterations": 10}
+
+
+def _stored(result: dict) -> dict:
+    """The result as fit.json stores it and the database returns it (JSON text, parsed)."""
+    return json.loads(json.dumps(result))
+
+
+def _assert_round_trip(doc: dict) -> FitResult:
+    typed = FitResult.from_json(doc)
+    back = typed.to_json()
+    assert json.dumps(back) == json.dumps(doc)  # same keys, same order, same values and JSON types
+    assert FitResult.from_json(back) == typed
+    return typed
+
+
+@pytest.fixture(scope="module")
+def net_fit() -> dict:
+    rec = make_recording(segments=3, n=120, seed=1)
+    return _stored(fit_recording(rec, FitRequest(models=["ideal_pd", "mlp"], seed=0, **SMALL,
+                                                 networks={"epochs": 3, "patience": 2, "hidden": [4]})))
+
+
+def test_golden_fit_round_trips_and_reads_by_attribute() -> None:
+    doc = json.loads(GOLDEN.read_text())
+    r = _assert_round_trip(doc)
+    j1 = r.joints["j1"]
+    assert isinstance(j1, JointFit) and j1.best_model == doc["joints"]["j1"]["best_model"]
+    best = j1.best
+    want = doc["joints"]["j1"]["models"][j1.best_model]
+    assert isinstance(best, ModelFit) and not best.is_network
+    assert best.params == want["params"] and best.joint_terms == want["joint_terms"]
+    assert best.metrics.validation is not None
+    assert best.metrics.validation.position_rmse == want["metrics"]["validation"]["position_rmse"]
+    assert [s.segment for s in best.metrics.segments] == [s["segment"] for s in want["metrics"]["segments"]]
+    iv = best.intervals["stiffness"]
+    assert isinstance(iv, Interval) and iv.identified is want["intervals"]["stiffness"]["identified"]
+    assert [row.family for row in j1.ranking] == [row["family"] for row in doc["joints"]["j1"]["ranking"]]
+    assert r.split.validation == doc["split"]["validation"] and r.assumptions.physics_dt == doc["assumptions"]["physics_dt"]
+    assert r.verdict is not None and r.verdict.verdict == doc["verdict"]["verdict"]
+    assert [c.check for c in r.verdict.checks] == [c["check"] for c in doc["verdict"]["checks"]]
+    assert as_result(r) is r and as_result(doc) == r
+
+
+def test_unknown_and_missing_keys_survive() -> None:
+    """A key this version does not name is written back where it stood; a result missing optional keys (an
+    older version's) loads with defaults and writes back without them."""
+    doc = json.loads(GOLDEN.read_text())
+    doc["joints"]["j1"]["models"]["ideal_pd"] = {"future_key": [1, 2], **doc["joints"]["j1"]["models"]["ideal_pd"]}
+    doc["joints"]["j1"]["models"]["ideal_pd"]["metrics"]["later"] = {"x": 1}
+    doc["split"] = {"train": ["s1"], "validation": ["s0"]}  # older: no method
+    doc["budget"] = "unlimited"  # a record's key holding another JSON type is kept as is
+    del doc["verdict"]
+    r = _assert_round_trip(doc)
+    m = r.model("j1", "ideal_pd")
+    assert m.extra["future_key"] == [1, 2] and m.metrics.extra["later"] == {"x": 1}
+    assert r.verdict is None and r.budget is None and r.split.method is None
+    assert r.extra["budget"] == "unlimited" and r.split.validation == ["s0"]
+    assert "verdict" not in r.to_json() and "method" not in r.to_json()["split"]
+
+
+def test_a_network_fit_round_trips(net_fit: dict) -> None:
+    r = _assert_round_trip(net_fit)
+    jr = r.joints["j1"]
+    net = jr.models["mlp"]
+    assert isinstance(net, NetFit) and net.is_network and not jr.nets_only()
+    assert net.network == net_fit["joints"]["j1"]["models"]["mlp"]["network"]
+    assert net.training == net_fit["joints"]["j1"]["models"]["mlp"]["training"]
+    assert {row.family for row in jr.ranking} == {"ideal_pd", "mlp"}
+
+
+def test_a_device_gains_fit_round_trips() -> None:
+    rec = make_recording(segments=3, n=120, seed=2)
+    rec.metadata["gain_units"] = "device"
+    for seg, kp in zip(rec.segments, (100.0, 200.0, 400.0), strict=True):
+        seg.metadata["kp"] = kp
+    doc = _stored(fit_recording(rec, FitRequest(models=["ideal_pd"], seed=0, **SMALL)))
+    r = _assert_round_trip(doc)
+    model = r.model("j1", "ideal_pd")
+    assert model.device_gains is not None and model.device_gains == doc["joints"]["j1"]["models"]["ideal_pd"]["device_gains"]
+    assert r.joints["j1"].device_gains == model.device_gains
+    assert r.assumptions.gain_units == {"j1": "device"}
+
+
+def test_a_k_fold_fit_round_trips() -> None:
+    rec = make_recording(segments=4, n=120, seed=3)
+    doc = _stored(fit_recording(rec, FitRequest(models=["ideal_pd"], folds=2, seed=0, **SMALL)))
+    r = _assert_round_trip(doc)
+    metrics = r.model("j1", "ideal_pd").metrics
+    assert r.split.folds == doc["split"]["folds"] and metrics.folds is not None and len(metrics.folds) == 2
+    assert metrics.folds_mean == doc["joints"]["j1"]["models"]["ideal_pd"]["metrics"]["folds_mean"]
