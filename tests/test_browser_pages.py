@@ -60,7 +60,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str
                           data={"metadata": json.dumps(meta)}, timeout=60)
         assert r.status_code == 201, r.text
         ds = r.json()["id"]
-        fid = _queue(server, ds, models=["dcmotor"], budget={"generations": 10, "population": 8},
+        fid = _queue(server, ds, models=["dcmotor"], budget={"generations": 8, "population": 6},
                      joint_terms=["armature", "friction", "viscous_friction", "encoder_offset"])
         good = short_recording(n_segments=5, noise_q=2e-3)
         plan = short_recording(n_segments=5)
@@ -151,20 +151,20 @@ def test_fit_form_posts_a_seconds_budget_and_a_holdout_and_cancel_in_the_last_st
         page.select_option("#preset", "quick")
         assert page.input_value("#budget_s") == "30"
         page.fill("#generations", "10000")  # the seconds budget, not the generations, ends this search
-        page.fill("#budget_s", "6")
+        page.fill("#budget_s", "4")
         page.fill("#holdout", "kp=8")
         page.fill("#joints", "knee")
         page.select_option("#effort_mode", "implicit")
         with page.expect_request(lambda r: r.url.endswith("/api/v1/fits") and r.method == "POST") as req:
             page.click("button.start-fit")
         posted = req.value.post_data_json
-        assert posted["budget"] == {"generations": 10000, "population": 8, "seconds": 6}, posted
+        assert posted["budget"] == {"generations": 10000, "population": 8, "seconds": 4}, posted
         assert posted["holdout"] == "kp=8" and posted["joints"] == ["knee"] and posted["effort_mode"] == "implicit"
         assert sorted(posted["models"]) == ["dcmotor", "delayed_pd"]
         page.wait_for_url("**/fits/*")
         fid = page.url.rsplit("/", 1)[1]
         stored = requests.get(f"{server.url}/api/v1/fits/{fid}", timeout=10).json()
-        assert stored["request"]["budget_s"] == 6 and stored["request"]["holdout"] == "kp=8", stored["request"]
+        assert stored["request"]["budget_s"] == 4 and stored["request"]["holdout"] == "kp=8", stored["request"]
         page.wait_for_function("() => document.getElementById('live-status').textContent.trim() === 'running'",
                                timeout=60_000)
         # the live loss curve: each progress message's best loss becomes a point of its family's curve
