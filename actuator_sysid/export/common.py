@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from ..datasets.recording import JointInfo, Recording
+from ..fitting.result import ResultLike, as_result
 from ..models.families import NET_FAMILIES, RICH_FRICTION_TERMS, Family, get_family
 
 DEG_PER_RAD = 180.0 / math.pi
@@ -56,22 +57,22 @@ class ChosenModel:
         return float(v) if v is not None and math.isfinite(float(v)) else None
 
 
-def joint_family(result: dict, joint: str, name: str) -> Family:
+def joint_family(result: ResultLike, joint: str, name: str) -> Family:
     """The fitted family `name` of `joint` with the joint terms it was fitted with."""
-    jr = result["joints"][joint]
-    if name not in jr["models"]:
-        raise ExportError(f"joint {joint!r} has no fitted {name!r} model; fitted: {sorted(jr['models'])}")
+    jr = as_result(result).joints[joint]
+    if name not in jr.models:
+        raise ExportError(f"joint {joint!r} has no fitted {name!r} model; fitted: {sorted(jr.models)}")
     if name in NET_FAMILIES:
         held = ("newton.onnx (Isaac Lab has no GRU actuator)" if name == "gru" else
                 "torchscript.pt, newton.onnx, newton.pt2 and ACTUATORS_NET in isaaclab.py")
         raise ExportError(f"joint {joint!r}: {name!r} is an actuator network; its exports are {held} (fit a "
                           "parametric family for the others)")
     fam = get_family(name)
-    terms = jr["models"][name].get("joint_terms")
+    terms = jr.models[name].joint_terms
     return fam.with_terms(tuple(terms)) if terms is not None else fam
 
 
-def export_family(result: dict, joint: str, families: dict[str, str] | str | None = None,
+def export_family(result: ResultLike, joint: str, families: dict[str, str] | str | None = None,
                expresses: Callable[[Family], bool] | None = None) -> str:
     """The family an export writes for a joint: the caller's (`families[joint]`, or one family for all joints),
     else the best-ranked fitted family the consumer holds exactly (`expresses`), else the best model: a fit
@@ -79,25 +80,27 @@ def export_family(result: dict, joint: str, families: dict[str, str] | str | Non
     named = families if isinstance(families, str) else (families or {}).get(joint)
     if named:
         return named
-    jr = result["joints"][joint]
-    best = jr["best_model"]
-    if expresses is not None and (best in NET_FAMILIES or not expresses(joint_family(result, joint, best))):
-        for row in jr.get("ranking") or []:
-            name = row["family"]
-            if name in jr["models"] and name not in NET_FAMILIES and expresses(joint_family(result, joint, name)):
+    r = as_result(result)
+    jr = r.joints[joint]
+    best = jr.best_model
+    if expresses is not None and (best in NET_FAMILIES or not expresses(joint_family(r, joint, best))):
+        for row in jr.ranking:
+            name = row.family
+            if name in jr.models and name not in NET_FAMILIES and expresses(joint_family(r, joint, name)):
                 return name
     return best
 
 
-def substitutions(result: dict, models: list, consumer: str, prefix: str) -> list[Finding]:
+def substitutions(result: ResultLike, models: list, consumer: str, prefix: str) -> list[Finding]:
     """A finding per joint whose best model the consumer cannot hold, so that its export writes another fit."""
     out = []
+    typed = as_result(result)
     for m in models:
-        jr = result["joints"][m.joint]
-        best = jr["best_model"]
+        jr = typed.joints[m.joint]
+        best = jr.best_model
         if not isinstance(m, ChosenModel) or m.family.name == best:
             continue
-        rmse = {r["family"]: r.get("position_rmse") for r in jr.get("ranking") or []}
+        rmse = {r.family: r.position_rmse for r in jr.ranking}
         gap = (f" (validation position RMSE {rmse[m.family.name]:.3g} rad against {rmse[best]:.3g})"
                if rmse.get(best) and rmse.get(m.family.name) else "")
         out.append(Finding(f"{prefix}.best_model_not_expressible", "warning", m.joint,
@@ -107,32 +110,33 @@ def substitutions(result: dict, models: list, consumer: str, prefix: str) -> lis
     return out
 
 
-def choose(result: dict, families: dict[str, str] | str | None = None,
+def choose(result: ResultLike, families: dict[str, str] | str | None = None,
            expresses: Callable[[Family], bool] | None = None) -> list[ChosenModel]:
     """One model per joint, the family `export_family` picks."""
     out = []
-    for joint, jr in result["joints"].items():
-        name = export_family(result, joint, families, expresses)
-        fam = joint_family(result, joint, name)
-        model = jr["models"][name]
-        out.append(ChosenModel(joint, fam, dict(model["params"]), model.get("table_positions")))
+    r = as_result(result)
+    for joint, jr in r.joints.items():
+        name = export_family(r, joint, families, expresses)
+        fam = joint_family(r, joint, name)
+        model = jr.models[name]
+        out.append(ChosenModel(joint, fam, dict(model.params), model.table_positions))
     return out
 
 
-def physics_dt(result: dict) -> float:
+def physics_dt(result: ResultLike) -> float:
     """The physics step the fit assumed [s]."""
-    return float(result.get("assumptions", {}).get("physics_dt", 0.005))
+    return float(as_result(result).assumptions.physics_dt)
 
 
-def bench_loads(result: dict, rec: Recording | None = None,
+def bench_loads(result: ResultLike, rec: Recording | None = None,
                 loads: dict[str, dict] | None = None) -> dict[str, JointInfo]:
     """The test-bench load of each fitted joint: from `loads`, the recording, or the result itself.
 
     The standalone Newton stage and MuJoCo model simulate this load (a pendulum, q = 0 hanging down).
     """
     out: dict[str, JointInfo] = {}
-    for joint, jr in result["joints"].items():
-        given = (loads or {}).get(joint) or jr.get("load")
+    for joint, jr in as_result(result).joints.items():
+        given = (loads or {}).get(joint) or jr.load
         if given is not None:
             keys = set(JointInfo.__dataclass_fields__)
             out[joint] = JointInfo(**{"name": joint, **{k: v for k, v in given.items() if k in keys and k != "name"}})
@@ -299,54 +303,58 @@ def prepare(result: dict, *, unidentified: str = "omit", given: dict[str, float]
     return out
 
 
-def unidentified_notes(result: dict, families: dict[str, str] | str | None = None,
+def unidentified_notes(result: ResultLike, families: dict[str, str] | str | None = None,
                        expresses: Callable[[Family], bool] | None = None, with_best: bool = False) -> list[str]:
     """One line per unidentified or user-given parameter of each joint's exported model (after `prepare`);
     with_best: the joint's best model too (isaaclab.py's ACTUATORS_BEST)."""
     lines = []
-    for joint, jr in result["joints"].items():
+    r = as_result(result)
+    for joint, jr in r.joints.items():
         try:
-            names = [export_family(result, joint, families, expresses)]
+            names = [export_family(r, joint, families, expresses)]
         except ExportError:
             continue
-        if with_best and not families and jr.get("best_model") not in names:
-            names.append(jr["best_model"])
+        if with_best and not families and jr.best_model not in names:
+            names.append(jr.best_model)
         for name in names:
-            model = jr["models"].get(name) or {}
-            for p, u in (model.get("unidentified") or {}).items():
+            model = jr.models.get(name)
+            if model is None:
+                continue
+            for p, u in (model.unidentified or {}).items():
                 est = f"; estimate {u['estimate']:.4g}" if u["action"].startswith("written") else ""
                 lines.append(f"NOT IDENTIFIED {joint} {name}.{p} ({u['action']}{est}): {u['reason']}")
-            for p, v in (model.get("given") or {}).items():
+            for p, v in (model.given or {}).items():
                 lines.append(f"GIVEN {joint} {name}.{p} = {v:g} (set by the user, not fitted)")
     return lines
 
 
-def provenance(result: dict, info: dict | None = None) -> dict:
+def provenance(result: ResultLike, info: dict | None = None) -> dict:
     """Where an export comes from: fit id and dataset where known, the date, each joint's validation error, the
     verdict, and the physics dt and decimation its delays count in."""
     from datetime import UTC, datetime
 
-    info = {**(result.get("origin") or {}), **(info or {})}
-    assumed = result.get("assumptions", {})
+    r = as_result(result)
+    info = {**(r.origin or {}), **(info or {})}
     errors = {}
-    for joint, jr in result["joints"].items():
-        best = jr.get("best_model")
-        v = ((jr.get("models", {}).get(best) or {}).get("metrics") or {}).get("validation") or {}
-        if isinstance(v.get("position_rmse"), int | float):
-            errors[joint] = {"family": best, "position_rmse_rad": float(f"{v['position_rmse']:.4g}")}
-    ds = result.get("dataset") or {}
-    verdict = info.pop("verdict", None) or result.get("verdict") or {}
-    out = {"tool": "actuator-sysid", "fit_id": info.pop("fit_id", None) or result.get("fit_id"),
+    for joint, jr in r.joints.items():
+        best = jr.best_model
+        model = jr.models.get(best)
+        rmse = model.metrics.validation.position_rmse if model and model.metrics.validation else None
+        if isinstance(rmse, int | float):
+            errors[joint] = {"family": best, "position_rmse_rad": float(f"{rmse:.4g}")}
+    ds = r.dataset or {}
+    verdict = info.pop("verdict", None) or (r.verdict.to_json() if r.verdict else None) or {}
+    out = {"tool": "actuator-sysid", "fit_id": info.pop("fit_id", None) or r.fit_id,
            "dataset": info.pop("dataset", None) or {k: ds[k] for k in ("source_format", "joints", "segments",
                                                                         "duration_s") if k in ds} or None,
            "exported": datetime.now(UTC).strftime("%Y-%m-%d"),
            "validation_error": errors or None,
            "verdict": verdict.get("verdict", "not judged"),
            "verdict_reasons": [r for c in verdict.get("checks", []) if c["status"] != "ok" for r in [c["reason"]]],
-           "physics_dt_s": float(f"{physics_dt(result):.6g}"), "decimation": int(assumed.get("decimation", 1) or 1),
+           "physics_dt_s": float(f"{physics_dt(r):.6g}"), "decimation": int(r.assumptions.decimation or 1),
            "delay_unit": "physics steps of physics_dt_s", **info}
-    if result.get("renamed"):
-        out["renamed_joints"] = result["renamed"]
+    if r.renamed:
+        out["renamed_joints"] = r.renamed
     return {k: v for k, v in out.items() if v is not None}
 
 
