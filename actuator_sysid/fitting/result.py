@@ -160,8 +160,12 @@ class Metrics(Record):
                                           "segments": _list_of(_record(SegmentMetrics))}
 
     def best(self) -> SplitMetrics | None:
-        """The validation errors, else the training errors (a fit without validation segments)."""
-        return self.validation or self.train
+        """The validation errors, else the training errors (a fit without validation segments); an empty
+        object counts as none, as it does in the JSON."""
+        for m in (self.validation, self.train):
+            if m is not None and m.to_json():
+                return m
+        return None
 
 
 # --- a fitted family -----------------------------------------------------------------------------------------
@@ -361,7 +365,10 @@ class FitResult(Record):
         return self.joints[joint].models[family]
 
 
-def as_result(result: FitResult | Mapping[str, Json]) -> FitResult:
+ResultLike = FitResult | Mapping[str, Json]  # what readers accept while producers still hand over the dict
+
+
+def as_result(result: ResultLike) -> FitResult:
     """The typed result of a stored one (a result already typed passes through): the edge where readers that
     still receive the dict convert it."""
     return result if isinstance(result, FitResult) else FitResult.from_json(result)
