@@ -257,10 +257,20 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 def cmd_fit_robot(args: argparse.Namespace) -> int:
     """`fit LOG --robot MODEL`: a coupled fit of every actuator through the robot's own model (fitting/robot.py)."""
-    from .fitting.robot import RobotFitOptions, fit_robot, parse_groups, result_lines, write_robot_fit
+    from .fitting.robot import (
+        RobotFitOptions,
+        fit_robot,
+        parse_groups,
+        require_stand,
+        result_lines,
+        write_robot_fit,
+    )
     from .models.robot import RobotError, load_robot
 
+    require_stand(args.floating, args.fixed_base)
     robot = load_robot(args.robot, fixed_base=args.fixed_base)
+    if args.floating:
+        robot.notes.append(f"the model's floating base is held at {args.fixed_base} (fixed to the world)")
     try:
         rec = _read(args)
     except DatasetError as e:
@@ -276,6 +286,7 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
     delay = None if args.delay in (None, "scan") else int(args.delay)
     opts = RobotFitOptions(groups=parse_groups(args.groups), decimation=args.decimation or 4, delay=delay,
                            fit_bias=not args.no_bias, kp=args.kp, kd=args.kd, budget_s=args.budget,
+                           dc_motor=args.dc_motor,
                            max_iterations=args.generations or 12,
                            progress=lambda m: print(m, file=sys.stderr, flush=True))
     result = fit_robot(rec, robot, opts)
@@ -537,6 +548,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--kd", type=float, help="with --robot: PD damping, N·m·s/rad (default: the log's, else fitted)")
     f.add_argument("--delay", help="with --robot: command delay in physics steps, or scan (default scan 0..8)")
     f.add_argument("--no-bias", action="store_true", help="with --robot: no per-joint encoder bias")
+    f.add_argument("--floating", action="store_true", help="with --robot: the model's base floats (a free joint); "
+                   "name the link on the stand with --fixed-base")
+    f.add_argument("--dc-motor", action="store_true", help="with --robot: fit a DC-motor envelope per group "
+                   "(saturation effort, velocity limit, max motor effort); only a log that saturates identifies it")
     budget_args(f)
     f.add_argument("--out", help="output folder (default out/<log stem>)")
     f.set_defaults(func=cmd_fit)

@@ -200,3 +200,11 @@ def test_cli_names_a_bad_robot(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     assert main(["fit", str(GO2_LOG), "--robot", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert "could not import this robot model" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_cli_refuses_a_floating_base_with_no_link_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The API's 422 for a floating base on no stand is the CLI's error too, before anything is read or written."""
+    assert main(["fit", str(GO2_LOG), "--robot", str(GO2_XML), "--floating", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "floating base but no link named" in err and "--fixed-base" in err
+    assert not (tmp_path / "o").exists()

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from ..datasets.recording import DatasetError, Recording
+from ..fitting.robot import require_stand
 from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES, USD_SUFFIXES, RobotError, RobotModel
 from . import pages
 from .db import DEFAULT_PROJECT, NotFoundError, Repository
@@ -461,9 +462,7 @@ async def upload_robot(
 ) -> dict[str, Any]:
     """Import a robot model with Newton and store it; nothing is stored unless it imports."""
     name = _display_name(file.filename)
-    if floating and not fixed_base:
-        raise RobotError("floating=true but no link named: an in-air fit holds the robot on a stand; name the link "
-                         "fixed to the world in fixed_base (this version fixes the root link)")
+    require_stand(floating, fixed_base)
     tmp, blob = await run_in_threadpool(storage.receive, file.file, settings.max_upload_bytes)
     try:
         if blob[1] == 0:
