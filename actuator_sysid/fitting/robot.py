@@ -269,7 +269,7 @@ class _Evaluator:
         return np.nan_to_num(r.transpose(0, 3, 1, 2).reshape(x.shape[0], len(self.prob.names), -1), nan=1.0)
 
 
-def _replay(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays: list[int], q: np.ndarray, qd: np.ndarray,
+def replay_coupled(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays: list[int], q: np.ndarray, qd: np.ndarray,
             cmd: np.ndarray, cmd_qd: np.ndarray, start: int, decimation: int, dt: float, effort: np.ndarray
             ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each parameter set replayed alone from the measured state at `start` to the log's end: positions
@@ -309,7 +309,7 @@ class _Data:
     how: str  # how log joints were mapped
 
 
-def _prepare(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tuple[_Data, _Problem, bool]:
+def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tuple[_Data, _Problem, bool]:
     """Map the log onto the model, resolve groups and gains, split in time; returns data, problem, gains known."""
     if len(rec.segments) != 1:
         raise RobotError(f"this version fits one segment; the log has {len(rec.segments)} (split at time gaps?)")
@@ -590,7 +590,7 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     opts = opts or RobotFitOptions()
     t_start = time.perf_counter()
     say = opts.progress or (lambda m: log.info(m))
-    data, prob, gains_known = _prepare(rec, robot, opts)
+    data, prob, gains_known = prepare_fit(rec, robot, opts)
 
     def evaluator(starts: np.ndarray) -> _Evaluator:
         return _Evaluator(robot, prob, data.q, data.qd, data.cmd, data.cmd_qd, starts, data.length, opts.decimation,
@@ -643,7 +643,7 @@ def _validate(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, 
     defaults = {"armature": robot.armature[None], "viscous_friction": robot.damping[None],
                 "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
                 "bias": np.zeros((1, len(names)))}
-    (rep_fit, cut), (rep_def, _) = _replay(robot, [fitted, defaults], [delay, 0], data.q, data.qd, data.cmd,
+    (rep_fit, cut), (rep_def, _) = replay_coupled(robot, [fitted, defaults], [delay, 0], data.q, data.qd, data.cmd,
                                            data.cmd_qd, data.split, opts.decimation, data.dt, prob.effort_limit)
     meas = data.q[data.split:]
 

@@ -268,12 +268,12 @@ def fit_options(body: RobotFitIn, progress: Callable[[str], None] | None = None)
 
 def check_robot_fit(rec: Recording, robot: dict, body: RobotFitIn, settings: Settings) -> None:
     """Every check fit_robot makes before it computes (joint mapping, groups, split, windows), as a 422 now."""
-    from ..fitting.robot import _prepare  # the same checks and messages the CLI's fit gives
+    from ..fitting.robot import prepare_fit  # the same checks and messages the CLI's fit gives
 
     if body.budget_s > settings.job_time_limit_s:
         raise RobotError(f"robot.budget_s is {body.budget_s:g} s; the limit is the job time limit, "
                          f"{settings.job_time_limit_s:g} s (ACTUATOR_SYSID_JOB_TIME_LIMIT_S)")
-    data, _prob, _known = _prepare(rec, robot_from_summary(robot), fit_options(body))
+    data, _prob, _known = prepare_fit(rec, robot_from_summary(robot), fit_options(body))
     if data.starts.size > MAX_WINDOWS:
         raise RobotError(f"the training part makes {data.starts.size} windows of robot.window_s = {body.window_s:g} s; "
                          f"the limit is {MAX_WINDOWS}: raise window_s")
@@ -353,14 +353,14 @@ def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any
     """Measured vs simulated (the fit, and the model file's own joint terms) per joint on the validation span.
 
     fitting/robot.py reports only the errors of this replay; the page draws it, so it is replayed once more."""
-    from ..fitting.robot import _prepare, _replay
+    from ..fitting.robot import prepare_fit, replay_coupled
 
-    data, prob, _known = _prepare(rec, robot, opts)
+    data, prob, _known = prepare_fit(rec, robot, opts)
     fitted = _fitted_values(result, prob.names)
     defaults = {"armature": robot.armature[None], "viscous_friction": robot.damping[None],  # as its _validate
                 "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
                 "bias": np.zeros((1, len(prob.names)))}
-    replays = _replay(robot, [fitted, defaults], [int(result["delay_steps"]), 0], data.q, data.qd, data.cmd,
+    replays = replay_coupled(robot, [fitted, defaults], [int(result["delay_steps"]), 0], data.q, data.qd, data.cmd,
                       data.cmd_qd, data.split, opts.decimation, data.dt, prob.effort_limit)
     sim_fit, sim_def = (r[0] if isinstance(r, tuple) else r for r in replays)  # positions (and the envelope's share)
     step = max(1, (data.q.shape[0] - data.split) // TRACE_POINTS)
