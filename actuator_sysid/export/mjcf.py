@@ -25,6 +25,7 @@ import math
 from xml.sax.saxutils import quoteattr
 
 from ..datasets.recording import JointInfo, Recording
+from ..fitting.result import ResultLike, as_result
 from ..models.families import Family
 from .common import ChosenModel, Finding, bench_loads, choose, physics_dt, substitutions
 from .newton_usd import MIN_INERTIA, MIN_MASS, prim_name
@@ -177,17 +178,18 @@ def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: flo
     return "\n".join(lines) + "\n"
 
 
-def model_findings(result: dict, models: list[ChosenModel]) -> list[Finding]:
+def model_findings(result: ResultLike, models: list[ChosenModel]) -> list[Finding]:
     """Per joint: the fit written in place of a best model MuJoCo cannot hold, and what the written one loses."""
     return substitutions(result, models, "MuJoCo", "EXPORT.MJCF") + [f for m in models for f in mjcf_warnings(m)]
 
 
-def build_mjcf(result: dict, rec: Recording | None = None, *, families: dict[str, str] | str | None = None,
+def build_mjcf(result: ResultLike, rec: Recording | None = None, *, families: dict[str, str] | str | None = None,
                loads: dict[str, dict] | None = None) -> tuple[str, list[Finding]]:
     """(MJCF text, findings): the standalone model and what it approximates."""
-    models = choose(result, families, expresses)
-    text = render_model(models, bench_loads(result, rec, loads), physics_dt(result))
-    findings = model_findings(result, models)
+    typed = as_result(result)
+    models = choose(typed, families, expresses)
+    text = render_model(models, bench_loads(typed, rec, loads), physics_dt(typed))
+    findings = model_findings(typed, models)
     if any(m.family.drive == "implicit" for m in models) and not all(m.family.drive == "implicit" for m in models):
         findings.append(Finding("EXPORT.MJCF.integrator", "warning", "option",
                                 "explicit and implicit-family joints share one model: Euler integrates the implicit "
@@ -195,6 +197,6 @@ def build_mjcf(result: dict, rec: Recording | None = None, *, families: dict[str
     return text, findings
 
 
-def render_mjcf(result: dict, rec: Recording | None = None, **kwargs) -> str:
+def render_mjcf(result: ResultLike, rec: Recording | None = None, **kwargs) -> str:
     """The MJCF export as text (see build_mjcf)."""
     return build_mjcf(result, rec, **kwargs)[0]

@@ -15,26 +15,27 @@ from __future__ import annotations
 import json
 import math
 
+from ..fitting.result import ResultLike, as_result
 from ..models import parameters
 from .common import choose
 
 DEFAULT_RELATIVE = 0.10
 
 
-def _ranges(result: dict, families: dict[str, str] | str | None) -> dict[str, dict]:
-    models = choose(result, families)
+def _ranges(result: ResultLike, families: dict[str, str] | str | None) -> dict[str, dict]:
+    typed = as_result(result)
+    models = choose(typed, families)
     by_family: dict[str, list] = {}
     for m in models:
         by_family.setdefault(m.family.name, []).append(m)
     out = {}
     for m in models:
-        jr = result["joints"][m.joint]["models"][m.family.name]
-        intervals = jr.get("intervals") or {}
+        fit = typed.model(m.joint, m.family.name)
+        intervals = fit.intervals
         ranges, sources = {}, {}
-        left_out = {**{n: "not identified: " + str(u.get("reason", "")) for n, u in (jr.get("unidentified") or {}).items()},
-                    **{n: "not identified: " + str(iv.get("reason", "")) for n, iv in intervals.items()
-                       if not iv.get("identified", True)},
-                    **{n: "given by the user, not fitted" for n in jr.get("given") or {}}}
+        left_out = {**{n: "not identified: " + str(u.get("reason", "")) for n, u in (fit.unidentified or {}).items()},
+                    **{n: "not identified: " + (iv.reason or "") for n, iv in intervals.items() if not iv.identified},
+                    **{n: "given by the user, not fitted" for n in fit.given or {}}}
         for name in m.family.params:
             v = m.params.get(name)
             if name in left_out:
@@ -43,11 +44,11 @@ def _ranges(result: dict, families: dict[str, str] | str | None) -> dict[str, di
             if v is None or not math.isfinite(float(v)):
                 continue
             p = parameters.get(name)
-            iv = intervals.get(name) or {}
+            iv = intervals.get(name)
             peers = [float(o.params[name]) for o in by_family[m.family.name]
                      if name in o.params and math.isfinite(float(o.params[name]))]
-            if iv.get("interval95"):
-                lo, hi = iv["interval95"]
+            if iv is not None and iv.interval95:
+                lo, hi = iv.interval95
                 src = "interval95"
             elif len(peers) > 1 and max(peers) > min(peers):
                 lo, hi, src = min(peers), max(peers), "spread across joints"
@@ -64,7 +65,7 @@ def _ranges(result: dict, families: dict[str, str] | str | None) -> dict[str, di
     return out
 
 
-def randomization(result: dict, families: dict[str, str] | str | None = None, asset: str = "robot") -> dict:
+def randomization(result: ResultLike, families: dict[str, str] | str | None = None, asset: str = "robot") -> dict:
     """The randomization document: per-joint ranges and Isaac Lab event-term parameters."""
     joints = _ranges(result, families)
     events, cfgs = {}, {}
@@ -96,5 +97,5 @@ def randomization(result: dict, families: dict[str, str] | str | None = None, as
     }
 
 
-def render_randomization(result: dict, families: dict[str, str] | str | None = None) -> str:
+def render_randomization(result: ResultLike, families: dict[str, str] | str | None = None) -> str:
     return json.dumps(randomization(result, families), indent=2) + "\n"
