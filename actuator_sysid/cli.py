@@ -469,9 +469,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `actuator-sysid` command line: one builder per subcommand."""
     p = argparse.ArgumentParser(prog="actuator-sysid", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
+    for add in (_serve_parser, _token_parser, _inspect_parser, _fit_parser, _excite_parser, _demo_parser,
+                _export_parser, _validate_parser):
+        add(sub)
+    return p
 
+
+def _serve_parser(sub: argparse._SubParsersAction) -> None:
+    """`serve`: the HTTP service and web UI."""
     s = sub.add_parser("serve", help="run the HTTP service and web UI")
     s.add_argument("--host", help="listen address (default ACTUATOR_SYSID_HOST or 127.0.0.1)")
     s.add_argument("--port", type=int, help="listen port (default ACTUATOR_SYSID_PORT or 8000)")
@@ -483,6 +491,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, help="fits running at once (default 1)")
     s.set_defaults(func=cmd_serve)
 
+
+def _token_parser(sub: argparse._SubParsersAction) -> None:
+    """`token`: API tokens on the server's database."""
     tk = sub.add_parser("token", help="create, list or revoke API tokens")
     tk.add_argument("action", choices=["create", "list", "revoke"])
     tk.add_argument("id", nargs="?", help="token id to revoke (from `token list`)")
@@ -492,37 +503,47 @@ def build_parser() -> argparse.ArgumentParser:
     tk.add_argument("--database-url", help="the server's database URL, if not SQLite in the data dir")
     tk.set_defaults(func=cmd_token)
 
-    def log_args(sp: argparse.ArgumentParser) -> None:
-        from .datasets.readers import registry  # importing readers registers every log format
 
-        sp.add_argument("log", nargs="+", help=f"joint log(s): files, folders or zips of one dataset "
-                                               f"({registry.labels()})")
-        sp.add_argument("--sidecar", help="metadata JSON (default: <log>.json or <stem>.json beside the log)")
-        sp.add_argument("--format", help=f"{registry.format_list()} (default: detect from the content)")
-        sp.add_argument("--joint-names", help="comma-separated joint names, for files without them (PACE, "
-                                              "Float64MultiArray commands, LeRobot, Isaac Lab HDF5)")
-        sp.add_argument("--state-topic", help="ROS: the measured sensor_msgs/JointState topic")
-        sp.add_argument("--command-topic", help="ROS: the command topic (JointState, JointTrajectory or "
-                                                "Float64MultiArray)")
-        sp.add_argument("--positions", help="HDF5: dataset of joint positions in each demo, e.g. obs/joint_pos")
-        sp.add_argument("--targets", help="HDF5: dataset of position targets in each demo, e.g. actions")
-        sp.add_argument("--velocities", help="HDF5: dataset of joint velocities in each demo (optional)")
-        sp.add_argument("--rate", type=float, help="sample rate in Hz for logs without time stamps (Isaac Lab "
-                                                   "HDF5: required; actuator-net CSV: default 50)")
+def _log_args(sp: argparse.ArgumentParser) -> None:
+    """The log arguments every subcommand that reads a log shares; formats from the reader registry."""
+    from .datasets.readers import registry  # importing readers registers every log format
 
-    def budget_args(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-        sp.add_argument("--generations", type=int, help="CMA-ES generations per model family")
-        sp.add_argument("--population", type=int, help="CMA-ES population size")
-        sp.add_argument("--budget", type=float, metavar="SECONDS",
-                        help="wall-clock budget for the whole fit: the search stops with its best so far")
+    sp.add_argument("log", nargs="+", help=f"joint log(s): files, folders or zips of one dataset "
+                                           f"({registry.labels()})")
+    sp.add_argument("--sidecar", help="metadata JSON (default: <log>.json or <stem>.json beside the log)")
+    sp.add_argument("--format", help=f"{registry.format_list()} (default: detect from the content)")
+    sp.add_argument("--joint-names", help="comma-separated joint names, for files without them (PACE, "
+                                          "Float64MultiArray commands, LeRobot, Isaac Lab HDF5)")
+    sp.add_argument("--state-topic", help="ROS: the measured sensor_msgs/JointState topic")
+    sp.add_argument("--command-topic", help="ROS: the command topic (JointState, JointTrajectory or "
+                                            "Float64MultiArray)")
+    sp.add_argument("--positions", help="HDF5: dataset of joint positions in each demo, e.g. obs/joint_pos")
+    sp.add_argument("--targets", help="HDF5: dataset of position targets in each demo, e.g. actions")
+    sp.add_argument("--velocities", help="HDF5: dataset of joint velocities in each demo (optional)")
+    sp.add_argument("--rate", type=float, help="sample rate in Hz for logs without time stamps (Isaac Lab "
+                                               "HDF5: required; actuator-net CSV: default 50)")
 
+
+def _budget_args(sp: argparse.ArgumentParser) -> None:
+    """Seed and search budget, shared by fit and demo."""
+    sp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    sp.add_argument("--generations", type=int, help="CMA-ES generations per model family")
+    sp.add_argument("--population", type=int, help="CMA-ES population size")
+    sp.add_argument("--budget", type=float, metavar="SECONDS",
+                    help="wall-clock budget for the whole fit: the search stops with its best so far")
+
+
+def _inspect_parser(sub: argparse._SubParsersAction) -> None:
+    """`inspect`: what the reader makes of a log."""
     i = sub.add_parser("inspect", help="print what the reader makes of a log, as JSON")
-    log_args(i)
+    _log_args(i)
     i.set_defaults(func=cmd_inspect)
 
+
+def _fit_parser(sub: argparse._SubParsersAction) -> None:
+    """`fit`: models fitted to a log; results, report and exports."""
     f = sub.add_parser("fit", help="fit actuator models to a log and write results, report and exports")
-    log_args(f)
+    _log_args(f)
     f.add_argument("--models", help="comma-separated model families, e.g. dcmotor,ideal_pd (default dcmotor); "
                                     "mlp,lstm fit actuator networks")
     f.add_argument("--joints", help="comma-separated joints to fit (default: all)")
@@ -539,6 +560,14 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--folds", type=int, metavar="K", help="k-fold cross-validation over whole recordings")
     f.add_argument("--folds-by", metavar="KEY",
                    help="leave-one-value-out cross-validation: one fold per value of metadata KEY (e.g. kp)")
+    _robot_args(f)
+    _budget_args(f)
+    f.add_argument("--out", help="output folder (default out/<log stem>)")
+    f.set_defaults(func=cmd_fit)
+
+
+def _robot_args(f: argparse.ArgumentParser) -> None:
+    """`fit --robot`: the whole-robot options."""
     f.add_argument("--robot", help="robot model (MJCF, URDF, USD): fit every actuator through the robot's coupled "
                                    "dynamics, hanging in the air (visuals and collisions skipped)")
     f.add_argument("--fixed-base", metavar="LINK", help="with --robot: the link fixed to the world (default the root)")
@@ -552,10 +581,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "name the link on the stand with --fixed-base")
     f.add_argument("--dc-motor", action="store_true", help="with --robot: fit a DC-motor envelope per group "
                    "(saturation effort, velocity limit, max motor effort); only a log that saturates identifies it")
-    budget_args(f)
-    f.add_argument("--out", help="output folder (default out/<log stem>)")
-    f.set_defaults(func=cmd_fit)
 
+
+def _excite_parser(sub: argparse._SubParsersAction) -> None:
+    """`excite`: an excitation within bounds, with its predicted identifiability."""
     e = sub.add_parser("excite", help="design an excitation (chirp, multisine, steps, prbs, BAM set) within bounds")
     e.add_argument("--kind", default="chirp", help="chirp, multisine, steps, prbs, sin_time_square, lift_and_drop, "
                                                    "up_and_down or bam (the three BAM trajectories); default chirp")
@@ -584,11 +613,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", help="CSV file to write (+ <stem>.json sidecar); default: CSV on stdout")
     e.set_defaults(func=cmd_excite)
 
+
+def _demo_parser(sub: argparse._SubParsersAction) -> None:
+    """`demo`: a log from known DCMotor parameters, fitted back."""
     d = sub.add_parser("demo", help="simulate a pendulum log from known DCMotor parameters and fit it")
     d.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
-    budget_args(d)
+    _budget_args(d)
     d.set_defaults(func=cmd_demo)
 
+
+def _export_parser(sub: argparse._SubParsersAction) -> None:
+    """`export`: one export of a fit."""
     x = sub.add_parser("export", help="render one export of a fit: isaaclab.py/.json/.yaml, newton.usda, mjcf.xml, "
                                       "randomization.json")
     x.add_argument("fit", help="fit folder (with fit.json) or a fit.json file")
@@ -621,10 +656,12 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--robot", help="robot USD whose joints (matched by prim name) get the fitted NewtonActuators")
     x.set_defaults(func=cmd_export)
 
+
+def _validate_parser(sub: argparse._SubParsersAction) -> None:
+    """`validate`: NEWTON.DJ.001 on a USD file."""
     v = sub.add_parser("validate", help="check a USD file's Newton actuation (rule NEWTON.DJ.001)")
     v.add_argument("usd", help="USD file (.usda, .usdc, .usd)")
     v.set_defaults(func=cmd_validate)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
