@@ -49,6 +49,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_nets_gru.py": ("conformance",),
     "test_robot.py": ("conformance",),
     "test_robot_exports.py": ("conformance",),
+    "test_robot_import.py": ("conformance",),
     "test_robot_service.py": ("service",),
     "test_robot.py::test_recovers_group_terms_from_a_newton_log": ("conformance", "slow"),
     "test_robot.py::test_cli_fits_the_real_go2_chirp": ("slow",),

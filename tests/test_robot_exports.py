@@ -222,12 +222,7 @@ def test_a_usd_robot_gets_a_layer_over_its_own_file(tmp_path: Path) -> None:
     import newton
 
     usd = Path(newton.__file__).parent / "examples" / "assets" / "ant.usda"
-    ant = load_robot(usd)
-    # ant.usda drives its joints (UsdPhysics DriveAPI, kp 0.04 per degree): an explicit fitted actuator replaces
-    # the drive (Isaac Lab zeroes explicit groups' drives, docs/consumer-semantics.md §A.3), so the log and our
-    # rollout run without it, as the exported layer does (it removes the drive)
-    for d in ant.dof:
-        ant.builder.joint_target_ke[d] = ant.builder.joint_target_kd[d] = 0.0
+    ant = load_robot(usd)  # its UsdPhysics drives (kp 0.04 per degree) zeroed by load_robot, as the layer removes them
     n = len(ant.joint_names)
     bias = np.linspace(-0.01, 0.01, n)
     truth = {"leg": (0.01, 0.3, 0.1), "foot": (0.005, 0.2, 0.05)}

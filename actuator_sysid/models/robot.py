@@ -3,7 +3,8 @@
 An in-air fit needs the joint tree and the bodies' inertia only: visuals, collision shapes and meshes are
 skipped (a model whose meshes are absent still loads), contacts are off in the rollout, and the base is fixed
 to the world by default (the robot hangs on a stand). The joint terms the model states (armature, viscous
-damping, frictionloss, limits) are read so a fit can start from them and report against them.
+damping, frictionloss, limits) are read so a fit can start from them and report against them; the drives it
+states on the fitted joints are zeroed, since the fitted actuators replace them.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class RobotModel:
     armature: np.ndarray  # (J,) kg·m²
     damping: np.ndarray  # (J,) N·m·s/rad, passive viscous damping
     friction: np.ndarray  # (J,) N·m, frictionloss (dry friction)
-    effort_limit: np.ndarray  # (J,) N·m, from the joint, or the MJCF motor's ctrlrange; inf where none
+    effort_limit: np.ndarray  # (J,) N·m, the joint's limit and its MuJoCo actuators' (geared); inf where none
     base: str  # the root link's name
     fixed_base: bool = True
     notes: list[str] = field(default_factory=list)
@@ -66,34 +67,101 @@ def _short(label: str) -> str:
     return label.rsplit("/", 1)[-1]
 
 
-def _mjcf_motor_limits(path: Path) -> dict[str, float]:
-    """Joint name → |ctrlrange| of the MJCF <motor> driving it (classes resolved); the importer does not keep it."""
-    import xml.etree.ElementTree as ET
+def _mujoco_actuators(builder) -> list[dict]:
+    """The MuJoCo actuators Newton's importer kept on the builder (`mujoco:actuator_*`, classes resolved), one dict
+    per actuator with its short attribute names; empty when the model states none (URDF, most USD)."""
+    attrs = {k.split(":", 1)[1].removeprefix("actuator_"): a for k, a in builder.custom_attributes.items()
+             if getattr(a, "frequency", None) == "mujoco:actuator"}
+    if "trnid" not in attrs:
+        return []
+    count = len(attrs["trnid"].values or [])
 
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError:
-        return {}
-    classes: dict[str, dict] = {}
+    def value(a, i: int):
+        vals = a.values or []
+        return a.default if i >= len(vals) or vals[i] is None else vals[i]
 
-    def walk(node: ET.Element, inherited: dict) -> None:
-        for d in node.findall("default"):
-            mine = dict(inherited)
-            motor = d.find("motor")
-            if motor is not None and "ctrlrange" in motor.attrib:
-                mine["ctrlrange"] = motor.attrib["ctrlrange"]
-            classes[d.attrib.get("class", "main")] = mine
-            walk(d, mine)
+    return [{name: value(a, i) for name, a in attrs.items()} for i in range(count)]
 
-    walk(root, {})
-    out: dict[str, float] = {}
-    for act in root.iter("actuator"):
-        for m in act.findall("motor"):
-            rng = m.attrib.get("ctrlrange") or classes.get(m.attrib.get("class", "main"), {}).get("ctrlrange")
-            if rng and "joint" in m.attrib:
-                lo, hi = (float(v) for v in rng.split())
-                out[m.attrib["joint"]] = max(abs(lo), abs(hi))
+
+# MuJoCo's enums as Newton stores them: trntype joint / jointinparent; gain fixed; bias none; dynamics none;
+# the tri-state *limited (0 false, 1 true, 2 auto: limited when the range is given); Newton's ctrl source
+# CTRL_DIRECT (1: driven by ctrl; JOINT_TARGET servos are Newton's joint_target_ke / kd instead)
+_TRN_JOINT, _GAIN_FIXED, _BIAS_NONE, _DYN_NONE, _AUTO, _CTRL = (0, 1), 0, 0, 0, 2, 1
+
+
+def _stated(x: float) -> float:
+    """A float32 value as the file wrote it (23.7, not 23.700000762939453); any other float unchanged."""
+    x = float(x)
+    return float(str(np.float32(x))) if np.isfinite(x) and float(np.float32(x)) == x else x
+
+
+def _limited(act: dict, kind: str) -> bool:
+    """Whether MuJoCo clamps this actuator's ctrl / force: `*limited` true, or auto with the range given."""
+    flag = int(act.get(f"{kind}limited", _AUTO))
+    return bool(act.get(f"has_{kind}range", 0)) if flag == _AUTO else flag == 1
+
+
+def _actuator_effort_limits(actuators: list[dict]) -> dict[int, float]:
+    """DoF index → the most joint torque the model's actuators can apply there, by MuJoCo's rules.
+
+    Per actuator (MuJoCo XML reference, actuator / force limits): the control is clamped to ctrlrange, so a force
+    gain·ctrl with no bias and no activation dynamics (a <motor>) is bounded by |gain|·|ctrlrange|; the force is
+    clamped to forcerange; the joint sees gear × force. Actuators on one joint add up; the joint's own
+    actuatorfrcrange (a clamp of that sum) Newton's importer already put in joint_effort_limit. A range is taken
+    as its larger magnitude; an actuator bounded by neither range leaves its joint unbounded.
+    """
+    out: dict[int, float] = {}
+    for act in actuators:
+        gear = abs(_stated(act.get("gear", [1.0])[0]))
+        if int(act.get("trntype", 0)) not in _TRN_JOINT or gear == 0.0:  # a zero gear moves nothing
+            continue
+        dof = int(act["trnid"][0])
+        bound = np.inf
+        plain = (int(act.get("gaintype", 0)) == _GAIN_FIXED and int(act.get("biastype", 0)) == _BIAS_NONE
+                 and int(act.get("dyntype", 0)) == _DYN_NONE)
+        if plain and _limited(act, "ctrl"):
+            bound = abs(_stated(act["gainprm"][0])) * max(abs(_stated(v)) for v in act["ctrlrange"])
+        if _limited(act, "force"):
+            bound = min(bound, max(abs(_stated(v)) for v in act["forcerange"]))
+        out[dof] = out.get(dof, 0.0) + gear * bound
     return out
+
+
+def _zero_own_drives(builder, dofs: np.ndarray, names: list[str], actuators: list[dict]) -> str | None:
+    """Zero the drives the model file states on the joints we fit; what was zeroed, for the summary's notes.
+
+    The fitted actuator replaces them, as Isaac Lab zeroes an explicit actuator's drive (docs/consumer-semantics.md
+    §D): our rollout never sets drive targets, so a kept drive (a USD DriveAPI, an MJCF position servo, both
+    Newton's joint_target_ke / kd) would pull toward 0 while a Newton log's drive follows the command. MJCF
+    actuators driven directly by ctrl (left at 0) apply only their bias: one with a bias (a servo written as
+    <general>) has its gain and bias zeroed too; a <motor> (no bias) applies nothing and is left as it is.
+    """
+    ke = np.array(builder.joint_target_ke, float)[dofs]
+    kd = np.array(builder.joint_target_kd, float)[dofs]
+    for d in dofs:
+        builder.joint_target_ke[int(d)] = builder.joint_target_kd[int(d)] = 0.0
+    fitted, biased = {int(d): n for d, n in zip(dofs, names, strict=True)}, set()
+    gain_attr, bias_attr = (builder.custom_attributes.get(f"mujoco:actuator_{k}") for k in ("gainprm", "biasprm"))
+    for i, act in enumerate(actuators):
+        dof = int(act["trnid"][0])
+        if (int(act.get("trntype", 0)) in _TRN_JOINT and dof in fitted and int(act.get("ctrl_source", 1)) == _CTRL
+                and np.any(np.asarray(act["biasprm"], float))):
+            for attr in (gain_attr, bias_attr):
+                attr.values.extend([None] * (i + 1 - len(attr.values)))
+                attr.values[i] = attr.dtype()  # zeros
+            biased.add(fitted[dof])
+    parts = []
+    if np.any(ke) or np.any(kd):
+        on = [n for n, p, v in zip(names, ke, kd, strict=True) if p or v]
+        parts.append(f"drive gains (joint_target_ke up to {ke.max():.4g} N·m/rad, kd up to {kd.max():.4g} N·m·s/rad) "
+                     f"on {len(on)} joint(s): {', '.join(on)}")
+    if biased:
+        parts.append(f"MJCF actuators' gain and bias on {len(biased)} joint(s): "
+                     f"{', '.join(n for n in names if n in biased)}")
+    if not parts:
+        return None
+    return ("the model's own drives zeroed on the fitted joints — " + "; ".join(parts) + ": the fitted actuators "
+            "replace them, as Isaac Lab does for explicit actuators, and the rollout sets no drive targets")
 
 
 def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool = False) -> RobotModel:
@@ -177,11 +245,15 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
     if len(set(names)) != len(names):
         names = list(labels)
         notes.append("joint short names repeat; full labels used as names")
-    effort = np.array(builder.joint_effort_limit, float)[dof]
+    effort = np.array([_stated(e) for e in builder.joint_effort_limit])[dof]  # actuatorfrcrange, URDF / USD limit
     effort = np.where(effort >= 1e5, np.inf, effort)  # the importers' "no limit" is 1e6
-    if suffix in MJCF_SUFFIXES:
-        motors = _mjcf_motor_limits(path)
-        effort = np.array([min(e, motors.get(n, np.inf)) for e, n in zip(effort, names, strict=True)])
+    actuators = _mujoco_actuators(builder)
+    if by_dof := _actuator_effort_limits(actuators):
+        effort = np.array([min(e, by_dof.get(int(d), np.inf)) for e, d in zip(effort, dof, strict=True)])
+        notes.append("effort limits include the model's MuJoCo actuators: gear × min(|gain|·|ctrlrange| for a "
+                     "motor, |forcerange|), summed per joint, within the joint's actuatorfrcrange")
+    if zeroed := _zero_own_drives(builder, dof, names, actuators):
+        notes.append(zeroed)
     return RobotModel(
         path=path, builder=builder, joint_names=names, labels=labels, dof=dof, parent=parents_j,
         component=comp.astype(int), lower=np.array(builder.joint_limit_lower, float)[dof],
