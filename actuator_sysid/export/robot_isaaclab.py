@@ -10,7 +10,6 @@ a delay) is our subclass from export/isaaclab.py, defined in the Python source.
 from __future__ import annotations
 
 import json
-import math
 import re
 
 from .common import ExportError, prepend_comment
@@ -27,12 +26,7 @@ def robot_doc(result: dict) -> dict:
     """The whole-robot dict (`actuators`, `sim`, `encoder_bias`) with its provenance, checked as Isaac Lab would."""
     from ..fitting.robot import isaaclab_dict
 
-    doc = isaaclab_dict(result)
-    for g, spec in doc["actuators"].items():  # the model's box after a DC envelope is the envelope's smaller max
-        box = result["groups"].get(g, {}).get("model_effort_limit")  # motor effort (§C.2 maths)
-        if "saturation_effort" in spec and isinstance(box, int | float) and box < spec.get("actuator_effort_limit",
-                                                                                          math.inf):
-            spec["actuator_effort_limit"] = float(box)
+    doc = isaaclab_dict(result)  # a DC group's effort limit is already the smaller of envelope and model box
     validate_cfgs({g: {"class_type": s["class_type"], "cfg": _cfg_fields(s)} for g, s in doc["actuators"].items()})
     return {"provenance": provenance_lines(result, "Isaac Lab 3.0 actuators"), **doc}
 

@@ -722,6 +722,9 @@ def isaaclab_dict(result: dict) -> dict:
                "armature": e["armature"], "friction": e["friction"], "viscous_friction": e["viscous_friction"]}
         if e.get("effort_limit") is not None:
             cfg["actuator_effort_limit"] = e["effort_limit"]
+        box = e.get("model_effort_limit")  # after the envelope, the model's box clips at the smaller of the two
+        if dc and isinstance(box, int | float) and box < cfg.get("actuator_effort_limit", math.inf):
+            cfg["actuator_effort_limit"] = float(box)
         if dc:
             cfg["saturation_effort"] = e["saturation_effort"]
             cfg["actuator_velocity_limit"] = e["velocity_limit"]
