@@ -181,13 +181,15 @@ def _ours_judged(xml: str, log: peer.PeerLog, res: dict, split: int) -> dict:
     """Our fitted values replayed by the peer's judge (MuJoCo C, position actuators), from the split."""
     names = log.joints
     terms = {"armature": np.zeros(len(names)), "damping": np.zeros(len(names)), "frictionloss": np.zeros(len(names))}
+    kp, kd = np.zeros(len(names)), np.zeros(len(names))
     for e in res["groups"].values():
         for nm in e["joints"]:
             k = names.index(nm)
             terms["armature"][k], terms["damping"][k] = e["armature"], e["viscous_friction"]
-            terms["frictionloss"][k] = e["friction"]
+            terms["frictionloss"][k], kp[k], kd[k] = e["friction"], e["stiffness"], e["damping"]
     offsets = np.array([res["encoder_bias"][n] for n in names])
-    return peer.replay_terms(xml, log, split, terms, offsets, res["delay_steps"] * log.dt_log / log.decimation)
+    return peer.replay_terms(xml, log, split, terms, offsets, res["delay_steps"] * log.dt_log / log.decimation,
+                             gains=(kp, kd))
 
 
 def summary_ours(res: dict, wall: float) -> dict:

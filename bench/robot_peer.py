@@ -189,13 +189,18 @@ def replay_rmse(xml: str, log: PeerLog, opt: sysid.ParameterDict | None, start: 
 
 
 def replay_terms(xml: str, log: PeerLog, start: int, terms: dict[str, np.ndarray], offsets: np.ndarray,
-                 delay: float) -> dict:
-    """Per-joint armature / damping / frictionloss, offsets (rad) and a delay (s) replayed by the same judge."""
+                 delay: float, gains: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+    """Per-joint armature / damping / frictionloss, offsets (rad), a delay (s) and, when given, per-joint PD
+    gains (kp, kd) replayed by the same judge."""
     spec = mujoco.MjSpec.from_string(xml)
     for k, j in enumerate(log.joints):
         for t, v in terms.items():
             set_term(spec.joint(j), t, float(v[k]))
         spec.joint(j).ref = float(offsets[k])
+    if gains is not None:
+        for act in spec.actuators:  # position actuators, one per joint (in_air_xml)
+            k = log.joints.index(act.target)
+            act.gainprm[0], act.biasprm[1], act.biasprm[2] = gains[0][k], -gains[0][k], -gains[1][k]
     return _replay(spec, log, start, delay)
 
 
