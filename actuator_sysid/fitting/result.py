@@ -115,8 +115,12 @@ class Record:
         return out
 
     def has(self, key: str) -> bool:
-        """Whether the stored object had `key` (a field left at its default may have been absent)."""
-        return key in self.key_order if self.key_order else key in self._named() or key in self.extra
+        """Whether the stored object had `key` (a field at its default may have been absent); for a record
+        built in code (or a default standing in for an absent object): whether it was set off its default."""
+        if self.key_order:
+            return key in self.key_order
+        named = self._named()
+        return key in self.extra or (key in named and getattr(self, key) != named[key])
 
 
 # --- metrics -------------------------------------------------------------------------------------------------
@@ -228,6 +232,7 @@ class NetFit(ModelFit):
     torque_metrics: Mapping[str, Json] | None = None
     torque_range: float | None = None
     assumptions: str | None = None
+    comparison: Mapping[str, Json] | None = None  # against the best parametric model on the same segments
 
     @property
     def is_network(self) -> bool:
