@@ -28,10 +28,12 @@ from __future__ import annotations
 import io
 import json
 import warnings
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..fitting.result import ModelFit, NetFit, ResultLike, as_result
 from ..models.families import NET_FAMILIES
 from ..models.networks import ActuatorGRU, ActuatorLSTM
 from .common import ExportError, Finding
@@ -49,10 +51,21 @@ ONNX_LSTM_NAMES = {"input_name": "input", "hidden_in_name": "hidden_in", "cell_i
                    "output_name": "effort", "hidden_out_name": "hidden_out", "cell_out_name": "cell_out"}
 
 
-def net_model(result: dict, joint: str | None = None, kind: str | None = None) -> tuple[str, str, dict]:
+NetEntry = ModelFit | Mapping[str, Any]  # a fitted network: typed, or its JSON entry (fitting.nets.fit_network)
+
+
+def as_net(model: NetEntry) -> NetFit:
+    """The typed network fit of a result entry (a typed one passes through)."""
+    if isinstance(model, NetFit):
+        return model
+    return NetFit.from_json(model.to_json() if isinstance(model, ModelFit) else model)
+
+
+def net_model(result: ResultLike, joint: str | None = None, kind: str | None = None) -> tuple[str, str, NetFit]:
     """(joint, kind, result entry) of a fitted network: the named joint (else the only joint with a net) and
     kind (else the net with the lower validation position error)."""
-    nets = {j: {k: m for k, m in jr["models"].items() if k in NET_FAMILIES} for j, jr in result["joints"].items()}
+    nets = {j: {k: as_net(m) for k, m in jr.models.items() if k in NET_FAMILIES}
+            for j, jr in as_result(result).joints.items()}
     nets = {j: v for j, v in nets.items() if v}
     if not nets:
         raise ExportError("this fit has no network model: fit with --models mlp, lstm or gru to export a checkpoint")
@@ -63,18 +76,18 @@ def net_model(result: dict, joint: str | None = None, kind: str | None = None) -
     if joint not in nets:
         raise ExportError(f"joint {joint!r} has no network model; joints with one: {sorted(nets)}")
     if kind is None:
-        def score(m: dict) -> float:
-            v = m["metrics"].get("validation") or m["metrics"].get("train") or {}
-            return float(v.get("position_rmse", float("inf")))
+        def score(m: NetFit) -> float:
+            v = m.metrics.best()
+            return float("inf") if v is None or v.position_rmse is None else float(v.position_rmse)
         kind = min(nets[joint], key=lambda k: score(nets[joint][k]))
     if kind not in nets[joint]:
         raise ExportError(f"joint {joint!r} has no fitted {kind!r} network; fitted: {sorted(nets[joint])}")
     return joint, kind, nets[joint][kind]
 
 
-def gain_metadata(model: dict) -> dict:
+def gain_metadata(model: NetEntry) -> dict:
     """The `gain` metadata block of a gain-normalised net: the kp this checkpoint is for, and how to change it."""
-    spec = model["network"]
+    spec = as_net(model).network
     if spec.get("kp_ref") is None:
         return {}
     return {"gain": {"kp": spec["kp_ref"], "gain_units": spec.get("gain_units"),
@@ -83,16 +96,17 @@ def gain_metadata(model: dict) -> dict:
                              "by kp_new / kp (fitting.nets.at_gain)"}}
 
 
-def metadata(model: dict) -> dict:
+def metadata(model: NetEntry) -> dict:
     """Checkpoint metadata the consumers read (Isaac Lab §A.11 keys plus Newton's required ones)."""
-    spec = model["network"]
+    net = as_net(model)
+    spec = net.network
     if spec["kind"] == "mlp":
         return {"model_type": "mlp", "input_order": spec["input_order"], "input_idx": list(spec["input_idx"]),
                 "pos_scale": spec["pos_scale"], "vel_scale": spec["vel_scale"], "torque_scale": spec["torque_scale"],
                 "effort_scale": spec["torque_scale"], "pos_error": "q_des - q", "velocity": "qd (measured)",
                 **gain_metadata(model)}
     if spec["kind"] == "gru":
-        pos, vel = model["weights"]["in_scale"]["data"]
+        pos, vel = net.weights["in_scale"]["data"]
         if not spec.get("sample_dt_s"):
             raise ExportError("this GRU has no sample_dt_s (fitted before it was recorded): Newton's DriveNeuralGRU "
                               "needs the physics step it was trained at; refit it")
@@ -109,21 +123,21 @@ def metadata(model: dict) -> dict:
             **gain_metadata(model)}
 
 
-def _consumer_check(model: dict, fmt: str) -> None:
+def _consumer_check(model: NetEntry, fmt: str) -> None:
     """Refuse a checkpoint format no consumer runs for this kind of net, saying why."""
-    kind = model["network"]["kind"]
+    kind = as_net(model).network["kind"]
     if fmt not in KIND_FORMATS[kind]:
         raise ExportError(f"a {kind} net has no {fmt}: {NO_FORMAT[fmt]}; give Newton newton.onnx")
 
 
-def _module(model: dict) -> tuple[torch.nn.Module, str]:
+def _module(model: NetEntry) -> tuple[torch.nn.Module, str]:
     from ..fitting.nets import network_from_result
 
-    spec, net = network_from_result(model)
+    spec, net = network_from_result(as_net(model).to_json())
     return net.eval(), spec.kind
 
 
-def torchscript_bytes(model: dict) -> bytes:
+def torchscript_bytes(model: NetEntry) -> bytes:
     """The net as TorchScript with metadata.json, for Isaac Lab's ActuatorNetMLP / ActuatorNetLSTM."""
     _consumer_check(model, "torchscript.pt")
     net, _ = _module(model)
@@ -135,12 +149,12 @@ def torchscript_bytes(model: dict) -> bytes:
     return buf.getvalue()
 
 
-def pt2_bytes(model: dict) -> bytes:
+def pt2_bytes(model: NetEntry) -> bytes:
     """The net as a torch.export archive with metadata.json, for Newton 1.8's DriveNeuralMLP / DriveNeuralLSTM."""
     _consumer_check(model, "newton.pt2")
     net, kind = _module(model)
     batch = torch.export.Dim("batch", min=1, max=1 << 20)
-    spec = model["network"]
+    spec = as_net(model).network
     if kind == "mlp":
         args: tuple = (torch.zeros(2, 2 * len(spec["input_idx"])),)
         dynamic: tuple = ({0: batch},)
@@ -264,21 +278,21 @@ def _onnx_mlp(net: torch.nn.Module, n_inputs: int) -> ModelProto:
     return program.model_proto
 
 
-def onnx_unsupported(model: dict) -> str | None:
+def onnx_unsupported(model: NetEntry) -> str | None:
     """Why this net has no newton.onnx export (None when it has one): Newton 1.8 runs one-layer ONNX LSTMs."""
-    spec = model["network"]
+    spec = as_net(model).network
     if spec["kind"] == "lstm" and spec["num_layers"] != 1:
         return (f"newton.onnx holds a one-layer LSTM (Newton 1.8 runs ONNX LSTMs of one layer) and this one has "
                 f"{spec['num_layers']}: fit with networks num_layers 1, or give Newton newton.pt2 (deprecated)")
     return None
 
 
-def onnx_bytes(model: dict) -> bytes:
+def onnx_bytes(model: NetEntry) -> bytes:
     """The net as ONNX (dynamic batch, one JSON `metadata` property), for Newton 1.8's Warp-NN neural drives."""
     if (why := onnx_unsupported(model)) is not None:
         raise ExportError(why)
     net, _ = _module(model)
-    spec = model["network"]
+    spec = as_net(model).network
     meta = metadata(model)
     if isinstance(net, ActuatorGRU):
         proto = _onnx_gru(net)
@@ -293,7 +307,7 @@ def onnx_bytes(model: dict) -> bytes:
     return proto.SerializeToString()
 
 
-def render_checkpoint(result: dict, fmt: str, joint: str | None = None, kind: str | None = None) -> bytes:
+def render_checkpoint(result: ResultLike, fmt: str, joint: str | None = None, kind: str | None = None) -> bytes:
     """One checkpoint format of one joint's network, as bytes."""
     _, _, model = net_model(result, joint, kind)
     if fmt == "torchscript.pt":
@@ -305,32 +319,35 @@ def render_checkpoint(result: dict, fmt: str, joint: str | None = None, kind: st
     raise ExportError(f"unknown checkpoint format {fmt!r}: choose from {list(NET_FORMATS)}")
 
 
-def checkpoint_files(result: dict) -> dict[str, tuple[str, dict[str, str]]]:
+def checkpoint_files(result: ResultLike) -> dict[str, tuple[str, dict[str, str]]]:
     """Per joint with a network: (its kind with the lower validation position error, file name per format).
 
     One joint with networks: the plain format names (torchscript.pt, newton.onnx, newton.pt2); several:
     <joint>.<format>. newton.onnx is left out for a net it cannot hold (onnx_unsupported).
     """
-    joints = [j for j, jr in result["joints"].items() if any(k in NET_FAMILIES for k in jr["models"])]
+    typed = as_result(result)
+    joints = [j for j, jr in typed.joints.items() if any(k in NET_FAMILIES for k in jr.models)]
     out = {}
     for joint in joints:
-        _, kind, model = net_model(result, joint)
+        _, kind, model = net_model(typed, joint)
         formats = [f for f in KIND_FORMATS[kind] if f != "newton.onnx" or onnx_unsupported(model) is None]
         out[joint] = (kind, {fmt: fmt if len(joints) == 1 else f"{joint}.{fmt}" for fmt in formats})
     return out
 
 
-def checkpoint_findings(result: dict) -> list[Finding]:
+def checkpoint_findings(result: ResultLike) -> list[Finding]:
     """Which checkpoint Newton should load: newton.onnx; newton.pt2 works but Newton 1.8 deprecates Torch
     checkpoints (newton/_src/actuators/utils.py), and a deeper LSTM has only that one."""
     findings = []
-    for joint, (kind, names) in checkpoint_files(result).items():
+    typed = as_result(result)
+    for joint, (kind, names) in checkpoint_files(typed).items():
+        net = as_net(typed.model(joint, kind))
         if kind == "gru":
             findings.append(Finding("EXPORT.ISAACLAB.no_gru_actuator", "warning", joint,
                                     f"joint {joint!r} (gru): {NO_FORMAT['torchscript.pt']}: no torchscript.pt and no "
                                     "ACTUATORS_NET for it; Newton runs it from newton.onnx (DriveNeuralGRU, "
                                     "explicit effort mode, at the physics step it was trained at, sample_dt_s "
-                                    f"{result['joints'][joint]['models']['gru']['network'].get('sample_dt_s') or 0:.6g} s); "
+                                    f"{net.network.get('sample_dt_s') or 0:.6g} s); "
                                     "for Isaac Lab fit mlp or lstm and export it with --family "
                                     f"{joint}=mlp|lstm"))
             continue
@@ -340,17 +357,18 @@ def checkpoint_findings(result: dict) -> list[Finding]:
                                     f"checkpoints (.pt2) and will remove them; give Newton {names['newton.onnx']} "
                                     "(NewtonNeuralControlAPI newton:modelPath), which it runs through Warp-NN"))
         else:
-            why = onnx_unsupported(result["joints"][joint]["models"][kind]) or ""
+            why = onnx_unsupported(net) or ""
             findings.append(Finding("EXPORT.NEWTON.onnx_unavailable", "warning", names["newton.pt2"],
                                     f"joint {joint!r} ({kind}): only the Torch checkpoint, which Newton 1.8 "
                                     f"deprecates, is offered: {why}"))
     return findings
 
 
-def render_checkpoints(result: dict) -> dict[str, bytes]:
+def render_checkpoints(result: ResultLike) -> dict[str, bytes]:
     """Every checkpoint file of a fit by name (empty when no network was fitted)."""
     files: dict[str, bytes] = {}
-    for joint, (kind, names) in checkpoint_files(result).items():
+    typed = as_result(result)
+    for joint, (kind, names) in checkpoint_files(typed).items():
         for fmt, name in names.items():
-            files[name] = render_checkpoint(result, fmt, joint, kind)
+            files[name] = render_checkpoint(typed, fmt, joint, kind)
     return files

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from ..datasets.recording import JointInfo, Recording
+from ..fitting.result import ResultLike, as_result
 from ..models.components import get as get_component
 from ..models.components.dc_motor import NEWTON_NAMES as DC_NAMES
 from ..models.families import CLAMPS, NET_FAMILIES, Family
@@ -78,27 +79,28 @@ def expresses(family: Family) -> bool:
     return not family.rich_friction
 
 
-def choose_models(result: dict, families: dict[str, str] | str | None = None
+def choose_models(result: ResultLike, families: dict[str, str] | str | None = None
                   ) -> tuple[list[ChosenModel | NetChoice], list[Finding]]:
     """One model per joint like common.choose, but an actuator network is a NetChoice (a neural prim)."""
-    from .checkpoints import checkpoint_files, onnx_unsupported
+    from .checkpoints import as_net, checkpoint_files, onnx_unsupported
 
     files = None
     out: list[ChosenModel | NetChoice] = []
     findings: list[Finding] = []
-    for joint, jr in result["joints"].items():
-        name = export_family(result, joint, families, expresses)
+    typed = as_result(result)
+    for joint, jr in typed.joints.items():
+        name = export_family(typed, joint, families, expresses)
         if name not in NET_FAMILIES:
-            fam = joint_family(result, joint, name)
-            model = jr["models"][name]
-            out.append(ChosenModel(joint, fam, dict(model["params"]), model.get("table_positions")))
+            fam = joint_family(typed, joint, name)
+            model = jr.models[name]
+            out.append(ChosenModel(joint, fam, dict(model.params), model.table_positions))
             continue
-        if name not in jr["models"]:
-            raise ExportError(f"joint {joint!r} has no fitted {name!r} model; fitted: {sorted(jr['models'])}")
-        model = jr["models"][name]
-        files = files if files is not None else checkpoint_files(result)
+        if name not in jr.models:
+            raise ExportError(f"joint {joint!r} has no fitted {name!r} model; fitted: {sorted(jr.models)}")
+        net = as_net(jr.models[name])
+        files = files if files is not None else checkpoint_files(typed)
         kind, names = files[joint]
-        fmt = "newton.onnx" if onnx_unsupported(model) is None else "newton.pt2"
+        fmt = "newton.onnx" if onnx_unsupported(net) is None else "newton.pt2"
         path = names[fmt] if kind == name else f"{prim_name(joint)}.{name}.{fmt}"
         if kind != name:
             findings.append(Finding("EXPORT.NEWTON.checkpoint_file", "info", joint,
@@ -109,8 +111,8 @@ def choose_models(result: dict, families: dict[str, str] | str | None = None
             findings.append(Finding("EXPORT.NEWTON.torch_checkpoint", "warning", joint,
                                     f"newton:modelPath is the Torch checkpoint ./{path}, which Newton 1.8 parses only "
                                     "with the deprecated allow_unsafe_torch_checkpoints=True: "
-                                    + (onnx_unsupported(model) or "")))
-        env = {k: float(model["network"][k]) for k in ("saturation_effort", "actuator_velocity_limit",
+                                    + (onnx_unsupported(net) or "")))
+        env = {k: float(net.network[k]) for k in ("saturation_effort", "actuator_velocity_limit",
                                                         "actuator_effort_limit")}
         out.append(NetChoice(joint, name, env, "./" + path))
     return out, findings
@@ -357,24 +359,25 @@ def robot_stage(models: list[ChosenModel | NetChoice], robot_usd: str | bytes):
     return stage, findings
 
 
-def build_stage(result: dict, rec: Recording | None = None, *, families: dict[str, str] | str | None = None,
+def build_stage(result: ResultLike, rec: Recording | None = None, *, families: dict[str, str] | str | None = None,
                 loads: dict[str, dict] | None = None, robot_usd: str | bytes | None = None):
     """The export stage and what the exporter noted about it: (stage, findings)."""
-    models, findings = choose_models(result, families)
-    findings += substitutions(result, models, "Newton", "EXPORT.NEWTON")
+    typed = as_result(result)
+    models, findings = choose_models(typed, families)
+    findings += substitutions(typed, models, "Newton", "EXPORT.NEWTON")
     findings += [f for m in models if isinstance(m, ChosenModel) for f in newton_warnings(m)]
     if robot_usd is not None:
         stage, more = robot_stage(models, robot_usd)
     else:
-        stage, more = standalone_stage(models, bench_loads(result, rec, loads), physics_dt(result))
+        stage, more = standalone_stage(models, bench_loads(typed, rec, loads), physics_dt(typed))
     layer = stage.GetRootLayer()
     layer.customLayerData = {**dict(layer.customLayerData), "actuator_sysid": {
-        "physics_dt": physics_dt(result), "delay_unit": "physics steps",
+        "physics_dt": physics_dt(typed), "delay_unit": "physics steps",
         "families": {m.joint: m.kind if isinstance(m, NetChoice) else m.family.name for m in models}}}
     return stage, findings + more
 
 
-def render_usda(result: dict, rec: Recording | None = None, **kwargs) -> str:
+def render_usda(result: ResultLike, rec: Recording | None = None, **kwargs) -> str:
     """The Newton USD export as .usda text (see build_stage for the options)."""
     stage, _ = build_stage(result, rec, **kwargs)
     return stage.GetRootLayer().ExportToString()
