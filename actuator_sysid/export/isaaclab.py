@@ -21,12 +21,14 @@ stopping torque computed with the fitted joint inertia and an estimate of the ex
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import re
 
 from ..datasets.recording import Recording
+from ..fitting.result import FitResult, JointFit, ModelFit, RankRow, ResultLike, as_result
 from ..models import parameters
 from ..models.families import (
     DRIVES,
@@ -37,7 +39,7 @@ from ..models.families import (
     Family,
     get_family,
 )
-from .common import ChosenModel, ExportError, Finding, bench_loads, joint_family
+from .common import ChosenModel, ExportError, Finding, bench_loads, joint_family, physics_dt
 
 __all__ = ["ExportError", "actuator_cfgs", "best_cfgs", "cfg_hazards", "render_json", "render_python",
            "render_yaml", "validate_cfgs"]
@@ -119,11 +121,11 @@ def _fields(cls: str) -> tuple[str, ...]:
     return CFG_FIELDS[base] + (("encoder_offset",) if OFFSET_SUFFIX in cls else ())
 
 
-def _exportable(jr: dict) -> str | None:
+def _exportable(jr: JointFit) -> str | None:
     """The best-ranked fitted family that Isaac Lab has a built-in cfg class for (None: none has)."""
-    for row in jr.get("ranking") or [{"family": jr["best_model"]}]:
-        if row["family"] not in NET_FAMILIES and get_family(row["family"]).isaaclab_cfg in CFG_FIELDS:
-            return row["family"]
+    for row in jr.ranking or (RankRow(family=jr.best_model),):
+        if row.family not in NET_FAMILIES and get_family(row.family).isaaclab_cfg in CFG_FIELDS:
+            return row.family
     return None
 
 
@@ -148,25 +150,28 @@ def _finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _joint_cfg(joint: str, fam_name: str, model: dict, family, *, custom: bool, backend: str,
-               bam: bool = False) -> dict:
+def _joint_cfg(joint: str, fam_name: str, model: ModelFit, family, *, custom: bool, backend: str,
+               bam: bool = False, physics_dt: float = 0.005, load_inertia: float | None = None) -> dict:
     """One joint's {"class_type", "family", "cfg"} under Isaac Lab 3.0 names; bam: BAM's friction budget in
-    our subclass (model["load_inertia"] then gives the joint inertia it stops the joint with)."""
+    our subclass (`load_inertia` then gives the joint inertia it stops the joint with)."""
     offset = custom and "encoder_offset" in family.joint_terms and family.drive != "implicit"
     cls = _cfg_class(fam_name, offset, bam) if custom else get_family(fam_name).isaaclab_cfg
     if cls not in CFG_FIELDS and not custom:
         raise ExportError(f"family {fam_name!r} has no Isaac Lab cfg class; use the Newton export "
                           "or the Python source's explicit subclass (ACTUATORS_BEST)")
-    values = _cfg_values(cls, model["params"], model.get("table_positions"))
-    chosen = ChosenModel(joint, family, model["params"], model.get("table_positions"))
+    params = dict(model.params)
+    values = _cfg_values(cls, params, model.table_positions)
+    chosen = ChosenModel(joint, family, params, model.table_positions)
     for comp in family.components:  # a term a cfg field only approximates rewrites that field's value
         values = comp.isaaclab_values(values, chosen)
     notes = [list(n) for comp in family.components for n in comp.notes("isaaclab", chosen)]
     carries_budget = "joint_inertia" in _fields(cls)
     if "physics_dt" in _fields(cls):
-        values["physics_dt"] = float(model.get("physics_dt", 0.005))
+        values["physics_dt"] = float(physics_dt)
     if carries_budget:  # the inertia the fit stepped the joint with: the bench load plus the fitted armature
-        values["joint_inertia"] = float(model["load_inertia"]) + float(model["params"].get("armature", 0.0))
+        if load_inertia is None:
+            raise ExportError(f"joint {joint!r}: {cls} needs the bench load's inertia (pass the recording or loads)")
+        values["joint_inertia"] = float(load_inertia) + float(params.get("armature", 0.0))
     if backend == "physx" and "dynamic_friction" not in family.joint_terms and "friction" in values:
         values["dynamic_friction"] = values["friction"]  # Coulomb: sliding friction equals breakaway
         if "stribeck_friction" in family.joint_terms and not carries_budget:  # the Stribeck peak as breakaway
@@ -181,14 +186,14 @@ def _joint_cfg(joint: str, fam_name: str, model: dict, family, *, custom: bool, 
     spec = {"class_type": cls, "family": fam_name, "cfg": cfg}
     if notes:  # [code, severity, message]: what a component's cfg field approximates (cfg_hazards says it)
         spec["notes"] = notes
-    marks = {f: "NOT IDENTIFIED: " + u["reason"] for p, u in (model.get("unidentified") or {}).items()
+    marks = {f: "NOT IDENTIFIED: " + u["reason"] for p, u in (model.unidentified or {}).items()
              for f in _CFG_NAMES.get(p, (p,)) if f in cfg}
     if marks:  # written although unidentified (required by the class, or asked for): said beside the value
         spec["unidentified"] = marks
     if family.rich_friction and carries_budget:
         spec["estimate"] = _estimate_note(family, cls, cfg)
     elif family.rich_friction:
-        spec["approximation"] = _friction_note(family, model["params"], backend)
+        spec["approximation"] = _friction_note(family, params, backend)
     return spec
 
 
@@ -247,16 +252,13 @@ def _grouped(per_joint: dict[str, dict]) -> dict[str, dict]:
     return groups
 
 
-def _physics_dt(result: dict) -> float:
-    return float(result.get("assumptions", {}).get("physics_dt", 0.005))
-
-
-def _load_inertia(result: dict, joint: str, rec: Recording | None, loads: dict[str, dict] | None) -> float:
+def _load_inertia(result: FitResult, joint: str, rec: Recording | None, loads: dict[str, dict] | None) -> float:
     """The joint's bench load inertia without armature [kg·m²] (common.bench_loads: loads, the fit, the log)."""
-    return bench_loads({"joints": {joint: result["joints"][joint]}}, rec, loads)[joint].load_inertia
+    one = dataclasses.replace(result, joints={joint: result.joints[joint]})
+    return bench_loads(one, rec, loads)[joint].load_inertia
 
 
-def actuator_cfgs(result: dict, families: dict[str, str] | None = None, *, custom: bool = False,
+def actuator_cfgs(result: ResultLike, families: dict[str, str] | None = None, *, custom: bool = False,
                   backend: str = "newton", rec: Recording | None = None,
                   loads: dict[str, dict] | None = None) -> dict[str, dict]:
     """Cfg groups: {group: {"class_type": cfg class name, "family", "cfg": {field: value}}}, 3.0 names.
@@ -269,34 +271,35 @@ def actuator_cfgs(result: dict, families: dict[str, str] | None = None, *, custo
     if backend not in BACKENDS:
         raise ExportError(f"unknown backend {backend!r}: choose from {list(BACKENDS)}")
     per_joint: dict[str, dict] = {}
-    for joint, jr in result["joints"].items():
-        if _nets_only(jr):  # its cfg is ActuatorNetMLPCfg / ActuatorNetLSTMCfg (net_cfgs)
+    typed = as_result(result)
+    for joint, jr in typed.joints.items():
+        if jr.nets_only():  # its cfg is ActuatorNetMLPCfg / ActuatorNetLSTMCfg (net_cfgs)
             continue
         fam, joint_custom = (families or {}).get(joint), custom
         if not fam:  # a joint fitted with Newton-only families alone gets our subclass
-            fam = jr["best_model"] if custom else _exportable(jr)
-            fam, joint_custom = (fam, custom) if fam else (jr["best_model"], True)
-        family = joint_family(result, joint, fam)
-        model = {**jr["models"][fam], "physics_dt": _physics_dt(result)}
-        if custom and family.rich_friction:
-            model["load_inertia"] = _load_inertia(result, joint, rec, loads)
-        per_joint[joint] = _joint_cfg(joint, fam, model, family, custom=joint_custom, backend=backend, bam=custom)
+            fam = jr.best_model if custom else _exportable(jr)
+            fam, joint_custom = (fam, custom) if fam else (jr.best_model, True)
+        family = joint_family(typed, joint, fam)
+        inertia = _load_inertia(typed, joint, rec, loads) if custom and family.rich_friction else None
+        per_joint[joint] = _joint_cfg(joint, fam, jr.models[fam], family, custom=joint_custom, backend=backend,
+                                      bam=custom, physics_dt=physics_dt(typed), load_inertia=inertia)
     groups = _grouped(per_joint)
     validate_cfgs(groups)
     return groups
 
 
-def best_cfgs(result: dict, backend: str = "newton", *, rec: Recording | None = None,
+def best_cfgs(result: ResultLike, backend: str = "newton", *, rec: Recording | None = None,
               loads: dict[str, dict] | None = None) -> dict[str, dict] | None:
     """Each joint's best model with our subclasses where needed; None when ACTUATORS already holds it."""
-    for joint, jr in result["joints"].items():
-        if _nets_only(jr):
+    typed = as_result(result)
+    for joint, jr in typed.joints.items():
+        if jr.nets_only():
             continue
-        fam = joint_family(result, joint, jr["best_model"])
+        fam = joint_family(typed, joint, jr.best_model)
         built_in = _exportable(jr)
-        if (built_in is not None and built_in != jr["best_model"]) or fam.rich_friction or (
+        if (built_in is not None and built_in != jr.best_model) or fam.rich_friction or (
                 "encoder_offset" in fam.joint_terms and fam.drive != "implicit"):
-            return actuator_cfgs(result, custom=True, backend=backend, rec=rec, loads=loads)
+            return actuator_cfgs(typed, custom=True, backend=backend, rec=rec, loads=loads)
     return None
 
 
@@ -314,22 +317,18 @@ NET_NOTE = (
 )
 
 
-def _nets_only(jr: dict) -> bool:
-    return bool(jr["models"]) and all(f in NET_FAMILIES for f in jr["models"])
-
-
-def net_cfgs(result: dict) -> dict[str, dict]:
+def net_cfgs(result: ResultLike) -> dict[str, dict]:
     """ActuatorNetMLPCfg / ActuatorNetLSTMCfg groups for the joints with a fitted network (each joint's net
     with the lower validation position error), pointing at the checkpoint file the fit's exports hold."""
-    from .checkpoints import checkpoint_files
+    from .checkpoints import as_net, checkpoint_files
 
     groups: dict[str, dict] = {}
-    for joint, (kind, files) in checkpoint_files(result).items():
+    typed = as_result(result)
+    for joint, (kind, files) in checkpoint_files(typed).items():
         if "torchscript.pt" not in files:  # a GRU: Isaac Lab has no class for it (checkpoint_findings says so)
             continue
-        model = result["joints"][joint]["models"][kind]
         cls = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg"}[kind]
-        spec = model["network"]
+        spec = as_net(typed.model(joint, kind)).network
         values = {**spec, "network_file": files["torchscript.pt"]}
         cfg: dict = {"joint_names_expr": [re.escape(joint)]}
         for name in NET_CFG_FIELDS[cls]:
@@ -462,8 +461,9 @@ _UNITS = {p.name: p.unit for p in parameters.PARAMS} | {
 _UNITS |= {_V2_NAMES[k]: _UNITS[k] for k in _V2_NAMES if k in _UNITS}
 
 
-def _doc(result: dict, families: dict[str, str] | None, field_names: str, backend: str,
+def _doc(result: ResultLike, families: dict[str, str] | None, field_names: str, backend: str,
          custom: bool | None = None, rec: Recording | None = None, loads: dict[str, dict] | None = None) -> dict:
+    result = as_result(result)
     groups = actuator_cfgs(result, families, backend=backend, custom=bool(families) if custom is None else custom,
                            rec=rec, loads=loads)
     doc: dict = {
@@ -487,7 +487,7 @@ def _doc(result: dict, families: dict[str, str] | None, field_names: str, backen
     return doc
 
 
-def render_json(result: dict, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
+def render_json(result: ResultLike, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
                 backend: str = "newton", custom: bool | None = None, rec: Recording | None = None,
                 loads: dict[str, dict] | None = None) -> str:
     """The cfgs as JSON, with the Isaac Lab version and backend conventions stated.
@@ -497,7 +497,7 @@ def render_json(result: dict, families: dict[str, str] | None = None, *, field_n
     return json.dumps(_doc(result, families, field_names, backend, custom, rec, loads), indent=2) + "\n"
 
 
-def render_yaml(result: dict, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
+def render_yaml(result: ResultLike, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
                 backend: str = "newton", custom: bool | None = None, rec: Recording | None = None,
                 loads: dict[str, dict] | None = None) -> str:
     """The same document as render_json, as YAML."""
@@ -733,7 +733,7 @@ def _entries(groups: dict[str, dict], field_names: str) -> list[str]:
     return lines
 
 
-def render_python(result: dict, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
+def render_python(result: ResultLike, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
                   backend: str = "newton", custom: bool | None = None, rec: Recording | None = None,
                   loads: dict[str, dict] | None = None) -> str:
     """Ready-to-paste Python: imports plus an ACTUATORS dict for `ArticulationCfg(actuators=...)`.
@@ -743,6 +743,7 @@ def render_python(result: dict, families: dict[str, str] | None = None, *, field
     BAM-friction subclass's joint_inertia needs when the fit does not carry it.
     """
     custom = bool(families) if custom is None else custom
+    result = as_result(result)
     groups = actuator_cfgs(result, families, custom=custom, backend=backend, rec=rec, loads=loads)
     best = best_cfgs(result, backend, rec=rec, loads=loads) if families is None and not custom else None
     used = [g["class_type"] for g in groups.values()] + [g["class_type"] for g in (best or {}).values()]
