@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..datasets.recording import Recording
+from ..fitting.result import ResultLike, as_result
 from ..models.families import Family
 from .common import ExportError, Finding
 
@@ -20,7 +21,7 @@ from .common import ExportError, Finding
 class RenderArgs:
     """What every text renderer may use (each takes the options its consumer has)."""
 
-    result: dict
+    result: ResultLike
     rec: Recording | None
     families: dict[str, str] | str | None
     field_names: str = "isaaclab-3"
@@ -32,11 +33,11 @@ class RenderArgs:
     def per_joint(self) -> dict[str, str] | None:
         """`families` as {joint: family} (one family name applies to every joint)."""
         fam = self.families
-        return {j: fam for j in self.result["joints"]} if isinstance(fam, str) else fam
+        return {j: fam for j in as_result(self.result).joints} if isinstance(fam, str) else fam
 
 
 Renderer = Callable[[RenderArgs], str]
-Findings = Callable[[dict, Recording | None, dict[str, str]], list[Finding]]
+Findings = Callable[[ResultLike, Recording | None, dict[str, str]], list[Finding]]
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,12 @@ def _randomization(a: RenderArgs) -> str:
     return render_randomization(a.result, a.families)
 
 
-def _isaaclab_findings(result: dict, rec: Recording | None, files: dict[str, str]) -> list[Finding]:
+def _isaaclab_findings(result: ResultLike, rec: Recording | None, files: dict[str, str]) -> list[Finding]:
     """§A.11 hazards of the Isaac Lab cfgs (ACTUATORS, ACTUATORS_NET, and what ACTUATORS_BEST adds)."""
     from . import isaaclab
 
-    joints = list(result["joints"])
+    result = as_result(result)
+    joints = list(result.joints)
     try:
         out = isaaclab.cfg_hazards(isaaclab.actuator_cfgs(result), joints)
         out += isaaclab.cfg_hazards(isaaclab.net_cfgs(result), joints)
@@ -103,7 +105,7 @@ def _isaaclab_findings(result: dict, rec: Recording | None, files: dict[str, str
     return out
 
 
-def _newton_findings(result: dict, rec: Recording | None, files: dict[str, str]) -> list[Finding]:
+def _newton_findings(result: ResultLike, rec: Recording | None, files: dict[str, str]) -> list[Finding]:
     """NEWTON.DJ.001 on the stage, and what the writer noted."""
     from .newton_usd import build_stage
     from .validate import validate_stage
@@ -115,13 +117,13 @@ def _newton_findings(result: dict, rec: Recording | None, files: dict[str, str])
         return [Finding("EXPORT.NEWTON.unavailable", "warning", "newton.usda", str(e))]
 
 
-def _checkpoint_findings(result: dict, rec: Recording | None, files: dict[str, str]) -> list[Finding]:
+def _checkpoint_findings(result: ResultLike, rec: Recording | None, files: dict[str, str]) -> list[Finding]:
     from .checkpoints import checkpoint_findings
 
     return checkpoint_findings(result)
 
 
-def _mjcf_findings(result: dict, rec: Recording | None, files: dict[str, str]) -> list[Finding]:
+def _mjcf_findings(result: ResultLike, rec: Recording | None, files: dict[str, str]) -> list[Finding]:
     """What the MJCF export substitutes and approximates per joint (with a log or an MJCF file to judge)."""
     from . import mjcf
     from .common import choose
@@ -129,7 +131,8 @@ def _mjcf_findings(result: dict, rec: Recording | None, files: dict[str, str]) -
     if "mjcf.xml" not in files and rec is None:
         return []
     try:
-        return mjcf.model_findings(result, choose(result, expresses=mjcf.expresses))
+        typed = as_result(result)
+        return mjcf.model_findings(typed, choose(typed, expresses=mjcf.expresses))
     except ExportError as e:  # e.g. a fit of networks alone: no MJCF actuator to judge
         return [Finding("EXPORT.MJCF.unavailable", "warning", "mjcf.xml", str(e))]
 
