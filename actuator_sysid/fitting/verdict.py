@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from ..datasets.recording import Recording
+from .result import FitResult, ModelFit, ResultLike, as_result
 
 RANGE_OK, RANGE_USABLE = 0.05, 0.15  # validation RMSE / motion range
 NOISE_OK = 3.0  # validation RMSE / noise floor σ_q at or below which the fit is at the noise floor
@@ -69,24 +70,24 @@ def _check(out: list[dict], status: str, check: str, text: str) -> None:
     out.append({"check": check, "status": status, "reason": text})
 
 
-def _validation_rmse(model: dict) -> float | None:
-    v = (model.get("metrics") or {}).get("validation") or {}
-    x = v.get("position_rmse")
+def _validation_rmse(model: ModelFit | None) -> float | None:
+    v = model.metrics.validation if model is not None else None
+    x = v.position_rmse if v is not None else None
     return float(x) if isinstance(x, int | float) and math.isfinite(x) else None
 
 
-def _fit_checks(result: dict, stats: dict[str, dict[str, float]] | None) -> list[dict]:
+def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) -> list[dict]:
     out: list[dict] = []
-    split = result.get("split") or {}
-    if not split.get("validation") and not split.get("folds"):
+    split = result.split
+    if not split.validation and not split.folds:
         _check(out, "usable", "no_validation", "no validation segment: every error is measured on the data the "
                "fit was made from, so nothing shows how it predicts a new log")
-    if (result.get("budget") or {}).get("stopped_on_budget"):
+    if result.budget is not None and result.budget.stopped_on_budget:
         _check(out, "usable", "budget", "the search stopped on its time budget before it converged: refit with "
                "a larger budget to know whether it finds a better optimum")
-    for joint, jr in (result.get("joints") or {}).items():
-        best = jr.get("best_model")
-        model = (jr.get("models") or {}).get(best) or {}
+    for joint, jr in result.joints.items():
+        best = jr.best_model
+        model = jr.models.get(best)
         st = (stats or {}).get(joint)
         if st is not None and st["range"] <= STILL_RAD:
             _check(out, "poor", "still", f"{joint}: the joint never moves in the log (range {st['range']:.3g} rad): "
@@ -96,8 +97,8 @@ def _fit_checks(result: dict, stats: dict[str, dict[str, float]] | None) -> list
                    f"{st['tracking_max']:.3g} rad): this is a plan, not a recording of the actuator")
         rmse = _validation_rmse(model)
         if rmse is None:
-            train = ((model.get("metrics") or {}).get("train") or {}).get("position_rmse")
-            if split.get("validation") or split.get("folds"):
+            train = model.metrics.train.position_rmse if model is not None and model.metrics.train else None
+            if split.validation or split.folds:
                 _check(out, "usable", "validation_error", f"{joint}: no validation error of {best} was computed")
             elif isinstance(train, int | float) and st is not None and st["range"] > STILL_RAD:
                 _check(out, "usable", "validation_error", f"{joint}: {best} training position RMSE {train:.3g} rad "
@@ -115,10 +116,10 @@ def _fit_checks(result: dict, stats: dict[str, dict[str, float]] | None) -> list
         elif st is None:
             _check(out, "usable", "validation_error", f"{joint}: {best} validation position RMSE {rmse:.3g} rad "
                    "(the log is not at hand to judge it against the motion's range and noise)")
-        intervals = model.get("intervals") or {}
+        intervals = model.intervals if model is not None else {}
         if intervals:
-            lost = {n: iv for n, iv in intervals.items() if not iv.get("identified", True)}
-            released = {n for n, iv in lost.items() if "never presses" in str(iv.get("reason", ""))}
+            lost = {n: iv for n, iv in intervals.items() if not iv.identified}
+            released = {n for n, iv in lost.items() if "never presses" in str(iv.reason or "")}
             others = sorted(set(lost) - released)
             n = max(len(intervals), 1)
             if len(lost) / n >= UNIDENTIFIED_POOR:
@@ -159,10 +160,10 @@ def _export_checks(validation: dict | None) -> list[dict]:
     return out
 
 
-def fit_verdict(result: dict, rec: Recording | None = None, validation: dict | None = None) -> dict:
+def fit_verdict(result: ResultLike, rec: Recording | None = None, validation: dict | None = None) -> dict:
     """{"verdict": good|usable|poor, "reasons": [worst first], "checks": [{check, status, reason}]}."""
     stats = log_stats(rec) if rec is not None else None
-    checks = _fit_checks(result, stats) + _export_checks(validation)
+    checks = _fit_checks(as_result(result), stats) + _export_checks(validation)
     checks.sort(key=lambda c: -RANK[c["status"]])
     worst = max((c["status"] for c in checks), key=RANK.__getitem__, default="ok")
     return {"verdict": WORD[worst], "reasons": [c["reason"] for c in checks], "checks": checks,
