@@ -11,6 +11,7 @@ import json
 import math
 
 from ..datasets.recording import Recording
+from ..fitting.result import ResultLike, as_result
 from .common import ExportError, Finding, bench_loads, load_dict
 
 # every format is one writer module plus one registration in export/formats.py; binary ones are network
@@ -33,7 +34,7 @@ __all__ = ["BINARY_FORMATS", "FORMATS", "REGISTRY", "REPLAYED", "TEXT_FORMATS", 
            "validate_export"]
 
 
-def render_bytes(result: dict, fmt: str, *, families: dict[str, str] | str | None = None) -> bytes:
+def render_bytes(result: ResultLike, fmt: str, *, families: dict[str, str] | str | None = None) -> bytes:
     """A network checkpoint (torchscript.pt for Isaac Lab, newton.onnx or newton.pt2 for Newton) of the joint
     `families` names (joint=mlp|lstm, or the kind alone when one joint has networks)."""
     from .checkpoints import render_checkpoint
@@ -50,7 +51,7 @@ def render_bytes(result: dict, fmt: str, *, families: dict[str, str] | str | Non
     return render_checkpoint(result, fmt, joint, kind)
 
 
-def render_format(result: dict, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None = None,
+def render_format(result: ResultLike, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None = None,
                   field_names: str = "isaaclab-3", backend: str = "newton", loads: dict[str, dict] | None = None,
                   robot_usd: str | bytes | None = None, at: dict[str, float] | None = None,
                   unidentified: str = "omit", given: dict[str, float] | None = None,
@@ -67,8 +68,8 @@ def render_format(result: dict, rec: Recording | None, fmt: str, *, families: di
 
     if fmt in BINARY_FORMATS:
         raise ExportError(f"{fmt} is binary: use render_bytes")
-    result, points = at_operating_point(result, at)
-    result = prepare(result, unidentified=unidentified, given=given, rename=rename, rec=rec)
+    at_point, points = at_operating_point(result, at)
+    result = prepare(at_point, unidentified=unidentified, given=given, rename=rename, rec=rec)
     if rename:
         families = ({rename.get(j, j): f for j, f in families.items()} if isinstance(families, dict) else families)
         loads = {rename.get(j, j): v for j, v in loads.items()} if loads else loads
@@ -85,7 +86,7 @@ def _expresses(fmt: str):
     return REGISTRY[fmt].expresses if fmt in REGISTRY else None
 
 
-def _render_text(result: dict, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None,
+def _render_text(result: ResultLike, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None,
                  field_names: str, backend: str, loads: dict[str, dict] | None, robot_usd: str | bytes | None) -> str:
     spec = get_format(fmt)
     if spec.render is None:
@@ -93,7 +94,7 @@ def _render_text(result: dict, rec: Recording | None, fmt: str, *, families: dic
     return spec.render(RenderArgs(result, rec, families, field_names, backend, loads, robot_usd))
 
 
-def validate_export(result: dict, rec: Recording | None = None, files: dict[str, str] | None = None) -> list[Finding]:
+def validate_export(result: ResultLike, rec: Recording | None = None, files: dict[str, str] | None = None) -> list[Finding]:
     """Static findings: each registered format's (NEWTON.DJ.001 on the stage, §A.11 hazards of the Isaac Lab
     cfgs, checkpoints, what MJCF approximates), in registry order."""
     findings: list[Finding] = []
@@ -127,13 +128,16 @@ def _replay_findings(r: dict) -> list[Finding]:
     return out
 
 
-def render_all(result: dict, rec: Recording, *, replay_exports: bool = True, info: dict | None = None) -> dict[str, str]:
+def render_all(result: ResultLike, rec: Recording, *, replay_exports: bool = True,
+               info: dict | None = None) -> dict[str, str]:
     """Every export by file name, plus validation.json (findings, replays, bench loads and the fit's verdict,
     fitting/verdict.py). A format that cannot be rendered for this result is left out, with the reason in the
     findings. The exports are replayed as rendered, then stamped with the verdict the replays give (`info`:
     fit_id and dataset where the caller knows them)."""
     from ..fitting.verdict import fit_verdict
     from .consumer_replay import replay
+
+    result = as_result(result)
 
     def texts(extra: dict | None) -> tuple[dict[str, str], list[Finding]]:
         out: dict[str, str] = {}
@@ -178,7 +182,7 @@ def render_all(result: dict, rec: Recording, *, replay_exports: bool = True, inf
     return files
 
 
-def replay(result: dict, rec: Recording, fmt: str, **kwargs) -> dict:
+def replay(result: ResultLike, rec: Recording, fmt: str, **kwargs) -> dict:
     """Replay one export through its consumer (see export.consumer_replay.replay)."""
     from .consumer_replay import replay as _replay
 

@@ -8,13 +8,15 @@ Isaac Lab names, SI units (docs/consumer-semantics.md §A.1, §C.3, §D).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import TypeVar
 
 from ..datasets.recording import JointInfo, Recording
-from ..fitting.result import ResultLike, as_result
+from ..fitting.result import FitResult, Interval, ModelFit, ResultLike, as_result
 from ..models.families import NET_FAMILIES, RICH_FRICTION_TERMS, Family, get_family
 
+T = TypeVar("T")
 DEG_PER_RAD = 180.0 / math.pi
 RAD_PER_DEG = math.pi / 180.0
 
@@ -212,11 +214,11 @@ def round_to_interval(value: float, estimate: float, interval: list[float] | Non
     return rounded if rounded != 0 else value
 
 
-def _reason(iv: dict) -> str:
-    return str(iv.get("reason") or "the fit does not determine it")
+def _reason(iv: Interval) -> str:
+    return str(iv.reason or "the fit does not determine it")
 
 
-def default_fits(name: str, iv: dict) -> bool:
+def default_fits(name: str, iv: Interval | dict) -> bool:
     """Whether the consumer's default (the registry's neutral value: no limit, no term) is as good as the fit's
     unidentified estimate: the fit does not depend on it (a limit never pressed, a term never acting), or its
     95 % interval reaches the searched end where the default lies (∞ for a limit, the lowest value for a term).
@@ -224,28 +226,55 @@ def default_fits(name: str, iv: dict) -> bool:
     flagged."""
     from ..models import parameters
 
-    reason = str(iv.get("reason", ""))
+    iv = iv if isinstance(iv, Interval) else Interval.from_json(iv)
+    reason = str(iv.reason or "")
     if "never presses" in reason or "never reaches" in reason:
         return True
     p = parameters.get(name)
-    lo, hi = (iv.get("interval95") or [-math.inf, math.inf])
+    lo, hi = (iv.interval95 or [-math.inf, math.inf])
     if math.isinf(p.neutral):
         return hi >= p.upper * (1 - 1e-6)
     return p.neutral == 0.0 and lo <= max(p.lower, 0.0) * (1 + 1e-6)
 
 
-def prepare(result: dict, *, unidentified: str = "omit", given: dict[str, float] | None = None,
-            rename: dict[str, str] | None = None, rec: Recording | None = None) -> dict:
+def _prepared_model(joint: str, model: ModelFit, unidentified: str, given: dict[str, float],
+                    used: set[str]) -> ModelFit:
+    """One model as an export states it (see prepare); the user-given keys it took are added to `used`."""
+    params = dict(model.params)
+    flagged: dict[str, dict] = {}
+    gave: dict[str, float] = {}
+    for name in list(params):
+        key = f"{joint}/{name}" if f"{joint}/{name}" in given else name if name in given else None
+        iv = model.intervals.get(name)
+        if key is not None:
+            params[name] = int(round(given[key])) if name == "delay" else float(given[key])
+            gave[name] = params[name]
+            used.add(key)
+        elif iv is not None and not iv.identified:
+            omit = unidentified == "omit" and name in OMITTABLE and default_fits(name, iv)
+            why = ("" if unidentified == "comment" else " (the consumer requires a value)"
+                   if name not in OMITTABLE else " (its 95 % interval excludes the consumer's default)")
+            flagged[name] = {"reason": _reason(iv), "estimate": params[name],
+                             "action": "omitted: the consumer's default applies" if omit else
+                             "written: NOT IDENTIFIED, the fit's estimate" + why}
+            if omit:
+                del params[name]
+        elif iv is not None and iv.interval95 and name != "delay" and isinstance(params[name], int | float):
+            params[name] = round_to_interval(float(params[name]), float(iv.estimate or params[name]), iv.interval95)
+    return replace(model, params=params, unidentified=flagged, given=gave)
+
+
+def prepare(result: ResultLike, *, unidentified: str = "omit", given: dict[str, float] | None = None,
+            rename: dict[str, str] | None = None, rec: Recording | None = None) -> FitResult:
     """The result as an export may state it: each model's unidentified parameters (intervals' `identified`)
     left out where the consumer has a default (`omit`, the default; `comment` writes the estimate, flagged),
     user-given values (`given`, [joint/]name → value) in their place, identified values rounded to their
     intervals, joints renamed. Each model gets `unidentified` {name: {reason, estimate, action}} and `given`."""
-    import copy
-
     if unidentified not in UNIDENTIFIED_MODES:
         raise ExportError(f"unidentified must be one of {list(UNIDENTIFIED_MODES)}, got {unidentified!r}")
     from ..models import parameters
 
+    r = as_result(result)
     given = dict(given or {})
     names = {p.name for p in parameters.PARAMS}
     bad = [k for k in given if k.rpartition("/")[2] not in names]
@@ -253,54 +282,34 @@ def prepare(result: dict, *, unidentified: str = "omit", given: dict[str, float]
         raise ExportError(f"--set {', '.join(bad)}: name a registry parameter (docs/models.md), e.g. "
                           "actuator_effort_limit=0.6 or knee/actuator_effort_limit=0.6")
     rename = dict(rename or {})
-    unknown = [j for j in rename if j not in result["joints"]]
-    unknown += [k.partition("/")[0] for k in given if "/" in k and k.partition("/")[0] not in result["joints"]]
+    unknown = [j for j in rename if j not in r.joints]
+    unknown += [k.partition("/")[0] for k in given if "/" in k and k.partition("/")[0] not in r.joints]
     if unknown:
-        raise ExportError(f"unknown joint(s) {sorted(set(unknown))}: the fit has {sorted(result['joints'])}")
-    out = copy.deepcopy(result)
+        raise ExportError(f"unknown joint(s) {sorted(set(unknown))}: the fit has {sorted(r.joints)}")
     used: set[str] = set()
-    for joint, jr in out["joints"].items():
-        for model in jr.get("models", {}).values():
-            params, intervals = model.get("params"), model.get("intervals") or {}
-            if not isinstance(params, dict):
-                continue
-            flagged: dict[str, dict] = {}
-            gave: dict[str, float] = {}
-            for name in list(params):
-                key = f"{joint}/{name}" if f"{joint}/{name}" in given else name if name in given else None
-                iv = intervals.get(name) or {}
-                if key is not None:
-                    params[name] = int(round(given[key])) if name == "delay" else float(given[key])
-                    gave[name] = params[name]
-                    used.add(key)
-                elif iv and not iv.get("identified", True):
-                    omit = unidentified == "omit" and name in OMITTABLE and default_fits(name, iv)
-                    why = ("" if unidentified == "comment" else " (the consumer requires a value)"
-                           if name not in OMITTABLE else " (its 95 % interval excludes the consumer's default)")
-                    flagged[name] = {"reason": _reason(iv), "estimate": params[name],
-                                     "action": "omitted: the consumer's default applies" if omit else
-                                     "written: NOT IDENTIFIED, the fit's estimate" + why}
-                    if omit:
-                        del params[name]
-                elif iv.get("interval95") and name != "delay" and isinstance(params[name], int | float):
-                    params[name] = round_to_interval(float(params[name]), float(iv.get("estimate") or params[name]),
-                                                     iv["interval95"])
-            model["unidentified"], model["given"] = flagged, gave
+    joints = {joint: replace(jr, models={name: _prepared_model(joint, m, unidentified, given, used)
+                                         for name, m in jr.models.items()})
+              for joint, jr in r.joints.items()}
     missing = sorted(set(given) - used)
     if missing:
         raise ExportError(f"--set {', '.join(missing)}: no fitted model of the named joint(s) has that parameter")
-    if rename:
-        if rec is not None:  # the bench load travels with the joint, under its new name
-            for joint in rename:
-                if joint in rec.joint_names and "load" not in out["joints"][joint]:
-                    out["joints"][joint]["load"] = load_dict(rec.joints[rec.joint_index(joint)])
-        out["joints"] = {rename.get(j, j): v for j, v in out["joints"].items()}
-        for key in ("operating_point", "gain_units"):
-            table = out.get("assumptions", {}).get(key)
-            if isinstance(table, dict):
-                out["assumptions"][key] = {rename.get(j, j): v for j, v in table.items()}
-        out["renamed"] = rename
-    return out
+    if not rename:
+        return replace(r, joints=joints)
+    if rec is not None:  # the bench load travels with the joint, under its new name
+        for joint in rename:
+            if joint in rec.joint_names and not joints[joint].has("load"):
+                joints[joint] = replace(joints[joint], load=load_dict(rec.joints[rec.joint_index(joint)]))
+    a = r.assumptions
+    return replace(r, joints={rename.get(j, j): v for j, v in joints.items()}, renamed=rename,
+                   assumptions=replace(a, operating_point=_renamed(a.operating_point, rename),
+                                       gain_units=_renamed(a.gain_units, rename)))
+
+
+def _renamed(table: Mapping[str, T] | None, rename: dict[str, str]) -> Mapping[str, T] | None:
+    """A per-joint table under the new joint names (anything else as it is)."""
+    if table is None:
+        return None
+    return {rename.get(str(j), str(j)): v for j, v in table.items()}
 
 
 def unidentified_notes(result: ResultLike, families: dict[str, str] | str | None = None,

@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..datasets.recording import JointInfo, Recording, Segment
+from ..fitting.result import FitResult, ResultLike, as_result
 from .common import ChosenModel, ExportError, choose, joint_family
 from .formats import CONSUMERS  # each format's consumer, from its registration
 
@@ -26,18 +27,17 @@ TOLERANCE = 0.10  # replay RMSE within 10 % of our rollout's
 RMSE_FLOOR = 2e-3  # of the motion range: MuJoCo's soft frictionloss vs our hard stop (docs/models.md)
 
 
-def _segments(result: dict, rec: Recording, segments: list[str] | None) -> list[Segment]:
-    names = segments if segments is not None else (result.get("split", {}).get("validation") or
-                                                   [s.name for s in rec.segments])
+def _segments(result: FitResult, rec: Recording, segments: list[str] | None) -> list[Segment]:
+    names = segments if segments is not None else (result.split.validation or [s.name for s in rec.segments])
     return [s for s in rec.segments if s.name in set(names)]
 
 
-def _at_operating_point(result: dict, rec: Recording, segs: list[Segment]) -> tuple[list[Segment], str | None]:
+def _at_operating_point(result: FitResult, rec: Recording, segs: list[Segment]) -> tuple[list[Segment], str | None]:
     """The segments an export replays as it is: for a fit of device-unit gains or logged supply voltages, those
     run at the export's operating point (the fit's reference kp and vin) with the actuator on throughout."""
     from ..models.rollout import operating_points
 
-    refs = result.get("assumptions", {}).get("operating_point") or {}
+    refs = result.assumptions.operating_point or {}
     if not refs:
         return segs, None
     ops = {j: operating_points(rec, j) for j in refs}
@@ -66,13 +66,12 @@ def _ext(seg: Segment, joint: str) -> float:
         "external_torque", seg.metadata.get("external_torque", 0.0)))
 
 
-def _ours(result: dict, rec: Recording, m: ChosenModel, segs: list[Segment]) -> dict[str, np.ndarray]:
+def _ours(result: FitResult, rec: Recording, m: ChosenModel, segs: list[Segment]) -> dict[str, np.ndarray]:
     from ..fitting.api import simulate
 
-    a = result.get("assumptions", {})
+    a = result.assumptions
     sims = simulate(rec, m.joint, m.family.name, m.params, joint_terms=list(m.family.joint_terms),
-                    decimation=a.get("decimation", 1), table_positions=m.table_positions,
-                    effort_mode=a.get("effort_mode", "explicit"))
+                    decimation=a.decimation, table_positions=m.table_positions, effort_mode=a.effort_mode)
     return {s.name: sims[s.name]["q"] for s in segs}
 
 
@@ -173,7 +172,7 @@ def isaaclab_segment(cfg, info: JointInfo, seg: Segment, j: int, dt: float, sub:
 def _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families) -> dict:
     from .isaaclab import actuator_cfgs
 
-    fam_map = {j: families for j in result["joints"]} if isinstance(families, str) else families
+    fam_map = {j: families for j in result.joints} if isinstance(families, str) else families
     source = None
     if fmt != "isaaclab.py":
         from .isaaclab import render_python
@@ -184,12 +183,12 @@ def _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families) -> dict:
     for key, groups in built.items():
         specs = actuator_cfgs(result, fam_map, custom=bool(fam_map), rec=rec) if key == "ACTUATORS" else \
             actuator_cfgs(result, custom=True, rec=rec)
-        for joint in result["joints"]:
+        for joint in result.joints:
             cfg = _cfg_for(groups, joint)
             fam_name = _family_of(specs, joint)
             family = joint_family(result, joint, fam_name)
-            jr = result["joints"][joint]["models"][fam_name]
-            m = ChosenModel(joint, family, dict(jr["params"]), jr.get("table_positions"))
+            fit = result.model(joint, fam_name)
+            m = ChosenModel(joint, family, dict(fit.params), fit.table_positions)
             offset = float(getattr(cfg, "encoder_offset", 0.0) or 0.0)
             j = rec.joint_index(joint)
             runs = {}
@@ -394,7 +393,7 @@ def _replay_mujoco(result, rec, text, segs, sub, families) -> dict:
 # --- the comparison ---
 
 
-def _compare(result: dict, rec: Recording, m: ChosenModel, segs: list[Segment], runs: dict[str, np.ndarray]) -> dict:
+def _compare(result: FitResult, rec: Recording, m: ChosenModel, segs: list[Segment], runs: dict[str, np.ndarray]) -> dict:
     ours = _ours(result, rec, m, segs)
     j = rec.joint_index(m.joint)
     rows = []
@@ -416,12 +415,13 @@ def _compare(result: dict, rec: Recording, m: ChosenModel, segs: list[Segment], 
             "segments": rows}
 
 
-def replay(result: dict, rec: Recording, fmt: str, *, text: str | None = None,
+def replay(stored: ResultLike, rec: Recording, fmt: str, *, text: str | None = None,
            families: dict[str, str] | str | None = None, segments: list[str] | None = None) -> dict:
     """Replay one export format through its consumer; RMSE next to our rollout's, per joint.
 
     `text` is the rendered export (rendered here when None). Segments default to the validation split.
     """
+    result = as_result(stored)
     if fmt not in CONSUMERS:
         return {"format": fmt, "status": "skipped", "note": f"no consumer replay for {fmt}"}
     consumer = CONSUMERS[fmt]
@@ -447,9 +447,9 @@ def replay(result: dict, rec: Recording, fmt: str, *, text: str | None = None,
     segs, note = _at_operating_point(result, rec, _segments(result, rec, segments))
     if not segs and note:
         return {"format": fmt, "consumer": consumer, "status": "skipped", "note": note}
-    a = result.get("assumptions", {})
-    sub = int(a.get("decimation", 1))
-    dt = float(a.get("physics_dt", segs[0].dt / sub if segs else 0.005))
+    a = result.assumptions
+    sub = int(a.decimation)
+    dt = float(a.physics_dt if a.has("physics_dt") else segs[0].dt / sub if segs else 0.005)
     base = {"format": fmt, "consumer": consumer, "segments": [s.name for s in segs], "tolerance": TOLERANCE}
     try:
         if text is None:

@@ -9,9 +9,10 @@ which leaves the values as fitted), and `annotate` writes into the export which 
 
 from __future__ import annotations
 
-import copy
 import json
+from dataclasses import replace
 
+from ..fitting.result import FitResult, JointFit, ResultLike, as_result
 from .common import ExportError, prepend_comment
 
 SCALED = ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit")
@@ -47,18 +48,27 @@ def _multipliers(units: str, ref: dict, at: dict[str, float]) -> dict[str, float
     return {"stiffness": kp, "damping": kd, "saturation_effort": v, "actuator_velocity_limit": v}
 
 
-def at_operating_point(result: dict, at: dict[str, float] | None = None) -> tuple[dict, dict | None]:
+def _scaled(jr: JointFit, mult: dict[str, float]) -> JointFit:
+    """A joint's fits with the SCALED parameters of every model multiplied by `mult`."""
+    def scale(name: str, v: object) -> object:
+        return float(v) * mult[name] if name in SCALED and isinstance(v, int | float) else v
+    return replace(jr, models={k: replace(m, params={n: scale(n, v) for n, v in m.params.items()})
+                               for k, m in jr.models.items()})
+
+
+def at_operating_point(result: ResultLike, at: dict[str, float] | None = None
+                       ) -> tuple[FitResult, dict | None]:
     """(result with every model's SI parameters at `at`, the point used per joint) — or (result, None) for a fit
     that logged no device gains or supply voltage. Raises ExportError when `at` asks for what the fit lacks."""
-    assumed = result.get("assumptions", {})
-    refs = assumed.get("operating_point") or {}
-    units = assumed.get("gain_units") or {}
+    typed = as_result(result)
+    refs = typed.assumptions.operating_point or {}
+    units = typed.assumptions.gain_units or {}
     if not refs:
         if at:
             raise ExportError(f"--at {','.join(f'{k}={v:g}' for k, v in at.items())}: this fit's segments log "
                               "no device-unit gains or supply voltage; its parameters are SI as fitted")
-        return result, None
-    out = copy.deepcopy(result) if at else result
+        return typed, None
+    joints = dict(typed.joints)
     points: dict[str, dict] = {}
     for joint, ref in refs.items():
         unit = units.get(joint, "si")
@@ -73,15 +83,9 @@ def at_operating_point(result: dict, at: dict[str, float] | None = None) -> tupl
                          "default": not want}
         if not want:
             continue
-        mult = _multipliers(unit, ref, want)
-        jr = out["joints"].get(joint, {})
-        for model in jr.get("models", {}).values():
-            params = model.get("params")
-            if isinstance(params, dict):
-                for name in SCALED:
-                    if isinstance(params.get(name), int | float):
-                        params[name] = float(params[name]) * mult[name]
-    return out, points
+        if joint in joints:
+            joints[joint] = _scaled(joints[joint], _multipliers(unit, ref, want))
+    return (replace(typed, joints=joints) if at else typed), points
 
 
 def describe(points: dict) -> str:
