@@ -12,6 +12,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from ..fitting.result import as_result
+
 MIN_HISTORY = 2
 
 
@@ -19,10 +21,10 @@ def _points(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One point per (fit, joint, parameter of the joint's best family), in the fits' order (oldest first)."""
     out = []
     for f in fits:
-        for joint, jr in ((f.get("result") or {}).get("joints") or {}).items():
-            family = jr.get("best_model")
-            params = ((jr.get("models") or {}).get(family) or {}).get("params") or {}
-            for name, value in params.items():
+        for joint, jr in as_result(f.get("result") or {}).joints.items():
+            family = jr.best_model
+            model = jr.models.get(family)
+            for name, value in (model.params if model is not None else {}).items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     out.append({"fit_id": f["id"], "dataset_id": f["dataset_id"], "serial": f.get("serial"),
                                 "time": f.get("finished_at") or f.get("created_at"), "joint": joint,
