@@ -6,10 +6,12 @@ Served by the app (Plotly linked from /static/plotly.min.js) and written by the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
 from ..fitting.diagnostics import diagnose
+from ..fitting.result import Interval, ModelFit, NetFit, RankRow, SegmentMetrics, as_result
 from ..models import parameters
 from ..models.families import FAMILIES
 from .pages import PLOTLY_URL, fmt_num, live_loss_html, page, plotly_js_path, script_json, status_html
@@ -25,20 +27,19 @@ for (const f of FIGURES) Plotly.newPlot(f.id, f.data, f.layout, {responsive: tru
 """
 
 
-def _params_table(params: dict[str, Any], intervals: dict[str, Any] | None = None) -> str:
+def _params_table(params: Mapping[str, Any], intervals: Mapping[str, Interval]) -> str:
     """Fitted values with unit, 95 % interval and whether the log identifies them."""
-    intervals = intervals or {}
     rows = []
     for name, value in params.items():
         p = parameters.BY_NAME.get(name)
         unit, doc = (p.unit, p.doc) if p else ("", "")
-        iv = intervals.get(name) or {}
-        if not iv:
+        iv = intervals.get(name)
+        if iv is None or not iv.to_json():
             band = '<td class="muted">—</td>'
-        elif not iv.get("identified", True):
-            band = f'<td class="warn">not identified: {escape(iv.get("reason", ""))}</td>'
-        elif iv.get("interval95"):
-            lo, hi = iv["interval95"]
+        elif not iv.identified:
+            band = f'<td class="warn">not identified: {escape(iv.reason or "")}</td>'
+        elif iv.interval95:
+            lo, hi = iv.interval95
             band = f"<td>[{fmt_num(lo)}, {fmt_num(hi)}]</td>"
         else:
             band = "<td>exact (neighbours fit clearly worse)</td>"
@@ -48,15 +49,14 @@ def _params_table(params: dict[str, Any], intervals: dict[str, Any] | None = Non
             + "".join(rows) + "</table>")
 
 
-def _network_section(models: dict[str, Any]) -> str:
+def _network_section(models: Mapping[str, ModelFit]) -> str:
     """Each fitted actuator network against the best parametric model on the same segments: closed loop
     (position and velocity RMSE of the trajectory) and, with measured torque, open loop (torque RMSE)."""
     rows = []
-    for kind, m in models.items():
-        cmp = m.get("comparison")
-        if not cmp:
-            continue
-        tr = m.get("training", {})
+    nets = {k: m for k, m in models.items() if isinstance(m, NetFit) and m.comparison}
+    for kind, m in nets.items():
+        cmp = m.comparison or {}
+        tr = m.training
         metrics = [("closed loop: position RMSE", "position_rmse", "rad"),
                    ("closed loop: velocity RMSE", "velocity_rmse", "rad/s"),
                    ("open loop: torque RMSE", "torque_rmse", "N·m")]
@@ -69,61 +69,70 @@ def _network_section(models: dict[str, Any]) -> str:
                         f"<td>{fmt_num(par)}</td><td>{ratio}</td><td>{escape(unit)}</td></tr>")
         rows.append(f"<tr><td>{escape(kind)}</td><td colspan=\"5\" class=\"muted\">trained "
                     f"{escape(str(tr.get('mode', '?')).replace('_', ' '))} on {escape(str(tr.get('torque_source', '')))}"
-                    f"; {m.get('n_params', '?')} weights; input {escape(str(m.get('network', {}).get('input_idx')))}"
-                    f" steps back (MLP); {escape(str(m.get('assumptions', '')))}</td></tr>")
+                    f"; {m.n_params if m.has('n_params') else '?'} weights; input "
+                    f"{escape(str(m.network.get('input_idx')))} steps back (MLP); "
+                    f"{escape(str(m.assumptions if m.has('assumptions') else ''))}</td></tr>")
     if not rows:
         return ""
-    best = next(m["comparison"]["parametric_family"] for m in models.values() if m.get("comparison"))
-    split = next(m["comparison"]["split"] for m in models.values() if m.get("comparison"))
+    first = next(iter(nets.values())).comparison or {}
+    best, split = first["parametric_family"], first["split"]
     return (f"<h3>Actuator networks against {escape(best)}</h3><p>On the {escape(split)} segments; the ratio is "
             "network ÷ parametric (below 1: the network is better).</p><table><tr><th>network</th><th>metric</th>"
             f"<th>network</th><th>{escape(best)}</th><th>ratio</th><th>unit</th></tr>" + "".join(rows) + "</table>")
 
 
-def _ranking_table(ranking: list[dict]) -> str:
+def _rows(ranking: Sequence[RankRow | Mapping[str, Any]]) -> list[RankRow]:
+    return [r if isinstance(r, RankRow) else RankRow.from_json(r) for r in ranking]
+
+
+def _ranking_table(ranking: Sequence[RankRow | Mapping[str, Any]]) -> str:
     """Families by validation error with the per-parameter penalty, and why the first one won."""
-    if not ranking:
+    ranked = _rows(ranking)
+    if not ranked:
         return ""
-    rows = "".join(f"<tr><td>{i + 1}</td><td>{escape(r['family'])}</td><td>{fmt_num(r['position_rmse'])}</td>"
-                   f"<td>{r['n_params']}</td><td>{fmt_num(r['score'])}</td></tr>" for i, r in enumerate(ranking))
+    rows = "".join(f"<tr><td>{i + 1}</td><td>{escape(r.family)}</td><td>{fmt_num(r.position_rmse)}</td>"
+                   f"<td>{r.n_params}</td><td>{fmt_num(r.score)}</td></tr>" for i, r in enumerate(ranked))
     why = ""
-    if len(ranking) > 1:
-        a, b = ranking[0], ranking[1]
-        why = (f"<p>{escape(a['family'])} wins: its {escape(a['split'])} position RMSE {fmt_num(a['position_rmse'])} "
-               f"rad with {a['n_params']} parameters scores {fmt_num(a['score'])} against "
-               f"{escape(b['family'])}'s {fmt_num(b['score'])} (RMSE × (1 + 0.01 · parameters)).</p>")
-    gaps = "".join(f"<p>{escape(g)}</p>" for g in fidelity_gaps(ranking))
+    if len(ranked) > 1:
+        a, b = ranked[0], ranked[1]
+        why = (f"<p>{escape(a.family)} wins: its {escape(str(a.split))} position RMSE {fmt_num(a.position_rmse)} "
+               f"rad with {a.n_params} parameters scores {fmt_num(a.score)} against "
+               f"{escape(b.family)}'s {fmt_num(b.score)} (RMSE × (1 + 0.01 · parameters)).</p>")
+    gaps = "".join(f"<p>{escape(g)}</p>" for g in fidelity_gaps(ranked))
     return ("<table><tr><th>rank</th><th>family</th><th>position RMSE [rad]</th><th>parameters</th>"
             f"<th>score</th></tr>{rows}</table>{why}{gaps}")
 
 
-def fidelity_gaps(ranking: list[dict]) -> list[str]:
+def fidelity_gaps(ranking: Sequence[RankRow | Mapping[str, Any]]) -> list[str]:
     """What a consumer-native family gives up against the richer-friction family that extends it.
 
     One line per fitted pair, e.g. "dcmotor is 42 % worse on validation than dcmotor_stribeck", so the
     report says what exporting the native family (Isaac Lab, Newton, MuJoCo hold no BAM friction) costs.
     """
-    rows = {r["family"]: r for r in ranking}
+    ranked = _rows(ranking)
+    rows = {r.family: r for r in ranked}
     out = []
-    for r in ranking:
-        native = rows.get(getattr(FAMILIES.get(r["family"]), "approximates", ""))
-        if native is None or not r["position_rmse"] or native["split"] != r["split"]:
+    for r in ranked:
+        native = rows.get(getattr(FAMILIES.get(r.family), "approximates", ""))
+        if native is None or not r.position_rmse or native.split != r.split:
             continue
-        a, b = native["position_rmse"], r["position_rmse"]
+        a, b = native.position_rmse, r.position_rmse
+        if a is None:
+            raise TypeError(f"ranking row {native.family!r} has no position_rmse")
         errors = f"(position RMSE {a:.3g} vs {b:.3g} rad)"
         if a - b <= max(0.02 * b, 1e-6):  # within 2 % or float32 precision: nothing to give up
-            out.append(f"{native['family']} fits at least as well as {r['family']} on {r['split']} {errors}: "
+            out.append(f"{native.family} fits at least as well as {r.family} on {r.split} {errors}: "
                        "the richer friction buys nothing on this log.")
         else:
-            out.append(f"{native['family']} is {100.0 * (a / b - 1.0):.0f} % worse on {r['split']} than "
-                       f"{r['family']} {errors}: what exporting the consumer-native family gives up.")
+            out.append(f"{native.family} is {100.0 * (a / b - 1.0):.0f} % worse on {r.split} than "
+                       f"{r.family} {errors}: what exporting the consumer-native family gives up.")
     return out
 
 
-def _convergence_figure(div: str, joint: str, models: dict[str, Any]) -> dict:
+def _convergence_figure(div: str, joint: str, models: Mapping[str, ModelFit]) -> dict:
     """Best loss of every family's fit (log scale): the start, least squares from it, each CMA-ES generation,
     and the final refine."""
-    data = [{"type": "scatter", "mode": "lines", "name": fam, "y": m.get("search", {}).get("convergence", [])}
+    data = [{"type": "scatter", "mode": "lines", "name": fam, "y": (m.search or {}).get("convergence", [])}
             for fam, m in models.items()]
     return {"id": div, "data": data, "layout": {
         "title": {"text": f"{joint} · search convergence"}, "height": 320,
@@ -131,7 +140,7 @@ def _convergence_figure(div: str, joint: str, models: dict[str, Any]) -> dict:
         "yaxis": {"title": {"text": "best loss"}, "type": "log"}}}
 
 
-def _correlation_figure(div: str, joint: str, family: str, corr: dict) -> dict | None:
+def _correlation_figure(div: str, joint: str, family: str, corr: Mapping[str, Any]) -> dict | None:
     """Heat map of the parameter correlation matrix at the optimum."""
     names = corr.get("names") or []
     if len(names) < 2:
@@ -142,13 +151,13 @@ def _correlation_figure(div: str, joint: str, family: str, corr: dict) -> dict |
                        "margin": {"l": 170, "b": 150}}}
 
 
-def _residual_figure(div: str, joint: str, family: str, rows: list[dict]) -> dict | None:
+def _residual_figure(div: str, joint: str, family: str, rows: Sequence[SegmentMetrics]) -> dict | None:
     """Position RMSE per segment, coloured by split."""
     if not rows:
         return None
-    colours = ["#c06000" if r.get("split") == "validation" else "#1f5fa8" for r in rows]
-    return {"id": div, "data": [{"type": "bar", "x": [str(r["segment"]) for r in rows],
-                                 "y": [r["position_rmse"] for r in rows], "marker": {"color": colours}}],
+    colours = ["#c06000" if r.split == "validation" else "#1f5fa8" for r in rows]
+    return {"id": div, "data": [{"type": "bar", "x": [str(r.segment) for r in rows],
+                                 "y": [r.position_rmse for r in rows], "marker": {"color": colours}}],
             "layout": {"title": {"text": f"{joint} · {family} · position RMSE per segment (blue train, orange "
                                          "validation)"}, "height": 300, "xaxis": {"title": {"text": "segment"}},
                        "yaxis": {"title": {"text": "RMSE [rad]"}}}}
@@ -185,17 +194,23 @@ def _residual_findings(j: int, joint: str, family: str, segments: list[dict], ph
 SPLITS = ("train", "validation")
 
 
-def _metrics_table(models: dict[str, Any], best: str | None) -> str:
+def _split_metrics(m: ModelFit, split: str) -> dict[str, Any] | None:
+    """One split's pooled metrics as stored (every key, the ones this version does not name too)."""
+    v = m.metrics.train if split == "train" else m.metrics.validation
+    return v.to_json() if v is not None else None
+
+
+def _metrics_table(models: Mapping[str, ModelFit], best: str | None) -> str:
     """One row per family and split (train, validation); columns are the union of the scalar metric names."""
     cols: list[str] = []
     for m in models.values():
         for split in SPLITS:
-            values = m.get("metrics", {}).get(split) or {}
-            cols += [k for k, v in values.items() if k not in cols and not isinstance(v, list | dict)]
+            stored = _split_metrics(m, split) or {}
+            cols += [k for k, v in stored.items() if k not in cols and not isinstance(v, list | dict)]
     rows = []
     for family, m in models.items():
         for split in SPLITS:
-            values = m.get("metrics", {}).get(split)
+            values = _split_metrics(m, split)
             cls = ' class="best"' if family == best else ""
             cells = ("".join(f"<td>{fmt_num(values.get(c))}</td>" for c in cols) if values
                      else f'<td colspan="{max(len(cols), 1)}" class="muted">no {split} segments</td>')
@@ -400,32 +415,31 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
                     f"<script>{_ACTIONS_JS}</script>")
         return _page(title, body, fid, standalone)
 
-    verdict = (result or {}).get("verdict")
+    typed = as_result(result or {})
+    verdict = typed.verdict.to_json() if typed.verdict is not None else typed.extra.get("verdict")
     if verdict is None and result:  # a result stored before verdicts: judged from what is at hand
         from ..fitting.verdict import fit_verdict
 
-        verdict = fit_verdict(result, None, validation)
+        verdict = fit_verdict(typed, None, validation)
     body.insert(2, verdict_html(verdict))
     body += [f'<div class="warn">fleet drift: {escape(w)}</div>' for w in fleet_warnings or []]
     figures: list[dict] = []
     plots = (report_data or {}).get("joints", {})
-    for j, (joint, jr) in enumerate((result or {}).get("joints", {}).items()):
-        best = jr.get("best_model")
-        models = jr.get("models", {})
+    for j, (joint, jr) in enumerate(typed.joints.items()):
+        best = jr.best_model
+        models = jr.models
         body.append(f"<h2>Joint <code>{escape(joint)}</code> — best model: {escape(str(best))}</h2>")
         if best in models:
             model = models[best]
-            body.append(f"<h3>Parameters of {escape(best)}</h3>"
-                        f"{_params_table(model.get('params', {}), model.get('intervals'))}")
-            body += [f'<div class="warn">{escape(w)}</div>' for w in model.get("warnings", [])]
+            body.append(f"<h3>Parameters of {escape(best)}</h3>{_params_table(model.params, model.intervals)}")
+            body += [f'<div class="warn">{escape(w)}</div>' for w in model.warnings]
         body.append(f"<h3>Metrics</h3>{_metrics_table(models, best)}")
-        body.append(f"<h3>Model ranking</h3>{_ranking_table(jr.get('ranking', []))}")
+        body.append(f"<h3>Model ranking</h3>{_ranking_table(jr.ranking)}")
         body.append(_network_section(models))
         extra: list[dict | None] = [_convergence_figure(f"plot-{j}-convergence", joint, models)]
         if best in models:
-            extra += [_correlation_figure(f"plot-{j}-correlation", joint, best, models[best].get("correlation", {})),
-                      _residual_figure(f"plot-{j}-residuals", joint, best,
-                                       models[best].get("metrics", {}).get("segments", []))]
+            extra += [_correlation_figure(f"plot-{j}-correlation", joint, best, models[best].correlation),
+                      _residual_figure(f"plot-{j}-residuals", joint, best, models[best].metrics.segments)]
         jp = plots.get(joint)
         if not jp:
             body.append('<p class="muted">No plot data for this joint.</p>')
@@ -435,9 +449,9 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
         if jp.get("envelope") or jp.get("points"):
             figures.append(_envelope_figure(f"plot-{j}-envelope", joint, jp.get("envelope") or {},
                                             jp.get("points") or {}))
-        kp = models.get(best, {}).get("params", {}).get("stiffness")
-        findings, diag = _residual_findings(j, joint, str(jp.get("family") or best), jp.get("segments", []),
-                                            (result or {}).get("assumptions", {}).get("physics_dt"),
+        kp = models[best].params.get("stiffness") if best in models else None
+        dt = typed.assumptions.physics_dt if typed.assumptions.has("physics_dt") else None
+        findings, diag = _residual_findings(j, joint, str(jp.get("family") or best), jp.get("segments", []), dt,
                                             kp if isinstance(kp, int | float) else None)
         figures += [f for f in extra if f]
         divs = [(f'{findings if f["id"] == f"plot-{j}-residuals" else ""}<div class="plot" id="{f["id"]}"></div>')
