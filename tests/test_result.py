@@ -104,3 +104,15 @@ def test_a_k_fold_fit_round_trips() -> None:
     metrics = r.model("j1", "ideal_pd").metrics
     assert r.split.folds == doc["split"]["folds"] and metrics.folds is not None and len(metrics.folds) == 2
     assert metrics.folds_mean == doc["joints"]["j1"]["models"]["ideal_pd"]["metrics"]["folds_mean"]
+
+
+def test_exports_read_the_typed_result_as_they_read_the_stored_dict() -> None:
+    """Every text export of the golden fit is the same text whether it is handed the stored dict or the typed
+    result (the exporters convert at their door)."""
+    from actuator_sysid.export import TEXT_FORMATS, render_format
+
+    doc = json.loads(GOLDEN.read_text())
+    rec = make_recording(segments=2, n=150, seed=0)  # the golden log (tests/test_golden.py write_log)
+    typed = FitResult.from_json(doc)
+    for fmt in TEXT_FORMATS:
+        assert render_format(typed, rec, fmt) == render_format(doc, rec, fmt), fmt
