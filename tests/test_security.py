@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 from conftest import ROOT, Server, pythonpath, start_server
+from fastapi.routing import iter_route_contexts
 from test_service_flow import SMALL_BUDGET, upload_log, wait_status
 
 from actuator_sysid.service.app import create_app
@@ -63,7 +64,7 @@ def all_routes(ds_id: str, fit_id: str, probe_dir: Path) -> list[tuple[str, str]
     app = create_app(Settings(data_dir=probe_dir))
     fill = {"dataset_id": ds_id, "fit_id": fit_id, "name": "isaaclab.py", "actuator_model": "test-motor"}
     out = []
-    for route in app.routes:
+    for route in iter_route_contexts(app.routes):  # the routes of included routers too (FastAPI ≥ 0.165 nests them)
         path = getattr(route, "path", None)
         for method in sorted(getattr(route, "methods", None) or []):
             if path and method != "HEAD":

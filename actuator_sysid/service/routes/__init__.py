@@ -1,0 +1,14 @@
+"""The service's routes, one `APIRouter` per area; `create_app` includes `ROUTERS` in this order (the
+OpenAPI document lists paths in it). Routes get the app's services as dependencies (service/deps.py) and
+their bodies from service/schemas.py; the robots router lives in service/robots.py."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from . import datasets, excitations, exports, fits, fleet, ops, pages
+
+ROUTERS: tuple[APIRouter, ...] = (datasets.router, excitations.router, fits.router, exports.router, fleet.router,
+                                  ops.router, pages.router)
+
+__all__ = ["ROUTERS"]

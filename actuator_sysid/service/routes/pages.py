@@ -1,0 +1,38 @@
+"""The HTML pages of datasets and fits: the dashboard, a dataset's page and a fit's report."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+
+from .. import fleet, pages, robots
+from ..deps import Project, Repo, Store
+from ..report import render_report
+from .common import exports_of, fit_context, form_defaults, form_families, stored_json
+
+router = APIRouter()
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def index(repo: Repo, project: Project) -> str:
+    return pages.render_index(repo.list_datasets(project, limit=200), repo.list_fits(project=project, limit=200),
+                              form_families(), form_defaults(), repo.fit_counts(project), repo.actuator_models(project))
+
+
+@router.get("/datasets/{dataset_id}", response_class=HTMLResponse, include_in_schema=False)
+def dataset_page(repo: Repo, storage: Store, project: Project, dataset_id: str) -> str:
+    d = repo.get_dataset(dataset_id, project)
+    rec = storage.load_recording(repo.artifacts("dataset", dataset_id))
+    return pages.render_dataset(d, rec, repo.list_fits(dataset_id, project), form_families(), form_defaults())
+
+
+@router.get("/fits/{fit_id}", response_class=HTMLResponse, include_in_schema=False)
+def report_page(repo: Repo, storage: Store, project: Project, fit_id: str) -> str:
+    fit, plots = fit_context(repo, storage, fit_id, project)
+    if fit["request"].get("kind") == robots.ROBOT_FIT:
+        return robots.render_robot_fit(fit, plots, sorted(exports_of(repo, fit_id)), repo, project)
+    warnings: list[str] = []
+    if fit["status"] == "succeeded" and fit.get("actuator_model"):
+        warnings = fleet.warnings_for(fit_id, repo.fleet_fits(fit["actuator_model"], project))
+    return render_report(fit, fit.get("result"), plots, exports=sorted(exports_of(repo, fit_id)),
+                         fleet_warnings=warnings, validation=stored_json(repo, storage, fit, "validation.json"))
