@@ -1,6 +1,7 @@
 """HTML pages of the service: the page shell, dashboard, dataset, compare, fleet and login pages.
 
-Server-rendered strings, no template engine and no external assets (Plotly is served from /static)."""
+Server-rendered strings; their CSS and JS are the files in service/static/, inlined, so a page (and a
+standalone report) loads no external assets (Plotly is served from /static)."""
 
 from __future__ import annotations
 
@@ -17,33 +18,14 @@ from .storage import json_safe
 
 PLOTLY_URL = "/static/plotly.min.js"
 
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5rem auto;max-width:1200px;
-     padding:0 1rem;color:#222}
-h1,h2,h3{font-weight:600} a{color:#0b5cad}
-table{border-collapse:collapse;margin:.5rem 0 1rem;display:block;max-width:100%;overflow-x:auto}
-pre{overflow-x:auto;max-width:100%} select,input,textarea{max-width:100%;box-sizing:border-box} th,td{border:1px solid #ccc;padding:.25rem .6rem;
-     text-align:left;font-variant-numeric:tabular-nums} th{background:#f3f3f3}
-tr.best td{background:#eef7ee} .muted{color:#777} .error{color:#a00;white-space:pre-wrap}
-.status-succeeded{color:#176a17} .status-failed{color:#a00} .status-running,.status-queued{color:#8a5a00}
-progress{width:20rem} textarea{width:100%;font-family:monospace} fieldset{margin:1rem 0}
-.plot{width:100%;height:420px} .split-train{color:#0b5cad} .split-validation{color:#b35c00}
-.status-cancelled{color:#777} nav{display:flex;flex-wrap:wrap;gap:1rem;align-items:center;border-bottom:1px solid #ddd;
-     padding-bottom:.5rem} nav .right{margin-left:auto} .cards{display:flex;gap:1rem;flex-wrap:wrap}
-.card{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem;min-width:7rem} .card b{font-size:1.4rem;display:block}
-.warn{background:#fff6e0;border-left:4px solid #e0a000;padding:.4rem .8rem;margin:.5rem 0}
-.cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1.5rem} pre.log{background:#f6f6f6;max-height:16rem;
-     overflow:auto;padding:.5rem;font-size:.85rem} button.danger{color:#a00} a.button,button{cursor:pointer}
-a.download{display:inline-block;border:1px solid #0b5cad;border-radius:4px;padding:.2rem .6rem;margin:.2rem;
-     text-decoration:none}
-"""
 
-COMMON_JS = """
-async function apiError(r){try{const j=await r.json();return typeof j.detail==='string'?j.detail
-  :JSON.stringify(j.detail)}catch(e){return r.status+' '+r.statusText}}
-async function apiPost(url,method){const r=await fetch(url,{method:method||'POST'});
-  if(!r.ok){alert(await apiError(r));return null}return r.json()}
-"""
+def _static(name: str) -> str:
+    """A CSS or JS source from service/static/, inlined by the pages (a standalone report needs no server)."""
+    return (Path(__file__).resolve().parent / "static" / name).read_text(encoding="utf-8")
+
+
+CSS = _static("site.css")
+COMMON_JS = _static("common.js")  # apiError, apiPost: every page's fetch helpers
 
 
 def plotly_js_path() -> Path:
@@ -131,19 +113,7 @@ PRESETS = {  # the form's quick presets: budget fields and families (None: keep 
 }
 
 
-_LIVE_LOSS_JS = """
-(()=>{const div=document.getElementById('live-loss'),msg=document.getElementById('live-msg');
-if(!div||!msg||!window.Plotly)return;const traces={};
-Plotly.newPlot(div,[],{title:{text:'best loss per generation (live)'},height:260,showlegend:true,
-  xaxis:{title:{text:'generation'}},yaxis:{title:{text:'loss'},type:'log'},legend:{orientation:'h'},
-  margin:{t:40,l:60,r:20,b:40}},{displaylogo:false,responsive:true});
-function point(){const m=/^(.+?): generation (\\d+)\\/\\d+, best loss ([^,]+),/.exec(msg.textContent||'');
-  if(!m||!isFinite(+m[3]))return;const label=m[1];
-  if(!(label in traces)){traces[label]=Object.keys(traces).length;
-    Plotly.addTraces(div,{x:[],y:[],name:label,type:'scatter',mode:'lines+markers'})}
-  Plotly.extendTraces(div,{x:[[+m[2]]],y:[[+m[3]]]},[traces[label]])}
-point();new MutationObserver(point).observe(msg,{childList:true,characterData:true,subtree:true})})();
-"""
+_LIVE_LOSS_JS = _static("live_loss.js")  # a running fit's loss curve from its progress messages
 
 
 def live_loss_html() -> str:
@@ -186,56 +156,9 @@ in_loop_epochs, mode (auto | torque | in_the_loop); used only by the ticked netw
 </fieldset>"""
 
 
-_START_FIT_JS = """
-const PRESETS=""" + script_json(PRESETS) + """;
-document.getElementById('preset').addEventListener('change',ev=>{const p=PRESETS[ev.target.value];if(!p)return;
-  for(const k of ['generations','population'])document.getElementById(k).value=p[k];
-  document.getElementById('budget_s').value=p.seconds;
-  if(p.models)for(const b of document.querySelectorAll('input[name=model]'))b.checked=p.models.includes(b.value)});
-function fitBody(id){
-  const val=k=>document.getElementById(k).value.trim();
-  const models=[...document.querySelectorAll('input[name=model]:checked')].map(e=>e.value);
-  const budget={generations:+val('generations'),population:+val('population')};
-  if(val('budget_s'))budget.seconds=+val('budget_s');
-  const body={dataset_id:id,models,seed:+val('seed'),budget,effort_mode:val('effort_mode')};
-  if(val('decimation')&&+val('decimation')!==1)body.decimation=+val('decimation');
-  if(val('joints'))body.joints=val('joints').split(',').map(s=>s.trim()).filter(s=>s);
-  for(const k of ['holdout','folds_by'])if(val(k))body[k]=val(k);
-  if(val('folds'))body.folds=+val('folds');
-  if(val('networks')){try{body.networks=JSON.parse(val('networks'))}
-    catch(e){throw new Error('networks: not valid JSON ('+e.message+')')}}
-  return body}
-for(const b of document.querySelectorAll('button.start-fit')){b.addEventListener('click',async()=>{
-  let body;try{body=fitBody(b.dataset.id)}catch(e){alert('Fit not started: '+e.message);return}
-  const r=await fetch('/api/v1/fits',{method:'POST',headers:{'Content-Type':'application/json'},
-    body:JSON.stringify(body)});
-  if(r.ok){location.href='/fits/'+(await r.json()).id}else{alert('Fit not started: '+await apiError(r))}})}
-for(const b of document.querySelectorAll('button.delete-dataset')){b.addEventListener('click',async()=>{
-  if(!confirm('Delete dataset '+b.dataset.name+' and all its fits? This cannot be undone.'))return;
-  let r=await fetch('/api/v1/datasets/'+b.dataset.id,{method:'DELETE'});
-  if(r.status===409){const msg=await apiError(r);
-    if(!confirm(msg+'\\n\\nCancel those fits and delete anyway?'))return;
-    r=await fetch('/api/v1/datasets/'+b.dataset.id+'?force=true',{method:'DELETE'})}
-  if(r.ok){location.href='/'}else{alert('Not deleted: '+await apiError(r))}})}
-"""
+_START_FIT_JS = "\nconst PRESETS=" + script_json(PRESETS) + ";\n" + _static("start_fit.js")  # the fit form
 
-_INDEX_JS = """
-document.getElementById('upload').addEventListener('submit',async ev=>{ev.preventDefault();
-  const out=document.getElementById('upload-msg');out.textContent='uploading…';
-  const r=await fetch('/api/v1/datasets',{method:'POST',body:new FormData(ev.target)});
-  if(r.ok){location.href='/datasets/'+(await r.json()).id}else{out.textContent='Upload failed: '+await apiError(r)}});
-document.getElementById('compare').addEventListener('click',()=>{
-  const ids=[...document.querySelectorAll('input.pick:checked')].map(e=>e.value);
-  if(ids.length!==2){alert('Tick exactly two fits to compare.');return}
-  location.href='/compare?a='+ids[0]+'&b='+ids[1]});
-async function poll(){const r=await fetch('/api/v1/fits?limit=200');if(!r.ok)return;let active=false;
-  for(const f of await r.json()){const row=document.getElementById('fit-'+f.id);if(!row)continue;
-    row.querySelector('.st').innerHTML='<span class="status-'+f.status+'">'+f.status+'</span>';
-    row.querySelector('progress').value=f.progress;row.querySelector('.pct').textContent=Math.round(f.progress*100)+'%';
-    row.querySelector('.msg').textContent=f.error||f.message||'';active||=f.status==='queued'||f.status==='running'}
-  if(active)setTimeout(poll,1500)}
-poll();
-"""
+_INDEX_JS = _static("index.js")  # the dashboard: upload, compare, live fit rows
 
 
 def _fits_table(fits: list[dict], names: dict[str, str], pick: bool = False) -> str:
