@@ -43,8 +43,8 @@ from ..models.networks import (
     recurrent_core,
 )
 from ..models.rollout import RolloutEngine, SegmentBatch, full_params
-from .api import FitRequest, FitRequestError
 from .objective import VELOCITY_WEIGHT, pool_metrics
+from .request import FitRequest, FitRequestError
 
 ProgressFn = Callable[[float, str], None]
 ISAACLAB_CFG = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg", "gru": ""}  # "": Isaac Lab 3.0 has none

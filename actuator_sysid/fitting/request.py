@@ -1,0 +1,88 @@
+"""A fit request and the checks of its own fields: what the CLI, the API and the worker hand to the fit.
+
+The checks that need the plan (a holdout the segments cannot satisfy) or the networks' options live beside
+them: `fitting.plan.validate_request` runs all of them, in one place, before anything is queued or stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..datasets.recording import Recording
+from ..models.families import EFFORT_MODES, FAMILIES, JOINT_TERMS, NET_FAMILIES
+from .objective import LOSSES
+from .search import BACKENDS
+
+
+class FitRequestError(ValueError):
+    """A fit request that cannot run on this dataset (unknown joint, unknown model family, bad budget)."""
+
+
+@dataclass
+class FitRequest:
+    joints: list[str] | None = None  # None = every joint in the recording
+    models: list[str] = field(default_factory=lambda: ["dcmotor"])  # family names, see models.families
+    generations: int = 200
+    population: int = 16  # per CMA-ES run; four runs search side by side
+    seed: int = 0
+    refine_iterations: int = 200
+    device: str = "cpu"
+    search_backend: str = "cmaes"  # or "optuna": the same CMA-ES through an Optuna study
+    decimation: int = 1  # physics steps per log sample; commands held, delay counted in physics steps
+    joint_terms: list[str] | None = None  # None: each family's default (armature, friction, viscous_friction)
+    effort_mode: str = "explicit"  # or "implicit": Newton's implicit effort mode, for stiff gains
+    window_s: float | None = 1.0  # training rollouts restart from the log every window_s seconds (None: never)
+    use_logged_gains: bool = False  # segments' recorded kp/kd (metadata, SI) replace the fitted gains there
+    holdout: str | None = None  # "KEY=VALUE": recordings of segments whose metadata KEY equals VALUE validate
+    folds: int | None = None  # k-fold cross-validation over whole recordings; final fit on every segment
+    folds_by: str | None = None  # metadata KEY: leave-one-value-out folds (e.g. "kp"); final fit on every segment
+    budget_s: float | None = None  # wall-clock budget for the whole fit: search stops, keeps its best, refines
+    networks: dict | None = None  # options of the mlp/lstm families (fitting.nets.NetOptions), None: defaults
+    loss: str = "mse"  # or "position_mae": mean |position error|, BAM's objective (fitting/objective.py LOSSES)
+
+
+def check_fields(rec: Recording, req: FitRequest) -> None:
+    """The request's own fields against their bounds and the dataset's names; FitRequestError naming the problem."""
+    max_joints, max_folds = 64, 100  # every field that sizes work is bounded (issue 15)
+    if req.joints is not None and len(req.joints) > max_joints:
+        raise FitRequestError(f"joints names {len(req.joints)} joints; the limit is {max_joints} per fit")
+    for what, names in (("joints", req.joints or []), ("models", req.models or []),
+                        ("joint_terms", req.joint_terms or [])):
+        seen: set[str] = set()
+        twice: set[str] = set()
+        for n in names:
+            (twice if n in seen else seen).add(n)
+        if twice:
+            raise FitRequestError(f"{what} lists {', '.join(map(repr, sorted(twice)))} more than once; "
+                                  "name each once")
+    if req.folds is not None and req.folds > max_folds:  # the lower bound and the recordings: plan_split
+        raise FitRequestError(f"folds must be between 2 and {max_folds}, got {req.folds}")
+    for name in req.joints or []:
+        if name not in rec.joint_names:
+            raise FitRequestError(f"unknown joint {name!r}: the dataset has joints {rec.joint_names}")
+    if req.joints is not None and not req.joints:
+        raise FitRequestError("joints is empty: name at least one joint or omit the field")
+    if not req.models:
+        raise FitRequestError(f"models is empty: choose from {sorted(FAMILIES)}")
+    for m in req.models:
+        if m not in FAMILIES and m not in NET_FAMILIES:
+            raise FitRequestError(f"unknown model family {m!r}: choose from {sorted(FAMILIES) + list(NET_FAMILIES)}")
+    if not 1 <= req.generations <= 10_000:
+        raise FitRequestError(f"budget.generations must be between 1 and 10000, got {req.generations}")
+    if not 4 <= req.population <= 4096:
+        raise FitRequestError(f"budget.population must be between 4 and 4096, got {req.population}")
+    if not 1 <= req.decimation <= 64:
+        raise FitRequestError(f"decimation must be between 1 and 64 physics steps per sample, got {req.decimation}")
+    for term in req.joint_terms or []:
+        if term not in JOINT_TERMS:
+            raise FitRequestError(f"unknown joint term {term!r}: choose from {list(JOINT_TERMS)}")
+    if req.window_s is not None and not 0.01 <= req.window_s <= 86_400:
+        raise FitRequestError(f"window_s must be between 0.01 and 86400 seconds or null, got {req.window_s}")
+    if req.effort_mode not in EFFORT_MODES:
+        raise FitRequestError(f"unknown effort mode {req.effort_mode!r}: choose from {list(EFFORT_MODES)}")
+    if req.loss not in LOSSES:
+        raise FitRequestError(f"unknown loss {req.loss!r}: choose from {list(LOSSES)}")
+    if req.search_backend not in BACKENDS:
+        raise FitRequestError(f"unknown search backend {req.search_backend!r}: choose from {list(BACKENDS)}")
+    if req.budget_s is not None and not 0 < req.budget_s <= 86_400:
+        raise FitRequestError(f"budget.seconds must be between 0 and 86400 (one day), got {req.budget_s}")
