@@ -220,8 +220,8 @@ def upload_phase(url: str, pid: int, path: Path) -> dict:
 def queue_fits(url: str) -> tuple[str, list[str]]:
     """Upload the small log and queue several all-family fits with a large budget; wait until one runs.
 
-    Fits stop when they stall and the local executor runs them one after another, so with four queued a fit
-    computes for the whole load phase."""
+    Fits stop when they stall and the local executor runs them one after another; on a quiet machine one fit
+    takes about 10 s, so with eight queued a fit computes for the whole load phase."""
     log, side = small_log()
     resp = requests.post(url + "/api/v1/datasets", files={"file": ("small.csv", log)},
                          data={"metadata": json.dumps(side)}, timeout=60)
@@ -231,7 +231,7 @@ def queue_fits(url: str) -> tuple[str, list[str]]:
     body = {"dataset_id": ds["id"], "models": ["implicit", "ideal_pd", "dcmotor", "delayed_pd", "dcmotor_delay",
                                                "remotized_pd", "pid"],
             "budget": {"generations": 10000, "population": 16}}
-    fits = [requests.post(url + "/api/v1/fits", timeout=30, json=body).json()["id"] for _ in range(4)]
+    fits = [requests.post(url + "/api/v1/fits", timeout=30, json=body).json()["id"] for _ in range(8)]
     deadline = time.monotonic() + 60
     while requests.get(f"{url}/api/v1/fits/{fits[0]}", timeout=10).json()["status"] != "running":
         if time.monotonic() > deadline:
