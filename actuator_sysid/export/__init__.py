@@ -182,8 +182,14 @@ def render_all(result: ResultLike, rec: Recording, *, replay_exports: bool = Tru
     return files
 
 
-def replay(result: ResultLike, rec: Recording, fmt: str, **kwargs) -> dict:
-    """Replay one export through its consumer (see export.consumer_replay.replay)."""
+def replay(result: ResultLike, rec: Recording, fmt: str, *, text: str | None = None, **kwargs) -> dict:
+    """Replay one export through its consumer (see export.consumer_replay.replay); rendered here unless given."""
+    from .consumer_replay import CONSUMERS
     from .consumer_replay import replay as _replay
 
-    return _replay(result, rec, fmt, **kwargs)
+    if text is None and fmt in CONSUMERS:
+        try:
+            text = render_format(result, rec, fmt, families=kwargs.get("families"))
+        except Exception as e:  # as a failed replay: a replay must never take the export down with it
+            return {"format": fmt, "consumer": CONSUMERS[fmt], "status": "failed", "note": f"{type(e).__name__}: {e}"}
+    return _replay(result, rec, fmt, text=text or "", **kwargs)

@@ -415,11 +415,12 @@ def _compare(result: FitResult, rec: Recording, m: ChosenModel, segs: list[Segme
             "segments": rows}
 
 
-def replay(stored: ResultLike, rec: Recording, fmt: str, *, text: str | None = None,
+def replay(stored: ResultLike, rec: Recording, fmt: str, *, text: str,
            families: dict[str, str] | str | None = None, segments: list[str] | None = None) -> dict:
     """Replay one export format through its consumer; RMSE next to our rollout's, per joint.
 
-    `text` is the rendered export (rendered here when None). Segments default to the validation split.
+    `text` is the rendered export (export.replay renders it when the caller has none). Segments default to
+    the validation split.
     """
     result = as_result(stored)
     if fmt not in CONSUMERS:
@@ -452,10 +453,6 @@ def replay(stored: ResultLike, rec: Recording, fmt: str, *, text: str | None = N
     dt = float(a.physics_dt if a.has("physics_dt") else segs[0].dt / sub if segs else 0.005)
     base = {"format": fmt, "consumer": consumer, "segments": [s.name for s in segs], "tolerance": TOLERANCE}
     try:
-        if text is None:
-            from . import render_format
-
-            text = render_format(result, rec, fmt, families=families)
         if consumer == "isaaclab":
             joints = _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families)
         elif consumer == "newton":
