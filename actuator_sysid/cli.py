@@ -87,7 +87,7 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     """Print what the reader made of a log: joints, segments, duration, rate, warnings."""
-    from .service.storage import dumps
+    from .files import dumps
 
     summary = _read(args).summary()
     print(dumps(summary))
@@ -179,9 +179,9 @@ class _ProgressBar:
 
 def run_fit(rec: Recording, req: FitRequest, out: Path, label: str) -> dict:
     """Fit with a progress bar and write fit.json, report.html, isaaclab.py and isaaclab.json into `out`."""
-    from .service.jobs import compute_fit
+    from .files import write_files
+    from .pipeline import compute_fit
     from .service.report import render_report
-    from .service.storage import write_files
 
     progress = _ProgressBar(f"fitting {label}")
     try:

@@ -85,3 +85,20 @@ def test_the_marker_table_names_real_test_files_and_tests() -> None:
         assert path.is_file(), key
         assert not test or f"def {test}(" in path.read_text(), key
         assert markers and set(markers) <= allowed, key
+
+
+def test_the_cli_local_fit_imports_no_web_framework_or_database(tmp_path: Path) -> None:
+    """`actuator-sysid fit` runs the local pipeline (actuator_sysid/pipeline.py) and writes its report without
+    importing SQLAlchemy or FastAPI: a real tiny fit in a fresh interpreter, then its loaded modules."""
+    code = textwrap.dedent(f"""
+        import sys
+        from actuator_sysid.cli import main
+        rc = main(["demo", "--out", {str(tmp_path / "demo")!r}, "--generations", "2", "--population", "4"])
+        assert rc == 0, rc
+        loaded = sorted({{m.split(".")[0] for m in sys.modules}} & {{"sqlalchemy", "fastapi", "starlette", "alembic"}})
+        print("LOADED", loaded)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "LOADED []" in out.stdout, out.stdout[-500:]
+    assert (tmp_path / "demo" / "report.html").is_file() and (tmp_path / "demo" / "fit.json").is_file()

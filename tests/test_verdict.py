@@ -9,7 +9,7 @@ from export_helpers import TRUTH, make_result, model_entry, short_recording
 from actuator_sysid.export import render_all
 from actuator_sysid.fitting.api import FitRequest
 from actuator_sysid.fitting.verdict import fit_verdict, noise_floor
-from actuator_sysid.service.jobs import compute_fit
+from actuator_sysid.pipeline import compute_fit
 from actuator_sysid.service.report import render_report
 
 QUICK = {"models": ["dcmotor"], "generations": 8, "population": 6, "refine_iterations": 4}

@@ -42,6 +42,8 @@ from sqlalchemy.engine import Connection, CursorResult, Engine, Row
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 from sqlalchemy.sql.dml import UpdateBase
 
+from .errors import NotFoundError
+
 FIT_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 ACTIVE = ("queued", "running")
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -49,10 +51,6 @@ RETRY_HINT = "a retry runs it again (POST /api/v1/fits/{id}/retry)"
 RESTARTED = f"server restarted during the fit; {RETRY_HINT}"
 STOPPED = "server stopped during the fit"
 DEFAULT_PROJECT = "default"
-
-
-class NotFoundError(LookupError):
-    """A dataset or fit id that does not exist (or belongs to another project); the message names it."""
 
 
 class ConflictError(RuntimeError):

@@ -16,77 +16,37 @@ next progress report) with a kill after a grace period; the time limit works the
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import multiprocessing as mp
 import os
 import threading
 import time
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
 
-from ..datasets.recording import DatasetError, Recording
+from ..datasets.recording import DatasetError
+from ..files import dumps
 from ..fitting.api import (
     FitRequest,
     FitRequestError,
-    ProgressFn,
-    fit_recording,
-    report_data,
-    validate_request,
 )
+from ..pipeline import FitOutputs, compute_fit
 from .db import STOPPED, NotFoundError, Repository, worker_name
 from .settings import Settings
-from .storage import Storage, dumps, json_safe
+from .storage import Storage
 
 log = logging.getLogger("actuator_sysid.service")
 
 PROGRESS_INTERVAL_S = 0.2
-# the stages after the search, as progress text (the fit page and the event stream show them)
-STAGE_REPORT = "search done: computing the report traces"
-STAGE_EXPORTS = "validating exports: rendering each and replaying it through its consumer"
-STAGE_STORE = "storing the result and the exports"
 KILL_GRACE_S = 10.0  # after a cancel or the time limit, how long a worker has to stop by itself
 WORKER_NICE = 10  # CPU priority offset of local fit workers where SCHED_IDLE is unavailable
-
-
-@dataclass
-class FitOutputs:
-    """What one fit produces: the API `result`, the report's plot data and the export files by name."""
-
-    result: dict
-    report: dict
-    exports: dict[str, str]
-
-    def files(self) -> dict[str, str]:
-        """The artifacts both the service and the CLI write: fit.json plus the exports."""
-        return {"fit.json": dumps(self.result), **self.exports}
 
 
 def request_from_dict(d: dict) -> FitRequest:
     """A stored request back as a FitRequest; keys this version does not know (older rows) are dropped."""
     known = {f.name for f in fields(FitRequest)}
     return FitRequest(**{k: v for k, v in d.items() if k in known})
-
-
-def compute_fit(rec: Recording, req: FitRequest, progress: ProgressFn | None = None,
-                info: dict | None = None) -> FitOutputs:
-    """Fit, collect the report data and render every export with its validation (from the unsanitised result);
-    the result carries the fit's verdict (fitting/verdict.py), `info` (fit_id, dataset) the exports' provenance."""
-    validate_request(rec, req)  # a stored request may predate a restart: say what is wrong before importing more
-    from ..export import render_all  # the worker's dependency, not the API's
-
-    raw = fit_recording(rec, req, progress)
-    stage = progress or (lambda _f, _m: None)
-    stage(1.0, STAGE_REPORT)  # the search is done; what follows takes seconds and is shown as its own stage
-    report = report_data(rec, raw)
-    stage(1.0, STAGE_EXPORTS)
-    if info:
-        raw["origin"] = dict(info)  # where the fit came from, for exports rendered later from fit.json
-    exports = render_all(raw, rec, info=info)
-    raw["verdict"] = json.loads(exports["validation.json"])["verdict"]  # judged with the exports' replays
-    stage(1.0, STAGE_STORE)  # a cancel asked while the exports replayed stops the fit here, before it is stored
-    return FitOutputs(result=json_safe(raw), report=json_safe(report), exports=exports)
 
 
 # --- the worker side ---

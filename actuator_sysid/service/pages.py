@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from .storage import json_safe
+from ..files import json_safe
 
 PLOTLY_URL = "/static/plotly.min.js"
 

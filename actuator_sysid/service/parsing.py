@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datasets.recording import DatasetError
-from .storage import json_safe
+from ..files import json_safe
 
 log = logging.getLogger("actuator_sysid.service")
 

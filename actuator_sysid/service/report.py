@@ -10,12 +10,12 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from ..files import json_safe
 from ..fitting.diagnostics import diagnose
 from ..fitting.result import Interval, ModelFit, NetFit, RankRow, SegmentMetrics, as_result
 from ..models import parameters
 from ..models.families import FAMILIES
 from .pages import PLOTLY_URL, fmt_num, live_loss_html, page, plotly_js_path, script_json, status_html
-from .storage import json_safe
 
 _COLORS = {"measured": "#222222", "commanded": "#9aa0a6", "simulated": "#d62728", "train": "#0b5cad", "validation": "#b35c00",
            "network": "#2ca02c"}

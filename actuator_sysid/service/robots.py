@@ -30,13 +30,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from ..datasets.recording import DatasetError, Recording
+from ..files import json_safe
 from ..fitting.robot import require_stand
 from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES, USD_SUFFIXES, RobotError, RobotModel
 from . import pages
 from .db import DEFAULT_PROJECT, NotFoundError, Repository
 from .parsing import ParserPool
 from .settings import Settings
-from .storage import Storage, json_safe, new_id
+from .storage import Storage, new_id
 
 log = logging.getLogger("actuator_sysid.service")
 
