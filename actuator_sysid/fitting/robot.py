@@ -269,8 +269,8 @@ class _Evaluator:
         return np.nan_to_num(r.transpose(0, 3, 1, 2).reshape(x.shape[0], len(self.prob.names), -1), nan=1.0)
 
 
-def replay_coupled(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays: list[int], q: np.ndarray, qd: np.ndarray,
-            cmd: np.ndarray, cmd_qd: np.ndarray, start: int, decimation: int, dt: float, effort: np.ndarray
+def replay_coupled(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays: list[int], q: np.ndarray,
+                   qd: np.ndarray, cmd: np.ndarray, cmd_qd: np.ndarray, start: int, decimation: int, dt: float, effort: np.ndarray
             ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each parameter set replayed alone from the measured state at `start` to the log's end: positions
     (T − start, J) and the share of physics steps at which the motor envelope cut the PD effort (J,).
@@ -643,8 +643,8 @@ def _validate(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, 
     defaults = {"armature": robot.armature[None], "viscous_friction": robot.damping[None],
                 "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
                 "bias": np.zeros((1, len(names)))}
-    (rep_fit, cut), (rep_def, _) = replay_coupled(robot, [fitted, defaults], [delay, 0], data.q, data.qd, data.cmd,
-                                           data.cmd_qd, data.split, opts.decimation, data.dt, prob.effort_limit)
+    (rep_fit, cut), (rep_def, _) = replay_coupled(robot, [fitted, defaults], [delay, 0], data.q, data.qd,
+                                                  data.cmd, data.cmd_qd, data.split, opts.decimation, data.dt, prob.effort_limit)
     meas = data.q[data.split:]
 
     def rmse(sim: np.ndarray) -> tuple[float, dict[str, float]]:

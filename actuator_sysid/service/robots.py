@@ -362,7 +362,7 @@ def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any
                 "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
                 "bias": np.zeros((1, len(prob.names)))}
     replays = replay_coupled(robot, [fitted, defaults], [int(result["delay_steps"]), 0], data.q, data.qd, data.cmd,
-                      data.cmd_qd, data.split, opts.decimation, data.dt, prob.effort_limit)
+                             data.cmd_qd, data.split, opts.decimation, data.dt, prob.effort_limit)
     sim_fit, sim_def = (r[0] if isinstance(r, tuple) else r for r in replays)  # positions (and the envelope's share)
     step = max(1, (data.q.shape[0] - data.split) // TRACE_POINTS)
     t = data.t[data.split::step] - data.t[0]
