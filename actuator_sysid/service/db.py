@@ -475,13 +475,14 @@ class Repository:
     def fleet_fits(self, actuator_model: str, project: str | None = None) -> list[dict[str, Any]]:
         """Succeeded fits of datasets of one actuator model, oldest first, each with its dataset's serial."""
         with self._session() as s:
-            q = (select(FitRow, DatasetRow.serial, DatasetRow.name)
+            q = (select(FitRow, DatasetRow.serial, DatasetRow.name, DatasetRow.meta, DatasetRow.created_at)
                  .join(DatasetRow, FitRow.dataset_id == DatasetRow.id)
                  .where(DatasetRow.actuator_model == actuator_model, FitRow.status == "succeeded")
                  .order_by(FitRow.finished_at, FitRow.created_at))
             if project is not None:
                 q = q.where(FitRow.project == project)
-            return [{**_fit_dict(f), "serial": serial, "dataset_name": name} for f, serial, name in s.execute(q)]
+            return [{**_fit_dict(f), "serial": serial, "dataset_name": name, "dataset_metadata": meta or {},
+                     "dataset_created_at": _iso(created)} for f, serial, name, meta, created in s.execute(q)]
 
     def actuator_models(self, project: str | None = None) -> list[tuple[str, int]]:
         """(actuator model, number of datasets) for the fleet view."""

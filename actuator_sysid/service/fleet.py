@@ -13,23 +13,48 @@ import statistics
 from typing import Any
 
 from ..fitting.result import as_result
+from ..models import parameters
 
 MIN_HISTORY = 2
 
 
+def _when(f: dict[str, Any]) -> tuple[str | None, str]:
+    """A fit's place on the time axis: the recording's date (sidecar `recorded_at`), else when its dataset was
+    uploaded, else when the fit finished; and which of the three it is."""
+    meta = f.get("dataset_metadata") or {}
+    for key in ("recorded_at", "recorded", "date"):
+        if meta.get(key):
+            return str(meta[key]), "recorded"
+    if f.get("dataset_created_at"):
+        return f["dataset_created_at"], "uploaded"
+    return f.get("finished_at") or f.get("created_at"), "fit finished"
+
+
 def _points(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One point per (fit, joint, parameter of the joint's best family), in the fits' order (oldest first)."""
+    """One point per (fit, joint, parameter of the joint's best family), in the fits' order (oldest first),
+    with its 95 % interval where the fit identified the parameter."""
     out = []
     for f in fits:
+        when, source = _when(f)
         for joint, jr in as_result(f.get("result") or {}).joints.items():
             family = jr.best_model
             model = jr.models.get(family)
             for name, value in (model.params if model is not None else {}).items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
+                    iv = model.intervals.get(name) if model is not None else None
+                    band = iv.interval95 if iv is not None and iv.identified and iv.interval95 else None
                     out.append({"fit_id": f["id"], "dataset_id": f["dataset_id"], "serial": f.get("serial"),
-                                "time": f.get("finished_at") or f.get("created_at"), "joint": joint,
-                                "family": family, "param": name, "value": float(value)})
+                                "time": when, "time_source": source, "joint": joint, "family": family,
+                                "param": name, "value": float(value), "unit": _unit(name),
+                                "low": float(band[0]) if band else None, "high": float(band[1]) if band else None})
     return out
+
+
+def _unit(name: str) -> str:
+    try:
+        return parameters.get(name).unit
+    except KeyError:
+        return ""
 
 
 def _band(values: list[float]) -> tuple[float, float]:
@@ -39,12 +64,11 @@ def _band(values: list[float]) -> tuple[float, float]:
 
 
 def drift(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Points that leave the band of the earlier points of the same family and parameter."""
-    seen: dict[tuple[str, str], list[float]] = {}
+    """Points that leave the band of the earlier points of the same parameter (whichever family fitted it)."""
+    seen: dict[str, list[float]] = {}
     flagged = []
     for p in points:
-        key = (p["family"], p["param"])
-        history = seen.setdefault(key, [])
+        history = seen.setdefault(p["param"], [])
         if len(history) >= MIN_HISTORY:
             lo, hi = _band(history)
             if not lo <= p["value"] <= hi:
@@ -61,10 +85,12 @@ def fleet_summary(actuator_model: str, fits: list[dict[str, Any]]) -> dict[str, 
     """The fleet API's body: every point, grouped series per parameter, and the drift warnings."""
     points = _points(fits)
     series: dict[str, dict[str, Any]] = {}
-    for p in points:
-        s = series.setdefault(f"{p['family']}.{p['param']}", {"family": p["family"], "param": p["param"],
-                                                             "points": []})
-        s["points"].append({k: p[k] for k in ("time", "value", "serial", "joint", "fit_id")})
+    for p in points:  # one series per parameter: a unit's values stay one line when the best family changes
+        s = series.setdefault(p["param"], {"param": p["param"], "unit": p["unit"], "families": [], "points": []})
+        if p["family"] not in s["families"]:
+            s["families"].append(p["family"])
+        s["points"].append({k: p[k] for k in ("time", "time_source", "value", "low", "high", "serial", "joint",
+                                              "family", "fit_id")})
     return {"actuator_model": actuator_model, "fits": len(fits),
             "serials": sorted({str(f.get("serial")) for f in fits if f.get("serial")}),
             "series": list(series.values()), "warnings": drift(points)}

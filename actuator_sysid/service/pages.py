@@ -400,13 +400,70 @@ def render_dataset(d: dict, rec: Any, fits: list[dict], families: list[str], def
     return page(f"dataset {d['name']}", body, nav=True)
 
 
-def _best_params(result: dict | None) -> dict[tuple[str, str], tuple[str, Any]]:
+def _best_params(result: dict | None) -> dict[tuple[str, str], tuple[str, Any, list[float] | None]]:
+    """(joint, parameter) → (best family, value, its 95 % interval where identified)."""
     out = {}
     for joint, jr in ((result or {}).get("joints") or {}).items():
         best = jr.get("best_model")
-        for name, value in (((jr.get("models") or {}).get(best) or {}).get("params") or {}).items():
-            out[(joint, name)] = (best, value)
+        model = (jr.get("models") or {}).get(best) or {}
+        for name, value in (model.get("params") or {}).items():
+            iv = (model.get("intervals") or {}).get(name) or {}
+            band = iv.get("interval95") if iv.get("identified", True) else None
+            out[(joint, name)] = (best, value, band)
     return out
+
+
+def _with_interval(value: Any, band: list[float] | None) -> str:
+    if band is None or not isinstance(value, int | float):
+        return fmt_num(value)
+    return f"{fmt_num(value)} <span class=\"muted\">[{fmt_num(band[0])}, {fmt_num(band[1])}]</span>"
+
+
+def _unit_of(name: str) -> str:
+    from ..models import parameters
+
+    try:
+        return parameters.get(name).unit
+    except KeyError:
+        return ""
+
+
+def _validation_rows(fa: dict, fb: dict) -> str:
+    """Each joint's validation position RMSE / MAE of the best model, A beside B."""
+    def errs(f: dict) -> dict[str, dict]:
+        out = {}
+        for joint, jr in (((f.get("result") or {}).get("joints")) or {}).items():
+            m = ((jr.get("models") or {}).get(jr.get("best_model")) or {}).get("metrics") or {}
+            out[joint] = m.get("validation") or {}
+        return out
+    ea, eb = errs(fa), errs(fb)
+    return "".join(f"<tr><td>{escape(j)}</td><td>{fmt_num(ea.get(j, {}).get('position_rmse'))}</td>"
+                   f"<td>{fmt_num(eb.get(j, {}).get('position_rmse'))}</td>"
+                   f"<td>{fmt_num(ea.get(j, {}).get('position_mae'))}</td>"
+                   f"<td>{fmt_num(eb.get(j, {}).get('position_mae'))}</td></tr>" for j in sorted(set(ea) | set(eb)))
+
+
+def _trajectory_figures(joints: list[str], pa: dict | None, pb: dict | None) -> list[dict[str, Any]]:
+    """Measured vs each fit's simulation on the first validation segment of each joint, overlaid."""
+    figures = []
+    for j, joint in enumerate(joints):
+        data: list[dict[str, Any]] = []
+        for label, plots, color in (("A", pa, "#d62728"), ("B", pb, "#1f77b4")):
+            segs = (((plots or {}).get("joints") or {}).get(joint) or {}).get("segments") or []
+            seg = next((sg for sg in segs if sg.get("split") == "validation"), segs[0] if segs else None)
+            if seg is None:
+                continue
+            if not data:
+                data.append({"x": seg["t"], "y": seg["q"], "name": f"measured ({seg['name']})", "type": "scatter",
+                             "mode": "lines", "line": {"color": "#444"}})
+            data.append({"x": seg["t"], "y": seg["q_sim"], "name": f"{label} simulated", "type": "scatter",
+                         "mode": "lines", "line": {"color": color, "dash": "dash"}})
+        if data:
+            figures.append({"id": f"cmp-q-{j}", "data": data, "layout": {
+                "title": {"text": f"{escape(joint)} · measured vs simulated (validation)"},
+                "xaxis": {"title": {"text": "time [s]"}}, "yaxis": {"title": {"text": "position [rad]"}},
+                "margin": {"t": 40, "l": 60, "r": 20, "b": 40}, "legend": {"orientation": "h"}}})
+    return figures
 
 
 def render_compare(a: tuple[dict, dict | None], b: tuple[dict, dict | None]) -> str:
@@ -415,13 +472,14 @@ def render_compare(a: tuple[dict, dict | None], b: tuple[dict, dict | None]) -> 
     ka, kb = _best_params(fa.get("result")), _best_params(fb.get("result"))
     rows = []
     for key in sorted(set(ka) | set(kb)):
-        va, vb = ka.get(key, (None, None)), kb.get(key, (None, None))
+        va, vb = ka.get(key, (None, None, None)), kb.get(key, (None, None, None))
         diff = "—"
         if isinstance(va[1], int | float) and isinstance(vb[1], int | float) and va[1]:
             diff = f"{100 * (vb[1] - va[1]) / abs(va[1]):+.1f}%"
         rows.append(f"<tr><td>{escape(key[0])}</td><td><code>{escape(key[1])}</code></td>"
-                    f"<td>{escape(str(va[0] or ''))} {fmt_num(va[1])}</td>"
-                    f"<td>{escape(str(vb[0] or ''))} {fmt_num(vb[1])}</td><td>{diff}</td></tr>")
+                    f"<td>{escape(_unit_of(key[1]))}</td>"
+                    f"<td>{escape(str(va[0] or ''))} {_with_interval(va[1], va[2])}</td>"
+                    f"<td>{escape(str(vb[0] or ''))} {_with_interval(vb[1], vb[2])}</td><td>{diff}</td></tr>")
 
     def head(f: dict) -> str:
         req = f.get("request") or {}
@@ -449,15 +507,32 @@ def render_compare(a: tuple[dict, dict | None], b: tuple[dict, dict | None]) -> 
                 "xaxis": {"title": {"text": "velocity [rad/s]"}}, "yaxis": {"title": {"text": "effort [N·m]"}},
                 "margin": {"t": 40, "l": 60, "r": 20, "b": 40}, "legend": {"orientation": "h"}}})
 
-    figures = json_safe(figures)
+    figures = json_safe(_trajectory_figures(joints, pa, pb) + figures)
     body = f"""<h1>Compare fits</h1>
 <div class="cols"><div><h2>A</h2>{head(fa)}</div><div><h2>B</h2>{head(fb)}</div></div>
+<h2>Validation error of each joint's best model</h2>
+<table><tr><th>joint</th><th>A position RMSE [rad]</th><th>B position RMSE [rad]</th>
+<th>A position MAE [rad]</th><th>B position MAE [rad]</th></tr>{_validation_rows(fa, fb) or
+'<tr><td colspan="5" class="muted">no validation data</td></tr>'}</table>
 <h2>Parameters of each joint's best model</h2>
-<table><tr><th>joint</th><th>parameter</th><th>A</th><th>B</th><th>B vs A</th></tr>{''.join(rows) or
-'<tr><td colspan="5" class="muted">no succeeded fit to compare</td></tr>'}</table>
+<p class="muted">value [95 % interval] where the fit identified it</p>
+<table><tr><th>joint</th><th>parameter</th><th>unit</th><th>A</th><th>B</th><th>B vs A</th></tr>
+{''.join(rows) or '<tr><td colspan="6" class="muted">no succeeded fit to compare</td></tr>'}</table>
 {''.join(f'<div class="plot" id="{f["id"]}"></div>' for f in figures)}
 {plot_script(figures)}"""
     return page("compare fits", body, nav=True)
+
+
+def _fleet_trace(serial: str, pts: list[dict]) -> dict[str, Any]:
+    """One serial's values over time, with its 95 % intervals as error bars (none where not identified)."""
+    trace: dict[str, Any] = {"x": [p["time"] for p in pts], "y": [p["value"] for p in pts], "name": f"serial {serial}",
+                             "type": "scatter", "mode": "lines+markers",
+                             "text": [f"{p['fit_id'][:8]} · {p['family']} · {p['joint']}" for p in pts]}
+    if any(p.get("low") is not None for p in pts):
+        trace["error_y"] = {"type": "data", "symmetric": False, "visible": True,
+                            "array": [p["high"] - p["value"] if p.get("high") is not None else 0 for p in pts],
+                            "arrayminus": [p["value"] - p["low"] if p.get("low") is not None else 0 for p in pts]}
+    return trace
 
 
 def render_fleet(models: list[tuple[str, int]], summary: dict | None) -> str:
@@ -472,24 +547,24 @@ def render_fleet(models: list[tuple[str, int]], summary: dict | None) -> str:
                     f"{escape(', '.join(summary['serials']) or '—')}</p>")
         body += [f'<div class="warn">drift: {escape(w["text"])} · <a href="/fits/{escape(w["fit_id"])}">fit '
                  f'{escape(w["fit_id"][:8])}</a></div>' for w in summary["warnings"]]
-        flagged = {(w["fit_id"], w["family"], w["param"], w["joint"]) for w in summary["warnings"]}
+        flagged = {(w["fit_id"], w["param"], w["joint"]) for w in summary["warnings"]}
         for k, s in enumerate(summary["series"]):
             by_serial: dict[str, list[dict]] = {}
             for p in s["points"]:
                 by_serial.setdefault(str(p["serial"] or "?"), []).append(p)
-            data: list[dict[str, Any]] = [
-                {"x": [p["time"] for p in pts], "y": [p["value"] for p in pts], "name": f"serial {serial}",
-                 "type": "scatter", "mode": "lines+markers", "text": [p["fit_id"][:8] for p in pts]}
-                for serial, pts in sorted(by_serial.items())]
-            bad = [p for p in s["points"] if (p["fit_id"], s["family"], s["param"], p["joint"]) in flagged]
+            data: list[dict[str, Any]] = [_fleet_trace(serial, pts) for serial, pts in sorted(by_serial.items())]
+            bad = [p for p in s["points"] if (p["fit_id"], s["param"], p["joint"]) in flagged]
             if bad:
                 data.append({"x": [p["time"] for p in bad], "y": [p["value"] for p in bad], "name": "drift",
                              "type": "scatter", "mode": "markers",
                              "marker": {"size": 14, "symbol": "circle-open", "color": "#e0a000", "line": {"width": 3}}})
+            sources = sorted({p["time_source"] for p in s["points"]})
+            unit = f" [{s['unit']}]" if s.get("unit") else ""
             figures.append({"id": f"fleet-{k}", "data": data, "layout": {
-                "title": {"text": f"{escape(s['family'])} · {escape(s['param'])}"}, "height": 300,
-                "xaxis": {"title": {"text": "fit finished (UTC)"}}, "margin": {"t": 40, "l": 60, "r": 20, "b": 40},
-                "legend": {"orientation": "h"}}})
+                "title": {"text": f"{escape(s['param'])}{escape(unit)} · {escape(', '.join(s['families']))}"},
+                "height": 300, "xaxis": {"title": {"text": " / ".join(sources) + " (UTC)"}},
+                "yaxis": {"title": {"text": f"{escape(s['param'])}{escape(unit)}"}},
+                "margin": {"t": 40, "l": 60, "r": 20, "b": 40}, "legend": {"orientation": "h"}}})
         body.append("".join(f'<div class="plot" style="height:300px" id="{f["id"]}"></div>' for f in figures)
                     or '<p class="muted">no succeeded fits of this model yet</p>')
     body.append(plot_script(figures))
