@@ -5,6 +5,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
+# Two test workers on two cores: one BLAS/OpenMP/torch thread each, so they do not oversubscribe the cores and
+# starve the SCHED_IDLE fit workers of the servers the service tests start (their fits run on wall budgets).
+THREADS := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 .PHONY: run test test-fast bench lint typecheck structure install clean bench-ingest
 
@@ -30,12 +33,12 @@ test: $(STAMP)
 	$(BIN)/ruff check actuator_sysid tests bench tools
 	$(BIN)/python tools/check_structure.py --baseline tools/structure_baseline.txt
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(THREADS) $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # The inner loop: no long fits, no server/PostgreSQL/Chromium/Ray (under 3 minutes on 2 cores).
 test-fast: $(STAMP)
 	$(BIN)/ruff check actuator_sysid tests bench tools
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow and not service"
+	$(THREADS) $(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow and not service"
 
 bench: $(STAMP)
 	$(BIN)/python bench/rollout.py

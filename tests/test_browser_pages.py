@@ -151,20 +151,21 @@ def test_fit_form_posts_a_seconds_budget_and_a_holdout_and_cancel_in_the_last_st
         page.select_option("#preset", "quick")
         assert page.input_value("#budget_s") == "30"
         page.fill("#generations", "10000")  # the seconds budget, not the generations, ends this search
-        page.fill("#budget_s", "4")
+        page.fill("#population", "256")  # wide generations: a quiet machine's search would otherwise stall in 1 s
+        page.fill("#budget_s", "8")
         page.fill("#holdout", "kp=8")
         page.fill("#joints", "knee")
         page.select_option("#effort_mode", "implicit")
         with page.expect_request(lambda r: r.url.endswith("/api/v1/fits") and r.method == "POST") as req:
             page.click("button.start-fit")
         posted = req.value.post_data_json
-        assert posted["budget"] == {"generations": 10000, "population": 8, "seconds": 4}, posted
+        assert posted["budget"] == {"generations": 10000, "population": 256, "seconds": 8}, posted
         assert posted["holdout"] == "kp=8" and posted["joints"] == ["knee"] and posted["effort_mode"] == "implicit"
         assert sorted(posted["models"]) == ["dcmotor", "delayed_pd"]
         page.wait_for_url("**/fits/*")
         fid = page.url.rsplit("/", 1)[1]
         stored = requests.get(f"{server.url}/api/v1/fits/{fid}", timeout=10).json()
-        assert stored["request"]["budget_s"] == 4 and stored["request"]["holdout"] == "kp=8", stored["request"]
+        assert stored["request"]["budget_s"] == 8 and stored["request"]["holdout"] == "kp=8", stored["request"]
         page.wait_for_function("() => document.getElementById('live-status').textContent.trim() === 'running'",
                                timeout=60_000)
         # the live loss curve: each progress message's best loss becomes a point of its family's curve
