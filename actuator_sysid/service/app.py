@@ -1,7 +1,7 @@
 """The HTTP edge: `create_app(settings)` builds the FastAPI app from its services, middleware, error
 handlers and routers.
 
-The routes live in service/routes/ (one APIRouter per area) and service/robots.py; they get the services
+The routes live in service/routes/ (one APIRouter per area); they get the services
 (service/deps.py) as dependencies and their bodies from service/schemas.py. Uploads are streamed to a temp
 file (size limit enforced while streaming), parsed in a parser process and stored whole or not at all; fits
 go to the durable queue (jobs.py); every route but /healthz, /static and the login form needs a token when
@@ -25,11 +25,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import __version__
 from ..datasets.recording import DatasetError
 from ..fitting.api import FitRequestError
-from . import pages, robots
+from . import pages
 from .auth import AuthMiddleware
 from .db import ConflictError, NotFoundError
 from .deps import Services
-from .routes import ROUTERS
+from .routes import ROBOTS, ROUTERS
 from .settings import Settings
 from .storage import UploadTooLargeError
 
@@ -178,7 +178,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(services.metrics.middleware)  # type: ignore[arg-type]
     services.attach(app.state)  # what the routes' dependencies read (service/deps.py)
     add_error_handlers(app)
-    app.include_router(robots.router)  # POST/GET /api/v1/robots, the robot page (service/robots.py)
+    app.include_router(ROBOTS)  # POST/GET /api/v1/robots, the robot pages (service/routes/robots.py)
     for router in ROUTERS:  # datasets, excitations, fits, exports, fleet, operations, pages (service/routes/)
         app.include_router(router)
     return app

@@ -20,7 +20,7 @@ from .db import DEFAULT_PROJECT, Repository
 from .jobs import JobRunner
 from .metrics import Metrics
 from .parsing import ParserPool
-from .robots import RobotLoader
+from .robot_loader import RobotLoader
 from .settings import Settings
 from .storage import Storage
 
@@ -75,6 +75,10 @@ async def _metrics(request: Request) -> Metrics:
     return cast(Metrics, request.app.state.metrics)
 
 
+async def _loader(request: Request) -> RobotLoader:
+    return cast(RobotLoader, request.app.state.robot_loader)
+
+
 async def _project(request: Request) -> str | None:
     """The caller's project for reads: None (every project) when auth is off and no token was sent."""
     return cast("str | None", request.state.project)
@@ -91,5 +95,6 @@ Repo = Annotated[Repository, Depends(_repo)]
 Runner = Annotated[JobRunner, Depends(_runner)]
 Parser = Annotated[ParserPool, Depends(_parser)]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
+Loader = Annotated[RobotLoader, Depends(_loader)]
 Project = Annotated[str | None, Depends(_project)]
 Owner = Annotated[str, Depends(_owner)]

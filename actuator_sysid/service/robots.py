@@ -1,49 +1,39 @@
-"""Whole robots in the service (issue 16): upload a robot model, read its summary, fit a dataset through it.
+"""Whole robots in the service (issue 16): the robot fit's request checks, its queueing, the worker step and the
+robot pages.
 
-The routes sit on an APIRouter whose dependencies (repository, artifact store, fit runner, settings, model
-loader) come from the app's state, so nothing here imports app.py: app.py includes `router` and hands
-`POST /api/v1/fits` requests that name a `robot_id` to `queue_robot_fit`. A robot model is imported with
-Newton in a separate process, as uploads are parsed (parsing.py): a model that does not import is a 422 and
-nothing is stored. A robot fit is queued like any fit; its worker (jobs.py) calls `compute_robot_fit`, which
-runs fitting/robot.py's `fit_robot` and returns fit.json, isaaclab.json and the report's validation traces.
+The routes are in service/routes/robots.py and the model loader in service/robot_loader.py: a robot model is
+imported with Newton in a separate process, as uploads are parsed (parsing.py), and a model that does not import
+is a 422 with nothing stored. A robot fit is queued like any fit (routes/fits.py hands `POST /api/v1/fits`
+requests that name a `robot_id` to `queue_robot_fit`); its worker (jobs.py) calls `compute_robot_fit`, which
+runs fitting/robot.py's `fit_robot` and returns fit.json, the whole-robot exports and the report's traces.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import shutil
 import tempfile
 import time
-import zipfile
 from collections.abc import Awaitable, Callable
-from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Protocol, cast
+from typing import Any, Protocol
 
 import numpy as np
-from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
-from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from starlette.concurrency import run_in_threadpool
 
 from ..datasets.recording import DatasetError, Recording
 from ..files import json_safe
-from ..fitting.robot import require_stand
-from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES, USD_SUFFIXES, RobotError, RobotModel
+from ..models.robot import RobotError, RobotModel
 from . import pages
-from .db import DEFAULT_PROJECT, NotFoundError, Repository
-from .parsing import ParserPool
+from .db import NotFoundError, Repository
+from .robot_loader import MAX_ZIP_RATIO, unpack
 from .settings import Settings
 from .storage import Storage, new_id
 
 log = logging.getLogger("actuator_sysid.service")
 
-MODEL_SUFFIXES = MJCF_SUFFIXES + URDF_SUFFIXES + USD_SUFFIXES
-MAX_ZIP_MEMBERS = 4096  # files one robot zip may hold
-MAX_ZIP_RATIO = 20  # a zip may unpack to at most this many times the upload limit (a compression bomb stops)
 MAX_GROUPS = 64
 MAX_EXPR_CHARS = 200
 MAX_DELAY_STEPS = 64
@@ -129,113 +119,6 @@ def robot_out(r: dict) -> dict[str, Any]:
             "model": r["options"].get("model"), "fixed_base": r["options"].get("fixed_base"),
             "base": s.get("base"), "base_fixed": s.get("fixed_base", True), "joints": s.get("joints", []),
             "notes": s.get("notes", []), "sha256": r["sha256"], "size": r["size"]}
-
-
-# --- unpacking and loading a model (in a loader process) ---
-
-
-def _display_name(filename: str | None) -> str:
-    """The upload's name for display: its last path component without control characters (as app.py's)."""
-    name = re.sub(r"[\x00-\x1f\x7f]", "", re.split(r"[/\\]", filename or "")[-1]).strip()
-    return (name or "robot")[-255:]
-
-
-def _safe_name(name: str) -> str:
-    """A file name made of safe characters that keeps the model's suffix (the importer dispatches on it)."""
-    base = re.sub(r"[^\w.-]", "_", name.rsplit("/", 1)[-1]).lstrip(".")
-    return base[-120:] or "model"
-
-
-def _zip_members(z: zipfile.ZipFile, name: str, limit: int) -> list[zipfile.ZipInfo]:
-    """The zip's files, refused when they are too many, unpack too large, or step outside the folder."""
-    infos = [i for i in z.infolist() if not i.is_dir()]
-    if len(infos) > MAX_ZIP_MEMBERS:
-        raise RobotError(f"{name}: the zip holds {len(infos)} files; the limit is {MAX_ZIP_MEMBERS}")
-    total = sum(i.file_size for i in infos)
-    if total > limit:
-        raise RobotError(f"{name}: the zip unpacks to {total} bytes; the limit is {limit} bytes")
-    for i in infos:
-        parts = i.filename.replace("\\", "/").split("/")
-        if i.filename.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
-            raise RobotError(f"{name}: the zip member {i.filename[:200]!r} points outside the zip's folder")
-        if (i.external_attr >> 16) & 0o170000 == 0o120000:
-            raise RobotError(f"{name}: the zip member {i.filename[:200]!r} is a symbolic link; links are refused")
-    return infos
-
-
-def _pick_model(names: list[str], zip_name: str, entry: str | None) -> str:
-    """The model file in a zip: the one named by `entry`, else the only (or the only top-most) model file."""
-    if entry:
-        if entry not in names:
-            raise RobotError(f"{zip_name}: model {entry!r} is not in the zip; its model files: "
-                             f"{', '.join(n for n in names if n.lower().endswith(MODEL_SUFFIXES))[:1000]}")
-        return entry
-    found = [n for n in names if n.lower().endswith(MODEL_SUFFIXES)]
-    if not found:
-        raise RobotError(f"{zip_name}: the zip holds no robot model (MJCF .xml, URDF .urdf or USD "
-                         f"{', '.join(USD_SUFFIXES)})")
-    depth = min(n.count("/") for n in found)
-    top = [n for n in found if n.count("/") == depth]
-    if len(top) > 1:
-        raise RobotError(f"{zip_name}: the zip holds several robot models ({', '.join(top[:20])}); name the one "
-                         "to load in the `model` form field")
-    return top[0]
-
-
-def unpack(src: Path, name: str, dest: Path, entry: str | None, limit: int) -> tuple[Path, str | None]:
-    """Put an uploaded model (one file, or a zip with its meshes) under `dest`: the model file, and its path
-    inside the zip (None for a single file).
-
-    A `.usdz` is a model itself; any other zip is unpacked (bounded, no links, nothing outside `dest`)."""
-    is_zip = not name.lower().endswith(".usdz") and zipfile.is_zipfile(src)
-    if not is_zip:
-        if entry:
-            raise RobotError(f"{name}: the `model` field names a file inside a zip, but the upload is not a zip")
-        target = dest / _safe_name(name)
-        shutil.copyfile(src, target)
-        return target, None
-    with zipfile.ZipFile(src) as z:
-        infos = _zip_members(z, name, limit)
-        model = _pick_model([i.filename for i in infos], name, entry)
-        for i in infos:
-            z.extract(i, dest)
-    return dest / model, model
-
-
-def load_summary(path: str, name: str, entry: str | None, fixed_base: str | None, limit: int) -> dict[str, Any]:
-    """Loader-process entry: unpack the upload, import it with Newton, return its summary and load options."""
-    from ..models.robot import load_robot
-
-    work = Path(tempfile.mkdtemp(prefix="robot-"))
-    try:
-        model, inside = unpack(Path(path), name, work, entry, limit)
-        robot = load_robot(model, fixed_base=fixed_base)
-        summary = robot.summary()
-        summary["path"] = name if inside is None else f"{name}/{inside}"  # not the loader's temp folder
-        return {"summary": json_safe(summary), "options": {"model": inside, "fixed_base": fixed_base}}
-    except RobotError:
-        raise
-    except (OSError, zipfile.BadZipFile, ValueError) as e:
-        raise RobotError(f"{name}: cannot unpack this robot model ({type(e).__name__}: {e})") from None
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-class RobotLoader(ParserPool):
-    """Robot models imported in a spawned process (Newton's importers run there, never in the API process)."""
-
-    async def load(self, path: Path, name: str, entry: str | None, fixed_base: str | None,
-                   limit: int) -> dict[str, Any]:
-        pool = self._get()
-        try:
-            return await asyncio.wrap_future(pool.submit(load_summary, str(path), name, entry, fixed_base, limit))
-        except BrokenProcessPool:
-            with self._lock:
-                if self._pool is pool:
-                    self._pool = None
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise RobotError(f"{name}: the model loader process stopped while importing this model (out of "
-                             "memory or a damaged file)") from None
 
 
 # --- the checks a robot fit passes before it is queued ---
@@ -415,109 +298,19 @@ def compute_robot_fit(repo: Repository, storage: Storage, settings: Settings, fi
     return json_safe(result), json_safe(report), files
 
 
-# --- routes ---
-
-
-def _repo(request: Request) -> Repository:
-    return cast(Repository, request.app.state.repo)
-
-
-def _storage(request: Request) -> Storage:
-    return cast(Storage, request.app.state.storage)
-
-
-def _settings(request: Request) -> Settings:
-    return cast(Settings, request.app.state.settings)
-
-
-def _loader(request: Request) -> RobotLoader:
-    return cast(RobotLoader, request.app.state.robot_loader)
-
-
-def _project(request: Request) -> str | None:
-    return cast("str | None", request.state.project)
-
-
-Repo = Annotated[Repository, Depends(_repo)]
-Store = Annotated[Storage, Depends(_storage)]
-Conf = Annotated[Settings, Depends(_settings)]
-Project = Annotated[str | None, Depends(_project)]
-
-router = APIRouter()
-_PROBLEM: dict[int | str, dict[str, Any]] = {c: {"description": "a problem, named in `detail`"}
-                                             for c in (401, 404, 413, 422)}
-
-
-@router.post("/api/v1/robots", status_code=201, tags=["robots"], responses={201: {"model": RobotOut}, **_PROBLEM})
-async def upload_robot(
-    request: Request, repo: Repo, storage: Store, settings: Conf,
-    loader: Annotated[RobotLoader, Depends(_loader)],
-    file: Annotated[UploadFile, File(description="an MJCF (.xml), URDF (.urdf) or USD file, or a zip of the model "
-                                                 "with its meshes")],
-    fixed_base: Annotated[str | None, Form(max_length=255, description="the link fixed to the world (default: the "
-                                                                       "root link; the robot hangs)")] = None,
-    floating: Annotated[bool, Form(description="the model's base floats (a free joint): then name the link that "
-                                               "hangs on the stand in fixed_base")] = False,
-    model: Annotated[str | None, Form(max_length=1000, description="inside a zip: the model file to load, when "
-                                                                   "the zip holds several")] = None,
-) -> dict[str, Any]:
-    """Import a robot model with Newton and store it; nothing is stored unless it imports."""
-    name = _display_name(file.filename)
-    require_stand(floating, fixed_base)
-    tmp, blob = await run_in_threadpool(storage.receive, file.file, settings.max_upload_bytes)
-    try:
-        if blob[1] == 0:
-            raise RobotError(f"{name}: the uploaded file is empty; send the robot's MJCF, URDF or USD file")
-        if not name.lower().endswith(MODEL_SUFFIXES) and not await run_in_threadpool(zipfile.is_zipfile, tmp):
-            raise RobotError(f"{name}: unknown robot model type; give an MJCF (.xml), URDF (.urdf) or USD "
-                             f"({', '.join(USD_SUFFIXES)}) file, or a zip of the model with its meshes")
-        loaded = await loader.load(tmp, name, model or None, fixed_base or None,
-                                   settings.max_upload_bytes * MAX_ZIP_RATIO)
-        original = await run_in_threadpool(storage.put_file, tmp, blob[0])
-        owner = _project(request) or DEFAULT_PROJECT
-        if floating:
-            loaded["summary"]["notes"].append(f"the model's floating base is held at {fixed_base} (fixed to the world)")
-        row = await run_in_threadpool(lambda: repo.create_robot(
-            new_id(), name, loaded["summary"], {**loaded["options"], "floating": floating}, original, project=owner))
-    finally:
-        tmp.unlink(missing_ok=True)
-    return robot_out(row)
-
-
-@router.get("/api/v1/robots", tags=["robots"], responses={200: {"model": list[RobotOut]}, **_PROBLEM})
-async def list_robots(repo: Repo, project: Project,
-                      limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> list[dict[str, Any]]:
-    """Robots newest first."""
-    return [robot_out(r) for r in await run_in_threadpool(repo.list_robots, project, limit)]
-
-
-@router.get("/api/v1/robots/{robot_id}", tags=["robots"], responses={200: {"model": RobotOut}, **_PROBLEM})
-async def get_robot(repo: Repo, project: Project, robot_id: str) -> dict[str, Any]:
-    """One robot: its joint tree, limits, the armature, damping, frictionloss and effort limit the model states."""
-    return robot_out(await run_in_threadpool(repo.get_robot, robot_id, project))
-
-
-@router.delete("/api/v1/robots/{robot_id}", tags=["robots"], responses={409: {"description": "fits use it"},
-                                                                       **_PROBLEM})
-def delete_robot(repo: Repo, storage: Store, project: Project, robot_id: str) -> dict[str, Any]:
-    """Delete a robot and its stored upload; refused (409, naming them) while fits use it."""
-    shas = {a["sha256"] for a in repo.artifacts("robot", robot_id).values()}
-    repo.delete_robot(robot_id, project)
-    gone = shas - repo.referenced_blobs()
-    for sha in gone:
-        storage.blob_path(sha).unlink(missing_ok=True)
-    return {"deleted": robot_id, "files_removed": len(gone)}
+# --- pages ---
 
 
 @lru_cache(maxsize=1)
-def _templates() -> Any:
+def templates() -> Any:
+    """The robot pages' Jinja2 environment (service/templates/)."""
     import jinja2
 
     return jinja2.Environment(loader=jinja2.PackageLoader("actuator_sysid.service", "templates"),
                               autoescape=True, trim_blocks=True, lstrip_blocks=True)
 
 
-def _depth(joints: list[dict]) -> list[int]:
+def joint_depths(joints: list[dict]) -> list[int]:
     """Each joint's depth in the joint tree (0 at a root), for the page's indentation."""
     index = {j["name"]: k for k, j in enumerate(joints)}
     out: list[int] = []
@@ -527,24 +320,6 @@ def _depth(joints: list[dict]) -> list[int]:
             d, p = d + 1, joints[index[p]]["parent"]
         out.append(d)
     return out
-
-
-@router.get("/robots/{robot_id}", response_class=HTMLResponse, include_in_schema=False)
-def robot_page(repo: Repo, project: Project, robot_id: str) -> str:
-    """A robot: its joint tree with limits and joint terms, the notes of its import, and its fits."""
-    r = robot_out(repo.get_robot(robot_id, project))
-    fits = [f for f in repo.list_fits(project=project, limit=500) if f["request"].get("robot_id") == robot_id]
-    body = _templates().get_template("robot.html").render(
-        robot=r, depth=_depth(r["joints"]), fits=fits, datasets=repo.list_datasets(project, limit=200),
-        fmt=pages.fmt_num)
-    return pages.page(f"robot {r['name']}", body, nav=True)
-
-
-@router.get("/robots", response_class=HTMLResponse, include_in_schema=False)
-def robots_page(repo: Repo, project: Project) -> str:
-    """Every robot, and the upload form."""
-    robots = [robot_out(r) for r in repo.list_robots(project, limit=200)]
-    return pages.page("robots", _templates().get_template("robots.html").render(robots=robots), nav=True)
 
 
 def _figures(traces: dict, per_joint: dict, defaults: dict) -> list[dict]:
@@ -585,7 +360,7 @@ def render_robot_fit(fit: dict, traces: dict | None, exports: list[str], repo: R
         robot: dict | None = repo.get_robot(fit["request"]["robot_id"], project)
     except NotFoundError:
         robot = None
-    body = _templates().get_template("robot_fit.html").render(
+    body = templates().get_template("robot_fit.html").render(
         fit=fit, result=result, v=v, exports=exports, robot=robot, figures=figs, traces=bool(traces),
         fmt=pages.fmt_num, status=pages.status_html, standalone=standalone)
     plots = pages.plot_script(figs)

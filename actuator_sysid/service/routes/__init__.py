@@ -1,14 +1,16 @@
 """The service's routes, one `APIRouter` per area; `create_app` includes `ROUTERS` in this order (the
 OpenAPI document lists paths in it). Routes get the app's services as dependencies (service/deps.py) and
-their bodies from service/schemas.py; the robots router lives in service/robots.py."""
+their bodies from service/schemas.py; `ROBOTS` (routes/robots.py) is included first."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from . import datasets, excitations, exports, fits, fleet, ops, pages
+from . import datasets, excitations, exports, fits, fleet, ops, pages, robots
 
 ROUTERS: tuple[APIRouter, ...] = (datasets.router, excitations.router, fits.router, exports.router, fleet.router,
                                   ops.router, pages.router)
 
-__all__ = ["ROUTERS"]
+ROBOTS = robots.router
+
+__all__ = ["ROBOTS", "ROUTERS"]

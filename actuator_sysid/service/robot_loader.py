@@ -1,0 +1,125 @@
+"""Robot model uploads unpacked and imported with Newton in a spawned loader process (never in the API process),
+as uploads are parsed (parsing.py): the zip checks, the model pick inside a zip, and the loader pool."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import tempfile
+import zipfile
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from ..files import json_safe
+from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES, USD_SUFFIXES, RobotError
+from .parsing import ParserPool
+
+MODEL_SUFFIXES = MJCF_SUFFIXES + URDF_SUFFIXES + USD_SUFFIXES
+MAX_ZIP_MEMBERS = 4096  # files one robot zip may hold
+MAX_ZIP_RATIO = 20  # a zip may unpack to at most this many times the upload limit (a compression bomb stops)
+
+
+def display_name(filename: str | None) -> str:
+    """The upload's name for display: its last path component without control characters (as app.py's)."""
+    name = re.sub(r"[\x00-\x1f\x7f]", "", re.split(r"[/\\]", filename or "")[-1]).strip()
+    return (name or "robot")[-255:]
+
+
+def _safe_name(name: str) -> str:
+    """A file name made of safe characters that keeps the model's suffix (the importer dispatches on it)."""
+    base = re.sub(r"[^\w.-]", "_", name.rsplit("/", 1)[-1]).lstrip(".")
+    return base[-120:] or "model"
+
+
+def _zip_members(z: zipfile.ZipFile, name: str, limit: int) -> list[zipfile.ZipInfo]:
+    """The zip's files, refused when they are too many, unpack too large, or step outside the folder."""
+    infos = [i for i in z.infolist() if not i.is_dir()]
+    if len(infos) > MAX_ZIP_MEMBERS:
+        raise RobotError(f"{name}: the zip holds {len(infos)} files; the limit is {MAX_ZIP_MEMBERS}")
+    total = sum(i.file_size for i in infos)
+    if total > limit:
+        raise RobotError(f"{name}: the zip unpacks to {total} bytes; the limit is {limit} bytes")
+    for i in infos:
+        parts = i.filename.replace("\\", "/").split("/")
+        if i.filename.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            raise RobotError(f"{name}: the zip member {i.filename[:200]!r} points outside the zip's folder")
+        if (i.external_attr >> 16) & 0o170000 == 0o120000:
+            raise RobotError(f"{name}: the zip member {i.filename[:200]!r} is a symbolic link; links are refused")
+    return infos
+
+
+def _pick_model(names: list[str], zip_name: str, entry: str | None) -> str:
+    """The model file in a zip: the one named by `entry`, else the only (or the only top-most) model file."""
+    if entry:
+        if entry not in names:
+            raise RobotError(f"{zip_name}: model {entry!r} is not in the zip; its model files: "
+                             f"{', '.join(n for n in names if n.lower().endswith(MODEL_SUFFIXES))[:1000]}")
+        return entry
+    found = [n for n in names if n.lower().endswith(MODEL_SUFFIXES)]
+    if not found:
+        raise RobotError(f"{zip_name}: the zip holds no robot model (MJCF .xml, URDF .urdf or USD "
+                         f"{', '.join(USD_SUFFIXES)})")
+    depth = min(n.count("/") for n in found)
+    top = [n for n in found if n.count("/") == depth]
+    if len(top) > 1:
+        raise RobotError(f"{zip_name}: the zip holds several robot models ({', '.join(top[:20])}); name the one "
+                         "to load in the `model` form field")
+    return top[0]
+
+
+def unpack(src: Path, name: str, dest: Path, entry: str | None, limit: int) -> tuple[Path, str | None]:
+    """Put an uploaded model (one file, or a zip with its meshes) under `dest`: the model file, and its path
+    inside the zip (None for a single file).
+
+    A `.usdz` is a model itself; any other zip is unpacked (bounded, no links, nothing outside `dest`)."""
+    is_zip = not name.lower().endswith(".usdz") and zipfile.is_zipfile(src)
+    if not is_zip:
+        if entry:
+            raise RobotError(f"{name}: the `model` field names a file inside a zip, but the upload is not a zip")
+        target = dest / _safe_name(name)
+        shutil.copyfile(src, target)
+        return target, None
+    with zipfile.ZipFile(src) as z:
+        infos = _zip_members(z, name, limit)
+        model = _pick_model([i.filename for i in infos], name, entry)
+        for i in infos:
+            z.extract(i, dest)
+    return dest / model, model
+
+
+def load_summary(path: str, name: str, entry: str | None, fixed_base: str | None, limit: int) -> dict[str, Any]:
+    """Loader-process entry: unpack the upload, import it with Newton, return its summary and load options."""
+    from ..models.robot import load_robot
+
+    work = Path(tempfile.mkdtemp(prefix="robot-"))
+    try:
+        model, inside = unpack(Path(path), name, work, entry, limit)
+        robot = load_robot(model, fixed_base=fixed_base)
+        summary = robot.summary()
+        summary["path"] = name if inside is None else f"{name}/{inside}"  # not the loader's temp folder
+        return {"summary": json_safe(summary), "options": {"model": inside, "fixed_base": fixed_base}}
+    except RobotError:
+        raise
+    except (OSError, zipfile.BadZipFile, ValueError) as e:
+        raise RobotError(f"{name}: cannot unpack this robot model ({type(e).__name__}: {e})") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class RobotLoader(ParserPool):
+    """Robot models imported in a spawned process (Newton's importers run there, never in the API process)."""
+
+    async def load(self, path: Path, name: str, entry: str | None, fixed_base: str | None,
+                   limit: int) -> dict[str, Any]:
+        pool = self._get()
+        try:
+            return await asyncio.wrap_future(pool.submit(load_summary, str(path), name, entry, fixed_base, limit))
+        except BrokenProcessPool:
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise RobotError(f"{name}: the model loader process stopped while importing this model (out of "
+                             "memory or a damaged file)") from None
