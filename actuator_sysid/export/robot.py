@@ -16,12 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..datasets.recording import Recording
+from ..models.robot import MJCF_SUFFIXES
 from .common import prepend_comment
 from .robot_common import bias_of, joint_models, replay_log
 
 log = logging.getLogger(__name__)
 
-MJCF_SUFFIXES = (".xml", ".mjcf")
 
 
 def render_robot_exports(result: dict, robot) -> tuple[dict[str, str], dict]:
@@ -107,13 +107,13 @@ def replay_robot_exports(result: dict, rec: Recording, robot, texts: dict[str, s
     if "mjcf.xml" in texts:
         from .robot_mjcf import actuator_names, replay_model
 
-        xml = replay_model(texts["mjcf.xml"], robot.path.parent.resolve())
-        runs["mujoco"] = _consumer("mujoco", lambda: rr.mujoco_run(xml, lg, bias, models,
-                                                                   actuator_names(texts["mjcf.xml"])), say)
+        base = robot.path.parent.resolve()  # a model MuJoCo cannot load fails this replay alone, as the others
+        runs["mujoco"] = _consumer("mujoco", lambda: rr.mujoco_run(replay_model(texts["mjcf.xml"], base), lg, bias,
+                                                                   models, actuator_names(texts["mjcf.xml"])), say)
     consumers = {k: (rr.compare(lg, ours_q, *v["run"]) if "run" in v else v) for k, v in runs.items()}
     traces = {"ours": ours_q, **{k: v["run"][0] for k, v in runs.items() if "run" in v}}
     names = list(traces)
-    between = {f"{a} vs {b}": _rms(traces[a], traces[b]) for i, a in enumerate(names) for b in names[i + 1:]}
+    between = {f"{a} vs {b}": rr.rmse(traces[a], traces[b]) for i, a in enumerate(names) for b in names[i + 1:]}
     fit_v = float(result["validation"]["rmse"])
     return {"part": {"from_sample": lg.start, "samples": int(lg.q.shape[0]),
                      "duration_s": float((lg.q.shape[0] - 1) * lg.dt * lg.decimation),
@@ -121,18 +121,12 @@ def replay_robot_exports(result: dict, rec: Recording, robot, texts: dict[str, s
             "tolerance": rr.TOLERANCE,
             "definition": "within tolerance: the replay's position RMSE against the log within 10 % of our "
                           "coupled rollout's",
-            "ours": {"rmse": _rms(ours_q, lg.q),
+            "ours": {"rmse": rr.rmse(ours_q, lg.q),
                      "fit_validation_rmse": fit_v, "wall_s": ours_s,
                      "engine": "models/articulated.py on Newton SolverMuJoCo (MuJoCo C), one world"},
             "consumers": consumers,
             "rmse_between": between,  # rad, every pair of replays (ours included) over the same part
             "within_tolerance": bool(consumers) and all(c.get("within_tolerance", False) for c in consumers.values())}
-
-
-def _rms(a, b) -> float:
-    import numpy as np
-
-    return float(np.sqrt(np.mean((a - b) ** 2)))
 
 
 def replay_lines(replays: dict) -> list[str]:

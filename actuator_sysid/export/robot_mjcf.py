@@ -17,11 +17,11 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..models.robot import MJCF_SUFFIXES
 from .common import ExportError, Finding, prepend_comment
 from .mjcf import _actuator_attrs, _joint_attrs, dc_slope
 from .robot_common import joint_models, provenance_lines
 
-MJCF_SUFFIXES = (".xml", ".mjcf")
 ACTUATOR_TAGS = ("motor", "position", "velocity", "general", "intvelocity", "damper", "cylinder", "muscle")
 
 

@@ -207,11 +207,13 @@ def mujoco_run(xml: str, log: ReplayLog, bias: np.ndarray, models: dict[str, Cho
     return out
 
 
+def rmse(a: np.ndarray, b: np.ndarray) -> float:
+    """Position RMSE between two traces [rad]."""
+    return float(np.sqrt(np.mean((a - b) ** 2)))
+
+
 def compare(log: ReplayLog, ours_q: np.ndarray, run: np.ndarray, seconds: float) -> dict:
     """The replay's RMSE against the log and against our rollout, per joint and pooled; within 10 % or not."""
-    def rmse(a: np.ndarray, b: np.ndarray) -> float:
-        return float(np.sqrt(np.mean((a - b) ** 2)))
-
     r, o = rmse(run, log.q), rmse(ours_q, log.q)
     rel = abs(r - o) / o if o > 0 else (0.0 if r == 0 else math.inf)
     return {"status": "ok", "rmse_replay": r, "rmse_ours": o, "relative_difference": rel,
