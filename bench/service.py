@@ -286,7 +286,7 @@ def profile_summary(raw: Path) -> dict:
 
 def one_run(args: argparse.Namespace, run: int, work: Path, last: bool) -> dict:
     """A fresh server with a fit computing, the load phase (and on the last run the upload): one JSON line."""
-    proc = None
+    proc = spy = None
     try:
         proc, url = start_server(work / "data", max(int(args.upload_mb * 1e6 * 1.1), 10_000_000))
         ds_id, fits = queue_fits(url)
@@ -305,15 +305,17 @@ def one_run(args: argparse.Namespace, run: int, work: Path, last: bool) -> dict:
         out = {"run": run, "of": args.runs, **{k: load["latency_ms"][k] for k in ("p50", "p95", "p99", "max")},
                "loadavg_before": [round(x, 2) for x in before], "loadavg_after": [round(x, 2) for x in after_load],
                "status_routes_during_fit": load}
-        if spy is not None:
+        if spy is not None and raw is not None:
             spy.wait(args.seconds + 30)
-            out["server_profile"] = profile_summary(raw) if raw is not None else {}
+            out["server_profile"] = profile_summary(raw)
         if last and args.upload_mb > 0:
             big = work / "big.csv"
             big_csv(big, args.upload_mb)
             out["upload"] = upload_phase(url, proc.pid, big)
         return out
     finally:
+        if spy is not None and spy.poll() is None:  # a profiler past its wait is stopped with the run
+            spy.kill()
         if proc is not None:
             proc.terminate()
             try:

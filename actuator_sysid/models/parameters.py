@@ -25,6 +25,12 @@ def neutral_vector() -> list[float]:
     return [p.neutral for p in PARAMS]
 
 
+def unit(name: str) -> str:
+    """A parameter's SI unit for tables and axes; "" for a name the registry does not know."""
+    p = BY_NAME.get(name)
+    return p.unit if p is not None else ""
+
+
 def get(name: str) -> Param:
     """Registry lookup with a helpful error."""
     try:

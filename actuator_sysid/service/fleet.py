@@ -45,16 +45,9 @@ def _points(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     band = iv.interval95 if iv is not None and iv.identified and iv.interval95 else None
                     out.append({"fit_id": f["id"], "dataset_id": f["dataset_id"], "serial": f.get("serial"),
                                 "time": when, "time_source": source, "joint": joint, "family": family,
-                                "param": name, "value": float(value), "unit": _unit(name),
+                                "param": name, "value": float(value), "unit": parameters.unit(name),
                                 "low": float(band[0]) if band else None, "high": float(band[1]) if band else None})
     return out
-
-
-def _unit(name: str) -> str:
-    try:
-        return parameters.get(name).unit
-    except KeyError:
-        return ""
 
 
 def _band(values: list[float]) -> tuple[float, float]:

@@ -33,6 +33,7 @@ from ..fitting.api import (
 )
 from ..pipeline import FitOutputs, compute_fit
 from .db import STOPPED, NotFoundError, Repository, worker_name
+from .robots import ROBOT_FIT
 from .settings import Settings
 from .storage import Storage
 
@@ -167,7 +168,7 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool 
             storage = Storage(settings.data_dir)
             rec = storage.load_recording(repo.artifacts("dataset", fit["dataset_id"]))
             started = time.monotonic()
-            if fit["request"].get("kind") == "robot":  # a whole-robot fit (issue 16): service/robots.py
+            if fit["request"].get("kind") == ROBOT_FIT:  # a whole-robot fit (issue 16): service/robots.py
                 from .robots import compute_robot_fit
 
                 out = FitOutputs(*compute_robot_fit(repo, storage, settings, fit, rec, reporter))

@@ -15,6 +15,7 @@ from urllib.parse import quote
 import numpy as np
 
 from ..files import json_safe
+from ..models import parameters
 
 PLOTLY_URL = "/static/plotly.min.js"
 
@@ -419,15 +420,6 @@ def _with_interval(value: Any, band: list[float] | None) -> str:
     return f"{fmt_num(value)} <span class=\"muted\">[{fmt_num(band[0])}, {fmt_num(band[1])}]</span>"
 
 
-def _unit_of(name: str) -> str:
-    from ..models import parameters
-
-    try:
-        return parameters.get(name).unit
-    except KeyError:
-        return ""
-
-
 def _validation_rows(fa: dict, fb: dict) -> str:
     """Each joint's validation position RMSE / MAE of the best model, A beside B."""
     def errs(f: dict) -> dict[str, dict]:
@@ -477,7 +469,7 @@ def render_compare(a: tuple[dict, dict | None], b: tuple[dict, dict | None]) -> 
         if isinstance(va[1], int | float) and isinstance(vb[1], int | float) and va[1]:
             diff = f"{100 * (vb[1] - va[1]) / abs(va[1]):+.1f}%"
         rows.append(f"<tr><td>{escape(key[0])}</td><td><code>{escape(key[1])}</code></td>"
-                    f"<td>{escape(_unit_of(key[1]))}</td>"
+                    f"<td>{escape(parameters.unit(key[1]))}</td>"
                     f"<td>{escape(str(va[0] or ''))} {_with_interval(va[1], va[2])}</td>"
                     f"<td>{escape(str(vb[0] or ''))} {_with_interval(vb[1], vb[2])}</td><td>{diff}</td></tr>")
 

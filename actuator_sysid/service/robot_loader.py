@@ -21,12 +21,6 @@ MAX_ZIP_MEMBERS = 4096  # files one robot zip may hold
 MAX_ZIP_RATIO = 20  # a zip may unpack to at most this many times the upload limit (a compression bomb stops)
 
 
-def display_name(filename: str | None) -> str:
-    """The upload's name for display: its last path component without control characters (as app.py's)."""
-    name = re.sub(r"[\x00-\x1f\x7f]", "", re.split(r"[/\\]", filename or "")[-1]).strip()
-    return (name or "robot")[-255:]
-
-
 def _safe_name(name: str) -> str:
     """A file name made of safe characters that keeps the model's suffix (the importer dispatches on it)."""
     base = re.sub(r"[^\w.-]", "_", name.rsplit("/", 1)[-1]).lstrip(".")

@@ -4,6 +4,7 @@ report context, and removing blobs nothing refers to any more."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ...models.families import FAMILIES, NET_FAMILIES
@@ -61,6 +62,16 @@ def fit_context(repo: Repository, storage: Storage, fit_id: str, project: str | 
         pass
     plots = stored_json(repo, storage, fit, "report_data.json")  # None: the tables still render, the page says so
     return fit, plots
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def display_name(filename: str | None, default: str = "upload") -> str:
+    """An upload's name for display only (datasets and robots): its last path component, without control
+    characters, at most 255 characters."""
+    name = _CONTROL.sub("", re.split(r"[/\\]", filename or "")[-1]).strip()
+    return (name or default)[-255:]
 
 
 def discard(repo: Repository, storage: Storage, shas: set[str]) -> int:

@@ -4,7 +4,6 @@ download the original, delete."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from functools import partial
 from typing import Annotated, Any
@@ -20,7 +19,7 @@ from ..db import NotFoundError
 from ..deps import Conf, Owner, Parser, Project, Repo, Store
 from ..schemas import ERRORS, DatasetOut, Problem
 from ..storage import new_id
-from .common import dataset_out, discard
+from .common import dataset_out, discard, display_name
 
 MAX_UPLOAD_JOINT_NAMES = 256  # names an upload's joint_names field may give
 
@@ -54,13 +53,6 @@ def _joint_names(text: str | None) -> list[str] | None:
     return names
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def display_name(filename: str | None) -> str:
-    """The upload's name for display only: its last path component, without control characters."""
-    name = _CONTROL.sub("", re.split(r"[/\\]", filename or "")[-1]).strip()
-    return (name or "upload")[-255:]
 
 
 # The list and status routes that dashboards poll are `async`: each is one or two indexed reads, cheaper

@@ -6,7 +6,7 @@ from __future__ import annotations
 import zipfile
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Query, Request, UploadFile
+from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -14,8 +14,9 @@ from ...fitting.robot import require_stand
 from ...models.robot import USD_SUFFIXES, RobotError
 from .. import pages, robots
 from ..deps import Conf, Loader, Owner, Project, Repo, Store
-from ..robot_loader import MAX_ZIP_RATIO, MODEL_SUFFIXES, display_name
+from ..robot_loader import MAX_ZIP_RATIO, MODEL_SUFFIXES
 from ..storage import new_id
+from .common import discard, display_name
 
 router = APIRouter()
 _PROBLEM: dict[int | str, dict[str, Any]] = {c: {"description": "a problem, named in `detail`"}
@@ -24,7 +25,7 @@ _PROBLEM: dict[int | str, dict[str, Any]] = {c: {"description": "a problem, name
 
 @router.post("/api/v1/robots", status_code=201, tags=["robots"], responses={201: {"model": robots.RobotOut}, **_PROBLEM})
 async def upload_robot(
-    request: Request, repo: Repo, storage: Store, settings: Conf,
+    repo: Repo, storage: Store, settings: Conf,
     loader: Loader, owner: Owner,
     file: Annotated[UploadFile, File(description="an MJCF (.xml), URDF (.urdf) or USD file, or a zip of the model "
                                                  "with its meshes")],
@@ -36,7 +37,7 @@ async def upload_robot(
                                                                    "the zip holds several")] = None,
 ) -> dict[str, Any]:
     """Import a robot model with Newton and store it; nothing is stored unless it imports."""
-    name = display_name(file.filename)
+    name = display_name(file.filename, default="robot")
     require_stand(floating, fixed_base)
     tmp, blob = await run_in_threadpool(storage.receive, file.file, settings.max_upload_bytes)
     try:
@@ -76,10 +77,7 @@ def delete_robot(repo: Repo, storage: Store, project: Project, robot_id: str) ->
     """Delete a robot and its stored upload; refused (409, naming them) while fits use it."""
     shas = {a["sha256"] for a in repo.artifacts("robot", robot_id).values()}
     repo.delete_robot(robot_id, project)
-    gone = shas - repo.referenced_blobs()
-    for sha in gone:
-        storage.blob_path(sha).unlink(missing_ok=True)
-    return {"deleted": robot_id, "files_removed": len(gone)}
+    return {"deleted": robot_id, "files_removed": discard(repo, storage, shas)}
 
 
 @router.get("/robots/{robot_id}", response_class=HTMLResponse, include_in_schema=False)
