@@ -25,10 +25,6 @@ from .sources import ReadOptions, Source, is_zip
 FORMATS = registry.formats()
 """Names accepted by --format and the upload's format field (from the registry, in rank order; the functions
 below ask the registry itself, so a reader registered later is read too)."""
-ALIASES: dict[str, str | None] = {"canonical": None, **registry.aliases()}
-"""Other names a user may give; "canonical" means: detect from the content."""
-BINARY = tuple(r.name for r in registry.readers() if r.binary)
-"""Formats recognised by their first bytes: a declared one must match the content."""
 MAX_UNPACKED_BYTES = 8 * 2**30
 """A zip may unpack to at most this much (guards against zip bombs)."""
 JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")

@@ -4,7 +4,7 @@ A registration says everything the rest of the package needs about a format: its
 the upload's `format` field accept) and aliases, how its content is recognised (`sniff`, from the file's
 first bytes), the function that reads one file into a Recording, whether it is binary (a declared binary
 format must match the content), and how the CLI's help names it. `datasets/readers.py` imports every reader
-module (so each registers) and derives `FORMATS`, `BINARY`, `ALIASES` and `detect_format` from here.
+module (so each registers) and asks it, at call time, for the formats, their aliases and the sniffers.
 
 This module imports no reader, so a reader importing it makes no cycle.
 """

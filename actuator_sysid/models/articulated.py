@@ -228,7 +228,7 @@ def inverse_dynamics(robot: RobotModel, q: np.ndarray, qd: np.ndarray, qdd: np.n
         raise RobotError(f"{robot.path.name}: Newton's MuJoCo model has no DoF mapping")
     to_newton = np.asarray(mapping.numpy())[0]  # type: ignore[attr-defined]  # warp array2d stubs lack numpy()
     col = {int(d): k for k, d in enumerate(robot.dof)}
-    if mm.nv != len(col) or sorted(col.get(int(n), -1) for n in to_newton)[0] < 0:
+    if mm.nv != len(col) or any(int(n) not in col for n in to_newton):
         raise RobotError(f"{robot.path.name}: MuJoCo's DoFs are not the actuated joints; inverse dynamics needs a "
                          "fixed-base robot of hinge or slide joints")
     cols = np.array([col[int(n)] for n in to_newton])  # MuJoCo DoF i is our joint cols[i]

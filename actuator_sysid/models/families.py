@@ -168,9 +168,10 @@ def effort_window(family: str, params: dict[str, float], v: np.ndarray) -> tuple
     network: the DC-motor envelope Isaac Lab clips it with); with none, the box of a fitted rated effort."""
     comps = (CLAMPS["dc_motor"],) if family in NET_FAMILIES else get_family(family).components
     windows = [w for c in comps if (w := c.envelope(v, params)) is not None]
-    if not windows:
-        elim = params.get("actuator_effort_limit", np.inf)
-        return np.full(v.shape, -elim), np.full(v.shape, elim)
+    if not windows:  # the box of a fitted rated effort, as the max-effort clamp draws it
+        box = CLAMPS["max_effort"].envelope(v, params)
+        assert box is not None
+        return box
     lo, hi = windows[0]
     for w_lo, w_hi in windows[1:]:
         lo, hi = np.maximum(lo, w_lo), np.minimum(hi, w_hi)

@@ -11,6 +11,7 @@ import torch
 
 from . import parameters
 from .components import get as component
+from .components.friction_viscous_directional import STILL_VELOCITY  # the shared threshold, not maths
 from .families import (
     F_DC_MOTOR,
     F_IMPLICIT,
@@ -239,8 +240,9 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
                 if k == n - 1:
                     break
                 # a direction-dependent viscous coefficient: the backward one while the joint turns backwards at
-                # the step's start (faster than 1e-6 rad/s: a joint the friction holds counts as forward)
-                c_visc = torch.where(qd < -1e-6, visc * neg_ratio, visc) if flags & F_VISC_DIRECTIONAL else visc
+                # the step's start (faster than STILL_VELOCITY: a joint the friction holds counts as forward)
+                c_visc = torch.where(qd < -STILL_VELOCITY, visc * neg_ratio, visc) if flags & F_VISC_DIRECTIONAL \
+                    else visc
                 jt = inertia + dt * c_visc
                 if flags & F_IMPLICIT and not free:  # MuJoCo implicitfast keeps the actuator's kd even when clamped
                     jt = jt + dt * kd
