@@ -636,15 +636,23 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         "world_steps_per_s": float(world_steps / max(ev.seconds + ev_scan.seconds, 1e-9))})
 
 
+def replay_validation(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np.ndarray], delay: int,
+                      decimation: int) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The validation span replayed from the measured state at the split with the fit, and with the model file's
+    own joint terms (the fit's gains, no bias, no delay): each (positions, envelope-cut share per joint)."""
+    defaults = {"armature": robot.armature[None], "viscous_friction": robot.damping[None],
+                "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
+                "bias": np.zeros((1, len(prob.names)))}
+    fit, model = replay_coupled(robot, [fitted, defaults], [delay, 0], data.q, data.qd, data.cmd, data.cmd_qd,
+                                data.split, decimation, data.dt, prob.effort_limit)
+    return fit, model
+
+
 def _validate(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np.ndarray], delay: int,
               gains_known: bool, opts: RobotFitOptions) -> dict:
     """Replay from the measured state at the split: the fit, and the model file's joint terms, per joint RMSE."""
     names = prob.names
-    defaults = {"armature": robot.armature[None], "viscous_friction": robot.damping[None],
-                "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
-                "bias": np.zeros((1, len(names)))}
-    (rep_fit, cut), (rep_def, _) = replay_coupled(robot, [fitted, defaults], [delay, 0], data.q, data.qd,
-                                                  data.cmd, data.cmd_qd, data.split, opts.decimation, data.dt, prob.effort_limit)
+    (rep_fit, cut), (rep_def, _) = replay_validation(robot, prob, data, fitted, delay, opts.decimation)
     meas = data.q[data.split:]
 
     def rmse(sim: np.ndarray) -> tuple[float, dict[str, float]]:

@@ -237,16 +237,12 @@ def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any
     """Measured vs simulated (the fit, and the model file's own joint terms) per joint on the validation span.
 
     fitting/robot.py reports only the errors of this replay; the page draws it, so it is replayed once more."""
-    from ..fitting.robot import prepare_fit, replay_coupled
+    from ..fitting.robot import prepare_fit, replay_validation
 
     data, prob, _known = prepare_fit(rec, robot, opts)
     fitted = _fitted_values(result, prob.names)
-    defaults = {"armature": robot.armature[None], "viscous_friction": robot.damping[None],  # as its _validate
-                "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
-                "bias": np.zeros((1, len(prob.names)))}
-    replays = replay_coupled(robot, [fitted, defaults], [int(result["delay_steps"]), 0], data.q, data.qd, data.cmd,
-                             data.cmd_qd, data.split, opts.decimation, data.dt, prob.effort_limit)
-    sim_fit, sim_def = (r[0] if isinstance(r, tuple) else r for r in replays)  # positions (and the envelope's share)
+    (sim_fit, _), (sim_def, _) = replay_validation(robot, prob, data, fitted, int(result["delay_steps"]),
+                                                   opts.decimation)
     step = max(1, (data.q.shape[0] - data.split) // TRACE_POINTS)
     t = data.t[data.split::step] - data.t[0]
     return {"t": t, "joints": {n: {"measured": data.q[data.split::step, k], "commanded": data.cmd[data.split::step, k],
