@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets.recording import Recording
+from ..fitting.robot import has_envelope
 from ..models.families import get_family
 from .common import ChosenModel, ExportError
 
@@ -27,12 +28,6 @@ GROUP_PARAMS = {"stiffness": "stiffness", "damping": "damping", "armature": "arm
 
 def _finite(v) -> bool:
     return isinstance(v, int | float) and math.isfinite(float(v))
-
-
-def has_envelope(group: dict) -> bool:
-    """Whether a result group states a DC-motor envelope (a saturation effort and a finite velocity limit)."""
-    vlim = group.get("velocity_limit", group.get("actuator_velocity_limit"))
-    return _finite(group.get("saturation_effort")) and _finite(vlim) and float(vlim or 0.0) > 0
 
 
 def joint_models(result: dict) -> dict[str, ChosenModel]:

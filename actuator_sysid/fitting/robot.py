@@ -717,12 +717,20 @@ def _result(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np
     }
 
 
+def has_envelope(group: dict) -> bool:
+    """Whether a result group states a DC-motor envelope (a saturation effort and a finite, positive velocity
+    limit): the one test the Isaac Lab dict and the USD/MJCF exports and replays pick their class by."""
+    sat, vlim = group.get("saturation_effort"), group.get("velocity_limit", group.get("actuator_velocity_limit"))
+    finite = [isinstance(v, int | float) and math.isfinite(v) for v in (sat, vlim)]
+    return all(finite) and isinstance(vlim, int | float) and vlim > 0
+
+
 def isaaclab_dict(result: dict) -> dict:
     """The whole-robot `actuators={...}` dict of an ArticulationCfg, one entry per group, and `sim`."""
     delay = int(result["delay_steps"])
     acts = {}
     for g, e in result["groups"].items():
-        dc = e.get("saturation_effort") is not None
+        dc = has_envelope(e)
         cls = ("DelayedDCMotorCfg" if delay else "DCMotorCfg") if dc else (
             "DelayedPDActuatorCfg" if delay else "IdealPDActuatorCfg")
         cfg = {"class_type": cls,
