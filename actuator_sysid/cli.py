@@ -267,10 +267,10 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
     )
     from .models.robot import RobotError, load_robot
 
-    require_stand(args.floating, args.fixed_base)
+    stand = require_stand(args.floating, args.fixed_base)
     robot = load_robot(args.robot, fixed_base=args.fixed_base)
-    if args.floating:
-        robot.notes.append(f"the model's floating base is held at {args.fixed_base} (fixed to the world)")
+    if stand:
+        robot.notes.append(stand)
     try:
         rec = _read(args)
     except DatasetError as e:

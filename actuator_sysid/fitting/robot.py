@@ -174,12 +174,16 @@ def resolve_groups(names: list[str], groups: dict[str, str] | None) -> tuple[dic
     return out, dict(groups)
 
 
-def require_stand(floating: bool, fixed_base: str | None) -> None:
-    """A floating-base model hangs on a stand: the link fixed to the world must be named (CLI and API alike)."""
-    if floating and not fixed_base:
+def require_stand(floating: bool, fixed_base: str | None) -> str | None:
+    """A floating-base model hangs on a stand: the link fixed to the world must be named (CLI and API alike).
+    Returns the note the robot's summary carries for a floating base, else None."""
+    if not floating:
+        return None
+    if not fixed_base:
         raise RobotError("a floating base but no link named: an in-air fit holds the robot on a stand; name the "
                          "link fixed to the world (--fixed-base LINK, or fixed_base in the API; this version "
                          "fixes the root link)")
+    return f"the model's floating base is held at {fixed_base} (fixed to the world)"
 
 
 def parse_groups(text: str | None) -> dict[str, str] | None:

@@ -38,7 +38,7 @@ async def upload_robot(
 ) -> dict[str, Any]:
     """Import a robot model with Newton and store it; nothing is stored unless it imports."""
     name = display_name(file.filename, default="robot")
-    require_stand(floating, fixed_base)
+    stand = require_stand(floating, fixed_base)
     tmp, blob = await run_in_threadpool(storage.receive, file.file, settings.max_upload_bytes)
     try:
         if blob[1] == 0:
@@ -49,8 +49,8 @@ async def upload_robot(
         loaded = await loader.load(tmp, name, model or None, fixed_base or None,
                                    settings.max_upload_bytes * MAX_ZIP_RATIO)
         original = await run_in_threadpool(storage.put_file, tmp, blob[0])
-        if floating:
-            loaded["summary"]["notes"].append(f"the model's floating base is held at {fixed_base} (fixed to the world)")
+        if stand:
+            loaded["summary"]["notes"].append(stand)
         row = await run_in_threadpool(lambda: repo.create_robot(
             new_id(), name, loaded["summary"], {**loaded["options"], "floating": floating}, original, project=owner))
     finally:
