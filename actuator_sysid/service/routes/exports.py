@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ...export.formats import REGISTRY as EXPORT_REGISTRY
+from ...export.formats import TEXT_FORMATS, media_type
 from ...fitting.api import FitRequestError
 from .. import robots
 from ..db import ConflictError, NotFoundError, Repository
@@ -19,10 +19,6 @@ from ..report import render_report
 from ..schemas import ERRORS, Problem
 from ..storage import Storage
 from .common import exports_of, fit_context, stored_json
-
-# by file extension, from each export's registration (export/formats.py)
-MEDIA_TYPES = {"." + name.rsplit(".", 1)[-1]: f.media_type for name, f in EXPORT_REGISTRY.items()}
-_TEXT_EXPORTS = ("isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml", "randomization.json")
 
 router = APIRouter()
 
@@ -90,13 +86,12 @@ def export_fit(request: Request, repo: Repo, storage: Store, project: Project, f
     if name not in exports:
         raise NotFoundError(f"unknown export format {name!r}; available: {sorted(exports)} or all.zip")
     q = request.query_params
-    if (q.getlist("set") or q.getlist("rename") or q.get("unidentified")) and name in _TEXT_EXPORTS:
+    if (q.getlist("set") or q.getlist("rename") or q.get("unidentified")) and name in TEXT_FORMATS:
         robots.refuse_rerender(fit)
         data = _rendered(repo, storage, fit, name, q.getlist("set"), q.getlist("rename"), q.get("unidentified") or "omit")
-        return Response(data, media_type=MEDIA_TYPES.get("." + name.rsplit(".", 1)[-1], "text/plain"),
+        return Response(data, media_type=media_type(name),
                         headers={"Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}-{name}"'})
     data = storage.read_bytes(exports[name]["sha256"])
-    media = MEDIA_TYPES.get("." + name.rsplit(".", 1)[-1], "application/octet-stream")
-    return Response(data, media_type=media, headers={
+    return Response(data, media_type=media_type(name), headers={
         "Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}-{name}"',
         "X-Content-SHA256": exports[name]["sha256"]})
