@@ -62,103 +62,151 @@ def _matrix(table, column: str, filename: str) -> np.ndarray:
     return out
 
 
-def read_lerobot(parquets: list[Source], info: dict | None, side: dict, opts: ReadOptions,
-                 label: str) -> Recording:
-    """Read LeRobot Parquet file(s) into a Recording with one segment per episode."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def _info_fps(info: dict | None, opts: ReadOptions, label: str) -> float | None:
+    """Frame rate from meta/info.json's 'fps' (validated), else the user's rate_hz (None when neither is given)."""
     fps = None
     if info is not None:
         fps = info.get("fps")
         if fps is not None and (isinstance(fps, bool) or not isinstance(fps, int | float) or fps <= 0):
             raise DatasetError(f"{label}: meta/info.json 'fps' must be a positive number, got {fps!r}")
-    fps = float(fps) if fps else opts.rate_hz
-    names = _feature_names(info, STATE)
-    action_names = _feature_names(info, ACTION)
-    raws: list[RawSegment] = []
-    width = None
-    warnings: list[str] = []
-    episodes: dict[int, str] = {}
-    for src in parquets:
-        fn = src.name
-        try:
-            table = pq.read_table(io.BytesIO(src.read_bytes()))
-        except (pa.ArrowException, OSError, ValueError) as e:
-            raise DatasetError(f"{fn}: cannot read the Parquet file ({e}); re-export it") from None
-        cols = table.column_names
-        for need in (STATE, ACTION):
-            if need not in cols:
-                raise DatasetError(f"{fn}: missing column {need!r}; a LeRobot dataset has observation.state, "
-                                   f"action, timestamp, frame_index, episode_index (found: {', '.join(cols)})")
-        state = _matrix(table, STATE, fn)
-        action = _matrix(table, ACTION, fn)
-        n = state.shape[0]
-        ep = (table.column("episode_index").to_numpy(zero_copy_only=False).astype(np.int64)
-              if "episode_index" in cols else np.zeros(n, dtype=np.int64))
-        frame = (table.column("frame_index").to_numpy(zero_copy_only=False).astype(np.float64)
-                 if "frame_index" in cols else None)
-        if "timestamp" in cols:
-            t_all = table.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
-            finite(t_all, fn, "column 'timestamp'")
-        elif frame is not None and fps:
-            t_all = frame / fps
-        else:
-            raise DatasetError(f"{fn}: no 'timestamp' column and no fps (meta/info.json or rate_hz) to time "
-                               "the frames; upload the dataset folder as a zip with meta/info.json")
-        if width is None:
-            width = state.shape[1]
-            if names is None:
-                names = need_names(opts, width, fn, "observation.state")
-            elif opts.joint_names is not None:
-                names = need_names(opts, width, fn, "observation.state")
-            elif len(names) != width:
-                raise DatasetError(f"{label}: meta/info.json names {len(names)} state dimensions but "
-                                   f"observation.state has {width}")
-        elif state.shape[1] != width:
-            raise DatasetError(f"{fn}: observation.state has {state.shape[1]} values per frame but earlier files "
-                               f"have {width}")
-        assert names is not None  # the first file sets width and names together
-        if action_names is not None and action.shape[1] == len(action_names) and set(names) <= set(action_names):
-            action = action[:, np.array([action_names.index(n) for n in names])]
-        elif action.shape[1] != width:
-            raise DatasetError(f"{fn}: action has {action.shape[1]} values per frame but observation.state has "
-                               f"{width}, and meta/info.json does not name them so they can be matched; "
-                               "positions and targets must be the same joints")
-        extra = {ch: _matrix(table, c, fn) for c, ch in EXTRA.items()
-                 if c in cols and table.column(c).type != pa.null()}
-        extra = {ch: v for ch, v in extra.items() if v.shape[1] == width}
-        order = np.lexsort((frame if frame is not None else t_all, ep))
-        sorted_ep = ep[order]
-        for ep_id in np.unique(sorted_ep):
-            if int(ep_id) in episodes:
-                raise DatasetError(f"{fn}: episode {int(ep_id)} also appears in {episodes[int(ep_id)]}; each episode "
-                                   "must be in one file")
-            episodes[int(ep_id)] = fn
-            sel = order[sorted_ep == ep_id]
-            rows = sel + 1
-            t = t_all[sel]
-            check_increasing(t, rows, f"{fn}, episode {int(ep_id)}, column 'timestamp'")
-            data = {"q": state[sel], "q_des": action[sel], **{ch: v[sel] for ch, v in extra.items()}}
-            present = {ch: [ch in data] * width for ch in TABLE_CHANNELS}
-            raws.append(RawSegment(f"episode_{int(ep_id)}", t, rows, data, present, split_by_gap=True))
-    assert names is not None and width is not None
+    return float(fps) if fps else opts.rate_hz
+
+
+def _read_table(src: Source):
+    """One Parquet file as a pyarrow Table holding at least observation.state and action."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fn = src.name
+    try:
+        table = pq.read_table(io.BytesIO(src.read_bytes()))
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise DatasetError(f"{fn}: cannot read the Parquet file ({e}); re-export it") from None
+    cols = table.column_names
+    for need in (STATE, ACTION):
+        if need not in cols:
+            raise DatasetError(f"{fn}: missing column {need!r}; a LeRobot dataset has observation.state, "
+                               f"action, timestamp, frame_index, episode_index (found: {', '.join(cols)})")
+    return table
+
+
+def _frame_times(table, n: int, fn: str, fps: float | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(episode index, frame index or None, time in s) per row: the timestamp column, else frame_index / fps."""
+    cols = table.column_names
+    ep = (table.column("episode_index").to_numpy(zero_copy_only=False).astype(np.int64)
+          if "episode_index" in cols else np.zeros(n, dtype=np.int64))
+    frame = (table.column("frame_index").to_numpy(zero_copy_only=False).astype(np.float64)
+             if "frame_index" in cols else None)
+    if "timestamp" in cols:
+        t_all = table.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
+        finite(t_all, fn, "column 'timestamp'")
+    elif frame is not None and fps:
+        t_all = frame / fps
+    else:
+        raise DatasetError(f"{fn}: no 'timestamp' column and no fps (meta/info.json or rate_hz) to time "
+                           "the frames; upload the dataset folder as a zip with meta/info.json")
+    return ep, frame, t_all
+
+
+def _state_names(names: list[str] | None, width: int, opts: ReadOptions, fn: str, label: str) -> list[str]:
+    """Joint names for the first file's state width: the user's when given, else info.json's (which must fit)."""
+    if names is None or opts.joint_names is not None:
+        return need_names(opts, width, fn, "observation.state")
+    if len(names) != width:
+        raise DatasetError(f"{label}: meta/info.json names {len(names)} state dimensions but "
+                           f"observation.state has {width}")
+    return names
+
+
+def _align_action(action: np.ndarray, action_names: list[str] | None, names: list[str], fn: str) -> np.ndarray:
+    """The action columns in state order: matched by name when info.json names them, else taken as they are."""
+    width = len(names)
+    if action_names is not None and action.shape[1] == len(action_names) and set(names) <= set(action_names):
+        return action[:, np.array([action_names.index(n) for n in names])]
+    if action.shape[1] != width:
+        raise DatasetError(f"{fn}: action has {action.shape[1]} values per frame but observation.state has "
+                           f"{width}, and meta/info.json does not name them so they can be matched; "
+                           "positions and targets must be the same joints")
+    return action
+
+
+def _episode_segments(fn: str, ep: np.ndarray, order_key: np.ndarray, t_all: np.ndarray,
+                      channels: dict[str, np.ndarray], width: int, episodes: dict[int, str]) -> list[RawSegment]:
+    """One segment per episode of a file, rows in (episode, frame) order; `episodes` records which file had each."""
+    raws = []
+    order = np.lexsort((order_key, ep))
+    sorted_ep = ep[order]
+    for ep_id in np.unique(sorted_ep):
+        if int(ep_id) in episodes:
+            raise DatasetError(f"{fn}: episode {int(ep_id)} also appears in {episodes[int(ep_id)]}; each episode "
+                               "must be in one file")
+        episodes[int(ep_id)] = fn
+        sel = order[sorted_ep == ep_id]
+        rows = sel + 1
+        t = t_all[sel]
+        check_increasing(t, rows, f"{fn}, episode {int(ep_id)}, column 'timestamp'")
+        data = {ch: v[sel] for ch, v in channels.items()}
+        present = {ch: [ch in data] * width for ch in TABLE_CHANNELS}
+        raws.append(RawSegment(f"episode_{int(ep_id)}", t, rows, data, present, split_by_gap=True))
+    return raws
+
+
+def _keep_common_channels(raws: list[RawSegment], width: int) -> None:
+    """Keep only the channels every segment has (an optional column missing from one file is dropped everywhere)."""
     common = set.intersection(*(set(r.data) for r in raws))
     present = {ch: [ch in common] * width for ch in TABLE_CHANNELS}
     for r in raws:
         r.data = {ch: v for ch, v in r.data.items() if ch in common}
         r.present = present
+
+
+def _fps_mismatch(raws: list[RawSegment], fps: float | None, label: str) -> list[str]:
+    """A warning when the time stamps' median step disagrees with fps by over 5 % (the time stamps are used)."""
     steps = [np.diff(r.t) for r in raws if r.t.size > 1]
     if fps and steps:
         med = float(np.median(np.concatenate(steps)))
         if abs(med * fps - 1) > 0.05:
-            warnings.append(f"{label}: time stamps step {1e3 * med:.4g} ms but fps is {fps:g}; the time stamps "
-                            "were used")
-    rec = assemble(names, raws, side, label, warnings, drop_short=True)
+            return [f"{label}: time stamps step {1e3 * med:.4g} ms but fps is {fps:g}; the time stamps were used"]
+    return []
+
+
+def read_lerobot(parquets: list[Source], info: dict | None, side: dict, opts: ReadOptions,
+                 label: str) -> Recording:
+    """Read LeRobot Parquet file(s) into a Recording with one segment per episode."""
+    import pyarrow as pa
+
+    fps = _info_fps(info, opts, label)
+    names = _feature_names(info, STATE)
+    action_names = _feature_names(info, ACTION)
+    raws: list[RawSegment] = []
+    width = None
+    episodes: dict[int, str] = {}
+    for src in parquets:
+        fn = src.name
+        table = _read_table(src)
+        cols = table.column_names
+        state = _matrix(table, STATE, fn)
+        action = _matrix(table, ACTION, fn)
+        ep, frame, t_all = _frame_times(table, state.shape[0], fn, fps)
+        if width is None:
+            width = state.shape[1]
+            names = _state_names(names, width, opts, fn, label)
+        elif state.shape[1] != width:
+            raise DatasetError(f"{fn}: observation.state has {state.shape[1]} values per frame but earlier files "
+                               f"have {width}")
+        assert names is not None  # the first file sets width and names together
+        action = _align_action(action, action_names, names, fn)
+        extra = {ch: _matrix(table, c, fn) for c, ch in EXTRA.items()
+                 if c in cols and table.column(c).type != pa.null()}
+        extra = {ch: v for ch, v in extra.items() if v.shape[1] == width}
+        channels = {"q": state, "q_des": action, **extra}
+        raws += _episode_segments(fn, ep, frame if frame is not None else t_all, t_all, channels, width, episodes)
+    assert names is not None and width is not None
+    _keep_common_channels(raws, width)
+    rec = assemble(names, raws, side, label, _fps_mismatch(raws, fps, label), drop_short=True)
     rec.source_format = "lerobot"
     rec.metadata["fps"] = fps
     return rec
-
 
 def looks_like_lerobot(src: Source, head: bytes) -> bool:
     """A Parquet file whose columns are a LeRobot dataset's (observation.state, action, ...)."""

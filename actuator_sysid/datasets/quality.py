@@ -77,11 +77,9 @@ def _limit(values: list[np.ndarray], stated: float | None) -> dict | None:
     return {"max_abs": peak, "limit": None, "limit_source": None, "fraction_at_limit": 0.0}
 
 
-def quality_report(rec: Recording) -> dict:
-    """The report as a plain dict (JSON-ready); see the module docstring."""
+def _segment_rows(rec: Recording) -> list[dict]:
+    """One row per segment: length, rate and the readers' timing facts (jitter, resampling, drops, gap before)."""
     timing = rec.metadata.get("timing", {})
-    limits = rec.metadata.get("limits", {}) if isinstance(rec.metadata.get("limits"), dict) else {}
-    warnings: list[str] = []
     segs = []
     for s in rec.segments:
         tm = timing.get(s.name, {})
@@ -93,79 +91,106 @@ def quality_report(rec: Recording) -> dict:
             "gap_before_s": tm.get("gap_before_s", 0.0), "free_swing": _free_swing(s),
             "driven_fraction": _driven_fraction(s),
         })
+    return segs
+
+
+def _joint_coverage(rec: Recording, j: int, lim: dict, driven: list[Segment]) -> dict:
+    """One joint's numbers: position range, velocity coverage, excited band, time at the effort / velocity limits."""
+    q = [s.q[:, j] for s in rec.segments]
+    qd = [s.qd[:, j] for s in rec.segments]
+    lo, hi = min(float(x.min()) for x in q), max(float(x.max()) for x in q)
+    aqd = np.abs(np.concatenate(qd))
+    qd_max = float(aqd.max()) if aqd.size else 0.0
+    still = float(np.mean(aqd < 0.05 * qd_max)) if qd_max > 0 else 1.0
+    bands = [b for s in driven if (b := _band(s.q_des[:, j], 1.0 / s.dt if s.dt > 0 else 0.0))]
+    band = [min(b[0] for b in bands), max(b[1] for b in bands)] if bands else None
+    taus = [s.tau[:, j] for s in rec.segments if s.tau is not None]
+    return {
+        "q_range": [lo, hi],
+        "velocity": {"max_abs": qd_max, "p95_abs": float(np.percentile(aqd, 95)) if aqd.size else 0.0,
+                     "fraction_near_zero": still},
+        "excitation_band_hz": band,
+        "effort": _limit(taus, lim.get("effort")),
+        "velocity_limit": _limit(qd, lim.get("velocity")),
+    }
+
+
+def _joint_warnings(name: str, revolute_rad: bool, rep: dict, driven: bool) -> list[str]:
+    """What a joint's coverage costs the fit: degrees logged as rad, no or narrow excitation, stillness, saturation."""
+    out = []
+    lo, hi = rep["q_range"]
+    band, still = rep["excitation_band_hz"], rep["velocity"]["fraction_near_zero"]
+    if revolute_rad and hi - lo > DEGREES_RANGE:
+        out.append(f"{name}: positions look like degrees (they span {hi - lo:.4g} rad); declare "
+                   '"angle_unit": "deg" in the sidecar')
+    if band is None and driven:
+        out.append(f"{name}: the command never moves in the driven segments; nothing excites the "
+                   "actuator — record a chirp or multisine (actuator-sysid excite)")
+    elif band is not None and band[1] < 4 * band[0]:
+        out.append(f"{name}: the excitation covers only {band[0]:.3g}–{band[1]:.3g} Hz; inertia, damping "
+                   "and stiffness are hard to separate in a narrow band — use a chirp or multisine "
+                   "spanning a decade")
+    if still > STILL_FRACTION:
+        out.append(f"{name}: the joint is nearly still {100 * still:.0f} % of the time; velocity-dependent "
+                   "friction is identified from motion only")
+    for label, lim, unit_s in (("effort", rep["effort"], "N·m"), ("velocity", rep["velocity_limit"], "rad/s")):
+        if lim and lim["limit"] and lim["fraction_at_limit"] > 0.2:
+            out.append(f"{name}: {label} is at its limit ({lim['limit']:.4g} {unit_s}, "
+                       f"{lim['limit_source']}) {100 * lim['fraction_at_limit']:.0f} % of the time; the "
+                       "actuator is saturated there, which hides the gains — lower the amplitude")
+    return out
+
+
+def _recording_warnings(rec: Recording, segs: list[dict], free: list[str], gaps: list[float],
+                        dropped: int) -> list[str]:
+    """Whole-log weaknesses: no free swing, low rate, short, gaps, dropped samples, heavy jitter (resampled)."""
+    out = []
+    if not free:
+        out.append("no free-swing segment: friction and armature will be poorly separated (record one with "
+                   'the torque off, e.g. BAM lift_and_drop, and mark it "free_swing": true)')
+    rate = rec.rate_hz
+    if 0 < rate < MIN_RATE_HZ:
+        out.append(f"the sample rate is {rate:.4g} Hz; below {MIN_RATE_HZ:.0f} Hz, armature and fast friction "
+                   "effects are poorly observed")
+    if rec.duration_s < MIN_DURATION_S:
+        out.append(f"only {rec.duration_s:.3g} s of data; record at least {MIN_DURATION_S:.0f} s of excitation")
+    if gaps:
+        out.append(f"{len(gaps)} time gap(s) split the log into separate segments (longest {max(gaps):.3g} s)")
+    if dropped:
+        out.append(f"{dropped} sample(s) were dropped while reading (missing values, empty arrays or times "
+                   "without a command)")
+    res = rec.metadata.get("resampling")
+    worst = max((x["jitter_ms"] or 0.0) * x["rate_hz"] / 1e3 for x in segs) if segs else 0.0
+    if res and worst > 0.1:
+        out.append(f"time stamps jitter by up to {100 * worst:.0f} % of a period; segments {res['segments']} "
+                   f"were resampled ({res['method']}, {res['rate_hz']:.6g} Hz)")
+    return out
+
+
+def quality_report(rec: Recording) -> dict:
+    """The report as a plain dict (JSON-ready); see the module docstring."""
+    limits = rec.metadata.get("limits", {}) if isinstance(rec.metadata.get("limits"), dict) else {}
+    segs = _segment_rows(rec)
     gaps = [x["gap_before_s"] for x in segs if x["gap_before_s"] > 0]
     dropped = int(sum(x["samples_dropped"] for x in segs))
     free = [s.name for s in rec.segments if _free_swing(s)]
     driven = [s for s in rec.segments if _driven_fraction(s) > 0]
     unit = rec.metadata.get("angle_unit", "rad")
-
+    warnings: list[str] = []
     joints: dict[str, dict] = {}
     for j, info in enumerate(rec.joints):
         lim = limits.get(info.name, {}) if isinstance(limits.get(info.name), dict) else {}
-        q = [s.q[:, j] for s in rec.segments]
-        qd = [s.qd[:, j] for s in rec.segments]
-        lo, hi = min(float(x.min()) for x in q), max(float(x.max()) for x in q)
-        aqd = np.abs(np.concatenate(qd))
-        qd_max = float(aqd.max()) if aqd.size else 0.0
-        still = float(np.mean(aqd < 0.05 * qd_max)) if qd_max > 0 else 1.0
-        bands = [b for s in driven if (b := _band(s.q_des[:, j], 1.0 / s.dt if s.dt > 0 else 0.0))]
-        band = [min(b[0] for b in bands), max(b[1] for b in bands)] if bands else None
-        taus = [s.tau[:, j] for s in rec.segments if s.tau is not None]
-        effort = _limit(taus, lim.get("effort"))
-        velocity = _limit(qd, lim.get("velocity"))
-        joints[info.name] = {
-            "q_range": [lo, hi],
-            "velocity": {"max_abs": qd_max, "p95_abs": float(np.percentile(aqd, 95)) if aqd.size else 0.0,
-                         "fraction_near_zero": still},
-            "excitation_band_hz": band,
-            "effort": effort,
-            "velocity_limit": velocity,
-        }
-        name = f"joint '{info.name}'"
-        if info.joint_type == "revolute" and unit == "rad" and hi - lo > DEGREES_RANGE:
-            warnings.append(f"{name}: positions look like degrees (they span {hi - lo:.4g} rad); declare "
-                            '"angle_unit": "deg" in the sidecar')
-        if band is None and driven:
-            warnings.append(f"{name}: the command never moves in the driven segments; nothing excites the "
-                            "actuator — record a chirp or multisine (actuator-sysid excite)")
-        elif band is not None and band[1] < 4 * band[0]:
-            warnings.append(f"{name}: the excitation covers only {band[0]:.3g}–{band[1]:.3g} Hz; inertia, damping "
-                            "and stiffness are hard to separate in a narrow band — use a chirp or multisine "
-                            "spanning a decade")
-        if still > STILL_FRACTION:
-            warnings.append(f"{name}: the joint is nearly still {100 * still:.0f} % of the time; velocity-dependent "
-                            "friction is identified from motion only")
-        for label, rep, unit_s in (("effort", effort, "N·m"), ("velocity", velocity, "rad/s")):
-            if rep and rep["limit"] and rep["fraction_at_limit"] > 0.2:
-                warnings.append(f"{name}: {label} is at its limit ({rep['limit']:.4g} {unit_s}, "
-                                f"{rep['limit_source']}) {100 * rep['fraction_at_limit']:.0f} % of the time; the "
-                                "actuator is saturated there, which hides the gains — lower the amplitude")
-    if not free:
-        warnings.append("no free-swing segment: friction and armature will be poorly separated (record one with "
-                        'the torque off, e.g. BAM lift_and_drop, and mark it "free_swing": true)')
-    rate = rec.rate_hz
-    if 0 < rate < MIN_RATE_HZ:
-        warnings.append(f"the sample rate is {rate:.4g} Hz; below {MIN_RATE_HZ:.0f} Hz, armature and fast friction "
-                        "effects are poorly observed")
-    if rec.duration_s < MIN_DURATION_S:
-        warnings.append(f"only {rec.duration_s:.3g} s of data; record at least {MIN_DURATION_S:.0f} s of excitation")
-    if gaps:
-        warnings.append(f"{len(gaps)} time gap(s) split the log into separate segments (longest {max(gaps):.3g} s)")
-    if dropped:
-        warnings.append(f"{dropped} sample(s) were dropped while reading (missing values, empty arrays or times "
-                        "without a command)")
-    res = rec.metadata.get("resampling")
-    worst = max((x["jitter_ms"] or 0.0) * x["rate_hz"] / 1e3 for x in segs) if segs else 0.0
-    if res and worst > 0.1:
-        warnings.append(f"time stamps jitter by up to {100 * worst:.0f} % of a period; segments {res['segments']} "
-                        f"were resampled ({res['method']}, {res['rate_hz']:.6g} Hz)")
+        joints[info.name] = _joint_coverage(rec, j, lim, driven)
+        revolute_rad = info.joint_type == "revolute" and unit == "rad"
+        warnings += _joint_warnings(f"joint '{info.name}'", revolute_rad, joints[info.name], bool(driven))
+    warnings += _recording_warnings(rec, segs, free, gaps, dropped)
     return {
-        "rate_hz": rate,
+        "rate_hz": rec.rate_hz,
         "duration_s": rec.duration_s,
         "segments": segs,
         "gaps": {"count": len(gaps), "longest_s": max(gaps) if gaps else 0.0},
         "samples_dropped": dropped,
-        "resampling": res,
+        "resampling": rec.metadata.get("resampling"),
         "free_swing_segments": free,
         "has_effort": all(s.tau is not None for s in rec.segments),
         "joints": joints,
