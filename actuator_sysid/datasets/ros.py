@@ -456,94 +456,124 @@ def _paired_joints(state: _Series, cmd: _Series, use_log: dict, opts: ReadOption
     return joints
 
 
-def _merge(state: _Series, cmd: _Series, use_log: dict, side: dict, opts: ReadOptions, fn: str,
-           kind: str) -> Recording:
-    """State and command series -> one RawSegment on the state's times -> assemble."""
-    warnings: list[str] = []
-    joints = _paired_joints(state, cmd, use_log, opts, fn, warnings)
-    # unique state times (several messages may share a stamp when joints are published separately)
-    t_all = state.t
-    keep = np.ones(t_all.size, dtype=bool)
-    if t_all.size > 1:
-        keep[1:] = np.diff(t_all) > 0
-    grid = t_all if keep.all() else t_all[keep]
-    rows = state.index if keep.all() else state.index[keep]
-    step = float(np.median(np.diff(grid))) if grid.size > 1 else 0.0
-    valid = np.ones(grid.size, dtype=bool)
+@dataclass
+class _Grid:
+    """The state topic's unique message times, onto which every joint's fields are resampled."""
 
-    def onto(series: _Series, name: str, f: str, ok: np.ndarray | None) -> np.ndarray | None:
+    t: np.ndarray
+    rows: np.ndarray  # the state message each grid time comes from
+    step: float  # median grid period (s)
+    unique: bool  # the state's stamps were already unique: its own arrays can be used as they are
+    state: _Series
+    joints: list[str]
+
+    @classmethod
+    def of(cls, state: _Series, joints: list[str]) -> _Grid:
+        """Unique state times (several messages may share a stamp when joints are published separately)."""
+        t_all = state.t
+        keep = np.ones(t_all.size, dtype=bool)
+        if t_all.size > 1:
+            keep[1:] = np.diff(t_all) > 0
+        unique = bool(keep.all())
+        grid = t_all if unique else t_all[keep]
+        rows = state.index if unique else state.index[keep]
+        step = float(np.median(np.diff(grid))) if grid.size > 1 else 0.0
+        return cls(grid, rows, step, unique, state, joints)
+
+    def onto(self, series: _Series, name: str, f: str, ok: np.ndarray | None) -> np.ndarray | None:
         """One joint's field on the grid; marks grid times it does not cover in `ok` (when given)."""
         ts, vs = series.joint(name, f)
         if ts.size == 0:
             return None
         if ok is not None:
-            own = float(np.median(np.diff(ts))) if ts.size > 1 else step
-            limit = GAP_PERIODS * max(step, own)
-            ok &= (grid >= ts[0] - 1e-9) & (grid <= ts[-1] + 1e-9)
+            own = float(np.median(np.diff(ts))) if ts.size > 1 else self.step
+            limit = GAP_PERIODS * max(self.step, own)
+            ok &= (self.t >= ts[0] - 1e-9) & (self.t <= ts[-1] + 1e-9)
             for g in np.flatnonzero(np.diff(ts) > limit):
-                ok &= ~((grid > ts[g]) & (grid < ts[g + 1]))
-        return np.interp(grid, ts, vs)
+                ok &= ~((self.t > ts[g]) & (self.t < ts[g + 1]))
+        return np.interp(self.t, ts, vs)
 
-    def whole(series: _Series, f: str) -> np.ndarray | None:
+    def whole(self, series: _Series, f: str) -> np.ndarray | None:
         """The state's own (n, J) array when it already is the answer: every joint, every time, in order."""
         v = series.values[f]
-        if v is not None and series is state and keep.all() and list(state.columns) == joints \
+        if v is not None and series is self.state and self.unique and list(self.state.columns) == self.joints \
                 and not np.isnan(v).any():
             return v
         return None
 
-    def channel(series: _Series, f: str, ok: np.ndarray | None) -> np.ndarray | None:
-        direct = whole(series, f)
+    def channel(self, series: _Series, f: str, ok: np.ndarray | None) -> np.ndarray | None:
+        """A field of every joint on the grid, (n, J); None when some joint never has it."""
+        direct = self.whole(series, f)
         if direct is not None:
             return direct
-        out = np.empty((grid.size, len(joints)))
-        for j, name in enumerate(joints):
-            col = onto(series, name, f, ok)
+        out = np.empty((self.t.size, len(self.joints)))
+        for j, name in enumerate(self.joints):
+            col = self.onto(series, name, f, ok)
             if col is None:
                 return None
             out[:, j] = col
         return out
 
+
+def _positions(grid: _Grid, state: _Series, cmd: _Series, valid: np.ndarray, fn: str) -> dict[str, np.ndarray]:
+    """q and q_des on the grid (required: every joint needs a position on both topics); marks uncovered times."""
     data: dict[str, np.ndarray] = {}
-    J = len(joints)
     for ch, series in (("q", state), ("q_des", cmd)):
-        arr = channel(series, "position", valid)
+        arr = grid.channel(series, "position", valid)
         if arr is None:
-            name = next(n for n in joints if series.joint(n, "position")[0].size == 0)
+            name = next(n for n in grid.joints if series.joint(n, "position")[0].size == 0)
             raise DatasetError(f"{fn}: joint '{name}' has no position on {series.topic}")
         data[ch] = arr
         if series is cmd:
             cmd.values["position"] = None  # resampled onto the grid: the raw samples can go
-    late = {n: state.first_seen[n] for n in joints if state.first_seen.get(n, 0) > 0}
-    if late:
-        warnings.append(f"{fn}: joint(s) {sorted(late)} first appear on {state.topic} at message(s) "
-                        f"{sorted(late.values())}; earlier times were dropped")
+    return data
+
+
+def _optional_channels(grid: _Grid, state: _Series, cmd: _Series, data: dict[str, np.ndarray], fn: str,
+                       warnings: list[str]) -> None:
+    """qd, tau, qd_des, tau_ff into `data` when nearly every message has them for every joint, else a warning."""
     optional = (("qd", state, "velocity"), ("tau", state, "effort"), ("qd_des", cmd, "velocity"),
                 ("tau_ff", cmd, "effort"))
     for ch, series, f in optional:
-        counts = [series.joint(n, f)[0].size for n in joints]
+        counts = [series.joint(n, f)[0].size for n in grid.joints]
         if min(counts) >= MIN_CHANNEL_COVERAGE * series.n:
-            arr = channel(series, f, None)
+            arr = grid.channel(series, f, None)
             if arr is not None:
                 data[ch] = arr
             if series is cmd:
                 cmd.values[f] = None
         elif max(counts) > 0:
             warnings.append(f"{fn}: {f} on {series.topic} is missing for most messages or some joints; not used")
+
+
+def _merge(state: _Series, cmd: _Series, use_log: dict, side: dict, opts: ReadOptions, fn: str,
+           kind: str) -> Recording:
+    """State and command series -> one RawSegment on the state's times -> assemble."""
+    warnings: list[str] = []
+    joints = _paired_joints(state, cmd, use_log, opts, fn, warnings)
+    grid = _Grid.of(state, joints)
+    valid = np.ones(grid.t.size, dtype=bool)
+    data = _positions(grid, state, cmd, valid, fn)
+    late = {n: state.first_seen[n] for n in joints if state.first_seen.get(n, 0) > 0}
+    if late:
+        warnings.append(f"{fn}: joint(s) {sorted(late)} first appear on {state.topic} at message(s) "
+                        f"{sorted(late.values())}; earlier times were dropped")
+    _optional_channels(grid, state, cmd, data, fn, warnings)
     for s in (state, cmd):
         s.values = {}
-    dropped = int(grid.size - valid.sum())
+    dropped = int(grid.t.size - valid.sum())
     if not valid.any():
         raise DatasetError(f"{fn}: {state.topic} and {cmd.topic} do not overlap in time with every joint present; "
                            "no sample has both a measurement and a command")
-    t0 = float(grid[valid][0])
+    times, rows = grid.t, grid.rows
+    t0 = float(times[valid][0])
     if dropped:
         data = {ch: v[valid] for ch, v in data.items()}
-        grid, rows = grid[valid], rows[valid]
+        times, rows = times[valid], rows[valid]
         warnings.append(f"{fn}: {dropped} of {valid.size} state times were dropped (no command or no position "
                         "for some joint within 5 periods: late joints, gaps, or empty arrays)")
-    present = {ch: [ch in data] * J for ch in TABLE_CHANNELS}
-    raw = RawSegment("", grid - t0, rows, data, present, split_by_gap=True, unit="message", dropped=dropped)
+    present = {ch: [ch in data] * len(joints) for ch in TABLE_CHANNELS}
+    raw = RawSegment("", times - t0, rows, data, present, split_by_gap=True, unit="message", dropped=dropped)
     rec = assemble(joints, [raw], side, fn, warnings, drop_short=True)
     rec.source_format = "mcap" if kind == "mcap" else "rosbag"
     rec.metadata.update({"state_topic": state.topic, "command_topic": cmd.topic, "time_origin_s": t0,

@@ -390,68 +390,94 @@ def validate_cfgs(groups: dict[str, dict]) -> None:
         raise ExportError("Isaac Lab export failed validation: " + "; ".join(problems))
 
 
+def _hazard(code: str, g: str, msg: str, severity: str = "warning") -> Finding:
+    """One cfg_hazards finding for group `g`."""
+    return Finding(f"EXPORT.ISAACLAB.{code}", severity, g, msg)
+
+
+def _value_hazards(g: str, cls: str, base: str, cfg: dict) -> list[Finding]:
+    """Cfg values Newton-native execution treats differently: our subclass, a delay range, no velocity limit,
+    None gains."""
+    out = []
+    if base not in BUILTIN:
+        out.append(_hazard("custom_class", g, f"{cls} is our explicit subclass: Isaac Lab 3.0 rejects it while "
+                           "SimulationCfg.use_newton_actuators is True (the default); set it False, or load "
+                           "newton.usda for Newton-native execution"))
+    if "max_delay" in cfg and cfg.get("max_delay", 0) > 0:
+        if cfg.get("min_delay", 0) != cfg["max_delay"]:
+            out.append(_hazard("delay_fixed", g, "Newton-native execution fixes the delay at max_delay = "
+                               f"{cfg['max_delay']} steps; min_delay = {cfg.get('min_delay', 0)} is dropped (no "
+                               "per-env draw at reset)"))
+        else:
+            out.append(_hazard("delay_fixed", g, "Newton-native execution fixes the delay at max_delay "
+                               f"({cfg['max_delay']} physics steps), as fitted", "info"))
+    if base in (*_DC_CLASSES, "ActuatorNetMLPCfg", "ActuatorNetLSTMCfg") and \
+            cfg.get("actuator_velocity_limit", cfg.get("velocity_limit")) is None:
+        out.append(_hazard("dc_no_velocity_limit", g, "a DCMotor without actuator_velocity_limit gets no speed "
+                           "derating in Newton (velocityLimit = inf) instead of Isaac Lab's ValueError", "error"))
+    for name in ("stiffness", "damping"):
+        if cfg.get(name, 0.0) is None:
+            out.append(_hazard(f"{name}_none", g, f"{name} None becomes 0 in Newton-native execution instead of "
+                               "the USD value"))
+    return out
+
+
+def _unmatched_keys(g: str, cfg: dict, joints: list[str] | None) -> list[Finding]:
+    """Joints of the group that a per-joint regex dict (saturation_effort, stiffness, damping) leaves at 0."""
+    out = []
+    for name in ("saturation_effort", "stiffness", "damping"):
+        v = cfg.get(name)
+        if isinstance(v, dict) and joints is not None:
+            matched = {j for j in joints for k in v if re.fullmatch(k, j)}
+            group_joints = {j for j in joints for e in cfg["joint_names_expr"] if re.fullmatch(e, j)}
+            if group_joints - matched:
+                sev = "error" if name == "saturation_effort" else "warning"
+                out.append(_hazard(f"unmatched_{name}", g, f"joints {sorted(group_joints - matched)} are matched "
+                                   f"by no {name} key: they get 0 (§A.2)" + (", which with a finite velocity limit "
+                                   "collapses the DC window to [0, 0]" if name == "saturation_effort" else ""), sev))
+    return out
+
+
+def _model_hazards(g: str, base: str, spec: dict, backend: str) -> list[Finding]:
+    """What a consumer cannot run as fitted: actuator nets on Newton, dynamic friction, approximated or
+    estimated friction, the export's own notes, implicit-actuator telemetry."""
+    out = []
+    if base in NET_CFG_FIELDS:
+        out.append(_hazard("net_torchscript_to_newton", g, "Isaac Lab 3.0 hands actuator nets to Newton 1.8 as "
+                           "TorchScript (use_newton_actuators=True, the default), which Newton 1.8 rejects "
+                           "(consumer-semantics §0.2): set SimulationCfg(use_newton_actuators=False), or give "
+                           "Newton the newton.onnx export (newton.pt2 for an LSTM of several layers; Newton 1.8 "
+                           "deprecates it)"))
+    if base == "ActuatorNetLSTMCfg":
+        out.append(_hazard("lstm_metadata", g, "Newton's LSTM drive needs num_layers and hidden_size in the "
+                           "checkpoint metadata; Isaac Lab does not add them"))
+    if backend == "newton" and spec["cfg"].get("dynamic_friction") and \
+            base in (*BUILTIN, *CUSTOM_FAMILY_CFG.values(), *_BAM_BASE):
+        out.append(_hazard("dynamic_friction_ignored", g, "the Newton backend ignores dynamic_friction (§D); "
+                           "friction is applied as Coulomb friction at the static value"))
+    if spec.get("approximation"):
+        out.append(_hazard("friction_approximated", g, spec["approximation"]))
+    out += [_hazard(code, g, msg, severity) for code, severity, msg in spec.get("notes", ())]
+    if spec.get("estimate"):
+        out.append(_hazard("friction_estimated", g, spec["estimate"]))
+    if base == "ImplicitActuatorCfg":
+        out.append(_hazard("implicit_telemetry", g, "ImplicitActuator's applied-effort telemetry is clipped at "
+                           "joint_effort_limit, which also limits the solver's drive", "info"))
+    return out
+
+
 def cfg_hazards(groups: dict[str, dict], joints: list[str] | None = None, backend: str = "newton") -> list[Finding]:
     """Where Newton-native execution of these cfgs departs from Isaac Lab's PyTorch path (§A.11), as findings.
 
     `joints` are the articulation's joint names, to find values a regex dict leaves unmatched.
     """
     out: list[Finding] = []
-
-    def add(code: str, g: str, msg: str, severity: str = "warning") -> None:
-        out.append(Finding(f"EXPORT.ISAACLAB.{code}", severity, g, msg))
-
     for g, spec in groups.items():
         cls, cfg = spec["class_type"], spec["cfg"]
         base = cls.replace(OFFSET_SUFFIX, "")
-        if base not in BUILTIN:
-            add("custom_class", g, f"{cls} is our explicit subclass: Isaac Lab 3.0 rejects it while "
-                "SimulationCfg.use_newton_actuators is True (the default); set it False, or load newton.usda "
-                "for Newton-native execution")
-        if "max_delay" in cfg and cfg.get("max_delay", 0) > 0:
-            if cfg.get("min_delay", 0) != cfg["max_delay"]:
-                add("delay_fixed", g, f"Newton-native execution fixes the delay at max_delay = {cfg['max_delay']} "
-                    f"steps; min_delay = {cfg.get('min_delay', 0)} is dropped (no per-env draw at reset)")
-            else:
-                add("delay_fixed", g, "Newton-native execution fixes the delay at max_delay "
-                    f"({cfg['max_delay']} physics steps), as fitted", "info")
-        if base in (*_DC_CLASSES, "ActuatorNetMLPCfg", "ActuatorNetLSTMCfg") and \
-                cfg.get("actuator_velocity_limit", cfg.get("velocity_limit")) is None:
-            add("dc_no_velocity_limit", g, "a DCMotor without actuator_velocity_limit gets no speed derating "
-                "in Newton (velocityLimit = inf) instead of Isaac Lab's ValueError", "error")
-        for name in ("stiffness", "damping"):
-            if cfg.get(name, 0.0) is None:
-                add(f"{name}_none", g, f"{name} None becomes 0 in Newton-native execution instead of the USD value")
-        for name in ("saturation_effort", "stiffness", "damping"):
-            v = cfg.get(name)
-            if isinstance(v, dict) and joints is not None:
-                matched = {j for j in joints for k in v if re.fullmatch(k, j)}
-                group_joints = {j for j in joints for e in cfg["joint_names_expr"] if re.fullmatch(e, j)}
-                if group_joints - matched:
-                    sev = "error" if name == "saturation_effort" else "warning"
-                    add(f"unmatched_{name}", g, f"joints {sorted(group_joints - matched)} are matched by no "
-                        f"{name} key: they get 0 (§A.2)" + (", which with a finite velocity limit collapses the "
-                        "DC window to [0, 0]" if name == "saturation_effort" else ""), sev)
-        if base in NET_CFG_FIELDS:
-            add("net_torchscript_to_newton", g, "Isaac Lab 3.0 hands actuator nets to Newton 1.8 as TorchScript "
-                "(use_newton_actuators=True, the default), which Newton 1.8 rejects (consumer-semantics §0.2): "
-                "set SimulationCfg(use_newton_actuators=False), or give Newton the newton.onnx export (newton.pt2 "
-                "for an LSTM of several layers; Newton 1.8 deprecates it)")
-        if base == "ActuatorNetLSTMCfg":
-            add("lstm_metadata", g, "Newton's LSTM drive needs num_layers and hidden_size in the checkpoint "
-                "metadata; Isaac Lab does not add them")
-        if backend == "newton" and cfg.get("dynamic_friction") and base in (*BUILTIN, *CUSTOM_FAMILY_CFG.values(),
-                                                                             *_BAM_BASE):
-            add("dynamic_friction_ignored", g, "the Newton backend ignores dynamic_friction (§D); friction is "
-                "applied as Coulomb friction at the static value")
-        if spec.get("approximation"):
-            add("friction_approximated", g, spec["approximation"])
-        for code, severity, msg in spec.get("notes", ()):
-            add(code, g, msg, severity)
-        if spec.get("estimate"):
-            add("friction_estimated", g, spec["estimate"])
-        if base == "ImplicitActuatorCfg":
-            add("implicit_telemetry", g, "ImplicitActuator's applied-effort telemetry is clipped at "
-                "joint_effort_limit, which also limits the solver's drive", "info")
+        out += _value_hazards(g, cls, base, cfg)
+        out += _unmatched_keys(g, cfg, joints)
+        out += _model_hazards(g, base, spec, backend)
     return out
 
 

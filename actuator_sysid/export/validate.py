@@ -111,30 +111,26 @@ def _check_drive(prim, inst: str) -> list[Finding]:
     return out
 
 
-def _check_actuator(stage, prim) -> tuple[list[Finding], list]:
-    """Findings of one NewtonActuator and the joint paths it drives."""
-    out: list[Finding] = []
-    where = prim.GetPath()
+def _actuator_target(stage, prim, where) -> tuple[list[Finding], list]:
+    """The actuator's newton:targets: findings, and the joint path it drives when that is a revolute or
+    prismatic joint."""
     rel = prim.GetRelationship("newton:targets")
     targets = list(rel.GetTargets()) if rel else []
-    driven = []
     if not targets:
-        out.append(_f("actuator_target", where, "no newton:targets relationship: target one revolute or "
-                      "prismatic joint, or deactivate the prim"))
-    else:
-        target = stage.GetPrimAtPath(targets[0])
-        if not target or not target.IsValid():
-            out.append(_f("actuator_target", where, f"target {targets[0]} does not exist"))
-        elif target.GetTypeName() not in ACTUATED:
-            out.append(_f("actuator_target", where, f"target {targets[0]} is a {target.GetTypeName() or 'typeless prim'}"
-                          "; a NewtonActuator drives a PhysicsRevoluteJoint or PhysicsPrismaticJoint"))
-        else:
-            driven.append(targets[0])
-    schemas = _applied(prim)
-    laws = [s for s in schemas if s in CONTROL_LAWS]
-    if len(laws) != 1:
-        out.append(_f("control_law", where, f"exactly one control-law API is needed ({', '.join(CONTROL_LAWS)}); "
-                      f"found {laws or 'none'}"))
+        return [_f("actuator_target", where, "no newton:targets relationship: target one revolute or "
+                   "prismatic joint, or deactivate the prim")], []
+    target = stage.GetPrimAtPath(targets[0])
+    if not target or not target.IsValid():
+        return [_f("actuator_target", where, f"target {targets[0]} does not exist")], []
+    if target.GetTypeName() not in ACTUATED:
+        return [_f("actuator_target", where, f"target {targets[0]} is a {target.GetTypeName() or 'typeless prim'}"
+                   "; a NewtonActuator drives a PhysicsRevoluteJoint or PhysicsPrismaticJoint")], []
+    return [], [targets[0]]
+
+
+def _gain_findings(prim, where) -> list[Finding]:
+    """Authored gains must be finite and ≥ 0 (integralMax may be +inf)."""
+    out = []
     for name in (*GAINS, "integralMax"):
         authored, v = _authored(prim, f"newton:{name}")
         v = _num(v)
@@ -144,6 +140,13 @@ def _check_actuator(stage, prim) -> tuple[list[Finding], list]:
         if bad:
             out.append(_f("gains", where, f"newton:{name} = {v} must be " +
                           ("≥ 0" if name == "integralMax" else "finite and ≥ 0")))
+    return out
+
+
+def _clamp_findings(prim, where, schemas: list[str]) -> list[Finding]:
+    """Effort clamps, velocity limit, the DC clamp's saturation effort, lookup efforts and the constant effort:
+    the values Newton's clamps and drives would reject or turn into NaN."""
+    out = []
     for name in CLAMPS:
         authored, v = _authored(prim, f"newton:{name}")
         v = _num(v)
@@ -166,19 +169,39 @@ def _check_actuator(stage, prim) -> tuple[list[Finding], list]:
     c = _num(c)
     if authored and (c is None or not math.isfinite(c)):
         out.append(_f("const_effort", where, f"newton:constEffort = {c} must be finite"))
+    return out
+
+
+def _delay_findings(prim, where, schemas: list[str]) -> list[Finding]:
+    """newton:delaySteps must be a non-negative integer, and NewtonActuatorDelayAPI needs an authored, non-zero one."""
     attr = prim.GetAttribute("newton:delaySteps")
     authored, d = _authored(prim, "newton:delaySteps")
     if authored:
         type_ok = str(attr.GetTypeName()) in ("int", "uint", "int64", "uint64")
         if not type_ok or not isinstance(d, int) or d < 0:
-            out.append(_f("delay_steps", where, f"newton:delaySteps = {d!r} ({attr.GetTypeName()}) must be a "
-                          "non-negative integer"))
-        elif d == 0 and "NewtonActuatorDelayAPI" in schemas:
-            out.append(_f("delay_zero", where, "NewtonActuatorDelayAPI with delaySteps = 0: Newton's finalize "
-                          "fails when every DOF of the group has 0; remove the API for no delay", "warning"))
+            return [_f("delay_steps", where, f"newton:delaySteps = {d!r} ({attr.GetTypeName()}) must be a "
+                       "non-negative integer")]
+        if d == 0 and "NewtonActuatorDelayAPI" in schemas:
+            return [_f("delay_zero", where, "NewtonActuatorDelayAPI with delaySteps = 0: Newton's finalize "
+                       "fails when every DOF of the group has 0; remove the API for no delay", "warning")]
     elif "NewtonActuatorDelayAPI" in schemas:
-        out.append(_f("delay_unauthored", where, "NewtonActuatorDelayAPI without an authored newton:delaySteps: "
-                      "Newton's importer reads authored values only, so there is no delay", "warning"))
+        return [_f("delay_unauthored", where, "NewtonActuatorDelayAPI without an authored newton:delaySteps: "
+                   "Newton's importer reads authored values only, so there is no delay", "warning")]
+    return []
+
+
+def _check_actuator(stage, prim) -> tuple[list[Finding], list]:
+    """Findings of one NewtonActuator and the joint paths it drives."""
+    where = prim.GetPath()
+    out, driven = _actuator_target(stage, prim, where)
+    schemas = _applied(prim)
+    laws = [s for s in schemas if s in CONTROL_LAWS]
+    if len(laws) != 1:
+        out.append(_f("control_law", where, f"exactly one control-law API is needed ({', '.join(CONTROL_LAWS)}); "
+                      f"found {laws or 'none'}"))
+    out += _gain_findings(prim, where)
+    out += _clamp_findings(prim, where, schemas)
+    out += _delay_findings(prim, where, schemas)
     return out, driven
 
 
