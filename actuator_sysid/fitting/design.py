@@ -101,13 +101,9 @@ def _why(name: str, regime: dict, reason: str) -> str:
     return reason
 
 
-def predict_family(rec: Recording, family: Family, nominal: dict[str, float], noise_q: float, noise_qd: float,
-                   device: str = "cpu") -> dict:
-    """Predicted 95 % half-widths and identifiability of one family's parameters on rec's commands.
-
-    rec: one joint, commands in q_des (q's first sample is the start); q and qd are replaced by the
-    nominal simulation. The segment split and training windows are the fitter's defaults.
-    """
+def _nominal_batch(rec: Recording, family: Family, nominal: dict[str, float],
+                   device: str) -> tuple[dict[str, np.ndarray], SegmentBatch]:
+    """The nominal simulation of rec's commands, and the fitter's training batch on it (q, qd replaced by it)."""
     joint = rec.joint_names[0]
     every = SegmentBatch.from_recording(rec, [joint])
     sim = RolloutEngine(every, device, threads=1).traces(family, params_array(family, [nominal]))
@@ -119,30 +115,23 @@ def predict_family(rec: Recording, family: Family, nominal: dict[str, float], no
     nom = dataclasses.replace(rec, segments=segs)
     train_ids, _ = split_segments(len(segs))
     window = max(10, int(round(WINDOW_S / float(np.median([s.dt for s in segs])))))
-    batch = SegmentBatch.from_recording(nom, [joint], train_ids, knots=every.knots, window=window)
-    engine = RolloutEngine(batch, device, threads=1)
-    scales = LossScales.from_batch(batch)
-    space = SearchSpace.for_family(family)
-    x = np.array([nominal[n] for n in space.names], float)
-    cont = ~space.integer
+    return sim, SegmentBatch.from_recording(nom, [joint], train_ids, knots=every.knots, window=window)
 
-    def run(xs: np.ndarray) -> np.ndarray:
-        return residuals(engine.traces(family, candidate_params(family, space, xs[:, None, :])), batch, scales, 0)
 
-    blocks = residual_blocks(batch, 0)
-    # the stated noise, as residual rows: alternating signs so the AR(1) inflation sees white noise
+def _noise_residuals(blocks: np.ndarray, scales: LossScales, noise_q: float, noise_qd: float) -> np.ndarray:
+    """The stated noise, as residual rows: alternating signs so the AR(1) inflation sees white noise."""
     norm = math.sqrt(scales.n_samples[0])
     per_block = np.where(blocks % 2 == 0, noise_q / (scales.sigma_q[0] * norm),
                          noise_qd * math.sqrt(VELOCITY_WEIGHT) / (scales.sigma_qd[0] * norm))
-    r_noise = per_block * np.where(np.arange(blocks.size) % 2 == 0, 1.0, -1.0)
-    analysis: dict = {"intervals": {}, "warnings": []}
-    r_clean, jac = fd_jacobian(run, space, space.to_unit(x), cont, COV_STEP)
-    if cont.any():
-        jac_n, _ = initial_state_sensitivity(engine, family, space, scales, x, r_clean, blocks)
-        var_n = np.tile([noise_q**2, noise_qd**2], batch.n_segments)
-        analysis = analyse(space, x, jac, r_noise, blocks, cont, jac_n, var_n)
-    floor = float(np.sum(r_noise**2))
-    for i in np.flatnonzero(space.integer):  # the fitter's delay profile, continuous parameters re-fitted (linear)
+    return per_block * np.where(np.arange(blocks.size) % 2 == 0, 1.0, -1.0)
+
+
+def _delay_profiles(run, space: SearchSpace, x: np.ndarray, r_clean: np.ndarray, jac: np.ndarray,
+                    floor: float) -> dict[str, dict]:
+    """The fitter's delay profile of each integer parameter, continuous parameters re-fitted (linearly)."""
+    cont = ~space.integer
+    out = {}
+    for i in np.flatnonzero(space.integer):
         losses = {int(x[i]): floor}
         for d in (x[i] - 1, x[i] + 1):
             if space.lower[i] <= d <= space.upper[i]:
@@ -152,14 +141,17 @@ def predict_family(rec: Recording, family: Family, nominal: dict[str, float], no
                 if cont.any():
                     delta = delta - jac @ np.linalg.lstsq(jac, delta, rcond=None)[0]
                 losses[int(d)] = floor + float(np.sum(delta**2))
-        analysis["intervals"][space.names[i]] = delay_profile(losses, int(x[i]))
-    regime = _regime(family, nominal, {**{k: sim[k][0] for k in ("computed", "applied")},
-                                       "driven": np.concatenate([np.full(s.n, not s.metadata.get("free_swing"))
-                                                                 for s in rec.segments])},
-                     sim["qd"][0])
+        out[space.names[i]] = delay_profile(losses, int(x[i]))
+    return out
+
+
+def _parameter_rows(space: SearchSpace, x: np.ndarray, nominal: dict[str, float], intervals: dict, regime: dict,
+                    floor: float) -> tuple[dict[str, dict], list[str], list[str]]:
+    """Per parameter: predicted half-width (or neighbour-loss rise for a delay) and why it is unidentifiable;
+    with the identifiable names and the unidentifiable ones' reasons."""
     params, good, bad = {}, [], []
     for name in space.names:
-        iv = analysis["intervals"][name]
+        iv = intervals[name]
         p = parameters.get(name)
         row: dict = {"nominal": nominal[name], "unit": p.unit, "identifiable": bool(iv["identified"])}
         if p.integer:
@@ -177,6 +169,41 @@ def predict_family(rec: Recording, family: Family, nominal: dict[str, float], no
         else:
             good.append(name)
         params[name] = row
+    return params, good, bad
+
+
+def predict_family(rec: Recording, family: Family, nominal: dict[str, float], noise_q: float, noise_qd: float,
+                   device: str = "cpu") -> dict:
+    """Predicted 95 % half-widths and identifiability of one family's parameters on rec's commands.
+
+    rec: one joint, commands in q_des (q's first sample is the start); q and qd are replaced by the
+    nominal simulation. The segment split and training windows are the fitter's defaults.
+    """
+    sim, batch = _nominal_batch(rec, family, nominal, device)
+    engine = RolloutEngine(batch, device, threads=1)
+    scales = LossScales.from_batch(batch)
+    space = SearchSpace.for_family(family)
+    x = np.array([nominal[n] for n in space.names], float)
+    cont = ~space.integer
+
+    def run(xs: np.ndarray) -> np.ndarray:
+        return residuals(engine.traces(family, candidate_params(family, space, xs[:, None, :])), batch, scales, 0)
+
+    blocks = residual_blocks(batch, 0)
+    r_noise = _noise_residuals(blocks, scales, noise_q, noise_qd)
+    analysis: dict = {"intervals": {}, "warnings": []}
+    r_clean, jac = fd_jacobian(run, space, space.to_unit(x), cont, COV_STEP)
+    if cont.any():
+        jac_n, _ = initial_state_sensitivity(engine, family, space, scales, x, r_clean, blocks)
+        var_n = np.tile([noise_q**2, noise_qd**2], batch.n_segments)
+        analysis = analyse(space, x, jac, r_noise, blocks, cont, jac_n, var_n)
+    floor = float(np.sum(r_noise**2))
+    analysis["intervals"].update(_delay_profiles(run, space, x, r_clean, jac, floor))
+    regime = _regime(family, nominal, {**{k: sim[k][0] for k in ("computed", "applied")},
+                                       "driven": np.concatenate([np.full(s.n, not s.metadata.get("free_swing"))
+                                                                 for s in rec.segments])},
+                     sim["qd"][0])
+    params, good, bad = _parameter_rows(space, x, nominal, analysis["intervals"], regime, floor)
     if not bad:
         summary = f"{family.name}: identifiable"
     else:
