@@ -7,7 +7,9 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 # Two test workers on two cores: one BLAS/OpenMP/torch thread each, so they do not oversubscribe the cores and
 # starve the SCHED_IDLE fit workers of the servers the service tests start (their fits run on wall budgets).
-THREADS := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+# OpenBLAS picks its kernels by CPU (Zen, SkylakeX, ...), and their rounding differs: a seeded fit then takes
+# another path on another machine. One x86-64 kernel set everywhere keeps tests/test_golden.py machine-proof.
+THREADS := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_CORETYPE=Haswell
 
 .PHONY: run test test-fast bench lint typecheck structure install clean bench-ingest
 

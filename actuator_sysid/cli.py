@@ -122,8 +122,8 @@ def cmd_excite(args: argparse.Namespace) -> int:
     given = {k: getattr(args, k) for k in ("kind", "duration", "rate", "q_min", "q_max", "qd_max", "tau_max",
                                            "f_min", "f_max", "inertia", "mass", "com_distance", "gravity", "joint",
                                            "seed", "kp", "kd", "noise_q", "noise_qd")}
-    if args.models is not None:
-        given["models"] = [m.strip() for m in args.models.split(",") if m.strip()]
+    if args.families is not None:
+        given["families"] = [m.strip() for m in args.families.split(",") if m.strip()]
     if args.nominal:
         nominal = {}
         for item in args.nominal.split(","):
@@ -201,7 +201,7 @@ def _request(args: argparse.Namespace) -> FitRequest:
     from .fitting.api import FitRequest
 
     given = {"joints": _csv(args.joints) if getattr(args, "joints", None) else None,
-             "models": _csv(args.models) if getattr(args, "models", None) else None,
+             "families": _csv(args.families) if getattr(args, "families", None) else None,
              "generations": args.generations, "population": args.population, "seed": args.seed,
              "decimation": getattr(args, "decimation", None), "effort_mode": getattr(args, "effort_mode", None),
              "joint_terms": _csv(args.joint_terms) if getattr(args, "joint_terms", None) else None,
@@ -363,7 +363,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"wrote {out / 'demo_log.csv'} (+ sidecar demo_log.json): {len(rec.segments)} segments, "
           f"{rec.duration_s:.1f} s at {rec.rate_hz:.0f} Hz", file=sys.stderr)
     req = _request(args)
-    req.models = ["ideal_pd", DEMO_FAMILY]
+    req.families = ["ideal_pd", DEMO_FAMILY]
     result = run_fit(rec, req, out, "demo pendulum")
     jr = result["joints"]["pendulum"]
     fitted = jr["models"][DEMO_FAMILY]["params"]
@@ -544,8 +544,9 @@ def _fit_parser(sub: argparse._SubParsersAction) -> None:
     """`fit`: models fitted to a log; results, report and exports."""
     f = sub.add_parser("fit", help="fit actuator models to a log and write results, report and exports")
     _log_args(f)
-    f.add_argument("--models", help="comma-separated model families, e.g. dcmotor,ideal_pd (default dcmotor); "
-                                    "mlp,lstm fit actuator networks")
+    f.add_argument("--families", "--models", dest="families",
+                   help="comma-separated model families, e.g. dcmotor,ideal_pd (default dcmotor); mlp,lstm,gru fit "
+                        "actuator networks (--models is the deprecated spelling)")
     f.add_argument("--joints", help="comma-separated joints to fit (default: all)")
     f.add_argument("--decimation", type=int, help="physics steps per log sample (default 1)")
     f.add_argument("--effort-mode", choices=["explicit", "implicit"],
@@ -600,8 +601,9 @@ def _excite_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--mass", type=float, help="pendulum mass, kg")
     e.add_argument("--com-distance", type=float, help="pendulum length to the mass, m")
     e.add_argument("--gravity", type=float, help="gravity, m/s² (default 9.81)")
-    e.add_argument("--models", help="families to predict identifiability for, comma-separated (default "
-                                    "dcmotor,delayed_pd; empty: no prediction)")
+    e.add_argument("--families", "--models", dest="families",
+                   help="families to predict identifiability for, comma-separated (default dcmotor,delayed_pd; "
+                        "empty: no prediction; --models is the deprecated spelling)")
     e.add_argument("--nominal", help="nominal actuator parameters for the prediction, NAME=VALUE,... in SI "
                                      "(registry names, e.g. stiffness=25,saturation_effort=7,delay=2)")
     e.add_argument("--noise-q", type=float, help="position noise σ the fit will see, rad (default 0.001)")

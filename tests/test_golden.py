@@ -7,9 +7,10 @@ carry a fit id or a time), which are pinned by type only. Floats compare within 
 fit is seeded and deterministic on CPU; the tolerance only absorbs a reordered float sum), everything else
 exactly.
 
-Regenerate after an intended change of behaviour (and say why in the commit):
+Regenerate after an intended change of behaviour (and say why in the commit), with OpenBLAS's kernel set
+pinned as `make test` pins it (its rounding differs by CPU, and a seeded fit follows it):
 
-    ACTUATOR_SYSID_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_golden.py
+    OPENBLAS_CORETYPE=Haswell ACTUATOR_SYSID_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_golden.py
 
 The fit.json part runs the real CLI (`actuator-sysid fit`, in process) and is a unit test; the HTTP part runs
 the real server (`service` marker in tests/conftest.py MARKERS).
@@ -38,8 +39,8 @@ FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-9
 # type is pinned, their value is not
 VOLATILE = frozenset({"seconds", "elapsed_s", "id", "dataset_id", "fit_id", "created_at", "updated_at",
                       "started_at", "finished_at", "sha256", "size", "worker", "dataset"})
-FIT_ARGS = ["--models", "dcmotor,ideal_pd", "--generations", "3", "--population", "8", "--seed", "0"]
-FIT_BODY: dict[str, Any] = {"models": ["dcmotor", "ideal_pd"], "budget": {"generations": 3, "population": 8}, "seed": 0}
+FIT_ARGS = ["--families", "dcmotor,ideal_pd", "--generations", "3", "--population", "8", "--seed", "0"]
+FIT_BODY: dict[str, Any] = {"families": ["dcmotor", "ideal_pd"], "budget": {"generations": 3, "population": 8}, "seed": 0}
 
 
 def _type(v: Any) -> str:

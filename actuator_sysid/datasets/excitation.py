@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 import tempfile
-from dataclasses import asdict, dataclass, field
+import warnings
+from dataclasses import InitVar, asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -59,10 +60,16 @@ class ExcitationSpec:
     kd: float | None = None
     # predicted identifiability (fitting/design.py): families to predict for ([] = none), nominal actuator
     # parameters (registry names, SI; the rest default), and the sensor noise the fit will see
-    models: list[str] = field(default_factory=lambda: ["dcmotor", "delayed_pd"])
+    families: list[str] = field(default_factory=lambda: ["dcmotor", "delayed_pd"])
     nominal: dict[str, float] | None = None
     noise_q: float = 1e-3  # rad
     noise_qd: float | None = None  # rad/s; default σ_q·rate/√2 (central differences of q)
+    models: InitVar[list[str] | None] = None  # deprecated alias of `families` (the field's name before 0.3)
+
+    def __post_init__(self, models: list[str] | None) -> None:
+        if models is not None:
+            warnings.warn("ExcitationSpec(models=...) is deprecated: use families=", DeprecationWarning, stacklevel=3)
+            self.families = models
 
     def check(self) -> None:
         if self.kind not in KINDS:
@@ -101,10 +108,10 @@ class ExcitationSpec:
             v = getattr(self, k)
             if not (v is None and k == "noise_qd") and not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
                 raise ExcitationError(f"{k} must be a positive number (sensor noise σ, SI), got {v!r}")
-        if not isinstance(self.models, list | tuple) or not all(isinstance(m, str) for m in self.models):
-            raise ExcitationError(f"models must be a list of model family names, got {self.models!r}")
-        if len(set(self.models)) != len(self.models):  # each family is predicted once: a repeat only costs work
-            raise ExcitationError("models lists a family more than once; name each once")
+        if not isinstance(self.families, list | tuple) or not all(isinstance(m, str) for m in self.families):
+            raise ExcitationError(f"families must be a list of model family names, got {self.families!r}")
+        if len(set(self.families)) != len(self.families):  # each is predicted once: a repeat only costs work
+            raise ExcitationError("families lists a family more than once; name each once")
 
     @property
     def J(self) -> float:

@@ -137,12 +137,12 @@ def _plan_run(rec: Recording, req: FitRequest, progress: ProgressFn | None) -> _
     # a family some consumer cannot hold brings the nearest one it can (Family.fitted_with): a richer-friction
     # family the consumer-native one it extends, remotized_pd delayed_pd for MuJoCo. Every export then has a fit
     # its consumer runs exactly, the report says what the richer one buys, and that one starts from it (nested)
-    parametric = [m for m in req.models if m not in NET_FAMILIES]  # networks: fitting/nets.py
+    parametric = [m for m in req.families if m not in NET_FAMILIES]  # networks: fitting/nets.py
     companions = [n for n in dict.fromkeys(get_family(m).fitted_with for m in parametric)
                   if n and n not in parametric]
     parametric += companions
     second = sum(1 for m in parametric if _searched_twice(req, m, parametric))  # a second start each
-    clock = _Clock(req.budget_s, (len(req.models) + len(companions)) * (1 + len(split.folds)) + second)
+    clock = _Clock(req.budget_s, (len(req.families) + len(companions)) * (1 + len(split.folds)) + second)
     return _Run(rec, req, progress, joints, ops, split, every, setup(split.train),
                 RolloutEngine(every, req.device, effort_mode=req.effort_mode),
                 [setup([i for i in range(len(rec.segments)) if i not in f]) for f in split.folds],
@@ -394,7 +394,7 @@ def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None =
     for name in run.joints:  # nested families were fitted first; report them in the order asked
         models = per_joint[name]["models"]
         per_joint[name]["models"] = {m: models[m] for m in run.parametric}
-    if any(m in NET_FAMILIES for m in req.models):
+    if any(m in NET_FAMILIES for m in req.families):
         from .nets import add_networks
 
         # the nets train until the fit's budget is spent (the searches above left them their shares)

@@ -68,9 +68,9 @@ def _nominal(spec: ExcitationSpec, family: Family) -> dict[str, float]:
 
 def _check(spec: ExcitationSpec) -> None:
     """Reject unknown families and nominal names before simulating anything."""
-    for m in spec.models:
+    for m in spec.families:
         if m not in FAMILIES:
-            raise ExcitationError(f"models: unknown model family {m!r}; choose from {sorted(FAMILIES)}")
+            raise ExcitationError(f"families: unknown model family {m!r}; choose from {sorted(FAMILIES)}")
     for name, v in (spec.nominal or {}).items():
         if name not in parameters.BY_NAME:
             raise ExcitationError(f"nominal: unknown parameter {name!r}; known: {sorted(parameters.BY_NAME)}")
@@ -218,7 +218,7 @@ def predict(spec: ExcitationSpec, rec: Recording | None = None, device: str = "c
     rec = rec if rec is not None else design(spec)
     noise_q, noise_qd = _noise(spec)
     fams = {}
-    for m in spec.models:
+    for m in spec.families:
         fam = get_family(m)
         fams[m] = predict_family(rec, fam, _nominal(spec, fam), noise_q, noise_qd, device)
     return {"noise": {"q": noise_q, "qd": noise_qd},
@@ -235,7 +235,7 @@ def excitation_with_identifiability(spec: ExcitationSpec, device: str = "cpu") -
     """The excitation's CSV text and sidecar (which then holds the prediction), and the prediction itself."""
     spec.check()
     rec = design(spec)
-    pred = predict(spec, rec, device) if spec.models else None
+    pred = predict(spec, rec, device) if spec.families else None
     if pred is not None:
         rec.metadata["excitation"]["identifiability"] = pred
     text, side = excitation_files(spec, rec)

@@ -854,7 +854,7 @@ def fit_networks(rec: Recording, joints: list[str], kinds: list[str], train_ids:
 def check_request(rec: Recording, req: FitRequest) -> None:
     """Reject network options or logs the requested nets cannot use, before anything runs."""
     opts = NetOptions.from_dict(req.networks)  # every size bounded, even when no net is requested
-    kinds = [m for m in req.models if m in NET_FAMILIES]
+    kinds = [m for m in req.families if m in NET_FAMILIES]
     if not kinds:
         return
     if opts.mode == "torque" and not all(s.tau is not None for s in rec.segments):
@@ -901,8 +901,8 @@ def add_networks(rec: Recording, req: FitRequest, joints: list[str], train_ids: 
     """Fit the requested nets into per_joint[j]["models"], each compared with the best parametric model on the
     same validation segments: closed loop (position) and, with measured torque, open loop (torque). Training
     ends by `deadline` (perf_counter; the fit's budget.seconds); returns whether that cut any net short."""
-    kinds = [m for m in req.models if m in NET_FAMILIES]
-    start = 1 - len(kinds) / len(req.models)
+    kinds = [m for m in req.families if m in NET_FAMILIES]
+    start = 1 - len(kinds) / len(req.families)
     fitted = fit_networks(rec, joints, kinds, train_ids, val_ids, req.networks, req.decimation, req.seed,
                           progress, (start, 0.99), deadline)
     val_names = {rec.segments[i].name for i in val_ids}

@@ -6,7 +6,8 @@ them: `fitting.plan.validate_request` runs all of them, in one place, before any
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import InitVar, dataclass, field, fields
 
 from ..datasets.recording import Recording
 from ..models.families import EFFORT_MODES, FAMILIES, JOINT_TERMS, NET_FAMILIES
@@ -21,7 +22,7 @@ class FitRequestError(ValueError):
 @dataclass
 class FitRequest:
     joints: list[str] | None = None  # None = every joint in the recording
-    models: list[str] = field(default_factory=lambda: ["dcmotor"])  # family names, see models.families
+    families: list[str] = field(default_factory=lambda: ["dcmotor"])  # model families, see models.families
     generations: int = 200
     population: int = 16  # per CMA-ES run; four runs search side by side
     seed: int = 0
@@ -39,6 +40,23 @@ class FitRequest:
     budget_s: float | None = None  # wall-clock budget for the whole fit: search stops, keeps its best, refines
     networks: dict | None = None  # options of the mlp/lstm families (fitting.nets.NetOptions), None: defaults
     loss: str = "mse"  # or "position_mae": mean |position error|, BAM's objective (fitting/objective.py LOSSES)
+    models: InitVar[list[str] | None] = None  # deprecated alias of `families` (the field's name before 0.3)
+
+    def __post_init__(self, models: list[str] | None) -> None:
+        if models is not None:
+            warnings.warn("FitRequest(models=...) is deprecated: use families=", DeprecationWarning, stacklevel=3)
+            self.families = list(models)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FitRequest:
+        """A stored or posted request as a FitRequest: the deprecated key `models` is read as `families`; keys
+        this version does not know (older rows) are dropped."""
+        d = dict(d)
+        if "models" in d:
+            old = d.pop("models")
+            d.setdefault("families", old)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
 
 
 def check_fields(rec: Recording, req: FitRequest) -> None:
@@ -46,7 +64,7 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
     max_joints, max_folds = 64, 100  # every field that sizes work is bounded (issue 15)
     if req.joints is not None and len(req.joints) > max_joints:
         raise FitRequestError(f"joints names {len(req.joints)} joints; the limit is {max_joints} per fit")
-    for what, names in (("joints", req.joints or []), ("models", req.models or []),
+    for what, names in (("joints", req.joints or []), ("families", req.families or []),
                         ("joint_terms", req.joint_terms or [])):
         seen: set[str] = set()
         twice: set[str] = set()
@@ -62,9 +80,9 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
             raise FitRequestError(f"unknown joint {name!r}: the dataset has joints {rec.joint_names}")
     if req.joints is not None and not req.joints:
         raise FitRequestError("joints is empty: name at least one joint or omit the field")
-    if not req.models:
-        raise FitRequestError(f"models is empty: choose from {sorted(FAMILIES)}")
-    for m in req.models:
+    if not req.families:
+        raise FitRequestError(f"families is empty: choose from {sorted(FAMILIES)}")
+    for m in req.families:
         if m not in FAMILIES and m not in NET_FAMILIES:
             raise FitRequestError(f"unknown model family {m!r}: choose from {sorted(FAMILIES) + list(NET_FAMILIES)}")
     if not 1 <= req.generations <= 10_000:

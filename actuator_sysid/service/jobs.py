@@ -21,7 +21,6 @@ import multiprocessing as mp
 import os
 import threading
 import time
-from dataclasses import fields
 from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
 
@@ -45,9 +44,8 @@ WORKER_NICE = 10  # CPU priority offset of local fit workers where SCHED_IDLE is
 
 
 def request_from_dict(d: dict) -> FitRequest:
-    """A stored request back as a FitRequest; keys this version does not know (older rows) are dropped."""
-    known = {f.name for f in fields(FitRequest)}
-    return FitRequest(**{k: v for k, v in d.items() if k in known})
+    """A stored request back as a FitRequest (an older row's `models` is read as `families`)."""
+    return FitRequest.from_dict(d)
 
 
 # --- the worker side ---

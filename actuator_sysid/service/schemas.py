@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.config import JsonDict
 
 from ..fitting.api import FitRequest
@@ -29,7 +29,7 @@ class Budget(BaseModel):
 
 class FitCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"dataset_id": "3f2b9c0e5d6a4b1c8e7f6a5b4c3d2e1f", "joints": ["knee"], "models": ["dcmotor", "ideal_pd"],
+        {"dataset_id": "3f2b9c0e5d6a4b1c8e7f6a5b4c3d2e1f", "joints": ["knee"], "families": ["dcmotor", "ideal_pd"],
          "budget": {"generations": 200, "population": 16}, "seed": 0, "device": "cpu"}]})
     dataset_id: str = Field(description="id from POST /api/v1/datasets")
     joints: list[str] | None = Field(None, max_length=MAX_FIT_JOINTS,
@@ -37,11 +37,13 @@ class FitCreate(BaseModel):
                                                  "every joint")
     robot_id: str | None = Field(None, max_length=64, description="id from POST /api/v1/robots: fit every actuator "
                                  "through the robot's coupled dynamics; `robot` holds that fit's options and "
-                                 "joints / models / budget are not used")
+                                 "joints / families / budget are not used")
     robot: robots.RobotFitIn | None = Field(None, description="options of a robot fit (with robot_id)")
-    models: list[str] = Field(default_factory=lambda: list(DEFAULT_REQUEST.models), max_length=32,
-                              description=f"model families, from {sorted(FAMILIES)}, or the actuator networks "
-                                          "mlp and lstm")
+    families: list[str] | None = Field(None, max_length=32,
+                                       description=f"model families, from {sorted(FAMILIES)}, or the actuator "
+                                                   f"networks mlp, lstm and gru (default {DEFAULT_REQUEST.families})")
+    models: list[str] | None = Field(None, max_length=32, deprecated=True,
+                                     description="deprecated alias of `families` (give one of the two)")
     budget: Budget = Field(default_factory=Budget)
     seed: int = DEFAULT_REQUEST.seed
     device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d+)?)$",
@@ -66,8 +68,16 @@ class FitCreate(BaseModel):
                           "hidden_size, num_layers, epochs, patience, lr, window, in_loop_epochs, mode "
                           "(auto | torque | in_the_loop)", examples=[{"input_idx": [0, 2, 4], "hidden": [32, 32]}])
 
+    @model_validator(mode="after")
+    def _one_family_field(self) -> FitCreate:
+        if self.families is not None and self.models is not None:
+            raise ValueError("give families or its deprecated alias models, not both")
+        return self
+
     def to_request(self) -> FitRequest:
-        return FitRequest(joints=self.joints, models=self.models, generations=self.budget.generations,
+        families = self.families if self.families is not None else self.models
+        return FitRequest(joints=self.joints, families=list(DEFAULT_REQUEST.families) if families is None else families,
+                          generations=self.budget.generations,
                           population=self.budget.population, seed=self.seed, device=self.device,
                           decimation=self.decimation, effort_mode=self.effort_mode, joint_terms=self.joint_terms,
                           holdout=self.holdout, folds=self.folds, folds_by=self.folds_by,
@@ -84,7 +94,7 @@ _DATASET_EXAMPLE: JsonDict = {
 _FIT_EXAMPLE: JsonDict = {
     "id": "a1b2c3d4e5f60718293a4b5c6d7e8f90", "project": "default", "dataset_id": _DATASET_EXAMPLE["id"],
     "status": "running", "progress": 0.42, "message": "dcmotor: generation 84/200", "attempts": 1,
-    "request": {"joints": ["knee"], "models": ["dcmotor"], "generations": 200, "population": 16, "seed": 0},
+    "request": {"joints": ["knee"], "families": ["dcmotor"], "generations": 200, "population": 16, "seed": 0},
     "created_at": "2026-03-01T09:31:00+00:00", "updated_at": "2026-03-01T09:31:20+00:00",
     "started_at": "2026-03-01T09:31:01+00:00", "finished_at": None, "artifacts": []}
 

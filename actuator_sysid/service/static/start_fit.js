@@ -7,7 +7,7 @@ function fitBody(id){
   const models=[...document.querySelectorAll('input[name=model]:checked')].map(e=>e.value);
   const budget={generations:+val('generations'),population:+val('population')};
   if(val('budget_s'))budget.seconds=+val('budget_s');
-  const body={dataset_id:id,models,seed:+val('seed'),budget,effort_mode:val('effort_mode')};
+  const body={dataset_id:id,families:models,seed:+val('seed'),budget,effort_mode:val('effort_mode')};
   if(val('decimation')&&+val('decimation')!==1)body.decimation=+val('decimation');
   if(val('joints'))body.joints=val('joints').split(',').map(s=>s.trim()).filter(s=>s);
   for(const k of ['holdout','folds_by'])if(val(k))body[k]=val(k);
