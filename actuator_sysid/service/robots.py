@@ -16,7 +16,6 @@ import shutil
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,6 +30,7 @@ from .db import NotFoundError, Repository
 from .robot_loader import MAX_ZIP_RATIO, unpack
 from .settings import Settings
 from .storage import Storage, new_id
+from .templating import templates  # the pages' one Jinja2 environment (routes/robots.py uses it too)
 
 log = logging.getLogger("actuator_sysid.service")
 
@@ -295,15 +295,6 @@ def compute_robot_fit(repo: Repository, storage: Storage, settings: Settings, fi
 
 
 # --- pages ---
-
-
-@lru_cache(maxsize=1)
-def templates() -> Any:
-    """The robot pages' Jinja2 environment (service/templates/)."""
-    import jinja2
-
-    return jinja2.Environment(loader=jinja2.PackageLoader("actuator_sysid.service", "templates"),
-                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
 
 
 def joint_depths(joints: list[dict]) -> list[int]:
