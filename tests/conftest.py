@@ -12,15 +12,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
+# OpenBLAS picks its kernels by CPU and their rounding differs, so a seeded fit (tests/test_golden.py) takes
+# another path on another machine: one x86-64 set everywhere (the Makefile sets it too), read when numpy
+# first loads OpenBLAS, so before the imports below; the servers the tests start inherit it.
+os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
+
+import numpy as np  # noqa: E402
 import pytest
 import requests
 
 from actuator_sysid.datasets.recording import DatasetError, JointInfo, Recording, Segment
-
-# OpenBLAS picks its kernels by CPU and their rounding differs, so a seeded fit (tests/test_golden.py) takes
-# another path on another machine: the Makefile pins one x86-64 set; the servers the tests start inherit it.
-os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
 
 ROOT = Path(__file__).resolve().parents[1]
 
