@@ -76,7 +76,67 @@ def _validation_rmse(model: ModelFit | None) -> float | None:
     return float(x) if isinstance(x, int | float) and math.isfinite(x) else None
 
 
+def _motion_checks(out: list[dict], joint: str, st: dict[str, float] | None) -> None:
+    """A joint that never moves, or whose positions are its commands, teaches nothing about its actuator."""
+    if st is not None and st["range"] <= STILL_RAD:
+        _check(out, "poor", "still", f"{joint}: the joint never moves in the log (range {st['range']:.3g} rad): "
+               "nothing about its actuator can be learned from it")
+    elif st is not None and st["tracking_max"] <= PLAN_RAD:
+        _check(out, "poor", "plan", f"{joint}: the logged positions equal the commands (max |q − q_des| = "
+               f"{st['tracking_max']:.3g} rad): this is a plan, not a recording of the actuator")
+
+
+def _error_checks(out: list[dict], joint: str, best: str, model: ModelFit | None, st: dict[str, float] | None,
+                  has_validation: bool) -> None:
+    """The best model's validation position RMSE judged against the motion's range and the noise floor (or,
+    without validation data, its training RMSE, said to be no validation error)."""
+    rmse = _validation_rmse(model)
+    if rmse is None:
+        train = model.metrics.train.position_rmse if model is not None and model.metrics.train else None
+        if has_validation:
+            _check(out, "usable", "validation_error", f"{joint}: no validation error of {best} was computed")
+        elif isinstance(train, int | float) and st is not None and st["range"] > STILL_RAD:
+            _check(out, "usable", "validation_error", f"{joint}: {best} training position RMSE {train:.3g} rad "
+                   f"({train / st['range']:.1%} of the {st['range']:.3g} rad range) — not a validation error")
+    elif st is not None and st["range"] > STILL_RAD:
+        rel = rmse / st["range"]
+        noise = st["noise"]
+        times = rmse / noise if math.isfinite(noise) and noise > 0 else math.inf
+        floor = (f", {times:.3g}× the noise floor σ_q = {noise:.3g} rad" if math.isfinite(times)
+                 else ", the log shows no position noise")
+        status = "ok" if rel <= RANGE_OK or times <= NOISE_OK else "usable" if rel <= RANGE_USABLE else "poor"
+        limits = f"(good ≤ {RANGE_OK:.0%} of the range or ≤ {NOISE_OK:g}× noise; usable ≤ {RANGE_USABLE:.0%})"
+        _check(out, status, "validation_error", f"{joint}: {best} validation position RMSE {rmse:.3g} rad = "
+               f"{rel:.1%} of the {st['range']:.3g} rad motion range{floor} {limits}")
+    elif st is None:
+        _check(out, "usable", "validation_error", f"{joint}: {best} validation position RMSE {rmse:.3g} rad "
+               "(the log is not at hand to judge it against the motion's range and noise)")
+
+
+def _identifiability_checks(out: list[dict], joint: str, best: str, model: ModelFit | None) -> None:
+    """Unidentified parameters of the best model: poor when they are half or more, else what exports do with
+    them; limits the log never presses are said apart (ok: the consumer's default stands)."""
+    intervals = model.intervals if model is not None else {}
+    if not intervals:
+        return
+    lost = {n: iv for n, iv in intervals.items() if not iv.identified}
+    released = {n for n, iv in lost.items() if "never presses" in str(iv.reason or "")}
+    others = sorted(set(lost) - released)
+    n = max(len(intervals), 1)
+    if len(lost) / n >= UNIDENTIFIED_POOR:
+        _check(out, "poor", "unidentified", f"{joint}: {len(lost)} of {len(intervals)} parameters of {best} "
+               f"are not identified ({', '.join(sorted(lost))}): the log does not determine the model")
+    elif others:
+        _check(out, "usable", "unidentified", f"{joint}: {', '.join(others)} of {best} not identified: "
+               "exports leave each at the consumer's default where the consumer has one and the data allow "
+               "it, else write the estimate flagged NOT IDENTIFIED; give a datasheet value with --set")
+    if released and len(lost) / n < UNIDENTIFIED_POOR:
+        _check(out, "ok", "limits_not_pressed", f"{joint}: the log never presses {', '.join(sorted(released))}"
+               ": exports leave them at the consumer's default (set the datasheet value with --set)")
+
+
 def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) -> list[dict]:
+    """The fit's own checks: validation data, search budget, and per joint motion, error and identifiability."""
     out: list[dict] = []
     split = result.split
     if not split.validation and not split.folds:
@@ -89,49 +149,9 @@ def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) ->
         best = jr.best_model
         model = jr.models.get(best)
         st = (stats or {}).get(joint)
-        if st is not None and st["range"] <= STILL_RAD:
-            _check(out, "poor", "still", f"{joint}: the joint never moves in the log (range {st['range']:.3g} rad): "
-                   "nothing about its actuator can be learned from it")
-        elif st is not None and st["tracking_max"] <= PLAN_RAD:
-            _check(out, "poor", "plan", f"{joint}: the logged positions equal the commands (max |q − q_des| = "
-                   f"{st['tracking_max']:.3g} rad): this is a plan, not a recording of the actuator")
-        rmse = _validation_rmse(model)
-        if rmse is None:
-            train = model.metrics.train.position_rmse if model is not None and model.metrics.train else None
-            if split.validation or split.folds:
-                _check(out, "usable", "validation_error", f"{joint}: no validation error of {best} was computed")
-            elif isinstance(train, int | float) and st is not None and st["range"] > STILL_RAD:
-                _check(out, "usable", "validation_error", f"{joint}: {best} training position RMSE {train:.3g} rad "
-                       f"({train / st['range']:.1%} of the {st['range']:.3g} rad range) — not a validation error")
-        elif st is not None and st["range"] > STILL_RAD:
-            rel = rmse / st["range"]
-            noise = st["noise"]
-            times = rmse / noise if math.isfinite(noise) and noise > 0 else math.inf
-            floor = (f", {times:.3g}× the noise floor σ_q = {noise:.3g} rad" if math.isfinite(times)
-                     else ", the log shows no position noise")
-            status = "ok" if rel <= RANGE_OK or times <= NOISE_OK else "usable" if rel <= RANGE_USABLE else "poor"
-            limits = f"(good ≤ {RANGE_OK:.0%} of the range or ≤ {NOISE_OK:g}× noise; usable ≤ {RANGE_USABLE:.0%})"
-            _check(out, status, "validation_error", f"{joint}: {best} validation position RMSE {rmse:.3g} rad = "
-                   f"{rel:.1%} of the {st['range']:.3g} rad motion range{floor} {limits}")
-        elif st is None:
-            _check(out, "usable", "validation_error", f"{joint}: {best} validation position RMSE {rmse:.3g} rad "
-                   "(the log is not at hand to judge it against the motion's range and noise)")
-        intervals = model.intervals if model is not None else {}
-        if intervals:
-            lost = {n: iv for n, iv in intervals.items() if not iv.identified}
-            released = {n for n, iv in lost.items() if "never presses" in str(iv.reason or "")}
-            others = sorted(set(lost) - released)
-            n = max(len(intervals), 1)
-            if len(lost) / n >= UNIDENTIFIED_POOR:
-                _check(out, "poor", "unidentified", f"{joint}: {len(lost)} of {len(intervals)} parameters of {best} "
-                       f"are not identified ({', '.join(sorted(lost))}): the log does not determine the model")
-            elif others:
-                _check(out, "usable", "unidentified", f"{joint}: {', '.join(others)} of {best} not identified: "
-                       "exports leave each at the consumer's default where the consumer has one and the data allow "
-                       "it, else write the estimate flagged NOT IDENTIFIED; give a datasheet value with --set")
-            if released and len(lost) / n < UNIDENTIFIED_POOR:
-                _check(out, "ok", "limits_not_pressed", f"{joint}: the log never presses {', '.join(sorted(released))}"
-                       ": exports leave them at the consumer's default (set the datasheet value with --set)")
+        _motion_checks(out, joint, st)
+        _error_checks(out, joint, best, model, st, bool(split.validation or split.folds))
+        _identifiability_checks(out, joint, best, model)
     return out
 
 

@@ -27,12 +27,9 @@ def _smooth(x: np.ndarray, dt: float, deriv: int = 0) -> np.ndarray:
     return savgol_filter(x, win, 2, deriv=deriv, delta=dt)
 
 
-def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
-    """Initial values for every registry parameter of one joint (families take what they use).
-
-    With measured effort: the PD law from effort on unclipped samples, then armature and friction from
-    the equation of motion. Without it, the effort is inferred from the motion and the known load.
-    """
+def _segments(batch: SegmentBatch, joint: int) -> list[dict]:
+    """Per segment of the joint: raw and smoothed motion, the effort the load needs, measured effort and the
+    PD columns' on/gain masks. Driven segments only, unless the joint has nothing but free swings."""
     segs: list[dict] = []
     enable, kp_mult, kd_mult = batch.enable, batch.seg_kp_mult, batch.seg_kd_mult
     # SegmentBatch.__post_init__ fills them (all driven, multipliers 1) when they are not given
@@ -54,56 +51,84 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
                      # and supply multipliers (SegmentBatch.seg_kp_mult), so kp is the reference SI stiffness
                      "on_kp": enable[sl].astype(float) * float(kp_mult[s]),
                      "on_kd": enable[sl].astype(float) * float(kd_mult[s])})
-    measured = batch.tau is not None
+    return segs
+
+
+def _regressors(segs: list[dict], measured: bool) -> dict[str, np.ndarray]:
+    """The segments' signals concatenated: smoothed acc, qd and sign(qd), load effort, raw qd, the friction
+    columns (armature, viscous, Coulomb: all ≥ 0) and, when measured, the effort."""
     cat = lambda key, fn=lambda x: x: np.concatenate([fn(sg[key]) for sg in segs])  # noqa: E731
     acc, qd_f = cat("acc"), np.concatenate([sg["f"](sg["qd"]) for sg in segs])
     sgn = np.concatenate([sg["f"](np.sign(sg["qd"])) for sg in segs])
-    load = cat("load")
-    friction_cols = np.stack([-acc, -qd_f, -sgn], axis=1)  # armature, viscous, Coulomb: all ≥ 0
-    qd_raw = cat("qd")
+    reg = {"acc": acc, "qd_f": qd_f, "sgn": sgn, "load": cat("load"), "qd_raw": cat("qd"),
+           "friction": np.stack([-acc, -qd_f, -sgn], axis=1)}
+    if measured:
+        reg["tau"] = cat("tau")
+    return reg
 
-    def shifted(x: np.ndarray, d: int) -> np.ndarray:
-        return x if d == 0 else np.concatenate([np.full(min(d, x.size), x[0]), x[:-d]])[: x.size]
 
-    def pd_fit(d: int) -> tuple[float, tuple[float, ...]]:
-        """Least-squares PD law on commands delayed by d samples; returns (residual, coefficients)."""
-        e = np.concatenate([(shifted(sg["q_des"], d) - sg["q"]) * sg["on_kp"] for sg in segs])
-        ed = np.concatenate([(shifted(sg["qd_des"], d) - sg["qd"]) * sg["on_kd"] for sg in segs])
-        if measured:
-            # sample by sample on raw signals, leaving out clipped samples (large effort, or high speed
-            # where the DC envelope bites); armature and friction follow from the filtered motion
-            tau = cat("tau")
-            keep = (np.abs(tau) < 0.7 * np.percentile(np.abs(tau), 99)) & (np.abs(qd_raw) < 0.3 * np.abs(qd_raw).max())
-            keep = keep if keep.sum() >= 50 else np.ones_like(keep)
-            sol = lsq_linear(np.stack([e, ed], 1)[keep], tau[keep], bounds=(0, np.inf))
-            return float(sol.cost), tuple(sol.x)
-        e_f = np.concatenate([sg["f"]((shifted(sg["q_des"], d) - sg["q"]) * sg["on_kp"]) for sg in segs])
-        ed_f = np.concatenate([sg["f"]((shifted(sg["qd_des"], d) - sg["qd"]) * sg["on_kd"]) for sg in segs])
-        keep = (np.abs(load) < 0.7 * np.percentile(np.abs(load), 99)) & (np.abs(qd_f) < 0.3 * np.abs(qd_f).max())
+def _shifted(x: np.ndarray, d: int) -> np.ndarray:
+    """x delayed by d samples, its first value held."""
+    return x if d == 0 else np.concatenate([np.full(min(d, x.size), x[0]), x[:-d]])[: x.size]
+
+
+def _pd_fit(segs: list[dict], reg: dict[str, np.ndarray], d: int) -> tuple[float, tuple[float, ...]]:
+    """Least-squares PD law on commands delayed by d samples; returns (residual, coefficients): (kp, kd) on
+    measured effort, else (kp, kd, armature, viscous, Coulomb) on the load's effort."""
+    qd_raw, load, qd_f = reg["qd_raw"], reg["load"], reg["qd_f"]
+    if "tau" in reg:
+        # sample by sample on raw signals, leaving out clipped samples (large effort, or high speed
+        # where the DC envelope bites); armature and friction follow from the filtered motion
+        e = np.concatenate([(_shifted(sg["q_des"], d) - sg["q"]) * sg["on_kp"] for sg in segs])
+        ed = np.concatenate([(_shifted(sg["qd_des"], d) - sg["qd"]) * sg["on_kd"] for sg in segs])
+        tau = reg["tau"]
+        keep = (np.abs(tau) < 0.7 * np.percentile(np.abs(tau), 99)) & (np.abs(qd_raw) < 0.3 * np.abs(qd_raw).max())
         keep = keep if keep.sum() >= 50 else np.ones_like(keep)
-        a_mat = np.concatenate([np.stack([e_f, ed_f], 1), friction_cols], axis=1)
-        sol = lsq_linear(a_mat[keep], load[keep], bounds=(0, np.inf))
+        sol = lsq_linear(np.stack([e, ed], 1)[keep], tau[keep], bounds=(0, np.inf))
         return float(sol.cost), tuple(sol.x)
+    e_f = np.concatenate([sg["f"]((_shifted(sg["q_des"], d) - sg["q"]) * sg["on_kp"]) for sg in segs])
+    ed_f = np.concatenate([sg["f"]((_shifted(sg["qd_des"], d) - sg["qd"]) * sg["on_kd"]) for sg in segs])
+    keep = (np.abs(load) < 0.7 * np.percentile(np.abs(load), 99)) & (np.abs(qd_f) < 0.3 * np.abs(qd_f).max())
+    keep = keep if keep.sum() >= 50 else np.ones_like(keep)
+    a_mat = np.concatenate([np.stack([e_f, ed_f], 1), reg["friction"]], axis=1)
+    sol = lsq_linear(a_mat[keep], load[keep], bounds=(0, np.inf))
+    return float(sol.cost), tuple(sol.x)
 
-    # command delay: the shift of the commands that best explains the effort (or the motion)
+
+def _pd_and_friction(segs: list[dict], reg: dict[str, np.ndarray]) -> tuple[int, list[float], np.ndarray]:
+    """(command delay in samples, [kp, kd, armature, viscous, Coulomb] with non-positive ones replaced by
+    defaults, motor effort): the delay is the shift of the commands that best explains the effort (or the
+    motion); with measured effort, armature and friction follow from the load minus it."""
     max_lag = int(min(parameters.get("delay").upper // max(segs[0]["sub"], 1), min(sg["q"].size for sg in segs) // 4))
-    fits = [pd_fit(d) for d in range(max_lag + 1)]
+    fits = [_pd_fit(segs, reg, d) for d in range(max_lag + 1)]
     lag = int(np.argmin([c for c, _ in fits]))
+    measured = "tau" in reg
     if measured:
         kp, kd = fits[lag][1]
         effort = np.concatenate([sg["f"](sg["tau"]) for sg in segs])
-        arm, visc, fric = (float(v) for v in lsq_linear(friction_cols, load - effort, bounds=(0, np.inf)).x)
+        arm, visc, fric = (float(v) for v in lsq_linear(reg["friction"], reg["load"] - effort, bounds=(0, np.inf)).x)
     else:
         kp, kd, arm, visc, fric = fits[lag][1]
-        effort = load
     kp = kp if kp > 0 else 10.0
     kd = kd if kd > 0 else 0.1 * np.sqrt(kp)
     arm = arm if arm > 0 else 1e-3
     visc = visc if visc > 0 else 1e-3
     fric = fric if fric > 0 else 1e-3
-    motor = effort if measured else load + arm * acc + visc * qd_f + fric * sgn
+    motor = effort if measured else reg["load"] + arm * reg["acc"] + visc * reg["qd_f"] + fric * reg["sgn"]
+    return lag, [kp, kd, arm, visc, fric], motor
+
+
+def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
+    """Initial values for every registry parameter of one joint (families take what they use).
+
+    With measured effort: the PD law from effort on unclipped samples, then armature and friction from
+    the equation of motion. Without it, the effort is inferred from the motion and the known load.
+    """
+    segs = _segments(batch, joint)
+    reg = _regressors(segs, batch.tau is not None)
+    lag, (kp, kd, arm, visc, fric), motor = _pd_and_friction(segs, reg)
     e_peak = float(np.percentile(np.abs(motor), 99)) or 1.0
-    v_peak = float(np.abs(qd_raw).max()) or 1.0
+    v_peak = float(np.abs(reg["qd_raw"]).max()) or 1.0
     guess = {
         "stiffness": kp, "damping": kd, "armature": arm, "viscous_friction": visc, "friction": fric,
         "actuator_effort_limit": 1.1 * e_peak, "saturation_effort": 2.0 * e_peak,

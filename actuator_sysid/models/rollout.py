@@ -146,73 +146,18 @@ class SegmentBatch:
         seg_ids = list(range(len(rec.segments))) if segments is None else list(segments)
         if knots is None:
             knots = np.stack([default_knots(rec, name) for name in joints])
-        cols: dict[str, list[np.ndarray]] = {k: [] for k in ("q", "qd", "q_des", "qd_des", "tau_ff", "tau")}
-        has_tau = all(rec.segments[si].tau is not None for si in seg_ids)
-        sj, ss, sl, sdt, sin, sg, ext, names, cmd0, q0, qd0, free = [], [], [], [], [], [], [], [], [], [], [], []
-        known_kp: list[float] = []
-        known_kd: list[float] = []
-        mults: list[tuple[float, float, float, float]] = []
-        servos: list[tuple[float, ...]] = []
-        enable: list[np.ndarray] = []
-        offset = 0
-        for ji, name in enumerate(joints):
-            j = rec.joint_index(name)
-            op = operating_points(rec, name)
-            for si in seg_ids:
-                seg = rec.segments[si]
-                for k in cols:
-                    if k != "tau" or has_tau:
-                        cols[k].append(getattr(seg, k)[:, j])
-                enable.append(seg.driven(j).astype(np.int32))
-                seg_mult = op.multipliers(seg)
-                inertia, grav = rec.load_for(seg, j)
-                torque = float(seg.metadata.get("joints", {}).get(name, {}).get(
-                    "external_torque", seg.metadata.get("external_torque", 0.0)))
-                for w0, n in window_spans(seg.n, window):
-                    ext.append(torque)
-                    sj.append(ji)
-                    ss.append(offset + w0)
-                    sl.append(n)
-                    cmd0.append(offset)
-                    free.append(1 if seg.metadata.get("free_swing") else 0)
-                    for key, dest in (("kp", known_kp), ("kd", known_kd)):
-                        v = seg.metadata.get("joints", {}).get(name, {}).get(key, seg.metadata.get(key))
-                        dest.append(float(v) if logged_gains and v is not None and op.units == "si" else -1.0)
-                    mults.append(seg_mult)
-                    servos.append(op.servo_values(seg))
-                    q0.append(seg.q[w0, j])
-                    qd0.append(seg.qd[w0, j])
-                    sdt.append(seg.dt / substeps)
-                    sin.append(inertia)
-                    sg.append(grav)
-                    names.append(seg.name)
-                offset += seg.n
+        cols, rows = _pack(rec, joints, seg_ids, substeps, window, logged_gains)
         f32 = np.float32
+        mults, servos = rows.pop("mults"), rows.pop("servos")
         return cls(
             joints=list(joints),
-            seg_joint=np.asarray(sj, np.int32),
-            seg_start=np.asarray(ss, np.int32),
-            seg_len=np.asarray(sl, np.int32),
-            seg_substeps=np.full(len(ss), substeps, np.int32),
-            seg_dt=np.asarray(sdt, f32),
-            seg_inertia=np.asarray(sin, f32),
-            seg_gravity=np.asarray(sg, f32),
-            seg_ext=np.asarray(ext, f32),
-            seg_cmd0=np.asarray(cmd0, np.int32),
-            seg_free=np.asarray(free, np.int32),
-            seg_kp=np.asarray(known_kp, f32),
-            seg_kd=np.asarray(known_kd, f32),
-            seg_q0=np.asarray(q0, f32),
-            seg_qd0=np.asarray(qd0, f32),
-            q=np.concatenate(cols["q"]).astype(f32),
-            qd=np.concatenate(cols["qd"]).astype(f32),
-            q_des=np.concatenate(cols["q_des"]).astype(f32),
-            qd_des=np.concatenate(cols["qd_des"]).astype(f32),
-            tau_ff=np.concatenate(cols["tau_ff"]).astype(f32),
-            seg_names=names,
+            seg_substeps=np.full(len(rows["seg_start"]), substeps, np.int32),
+            **{k: np.asarray(v, np.int32 if k in _INT_ROWS else f32) for k, v in rows.items() if k != "seg_names"},
+            **{k: np.concatenate(cols[k]).astype(f32) for k in ("q", "qd", "q_des", "qd_des", "tau_ff")},
+            seg_names=rows["seg_names"],
             knots=np.asarray(knots, f32).reshape(len(joints), parameters.TABLE_KNOTS),
-            tau=np.concatenate(cols["tau"]).astype(f32) if has_tau else None,
-            enable=np.concatenate(enable).astype(np.int32),
+            tau=np.concatenate(cols["tau"]).astype(f32) if "tau" in cols else None,
+            enable=np.concatenate(cols["enable"]).astype(np.int32),
             **{f"seg_{k}_mult": np.asarray([m[i] for m in mults], f32).reshape(-1)
                for i, k in enumerate(("kp", "kd", "sat", "vlim"))},
             **{f"seg_{k}": np.asarray([v[i] for v in servos], f32).reshape(-1)
@@ -232,6 +177,62 @@ def window_spans(n_samples: int, window: int | None) -> list[tuple[int, int]]:
             continue
         spans.append((w0, n))
     return spans
+
+
+_INT_ROWS = ("seg_joint", "seg_start", "seg_len", "seg_cmd0", "seg_free")
+"""Per-window rows of a SegmentBatch held as int32 (the others are float32)."""
+
+
+def _pack(rec: Recording, joints: list[str], seg_ids: list[int], substeps: int, window: int | None,
+          logged_gains: bool) -> tuple[dict[str, list[np.ndarray]], dict[str, list]]:
+    """SegmentBatch.from_recording's packing, joint-major: per-sample columns (q, qd, q_des, qd_des, tau_ff,
+    enable, and tau when every chosen segment has it) and per-window rows (keyed by SegmentBatch field)."""
+    has_tau = all(rec.segments[si].tau is not None for si in seg_ids)
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("q", "qd", "q_des", "qd_des", "tau_ff", "enable")}
+    if has_tau:
+        cols["tau"] = []
+    rows: dict[str, list] = {k: [] for k in (*_INT_ROWS, "seg_ext", "seg_kp", "seg_kd", "seg_q0", "seg_qd0",
+                                             "seg_dt", "seg_inertia", "seg_gravity", "seg_names", "mults", "servos")}
+    offset = 0
+    for ji, name in enumerate(joints):
+        j = rec.joint_index(name)
+        op = operating_points(rec, name)
+        for si in seg_ids:
+            seg = rec.segments[si]
+            for k in cols:
+                cols[k].append(seg.driven(j).astype(np.int32) if k == "enable" else getattr(seg, k)[:, j])
+            _append_windows(rows, rec, seg, ji, name, op, offset, substeps, window, logged_gains)
+            offset += seg.n
+    return cols, rows
+
+
+def _append_windows(rows: dict[str, list], rec: Recording, seg: Segment, ji: int, name: str, op: OperatingPoints,
+                    offset: int, substeps: int, window: int | None, logged_gains: bool) -> None:
+    """One segment's rollout windows (window_spans) as rows: start, length, initial state, load, external
+    torque, logged gains (-1: fitted), gain and supply multipliers, servo constants."""
+    j = rec.joint_index(name)
+    seg_mult = op.multipliers(seg)
+    inertia, grav = rec.load_for(seg, j)
+    torque = float(seg.metadata.get("joints", {}).get(name, {}).get(
+        "external_torque", seg.metadata.get("external_torque", 0.0)))
+    for w0, n in window_spans(seg.n, window):
+        rows["seg_ext"].append(torque)
+        rows["seg_joint"].append(ji)
+        rows["seg_start"].append(offset + w0)
+        rows["seg_len"].append(n)
+        rows["seg_cmd0"].append(offset)
+        rows["seg_free"].append(1 if seg.metadata.get("free_swing") else 0)
+        for key in ("kp", "kd"):
+            v = seg.metadata.get("joints", {}).get(name, {}).get(key, seg.metadata.get(key))
+            rows[f"seg_{key}"].append(float(v) if logged_gains and v is not None and op.units == "si" else -1.0)
+        rows["mults"].append(seg_mult)
+        rows["servos"].append(op.servo_values(seg))
+        rows["seg_q0"].append(seg.q[w0, j])
+        rows["seg_qd0"].append(seg.qd[w0, j])
+        rows["seg_dt"].append(seg.dt / substeps)
+        rows["seg_inertia"].append(inertia)
+        rows["seg_gravity"].append(grav)
+        rows["seg_names"].append(seg.name)
 
 
 GAIN_UNITS = ("si", "device")
