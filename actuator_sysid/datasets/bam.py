@@ -123,6 +123,62 @@ def _column(entries: list, key: str, filename: str, required: bool, kind: type =
     return arr
 
 
+def _load(src: Source) -> dict:
+    """One BAM file's JSON, checked to be a run with a non-empty list of entry objects."""
+    fn = src.name
+    try:
+        d = json.loads(src.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise DatasetError(f"{fn}: not UTF-8 text; a BAM log is a JSON file") from None
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{fn}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+    if not is_bam(d):
+        raise DatasetError(f"{fn}: not a BAM log: no 'entries' list (a JSON sidecar goes in the metadata "
+                           "field or --sidecar, not beside the BAM files)")
+    if len(d["entries"]) == 0:
+        raise DatasetError(f"{fn}: 'entries' is empty; the run recorded no samples")
+    for k, entry in enumerate(d["entries"]):
+        if not isinstance(entry, dict):
+            raise DatasetError(f"{fn}: entries[{k}] must be an object, got {type(entry).__name__}")
+    return d
+
+
+def _segment(src: Source, d: dict, info: dict, joint: str) -> tuple[RawSegment, dict[str, float]]:
+    """One file as one raw segment (split only at time gaps) and its pendulum load: positions, targets, the
+    logged speed and the torque enable per sample, with kp, vin and the voltage servo at the top of its metadata."""
+    fn, entries = src.name, d["entries"]
+    q = _column(entries, "position", fn, True)
+    q_des = _column(entries, "goal_position", fn, True)
+    qd = _column(entries, "speed", fn, False)
+    enable = _column(entries, "torque_enable", fn, False, bool)
+    t = _column(entries, "timestamp", fn, False)
+    if t is None:
+        if "dt" not in info:
+            raise DatasetError(f"{fn}: entries have no 'timestamp' and the file has no 'dt'; give one")
+        t = info["dt"] * np.arange(len(entries), dtype=np.float64)
+    rows = np.arange(len(entries))
+    check_increasing(t, rows, f"{fn}, entries[].timestamp", unit="entry")
+    load = pendulum_load(info["mass"], info["length"], info["arm_mass"])
+    if enable is None:
+        enable = np.ones(len(entries), dtype=bool)
+    # one segment per file, rolled out whole as BAM rolls it out: the torque enable is a per-sample channel
+    # (the kernel applies no actuator effort where it is off); a file off throughout is a free swing
+    meta: dict = {"bam": dict(info), "joints": {joint: dict(load)}, "gain_units": "device"}
+    for key in ("kp", "vin"):  # the firmware gain and the supply voltage, at the top for the fit and holdouts
+        if key in info:
+            meta[key] = info[key]
+    if not enable.any():
+        meta["free_swing"] = True
+    servo = VOLTAGE_SERVOS.get(str(info.get("motor", "")).lower())
+    if servo is not None:
+        meta["voltage_servo"] = dict(servo)
+    data = {"q": q[:, None], "q_des": q_des[:, None], "enable": enable[:, None].astype(np.float64)}
+    if qd is not None:
+        data["qd"] = qd[:, None]
+    present = {ch: [ch in data] for ch in TABLE_CHANNELS}
+    return RawSegment(src.stem, t, rows, data, present, split_by_gap=True, metadata=meta, unit="entry"), load
+
+
 def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
     """Read one or more BAM runs of the same actuator into one Recording (one segment per file, torque enable per sample)."""
     if opts.joint_names is not None and len(opts.joint_names) != 1:
@@ -135,21 +191,7 @@ def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
     extra_fields: set[str] = set()
     for src in sources:
         fn = src.name
-        try:
-            d = json.loads(src.read_bytes().decode("utf-8-sig"))
-        except UnicodeDecodeError:
-            raise DatasetError(f"{fn}: not UTF-8 text; a BAM log is a JSON file") from None
-        except json.JSONDecodeError as e:
-            raise DatasetError(f"{fn}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
-        if not is_bam(d):
-            raise DatasetError(f"{fn}: not a BAM log: no 'entries' list (a JSON sidecar goes in the metadata "
-                               "field or --sidecar, not beside the BAM files)")
-        entries = d["entries"]
-        if len(entries) == 0:
-            raise DatasetError(f"{fn}: 'entries' is empty; the run recorded no samples")
-        for k, entry in enumerate(entries):
-            if not isinstance(entry, dict):
-                raise DatasetError(f"{fn}: entries[{k}] must be an object, got {type(entry).__name__}")
+        d = _load(src)
         info = _file_fields(d, fn)
         motor = info.get("motor", "actuator")
         motors[fn] = motor
@@ -159,38 +201,10 @@ def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
             a, b = list(motors.items())[0], (fn, motor)
             raise DatasetError(f"{b[0]}: motor {b[1]!r} but {a[0]} is {a[1]!r}; upload one actuator type per "
                                "dataset, or name the joint with --joint-names to treat them as one")
-        extra_fields |= set(entries[0]) - KNOWN_ENTRY_FIELDS
-        q = _column(entries, "position", fn, True)
-        q_des = _column(entries, "goal_position", fn, True)
-        qd = _column(entries, "speed", fn, False)
-        enable = _column(entries, "torque_enable", fn, False, bool)
-        t = _column(entries, "timestamp", fn, False)
-        if t is None:
-            if "dt" not in info:
-                raise DatasetError(f"{fn}: entries have no 'timestamp' and the file has no 'dt'; give one")
-            t = info["dt"] * np.arange(len(entries), dtype=np.float64)
-        rows = np.arange(len(entries))
-        check_increasing(t, rows, f"{fn}, entries[].timestamp", unit="entry")
-        load = pendulum_load(info["mass"], info["length"], info["arm_mass"])
+        extra_fields |= set(d["entries"][0]) - KNOWN_ENTRY_FIELDS
+        raw, load = _segment(src, d, info, joint)
         first_load = first_load or load
-        if enable is None:
-            enable = np.ones(len(entries), dtype=bool)
-        # one segment per file, rolled out whole as BAM rolls it out: the torque enable is a per-sample channel
-        # (the kernel applies no actuator effort where it is off); a file off throughout is a free swing
-        meta: dict = {"bam": dict(info), "joints": {joint: dict(load)}, "gain_units": "device"}
-        for key in ("kp", "vin"):  # the firmware gain and the supply voltage, at the top for the fit and holdouts
-            if key in info:
-                meta[key] = info[key]
-        if not enable.any():
-            meta["free_swing"] = True
-        servo = VOLTAGE_SERVOS.get(str(info.get("motor", "")).lower())
-        if servo is not None:
-            meta["voltage_servo"] = dict(servo)
-        data = {"q": q[:, None], "q_des": q_des[:, None], "enable": enable[:, None].astype(np.float64)}
-        if qd is not None:
-            data["qd"] = qd[:, None]
-        present = {ch: [ch in data] for ch in TABLE_CHANNELS}
-        raws.append(RawSegment(src.stem, t, rows, data, present, split_by_gap=True, metadata=meta, unit="entry"))
+        raws.append(raw)
     present0 = raws[0].present
     for r in raws:
         if r.present != present0:
