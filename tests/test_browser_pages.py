@@ -161,7 +161,7 @@ def test_fit_form_posts_a_seconds_budget_and_a_holdout_and_cancel_in_the_last_st
         posted = req.value.post_data_json
         assert posted["budget"] == {"generations": 10000, "population": 256, "seconds": 8}, posted
         assert posted["holdout"] == "kp=8" and posted["joints"] == ["knee"] and posted["effort_mode"] == "implicit"
-        assert sorted(posted["models"]) == ["dcmotor", "delayed_pd"]
+        assert sorted(posted["families"]) == ["dcmotor", "delayed_pd"]  # the request field since issue 13 item 6
         page.wait_for_url("**/fits/*")
         fid = page.url.rsplit("/", 1)[1]
         stored = requests.get(f"{server.url}/api/v1/fits/{fid}", timeout=10).json()
