@@ -1,9 +1,11 @@
-"""Our plant against BAM's on the real XL330 logs: BAM's own M1 fit replayed in our kernel, and the voltage
-servo's winding-resistance range (the back-EMF damping kt²/R keeps R within 2–5 Ω)."""
+"""Our plant against BAM's on the real XL330 logs: the firmware's P law against the PWM the servo logged, BAM's own
+M1 fit replayed in our kernel, and the voltage servo's winding-resistance range (the back-EMF damping kt²/R keeps R
+within 2–5 Ω)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,10 @@ from actuator_sysid.models.oracle import oracle_traces
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params, operating_points
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "bam-xl330" / "processed"
+RAW = DATA.parent / "raw"  # as recorded: the XL330's `load` is its Present PWM register (counts of 885, 16-bit signed)
+# measured 2026-12-01: rms |logged PWM − P law| per file 0.0008–0.0052 at kp 100 and 200 (every sample torque on),
+# 0.0027–0.0240 at kp 800; bound 1.25× the largest
+PWM_LAW_RMS = 0.03
 # BAM 1.0.2's M1 fit (bam.fit, CMA-ES, 2000 trials, kp = 800 held out), measured 2026-12-01 with
 # bench/real_bam.py, and its own simulator's validation position MAE per kp = 800 file
 BAM_M1 = {"kt": 0.34784869, "R": 4.25220940, "armature": 0.00191521, "q_offset": 0.03768990,
@@ -48,6 +54,27 @@ def bam_params(rec: Recording, bam: dict[str, float]) -> dict[str, float]:
 
 def _array(params: list[dict[str, float]]) -> np.ndarray:
     return full_params(FAMILY, {k: np.array([p[k] for p in params]) for k in FAMILY.params}, (len(params), 1))
+
+
+def test_the_firmware_p_law_is_the_pwm_the_servo_logged() -> None:
+    """duty = duty_per_kp_rad·kp·(q_des − q), clipped to ±max_duty, is what the XL330 put out: the gain conversion
+    (4096 counts per turn, kp / 256, PWM limit 885) is exact, and no current limiter pulled the PWM below the law."""
+    files = sorted(RAW.glob("*.json"))
+    if not files:
+        pytest.skip(f"the raw BAM XL330 logs are not here ({RAW.resolve()} has no *.json)")
+    servo = VOLTAGE_SERVOS["xl330"]
+    worst = 0.0
+    for f in files:
+        d = json.loads(f.read_text())
+        on = [e for e in d["entries"] if e["torque_enable"]]
+        pwm = np.array([e["load"] for e in on], float)
+        pwm = np.where(pwm > 2**15 - 1, pwm - 2**16, pwm) / 885
+        err = np.array([e["goal_position"] - e["position"] for e in on])
+        law = np.clip(servo["duty_per_kp_rad"] * d["kp"] * err, -servo["max_duty"], servo["max_duty"])
+        worst = max(worst, float(np.sqrt(np.mean((pwm - law) ** 2))))
+        # half the gain (the manual's kp / 128) would miss by far more than the bound
+        assert np.sqrt(np.mean((pwm - np.clip(2 * law, -1, 1)) ** 2)) > 3 * PWM_LAW_RMS or np.abs(law).max() < 0.02
+    assert worst <= PWM_LAW_RMS
 
 
 def test_bam_m1_replayed_in_our_kernel_predicts_as_bam_does(rec: Recording) -> None:

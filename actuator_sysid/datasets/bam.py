@@ -13,8 +13,9 @@ load override, expressed exactly with the existing JointInfo fields as the rigid
 
 so that ``Recording.load_for`` gives J = m·l² + m_arm·l²/3 and a gravity coefficient (m + m_arm/2)·g·l.
 The file's own fields (mass, length, arm_mass, kp in firmware units, vin, motor, trajectory, eRob's
-damping) are kept as ``metadata["bam"]``. ``load`` is a raw vendor register and eRob's ``control`` a
-current: neither is effort, so BAM recordings have no measured torque.
+damping) are kept as ``metadata["bam"]``. ``load`` is a vendor register (the XL330's Present PWM as
+recorded, the MX's Present Load) and eRob's ``control`` a current: neither is effort, so BAM recordings have no
+measured torque.
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ KNOWN_ENTRY_FIELDS = {"timestamp", "position", "speed", "goal_position", "torque
                       "temp", "load", "torque_demand", "control"}
 
 
-# Voltage-driven servos whose firmware P law is known: duty = clip(duty_per_kp_rad·kp·(q_des − q), ±max_duty)
-# and |current| ≤ current_limit [A]. XL330: 4096 encoder counts per turn, kp divided by 256, PWM limit 885 of
-# 885, 1.75 A firmware current limit, a winding resistance of 2–5 Ω (the BAM XL330 model's R range; log-formats
-# §2). A fit of such a servo ties the DC-motor envelope to its gain: saturation effort, velocity limit and effort
-# limit follow from stiffness and damping (models/rollout.py VoltageServo), as the motor's kt and R make them, and
-# the damping kt²/R keeps R in that range: logs at low kp cannot tell back-EMF damping from viscous friction, and
-# an implausibly low R there (a weak kt, so a low current-limited torque) mispredicts every higher kp.
+# Voltage-driven servos whose firmware P law is known: duty = clip(duty_per_kp_rad·kp·(q_des − q), ±max_duty) and
+# |current| ≤ current_limit [A]. XL330: 4096 encoder counts per turn, kp divided by 256, PWM limit 885 of 885,
+# 1.75 A firmware current limit, a winding resistance of 2–5 Ω (the BAM XL330 model's R range; log-formats §2).
+# The XL330 logs' Present PWM follows this law, clip included (tests/test_bam_plant.py): the gain conversion is
+# exact, and at kp 100 and 200 (within 0.5 % rms) no limiter acted. A fit of such a servo ties the DC-motor envelope to its gain:
+# saturation effort, velocity limit and effort limit follow from stiffness and damping (models/rollout.py
+# VoltageServo), as the motor's kt and R make them, and the damping kt²/R keeps R in that range: logs at low kp
+# cannot tell back-EMF damping from viscous friction, and an implausibly low R there (a weak kt, so a low
+# current-limited torque) mispredicts every higher kp.
 VOLTAGE_SERVOS = {
     "xl330": {"duty_per_kp_rad": (4096 / (2 * math.pi)) / (256 * 885), "max_duty": 1.0, "current_limit": 1.75,
               "resistance": [2.0, 5.0]},
