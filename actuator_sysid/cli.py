@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from .datasets.recording import DatasetError, JointInfo, Recording, Segment
 
 if TYPE_CHECKING:
     from .fitting.api import FitRequest
+    from .fitting.result import FitResult
 
 EXIT_BAD_INPUT = 2
 
@@ -177,9 +179,11 @@ class _ProgressBar:
             self.bar.close()
 
 
-def run_fit(rec: Recording, req: FitRequest, out: Path, label: str) -> dict:
-    """Fit with a progress bar and write fit.json, report.html, isaaclab.py and isaaclab.json into `out`."""
+def run_fit(rec: Recording, req: FitRequest, out: Path, label: str) -> FitResult:
+    """Fit with a progress bar and write fit.json, report.html, isaaclab.py and isaaclab.json into `out`; the
+    result as fit.json holds it."""
     from .files import write_files
+    from .fitting.result import as_result
     from .pipeline import compute_fit
     from .service.report import render_report
 
@@ -193,7 +197,7 @@ def run_fit(rec: Recording, req: FitRequest, out: Path, label: str) -> dict:
     validation = json.loads(fit.exports["validation.json"]) if "validation.json" in fit.exports else None
     html = render_report(row, fit.result, fit.report, standalone=True, validation=validation)
     write_files(out, {**fit.files(), "report.html": html})
-    return fit.result
+    return as_result(fit.result)
 
 
 def _request(args: argparse.Namespace) -> FitRequest:
@@ -211,7 +215,7 @@ def _request(args: argparse.Namespace) -> FitRequest:
     return FitRequest(**{k: v for k, v in given.items() if v is not None})
 
 
-def device_gain_lines(gains: dict | None) -> list[str]:
+def device_gain_lines(gains: Mapping[str, Any] | None) -> list[str]:
     """The fitted device-unit conversion in words: gain scale with its interval, SI gains per logged kp."""
     if not gains:
         return []
@@ -241,15 +245,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
     result = run_fit(rec, _request(args), out, Path(args.log[0]).name)
     from .service.report import fidelity_gaps
 
-    verdict = result.get("verdict") or {}
-    print(f"verdict: {str(verdict.get('verdict', 'not judged')).upper()}", file=sys.stderr)
-    for c in verdict.get("checks", []):
-        print(f"  {'ok' if c['status'] == 'ok' else c['status']:>6}  {c['reason']}", file=sys.stderr)
-    for joint, jr in result["joints"].items():
-        print(f"{joint}: best model {jr['best_model']}", file=sys.stderr)
-        for line in fidelity_gaps(jr.get("ranking", [])):  # what a consumer-native family gives up
+    verdict = result.verdict
+    print(f"verdict: {(verdict.verdict if verdict else 'not judged').upper()}", file=sys.stderr)
+    for c in verdict.checks if verdict else ():
+        print(f"  {'ok' if c.status == 'ok' else c.status:>6}  {c.reason}", file=sys.stderr)
+    for joint, jr in result.joints.items():
+        print(f"{joint}: best model {jr.best_model}", file=sys.stderr)
+        for line in fidelity_gaps(jr.ranking):  # what a consumer-native family gives up
             print(f"{joint}: {line}", file=sys.stderr)
-        for line in device_gain_lines(jr.get("device_gains")):
+        for line in device_gain_lines(jr.device_gains):
             print(f"{joint}: {line}", file=sys.stderr)
     print(f"wrote {out}/fit.json, report.html, isaaclab.py, isaaclab.json", file=sys.stderr)
     return 0
@@ -365,19 +369,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     req = _request(args)
     req.families = ["ideal_pd", DEMO_FAMILY]
     result = run_fit(rec, req, out, "demo pendulum")
-    jr = result["joints"]["pendulum"]
-    fitted = jr["models"][DEMO_FAMILY]["params"]
-    print(f"best model: {jr['best_model']} (truth: {DEMO_FAMILY})")
+    jr = result.joints["pendulum"]
+    model = jr.models[DEMO_FAMILY]
+    fitted = model.params
+    print(f"best model: {jr.best_model} (truth: {DEMO_FAMILY})")
     print(f"{'parameter':<26}{'unit':<12}{'truth':>12}{'fitted':>12}{'error':>10}")
     for name, truth in DEMO_TRUTH.items():
         got = fitted.get(name)
         err = f"{100 * (got - truth) / truth:+.1f}%" if got is not None else "—"
         got_s = f"{got:.4g}" if got is not None else "—"
         print(f"{name:<26}{parameters.get(name).unit:<12}{truth:>12.4g}{got_s:>12}{err:>10}")
-    for split in ("train", "validation"):
-        m = jr["models"][DEMO_FAMILY]["metrics"].get(split) or {}
-        if "position_rmse" in m:
-            print(f"{split} position RMSE: {m['position_rmse']:.4g} rad")
+    for split, m in (("train", model.metrics.train), ("validation", model.metrics.validation)):
+        if m is not None and m.position_rmse is not None:
+            print(f"{split} position RMSE: {m.position_rmse:.4g} rad")
     print(f"wrote {out}/fit.json, report.html, isaaclab.py, isaaclab.json", file=sys.stderr)
     return 0
 

@@ -116,3 +116,76 @@ def test_exports_read_the_typed_result_as_they_read_the_stored_dict() -> None:
     typed = FitResult.from_json(doc)
     for fmt in TEXT_FORMATS:
         assert render_format(typed, rec, fmt) == render_format(doc, rec, fmt), fmt
+
+
+def _records(rec: object) -> list:
+    """Every record inside a record (itself included): fields, mapping values and sequence items."""
+    from dataclasses import fields
+
+    from actuator_sysid.fitting.result import Record
+
+    out, todo = [], [rec]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, Record):
+            out.append(x)
+            todo += [getattr(x, f.name) for f in fields(x) if f.name not in ("extra", "key_order")]
+        elif isinstance(x, dict):
+            todo += list(x.values())
+        elif isinstance(x, tuple):
+            todo += list(x)
+    return out
+
+
+@pytest.fixture(scope="module")
+def typed_fit() -> FitResult:
+    """A fit built as records by the fit itself: a parametric family and a net, on a log with torque."""
+    from actuator_sysid.fitting.api import fit_result
+
+    rec = make_recording(segments=3, n=120, seed=1)
+    for seg in rec.segments:
+        seg.tau = 0.5 * (seg.q_des - seg.q)
+    return fit_result(rec, FitRequest(families=["ideal_pd", "mlp"], seed=0, **SMALL,
+                                      networks={"epochs": 3, "patience": 2, "hidden": [4]}))
+
+
+def test_the_fit_builds_the_typed_result(typed_fit: FitResult) -> None:
+    """fit_result returns records, not a dict: every key the fit writes is a named field (nothing in `extra`),
+    and the records read back from their JSON are the same records, saying `has` alike for every field."""
+    jr = typed_fit.joints["j1"]
+    param, net = jr.models["ideal_pd"], jr.models["mlp"]
+    assert isinstance(param, ModelFit) and not isinstance(param, NetFit) and isinstance(net, NetFit)
+    assert param.metrics.validation is not None and param.metrics.segments[0].split in ("train", "validation")
+    assert isinstance(param.intervals["stiffness"], Interval) and jr.ranking[0].family in ("ideal_pd", "mlp")
+    # the open-loop torque comparison is built into both fits (fitting/nets.py add_networks)
+    assert param.torque_metrics is not None and net.torque_range is not None
+    assert net.comparison is not None and set(net.comparison["torque_rmse"]) == {"network", "parametric"}
+    built = _records(typed_fit)
+    assert not [type(r).__name__ for r in built if r.extra], "a key the fit writes has no field"
+    doc = _stored(typed_fit.to_json())
+    stored = FitResult.from_json(doc)
+    assert stored == typed_fit
+    for a, b in zip(built, _records(stored), strict=True):
+        assert type(a) is type(b)
+        keys = {f for f in b.key_order}
+        assert all(a.has(k) == b.has(k) for k in keys | set(a.to_json())), type(a).__name__
+    assert list(doc["joints"]["j1"]["models"]["mlp"])[:5] == ["family", "isaaclab_cfg", "joint_terms", "params",
+                                                               "network"]
+
+
+def test_a_built_record_writes_only_the_fields_that_apply() -> None:
+    """A record built in code leaves out the fields a fit writes only when they apply (added_for, device_gains,
+    the folds, a reason) while unset, and writes the others, unset or not, in the fit's order."""
+    from actuator_sysid.fitting.result import Metrics, Split
+
+    m = ModelFit(family="ideal_pd", isaaclab_cfg="IdealPDActuatorCfg", joint_terms=[], params={"stiffness": 1.0})
+    doc = m.to_json()
+    assert list(doc)[:4] == ["family", "isaaclab_cfg", "joint_terms", "params"]
+    assert not {"added_for", "device_gains", "table_positions", "tied", "search", "given"} & set(doc)
+    assert {"metrics", "loss", "intervals", "correlation", "warnings", "n_params"} <= set(doc)
+    assert not m.has("device_gains") and m.has("loss")
+    assert "added_for" in ModelFit(family="delayed_pd", added_for=["remotized_pd"]).to_json()
+    assert Interval(value=None, estimate=2.0, identified=False).to_json() == {
+        "value": None, "estimate": 2.0, "std_relative": None, "interval95": None, "identified": False}
+    assert set(Metrics().to_json()) == {"train", "validation", "segments"}
+    assert set(Split(method="random", train=["a"], validation=["b"]).to_json()) == {"method", "train", "validation"}

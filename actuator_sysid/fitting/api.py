@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -29,13 +29,28 @@ from ..models.rollout import OperatingPoints, RolloutEngine, SegmentBatch, full_
 from .objective import LossScales, pool_metrics, segment_metrics
 from .plan import Split, plan_split, recordings, split_segments, validate_request
 from .request import FitRequest, FitRequestError
+from .result import (
+    Assumptions,
+    Budget,
+    FitResult,
+    Interval,
+    JointFit,
+    Metrics,
+    ModelFit,
+    RankRow,
+    ResultLike,
+    SegmentMetrics,
+    SplitMetrics,
+    as_result,
+)
+from .result import Split as SplitNames
 from .search import SearchResult, cma_search, local_search, refine
 from .space import SearchSpace
 from .warmstart import warm_start
 
 __all__ = ["FitRequest", "FitRequestError", "ProgressFn", "Split", "device_gains", "envelope", "fit_recording",
-           "nested_start", "nests", "params_array", "plan_split", "recordings", "report_data", "simulate",
-           "split_segments", "validate_request"]
+           "fit_result", "nested_start", "nests", "params_array", "plan_split", "recordings", "report_data",
+           "simulate", "split_segments", "validate_request"]
 
 ProgressFn = Callable[[float, str], None]
 """progress(fraction 0..1, message) — called often; must be cheap."""
@@ -269,142 +284,155 @@ def _fit_family(run: _Run, fam_name: str,
     return _FamilyFit(family, space, res, fitted, tied, started, tried, t_family, seg_rows, fold_rows)
 
 
-def _joint_metrics(run: _Run, ff: _FamilyFit, name: str) -> dict:
+def pooled(rows: list[dict]) -> SplitMetrics | None:
+    """The sample-weighted errors of some per-segment rows (objective.pool_metrics); None without rows."""
+    m = pool_metrics(rows)
+    return None if m is None else SplitMetrics(**m)
+
+
+def segment_rows(rows: list[dict], val_names: set[str]) -> tuple[SegmentMetrics, ...]:
+    """Per-segment error rows of one joint (objective.segment_metrics) with the split each segment is in."""
+    return tuple(SegmentMetrics(segment=r["segment"], samples=r["samples"], position_rmse=r["position_rmse"],
+                                position_mae=r["position_mae"], velocity_rmse=r["velocity_rmse"],
+                                split="validation" if r["segment"] in val_names else "train") for r in rows)
+
+
+def _joint_metrics(run: _Run, ff: _FamilyFit, name: str) -> Metrics:
     """Train / validation / per-segment metrics of one joint (and per fold, with cross-validation)."""
-    split, val_names = run.split, run.val_names
-    rows = [dict(r, split="validation" if r["segment"] in val_names else "train")
-            for r in ff.seg_rows if r["joint"] == name]
-    for r in rows:
-        del r["joint"]
-    metrics = {
-        "train": pool_metrics([r for r in rows if r["split"] == "train"]),
-        "validation": pool_metrics([r for r in rows if r["split"] == "validation"]),
-        "segments": rows,
-    }
-    if split.folds:
-        per_fold = [pool_metrics([r for r in fr if r["joint"] == name]) for fr in ff.fold_rows]
-        metrics["validation"] = pool_metrics([r for fr in ff.fold_rows for r in fr if r["joint"] == name])
-        metrics["folds"] = [{"fold": k + 1, **({"name": split.fold_names[k]} if split.fold_names else {}),
-                             "validation_segments": [run.rec.segments[i].name for i in f],
-                             "validation": m} for k, (f, m) in enumerate(zip(split.folds, per_fold, strict=True))]
-        metrics["folds_mean"] = {k: float(np.mean([m[k] for m in per_fold if m is not None]))
-                                 for k in ("position_rmse", "position_mae", "velocity_rmse")}
-    return metrics
+    split = run.split
+    rows = [r for r in ff.seg_rows if r["joint"] == name]
+    segments = segment_rows(rows, run.val_names)
+    train = pooled([r for r, s in zip(rows, segments, strict=True) if s.split == "train"])
+    validation = pooled([r for r, s in zip(rows, segments, strict=True) if s.split == "validation"])
+    if not split.folds:
+        return Metrics(train=train, validation=validation, segments=segments)
+    per_fold = [pool_metrics([r for r in fr if r["joint"] == name]) for fr in ff.fold_rows]
+    folds = [{"fold": k + 1, **({"name": split.fold_names[k]} if split.fold_names else {}),
+              "validation_segments": [run.rec.segments[i].name for i in f],
+              "validation": m} for k, (f, m) in enumerate(zip(split.folds, per_fold, strict=True))]
+    return Metrics(train=train, validation=pooled([r for fr in ff.fold_rows for r in fr if r["joint"] == name]),
+                   segments=segments, folds=folds,
+                   folds_mean={k: float(np.mean([m[k] for m in per_fold if m is not None]))
+                               for k in ("position_rmse", "position_mae", "velocity_rmse")})
 
 
-def _model_entry(run: _Run, fam_name: str, ff: _FamilyFit, j: int, name: str) -> dict:
+def _model_entry(run: _Run, fam_name: str, ff: _FamilyFit, j: int, name: str) -> ModelFit:
     """The result's entry of one family on one joint: parameters, metrics, intervals and how the search went."""
     family, res, tied, op = ff.family, ff.res, ff.tied, run.ops[name]
     x_warm = run.train[2]
-    return {
-        "family": fam_name,
-        **({"added_for": [m for m in run.parametric if get_family(m).fitted_with == fam_name]}
-           if fam_name in run.companions else {}),
-        "isaaclab_cfg": family.isaaclab_cfg,
-        "joint_terms": list(family.joint_terms),
-        "params": ff.fitted[j],
-        **({"table_positions": run.every.knots[j].astype(float).tolist()} if "position_table" in family.clamps
-           else {}),
-        **({"device_gains": device_gains(op, ff.fitted[j], res.analysis[j]["intervals"])} if op.varies else {}),
-        **({"tied": {k: "voltage servo: from stiffness and damping (kt/R = K/(vin·duty), kt²/R = damping"
-                        f"{', current limit' if k == 'actuator_effort_limit' else ''})" for k in tied},
-            "voltage_servo": op.servo} if tied else {}),
-        "metrics": _joint_metrics(run, ff, name),
-        "loss": float(res.best_loss[j]),
-        "intervals": res.analysis[j]["intervals"],
-        "correlation": res.analysis[j]["correlation"],
-        "warnings": res.analysis[j]["warnings"],
-        "n_params": len(ff.space.names),
-        "warm_start": {n: float(x_warm[j][n]) for n in ff.space.names},
-        "search": {"generations": res.generations, "evaluations": res.evaluations,
-                   "restarts": res.restarts[j], "stopped_on": res.stopped_on,
-                   "population": run.req.population,
-                   # the start, the least-squares solve from it, every generation, the final refine
-                   "convergence": [res.local["loss_before"][j], res.local["loss_after"][j], *res.history[j],
-                                   float(res.best_loss[j])],
-                   "started_from": ff.started, "starts": ff.tried,  # training loss of each start's search
-                   "local_solve": {k: v[j] if isinstance(v, list) else v for k, v in res.local.items()},
-                   "seconds": round(ff.seconds, 3)},
-    }
+    # the search's per-joint analysis (fitting/uncertainty.py) is where the intervals are produced: read as is
+    intervals = {k: Interval.from_json(v) for k, v in res.analysis[j]["intervals"].items()}
+    return ModelFit(
+        family=fam_name,
+        added_for=[m for m in run.parametric if get_family(m).fitted_with == fam_name]
+        if fam_name in run.companions else None,
+        isaaclab_cfg=family.isaaclab_cfg,
+        joint_terms=list(family.joint_terms),
+        params=ff.fitted[j],
+        table_positions=run.every.knots[j].astype(float).tolist() if "position_table" in family.clamps else None,
+        device_gains=device_gains(op, ff.fitted[j], intervals) if op.varies else None,
+        tied={k: "voltage servo: from stiffness and damping (kt/R = K/(vin·duty), kt²/R = damping"
+                 f"{', current limit' if k == 'actuator_effort_limit' else ''})" for k in tied} if tied else None,
+        voltage_servo=op.servo if tied else None,
+        metrics=_joint_metrics(run, ff, name),
+        loss=float(res.best_loss[j]),
+        intervals=intervals,
+        correlation=res.analysis[j]["correlation"],
+        warnings=res.analysis[j]["warnings"],
+        n_params=len(ff.space.names),
+        warm_start={n: float(x_warm[j][n]) for n in ff.space.names},
+        search={"generations": res.generations, "evaluations": res.evaluations,
+                "restarts": res.restarts[j], "stopped_on": res.stopped_on,
+                "population": run.req.population,
+                # the start, the least-squares solve from it, every generation, the final refine
+                "convergence": [res.local["loss_before"][j], res.local["loss_after"][j], *res.history[j],
+                                float(res.best_loss[j])],
+                "started_from": ff.started, "starts": ff.tried,  # training loss of each start's search
+                "local_solve": {k: v[j] if isinstance(v, list) else v for k, v in res.local.items()},
+                "seconds": round(ff.seconds, 3)},
+    )
 
 
-def _rank_joints(per_joint: dict[str, dict]) -> None:
-    """Each joint's ranking and best model (a family an exporter can write), and its device-gain conversion."""
-    for entry in per_joint.values():
-        entry["ranking"] = _rank(entry["models"])
-        # exporters need a family they can write: a network is best only when nothing else was fitted
-        entry["best_model"] = next((r["family"] for r in entry["ranking"] if r["family"] in FAMILIES),
-                                   entry["ranking"][0]["family"])
-        best_gains = entry["models"][entry["best_model"]].get("device_gains")
-        if best_gains is not None:  # the best model's conversion, at the joint level for readers and the CLI
-            entry["device_gains"] = best_gains
+def _rank_joint(models: dict[str, ModelFit], load: dict) -> JointFit:
+    """One joint's fits with their ranking and best model (a family an exporter can write), and the best
+    model's device-gain conversion at the joint level, for readers and the CLI."""
+    ranking = _rank(models)
+    # exporters need a family they can write: a network is best only when nothing else was fitted
+    best = next((r.family for r in ranking if r.family in FAMILIES), ranking[0].family)
+    return JointFit(models=models, load=load, ranking=ranking, best_model=best,
+                    device_gains=models[best].device_gains)
 
 
-def _assemble(run: _Run, per_joint: dict[str, dict], t_start: float) -> dict:
-    """The API `result` object: joints, split, budget, the assumptions the fit made, the request and dataset."""
+def _assemble(run: _Run, joints: dict[str, JointFit], t_start: float) -> FitResult:
+    """The whole result: joints, split, budget, the assumptions the fit made, the request and dataset."""
     rec, req, split, ops = run.rec, run.req, run.split, run.ops
-    return {
-        "joints": per_joint,
-        "split": {"method": split.method, "train": [rec.segments[i].name for i in split.train],
-                  "validation": [rec.segments[i].name for i in split.validation],
-                  **({"holdout": req.holdout} if req.holdout else {}),
-                  **({"folds": [[rec.segments[i].name for i in f] for f in split.folds]} if split.folds else {}),
-                  **({"folds_by": req.folds_by, "fold_names": split.fold_names} if split.fold_names else {})},
-        "budget": {"seconds": req.budget_s, "stopped_on_budget": run.stopped_on_budget},
-        "assumptions": {
-            "effort_mode": req.effort_mode,
-            "integrator": "semi-implicit Euler with implicit joint damping and Coulomb friction as a "
-                          "stopping constraint (docs/consumer-semantics.md §F, matches Newton SolverMuJoCo)",
-            "physics_dt": float(np.median(run.every.seg_dt)),
-            "decimation": req.decimation,
-            "delay_unit": "physics steps",
-            "loss": "mean |position error| / std(q)" if req.loss == "position_mae" else
-                    "mean squared position error / var(q) + 0.25 · mean squared velocity error / var(qd)",
-            "training_windows_s": req.window_s,
-            "logged_gains": req.use_logged_gains,
-            "gain_units": {name: op.units for name, op in ops.items()},
-            **({"operating_point": {name: {"kp": op.kp_reference, "kd": op.kd_reference, "vin": op.vin_reference}
-                                    for name, op in ops.items() if op.varies}}
-               if any(op.varies for op in ops.values()) else {}),
-        },
-        "request": asdict(req),
-        "dataset": rec.summary(),
-        "elapsed_s": round(time.perf_counter() - t_start, 3),
-    }
+    names = lambda ids: [rec.segments[i].name for i in ids]  # noqa: E731
+    return FitResult(
+        joints=joints,
+        split=SplitNames(method=split.method, train=names(split.train), validation=names(split.validation),
+                         holdout=req.holdout or None, folds=[names(f) for f in split.folds] or None,
+                         folds_by=req.folds_by if split.fold_names else None,
+                         fold_names=split.fold_names or None),
+        budget=Budget(seconds=req.budget_s, stopped_on_budget=run.stopped_on_budget),
+        assumptions=Assumptions(
+            effort_mode=req.effort_mode,
+            integrator="semi-implicit Euler with implicit joint damping and Coulomb friction as a "
+                       "stopping constraint (docs/consumer-semantics.md §F, matches Newton SolverMuJoCo)",
+            physics_dt=float(np.median(run.every.seg_dt)),
+            decimation=req.decimation,
+            delay_unit="physics steps",
+            loss="mean |position error| / std(q)" if req.loss == "position_mae" else
+                 "mean squared position error / var(q) + 0.25 · mean squared velocity error / var(qd)",
+            training_windows_s=req.window_s,
+            logged_gains=req.use_logged_gains,
+            gain_units={name: op.units for name, op in ops.items()},
+            operating_point={name: {"kp": op.kp_reference, "kd": op.kd_reference, "vin": op.vin_reference}
+                             for name, op in ops.items() if op.varies} or None,
+        ),
+        request=asdict(req),
+        dataset=rec.summary(),
+        elapsed_s=round(time.perf_counter() - t_start, 3),
+    )
 
 
 def fit_recording(rec: Recording, req: FitRequest, progress: ProgressFn | None = None) -> dict:
-    """Fit every requested family to every requested joint; returns the API `result` object.
+    """Fit every requested family to every requested joint; returns the API `result` object, the JSON of
+    `fit_result` (what fit.json and the database hold):
 
     {"joints": {name: {"models": {family: {"params", "metrics": {"train", "validation", "segments"}, ...}},
                        "best_model": family, "ranking": [...]}}, "split": {...}, "assumptions": {...}, ...}
+    """
+    return fit_result(rec, req, progress).to_json()
+
+
+def fit_result(rec: Recording, req: FitRequest, progress: ProgressFn | None = None) -> FitResult:
+    """Fit every requested family to every requested joint; the typed result (fitting/result.py).
+
     In steps: validate the request, plan the run (fitting/plan.py's split, batches, family order), fit one
     family at a time (nested ones first), add the networks, rank, assemble.
     """
     validate_request(rec, req)
     t_start = time.perf_counter()
     run = _plan_run(rec, req, progress)
-    per_joint: dict[str, dict] = {j: {"models": {}, "load": asdict(rec.joints[rec.joint_index(j)])}
-                                  for j in run.joints}
+    fits: dict[str, dict[str, ModelFit]] = {j: {} for j in run.joints}  # joint → family → its fit
     fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]] = {}  # family → (family, params, loss)
     for fam_name in sorted(run.parametric, key=lambda m: len(family_for(req, m).params)):  # nested ones first
         ff = _fit_family(run, fam_name, fitted_by)
         for j, name in enumerate(run.joints):
-            per_joint[name]["models"][fam_name] = _model_entry(run, fam_name, ff, j, name)
-    for name in run.joints:  # nested families were fitted first; report them in the order asked
-        models = per_joint[name]["models"]
-        per_joint[name]["models"] = {m: models[m] for m in run.parametric}
+            fits[name][fam_name] = _model_entry(run, fam_name, ff, j, name)
+    # nested families were fitted first; report them in the order asked
+    fits = {name: {m: models[m] for m in run.parametric} for name, models in fits.items()}
     if any(m in NET_FAMILIES for m in req.families):
         from .nets import add_networks
 
         # the nets train until the fit's budget is spent (the searches above left them their shares)
         deadline = None if req.budget_s is None else run.clock.start + req.budget_s
         run.stopped_on_budget |= add_networks(rec, req, run.joints, run.split.train, run.split.validation,
-                                              per_joint, progress, deadline)
-    _rank_joints(per_joint)
+                                              fits, progress, deadline)
+    joints = {name: _rank_joint(fits[name], asdict(rec.joints[rec.joint_index(name)])) for name in run.joints}
     if progress:
         progress(1.0, "done")
-    return _assemble(run, per_joint, t_start)
+    return _assemble(run, joints, t_start)
 
 
 LOCAL_BUDGET = 30  # residual evaluations of the first least-squares solve when the fit has a time budget
@@ -440,7 +468,7 @@ def _key(v: float) -> str:
     return f"{v:g}"
 
 
-def device_gains(op: OperatingPoints, params: dict[str, float], intervals: dict[str, dict]) -> dict:
+def device_gains(op: OperatingPoints, params: dict[str, float], intervals: Mapping[str, Interval]) -> dict:
     """The fitted conversion from logged device gains (and supply voltage) to SI values, for one joint.
 
     The fitted stiffness is the SI value at the reference kp and vin, so gain_scale = stiffness / kp_ref
@@ -451,7 +479,7 @@ def device_gains(op: OperatingPoints, params: dict[str, float], intervals: dict[
 
     def scaled(name: str, ref: float, values: dict[str, float | None]) -> dict:
         val = float(params[name])
-        iv = (intervals.get(name) or {}).get("interval95")
+        iv = intervals[name].interval95 if name in intervals else None
         return {"scale": val / ref, "scale_interval": None if iv is None else [iv[0] / ref, iv[1] / ref],
                 "at": {_key(v): val * v / ref for v in sorted({v for v in values.values() if v is not None})}}
 
@@ -534,15 +562,18 @@ def family_for(req: FitRequest, name: str) -> Family:
     return family.with_terms(tuple(req.joint_terms)) if req.joint_terms is not None else family
 
 
-def _rank(models: dict[str, dict]) -> list[dict]:
+def _rank(models: Mapping[str, ModelFit]) -> tuple[RankRow, ...]:
     """Order families by validation position RMSE (train when no validation) with a parameter penalty."""
     rows = []
     for fam, m in models.items():
-        split = "validation" if m["metrics"]["validation"] else "train"
-        err = m["metrics"][split]["position_rmse"]
-        rows.append({"family": fam, "score": err * (1 + MODEL_PENALTY * m["n_params"]), "split": split,
-                     "position_rmse": err, "n_params": m["n_params"]})
-    return sorted(rows, key=lambda r: r["score"])
+        split = "validation" if m.metrics.validation is not None else "train"
+        pooled = m.metrics.validation or m.metrics.train
+        assert pooled is not None and pooled.position_rmse is not None and m.n_params is not None, fam
+        err = pooled.position_rmse
+        rows.append((err * (1 + MODEL_PENALTY * m.n_params), RankRow(
+            family=fam, score=err * (1 + MODEL_PENALTY * m.n_params), split=split, position_rmse=err,
+            n_params=m.n_params)))
+    return tuple(row for _, row in sorted(rows, key=lambda r: r[0]))
 
 
 def simulate(rec: Recording, joint: str, family: str, params: dict[str, float], device: str = "cpu",
@@ -568,38 +599,42 @@ def envelope(family: str, params: dict[str, float], v_max: float, n: int = 121) 
     return {"velocity": v.tolist(), "effort_max": fin(hi), "effort_min": fin(lo)}
 
 
-def _network_traces(rec: Recording, result: dict, joint: str, exclude: str) -> tuple[dict | None, str | None]:
+def _network_traces(rec: Recording, result: FitResult, joint: str, exclude: str
+                    ) -> tuple[dict | None, str | None]:
     """Closed-loop traces of the joint's actuator network with the lowest validation position RMSE, if any."""
-    models = result["joints"][joint]["models"]
+    models = result.joints[joint].models
     nets = [k for k in models if k in NET_FAMILIES and k != exclude]
     if not nets:
         return None, None
-    score = lambda k: ((models[k]["metrics"].get("validation") or models[k]["metrics"].get("train") or {})  # noqa: E731
-                       .get("position_rmse", float("inf")))
+
+    def score(k: str) -> float:
+        best = models[k].metrics.best()
+        return math.inf if best is None or best.position_rmse is None else best.position_rmse
+
     best = min(nets, key=score)
     from .nets import simulate_net
 
-    return simulate_net(rec, joint, models[best], decimation=result.get("assumptions", {}).get("decimation", 1)), best
+    return simulate_net(rec, joint, models[best], decimation=result.assumptions.decimation), best
 
 
-def report_data(rec: Recording, result: dict, max_points: int = 1500) -> dict:
+def report_data(rec: Recording, result: ResultLike, max_points: int = 1500) -> dict:
     """Simulated traces and envelope points for the report plots (downsampled, JSON-ready)."""
-    val = set(result["split"]["validation"])
+    result = as_result(result)
+    val = set(result.split.validation)
+    assumed = result.assumptions
     out: dict[str, dict] = {}
-    for joint, jr in result["joints"].items():
-        fam = jr["best_model"]
-        model = jr["models"][fam]
-        params = model["params"]
-        assumed = result.get("assumptions", {})
+    for joint, jr in result.joints.items():
+        fam = jr.best_model
+        model = jr.models[fam]
+        params = dict(model.params)
         if fam in NET_FAMILIES:  # only networks were fitted
             from .nets import simulate_net
 
-            sims = simulate_net(rec, joint, model, decimation=assumed.get("decimation", 1))
+            sims = simulate_net(rec, joint, model, decimation=assumed.decimation)
         else:
-            sims = simulate(rec, joint, fam, params, joint_terms=model.get("joint_terms"),
-                            decimation=assumed.get("decimation", 1), table_positions=model.get("table_positions"),
-                            effort_mode=assumed.get("effort_mode", "explicit"),
-                            logged_gains=assumed.get("logged_gains", False))
+            sims = simulate(rec, joint, fam, params, joint_terms=model.joint_terms,
+                            decimation=assumed.decimation, table_positions=model.table_positions,
+                            effort_mode=assumed.effort_mode, logged_gains=assumed.logged_gains)
         j = rec.joint_index(joint)
         segs, pv, pe = [], [], []
         has_tau = all(s.tau is not None for s in rec.segments)

@@ -20,10 +20,14 @@ flag is off (`Segment.enable`, or metadata free_swing for the whole segment) the
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -45,6 +49,7 @@ from ..models.networks import (
 from ..models.rollout import RolloutEngine, SegmentBatch, full_params
 from .objective import VELOCITY_WEIGHT, pool_metrics
 from .request import FitRequest, FitRequestError
+from .result import Metrics, ModelFit, NetFit, SegmentMetrics, SplitMetrics
 
 ProgressFn = Callable[[float, str], None]
 ISAACLAB_CFG = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg", "gru": ""}  # "": Isaac Lab 3.0 has none
@@ -644,8 +649,18 @@ def pool_torque(rows: list[dict], torque_range: float) -> dict | None:
 
 
 def split_metrics(rows: list[dict], pool) -> dict:
+    """Pooled train and validation rows and the rows themselves (the torque metrics' JSON shape)."""
     return {"train": pool([r for r in rows if r["split"] == "train"]),
             "validation": pool([r for r in rows if r["split"] == "validation"]), "segments": rows}
+
+
+def trajectory_metrics(rows: list[dict]) -> Metrics:
+    """A net's closed-loop errors (trajectory_rows) pooled per split, as the parametric fits report them."""
+    def pooled(split: str) -> SplitMetrics | None:
+        m = pool_metrics([r for r in rows if r["split"] == split])
+        return None if m is None else SplitMetrics(**m)
+    return Metrics(train=pooled("train"), validation=pooled("validation"),
+                   segments=tuple(SegmentMetrics(**r) for r in rows))
 
 
 # --- weights as JSON ---
@@ -657,34 +672,43 @@ def weights_to_json(net: torch.nn.Module) -> dict:
             for k, v in net.state_dict().items()}
 
 
-def at_gain(model: dict, kp: float) -> dict:
+NetEntry = NetFit | Mapping[str, Any]  # a fitted network: typed, or its JSON entry (what fit_network returns)
+
+
+@overload
+def at_gain(model: NetFit, kp: float) -> NetFit: ...
+@overload
+def at_gain(model: Mapping[str, Any], kp: float) -> dict: ...
+def at_gain(model: NetEntry, kp: float) -> NetFit | dict:
     """A fitted, gain-normalised net entry refolded for controller gain `kp`: the factor kp / kp_ref goes into
     the MLP's pos_scale (Isaac Lab's cfg field) or the LSTM / GRU in_scale on q_des − q (the first layer's
-    position input weights, equivalently), and kp_ref becomes kp."""
-    import copy
-
-    spec = model["network"]
+    position input weights, equivalently), and kp_ref becomes kp. A typed entry gives a typed one, the JSON
+    entry (what fit_network returns) its JSON."""
+    net = model if isinstance(model, NetFit) else NetFit.from_json(model)
+    spec = net.network
     if spec.get("kp_ref") is None:
         raise NetFitError("this net was not gain-normalised (its log holds one kp or none): it has no kp to change")
     if not (isinstance(kp, int | float) and math.isfinite(kp) and kp > 0):
         raise NetFitError(f"kp must be a positive number, got {kp!r}")
-    out = copy.deepcopy(model)
     f = float(kp) / float(spec["kp_ref"])
-    out["network"]["kp_ref"] = float(kp)
+    network, params, weights = {**spec, "kp_ref": float(kp)}, dict(net.params), dict(net.weights)
     if spec["kind"] == "mlp":
-        out["network"]["pos_scale"] = float(np.float32(spec["pos_scale"] * f))
-        out["params"]["pos_scale"] = out["network"]["pos_scale"]
+        network["pos_scale"] = params["pos_scale"] = float(np.float32(spec["pos_scale"] * f))
     else:
-        scale = out["weights"]["in_scale"]["data"]
+        scale = list(weights["in_scale"]["data"])
         scale[0] = float(np.float32(scale[0] * f))
-    return out
+        weights["in_scale"] = {**weights["in_scale"], "data": scale}
+    out = dataclasses.replace(net, network=network, params=params, weights=weights)
+    return out if isinstance(model, NetFit) else copy.deepcopy(out.to_json())
 
 
-def network_from_result(model: dict) -> tuple[NetSpec, torch.nn.Module]:
-    """The spec and the trained module of a fitted mlp/lstm result entry."""
-    spec = NetSpec(**model["network"])
+def network_from_result(model: NetEntry) -> tuple[NetSpec, torch.nn.Module]:
+    """The spec and the trained module of a fitted mlp/lstm/gru result entry."""
+    network, weights = (model.network, model.weights) if isinstance(model, NetFit) else \
+        (model["network"], model["weights"])
+    spec = NetSpec(**network)
     net = build_network(spec)
-    state = {k: torch.tensor(v["data"], dtype=torch.float32).reshape(v["shape"]) for k, v in model["weights"].items()}
+    state = {k: torch.tensor(v["data"], dtype=torch.float32).reshape(v["shape"]) for k, v in weights.items()}
     net.load_state_dict(state)
     return spec, net.eval()
 
@@ -741,7 +765,15 @@ def _training_warnings(rec: Recording, training: dict, mode: str, has_validation
 def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids: list[int],
                 opts: NetOptions, substeps: int = 1, seed: int = 0,
                 progress: Callable[[float, str], None] | None = None, deadline: float | None = None) -> dict:
-    """Train one network for one joint; returns the result entry (params, network, weights, metrics, ...).
+    """Train one network for one joint; returns the result entry's JSON (params, network, weights, metrics, ...),
+    as fit.json holds it (see net_fit)."""
+    return net_fit(rec, joint, kind, train_ids, val_ids, opts, substeps, seed, progress, deadline).to_json()
+
+
+def net_fit(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids: list[int],
+            opts: NetOptions, substeps: int = 1, seed: int = 0,
+            progress: Callable[[float, str], None] | None = None, deadline: float | None = None) -> NetFit:
+    """Train one network for one joint; returns its typed result entry (params, network, weights, metrics, ...).
 
     `deadline` (a time.perf_counter() instant) bounds the training: past it, training stops with the best
     weights so far and the entry's training record says stopped_on "budget" (in the loop, the torque
@@ -781,39 +813,40 @@ def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val
     net.eval()
     val_names = {data.names[i] for i in val_ids}
     sims = simulate_segments(spec, net, data, substeps)
-    traj = trajectory_rows(data, sims, val_names)
-    entry = {
-        "family": kind,
-        "isaaclab_cfg": ISAACLAB_CFG[kind],
-        "joint_terms": [],
-        "params": {**spec.envelope(), **({"pos_scale": spec.pos_scale, "vel_scale": spec.vel_scale,
-                                          "torque_scale": spec.torque_scale} if kind == "mlp" else {})},
-        "network": spec.as_dict(),
-        "weights": weights_to_json(net),
-        "pos_error": POS_ERROR,
-        "training": training,
-        "metrics": split_metrics(traj, pool_metrics),
-        "loss": float(training.get("in_loop_validation_loss", training["validation_loss"])),
-        "intervals": {},
-        "correlation": {},
-        "warnings": warnings,
-        "n_params": count_parameters(net),
-        "assumptions": "closed loop: the load alone (no joint armature or friction; the net holds the actuator "
-                       "and whatever it learned of the joint's losses)",
-    }
+    entry = NetFit(
+        family=kind,
+        isaaclab_cfg=ISAACLAB_CFG[kind],
+        joint_terms=[],
+        params={**spec.envelope(), **({"pos_scale": spec.pos_scale, "vel_scale": spec.vel_scale,
+                                       "torque_scale": spec.torque_scale} if kind == "mlp" else {})},
+        network=spec.as_dict(),
+        weights=weights_to_json(net),
+        pos_error=POS_ERROR,
+        training=training,
+        metrics=trajectory_metrics(trajectory_rows(data, sims, val_names)),
+        loss=float(training.get("in_loop_validation_loss", training["validation_loss"])),
+        intervals={},
+        correlation={},
+        warnings=warnings,
+        n_params=count_parameters(net),
+        assumptions="closed loop: the load alone (no joint armature or friction; the net holds the actuator "
+                    "and whatever it learned of the joint's losses)",
+    )
     if has_tau:
         meas = joint_data(rec, joint, substeps, "measured", kp_ref)
         open_loop = simulate_segments(spec, net, meas, substeps, open_loop=True)
         taus = [t.numpy() for t in meas.torques()]
         rng = float(max(t.max() for t in taus) - min(t.min() for t in taus))
         rows = torque_rows(meas.names, [s["applied"] for s in open_loop], taus, val_names)
-        entry["torque_metrics"] = split_metrics(rows, lambda r: pool_torque(r, rng))
-        entry["torque_range"] = rng
+        entry = dataclasses.replace(entry, torque_metrics=split_metrics(rows, lambda r: pool_torque(r, rng)),
+                                    torque_range=rng)
     return entry
 
 
-def simulate_net(rec: Recording, joint: str, model: dict, decimation: int = 1) -> dict:
+def simulate_net(rec: Recording, joint: str, model: NetEntry | ModelFit, decimation: int = 1) -> dict:
     """Closed-loop traces of a fitted network on every segment of one joint, like api.simulate."""
+    if isinstance(model, ModelFit) and not isinstance(model, NetFit):
+        raise NetFitError(f"{model.family} is not a network")
     spec, net = network_from_result(model)
     data = joint_data(rec, joint, decimation, "none", spec.kp_ref)
     sims = simulate_segments(spec, net, data, decimation)
@@ -823,14 +856,15 @@ def simulate_net(rec: Recording, joint: str, model: dict, decimation: int = 1) -
 
 def fit_networks(rec: Recording, joints: list[str], kinds: list[str], train_ids: list[int], val_ids: list[int],
                  options: dict | None, substeps: int, seed: int, progress: ProgressFn | None,
-                 span: tuple[float, float] = (0.0, 1.0), deadline: float | None = None) -> dict[str, dict[str, dict]]:
+                 span: tuple[float, float] = (0.0, 1.0), deadline: float | None = None
+                 ) -> dict[str, dict[str, NetFit]]:
     """Every requested network kind for every joint: {joint: {kind: entry}}; progress within `span`; each net
     trains for 85 % of an equal share of the time left before `deadline` (perf_counter; the rest rolls it out
     for the metrics)."""
     opts = NetOptions.from_dict(options)
     for kind in kinds:
         assert kind in NET_FAMILIES, kind
-    out: dict[str, dict[str, dict]] = {j: {} for j in joints}
+    out: dict[str, dict[str, NetFit]] = {j: {} for j in joints}
     jobs = [(j, k) for j in joints for k in kinds]
     for n, (joint, kind) in enumerate(jobs):
         lo = span[0] + (span[1] - span[0]) * n / len(jobs)
@@ -844,7 +878,7 @@ def fit_networks(rec: Recording, joints: list[str], kinds: list[str], train_ids:
         if deadline is not None:
             now = time.perf_counter()
             share = now + 0.85 * max(deadline - now, 0.0) / (len(jobs) - n)
-        out[joint][kind] = fit_network(rec, joint, kind, train_ids, val_ids, opts, substeps, seed, sub, share)
+        out[joint][kind] = net_fit(rec, joint, kind, train_ids, val_ids, opts, substeps, seed, sub, share)
     return out
 
 
@@ -870,16 +904,16 @@ def check_request(rec: Recording, req: FitRequest) -> None:
               req.decimation)
 
 
-def _parametric_torque(rec: Recording, req: FitRequest, joint: str, fam_name: str, model: dict,
+def _parametric_torque(rec: Recording, req: FitRequest, joint: str, fam_name: str, model: ModelFit,
                        val_names: set[str]) -> tuple[list[dict], dict]:
     """Open-loop torque rows of a parametric model: the family's effort on the logged states (F_OPEN_LOOP)."""
     family = get_family(fam_name)
-    if model.get("joint_terms") is not None:
-        family = family.with_terms(tuple(model["joint_terms"]))
-    knots = None if model.get("table_positions") is None else np.asarray([model["table_positions"]])
+    if model.joint_terms is not None:
+        family = family.with_terms(tuple(model.joint_terms))
+    knots = None if model.table_positions is None else np.asarray([model.table_positions])
     batch = SegmentBatch.from_recording(rec, [joint], substeps=req.decimation, knots=knots,
                                         logged_gains=req.use_logged_gains)
-    cols = {n: np.array([[model["params"][n]]]) for n in family.params}
+    cols = {n: np.array([[model.params[n]]]) for n in family.params}
     tr = RolloutEngine(batch, req.device, effort_mode=req.effort_mode).traces(
         family, full_params(family, cols, (1, 1)), open_loop=True)
     j = rec.joint_index(joint)
@@ -896,39 +930,58 @@ def _parametric_torque(rec: Recording, req: FitRequest, joint: str, fam_name: st
     return rows, split_metrics(rows, lambda r: pool_torque(r, rng))
 
 
+def _position_error(m: ModelFit, split: str, metric: str) -> float | None:
+    """One pooled error of a fit on the train or validation segments, None where it has none."""
+    pooled = m.metrics.validation if split == "validation" else m.metrics.train
+    return None if pooled is None else getattr(pooled, metric)
+
+
+def _position_rmse(models: Mapping[str, ModelFit], split: str, family: str) -> float:
+    """A family's pooled position RMSE on the train or validation segments (inf where it has none), to rank by."""
+    err = _position_error(models[family], split, "position_rmse")
+    return math.inf if err is None else err
+
+
+def _torque_error(m: ModelFit, split: str) -> float | None:
+    """A fit's pooled open-loop torque RMSE on the train or validation segments, None where it has none."""
+    return ((m.torque_metrics or {}).get(split) or {}).get("torque_rmse")
+
+
+def _comparison(net: NetFit, parametric: ModelFit, split: str, has_tau: bool) -> dict:
+    """A net against the best parametric model on the same segments: closed loop and, with torque, open loop."""
+    return {
+        "parametric_family": parametric.family, "split": split,
+        **{metric: {"network": _position_error(net, split, metric),
+                    "parametric": _position_error(parametric, split, metric)}
+           for metric in ("position_rmse", "velocity_rmse")},
+        **({"torque_rmse": {"network": _torque_error(net, split), "parametric": _torque_error(parametric, split)}}
+           if has_tau else {}),
+    }
+
+
 def add_networks(rec: Recording, req: FitRequest, joints: list[str], train_ids: list[int], val_ids: list[int],
-                 per_joint: dict[str, dict], progress: ProgressFn | None, deadline: float | None = None) -> bool:
-    """Fit the requested nets into per_joint[j]["models"], each compared with the best parametric model on the
-    same validation segments: closed loop (position) and, with measured torque, open loop (torque). Training
-    ends by `deadline` (perf_counter; the fit's budget.seconds); returns whether that cut any net short."""
+                 fits: dict[str, dict[str, ModelFit]], progress: ProgressFn | None,
+                 deadline: float | None = None) -> bool:
+    """Fit the requested nets into fits[joint] (family → fit), each compared with the best parametric model on
+    the same validation segments: closed loop (position) and, with measured torque, open loop (torque), which
+    the parametric fits then carry too. Training ends by `deadline` (perf_counter; the fit's budget.seconds);
+    returns whether that cut any net short."""
     kinds = [m for m in req.families if m in NET_FAMILIES]
     start = 1 - len(kinds) / len(req.families)
     fitted = fit_networks(rec, joints, kinds, train_ids, val_ids, req.networks, req.decimation, req.seed,
                           progress, (start, 0.99), deadline)
     val_names = {rec.segments[i].name for i in val_ids}
     has_tau = all(s.tau is not None for s in rec.segments)
+    split = "validation" if val_ids else "train"
     for joint in joints:
-        models = per_joint[joint]["models"]
+        models = fits[joint]
         parametric = [f for f in models if f not in NET_FAMILIES]
         if has_tau:
             for f in parametric:
-                models[f]["torque_metrics"] = _parametric_torque(rec, req, joint, f, models[f], val_names)[1]
-        split = "validation" if val_ids else "train"
-        best = min(parametric, key=lambda f: (models[f]["metrics"].get(split) or {}).get("position_rmse", math.inf),
-                   default=None)
+                models[f] = dataclasses.replace(models[f], torque_metrics=_parametric_torque(
+                    rec, req, joint, f, models[f], val_names)[1])
+        best = min(parametric, key=partial(_position_rmse, models, split), default=None)
         for kind, entry in fitted[joint].items():
-            models[kind] = entry
-            if best is None:
-                continue
-            pick = lambda m, key, metric, split=split: ((m.get(key) or {}).get(split) or {}).get(metric)  # noqa: E731
-            entry["comparison"] = {
-                "parametric_family": best, "split": split,
-                "position_rmse": {"network": pick(entry, "metrics", "position_rmse"),
-                                  "parametric": pick(models[best], "metrics", "position_rmse")},
-                "velocity_rmse": {"network": pick(entry, "metrics", "velocity_rmse"),
-                                  "parametric": pick(models[best], "metrics", "velocity_rmse")},
-                **({"torque_rmse": {"network": pick(entry, "torque_metrics", "torque_rmse"),
-                                    "parametric": pick(models[best], "torque_metrics", "torque_rmse")}}
-                   if has_tau else {}),
-            }
-    return any(e["training"]["stopped_on"] == "budget" for kinds_ in fitted.values() for e in kinds_.values())
+            models[kind] = entry if best is None else dataclasses.replace(
+                entry, comparison=_comparison(entry, models[best], split, has_tau))
+    return any(e.training["stopped_on"] == "budget" for kinds_ in fitted.values() for e in kinds_.values())

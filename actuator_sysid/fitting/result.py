@@ -5,6 +5,11 @@ a stored result and `.to_json()` writes it back key for key, in the same order, 
 records unchanged. A key this version does not name (a field added later, or one an older version wrote) is
 kept in the record's `extra` and written back where it stood, so results stored by other versions still load.
 Values keep their JSON types (no float()/int() coercion), so the round trip is exact.
+
+The fit builds these records where it produces them (fitting/api.py, fitting/nets.py): a record built in code
+writes its fields in the order the fit has always written them (`JSON_ORDER`, else the declaration order) and
+leaves out the fields a fit writes only when they apply (`OMIT_UNSET`) while they are at their default, so
+`fit.json` reads the same as when the fit assembled the dict by hand.
 """
 
 from __future__ import annotations
@@ -64,12 +69,14 @@ _BOOKKEEPING = ("extra", "key_order")
 @dataclass(frozen=True, kw_only=True)
 class Record:
     """A JSON object with named fields: `extra` holds the keys this version does not name, `key_order` the
-    stored order of every key (empty for a record built in code, which writes all its fields)."""
+    stored order of every key (None for a record built in code, which writes the fields that apply)."""
 
     extra: Mapping[str, Json] = field(default_factory=dict, repr=False)
-    key_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    key_order: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     CODECS: ClassVar[dict[str, Codec]] = {}  # fields holding records; the others hold their JSON value as is
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset()  # written by a record built in code only when set
+    JSON_ORDER: ClassVar[tuple[str, ...]] = ()  # a built record's key order when it is not the declaration's
 
     @classmethod
     def _named(cls) -> dict[str, Any]:
@@ -81,7 +88,8 @@ class Record:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Json]) -> Self:
-        """The record of a stored JSON object; unnamed keys (and values of an unexpected type) go to `extra`."""
+        """The record of a stored JSON object; unnamed keys (and values of an unexpected type) go to `extra`. A
+        record-valued field the object lacks reads as an empty stored record (it `has` no key)."""
         named = cls._named()
         kw: dict[str, Any] = {}
         extra: dict[str, Json] = {}
@@ -94,16 +102,24 @@ class Record:
                 kw[k] = codec.decode(v) if codec is not None else v
             except _Mismatch:
                 extra[k] = v
+        for k, default in named.items():
+            if k not in kw and isinstance(default, Record):
+                kw[k] = type(default).from_json({})
         return cls(**kw, extra=extra, key_order=tuple(doc))
+
+    def _built_keys(self, named: dict[str, Any]) -> list[str]:
+        """The keys a record built in code writes: its fields in JSON_ORDER, less the unset OMIT_UNSET ones."""
+        order = [*self.JSON_ORDER, *(k for k in named if k not in self.JSON_ORDER)]
+        return [k for k in order if k not in self.OMIT_UNSET or getattr(self, k) != named[k]]
 
     def to_json(self) -> dict[str, Json]:
         """The JSON object: the stored keys in their order, then any named field set since (not at its default)."""
         named = self._named()
-        if self.key_order:
+        if self.key_order is not None:
             keys = [*self.key_order, *(k for k in named if k not in self.key_order
                                        and getattr(self, k) != named[k])]
         else:
-            keys = [*named, *(k for k in self.extra if k not in named)]
+            keys = [*self._built_keys(named), *(k for k in self.extra if k not in named)]
         out: dict[str, Json] = {}
         for k in keys:
             if k in self.extra:
@@ -116,11 +132,10 @@ class Record:
 
     def has(self, key: str) -> bool:
         """Whether the stored object had `key` (a field at its default may have been absent); for a record
-        built in code (or a default standing in for an absent object): whether it was set off its default."""
-        if self.key_order:
+        built in code: whether its JSON writes the key."""
+        if self.key_order is not None:
             return key in self.key_order
-        named = self._named()
-        return key in self.extra or (key in named and getattr(self, key) != named[key])
+        return key in self.extra or key in self._built_keys(self._named())
 
 
 # --- metrics -------------------------------------------------------------------------------------------------
@@ -133,8 +148,8 @@ class SplitMetrics(Record):
     position_rmse: float | None = None
     position_mae: float | None = None
     velocity_rmse: float | None = None
-    samples: int | None = None
     segments: int | None = None
+    samples: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,11 +157,11 @@ class SegmentMetrics(Record):
     """One segment's errors and the split it belongs to."""
 
     segment: str = ""
-    split: str = ""
     samples: int | None = None
     position_rmse: float | None = None
     position_mae: float | None = None
     velocity_rmse: float | None = None
+    split: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,6 +177,7 @@ class Metrics(Record):
     CODECS: ClassVar[dict[str, Codec]] = {"train": _optional(_record(SplitMetrics)),
                                           "validation": _optional(_record(SplitMetrics)),
                                           "segments": _list_of(_record(SegmentMetrics))}
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"folds", "folds_mean"})  # with cross-validation only
 
     def best(self) -> SplitMetrics | None:
         """The validation errors, else the training errors (a fit without validation segments); an empty
@@ -187,6 +203,8 @@ class Interval(Record):
     identified: bool = True
     reason: str | None = None
 
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"reason"})  # said only for a parameter not identified
+
 
 @dataclass(frozen=True, kw_only=True)
 class ModelFit(Record):
@@ -194,6 +212,7 @@ class ModelFit(Record):
     correlation, errors, the search that found them; `unidentified` / `given` once an export prepared it."""
 
     family: str = ""
+    added_for: list[str] | None = None  # a companion family: the requested families it was fitted for
     isaaclab_cfg: str | None = None
     joint_terms: list[str] | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -201,7 +220,6 @@ class ModelFit(Record):
     device_gains: Mapping[str, Json] | None = None
     tied: Mapping[str, str] | None = None
     voltage_servo: Mapping[str, Json] | None = None
-    added_for: list[str] | None = None
     metrics: Metrics = field(default_factory=Metrics)
     loss: float | None = None
     intervals: Mapping[str, Interval] = field(default_factory=dict)
@@ -210,10 +228,14 @@ class ModelFit(Record):
     n_params: int | None = None
     warm_start: Mapping[str, float] | None = None
     search: Mapping[str, Json] | None = None
+    torque_metrics: Mapping[str, Json] | None = None  # open-loop torque errors, beside a net on a torque log
     unidentified: Mapping[str, Mapping[str, Json]] | None = None
     given: Mapping[str, float] | None = None
 
     CODECS: ClassVar[dict[str, Codec]] = {"metrics": _record(Metrics), "intervals": _dict_of(_record(Interval))}
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({
+        "added_for", "table_positions", "device_gains", "tied", "voltage_servo", "warm_start", "search",
+        "torque_metrics", "unidentified", "given"})
 
     @property
     def is_network(self) -> bool:
@@ -229,10 +251,15 @@ class NetFit(ModelFit):
     weights: Mapping[str, Json] = field(default_factory=dict)
     pos_error: str | None = None
     training: Mapping[str, Json] = field(default_factory=dict)
-    torque_metrics: Mapping[str, Json] | None = None
     torque_range: float | None = None
     assumptions: str | None = None
     comparison: Mapping[str, Json] | None = None  # against the best parametric model on the same segments
+
+    OMIT_UNSET: ClassVar[frozenset[str]] = ModelFit.OMIT_UNSET | {"torque_range", "comparison"}
+    JSON_ORDER: ClassVar[tuple[str, ...]] = (
+        "family", "isaaclab_cfg", "joint_terms", "params", "network", "weights", "pos_error", "training",
+        "metrics", "loss", "intervals", "correlation", "warnings", "n_params", "assumptions", "torque_metrics",
+        "torque_range", "comparison")
 
     @property
     def is_network(self) -> bool:
@@ -267,13 +294,14 @@ class JointFit(Record):
     """Every family fitted for one joint, their ranking, the best one, the test-bench load and (device units)
     the best model's gain conversion."""
 
-    best_model: str = ""
     models: Mapping[str, ModelFit] = field(default_factory=dict)
-    ranking: tuple[RankRow, ...] = ()
     load: Mapping[str, Json] | None = None
+    ranking: tuple[RankRow, ...] = ()
+    best_model: str = ""
     device_gains: Mapping[str, Json] | None = None
 
     CODECS: ClassVar[dict[str, Codec]] = {"models": _dict_of(_MODEL), "ranking": _list_of(_record(RankRow))}
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"load", "device_gains"})
 
     @property
     def best(self) -> ModelFit:
@@ -297,6 +325,8 @@ class Split(Record):
     folds_by: str | None = None
     fold_names: list[str] | None = None
 
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"holdout", "folds", "folds_by", "fold_names"})
+
 
 @dataclass(frozen=True, kw_only=True)
 class Budget(Record):
@@ -317,9 +347,11 @@ class Assumptions(Record):
     delay_unit: str | None = None
     loss: str | None = None
     training_windows_s: float | None = None
-    gain_units: Mapping[str, str] | None = None
     logged_gains: bool = False
-    operating_point: Mapping[str, Json] | None = None
+    gain_units: Mapping[str, str] | None = None
+    operating_point: Mapping[str, Json] | None = None  # with gains or a supply that vary between segments
+
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"operating_point"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -352,11 +384,11 @@ class FitResult(Record):
     split: Split = field(default_factory=Split)
     budget: Budget | None = None
     assumptions: Assumptions = field(default_factory=Assumptions)
-    dataset: Mapping[str, Json] | None = None
     request: Mapping[str, Json] | None = None
+    dataset: Mapping[str, Json] | None = None
+    elapsed_s: float | None = None
     origin: Mapping[str, Json] | None = None
     verdict: Verdict | None = None
-    elapsed_s: float | None = None
     fit_id: str | None = None
     renamed: Mapping[str, str] | None = None
 
@@ -364,6 +396,7 @@ class FitResult(Record):
                                           "budget": _optional(_record(Budget)),
                                           "assumptions": _record(Assumptions),
                                           "verdict": _optional(_record(Verdict))}
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"budget", "origin", "verdict", "fit_id", "renamed"})
 
     def model(self, joint: str, family: str) -> ModelFit:
         """One joint's fit of one family."""
