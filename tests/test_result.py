@@ -189,3 +189,18 @@ def test_a_built_record_writes_only_the_fields_that_apply() -> None:
         "value": None, "estimate": 2.0, "std_relative": None, "interval95": None, "identified": False}
     assert set(Metrics().to_json()) == {"train", "validation", "segments"}
     assert set(Split(method="random", train=["a"], validation=["b"]).to_json()) == {"method", "train", "validation"}
+
+
+def test_the_verdict_is_built_as_records() -> None:
+    """fitting/verdict.py judges into Verdict and Check records; without the exports' validation the golden
+    fit's own checks come out as the stored verdict has them (the export checks aside)."""
+    from actuator_sysid.fitting.result import Check, Verdict
+    from actuator_sysid.fitting.verdict import fit_verdict, judge
+
+    doc = json.loads(GOLDEN.read_text())
+    rec = make_recording(segments=2, n=150, seed=0)  # the golden log (tests/test_golden.py write_log)
+    v = judge(doc, rec)
+    assert isinstance(v, Verdict) and v.checks and all(isinstance(c, Check) for c in v.checks)
+    assert [c.to_json() for c in v.checks if c.check != "exports_unchecked"] == [
+        c for c in doc["verdict"]["checks"] if not c["check"].startswith("export")]
+    assert fit_verdict(doc, rec) == v.to_json() and list(v.to_json()) == ["verdict", "reasons", "checks", "thresholds"]

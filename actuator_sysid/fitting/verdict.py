@@ -1,9 +1,10 @@
 """A verdict on every fit — good, usable or poor — with the reasons, so a bad result never looks like a good one.
 
-`fit_verdict(result, rec, validation)` judges the fit result (fitting/api.py), the log it was fitted to and the
+`judge(result, rec, validation)` judges the fit result (fitting/api.py), the log it was fitted to and the
 exports' validation (export/__init__.py `render_all`: findings and consumer replays). Each check gives a
 status — "ok", "usable" (caps the verdict at usable) or "poor" — and a sentence; the verdict is the worst
-status ("ok" reads "good"). Thresholds, per joint on its best model:
+status ("ok" reads "good"); it builds the Verdict and Check records of fitting/result.py, and `fit_verdict`
+is their JSON, as validation.json and the stored result hold it. Thresholds, per joint on its best model:
 
 - validation position RMSE against the motion's range (max q − min q over the log): ≤ 5 % ok, ≤ 15 % usable,
   beyond poor. An RMSE within 3× the position noise floor is ok whatever the range (the model explains all
@@ -25,11 +26,13 @@ status ("ok" reads "good"). Thresholds, per joint on its best model:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from ..datasets.recording import Recording
-from .result import FitResult, ModelFit, ResultLike, as_result
+from .result import Check, FitResult, ModelFit, ResultLike, Verdict, as_result
 
 RANGE_OK, RANGE_USABLE = 0.05, 0.15  # validation RMSE / motion range
 NOISE_OK = 3.0  # validation RMSE / noise floor σ_q at or below which the fit is at the noise floor
@@ -66,8 +69,8 @@ def log_stats(rec: Recording) -> dict[str, dict[str, float]]:
     return out
 
 
-def _check(out: list[dict], status: str, check: str, text: str) -> None:
-    out.append({"check": check, "status": status, "reason": text})
+def _check(out: list[Check], status: str, check: str, text: str) -> None:
+    out.append(Check(check=check, status=status, reason=text))
 
 
 def _validation_rmse(model: ModelFit | None) -> float | None:
@@ -76,7 +79,7 @@ def _validation_rmse(model: ModelFit | None) -> float | None:
     return float(x) if isinstance(x, int | float) and math.isfinite(x) else None
 
 
-def _motion_checks(out: list[dict], joint: str, st: dict[str, float] | None) -> None:
+def _motion_checks(out: list[Check], joint: str, st: dict[str, float] | None) -> None:
     """A joint that never moves, or whose positions are its commands, teaches nothing about its actuator."""
     if st is not None and st["range"] <= STILL_RAD:
         _check(out, "poor", "still", f"{joint}: the joint never moves in the log (range {st['range']:.3g} rad): "
@@ -86,7 +89,7 @@ def _motion_checks(out: list[dict], joint: str, st: dict[str, float] | None) -> 
                f"{st['tracking_max']:.3g} rad): this is a plan, not a recording of the actuator")
 
 
-def _error_checks(out: list[dict], joint: str, best: str, model: ModelFit | None, st: dict[str, float] | None,
+def _error_checks(out: list[Check], joint: str, best: str, model: ModelFit | None, st: dict[str, float] | None,
                   has_validation: bool) -> None:
     """The best model's validation position RMSE judged against the motion's range and the noise floor (or,
     without validation data, its training RMSE, said to be no validation error)."""
@@ -113,7 +116,7 @@ def _error_checks(out: list[dict], joint: str, best: str, model: ModelFit | None
                "(the log is not at hand to judge it against the motion's range and noise)")
 
 
-def _identifiability_checks(out: list[dict], joint: str, best: str, model: ModelFit | None) -> None:
+def _identifiability_checks(out: list[Check], joint: str, best: str, model: ModelFit | None) -> None:
     """Unidentified parameters of the best model: poor when they are half or more, else what exports do with
     them; limits the log never presses are said apart (ok: the consumer's default stands)."""
     intervals = model.intervals if model is not None else {}
@@ -135,9 +138,9 @@ def _identifiability_checks(out: list[dict], joint: str, best: str, model: Model
                ": exports leave them at the consumer's default (set the datasheet value with --set)")
 
 
-def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) -> list[dict]:
+def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) -> list[Check]:
     """The fit's own checks: validation data, search budget, and per joint motion, error and identifiability."""
-    out: list[dict] = []
+    out: list[Check] = []
     split = result.split
     if not split.validation and not split.folds:
         _check(out, "usable", "no_validation", "no validation segment: every error is measured on the data the "
@@ -155,8 +158,9 @@ def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) ->
     return out
 
 
-def _export_checks(validation: dict | None) -> list[dict]:
-    out: list[dict] = []
+def _export_checks(validation: dict | None) -> list[Check]:
+    """The exports' checks, from their validation document: replays that failed or stray, validation errors."""
+    out: list[Check] = []
     if validation is None:
         _check(out, "ok", "exports_unchecked", "the exports were not replayed here (see the fit's validation.json)")
         return out
@@ -180,19 +184,26 @@ def _export_checks(validation: dict | None) -> list[dict]:
     return out
 
 
-def fit_verdict(result: ResultLike, rec: Recording | None = None, validation: dict | None = None) -> dict:
-    """{"verdict": good|usable|poor, "reasons": [worst first], "checks": [{check, status, reason}]}."""
+def judge(result: ResultLike, rec: Recording | None = None, validation: dict | None = None) -> Verdict:
+    """good | usable | poor, the reasons worst first and every check (Verdict and Check records)."""
     stats = log_stats(rec) if rec is not None else None
     checks = _fit_checks(as_result(result), stats) + _export_checks(validation)
-    checks.sort(key=lambda c: -RANK[c["status"]])
-    worst = max((c["status"] for c in checks), key=RANK.__getitem__, default="ok")
-    return {"verdict": WORD[worst], "reasons": [c["reason"] for c in checks], "checks": checks,
-            "thresholds": {"range_ok": RANGE_OK, "range_usable": RANGE_USABLE, "noise_ok": NOISE_OK,
-                           "unidentified_poor": UNIDENTIFIED_POOR}}
+    checks.sort(key=lambda c: -RANK[c.status])
+    worst = max((c.status for c in checks), key=RANK.__getitem__, default="ok")
+    return Verdict(verdict=WORD[worst], reasons=[c.reason for c in checks], checks=tuple(checks),
+                   thresholds={"range_ok": RANGE_OK, "range_usable": RANGE_USABLE, "noise_ok": NOISE_OK,
+                               "unidentified_poor": UNIDENTIFIED_POOR})
 
 
-def all_passed(verdict: dict | None) -> bool:
+def fit_verdict(result: ResultLike, rec: Recording | None = None, validation: dict | None = None) -> dict:
+    """{"verdict": good|usable|poor, "reasons": [worst first], "checks": [{check, status, reason}]}: the JSON
+    of `judge`, as validation.json holds it."""
+    return judge(result, rec, validation).to_json()
+
+
+def all_passed(verdict: Verdict | Mapping[str, Any] | None) -> bool:
     """Whether every check passed: only then may a page say "passed"."""
     if not verdict:
         return False
-    return all(c["status"] == "ok" for c in verdict.get("checks", [])) and verdict.get("verdict") == "good"
+    v = verdict if isinstance(verdict, Verdict) else Verdict.from_json(verdict)
+    return all(c.status == "ok" for c in v.checks) and v.verdict == "good"
