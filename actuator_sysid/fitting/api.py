@@ -165,14 +165,15 @@ def _plan_run(rec: Recording, req: FitRequest, progress: ProgressFn | None) -> _
 
 
 def _search(run: _Run, engine: RolloutEngine, sc: LossScales, warm: list[dict[str, float]], family: Family,
-            space: SearchSpace, label: str, parent: list[tuple[dict[str, float], dict[str, float]]] | None = None
-            ) -> SearchResult:
+            space: SearchSpace, label: str, parent: list[tuple[dict[str, float], dict[str, float]]] | None = None,
+            rival: SearchResult | None = None) -> SearchResult:
     """CMA-ES then least squares on one training set, reporting progress; one budget unit.
 
     With `parent` (per joint: a nested family's optimum as the child's equivalent point, and the parent's
     own fitted values) the search starts from the parent's values with the new terms at their warm start,
     and has the equivalent point in its scan; it then needs a fraction of the generations and runs a
-    family searched from scratch does."""
+    family searched from scratch does. With `rival` (another start's search) a start whose first least squares
+    stays clearly worse on every joint (search.local_search) ends there, stopped_on "abandoned"."""
     req, clock, progress = run.req, run.clock, run.progress
     own = [{}] * len(warm) if parent is None else [p for _, p in parent]
     x0 = [np.array([p.get(n, w[n]) for n in space.names]) for w, p in zip(warm, own, strict=True)]
@@ -185,10 +186,15 @@ def _search(run: _Run, engine: RolloutEngine, sc: LossScales, warm: list[dict[st
                                       f"{'warm start' if parent is None else 'nested fit'}, "
                                       f"elapsed {_secs(clock.elapsed())}")
     t_local = time.perf_counter()
-    x0, before, after, n_local = local_search(engine, family, space, sc, x0,
-                                              req.refine_iterations if deadline is None else LOCAL_BUDGET)
+    solved = local_search(engine, family, space, sc, x0, req.refine_iterations if deadline is None else LOCAL_BUDGET,
+                          rival)
+    x0, before, after, n_local = solved.best, solved.before, solved.after, solved.evaluations
     local = {"loss_before": before.tolist(), "loss_after": after.tolist(), "evaluations": n_local,
              "seconds": round(time.perf_counter() - t_local, 3)}
+    if solved.abandoned:
+        clock.done += 1
+        return SearchResult(x0, after, [[float(a)] for a in after], n_local, 0, [0] * len(x0),
+                            stopped_on="abandoned", local=local)
 
     def on_gen(g: int, best: np.ndarray) -> None:
         if progress:
@@ -258,8 +264,10 @@ def _fit_family(run: _Run, fam_name: str,
     tried = {started: float(np.sum(res.best_loss))}
     if parent is not None and _searched_twice(req, fam_name, run.parametric):
         # a rich friction family also searches from the warm start: the nested optimum can hold it in the
-        # parent's basin. The lower TRAINING loss wins (validation never chooses)
-        alt = _search(run, engine, scales, x_warm, family, space, f"{fam_name} from the warm start")
+        # parent's basin. The lower TRAINING loss wins (validation never chooses); a warm start clearly worse
+        # than the nested fit after a few least-squares iterations is abandoned there (its loss then is listed)
+        alt = _search(run, engine, scales, x_warm, family, space, f"{fam_name} from the warm start",
+                      rival=res)
         tried["warm start"] = float(np.sum(alt.best_loss))
         if tried["warm start"] < tried[started]:
             res, started = alt, "warm start"
