@@ -10,7 +10,7 @@ that measurement noise alone is not.
 from __future__ import annotations
 
 import math
-from html import escape
+from html import unescape
 from pathlib import Path
 
 import isaaclab_logs as il
@@ -183,7 +183,7 @@ def test_report_shows_what_the_residual_shows() -> None:
     assert findings and not {"noise", "unexplained"} & set(kinds(findings)), [f["sentence"] for f in findings]
     check_shape(findings)
     for k, f in enumerate(findings):
-        assert escape(f["sentence"]) in html and f'id="plot-0-diag-{k}"' in html
+        assert f["sentence"] in unescape(html) and f'id="plot-0-diag-{k}"' in html
     # the noise-only log gets its one "no structure" line in the report too
     rec = measured(TRUTH)
     params = {k: TRUTH[k] for k in ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit",

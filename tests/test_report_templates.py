@@ -61,10 +61,10 @@ def test_the_report_header_names_the_families_under_either_request_spelling() ->
     for key in ("families", "models"):
         row = _row("succeeded", request={key: ["dcmotor", "ideal_pd"], "generations": 3, "population": 8, "seed": 0})
         page = report.render_report(row, GOLDEN, None)
-        assert "<tr><th>models</th><td>dcmotor, ideal_pd</td></tr>" in page, key
+        assert "<tr><th>families</th><td>dcmotor, ideal_pd</td></tr>" in page, key
         assert "<tr><th>budget</th><td>3 generations × 8</td></tr>" in page, key
         cmp = pages.render_compare(({**row, "result": GOLDEN}, None), ({**row, "result": GOLDEN}, None))
-        assert cmp.count("<tr><th>models</th><td>dcmotor, ideal_pd</td></tr>") == 2, key
+        assert cmp.count("<tr><th>families</th><td>dcmotor, ideal_pd</td></tr>") == 2, key
 
 
 def test_a_standalone_report_inlines_plotly_and_the_served_one_links_it() -> None:
