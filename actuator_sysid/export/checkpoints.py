@@ -133,7 +133,7 @@ def _consumer_check(model: NetEntry, fmt: str) -> None:
 def _module(model: NetEntry) -> tuple[torch.nn.Module, str]:
     from ..fitting.nets import network_from_result
 
-    spec, net = network_from_result(as_net(model).to_json())
+    spec, net = network_from_result(as_net(model))
     return net.eval(), spec.kind
 
 

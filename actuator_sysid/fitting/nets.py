@@ -833,14 +833,20 @@ def net_fit(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids
                     "and whatever it learned of the joint's losses)",
     )
     if has_tau:
-        meas = joint_data(rec, joint, substeps, "measured", kp_ref)
-        open_loop = simulate_segments(spec, net, meas, substeps, open_loop=True)
-        taus = [t.numpy() for t in meas.torques()]
-        rng = float(max(t.max() for t in taus) - min(t.min() for t in taus))
-        rows = torque_rows(meas.names, [s["applied"] for s in open_loop], taus, val_names)
-        entry = dataclasses.replace(entry, torque_metrics=split_metrics(rows, lambda r: pool_torque(r, rng)),
-                                    torque_range=rng)
+        torque_metrics, rng = _open_loop_torque(rec, joint, spec, net, substeps, val_names)
+        entry = dataclasses.replace(entry, torque_metrics=torque_metrics, torque_range=rng)
     return entry
+
+
+def _open_loop_torque(rec: Recording, joint: str, spec: NetSpec, net: torch.nn.Module, substeps: int,
+                      val_names: set[str]) -> tuple[dict, float]:
+    """A net's open-loop torque errors (fed the logged states) against the measured torque, and its range."""
+    meas = joint_data(rec, joint, substeps, "measured", spec.kp_ref)
+    open_loop = simulate_segments(spec, net, meas, substeps, open_loop=True)
+    taus = [t.numpy() for t in meas.torques()]
+    rng = float(max(t.max() for t in taus) - min(t.min() for t in taus))
+    rows = torque_rows(meas.names, [s["applied"] for s in open_loop], taus, val_names)
+    return split_metrics(rows, lambda r: pool_torque(r, rng)), rng
 
 
 def simulate_net(rec: Recording, joint: str, model: NetEntry | ModelFit, decimation: int = 1) -> dict:
