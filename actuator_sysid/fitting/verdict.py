@@ -15,7 +15,7 @@ is their JSON, as validation.json and the stored result hold it. Thresholds, per
   ≤ 1e-9 rad: a plan, not a recording): poor.
 - no validation segment (the error is measured on the data fitted): usable; with folds, the folds' pooled
   validation counts.
-- a search stopped by its time budget (`result["budget"]["stopped_on_budget"]`): usable.
+- a search stopped by its time budget (`result.budget.stopped_on_budget`): usable.
 - unidentified parameters (the intervals' `identified` flags): half or more of the best model's parameters
   unidentified: poor; any other than a limit the log never presses: usable. A never-pressed limit is named
   (exports leave it at the consumer's default) but does not lower the verdict: the fit does not depend on it.
