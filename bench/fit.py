@@ -212,7 +212,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--baseline-seconds", type=float, default=120.0)
     args = ap.parse_args()
-    out: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count()}}
+    out: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                             "load_average_before": [round(x, 2) for x in os.getloadavg()]}}
 
     rec = make_recording("dcmotor")
     for s in rec.segments:
@@ -229,6 +230,9 @@ def main() -> None:
         "all_families_s": round(t_all, 2), "families": list(FAMILIES),
         "best_model": res_all["joints"]["hinge"]["best_model"],
         "per_family_s": {f: m["search"].get("seconds") for f, m in res_all["joints"]["hinge"]["models"].items()},
+        # training loss of each start a family searched from (a second start abandoned early: its loss then)
+        "starts": {f: m["search"]["starts"] for f, m in res_all["joints"]["hinge"]["models"].items()
+                   if len(m["search"]["starts"]) > 1},
         "dcmotor_worst_param_error": round(max(abs(one["params"][k] / v - 1) for k, v in TRUTH_DCMOTOR.items()), 5),
         "targets_s": {"dcmotor": 5, "all_families": 20},
     }
@@ -275,6 +279,7 @@ def main() -> None:
         "speedup_to_same_validation_loss": round(base_t / ours_t, 1) if base_t and ours_t else None,
         "target_speedup": 50,
     }
+    out["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=2))
 
 
