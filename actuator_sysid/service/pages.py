@@ -17,6 +17,7 @@ import numpy as np
 from markupsafe import Markup
 
 from ..files import json_safe
+from ..fitting.result import FitResult, as_result
 from ..models import parameters
 from .templating import fmt_num as fmt_num  # re-exported: robots.py and the tests format cells with it
 from .templating import macro, num_text, render
@@ -229,16 +230,20 @@ def render_dataset(d: dict, rec: Any, fits: list[dict], families: list[str], def
                   meta=json.dumps(d.get("metadata") or {}, indent=1), **_form(families, defaults))
 
 
+def _typed(result: dict | None) -> FitResult | None:
+    """A stored actuator fit's result as records; None for no result or a whole-robot fit (its own shape)."""
+    return None if not result or result.get("kind") == "robot" else as_result(result)
+
+
 def _best_params(result: dict | None) -> dict[tuple[str, str], tuple[str, Any, list[float] | None]]:
     """(joint, parameter) → (best family, value, its 95 % interval where identified)."""
     out = {}
-    for joint, jr in ((result or {}).get("joints") or {}).items():
-        best = jr.get("best_model")
-        model = (jr.get("models") or {}).get(best) or {}
-        for name, value in (model.get("params") or {}).items():
-            iv = (model.get("intervals") or {}).get(name) or {}
-            band = iv.get("interval95") if iv.get("identified", True) else None
-            out[(joint, name)] = (best, value, band)
+    for joint, jr in (r.joints.items() if (r := _typed(result)) else ()):
+        model = jr.models.get(jr.best_model) if jr.best_model else None
+        for name, value in (model.params.items() if model else ()):
+            iv = model.intervals.get(name) if model else None
+            band = iv.interval95 if iv is not None and iv.identified else None
+            out[(joint, name)] = (jr.best_model, value, band)
     return out
 
 
@@ -246,9 +251,10 @@ def _validation_errors(fa: dict, fb: dict) -> list[tuple[str, dict, dict]]:
     """Each joint's validation errors (position RMSE / MAE) of the best model: (joint, A's, B's)."""
     def errs(f: dict) -> dict[str, dict]:
         out = {}
-        for joint, jr in (((f.get("result") or {}).get("joints")) or {}).items():
-            m = ((jr.get("models") or {}).get(jr.get("best_model")) or {}).get("metrics") or {}
-            out[joint] = m.get("validation") or {}
+        for joint, jr in (r.joints.items() if (r := _typed(f.get("result"))) else ()):
+            model = jr.models.get(jr.best_model) if jr.best_model else None
+            val = model.metrics.validation if model else None
+            out[joint] = val.to_json() if val is not None else {}
         return out
     ea, eb = errs(fa), errs(fb)
     return [(j, ea.get(j, {}), eb.get(j, {})) for j in sorted(set(ea) | set(eb))]
