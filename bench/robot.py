@@ -199,6 +199,10 @@ def summary_ours(res: dict, wall: float) -> dict:
             "model_defaults_rmse": v["model_defaults_rmse"], "wall_s": round(wall, 1),
             "delay_steps": res["delay_steps"], "jacobians": res["training"]["jacobians"],
             "stopped_on": res["training"]["stopped_on"], "world_steps_per_s": round(res["world_steps_per_s"], 1),
+            "training_rmse": res["training"]["rmse"],
+            "search": {k: res["training"][k] for k in ("search", "decoupled_jacobians", "coupled_batches",
+                                                       "refinement_rounds", "delay_decoupled_rmse",
+                                                       "delay_coupled_rmse") if k in res["training"]},
             "groups": {g: {k: e[k] for k in ("armature", "viscous_friction", "friction", "stiffness", "damping")}
                        for g, e in res["groups"].items()},
             "encoder_bias": res["encoder_bias"]}

@@ -326,8 +326,36 @@ def test_cli_fit_robot_writes_the_exports_with_their_replays(go2_case: dict, tmp
     assert {p.name for p in out.iterdir()} >= {"fit.json", "isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"}
     fit = json.loads((out / "fit.json").read_text())
     rep = fit["replays"]
-    assert rep["ours"]["rmse"] == pytest.approx(fit["validation"]["rmse"], rel=0.05)  # the fit's own replay
+    # the exports' replays (and ours beside them) start the delay line at the split, as the consumers do; the
+    # fit's validation has the log's commands from before the split in it (measured 0.00038 against 0.00016 rad
+    # with this fit): the fit's own replay from the split without that history is the export's "ours"
+    assert rep["ours"]["rmse"] == pytest.approx(_fit_replay_from_split(fit, log, out), rel=1e-3)
+    assert fit["validation"]["rmse"] <= rep["ours"]["rmse"]  # the command history can only help a fit this close
     for name, c in rep["consumers"].items():
         assert c["status"] == "ok" and c["within_tolerance"], (name, c)
     lab = json.loads((out / "isaaclab.json").read_text())
     assert lab["sim"]["decimation"] == DEC and set(lab["actuators"]) == set(TRUTH)
+
+
+def _fit_replay_from_split(fit: dict, log: Path, out: Path) -> float:
+    """fit.json's values replayed by the fit's own coupled replay (fitting/robot.py replay_coupled) from the
+    split, every command before the split replaced by the split's (an empty delay line): position RMSE."""
+    from actuator_sysid.datasets.readers import read_paths
+    from actuator_sysid.datasets.sources import ReadOptions
+    from actuator_sysid.fitting.robot import replay_coupled
+
+    robot = load_robot(GO2_XML)
+    seg = read_paths([log], None, ReadOptions(joint_names=list(robot.joint_names))).segments[0]
+    split, j = fit["validation"]["split_sample"], len(robot.joint_names)
+    vals = {k: np.zeros((1, j)) for k in ("armature", "viscous_friction", "friction", "stiffness", "damping", "bias")}
+    for e in fit["groups"].values():
+        for n in e["joints"]:
+            k = robot.joint_names.index(n)
+            for t in ("armature", "viscous_friction", "friction", "stiffness", "damping"):
+                vals[t][0, k] = e[t]
+    vals["bias"][0] = [fit["encoder_bias"][n] for n in robot.joint_names]
+    cmd, cmd_qd = seg.q_des.copy(), seg.qd_des.copy()
+    cmd[:split], cmd_qd[:split] = cmd[split], cmd_qd[split]
+    effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
+    (q, _), = replay_coupled(robot, [vals], [fit["delay_steps"]], seg.q, seg.qd, cmd, cmd_qd, split, DEC, DT, effort)
+    return float(np.sqrt(np.mean((q - seg.q[split:]) ** 2)))

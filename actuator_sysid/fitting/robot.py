@@ -4,11 +4,18 @@ Joints are grouped by regex as Isaac Lab's `joint_names_expr` (per joint by defa
 armature, a viscous damping and a frictionloss (and PD gains when the log does not state them), optionally a
 DC-motor envelope (`dc_motor=True`: saturation effort, velocity limit, max motor effort — Newton's
 ClampingDCMotor, Isaac Lab's DCMotor clip, docs/consumer-semantics.md §A.4 / §C.2), each joint an encoder bias;
-the command delay is one integer for the robot, scanned over physics steps. The search is scipy's trust-region
-least squares on batched coupled rollouts (models/articulated.py): training windows restart from the measured
-state, and the finite-difference Jacobian perturbs parameters that cannot load each other (joints in different
-coupling components, e.g. two legs on a fixed base) in the same candidate, which is exact. The envelope starts
-from a coarse scan scaled by the PD effort the log demands. A single-segment log is split in time: the last
+the command delay is one integer for the robot, over physics steps 0..max_delay. Training windows restart from
+the measured state. The search (search="decoupled", the default) fits, at every candidate delay at once, each
+joint's own 1-DoF rollout with the joint-space inertia and the coupling and gravity efforts Newton computes along
+the measured motion (models/articulated.py DecoupledRollout) by Levenberg–Marquardt; the delays that decoupled
+training loss ranks first (and any it cannot tell apart) are rolled out coupled, the two best refined by output
+space mapping (the decoupled fit plus the coupled rollouts' own mismatch, one coupled batch a round) while a
+Gauss-Newton step promises a gain, and by coupled least squares when that stalls; the lower coupled training loss
+picks the delay. search="coupled" is the former path: scipy's trust-region least squares on batched coupled
+rollouts, the delay scanned at fixed parameters before and after. Either way the finite-difference Jacobian
+perturbs parameters that cannot load each other (joints in different coupling components, e.g. two legs on a
+fixed base) in the same candidate, which is exact, and every reported figure comes from coupled rollouts. The
+envelope starts from the equation-error regression, or a coarse scan scaled by the PD effort the log demands. A single-segment log is split in time: the last
 `validation_fraction` is replayed from the measured state at the split, and that replay gives the reported
 error, beside the model file's own joint terms on the same split.
 
@@ -24,8 +31,9 @@ The result (`fit_robot`, JSON-ready; SI units):
   `delay_steps` (physics steps), `delay` (how it was found), `sim` {`dt` physics step s, `decimation`};
 - `validation` {`split` "time", `split_sample`, `split_time_s`, `fraction`, `rmse`, `per_joint_rmse`,
   `model_defaults_rmse`, `model_defaults_per_joint_rmse`, `model_defaults`, `replay`};
-- `training` {windows, window_s, jacobians, fd_candidates_per_jacobian, stopped_on, initial_rmse, rmse,
-  search_s, start}; `wall_s`, `world_steps`, `world_steps_per_s`; `assumptions` [text].
+- `training` {windows, window_s, search, jacobians (coupled), fd_candidates_per_jacobian, stopped_on,
+  initial_rmse, rmse (coupled), search_s, start; decoupled path: decoupled_jacobians, coupled_batches,
+  refinement_rounds, delay_decoupled_rmse, delay_coupled_rmse}; `wall_s`, `world_steps`, `world_steps_per_s`; `assumptions` [text].
 `isaaclab_dict(result)` turns it into the whole-robot `actuators={...}` dict of an ArticulationCfg.
 """
 
@@ -44,7 +52,13 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from ..datasets.recording import Recording
-from ..models.articulated import ArticulatedRollout, JointTerms, inverse_dynamics, physics_targets
+from ..models.articulated import (
+    ArticulatedRollout,
+    DecoupledRollout,
+    JointTerms,
+    inverse_dynamics,
+    physics_targets,
+)
 from ..models.robot import RobotError, RobotModel, map_joints
 
 log = logging.getLogger(__name__)
@@ -59,6 +73,11 @@ BIAS_BOUND = 0.3
 BIAS_UNIT = 0.01  # the search sees the bias in centiradians so every variable is O(1)
 FD_STEP = {"log": 0.02, "bias": 0.1}
 SCAN_WINDOWS = 4
+LM_TOL = 1e-3  # the decoupled least squares stops once no problem's loss falls by this share in an iteration
+STEPS = (0.5, 1.0, 2.0)  # the coupled refinement tries these multiples of each space-mapping step
+DELAY_TIE = 0.05  # delays whose decoupled training loss is within this share of the best are all rolled out coupled
+SLOW = 0.5  # a refinement round that lowers the coupled loss by less than half hands over to coupled least squares
+MIN_GAIN = 0.005  # no coupled refinement round when a Gauss-Newton step would lower the coupled RMS less
 # the envelope's start scan, per group: max motor effort × the largest PD effort the log demands, saturation
 # effort × that, velocity limit × the fastest logged speed
 ENVELOPE_GRID = {"effort": (0.15, 0.25, 0.4, 0.6, 0.9), "ratio": (1.2, 2.0, 4.0), "speed": (1.2, 2.0, 4.0)}
@@ -82,7 +101,8 @@ class RobotFitOptions:
     max_delay: int = 8
     kp: float | None = None  # N·m/rad; None: the log's segment metadata, else fitted per group
     kd: float | None = None
-    max_iterations: int = 12  # least-squares Jacobian evaluations
+    max_iterations: int = 12  # least-squares Jacobian evaluations (coupled search), refinement rounds (decoupled)
+    search: str = "decoupled"  # "decoupled": each joint's own rollout, then a coupled refinement; "coupled"
     budget_s: float | None = None  # wall-clock cap on the search (the validation replay always runs)
     device: str = "cpu"
     progress: Callable[[str], None] | None = None
@@ -100,6 +120,7 @@ class _Problem:
     kp: np.ndarray | None  # (J,) known gains, or None
     kd: np.ndarray | None
     effort_limit: np.ndarray
+    component: np.ndarray  # (J,) the robot's coupling component of each joint
     var_names: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -273,6 +294,207 @@ class _Evaluator:
         return np.nan_to_num(r.transpose(0, 3, 1, 2).reshape(x.shape[0], len(self.prob.names), -1), nan=1.0)
 
 
+class _DecoupledEvaluator:
+    """_Evaluator's interface on the fast path: each joint's own 1-DoF rollout along the measured motion
+    (models/articulated.py DecoupledRollout). It steers the search; no reported figure comes from it."""
+
+    def __init__(self, robot: RobotModel, prob: _Problem, data: _Data, starts: np.ndarray, decimation: int,
+                 bias0: np.ndarray):
+        self.prob, self.data, self.starts, self.dec = prob, data, starts, decimation
+        self.roll = DecoupledRollout(robot, data.q, data.qd, data.cmd, data.cmd_qd, data.split, data.dt * decimation,
+                                     bias0)
+        self.calls = 0
+
+    def residuals(self, x: np.ndarray, delays: np.ndarray) -> np.ndarray:
+        """(C, J, windows·length) simulated minus measured positions, as _Evaluator.residuals."""
+        v = self.prob.joint_values(x)
+        c, j = x.shape[0], len(self.prob.names)
+        par = np.stack([v["stiffness"], v["damping"], v["armature"], v["viscous_friction"], v["friction"], v["bias"],
+                        np.broadcast_to(self.prob.effort_limit, (c, j)), v["saturation_effort"], v["velocity_limit"],
+                        v["effort_limit"]], axis=2)
+        r = self.roll.run(par, np.asarray(delays), self.starts, self.data.length, self.dec, self.data.dt)
+        self.calls += 1
+        return np.nan_to_num(r.transpose(0, 3, 1, 2).reshape(c, j, -1), nan=1.0, posinf=1.0, neginf=-1.0)
+
+
+def _decoupled_colors(prob: _Problem) -> tuple[list[list[int]], list[np.ndarray]]:
+    """Variables perturbed together in the decoupled Jacobian, and each variable's joints: a group term moves
+    only its group's joints there; an encoder bias moves every joint of its coupling component (gravity at the
+    true angle; joints in different components never load each other)."""
+    comps = prob.component
+    rows = [idx if not vn.endswith(".bias") else np.flatnonzero(np.isin(comps, comps[idx]))
+            for vn, idx in zip(prob.var_names, prob.var_joints(), strict=True)]
+    return _color([set(int(k) for k in r) for r in rows]), rows
+
+
+def _decoupled_jacobian(dev: _DecoupledEvaluator, x: np.ndarray, delays: np.ndarray, r0: np.ndarray) -> np.ndarray:
+    """(P, N, d) coloured forward-difference Jacobians of the decoupled residuals at x (P, d), r0 (P, J, S) there."""
+    prob = dev.prob
+    p, d = x.shape
+    _, hi = prob.bounds()
+    colors, rows = _decoupled_colors(prob)
+    hs = np.zeros((len(colors), d))
+    for ci, members in enumerate(colors):
+        hs[ci, members] = prob.steps()[members]
+    hs = np.where(x[:, None, :] + hs[None] <= hi, hs[None], -hs[None])  # (P, colours, d)
+    rc = dev.residuals((x[:, None, :] + hs).reshape(-1, d), np.repeat(delays, len(colors)))
+    rc = rc.reshape(p, len(colors), *r0.shape[1:])
+    jt = np.zeros((p, d, *r0.shape[1:]))
+    for ci, members in enumerate(colors):
+        diff = rc[:, ci] - r0
+        for v in members:
+            jt[:, v, rows[v]] = diff[:, rows[v]] / hs[:, ci, v][:, None, None]
+    return jt.reshape(p, d, -1).transpose(0, 2, 1)
+
+
+def _decoupled_lm(dev: _DecoupledEvaluator, xs: np.ndarray, delays: np.ndarray, iterations: int,
+                  offset: np.ndarray | None = None, prune: tuple[int, float] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Levenberg–Marquardt on the decoupled residuals (+ `offset`, (P, N)), one problem per row of xs with its own
+    delay, in lockstep: per iteration one batch for the coloured forward-difference Jacobians of the problems
+    still moving and one for four damping trials each. `prune` (n, f): after n iterations, problems whose loss
+    is above f × the best stop (a delay that cannot win). Returns the points, their losses (RMS) and the number
+    of Jacobian batches."""
+    prob = dev.prob
+    p, d = xs.shape
+    lo, hi = prob.bounds()
+    nj = len(prob.names)
+    off = np.zeros((p, nj, 1)) if offset is None else offset.reshape(p, nj, -1)
+    x = xs.copy()
+    r0 = dev.residuals(x, delays) + off
+    loss = np.sqrt(np.mean(r0 ** 2, axis=(1, 2)))
+    lam = np.full(p, 1e-3)
+    done = np.zeros(p, bool)
+    trials = np.array([0.1, 1.0, 10.0, 100.0])
+    jacobians = 0
+    for it in range(iterations):
+        if prune is not None and it == prune[0]:
+            done |= loss > prune[1] * loss.min()
+        act = np.flatnonzero(~done)
+        if act.size == 0:
+            break
+        jm = _decoupled_jacobian(dev, x[act], delays[act], r0[act])
+        jacobians += 1
+        a = np.einsum("pnd,pne->pde", jm, jm)
+        g = np.einsum("pnd,pn->pd", jm, r0[act].reshape(act.size, -1))
+        diag = np.einsum("pdd->pd", a) + 1e-12
+        cand = np.zeros((act.size, trials.size, d))
+        for ti, t in enumerate(trials):
+            m = a + (lam[act, None] * t * diag)[:, :, None] * np.eye(d)[None]
+            cand[:, ti] = np.clip(x[act] - np.linalg.solve(m, g[..., None])[..., 0], lo, hi)
+        rt = dev.residuals(cand.reshape(-1, d), np.repeat(delays[act], trials.size)).reshape(
+            act.size, trials.size, nj, -1) + off[act][:, None]
+        lt = np.sqrt(np.mean(rt ** 2, axis=(2, 3)))  # (active, trials)
+        for i, k in enumerate(act):
+            b_ = int(np.argmin(lt[i]))
+            if lt[i, b_] < loss[k]:
+                done[k] = lt[i, b_] > (1.0 - LM_TOL) * loss[k]
+                x[k], loss[k], r0[k] = cand[i, b_], lt[i, b_], rt[i, b_]
+                lam[k] = max(lam[k] * trials[b_] / 3.0, 1e-7)
+            else:
+                lam[k] = min(lam[k] * 1e3, 1e6)
+                done[k] = lam[k] >= 1e6
+    return x, loss, jacobians
+
+
+def _predicted_gain(jm: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """(P,) the share by which a Gauss-Newton step on Jacobians jm (P, N, d) would lower the RMS of r (P, N):
+    1 − |r − P r| / |r|, P the projection onto each Jacobian's range."""
+    out = np.zeros(r.shape[0])
+    for k in range(r.shape[0]):
+        step = np.linalg.lstsq(jm[k], r[k], rcond=None)[0]
+        out[k] = 1.0 - np.linalg.norm(r[k] - jm[k] @ step) / max(float(np.linalg.norm(r[k])), 1e-300)
+    return out
+
+
+def _refine_coupled(ev: _Evaluator, dev: _DecoupledEvaluator, xs: np.ndarray, delays: np.ndarray,
+                    rc: np.ndarray, rounds: int, spent: Callable[[], bool], say: Callable[[str], None]
+                    ) -> tuple[np.ndarray, int, dict[int, float], dict[str, int]]:
+    """Coupled refinement at a few delays at once (output space mapping): each round fits the decoupled model
+    plus the coupled rollouts' own mismatch at the current point, then one coupled batch tries the full and the
+    half step of every problem; a problem keeps its better point. rc: coupled residuals at xs (P, J, S).
+    Returns the best point, its delay, the final coupled training RMSE at each delay, and the statistics."""
+    p = xs.shape[0]
+    x, r = xs.copy(), rc.copy()
+    loss = np.sqrt(np.mean(r ** 2, axis=(1, 2)))
+    stats = {"coupled_batches": 0, "decoupled_jacobians": 0, "rounds": 0, "stalled": 0}
+    final: dict[int, float] = {}
+    for _ in range(rounds):
+        rd = dev.residuals(x, delays)
+        delta = r - rd
+        gain = _predicted_gain(_decoupled_jacobian(dev, x, delays, rd), r.reshape(p, -1))
+        stats["decoupled_jacobians"] += 1
+        say("coupled refinement: a Gauss-Newton step on the decoupled Jacobian would lower the coupled training "
+            "RMSE by " + ", ".join(f"{g_:.2%}" for g_ in gain))
+        if spent() or np.all(gain < MIN_GAIN):  # the decoupled optimum is the coupled one, to that share
+            break
+        xn, _, nj = _decoupled_lm(dev, x, delays, 4, offset=delta.reshape(p, -1))
+        stats["decoupled_jacobians"] += nj
+        lo, hi = dev.prob.bounds()
+        cand = np.concatenate([np.clip(x + a * (xn - x), lo, hi) for a in STEPS])  # half, full and twice the step
+        rt = ev.residuals(cand, np.tile(delays, len(STEPS)))
+        stats["coupled_batches"] += 1
+        stats["rounds"] += 1
+        lt = _rms(rt).reshape(len(STEPS), p)
+        before = loss.copy()
+        for k in range(p):
+            b = int(np.argmin(lt[:, k]))
+            if lt[b, k] < loss[k]:
+                x[k], loss[k], r[k] = cand[b * p + k], lt[b, k], rt[b * p + k]
+        say("coupled refinement: training RMSE " + ", ".join(f"delay {int(d)}: {lv:.6f} rad" for d, lv in
+                                                             zip(delays, loss, strict=True)))
+        if np.all(loss > SLOW * before):  # the decoupled model no longer leads the coupled loss down fast
+            stats["stalled"] = 1
+            break
+        if p > 1 and loss.max() > 2.0 * loss.min():  # a delay that cannot win stops costing rollouts
+            keep = np.arange(p) != int(np.argmax(loss))
+            final.update({int(d): float(v) for d, v in zip(delays[~keep], loss[~keep], strict=True)})
+            x, r, loss, delays, p = x[keep], r[keep], loss[keep], delays[keep], p - 1
+    final.update({int(d): float(v) for d, v in zip(delays, loss, strict=True)})
+    b = int(np.argmin(loss))
+    return x[b], int(delays[b]), final, stats
+
+
+def _search_decoupled(robot: RobotModel, ev: _Evaluator, dev: _DecoupledEvaluator, x0: np.ndarray, delay: int,
+                      opts: RobotFitOptions, spent: Callable[[], bool], say: Callable[[str], None]
+                      ) -> tuple[np.ndarray, int, dict[str, Any]]:
+    """The fast path: a decoupled least-squares fit at every candidate delay (one lockstep batch; x0 one start, or
+    one per delay), the two best by that training loss (and any within DELAY_TIE of the best) rolled out coupled,
+    the two best by the coupled training loss refined coupled (while a
+    Gauss-Newton step on the decoupled Jacobian promises a gain; coupled least squares for the rest of
+    max_iterations when that stalls); the lower coupled training loss picks the delay. Returns the point, the
+    delay and the search statistics."""
+    delays = np.array([delay]) if opts.delay is not None else np.arange(opts.max_delay + 1)
+    x0 = np.broadcast_to(x0, (delays.size, x0.shape[-1])) if x0.ndim == 1 or x0.shape[0] != delays.size else x0
+    xs, dloss, nj = _decoupled_lm(dev, np.array(x0), delays, 12)
+    say("decoupled fit per delay: " + ", ".join(f"{int(d)}: {v:.6f}" for d, v in zip(delays, dloss, strict=True)))
+    order = np.argsort(dloss)  # the decoupled loss ranks the delays; those it cannot tell apart go on coupled
+    top = order[:max(2, int(np.sum(dloss <= (1.0 + DELAY_TIE) * dloss.min())))]
+    rc = ev.residuals(xs[top], delays[top])
+    closs = _rms(rc)
+    say("coupled training RMSE at the decoupled fits: " + ", ".join(
+        f"delay {int(delays[k])}: {v:.6f} rad" for k, v in zip(top, closs, strict=True)))
+    keep = np.argsort(closs)[:2]
+    x, best, final, st = _refine_coupled(ev, dev, xs[top][keep], delays[top][keep], rc[keep],
+                                         max(1, opts.max_iterations), spent, say)
+    left = opts.max_iterations - st["rounds"]
+    lsq: dict[str, Any] = {"jacobians": 0, "stopped_on": "converged"}
+    if st["stalled"] and left > 0 and not spent():  # the last stretch by coupled least squares
+        say(f"coupled least squares at delay {best} (the decoupled model no longer helps)")
+        x, lsq = _least_squares(robot, dev.prob, ev, x, best, left, spent, say)
+        final[best] = float(lsq["rmse"])
+    stats: dict[str, Any] = {
+        "search": "decoupled (each joint's own rollout along the measured motion), then coupled refinement",
+        "jacobians": lsq["jacobians"], "decoupled_jacobians": nj + st["decoupled_jacobians"],
+        "coupled_batches": 1 + st["coupled_batches"], "refinement_rounds": st["rounds"],
+        "fd_candidates_per_jacobian": 1 + len(_decoupled_colors(dev.prob)[0]),
+        "stopped_on": "budget" if spent() else lsq["stopped_on"],
+        "initial_rmse": float(closs[keep[0]]), "rmse": final[best],
+        "delay_decoupled_rmse": {str(int(d)): float(v) for d, v in zip(delays, dloss, strict=True)},
+        "delay_coupled_rmse": {str(d): v for d, v in final.items()}}
+    return x, best, stats
+
+
 def replay_coupled(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays: list[int], q: np.ndarray,
                    qd: np.ndarray, cmd: np.ndarray, cmd_qd: np.ndarray, start: int, decimation: int, dt: float, effort: np.ndarray
             ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -282,12 +504,10 @@ def replay_coupled(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays:
     One world per replay on MuJoCo's C backend through the same Newton solver (the Warp backend agrees with it
     to float32 precision; tests/test_robot.py), because one world gains nothing from Warp's batching.
     """
-    import newton
 
     length = q.shape[0] - 1 - start
     out = []
-    eng = ArticulatedRollout(robot, 1, device="cpu")
-    eng.solver = newton.solvers.SolverMuJoCo(eng.model, use_mujoco_cpu=True, disable_contacts=True)
+    eng = ArticulatedRollout(robot, 1, device="cpu", mujoco_cpu=True)
     for v, d in zip(vals, delays, strict=True):
         terms = joint_terms({k: x[:1] for k, x in v.items()}, effort[None])
         s = np.array([start])
@@ -332,7 +552,7 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
     terms = (["armature", "viscous_friction", "friction"] + ([] if gains_known else ["stiffness", "damping"])
              + (list(DC_TERMS) if opts.dc_motor else []))
     effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
-    prob = _Problem(names, groups, exprs, terms, opts.fit_bias, kp, kd, effort)
+    prob = _Problem(names, groups, exprs, terms, opts.fit_bias, kp, kd, effort, np.asarray(robot.component))
     n, dt_log = seg.n, seg.dt
     split = int(round(n * (1.0 - opts.validation_fraction)))
     if split < 10 or n - split < 10:
@@ -346,7 +566,7 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
     return data, prob, gains_known
 
 
-def _start(robot: RobotModel, prob: _Problem, ev_scan: _Evaluator, gains_known: bool, delay: int,
+def _start(robot: RobotModel, prob: _Problem, ev_scan: _Evaluator | _DecoupledEvaluator, gains_known: bool, delay: int,
            say: Callable[[str], None]) -> np.ndarray:
     """The search's start: the model file's joint terms (group means), gains from a coarse scan if unknown."""
     x0 = []
@@ -448,12 +668,13 @@ def _fit_envelope(u: np.ndarray, y: np.ndarray, y_all: np.ndarray, u_all: np.nda
 
 
 def _equation_error_start(robot: RobotModel, prob: _Problem, data: _Data, x0: np.ndarray, delays: np.ndarray,
-                          decimation: int, say: Callable[[str], None]) -> tuple[np.ndarray, int, bool] | None:
+                          decimation: int, say: Callable[[str], None]
+                          ) -> tuple[np.ndarray, int, bool, np.ndarray] | None:
     """A start from the log's own motion, with the gains known: the rigid-body effort Newton's MuJoCo model
     needs along the measured motion (inverse dynamics) against the PD effort the log demands gives, by linear
     least squares per group, armature, viscous and Coulomb friction on the samples the motor did not clip, and
     the DC envelope through those it did; the delay is the one fitting best; biases start at 0 (only gravity
-    sees them). Returns (x, delay, envelope found), or None without gains."""
+    sees them). Returns (x, delay, envelope found, the start at every delay (D, d)), or None without gains."""
     if prob.kp is None:
         return None
     n = data.split
@@ -461,17 +682,23 @@ def _equation_error_start(robot: RobotModel, prob: _Problem, data: _Data, x0: np
     acc = np.diff(data.qd[:n], axis=0) / h
     vel = 0.5 * (data.qd[1:n] + data.qd[:n - 1])
     rigid = inverse_dynamics(robot, 0.5 * (data.q[1:n] + data.q[:n - 1]), vel, acc)
-    best: tuple[float, int, list] | None = None
+    scores, points = [], []
     for d in delays:
         demand = _interval_demand(prob, data, n, decimation, int(d))
         fits = [(idx, *_regress_group(idx, demand - rigid, acc, vel)) for idx in prob.groups.values()]
-        score = sum(f[3] for f in fits)
-        if best is None or score < best[0]:
-            best = (score, int(d), [(f, demand) for f in fits])
-    assert best is not None
+        scores.append(sum(f[3] for f in fits))
+        points.append(_ee_point(prob, x0, fits, demand, vel))
+    b = int(np.argmin(scores))
+    say(f"equation-error start: delay {int(delays[b])} physics steps" + (
+        ", the envelope through the samples the motor clipped (flat above every effort where it clipped none)"
+        if prob.dc_motor else ""))
+    return points[b], int(delays[b]), prob.dc_motor, np.array(points)
+
+
+def _ee_point(prob: _Problem, x0: np.ndarray, fits: list, demand: np.ndarray, vel: np.ndarray) -> np.ndarray:
+    """The search variables from the equation-error regressions of every group (and its envelope)."""
     x = x0.copy()
-    found = prob.dc_motor
-    for (idx, coef, res, sigma), demand in best[2]:
+    for idx, coef, res, sigma in fits:
         g = next(name for name, members in prob.groups.items() if members == idx)
         for t, v in zip(("armature", "viscous_friction", "friction"), coef[:3], strict=True):
             lo, hi = BOUNDS[t]
@@ -485,13 +712,10 @@ def _equation_error_start(robot: RobotModel, prob: _Problem, data: _Data, x0: np
             for t, v in zip(DC_TERMS, env, strict=True):
                 lo, hi = BOUNDS[t]
                 x[prob.var_names.index(f"{g}.{t}")] = float(np.clip(math.log10(v), lo, hi))
-    say(f"equation-error start: delay {best[1]} physics steps" + (
-        ", the envelope through the samples the motor clipped (flat above every effort where it clipped none)"
-        if found else ""))
-    return x, best[1], found
+    return x
 
 
-def _scan_envelope(prob: _Problem, data: _Data, ev_scan: _Evaluator, x: np.ndarray, delay: int, decimation: int,
+def _scan_envelope(prob: _Problem, data: _Data, ev_scan: _Evaluator | _DecoupledEvaluator, x: np.ndarray, delay: int, decimation: int,
                    say: Callable[[str], None]) -> np.ndarray:
     """The envelope's start: a coarse grid (ENVELOPE_GRID) scaled per group by the PD effort the log demands from
     its measured state and delayed commands and by its fastest speed; the best training fit (one batch)."""
@@ -515,7 +739,7 @@ def _scan_envelope(prob: _Problem, data: _Data, ev_scan: _Evaluator, x: np.ndarr
     return xs[best]
 
 
-def _scan_delay(ev_scan: _Evaluator, x: np.ndarray, max_delay: int, say: Callable[[str], None]) -> int:
+def _scan_delay(ev_scan: _Evaluator | _DecoupledEvaluator, x: np.ndarray, max_delay: int, say: Callable[[str], None]) -> int:
     """The integer physics-step delay with the lowest training error at x, over 0..max_delay (one batch)."""
     ds = np.arange(max_delay + 1)
     sc = _rms(ev_scan.residuals(np.repeat(x[None], ds.size, axis=0), ds))
@@ -589,6 +813,23 @@ def _least_squares(robot: RobotModel, prob: _Problem, ev: _Evaluator, x0: np.nda
     return best["x"], stats
 
 
+def _search_coupled(robot: RobotModel, prob: _Problem, ev: _Evaluator, ev_scan: _Evaluator, x0: np.ndarray,
+                    delay: int, opts: RobotFitOptions, spent: Callable[[], bool], say: Callable[[str], None]
+                    ) -> tuple[np.ndarray, int, str, dict[str, Any]]:
+    """The coupled path: the delay scanned at fixed parameters before and after one coupled least-squares run."""
+    delay_note = "fixed" if opts.delay is not None else "scanned"
+    if opts.delay is None:
+        if spent():
+            delay_note = f"not scanned (time budget spent): {delay}"
+        else:
+            delay = _scan_delay(ev_scan, x0, opts.max_delay, say)
+    x_best, stats = _least_squares(robot, prob, ev, x0, delay, opts.max_iterations, spent, say)
+    if opts.delay is None and stats["stopped_on"] != "budget":
+        delay = _scan_delay(ev_scan, x_best, opts.max_delay, say)
+    stats["search"] = "coupled"
+    return x_best, delay, delay_note, stats
+
+
 def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = None) -> dict:
     """Fit the robot's actuators to the log through coupled rollouts; returns the fit result (JSON-ready)."""
     opts = opts or RobotFitOptions()
@@ -601,9 +842,14 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
                           data.dt, opts.device)
 
     ev = evaluator(data.starts)
-    # the gain and delay scans see at most SCAN_WINDOWS windows spread over the training part
-    pick = np.linspace(0, data.starts.size - 1, min(SCAN_WINDOWS, data.starts.size)).round().astype(int)
-    ev_scan = evaluator(data.starts[np.unique(pick)])
+    coupled = opts.search == "coupled"
+    if coupled:  # the gain and delay scans see at most SCAN_WINDOWS windows spread over the training part
+        pick = np.linspace(0, data.starts.size - 1, min(SCAN_WINDOWS, data.starts.size)).round().astype(int)
+        ev_scan: _Evaluator | _DecoupledEvaluator = evaluator(data.starts[np.unique(pick)])
+    elif opts.search == "decoupled":  # every scan on the decoupled path, over every training window
+        ev_scan = _DecoupledEvaluator(robot, prob, data, data.starts, opts.decimation, np.zeros(len(prob.names)))
+    else:
+        raise RobotError(f"search {opts.search!r}: 'decoupled' or 'coupled'")
 
     def spent() -> bool:
         return opts.budget_s is not None and time.perf_counter() - t_start > opts.budget_s
@@ -612,32 +858,32 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     x0 = _start(robot, prob, ev_scan, gains_known, delay, say)
     delays = np.array([delay]) if opts.delay is not None else np.arange(opts.max_delay + 1)
     ee = _equation_error_start(robot, prob, data, x0, delays, opts.decimation, say) if gains_known else None
-    envelope_found, start_note = False, "the model file's joint terms"
+    envelope_found, start_note, starts = False, "the model file's joint terms", None
     if ee is not None:
         sc = _rms(ev_scan.residuals(np.stack([x0, ee[0]]), np.array([delay, ee[1]])))
         say(f"start: the model file's terms {sc[0]:.4f} rad, the equation-error start {sc[1]:.4f} rad (training)")
         if sc[1] < sc[0]:
-            x0, delay, envelope_found = ee[0], ee[1], ee[2]
+            x0, delay, envelope_found, starts = ee
             start_note = "equation error along the measured motion (Newton's inverse dynamics)"
     if prob.dc_motor and not envelope_found and not spent():
         x0 = _scan_envelope(prob, data, ev_scan, x0, delay, opts.decimation, say)
     delay_note = "fixed" if opts.delay is not None else "scanned"
-    if opts.delay is None:
-        if spent():
-            delay_note = f"not scanned (time budget spent): {delay}"
-        else:
-            delay = _scan_delay(ev_scan, x0, opts.max_delay, say)
-    x_best, stats = _least_squares(robot, prob, ev, x0, delay, opts.max_iterations, spent, say)
-    if opts.delay is None and stats["stopped_on"] != "budget":
-        delay = _scan_delay(ev_scan, x_best, opts.max_delay, say)
+    if isinstance(ev_scan, _DecoupledEvaluator):
+        x_best, delay, stats = _search_decoupled(robot, ev, ev_scan, x0 if starts is None else starts, delay, opts,
+                                                 spent, say)
+        if opts.delay is None:
+            delay_note = "chosen by the coupled training loss after fitting at each delay"
+    else:
+        x_best, delay, delay_note, stats = _search_coupled(robot, prob, ev, ev_scan, x0, delay, opts, spent, say)
     stats["search_s"] = time.perf_counter() - t_start
     stats["start"] = start_note
     fitted = prob.joint_values(x_best[None])
     validation = _validate(robot, prob, data, fitted, delay, gains_known, opts)
-    world_steps = ev.world_steps + ev_scan.world_steps
+    world_steps = ev.world_steps + (ev_scan.world_steps if isinstance(ev_scan, _Evaluator) else 0)
+    coupled_s = ev.seconds + (ev_scan.seconds if isinstance(ev_scan, _Evaluator) else 0.0)
     return _result(robot, prob, data, fitted, delay, delay_note, gains_known, validation, stats, opts, {
         "wall_s": float(time.perf_counter() - t_start), "world_steps": int(world_steps),
-        "world_steps_per_s": float(world_steps / max(ev.seconds + ev_scan.seconds, 1e-9))})
+        "world_steps_per_s": float(world_steps / max(coupled_s, 1e-9))})
 
 
 def replay_validation(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np.ndarray], delay: int,

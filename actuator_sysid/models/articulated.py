@@ -13,6 +13,8 @@ decimation. Contacts are off (the robot hangs); rigid-body dynamics are Newton's
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -104,10 +106,11 @@ def _req(a: wp.array | None) -> wp.array:
 
 
 class ArticulatedRollout:
-    """A Newton model of `worlds` copies of the robot and its SolverMuJoCo (Warp, CPU unless told)."""
+    """A Newton model of `worlds` copies of the robot and its SolverMuJoCo (Warp, CPU unless told; MuJoCo's C
+    backend with `mujoco_cpu`, one world)."""
 
     def __init__(self, robot: RobotModel, worlds: int, device: str = "cpu", iterations: int | None = None,
-                 ls_iterations: int | None = None) -> None:
+                 ls_iterations: int | None = None, mujoco_cpu: bool = False) -> None:
         import newton
 
         self.robot, self.worlds, self.device = robot, int(worlds), device
@@ -116,7 +119,7 @@ class ArticulatedRollout:
         builder.replicate(template, self.worlds)
         self.model = builder.finalize(device=device)
         self.solver = newton.solvers.SolverMuJoCo(self.model, disable_contacts=True, iterations=iterations,
-                                                  ls_iterations=ls_iterations)
+                                                  ls_iterations=ls_iterations, use_mujoco_cpu=mujoco_cpu)
         self.dofs_per_world = template.joint_dof_count
         self.coords_per_world = template.joint_coord_count
         j = len(robot.joint_names)
@@ -134,6 +137,58 @@ class ArticulatedRollout:
                              "fixed-base robots only")
         self.steps_run = 0
         self.clip_fraction = np.zeros((self.worlds, j))  # of the last run's physics steps, the envelope cut
+        self.mujoco_cpu = mujoco_cpu
+        if mujoco_cpu and self.worlds != 1:
+            raise RobotError("MuJoCo's C backend steps one world")
+
+    def _run_c(self, q0: np.ndarray, qd0: np.ndarray, target_q: np.ndarray, target_qd: np.ndarray,
+               terms: JointTerms, decimation: int, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """run() on MuJoCo's C backend: the MuJoCo model and data Newton's SolverMuJoCo holds, stepped as its own
+        step() does (the effort as qfrc_applied, then mj_step), without the per-step copies between Newton's
+        state and MuJoCo's data (one world: the state lives in MuJoCo's data). Same PD and clamps as
+        _pd_kernel, in float64."""
+        import mujoco
+
+        mm, md = self.solver.mj_model, self.solver.mj_data
+        mapping = self.solver.mjc_dof_to_newton_dof
+        if mapping is None:
+            raise RobotError(f"{self.robot.path.name}: Newton's MuJoCo model has no DoF mapping")
+        col = {int(d): k for k, d in enumerate(self.robot.dof)}
+        cols = np.array([col[int(n)] for n in np.asarray(mapping.numpy())[0]])  # type: ignore[attr-defined]
+        qadr = mm.jnt_qposadr[mm.dof_jntid]
+        order = np.argsort(cols)  # our joint k is MuJoCo DoF order[k]
+        j = len(self.robot.joint_names)
+        kp, kd, lim, bias, sat, vlim, motor = (np.broadcast_to(np.asarray(x, float), (1, j))[0] for x in (
+            terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope()))
+        dc = sat < 1.0e30
+        mujoco.mj_resetData(mm, md)
+        mm.opt.timestep = dt
+        md.qpos[qadr[order]] = np.asarray(q0, float)[0] - bias
+        md.qvel[order] = np.asarray(qd0, float)[0]
+        samples = target_q.shape[0] // decimation
+        out_q, out_qd = np.zeros((samples + 1, 1, j)), np.zeros((samples + 1, 1, j))
+        out_q[0, 0], out_qd[0, 0] = md.qpos[qadr[order]] + bias, md.qvel[order]
+        clipped = np.zeros(j)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            corner = vlim * (1.0 + motor / sat)
+            for k in range(target_q.shape[0]):
+                qn, vn = md.qpos[qadr[order]], md.qvel[order]
+                tau = kp * (target_q[k, 0] - (qn + bias)) + kd * (target_qd[k, 0] - vn)
+                f = np.clip(tau, -motor, motor)
+                if dc.any():
+                    v = np.clip(vn, -corner, corner)
+                    hi = np.minimum(sat * (1.0 - v / vlim), motor)
+                    lo = np.maximum(sat * (-1.0 - v / vlim), -motor)
+                    f = np.where(dc, np.clip(tau, lo, hi), f)
+                clipped += f != tau
+                md.qfrc_applied[order] = np.clip(f, -lim, lim)
+                mujoco.mj_step(mm, md)
+                if (k + 1) % decimation == 0:
+                    r = (k + 1) // decimation
+                    out_q[r, 0], out_qd[r, 0] = md.qpos[qadr[order]] + bias, md.qvel[order]
+        self.steps_run += target_q.shape[0]
+        self.clip_fraction = clipped[None] / max(target_q.shape[0], 1)
+        return out_q, out_qd
 
     def _set_terms(self, terms: JointTerms) -> None:
         """Write armature, damping and frictionloss per world into the model and tell the solver."""
@@ -179,6 +234,8 @@ class ArticulatedRollout:
         w, j = self.worlds, len(self.robot.joint_names)
         samples = target_q.shape[0] // decimation
         self._set_terms(terms)
+        if self.mujoco_cpu:
+            return self._run_c(q0, qd0, target_q, target_qd, terms, decimation, dt)
         tq, tqd = self._dev(target_q), self._dev(target_qd)
         kp, kd, lim, bias, sat, vlim, motor = (self._dev(np.broadcast_to(x, (w, j))) for x in (
             terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope()))
@@ -206,12 +263,136 @@ class ArticulatedRollout:
         return out_q.numpy().reshape(shape).astype(float), out_qd.numpy().reshape(shape).astype(float)
 
 
-def inverse_dynamics(robot: RobotModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-    """(T, J) joint efforts the bare robot needs for (q, qd, qdd) (T, J): MuJoCo's mj_inverse on the model Newton's
-    SolverMuJoCo converts, with no armature, damping, frictionloss or constraints (limits, contacts).
+@wp.func
+def _lerp(a: wp.array2d(dtype=wp.float32), s: int, j: int, fr: float):
+    return (1.0 - fr) * a[s, j] + fr * a[s + 1, j]
 
-    For an equation-error start: the armature, friction and motor terms are what the log adds to these.
+
+@wp.kernel
+def _decoupled_kernel(y_meas: wp.array2d(dtype=wp.float32), v_meas: wp.array2d(dtype=wp.float32),
+                      cmd: wp.array2d(dtype=wp.float32), cmd_qd: wp.array2d(dtype=wp.float32),
+                      mass: wp.array2d(dtype=wp.float32), load: wp.array2d(dtype=wp.float32),
+                      stiff: wp.array2d(dtype=wp.float32), shift: wp.array3d(dtype=wp.float32),
+                      starts: wp.array(dtype=wp.int32), delay: wp.array(dtype=wp.int32),
+                      par: wp.array3d(dtype=wp.float32), length: int, dec: int, h: float, n_w: int, n_j: int,
+                      b_ref: float, leak: float, out: wp.array3d(dtype=wp.float32)):
+    """One joint's own 1-DoF rollout per (candidate, window, joint) over a whole window, in one thread.
+
+    Along the measured motion: inertia `mass` (the joint-space diagonal) + armature, the effort the rest of the
+    robot and gravity need `load`, and its change with this joint's own angle `stiff` (∂load/∂q) and with the
+    candidate's encoder biases `shift`; the PD and its clamps as _pd_kernel, MuJoCo's implicit damping
+    (implicitfast) and its soft frictionloss constraint (reference −b_ref·v, regulariser `leak`/mass).
+    par[c, j] = kp, kd, armature, damping, friction, bias, limit, saturation, velocity limit, motor effort.
     """
+    i = wp.tid()
+    c = int(i / (n_w * n_j))  # type: ignore[operator]  # Warp: integer division; wp.tid()'s stub is a union
+    rem = int(i - c * (n_w * n_j))  # type: ignore[operator]
+    w = int(rem / n_j)
+    j = int(rem - w * n_j)
+    st = starts[w]
+    kp, kd, arm, visc, fric = par[c, j, 0], par[c, j, 1], par[c, j, 2], par[c, j, 3], par[c, j, 4]
+    limit, sat, vlim, motor = par[c, j, 6], par[c, j, 7], par[c, j, 8], par[c, j, 9]
+    y = y_meas[st, j]
+    v = v_meas[st, j]
+    last = y_meas.shape[0] - 1
+    for k in range(length * dec):
+        s = st + k // dec
+        fr = float(k % dec) / float(dec)
+        kk = k - delay[c]
+        ci = st + kk // dec
+        if kk < 0:
+            ci = st - (-kk + dec - 1) // dec
+        ci = wp.clamp(ci, 0, last)
+        tau = kp * (cmd[ci, j] - y) + kd * (cmd_qd[s, j] - v)
+        f = wp.clamp(tau, -motor, motor)
+        if sat < 1.0e30:
+            f = dc_motor_clip(tau, v, sat, vlim, motor)
+        f = wp.clamp(f, -limit, limit)
+        m = _lerp(mass, s, j, fr) + arm
+        ext = _lerp(load, s, j, fr) + (1.0 - fr) * shift[c, s, j] + fr * shift[c, s + 1, j]
+        ext = ext + _lerp(stiff, s, j, fr) * (y - _lerp(y_meas, s, j, fr))
+        a_free = (f - ext - visc * v) / m
+        ff = wp.clamp(-(a_free + b_ref * v) * m / (1.0 + leak), -fric, fric)  # MuJoCo's soft frictionloss
+        acc = a_free + ff / m
+        v = v + h * m * acc / (m + h * visc)  # implicitfast: (M + h·D) Δv = h·M·qacc
+        y = y + h * v
+        if (k + 1) % dec == 0:
+            r = (k + 1) // dec
+            out[c * n_w + w, r - 1, j] = y - y_meas[st + r, j]
+
+
+class DecoupledRollout:
+    """Each joint's own 1-DoF rollout along the log's measured motion, batched over candidates and windows.
+
+    Newton (MuJoCo's inverse dynamics on the model SolverMuJoCo converts) gives, at every log sample up to `n`,
+    the joint-space inertia's diagonal, the effort the rest of the robot and gravity need, and its derivatives in
+    the joint angles; every joint is then a 1-DoF plant fed those along the measured motion (exact when the
+    other joints move as measured). A fast search path: every reported figure still comes from coupled rollouts.
+    """
+
+    PARAMS = 10
+
+    def __init__(self, robot: RobotModel, q: np.ndarray, qd: np.ndarray, cmd: np.ndarray, cmd_qd: np.ndarray,
+                 n: int, log_dt: float, bias0: np.ndarray) -> None:
+        from scipy.signal import savgol_filter
+
+        self.n, self.j = n, q.shape[1]
+        win = min(9, n - (1 - n % 2))
+        dq = savgol_filter(q[:n + 1], win, 3, deriv=1, delta=log_dt, axis=0)
+        ddq = savgol_filter(q[:n + 1], win, 3, deriv=2, delta=log_dt, axis=0)
+        self.bias0 = np.asarray(bias0, float)
+        tau, diag, grad = joint_space_terms(robot, q[:n + 1] - self.bias0, dq, ddq)
+        assert grad is not None
+        own = np.einsum("tjj->tj", grad)
+        self.grad = grad
+        load = tau - diag * ddq  # what the joint's own inertia does not explain: coupling, gravity, Coriolis
+        mm, _, _ = _id_model(robot)
+        solref, solimp = mm.dof_solref[0], mm.dof_solimp[0]
+        self.b_ref = 2.0 / (float(solimp[1]) * float(solref[0]))  # MuJoCo's reference damping, ratio 1
+        self.leak = (1.0 - float(solimp[0])) / float(solimp[0])  # R / A at zero violation
+        arrays = (q[:n + 1], qd[:n + 1], cmd[:n + 1], cmd_qd[:n + 1], diag, load, own)
+        self._arrays: list[wp.array] = [wp.array(np.ascontiguousarray(a, np.float32), dtype=wp.float32) for a in arrays]
+        self.seconds = 0.0
+        self.joint_steps = 0
+        self.threads = max(1, min(2, len(os.sched_getaffinity(0))))  # one kernel launch per core, at most two
+
+    def run(self, par: np.ndarray, delays: np.ndarray, starts: np.ndarray, length: int, decimation: int,
+            dt: float) -> np.ndarray:
+        """(C, J, PARAMS) candidates with (C,) delays over windows `starts` → (C, W, length, J) simulated minus
+        measured positions after each window's first sample."""
+        import time
+
+        t0 = time.perf_counter()
+        c, w = par.shape[0], starts.size
+        delays = np.asarray(delays)
+        db = par[:, :, 5] - self.bias0[None]
+        shift = -np.einsum("tjk,ck->ctj", self.grad, db)  # the candidate's biases move every joint's load
+        st: wp.array = wp.array(starts.astype(np.int32), dtype=wp.int32)
+
+        def launch(lo: int, hi: int) -> np.ndarray:  # candidates lo..hi; Warp's CPU launch releases the GIL
+            out = wp.zeros(((hi - lo) * w, length, self.j), dtype=wp.float32)
+            wp.launch(_decoupled_kernel, (hi - lo) * w * self.j, [
+                *self._arrays, wp.array(np.ascontiguousarray(shift[lo:hi], np.float32), dtype=wp.float32), st,
+                wp.array(np.asarray(delays[lo:hi], np.int32), dtype=wp.int32),
+                wp.array(np.ascontiguousarray(np.minimum(par[lo:hi], 3.0e38), np.float32), dtype=wp.float32),
+                int(length), int(decimation), float(dt), int(w), int(self.j), self.b_ref, self.leak, out])
+            return out.numpy()
+
+        cuts = np.linspace(0, c, min(self.threads, c) + 1).round().astype(int)
+        if cuts.size > 2:
+            with ThreadPoolExecutor(cuts.size - 1) as pool:
+                parts = list(pool.map(launch, cuts[:-1], cuts[1:]))
+        else:
+            parts = [launch(0, c)]
+        res = np.concatenate(parts).reshape(c, w, length, self.j).astype(float)
+        self.seconds += time.perf_counter() - t0
+        self.joint_steps += c * w * self.j * length * decimation
+        return res
+
+
+def _id_model(robot: RobotModel):
+    """MuJoCo's model and data as Newton's SolverMuJoCo converts the bare robot (no armature, damping,
+    frictionloss, constraints), and the column of each MuJoCo DoF among the actuated joints."""
     import mujoco
     import newton
 
@@ -231,13 +412,41 @@ def inverse_dynamics(robot: RobotModel, q: np.ndarray, qd: np.ndarray, qdd: np.n
     if mm.nv != len(col) or any(int(n) not in col for n in to_newton):
         raise RobotError(f"{robot.path.name}: MuJoCo's DoFs are not the actuated joints; inverse dynamics needs a "
                          "fixed-base robot of hinge or slide joints")
-    cols = np.array([col[int(n)] for n in to_newton])  # MuJoCo DoF i is our joint cols[i]
+    return mm, md, np.array([col[int(n)] for n in to_newton])  # MuJoCo DoF i is our joint cols[i]
+
+
+def inverse_dynamics(robot: RobotModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+    """(T, J) joint efforts the bare robot needs for (q, qd, qdd) (T, J): MuJoCo's mj_inverse on the model Newton's
+    SolverMuJoCo converts, with no armature, damping, frictionloss or constraints (limits, contacts).
+
+    For an equation-error start: the armature, friction and motor terms are what the log adds to these.
+    """
+    return joint_space_terms(robot, q, qd, qdd, derivatives=False)[0]
+
+
+def joint_space_terms(robot: RobotModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, derivatives: bool = True
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Newton's (MuJoCo's) inverse dynamics of the bare robot along (q, qd, qdd) (T, J): the efforts (T, J), the
+    joint-space inertia's diagonal (T, J) and, with `derivatives`, ∂effort_j/∂q_k (T, J, J) by MuJoCo's own
+    finite differences (mjd_inverseFD). For the decoupled search: each joint's own 1-DoF model along the
+    measured motion (the coupling and gravity efforts from here, the joint's own inertia from the diagonal)."""
+    import mujoco
+
+    mm, md, cols = _id_model(robot)
     qadr = mm.jnt_qposadr[mm.dof_jntid]
-    out = np.zeros((q.shape[0], mm.nv))
+    n = mm.nv
+    out, diag = np.zeros((q.shape[0], n)), np.zeros((q.shape[0], n))
+    grad = np.zeros((q.shape[0], n, n)) if derivatives else None
+    dfdq, full = np.zeros((n, n)), np.zeros((n, n))
     for t in range(q.shape[0]):
         md.qpos[qadr] = q[t, cols]
         md.qvel[:] = qd[t, cols]
         md.qacc[:] = qdd[t, cols]
         mujoco.mj_inverse(mm, md)
         out[t, cols] = md.qfrc_inverse
-    return out
+        mujoco.mj_fullM(mm, md, full)
+        diag[t, cols] = np.diag(full)
+        if grad is not None:
+            mujoco.mjd_inverseFD(mm, md, 1e-6, 0, dfdq, None, None, None, None, None, None)
+            grad[t][np.ix_(cols, cols)] = dfdq.T  # MuJoCo's is transposed: dfdq[k, j] = ∂f_j/∂q_k
+    return out, diag, grad

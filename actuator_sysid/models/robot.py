@@ -164,24 +164,12 @@ def _zero_own_drives(builder, dofs: np.ndarray, names: list[str], actuators: lis
             "replace them, as Isaac Lab does for explicit actuators, and the rollout sets no drive targets")
 
 
-def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool = False) -> RobotModel:
-    """Import a robot model file with Newton, skipping visuals and collisions; the root link fixed by default.
-
-    `fixed_base` names the link expected to be fixed (it must be the root in this version); `floating=True`
-    keeps a free base instead (its joints are then not actuated and are not fitted).
-    """
-    import warp as wp
-
-    wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)  # no per-module load lines
+def _import(path: Path, floating: bool):
+    """A Newton ModelBuilder holding the model file, visuals, collisions and meshes skipped."""
     import newton
 
-    path = Path(path)
-    if not path.is_file():
-        raise RobotError(f"{path}: robot model not found")
     suffix = path.suffix.lower()
     builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
-    notes = ["visuals, collision shapes and meshes skipped: an in-air fit needs only the joint tree and the "
-             "bodies' inertia; contacts are off"]
     try:
         if suffix in MJCF_SUFFIXES:
             builder.add_mjcf(str(path), floating=floating, parse_visuals=False, parse_meshes=False,
@@ -201,13 +189,14 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
         raise RobotError(f"{path}: Newton could not import this robot model: {type(e).__name__}: {first}") from None
     if builder.body_count == 0:
         raise RobotError(f"{path}: the model has no bodies")
-    body_labels = list(builder.body_label)
-    base = _short(body_labels[0])
-    if fixed_base is not None and fixed_base != base:
-        names = [_short(b) for b in body_labels]
-        where = "is not the root link" if fixed_base in names else "is not a link of this model"
-        raise RobotError(f"--fixed-base {fixed_base!r} {where}; this version fixes the root link, {base!r} "
-                         f"(links: {', '.join(names)})")
+    return builder
+
+
+def _joint_tree(builder, path: Path) -> tuple[list[str], list[int], list[int], np.ndarray]:
+    """The actuated (revolute / prismatic) joints: labels, DoF indices, nearest actuated ancestor, and the
+    coupling component (the highest movable joint above each joint; a free base is movable, so with it every
+    joint shares one component)."""
+    import newton
 
     labels: list[str] = []
     dofs, parents_j = [], []
@@ -222,8 +211,6 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
             dofs.append(builder.joint_qd_start[j])
     if not labels:
         raise RobotError(f"{path}: the model has no revolute or prismatic joints to fit")
-    # nearest actuated ancestor and the coupling component: the highest movable joint above each joint (a free
-    # base is movable, so with it every joint shares one component)
     component = []
     for j in actuated_joint:
         parent, top = -1, j
@@ -240,6 +227,33 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
         parents_j.append(parent)
         component.append(top)
     _, comp = np.unique(np.array(component), return_inverse=True)
+    return labels, dofs, parents_j, comp.astype(int)
+
+
+def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool = False) -> RobotModel:
+    """Import a robot model file with Newton, skipping visuals and collisions; the root link fixed by default.
+
+    `fixed_base` names the link expected to be fixed (it must be the root in this version); `floating=True`
+    keeps a free base instead (its joints are then not actuated and are not fitted).
+    """
+    import warp as wp
+
+    wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)  # no per-module load lines
+
+    path = Path(path)
+    if not path.is_file():
+        raise RobotError(f"{path}: robot model not found")
+    builder = _import(path, floating)
+    notes = ["visuals, collision shapes and meshes skipped: an in-air fit needs only the joint tree and the "
+             "bodies' inertia; contacts are off"]
+    body_labels = list(builder.body_label)
+    base = _short(body_labels[0])
+    if fixed_base is not None and fixed_base != base:
+        names = [_short(b) for b in body_labels]
+        where = "is not the root link" if fixed_base in names else "is not a link of this model"
+        raise RobotError(f"--fixed-base {fixed_base!r} {where}; this version fixes the root link, {base!r} "
+                         f"(links: {', '.join(names)})")
+    labels, dofs, parents_j, comp = _joint_tree(builder, path)
     dof = np.array(dofs, int)
     names = [_short(x) for x in labels]
     if len(set(names)) != len(names):
@@ -256,7 +270,7 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
         notes.append(zeroed)
     return RobotModel(
         path=path, builder=builder, joint_names=names, labels=labels, dof=dof, parent=parents_j,
-        component=comp.astype(int), lower=np.array(builder.joint_limit_lower, float)[dof],
+        component=comp, lower=np.array(builder.joint_limit_lower, float)[dof],
         upper=np.array(builder.joint_limit_upper, float)[dof], armature=np.array(builder.joint_armature, float)[dof],
         damping=np.array(builder.joint_damping, float)[dof], friction=np.array(builder.joint_friction, float)[dof],
         effort_limit=effort, base=base, fixed_base=not floating, notes=notes)
