@@ -178,90 +178,103 @@ def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_
     n_c = p_all.shape[0]
     out = {k: np.zeros((n_c, batch.n_samples)) for k in ("q", "qd", "computed", "applied")}
     for s in range(batch.n_segments):
-        j = int(batch.seg_joint[s])
-        p = p_all[:, j]
         sl = batch.segment_slice(s)
-        n = sl.stop - sl.start
-        seg_off = bool(batch.seg_free[s])
-        enable = filled(batch.enable)[sl]
-        p = p.clone()
-        for name, mult in (("stiffness", filled(batch.seg_kp_mult)[s]), ("damping", filled(batch.seg_kd_mult)[s]),
-                           ("saturation_effort", filled(batch.seg_sat_mult)[s]),
-                           ("actuator_velocity_limit", filled(batch.seg_vlim_mult)[s])):
-            p[:, parameters.INDEX[name]] *= float(mult)  # device gains and supply voltage of this segment
-        for name, known in (("stiffness", batch.seg_kp[s]), ("damping", batch.seg_kd[s])):
-            if known >= 0:  # gains the segment was recorded with replace the fitted ones
-                p[:, parameters.INDEX[name]] = float(known)
-        duty, max_duty, vin, imax, rmin, rmax = (float(filled(a)[s]) for a in (
-            batch.seg_duty, batch.seg_max_duty, batch.seg_vin, batch.seg_imax, batch.seg_rmin, batch.seg_rmax))
-        if flags & F_DC_MOTOR and duty > 0:  # voltage servo: the envelope from kt/R = K/(vin·duty), kt²/R = D
-            k_s, d_s = _col(p, "stiffness").clone(), _col(p, "damping").clone()
-            if rmax > 0:  # the damping within the winding's resistance range: kt²/R = R·(kt/R)²
-                ktr2 = (k_s / (vin * duty)) ** 2
-                d_s = torch.minimum(torch.maximum(d_s, rmin * ktr2), rmax * ktr2)
-                p[:, parameters.INDEX["damping"]] = d_s
-            sat = max_duty * k_s / duty
-            p[:, parameters.INDEX["saturation_effort"]] = sat
-            p[:, parameters.INDEX["actuator_velocity_limit"]] = sat / d_s
-            if imax > 0:
-                p[:, parameters.INDEX["actuator_effort_limit"]] = imax * d_s * vin * duty / k_s
-        c0 = int(batch.seg_cmd0[s])  # commands exist from c0 on, possibly before this rollout's start
-        lead = sl.start - c0
-        cmd_all = [torch.as_tensor(a[c0:sl.stop], dtype=torch.float64) for a in (batch.q_des, batch.qd_des, batch.tau_ff)]
-        q_meas = torch.as_tensor(batch.q[sl], dtype=torch.float64)
-        qd_meas = torch.as_tensor(batch.qd[sl], dtype=torch.float64)
-        knots = torch.as_tensor(batch.knots[j], dtype=torch.float64)
-        dt, sub = float(batch.seg_dt[s]), int(batch.seg_substeps[s])
-        inertia = float(batch.seg_inertia[s]) + _col(p, "armature")
-        mgl, ext = float(batch.seg_gravity[s]), float(batch.seg_ext[s])
-        kd, visc = _col(p, "damping"), _col(p, "viscous_friction")
-        neg_ratio = _col(p, "viscous_friction_negative_ratio")
-        fric, dfric = _col(p, "friction"), _col(p, "dynamic_friction")
-        offset = _col(p, "encoder_offset")
-        delay = torch.round(_col(p, "delay")).long()
-
-        q = float(batch.seg_q0[s]) - offset
-        qd = torch.full((n_c,), float(batch.seg_qd0[s]), dtype=torch.float64)
-        integral = torch.zeros(n_c, dtype=torch.float64)
-        rows: dict[str, list] = {k: [] for k in out}
-        rows["q"].append(q + offset)
-        rows["qd"].append(qd)
-        for k in range(n):
-            free = seg_off or not enable[k]  # this sample's torque enable governs the step to the next
-            if flags & F_OPEN_LOOP:
-                q, qd = q_meas[k] - offset, qd_meas[k].expand(n_c).clone()
-            for r in range(sub if k < n - 1 else 1):
-                idx = torch.clamp((lead + k) * sub + r - delay, min=0) // sub  # delayed command (§A.5)
-                cmd = tuple(a[idx] for a in cmd_all)
-                computed, applied, integral = _actuator(flags, p, cmd, q + offset, qd, integral, dt, knots,
-                                                        1.0 / inertia)
-                if free:  # torque disabled
-                    computed, applied = torch.zeros_like(computed), torch.zeros_like(applied)
-                if k == n - 1:
-                    break
-                # a direction-dependent viscous coefficient: the backward one while the joint turns backwards at
-                # the step's start (faster than STILL_VELOCITY: a joint the friction holds counts as forward)
-                c_visc = torch.where(qd < -STILL_VELOCITY, visc * neg_ratio, visc) if flags & F_VISC_DIRECTIONAL \
-                    else visc
-                jt = inertia + dt * c_visc
-                if flags & F_IMPLICIT and not free:  # MuJoCo implicitfast keeps the actuator's kd even when clamped
-                    jt = jt + dt * kd
-                external = ext - mgl * torch.sin(q)
-                force = applied + external - c_visc * qd
-                stop = jt / dt * qd + force
-                bound = _friction_bound(flags, p, fric, qd, applied, external)
-                if flags & F_PHYSX_FRICTION:
-                    friction = torch.where(stop.abs() <= bound, -stop, -torch.sign(stop) * dfric)
-                else:
-                    friction = -torch.sign(stop) * torch.minimum(stop.abs(), bound)
-                qd = qd + dt * (force + friction) / jt
-                q = q + dt * qd
-            rows["computed"].append(computed)
-            rows["applied"].append(applied)
-            if k < n - 1:
-                rows["q"].append(q + offset)
-                rows["qd"].append(qd)
-        skip = 0 if sl.start == c0 else 1  # a later window's first sample belongs to the window before
+        rows = _segment_rows(batch, s, flags, _segment_params(batch, s, p_all[:, int(batch.seg_joint[s])], flags))
+        skip = 0 if sl.start == int(batch.seg_cmd0[s]) else 1  # a later window's first sample: the window before's
         for key, seq in rows.items():
             out[key][:, sl.start + skip:sl.stop] = torch.stack(seq, dim=1).numpy()[:, skip:]
     return out
+
+
+def _segment_params(batch: SegmentBatch, s: int, p: torch.Tensor, flags: int) -> torch.Tensor:
+    """One segment's parameters per candidate: device gains and supply voltage scaled in, logged gains in place
+    of fitted ones, and a voltage servo's envelope from kt/R = K/(vin·duty), kt²/R = D."""
+    p = p.clone()
+    for name, mult in (("stiffness", filled(batch.seg_kp_mult)[s]), ("damping", filled(batch.seg_kd_mult)[s]),
+                       ("saturation_effort", filled(batch.seg_sat_mult)[s]),
+                       ("actuator_velocity_limit", filled(batch.seg_vlim_mult)[s])):
+        p[:, parameters.INDEX[name]] *= float(mult)  # device gains and supply voltage of this segment
+    for name, known in (("stiffness", batch.seg_kp[s]), ("damping", batch.seg_kd[s])):
+        if known >= 0:  # gains the segment was recorded with replace the fitted ones
+            p[:, parameters.INDEX[name]] = float(known)
+    duty, max_duty, vin, imax, rmin, rmax = (float(filled(a)[s]) for a in (
+        batch.seg_duty, batch.seg_max_duty, batch.seg_vin, batch.seg_imax, batch.seg_rmin, batch.seg_rmax))
+    if flags & F_DC_MOTOR and duty > 0:  # voltage servo
+        k_s, d_s = _col(p, "stiffness").clone(), _col(p, "damping").clone()
+        if rmax > 0:  # the damping within the winding's resistance range: kt²/R = R·(kt/R)²
+            ktr2 = (k_s / (vin * duty)) ** 2
+            d_s = torch.minimum(torch.maximum(d_s, rmin * ktr2), rmax * ktr2)
+            p[:, parameters.INDEX["damping"]] = d_s
+        sat = max_duty * k_s / duty
+        p[:, parameters.INDEX["saturation_effort"]] = sat
+        p[:, parameters.INDEX["actuator_velocity_limit"]] = sat / d_s
+        if imax > 0:
+            p[:, parameters.INDEX["actuator_effort_limit"]] = imax * d_s * vin * duty / k_s
+    return p
+
+
+def _segment_rows(batch: SegmentBatch, s: int, flags: int, p: torch.Tensor) -> dict[str, list]:
+    """Segment s rolled out from its first state for every candidate: per sample q, qd, computed, applied."""
+    sl = batch.segment_slice(s)
+    n, n_c = sl.stop - sl.start, p.shape[0]
+    seg_off = bool(batch.seg_free[s])
+    enable = filled(batch.enable)[sl]
+    c0 = int(batch.seg_cmd0[s])  # commands exist from c0 on, possibly before this rollout's start
+    lead = sl.start - c0
+    cmd_all = [torch.as_tensor(a[c0:sl.stop], dtype=torch.float64) for a in (batch.q_des, batch.qd_des, batch.tau_ff)]
+    q_meas = torch.as_tensor(batch.q[sl], dtype=torch.float64)
+    qd_meas = torch.as_tensor(batch.qd[sl], dtype=torch.float64)
+    knots = torch.as_tensor(batch.knots[int(batch.seg_joint[s])], dtype=torch.float64)
+    dt, sub = float(batch.seg_dt[s]), int(batch.seg_substeps[s])
+    inertia = float(batch.seg_inertia[s]) + _col(p, "armature")
+    offset = _col(p, "encoder_offset")
+    delay = torch.round(_col(p, "delay")).long()
+
+    q = float(batch.seg_q0[s]) - offset
+    qd = torch.full((n_c,), float(batch.seg_qd0[s]), dtype=torch.float64)
+    integral = torch.zeros(n_c, dtype=torch.float64)
+    rows: dict[str, list] = {"q": [q + offset], "qd": [qd], "computed": [], "applied": []}
+    for k in range(n):
+        free = seg_off or not enable[k]  # this sample's torque enable governs the step to the next
+        if flags & F_OPEN_LOOP:
+            q, qd = q_meas[k] - offset, qd_meas[k].expand(n_c).clone()
+        for r in range(sub if k < n - 1 else 1):
+            idx = torch.clamp((lead + k) * sub + r - delay, min=0) // sub  # delayed command (§A.5)
+            cmd = tuple(a[idx] for a in cmd_all)
+            computed, applied, integral = _actuator(flags, p, cmd, q + offset, qd, integral, dt, knots, 1.0 / inertia)
+            if free:  # torque disabled
+                computed, applied = torch.zeros_like(computed), torch.zeros_like(applied)
+            if k == n - 1:
+                break
+            q, qd = _joint_step(flags, p, q, qd, applied, free, dt, inertia, float(batch.seg_gravity[s]),
+                                float(batch.seg_ext[s]))
+        rows["computed"].append(computed)
+        rows["applied"].append(applied)
+        if k < n - 1:
+            rows["q"].append(q + offset)
+            rows["qd"].append(qd)
+    return rows
+
+
+def _joint_step(flags: int, p: torch.Tensor, q: torch.Tensor, qd: torch.Tensor, applied: torch.Tensor, free: bool,
+                dt: float, inertia: torch.Tensor, mgl: float, ext: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """One physics step of the joint: viscous damping (and the implicit drive's kd) implicit, Coulomb friction as
+    a stopping constraint, then q += dt·qd (docs/models.md, "The plant and the solver it matches")."""
+    visc, kd = _col(p, "viscous_friction"), _col(p, "damping")
+    # a direction-dependent viscous coefficient: the backward one while the joint turns backwards at the step's
+    # start (faster than STILL_VELOCITY: a joint the friction holds counts as forward)
+    c_visc = torch.where(qd < -STILL_VELOCITY, visc * _col(p, "viscous_friction_negative_ratio"), visc) \
+        if flags & F_VISC_DIRECTIONAL else visc
+    jt = inertia + dt * c_visc
+    if flags & F_IMPLICIT and not free:  # MuJoCo implicitfast keeps the actuator's kd even when clamped
+        jt = jt + dt * kd
+    external = ext - mgl * torch.sin(q)
+    force = applied + external - c_visc * qd
+    stop = jt / dt * qd + force
+    bound = _friction_bound(flags, p, _col(p, "friction"), qd, applied, external)
+    if flags & F_PHYSX_FRICTION:
+        friction = torch.where(stop.abs() <= bound, -stop, -torch.sign(stop) * _col(p, "dynamic_friction"))
+    else:
+        friction = -torch.sign(stop) * torch.minimum(stop.abs(), bound)
+    qd = qd + dt * (force + friction) / jt
+    return q + dt * qd, qd
