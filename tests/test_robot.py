@@ -166,6 +166,8 @@ def test_recovers_group_terms_from_a_newton_log(go2: RobotModel) -> None:
     v = res["validation"]
     assert v["rmse"] < 1e-3 and v["model_defaults_rmse"] > 5 * v["rmse"], v
     assert res["training"]["start"].startswith("equation error"), res["training"]
+    side = v["decoupled_fit"]  # the decoupled fit beside the coupled one, replayed coupled on the same split
+    assert set(side["per_joint_rmse"]) == set(go2.joint_names) and side["rmse"] < 0.2 * v["model_defaults_rmse"], side
     lab = isaaclab_dict(res)
     assert lab["actuators"]["calf"]["joint_names_expr"] == [".*_calf_joint"]
     assert lab["sim"] == {"dt": pytest.approx(LOG_DT / dec), "decimation": dec}

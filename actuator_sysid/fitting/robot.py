@@ -30,7 +30,9 @@ The result (`fit_robot`, JSON-ready; SI units):
 - `motor_envelope` ("dc_motor" or "off"), `gains` (where the PD gains came from), `encoder_bias` {joint: rad},
   `delay_steps` (physics steps), `delay` (how it was found), `sim` {`dt` physics step s, `decimation`};
 - `validation` {`split` "time", `split_sample`, `split_time_s`, `fraction`, `rmse`, `per_joint_rmse`,
-  `model_defaults_rmse`, `model_defaults_per_joint_rmse`, `model_defaults`, `replay`};
+  `model_defaults_rmse`, `model_defaults_per_joint_rmse`, `model_defaults`, `replay`, and on the decoupled path
+  `decoupled_fit` {rmse, per_joint_rmse, groups, encoder_bias, delay_steps, note}: the decoupled fit beside the
+  coupled one, replayed coupled};
 - `training` {windows, window_s, search, jacobians (coupled), fd_candidates_per_jacobian, stopped_on,
   initial_rmse, rmse (coupled), search_s, start; decoupled path: decoupled_jacobians, coupled_batches,
   refinement_rounds, delay_decoupled_rmse, delay_coupled_rmse}; `wall_s`, `world_steps`, `world_steps_per_s`; `assumptions` [text].
@@ -491,7 +493,8 @@ def _search_decoupled(robot: RobotModel, ev: _Evaluator, dev: _DecoupledEvaluato
         "stopped_on": "budget" if spent() else lsq["stopped_on"],
         "initial_rmse": float(closs[keep[0]]), "rmse": final[best],
         "delay_decoupled_rmse": {str(int(d)): float(v) for d, v in zip(delays, dloss, strict=True)},
-        "delay_coupled_rmse": {str(d): v for d, v in final.items()}}
+        "delay_coupled_rmse": {str(d): v for d, v in final.items()},
+        "_decoupled_x": xs[int(np.flatnonzero(delays == best)[0])]}  # the report's decoupled fit (popped)
     return x, best, stats
 
 
@@ -879,6 +882,8 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     stats["start"] = start_note
     fitted = prob.joint_values(x_best[None])
     validation = _validate(robot, prob, data, fitted, delay, gains_known, opts)
+    if (xd := stats.pop("_decoupled_x", None)) is not None:
+        validation["decoupled_fit"] = _decoupled_beside(robot, prob, data, xd, delay, opts.decimation)
     world_steps = ev.world_steps + (ev_scan.world_steps if isinstance(ev_scan, _Evaluator) else 0)
     coupled_s = ev.seconds + (ev_scan.seconds if isinstance(ev_scan, _Evaluator) else 0.0)
     return _result(robot, prob, data, fitted, delay, delay_note, gains_known, validation, stats, opts, {
@@ -921,6 +926,25 @@ def _validate(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, 
         "replay": "from the measured state at the split, coupled, Newton SolverMuJoCo",
         "envelope_active_per_joint": {nm: float(cut[k]) for k, nm in enumerate(names)},
     }
+
+
+def _decoupled_beside(robot: RobotModel, prob: _Problem, data: _Data, x: np.ndarray, delay: int,
+                      decimation: int) -> dict:
+    """The decoupled fit (each joint's own 1-DoF fit along the measured motion, at the chosen delay) replayed
+    coupled over the validation span like the fit, so the report shows what coupling changed."""
+    v = prob.joint_values(x[None])
+    (q, _), = replay_coupled(robot, [v], [delay], data.q, data.qd, data.cmd, data.cmd_qd, data.split, decimation,
+                             data.dt, prob.effort_limit)
+    e = q - data.q[data.split:]
+    return {"rmse": float(np.sqrt(np.mean(e ** 2))),
+            "per_joint_rmse": {nm: float(np.sqrt(np.mean(e[:, k] ** 2))) for k, nm in enumerate(prob.names)},
+            "groups": {g: {t: float(v[t][0, idx[0]]) for t in ("armature", "viscous_friction", "friction",
+                                                                "stiffness", "damping")}
+                       for g, idx in prob.groups.items()},
+            "encoder_bias": {nm: float(v["bias"][0, k]) for k, nm in enumerate(prob.names)},
+            "delay_steps": int(delay),
+            "note": "each joint's own 1-DoF fit along the measured motion (Newton's joint-space inertia and "
+                    "coupling efforts), before any coupled refinement; replayed coupled from the split"}
 
 
 def _result(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np.ndarray], delay: int,
@@ -1026,8 +1050,13 @@ def result_lines(result: dict) -> list[str]:
              f"held-out RMSE (last {v['fraction']:.0%} of the log in time, replayed from the measured state at "
              f"{v['split_time_s']:.2f} s): {v['rmse']:.4f} rad; the model file's joint terms: "
              f"{v['model_defaults_rmse']:.4f} rad"]
+    dec = v.get("decoupled_fit")
+    if dec:
+        lines.append(f"the decoupled fit (each joint's own 1-DoF fit, before the coupled check), replayed coupled: "
+                     f"{dec['rmse']:.4f} rad")
     for nm, e in v["per_joint_rmse"].items():
-        lines.append(f"  {nm}: {e:.4f} rad (model defaults {v['model_defaults_per_joint_rmse'][nm]:.4f})")
+        lines.append(f"  {nm}: {e:.4f} rad (model defaults {v['model_defaults_per_joint_rmse'][nm]:.4f}"
+                     + (f", decoupled fit {dec['per_joint_rmse'][nm]:.4f})" if dec else ")"))
     t = result["training"]
     lines.append(f"delay {result['delay_steps']} physics steps; sim dt {result['sim']['dt']:.6g} s, decimation "
                  f"{result['sim']['decimation']}; {t['jacobians']} Jacobians, stopped on {t['stopped_on']}; "
