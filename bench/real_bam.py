@@ -15,9 +15,9 @@
 The two MAEs are the same quantity up to bookkeeping: mean |q_sim − q_log| over every sample of the
 validation files, each simulated from its file's first logged state with the commands replayed. BAM counts
 the first sample (error 0 by construction) and truncates every file to the shortest one (its batch); ours
-starts the mean at the second sample of each segment and keeps every sample. Where our reader still cuts a
-file into segments at torque on/off changes, each of ours restarts from the log at the cut (stated in the
-output as `segments_per_file`).
+starts the mean at the second sample of each segment and keeps every sample. Our reader makes one segment
+per file, its torque enable a per-sample channel, so each file is rolled out whole as BAM rolls it out
+(`segments_per_file` in the output says so: 1).
 
 Usage: python bench/real_bam.py [--quick] [--skip-bam] [--bam-trials N] [--net-budget S] [--data DIR]
 [--save FILE] [--bam-result FILE]. One JSON object on stdout, progress and a short table on stderr.
@@ -209,7 +209,7 @@ def ours_split(rec: Recording, quick: bool, net_budget_s: float | None, nets: li
     out: dict = {"holdout": f"kp={VALIDATION_KP}", "families": {}}
     parametric, all_nets = families(quick)
     nets = all_nets if nets is None else nets
-    wall, res = timed(rec, models=parametric, holdout=f"kp={VALIDATION_KP}", **_options(quick))
+    wall, res = timed(rec, families=parametric, holdout=f"kp={VALIDATION_KP}", **_options(quick))
     out["parametric_wall_s"] = round(wall, 2)
     note(f"ours, {len(parametric)} parametric families (kp = {VALIDATION_KP} held out): {wall:.1f} s")
     out["split"] = res["split"]
@@ -226,7 +226,7 @@ def ours_split(rec: Recording, quick: bool, net_budget_s: float | None, nets: li
         t0 = time.perf_counter()
         try:
             opts = _options(quick, False) if quick or net_budget_s is None else {"budget_s": net_budget_s}
-            w, r = timed(rec, models=[n], holdout=f"kp={VALIDATION_KP}", **opts)
+            w, r = timed(rec, families=[n], holdout=f"kp={VALIDATION_KP}", **opts)
         except Exception as e:  # a net that fails is reported as such; the parametric figures still count
             w = time.perf_counter() - t0
             out["families"][n] = {"validation_position_mae": None, "seconds": round(w, 2), "native": False,
@@ -258,7 +258,7 @@ def time_to_mae(rec: Recording, family: str, target: float, cap_s: float, quick:
         budget *= 2
     for b in [*budgets, None]:
         opts = {**_options(quick), "budget_s": b} if b is not None else _options(quick)
-        wall, res = timed(rec, models=[family], holdout=f"kp={VALIDATION_KP}", **opts)
+        wall, res = timed(rec, families=[family], holdout=f"kp={VALIDATION_KP}", **opts)
         mae = val_mae(res, family)
         tries.append({"budget_s": b, "wall_s": round(wall, 2), "validation_position_mae": mae})
         note(f"ours, {family} at budget {b} s: {wall:.1f} s, validation MAE {mae} (target {target:.5f})")
@@ -274,7 +274,7 @@ def leave_one_kp_out(rec: Recording, quick: bool) -> dict:
     fields = {f.name for f in dataclasses.fields(api.FitRequest)}
     out: dict = {"families": fams, "nets": f"kp = {VALIDATION_KP} split only (section ours)"}
     if "folds_by" in fields:  # one fit, leave-one-value-out over kp
-        wall, res = timed(rec, models=fams, folds_by="kp", **_options(quick))
+        wall, res = timed(rec, families=fams, folds_by="kp", **_options(quick))
         note(f"ours, leave one kp out ({len(fams)} families, one fit): {wall:.1f} s")
         names_kp = {s.name: s.metadata.get("kp") for s in rec.segments}
         per: dict[str, dict] = {}
@@ -287,7 +287,7 @@ def leave_one_kp_out(rec: Recording, quick: bool) -> dict:
         return out
     per, walls = {}, {}
     for kp in KPS:
-        wall, res = timed(rec, models=fams, holdout=f"kp={kp}", **_options(quick))
+        wall, res = timed(rec, families=fams, holdout=f"kp={kp}", **_options(quick))
         walls[f"kp={kp}"] = round(wall, 2)
         per[f"kp={kp}"] = {f: val_mae(res, f) for f in next(iter(res["joints"].values()))["models"]}
     out |= {"method": "three holdout fits", "wall_s": walls, "validation_position_mae": per}
