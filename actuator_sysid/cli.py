@@ -19,7 +19,7 @@ import numpy as np
 from .datasets.recording import DatasetError, JointInfo, Recording, Segment
 
 if TYPE_CHECKING:
-    from .fitting.api import FitRequest
+    from .fitting.fit import FitRequest
     from .fitting.result import FitResult
 
 EXIT_BAD_INPUT = 2
@@ -202,7 +202,7 @@ def run_fit(rec: Recording, req: FitRequest, out: Path, label: str) -> FitResult
 
 def _request(args: argparse.Namespace) -> FitRequest:
     """FitRequest from the flags; flags left out keep FitRequest's defaults (validation judges the rest)."""
-    from .fitting.api import FitRequest
+    from .fitting.fit import FitRequest
 
     given = {"joints": _csv(args.joints) if getattr(args, "joints", None) else None,
              "families": _csv(args.families) if getattr(args, "families", None) else None,
@@ -334,7 +334,7 @@ def _demo_commands(rate_hz: float, seconds: float, rng: np.random.Generator) -> 
 
 def make_demo_recording(seed: int = 0, rate_hz: float = 200.0, seconds: float = 4.0) -> Recording:
     """A 1-joint pendulum log simulated from DEMO_TRUTH with the project's rollout, plus sensor noise."""
-    from .fitting.api import simulate
+    from .fitting.fit import simulate
 
     rng = np.random.default_rng(seed)
     segments = []
@@ -431,8 +431,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"wrote {target}", file=sys.stderr)
         return 0
     try:
-        from .export.common import parse_assignments, parse_rename
         from .export.operating import parse_at
+        from .export.selection import parse_assignments, parse_rename
 
         text = render_format(result, rec, args.export_format, families=_families(args.family), at=parse_at(args.at),
                              field_names=args.field_names, backend=args.backend, loads=loads, robot_usd=robot,
@@ -672,7 +672,7 @@ def _validate_parser(sub: argparse._SubParsersAction) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry: run a subcommand; user errors → message on stderr and exit code 2."""
-    from .fitting.api import FitRequestError
+    from .fitting.fit import FitRequestError
 
     args = build_parser().parse_args(argv)
     try:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from .datasets.recording import Recording
 from .files import dumps, json_safe
-from .fitting.api import FitRequest, ProgressFn, fit_result, report_data, validate_request
+from .fitting.fit import FitRequest, ProgressFn, fit_result, report_data, validate_request
 from .fitting.result import FitResult, Verdict
 
 # the stages after the search, as progress text (the fit page and the event stream show them)

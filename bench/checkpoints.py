@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from net_logs import nonlinear_recording  # noqa: E402
 
 from actuator_sysid.export.checkpoints import onnx_bytes, pt2_bytes, torchscript_bytes  # noqa: E402
-from actuator_sysid.fitting.nets import NetOptions, fit_network  # noqa: E402
+from actuator_sysid.fitting.training import NetOptions, fit_network  # noqa: E402
 
 
 def _newton_rate(kind: str, path: str, n: int, steps: int) -> float:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from isaaclab_logs import TRUTH_DCMOTOR, make_recording  # noqa: E402
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment  # noqa: E402
-from actuator_sysid.fitting import api  # noqa: E402
+from actuator_sysid.fitting import fit as api  # noqa: E402
 from actuator_sysid.fitting.objective import VELOCITY_WEIGHT, LossScales, loss_from_sums, residuals  # noqa: E402
 from actuator_sysid.fitting.space import SearchSpace  # noqa: E402
 from actuator_sysid.models import parameters  # noqa: E402

@@ -142,7 +142,7 @@ def child(path: str, warmup: str) -> None:
     import pyarrow.parquet  # noqa: F401
     import rosbags.typesys  # noqa: F401
 
-    from actuator_sysid.datasets import actuator_net, canonical, ros  # noqa: F401
+    from actuator_sysid.datasets import canonical, ros, walk_these_ways  # noqa: F401
     from actuator_sysid.datasets.readers import read_paths
 
     read_paths([Path(warmup)])  # a small file of the same format: decoders built, allocator warm

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from net_logs import nonlinear_recording  # noqa: E402
 
-from actuator_sysid.fitting.api import FitRequest, fit_recording  # noqa: E402
+from actuator_sysid.fitting.fit import FitRequest, fit_recording  # noqa: E402
 
 PARAMETRIC = ["dcmotor", "dcmotor_delay"]
 

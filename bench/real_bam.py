@@ -45,10 +45,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import actuator_sysid.fitting.nets  # noqa: E402,F401  (loaded now: a run takes an hour, the nets train last)
+import actuator_sysid.fitting.training  # noqa: E402,F401  (loaded now: a run takes an hour, the nets train last)
 from actuator_sysid.datasets.readers import read_paths  # noqa: E402
 from actuator_sysid.datasets.recording import Recording  # noqa: E402
-from actuator_sysid.fitting import api  # noqa: E402
+from actuator_sysid.fitting import fit as api  # noqa: E402
 from actuator_sysid.models.families import FAMILIES, NET_FAMILIES  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bam-xl330" / "processed"  # the shared data beside the checkout

@@ -120,7 +120,7 @@ def main() -> None:
 
     # a whole fit: the CLI demo log (5 segments x 4 s at 200 Hz, 1 joint), DCMotor family, default budget
     from actuator_sysid.cli import DEMO_TRUTH, make_demo_recording
-    from actuator_sysid.fitting.api import FitRequest, fit_recording
+    from actuator_sysid.fitting.fit import FitRequest, fit_recording
 
     demo = make_demo_recording(seed=0)
     t0 = time.perf_counter()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from actuator_sysid.datasets.recording import Recording
-from actuator_sysid.fitting.api import split_segments
+from actuator_sysid.fitting.fit import split_segments
 from actuator_sysid.models.families import FAMILIES
 from actuator_sysid.models.rollout import default_knots
 

@@ -10,9 +10,9 @@ import isaaclab.actuators as isaaclab_actuators
 import numpy as np
 import pytest
 
-from actuator_sysid.export.common import ChosenModel
 from actuator_sysid.export.isaaclab import BUILTIN, CFG_FIELDS
-from actuator_sysid.fitting.api import envelope
+from actuator_sysid.export.selection import ChosenModel
+from actuator_sysid.fitting.fit import envelope
 from actuator_sysid.models.components import COMPONENTS, get
 from actuator_sysid.models.families import FAMILIES, JOINT_TERMS
 from actuator_sysid.models.parameters import BY_NAME, PARAMS

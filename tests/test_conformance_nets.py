@@ -26,8 +26,8 @@ from actuator_sysid.export.checkpoints import (
     pt2_bytes,
     torchscript_bytes,
 )
-from actuator_sysid.export.common import ExportError
-from actuator_sysid.fitting.nets import NetOptions, fit_network, network_from_result
+from actuator_sysid.export.selection import ExportError
+from actuator_sysid.fitting.training import NetOptions, fit_network, network_from_result
 from actuator_sysid.models.networks import NetStepper
 
 RTOL = 1e-5
@@ -275,7 +275,7 @@ def test_exported_isaaclab_cfgs_load_and_run_the_checkpoint(tmp_path: Path, monk
     that load torchscript.pt from beside them and compute our model's efforts."""
 
     from actuator_sysid.export import render_all
-    from actuator_sysid.fitting.api import FitRequest, fit_recording
+    from actuator_sysid.fitting.fit import FitRequest, fit_recording
 
     torch.set_num_threads(1)
     rec = nonlinear_recording(n_segments=3, seconds=1.0, seed=4)

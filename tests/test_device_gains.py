@@ -16,7 +16,7 @@ import pytest
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
 from actuator_sysid.export import ExportError, render_format
-from actuator_sysid.fitting.api import FitRequest, FitRequestError, fit_recording
+from actuator_sysid.fitting.fit import FitRequest, FitRequestError, fit_recording
 from actuator_sysid.models.families import FAMILIES
 from actuator_sysid.models.oracle import oracle_traces
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params, operating_points

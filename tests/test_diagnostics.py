@@ -21,8 +21,8 @@ import torch
 from actuator_sysid.datasets.readers import read_paths
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
 from actuator_sysid.datasets.sources import ReadOptions
-from actuator_sysid.fitting.api import FitRequest, fit_recording, report_data
 from actuator_sysid.fitting.diagnostics import diagnose
+from actuator_sysid.fitting.fit import FitRequest, fit_recording, report_data
 from actuator_sysid.service.report import render_report
 
 TRUTH = dict(il.TRUTH_DCMOTOR)

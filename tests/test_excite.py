@@ -128,8 +128,8 @@ def test_designed_excitation_identifies_what_it_promises(case: str) -> None:
     the DC-motor envelope, so its limits must be predicted — and found — unidentifiable."""
     from isaaclab_logs import LOAD, TRUTH_DCMOTOR
 
-    from actuator_sysid.fitting.api import FitRequest, fit_recording
     from actuator_sysid.fitting.design import predict
+    from actuator_sysid.fitting.fit import FitRequest, fit_recording
 
     family = "delayed_pd" if case.startswith("delayed") else "dcmotor"
     truth = dict(TRUTH_DCMOTOR, delay=2)

@@ -23,7 +23,7 @@ from actuator_sysid.export import render_all, render_format, replay
 from actuator_sysid.export.isaaclab import actuator_cfgs, cfg_hazards, render_json, render_python, render_yaml
 from actuator_sysid.export.newton_usd import build_stage
 from actuator_sysid.export.validate import validate_stage
-from actuator_sysid.fitting.api import FitRequest, fit_recording
+from actuator_sysid.fitting.fit import FitRequest, fit_recording
 from actuator_sysid.models.families import FAMILIES
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params
 

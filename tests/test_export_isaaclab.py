@@ -12,7 +12,7 @@ from isaaclab.utils.types import ArticulationActions
 from isaaclab_logs import make_recording
 
 from actuator_sysid.export.isaaclab import ExportError, actuator_cfgs, render_json, render_python
-from actuator_sysid.fitting.api import FitRequest, fit_recording
+from actuator_sysid.fitting.fit import FitRequest, fit_recording
 from actuator_sysid.models.families import FAMILIES
 
 ISAACLAB_FAMILIES = [f.name for f in FAMILIES.values() if f.isaaclab_cfg]

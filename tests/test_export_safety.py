@@ -15,9 +15,9 @@ from export_helpers import TRUTH, make_result, model_entry, short_recording
 from actuator_sysid.cli import main
 from actuator_sysid.datasets.recording import Recording
 from actuator_sysid.export import ExportError, render_format
-from actuator_sysid.export.common import RAD_PER_DEG, prepare, round_to_interval
 from actuator_sysid.export.consumer_replay import isaaclab_actuators
 from actuator_sysid.export.randomization import randomization
+from actuator_sysid.export.selection import RAD_PER_DEG, prepare, round_to_interval
 
 CHECKED = ("isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml")
 # what fit_recording writes for a limit the log never pressed (search.release_limits) and a term pushed to its

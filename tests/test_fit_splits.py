@@ -17,7 +17,7 @@ from test_readers import _bam
 from actuator_sysid.datasets.canonical import write_table
 from actuator_sysid.datasets.excitation import ExcitationSpec, design
 from actuator_sysid.datasets.readers import read_paths
-from actuator_sysid.fitting.api import FitRequest, FitRequestError, fit_recording, plan_split, recordings
+from actuator_sysid.fitting.fit import FitRequest, FitRequestError, fit_recording, plan_split, recordings
 
 SMALL = {"models": ["ideal_pd"], "generations": 8, "population": 8, "refine_iterations": 10}
 

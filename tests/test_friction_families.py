@@ -21,7 +21,7 @@ from isaaclab.utils.types import ArticulationActions
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
 from actuator_sysid.export import ExportError, render_all, replay
 from actuator_sysid.export.isaaclab import actuator_cfgs, best_cfgs, cfg_hazards, render_json, render_python
-from actuator_sysid.fitting.api import FitRequest, fit_recording
+from actuator_sysid.fitting.fit import FitRequest, fit_recording
 from actuator_sysid.models.families import FAMILIES
 from actuator_sysid.service.report import _ranking_table, fidelity_gaps
 

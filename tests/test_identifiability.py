@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from isaaclab_logs import TRUTH_DCMOTOR, make_recording
 
-from actuator_sysid.fitting.api import FitRequest, fit_recording
+from actuator_sysid.fitting.fit import FitRequest, fit_recording
 from actuator_sysid.models import parameters
 
 BUDGET = {"generations": 60, "population": 8}

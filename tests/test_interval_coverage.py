@@ -14,7 +14,7 @@ import math
 import numpy as np
 from isaaclab_logs import TRUTH_DCMOTOR, make_recording
 
-from actuator_sysid.fitting.api import FitRequest, fit_recording
+from actuator_sysid.fitting.fit import FitRequest, fit_recording
 
 SIGMA_Q = 0.002  # rad, position noise
 SIGMA_QD = 0.05  # rad/s, velocity noise

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from export_helpers import MISFIT, short_recording
 
-from actuator_sysid.fitting.api import nested_start, nests, params_array
+from actuator_sysid.fitting.fit import nested_start, nests, params_array
 from actuator_sysid.fitting.space import SearchSpace
 from actuator_sysid.models.families import FAMILIES
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch

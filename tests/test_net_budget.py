@@ -9,8 +9,8 @@ import numpy as np
 import torch
 from net_logs import nonlinear_recording
 
-from actuator_sysid.fitting.api import FitRequest, fit_recording
-from actuator_sysid.fitting.nets import (
+from actuator_sysid.fitting.fit import FitRequest, fit_recording
+from actuator_sysid.fitting.training import (
     NetOptions,
     _mlp_table,
     _set_scales,

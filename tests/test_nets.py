@@ -15,8 +15,8 @@ from net_logs import TRUTH, nonlinear_recording
 
 from actuator_sysid.datasets.canonical import write_table
 from actuator_sysid.export import BINARY_FORMATS, ExportError, render_all, render_bytes
-from actuator_sysid.fitting.api import FitRequest, FitRequestError, fit_recording, report_data
-from actuator_sysid.fitting.nets import NetOptions, containing_envelope, fit_network
+from actuator_sysid.fitting.fit import FitRequest, FitRequestError, fit_recording, report_data
+from actuator_sysid.fitting.training import NetOptions, containing_envelope, fit_network
 from actuator_sysid.models.families import NET_FAMILIES
 
 PARAMETRIC = ["dcmotor", "dcmotor_delay"]

@@ -32,8 +32,8 @@ from actuator_sysid.export.checkpoints import (
     pt2_bytes,
     torchscript_bytes,
 )
-from actuator_sysid.fitting.api import FitRequest, FitRequestError, fit_recording
-from actuator_sysid.fitting.nets import (
+from actuator_sysid.fitting.fit import FitRequest, FitRequestError, fit_recording
+from actuator_sysid.fitting.training import (
     LIMITS,
     NetOptions,
     at_gain,

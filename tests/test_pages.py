@@ -19,7 +19,7 @@ from conftest import Server, make_recording
 from test_service import good_upload, upload
 
 from actuator_sysid.datasets.canonical import sidecar_for, write_table
-from actuator_sysid.fitting.api import FitRequest, FitRequestError, validate_request
+from actuator_sysid.fitting.fit import FitRequest, FitRequestError, validate_request
 
 HTML = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}  # what a browser sends for a page
 

@@ -14,7 +14,7 @@ import pytest
 from isaaclab_logs import TRUTH_DCMOTOR, make_recording
 
 from actuator_sysid.datasets.recording import Recording
-from actuator_sysid.fitting.api import FitRequest, FitRequestError, fit_recording
+from actuator_sysid.fitting.fit import FitRequest, FitRequestError, fit_recording
 from actuator_sysid.fitting.objective import MAE_SMOOTHING, LossScales, loss_from_sums, residuals
 from actuator_sysid.models.families import get_family
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params

@@ -14,7 +14,7 @@ from isaaclab_logs import RATE_HZ, SEGMENT_S, TRUTH_DCMOTOR, make_recording
 
 from actuator_sysid.datasets import read_log
 from actuator_sysid.datasets.canonical import write_table
-from actuator_sysid.fitting.api import FitRequest, fit_recording
+from actuator_sysid.fitting.fit import FitRequest, fit_recording
 
 TIGHT = ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit")
 LOOSE = ("armature", "friction", "viscous_friction")

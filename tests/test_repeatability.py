@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from isaaclab_logs import TRUTH_DCMOTOR, make_recording
 
-from actuator_sysid.fitting.api import FitRequest, fit_recording
+from actuator_sysid.fitting.fit import FitRequest, fit_recording
 
 SIGMA_Q = 0.002  # rad, position measurement noise of the log
 # every limit sits far beyond anything the log needs: no clamp ever acts, so the limits cannot be told, and

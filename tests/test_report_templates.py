@@ -69,7 +69,7 @@ def test_the_report_header_names_the_families_under_either_request_spelling() ->
 
 def test_a_standalone_report_inlines_plotly_and_the_served_one_links_it() -> None:
     rec = make_recording()
-    from actuator_sysid.fitting.api import report_data
+    from actuator_sysid.fitting.fit import report_data
 
     plots = report_data(rec, GOLDEN)
     served = report.render_report(_row("succeeded"), GOLDEN, plots, exports=["isaaclab.py"])

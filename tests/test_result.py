@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import make_recording
 
-from actuator_sysid.fitting.api import FitRequest, fit_recording
+from actuator_sysid.fitting.fit import FitRequest, fit_recording
 from actuator_sysid.fitting.result import FitResult, Interval, JointFit, ModelFit, NetFit, as_result
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "fit.json"
@@ -140,7 +140,7 @@ def _records(rec: object) -> list:
 @pytest.fixture(scope="module")
 def typed_fit() -> FitResult:
     """A fit built as records by the fit itself: a parametric family and a net, on a log with torque."""
-    from actuator_sysid.fitting.api import fit_result
+    from actuator_sysid.fitting.fit import fit_result
 
     rec = make_recording(segments=3, n=120, seed=1)
     for seg in rec.segments:
@@ -157,7 +157,7 @@ def test_the_fit_builds_the_typed_result(typed_fit: FitResult) -> None:
     assert isinstance(param, ModelFit) and not isinstance(param, NetFit) and isinstance(net, NetFit)
     assert param.metrics.validation is not None and param.metrics.segments[0].split in ("train", "validation")
     assert isinstance(param.intervals["stiffness"], Interval) and jr.ranking[0].family in ("ideal_pd", "mlp")
-    # the open-loop torque comparison is built into both fits (fitting/nets.py add_networks)
+    # the open-loop torque comparison is built into both fits (fitting/training.py add_networks)
     assert param.torque_metrics is not None and net.torque_range is not None
     assert net.comparison is not None and set(net.comparison["torque_rmse"]) == {"network", "parametric"}
     built = _records(typed_fit)

@@ -4,7 +4,7 @@ The log is made by Newton alone (tests/robot_sim.py: DrivePD → ClampingDCMotor
 delay buffer, joint armature / frictionloss / damping set in the builder, MuJoCo's C solver) on Newton's example
 quadruped fixed at its base, every joint chirped at once. The coupled fit (fitting/robot.py, Warp batches)
 must bring every value back; the per-joint pendulum fit a user without the robot model would run
-(fitting.api, one 1-DoF model per joint), exported and replayed on the whole robot in Newton, must miss the
+(fitting.fit, one 1-DoF model per joint), exported and replayed on the whole robot in Newton, must miss the
 held-out part by at least twice what the coupled fit's replay misses, both replayed through the same Newton path.
 
 Identifiability by design: kp 80 N·m/rad on a 0.6 rad chirp of 0.3 → 3 Hz demands more effort than the motors
@@ -21,7 +21,7 @@ import pytest
 from robot_sim import QUADRUPED_GROUPS, chirp_targets, load_quadruped, robot_recording, simulate_newton_log
 
 from actuator_sysid.export import render_format
-from actuator_sysid.fitting.api import FitRequest, fit_recording
+from actuator_sysid.fitting.fit import FitRequest, fit_recording
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot, isaaclab_dict
 from actuator_sysid.models.robot import RobotModel
 

@@ -20,7 +20,7 @@ from test_service import upload, wait_for_fit
 
 from actuator_sysid.datasets.readers import read_paths
 from actuator_sysid.datasets.recording import Recording
-from actuator_sysid.fitting.api import FitRequest, FitRequestError, plan_split, recordings
+from actuator_sysid.fitting.fit import FitRequest, FitRequestError, plan_split, recordings
 
 DATA = Path(os.environ.get("ACTUATOR_SYSID_BAM_DATA", ROOT.parent / "shared" / "data" / "bam-xl330" / "processed"))
 FILES = sorted(DATA.glob("*.json"))

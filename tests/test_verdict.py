@@ -7,7 +7,7 @@ import pytest
 from export_helpers import TRUTH, make_result, model_entry, short_recording
 
 from actuator_sysid.export import render_all
-from actuator_sysid.fitting.api import FitRequest
+from actuator_sysid.fitting.fit import FitRequest
 from actuator_sysid.fitting.verdict import fit_verdict, noise_floor
 from actuator_sysid.pipeline import compute_fit
 from actuator_sysid.service.report import render_report

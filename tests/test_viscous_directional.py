@@ -10,11 +10,11 @@ from export_helpers import TRUTH, make_result, model_entry
 from test_rollout import random_params, two_joint_recording
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
-from actuator_sysid.export.common import ChosenModel
 from actuator_sysid.export.isaaclab import actuator_cfgs, cfg_hazards
 from actuator_sysid.export.mjcf import _joint_attrs, mjcf_warnings
 from actuator_sysid.export.newton_usd import RAD_PER_DEG, joint_attributes, newton_warnings
-from actuator_sysid.fitting.api import FitRequest, fit_recording
+from actuator_sysid.export.selection import ChosenModel
+from actuator_sysid.fitting.fit import FitRequest, fit_recording
 from actuator_sysid.models.families import FAMILIES, JOINT_TERMS
 from actuator_sysid.models.oracle import oracle_traces
 from actuator_sysid.models.parameters import INDEX

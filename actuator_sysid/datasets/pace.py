@@ -10,11 +10,11 @@ import io
 
 import numpy as np
 
-from .actuator_net import TORCH_LEGACY
 from .assemble import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
 from .recording import DatasetError, Recording
 from .registry import register_reader
 from .sources import ReadOptions, Source, is_zip, need_names, zip_names
+from .walk_these_ways import TORCH_LEGACY
 
 KEYS = ("time", "dof_pos", "des_dof_pos")
 

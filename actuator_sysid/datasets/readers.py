@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 # every reader module registers its format on import (datasets/registry.py); this line is what loads them
-from . import actuator_net, bam, canonical, isaaclab_hdf5, lerobot, pace, registry, ros  # noqa: F401
+from . import bam, canonical, isaaclab_hdf5, lerobot, pace, registry, ros, walk_these_ways  # noqa: F401
 from .recording import DatasetError, Recording
 from .sources import ReadOptions, Source, is_zip
 

@@ -12,7 +12,6 @@ import math
 
 from ..datasets.recording import Recording
 from ..fitting.result import ResultLike, as_result
-from .common import ExportError, Finding, bench_loads, load_dict
 
 # every format is one writer module plus one registration in export/formats.py; binary ones are network
 # checkpoints (export/checkpoints.py, render_bytes)
@@ -28,6 +27,7 @@ from .formats import (
     get_format,
     media_type,
 )
+from .selection import ExportError, Finding, bench_loads, load_dict
 
 __all__ = ["BINARY_FORMATS", "FORMATS", "REGISTRY", "REPLAYED", "TEXT_FORMATS", "ExportError", "ExportFormat",
            "Finding", "format_help", "media_type", "render_all", "render_bytes", "render_format", "replay",
@@ -61,10 +61,10 @@ def render_format(result: ResultLike, rec: Recording | None, fmt: str, *, famili
     `at` ({"kp": 400, "vin": 7.4}) is the operating point of a device-unit fit (export/operating.py); the
     export states the point it used whenever the fit has one. An unidentified parameter is left at the
     consumer's default (`unidentified="omit"`) or written flagged (`"comment"`); `given` values replace fitted
-    ones; `rename` maps fit joint names to robot joint names (common.prepare). Every export states its
-    provenance (`info`: fit_id, dataset, verdict where the caller knows them) and physics dt (common.stamp)."""
-    from .common import prepare, provenance, stamp, unidentified_notes
+    ones; `rename` maps fit joint names to robot joint names (selection.prepare). Every export states its
+    provenance (`info`: fit_id, dataset, verdict where the caller knows them) and physics dt (selection.stamp)."""
     from .operating import annotate, at_operating_point
+    from .selection import prepare, provenance, stamp, unidentified_notes
 
     if fmt in BINARY_FORMATS:
         raise ExportError(f"{fmt} is binary: use render_bytes")

@@ -19,8 +19,8 @@ std = 1 / scale, mean 0; torque mean 0, std 1) and `sample_dt_s`, the physics st
 Newton requires the simulation to run at. Isaac Lab 3.0 has no GRU actuator class: a GRU has no
 torchscript.pt, no ACTUATORS_NET, and a finding says so.
 
-A gain-normalised net (fitting/nets.py) is written for the kp it was normalised to, the most logged one;
-the metadata's `gain` says which, and `fitting.nets.at_gain` refolds it for another kp.
+A gain-normalised net (fitting/training.py) is written for the kp it was normalised to, the most logged one;
+the metadata's `gain` says which, and `fitting.training.at_gain` refolds it for another kp.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import torch
 from ..fitting.result import ModelFit, NetFit, ResultLike, as_result
 from ..models.families import NET_FAMILIES
 from ..models.networks import ActuatorGRU, ActuatorLSTM
-from .common import ExportError, Finding
+from .selection import ExportError, Finding
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -51,7 +51,7 @@ ONNX_LSTM_NAMES = {"input_name": "input", "hidden_in_name": "hidden_in", "cell_i
                    "output_name": "effort", "hidden_out_name": "hidden_out", "cell_out_name": "cell_out"}
 
 
-NetEntry = ModelFit | Mapping[str, Any]  # a fitted network: typed, or its JSON entry (fitting.nets.fit_network)
+NetEntry = ModelFit | Mapping[str, Any]  # a fitted network: typed, or its JSON entry (fitting.training.fit_network)
 
 
 def as_net(model: NetEntry) -> NetFit:
@@ -93,7 +93,7 @@ def gain_metadata(model: NetEntry) -> dict:
     return {"gain": {"kp": spec["kp_ref"], "gain_units": spec.get("gain_units"),
                      "note": "trained with the position error times kp_log / kp; this checkpoint is the actuator at "
                              "this kp (the most logged one); for another kp multiply the position input scale "
-                             "by kp_new / kp (fitting.nets.at_gain)"}}
+                             "by kp_new / kp (fitting.training.at_gain)"}}
 
 
 def metadata(model: NetEntry) -> dict:
@@ -131,7 +131,7 @@ def _consumer_check(model: NetEntry, fmt: str) -> None:
 
 
 def _module(model: NetEntry) -> tuple[torch.nn.Module, str]:
-    from ..fitting.nets import network_from_result
+    from ..fitting.training import network_from_result
 
     spec, net = network_from_result(as_net(model))
     return net.eval(), spec.kind

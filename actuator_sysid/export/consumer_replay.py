@@ -7,7 +7,7 @@
 - MJCF: the exported model through `mujoco`.
 
 Every replay reports the position RMSE against the log, per segment and pooled, next to the RMSE of our
-own rollout (`fitting.api.simulate`) of the same model on the same segments. A consumer that is not
+own rollout (`fitting.fit.simulate`) of the same model on the same segments. A consumer that is not
 installed gives status "skipped" with a note; a replay that fails gives status "failed" with the reason.
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 
 from ..datasets.recording import JointInfo, Recording, Segment
 from ..fitting.result import FitResult, ResultLike, as_result
-from .common import ChosenModel, ExportError, choose, joint_family
 from .formats import CONSUMERS  # each format's consumer, from its registration
+from .selection import ChosenModel, ExportError, choose, joint_family
 
 TOLERANCE = 0.10  # replay RMSE within 10 % of our rollout's
 RMSE_FLOOR = 2e-3  # of the motion range: MuJoCo's soft frictionloss vs our hard stop (docs/models.md)
@@ -67,7 +67,7 @@ def _ext(seg: Segment, joint: str) -> float:
 
 
 def _ours(result: FitResult, rec: Recording, m: ChosenModel, segs: list[Segment]) -> dict[str, np.ndarray]:
-    from ..fitting.api import simulate
+    from ..fitting.fit import simulate
 
     a = result.assumptions
     sims = simulate(rec, m.joint, m.family.name, m.params, joint_terms=list(m.family.joint_terms),

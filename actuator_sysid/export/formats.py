@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..datasets.recording import Recording
 from ..fitting.result import ResultLike, as_result
 from ..models.families import Family
-from .common import ExportError, Finding
+from .selection import ExportError, Finding
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def _checkpoint_findings(result: ResultLike, rec: Recording | None, files: dict[
 def _mjcf_findings(result: ResultLike, rec: Recording | None, files: dict[str, str]) -> list[Finding]:
     """What the MJCF export substitutes and approximates per joint (with a log or an MJCF file to judge)."""
     from . import mjcf
-    from .common import choose
+    from .selection import choose
 
     if "mjcf.xml" not in files and rec is None:
         return []

@@ -39,7 +39,7 @@ from ..models.families import (
     Family,
     get_family,
 )
-from .common import ChosenModel, ExportError, Finding, bench_loads, joint_family, physics_dt
+from .selection import ChosenModel, ExportError, Finding, bench_loads, joint_family, physics_dt
 
 __all__ = ["ExportError", "actuator_cfgs", "best_cfgs", "cfg_hazards", "render_json", "render_python",
            "render_yaml", "validate_cfgs"]
@@ -253,7 +253,7 @@ def _grouped(per_joint: dict[str, dict]) -> dict[str, dict]:
 
 
 def _load_inertia(result: FitResult, joint: str, rec: Recording | None, loads: dict[str, dict] | None) -> float:
-    """The joint's bench load inertia without armature [kg·m²] (common.bench_loads: loads, the fit, the log)."""
+    """The joint's bench load inertia without armature [kg·m²] (selection.bench_loads: loads, the fit, the log)."""
     one = dataclasses.replace(result, joints={joint: result.joints[joint]})
     return bench_loads(one, rec, loads)[joint].load_inertia
 

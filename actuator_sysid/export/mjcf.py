@@ -27,8 +27,8 @@ from xml.sax.saxutils import quoteattr
 from ..datasets.recording import JointInfo, Recording
 from ..fitting.result import ResultLike, as_result
 from ..models.families import Family
-from .common import ChosenModel, Finding, bench_loads, choose, physics_dt, substitutions
 from .newton_usd import MIN_INERTIA, MIN_MASS, prim_name
+from .selection import ChosenModel, Finding, bench_loads, choose, physics_dt, substitutions
 
 
 def _num(x: float) -> str:
@@ -94,7 +94,7 @@ def _range(lim: float | None) -> str | None:
 
 
 def _joint_attrs(m: ChosenModel) -> dict[str, str]:
-    # a term the export leaves out (unidentified: common.prepare) is absent, so MuJoCo's default (0) applies
+    # a term the export leaves out (unidentified: selection.prepare) is absent, so MuJoCo's default (0) applies
     out = {attr: _num(v) for comp in m.family.components for attr, v in comp.mjcf_joint(m).items()}
     if "dc_motor" in m.family.clamps and (r := _range(m.value("actuator_effort_limit"))):
         out["actuatorfrcrange"] = r  # clamps the sum of both actuators: the envelope's ±effort limit

@@ -27,7 +27,7 @@ from ..fitting.result import ResultLike, as_result
 from ..models.components import get as get_component
 from ..models.components.dc_motor import NEWTON_NAMES as DC_NAMES
 from ..models.families import CLAMPS, NET_FAMILIES, Family
-from .common import (
+from .selection import (
     RAD_PER_DEG,
     ChosenModel,
     ExportError,
@@ -81,7 +81,7 @@ def expresses(family: Family) -> bool:
 
 def choose_models(result: ResultLike, families: dict[str, str] | str | None = None
                   ) -> tuple[list[ChosenModel | NetChoice], list[Finding]]:
-    """One model per joint like common.choose, but an actuator network is a NetChoice (a neural prim)."""
+    """One model per joint like selection.choose, but an actuator network is a NetChoice (a neural prim)."""
     from .checkpoints import as_net, checkpoint_files, onnx_unsupported
 
     files = None

@@ -13,7 +13,7 @@ import json
 from dataclasses import replace
 
 from ..fitting.result import FitResult, JointFit, ResultLike, as_result
-from .common import ExportError, prepend_comment
+from .selection import ExportError, prepend_comment
 
 SCALED = ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit")
 AT_KEYS = ("kp", "kd", "vin")

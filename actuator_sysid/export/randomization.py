@@ -17,7 +17,7 @@ import math
 
 from ..fitting.result import ResultLike, as_result
 from ..models import parameters
-from .common import choose
+from .selection import choose
 
 DEFAULT_RELATIVE = 0.10
 

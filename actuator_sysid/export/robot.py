@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..datasets.recording import Recording
 from ..models.robot import MJCF_SUFFIXES
-from .common import prepend_comment
 from .robot_common import bias_of, joint_models, replay_log
+from .selection import prepend_comment
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..datasets.recording import Recording
 from ..fitting.robot import has_envelope
 from ..models.families import get_family
-from .common import ChosenModel, ExportError
+from .selection import ChosenModel, ExportError
 
 # result group key → registry parameter name (fitting/robot.py names the envelope's speed either way)
 GROUP_PARAMS = {"stiffness": "stiffness", "damping": "damping", "armature": "armature", "friction": "friction",

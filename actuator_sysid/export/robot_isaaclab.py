@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 
-from .common import ExportError, prepend_comment
 from .isaaclab import CUSTOM_SOURCE, validate_cfgs
 from .robot_common import provenance_lines
+from .selection import ExportError, prepend_comment
 
 _CUSTOM_IMPORTS = ["from dataclasses import MISSING", "", "import torch",
                    "from isaaclab.actuators import DCMotor, DelayedPDActuator, DelayedPDActuatorCfg, IdealPDActuator",

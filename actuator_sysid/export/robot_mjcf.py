@@ -18,9 +18,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..models.robot import MJCF_SUFFIXES
-from .common import ExportError, Finding, prepend_comment
 from .mjcf import _actuator_attrs, _joint_attrs, dc_slope
 from .robot_common import joint_models, provenance_lines
+from .selection import ExportError, Finding, prepend_comment
 
 ACTUATOR_TAGS = ("motor", "position", "velocity", "general", "intvelocity", "damper", "cylinder", "muscle")
 

@@ -23,8 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .common import ChosenModel, ExportError
 from .robot_common import ReplayLog
+from .selection import ChosenModel, ExportError
 
 TOLERANCE = 0.10
 # JointTerms field → the exported model's parameter (models/articulated.py names; registry names)

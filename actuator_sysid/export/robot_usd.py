@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from ..models.robot import USD_SUFFIXES
-from .common import ExportError, Finding
 from .newton_usd import _new_stage, _pxr, author_joint, prim_name
 from .robot_common import joint_models
+from .selection import ExportError, Finding
 
 
 def _quat(q_xyzw, Gf):

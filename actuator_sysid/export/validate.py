@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .common import Finding
+from .selection import Finding
 
 RULE = "NEWTON.DJ.001"
 CONTROL_LAWS = ("NewtonPDControlAPI", "NewtonPIDControlAPI", "NewtonNeuralControlAPI")

@@ -22,7 +22,7 @@ from ..datasets.recording import Recording
 from ..models import parameters
 from ..models.families import FAMILIES, Family, get_family
 from ..models.rollout import RolloutEngine, SegmentBatch
-from .api import params_array
+from .fit import params_array
 from .objective import VELOCITY_WEIGHT, LossScales, residual_blocks, residuals
 from .plan import split_segments
 from .search import COV_STEP, candidate_params, fd_jacobian, initial_state_sensitivity

@@ -17,7 +17,7 @@ def validate_request(rec: Recording, req: FitRequest) -> None:
     """Raise FitRequestError naming the problem, before anything is queued or stored."""
     check_fields(rec, req)
     if any(m in NET_FAMILIES for m in req.families) or req.networks:  # network options are bounded even unused
-        from .nets import check_request
+        from .training import check_request
 
         check_request(rec, req)
     if not rec.segments:

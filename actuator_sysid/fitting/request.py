@@ -38,7 +38,7 @@ class FitRequest:
     folds: int | None = None  # k-fold cross-validation over whole recordings; final fit on every segment
     folds_by: str | None = None  # metadata KEY: leave-one-value-out folds (e.g. "kp"); final fit on every segment
     budget_s: float | None = None  # wall-clock budget for the whole fit: search stops, keeps its best, refines
-    networks: dict | None = None  # options of the mlp/lstm families (fitting.nets.NetOptions), None: defaults
+    networks: dict | None = None  # options of the mlp/lstm families (fitting.training.NetOptions), None: defaults
     loss: str = "mse"  # or "position_mae": mean |position error|, BAM's objective (fitting/objective.py LOSSES)
     models: InitVar[list[str] | None] = None  # deprecated alias of `families` (the field's name before 0.3)
 

@@ -6,7 +6,7 @@ records unchanged. A key this version does not name (a field added later, or one
 kept in the record's `extra` and written back where it stood, so results stored by other versions still load.
 Values keep their JSON types (no float()/int() coercion), so the round trip is exact.
 
-The fit builds these records where it produces them (fitting/api.py, fitting/nets.py): a record built in code
+The fit builds these records where it produces them (fitting/fit.py, fitting/training.py): a record built in code
 writes its fields in the order the fit has always written them (`JSON_ORDER`, else the declaration order) and
 leaves out the fields a fit writes only when they apply (`OMIT_UNSET`) while they are at their default, so
 `fit.json` reads the same as when the fit assembled the dict by hand.

@@ -300,7 +300,7 @@ STALL_RTOL = 1e-4
 POLISH_STEP = 1e-4
 COARSE_STEP = 1e-3
 RELEASE_RTOL = 1e-4  # a limit moved off changes the loss by less than this (relative): the log never pressed it
-# a second start (fitting/api.py _fit_family) whose least squares is still over ABANDON_RATIO times the first
+# a second start (fitting/fit.py _fit_family) whose least squares is still over ABANDON_RATIO times the first
 # start's final loss after ABANDON_ITERATIONS iterations is abandoned. Measured (BENCHMARKS.md "Fits"): on the
 # noise-free bench log the warm start is 1e5-1e8 times above the nested fit by then (and ends 1e3 times above
 # it); on the real XL330 logs every warm start is within 1.3 times of it by then, on the bench log with 0.5 mrad

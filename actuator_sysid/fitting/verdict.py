@@ -1,6 +1,6 @@
 """A verdict on every fit — good, usable or poor — with the reasons, so a bad result never looks like a good one.
 
-`judge(result, rec, validation)` judges the fit result (fitting/api.py), the log it was fitted to and the
+`judge(result, rec, validation)` judges the fit result (fitting/fit.py), the log it was fitted to and the
 exports' validation (export/__init__.py `render_all`: findings and consumer replays). Each check gives a
 status — "ok", "usable" (caps the verdict at usable) or "poor" — and a sentence; the verdict is the worst
 status ("ok" reads "good"); it builds the Verdict and Check records of fitting/result.py, and `fit_verdict`

@@ -30,7 +30,7 @@ F_OPEN_LOOP = 64  # the actuator sees measured states (effort conformance, torqu
 F_IMPLICIT_EFFORT = 128  # Newton's implicit effort mode: the effort solved at the predicted end-of-step state
 assert not {F_OPEN_LOOP, F_IMPLICIT_EFFORT} & {c.flag for c in COMPONENTS}, "mode bits collide with a component"
 EFFORT_MODES = ("explicit", "implicit")
-NET_FAMILIES = ("mlp", "lstm", "gru")  # actuator networks: models/networks.py, fitted by fitting/nets.py, no kernel
+NET_FAMILIES = ("mlp", "lstm", "gru")  # actuator networks: models/networks.py, fitted by fitting/training.py, no kernel
 
 DRIVES: dict[str, Component] = {c.name: c for c in of_kind("drive")}
 CLAMPS: dict[str, Component] = {c.name: c for c in of_kind("clamp")}

@@ -9,7 +9,7 @@ forward(x, h) → (torque, h), for Newton's DriveNeuralGRU (§C.2; Isaac Lab 3.0
 error is q_des − q (Isaac Lab and Newton); velocity is the measured joint velocity. `NetStepper` is the pure
 per-physics-step effort law (history, network, §A.4 clip) that the consumers compute; the exporters and tests
 compare against it. Its optional per-lane `pos_gain` multiplies the position error before the net sees it:
-the gain normalisation of logs recorded at several controller gains (fitting/nets.py).
+the gain normalisation of logs recorded at several controller gains (fitting/training.py).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..datasets.recording import DatasetError
-from ..fitting.api import FitRequestError
+from ..fitting.fit import FitRequestError
 from . import pages
 from .auth import AuthMiddleware
 from .db import ConflictError, NotFoundError

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from ..datasets.recording import DatasetError
 from ..files import dumps
-from ..fitting.api import (
+from ..fitting.fit import (
     FitRequest,
     FitRequestError,
 )

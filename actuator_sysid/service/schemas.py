@@ -10,12 +10,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.config import JsonDict
 
-from ..fitting.api import FitRequest
+from ..fitting.fit import FitRequest
 from ..models.families import FAMILIES
 from . import robots
 
 DEFAULT_REQUEST = FitRequest()  # the defaults a fit request body starts from (and the pages' fit form shows)
-MAX_FIT_JOINTS = 64  # joints one fit request may name (fitting/api.py validate_request says the same)
+MAX_FIT_JOINTS = 64  # joints one fit request may name (fitting/fit.py validate_request says the same)
 
 
 class Budget(BaseModel):

@@ -46,7 +46,7 @@ class Param:
 
 
 class Model(Protocol):
-    """What an exporter hands a component: one joint's family and fitted values (export.common.ChosenModel)."""
+    """What an exporter hands a component: one joint's family and fitted values (export.selection.ChosenModel)."""
 
     joint: str
     family: Any  # models.families.Family

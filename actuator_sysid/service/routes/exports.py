@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ...export.formats import TEXT_FORMATS, media_type
-from ...fitting.api import FitRequestError
+from ...fitting.fit import FitRequestError
 from .. import robots
 from ..db import ConflictError, NotFoundError, Repository
 from ..deps import Project, Repo, Store
@@ -43,7 +43,7 @@ def _rendered(repo: Repository, storage: Storage, fit: dict, name: str, given: l
     """A text export rendered again with the user's values (`set`), joint names (`rename`) and handling of
     unidentified parameters (`unidentified`: omit | comment), from the stored result and bench loads."""
     from ...export import ExportError, render_format
-    from ...export.common import parse_assignments, parse_rename
+    from ...export.selection import parse_assignments, parse_rename
 
     loads = (stored_json(repo, storage, fit, "validation.json") or {}).get("bench") or None
     try:

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
-from ...fitting.api import validate_request
+from ...fitting.fit import validate_request
 from .. import robots
 from ..db import TERMINAL
 from ..deps import Conf, Owner, Project, Repo, Runner, Store

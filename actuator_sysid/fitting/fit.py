@@ -152,7 +152,7 @@ def _plan_run(rec: Recording, req: FitRequest, progress: ProgressFn | None) -> _
     # a family some consumer cannot hold brings the nearest one it can (Family.fitted_with): a richer-friction
     # family the consumer-native one it extends, remotized_pd delayed_pd for MuJoCo. Every export then has a fit
     # its consumer runs exactly, the report says what the richer one buys, and that one starts from it (nested)
-    parametric = [m for m in req.families if m not in NET_FAMILIES]  # networks: fitting/nets.py
+    parametric = [m for m in req.families if m not in NET_FAMILIES]  # networks: fitting/training.py
     companions = [n for n in dict.fromkeys(get_family(m).fitted_with for m in parametric)
                   if n and n not in parametric]
     parametric += companions
@@ -431,7 +431,7 @@ def fit_result(rec: Recording, req: FitRequest, progress: ProgressFn | None = No
     # nested families were fitted first; report them in the order asked
     fits = {name: {m: models[m] for m in run.parametric} for name, models in fits.items()}
     if any(m in NET_FAMILIES for m in req.families):
-        from .nets import add_networks
+        from .training import add_networks
 
         # the nets train until the fit's budget is spent (the searches above left them their shares)
         deadline = None if req.budget_s is None else run.clock.start + req.budget_s
@@ -620,7 +620,7 @@ def _network_traces(rec: Recording, result: FitResult, joint: str, exclude: str
         return math.inf if best is None or best.position_rmse is None else best.position_rmse
 
     best = min(nets, key=score)
-    from .nets import simulate_net
+    from .training import simulate_net
 
     return simulate_net(rec, joint, models[best], decimation=result.assumptions.decimation), best
 
@@ -636,7 +636,7 @@ def report_data(rec: Recording, result: ResultLike, max_points: int = 1500) -> d
         model = jr.models[fam]
         params = dict(model.params)
         if fam in NET_FAMILIES:  # only networks were fitted
-            from .nets import simulate_net
+            from .training import simulate_net
 
             sims = simulate_net(rec, joint, model, decimation=assumed.decimation)
         else:

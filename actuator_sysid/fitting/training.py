@@ -850,7 +850,7 @@ def _open_loop_torque(rec: Recording, joint: str, spec: NetSpec, net: torch.nn.M
 
 
 def simulate_net(rec: Recording, joint: str, model: NetEntry | ModelFit, decimation: int = 1) -> dict:
-    """Closed-loop traces of a fitted network on every segment of one joint, like api.simulate."""
+    """Closed-loop traces of a fitted network on every segment of one joint, like fit.simulate."""
     if isinstance(model, ModelFit) and not isinstance(model, NetFit):
         raise NetFitError(f"{model.family} is not a network")
     spec, net = network_from_result(model)
