@@ -175,10 +175,7 @@ def _search(run: _Run, engine: RolloutEngine, sc: LossScales, warm: list[dict[st
     family searched from scratch does. With `rival` (another start's search) a start whose first least squares
     stays clearly worse on every joint (search.local_search) ends there, stopped_on "abandoned"."""
     req, clock, progress = run.req, run.clock, run.progress
-    own = [{}] * len(warm) if parent is None else [p for _, p in parent]
-    x0 = [np.array([p.get(n, w[n]) for n in space.names]) for w, p in zip(warm, own, strict=True)]
-    extra = [[x] for x in x0] if parent is None else \
-        [[np.array([p[n] for n in space.names]), x] for (p, _), x in zip(parent, x0, strict=True)]
+    x0, extra = _start_points(warm, space, parent)
     deadline = clock.begin()
     # least squares from the start first: the search then starts from its optimum (search.local_search)
     if progress:
@@ -188,27 +185,17 @@ def _search(run: _Run, engine: RolloutEngine, sc: LossScales, warm: list[dict[st
     t_local = time.perf_counter()
     solved = local_search(engine, family, space, sc, x0, req.refine_iterations if deadline is None else LOCAL_BUDGET,
                           rival)
-    x0, before, after, n_local = solved.best, solved.before, solved.after, solved.evaluations
-    local = {"loss_before": before.tolist(), "loss_after": after.tolist(), "evaluations": n_local,
+    x0, after, n_local = solved.best, solved.after, solved.evaluations
+    local = {"loss_before": solved.before.tolist(), "loss_after": after.tolist(), "evaluations": n_local,
              "seconds": round(time.perf_counter() - t_local, 3)}
     if solved.abandoned:
         clock.done += 1
         return SearchResult(x0, after, [[float(a)] for a in after], n_local, 0, [0] * len(x0),
                             stopped_on="abandoned", local=local)
-
-    def on_gen(g: int, best: np.ndarray) -> None:
-        if progress:
-            unit = (g + 1) / req.generations
-            if deadline is not None:
-                unit = max(unit, (time.perf_counter() - clock.unit_start) / (deadline - clock.unit_start))
-            frac = clock.fraction(unit)
-            progress(frac, f"{label}: generation {g + 1}/{req.generations}, best loss {float(np.max(best)):.4g}, "
-                           f"elapsed {_secs(clock.elapsed())}, ETA {_secs(clock.eta(frac))}")
-
     gens = req.generations if parent is None else min(req.generations, NESTED_GENERATIONS)
-    res = cma_search(engine, family, space, sc, x0, gens, req.population, req.seed, on_generation=on_gen,
-                     backend=req.search_backend, deadline=deadline, extra_starts=extra,
-                     parallel_runs=4 if parent is None else 2)
+    res = cma_search(engine, family, space, sc, x0, gens, req.population, req.seed,
+                     on_generation=_generation_reporter(run, label, deadline), backend=req.search_backend,
+                     deadline=deadline, extra_starts=extra, parallel_runs=4 if parent is None else 2)
     res.evaluations += n_local
     res.local = local
     if progress:
@@ -221,6 +208,33 @@ def _search(run: _Run, engine: RolloutEngine, sc: LossScales, warm: list[dict[st
     clock.done += 1
     run.stopped_on_budget |= res.stopped_on == "budget"
     return res
+
+
+def _start_points(warm: list[dict[str, float]], space: SearchSpace,
+                  parent: list[tuple[dict[str, float], dict[str, float]]] | None
+                  ) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
+    """Per joint: the search's start (the parent's values, new terms at their warm start) and the extra points
+    its first generation scans (the start; with a parent also its equivalent point)."""
+    own = [{}] * len(warm) if parent is None else [p for _, p in parent]
+    x0 = [np.array([p.get(n, w[n]) for n in space.names]) for w, p in zip(warm, own, strict=True)]
+    extra = [[x] for x in x0] if parent is None else \
+        [[np.array([p[n] for n in space.names]), x] for (p, _), x in zip(parent, x0, strict=True)]
+    return x0, extra
+
+
+def _generation_reporter(run: _Run, label: str, deadline: float | None) -> Callable[[int, np.ndarray], None]:
+    """The CMA-ES callback that reports a generation's progress (its share of the budget unit) and ETA."""
+    req, clock, progress = run.req, run.clock, run.progress
+
+    def on_gen(g: int, best: np.ndarray) -> None:
+        if progress:
+            unit = (g + 1) / req.generations
+            if deadline is not None:
+                unit = max(unit, (time.perf_counter() - clock.unit_start) / (deadline - clock.unit_start))
+            frac = clock.fraction(unit)
+            progress(frac, f"{label}: generation {g + 1}/{req.generations}, best loss {float(np.max(best)):.4g}, "
+                           f"elapsed {_secs(clock.elapsed())}, ETA {_secs(clock.eta(frac))}")
+    return on_gen
 
 
 @dataclass

@@ -373,27 +373,8 @@ def cma_search(
     as known good points, e.g. a nested family's optimum.
     """
     n_j = len(engine.batch.joints)
-    rng = np.random.default_rng(seed)
-
-    def make(j: int, k: int, restart: int, mean: np.ndarray, sigma: float) -> _Run:
-        pop = population * 2**restart
-        s = seed + 7919 * j + 104729 * k + 1299709 * restart
-        strat = (_CmaesStrategy(mean, pop, s, sigma, space.steps) if backend == "cmaes"
-                 else _OptunaStrategy(space.names, mean, pop, s, sigma, space.steps))
-        return _Run(strat, pop, restart, best_u=mean.copy())
-
     u_scan, scan_loss = _scan(engine, family, space, scales, x0, extra_starts, scan_points, seed)
-    queue_u = [list(u_scan[1:, j][np.argsort(scan_loss[1:, j])]) for j in range(n_j)]  # best first
-
-    def next_start(j: int) -> np.ndarray:
-        return queue_u[j].pop(0) if queue_u[j] else rng.uniform(0.0, 1.0, space.dim)
-
-    def restart(j: int) -> Callable[[int, _Run], _Run]:  # IPOP: twice the population, from the next scan point
-        return lambda k, run: make(j, k, run.restarts + 1, next_start(j), RESTART_SIGMA)
-
-    runs = [[make(j, 0, 0, u_scan[0, j], FIRST_SIGMA)]
-            + [make(j, k, 0, next_start(j), RESTART_SIGMA) for k in range(1, parallel_runs)]
-            for j in range(n_j)]
+    runs, restart = _start_runs(space, u_scan, scan_loss, population, seed, backend, parallel_runs)
     best_i = np.argmin(scan_loss, axis=0)
     best_u = [u_scan[best_i[j], j].copy() for j in range(n_j)]
     best_loss = scan_loss.min(axis=0)
@@ -404,22 +385,8 @@ def cma_search(
     g = 0
     stopped_on = "generations"
     for g in range(generations):
-        sizes = [sum(r.population for r in runs[j]) if active[j] else 0 for j in range(n_j)]
-        u = np.repeat(np.stack(best_u)[None], max(sizes), axis=0)  # (C, J, d); short joints pad with their best
-        for j in np.flatnonzero(active).tolist():
-            u[: sizes[j], j] = np.vstack([r.strategy.ask() for r in runs[j]])
-        loss = loss_from_sums(engine.sums(family, candidate_params(family, space, space.from_unit(u))),
-                              engine.batch, scales)
-        evaluations += int(sum(sizes))
-        for j in range(n_j):
-            if active[j]:
-                _tell_runs(runs[j], u[:, j], loss[:, j], finished[j], restart(j), plateau_generations, plateau_rtol)
-                j_best = min(runs[j], key=lambda r: r.best)
-                if j_best.best < best_loss[j]:
-                    best_loss[j], best_u[j] = j_best.best, j_best.best_u.copy()
-            history[j].append(float(best_loss[j]))
-            if len(history[j]) > STALL_GENERATIONS + 20 and _stalled(history[j], STALL_GENERATIONS, STALL_RTOL):
-                active[j] = False
+        evaluations += _generation(engine, family, space, scales, runs, active, best_u, best_loss, finished, history,
+                                   restart, plateau_generations, plateau_rtol)
         if on_generation:
             on_generation(g, best_loss.copy())
         if not active.any():
@@ -432,6 +399,61 @@ def cma_search(
     return SearchResult([space.from_unit(b) for b in best_u], best_loss, history, evaluations, g + 1,
                         restarts=[len(f) for f in finished], candidates=[[space.from_unit(u) for _, u in e]
                                                                           for e in ends], stopped_on=stopped_on)
+
+
+def _start_runs(space: SearchSpace, u_scan: np.ndarray, scan_loss: np.ndarray, population: int, seed: int,
+                backend: str, parallel_runs: int
+                ) -> tuple[list[list[_Run]], Callable[[int], Callable[[int, _Run], _Run]]]:
+    """Each joint's first CMA-ES runs (the warm start polished locally, the best distinct scan points explored
+    widely), and per joint the IPOP restart: twice the population, from the next scan point (then at random)."""
+    n_j = u_scan.shape[1]
+    rng = np.random.default_rng(seed)
+
+    def make(j: int, k: int, restart: int, mean: np.ndarray, sigma: float) -> _Run:
+        pop = population * 2**restart
+        s = seed + 7919 * j + 104729 * k + 1299709 * restart
+        strat = (_CmaesStrategy(mean, pop, s, sigma, space.steps) if backend == "cmaes"
+                 else _OptunaStrategy(space.names, mean, pop, s, sigma, space.steps))
+        return _Run(strat, pop, restart, best_u=mean.copy())
+
+    queue_u = [list(u_scan[1:, j][np.argsort(scan_loss[1:, j])]) for j in range(n_j)]  # best first
+
+    def next_start(j: int) -> np.ndarray:
+        return queue_u[j].pop(0) if queue_u[j] else rng.uniform(0.0, 1.0, space.dim)
+
+    def restart(j: int) -> Callable[[int, _Run], _Run]:
+        return lambda k, run: make(j, k, run.restarts + 1, next_start(j), RESTART_SIGMA)
+
+    runs = [[make(j, 0, 0, u_scan[0, j], FIRST_SIGMA)]
+            + [make(j, k, 0, next_start(j), RESTART_SIGMA) for k in range(1, parallel_runs)]
+            for j in range(n_j)]
+    return runs, restart
+
+
+def _generation(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
+                runs: list[list[_Run]], active: np.ndarray, best_u: list[np.ndarray], best_loss: np.ndarray,
+                finished: list[list[tuple[float, np.ndarray]]], history: list[list[float]],
+                restart: Callable[[int], Callable[[int, _Run], _Run]], plateau_generations: int,
+                plateau_rtol: float) -> int:
+    """One generation of every active joint's runs in one launch: ask, evaluate, tell, keep each joint's best
+    and stop a joint whose best has stalled (updates the lists and arrays in place); returns the evaluations."""
+    n_j = len(runs)
+    sizes = [sum(r.population for r in runs[j]) if active[j] else 0 for j in range(n_j)]
+    u = np.repeat(np.stack(best_u)[None], max(sizes), axis=0)  # (C, J, d); short joints pad with their best
+    for j in np.flatnonzero(active).tolist():
+        u[: sizes[j], j] = np.vstack([r.strategy.ask() for r in runs[j]])
+    loss = loss_from_sums(engine.sums(family, candidate_params(family, space, space.from_unit(u))),
+                          engine.batch, scales)
+    for j in range(n_j):
+        if active[j]:
+            _tell_runs(runs[j], u[:, j], loss[:, j], finished[j], restart(j), plateau_generations, plateau_rtol)
+            j_best = min(runs[j], key=lambda r: r.best)
+            if j_best.best < best_loss[j]:
+                best_loss[j], best_u[j] = j_best.best, j_best.best_u.copy()
+        history[j].append(float(best_loss[j]))
+        if len(history[j]) > STALL_GENERATIONS + 20 and _stalled(history[j], STALL_GENERATIONS, STALL_RTOL):
+            active[j] = False
+    return int(sum(sizes))
 
 
 def initial_state_sensitivity(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
