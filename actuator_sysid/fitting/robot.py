@@ -301,10 +301,10 @@ class _DecoupledEvaluator:
     (models/articulated.py DecoupledRollout). It steers the search; no reported figure comes from it."""
 
     def __init__(self, robot: RobotModel, prob: _Problem, data: _Data, starts: np.ndarray, decimation: int,
-                 bias0: np.ndarray):
+                 bias0: np.ndarray, device: str = "cpu"):
         self.prob, self.data, self.starts, self.dec = prob, data, starts, decimation
         self.roll = DecoupledRollout(robot, data.q, data.qd, data.cmd, data.cmd_qd, data.split, data.dt * decimation,
-                                     bias0)
+                                     bias0, device)
         self.calls = 0
 
     def residuals(self, x: np.ndarray, delays: np.ndarray) -> np.ndarray:
@@ -850,7 +850,8 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         pick = np.linspace(0, data.starts.size - 1, min(SCAN_WINDOWS, data.starts.size)).round().astype(int)
         ev_scan: _Evaluator | _DecoupledEvaluator = evaluator(data.starts[np.unique(pick)])
     elif opts.search == "decoupled":  # every scan on the decoupled path, over every training window
-        ev_scan = _DecoupledEvaluator(robot, prob, data, data.starts, opts.decimation, np.zeros(len(prob.names)))
+        ev_scan = _DecoupledEvaluator(robot, prob, data, data.starts, opts.decimation, np.zeros(len(prob.names)),
+                                      opts.device)
     else:
         raise RobotError(f"search {opts.search!r}: 'decoupled' or 'coupled'")
 

@@ -333,8 +333,10 @@ class DecoupledRollout:
     PARAMS = 10
 
     def __init__(self, robot: RobotModel, q: np.ndarray, qd: np.ndarray, cmd: np.ndarray, cmd_qd: np.ndarray,
-                 n: int, log_dt: float, bias0: np.ndarray) -> None:
+                 n: int, log_dt: float, bias0: np.ndarray, device: str = "cpu") -> None:
         from scipy.signal import savgol_filter
+
+        self.device = device
 
         self.n, self.j = n, q.shape[1]
         win = min(9, n - (1 - n % 2))
@@ -351,7 +353,8 @@ class DecoupledRollout:
         self.b_ref = 2.0 / (float(solimp[1]) * float(solref[0]))  # MuJoCo's reference damping, ratio 1
         self.leak = (1.0 - float(solimp[0])) / float(solimp[0])  # R / A at zero violation
         arrays = (q[:n + 1], qd[:n + 1], cmd[:n + 1], cmd_qd[:n + 1], diag, load, own)
-        self._arrays: list[wp.array] = [wp.array(np.ascontiguousarray(a, np.float32), dtype=wp.float32) for a in arrays]
+        self._arrays: list[wp.array] = [wp.array(np.ascontiguousarray(a, np.float32), dtype=wp.float32, device=device)
+                                        for a in arrays]
         self.seconds = 0.0
         self.joint_steps = 0
         self.threads = max(1, min(2, len(os.sched_getaffinity(0))))  # one kernel launch per core, at most two
@@ -367,18 +370,22 @@ class DecoupledRollout:
         delays = np.asarray(delays)
         db = par[:, :, 5] - self.bias0[None]
         shift = -np.einsum("tjk,ck->ctj", self.grad, db)  # the candidate's biases move every joint's load
-        st: wp.array = wp.array(starts.astype(np.int32), dtype=wp.int32)
+        dev = self.device
+        st: wp.array = wp.array(starts.astype(np.int32), dtype=wp.int32, device=dev)
 
         def launch(lo: int, hi: int) -> np.ndarray:  # candidates lo..hi; Warp's CPU launch releases the GIL
-            out = wp.zeros(((hi - lo) * w, length, self.j), dtype=wp.float32)
+            out = wp.zeros(((hi - lo) * w, length, self.j), dtype=wp.float32, device=dev)
             wp.launch(_decoupled_kernel, (hi - lo) * w * self.j, [
-                *self._arrays, wp.array(np.ascontiguousarray(shift[lo:hi], np.float32), dtype=wp.float32), st,
-                wp.array(np.asarray(delays[lo:hi], np.int32), dtype=wp.int32),
-                wp.array(np.ascontiguousarray(np.minimum(par[lo:hi], 3.0e38), np.float32), dtype=wp.float32),
-                int(length), int(decimation), float(dt), int(w), int(self.j), self.b_ref, self.leak, out])
+                *self._arrays, wp.array(np.ascontiguousarray(shift[lo:hi], np.float32), dtype=wp.float32, device=dev),
+                st, wp.array(np.asarray(delays[lo:hi], np.int32), dtype=wp.int32, device=dev),
+                wp.array(np.ascontiguousarray(np.minimum(par[lo:hi], 3.0e38), np.float32), dtype=wp.float32,
+                         device=dev),
+                int(length), int(decimation), float(dt), int(w), int(self.j), self.b_ref, self.leak, out],
+                      device=dev)
             return out.numpy()
 
-        cuts = np.linspace(0, c, min(self.threads, c) + 1).round().astype(int)
+        threads = self.threads if wp.get_device(dev).is_cpu else 1
+        cuts = np.linspace(0, c, min(threads, c) + 1).round().astype(int)
         if cuts.size > 2:
             with ThreadPoolExecutor(cuts.size - 1) as pool:
                 parts = list(pool.map(launch, cuts[:-1], cuts[1:]))
