@@ -176,7 +176,7 @@ def test_the_fit_builds_the_typed_result(typed_fit: FitResult) -> None:
 def test_a_built_record_writes_only_the_fields_that_apply() -> None:
     """A record built in code leaves out the fields a fit writes only when they apply (added_for, device_gains,
     the folds, a reason) while unset, and writes the others, unset or not, in the fit's order."""
-    from actuator_sysid.fitting.result import Metrics, Split
+    from actuator_sysid.fitting.result import Metrics, SplitNames
 
     m = ModelFit(family="ideal_pd", isaaclab_cfg="IdealPDActuatorCfg", joint_terms=[], params={"stiffness": 1.0})
     doc = m.to_json()
@@ -188,7 +188,7 @@ def test_a_built_record_writes_only_the_fields_that_apply() -> None:
     assert Interval(value=None, estimate=2.0, identified=False).to_json() == {
         "value": None, "estimate": 2.0, "std_relative": None, "interval95": None, "identified": False}
     assert set(Metrics().to_json()) == {"train", "validation", "segments"}
-    assert set(Split(method="random", train=["a"], validation=["b"]).to_json()) == {"method", "train", "validation"}
+    assert set(SplitNames(method="random", train=["a"], validation=["b"]).to_json()) == {"method", "train", "validation"}
 
 
 def test_the_verdict_is_built_as_records() -> None:

@@ -41,9 +41,9 @@ from .result import (
     ResultLike,
     SegmentMetrics,
     SplitMetrics,
+    SplitNames,
     as_result,
 )
-from .result import Split as SplitNames
 from .search import SearchResult, cma_search, local_search, refine
 from .space import SearchSpace
 from .warmstart import warm_start

@@ -314,7 +314,7 @@ class JointFit(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Split(Record):
+class SplitNames(Record):
     """Which segments trained and which validated (names), how they were chosen, and the folds if any."""
 
     method: str | None = None
@@ -381,7 +381,7 @@ class FitResult(Record):
     (the dataset summary, the request, the origin, the verdict, the elapsed time)."""
 
     joints: Mapping[str, JointFit] = field(default_factory=dict)
-    split: Split = field(default_factory=Split)
+    split: SplitNames = field(default_factory=SplitNames)
     budget: Budget | None = None
     assumptions: Assumptions = field(default_factory=Assumptions)
     request: Mapping[str, Json] | None = None
@@ -392,7 +392,7 @@ class FitResult(Record):
     fit_id: str | None = None
     renamed: Mapping[str, str] | None = None
 
-    CODECS: ClassVar[dict[str, Codec]] = {"joints": _dict_of(_record(JointFit)), "split": _record(Split),
+    CODECS: ClassVar[dict[str, Codec]] = {"joints": _dict_of(_record(JointFit)), "split": _record(SplitNames),
                                           "budget": _optional(_record(Budget)),
                                           "assumptions": _record(Assumptions),
                                           "verdict": _optional(_record(Verdict))}
