@@ -11,7 +11,7 @@ PORT   ?= 8000
 # another path on another machine. One x86-64 kernel set everywhere keeps tests/test_golden.py machine-proof.
 THREADS := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_CORETYPE=Haswell
 
-.PHONY: run test test-fast bench lint typecheck structure install clean bench-ingest
+.PHONY: run test test-fast bench lint format typecheck structure install clean bench-ingest
 
 install: $(STAMP)
 
@@ -28,11 +28,12 @@ $(STAMP): pyproject.toml Makefile
 run: $(STAMP)
 	$(BIN)/actuator-sysid serve --host $(HOST) --port $(PORT)
 
-# Everything: ruff first, the structure check, then every test (markers in tests/conftest.py), one file per
+# Everything: ruff (lint and format) first, the structure check, then every test (markers in tests/conftest.py), one file per
 # worker on two workers: most tests are single-threaded Python, Warp CPU kernels or a server subprocess.
 # mypy is clean on actuator_sysid/ and stays so (issue 13): it runs here as in `make lint`.
 test: $(STAMP)
 	$(BIN)/ruff check actuator_sysid tests bench tools
+	$(BIN)/ruff format --check actuator_sysid tests bench tools
 	$(BIN)/python tools/check_structure.py --baseline tools/structure_baseline.txt
 	$(BIN)/mypy
 	$(THREADS) $(BIN)/python -m pytest -q -n 2 --dist loadfile
@@ -48,11 +49,16 @@ bench: $(STAMP)
 bench-ingest: $(STAMP)
 	$(BIN)/python bench/ingest.py
 
-# ruff, then the structure check (fails only on violations beyond the baseline), then mypy.
+# ruff (lint, and the format `make format` writes), then the structure check (fails only on violations beyond
+# the baseline), then mypy.
 lint: $(STAMP)
 	$(BIN)/ruff check actuator_sysid tests bench tools
+	$(BIN)/ruff format --check actuator_sysid tests bench tools
 	$(BIN)/python tools/check_structure.py --baseline tools/structure_baseline.txt
 	$(BIN)/mypy
+
+format: $(STAMP)
+	$(BIN)/ruff format actuator_sysid tests bench tools
 
 structure: $(STAMP)
 	$(BIN)/python tools/check_structure.py --baseline tools/structure_baseline.txt

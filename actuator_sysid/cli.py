@@ -34,9 +34,16 @@ def _read(args: argparse.Namespace) -> Recording:
     from .datasets.readers import read_paths
     from .datasets.sources import ReadOptions, parse_names
 
-    opts = ReadOptions(fmt=args.format, joint_names=parse_names(args.joint_names), state_topic=args.state_topic,
-                       command_topic=args.command_topic, positions=args.positions, targets=args.targets,
-                       velocities=args.velocities, rate_hz=args.rate)
+    opts = ReadOptions(
+        fmt=args.format,
+        joint_names=parse_names(args.joint_names),
+        state_topic=args.state_topic,
+        command_topic=args.command_topic,
+        positions=args.positions,
+        targets=args.targets,
+        velocities=args.velocities,
+        rate_hz=args.rate,
+    )
     opts.validate("command line")
     return read_paths([Path(p) for p in args.log], Path(args.sidecar) if args.sidecar else None, opts)
 
@@ -52,12 +59,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .service.logs import configure_logging
     from .service.settings import Settings
 
-    given = {"host": args.host, "port": args.port, "data_dir": args.data_dir, "database_url": args.database_url,
-             "executor": args.executor, "ray_address": args.ray_address, "workers": args.workers}
+    given = {
+        "host": args.host,
+        "port": args.port,
+        "data_dir": args.data_dir,
+        "database_url": args.database_url,
+        "executor": args.executor,
+        "ray_address": args.ray_address,
+        "workers": args.workers,
+    }
     settings = Settings(**{k: v for k, v in given.items() if v is not None})
     configure_logging(settings.log_format)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_config=None,
-                access_log=False, timeout_graceful_shutdown=10)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=10,
+    )
     return 0
 
 
@@ -77,7 +97,10 @@ def cmd_token(args: argparse.Namespace) -> int:
             for t in repo.list_tokens():
                 print(f"{t['id']}  {t['project']:<20} {t['created_at'][:19]}  {t['name']}")
         elif not repo.revoke_token(args.id or ""):
-            print(f"actuator-sysid token revoke: no token with id {args.id!r} (see `token list`)", file=sys.stderr)
+            print(
+                f"actuator-sysid token revoke: no token with id {args.id!r} (see `token list`)",
+                file=sys.stderr,
+            )
             return EXIT_BAD_INPUT
     finally:
         repo.close()
@@ -101,11 +124,13 @@ def _digest(summary: dict) -> str:
     """The summary in a few lines for a person: joints, segments, rate, duration, warnings."""
     q = summary.get("quality", {})
     segs = q.get("segments", [])
-    lines = [f"joints: {', '.join(summary['joints'])}",
-             f"segments: {summary['segments']} ({', '.join(s['name'] for s in segs[:8])}"
-             f"{', ...' if len(segs) > 8 else ''})",
-             f"rate: {summary['rate_hz']:.6g} Hz, duration: {summary['duration_s']:.6g} s, "
-             f"format: {summary['source_format']}"]
+    lines = [
+        f"joints: {', '.join(summary['joints'])}",
+        f"segments: {summary['segments']} ({', '.join(s['name'] for s in segs[:8])}"
+        f"{', ...' if len(segs) > 8 else ''})",
+        f"rate: {summary['rate_hz']:.6g} Hz, duration: {summary['duration_s']:.6g} s, "
+        f"format: {summary['source_format']}",
+    ]
     lines += [f"note: {w}" for w in summary.get("warnings", [])]
     lines += [f"quality: {w}" for w in q.get("warnings", [])]
     return "\n".join(lines)
@@ -121,9 +146,30 @@ def cmd_excite(args: argparse.Namespace) -> int:
     from .datasets.excitation import ExcitationError, ExcitationSpec
     from .fitting.design import excitation_with_identifiability, format_prediction
 
-    given = {k: getattr(args, k) for k in ("kind", "duration", "rate", "q_min", "q_max", "qd_max", "tau_max",
-                                           "f_min", "f_max", "inertia", "mass", "com_distance", "gravity", "joint",
-                                           "seed", "kp", "kd", "noise_q", "noise_qd")}
+    given = {
+        k: getattr(args, k)
+        for k in (
+            "kind",
+            "duration",
+            "rate",
+            "q_min",
+            "q_max",
+            "qd_max",
+            "tau_max",
+            "f_min",
+            "f_max",
+            "inertia",
+            "mass",
+            "com_distance",
+            "gravity",
+            "joint",
+            "seed",
+            "kp",
+            "kd",
+            "noise_q",
+            "noise_qd",
+        )
+    }
     if args.families is not None:
         given["families"] = [m.strip() for m in args.families.split(",") if m.strip()]
     if args.nominal:
@@ -147,9 +193,12 @@ def cmd_excite(args: argparse.Namespace) -> int:
         out.write_text(text)
         out.with_suffix(".json").write_text(json.dumps(side, indent=1))
         peak = side["excitation"]["peak"]
-        print(f"wrote {out} (+ sidecar {out.with_suffix('.json').name}): {spec.kind}, {spec.duration:g} s at "
-              f"{spec.rate:g} Hz; q in [{peak['q_min']:.4g}, {peak['q_max']:.4g}] rad, |qd| ≤ "
-              f"{peak['qd_abs']:.4g} rad/s, rigid-body |tau| ≤ {peak['tau_rigid_body_abs']:.4g} N·m", file=sys.stderr)
+        print(
+            f"wrote {out} (+ sidecar {out.with_suffix('.json').name}): {spec.kind}, {spec.duration:g} s at "
+            f"{spec.rate:g} Hz; q in [{peak['q_min']:.4g}, {peak['q_max']:.4g}] rad, |qd| ≤ "
+            f"{peak['qd_abs']:.4g} rad/s, rigid-body |tau| ≤ {peak['tau_rigid_body_abs']:.4g} N·m",
+            file=sys.stderr,
+        )
     else:
         sys.stdout.write(text)
     return 0
@@ -169,8 +218,13 @@ class _ProgressBar:
         if self.bar is None:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=1000, desc=self.desc, file=sys.stderr, mininterval=0.2,
-                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining} {postfix}")
+            self.bar = tqdm(
+                total=1000,
+                desc=self.desc,
+                file=sys.stderr,
+                mininterval=0.2,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining} {postfix}",
+            )
         self.bar.set_postfix_str(message, refresh=False)
         self.bar.update(max(0, min(1000, round(fraction * 1000)) - self.bar.n))
 
@@ -192,8 +246,14 @@ def run_fit(rec: Recording, req: FitRequest, out: Path, label: str) -> FitResult
         fit = compute_fit(rec, req, progress, {"dataset": label})
     finally:
         progress.close()
-    row = {"id": label, "title": f"fit of {label}", "status": "succeeded", "dataset_name": label,
-           "request": asdict(req), "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    row = {
+        "id": label,
+        "title": f"fit of {label}",
+        "status": "succeeded",
+        "dataset_name": label,
+        "request": asdict(req),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     validation = json.loads(fit.exports["validation.json"]) if "validation.json" in fit.exports else None
     html = render_report(row, fit.result, fit.report, standalone=True, validation=validation)
     write_files(out, {**fit.files(), "report.html": html})
@@ -204,14 +264,20 @@ def _request(args: argparse.Namespace) -> FitRequest:
     """FitRequest from the flags; flags left out keep FitRequest's defaults (validation judges the rest)."""
     from .fitting.fit import FitRequest
 
-    given = {"joints": _csv(args.joints) if getattr(args, "joints", None) else None,
-             "families": _csv(args.families) if getattr(args, "families", None) else None,
-             "generations": args.generations, "population": args.population, "seed": args.seed,
-             "decimation": getattr(args, "decimation", None), "effort_mode": getattr(args, "effort_mode", None),
-             "joint_terms": _csv(args.joint_terms) if getattr(args, "joint_terms", None) else None,
-             "holdout": getattr(args, "holdout", None), "folds": getattr(args, "folds", None),
-             "folds_by": getattr(args, "folds_by", None),
-             "budget_s": getattr(args, "budget", None)}
+    given = {
+        "joints": _csv(args.joints) if getattr(args, "joints", None) else None,
+        "families": _csv(args.families) if getattr(args, "families", None) else None,
+        "generations": args.generations,
+        "population": args.population,
+        "seed": args.seed,
+        "decimation": getattr(args, "decimation", None),
+        "effort_mode": getattr(args, "effort_mode", None),
+        "joint_terms": _csv(args.joint_terms) if getattr(args, "joint_terms", None) else None,
+        "holdout": getattr(args, "holdout", None),
+        "folds": getattr(args, "folds", None),
+        "folds_by": getattr(args, "folds_by", None),
+        "budget_s": getattr(args, "budget", None),
+    }
     return FitRequest(**{k: v for k, v in given.items() if v is not None})
 
 
@@ -224,15 +290,22 @@ def device_gain_lines(gains: Mapping[str, Any] | None) -> list[str]:
     if "gain_scale" in gains:
         iv = gains.get("gain_scale_interval")
         ci = f" (95 % {iv[0]:.4g}–{iv[1]:.4g})" if iv else ""
-        out.append(f"device gains: stiffness = {gains['gain_scale']:.4g}{ci} N·m/rad per firmware kp unit "
-                   f"(reference kp {gains['kp_reference']:g}); SI stiffness {fmt(gains['stiffness_at'])} N·m/rad")
+        out.append(
+            f"device gains: stiffness = {gains['gain_scale']:.4g}{ci} N·m/rad per firmware kp unit "
+            f"(reference kp {gains['kp_reference']:g}); SI stiffness {fmt(gains['stiffness_at'])} N·m/rad"
+        )
     if "damping_scale" in gains:
-        out.append(f"device gains: damping = {gains['damping_scale']:.4g} N·m·s/rad per firmware kd unit "
-                   f"(reference kd {gains['kd_reference']:g}); SI damping "
-                   + ", ".join(f"kd {k}: {v:.4g}" for k, v in gains["damping_at"].items()))
+        out.append(
+            f"device gains: damping = {gains['damping_scale']:.4g} N·m·s/rad per firmware kd unit "
+            f"(reference kd {gains['kd_reference']:g}); SI damping "
+            + ", ".join(f"kd {k}: {v:.4g}" for k, v in gains["damping_at"].items())
+        )
     if "vin_reference" in gains and len(gains.get("saturation_effort_at", {})) > 1:
-        out.append(f"supply: envelope stated at {gains['vin_reference']:g} V; saturation effort "
-                   + ", ".join(f"{k} V: {v:.4g}" for k, v in gains["saturation_effort_at"].items()) + " N·m")
+        out.append(
+            f"supply: envelope stated at {gains['vin_reference']:g} V; saturation effort "
+            + ", ".join(f"{k} V: {v:.4g}" for k, v in gains["saturation_effort_at"].items())
+            + " N·m"
+        )
     return out
 
 
@@ -284,24 +357,36 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
         try:
             rec = _read(args)
         except DatasetError as e2:
-            raise RobotError(f"{e2}; the robot model {Path(args.robot).name} has {len(robot.joint_names)} actuated "
-                             f"joint(s): {', '.join(robot.joint_names)}") from None
+            raise RobotError(
+                f"{e2}; the robot model {Path(args.robot).name} has {len(robot.joint_names)} actuated "
+                f"joint(s): {', '.join(robot.joint_names)}"
+            ) from None
         rec.metadata["joint_names_from"] = "robot"
     delay = None if args.delay in (None, "scan") else int(args.delay)
-    opts = RobotFitOptions(groups=parse_groups(args.groups), decimation=args.decimation or 4, delay=delay,
-                           fit_bias=not args.no_bias, kp=args.kp, kd=args.kd, budget_s=args.budget,
-                           dc_motor=args.dc_motor,
-                           max_iterations=args.generations or 12,
-                           progress=lambda m: print(m, file=sys.stderr, flush=True))
+    opts = RobotFitOptions(
+        groups=parse_groups(args.groups),
+        decimation=args.decimation or 4,
+        delay=delay,
+        fit_bias=not args.no_bias,
+        kp=args.kp,
+        kd=args.kd,
+        budget_s=args.budget,
+        dc_motor=args.dc_motor,
+        max_iterations=args.generations or 12,
+        progress=lambda m: print(m, file=sys.stderr, flush=True),
+    )
     result = fit_robot(rec, robot, opts)
     if rec.metadata.get("joint_names_from") == "robot":
-        result["joint_mapping"] = ("unnamed log taken in the model's actuated-joint order: "
-                                   + ", ".join(robot.joint_names))
+        result["joint_mapping"] = "unnamed log taken in the model's actuated-joint order: " + ", ".join(
+            robot.joint_names
+        )
     out = Path(args.out) if args.out else Path("out") / Path(args.log[0]).stem
     files = write_robot_fit(result, out)
     from .export.robot import export_lines, write_robot_exports  # the whole-robot exports, replayed
 
-    files += [f for f in write_robot_exports(result, rec, robot, out, progress=opts.progress) if f not in files]
+    files += [
+        f for f in write_robot_exports(result, rec, robot, out, progress=opts.progress) if f not in files
+    ]
     for line in result_lines(result) + export_lines(result):
         print(line, file=sys.stderr)
     print(f"wrote {out}/{', '.join(files)}", file=sys.stderr)
@@ -312,8 +397,14 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
 
 DEMO_FAMILY = "dcmotor"
 DEMO_TRUTH = {  # stated DCMotor parameters the demo log is made from (Isaac Lab names, SI)
-    "stiffness": 8.0, "damping": 0.3, "saturation_effort": 3.0, "actuator_velocity_limit": 9.0,
-    "actuator_effort_limit": 1.8, "armature": 0.004, "friction": 0.03, "viscous_friction": 0.02,
+    "stiffness": 8.0,
+    "damping": 0.3,
+    "saturation_effort": 3.0,
+    "actuator_velocity_limit": 9.0,
+    "actuator_effort_limit": 1.8,
+    "armature": 0.004,
+    "friction": 0.03,
+    "viscous_friction": 0.02,
 }
 DEMO_LOAD = {"mass": 0.5, "com_distance": 0.15}  # pendulum bob: m·g·l ≈ 0.74 N·m
 
@@ -341,12 +432,25 @@ def make_demo_recording(seed: int = 0, rate_hz: float = 200.0, seconds: float = 
     for name, q_des in _demo_commands(rate_hz, seconds, rng):
         n = q_des.size
         z = np.zeros((n, 1))
-        segments.append(Segment(name=name, t=np.arange(n) / rate_hz, q=z.copy(), qd=z.copy(),
-                                q_des=q_des[:, None], qd_des=z.copy(), tau_ff=z.copy(),
-                                metadata={"kp": DEMO_TRUTH["stiffness"], "kd": DEMO_TRUTH["damping"]}))
-    rec = Recording(joints=[JointInfo("pendulum", mass=DEMO_LOAD["mass"], com_distance=DEMO_LOAD["com_distance"])], segments=segments, source_format="demo",
-                    velocity_source="simulated with the project's rollout kernel, plus Gaussian noise",
-                    metadata={"demo_truth": {"family": DEMO_FAMILY, "params": DEMO_TRUTH}})
+        segments.append(
+            Segment(
+                name=name,
+                t=np.arange(n) / rate_hz,
+                q=z.copy(),
+                qd=z.copy(),
+                q_des=q_des[:, None],
+                qd_des=z.copy(),
+                tau_ff=z.copy(),
+                metadata={"kp": DEMO_TRUTH["stiffness"], "kd": DEMO_TRUTH["damping"]},
+            )
+        )
+    rec = Recording(
+        joints=[JointInfo("pendulum", mass=DEMO_LOAD["mass"], com_distance=DEMO_LOAD["com_distance"])],
+        segments=segments,
+        source_format="demo",
+        velocity_source="simulated with the project's rollout kernel, plus Gaussian noise",
+        metadata={"demo_truth": {"family": DEMO_FAMILY, "params": DEMO_TRUTH}},
+    )
     sim = simulate(rec, "pendulum", DEMO_FAMILY, DEMO_TRUTH)
     for seg in rec.segments:
         s = sim[seg.name]
@@ -364,8 +468,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     rec = make_demo_recording(args.seed)
     write_table(rec, out / "demo_log.csv")
-    print(f"wrote {out / 'demo_log.csv'} (+ sidecar demo_log.json): {len(rec.segments)} segments, "
-          f"{rec.duration_s:.1f} s at {rec.rate_hz:.0f} Hz", file=sys.stderr)
+    print(
+        f"wrote {out / 'demo_log.csv'} (+ sidecar demo_log.json): {len(rec.segments)} segments, "
+        f"{rec.duration_s:.1f} s at {rec.rate_hz:.0f} Hz",
+        file=sys.stderr,
+    )
     req = _request(args)
     req.families = ["ideal_pd", DEMO_FAMILY]
     result = run_fit(rec, req, out, "demo pendulum")
@@ -434,10 +541,20 @@ def cmd_export(args: argparse.Namespace) -> int:
         from .export.operating import parse_at
         from .export.selection import parse_assignments, parse_rename
 
-        text = render_format(result, rec, args.export_format, families=_families(args.family), at=parse_at(args.at),
-                             field_names=args.field_names, backend=args.backend, loads=loads, robot_usd=robot,
-                             unidentified=args.unidentified, given=parse_assignments(args.set),
-                             rename=parse_rename(args.rename))
+        text = render_format(
+            result,
+            rec,
+            args.export_format,
+            families=_families(args.family),
+            at=parse_at(args.at),
+            field_names=args.field_names,
+            backend=args.backend,
+            loads=loads,
+            robot_usd=robot,
+            unidentified=args.unidentified,
+            given=parse_assignments(args.set),
+            rename=parse_rename(args.rename),
+        )
     except (ExportError, KeyError) as e:
         print(f"actuator-sysid export: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -476,8 +593,16 @@ def build_parser() -> argparse.ArgumentParser:
     """The `actuator-sysid` command line: one builder per subcommand."""
     p = argparse.ArgumentParser(prog="actuator-sysid", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_serve_parser, _token_parser, _inspect_parser, _fit_parser, _excite_parser, _demo_parser,
-                _export_parser, _validate_parser):
+    for add in (
+        _serve_parser,
+        _token_parser,
+        _inspect_parser,
+        _fit_parser,
+        _excite_parser,
+        _demo_parser,
+        _export_parser,
+        _validate_parser,
+    ):
         add(sub)
     return p
 
@@ -488,9 +613,14 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--host", help="listen address (default ACTUATOR_SYSID_HOST or 127.0.0.1)")
     s.add_argument("--port", type=int, help="listen port (default ACTUATOR_SYSID_PORT or 8000)")
     s.add_argument("--data-dir", help="where datasets, fits and the database live (default ./data)")
-    s.add_argument("--database-url", help="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db "
-                                          "(default ACTUATOR_SYSID_DATABASE_URL or SQLite in the data dir)")
-    s.add_argument("--executor", choices=["local", "ray"], help="where fits run (default local worker processes)")
+    s.add_argument(
+        "--database-url",
+        help="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db "
+        "(default ACTUATOR_SYSID_DATABASE_URL or SQLite in the data dir)",
+    )
+    s.add_argument(
+        "--executor", choices=["local", "ray"], help="where fits run (default local worker processes)"
+    )
     s.add_argument("--ray-address", help="Ray head to submit fits to, host:port (with --executor ray)")
     s.add_argument("--workers", type=int, help="fits running at once (default 1)")
     s.set_defaults(func=cmd_serve)
@@ -501,7 +631,9 @@ def _token_parser(sub: argparse._SubParsersAction) -> None:
     tk = sub.add_parser("token", help="create, list or revoke API tokens")
     tk.add_argument("action", choices=["create", "list", "revoke"])
     tk.add_argument("id", nargs="?", help="token id to revoke (from `token list`)")
-    tk.add_argument("--project", default="default", help="project the token may see and write (default default)")
+    tk.add_argument(
+        "--project", default="default", help="project the token may see and write (default default)"
+    )
     tk.add_argument("--name", help="a label, e.g. who holds the token")
     tk.add_argument("--data-dir", help="the server's data dir (default ./data)")
     tk.add_argument("--database-url", help="the server's database URL, if not SQLite in the data dir")
@@ -512,20 +644,29 @@ def _log_args(sp: argparse.ArgumentParser) -> None:
     """The log arguments every subcommand that reads a log shares; formats from the reader registry."""
     from .datasets.readers import registry  # importing readers registers every log format
 
-    sp.add_argument("log", nargs="+", help=f"joint log(s): files, folders or zips of one dataset "
-                                           f"({registry.labels()})")
+    sp.add_argument(
+        "log", nargs="+", help=f"joint log(s): files, folders or zips of one dataset ({registry.labels()})"
+    )
     sp.add_argument("--sidecar", help="metadata JSON (default: <log>.json or <stem>.json beside the log)")
     sp.add_argument("--format", help=f"{registry.format_list()} (default: detect from the content)")
-    sp.add_argument("--joint-names", help="comma-separated joint names, for files without them (PACE, "
-                                          "Float64MultiArray commands, LeRobot, Isaac Lab HDF5)")
+    sp.add_argument(
+        "--joint-names",
+        help="comma-separated joint names, for files without them (PACE, "
+        "Float64MultiArray commands, LeRobot, Isaac Lab HDF5)",
+    )
     sp.add_argument("--state-topic", help="ROS: the measured sensor_msgs/JointState topic")
-    sp.add_argument("--command-topic", help="ROS: the command topic (JointState, JointTrajectory or "
-                                            "Float64MultiArray)")
+    sp.add_argument(
+        "--command-topic", help="ROS: the command topic (JointState, JointTrajectory or Float64MultiArray)"
+    )
     sp.add_argument("--positions", help="HDF5: dataset of joint positions in each demo, e.g. obs/joint_pos")
     sp.add_argument("--targets", help="HDF5: dataset of position targets in each demo, e.g. actions")
     sp.add_argument("--velocities", help="HDF5: dataset of joint velocities in each demo (optional)")
-    sp.add_argument("--rate", type=float, help="sample rate in Hz for logs without time stamps (Isaac Lab "
-                                               "HDF5: required; actuator-net CSV: default 50)")
+    sp.add_argument(
+        "--rate",
+        type=float,
+        help="sample rate in Hz for logs without time stamps (Isaac Lab "
+        "HDF5: required; actuator-net CSV: default 50)",
+    )
 
 
 def _budget_args(sp: argparse.ArgumentParser) -> None:
@@ -533,8 +674,12 @@ def _budget_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     sp.add_argument("--generations", type=int, help="CMA-ES generations per model family")
     sp.add_argument("--population", type=int, help="CMA-ES population size")
-    sp.add_argument("--budget", type=float, metavar="SECONDS",
-                    help="wall-clock budget for the whole fit: the search stops with its best so far")
+    sp.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="wall-clock budget for the whole fit: the search stops with its best so far",
+    )
 
 
 def _inspect_parser(sub: argparse._SubParsersAction) -> None:
@@ -548,23 +693,39 @@ def _fit_parser(sub: argparse._SubParsersAction) -> None:
     """`fit`: models fitted to a log; results, report and exports."""
     f = sub.add_parser("fit", help="fit actuator models to a log and write results, report and exports")
     _log_args(f)
-    f.add_argument("--families", "--models", dest="families",
-                   help="comma-separated model families, e.g. dcmotor,ideal_pd (default dcmotor); mlp,lstm,gru fit "
-                        "actuator networks (--models is the deprecated spelling)")
+    f.add_argument(
+        "--families",
+        "--models",
+        dest="families",
+        help="comma-separated model families, e.g. dcmotor,ideal_pd (default dcmotor); mlp,lstm,gru fit "
+        "actuator networks (--models is the deprecated spelling)",
+    )
     f.add_argument("--joints", help="comma-separated joints to fit (default: all)")
     f.add_argument("--decimation", type=int, help="physics steps per log sample (default 1)")
-    f.add_argument("--effort-mode", choices=["explicit", "implicit"],
-                   help="explicit (default) or Newton's implicit effort mode")
-    f.add_argument("--joint-terms", help="joint terms instead of each family's default, comma-separated, e.g. "
-                                         "armature,friction,dynamic_friction,viscous_friction,encoder_offset; "
-                                         "BAM friction: stribeck_friction, load_friction, load_friction_external, "
-                                         "load_friction_quadratic_motor (docs/models.md)")
-    f.add_argument("--holdout", metavar="KEY=VALUE",
-                   help="validate on the recordings whose segment metadata KEY equals VALUE (e.g. kp=20; a nested "
-                        "key as bam.kp, or its unique name), train on the rest")
+    f.add_argument(
+        "--effort-mode",
+        choices=["explicit", "implicit"],
+        help="explicit (default) or Newton's implicit effort mode",
+    )
+    f.add_argument(
+        "--joint-terms",
+        help="joint terms instead of each family's default, comma-separated, e.g. "
+        "armature,friction,dynamic_friction,viscous_friction,encoder_offset; "
+        "BAM friction: stribeck_friction, load_friction, load_friction_external, "
+        "load_friction_quadratic_motor (docs/models.md)",
+    )
+    f.add_argument(
+        "--holdout",
+        metavar="KEY=VALUE",
+        help="validate on the recordings whose segment metadata KEY equals VALUE (e.g. kp=20; a nested "
+        "key as bam.kp, or its unique name), train on the rest",
+    )
     f.add_argument("--folds", type=int, metavar="K", help="k-fold cross-validation over whole recordings")
-    f.add_argument("--folds-by", metavar="KEY",
-                   help="leave-one-value-out cross-validation: one fold per value of metadata KEY (e.g. kp)")
+    f.add_argument(
+        "--folds-by",
+        metavar="KEY",
+        help="leave-one-value-out cross-validation: one fold per value of metadata KEY (e.g. kp)",
+    )
     _robot_args(f)
     _budget_args(f)
     f.add_argument("--out", help="output folder (default out/<log stem>)")
@@ -573,43 +734,80 @@ def _fit_parser(sub: argparse._SubParsersAction) -> None:
 
 def _robot_args(f: argparse.ArgumentParser) -> None:
     """`fit --robot`: the whole-robot options."""
-    f.add_argument("--robot", help="robot model (MJCF, URDF, USD): fit every actuator through the robot's coupled "
-                                   "dynamics, hanging in the air (visuals and collisions skipped)")
-    f.add_argument("--fixed-base", metavar="LINK", help="with --robot: the link fixed to the world (default the root)")
-    f.add_argument("--groups", help="with --robot: parameter sharing by joint-name regex, e.g. "
-                                    "hip='.*_hip_joint',calf='.*_calf_joint' (default: per joint)")
-    f.add_argument("--kp", type=float, help="with --robot: PD stiffness, N·m/rad (default: the log's, else fitted)")
-    f.add_argument("--kd", type=float, help="with --robot: PD damping, N·m·s/rad (default: the log's, else fitted)")
-    f.add_argument("--delay", help="with --robot: command delay in physics steps, or scan (default scan 0..8)")
+    f.add_argument(
+        "--robot",
+        help="robot model (MJCF, URDF, USD): fit every actuator through the robot's coupled "
+        "dynamics, hanging in the air (visuals and collisions skipped)",
+    )
+    f.add_argument(
+        "--fixed-base", metavar="LINK", help="with --robot: the link fixed to the world (default the root)"
+    )
+    f.add_argument(
+        "--groups",
+        help="with --robot: parameter sharing by joint-name regex, e.g. "
+        "hip='.*_hip_joint',calf='.*_calf_joint' (default: per joint)",
+    )
+    f.add_argument(
+        "--kp", type=float, help="with --robot: PD stiffness, N·m/rad (default: the log's, else fitted)"
+    )
+    f.add_argument(
+        "--kd", type=float, help="with --robot: PD damping, N·m·s/rad (default: the log's, else fitted)"
+    )
+    f.add_argument(
+        "--delay", help="with --robot: command delay in physics steps, or scan (default scan 0..8)"
+    )
     f.add_argument("--no-bias", action="store_true", help="with --robot: no per-joint encoder bias")
-    f.add_argument("--floating", action="store_true", help="with --robot: the model's base floats (a free joint); "
-                   "name the link on the stand with --fixed-base")
-    f.add_argument("--dc-motor", action="store_true", help="with --robot: fit a DC-motor envelope per group "
-                   "(saturation effort, velocity limit, max motor effort); only a log that saturates identifies it")
+    f.add_argument(
+        "--floating",
+        action="store_true",
+        help="with --robot: the model's base floats (a free joint); "
+        "name the link on the stand with --fixed-base",
+    )
+    f.add_argument(
+        "--dc-motor",
+        action="store_true",
+        help="with --robot: fit a DC-motor envelope per group "
+        "(saturation effort, velocity limit, max motor effort); only a log that saturates identifies it",
+    )
 
 
 def _excite_parser(sub: argparse._SubParsersAction) -> None:
     """`excite`: an excitation within bounds, with its predicted identifiability."""
-    e = sub.add_parser("excite", help="design an excitation (chirp, multisine, steps, prbs, BAM set) within bounds")
-    e.add_argument("--kind", default="chirp", help="chirp, multisine, steps, prbs, sin_time_square, lift_and_drop, "
-                                                   "up_and_down or bam (the three BAM trajectories); default chirp")
+    e = sub.add_parser(
+        "excite", help="design an excitation (chirp, multisine, steps, prbs, BAM set) within bounds"
+    )
+    e.add_argument(
+        "--kind",
+        default="chirp",
+        help="chirp, multisine, steps, prbs, sin_time_square, lift_and_drop, "
+        "up_and_down or bam (the three BAM trajectories); default chirp",
+    )
     e.add_argument("--duration", type=float, help="seconds (per trajectory for bam; default 20)")
     e.add_argument("--rate", type=float, help="samples per second (default 200)")
     e.add_argument("--q-min", type=float, help="lowest position, rad (default -1)")
     e.add_argument("--q-max", type=float, help="highest position, rad (default 1)")
     e.add_argument("--qd-max", type=float, help="largest speed, rad/s (default 5)")
-    e.add_argument("--tau-max", type=float, help="largest rigid-body torque the load may need, N·m (with the load)")
+    e.add_argument(
+        "--tau-max", type=float, help="largest rigid-body torque the load may need, N·m (with the load)"
+    )
     e.add_argument("--f-min", type=float, help="lowest frequency, Hz (default 0.1)")
     e.add_argument("--f-max", type=float, help="highest frequency, Hz (default 5)")
     e.add_argument("--inertia", type=float, help="load inertia without the point mass, kg·m²")
     e.add_argument("--mass", type=float, help="pendulum mass, kg")
     e.add_argument("--com-distance", type=float, help="pendulum length to the mass, m")
     e.add_argument("--gravity", type=float, help="gravity, m/s² (default 9.81)")
-    e.add_argument("--families", "--models", dest="families",
-                   help="families to predict identifiability for, comma-separated (default dcmotor,delayed_pd; "
-                        "empty: no prediction; --models is the deprecated spelling)")
-    e.add_argument("--nominal", help="nominal actuator parameters for the prediction, NAME=VALUE,... in SI "
-                                     "(registry names, e.g. stiffness=25,saturation_effort=7,delay=2)")
+    e.add_argument(
+        "--families",
+        "--models",
+        dest="families",
+        help="families to predict identifiability for, comma-separated (default dcmotor,delayed_pd; "
+        "empty: no prediction; --models is the deprecated spelling)",
+    )
+    e.add_argument(
+        "--nominal",
+        help="nominal actuator parameters for the prediction, NAME=VALUE,... in SI "
+        "(registry names, e.g. stiffness=25,saturation_effort=7,delay=2)",
+    )
     e.add_argument("--noise-q", type=float, help="position noise σ the fit will see, rad (default 0.001)")
     e.add_argument("--noise-qd", type=float, help="velocity noise σ, rad/s (default σ_q·rate/√2)")
     e.add_argument("--joint", help="joint name (default joint)")
@@ -630,36 +828,75 @@ def _demo_parser(sub: argparse._SubParsersAction) -> None:
 
 def _export_parser(sub: argparse._SubParsersAction) -> None:
     """`export`: one export of a fit."""
-    x = sub.add_parser("export", help="render one export of a fit: isaaclab.py/.json/.yaml, newton.usda, mjcf.xml, "
-                                      "randomization.json")
+    x = sub.add_parser(
+        "export",
+        help="render one export of a fit: isaaclab.py/.json/.yaml, newton.usda, mjcf.xml, randomization.json",
+    )
     x.add_argument("fit", help="fit folder (with fit.json) or a fit.json file")
-    x.add_argument("--at", metavar="kp=VALUE[,vin=VALUE]",
-                   help="operating point of a fit of device-unit gains: the SI stiffness at this firmware kp "
-                        "(and kd) and the envelope at this supply voltage (default: the fit's reference, the most "
-                        "common logged kp and vin); the export states the point it used")
+    x.add_argument(
+        "--at",
+        metavar="kp=VALUE[,vin=VALUE]",
+        help="operating point of a fit of device-unit gains: the SI stiffness at this firmware kp "
+        "(and kd) and the envelope at this supply voltage (default: the fit's reference, the most "
+        "common logged kp and vin); the export states the point it used",
+    )
     from .export.formats import FORMATS, format_help  # the export registry: one registration per format
 
-    x.add_argument("--format", dest="export_format", required=True, choices=FORMATS,
-                   help=f"export format: {format_help()}")
+    x.add_argument(
+        "--format",
+        dest="export_format",
+        required=True,
+        choices=FORMATS,
+        help=f"export format: {format_help()}",
+    )
     x.add_argument("--out", help="file to write (default: stdout)")
-    x.add_argument("--set", action="append", metavar="[JOINT/]PARAM=VALUE",
-                   help="a value to write instead of the fit's, e.g. a datasheet limit the log never pressed: "
-                        "--set actuator_effort_limit=0.6 (repeat or comma-separate)")
-    x.add_argument("--unidentified", choices=["omit", "comment"], default="omit",
-                   help="a parameter the fit did not identify: omit leaves it at the consumer's default where the "
-                        "consumer has one (default); comment writes the estimate with a NOT IDENTIFIED comment")
-    x.add_argument("--rename", action="append", metavar="FIT_JOINT=ROBOT_JOINT",
-                   help="write a joint under the robot's name, e.g. --rename pendulum=elbow_joint")
-    x.add_argument("--family", help="model family for every joint, or joint=family pairs, comma-separated "
-                                    "(default: each joint's best; Isaac Lab: best built-in class)")
-    x.add_argument("--field-names", choices=["isaaclab-3", "isaaclab-2"], default="isaaclab-3",
-                   help="Isaac Lab field names (default isaaclab-3)")
-    x.add_argument("--backend", choices=["newton", "physx"], default="newton",
-                   help="Isaac Lab physics backend the friction values are written for (default newton)")
-    x.add_argument("--log", nargs="+", help="the fitted log, for the test-bench load of newton.usda / mjcf.xml "
-                                            "(default: the fit folder's validation.json)")
+    x.add_argument(
+        "--set",
+        action="append",
+        metavar="[JOINT/]PARAM=VALUE",
+        help="a value to write instead of the fit's, e.g. a datasheet limit the log never pressed: "
+        "--set actuator_effort_limit=0.6 (repeat or comma-separate)",
+    )
+    x.add_argument(
+        "--unidentified",
+        choices=["omit", "comment"],
+        default="omit",
+        help="a parameter the fit did not identify: omit leaves it at the consumer's default where the "
+        "consumer has one (default); comment writes the estimate with a NOT IDENTIFIED comment",
+    )
+    x.add_argument(
+        "--rename",
+        action="append",
+        metavar="FIT_JOINT=ROBOT_JOINT",
+        help="write a joint under the robot's name, e.g. --rename pendulum=elbow_joint",
+    )
+    x.add_argument(
+        "--family",
+        help="model family for every joint, or joint=family pairs, comma-separated "
+        "(default: each joint's best; Isaac Lab: best built-in class)",
+    )
+    x.add_argument(
+        "--field-names",
+        choices=["isaaclab-3", "isaaclab-2"],
+        default="isaaclab-3",
+        help="Isaac Lab field names (default isaaclab-3)",
+    )
+    x.add_argument(
+        "--backend",
+        choices=["newton", "physx"],
+        default="newton",
+        help="Isaac Lab physics backend the friction values are written for (default newton)",
+    )
+    x.add_argument(
+        "--log",
+        nargs="+",
+        help="the fitted log, for the test-bench load of newton.usda / mjcf.xml "
+        "(default: the fit folder's validation.json)",
+    )
     x.add_argument("--sidecar", help="metadata JSON of the log")
-    x.add_argument("--robot", help="robot USD whose joints (matched by prim name) get the fitted NewtonActuators")
+    x.add_argument(
+        "--robot", help="robot USD whose joints (matched by prim name) get the fitted NewtonActuators"
+    )
     x.set_defaults(func=cmd_export)
 
 

@@ -35,11 +35,14 @@ class FitOutputs:
         return {"fit.json": dumps(self.result), **self.exports}
 
 
-def compute_fit(rec: Recording, req: FitRequest, progress: ProgressFn | None = None,
-                info: dict | None = None) -> FitOutputs:
+def compute_fit(
+    rec: Recording, req: FitRequest, progress: ProgressFn | None = None, info: dict | None = None
+) -> FitOutputs:
     """Fit, collect the report data and render every export with its validation (from the unsanitised result);
     the result carries the fit's verdict (fitting/verdict.py), `info` (fit_id, dataset) the exports' provenance."""
-    validate_request(rec, req)  # a stored request may predate a restart: say what is wrong before importing more
+    validate_request(
+        rec, req
+    )  # a stored request may predate a restart: say what is wrong before importing more
     from .export import render_all  # the worker's dependency, not the API's
 
     result = fit_result(rec, req, progress)
@@ -48,9 +51,15 @@ def compute_fit(rec: Recording, req: FitRequest, progress: ProgressFn | None = N
     report = report_data(rec, result)
     stage(1.0, STAGE_EXPORTS)
     if info:
-        result = replace(result, origin=dict(info))  # where the fit came from, for exports rendered from fit.json
+        result = replace(
+            result, origin=dict(info)
+        )  # where the fit came from, for exports rendered from fit.json
     exports = render_all(result, rec, info=info)
     # judged with the exports' replays: validation.json is where render_all writes the verdict
     result = replace(result, verdict=Verdict.from_json(json.loads(exports["validation.json"])["verdict"]))
-    stage(1.0, STAGE_STORE)  # a cancel asked while the exports replayed stops the fit here, before it is stored
-    return FitOutputs(result=json_safe(result.to_json()), report=json_safe(report), exports=exports, typed=result)
+    stage(
+        1.0, STAGE_STORE
+    )  # a cancel asked while the exports replayed stops the fit here, before it is stored
+    return FitOutputs(
+        result=json_safe(result.to_json()), report=json_safe(report), exports=exports, typed=result
+    )

@@ -40,12 +40,19 @@ def _newton_rate(kind: str, path: str, n: int, steps: int) -> float:
     wp.config.quiet = True
     builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     for i in range(n):
-        link = builder.add_link(com=wp.vec3(float(i), 0.0, -0.2), mass=0.5, inertia=wp.mat33(np.eye(3) * 1e-3))
+        link = builder.add_link(
+            com=wp.vec3(float(i), 0.0, -0.2), mass=0.5, inertia=wp.mat33(np.eye(3) * 1e-3)
+        )
         j = builder.add_joint_revolute(parent=-1, child=link, axis=newton.Axis.Y)
         builder.add_articulation([j])
-        builder.add_actuator(DriveNeuralMLP if kind == "mlp" else DriveNeuralLSTM, index=builder.joint_qd_start[j],
-                             clamping=[(ClampingDCMotor, {"saturation_effort": 3.0, "velocity_limit": 8.0,
-                                                          "max_motor_effort": 2.0})], model_path=path)
+        builder.add_actuator(
+            DriveNeuralMLP if kind == "mlp" else DriveNeuralLSTM,
+            index=builder.joint_qd_start[j],
+            clamping=[
+                (ClampingDCMotor, {"saturation_effort": 3.0, "velocity_limit": 8.0, "max_motor_effort": 2.0})
+            ],
+            model_path=path,
+        )
     model = builder.finalize(device="cpu")
     (act,) = model.actuators
     state, control = model.state(), model.control()
@@ -74,18 +81,28 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    out: dict = {"machine": {"python": platform.python_version(), "torch": torch.__version__,
-                             "cpus": os.cpu_count(), "torch_threads": args.threads,
-                             "load_average": os.getloadavg()},
-                 "actuators": args.actuators, "steps": args.steps}
+    out: dict = {
+        "machine": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "cpus": os.cpu_count(),
+            "torch_threads": args.threads,
+            "load_average": os.getloadavg(),
+        },
+        "actuators": args.actuators,
+        "steps": args.steps,
+    }
     rec = nonlinear_recording(n_segments=3, seconds=1.0, seed=1)
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Newton's deprecation of the pt2 path, measured all the same
         for kind in ("mlp", "lstm"):
             entry = fit_network(rec, "j", kind, [0, 1], [2], NetOptions(epochs=1))
             row: dict = {"export_s": {}, "size_bytes": {}, "newton_efforts_per_s": {}}
-            for fmt, fn in (("torchscript.pt", torchscript_bytes), ("newton.onnx", onnx_bytes),
-                            ("newton.pt2", pt2_bytes)):
+            for fmt, fn in (
+                ("torchscript.pt", torchscript_bytes),
+                ("newton.onnx", onnx_bytes),
+                ("newton.pt2", pt2_bytes),
+            ):
                 t0 = time.perf_counter()
                 data = fn(entry)
                 row["export_s"][fmt] = round(time.perf_counter() - t0, 3)
@@ -93,8 +110,9 @@ def main() -> None:
                 path = Path(tmp) / f"{kind}.{fmt.split('.')[-1]}"
                 path.write_bytes(data)
                 if fmt != "torchscript.pt":
-                    row["newton_efforts_per_s"][fmt] = round(_newton_rate(kind, str(path), args.actuators,
-                                                                          args.steps))
+                    row["newton_efforts_per_s"][fmt] = round(
+                        _newton_rate(kind, str(path), args.actuators, args.steps)
+                    )
             out[kind] = row
     print(json.dumps(out, indent=2))
 

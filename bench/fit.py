@@ -46,8 +46,9 @@ NOISE_Q = 5e-4  # rad: about a 13-bit encoder's quantization step
 SAME_LOSS_RTOL = 1e-3  # "the same validation loss": within 0.1 %, far inside the noise-seed spread
 
 
-def timed_fit(rec: Recording, req: api.FitRequest, incumbents: list | None = None
-              ) -> tuple[float, dict, list[tuple[float, float]]]:
+def timed_fit(
+    rec: Recording, req: api.FitRequest, incumbents: list | None = None
+) -> tuple[float, dict, list[tuple[float, float]]]:
     """Wall time of a fit, its result, and (elapsed, best loss) after every generation. With `incumbents`,
     also (elapsed, parameters) of every search launch's best candidate that beats the search's best so far."""
     trace: list[tuple[float, float]] = []
@@ -72,6 +73,7 @@ def timed_fit(rec: Recording, req: api.FitRequest, incumbents: list | None = Non
             if incumbents is not None:
                 engine = _Recorder(engine, scales, incumbents, t0)
             return fn(engine, family, space, scales, *a, **k)
+
         return wrapped
 
     orig_local, orig_refine = api.local_search, api.refine
@@ -93,7 +95,9 @@ class _Recorder:
     best candidate that improves on the best so far (joint 0) as natural-unit parameters: the fit's incumbent
     over time. The bookkeeping is timed with the fit."""
 
-    def __init__(self, engine: RolloutEngine, scales: LossScales, out: list, t0: float, joint: int = 0) -> None:
+    def __init__(
+        self, engine: RolloutEngine, scales: LossScales, out: list, t0: float, joint: int = 0
+    ) -> None:
         self._engine, self._scales, self._out, self._t0, self._joint = engine, scales, out, t0, joint
 
     def __getattr__(self, name: str):
@@ -103,9 +107,13 @@ class _Recorder:
         c = int(np.argmin(loss))
         best = min((b for _, _, b in self._out), default=math.inf)
         if loss[c] < best:
-            self._out.append((time.perf_counter() - self._t0,
-                              {p.name: float(params[c, 0, parameters.INDEX[p.name]]) for p in parameters.PARAMS},
-                              float(loss[c])))
+            self._out.append(
+                (
+                    time.perf_counter() - self._t0,
+                    {p.name: float(params[c, 0, parameters.INDEX[p.name]]) for p in parameters.PARAMS},
+                    float(loss[c]),
+                )
+            )
 
     def sums(self, family, params: np.ndarray) -> np.ndarray:
         sums = self._engine.sums(family, params)
@@ -130,8 +138,14 @@ def quadruped_log(seconds: float, rate: float, joints: int = 12) -> Recording:
     q_des = np.zeros((n, joints))
     for j in range(joints):
         infos.append(JointInfo(f"j{j}", mass=rng.uniform(0.5, 2.0), com_distance=rng.uniform(0.1, 0.3)))
-        truths.append({**TRUTH_DCMOTOR, "stiffness": rng.uniform(15, 40), "delay": int(rng.integers(1, 5)),
-                       "encoder_offset": rng.uniform(-0.05, 0.05)})
+        truths.append(
+            {
+                **TRUTH_DCMOTOR,
+                "stiffness": rng.uniform(15, 40),
+                "delay": int(rng.integers(1, 5)),
+                "encoder_offset": rng.uniform(-0.05, 0.05),
+            }
+        )
         f0, f1 = 0.1, 5.0
         q_des[:, j] = 1.2 * np.sin(2 * math.pi * (f0 * t + (f1 - f0) * t**2 / (2 * seconds)))
     z = np.zeros_like(q_des)
@@ -147,7 +161,9 @@ def quadruped_log(seconds: float, rate: float, joints: int = 12) -> Recording:
     for k in range(4):
         sl = slice(k * n // 4, (k + 1) * n // 4)
         s0 = rec.segments[0]
-        segs.append(Segment(str(k), s0.t[sl], s0.q[sl], s0.qd[sl], s0.q_des[sl], s0.qd_des[sl], s0.tau_ff[sl]))
+        segs.append(
+            Segment(str(k), s0.t[sl], s0.q[sl], s0.qd[sl], s0.q_des[sl], s0.qd_des[sl], s0.tau_ff[sl])
+        )
     rec.segments = segs
     return rec
 
@@ -178,7 +194,9 @@ def numpy_loss(rec: Recording, ids: list[int]) -> Callable[[dict], float]:
                 q += dt * qd
                 sq += (q - batch.q[sl][k + 1]) ** 2
                 sqd += (qd - batch.qd[sl][k + 1]) ** 2
-        return (sq / scales.sigma_q[0] ** 2 + VELOCITY_WEIGHT * sqd / scales.sigma_qd[0] ** 2) / scales.n_samples[0]
+        return (
+            sq / scales.sigma_q[0] ** 2 + VELOCITY_WEIGHT * sqd / scales.sigma_qd[0] ** 2
+        ) / scales.n_samples[0]
 
     return rollout
 
@@ -188,8 +206,10 @@ def baseline(rec: Recording, train_ids: list[int], budget_s: float) -> list[tupl
     Returns (elapsed, best train loss, best parameters) at every trial."""
     space = SearchSpace.for_family(FAMILIES["dcmotor"])
     rollout = numpy_loss(rec, train_ids)
-    dists = {n: optuna.distributions.FloatDistribution(float(lo), float(hi), log=bool(lg))
-             for n, lo, hi, lg in zip(space.names, space.lower, space.upper, space.log, strict=True)}
+    dists = {
+        n: optuna.distributions.FloatDistribution(float(lo), float(hi), log=bool(lg))
+        for n, lo, hi, lg in zip(space.names, space.lower, space.upper, space.log, strict=True)
+    }
     study = optuna.create_study(sampler=optuna.samplers.CmaEsSampler(seed=0))
     trace, best, best_x, t0 = [], math.inf, {}, time.perf_counter()
     while time.perf_counter() - t0 < budget_s:
@@ -212,8 +232,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--baseline-seconds", type=float, default=120.0)
     args = ap.parse_args()
-    out: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                             "load_average_before": [round(x, 2) for x in os.getloadavg()]}}
+    out: dict = {
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "load_average_before": [round(x, 2) for x in os.getloadavg()],
+        }
+    }
 
     rec = make_recording("dcmotor")
     for s in rec.segments:
@@ -225,27 +250,45 @@ def main() -> None:
     t_all, res_all, _ = timed_fit(rec, api.FitRequest(models=list(FAMILIES), generations=gens))
     one = res_one["joints"]["hinge"]["models"]["dcmotor"]
     out["one_joint_6x6s_200Hz"] = {
-        "dcmotor_s": round(t_one, 2), "native_families_s": round(t_native, 2), "native_families": native,
+        "dcmotor_s": round(t_one, 2),
+        "native_families_s": round(t_native, 2),
+        "native_families": native,
         "native_best_model": res_native["joints"]["hinge"]["best_model"],
-        "all_families_s": round(t_all, 2), "families": list(FAMILIES),
+        "all_families_s": round(t_all, 2),
+        "families": list(FAMILIES),
         "best_model": res_all["joints"]["hinge"]["best_model"],
-        "per_family_s": {f: m["search"].get("seconds") for f, m in res_all["joints"]["hinge"]["models"].items()},
+        "per_family_s": {
+            f: m["search"].get("seconds") for f, m in res_all["joints"]["hinge"]["models"].items()
+        },
         # training loss of each start a family searched from (a second start abandoned early: its loss then)
-        "starts": {f: m["search"]["starts"] for f, m in res_all["joints"]["hinge"]["models"].items()
-                   if len(m["search"]["starts"]) > 1},
-        "dcmotor_worst_param_error": round(max(abs(one["params"][k] / v - 1) for k, v in TRUTH_DCMOTOR.items()), 5),
+        "starts": {
+            f: m["search"]["starts"]
+            for f, m in res_all["joints"]["hinge"]["models"].items()
+            if len(m["search"]["starts"]) > 1
+        },
+        "dcmotor_worst_param_error": round(
+            max(abs(one["params"][k] / v - 1) for k, v in TRUTH_DCMOTOR.items()), 5
+        ),
         "targets_s": {"dcmotor": 5, "all_families": 20},
     }
 
     seconds, joints = (2.0, 3) if args.quick else (20.0, 12)
     quad = quadruped_log(seconds, 400.0, joints)
-    req = api.FitRequest(models=["dcmotor_delay"], generations=gens,
-                         joint_terms=["armature", "friction", "viscous_friction", "encoder_offset"])
+    req = api.FitRequest(
+        models=["dcmotor_delay"],
+        generations=gens,
+        joint_terms=["armature", "friction", "viscous_friction", "encoder_offset"],
+    )
     t_quad, res_quad, _ = timed_fit(quad, req)
     out["quadruped_12x20s_400Hz"] = {
-        "joints": joints, "seconds_per_joint": seconds, "wall_s": round(t_quad, 2), "target_s": 120,
-        "validation_position_rmse_max": max(jr["models"]["dcmotor_delay"]["metrics"]["validation"]["position_rmse"]
-                                            for jr in res_quad["joints"].values()),
+        "joints": joints,
+        "seconds_per_joint": seconds,
+        "wall_s": round(t_quad, 2),
+        "target_s": 120,
+        "validation_position_rmse_max": max(
+            jr["models"]["dcmotor_delay"]["metrics"]["validation"]["position_rmse"]
+            for jr in res_quad["joints"].values()
+        ),
     }
 
     # same objective on both sides (whole training segments, no windows, the baseline's way), on a log with
@@ -257,8 +300,9 @@ def main() -> None:
     train_ids, val_ids = api.split_segments(len(noisy.segments))
     val_loss = numpy_loss(noisy, val_ids)
     incumbents: list[tuple[float, dict, float]] = []
-    t_ours, res_cmp, _ = timed_fit(noisy, api.FitRequest(models=["dcmotor"], generations=gens, window_s=None),
-                                   incumbents)
+    t_ours, res_cmp, _ = timed_fit(
+        noisy, api.FitRequest(models=["dcmotor"], generations=gens, window_s=None), incumbents
+    )
     ours_val = val_loss(res_cmp["joints"]["hinge"]["models"]["dcmotor"]["params"])
     ours_trace = [(t, val_loss(x)) for t, x, _ in incumbents]  # scored after the fit, untimed
     base = baseline(noisy, train_ids, 5.0 if args.quick else args.baseline_seconds)
@@ -270,11 +314,14 @@ def main() -> None:
     ours_t = time_to(ours_trace, target)  # the search's incumbents, then the fit's final parameters
     out["vs_sequential_baseline"] = {
         "log": f"Isaac Lab DCMotor, 6 x 6 s at 200 Hz, position noise {NOISE_Q} rad, no torque",
-        "baseline_trials": len(base), "baseline_seconds": round(base[-1][0], 1),
+        "baseline_trials": len(base),
+        "baseline_seconds": round(base[-1][0], 1),
         "baseline_trials_per_s": round(len(base) / base[-1][0], 1),
-        "baseline_validation_loss": base_val[-1][1], "target_validation_loss": target,
+        "baseline_validation_loss": base_val[-1][1],
+        "target_validation_loss": target,
         "baseline_time_to_target_s": round(base_t, 3) if base_t else None,
-        "ours_validation_loss": ours_val, "ours_wall_s": round(t_ours, 3),
+        "ours_validation_loss": ours_val,
+        "ours_wall_s": round(t_ours, 3),
         "ours_time_to_target_s": round(ours_t, 3) if ours_t else None,
         "speedup_to_same_validation_loss": round(base_t / ours_t, 1) if base_t and ours_t else None,
         "target_speedup": 50,

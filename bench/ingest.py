@@ -62,8 +62,14 @@ def _signals(n: int, start: int, rng: np.random.Generator) -> dict[str, np.ndarr
     phase = np.arange(JOINTS)
     q_des = 0.8 * np.sin(2 * math.pi * 0.7 * t[:, None] + phase)
     q = q_des + 0.01 * rng.standard_normal((n, JOINTS))
-    return {"t": t, "q": q, "qd": np.gradient(q, axis=0) * RATE, "tau": rng.standard_normal((n, JOINTS)),
-            "q_des": q_des, "qd_des": np.gradient(q_des, axis=0) * RATE}
+    return {
+        "t": t,
+        "q": q,
+        "qd": np.gradient(q, axis=0) * RATE,
+        "tau": rng.standard_normal((n, JOINTS)),
+        "q_des": q_des,
+        "qd_des": np.gradient(q_des, axis=0) * RATE,
+    }
 
 
 def write_table(path: Path, size_mb: float) -> None:
@@ -121,12 +127,30 @@ def write_mcap(path: Path, size_mb: float) -> None:
                 ns = t0 + round(s["t"][i] * 1e9)
                 stamp = {"sec": ns // 10**9, "nanosec": ns % 10**9}
                 hdr = {"stamp": stamp, "frame_id": ""}
-                w.write_message("/joint_states", schema, {"header": hdr, "name": names,
-                                "position": s["q"][i].tolist(), "velocity": s["qd"][i].tolist(),
-                                "effort": s["tau"][i].tolist()}, log_time=ns)
-                w.write_message("/joint_commands", schema, {"header": hdr, "name": names,
-                                "position": s["q_des"][i].tolist(), "velocity": s["qd_des"][i].tolist(),
-                                "effort": []}, log_time=ns)
+                w.write_message(
+                    "/joint_states",
+                    schema,
+                    {
+                        "header": hdr,
+                        "name": names,
+                        "position": s["q"][i].tolist(),
+                        "velocity": s["qd"][i].tolist(),
+                        "effort": s["tau"][i].tolist(),
+                    },
+                    log_time=ns,
+                )
+                w.write_message(
+                    "/joint_commands",
+                    schema,
+                    {
+                        "header": hdr,
+                        "name": names,
+                        "position": s["q_des"][i].tolist(),
+                        "velocity": s["qd_des"][i].tolist(),
+                        "effort": [],
+                    },
+                    log_time=ns,
+                )
             start += block
         w.finish()
 
@@ -151,11 +175,22 @@ def child(path: str, warmup: str) -> None:
     rec = read_paths([Path(path)])
     sec = time.perf_counter() - t
     peak = _peak_mb()
-    seg = max(sum(a.nbytes for a in (s.t, s.q, s.qd, s.q_des, s.qd_des, s.tau_ff, s.tau) if a is not None)
-              for s in rec.segments)
-    print(json.dumps({"seconds": sec, "baseline_rss_mb": base, "peak_rss_mb": peak,
-                      "largest_segment_mb": seg / MB, "samples": sum(s.n for s in rec.segments),
-                      "segments": len(rec.segments)}))
+    seg = max(
+        sum(a.nbytes for a in (s.t, s.q, s.qd, s.q_des, s.qd_des, s.tau_ff, s.tau) if a is not None)
+        for s in rec.segments
+    )
+    print(
+        json.dumps(
+            {
+                "seconds": sec,
+                "baseline_rss_mb": base,
+                "peak_rss_mb": peak,
+                "largest_segment_mb": seg / MB,
+                "samples": sum(s.n for s in rec.segments),
+                "segments": len(rec.segments),
+            }
+        )
+    )
 
 
 def measure(fmt: str, size_mb: float, folder: Path) -> dict:
@@ -166,17 +201,30 @@ def measure(fmt: str, size_mb: float, folder: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     warm = folder / f"warmup.{fmt}"
     (write_mcap if fmt == "mcap" else write_table)(warm, 0.2)
-    out = subprocess.run([sys.executable, __file__, "--child", str(path), str(warm)], capture_output=True,
-                         text=True, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(path), str(warm)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     r = json.loads(out.stdout.strip().splitlines()[-1])
     file_mb = path.stat().st_size / MB
     path.unlink()
     over = r["peak_rss_mb"] - r["baseline_rss_mb"]
-    return {"file_mb": round(file_mb, 1), "read_s": round(r["seconds"], 2),
-            "mb_per_s": round(file_mb / r["seconds"], 1), "samples": r["samples"], "segments": r["segments"],
-            "baseline_rss_mb": round(r["baseline_rss_mb"], 1), "peak_rss_mb": round(r["peak_rss_mb"], 1),
-            "peak_over_baseline_mb": round(over, 1), "largest_segment_mb": round(r["largest_segment_mb"], 1),
-            "peak_over_segment": round(over / r["largest_segment_mb"], 2), "write_s": round(write_s, 1)}
+    return {
+        "file_mb": round(file_mb, 1),
+        "read_s": round(r["seconds"], 2),
+        "mb_per_s": round(file_mb / r["seconds"], 1),
+        "samples": r["samples"],
+        "segments": r["segments"],
+        "baseline_rss_mb": round(r["baseline_rss_mb"], 1),
+        "peak_rss_mb": round(r["peak_rss_mb"], 1),
+        "peak_over_baseline_mb": round(over, 1),
+        "largest_segment_mb": round(r["largest_segment_mb"], 1),
+        "peak_over_segment": round(over / r["largest_segment_mb"], 2),
+        "write_s": round(write_s, 1),
+    }
 
 
 def main() -> None:
@@ -191,9 +239,16 @@ def main() -> None:
         child(*args.child)
         return
     sizes = [float(s) for s in args.sizes.split(",") if s] + ([1000.0] if args.gb else [])
-    results: dict = {"machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-                                 "python": platform.python_version()},
-                     "joints": JOINTS, "rate_hz": RATE, "results": {}}
+    results: dict = {
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        "joints": JOINTS,
+        "rate_hz": RATE,
+        "results": {},
+    }
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="ingest-bench-") as tmp:
         for fmt in args.formats.split(","):
             for size in sizes:

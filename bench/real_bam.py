@@ -51,7 +51,9 @@ from actuator_sysid.datasets.recording import Recording  # noqa: E402
 from actuator_sysid.fitting import fit as api  # noqa: E402
 from actuator_sysid.models.families import FAMILIES, NET_FAMILIES  # noqa: E402
 
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bam-xl330" / "processed"  # the shared data beside the checkout
+DEFAULT_DATA = (
+    ROOT.parent / "shared" / "data" / "bam-xl330" / "processed"
+)  # the shared data beside the checkout
 BAM_VENV = ROOT / "bench" / ".venv-bam"
 KPS = (100, 200, 800)
 VALIDATION_KP = 800
@@ -95,11 +97,25 @@ def note(msg: str) -> None:
 
 def machine() -> dict:
     """CPU model, cores, date and load average: what the figures depend on."""
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
-    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(),
-            "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "load_average_before": [round(x, 2) for x in os.getloadavg()]}
+    cpu = (
+        next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").exists()
+        else ""
+    )
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def read_xl330(folder: Path) -> Recording:
@@ -118,8 +134,11 @@ def crop(rec: Recording, seconds: float) -> Recording:
     """Every segment cut to its first `seconds` (a smoke run's data; the figures need whole files)."""
     for i, s in enumerate(rec.segments):
         n = int(np.searchsorted(s.t, s.t[0] + seconds))
-        cut = {f.name: getattr(s, f.name)[:n] for f in dataclasses.fields(s)
-               if isinstance(getattr(s, f.name), np.ndarray) and getattr(s, f.name).shape[:1] == (s.n,)}
+        cut = {
+            f.name: getattr(s, f.name)[:n]
+            for f in dataclasses.fields(s)
+            if isinstance(getattr(s, f.name), np.ndarray) and getattr(s, f.name).shape[:1] == (s.n,)
+        }
         rec.segments[i] = dataclasses.replace(s, **cut)
     return rec
 
@@ -143,22 +162,54 @@ def bam_fit(py: Path, data: Path, model: str, trials: int) -> dict:
     """One `bam.fit` run in a temporary folder (it writes params.json and study.db in its cwd), timed, then
     its params scored on the validation files by BAM's own simulator."""
     with tempfile.TemporaryDirectory(prefix=f"bam-{model}-") as tmp:
-        cmd = [str(py), "-m", "bam.fit", "--actuator", "xl330", "--model", model, "--logdir", str(data),
-               "--trials", str(trials), "--method", "cmaes", "--validation_kp", str(VALIDATION_KP)]
+        cmd = [
+            str(py),
+            "-m",
+            "bam.fit",
+            "--actuator",
+            "xl330",
+            "--model",
+            model,
+            "--logdir",
+            str(data),
+            "--trials",
+            str(trials),
+            "--method",
+            "cmaes",
+            "--validation_kp",
+            str(VALIDATION_KP),
+        ]
         t0 = time.perf_counter()
-        run = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, env={**os.environ, "WANDB_MODE": "disabled"})
+        run = subprocess.run(
+            cmd, cwd=tmp, capture_output=True, text=True, env={**os.environ, "WANDB_MODE": "disabled"}
+        )
         wall = time.perf_counter() - t0
         if run.returncode != 0:
             raise RuntimeError(f"bam.fit {model} failed ({run.returncode}): {run.stderr[-2000:]}")
         plain = re.sub(r"\x1b\[[0-9;]*m", "", run.stdout)
-        last = [(int(n), float(v)) for n, v in re.findall(r"\[Trial (\d+), Best score: ([-+0-9.eE]+)\]", plain)]
+        last = [
+            (int(n), float(v)) for n, v in re.findall(r"\[Trial (\d+), Best score: ([-+0-9.eE]+)\]", plain)
+        ]
         params = json.loads((Path(tmp) / "params.json").read_text())
-        score = subprocess.run([str(py), "-c", _BAM_SCORE, str(data), str(VALIDATION_KP), str(Path(tmp) / "params.json")],
-                               capture_output=True, text=True, check=True)
+        score = subprocess.run(
+            [str(py), "-c", _BAM_SCORE, str(data), str(VALIDATION_KP), str(Path(tmp) / "params.json")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     out = json.loads(score.stdout)
-    note(f"BAM {model}: {trials} trials in {wall:.1f} s, validation MAE {out['validation_position_mae']:.5f} rad")
-    return {"model": model, "trials": trials, "last_monitored_trial": last[-1][0] + 1 if last else None,
-            "train_position_mae": last[-1][1] if last else None, "wall_s": round(wall, 2), "params": params, **out}
+    note(
+        f"BAM {model}: {trials} trials in {wall:.1f} s, validation MAE {out['validation_position_mae']:.5f} rad"
+    )
+    return {
+        "model": model,
+        "trials": trials,
+        "last_monitored_trial": last[-1][0] + 1 if last else None,
+        "train_position_mae": last[-1][1] if last else None,
+        "wall_s": round(wall, 2),
+        "params": params,
+        **out,
+    }
 
 
 # ------------------------------------------------------------------------------------------------ ours
@@ -170,8 +221,13 @@ def _options(quick: bool, parametric: bool = True) -> dict:
     base = dict(OURS) if parametric else {}
     if not quick:
         return base
-    return {**base, "generations": 2, "refine_iterations": 3, "budget_s": 2.0,
-            "networks": {"epochs": 1, "in_loop_epochs": 1, "patience": 1}}
+    return {
+        **base,
+        "generations": 2,
+        "refine_iterations": 3,
+        "budget_s": 2.0,
+        "networks": {"epochs": 1, "in_loop_epochs": 1, "patience": 1},
+    }
 
 
 def families(quick: bool) -> tuple[list[str], list[str]]:
@@ -203,8 +259,13 @@ def family_seconds(model: dict) -> float | None:
     return round(sum(secs), 3) if secs else None
 
 
-def ours_split(rec: Recording, quick: bool, net_budget_s: float | None, nets: list[str] | None = None,
-               saved: Callable[[dict], None] = lambda part: None) -> dict:
+def ours_split(
+    rec: Recording,
+    quick: bool,
+    net_budget_s: float | None,
+    nets: list[str] | None = None,
+    saved: Callable[[dict], None] = lambda part: None,
+) -> dict:
     """Every family on the kp = 800 split: parametric ones in one fit, each net in its own (timed apart)."""
     out: dict = {"holdout": f"kp={VALIDATION_KP}", "families": {}}
     parametric, all_nets = families(quick)
@@ -216,9 +277,14 @@ def ours_split(rec: Recording, quick: bool, net_budget_s: float | None, nets: li
     out["segments_per_file"] = round(len(rec.segments) / len({file_of(s.name) for s in rec.segments}), 2)
     models = next(iter(res["joints"].values()))["models"]
     for f, m in models.items():
-        out["families"][f] = {"validation_position_mae": val_mae(res, f), "seconds": family_seconds(m),
-                              "native": f in NATIVE, "training_loss": m["loss"],
-                              "started_from": m["search"]["started_from"], "starts": m["search"].get("starts")}
+        out["families"][f] = {
+            "validation_position_mae": val_mae(res, f),
+            "seconds": family_seconds(m),
+            "native": f in NATIVE,
+            "training_loss": m["loss"],
+            "started_from": m["search"]["started_from"],
+            "starts": m["search"].get("starts"),
+        }
     out["parametric_params"] = {f: m["params"] for f, m in models.items()}
     saved(out)
     nets_wall = 0.0
@@ -229,19 +295,31 @@ def ours_split(rec: Recording, quick: bool, net_budget_s: float | None, nets: li
             w, r = timed(rec, families=[n], holdout=f"kp={VALIDATION_KP}", **opts)
         except Exception as e:  # a net that fails is reported as such; the parametric figures still count
             w = time.perf_counter() - t0
-            out["families"][n] = {"validation_position_mae": None, "seconds": round(w, 2), "native": False,
-                                  "net": True, "error": f"{type(e).__name__}: {e}"}
+            out["families"][n] = {
+                "validation_position_mae": None,
+                "seconds": round(w, 2),
+                "native": False,
+                "net": True,
+                "error": f"{type(e).__name__}: {e}",
+            }
         else:
-            out["families"][n] = {"validation_position_mae": val_mae(r, n), "seconds": round(w, 2),
-                                  "native": False, "net": True}
+            out["families"][n] = {
+                "validation_position_mae": val_mae(r, n),
+                "seconds": round(w, 2),
+                "native": False,
+                "net": True,
+            }
         nets_wall += w
         note(f"ours, {n}: {w:.1f} s")
         saved(out)
     out["nets_wall_s"] = round(nets_wall, 2)
     out["net_budget_s"] = None if quick else net_budget_s
     out["total_wall_s"] = round(wall + nets_wall, 2)
-    scored = {f: v["validation_position_mae"] for f, v in out["families"].items()
-              if v["validation_position_mae"] is not None}
+    scored = {
+        f: v["validation_position_mae"]
+        for f, v in out["families"].items()
+        if v["validation_position_mae"] is not None
+    }
     out["best_native"] = min((f for f in scored if f in NATIVE), key=scored.get, default=None)
     out["best_overall"] = min(scored, key=scored.get, default=None)
     return out
@@ -263,8 +341,14 @@ def time_to_mae(rec: Recording, family: str, target: float, cap_s: float, quick:
         tries.append({"budget_s": b, "wall_s": round(wall, 2), "validation_position_mae": mae})
         note(f"ours, {family} at budget {b} s: {wall:.1f} s, validation MAE {mae} (target {target:.5f})")
         if mae is not None and mae <= target:
-            return {"family": family, "target_mae": target, "reached": True, "wall_s": round(wall, 2),
-                    "budget_s": b, "tries": tries}
+            return {
+                "family": family,
+                "target_mae": target,
+                "reached": True,
+                "wall_s": round(wall, 2),
+                "budget_s": b,
+                "tries": tries,
+            }
     return {"family": family, "target_mae": target, "reached": False, "wall_s": None, "tries": tries}
 
 
@@ -283,7 +367,11 @@ def leave_one_kp_out(rec: Recording, quick: bool) -> dict:
                 kps = {names_kp.get(n) for n in fold["validation_segments"]}
                 key = fold.get("name") or (f"kp={float(kps.pop()):g}" if len(kps) == 1 else str(sorted(kps)))
                 per.setdefault(key, {})[f] = fold["validation"]["position_mae"]
-        out |= {"method": "FitRequest.folds_by='kp' (one fit)", "wall_s": round(wall, 2), "validation_position_mae": per}
+        out |= {
+            "method": "FitRequest.folds_by='kp' (one fit)",
+            "wall_s": round(wall, 2),
+            "validation_position_mae": per,
+        }
         return out
     per, walls = {}, {}
     for kp in KPS:
@@ -313,7 +401,9 @@ def table(out: dict) -> str:
     for name in ("m1", "m6"):
         b = out.get("bam", {}).get(name)
         if b:
-            lines.append(f"{'BAM ' + name.upper():28s} {b['validation_position_mae']:12.5f} {b['wall_s']:8.1f}")
+            lines.append(
+                f"{'BAM ' + name.upper():28s} {b['validation_position_mae']:12.5f} {b['wall_s']:8.1f}"
+            )
     for f, v in out["ours"]["families"].items():
         mae = v["validation_position_mae"]
         lines.append(f"{f:28s} {mae if mae is not None else math.nan:12.5f} {v['seconds'] or math.nan:8.2f}")
@@ -323,24 +413,36 @@ def table(out: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help="our side only, tiny budgets, each file's first 1.5 s, no BAM (a smoke run)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="our side only, tiny budgets, each file's first 1.5 s, no BAM (a smoke run)",
+    )
     ap.add_argument("--skip-bam", action="store_true", help="do not run BAM")
     ap.add_argument("--bam-trials", type=int, default=2000)
-    ap.add_argument("--bam-result", type=Path, help="take the BAM section from this earlier output (not re-run)")
+    ap.add_argument(
+        "--bam-result", type=Path, help="take the BAM section from this earlier output (not re-run)"
+    )
     ap.add_argument("--net-budget", type=float, default=180.0, help="seconds each net trains (0: no budget)")
     ap.add_argument("--nets", help="comma-separated nets to fit (default: every one; empty: none)")
     ap.add_argument("--save", type=Path, help="also write the JSON so far here after every section")
     ap.add_argument("--data", type=Path, default=Path(os.environ.get("ACTUATOR_SYSID_XL330", DEFAULT_DATA)))
     args = ap.parse_args()
-    out: dict = {"machine": machine(), "data": str(args.data), "validation_kp": VALIDATION_KP,
-                 "our_parametric_options": OURS}
+    out: dict = {
+        "machine": machine(),
+        "data": str(args.data),
+        "validation_kp": VALIDATION_KP,
+        "our_parametric_options": OURS,
+    }
     t_run = time.perf_counter()
     rec = read_xl330(args.data)
     if args.quick:
         rec = crop(rec, QUICK_SECONDS)
-    out["dataset"] = {"files": len({file_of(s.name) for s in rec.segments}), "segments": len(rec.segments),
-                      "kps": sorted({float(s.metadata["kp"]) for s in rec.segments})}
+    out["dataset"] = {
+        "files": len({file_of(s.name) for s in rec.segments}),
+        "segments": len(rec.segments),
+        "kps": sorted({float(s.metadata["kp"]) for s in rec.segments}),
+    }
 
     args.net_budget = args.net_budget or None
     if args.bam_result and not args.quick:
@@ -352,15 +454,21 @@ def main() -> None:
         for m in ("m1", "m6"):
             out["bam"][m] = bam_fit(py, args.data, m, args.bam_trials)
             save(out, args.save)
-        out["bam"]["definition"] = ("mean |q_sim − q| over the validation batch (files truncated to the shortest), "
-                                    "the first sample included, rolled out from each file's first state "
-                                    "(bam.fit compute_score)")
+        out["bam"]["definition"] = (
+            "mean |q_sim − q| over the validation batch (files truncated to the shortest), "
+            "the first sample included, rolled out from each file's first state "
+            "(bam.fit compute_score)"
+        )
 
     nets = None if args.nets is None else [n for n in args.nets.split(",") if n]
-    out["ours"] = ours_split(rec, args.quick, args.net_budget, nets, lambda part: save({**out, "ours": part}, args.save))
+    out["ours"] = ours_split(
+        rec, args.quick, args.net_budget, nets, lambda part: save({**out, "ours": part}, args.save)
+    )
     save(out, args.save)
-    out["ours"]["definition"] = ("mean |q_sim − q| over every validation sample after each segment's first, "
-                                 "rolled out from each segment's first logged state (pool_metrics position_mae)")
+    out["ours"]["definition"] = (
+        "mean |q_sim − q| over every validation sample after each segment's first, "
+        "rolled out from each segment's first logged state (pool_metrics position_mae)"
+    )
     ours = out["ours"]
     bam = out.get("bam", {})
     m1 = bam.get("m1", {}).get("validation_position_mae")
@@ -369,12 +477,22 @@ def main() -> None:
     mae = {f: v["validation_position_mae"] for f, v in ours["families"].items()}
 
     out["time_to_bam"] = {}
-    for key, fam, target, bam_model in (("native_vs_m1", best_native, m1, "m1"), ("overall_vs_m6", best_all, m6, "m6")):
+    for key, fam, target, bam_model in (
+        ("native_vs_m1", best_native, m1, "m1"),
+        ("overall_vs_m6", best_all, m6, "m6"),
+    ):
         if fam is None or target is None:
             out["time_to_bam"][key] = None
-        elif mae[fam] is None or mae[fam] > target:  # the full fit does not get there: a budget would not either
-            out["time_to_bam"][key] = {"family": fam, "target_mae": target, "reached": False, "wall_s": None,
-                                       "note": "the unbudgeted fit's validation MAE is above BAM's"}
+        elif (
+            mae[fam] is None or mae[fam] > target
+        ):  # the full fit does not get there: a budget would not either
+            out["time_to_bam"][key] = {
+                "family": fam,
+                "target_mae": target,
+                "reached": False,
+                "wall_s": None,
+                "note": "the unbudgeted fit's validation MAE is above BAM's",
+            }
         else:
             cap = min(bam[bam_model]["wall_s"], LADDER_CAP_S)
             out["time_to_bam"][key] = time_to_mae(rec, fam, target, cap, args.quick)
@@ -385,8 +503,10 @@ def main() -> None:
 
     t1, t6 = out["time_to_bam"].get("native_vs_m1"), out["time_to_bam"].get("overall_vs_m6")
     out["acceptance"] = {
-        "native_mae_over_bam_m1": ratio(mae.get(best_native), m1), "target_native": TARGET_RATIO,
-        "overall_mae_over_bam_m6": ratio(mae.get(best_all), m6), "target_overall": TARGET_RATIO,
+        "native_mae_over_bam_m1": ratio(mae.get(best_native), m1),
+        "target_native": TARGET_RATIO,
+        "overall_mae_over_bam_m6": ratio(mae.get(best_all), m6),
+        "target_overall": TARGET_RATIO,
         "native_time_over_bam_m1": ratio((t1 or {}).get("wall_s"), bam.get("m1", {}).get("wall_s")),
         "overall_time_over_bam_m6": ratio((t6 or {}).get("wall_s"), bam.get("m6", {}).get("wall_s")),
         "target_time": TARGET_TIME_RATIO,

@@ -63,15 +63,29 @@ def machine() -> dict:
     import mujoco
     import newton
 
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
     import subprocess
 
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     commit = head.stdout.strip() if head.returncode == 0 else os.environ.get("BENCH_COMMIT", "unknown")
-    return {"commit": commit, "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "newton": getattr(newton, "__version__", "?"),
-            "mujoco": mujoco.__version__, "warp": wp.__version__, "cuda_devices": wp.get_cuda_device_count(),
-            "load_average_before": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "commit": commit,
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "newton": getattr(newton, "__version__", "?"),
+        "mujoco": mujoco.__version__,
+        "warp": wp.__version__,
+        "cuda_devices": wp.get_cuda_device_count(),
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 @contextlib.contextmanager
@@ -104,14 +118,20 @@ def rollout_rate(robot: RobotModel, worlds: int, steps: int, device: str = "cpu"
     eng = ArticulatedRollout(robot, worlds, device=device)
     j = len(robot.joint_names)
     cmd = robot_sim.chirp_targets(robot, steps, amplitude=0.2, center=_posture(robot))
-    terms = JointTerms(kp=np.full((worlds, j), KP), kd=np.full((worlds, j), KD),
-                       armature=np.broadcast_to(robot.armature, (worlds, j)),
-                       damping=np.broadcast_to(robot.damping, (worlds, j)),
-                       friction=np.broadcast_to(robot.friction, (worlds, j)), bias=np.zeros((worlds, j)),
-                       effort_limit=np.broadcast_to(robot.effort_limit, (worlds, j)))
+    terms = JointTerms(
+        kp=np.full((worlds, j), KP),
+        kd=np.full((worlds, j), KD),
+        armature=np.broadcast_to(robot.armature, (worlds, j)),
+        damping=np.broadcast_to(robot.damping, (worlds, j)),
+        friction=np.broadcast_to(robot.friction, (worlds, j)),
+        bias=np.zeros((worlds, j)),
+        effort_limit=np.broadcast_to(robot.effort_limit, (worlds, j)),
+    )
     q0 = np.broadcast_to(cmd[0], (worlds, j))
     tq = physics_targets(cmd, np.zeros(worlds, int), steps, 1, 0)
-    eng.run(q0, np.zeros((worlds, j)), tq[:2], np.zeros_like(tq[:2]), terms, 1, LOG_DT / DECIMATION)  # compile
+    eng.run(
+        q0, np.zeros((worlds, j)), tq[:2], np.zeros_like(tq[:2]), terms, 1, LOG_DT / DECIMATION
+    )  # compile
     t0 = time.perf_counter()
     eng.run(q0, np.zeros((worlds, j)), tq, np.zeros_like(tq), terms, 1, LOG_DT / DECIMATION)
     return worlds * steps / (time.perf_counter() - t0)
@@ -120,16 +140,21 @@ def rollout_rate(robot: RobotModel, worlds: int, steps: int, device: str = "cpu"
 def rollout_section(robot: RobotModel, quick: bool) -> dict:
     """World-steps/s for several world counts on 1 and 2 cores (and CUDA when a GPU is present)."""
     worlds, steps = ([1, 8], 20) if quick else ([1, 16, 64, 256, 1024], 200)
-    out: dict = {"steps": steps, "worlds": worlds, "note": "Warp CPU kernels and MuJoCo-Warp on CPU run on one "
-                 "thread: a second core helps only other work"}
+    out: dict = {
+        "steps": steps,
+        "worlds": worlds,
+        "note": "Warp CPU kernels and MuJoCo-Warp on CPU run on one "
+        "thread: a second core helps only other work",
+    }
     xml = peer.in_air_xml(GO2_XML, KP, KD, LOG_DT / DECIMATION)
     q0 = _posture(robot)
     for cores in (1, 2):
         with pinned(cores):
             out[f"cpu_{cores}core"] = {str(w): round(rollout_rate(robot, w, steps), 1) for w in worlds}
             # the peer's engine on the same robot and step: MuJoCo C through mujoco.rollout, one MjData per core
-            out[f"mujoco_c_{cores}core"] = {str(w): round(peer.rollout_rate(xml, q0, w, steps, cores), 1)
-                                            for w in worlds}
+            out[f"mujoco_c_{cores}core"] = {
+                str(w): round(peer.rollout_rate(xml, q0, w, steps, cores), 1) for w in worlds
+            }
     if wp.get_cuda_device_count() > 0:
         out["cuda"] = {str(w): round(rollout_rate(robot, w, steps, "cuda"), 1) for w in worlds + [4096]}
     return out
@@ -137,8 +162,12 @@ def rollout_section(robot: RobotModel, quick: bool) -> dict:
 
 def _posture(robot: RobotModel) -> np.ndarray:
     """The Go2's hanging posture the real chirp moves about: hip ±0.2, thigh 0.85, calf −1.85 rad."""
-    return np.array([{"hip": 0.2 if n[1] == "L" else -0.2, "thigh": 0.85, "calf": -1.85}[n.split("_")[1]]
-                     for n in robot.joint_names])
+    return np.array(
+        [
+            {"hip": 0.2 if n[1] == "L" else -0.2, "thigh": 0.85, "calf": -1.85}[n.split("_")[1]]
+            for n in robot.joint_names
+        ]
+    )
 
 
 def synthetic_log(robot: RobotModel, seconds: float, seed: int = 0) -> tuple[dict, peer.PeerLog]:
@@ -148,15 +177,32 @@ def synthetic_log(robot: RobotModel, seconds: float, seed: int = 0) -> tuple[dic
     arm, damp, fric = (np.array([TRUTH[p][i] for p in part]) for i in range(3))
     bias = rng.uniform(-0.02, 0.02, len(part))
     amp = np.array([{"hip": 0.25, "thigh": 0.3, "calf": 0.5}[p] for p in part])
-    cmd = robot_sim.chirp_targets(robot, int(round(seconds / LOG_DT)), amplitude=amp, center=_posture(robot),
-                                  f0=0.2, f1=1.5, seed=seed)
-    q, _ = robot_sim.simulate_newton_log(robot, cmd, decimation=DECIMATION, delay=TRUTH_DELAY, armature=arm,
-                                         damping=damp, friction=fric, kp=KP, kd=KD, bias=bias, log_dt=LOG_DT)
+    cmd = robot_sim.chirp_targets(
+        robot, int(round(seconds / LOG_DT)), amplitude=amp, center=_posture(robot), f0=0.2, f1=1.5, seed=seed
+    )
+    q, _ = robot_sim.simulate_newton_log(
+        robot,
+        cmd,
+        decimation=DECIMATION,
+        delay=TRUTH_DELAY,
+        armature=arm,
+        damping=damp,
+        friction=fric,
+        kp=KP,
+        kd=KD,
+        bias=bias,
+        log_dt=LOG_DT,
+    )
     q = q + rng.normal(0.0, NOISE, q.shape)
     qd = np.gradient(q, LOG_DT, axis=0)  # a PACE-like log states no velocity: both fits see this one
-    truth = {"groups": {g: dict(zip(("armature", "damping", "frictionloss"), v, strict=True))
-                        for g, v in TRUTH.items()},
-             "delay_steps": TRUTH_DELAY, "bias": bias.tolist(), "noise_rad": NOISE}
+    truth = {
+        "groups": {
+            g: dict(zip(("armature", "damping", "frictionloss"), v, strict=True)) for g, v in TRUTH.items()
+        },
+        "delay_steps": TRUTH_DELAY,
+        "bias": bias.tolist(),
+        "noise_rad": NOISE,
+    }
     return truth, peer.PeerLog(q, qd, cmd, LOG_DT, DECIMATION, list(robot.joint_names))
 
 
@@ -180,7 +226,11 @@ def ours_fit(robot: RobotModel, log: peer.PeerLog, opts: RobotFitOptions) -> dic
 def _ours_judged(xml: str, log: peer.PeerLog, res: dict, split: int) -> dict:
     """Our fitted values replayed by the peer's judge (MuJoCo C, position actuators), from the split."""
     names = log.joints
-    terms = {"armature": np.zeros(len(names)), "damping": np.zeros(len(names)), "frictionloss": np.zeros(len(names))}
+    terms = {
+        "armature": np.zeros(len(names)),
+        "damping": np.zeros(len(names)),
+        "frictionloss": np.zeros(len(names)),
+    }
     kp, kd = np.zeros(len(names)), np.zeros(len(names))
     for e in res["groups"].values():
         for nm in e["joints"]:
@@ -188,36 +238,79 @@ def _ours_judged(xml: str, log: peer.PeerLog, res: dict, split: int) -> dict:
             terms["armature"][k], terms["damping"][k] = e["armature"], e["viscous_friction"]
             terms["frictionloss"][k], kp[k], kd[k] = e["friction"], e["stiffness"], e["damping"]
     offsets = np.array([res["encoder_bias"][n] for n in names])
-    return peer.replay_terms(xml, log, split, terms, offsets, res["delay_steps"] * log.dt_log / log.decimation,
-                             gains=(kp, kd))
+    return peer.replay_terms(
+        xml, log, split, terms, offsets, res["delay_steps"] * log.dt_log / log.decimation, gains=(kp, kd)
+    )
 
 
 def summary_ours(res: dict, wall: float) -> dict:
     """Our fit's figures for the JSON: held-out RMSE, wall, delay, groups, iterations."""
     v = res["validation"]
-    return {"heldout_rmse": v["rmse"], "heldout_per_joint_rmse": v["per_joint_rmse"],
-            "model_defaults_rmse": v["model_defaults_rmse"], "wall_s": round(wall, 1),
-            "delay_steps": res["delay_steps"], "jacobians": res["training"]["jacobians"],
-            "stopped_on": res["training"]["stopped_on"], "world_steps_per_s": round(res["world_steps_per_s"], 1),
-            "training_rmse": res["training"]["rmse"],
-            "search": {k: res["training"][k] for k in ("search", "decoupled_jacobians", "coupled_batches",
-                                                       "refinement_rounds", "delay_decoupled_rmse",
-                                                       "delay_coupled_rmse") if k in res["training"]},
-            "groups": {g: {k: e[k] for k in ("armature", "viscous_friction", "friction", "stiffness", "damping")}
-                       for g, e in res["groups"].items()},
-            "encoder_bias": res["encoder_bias"]}
+    return {
+        "heldout_rmse": v["rmse"],
+        "heldout_per_joint_rmse": v["per_joint_rmse"],
+        "model_defaults_rmse": v["model_defaults_rmse"],
+        "wall_s": round(wall, 1),
+        "delay_steps": res["delay_steps"],
+        "jacobians": res["training"]["jacobians"],
+        "stopped_on": res["training"]["stopped_on"],
+        "world_steps_per_s": round(res["world_steps_per_s"], 1),
+        "training_rmse": res["training"]["rmse"],
+        "search": {
+            k: res["training"][k]
+            for k in (
+                "search",
+                "decoupled_jacobians",
+                "coupled_batches",
+                "refinement_rounds",
+                "delay_decoupled_rmse",
+                "delay_coupled_rmse",
+            )
+            if k in res["training"]
+        },
+        "groups": {
+            g: {k: e[k] for k in ("armature", "viscous_friction", "friction", "stiffness", "damping")}
+            for g, e in res["groups"].items()
+        },
+        "encoder_bias": res["encoder_bias"],
+    }
 
 
-def peer_run(xml: str, log: peer.PeerLog, split: int, starts: np.ndarray, length: int,
-             groups: dict[str, list[int]] | None, offset: bool, delay: bool, max_iters: int) -> dict:
+def peer_run(
+    xml: str,
+    log: peer.PeerLog,
+    split: int,
+    starts: np.ndarray,
+    length: int,
+    groups: dict[str, list[int]] | None,
+    offset: bool,
+    delay: bool,
+    max_iters: int,
+) -> dict:
     """One mujoco.sysid fit and its held-out replay."""
-    fit = peer.fit(xml, log, starts, length, groups, offset, delay, threads=len(os.sched_getaffinity(0)),
-                   max_iters=max_iters)
+    fit = peer.fit(
+        xml,
+        log,
+        starts,
+        length,
+        groups,
+        offset,
+        delay,
+        threads=len(os.sched_getaffinity(0)),
+        max_iters=max_iters,
+    )
     held = peer.replay_rmse(xml, log, fit.pop("_opt"), split)
-    say(f"mujoco.sysid ({fit['parameters']} parameters): held-out RMSE {held['rmse']:.5f} rad, {fit['wall_s']:.1f} s")
-    return {"heldout_rmse": held["rmse"], "heldout_per_joint_rmse": held["per_joint_rmse"],
-            "wall_s": round(fit["wall_s"], 1), "parameters": fit["parameters"], "values": fit["params"],
-            "iterations_cap": max_iters}
+    say(
+        f"mujoco.sysid ({fit['parameters']} parameters): held-out RMSE {held['rmse']:.5f} rad, {fit['wall_s']:.1f} s"
+    )
+    return {
+        "heldout_rmse": held["rmse"],
+        "heldout_per_joint_rmse": held["per_joint_rmse"],
+        "wall_s": round(fit["wall_s"], 1),
+        "parameters": fit["parameters"],
+        "values": fit["params"],
+        "iterations_cap": max_iters,
+    }
 
 
 def _recovery(truth: dict, res: dict, peer_values: dict | None) -> dict:
@@ -248,28 +341,44 @@ def synthetic_section(robot: RobotModel, quick: bool, skip_peer: bool) -> dict:
     split, starts, length = windows(log.q.shape[0])
     xml = peer.in_air_xml(GO2_XML, KP, KD, LOG_DT / DECIMATION)
     groups, _ = resolve_groups(robot.joint_names, GROUPS)
-    opts = RobotFitOptions(groups=GROUPS, decimation=DECIMATION, max_iterations=1 if quick else 12, progress=say)
+    opts = RobotFitOptions(
+        groups=GROUPS, decimation=DECIMATION, max_iterations=1 if quick else 12, progress=say
+    )
     ours = ours_fit(robot, log, opts)
-    out: dict = {"log": {"seconds": seconds, "rate_hz": 1 / LOG_DT, "joints": len(log.joints), "split_sample": split,
-                         "windows": int(starts.size), "generator": "tests/robot_sim.py (Newton alone)"},
-                 "truth": truth, "ours": summary_ours(ours["result"], ours["wall_s"])}
+    out: dict = {
+        "log": {
+            "seconds": seconds,
+            "rate_hz": 1 / LOG_DT,
+            "joints": len(log.joints),
+            "split_sample": split,
+            "windows": int(starts.size),
+            "generator": "tests/robot_sim.py (Newton alone)",
+        },
+        "truth": truth,
+        "ours": summary_ours(ours["result"], ours["wall_s"]),
+    }
     out["ours"]["heldout_rmse_by_peer_judge"] = _ours_judged(xml, log, ours["result"], split)["rmse"]
     peer_values = None
     if not skip_peer:
-        out["mujoco_sysid"] = peer_run(xml, log, split, starts, length, groups, offset=True, delay=True,
-                                       max_iters=1 if quick else 200)
+        out["mujoco_sysid"] = peer_run(
+            xml, log, split, starts, length, groups, offset=True, delay=True, max_iters=1 if quick else 200
+        )
         peer_values = out["mujoco_sysid"]["values"]
         out["ratios"] = _ratios(out["ours"], out["mujoco_sysid"])
-        out["acceptance"] = {"rmse_le_peer": out["ratios"]["rmse_ours_over_peer"] <= 1.0,
-                             "wall_le_peer": out["ratios"]["wall_ours_over_peer"] <= 1.0,
-                             "wall_le_300s": out["ours"]["wall_s"] <= 300.0}
+        out["acceptance"] = {
+            "rmse_le_peer": out["ratios"]["rmse_ours_over_peer"] <= 1.0,
+            "wall_le_peer": out["ratios"]["wall_ours_over_peer"] <= 1.0,
+            "wall_le_300s": out["ours"]["wall_s"] <= 300.0,
+        }
     out["recovery"] = _recovery(truth, ours["result"], peer_values)
     return out
 
 
 def _ratios(ours: dict, theirs: dict) -> dict:
-    return {"rmse_ours_over_peer": round(ours["heldout_rmse"] / theirs["heldout_rmse"], 3),
-            "wall_ours_over_peer": round(ours["wall_s"] / theirs["wall_s"], 3)}
+    return {
+        "rmse_ours_over_peer": round(ours["heldout_rmse"] / theirs["heldout_rmse"], 3),
+        "wall_ours_over_peer": round(ours["wall_s"] / theirs["wall_s"], 3),
+    }
 
 
 def real_log(robot: RobotModel) -> tuple[peer.PeerLog, object]:
@@ -302,14 +411,30 @@ def real_section(robot: RobotModel, quick: bool, skip_peer: bool) -> dict:
     split, starts, length = windows(log.q.shape[0])
     xml = peer.in_air_xml(GO2_XML, KP, KD, LOG_DT / DECIMATION)
     budget = ["--generations", "1"] if quick else []
-    runs = {"as_is": [], "gains_known": ["--kp", str(KP), "--kd", str(KD)],
-            "gains_known_per_group": ["--kp", str(KP), "--kd", str(KD), "--groups",
-                                      ",".join(f"{g}={e}" for g, e in GROUPS.items())]}
+    runs = {
+        "as_is": [],
+        "gains_known": ["--kp", str(KP), "--kd", str(KD)],
+        "gains_known_per_group": [
+            "--kp",
+            str(KP),
+            "--kd",
+            str(KD),
+            "--groups",
+            ",".join(f"{g}={e}" for g, e in GROUPS.items()),
+        ],
+    }
     if quick:
         runs = {"as_is": []}
-    out: dict = {"log": {"file": GO2_LOG.name, "samples": int(log.q.shape[0]), "split_sample": split,
-                         "windows": int(starts.size)},
-                 "defaults_rmse_by_peer_judge": peer.replay_rmse(xml, log, None, split)["rmse"], "ours": {}}
+    out: dict = {
+        "log": {
+            "file": GO2_LOG.name,
+            "samples": int(log.q.shape[0]),
+            "split_sample": split,
+            "windows": int(starts.size),
+        },
+        "defaults_rmse_by_peer_judge": peer.replay_rmse(xml, log, None, split)["rmse"],
+        "ours": {},
+    }
     for name, extra in runs.items():
         res, wall = _cli_fit(extra + budget)
         say(f"ours {name}: held-out RMSE {res['validation']['rmse']:.5f} rad, {wall:.1f} s")
@@ -321,8 +446,12 @@ def real_section(robot: RobotModel, quick: bool, skip_peer: bool) -> dict:
     configs = {"per_group": (groups, False), "per_joint": (None, False), "per_joint_offset": (None, True)}
     if quick:
         configs = {"per_group": (groups, False)}
-    out["mujoco_sysid"] = {name: peer_run(xml, log, split, starts, length, g, offset=o, delay=False,
-                                          max_iters=1 if quick else 200) for name, (g, o) in configs.items()}
+    out["mujoco_sysid"] = {
+        name: peer_run(
+            xml, log, split, starts, length, g, offset=o, delay=False, max_iters=1 if quick else 200
+        )
+        for name, (g, o) in configs.items()
+    }
     best_peer = min(out["mujoco_sysid"].values(), key=lambda r: r["heldout_rmse"])
     out["ratios"] = {name: _ratios(r, best_peer) for name, r in out["ours"].items()}
     out["ratios"]["against"] = "mujoco.sysid's best held-out configuration in this run"
@@ -339,9 +468,11 @@ def main(argv: list[str] | None = None) -> int:
     with stdout_to_stderr():  # only the JSON goes to stdout, whatever Warp, MuJoCo or sysid print
         robot = load_robot(GO2_XML)
         figures: dict = {"machine": machine(), "quick": args.quick}
-        sections = {"rollout": lambda: rollout_section(robot, args.quick),
-                    "synthetic": lambda: synthetic_section(robot, args.quick, args.skip_peer),
-                    "real": lambda: real_section(robot, args.quick, args.skip_peer)}
+        sections = {
+            "rollout": lambda: rollout_section(robot, args.quick),
+            "synthetic": lambda: synthetic_section(robot, args.quick, args.skip_peer),
+            "real": lambda: real_section(robot, args.quick, args.skip_peer),
+        }
         for name in args.sections.split(","):
             t0 = time.perf_counter()
             figures[name] = sections[name]()

@@ -38,7 +38,8 @@ def in_air_xml(path: Path, kp: float, kd: float, dt: float) -> str:
     for parent in root.iter():
         for child in list(parent):
             if child.tag in ("mesh", "geom", "freejoint", "keyframe", "sensor") or (
-                    child.tag == "joint" and child.get("type") == "free"):
+                child.tag == "joint" and child.get("type") == "free"
+            ):
                 parent.remove(child)
     opt = root.find("option")
     if opt is None:
@@ -57,9 +58,19 @@ def in_air_xml(path: Path, kp: float, kd: float, dt: float) -> str:
         name = m.get("name") or m.get("joint") or ""
         lim = limits[name]
         act.remove(m)
-        ET.SubElement(act, "position", {"name": name, "joint": m.get("joint", ""),
-                                        "kp": repr(kp), "kv": repr(kd), "ctrllimited": "false",
-                                        "forcelimited": "true", "forcerange": f"{-lim!r} {lim!r}"})
+        ET.SubElement(
+            act,
+            "position",
+            {
+                "name": name,
+                "joint": m.get("joint", ""),
+                "kp": repr(kp),
+                "kv": repr(kd),
+                "ctrllimited": "false",
+                "forcelimited": "true",
+                "forcerange": f"{-lim!r} {lim!r}",
+            },
+        )
     return ET.tostring(root, encoding="unicode")
 
 
@@ -101,7 +112,9 @@ def _controls(log: PeerLog, start: int, samples: int, model: mujoco.MjModel) -> 
     return sysid.TimeSeries.from_control_names(k * log.dt_log / log.decimation, data, model)
 
 
-def sequences(log: PeerLog, spec: mujoco.MjSpec, starts: Sequence[int] | np.ndarray, length: int) -> sysid.ModelSequences:
+def sequences(
+    log: PeerLog, spec: mujoco.MjSpec, starts: Sequence[int] | np.ndarray, length: int
+) -> sysid.ModelSequences:
     """One measured sequence per training window: initial state from the log, positions as qpos observations."""
     model = spec.compile()
     names = [f"{j}_qpos" for j in log.joints]
@@ -109,14 +122,23 @@ def sequences(log: PeerLog, spec: mujoco.MjSpec, starts: Sequence[int] | np.ndar
     for s in starts:
         init.append(sysid.create_initial_state(model, log.q[s], log.qd[s]))
         ctrl.append(_controls(log, s, length, model))
-        meas.append(sysid.TimeSeries.from_names(np.arange(length + 1) * log.dt_log, log.q[s:s + length + 1], model,
-                                                names=names))
-    return sysid.ModelSequences("robot", spec, [f"w{s}" for s in starts], init, ctrl, meas,
-                                allow_missing_sensors=True)
+        meas.append(
+            sysid.TimeSeries.from_names(
+                np.arange(length + 1) * log.dt_log, log.q[s : s + length + 1], model, names=names
+            )
+        )
+    return sysid.ModelSequences(
+        "robot", spec, [f"w{s}" for s in starts], init, ctrl, meas, allow_missing_sensors=True
+    )
 
 
-def parameters(joints: list[str], groups: dict[str, list[int]] | None, offset: bool, delay: bool,
-               nominal: dict[str, np.ndarray]) -> sysid.ParameterDict:
+def parameters(
+    joints: list[str],
+    groups: dict[str, list[int]] | None,
+    offset: bool,
+    delay: bool,
+    nominal: dict[str, np.ndarray],
+) -> sysid.ParameterDict:
     """Armature, damping and frictionloss per group (or per joint), a `ref` offset per joint, and a delay."""
     params = sysid.ParameterDict()
     sets = groups or {j: [i] for i, j in enumerate(joints)}
@@ -124,58 +146,105 @@ def parameters(joints: list[str], groups: dict[str, list[int]] | None, offset: b
         for term, (lo, hi) in TERMS.items():
             names = [joints[i] for i in idx]
 
-            def modify(spec: mujoco.MjSpec, p: sysid.Parameter, names: list[str] = names, term: str = term) -> None:
+            def modify(
+                spec: mujoco.MjSpec, p: sysid.Parameter, names: list[str] = names, term: str = term
+            ) -> None:
                 for n in names:
                     set_term(spec.joint(n), term, float(p.value[0]))
 
-            params.add(sysid.Parameter(f"{g}.{term}", nominal=float(nominal[term][idx].mean()), min_value=lo,
-                                       max_value=hi, modifier=modify))
+            params.add(
+                sysid.Parameter(
+                    f"{g}.{term}",
+                    nominal=float(nominal[term][idx].mean()),
+                    min_value=lo,
+                    max_value=hi,
+                    modifier=modify,
+                )
+            )
     if offset:
         for j in joints:
+
             def shift(spec: mujoco.MjSpec, p: sysid.Parameter, j: str = j) -> None:
                 spec.joint(j).ref = float(p.value[0])
 
-            params.add(sysid.Parameter(f"{j}.offset", nominal=0.0, min_value=-OFFSET_BOUND, max_value=OFFSET_BOUND,
-                                       modifier=shift))
+            params.add(
+                sysid.Parameter(
+                    f"{j}.offset",
+                    nominal=0.0,
+                    min_value=-OFFSET_BOUND,
+                    max_value=OFFSET_BOUND,
+                    modifier=shift,
+                )
+            )
     if delay:
-        params.add(sysid.Parameter("delay", nominal=0.0, min_value=0.0, max_value=DELAY_BOUND,
-                                   modifier=lambda spec, p: None))
+        params.add(
+            sysid.Parameter(
+                "delay", nominal=0.0, min_value=0.0, max_value=DELAY_BOUND, modifier=lambda spec, p: None
+            )
+        )
     return params
 
 
-def _delayed_rollout(*, models, datas, control_signal, initial_states, param_dicts, rollout_signal_mapping,
-                     rollout_state_mapping, ctrl_mapping):
+def _delayed_rollout(
+    *,
+    models,
+    datas,
+    control_signal,
+    initial_states,
+    param_dicts,
+    rollout_signal_mapping,
+    rollout_state_mapping,
+    ctrl_mapping,
+):
     """sysid's rollout with each candidate's commands shifted by its `delay` (linear interpolation, held at 0)."""
     per = len(control_signal) // len(param_dicts)
     shifted = []
     for i, c in enumerate(control_signal):
         d = float(param_dicts[i // per]["delay"].value[0])
         shifted.append(sysid.TimeSeries(c.times, c.interpolate(c.times - d), c.signal_mapping))
-    return sysid.sysid_rollout(models=models, datas=datas, control_signal=shifted, initial_states=initial_states,
-                               rollout_signal_mapping=rollout_signal_mapping,
-                               rollout_state_mapping=rollout_state_mapping, ctrl_mapping=ctrl_mapping)
+    return sysid.sysid_rollout(
+        models=models,
+        datas=datas,
+        control_signal=shifted,
+        initial_states=initial_states,
+        rollout_signal_mapping=rollout_signal_mapping,
+        rollout_state_mapping=rollout_state_mapping,
+        ctrl_mapping=ctrl_mapping,
+    )
 
 
-def fit(xml: str, log: PeerLog, starts: Sequence[int] | np.ndarray, length: int, groups: dict[str, list[int]] | None,
-        offset: bool, delay: bool, threads: int, max_iters: int = 200) -> dict:
+def fit(
+    xml: str,
+    log: PeerLog,
+    starts: Sequence[int] | np.ndarray,
+    length: int,
+    groups: dict[str, list[int]] | None,
+    offset: bool,
+    delay: bool,
+    threads: int,
+    max_iters: int = 200,
+) -> dict:
     """One mujoco.sysid fit on the training windows; its parameters, wall time and held-out replay inputs."""
     t0 = time.perf_counter()
     spec = mujoco.MjSpec.from_string(xml)
     model = spec.compile()
-    nominal = {"armature": np.array([float(model.dof_armature[model.joint(j).dofadr[0]]) for j in log.joints]),
-               "damping": np.array([float(model.dof_damping[model.joint(j).dofadr[0]]) for j in log.joints]),
-               "frictionloss": np.array([float(model.dof_frictionloss[model.joint(j).dofadr[0]])
-                                         for j in log.joints])}
+    nominal = {
+        "armature": np.array([float(model.dof_armature[model.joint(j).dofadr[0]]) for j in log.joints]),
+        "damping": np.array([float(model.dof_damping[model.joint(j).dofadr[0]]) for j in log.joints]),
+        "frictionloss": np.array(
+            [float(model.dof_frictionloss[model.joint(j).dofadr[0]]) for j in log.joints]
+        ),
+    }
     params = parameters(log.joints, groups, offset, delay, nominal)
     ms = sequences(log, spec, starts, length)
     kw = {"custom_rollout": _delayed_rollout} if delay else {}
     residual_fn = sysid.build_residual_fn(models_sequences=[ms], n_threads=threads, **kw)
-    opt, _ = sysid.optimize(initial_params=params, residual_fn=residual_fn, optimizer="mujoco", verbose=False,
-                            max_iters=max_iters)
+    opt, _ = sysid.optimize(
+        initial_params=params, residual_fn=residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iters
+    )
     wall = time.perf_counter() - t0
     values = {k: float(opt[k].value[0]) for k in opt.keys()}
-    return {"params": values, "wall_s": wall, "parameters": len(values), "windows": len(starts),
-            "_opt": opt}
+    return {"params": values, "wall_s": wall, "parameters": len(values), "windows": len(starts), "_opt": opt}
 
 
 def replay_rmse(xml: str, log: PeerLog, opt: sysid.ParameterDict | None, start: int) -> dict:
@@ -188,8 +257,15 @@ def replay_rmse(xml: str, log: PeerLog, opt: sysid.ParameterDict | None, start: 
     return _replay(spec, log, start, delay)
 
 
-def replay_terms(xml: str, log: PeerLog, start: int, terms: dict[str, np.ndarray], offsets: np.ndarray,
-                 delay: float, gains: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+def replay_terms(
+    xml: str,
+    log: PeerLog,
+    start: int,
+    terms: dict[str, np.ndarray],
+    offsets: np.ndarray,
+    delay: float,
+    gains: tuple[np.ndarray, np.ndarray] | None = None,
+) -> dict:
     """Per-joint armature / damping / frictionloss, offsets (rad), a delay (s) and, when given, per-joint PD
     gains (kp, kd) replayed by the same judge."""
     spec = mujoco.MjSpec.from_string(xml)
@@ -213,10 +289,14 @@ def _replay(spec: mujoco.MjSpec, log: PeerLog, start: int, delay: float) -> dict
     x0 = sysid.create_initial_state(model, log.q[start], log.qd[start])
     state, _ = mj_rollout.rollout(model, mujoco.MjData(model), x0, u)
     qadr = np.array([model.joint(j).qposadr[0] for j in log.joints])
-    sim = np.squeeze(state, 0)[log.decimation - 1::log.decimation, 1 + qadr]  # after each log sample's last step
-    e = sim - log.q[start + 1:start + 1 + sim.shape[0]]
-    return {"rmse": float(np.sqrt(np.mean(e ** 2))),
-            "per_joint_rmse": {j: float(np.sqrt(np.mean(e[:, k] ** 2))) for k, j in enumerate(log.joints)}}
+    sim = np.squeeze(state, 0)[
+        log.decimation - 1 :: log.decimation, 1 + qadr
+    ]  # after each log sample's last step
+    e = sim - log.q[start + 1 : start + 1 + sim.shape[0]]
+    return {
+        "rmse": float(np.sqrt(np.mean(e**2))),
+        "per_joint_rmse": {j: float(np.sqrt(np.mean(e[:, k] ** 2))) for k, j in enumerate(log.joints)},
+    }
 
 
 def rollout_rate(xml: str, log_q0: np.ndarray, worlds: int, steps: int, threads: int) -> float:

@@ -74,12 +74,31 @@ def children(pid: int) -> list[int]:
 
 def start_server(data: Path, max_upload: int) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ACTUATOR_SYSID_MAX_UPLOAD_BYTES": str(max_upload),
-           "ACTUATOR_SYSID_LOG_FORMAT": "json"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "ACTUATOR_SYSID_MAX_UPLOAD_BYTES": str(max_upload),
+        "ACTUATOR_SYSID_LOG_FORMAT": "json",
+    }
     log = open(data.parent / "server.log", "wb")  # noqa: SIM115 - lives as long as the server
-    proc = subprocess.Popen([sys.executable, "-m", "actuator_sysid.cli", "serve", "--host", "127.0.0.1", "--port",
-                             str(port), "--data-dir", str(data)], cwd=ROOT, env=env, stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "actuator_sysid.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -100,9 +119,13 @@ def small_log() -> tuple[bytes, dict]:
         q_des = 0.5 * np.sin(2 * np.pi * (0.5 + 0.3 * k) * t)
         q = 0.9 * np.sin(2 * np.pi * (0.5 + 0.3 * k) * t - 0.1)
         qd = np.gradient(q, t)
-        rows += [f"{ti:.4f},j1,{a:.6f},{b:.6f},{c:.6f},s{k}" for ti, a, b, c in zip(t, q, qd, q_des, strict=True)]
-    side = {"joints": {"j1": {"mass": 0.5, "com_distance": 0.1}}, "segments": {f"s{k}": {"kp": 5.0, "kd": 0.1}
-                                                                          for k in range(3)}}
+        rows += [
+            f"{ti:.4f},j1,{a:.6f},{b:.6f},{c:.6f},s{k}" for ti, a, b, c in zip(t, q, qd, q_des, strict=True)
+        ]
+    side = {
+        "joints": {"j1": {"mass": 0.5, "com_distance": 0.1}},
+        "segments": {f"s{k}": {"kp": 5.0, "kd": 0.1} for k in range(3)},
+    }
     return ("\n".join(rows) + "\n").encode(), side
 
 
@@ -116,15 +139,18 @@ def big_csv(path: Path, megabytes: float) -> int:
         f.write("t,joint,q,q_des,segment\n")
         while size < target:
             q_des = 0.5 * np.sin(2 * np.pi * (0.2 + 0.01 * (seg % 50)) * t)
-            block = "".join(f"{ti:.3f},j1,{0.9 * a:.6f},{a:.6f},s{seg}\n" for ti, a in zip(t, q_des, strict=True))
+            block = "".join(
+                f"{ti:.3f},j1,{0.9 * a:.6f},{a:.6f},s{seg}\n" for ti, a in zip(t, q_des, strict=True)
+            )
             f.write(block)
             size += len(block)
             seg += 1
     return path.stat().st_size
 
 
-async def _client(host: str, port: int, paths: list[str], offset: int, stop_at: float, think: float,
-                  lat: list[float]) -> int:
+async def _client(
+    host: str, port: int, paths: list[str], offset: int, stop_at: float, think: float, lat: list[float]
+) -> int:
     """One keep-alive HTTP/1.1 connection looping over `paths`; returns its error count.
 
     Plain asyncio streams rather than a threaded HTTP library: 50 Python threads would measure their own
@@ -141,7 +167,9 @@ async def _client(host: str, port: int, paths: list[str], offset: int, stop_at: 
             path = paths[(offset + k) % len(paths)]
             t0 = time.perf_counter()
             try:
-                writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\n\r\n".encode())
+                writer.write(
+                    f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\n\r\n".encode()
+                )
                 await writer.drain()
                 status_line = await asyncio.wait_for(reader.readline(), 10)
                 length = 0
@@ -166,25 +194,39 @@ async def _client(host: str, port: int, paths: list[str], offset: int, stop_at: 
 def load_phase(url: str, clients: int, seconds: float, think: float, ids: dict) -> dict:
     import asyncio
 
-    paths = ["/api/v1/fits", f"/api/v1/fits/{ids['fit']}", "/api/v1/datasets", f"/api/v1/datasets/{ids['dataset']}"]
+    paths = [
+        "/api/v1/fits",
+        f"/api/v1/fits/{ids['fit']}",
+        "/api/v1/datasets",
+        f"/api/v1/datasets/{ids['dataset']}",
+    ]
     host, port = url.removeprefix("http://").split(":")
     lat: list[float] = []
 
     async def run() -> list[int]:
         stop_at = time.monotonic() + seconds
-        return await asyncio.gather(*(_client(host, int(port), paths, i, stop_at, think, lat)
-                                      for i in range(clients)))
+        return await asyncio.gather(
+            *(_client(host, int(port), paths, i, stop_at, think, lat) for i in range(clients))
+        )
 
     t0 = time.monotonic()
     errors = asyncio.run(run())
     wall = time.monotonic() - t0
     all_lat = np.array(lat) * 1000
-    return {"clients": clients, "seconds": round(wall, 1), "think_s": think, "requests": int(all_lat.size),
-            "requests_per_s": round(all_lat.size / wall, 1), "errors": int(sum(errors)),
-            "latency_ms": {"p50": round(float(np.percentile(all_lat, 50)), 2),
-                           "p95": round(float(np.percentile(all_lat, 95)), 2),
-                           "p99": round(float(np.percentile(all_lat, 99)), 2),
-                           "max": round(float(all_lat.max()), 2)}}
+    return {
+        "clients": clients,
+        "seconds": round(wall, 1),
+        "think_s": think,
+        "requests": int(all_lat.size),
+        "requests_per_s": round(all_lat.size / wall, 1),
+        "errors": int(sum(errors)),
+        "latency_ms": {
+            "p50": round(float(np.percentile(all_lat, 50)), 2),
+            "p95": round(float(np.percentile(all_lat, 95)), 2),
+            "p99": round(float(np.percentile(all_lat, 99)), 2),
+            "max": round(float(all_lat.max()), 2),
+        },
+    }
 
 
 def upload_phase(url: str, pid: int, path: Path) -> dict:
@@ -210,11 +252,16 @@ def upload_phase(url: str, pid: int, path: Path) -> dict:
     wall = time.perf_counter() - t0
     done.set()
     sampler.join()
-    return {"bytes": size, "status": r.status_code, "seconds": round(wall, 2),
-            "mb_per_s": round(size / 1e6 / wall, 1), "server_rss_idle_mb": round(base / 1024, 1),
-            "server_rss_growth_mb": round((peak - base) / 1024, 1),
-            "parser_process_peak_rss_mb": round(parser_peak / 1024, 1),
-            "samples": r.json().get("samples") if r.ok else r.text[:300]}
+    return {
+        "bytes": size,
+        "status": r.status_code,
+        "seconds": round(wall, 2),
+        "mb_per_s": round(size / 1e6 / wall, 1),
+        "server_rss_idle_mb": round(base / 1024, 1),
+        "server_rss_growth_mb": round((peak - base) / 1024, 1),
+        "parser_process_peak_rss_mb": round(parser_peak / 1024, 1),
+        "samples": r.json().get("samples") if r.ok else r.text[:300],
+    }
 
 
 def queue_fits(url: str) -> tuple[str, list[str]]:
@@ -223,14 +270,20 @@ def queue_fits(url: str) -> tuple[str, list[str]]:
     Fits stop when they stall and the local executor runs them one after another; on a quiet machine one fit
     takes about 10 s, so with eight queued a fit computes for the whole load phase."""
     log, side = small_log()
-    resp = requests.post(url + "/api/v1/datasets", files={"file": ("small.csv", log)},
-                         data={"metadata": json.dumps(side)}, timeout=60)
+    resp = requests.post(
+        url + "/api/v1/datasets",
+        files={"file": ("small.csv", log)},
+        data={"metadata": json.dumps(side)},
+        timeout=60,
+    )
     if resp.status_code != 201:
         raise RuntimeError(f"the small log's upload failed: {resp.status_code} {resp.text[:500]}")
     ds = resp.json()
-    body = {"dataset_id": ds["id"], "models": ["implicit", "ideal_pd", "dcmotor", "delayed_pd", "dcmotor_delay",
-                                               "remotized_pd", "pid"],
-            "budget": {"generations": 10000, "population": 16}}
+    body = {
+        "dataset_id": ds["id"],
+        "models": ["implicit", "ideal_pd", "dcmotor", "delayed_pd", "dcmotor_delay", "remotized_pd", "pid"],
+        "budget": {"generations": 10000, "population": 16},
+    }
     fits = [requests.post(url + "/api/v1/fits", timeout=30, json=body).json()["id"] for _ in range(8)]
     deadline = time.monotonic() + 60
     while requests.get(f"{url}/api/v1/fits/{fits[0]}", timeout=10).json()["status"] != "running":
@@ -246,18 +299,43 @@ def start_profiler(pid: int, seconds: float, out: Path) -> subprocess.Popen | No
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
     if spy is None:
         return None
-    return subprocess.Popen([spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "250",
-                             "--format", "raw", "--threads", "--nonblocking", "--output", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [
+            spy,
+            "record",
+            "--pid",
+            str(pid),
+            "--duration",
+            str(int(seconds)),
+            "--rate",
+            "250",
+            "--format",
+            "raw",
+            "--threads",
+            "--nonblocking",
+            "--output",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 # what a sampled server stack is doing, first match from the innermost frame outwards
-PROFILE_KINDS = (("RequestResponseCycle.send", "socket writes (uvicorn)"),
-                 ("sqlalchemy", "database (SQLAlchemy + sqlite3)"), ("sqlite3", "database (SQLAlchemy + sqlite3)"),
-                 ("json/", "JSON encoding"), ("jsonable_encoder", "JSON encoding"),
-                 ("logging/", "logging"), ("logs.py", "logging"), ("pydantic", "validation (pydantic)"),
-                 ("prometheus_client", "metrics"), ("select (selectors.py", "idle (waiting for I/O)"),
-                 ("run_forever", "event loop"), ("wait (threading.py", "idle (waiting)"))
+PROFILE_KINDS = (
+    ("RequestResponseCycle.send", "socket writes (uvicorn)"),
+    ("sqlalchemy", "database (SQLAlchemy + sqlite3)"),
+    ("sqlite3", "database (SQLAlchemy + sqlite3)"),
+    ("json/", "JSON encoding"),
+    ("jsonable_encoder", "JSON encoding"),
+    ("logging/", "logging"),
+    ("logs.py", "logging"),
+    ("pydantic", "validation (pydantic)"),
+    ("prometheus_client", "metrics"),
+    ("select (selectors.py", "idle (waiting for I/O)"),
+    ("run_forever", "event loop"),
+    ("wait (threading.py", "idle (waiting)"),
+)
 
 
 def profile_summary(raw: Path) -> dict:
@@ -279,9 +357,15 @@ def profile_summary(raw: Path) -> dict:
             kinds[kind] = kinds.get(kind, 0) + n
     total = sum(threads.values()) or 1
     main = sum(kinds.values()) or 1
-    return {"samples": total, "threads_pct": {k: round(100 * v / total, 1) for k, v in sorted(
-                threads.items(), key=lambda kv: -kv[1])},
-            "main_thread_pct": {k: round(100 * v / main, 1) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])}}
+    return {
+        "samples": total,
+        "threads_pct": {
+            k: round(100 * v / total, 1) for k, v in sorted(threads.items(), key=lambda kv: -kv[1])
+        },
+        "main_thread_pct": {
+            k: round(100 * v / main, 1) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])
+        },
+    }
 
 
 def one_run(args: argparse.Namespace, run: int, work: Path, last: bool) -> dict:
@@ -296,15 +380,22 @@ def one_run(args: argparse.Namespace, run: int, work: Path, last: bool) -> dict:
         load = load_phase(url, args.clients, args.seconds, args.think, {"fit": fits[0], "dataset": ds_id})
         after_load = os.getloadavg()
         # the API process's own CPU per request (every thread of it): what the routes cost, whatever the load
-        load["server_cpu_ms_per_request"] = round(1000 * (cpu_seconds(proc.pid) - cpu0) / max(load["requests"], 1), 3)
+        load["server_cpu_ms_per_request"] = round(
+            1000 * (cpu_seconds(proc.pid) - cpu0) / max(load["requests"], 1), 3
+        )
         statuses = [requests.get(f"{url}/api/v1/fits/{f}", timeout=10).json()["status"] for f in fits]
         load["fit_running_throughout"] = "running" in statuses
         load["fits_after"] = statuses
         for f in fits:
             requests.post(f"{url}/api/v1/fits/{f}/cancel", timeout=10)
-        out = {"run": run, "of": args.runs, **{k: load["latency_ms"][k] for k in ("p50", "p95", "p99", "max")},
-               "loadavg_before": [round(x, 2) for x in before], "loadavg_after": [round(x, 2) for x in after_load],
-               "status_routes_during_fit": load}
+        out = {
+            "run": run,
+            "of": args.runs,
+            **{k: load["latency_ms"][k] for k in ("p50", "p95", "p99", "max")},
+            "loadavg_before": [round(x, 2) for x in before],
+            "loadavg_after": [round(x, 2) for x in after_load],
+            "status_routes_during_fit": load,
+        }
         if spy is not None and raw is not None:
             spy.wait(args.seconds + 30)
             out["server_profile"] = profile_summary(raw)
@@ -327,13 +418,20 @@ def one_run(args: argparse.Namespace, run: int, work: Path, last: bool) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a smoke run: 10 clients, 3 s, 5 MB upload")
-    ap.add_argument("--runs", type=int, default=1, help="load phases, each on a fresh server (one JSON line each)")
+    ap.add_argument(
+        "--runs", type=int, default=1, help="load phases, each on a fresh server (one JSON line each)"
+    )
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--think", type=float, default=0.1, help="pause between one client's requests [s]")
     ap.add_argument("--upload-mb", type=float, default=200.0, help="the upload after the last run; 0: none")
-    ap.add_argument("--profile", type=Path, default=None, metavar="DIR",
-                    help="sample the server with py-spy during each load phase; raw stacks kept in DIR")
+    ap.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="sample the server with py-spy during each load phase; raw stacks kept in DIR",
+    )
     args = ap.parse_args()
     if args.quick:
         args.clients, args.seconds, args.upload_mb = 10, 3.0, 5.0
@@ -350,12 +448,18 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
         print(json.dumps({"machine": machine, **runs[-1]}), flush=True)
     upload = runs[-1].get("upload")
-    targets = {"p99_le_50ms_every_run": all(r["p99"] <= 50 for r in runs),
-               "no_errors": all(r["status_routes_during_fit"]["errors"] == 0 for r in runs)}
+    targets = {
+        "p99_le_50ms_every_run": all(r["p99"] <= 50 for r in runs),
+        "no_errors": all(r["status_routes_during_fit"]["errors"] == 0 for r in runs),
+    }
     if upload is not None:
         targets["rss_growth_le_64mb"] = upload["server_rss_growth_mb"] <= 64 and upload["status"] == 201
-    print(json.dumps({"summary": True, "runs": len(runs), "p99_ms": [r["p99"] for r in runs],
-                      "targets_met": targets}), flush=True)
+    print(
+        json.dumps(
+            {"summary": True, "runs": len(runs), "p99_ms": [r["p99"] for r in runs], "targets_met": targets}
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -78,7 +78,10 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_cli.py::test_inspect_missing_file_and_bad_sidecar": ("slow",),
     "test_export_consumers.py::test_replays_of_every_family_within_10_percent": ("conformance", "slow"),
     "test_fit_splits.py::test_folds_by_fit_names_each_fold_by_its_value": ("slow",),
-    "test_validate_newton.py::test_cli_validate_prints_code_and_prim_and_exits_nonzero_on_error": ("conformance", "slow"),
+    "test_validate_newton.py::test_cli_validate_prints_code_and_prim_and_exits_nonzero_on_error": (
+        "conformance",
+        "slow",
+    ),
     "test_cli.py::test_fit_writes_results_report_and_exports": ("slow",),
     "test_fit_splits.py::test_cli_split_and_budget_flags": ("slow",),
     "test_nets_gru.py::test_gain_normalised_input_lets_a_net_generalise_to_a_held_out_gain": ("slow",),
@@ -103,8 +106,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, marker))
 
 
-def make_recording(joints: tuple[str, ...] = ("j1",), segments: int = 3, n: int = 200,
-                   rate_hz: float = 100.0, seed: int = 0) -> Recording:
+def make_recording(
+    joints: tuple[str, ...] = ("j1",), segments: int = 3, n: int = 200, rate_hz: float = 100.0, seed: int = 0
+) -> Recording:
     """A small pendulum-like recording: sinusoidal commands, position lagging them, per-segment gains."""
     rng = np.random.default_rng(seed)
     segs = []
@@ -115,8 +119,18 @@ def make_recording(joints: tuple[str, ...] = ("j1",), segments: int = 3, n: int 
         q = 0.9 * np.sin(2 * np.pi * 0.5 * t[:, None] + phase - 0.1)
         qd = np.gradient(q, t, axis=0)
         z = np.zeros_like(q)
-        segs.append(Segment(name=f"s{k}", t=t, q=q, qd=qd, q_des=q_des, qd_des=z, tau_ff=z.copy(),
-                            metadata={"kp": 5.0, "kd": 0.1}))
+        segs.append(
+            Segment(
+                name=f"s{k}",
+                t=t,
+                q=q,
+                qd=qd,
+                q_des=q_des,
+                qd_des=z,
+                tau_ff=z.copy(),
+                metadata={"kp": 5.0, "kd": 0.1},
+            )
+        )
     return Recording(joints=[JointInfo(j, mass=0.5, com_distance=0.1) for j in joints], segments=segs)
 
 
@@ -178,8 +192,23 @@ def start_server(data_dir: Path, env: dict[str, str] | None = None, timeout: flo
     full_env = {**os.environ, "PYTHONPATH": pythonpath(), **(env or {})}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "actuator_sysid.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-             "--data-dir", str(data_dir)], cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "actuator_sysid.cli",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(data_dir),
+            ],
+            cwd=ROOT,
+            env=full_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     server = Server(f"http://127.0.0.1:{port}", data_dir, proc, log)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -201,8 +230,12 @@ def upload_recording(server: Server, rec: Recording, path: Path) -> dict:
 
     write_table(rec, path)
     with open(path, "rb") as f:
-        r = requests.post(server.url + "/api/v1/datasets", files={"file": (path.name, f)},
-                          data={"metadata": json.dumps(sidecar_for(rec))}, timeout=60)
+        r = requests.post(
+            server.url + "/api/v1/datasets",
+            files={"file": (path.name, f)},
+            data={"metadata": json.dumps(sidecar_for(rec))},
+            timeout=60,
+        )
     assert r.status_code == 201, r.text
     return r.json()
 

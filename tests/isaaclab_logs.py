@@ -64,11 +64,18 @@ KINDS = ("steps", "chirp", "sin_t2", "fast", "slow", "multisine")
 
 def make_actuator(family: str, truth: dict[str, float]):
     """Construct the real Isaac Lab actuator for one joint and one env."""
-    common = dict(joint_names_expr=["hinge"], stiffness=truth["stiffness"], damping=truth["damping"],
-                  actuator_effort_limit=truth["actuator_effort_limit"])
+    common = dict(
+        joint_names_expr=["hinge"],
+        stiffness=truth["stiffness"],
+        damping=truth["damping"],
+        actuator_effort_limit=truth["actuator_effort_limit"],
+    )
     if family == "dcmotor":
-        cfg = DCMotorCfg(**common, saturation_effort=truth["saturation_effort"],
-                         actuator_velocity_limit=truth["actuator_velocity_limit"])
+        cfg = DCMotorCfg(
+            **common,
+            saturation_effort=truth["saturation_effort"],
+            actuator_velocity_limit=truth["actuator_velocity_limit"],
+        )
         return DCMotor(cfg, joint_names=["hinge"], joint_ids=slice(None), num_envs=1, device="cpu")
     if family == "delayed_pd":
         lag = int(truth["delay"])
@@ -78,8 +85,9 @@ def make_actuator(family: str, truth: dict[str, float]):
     return IdealPDActuator(cfg, joint_names=["hinge"], joint_ids=slice(None), num_envs=1, device="cpu")
 
 
-def simulate_segment(actuator, truth: dict[str, float], q_des: np.ndarray, q0: float = 0.0,
-                     qd_des: np.ndarray | None = None) -> dict:
+def simulate_segment(
+    actuator, truth: dict[str, float], q_des: np.ndarray, q0: float = 0.0, qd_des: np.ndarray | None = None
+) -> dict:
     """Step the Isaac Lab actuator once per physics step inside the §F pendulum update (qd_des: 0 unless given)."""
     m, arm_l, g = LOAD["mass"], LOAD["com_distance"], LOAD["gravity"]
     inertia = m * arm_l * arm_l + truth["armature"]
@@ -94,8 +102,9 @@ def simulate_segment(actuator, truth: dict[str, float], q_des: np.ndarray, q0: f
             joint_velocities=torch.tensor([[0.0 if qd_des is None else qd_des[k]]], dtype=torch.float32),
             joint_efforts=torch.zeros(1, 1),
         )
-        out = actuator.compute(action, torch.tensor([[q]], dtype=torch.float32),
-                               torch.tensor([[qd]], dtype=torch.float32))
+        out = actuator.compute(
+            action, torch.tensor([[q]], dtype=torch.float32), torch.tensor([[qd]], dtype=torch.float32)
+        )
         tau = float(out.joint_efforts[0, 0])
         q_log[k], qd_log[k], tau_log[k] = q, qd, tau
         torque = tau - m * g * arm_l * math.sin(q)
@@ -106,8 +115,9 @@ def simulate_segment(actuator, truth: dict[str, float], q_des: np.ndarray, q0: f
     return {"q": q_log, "qd": qd_log, "tau": tau_log}
 
 
-def make_recording(family: str = "dcmotor", truth: dict[str, float] | None = None,
-                   noise_q: float = 0.0, seed: int = 0) -> Recording:
+def make_recording(
+    family: str = "dcmotor", truth: dict[str, float] | None = None, noise_q: float = 0.0, seed: int = 0
+) -> Recording:
     """Six 6 s segments at 200 Hz of one joint, made by the real Isaac Lab actuator class."""
     truth = truth or TRUTH_DCMOTOR
     rng = np.random.default_rng(seed)
@@ -119,8 +129,18 @@ def make_recording(family: str = "dcmotor", truth: dict[str, float] | None = Non
         sim = simulate_segment(act, truth, q_des)
         q = sim["q"] + rng.normal(0.0, noise_q, t.size) if noise_q else sim["q"]
         col = lambda a: a[:, None].astype(np.float64)  # noqa: E731
-        segments.append(Segment(name=str(i), t=t + i * 10.0, q=col(q), qd=col(sim["qd"]), q_des=col(q_des),
-                                qd_des=col(np.zeros_like(t)), tau_ff=col(np.zeros_like(t)),
-                                tau=col(sim["tau"]), metadata={"trajectory": kind}))
+        segments.append(
+            Segment(
+                name=str(i),
+                t=t + i * 10.0,
+                q=col(q),
+                qd=col(sim["qd"]),
+                q_des=col(q_des),
+                qd_des=col(np.zeros_like(t)),
+                tau_ff=col(np.zeros_like(t)),
+                tau=col(sim["tau"]),
+                metadata={"trajectory": kind},
+            )
+        )
     joint = JointInfo("hinge", mass=LOAD["mass"], com_distance=LOAD["com_distance"], gravity=LOAD["gravity"])
     return Recording([joint], segments, source_format="isaaclab-test-bench")

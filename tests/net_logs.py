@@ -12,8 +12,18 @@ import numpy as np
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
 
-TRUTH = {"kp": 9.0, "kd": 0.25, "delay": 2, "sat": 3.2, "vlim": 8.0, "elim": 2.2,
-         "f_coulomb": 0.15, "f_static": 0.5, "v_stribeck": 0.3, "viscous": 0.03}
+TRUTH = {
+    "kp": 9.0,
+    "kd": 0.25,
+    "delay": 2,
+    "sat": 3.2,
+    "vlim": 8.0,
+    "elim": 2.2,
+    "f_coulomb": 0.15,
+    "f_static": 0.5,
+    "v_stribeck": 0.3,
+    "viscous": 0.03,
+}
 LOAD = {"mass": 0.6, "com_distance": 0.2, "inertia": 0.004}
 DT = 0.005
 
@@ -28,8 +38,11 @@ def actuator_torque(q_des_delayed: float, q: float, qd: float, position_limited:
     t = TRUTH
     tau = t["kp"] * (q_des_delayed - q) - t["kd"] * qd
     v = min(max(qd, -t["vlim"] * (1 + t["elim"] / t["sat"])), t["vlim"] * (1 + t["elim"] / t["sat"]))
-    tau = min(max(tau, max(t["sat"] * (-1 - v / t["vlim"]), -t["elim"])), min(t["sat"] * (1 - v / t["vlim"]), t["elim"]))
-    stribeck = (t["f_coulomb"] + (t["f_static"] - t["f_coulomb"]) * np.exp(-(qd / t["v_stribeck"]) ** 2))
+    tau = min(
+        max(tau, max(t["sat"] * (-1 - v / t["vlim"]), -t["elim"])),
+        min(t["sat"] * (1 - v / t["vlim"]), t["elim"]),
+    )
+    stribeck = t["f_coulomb"] + (t["f_static"] - t["f_coulomb"]) * np.exp(-((qd / t["v_stribeck"]) ** 2))
     tau = tau - stribeck * np.tanh(qd / 0.05) - t["viscous"] * qd
     lim = position_limit(q) if position_limited else np.inf
     return float(min(max(tau, -lim), lim))
@@ -48,8 +61,9 @@ def commands(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     return 0.35 * sum(np.sin(2 * np.pi * f * t + p) for f, p in zip(freqs, phases, strict=True))
 
 
-def simulate(q_des: np.ndarray, q0: float = 0.0, position_limited: bool = True,
-             lag_s: float = 0.0) -> dict[str, np.ndarray]:
+def simulate(
+    q_des: np.ndarray, q0: float = 0.0, position_limited: bool = True, lag_s: float = 0.0
+) -> dict[str, np.ndarray]:
     """Roll the load under the actuator; tau is the torque the actuator applied at each sample.
 
     lag_s > 0 puts a first-order lag (a current loop of that time constant) on the motor torque, a dynamic
@@ -71,8 +85,14 @@ def simulate(q_des: np.ndarray, q0: float = 0.0, position_limited: bool = True,
     return out
 
 
-def nonlinear_recording(n_segments: int = 8, seconds: float = 4.0, seed: int = 0, torque: bool = True,
-                        position_limited: bool = True, lag_s: float = 0.0) -> Recording:
+def nonlinear_recording(
+    n_segments: int = 8,
+    seconds: float = 4.0,
+    seed: int = 0,
+    torque: bool = True,
+    position_limited: bool = True,
+    lag_s: float = 0.0,
+) -> Recording:
     """Segments of chirps, steps and multisines through the nonlinear actuator; tau left out when asked.
 
     position_limited=False drops the position-dependent cap: an actuator net's inputs (position error and
@@ -83,10 +103,18 @@ def nonlinear_recording(n_segments: int = 8, seconds: float = 4.0, seed: int = 0
     segs = []
     for s in range(n_segments):
         q_des = commands(("chirp", "steps", "multisine")[s % 3], n, rng)
-        tr = simulate(q_des, q0=float(rng.uniform(-0.3, 0.3)), position_limited=position_limited,
-                      lag_s=lag_s)
+        tr = simulate(q_des, q0=float(rng.uniform(-0.3, 0.3)), position_limited=position_limited, lag_s=lag_s)
         col = lambda a: a[:, None]  # noqa: E731
-        segs.append(Segment(str(s), np.arange(n) * DT, q=col(tr["q"]), qd=col(tr["qd"]), q_des=col(q_des),
-                            qd_des=np.zeros((n, 1)), tau_ff=np.zeros((n, 1)),
-                            tau=col(tr["tau"]) if torque else None))
+        segs.append(
+            Segment(
+                str(s),
+                np.arange(n) * DT,
+                q=col(tr["q"]),
+                qd=col(tr["qd"]),
+                q_des=col(q_des),
+                qd_des=np.zeros((n, 1)),
+                tau_ff=np.zeros((n, 1)),
+                tau=col(tr["tau"]) if torque else None,
+            )
+        )
     return Recording([JointInfo("j", **LOAD)], segs)

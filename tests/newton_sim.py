@@ -20,28 +20,49 @@ from newton.actuators import (
 
 wp.config.quiet = True
 
-CLAMPS = {"max_effort": ClampingMaxEffort, "dc_motor": ClampingDCMotor, "position_table": ClampingPositionBased}
+CLAMPS = {
+    "max_effort": ClampingMaxEffort,
+    "dc_motor": ClampingDCMotor,
+    "position_table": ClampingPositionBased,
+}
 
 
-def build(mass: float, com: float, inertia_com: float, joint: dict, drive: str, drive_kwargs: dict,
-          clamps: list[tuple[str, dict]], delay_steps: int | None):
+def build(
+    mass: float,
+    com: float,
+    inertia_com: float,
+    joint: dict,
+    drive: str,
+    drive_kwargs: dict,
+    clamps: list[tuple[str, dict]],
+    delay_steps: int | None,
+):
     """Model with one actuated pendulum; returns (model, actuator, dof index)."""
     builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     link = builder.add_link(com=wp.vec3(0.0, 0.0, -com), mass=mass, inertia=wp.mat33(np.eye(3) * inertia_com))
-    builder.add_shape_sphere(link, xform=wp.transform(wp.vec3(0.0, 0.0, -com), wp.quat_identity()), radius=0.02,
-                             cfg=newton.ModelBuilder.ShapeConfig(density=0.0, has_shape_collision=False))
+    builder.add_shape_sphere(
+        link,
+        xform=wp.transform(wp.vec3(0.0, 0.0, -com), wp.quat_identity()),
+        radius=0.02,
+        cfg=newton.ModelBuilder.ShapeConfig(density=0.0, has_shape_collision=False),
+    )
     j = builder.add_joint_revolute(parent=-1, child=link, axis=newton.Axis.Y, **joint)
     builder.add_articulation([j])
     dof = builder.joint_qd_start[j]
-    builder.add_actuator(DrivePID if drive == "pid" else DrivePD, index=dof,
-                         clamping=[(CLAMPS[name], kw) for name, kw in clamps], delay_steps=delay_steps,
-                         **drive_kwargs)
+    builder.add_actuator(
+        DrivePID if drive == "pid" else DrivePD,
+        index=dof,
+        clamping=[(CLAMPS[name], kw) for name, kw in clamps],
+        delay_steps=delay_steps,
+        **drive_kwargs,
+    )
     model = builder.finalize(device="cpu")
     return model, model.actuators[0], dof
 
 
-def closed_loop(model, actuator, dof: int, q_des: np.ndarray, dt: float, q0: float = 0.0,
-                implicit_effort: bool = False) -> dict[str, np.ndarray]:
+def closed_loop(
+    model, actuator, dof: int, q_des: np.ndarray, dt: float, q0: float = 0.0, implicit_effort: bool = False
+) -> dict[str, np.ndarray]:
     """Step actuator + SolverMuJoCo(use_mujoco_cpu=True); log the state and applied effort at every step.
 
     implicit_effort=True switches the actuator to Newton's implicit effort mode, with the joint-space
@@ -84,8 +105,13 @@ def open_loop(model, actuator, dof: int, seq: dict[str, np.ndarray], dt: float) 
     n = seq["q"].size
     eff = np.zeros(n)
     for k in range(n):
-        for arr, key in ((state.joint_q, "q"), (state.joint_qd, "qd"), (control.joint_target_q, "q_des"),
-                         (control.joint_target_qd, "qd_des"), (control.joint_act, "tau_ff")):
+        for arr, key in (
+            (state.joint_q, "q"),
+            (state.joint_qd, "qd"),
+            (control.joint_target_q, "q_des"),
+            (control.joint_target_qd, "qd_des"),
+            (control.joint_act, "tau_ff"),
+        ):
             v = arr.numpy()
             v[dof] = seq[key][k]
             arr.assign(v)

@@ -38,16 +38,26 @@ def _per_joint(value: float | np.ndarray | None, n: int, default: float) -> np.n
     return np.broadcast_to(np.asarray(value, float), (n,)).astype(float)
 
 
-def simulate_newton_log(robot: RobotModel, cmd: np.ndarray, *, decimation: int, delay: int | np.ndarray = 0,
-                        armature: float | np.ndarray | None = None, damping: float | np.ndarray | None = None,
-                        friction: float | np.ndarray | None = None,
-                        saturation_effort: float | np.ndarray | None = None,
-                        velocity_limit: float | np.ndarray | None = None,
-                        effort_limit: float | np.ndarray | None = None,
-                        kp: float | np.ndarray = 20.0, kd: float | np.ndarray = 1.0,
-                        bias: float | np.ndarray | None = None, log_dt: float = 0.005,
-                        max_effort: float | np.ndarray | None = None, q0: np.ndarray | None = None,
-                        qd0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def simulate_newton_log(
+    robot: RobotModel,
+    cmd: np.ndarray,
+    *,
+    decimation: int,
+    delay: int | np.ndarray = 0,
+    armature: float | np.ndarray | None = None,
+    damping: float | np.ndarray | None = None,
+    friction: float | np.ndarray | None = None,
+    saturation_effort: float | np.ndarray | None = None,
+    velocity_limit: float | np.ndarray | None = None,
+    effort_limit: float | np.ndarray | None = None,
+    kp: float | np.ndarray = 20.0,
+    kd: float | np.ndarray = 1.0,
+    bias: float | np.ndarray | None = None,
+    log_dt: float = 0.005,
+    max_effort: float | np.ndarray | None = None,
+    q0: np.ndarray | None = None,
+    qd0: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Step the robot in Newton alone under position targets `cmd` (T, J) held for `decimation` physics steps.
 
     Per joint (scalar or (J,)): armature (kg·m²), damping (viscous, N·m·s/rad), friction (Coulomb frictionloss,
@@ -70,15 +80,33 @@ def simulate_newton_log(robot: RobotModel, cmd: np.ndarray, *, decimation: int, 
     builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     builder.add_builder(robot.builder)
     for k, d in enumerate(robot.dof):
-        builder.joint_armature[d], builder.joint_damping[d], builder.joint_friction[d] = arm[k], damp[k], fric[k]
+        builder.joint_armature[d], builder.joint_damping[d], builder.joint_friction[d] = (
+            arm[k],
+            damp[k],
+            fric[k],
+        )
         clamps: list = []
         if np.isfinite(sat[k]) or np.isfinite(elim[k]):
-            clamps.append((ClampingDCMotor, {"saturation_effort": float(sat[k]), "velocity_limit": float(vlim[k]),
-                                             "max_motor_effort": float(elim[k])}))
+            clamps.append(
+                (
+                    ClampingDCMotor,
+                    {
+                        "saturation_effort": float(sat[k]),
+                        "velocity_limit": float(vlim[k]),
+                        "max_motor_effort": float(elim[k]),
+                    },
+                )
+            )
         if np.isfinite(box[k]):
             clamps.append((ClampingMaxEffort, {"max_effort": float(box[k])}))
-        builder.add_actuator(DrivePD, index=int(d), kp=float(kp_j[k]), kd=float(kd_j[k]),
-                             delay_steps=int(lag[k]) or None, clamping=clamps)
+        builder.add_actuator(
+            DrivePD,
+            index=int(d),
+            kp=float(kp_j[k]),
+            kd=float(kd_j[k]),
+            delay_steps=int(lag[k]) or None,
+            clamping=clamps,
+        )
     model = builder.finalize(device="cpu")
     solver = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
     s0, s1, control = model.state(), model.state(), model.control()
@@ -110,9 +138,17 @@ def simulate_newton_log(robot: RobotModel, cmd: np.ndarray, *, decimation: int, 
     return np.array(out_q, float), np.array(out_qd, float)
 
 
-def robot_recording(robot: RobotModel, cmd: np.ndarray, q: np.ndarray, qd: np.ndarray, *, log_dt: float = 0.005,
-                    kp: float | np.ndarray | None = None, kd: float | np.ndarray | None = None,
-                    named: bool = True) -> Recording:
+def robot_recording(
+    robot: RobotModel,
+    cmd: np.ndarray,
+    q: np.ndarray,
+    qd: np.ndarray,
+    *,
+    log_dt: float = 0.005,
+    kp: float | np.ndarray | None = None,
+    kd: float | np.ndarray | None = None,
+    named: bool = True,
+) -> Recording:
     """One-segment Recording of a simulated log: targets `cmd`, measured q / qd, gains stated when given.
 
     Gains go in the segment metadata as the fit reads them (a number, or {joint: value} when they differ);
@@ -123,17 +159,30 @@ def robot_recording(robot: RobotModel, cmd: np.ndarray, q: np.ndarray, qd: np.nd
     for key, v in (("kp", kp), ("kd", kd)):
         if v is not None:
             arr = _per_joint(v, len(names), 0.0)
-            meta[key] = float(arr[0]) if np.all(arr == arr[0]) else {nm: float(x) for nm, x in zip(names, arr,
-                                                                                                  strict=True)}
+            meta[key] = (
+                float(arr[0])
+                if np.all(arr == arr[0])
+                else {nm: float(x) for nm, x in zip(names, arr, strict=True)}
+            )
     z = np.zeros_like(q)
-    seg = Segment("0", np.arange(q.shape[0]) * log_dt, q=q, qd=qd, q_des=cmd, qd_des=z, tau_ff=z, metadata=meta)
+    seg = Segment(
+        "0", np.arange(q.shape[0]) * log_dt, q=q, qd=qd, q_des=cmd, qd_des=z, tau_ff=z, metadata=meta
+    )
     joints = [JointInfo(n) for n in names] if named else [JointInfo(f"joint_{i}") for i in range(len(names))]
     return Recording(joints, [seg])
 
 
-def chirp_targets(robot: RobotModel, samples: int, *, log_dt: float = 0.005, amplitude: float | np.ndarray = 0.5,
-                  center: float | np.ndarray | None = None, f0: float = 0.3, f1: float = 3.0,
-                  seed: int = 0) -> np.ndarray:
+def chirp_targets(
+    robot: RobotModel,
+    samples: int,
+    *,
+    log_dt: float = 0.005,
+    amplitude: float | np.ndarray = 0.5,
+    center: float | np.ndarray | None = None,
+    f0: float = 0.3,
+    f1: float = 3.0,
+    seed: int = 0,
+) -> np.ndarray:
     """(samples + 1, J) position targets: every joint chirped at once, f0 → f1 Hz, a random phase per joint.
 
     Frequencies are offset a little per joint so no two joints move in lockstep; `center` defaults to the
@@ -143,7 +192,11 @@ def chirp_targets(robot: RobotModel, samples: int, *, log_dt: float = 0.005, amp
     n = len(robot.joint_names)
     t = np.arange(samples + 1) * log_dt
     finite = np.isfinite(robot.lower) & np.isfinite(robot.upper) & (np.abs(robot.upper) < 1e6)
-    mid = np.where(finite, (robot.lower + robot.upper) / 2, 0.0) if center is None else _per_joint(center, n, 0.0)
+    mid = (
+        np.where(finite, (robot.lower + robot.upper) / 2, 0.0)
+        if center is None
+        else _per_joint(center, n, 0.0)
+    )
     dur = max(t[-1], log_dt)
     rate = (f1 - f0) / dur
     fj = f0 * (1.0 + 0.05 * np.arange(n))

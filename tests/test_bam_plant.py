@@ -20,14 +20,22 @@ from actuator_sysid.models.oracle import oracle_traces
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params, operating_points
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "bam-xl330" / "processed"
-RAW = DATA.parent / "raw"  # as recorded: the XL330's `load` is its Present PWM register (counts of 885, 16-bit signed)
+RAW = (
+    DATA.parent / "raw"
+)  # as recorded: the XL330's `load` is its Present PWM register (counts of 885, 16-bit signed)
 # measured 2026-12-01: rms |logged PWM − P law| per file 0.0008–0.0052 at kp 100 and 200 (every sample torque on),
 # 0.0027–0.0240 at kp 800; bound 1.25× the largest
 PWM_LAW_RMS = 0.03
 # BAM 1.0.2's M1 fit (bam.fit, CMA-ES, 2000 trials, kp = 800 held out), measured 2026-12-01 with
 # bench/real_bam.py, and its own simulator's validation position MAE per kp = 800 file
-BAM_M1 = {"kt": 0.34784869, "R": 4.25220940, "armature": 0.00191521, "q_offset": 0.03768990,
-          "friction_base": 0.01502485, "friction_viscous": 0.00755700}
+BAM_M1 = {
+    "kt": 0.34784869,
+    "R": 4.25220940,
+    "armature": 0.00191521,
+    "q_offset": 0.03768990,
+    "friction_base": 0.01502485,
+    "friction_viscous": 0.00755700,
+}
 BAM_M1_VALIDATION = {"10h30m10": 0.0383, "10h29m54": 0.0640, "10h30m02": 0.1592, "10h29m47": 0.0997}
 BAM_M1_VALIDATION_MAE = 0.0903
 FAMILY = get_family("dcmotor").with_terms(("armature", "friction", "viscous_friction", "encoder_offset"))
@@ -47,9 +55,15 @@ def bam_params(rec: Recording, bam: dict[str, float]) -> dict[str, float]:
     op = operating_points(rec, "xl330")
     duty = VOLTAGE_SERVOS["xl330"]["duty_per_kp_rad"] * op.kp_reference
     k, d = bam["kt"] / bam["R"] * op.vin_reference * duty, bam["kt"] ** 2 / bam["R"]
-    return {"stiffness": k, "damping": d, "armature": bam["armature"], "friction": bam["friction_base"],
-            "viscous_friction": bam["friction_viscous"], "encoder_offset": -bam["q_offset"],
-            **op.tied_envelope(k, d)}
+    return {
+        "stiffness": k,
+        "damping": d,
+        "armature": bam["armature"],
+        "friction": bam["friction_base"],
+        "viscous_friction": bam["friction_viscous"],
+        "encoder_offset": -bam["q_offset"],
+        **op.tied_envelope(k, d),
+    }
 
 
 def _array(params: list[dict[str, float]]) -> np.ndarray:
@@ -73,7 +87,10 @@ def test_the_firmware_p_law_is_the_pwm_the_servo_logged() -> None:
         law = np.clip(servo["duty_per_kp_rad"] * d["kp"] * err, -servo["max_duty"], servo["max_duty"])
         worst = max(worst, float(np.sqrt(np.mean((pwm - law) ** 2))))
         # half the gain (the manual's kp / 128) would miss by far more than the bound
-        assert np.sqrt(np.mean((pwm - np.clip(2 * law, -1, 1)) ** 2)) > 3 * PWM_LAW_RMS or np.abs(law).max() < 0.02
+        assert (
+            np.sqrt(np.mean((pwm - np.clip(2 * law, -1, 1)) ** 2)) > 3 * PWM_LAW_RMS
+            or np.abs(law).max() < 0.02
+        )
     assert worst <= PWM_LAW_RMS
 
 
@@ -84,7 +101,9 @@ def test_bam_m1_replayed_in_our_kernel_predicts_as_bam_does(rec: Recording) -> N
     batch = SegmentBatch.from_recording(rec, ["xl330"], val)
     rows = segment_metrics(RolloutEngine(batch).traces(FAMILY, _array([bam_params(rec, BAM_M1)])), batch)
     for r in rows:
-        assert r["position_mae"] == pytest.approx(BAM_M1_VALIDATION[r["segment"][-8:]], rel=0.08, abs=0.003), r
+        assert r["position_mae"] == pytest.approx(
+            BAM_M1_VALIDATION[r["segment"][-8:]], rel=0.08, abs=0.003
+        ), r
     assert pool_metrics(rows)["position_mae"] == pytest.approx(BAM_M1_VALIDATION_MAE, rel=0.03)
 
 
@@ -103,13 +122,22 @@ def test_damping_keeps_the_winding_resistance_in_range(rec: Recording) -> None:
     assert op.tied_damping(base["stiffness"], 0.5 * lo) == pytest.approx(lo)
     assert op.tied_damping(base["stiffness"], base["damping"]) == base["damping"]
     n = 600  # the lift and its drop (torque off from sample 400), and a kp = 800 file
-    short = dataclasses.replace(rec, segments=[
-        dataclasses.replace(s, **{k: getattr(s, k)[:n] for k in ("t", "q", "qd", "q_des", "qd_des", "tau_ff", "enable")})
-        for s in rec.segments if s.name.endswith(("10h28m17", "10h29m47"))])
+    short = dataclasses.replace(
+        rec,
+        segments=[
+            dataclasses.replace(
+                s, **{k: getattr(s, k)[:n] for k in ("t", "q", "qd", "q_des", "qd_des", "tau_ff", "enable")}
+            )
+            for s in rec.segments
+            if s.name.endswith(("10h28m17", "10h29m47"))
+        ],
+    )
     batch = SegmentBatch.from_recording(short, ["xl330"])
     params = _array(cands)
     ours = RolloutEngine(batch).traces(FAMILY, params)
     ref = oracle_traces(batch, FAMILY, params)
     assert np.abs(ours["q"] - ref["q"]).max() < 1e-4
-    assert np.allclose(ours["q"][0], ours["q"][1], atol=1e-5) and np.allclose(ours["q"][3], ours["q"][4], atol=1e-5)
+    assert np.allclose(ours["q"][0], ours["q"][1], atol=1e-5) and np.allclose(
+        ours["q"][3], ours["q"][4], atol=1e-5
+    )
     assert np.abs(ours["q"][1] - ours["q"][2]).max() > 1e-3

@@ -17,9 +17,22 @@ GO2_XML = ROOT.parent / "shared" / "data" / "go2-in-air" / "go2.xml"
 @pytest.mark.skipif(not GO2_XML.is_file(), reason="shared/data/go2-in-air is not here")
 def test_robot_bench_quick_prints_both_fits(tmp_path: Path) -> None:
     path = tmp_path / "robot.json"
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "robot.py"), "--quick", "--sections",
-                          "rollout,synthetic", "--out", str(path)], capture_output=True, text=True, timeout=300,
-                         cwd=ROOT, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "robot.py"),
+            "--quick",
+            "--sections",
+            "rollout,synthetic",
+            "--out",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=True,
+    )
     figures = json.loads(path.read_text())
     assert json.loads(out.stdout) == figures  # stdout carries the JSON alone
     assert len(figures["machine"]["load_average_before"]) == 3
@@ -34,8 +47,10 @@ def test_robot_bench_quick_prints_both_fits(tmp_path: Path) -> None:
     # even one mujoco.sysid iteration moves off the model file's terms toward the Newton-made truth
     assert 0 < theirs["heldout_rmse"] < ours["model_defaults_rmse"], (theirs, ours)
     assert theirs["parameters"] == 9 + 12 + 1  # 3 groups × 3 terms, an offset per joint, the delay
-    assert syn["ratios"]["rmse_ours_over_peer"] == pytest.approx(ours["heldout_rmse"] / theirs["heldout_rmse"],
-                                                                 rel=1e-2)
+    assert syn["ratios"]["rmse_ours_over_peer"] == pytest.approx(
+        ours["heldout_rmse"] / theirs["heldout_rmse"], rel=1e-2
+    )
     assert set(syn["acceptance"]) == {"rmse_le_peer", "wall_le_peer", "wall_le_300s"}
-    assert set(syn["recovery"]["ours"]) == {f"{g}.{t}" for g in ("hip", "thigh", "calf")
-                                            for t in ("armature", "damping", "frictionloss")}
+    assert set(syn["recovery"]["ours"]) == {
+        f"{g}.{t}" for g in ("hip", "thigh", "calf") for t in ("armature", "damping", "frictionloss")
+    }

@@ -15,8 +15,14 @@ from actuator_sysid.datasets.canonical import sidecar_for, write_table
 from actuator_sysid.service.db import Repository
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +40,13 @@ def browser():
 
 def plot_marks(page, div: str) -> int:
     """Drawn marks in one Plotly div: SVG line/marker paths with geometry, or a non-empty WebGL canvas."""
-    return page.evaluate("""div => {const el = document.getElementById(div); if (!el) return 0;
+    return page.evaluate(
+        """div => {const el = document.getElementById(div); if (!el) return 0;
       const paths = [...el.querySelectorAll('.scatterlayer path')].filter(p => (p.getAttribute('d') || '').length > 10);
       const canvases = [...el.querySelectorAll('canvas')].filter(c => c.width > 0 && c.height > 0);
-      return paths.length + canvases.length}""", div)
+      return paths.length + canvases.length}""",
+        div,
+    )
 
 
 def test_upload_fit_watch_report_download(browser, tmp_path: Path) -> None:
@@ -62,8 +71,10 @@ def test_upload_fit_watch_report_download(browser, tmp_path: Path) -> None:
 
         # upload through the form, with the sidecar in the metadata box
         page.set_input_files("#upload input[name=file]", str(tmp_path / "bench_log.csv"))
-        page.fill("#upload textarea[name=metadata]",
-                  json.dumps({**sidecar_for(rec), "actuator_model": "bench-motor", "serial": "SN-7"}))
+        page.fill(
+            "#upload textarea[name=metadata]",
+            json.dumps({**sidecar_for(rec), "actuator_model": "bench-motor", "serial": "SN-7"}),
+        )
         page.click("#upload button[type=submit]")
         page.wait_for_url("**/datasets/*")
         assert "bench_log.csv" in page.content() and "bench-motor" in page.content()
@@ -81,9 +92,12 @@ def test_upload_fit_watch_report_download(browser, tmp_path: Path) -> None:
 
         # live progress over Server-Sent Events until the status reads succeeded (then the page reloads)
         page.wait_for_selector("#live-progress")
-        page.wait_for_function("""() => { const s = document.getElementById('live-status');
+        page.wait_for_function(
+            """() => { const s = document.getElementById('live-status');
             return (s && s.textContent.trim() === 'succeeded') || document.querySelector('.plot svg.main-svg'); }""",
-                               polling=50, timeout=120_000)
+            polling=50,
+            timeout=120_000,
+        )
         page.wait_for_selector("#plot-0-seg-0 svg.main-svg", timeout=60_000)
         page.wait_for_selector("#plot-0-envelope .main-svg")
         assert plot_marks(page, "plot-0-seg-0") >= 2

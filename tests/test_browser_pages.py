@@ -55,19 +55,29 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str
     server = start_server(tmp / "data", {"ACTUATOR_SYSID_WORKERS": "2"})
     try:
         meta = {**sidecar_for(rec), "actuator_model": "bench-motor", "serial": "SN-7"}
-        r = requests.post(server.url + "/api/v1/datasets", files={"file": ("bench_log.csv",
-                                                                          (tmp / "bench_log.csv").read_bytes())},
-                          data={"metadata": json.dumps(meta)}, timeout=60)
+        r = requests.post(
+            server.url + "/api/v1/datasets",
+            files={"file": ("bench_log.csv", (tmp / "bench_log.csv").read_bytes())},
+            data={"metadata": json.dumps(meta)},
+            timeout=60,
+        )
         assert r.status_code == 201, r.text
         ds = r.json()["id"]
-        fid = _queue(server, ds, models=["dcmotor"], budget={"generations": 8, "population": 6},
-                     joint_terms=["armature", "friction", "viscous_friction", "encoder_offset"])
+        fid = _queue(
+            server,
+            ds,
+            models=["dcmotor"],
+            budget={"generations": 8, "population": 6},
+            joint_terms=["armature", "friction", "viscous_friction", "encoder_offset"],
+        )
         good = short_recording(n_segments=5, noise_q=2e-3)
         plan = short_recording(n_segments=5)
         for s in plan.segments:
             s.q, s.qd = s.q_des.copy(), s.qd_des.copy()
-        more = {name: upload_recording(server, r, tmp / f"{name}.csv")["id"] for name, r in
-                (("good", good), ("plan", plan))}
+        more = {
+            name: upload_recording(server, r, tmp / f"{name}.csv")["id"]
+            for name, r in (("good", good), ("plan", plan))
+        }
         verdict_fits = {name: _queue(server, d, **QUICK) for name, d in more.items()}
         fit = _wait(server, fid)
         assert fit["status"] == "succeeded", fit
@@ -120,9 +130,15 @@ def test_no_page_scrolls_sideways_at_800_px(browser, site) -> None:  # noqa: F81
     page = ctx.new_page()
     try:
         page.set_default_timeout(30_000)
-        pages = {"/": "#upload", f"/datasets/{ds}": "#seg-0 .main-svg", f"/fits/{fid}": "#plot-0-seg-0 .main-svg",
-                 "/fleet?actuator_model=bench-motor": ".plot .main-svg", f"/compare?a={fid}&b={fid}": "table",
-                 "/fits/nope": "h1", "/docs": ".opblock"}
+        pages = {
+            "/": "#upload",
+            f"/datasets/{ds}": "#seg-0 .main-svg",
+            f"/fits/{fid}": "#plot-0-seg-0 .main-svg",
+            "/fleet?actuator_model=bench-motor": ".plot .main-svg",
+            f"/compare?a={fid}&b={fid}": "table",
+            "/fits/nope": "h1",
+            "/docs": ".opblock",
+        }
         for path, ready in pages.items():
             page.goto(server.url + path, wait_until="load")
             page.wait_for_selector(ready)
@@ -132,13 +148,17 @@ def test_no_page_scrolls_sideways_at_800_px(browser, site) -> None:  # noqa: F81
                 assert "no free-swing segment" in page.locator("#warnings").inner_text()
                 assert page.locator("#quality table").count() == 3
             if path == "/fits/nope":
-                assert "404" in page.locator("h1").inner_text() and "'nope'" in page.content().replace("&#x27;", "'")
+                assert "404" in page.locator("h1").inner_text() and "'nope'" in page.content().replace(
+                    "&#x27;", "'"
+                )
     finally:
         ctx.close()
 
 
 def test_fit_form_posts_a_seconds_budget_and_a_holdout_and_cancel_in_the_last_stage_cancels(
-        browser, site) -> None:  # noqa: F811
+    browser,  # noqa: F811
+    site,
+) -> None:
     server, ds, _fid, _more = site
     ctx = browser.new_context()
     page = ctx.new_page()
@@ -146,12 +166,16 @@ def test_fit_form_posts_a_seconds_budget_and_a_holdout_and_cancel_in_the_last_st
     try:
         page.set_default_timeout(30_000)
         page.goto(f"{server.url}/datasets/{ds}")
-        ticked = page.evaluate("() => [...document.querySelectorAll('input[name=model]:checked')].map(e => e.value)")
+        ticked = page.evaluate(
+            "() => [...document.querySelectorAll('input[name=model]:checked')].map(e => e.value)"
+        )
         assert sorted(ticked) == ["dcmotor", "dcmotor_delay", "delayed_pd"]  # not all 13 by default
         page.select_option("#preset", "quick")
         assert page.input_value("#budget_s") == "30"
         page.fill("#generations", "10000")  # the seconds budget, not the generations, ends this search
-        page.fill("#population", "256")  # wide generations: a quiet machine's search would otherwise stall in 1 s
+        page.fill(
+            "#population", "256"
+        )  # wide generations: a quiet machine's search would otherwise stall in 1 s
         page.fill("#budget_s", "8")
         page.fill("#holdout", "kp=8")
         page.fill("#joints", "knee")
@@ -160,24 +184,38 @@ def test_fit_form_posts_a_seconds_budget_and_a_holdout_and_cancel_in_the_last_st
             page.click("button.start-fit")
         posted = req.value.post_data_json
         assert posted["budget"] == {"generations": 10000, "population": 256, "seconds": 8}, posted
-        assert posted["holdout"] == "kp=8" and posted["joints"] == ["knee"] and posted["effort_mode"] == "implicit"
-        assert sorted(posted["families"]) == ["dcmotor", "delayed_pd"]  # the request field since issue 13 item 6
+        assert (
+            posted["holdout"] == "kp=8"
+            and posted["joints"] == ["knee"]
+            and posted["effort_mode"] == "implicit"
+        )
+        assert sorted(posted["families"]) == [
+            "dcmotor",
+            "delayed_pd",
+        ]  # the request field since issue 13 item 6
         page.wait_for_url("**/fits/*")
         fid = page.url.rsplit("/", 1)[1]
         stored = requests.get(f"{server.url}/api/v1/fits/{fid}", timeout=10).json()
-        assert stored["request"]["budget_s"] == 8 and stored["request"]["holdout"] == "kp=8", stored["request"]
-        page.wait_for_function("() => document.getElementById('live-status').textContent.trim() === 'running'",
-                               timeout=60_000)
+        assert stored["request"]["budget_s"] == 8 and stored["request"]["holdout"] == "kp=8", stored[
+            "request"
+        ]
+        page.wait_for_function(
+            "() => document.getElementById('live-status').textContent.trim() === 'running'", timeout=60_000
+        )
         # the live loss curve: each progress message's best loss becomes a point of its family's curve
-        page.wait_for_function("() => { const d = document.getElementById('live-loss');"
-                               " return d && d.data && d.data.length > 0 && d.data[0].x.length >= 3; }",
-                               timeout=60_000)
+        page.wait_for_function(
+            "() => { const d = document.getElementById('live-loss');"
+            " return d && d.data && d.data.length > 0 && d.data[0].x.length >= 3; }",
+            timeout=60_000,
+        )
         curve = page.evaluate("() => document.getElementById('live-loss').data[0]")
         assert curve["name"].split()[0] in FAMILIES, curve["name"]
         assert curve["x"] == sorted(curve["x"]) and all(y > 0 for y in curve["y"]), curve
         # the budget ends the search; the page names the stage after it, and a cancel there cancels the fit
-        page.wait_for_function("() => document.getElementById('live-msg').textContent.startsWith("
-                               "'validating exports')", timeout=90_000)
+        page.wait_for_function(
+            "() => document.getElementById('live-msg').textContent.startsWith('validating exports')",
+            timeout=90_000,
+        )
         page.click("button[data-action=cancel]")
         fit = _wait(server, fid, 60)
         assert fit["status"] == "cancelled", fit
@@ -201,8 +239,10 @@ def test_report_pages_show_the_verdict_and_its_reasons(browser, site) -> None:  
             verdict = page.locator("#verdict").inner_text()
             expected = "good" if name == "good" else "poor"
             assert verdict.startswith(f"verdict: {expected}"), (name, verdict)
-            assert page.evaluate("() => document.getElementById('verdict').getBoundingClientRect().top <"
-                                 " document.querySelector('h2').getBoundingClientRect().top")  # at the top
+            assert page.evaluate(
+                "() => document.getElementById('verdict').getBoundingClientRect().top <"
+                " document.querySelector('h2').getBoundingClientRect().top"
+            )  # at the top
             if name == "good":
                 assert "motion range" in verdict and "noise floor" in verdict, verdict
                 continue

@@ -15,8 +15,14 @@ from actuator_sysid.datasets.canonical import write_table
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": pythonpath()}
-    return subprocess.run([sys.executable, "-m", "actuator_sysid.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "actuator_sysid.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_inspect_good_log(tmp_path: Path) -> None:
@@ -67,8 +73,20 @@ def test_fit_writes_results_report_and_exports(tmp_path: Path) -> None:
     """Needs the lead's exporter (actuator_sysid.export.isaaclab)."""
     write_table(make_recording(), tmp_path / "log.csv")
     out = tmp_path / "out"
-    r = cli("fit", str(tmp_path / "log.csv"), "--models", "dcmotor,ideal_pd", "--generations", "10",
-            "--population", "8", "--seed", "1", "--out", str(out))
+    r = cli(
+        "fit",
+        str(tmp_path / "log.csv"),
+        "--models",
+        "dcmotor,ideal_pd",
+        "--generations",
+        "10",
+        "--population",
+        "8",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
     assert {"fit.json", "report.html", "isaaclab.py", "isaaclab.json"} <= {p.name for p in out.iterdir()}
     result = json.loads((out / "fit.json").read_text())

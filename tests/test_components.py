@@ -31,7 +31,9 @@ def _schema_properties(api: str) -> set[str]:
 def _model(fam_name: str, terms: tuple[str, ...] | None = None) -> ChosenModel:
     fam = FAMILIES[fam_name] if terms is None else FAMILIES[fam_name].with_terms(terms)
     params = {n: 2.0 if n == "delay" else 1.5 for n in BY_NAME}
-    return ChosenModel("j", fam, params, [-1.0, -0.5, 0.0, 0.5, 1.0] if "position_table" in fam.clamps else None)
+    return ChosenModel(
+        "j", fam, params, [-1.0, -0.5, 0.0, 0.5, 1.0] if "position_table" in fam.clamps else None
+    )
 
 
 def test_registry_is_the_components_parameters_in_rank_order() -> None:
@@ -40,7 +42,9 @@ def test_registry_is_the_components_parameters_in_rank_order() -> None:
     for fam in FAMILIES.values():  # a family fits what its components declare, and nothing else
         declared = {p for c in fam.components for p in c.params}
         assert set(fam.params) <= declared | set(fam.joint_terms), fam.name
-        assert fam.flags == sum(c.flag for c in fam.components if c.kind != "joint" or c.switch in fam.joint_terms)
+        assert fam.flags == sum(
+            c.flag for c in fam.components if c.kind != "joint" or c.switch in fam.joint_terms
+        )
     assert set(JOINT_TERMS) == {p for c in COMPONENTS if c.kind == "joint" for p in c.params}
 
 
@@ -73,4 +77,8 @@ def test_envelope_is_the_intersection_of_the_clamp_windows() -> None:
     assert env["effort_max"] == pytest.approx(hi.tolist()) and env["effort_min"] == pytest.approx(lo.tolist())
     assert env["effort_max"][3] == pytest.approx(2.0 * (1 - 4.0 / 5.0))  # on the torque–speed line at 4 rad/s
     assert envelope("ideal_pd", p, 8.0, 3)["effort_max"] == [1.5, 1.5, 1.5]
-    assert envelope("remotized_pd", {}, 8.0, 3)["effort_max"] == [None, None, None]  # a position table: no window
+    assert envelope("remotized_pd", {}, 8.0, 3)["effort_max"] == [
+        None,
+        None,
+        None,
+    ]  # a position table: no window

@@ -33,11 +33,18 @@ RTOL = 1e-5
 
 def random_sequence(n: int, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    return {"q": rng.uniform(-2, 2, n), "qd": rng.uniform(-10, 10, n), "q_des": rng.uniform(-2, 2, n),
-            "qd_des": rng.uniform(-3, 3, n), "tau_ff": rng.uniform(-1, 1, n)}
+    return {
+        "q": rng.uniform(-2, 2, n),
+        "qd": rng.uniform(-10, 10, n),
+        "q_des": rng.uniform(-2, 2, n),
+        "qd_des": rng.uniform(-3, 3, n),
+        "tau_ff": rng.uniform(-1, 1, n),
+    }
 
 
-def isaaclab_efforts(act, seq: dict[str, np.ndarray], resets: list[int]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+def isaaclab_efforts(
+    act, seq: dict[str, np.ndarray], resets: list[int]
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Step one env through the sequence, resetting at the given steps; returns efforts and the lag per reset."""
     n = seq["q"].size
     col = lambda a, k: torch.tensor([[a[k]]], dtype=torch.float32)  # noqa: E731
@@ -47,26 +54,45 @@ def isaaclab_efforts(act, seq: dict[str, np.ndarray], resets: list[int]) -> tupl
             act.reset(torch.arange(1))
             buf = getattr(act, "positions_delay_buffer", None)
             lags.append(int(buf.time_lags[0]) if buf is not None else 0)
-        action = ArticulationActions(joint_positions=col(seq["q_des"], k), joint_velocities=col(seq["qd_des"], k),
-                                     joint_efforts=col(seq["tau_ff"], k))
+        action = ArticulationActions(
+            joint_positions=col(seq["q_des"], k),
+            joint_velocities=col(seq["qd_des"], k),
+            joint_efforts=col(seq["tau_ff"], k),
+        )
         act.compute(action, col(seq["q"], k), col(seq["qd"], k))
         computed[k] = float(act.computed_effort[0, 0])
         applied[k] = float(act.applied_effort[0, 0])
     return computed, applied, lags
 
 
-def kernel_efforts(family: Family, params: dict, seq: dict[str, np.ndarray], resets: list[int], lags: list[int],
-                   knots: list[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def kernel_efforts(
+    family: Family,
+    params: dict,
+    seq: dict[str, np.ndarray],
+    resets: list[int],
+    lags: list[int],
+    knots: list[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The same sequence as one segment per reset interval, each with the lag Isaac Lab drew for it."""
     n = seq["q"].size
     bounds = [*resets, n]
     computed, applied = np.zeros(n), np.zeros(n)
     for a, b, lag in zip(bounds[:-1], bounds[1:], lags, strict=True):
         arr = {k: v[a:b, None].astype(np.float64) for k, v in seq.items()}
-        seg = Segment("s", np.arange(b - a) * 0.005, q=arr["q"], qd=arr["qd"], q_des=arr["q_des"],
-                      qd_des=arr["qd_des"], tau_ff=arr["tau_ff"])
-        batch = SegmentBatch.from_recording(Recording([JointInfo("j", inertia=0.1)], [seg]), ["j"],
-                                            knots=None if knots is None else np.array([knots]))
+        seg = Segment(
+            "s",
+            np.arange(b - a) * 0.005,
+            q=arr["q"],
+            qd=arr["qd"],
+            q_des=arr["q_des"],
+            qd_des=arr["qd_des"],
+            tau_ff=arr["tau_ff"],
+        )
+        batch = SegmentBatch.from_recording(
+            Recording([JointInfo("j", inertia=0.1)], [seg]),
+            ["j"],
+            knots=None if knots is None else np.array([knots]),
+        )
         values = {k: v for k, v in params.items() if k in family.params}
         if family.delay:
             values["delay"] = float(lag)
@@ -85,11 +111,21 @@ def make(cls, cfg) -> object:
 
 FRICTION_MODES = {
     "coulomb": ("armature", "friction", "viscous_friction"),
-    "physx static+dynamic, encoder offset": ("armature", "friction", "dynamic_friction", "viscous_friction",
-                                             "encoder_offset"),
+    "physx static+dynamic, encoder offset": (
+        "armature",
+        "friction",
+        "dynamic_friction",
+        "viscous_friction",
+        "encoder_offset",
+    ),
 }
-JOINT_VALUES = {"armature": 0.02, "friction": 0.3, "dynamic_friction": 0.2, "viscous_friction": 0.1,
-                "encoder_offset": 0.05}
+JOINT_VALUES = {
+    "armature": 0.02,
+    "friction": 0.3,
+    "dynamic_friction": 0.2,
+    "viscous_friction": 0.1,
+    "encoder_offset": 0.05,
+}
 
 
 @pytest.mark.parametrize("terms", list(FRICTION_MODES))
@@ -98,11 +134,28 @@ def test_ideal_pd_and_dcmotor_over_a_sequence(terms: str) -> None:
     are Isaac Lab's (the encoder offset too, since the controller sees the measured position)."""
     seq = random_sequence(300, 1)
     for family, act, params in (
-        ("ideal_pd", make(IdealPDActuator, IdealPDActuatorCfg(joint_names_expr=["j"], actuator_effort_limit=4.0,
-                                                              **GAINS)), {"actuator_effort_limit": 4.0}),
-        ("dcmotor", make(DCMotor, DCMotorCfg(joint_names_expr=["j"], actuator_effort_limit=4.0, saturation_effort=7.0,
-                                             actuator_velocity_limit=6.0, **GAINS)),
-         {"actuator_effort_limit": 4.0, "saturation_effort": 7.0, "actuator_velocity_limit": 6.0}),
+        (
+            "ideal_pd",
+            make(
+                IdealPDActuator,
+                IdealPDActuatorCfg(joint_names_expr=["j"], actuator_effort_limit=4.0, **GAINS),
+            ),
+            {"actuator_effort_limit": 4.0},
+        ),
+        (
+            "dcmotor",
+            make(
+                DCMotor,
+                DCMotorCfg(
+                    joint_names_expr=["j"],
+                    actuator_effort_limit=4.0,
+                    saturation_effort=7.0,
+                    actuator_velocity_limit=6.0,
+                    **GAINS,
+                ),
+            ),
+            {"actuator_effort_limit": 4.0, "saturation_effort": 7.0, "actuator_velocity_limit": 6.0},
+        ),
     ):
         theirs = isaaclab_efforts(act, seq, resets=[0])
         fam = FAMILIES[family].with_terms(FRICTION_MODES[terms])
@@ -117,10 +170,13 @@ def test_delayed_pd_with_resets(min_delay: int, max_delay: int) -> None:
     torch.manual_seed(min_delay * 10 + max_delay)
     seq = random_sequence(160, 2)
     resets = [0, 3, 45, 90, 91, 130]  # includes back-to-back resets and intervals shorter than the lag
-    cfg = DelayedPDActuatorCfg(joint_names_expr=["j"], actuator_effort_limit=5.0, min_delay=min_delay,
-                               max_delay=max_delay, **GAINS)
+    cfg = DelayedPDActuatorCfg(
+        joint_names_expr=["j"], actuator_effort_limit=5.0, min_delay=min_delay, max_delay=max_delay, **GAINS
+    )
     theirs_c, theirs_a, lags = isaaclab_efforts(make(DelayedPDActuator, cfg), seq, resets)
-    ours_c, ours_a = kernel_efforts(FAMILIES["delayed_pd"], {**GAINS, "actuator_effort_limit": 5.0}, seq, resets, lags)
+    ours_c, ours_a = kernel_efforts(
+        FAMILIES["delayed_pd"], {**GAINS, "actuator_effort_limit": 5.0}, seq, resets, lags
+    )
     assert_close(ours_c, theirs_c)
     assert_close(ours_a, theirs_a)
 
@@ -129,9 +185,13 @@ def test_delayed_pd_with_resets(min_delay: int, max_delay: int) -> None:
 def test_remotized_pd_table_clamp(lag: int) -> None:
     seq = random_sequence(200, 3)
     seq["q"] = np.random.default_rng(4).uniform(-2.0, 2.0, 200)  # also outside the table: end values hold
-    cfg = RemotizedPDActuatorCfg(joint_names_expr=["j"], min_delay=lag, max_delay=lag,
-                                 joint_parameter_lookup=[[x, 1.0, y] for x, y in zip(TABLE_X, TABLE_Y, strict=True)],
-                                 **GAINS)
+    cfg = RemotizedPDActuatorCfg(
+        joint_names_expr=["j"],
+        min_delay=lag,
+        max_delay=lag,
+        joint_parameter_lookup=[[x, 1.0, y] for x, y in zip(TABLE_X, TABLE_Y, strict=True)],
+        **GAINS,
+    )
     resets = [0, 120]
     theirs_c, theirs_a, lags = isaaclab_efforts(make(RemotizedPDActuator, cfg), seq, resets)
     params = {**GAINS, **{f"lookup_effort_{k}": y for k, y in enumerate(TABLE_Y)}}

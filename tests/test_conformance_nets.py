@@ -44,9 +44,11 @@ def entries() -> dict[str, dict]:
     torch.set_num_threads(1)
     rec = nonlinear_recording(n_segments=3, seconds=1.0, seed=3)
     out = {}
-    for name, opts in (("mlp", NetOptions(epochs=4, input_idx=[0, 2, 5], input_order="vel_pos")),
-                       ("lstm", NetOptions(epochs=4, hidden_size=8, num_layers=2)),
-                       ("lstm1", NetOptions(epochs=4, hidden_size=8, num_layers=1))):
+    for name, opts in (
+        ("mlp", NetOptions(epochs=4, input_idx=[0, 2, 5], input_order="vel_pos")),
+        ("lstm", NetOptions(epochs=4, hidden_size=8, num_layers=2)),
+        ("lstm1", NetOptions(epochs=4, hidden_size=8, num_layers=1)),
+    ):
         entry = fit_network(rec, "j", name.rstrip("1"), [0, 1], [2], opts)
         entry["network"].update(ENVELOPE)
         out[name] = entry
@@ -81,9 +83,14 @@ def isaaclab_actuator(kind: str, entry: dict, path: Path):
     spec = entry["network"]
     common = {"joint_names_expr": ["j"], "network_file": str(path), **ENVELOPE}
     if kind == "mlp":
-        cfg = ActuatorNetMLPCfg(**common, pos_scale=spec["pos_scale"], vel_scale=spec["vel_scale"],
-                                torque_scale=spec["torque_scale"], input_order=spec["input_order"],
-                                input_idx=spec["input_idx"])
+        cfg = ActuatorNetMLPCfg(
+            **common,
+            pos_scale=spec["pos_scale"],
+            vel_scale=spec["vel_scale"],
+            torque_scale=spec["torque_scale"],
+            input_order=spec["input_order"],
+            input_idx=spec["input_idx"],
+        )
         cls = ActuatorNetMLP
     else:
         cfg, cls = ActuatorNetLSTMCfg(**common), ActuatorNetLSTM
@@ -97,8 +104,14 @@ def assert_reset_mattered(entry: dict, seq: dict, computed) -> None:
     spec, net = network_from_result(entry)
     stepper = NetStepper(spec, net, 1)
     with torch.no_grad():
-        no_reset = [float(stepper.step(*(torch.tensor([seq[c][k]], dtype=torch.float32)
-                                         for c in ("q_des", "q", "qd")))[0][0]) for k in range(RESET_AT + 1)]
+        no_reset = [
+            float(
+                stepper.step(*(torch.tensor([seq[c][k]], dtype=torch.float32) for c in ("q_des", "q", "qd")))[
+                    0
+                ][0]
+            )
+            for k in range(RESET_AT + 1)
+        ]
     assert abs(no_reset[RESET_AT] - computed[RESET_AT]) > 1e-6
 
 
@@ -114,8 +127,11 @@ def test_isaaclab_runs_the_torchscript_export_as_our_model(kind: str, entries: d
     for k in range(N_STEPS):
         if k == RESET_AT:
             act.reset(torch.arange(1))
-        action = ArticulationActions(joint_positions=col(seq["q_des"], k), joint_velocities=col(seq["q"], k) * 0,
-                                     joint_efforts=col(seq["q"], k) * 0)
+        action = ArticulationActions(
+            joint_positions=col(seq["q_des"], k),
+            joint_velocities=col(seq["q"], k) * 0,
+            joint_efforts=col(seq["q"], k) * 0,
+        )
         act.compute(action, col(seq["q"], k), col(seq["qd"], k))
         computed[k], applied[k] = float(act.computed_effort[0, 0]), float(act.applied_effort[0, 0])
     mine = ours(entry, seq)
@@ -136,12 +152,19 @@ def newton_efforts(kind: str, entry: dict, path: Path, seq: dict[str, np.ndarray
     j = builder.add_joint_revolute(parent=-1, child=link, axis=newton.Axis.Y)
     builder.add_articulation([j])
     dof = builder.joint_qd_start[j]
-    dc = {"saturation_effort": ENVELOPE["saturation_effort"], "velocity_limit": ENVELOPE["actuator_velocity_limit"],
-          "max_motor_effort": ENVELOPE["actuator_effort_limit"]}
+    dc = {
+        "saturation_effort": ENVELOPE["saturation_effort"],
+        "velocity_limit": ENVELOPE["actuator_velocity_limit"],
+        "max_motor_effort": ENVELOPE["actuator_effort_limit"],
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        builder.add_actuator(DriveNeuralMLP if kind == "mlp" else DriveNeuralLSTM, index=dof,
-                             clamping=[(ClampingDCMotor, dc)], model_path=str(path))
+        builder.add_actuator(
+            DriveNeuralMLP if kind == "mlp" else DriveNeuralLSTM,
+            index=dof,
+            clamping=[(ClampingDCMotor, dc)],
+            model_path=str(path),
+        )
         model = builder.finalize(device="cpu")
     return newton_open_loop(model, dof, seq)
 
@@ -215,14 +238,18 @@ def test_newton_usda_neural_prim_runs_the_onnx_beside_it(name: str, entries: dic
     kind = name.rstrip("1")
     entry = entries[name]
     rec = nonlinear_recording(n_segments=2, seconds=0.2, seed=3)
-    result = {"joints": {"j": {"models": {kind: entry}, "best_model": kind}},
-              "assumptions": {"physics_dt": 0.005}}
+    result = {
+        "joints": {"j": {"models": {kind: entry}, "best_model": kind}},
+        "assumptions": {"physics_dt": 0.005},
+    }
     files = render_all(result, rec, replay_exports=True)  # a net-only fit: newton.usda is the neural prim
     for fname in ("newton.usda", "newton.onnx"):
         data = files[fname]
         (tmp_path / fname).write_bytes(data if isinstance(data, bytes) else data.encode())
     text = files["newton.usda"]
-    assert "NewtonNeuralControlAPI" in text and "@./newton.onnx@" in text and "NewtonDCMotorClampingAPI" in text
+    assert (
+        "NewtonNeuralControlAPI" in text and "@./newton.onnx@" in text and "NewtonDCMotorClampingAPI" in text
+    )
     replay = json.loads(files["validation.json"])["replay"]["newton.usda"]
     assert replay["status"] == "skipped" and "actuator networks" in replay["note"]
     builder = newton.ModelBuilder()
@@ -261,7 +288,10 @@ def test_newton_deprecates_the_pt2_and_validation_recommends_the_onnx(entries: d
     result = {"joints": {"j": {"models": {"mlp": entry}}}}
     (finding,) = checkpoint_findings(result)
     assert (finding.code, finding.severity, finding.where) == (
-        "EXPORT.NEWTON.torch_checkpoint_deprecated", "info", "newton.pt2")
+        "EXPORT.NEWTON.torch_checkpoint_deprecated",
+        "info",
+        "newton.pt2",
+    )
     assert "newton.onnx" in finding.message
     deep = {"joints": {"j": {"models": {"lstm": entries["lstm"]}}}}
     (finding,) = checkpoint_findings(deep)
@@ -302,6 +332,8 @@ def test_exported_isaaclab_cfgs_load_and_run_the_checkpoint(tmp_path: Path, monk
         for k in range(N_STEPS):
             if k == RESET_AT:
                 act.reset(torch.arange(1))
-            act.compute(ArticulationActions(joint_positions=col(seq["q_des"], k)), col(seq["q"], k), col(seq["qd"], k))
+            act.compute(
+                ArticulationActions(joint_positions=col(seq["q_des"], k)), col(seq["q"], k), col(seq["qd"], k)
+            )
             applied[k] = float(act.applied_effort[0, 0])
         assert_close(mine[1], applied)

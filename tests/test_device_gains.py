@@ -39,13 +39,25 @@ def _segment(name: str, truth: dict[str, float], kind: str, mass: float, meta: d
         il.LOAD.update(saved)
     col = lambda a: np.asarray(a, np.float64)[:, None]  # noqa: E731
     z = np.zeros_like(t)
-    return Segment(name, t, q=col(sim["q"]), qd=col(sim["qd"]), q_des=col(q_des), qd_des=col(z), tau_ff=col(z),
-                   metadata={"trajectory": kind, "joints": {"hinge": {"mass": mass}}, **meta})
+    return Segment(
+        name,
+        t,
+        q=col(sim["q"]),
+        qd=col(sim["qd"]),
+        q_des=col(q_des),
+        qd_des=col(z),
+        tau_ff=col(z),
+        metadata={"trajectory": kind, "joints": {"hinge": {"mass": mass}}, **meta},
+    )
 
 
 def _recording(segments: list[Segment]) -> Recording:
-    joint = JointInfo("hinge", mass=il.LOAD["mass"], com_distance=il.LOAD["com_distance"], gravity=il.LOAD["gravity"])
-    return Recording([joint], segments, source_format="isaaclab-test-bench", metadata={"gain_units": "device"})
+    joint = JointInfo(
+        "hinge", mass=il.LOAD["mass"], com_distance=il.LOAD["com_distance"], gravity=il.LOAD["gravity"]
+    )
+    return Recording(
+        [joint], segments, source_format="isaaclab-test-bench", metadata={"gain_units": "device"}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -82,11 +94,17 @@ def test_device_gains_are_recovered(device_log: Recording) -> None:
     # exports: the default is the reference kp (the values as fitted); --at kp=400 writes 4x the stiffness
     default = json.loads(render_format(result, device_log, "isaaclab.json"))
     at400 = json.loads(render_format(result, device_log, "isaaclab.json", at={"kp": 400.0}))
-    assert default["operating_point"]["hinge"]["kp"] == 100.0 and default["operating_point"]["hinge"]["default"]
+    assert (
+        default["operating_point"]["hinge"]["kp"] == 100.0 and default["operating_point"]["hinge"]["default"]
+    )
     assert at400["operating_point"]["hinge"]["kp"] == 400.0
     k_def, k_400 = (_json_values(d, "stiffness") for d in (default, at400))
-    assert k_def == pytest.approx([fitted["stiffness"]] * len(k_def)) and k_400 == pytest.approx([4 * k for k in k_def])
-    assert render_format(result, device_log, "isaaclab.py", at={"kp": 400.0}).startswith("# operating point: hinge: kp=400")
+    assert k_def == pytest.approx([fitted["stiffness"]] * len(k_def)) and k_400 == pytest.approx(
+        [4 * k for k in k_def]
+    )
+    assert render_format(result, device_log, "isaaclab.py", at={"kp": 400.0}).startswith(
+        "# operating point: hinge: kp=400"
+    )
     with pytest.raises(ExportError, match="kd"):
         render_format(result, device_log, "isaaclab.json", at={"kd": 2.0})
 
@@ -94,8 +112,11 @@ def test_device_gains_are_recovered(device_log: Recording) -> None:
 def _json_values(doc: object, key: str) -> list[float]:
     """Every number under `key` anywhere in a JSON document."""
     if isinstance(doc, dict):
-        return [v for k, x in doc.items() for v in ([x] if k == key and isinstance(x, int | float) else
-                                                  _json_values(x, key))]
+        return [
+            v
+            for k, x in doc.items()
+            for v in ([x] if k == key and isinstance(x, int | float) else _json_values(x, key))
+        ]
     if isinstance(doc, list):
         return [v for x in doc for v in _json_values(x, key)]
     return []
@@ -106,15 +127,21 @@ def test_supply_voltage_scales_envelope_and_stiffness() -> None:
     segs = []
     for vin in (VIN_REF, 8.0):
         r = vin / VIN_REF
-        truth = {**il.TRUTH_DCMOTOR, "stiffness": C * 400 * r, "saturation_effort": 7.0 * r,
-                 "actuator_velocity_limit": 9.0 * r}
+        truth = {
+            **il.TRUTH_DCMOTOR,
+            "stiffness": C * 400 * r,
+            "saturation_effort": 7.0 * r,
+            "actuator_velocity_limit": 9.0 * r,
+        }
         for kind in ("chirp", "fast"):
             segs.append(_segment(f"v{vin:g}-{kind}", truth, kind, 1.0, {"kp": 400.0, "vin": vin}))
     rec = _recording(segs)
     op = operating_points(rec, "hinge")
     assert op.vin_reference == VIN_REF and op.varies
     batch = SegmentBatch.from_recording(rec, ["hinge"])
-    assert np.allclose(batch.seg_sat_mult, [1, 1, 8 / 6, 8 / 6]) and np.allclose(batch.seg_kp_mult, batch.seg_sat_mult)
+    assert np.allclose(batch.seg_sat_mult, [1, 1, 8 / 6, 8 / 6]) and np.allclose(
+        batch.seg_kp_mult, batch.seg_sat_mult
+    )
     result = fit_recording(rec, FitRequest(models=["dcmotor"], seed=0))
     fitted = result["joints"]["hinge"]["models"]["dcmotor"]["params"]
     truth = {**il.TRUTH_DCMOTOR, "stiffness": C * 400}
@@ -134,8 +161,10 @@ def test_kernel_matches_oracle_with_enable_and_multipliers(servo: bool) -> None:
     the kernel and the oracle agree."""
     truth = {**il.TRUTH_DCMOTOR, "stiffness": 20.0}
     extra = {"voltage_servo": SERVO} if servo else {}
-    segs = [_segment(f"s{i}", truth, kind, 1.0, {"kp": kp, "vin": vin, **extra})
-            for i, (kind, kp, vin) in enumerate((("chirp", 100.0, 6.0), ("fast", 300.0, 7.5)))]
+    segs = [
+        _segment(f"s{i}", truth, kind, 1.0, {"kp": kp, "vin": vin, **extra})
+        for i, (kind, kp, vin) in enumerate((("chirp", 100.0, 6.0), ("fast", 300.0, 7.5)))
+    ]
     for s in segs:
         s.q, s.qd, s.q_des = s.q[:300], s.qd[:300], s.q_des[:300]
         s.t, s.qd_des, s.tau_ff = s.t[:300], s.qd_des[:300], s.tau_ff[:300]
@@ -146,10 +175,17 @@ def test_kernel_matches_oracle_with_enable_and_multipliers(servo: bool) -> None:
     batch = SegmentBatch.from_recording(rec, ["hinge"], window=80)
     assert batch.enable.sum() == batch.n_samples - 100
     rng = np.random.default_rng(3)
-    free = {"stiffness": rng.uniform(5, 30, 3), "damping": rng.uniform(0.1, 1, 3),
-            "saturation_effort": rng.uniform(3, 8, 3), "actuator_velocity_limit": rng.uniform(5, 12, 3),
-            "actuator_effort_limit": rng.uniform(2, 5, 3), "armature": rng.uniform(0.005, 0.03, 3),
-            "friction": rng.uniform(0, 0.3, 3), "viscous_friction": rng.uniform(0, 0.1, 3), "delay": [0, 2, 4]}
+    free = {
+        "stiffness": rng.uniform(5, 30, 3),
+        "damping": rng.uniform(0.1, 1, 3),
+        "saturation_effort": rng.uniform(3, 8, 3),
+        "actuator_velocity_limit": rng.uniform(5, 12, 3),
+        "actuator_effort_limit": rng.uniform(2, 5, 3),
+        "armature": rng.uniform(0.005, 0.03, 3),
+        "friction": rng.uniform(0, 0.3, 3),
+        "viscous_friction": rng.uniform(0, 0.1, 3),
+        "delay": [0, 2, 4],
+    }
     params = full_params(fam, free, (3, 1))
     ours = RolloutEngine(batch).traces(fam, params)
     ref = oracle_traces(batch, fam, params)
@@ -159,8 +195,12 @@ def test_kernel_matches_oracle_with_enable_and_multipliers(servo: bool) -> None:
     assert off.size and np.all(ours["applied"][:, off] == 0)
     # the second segment (kp 300, 7.5 V) runs with 3·1.25 the stiffness of the reference (kp 100, 6 V)
     s1 = batch.seg_names.index("s1")
-    assert batch.seg_kp_mult[s1] == pytest.approx(3 * 7.5 / 6) and batch.seg_sat_mult[s1] == pytest.approx(1.25)
-    if servo:  # the tie: kt/R = K_s/(vin_s·duty_s) → saturation effort = max_duty·K_s/duty_s, velocity limit = sat/D
+    assert batch.seg_kp_mult[s1] == pytest.approx(3 * 7.5 / 6) and batch.seg_sat_mult[s1] == pytest.approx(
+        1.25
+    )
+    if (
+        servo
+    ):  # the tie: kt/R = K_s/(vin_s·duty_s) → saturation effort = max_duty·K_s/duty_s, velocity limit = sat/D
         assert batch.seg_duty[s1] == pytest.approx(0.004 * 300) and batch.seg_vin[s1] == pytest.approx(7.5)
         op = operating_points(rec, "hinge")
         env = op.tied_envelope(10.0, 0.5)

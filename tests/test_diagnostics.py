@@ -49,8 +49,9 @@ class Injected:
         return out
 
 
-def measured(truth: dict[str, float], family: str = "dcmotor", dead_zone: float = 0.0, torque=None,
-             seed: int = 0) -> Recording:
+def measured(
+    truth: dict[str, float], family: str = "dcmotor", dead_zone: float = 0.0, torque=None, seed: int = 0
+) -> Recording:
     """Six 6 s test-bench segments (tests/isaaclab_logs.KINDS) through the injected Isaac Lab actuator."""
     rng = np.random.default_rng(seed)
     act = Injected(il.make_actuator(family, truth), dead_zone, torque)
@@ -60,16 +61,28 @@ def measured(truth: dict[str, float], family: str = "dcmotor", dead_zone: float 
         q_des = il.targets(kind, t)
         sim = il.simulate_segment(act, truth, q_des)
         col = lambda a: a[:, None].astype(np.float64)  # noqa: E731
-        segments.append(Segment(name=str(i), t=t + 10.0 * i, q=col(sim["q"] + rng.normal(0, NOISE_Q, t.size)),
-                                qd=col(sim["qd"]), q_des=col(q_des), qd_des=col(np.zeros_like(t)),
-                                tau_ff=col(np.zeros_like(t)), metadata={"trajectory": kind}))
+        segments.append(
+            Segment(
+                name=str(i),
+                t=t + 10.0 * i,
+                q=col(sim["q"] + rng.normal(0, NOISE_Q, t.size)),
+                qd=col(sim["qd"]),
+                q_des=col(q_des),
+                qd_des=col(np.zeros_like(t)),
+                tau_ff=col(np.zeros_like(t)),
+                metadata={"trajectory": kind},
+            )
+        )
     return Recording([JointInfo("hinge", **il.LOAD)], segments)
 
 
 def report_traces(rec: Recording, family: str, params: dict[str, float]) -> list[dict]:
     """report_data's traces of one model over the log: what the report hands to the diagnosis."""
-    result = {"joints": {"hinge": {"best_model": family, "models": {family: {"params": params}}}},
-              "split": {"validation": []}, "assumptions": {"physics_dt": il.DT}}
+    result = {
+        "joints": {"hinge": {"best_model": family, "models": {family: {"params": params}}}},
+        "split": {"validation": []},
+        "assumptions": {"physics_dt": il.DT},
+    }
     return report_data(rec, result)["joints"]["hinge"]["segments"]
 
 
@@ -101,8 +114,14 @@ def test_white_residual_passes_the_whiteness_test() -> None:
     rng = np.random.default_rng(3)
     t = np.arange(2000) * 0.005
     q_sim = np.sin(2 * np.pi * 0.4 * t)
-    seg = {"t": t.tolist(), "q": (q_sim + rng.normal(0, 1e-3, t.size)).tolist(), "q_sim": q_sim.tolist(),
-           "q_des": q_sim.tolist(), "qd": np.gradient(q_sim, t).tolist(), "qd_sim": np.gradient(q_sim, t).tolist()}
+    seg = {
+        "t": t.tolist(),
+        "q": (q_sim + rng.normal(0, 1e-3, t.size)).tolist(),
+        "q_sim": q_sim.tolist(),
+        "q_des": q_sim.tolist(),
+        "qd": np.gradient(q_sim, t).tolist(),
+        "qd_sim": np.gradient(q_sim, t).tolist(),
+    }
     (f,) = diagnose([seg], 0.005)
     assert f["kind"] == "noise" and f["p_value"] > 0.01 and "Ljung–Box" in f["sentence"]
 
@@ -127,11 +146,15 @@ def test_stiction_is_a_friction_band_near_zero_velocity() -> None:
     stribeck = {**TRUTH, "stribeck_friction": 0.8, "stribeck_velocity": 0.3, "stribeck_exponent": 2.0}
     rng = np.random.default_rng(2)
     for seg, m in zip(rec.segments, report_traces(rec, "dcmotor_stribeck", stribeck), strict=True):
-        seg.q[:, 0] = np.asarray(m["q_sim"]) + rng.normal(0, NOISE_Q, seg.n)  # our rollout of a Stribeck plant
+        seg.q[:, 0] = np.asarray(m["q_sim"]) + rng.normal(
+            0, NOISE_Q, seg.n
+        )  # our rollout of a Stribeck plant
         seg.qd[:, 0] = np.asarray(m["qd_sim"])
     findings = diagnose(report_traces(rec, "dcmotor", TRUTH), il.DT)
     check_shape(findings)
-    assert "friction_band" in kinds(findings) and "lag" not in kinds(findings), [f["sentence"] for f in findings]
+    assert "friction_band" in kinds(findings) and "lag" not in kinds(findings), [
+        f["sentence"] for f in findings
+    ]
     band = next(f for f in findings if f["kind"] == "friction_band")
     assert band["rms_still"] > band["rms_moving"] and "Stribeck" in band["sentence"]
 
@@ -178,7 +201,9 @@ def test_report_shows_what_the_residual_shows() -> None:
     plots = report_data(rec, result)
     html = render_report({"id": "x", "status": "succeeded"}, result, plots)
     assert "What the residual shows" in html
-    assert 'id="plot-0-diag-0"' in html and html.index("What the residual shows") < html.index('id="plot-0-residuals"')
+    assert 'id="plot-0-diag-0"' in html and html.index("What the residual shows") < html.index(
+        'id="plot-0-residuals"'
+    )
     findings = diagnose(plots["joints"]["hinge"]["segments"], result["assumptions"]["physics_dt"])
     assert findings and not {"noise", "unexplained"} & set(kinds(findings)), [f["sentence"] for f in findings]
     check_shape(findings)
@@ -186,10 +211,24 @@ def test_report_shows_what_the_residual_shows() -> None:
         assert f["sentence"] in unescape(html) and f'id="plot-0-diag-{k}"' in html
     # the noise-only log gets its one "no structure" line in the report too
     rec = measured(TRUTH)
-    params = {k: TRUTH[k] for k in ("stiffness", "damping", "saturation_effort", "actuator_velocity_limit",
-                                    "actuator_effort_limit", "armature", "friction", "viscous_friction")}
-    result = {"joints": {"hinge": {"best_model": "dcmotor", "models": {"dcmotor": {"params": params}}}},
-              "split": {"validation": []}, "assumptions": {"physics_dt": il.DT}}
+    params = {
+        k: TRUTH[k]
+        for k in (
+            "stiffness",
+            "damping",
+            "saturation_effort",
+            "actuator_velocity_limit",
+            "actuator_effort_limit",
+            "armature",
+            "friction",
+            "viscous_friction",
+        )
+    }
+    result = {
+        "joints": {"hinge": {"best_model": "dcmotor", "models": {"dcmotor": {"params": params}}}},
+        "split": {"validation": []},
+        "assumptions": {"physics_dt": il.DT},
+    }
     html = render_report({"id": "y", "status": "succeeded"}, result, report_data(rec, result))
     assert "No structure left: the residual" in html and 'id="plot-0-diag-0"' in html
 
@@ -205,8 +244,9 @@ def test_real_go2_knee_shows_its_stiction_band(joint: str) -> None:
     if not GO2.is_file():
         pytest.skip(f"the Go2 log is not here ({GO2})")
     rec = read_paths([GO2], options=ReadOptions(joint_names=GO2_JOINTS))
-    result = fit_recording(rec, FitRequest(joints=[joint], models=["ideal_pd"], generations=20, population=8,
-                                           seed=0))
+    result = fit_recording(
+        rec, FitRequest(joints=[joint], models=["ideal_pd"], generations=20, population=8, seed=0)
+    )
     plots = report_data(rec, result)
     findings = diagnose(plots["joints"][joint]["segments"], result["assumptions"]["physics_dt"])
     check_shape(findings)

@@ -28,8 +28,10 @@ def test_every_section_citation_in_the_code_resolves() -> None:
     A citation such as A.7.2 (step 2 of a section's numbered list) resolves when A.7 exists.
     """
     docs = DOC.parent
-    known = {"consumer-semantics": _sections(docs / "consumer-semantics.md"),
-             "log-formats": _sections(docs / "log-formats.md")}
+    known = {
+        "consumer-semantics": _sections(docs / "consumer-semantics.md"),
+        "log-formats": _sections(docs / "log-formats.md"),
+    }
     assert {"0.2", "A.4", "A.11", "C.3", "D", "F"} <= known["consumer-semantics"]
     assert {str(k) for k in range(1, 8)} <= known["log-formats"]
     root = DOC.parents[1]
@@ -37,9 +39,12 @@ def test_every_section_citation_in_the_code_resolves() -> None:
     for path in sorted([*(root / "actuator_sysid").rglob("*.py"), *(root / "tests").glob("*.py")]):
         text = path.read_text()
         for m in re.finditer(r"§\s?([0-9A-Z](?:\.[0-9]+)*)", text):
-            before = text[max(0, m.start() - 200): m.start()]  # the doc named last before it, even a line up
-            doc = "log-formats" if before.rfind("log-formats") > before.rfind("consumer-semantics") else \
-                "consumer-semantics"
+            before = text[max(0, m.start() - 200) : m.start()]  # the doc named last before it, even a line up
+            doc = (
+                "log-formats"
+                if before.rfind("log-formats") > before.rfind("consumer-semantics")
+                else "consumer-semantics"
+            )
             sec = m.group(1)
             if sec not in known[doc] and not (sec.count(".") == 2 and sec.rpartition(".")[0] in known[doc]):
                 line = text.count("\n", 0, m.start()) + 1

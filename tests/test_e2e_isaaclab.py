@@ -25,15 +25,22 @@ def test_upload_fit_export_construct_report(tmp_path: Path) -> None:
     server = start_server(tmp_path / "data")
     try:
         with open(tmp_path / "bench.csv", "rb") as f:
-            r = requests.post(server.url + "/api/v1/datasets", files={"file": ("bench.csv", f)},
-                              data={"metadata": json.dumps(sidecar_for(rec))}, timeout=60)
+            r = requests.post(
+                server.url + "/api/v1/datasets",
+                files={"file": ("bench.csv", f)},
+                data={"metadata": json.dumps(sidecar_for(rec))},
+                timeout=60,
+            )
         assert r.status_code == 201, r.text
         ds = r.json()
         assert ds["joints"] == ["hinge"] and ds["segments"] == 6 and abs(ds["rate_hz"] - 200) < 1e-6
         assert abs(ds["duration_s"] - 6 * 5.995) < 1e-6
 
-        r = requests.post(server.url + "/api/v1/fits", json={"dataset_id": ds["id"], "models": ["dcmotor"],
-                                                             "seed": 1}, timeout=30)
+        r = requests.post(
+            server.url + "/api/v1/fits",
+            json={"dataset_id": ds["id"], "models": ["dcmotor"], "seed": 1},
+            timeout=30,
+        )
         assert r.status_code == 202, r.text
         fit_id = r.json()["id"]
         seen_progress = set()
@@ -67,9 +74,15 @@ def test_upload_fit_export_construct_report(tmp_path: Path) -> None:
         assert float(act._saturation_effort[0, 0]) == np.float32(params["saturation_effort"])
         assert float(act.stiffness[0, 0]) == np.float32(params["stiffness"])
         # the constructed actuator saturates exactly where the fitted envelope says
-        out = act.compute(ArticulationActions(joint_positions=torch.tensor([[2.0]]),
-                                              joint_velocities=torch.zeros(1, 1), joint_efforts=torch.zeros(1, 1)),
-                          torch.zeros(1, 1), torch.tensor([[5.0]]))
+        out = act.compute(
+            ArticulationActions(
+                joint_positions=torch.tensor([[2.0]]),
+                joint_velocities=torch.zeros(1, 1),
+                joint_efforts=torch.zeros(1, 1),
+            ),
+            torch.zeros(1, 1),
+            torch.tensor([[5.0]]),
+        )
         sat, vlim = params["saturation_effort"], params["actuator_velocity_limit"]
         expected = min(sat * (1 - 5.0 / vlim), params["actuator_effort_limit"])
         assert abs(float(out.joint_efforts[0, 0]) - expected) < 1e-4

@@ -26,8 +26,18 @@ LOAD = {"mass": 0.5, "com_distance": 0.2, "inertia": 0.002}
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_stays_within_the_bounds(kind: str) -> None:
-    spec = ExcitationSpec(kind=kind, duration=12, rate=200, q_min=-0.8, q_max=1.2, qd_max=3.0, tau_max=1.5,
-                          f_min=0.2, f_max=4.0, **LOAD)
+    spec = ExcitationSpec(
+        kind=kind,
+        duration=12,
+        rate=200,
+        q_min=-0.8,
+        q_max=1.2,
+        qd_max=3.0,
+        tau_max=1.5,
+        f_min=0.2,
+        f_max=4.0,
+        **LOAD,
+    )
     rec = design(spec)
     for s in rec.segments:
         assert s.q_des.min() >= -0.8 - 1e-9 and s.q_des.max() <= 1.2 + 1e-9
@@ -61,9 +71,34 @@ def test_impossible_requests_are_refused() -> None:
 
 def test_cli_excite_writes_a_canonical_log(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "ex" / "lift.csv"
-    assert main(["excite", "--kind", "bam", "--duration", "6", "--rate", "100", "--q-min", "-0.5", "--q-max",
-                 "1.5", "--qd-max", "4", "--mass", "0.5", "--com-distance", "0.1", "--kp", "8", "--out",
-                 str(out)]) == 0
+    assert (
+        main(
+            [
+                "excite",
+                "--kind",
+                "bam",
+                "--duration",
+                "6",
+                "--rate",
+                "100",
+                "--q-min",
+                "-0.5",
+                "--q-max",
+                "1.5",
+                "--qd-max",
+                "4",
+                "--mass",
+                "0.5",
+                "--com-distance",
+                "0.1",
+                "--kp",
+                "8",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "wrote" in capsys.readouterr().err
     rec = read_log(out)
     assert [s.name for s in rec.segments] == ["sin_time_square", "lift", "drop", "up_and_down"]
@@ -83,12 +118,23 @@ def test_http_excitations_route(tmp_path: Path) -> None:
     from actuator_sysid.service.settings import Settings
 
     client = TestClient(create_app(Settings(data_dir=tmp_path / "data")))
-    r = client.post("/api/v1/excitations", json={"kind": "multisine", "duration": 5, "rate": 100, "q_min": -0.5,
-                                                  "q_max": 0.5, "qd_max": 2.0, "f_max": 3.0})
+    r = client.post(
+        "/api/v1/excitations",
+        json={
+            "kind": "multisine",
+            "duration": 5,
+            "rate": 100,
+            "q_min": -0.5,
+            "q_max": 0.5,
+            "qd_max": 2.0,
+            "f_max": 3.0,
+        },
+    )
     assert r.status_code == 200, r.text
     body = r.json()
-    text, side = excitation_files(ExcitationSpec(kind="multisine", duration=5, rate=100, q_min=-0.5, q_max=0.5,
-                                                 qd_max=2.0, f_max=3.0))
+    text, side = excitation_files(
+        ExcitationSpec(kind="multisine", duration=5, rate=100, q_min=-0.5, q_max=0.5, qd_max=2.0, f_max=3.0)
+    )
     assert body["csv"] == text
     assert body["sidecar"]["excitation"].pop("identifiability") == body["identifiability"]
     assert body["sidecar"] == json.loads(json.dumps(side))
@@ -96,8 +142,16 @@ def test_http_excitations_route(tmp_path: Path) -> None:
     assert r.status_code == 422 and "q_max" in r.json()["detail"]
 
 
-TOLERANCE = {"stiffness": 0.02, "damping": 0.02, "saturation_effort": 0.02, "actuator_velocity_limit": 0.02,
-             "actuator_effort_limit": 0.02, "armature": 0.10, "friction": 0.10, "viscous_friction": 0.10}
+TOLERANCE = {
+    "stiffness": 0.02,
+    "damping": 0.02,
+    "saturation_effort": 0.02,
+    "actuator_velocity_limit": 0.02,
+    "actuator_effort_limit": 0.02,
+    "armature": 0.10,
+    "friction": 0.10,
+    "viscous_friction": 0.10,
+}
 """The fitting issue's tolerances (relative); delays must come out exact."""
 NOISE_Q, NOISE_QD = 1e-3, 2e-2
 
@@ -133,21 +187,40 @@ def test_designed_excitation_identifies_what_it_promises(case: str) -> None:
 
     family = "delayed_pd" if case.startswith("delayed") else "dcmotor"
     truth = dict(TRUTH_DCMOTOR, delay=2)
-    bounds = (dict(q_min=-0.3, q_max=0.3, qd_max=1.0, f_max=2.0) if case.endswith("gentle")
-              else dict(q_min=-1.5, q_max=1.5, qd_max=10.0, f_max=4.0))
-    spec = ExcitationSpec(kind="chirp" if case.endswith("rich") else "multisine", duration=10, rate=200,
-                          f_min=0.2, joint="hinge", mass=LOAD["mass"], com_distance=LOAD["com_distance"],
-                          gravity=LOAD["gravity"], models=[family], nominal=truth, noise_q=NOISE_Q,
-                          noise_qd=NOISE_QD, **bounds)
+    bounds = (
+        dict(q_min=-0.3, q_max=0.3, qd_max=1.0, f_max=2.0)
+        if case.endswith("gentle")
+        else dict(q_min=-1.5, q_max=1.5, qd_max=10.0, f_max=4.0)
+    )
+    spec = ExcitationSpec(
+        kind="chirp" if case.endswith("rich") else "multisine",
+        duration=10,
+        rate=200,
+        f_min=0.2,
+        joint="hinge",
+        mass=LOAD["mass"],
+        com_distance=LOAD["com_distance"],
+        gravity=LOAD["gravity"],
+        models=[family],
+        nominal=truth,
+        noise_q=NOISE_Q,
+        noise_qd=NOISE_QD,
+        **bounds,
+    )
     pred = predict(spec)["families"][family]
     rows = pred["parameters"]
-    promised = {n for n, r in rows.items() if r["identifiable"] and (
-        n == "delay" or r["half_width95_relative"] <= TOLERANCE[n])}
+    promised = {
+        n
+        for n, r in rows.items()
+        if r["identifiable"] and (n == "delay" or r["half_width95_relative"] <= TOLERANCE[n])
+    }
     refused = {n for n, r in rows.items() if not r["identifiable"]}
     if case.endswith("rich"):  # the design is good enough to promise every parameter
         assert promised == set(rows), pred["summary"]
     else:
-        assert refused == {"saturation_effort", "actuator_velocity_limit", "actuator_effort_limit"}, pred["summary"]
+        assert refused == {"saturation_effort", "actuator_velocity_limit", "actuator_effort_limit"}, pred[
+            "summary"
+        ]
         assert "velocity limit not reached" in pred["summary"]
         assert {"stiffness", "friction", "armature"} <= promised
 
@@ -167,13 +240,43 @@ def test_prediction_in_cli_api_and_sidecar(tmp_path: Path, capsys: pytest.Captur
     """The prediction is printed by `excite`, kept in the sidecar JSON and returned by the API; bad
     families and nominal values are refused naming the field."""
     out = tmp_path / "chirp.csv"
-    assert main(["excite", "--kind", "chirp", "--duration", "6", "--q-min", "-0.3", "--q-max", "0.3", "--qd-max",
-                 "1", "--f-max", "2", "--mass", "1", "--com-distance", "0.25", "--models", "dcmotor",
-                 "--nominal", "stiffness=25,saturation_effort=7,actuator_velocity_limit=9", "--noise-q", "0.002",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "excite",
+                "--kind",
+                "chirp",
+                "--duration",
+                "6",
+                "--q-min",
+                "-0.3",
+                "--q-max",
+                "0.3",
+                "--qd-max",
+                "1",
+                "--f-max",
+                "2",
+                "--mass",
+                "1",
+                "--com-distance",
+                "0.25",
+                "--models",
+                "dcmotor",
+                "--nominal",
+                "stiffness=25,saturation_effort=7,actuator_velocity_limit=9",
+                "--noise-q",
+                "0.002",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "predicted identifiability (noise σ_q = 0.002 rad" in err
-    assert "dcmotor: " in err and "actuator_velocity_limit → unidentifiable (velocity limit not reached" in err
+    assert (
+        "dcmotor: " in err and "actuator_velocity_limit → unidentifiable (velocity limit not reached" in err
+    )
     side = json.loads(out.with_suffix(".json").read_text())
     pred = side["excitation"]["identifiability"]
     assert pred["families"]["dcmotor"]["parameters"]["stiffness"]["nominal"] == 25.0
@@ -194,9 +297,20 @@ def test_prediction_in_cli_api_and_sidecar(tmp_path: Path, capsys: pytest.Captur
     from actuator_sysid.service.settings import Settings
 
     client = TestClient(create_app(Settings(data_dir=tmp_path / "data")))
-    r = client.post("/api/v1/excitations", json={"kind": "chirp", "duration": 6, "q_min": -1.5, "q_max": 1.5,
-                                                  "qd_max": 10, "f_max": 4, "mass": 1.0, "com_distance": 0.25,
-                                                  "models": ["dcmotor", "delayed_pd"]})
+    r = client.post(
+        "/api/v1/excitations",
+        json={
+            "kind": "chirp",
+            "duration": 6,
+            "q_min": -1.5,
+            "q_max": 1.5,
+            "qd_max": 10,
+            "f_max": 4,
+            "mass": 1.0,
+            "com_distance": 0.25,
+            "models": ["dcmotor", "delayed_pd"],
+        },
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["sidecar"]["excitation"]["identifiability"] == body["identifiability"]

@@ -30,7 +30,14 @@ from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_para
 # implicit, ideal_pd, dcmotor, delayed_pd, dcmotor_delay, remotized_pd, pid; BAM friction families export as
 # these with findings (tests/test_friction_families.py), so replays of them cannot match our rollout
 ALL = [f for f in FAMILIES if not FAMILIES[f].rich_friction]
-MJCF_EXACT = ("implicit", "ideal_pd", "dcmotor", "delayed_pd", "dcmotor_delay", "pid")  # what MJCF expresses exactly
+MJCF_EXACT = (
+    "implicit",
+    "ideal_pd",
+    "dcmotor",
+    "delayed_pd",
+    "dcmotor_delay",
+    "pid",
+)  # what MJCF expresses exactly
 OFFSET_TERMS = ("armature", "friction", "viscous_friction", "encoder_offset")
 PHYSX_TERMS = ("armature", "friction", "dynamic_friction", "viscous_friction")
 
@@ -70,8 +77,15 @@ def test_every_family_constructs_in_isaaclab_from_python_json_and_yaml(family: s
     cfg = ns["ACTUATORS"]["hinge"]
     cfg.validate()
     act = _construct(cfg)
-    out = act.compute(ArticulationActions(joint_positions=torch.full((2, 1), 0.5), joint_velocities=torch.zeros(2, 1),
-                                          joint_efforts=torch.zeros(2, 1)), torch.zeros(2, 1), torch.zeros(2, 1))
+    out = act.compute(
+        ArticulationActions(
+            joint_positions=torch.full((2, 1), 0.5),
+            joint_velocities=torch.zeros(2, 1),
+            joint_efforts=torch.zeros(2, 1),
+        ),
+        torch.zeros(2, 1),
+        torch.zeros(2, 1),
+    )
     assert torch.isfinite(act.computed_effort).all()
     if family != "implicit":
         assert out.joint_efforts is not None
@@ -88,14 +102,19 @@ def _open_loop_isaaclab(cfg, seq: dict[str, np.ndarray], offset: float) -> np.nd
     t = lambda x: torch.tensor([[float(x)]])  # noqa: E731
     out = []
     for k in range(seq["q"].size):
-        action = ArticulationActions(joint_positions=t(seq["q_des"][k]), joint_velocities=t(seq["qd_des"][k]),
-                                     joint_efforts=t(seq["tau_ff"][k]))
+        action = ArticulationActions(
+            joint_positions=t(seq["q_des"][k]),
+            joint_velocities=t(seq["qd_des"][k]),
+            joint_efforts=t(seq["tau_ff"][k]),
+        )
         out.append(float(act.compute(action, t(seq["q"][k] - offset), t(seq["qd"][k])).joint_efforts[0, 0]))
     return np.array(out)
 
 
-@pytest.mark.parametrize("family,terms", [("dcmotor_delay", None), ("pid", None), ("ideal_pd", OFFSET_TERMS),
-                                          ("remotized_pd", OFFSET_TERMS)])
+@pytest.mark.parametrize(
+    "family,terms",
+    [("dcmotor_delay", None), ("pid", None), ("ideal_pd", OFFSET_TERMS), ("remotized_pd", OFFSET_TERMS)],
+)
 def test_explicit_subclasses_match_our_kernel_open_loop(family: str, terms: tuple | None) -> None:
     """Our subclasses on the real Isaac Lab base classes give the kernel's efforts on given states."""
     fam = FAMILIES[family] if terms is None else FAMILIES[family].with_terms(terms)
@@ -106,22 +125,33 @@ def test_explicit_subclasses_match_our_kernel_open_loop(family: str, terms: tupl
     exec(compile(src, "isaaclab.py", "exec"), ns)
     rng = np.random.default_rng(3)
     n = 120
-    seq = {"q": rng.uniform(-1.5, 1.5, n), "qd": rng.uniform(-12, 12, n), "q_des": rng.uniform(-1.5, 1.5, n),
-           "qd_des": rng.uniform(-2, 2, n), "tau_ff": rng.uniform(-0.5, 0.5, n)}
+    seq = {
+        "q": rng.uniform(-1.5, 1.5, n),
+        "qd": rng.uniform(-12, 12, n),
+        "q_des": rng.uniform(-1.5, 1.5, n),
+        "qd_des": rng.uniform(-2, 2, n),
+        "tau_ff": rng.uniform(-0.5, 0.5, n),
+    }
     offset = TRUTH["encoder_offset"] if terms else 0.0
     theirs = _open_loop_isaaclab(ns["ACTUATORS"]["hinge"], seq, offset)
     seg = Segment("0", np.arange(n) * 0.005, **{k: v[:, None] for k, v in seq.items()})
     model = res["joints"]["hinge"]["models"][family]
     knots = np.array([model["table_positions"]]) if "table_positions" in model else None
-    batch = SegmentBatch.from_recording(Recording([JointInfo("hinge", inertia=0.1)], [seg]), ["hinge"], knots=knots)
+    batch = SegmentBatch.from_recording(
+        Recording([JointInfo("hinge", inertia=0.1)], [seg]), ["hinge"], knots=knots
+    )
     values = {k: v for k, v in model["params"].items() if k in fam.params}
     ours = RolloutEngine(batch).traces(fam, full_params(fam, values, (1, 1)), open_loop=True)["applied"][0]
     np.testing.assert_allclose(theirs, ours, rtol=1e-5, atol=1e-4)
 
 
 def test_isaaclab_2x_field_names_resolve_to_the_same_actuator() -> None:
-    res = make_result({"hinge": {"dcmotor": model_entry("dcmotor", TRUTH)}, "knee": {"implicit": model_entry(
-        "implicit", TRUTH)}})
+    res = make_result(
+        {
+            "hinge": {"dcmotor": model_entry("dcmotor", TRUTH)},
+            "knee": {"implicit": model_entry("implicit", TRUTH)},
+        }
+    )
     v3 = json.loads(render_json(res))["actuators"]
     v2 = json.loads(render_json(res, field_names="isaaclab-2"))["actuators"]
     assert v2["hinge"]["cfg"]["effort_limit"] == v3["hinge"]["cfg"]["actuator_effort_limit"]
@@ -136,15 +166,21 @@ def test_isaaclab_2x_field_names_resolve_to_the_same_actuator() -> None:
 
 
 def test_joints_with_equal_parameters_share_one_regex() -> None:
-    res = make_result({"leg_hip": {"dcmotor": model_entry("dcmotor", TRUTH)},
-                       "leg_knee": {"dcmotor": model_entry("dcmotor", TRUTH)},
-                       "wrist": {"dcmotor": model_entry("dcmotor", {**TRUTH, "stiffness": 9.0})}})
+    res = make_result(
+        {
+            "leg_hip": {"dcmotor": model_entry("dcmotor", TRUTH)},
+            "leg_knee": {"dcmotor": model_entry("dcmotor", TRUTH)},
+            "wrist": {"dcmotor": model_entry("dcmotor", {**TRUTH, "stiffness": 9.0})},
+        }
+    )
     groups = actuator_cfgs(res)
     assert len(groups) == 2 and "wrist" in groups
     (shared,) = [g for name, g in groups.items() if name != "wrist"]
     (expr,) = shared["cfg"]["joint_names_expr"]
     cfg = ila.DCMotorCfg(**shared["cfg"])
-    act = ila.DCMotor(cfg, joint_names=["leg_hip", "leg_knee"], joint_ids=slice(None), num_envs=1, device="cpu")
+    act = ila.DCMotor(
+        cfg, joint_names=["leg_hip", "leg_knee"], joint_ids=slice(None), num_envs=1, device="cpu"
+    )
     assert act.num_joints == 2 and expr == "(leg_hip|leg_knee)"
     ns: dict = {}
     exec(compile(render_python(res), "isaaclab.py", "exec"), ns)
@@ -168,16 +204,35 @@ def test_backend_units_are_named_and_physx_gets_dynamic_friction() -> None:
 def test_semantic_hazards_of_newton_native_execution_are_reported() -> None:
     """§A.11: each departure of Newton-native execution from Isaac Lab's PyTorch path is a finding."""
     groups = {
-        "delayed": {"class_type": "DelayedPDActuatorCfg", "cfg": {"joint_names_expr": ["a"], "stiffness": 1.0,
-                                                                  "damping": 0.1, "min_delay": 1, "max_delay": 4}},
-        "dc": {"class_type": "DCMotorCfg", "cfg": {"joint_names_expr": ["b", "c"], "stiffness": 1.0, "damping": None,
-                                                   "saturation_effort": {"b": 3.0}}},
+        "delayed": {
+            "class_type": "DelayedPDActuatorCfg",
+            "cfg": {
+                "joint_names_expr": ["a"],
+                "stiffness": 1.0,
+                "damping": 0.1,
+                "min_delay": 1,
+                "max_delay": 4,
+            },
+        },
+        "dc": {
+            "class_type": "DCMotorCfg",
+            "cfg": {
+                "joint_names_expr": ["b", "c"],
+                "stiffness": 1.0,
+                "damping": None,
+                "saturation_effort": {"b": 3.0},
+            },
+        },
         "net": {"class_type": "ActuatorNetLSTMCfg", "cfg": {"joint_names_expr": ["d"]}},
-        "sub": {"class_type": "DelayedDCMotorCfg", "cfg": {"joint_names_expr": ["e"], "actuator_velocity_limit": 5.0,
-                                                           "saturation_effort": 3.0}},
+        "sub": {
+            "class_type": "DelayedDCMotorCfg",
+            "cfg": {"joint_names_expr": ["e"], "actuator_velocity_limit": 5.0, "saturation_effort": 3.0},
+        },
     }
-    codes = {(h.where, h.code.removeprefix("EXPORT.ISAACLAB.")): h.severity
-             for h in cfg_hazards(groups, ["a", "b", "c", "d", "e"])}
+    codes = {
+        (h.where, h.code.removeprefix("EXPORT.ISAACLAB.")): h.severity
+        for h in cfg_hazards(groups, ["a", "b", "c", "d", "e"])
+    }
     assert codes[("delayed", "delay_fixed")] == "warning"
     assert codes[("dc", "dc_no_velocity_limit")] == "error"
     assert codes[("dc", "damping_none")] == "warning"
@@ -200,15 +255,26 @@ def test_usd_imports_in_newton_and_reads_back_every_parameter(result: dict, rec:
     builder.add_usd(stage)
     model = builder.finalize(device="cpu")
     labels = [lab.rsplit("/", 1)[-1] for lab in model.joint_label]
-    dof = {name: int(model.joint_qd_start.numpy()[labels.index(name)]) for name in labels if name.startswith("j_")}
+    dof = {
+        name: int(model.joint_qd_start.numpy()[labels.index(name)])
+        for name in labels
+        if name.startswith("j_")
+    }
     f32 = lambda x: float(np.float32(x))  # noqa: E731
     for name in ("armature", "friction"):
-        assert all(float(getattr(model, f"joint_{name}").numpy()[d]) == f32(MISFIT[name]) for d in dof.values())
+        assert all(
+            float(getattr(model, f"joint_{name}").numpy()[d]) == f32(MISFIT[name]) for d in dof.values()
+        )
     # newton:damping is authored per degree; the importer multiplies by 180/π (§C.4)
-    np.testing.assert_allclose(model.joint_damping.numpy()[list(dof.values())], MISFIT["viscous_friction"], rtol=1e-6)
+    np.testing.assert_allclose(
+        model.joint_damping.numpy()[list(dof.values())], MISFIT["viscous_friction"], rtol=1e-6
+    )
     authored = stage.GetPrimAtPath("/World/j_dcmotor_bench/j_dcmotor")
-    assert math.isclose(authored.GetAttribute("newton:damping").Get(), MISFIT["viscous_friction"] * math.pi / 180,
-                        rel_tol=1e-6)
+    assert math.isclose(
+        authored.GetAttribute("newton:damping").Get(),
+        MISFIT["viscous_friction"] * math.pi / 180,
+        rel_tol=1e-6,
+    )
     seen = {}
     for act in model.actuators:
         (d,) = act.indices.numpy()
@@ -218,14 +284,22 @@ def test_usd_imports_in_newton_and_reads_back_every_parameter(result: dict, rec:
         assert float(act.drive.kd.numpy()[0]) == f32(MISFIT["damping"])
         clamps = {type(c).__name__: c for c in act.clamping}
         if "ClampingMaxEffort" in clamps:
-            assert float(clamps["ClampingMaxEffort"].max_effort.numpy()[0]) == f32(MISFIT["actuator_effort_limit"])
+            assert float(clamps["ClampingMaxEffort"].max_effort.numpy()[0]) == f32(
+                MISFIT["actuator_effort_limit"]
+            )
         if "ClampingDCMotor" in clamps:
             c = clamps["ClampingDCMotor"]
-            assert (float(c.saturation_effort.numpy()[0]), float(c.velocity_limit.numpy()[0]),
-                    float(c.max_motor_effort.numpy()[0])) == (7.0, 9.0, 4.5)
+            assert (
+                float(c.saturation_effort.numpy()[0]),
+                float(c.velocity_limit.numpy()[0]),
+                float(c.max_motor_effort.numpy()[0]),
+            ) == (7.0, 9.0, 4.5)
         if "ClampingPositionBased" in clamps:
-            np.testing.assert_allclose(clamps["ClampingPositionBased"].lookup_efforts.numpy(),
-                                       [MISFIT[f"lookup_effort_{k}"] for k in range(5)], rtol=1e-6)
+            np.testing.assert_allclose(
+                clamps["ClampingPositionBased"].lookup_efforts.numpy(),
+                [MISFIT[f"lookup_effort_{k}"] for k in range(5)],
+                rtol=1e-6,
+            )
         delay = act.delay.delay_steps.numpy()[0] if act.delay is not None else 0
         assert delay == (MISFIT["delay"] if FAMILIES[fam].delay else 0)
     assert set(seen) == set(ALL) - {"implicit"}
@@ -263,8 +337,12 @@ def test_usd_targets_the_joints_of_a_robot_by_prim_name() -> None:
     old = robot.DefinePrim("/Robot/old_hip_actuator", "NewtonActuator")
     old.AddAppliedSchema("NewtonPDControlAPI")
     old.CreateRelationship("newton:targets").SetTargets(["/Robot/joints/hip"])
-    res = make_result({"hip": {"dcmotor": model_entry("dcmotor", TRUTH)},
-                       "ankle": {"dcmotor": model_entry("dcmotor", TRUTH)}})
+    res = make_result(
+        {
+            "hip": {"dcmotor": model_entry("dcmotor", TRUTH)},
+            "ankle": {"dcmotor": model_entry("dcmotor", TRUTH)},
+        }
+    )
     stage, notes = build_stage(res, robot_usd=robot.GetRootLayer().ExportToString())
     act = stage.GetPrimAtPath("/Robot/joints/hip_actuator")
     assert act.GetTypeName() == "NewtonActuator"
@@ -295,8 +373,9 @@ def test_replays_of_every_family_within_10_percent(result: dict, rec: Recording)
 
 def test_replays_of_a_model_fitted_to_an_isaaclab_log_within_10_percent() -> None:
     rec = short_recording(n_segments=5, noise_q=2e-3)  # encoder noise keeps even a good fit off the log
-    res = fit_recording(rec, FitRequest(models=["dcmotor", "ideal_pd"], generations=8, population=6,
-                                        refine_iterations=4))
+    res = fit_recording(
+        rec, FitRequest(models=["dcmotor", "ideal_pd"], generations=8, population=6, refine_iterations=4)
+    )
     for fmt in ("isaaclab.py", "isaaclab.json", "newton.usda"):
         for fam in ("dcmotor", "ideal_pd"):
             r = replay(res, rec, fmt, families=fam)
@@ -313,19 +392,24 @@ def test_mjcf_loads_and_states_what_it_approximates(result: dict, rec: Recording
 
     text, findings = build_mjcf(result, rec)
     model = mujoco.MjModel.from_xml_string(text)
-    assert model.nu == len(ALL) + 2 + 1 and model.njnt == len(ALL)  # DC back-EMF actuators; a pid's 2 controls
+    assert model.nu == len(ALL) + 2 + 1 and model.njnt == len(
+        ALL
+    )  # DC back-EMF actuators; a pid's 2 controls
     p = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, "j_pid_actuator")
     assert model.actuator_ctrlnum[p] == 2 and model.actuator_dynprm[p][0] == MISFIT["integral_max"]
     j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "j_dcmotor")
-    tau_s, v_max, tau_c = (MISFIT[k] for k in ("saturation_effort", "actuator_velocity_limit",
-                                                "actuator_effort_limit"))
+    tau_s, v_max, tau_c = (
+        MISFIT[k] for k in ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit")
+    )
     assert list(model.jnt_actfrcrange[j]) == [-tau_c, tau_c]
     emf = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, "j_dcmotor_emf")
     assert math.isclose(model.actuator_biasprm[emf][2], -tau_s / v_max)
     pd = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, "j_dcmotor_actuator")
     gear = model.actuator_gear[pd][0]  # 2 when the velocity gain inside the clamp is positive (see mjcf.py)
     assert list(gear * model.actuator_forcerange[pd]) == [-tau_s, tau_s]
-    assert gear == 2 and math.isclose(-gear ** 2 * model.actuator_biasprm[pd][2], MISFIT["damping"] - tau_s / v_max)
+    assert gear == 2 and math.isclose(
+        -(gear**2) * model.actuator_biasprm[pd][2], MISFIT["damping"] - tau_s / v_max
+    )
     assert math.isclose(model.dof_armature[model.jnt_dofadr[j]], MISFIT["armature"])
     assert math.isclose(model.dof_frictionloss[model.jnt_dofadr[j]], MISFIT["friction"])
     assert math.isclose(model.dof_damping[model.jnt_dofadr[j]], MISFIT["viscous_friction"])
@@ -333,18 +417,36 @@ def test_mjcf_loads_and_states_what_it_approximates(result: dict, rec: Recording
     assert math.isclose(model.actuator_delay[a], 3 * 0.005)
     assert list(model.actuator_forcerange[a]) == [-4.5, 4.5]
     codes = {(f.code, f.where) for f in findings}
-    assert {("EXPORT.MJCF.dc_motor", "j_dcmotor"), ("EXPORT.MJCF.dc_motor", "j_dcmotor_delay"),
-            ("EXPORT.MJCF.position_table", "j_remotized_pd"), ("EXPORT.MJCF.pid", "j_pid"),
-            ("EXPORT.MJCF.integrator", "option")} <= codes
+    assert {
+        ("EXPORT.MJCF.dc_motor", "j_dcmotor"),
+        ("EXPORT.MJCF.dc_motor", "j_dcmotor_delay"),
+        ("EXPORT.MJCF.position_table", "j_remotized_pd"),
+        ("EXPORT.MJCF.pid", "j_pid"),
+        ("EXPORT.MJCF.integrator", "option"),
+    } <= codes
 
 
 def test_render_all_offers_every_format_with_its_validation(rec: Recording) -> None:
-    res = make_result({"j_dcmotor": {"dcmotor": model_entry("dcmotor", MISFIT),
-                                     "dcmotor_delay": model_entry("dcmotor_delay", MISFIT)}}, rec)
+    res = make_result(
+        {
+            "j_dcmotor": {
+                "dcmotor": model_entry("dcmotor", MISFIT),
+                "dcmotor_delay": model_entry("dcmotor_delay", MISFIT),
+            }
+        },
+        rec,
+    )
     res["joints"]["j_dcmotor"]["best_model"] = "dcmotor_delay"
     files = render_all(res, rec_one(rec, "j_dcmotor"))
-    assert set(files) == {"isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml",
-                          "randomization.json", "validation.json"}
+    assert set(files) == {
+        "isaaclab.py",
+        "isaaclab.json",
+        "isaaclab.yaml",
+        "newton.usda",
+        "mjcf.xml",
+        "randomization.json",
+        "validation.json",
+    }
     val = json.loads(files["validation.json"])
     assert val["passed"] and val["errors"] == 0
     assert {r["status"] for r in val["replay"].values()} == {"ok"}
@@ -363,12 +465,22 @@ def test_render_all_offers_every_format_with_its_validation(rec: Recording) -> N
 def rec_one(rec: Recording, joint: str) -> Recording:
     """The recording reduced to one joint."""
     j = rec.joint_index(joint)
-    segs = [Segment(s.name, s.t, *(getattr(s, k)[:, j:j + 1] for k in ("q", "qd", "q_des", "qd_des", "tau_ff")),
-                    tau=s.tau[:, j:j + 1], metadata=s.metadata) for s in rec.segments]
+    segs = [
+        Segment(
+            s.name,
+            s.t,
+            *(getattr(s, k)[:, j : j + 1] for k in ("q", "qd", "q_des", "qd_des", "tau_ff")),
+            tau=s.tau[:, j : j + 1],
+            metadata=s.metadata,
+        )
+        for s in rec.segments
+    ]
     return Recording([rec.joints[j]], segs)
 
 
-def test_replay_without_the_consumer_is_skipped_with_a_note(result: dict, rec: Recording, monkeypatch) -> None:
+def test_replay_without_the_consumer_is_skipped_with_a_note(
+    result: dict, rec: Recording, monkeypatch
+) -> None:
     import sys
 
     monkeypatch.setitem(sys.modules, "mujoco", None)
@@ -384,27 +496,44 @@ def test_newton_and_mujoco_write_the_best_fit_they_hold_exactly() -> None:
 
     rec = short_recording(joints=["j_rich", "j_table"])
     stribeck = {**MISFIT, "stribeck_friction": 0.25, "stribeck_velocity": 0.3, "stribeck_exponent": 2.0}
-    res = make_result({"j_rich": {"dcmotor_stribeck": model_entry("dcmotor_stribeck", stribeck),
-                                  "dcmotor": model_entry("dcmotor", MISFIT)},
-                       "j_table": {"remotized_pd": model_entry("remotized_pd", MISFIT),
-                                   "dcmotor": model_entry("dcmotor", MISFIT)}}, rec)
+    res = make_result(
+        {
+            "j_rich": {
+                "dcmotor_stribeck": model_entry("dcmotor_stribeck", stribeck),
+                "dcmotor": model_entry("dcmotor", MISFIT),
+            },
+            "j_table": {
+                "remotized_pd": model_entry("remotized_pd", MISFIT),
+                "dcmotor": model_entry("dcmotor", MISFIT),
+            },
+        },
+        rec,
+    )
     stage, notes = build_stage(res, rec)
     written = dict(stage.GetRootLayer().customLayerData["actuator_sysid"]["families"])
     assert written == {"j_rich": "dcmotor", "j_table": "remotized_pd"}
     assert {(f.code, f.where) for f in notes if "not_expressible" in f.code} == {
-        ("EXPORT.NEWTON.best_model_not_expressible", "j_rich")}
+        ("EXPORT.NEWTON.best_model_not_expressible", "j_rich")
+    }
     _, findings = build_mjcf(res, rec)
     codes = {(f.code, f.where) for f in findings}
-    assert {("EXPORT.MJCF.best_model_not_expressible", "j_rich"),
-            ("EXPORT.MJCF.best_model_not_expressible", "j_table")} <= codes
+    assert {
+        ("EXPORT.MJCF.best_model_not_expressible", "j_rich"),
+        ("EXPORT.MJCF.best_model_not_expressible", "j_table"),
+    } <= codes
     assert not any(c in ("EXPORT.MJCF.position_table", "EXPORT.MJCF.friction_model") for c, _ in codes)
     names = [s.name for s in rec.segments]
     for fmt in ("newton.usda", "mjcf.xml"):
         r = replay(res, rec, fmt, segments=names)
         within_10_percent(r)
         assert r["joints"]["j_rich"]["family"] == "dcmotor"
-    named = replay(res, rec, "mjcf.xml", families={"j_rich": "dcmotor_stribeck", "j_table": "remotized_pd"},
-                   segments=names)
+    named = replay(
+        res,
+        rec,
+        "mjcf.xml",
+        families={"j_rich": "dcmotor_stribeck", "j_table": "remotized_pd"},
+        segments=names,
+    )
     assert {j["family"] for j in named["joints"].values()} == {"dcmotor_stribeck", "remotized_pd"}
     _, findings = build_mjcf(res, rec, families={"j_rich": "dcmotor_stribeck", "j_table": "remotized_pd"})
     assert {"EXPORT.MJCF.friction_model", "EXPORT.MJCF.position_table"} <= {f.code for f in findings}
@@ -414,9 +543,13 @@ def test_a_remotized_fit_brings_the_delayed_pd_fit_mujoco_runs() -> None:
     """MuJoCo holds no position torque table: a remotized_pd fit asked alone also fits delayed_pd (which it then
     starts from), and the MJCF export writes that, replaying within 10 %."""
     rec = short_recording(n_segments=5, noise_q=2e-3)
-    res = fit_recording(rec, FitRequest(models=["remotized_pd"], generations=8, population=6, refine_iterations=4))
+    res = fit_recording(
+        rec, FitRequest(models=["remotized_pd"], generations=8, population=6, refine_iterations=4)
+    )
     models = res["joints"]["hinge"]["models"]
-    assert list(models) == ["remotized_pd", "delayed_pd"] and models["delayed_pd"]["added_for"] == ["remotized_pd"]
+    assert list(models) == ["remotized_pd", "delayed_pd"] and models["delayed_pd"]["added_for"] == [
+        "remotized_pd"
+    ]
     assert models["remotized_pd"]["search"]["started_from"] == "delayed_pd"
     r = replay(res, rec, "mjcf.xml")
     within_10_percent(r)

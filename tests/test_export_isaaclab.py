@@ -16,17 +16,28 @@ from actuator_sysid.fitting.fit import FitRequest, fit_recording
 from actuator_sysid.models.families import FAMILIES
 
 ISAACLAB_FAMILIES = [f.name for f in FAMILIES.values() if f.isaaclab_cfg]
-ACTUATOR_CLASS = {"ImplicitActuatorCfg": "ImplicitActuator", "IdealPDActuatorCfg": "IdealPDActuator",
-                  "DCMotorCfg": "DCMotor", "DelayedPDActuatorCfg": "DelayedPDActuator",
-                  "RemotizedPDActuatorCfg": "RemotizedPDActuator"}
+ACTUATOR_CLASS = {
+    "ImplicitActuatorCfg": "ImplicitActuator",
+    "IdealPDActuatorCfg": "IdealPDActuator",
+    "DCMotorCfg": "DCMotor",
+    "DelayedPDActuatorCfg": "DelayedPDActuator",
+    "RemotizedPDActuatorCfg": "RemotizedPDActuator",
+}
 
 
 @pytest.fixture(scope="module")
 def result() -> dict:
     rec = make_recording("dcmotor")
     rec.segments = rec.segments[:3]
-    return fit_recording(rec, FitRequest(models=[*ISAACLAB_FAMILIES, "pid", "dcmotor_delay"], generations=8,
-                                         population=6, refine_iterations=4))
+    return fit_recording(
+        rec,
+        FitRequest(
+            models=[*ISAACLAB_FAMILIES, "pid", "dcmotor_delay"],
+            generations=8,
+            population=6,
+            refine_iterations=4,
+        ),
+    )
 
 
 @pytest.mark.parametrize("family", ISAACLAB_FAMILIES)
@@ -36,11 +47,19 @@ def test_export_constructs_the_real_cfg_and_actuator(result: dict, family: str) 
     assert group["class_type"] == FAMILIES[family].isaaclab_cfg
     cfg = getattr(ila, group["class_type"])(**group["cfg"])
     cfg.validate()
-    act = getattr(ila, ACTUATOR_CLASS[group["class_type"]])(cfg, joint_names=["hinge"], joint_ids=slice(None),
-                                                            num_envs=2, device="cpu")
+    act = getattr(ila, ACTUATOR_CLASS[group["class_type"]])(
+        cfg, joint_names=["hinge"], joint_ids=slice(None), num_envs=2, device="cpu"
+    )
     act.reset(torch.arange(2))
-    out = act.compute(ArticulationActions(joint_positions=torch.full((2, 1), 0.5), joint_velocities=torch.zeros(2, 1),
-                                          joint_efforts=torch.zeros(2, 1)), torch.zeros(2, 1), torch.zeros(2, 1))
+    out = act.compute(
+        ArticulationActions(
+            joint_positions=torch.full((2, 1), 0.5),
+            joint_velocities=torch.zeros(2, 1),
+            joint_efforts=torch.zeros(2, 1),
+        ),
+        torch.zeros(2, 1),
+        torch.zeros(2, 1),
+    )
     params = result["joints"]["hinge"]["models"][family]["params"]
     assert torch.isfinite(act.computed_effort).all()
     np.testing.assert_allclose(float(act.computed_effort[0, 0]), 0.5 * params["stiffness"], rtol=1e-5)

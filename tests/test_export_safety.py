@@ -22,16 +22,31 @@ from actuator_sysid.export.selection import RAD_PER_DEG, prepare, round_to_inter
 CHECKED = ("isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml")
 # what fit_recording writes for a limit the log never pressed (search.release_limits) and a term pushed to its
 # lower search bound (uncertainty.analyse): both unidentified, their values the search bounds
-RELEASED = {"identified": False, "value": None, "estimate": 1000.0, "interval95": [1.2, 1000.0],
-            "reason": "the log never presses this limit: it is set to the search bound, where it does not bind "
-                      "(the fit is the same); use the datasheet value"}
-AT_BOUND = {"identified": False, "value": None, "estimate": 1e-5, "interval95": [1e-5, 3.3e-3],
-            "reason": "it sits at the search bound: the data push it beyond any plausible value"}
+RELEASED = {
+    "identified": False,
+    "value": None,
+    "estimate": 1000.0,
+    "interval95": [1.2, 1000.0],
+    "reason": "the log never presses this limit: it is set to the search bound, where it does not bind "
+    "(the fit is the same); use the datasheet value",
+}
+AT_BOUND = {
+    "identified": False,
+    "value": None,
+    "estimate": 1e-5,
+    "interval95": [1e-5, 3.3e-3],
+    "reason": "it sits at the search bound: the data push it beyond any plausible value",
+}
 GUESSES = (1000.0, 1e-5, 1e-5 * RAD_PER_DEG)  # the unidentified values, and viscous friction per degree (USD)
 
 
 def _ident(value: float, rel: float = 0.02) -> dict:
-    return {"identified": True, "value": value, "estimate": value, "interval95": [value * (1 - rel), value * (1 + rel)]}
+    return {
+        "identified": True,
+        "value": value,
+        "estimate": value,
+        "interval95": [value * (1 - rel), value * (1 + rel)],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +67,12 @@ def result(rec: Recording) -> dict:
         entry["metrics"]["validation"] = {"position_rmse": 0.0123}
         models[joint] = {fam: entry}
     res = make_result(models, rec)
-    res["verdict"] = {"verdict": "usable", "checks": [{"check": "budget", "status": "usable",
-                                                       "reason": "the search stopped on its time budget"}]}
+    res["verdict"] = {
+        "verdict": "usable",
+        "checks": [
+            {"check": "budget", "status": "usable", "reason": "the search stopped on its time budget"}
+        ],
+    }
     return res
 
 
@@ -70,8 +89,10 @@ def _load_all(files: dict[str, str], tmp_path: Path) -> dict:
     import mujoco
     import newton
 
-    cfgs = {fmt: isaaclab_actuators(files[fmt], fmt, files["isaaclab.py"])["ACTUATORS"]
-            for fmt in ("isaaclab.py", "isaaclab.json", "isaaclab.yaml")}
+    cfgs = {
+        fmt: isaaclab_actuators(files[fmt], fmt, files["isaaclab.py"])["ACTUATORS"]
+        for fmt in ("isaaclab.py", "isaaclab.json", "isaaclab.yaml")
+    }
     usd = tmp_path / "newton.usda"
     usd.write_text(files["newton.usda"])
     builder = newton.ModelBuilder()
@@ -80,22 +101,32 @@ def _load_all(files: dict[str, str], tmp_path: Path) -> dict:
     return {"cfgs": cfgs, "newton": model, "mujoco": mujoco.MjModel.from_xml_string(files["mjcf.xml"])}
 
 
-def test_unidentified_values_are_left_to_the_consumer_by_default(result: dict, rec: Recording, tmp_path: Path) -> None:
-    files = {fmt: render_format(result, rec, fmt, info={"fit_id": "fit-123", "dataset": "ds-9"}) for fmt in CHECKED}
+def test_unidentified_values_are_left_to_the_consumer_by_default(
+    result: dict, rec: Recording, tmp_path: Path
+) -> None:
+    files = {
+        fmt: render_format(result, rec, fmt, info={"fit_id": "fit-123", "dataset": "ds-9"}) for fmt in CHECKED
+    }
     for fmt, text in files.items():
         for guess in GUESSES:
             assert not _carries(text, guess), (fmt, guess)
-        assert "fit-123" in text and "ds-9" in text and "USABLE" in text.upper(), fmt  # provenance and verdict
+        assert "fit-123" in text and "ds-9" in text and "USABLE" in text.upper(), (
+            fmt
+        )  # provenance and verdict
         assert "0.005" in text and "decimation" in text, fmt  # the physics dt the delays count in
         assert "NOT IDENTIFIED" in text and "actuator_effort_limit" in text, fmt  # said, not silently dropped
     loaded = _load_all(files, tmp_path)
     for fmt, cfgs in loaded["cfgs"].items():  # Isaac Lab's default (None: the USD/joint limit) applies
-        assert cfgs["pendulum"].actuator_effort_limit is None and cfgs["knee"].actuator_effort_limit is None, fmt
+        assert (
+            cfgs["pendulum"].actuator_effort_limit is None and cfgs["knee"].actuator_effort_limit is None
+        ), fmt
         assert cfgs["pendulum"].viscous_friction is None, fmt
         assert cfgs["pendulum"].stiffness == 25.03, fmt  # rounded to a tenth of its interval's half-width
     import mujoco
 
-    m = loaded["mujoco"]  # the ideal PD has no forcerange; the DC motor's is its (identified) saturation effort
+    m = loaded[
+        "mujoco"
+    ]  # the ideal PD has no forcerange; the DC motor's is its (identified) saturation effort
     assert not m.actuator_forcelimited[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, "knee_actuator")]
     assert not m.jnt_actfrclimited.any()  # no effort limit on the DC motor's joint either
     assert float(m.dof_damping.max()) == 0.0
@@ -105,8 +136,9 @@ def test_unidentified_values_are_left_to_the_consumer_by_default(result: dict, r
     assert any("actuator_effort_limit" in line and "omitted" in line for line in doc["unidentified"])
 
 
-def test_given_values_appear_and_comment_mode_flags_the_estimate(result: dict, rec: Recording,
-                                                                 tmp_path: Path) -> None:
+def test_given_values_appear_and_comment_mode_flags_the_estimate(
+    result: dict, rec: Recording, tmp_path: Path
+) -> None:
     given = {"actuator_effort_limit": 0.6, "knee/viscous_friction": 0.0042}
     files = {fmt: render_format(result, rec, fmt, given=given) for fmt in CHECKED}
     for fmt, text in files.items():
@@ -136,15 +168,48 @@ def test_cli_export_set_and_rename(result: dict, rec: Recording, tmp_path: Path,
     fit = tmp_path / "fit"
     fit.mkdir()
     (fit / "fit.json").write_text(json.dumps(result))
-    load = {"mass": rec.joints[0].mass, "com_distance": rec.joints[0].com_distance, "inertia": rec.joints[0].inertia,
-            "gravity": rec.joints[0].gravity, "joint_type": "revolute"}
+    load = {
+        "mass": rec.joints[0].mass,
+        "com_distance": rec.joints[0].com_distance,
+        "inertia": rec.joints[0].inertia,
+        "gravity": rec.joints[0].gravity,
+        "joint_type": "revolute",
+    }
     (fit / "validation.json").write_text(json.dumps({"bench": {"pendulum": load, "knee": load}}))
-    assert main(["export", str(fit), "--format", "isaaclab.py", "--set", "actuator_effort_limit=0.6",
-                 "--rename", "pendulum=elbow_joint"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                str(fit),
+                "--format",
+                "isaaclab.py",
+                "--set",
+                "actuator_effort_limit=0.6",
+                "--rename",
+                "pendulum=elbow_joint",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
-    assert "actuator_effort_limit=0.6," in text and "'elbow_joint'" in text and "pendulum" in text  # renamed, said
-    assert main(["export", str(fit), "--format", "mjcf.xml", "--rename", "pendulum=elbow_joint",
-                 "--out", str(tmp_path / "m.xml")]) == 0
+    assert (
+        "actuator_effort_limit=0.6," in text and "'elbow_joint'" in text and "pendulum" in text
+    )  # renamed, said
+    assert (
+        main(
+            [
+                "export",
+                str(fit),
+                "--format",
+                "mjcf.xml",
+                "--rename",
+                "pendulum=elbow_joint",
+                "--out",
+                str(tmp_path / "m.xml"),
+            ]
+        )
+        == 0
+    )
     model = mujoco.MjModel.from_xml_path(str(tmp_path / "m.xml"))
     assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "elbow_joint") >= 0
     assert main(["export", str(fit), "--format", "isaaclab.py", "--set", "nonsense=1"]) == 2

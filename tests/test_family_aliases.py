@@ -26,7 +26,9 @@ def test_request_field_and_deprecated_alias() -> None:
 
 
 def test_stored_requests_with_the_old_key_load() -> None:
-    assert request_from_dict({"models": ["delayed_pd"], "seed": 3, "gone_field": 1}).families == ["delayed_pd"]
+    assert request_from_dict({"models": ["delayed_pd"], "seed": 3, "gone_field": 1}).families == [
+        "delayed_pd"
+    ]
     assert request_from_dict({"families": ["pid"], "models": ["dcmotor"]}).families == ["pid"]
 
 
@@ -54,10 +56,14 @@ def test_http_families_and_alias(tmp_path: Path) -> None:
     both = client.post("/api/v1/fits", json={"dataset_id": "x", "families": ["dcmotor"], "models": ["pid"]})
     assert both.status_code == 422 and "not both" in both.text
     unknown = client.post("/api/v1/fits", json={"dataset_id": "nope", "models": ["dcmotor"]})
-    assert unknown.status_code == 404, unknown.text  # the alias validates; the missing dataset is what is wrong
+    assert unknown.status_code == 404, (
+        unknown.text
+    )  # the alias validates; the missing dataset is what is wrong
     schema = client.get("/openapi.json").json()["components"]["schemas"]["FitCreate"]["properties"]
     assert schema["models"].get("deprecated") is True and "families" in schema
-    ex = client.post("/api/v1/excitations", json={"kind": "chirp", "duration": 5, "rate": 100, "models": ["pid"]})
+    ex = client.post(
+        "/api/v1/excitations", json={"kind": "chirp", "duration": 5, "rate": 100, "models": ["pid"]}
+    )
     assert ex.status_code == 200, ex.text[:300]
     assert ex.json()["sidecar"]["excitation"]["spec"]["families"] == ["pid"]
     assert list(ex.json()["identifiability"]["families"]) == ["pid"]

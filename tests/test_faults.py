@@ -29,17 +29,25 @@ def big_csv(rows: int) -> bytes:
 def multipart(data: bytes, filename: str = "big.csv") -> tuple[bytes, bytes]:
     """(content type, body) of a one-file multipart form, made by hand so it can be sent in pieces."""
     boundary = uuid.uuid4().hex
-    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n"
-            "Content-Type: text/csv\r\n\r\n").encode()
-    return f"multipart/form-data; boundary={boundary}".encode(), head + data + f"\r\n--{boundary}--\r\n".encode()
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
+        "Content-Type: text/csv\r\n\r\n"
+    ).encode()
+    return (
+        f"multipart/form-data; boundary={boundary}".encode(),
+        head + data + f"\r\n--{boundary}--\r\n".encode(),
+    )
 
 
 def send_partial(server: Server, body: bytes, ctype: bytes, fraction: float) -> socket.socket:
     """Open a POST of `body` and send only `fraction` of it; returns the open socket."""
     host, port = server.url.removeprefix("http://").split(":")
     sock = socket.create_connection((host, int(port)), timeout=10)
-    sock.sendall(b"POST /api/v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: " + ctype +
-                 f"\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+    sock.sendall(
+        b"POST /api/v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        + ctype
+        + f"\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+    )
     sock.sendall(body[: int(len(body) * fraction)])
     return sock
 
@@ -96,7 +104,9 @@ def test_sigkill_during_upload_and_parse_lists_nothing_partial(tmp_path: Path) -
         sigkill(server)
         sock.close()
         server = start_server(data)
-        assert [d["id"] for d in requests.get(server.url + "/api/v1/datasets", timeout=10).json()] == [kept["id"]]
+        assert [d["id"] for d in requests.get(server.url + "/api/v1/datasets", timeout=10).json()] == [
+            kept["id"]
+        ]
         assert_store_consistent(data)
 
         # 2) killed after the whole body arrived, while it is being parsed and stored
@@ -104,16 +114,23 @@ def test_sigkill_during_upload_and_parse_lists_nothing_partial(tmp_path: Path) -
 
         def post() -> None:
             try:
-                result["r"] = requests.post(server.url + "/api/v1/datasets", data=body,
-                                            headers={"Content-Type": ctype.decode()}, timeout=60)
+                result["r"] = requests.post(
+                    server.url + "/api/v1/datasets",
+                    data=body,
+                    headers={"Content-Type": ctype.decode()},
+                    timeout=60,
+                )
             except requests.RequestException as e:
                 result["e"] = e
 
         t = threading.Thread(target=post)
         t.start()
         deadline = time.monotonic() + 30
-        while not any(p.suffix == ".upload" and p.stat().st_size >= len(body) - 1000
-                      for p in (data / "tmp").iterdir() if p.is_file()):
+        while not any(
+            p.suffix == ".upload" and p.stat().st_size >= len(body) - 1000
+            for p in (data / "tmp").iterdir()
+            if p.is_file()
+        ):
             assert time.monotonic() < deadline and t.is_alive(), result
             time.sleep(0.02)
         sigkill(server)
@@ -138,8 +155,11 @@ def test_sigkill_during_fit_fails_it_with_reason_and_ends_worker(tmp_path: Path)
     server = start_server(data)
     try:
         ds = upload_log(server, tmp_path)
-        r = requests.post(server.url + "/api/v1/fits", timeout=30, json={
-            "dataset_id": ds["id"], "joints": ["knee"], "models": ["dcmotor"], "budget": LONG_BUDGET})
+        r = requests.post(
+            server.url + "/api/v1/fits",
+            timeout=30,
+            json={"dataset_id": ds["id"], "joints": ["knee"], "models": ["dcmotor"], "budget": LONG_BUDGET},
+        )
         fit_id = r.json()["id"]
         deadline = time.monotonic() + 60
         while True:
@@ -161,7 +181,10 @@ def test_sigkill_during_fit_fails_it_with_reason_and_ends_worker(tmp_path: Path)
         assert requests.post(f"{server.url}/api/v1/fits/{fit_id}/retry", timeout=10).status_code == 202
         wait_status(server, fit_id, ("running",))
         requests.post(f"{server.url}/api/v1/fits/{fit_id}/cancel", timeout=10)
-        assert wait_status(server, fit_id, ("cancelled", "failed", "succeeded"), timeout=30)["status"] == "cancelled"
+        assert (
+            wait_status(server, fit_id, ("cancelled", "failed", "succeeded"), timeout=30)["status"]
+            == "cancelled"
+        )
         assert_store_consistent(data)
     finally:
         server.stop()

@@ -42,17 +42,22 @@ def test_holdout_by_metadata_key_is_the_validation_set() -> None:
     assert {r["segment"] for r in metrics["segments"] if r["split"] == "validation"} == {"s1", "s2"}
 
 
-@pytest.mark.parametrize(("holdout", "folds", "needles"), [
-    ("kp=25", None, ["no segment has kp = 25", "'10'", "'30'"]),
-    ("kd=0.1", None, ["every segment has kd = 0.1", "none is left to train on"]),
-    ("load=heavy", None, ["no segment has metadata key 'load'", "'kp'"]),
-    ("kp", None, ["KEY=VALUE", "'kp'"]),
-    ("kp=", None, ["KEY=VALUE"]),
-    ("kp=20", 2, ["holdout and folds exclude each other"]),
-    (None, 1, ["folds must be between 2 and the number of recordings (4), got 1"]),
-    (None, 5, ["got 5"]),
-])
-def test_bad_split_requests_name_the_problem(holdout: str | None, folds: int | None, needles: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("holdout", "folds", "needles"),
+    [
+        ("kp=25", None, ["no segment has kp = 25", "'10'", "'30'"]),
+        ("kd=0.1", None, ["every segment has kd = 0.1", "none is left to train on"]),
+        ("load=heavy", None, ["no segment has metadata key 'load'", "'kp'"]),
+        ("kp", None, ["KEY=VALUE", "'kp'"]),
+        ("kp=", None, ["KEY=VALUE"]),
+        ("kp=20", 2, ["holdout and folds exclude each other"]),
+        (None, 1, ["folds must be between 2 and the number of recordings (4), got 1"]),
+        (None, 5, ["got 5"]),
+    ],
+)
+def test_bad_split_requests_name_the_problem(
+    holdout: str | None, folds: int | None, needles: list[str]
+) -> None:
     with pytest.raises(FitRequestError) as err:
         fit_recording(_kp_recording(), FitRequest(holdout=holdout, folds=folds, **SMALL))
     for needle in needles:
@@ -63,7 +68,9 @@ def test_k_fold_reports_every_fold_and_the_mean() -> None:
     rec = _kp_recording()
     result = fit_recording(rec, FitRequest(folds=2, **SMALL))
     assert result["split"]["folds"] == [["s0", "s2"], ["s1", "s3"]]
-    assert result["split"]["validation"] == [] and len(result["split"]["train"]) == 4  # final fit: every segment
+    assert (
+        result["split"]["validation"] == [] and len(result["split"]["train"]) == 4
+    )  # final fit: every segment
     metrics = result["joints"]["j1"]["models"]["ideal_pd"]["metrics"]
     folds = metrics["folds"]
     assert [f["fold"] for f in folds] == [1, 2] and folds[1]["validation_segments"] == ["s1", "s3"]
@@ -80,8 +87,11 @@ def test_budget_stops_the_search_gracefully_and_says_so() -> None:
     rec = isaaclab_recording("dcmotor", TRUTH_DCMOTOR)
     rec.segments = rec.segments[:2]
     messages: list[tuple[float, str]] = []
-    result = fit_recording(rec, FitRequest(models=["dcmotor"], generations=10_000, population=64, budget_s=0.5),
-                           progress=lambda f, m: messages.append((f, m)))
+    result = fit_recording(
+        rec,
+        FitRequest(models=["dcmotor"], generations=10_000, population=64, budget_s=0.5),
+        progress=lambda f, m: messages.append((f, m)),
+    )
     model = result["joints"]["hinge"]["models"]["dcmotor"]
     assert result["budget"] == {"seconds": 0.5, "stopped_on_budget": True}
     assert model["search"]["stopped_on"] == "budget" and model["search"]["generations"] < 10_000
@@ -133,8 +143,13 @@ def _bam_set(tmp_path: Path) -> list[Path]:
     is off for its last 200 entries, with a pause in its time stamps that splits it into two pieces."""
     paths = []
     for k, kp in enumerate((100, 200, 800, 100, 200)):
-        run = _bam(n=500, seed=k, kp=kp, off=(300, 500) if k == 2 else None,
-                   trajectory="lift_and_drop" if k == 2 else "sin_time_square")
+        run = _bam(
+            n=500,
+            seed=k,
+            kp=kp,
+            off=(300, 500) if k == 2 else None,
+            trajectory="lift_and_drop" if k == 2 else "sin_time_square",
+        )
         if k == 2:
             for e in run["entries"][150:]:
                 e["timestamp"] += 0.5  # a 0.5 s pause: more than five sample periods
@@ -149,7 +164,9 @@ def test_a_lift_and_drop_file_stays_whole_by_default_and_by_holdout(tmp_path: Pa
     assert len(lift) == 2 and len(recordings(rec)) == 5  # two pieces, one recording
     split = plan_split(rec, FitRequest())
     _assert_whole(rec, split)
-    assert split.validation and not set(lift) & set(split.validation)  # evenly spaced would pick run2: it trains
+    assert split.validation and not set(lift) & set(
+        split.validation
+    )  # evenly spaced would pick run2: it trains
     assert "free swing train" in split.method
     for holdout in ("kp=800", "trajectory=lift_and_drop", "bam.kp=800.0"):
         split = plan_split(rec, FitRequest(holdout=holdout))
@@ -165,8 +182,14 @@ def _old_bam_recording():
     files = [("f0", 100), ("f1.0", 200), ("f1.1", 200), ("f1.2", 200), ("f2", 100), ("f3", 200), ("f4", 800)]
     for seg, (name, kp) in zip(rec.segments, files, strict=True):
         seg.name = name
-        seg.metadata = {"bam": {"kp": float(kp), "mass": 0.49, "trajectory": "lift_and_drop" if "." in name
-                                else "sin_sin"}, "joints": {"j1": {"mass": 0.49}}}
+        seg.metadata = {
+            "bam": {
+                "kp": float(kp),
+                "mass": 0.49,
+                "trajectory": "lift_and_drop" if "." in name else "sin_sin",
+            },
+            "joints": {"j1": {"mass": 0.49}},
+        }
     rec.segments[2].metadata["free_swing"] = True
     return rec
 
@@ -184,12 +207,18 @@ def test_old_reader_stretches_of_one_file_stay_together() -> None:
     assert plan_split(rec, FitRequest(holdout="kp=200")).validation == [1, 2, 3, 5]  # kp found under bam
 
 
-@pytest.mark.parametrize(("holdout", "needles"), [
-    ("mass=0.49", ["ambiguous", "bam.mass", "joints.j1.mass"]),
-    ("load=1", ["no segment has metadata key 'load'", "'bam.kp'", "'bam.trajectory'", "'joints.j1.mass'"]),
-    ("kp=400", ["no segment has bam.kp = 400", "'800.0'"]),
-    ("bam=1", ["no segment has metadata key 'bam'"]),  # an object is not a value
-])
+@pytest.mark.parametrize(
+    ("holdout", "needles"),
+    [
+        ("mass=0.49", ["ambiguous", "bam.mass", "joints.j1.mass"]),
+        (
+            "load=1",
+            ["no segment has metadata key 'load'", "'bam.kp'", "'bam.trajectory'", "'joints.j1.mass'"],
+        ),
+        ("kp=400", ["no segment has bam.kp = 400", "'800.0'"]),
+        ("bam=1", ["no segment has metadata key 'bam'"]),  # an object is not a value
+    ],
+)
 def test_holdout_key_errors_list_the_dotted_keys(holdout: str, needles: list[str]) -> None:
     with pytest.raises(FitRequestError) as err:
         plan_split(_old_bam_recording(), FitRequest(holdout=holdout))
@@ -201,18 +230,25 @@ def test_folds_by_leaves_one_value_out() -> None:
     rec = _old_bam_recording()
     split = plan_split(rec, FitRequest(folds_by="kp"))
     assert split.fold_names == ["bam.kp=100", "bam.kp=200", "bam.kp=800"]
-    assert split.folds == [[0, 4], [1, 2, 3, 5], [6]] and split.validation == [] and split.train == list(range(7))
+    assert (
+        split.folds == [[0, 4], [1, 2, 3, 5], [6]]
+        and split.validation == []
+        and split.train == list(range(7))
+    )
     assert "leave one bam.kp out" in split.method
 
 
-@pytest.mark.parametrize(("req", "needles"), [
-    (FitRequest(folds_by="mass"), ["ambiguous"]),
-    (FitRequest(folds_by="bam.mass"), ["every segment has bam.mass = 0.49", "two values or more"]),
-    (FitRequest(folds_by="kp", holdout="kp=100"), ["holdout and folds_by exclude each other"]),
-    (FitRequest(folds_by="kp", folds=2), ["folds and folds_by exclude each other"]),
-    (FitRequest(folds_by="nope"), ["no segment has metadata key 'nope'", "'bam.kp'"]),
-    (FitRequest(folds_by=" "), ["folds_by must name a metadata key"]),
-])
+@pytest.mark.parametrize(
+    ("req", "needles"),
+    [
+        (FitRequest(folds_by="mass"), ["ambiguous"]),
+        (FitRequest(folds_by="bam.mass"), ["every segment has bam.mass = 0.49", "two values or more"]),
+        (FitRequest(folds_by="kp", holdout="kp=100"), ["holdout and folds_by exclude each other"]),
+        (FitRequest(folds_by="kp", folds=2), ["folds and folds_by exclude each other"]),
+        (FitRequest(folds_by="nope"), ["no segment has metadata key 'nope'", "'bam.kp'"]),
+        (FitRequest(folds_by=" "), ["folds_by must name a metadata key"]),
+    ],
+)
 def test_bad_folds_by_names_the_problem(req: FitRequest, needles: list[str]) -> None:
     with pytest.raises(FitRequestError) as err:
         plan_split(_old_bam_recording(), req)
@@ -222,22 +258,31 @@ def test_bad_folds_by_names_the_problem(req: FitRequest, needles: list[str]) -> 
 
 def test_folds_by_refuses_a_recording_with_two_values() -> None:
     rec = _old_bam_recording()
-    rec.segments[3].metadata["bam"]["kp"] = 800.0  # no longer the file's fields: f1.* are one file only by name
+    rec.segments[3].metadata["bam"]["kp"] = (
+        800.0  # no longer the file's fields: f1.* are one file only by name
+    )
     rec.segments[3].metadata["recording"] = "f1"
     for s in rec.segments[1:3]:
         s.metadata["recording"] = "f1"
-    with pytest.raises(FitRequestError, match=r"segments \['f1.0', 'f1.1', 'f1.2'\] has bam.kp = 200 and 800"):
+    with pytest.raises(
+        FitRequestError, match=r"segments \['f1.0', 'f1.1', 'f1.2'\] has bam.kp = 200 and 800"
+    ):
         plan_split(rec, FitRequest(folds_by="kp"))
 
 
 def test_folds_by_fit_names_each_fold_by_its_value() -> None:
     rec = _kp_recording()  # kp 10, 20, 20.0, 30
     result = fit_recording(rec, FitRequest(folds_by="kp", **SMALL))
-    assert result["split"]["fold_names"] == ["kp=10", "kp=20", "kp=30"] and result["split"]["folds_by"] == "kp"
+    assert (
+        result["split"]["fold_names"] == ["kp=10", "kp=20", "kp=30"] and result["split"]["folds_by"] == "kp"
+    )
     assert result["split"]["folds"] == [["s0"], ["s1", "s2"], ["s3"]] and len(result["split"]["train"]) == 4
     folds = result["joints"]["j1"]["models"]["ideal_pd"]["metrics"]["folds"]
     assert [(f["fold"], f["name"], f["validation"]["segments"]) for f in folds] == [
-        (1, "kp=10", 1), (2, "kp=20", 2), (3, "kp=30", 1)]
+        (1, "kp=10", 1),
+        (2, "kp=20", 2),
+        (3, "kp=30", 1),
+    ]
     assert all(math.isfinite(f["validation"]["position_rmse"]) for f in folds)
 
 
@@ -257,8 +302,9 @@ def test_two_files_runs_of_one_name_are_two_recordings(tmp_path: Path) -> None:
 
 def test_a_designed_bam_set_keeps_lift_and_drop_together(tmp_path: Path) -> None:
     """The excitation's lift and its free drop are one run on the bench: the written log keeps them together."""
-    spec = ExcitationSpec(kind="bam", duration=6, rate=100, q_min=-0.5, q_max=1.5, qd_max=4.0, mass=0.5,
-                          com_distance=0.1)
+    spec = ExcitationSpec(
+        kind="bam", duration=6, rate=100, q_min=-0.5, q_max=1.5, qd_max=4.0, mass=0.5, com_distance=0.1
+    )
     write_table(design(spec), tmp_path / "bam_set.csv")
     rec = read_paths([tmp_path / "bam_set.csv"])
     assert [s.name for s in rec.segments] == ["sin_time_square", "lift", "drop", "up_and_down"]

@@ -13,8 +13,9 @@ from actuator_sysid.service import fleet, pages
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "fit.json").read_text())
 
 
-def stored_fit(fid: str, serial: str, stiffness: float, family: str, *, recorded: str | None,
-               uploaded: str) -> dict:
+def stored_fit(
+    fid: str, serial: str, stiffness: float, family: str, *, recorded: str | None, uploaded: str
+) -> dict:
     """A stored fit as the repository hands it to the fleet view: the golden result with one joint's best
     family set to `family`, its stiffness to `stiffness` and identified with a ±1 % interval."""
     result = copy.deepcopy(GOLDEN)
@@ -22,30 +23,52 @@ def stored_fit(fid: str, serial: str, stiffness: float, family: str, *, recorded
     model = jr["models"][family]
     jr["best_model"] = family
     model["params"]["stiffness"] = stiffness
-    model["intervals"]["stiffness"] = {"estimate": stiffness, "value": stiffness, "identified": True,
-                                       "interval95": [0.99 * stiffness, 1.01 * stiffness], "std_relative": 0.005}
-    return {"id": fid * 8, "dataset_id": "d" + fid, "serial": serial, "status": "succeeded", "result": result,
-            "finished_at": "2026-12-01T00:00:00+00:00", "dataset_created_at": uploaded,
-            "dataset_metadata": {"recorded_at": recorded} if recorded else {}}
+    model["intervals"]["stiffness"] = {
+        "estimate": stiffness,
+        "value": stiffness,
+        "identified": True,
+        "interval95": [0.99 * stiffness, 1.01 * stiffness],
+        "std_relative": 0.005,
+    }
+    return {
+        "id": fid * 8,
+        "dataset_id": "d" + fid,
+        "serial": serial,
+        "status": "succeeded",
+        "result": result,
+        "finished_at": "2026-12-01T00:00:00+00:00",
+        "dataset_created_at": uploaded,
+        "dataset_metadata": {"recorded_at": recorded} if recorded else {},
+    }
 
 
 def test_fleet_series_pool_families_carry_intervals_and_sit_on_the_recording_date() -> None:
-    fits = [stored_fit("a", "SN-1", 8.0, "ideal_pd", recorded="2026-01-05", uploaded="2026-11-01T00:00:00+00:00"),
-            stored_fit("b", "SN-1", 8.01, "dcmotor", recorded="2026-02-05", uploaded="2026-11-02T00:00:00+00:00"),
-            stored_fit("c", "SN-2", 8.02, "ideal_pd", recorded=None, uploaded="2026-11-03T00:00:00+00:00"),
-            stored_fit("d", "SN-2", 12.0, "ideal_pd", recorded="2026-03-05", uploaded="2026-11-04T00:00:00+00:00")]
+    fits = [
+        stored_fit("a", "SN-1", 8.0, "ideal_pd", recorded="2026-01-05", uploaded="2026-11-01T00:00:00+00:00"),
+        stored_fit("b", "SN-1", 8.01, "dcmotor", recorded="2026-02-05", uploaded="2026-11-02T00:00:00+00:00"),
+        stored_fit("c", "SN-2", 8.02, "ideal_pd", recorded=None, uploaded="2026-11-03T00:00:00+00:00"),
+        stored_fit(
+            "d", "SN-2", 12.0, "ideal_pd", recorded="2026-03-05", uploaded="2026-11-04T00:00:00+00:00"
+        ),
+    ]
     summary = fleet.fleet_summary("bench-motor", fits)
     stiff = next(s for s in summary["series"] if s["param"] == "stiffness")
     assert stiff["families"] == ["ideal_pd", "dcmotor"]  # one series although the best family changed
     assert stiff["unit"] == "N·m/rad"
-    assert [p["time"] for p in stiff["points"]] == ["2026-01-05", "2026-02-05", "2026-11-03T00:00:00+00:00",
-                                                    "2026-03-05"]
+    assert [p["time"] for p in stiff["points"]] == [
+        "2026-01-05",
+        "2026-02-05",
+        "2026-11-03T00:00:00+00:00",
+        "2026-03-05",
+    ]
     assert [p["time_source"] for p in stiff["points"]] == ["recorded", "recorded", "uploaded", "recorded"]
     assert stiff["points"][1]["low"] == 0.99 * 8.01 and stiff["points"][1]["high"] == 1.01 * 8.01
     limit = next(s for s in summary["series"] if s["param"] == "actuator_effort_limit")
     assert all(p["low"] is None for p in limit["points"])  # unidentified: no error bar
     flagged = [w for w in summary["warnings"] if w["param"] == "stiffness"]
-    assert [w["fit_id"] for w in flagged] == ["d" * 8]  # 12 leaves the spread of 8.00-8.02; 8.01 and 8.02 do not
+    assert [w["fit_id"] for w in flagged] == [
+        "d" * 8
+    ]  # 12 leaves the spread of 8.00-8.02; 8.01 and 8.02 do not
     html = pages.render_fleet([("bench-motor", 4)], summary)
     assert '"error_y"' in html and '"arrayminus"' in html and "serial SN-2" in html
     assert "recorded / uploaded (UTC)" in html and "stiffness [N\\u00b7m/rad]" in html  # the figure's JSON

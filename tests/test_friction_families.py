@@ -28,9 +28,19 @@ from actuator_sysid.service.report import _ranking_table, fidelity_gaps
 DT = 0.005
 LOAD = JointInfo("hinge", inertia=0.005, mass=0.8, com_distance=0.15)
 # an actuator with a pronounced Stribeck peak: breakaway 0.35 N·m, sliding 0.12 N·m past ~0.3 rad/s
-STRIBECK = {"stiffness": 12.0, "damping": 0.3, "saturation_effort": 5.0, "actuator_velocity_limit": 8.0,
-            "actuator_effort_limit": 3.0, "armature": 0.01, "friction": 0.12, "viscous_friction": 0.04,
-            "stribeck_friction": 0.23, "stribeck_velocity": 0.3, "stribeck_exponent": 2.0}
+STRIBECK = {
+    "stiffness": 12.0,
+    "damping": 0.3,
+    "saturation_effort": 5.0,
+    "actuator_velocity_limit": 8.0,
+    "actuator_effort_limit": 3.0,
+    "armature": 0.01,
+    "friction": 0.12,
+    "viscous_friction": 0.04,
+    "stribeck_friction": 0.23,
+    "stribeck_velocity": 0.3,
+    "stribeck_exponent": 2.0,
+}
 
 
 def simulate_bam(p: dict, q_des: np.ndarray, q0: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -52,7 +62,7 @@ def simulate_bam(p: dict, q_des: np.ndarray, q0: float = 0.0) -> tuple[np.ndarra
         budget = p["friction"]
         s = 0.0
         if "stribeck_friction" in p:
-            s = math.exp(-abs(qd / p["stribeck_velocity"]) ** p["stribeck_exponent"])
+            s = math.exp(-(abs(qd / p["stribeck_velocity"]) ** p["stribeck_exponent"]))
             budget += p["stribeck_friction"] * s
         gravity = -mgl * math.sin(q)  # the external torque τ_e
         kl, kls = p.get("load_friction", 0.0), p.get("load_friction_stribeck", 0.0)
@@ -97,8 +107,9 @@ def stribeck_recording(p: dict, n_segments: int = 6, seconds: float = 4.0, seed:
 @pytest.fixture(scope="module")
 def fitted() -> dict:
     rec = stribeck_recording(STRIBECK)
-    return fit_recording(rec, FitRequest(models=["dcmotor", "dcmotor_stribeck"], generations=60, population=16,
-                                         seed=0))
+    return fit_recording(
+        rec, FitRequest(models=["dcmotor", "dcmotor_stribeck"], generations=60, population=16, seed=0)
+    )
 
 
 def test_stribeck_parameters_recovered_within_10_percent(fitted: dict) -> None:
@@ -122,14 +133,18 @@ def test_richer_family_wins_and_the_report_says_what_dcmotor_gives_up(fitted: di
 def test_load_dependent_friction_recovered_within_10_percent() -> None:
     """BAM M3: friction that grows with the gearbox torque |τ_m − τ_e| is told apart from Coulomb friction."""
     truth = {k: v for k, v in STRIBECK.items() if not k.startswith("stribeck")} | {"load_friction": 0.12}
-    res = fit_recording(stribeck_recording(truth, seed=1),
-                        FitRequest(models=["dcmotor_loadfric"], generations=60, population=16, seed=1))
+    res = fit_recording(
+        stribeck_recording(truth, seed=1),
+        FitRequest(models=["dcmotor_loadfric"], generations=60, population=16, seed=1),
+    )
     got = res["joints"]["hinge"]["models"]["dcmotor_loadfric"]["params"]
     for name in ("load_friction", "friction"):
         assert abs(got[name] - truth[name]) <= 0.10 * truth[name], (name, got[name], truth[name])
     # asked alone, the richer family brings the Isaac-Lab-native one it extends (the exports need a fit of it)
     models = res["joints"]["hinge"]["models"]
-    assert list(models) == ["dcmotor_loadfric", "dcmotor"] and models["dcmotor"]["added_for"] == ["dcmotor_loadfric"]
+    assert list(models) == ["dcmotor_loadfric", "dcmotor"] and models["dcmotor"]["added_for"] == [
+        "dcmotor_loadfric"
+    ]
     # searched from the dcmotor fit and from the warm start; the lower training loss is the one kept
     search = models["dcmotor_loadfric"]["search"]
     assert set(search["starts"]) == {"dcmotor", "warm start"}
@@ -139,19 +154,31 @@ def test_load_dependent_friction_recovered_within_10_percent() -> None:
 
 def test_fidelity_line_says_when_the_richer_friction_buys_nothing() -> None:
     """On a log without Stribeck friction the native family is no worse: no made-up percentage."""
-    ranking = [{"family": "dcmotor", "position_rmse": 1.5e-7, "split": "validation"},
-               {"family": "dcmotor_stribeck", "position_rmse": 7.5e-7, "split": "validation"},
-               {"family": "ideal_pd", "position_rmse": 0.02, "split": "validation"}]
+    ranking = [
+        {"family": "dcmotor", "position_rmse": 1.5e-7, "split": "validation"},
+        {"family": "dcmotor_stribeck", "position_rmse": 7.5e-7, "split": "validation"},
+        {"family": "ideal_pd", "position_rmse": 0.02, "split": "validation"},
+    ]
     (line,) = fidelity_gaps(ranking)
-    assert line.startswith("dcmotor fits at least as well as dcmotor_stribeck on validation") and "%" not in line
+    assert (
+        line.startswith("dcmotor fits at least as well as dcmotor_stribeck on validation") and "%" not in line
+    )
 
 
 # --- exports: what no consumer holds is approximated and said so ---
 
-RICH = {**TRUTH, "stribeck_friction": 0.25, "stribeck_velocity": 0.3, "stribeck_exponent": 2.0,
-        "load_friction": 0.05, "load_friction_stribeck": 0.02, "load_friction_external": 0.04,
-        "load_friction_external_stribeck": 0.01, "load_friction_quadratic_motor": 0.003,
-        "load_friction_quadratic_external": 0.002}
+RICH = {
+    **TRUTH,
+    "stribeck_friction": 0.25,
+    "stribeck_velocity": 0.3,
+    "stribeck_exponent": 2.0,
+    "load_friction": 0.05,
+    "load_friction_stribeck": 0.02,
+    "load_friction_external": 0.04,
+    "load_friction_external_stribeck": 0.01,
+    "load_friction_quadratic_motor": 0.003,
+    "load_friction_quadratic_external": 0.002,
+}
 RICH_FAMILIES = [f.name for f in FAMILIES.values() if f.rich_friction]
 
 
@@ -159,13 +186,21 @@ def _actuate(cfg, q_des: float = 0.5):
     """One compute of the real Isaac Lab actuator a cfg names, at rest at q = 0."""
     act = cfg.class_type(cfg, joint_names=["hinge"], joint_ids=slice(None), num_envs=1, device="cpu")
     act.reset(torch.arange(1))
-    return act.compute(ArticulationActions(joint_positions=torch.full((1, 1), q_des),
-                                           joint_velocities=torch.zeros(1, 1), joint_efforts=torch.zeros(1, 1)),
-                       torch.zeros(1, 1), torch.zeros(1, 1))
+    return act.compute(
+        ArticulationActions(
+            joint_positions=torch.full((1, 1), q_des),
+            joint_velocities=torch.zeros(1, 1),
+            joint_efforts=torch.zeros(1, 1),
+        ),
+        torch.zeros(1, 1),
+        torch.zeros(1, 1),
+    )
 
 
 @pytest.mark.parametrize("family", RICH_FAMILIES)
-def test_rich_friction_exports_the_budget_subclass_as_best_and_the_native_class_with_findings(family: str) -> None:
+def test_rich_friction_exports_the_budget_subclass_as_best_and_the_native_class_with_findings(
+    family: str,
+) -> None:
     fam, native = FAMILIES[family], FAMILIES[family].approximates
     res = make_result({"hinge": {family: model_entry(family, RICH)}})
     res["joints"]["hinge"]["load"] = asdict(LOAD)  # as fit_recording stores the bench load
@@ -183,23 +218,32 @@ def test_rich_friction_exports_the_budget_subclass_as_best_and_the_native_class_
     assert {t: getattr(best, t) for t in fam.rich_friction} == {t: RICH[t] for t in fam.rich_friction}
     assert best.joint_inertia == pytest.approx(LOAD.load_inertia + RICH["armature"])
     assert best.physics_dt == DT and (not fam.delay or best.max_delay == RICH["delay"])
-    assert torch.isfinite(_actuate(best).joint_efforts).all() and torch.isfinite(_actuate(plain).joint_efforts).all()
+    assert (
+        torch.isfinite(_actuate(best).joint_efforts).all()
+        and torch.isfinite(_actuate(plain).joint_efforts).all()
+    )
     # JSON names the subclass, defined in the Python source, with the same fields
     spec = json.loads(render_json(res))["actuators_best"]["hinge"]
     assert spec["class_type"] == type(best).__name__ and spec["defined_in"] == "isaaclab.py"
     assert ns[spec["class_type"]](**spec["cfg"]).to_dict() == best.to_dict()
     # findings: the native class approximates and names the export that carries the budget; the subclass
     # states its estimate
-    (approx,) = [h for h in cfg_hazards(actuator_cfgs(res)) if h.code == "EXPORT.ISAACLAB.friction_approximated"]
+    (approx,) = [
+        h for h in cfg_hazards(actuator_cfgs(res)) if h.code == "EXPORT.ISAACLAB.friction_approximated"
+    ]
     assert "ACTUATORS_BEST" in approx.message and any(t in approx.message for t in fam.rich_friction)
     best_codes = {h.code: h for h in cfg_hazards(best_cfgs(res))}
     assert "EXPORT.ISAACLAB.friction_approximated" not in best_codes
     estimate = best_codes["EXPORT.ISAACLAB.friction_estimated"]
-    assert estimate.severity == "warning" and "joint_inertia" in estimate.message and "Δqd" in estimate.message
+    assert (
+        estimate.severity == "warning" and "joint_inertia" in estimate.message and "Δqd" in estimate.message
+    )
     # PhysX: the native class makes the Stribeck peak breakaway friction; the subclass keeps Coulomb and adds it
     physx = json.loads(render_json(res, backend="physx"))
     if "stribeck_friction" in fam.joint_terms:
-        assert physx["actuators"]["hinge"]["cfg"]["friction"] == pytest.approx(RICH["friction"] + RICH["stribeck_friction"])
+        assert physx["actuators"]["hinge"]["cfg"]["friction"] == pytest.approx(
+            RICH["friction"] + RICH["stribeck_friction"]
+        )
     assert physx["actuators"]["hinge"]["cfg"]["dynamic_friction"] == RICH["friction"]
     assert physx["actuators_best"]["hinge"]["cfg"]["friction"] == RICH["friction"]
     assert physx["actuators_best"]["hinge"]["cfg"]["dynamic_friction"] == RICH["friction"]
@@ -220,9 +264,16 @@ def test_the_budget_subclass_needs_the_bench_load() -> None:
 
 
 # every BAM term at once, strong enough on this bench that Coulomb friction alone visibly misses it
-BAM = {**STRIBECK, "load_friction": 0.15, "load_friction_stribeck": 0.05, "load_friction_external": 0.12,
-       "load_friction_external_stribeck": 0.03, "load_friction_quadratic_motor": 0.05,
-       "load_friction_quadratic_external": 0.08, "delay": 3}
+BAM = {
+    **STRIBECK,
+    "load_friction": 0.15,
+    "load_friction_stribeck": 0.05,
+    "load_friction_external": 0.12,
+    "load_friction_external_stribeck": 0.03,
+    "load_friction_quadratic_motor": 0.05,
+    "load_friction_quadratic_external": 0.08,
+    "delay": 3,
+}
 
 
 @pytest.mark.parametrize("family", RICH_FAMILIES)
@@ -232,7 +283,10 @@ def test_the_budget_subclass_replays_within_10_percent_and_the_native_class_does
     native class in ACTUATORS, the Coulomb part alone, replays more than half again worse."""
     truth = {k: BAM[k] for k in FAMILIES[family].params}
     rec = stribeck_recording(truth, n_segments=2, seconds=2.0)
-    model = {**truth, "stiffness": 0.95 * truth["stiffness"]}  # off the log, so our RMSE is not the noise alone
+    model = {
+        **truth,
+        "stiffness": 0.95 * truth["stiffness"],
+    }  # off the log, so our RMSE is not the noise alone
     res = make_result({"hinge": {family: model_entry(family, model)}}, rec)
     names = [s.name for s in rec.segments]
     for fmt in ("isaaclab.py", "isaaclab.json"):  # the JSON's subclass comes from the Python source
@@ -256,7 +310,10 @@ def test_render_all_states_every_approximation_and_does_not_crash() -> None:
     for fam in RICH_FAMILIES:
         assert ("EXPORT.NEWTON.friction_model", f"j_{fam}") in codes
         assert ("EXPORT.MJCF.friction_model", f"j_{fam}") in codes
-        assert ("EXPORT.ISAACLAB.friction_estimated", f"j_{fam}") in codes  # ACTUATORS_BEST carries the budget
+        assert (
+            "EXPORT.ISAACLAB.friction_estimated",
+            f"j_{fam}",
+        ) in codes  # ACTUATORS_BEST carries the budget
     assert any(c == "EXPORT.ISAACLAB.friction_approximated" for c, _ in codes)
     # the Newton and MuJoCo findings say which export carries the budget
     for f in json.loads(files["validation.json"])["findings"]:
@@ -275,6 +332,7 @@ def test_a_richer_family_starts_from_the_nested_one_and_never_fits_worse(fitted:
     starts = models["dcmotor_stribeck"]["search"]["starts"]
     assert set(starts) == {"dcmotor", "warm start"}
     assert models["dcmotor_stribeck"]["search"]["started_from"] == min(starts, key=starts.get)
-    assert starts["dcmotor"] <= models["dcmotor"]["loss"] * (1 + 1e-6)  # the nested search alone never fits worse
+    assert starts["dcmotor"] <= models["dcmotor"]["loss"] * (
+        1 + 1e-6
+    )  # the nested search alone never fits worse
     assert models["dcmotor_stribeck"]["loss"] <= models["dcmotor"]["loss"] * (1 + 1e-6)
-

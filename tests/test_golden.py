@@ -37,15 +37,41 @@ FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-9
 # keys whose values change from run to run (wall-clock seconds, ids, times, hashes/sizes of files that
 # embed a fit id or a time, the worker's name, the dataset id a service fit names as its origin): their
 # type is pinned, their value is not
-VOLATILE = frozenset({"seconds", "elapsed_s", "id", "dataset_id", "fit_id", "created_at", "updated_at",
-                      "started_at", "finished_at", "sha256", "size", "worker", "dataset"})
+VOLATILE = frozenset(
+    {
+        "seconds",
+        "elapsed_s",
+        "id",
+        "dataset_id",
+        "fit_id",
+        "created_at",
+        "updated_at",
+        "started_at",
+        "finished_at",
+        "sha256",
+        "size",
+        "worker",
+        "dataset",
+    }
+)
 FIT_ARGS = ["--families", "dcmotor,ideal_pd", "--generations", "3", "--population", "8", "--seed", "0"]
-FIT_BODY: dict[str, Any] = {"families": ["dcmotor", "ideal_pd"], "budget": {"generations": 3, "population": 8}, "seed": 0}
+FIT_BODY: dict[str, Any] = {
+    "families": ["dcmotor", "ideal_pd"],
+    "budget": {"generations": 3, "population": 8},
+    "seed": 0,
+}
 
 
 def _type(v: Any) -> str:
-    return {type(None): "null", bool: "bool", int: "int", float: "float", str: "str", list: "list",
-            dict: "dict"}[type(v)]
+    return {
+        type(None): "null",
+        bool: "bool",
+        int: "int",
+        float: "float",
+        str: "str",
+        list: "list",
+        dict: "dict",
+    }[type(v)]
 
 
 def differences(got: Any, want: Any, where: str = "$", key: str = "") -> list[str]:
@@ -54,15 +80,22 @@ def differences(got: Any, want: Any, where: str = "$", key: str = "") -> list[st
     if _type(got) != _type(want):
         return [f"{where}: type {_type(got)} != golden {_type(want)} ({got!r:.80} vs {want!r:.80})"]
     if isinstance(want, dict):
-        out = [f"{where}: keys added {sorted(set(got) - set(want))}, missing {sorted(set(want) - set(got))}"
-               ] if set(got) != set(want) else []
+        out = (
+            [f"{where}: keys added {sorted(set(got) - set(want))}, missing {sorted(set(want) - set(got))}"]
+            if set(got) != set(want)
+            else []
+        )
         for k in sorted(set(got) & set(want)):
             out += differences(got[k], want[k], f"{where}.{k}", k)
         return out
     if isinstance(want, list):
         if len(got) != len(want):
             return [f"{where}: {len(got)} items != golden {len(want)}"]
-        return [d for i, (g, w) in enumerate(zip(got, want, strict=True)) for d in differences(g, w, f"{where}[{i}]", key)]
+        return [
+            d
+            for i, (g, w) in enumerate(zip(got, want, strict=True))
+            for d in differences(g, w, f"{where}[{i}]", key)
+        ]
     if key in VOLATILE:
         return []
     if isinstance(want, float):
@@ -115,12 +148,18 @@ def test_http_shapes_are_golden(server: Server, tmp_path: Path) -> None:
     log = write_log(tmp_path)
     rec = make_recording(segments=2, n=150, seed=0)
     with open(log, "rb") as f:
-        up = requests.post(server.url + "/api/v1/datasets", files={"file": ("log.csv", f)},
-                           data={"metadata": json.dumps(sidecar_for(rec))}, timeout=60)
+        up = requests.post(
+            server.url + "/api/v1/datasets",
+            files={"file": ("log.csv", f)},
+            data={"metadata": json.dumps(sidecar_for(rec))},
+            timeout=60,
+        )
     assert up.status_code == 201, up.text
     ds = up.json()["id"]
     shapes: dict[str, Any] = {"POST /api/v1/datasets": up.json()}
-    shapes["GET /api/v1/datasets/{id}"] = requests.get(f"{server.url}/api/v1/datasets/{ds}", timeout=10).json()
+    shapes["GET /api/v1/datasets/{id}"] = requests.get(
+        f"{server.url}/api/v1/datasets/{ds}", timeout=10
+    ).json()
     listed = [d for d in requests.get(server.url + "/api/v1/datasets", timeout=10).json() if d["id"] == ds]
     shapes["GET /api/v1/datasets (this one)"] = listed
     posted = requests.post(server.url + "/api/v1/fits", json={"dataset_id": ds, **FIT_BODY}, timeout=30)
@@ -129,21 +168,28 @@ def test_http_shapes_are_golden(server: Server, tmp_path: Path) -> None:
     shapes["POST /api/v1/fits"] = posted.json()
     fit = _wait(server, fit_id)
     assert fit["status"] == "succeeded", fit.get("error")
-    fit["artifacts"] = sorted(fit["artifacts"], key=lambda a: a["name"])  # the exports list, in a stable order
+    fit["artifacts"] = sorted(
+        fit["artifacts"], key=lambda a: a["name"]
+    )  # the exports list, in a stable order
     shapes["GET /api/v1/fits/{id}"] = fit
     shapes["GET /api/v1/fits (this one)"] = [
-        f for f in requests.get(server.url + "/api/v1/fits", timeout=10).json() if f["id"] == fit_id]
+        f for f in requests.get(server.url + "/api/v1/fits", timeout=10).json() if f["id"] == fit_id
+    ]
     stored = requests.get(f"{server.url}/api/v1/fits/{fit_id}/export/fit.json", timeout=10)
     assert stored.status_code == 200 and stored.json() == fit["result"]
     missing = requests.get(f"{server.url}/api/v1/fits/{fit_id}/export/nope.txt", timeout=10)
     shapes["GET /api/v1/fits/{id}/export/nope.txt"] = {"status": missing.status_code, **missing.json()}
     shapes["GET /api/v1/fits/{id}/validation"] = requests.get(
-        f"{server.url}/api/v1/fits/{fit_id}/validation", timeout=10).json()
+        f"{server.url}/api/v1/fits/{fit_id}/validation", timeout=10
+    ).json()
     heads = {}
     for a in fit["artifacts"]:
         r = requests.get(f"{server.url}/api/v1/fits/{fit_id}/export/{a['name']}", timeout=30)
-        heads[a["name"]] = {"status": r.status_code, "content-type": r.headers["content-type"],
-                            "bytes match the listed sha256": r.headers.get("X-Content-SHA256") == a["sha256"]}
+        heads[a["name"]] = {
+            "status": r.status_code,
+            "content-type": r.headers["content-type"],
+            "bytes match the listed sha256": r.headers.get("X-Content-SHA256") == a["sha256"],
+        }
     shapes["GET /api/v1/fits/{id}/export/{name} for each listed export"] = heads
     check_golden("http.json", shapes)
 

@@ -12,17 +12,26 @@ BUDGET = {"generations": 60, "population": 8}
 
 def test_limits_never_reached_are_reported_not_identified() -> None:
     """With limits far above any effort the log needs, the envelope cannot be identified: say so."""
-    truth = {**TRUTH_DCMOTOR, "saturation_effort": 400.0, "actuator_effort_limit": 300.0,
-             "actuator_velocity_limit": 500.0}
+    truth = {
+        **TRUTH_DCMOTOR,
+        "saturation_effort": 400.0,
+        "actuator_effort_limit": 300.0,
+        "actuator_velocity_limit": 500.0,
+    }
     rec = make_recording("dcmotor", truth)
     rec.segments = rec.segments[:3]
-    model = fit_recording(rec, FitRequest(models=["dcmotor"], **BUDGET))["joints"]["hinge"]["models"]["dcmotor"]
+    model = fit_recording(rec, FitRequest(models=["dcmotor"], **BUDGET))["joints"]["hinge"]["models"][
+        "dcmotor"
+    ]
     iv = model["intervals"]
     assert iv["stiffness"]["identified"] and abs(iv["stiffness"]["value"] / truth["stiffness"] - 1) < 0.02
     lo, hi = iv["stiffness"]["interval95"]
     assert lo < iv["stiffness"]["value"] < hi
-    unidentified = [n for n in ("saturation_effort", "actuator_effort_limit", "actuator_velocity_limit")
-                    if not iv[n]["identified"]]
+    unidentified = [
+        n
+        for n in ("saturation_effort", "actuator_effort_limit", "actuator_velocity_limit")
+        if not iv[n]["identified"]
+    ]
     assert unidentified, iv
     for n in unidentified:
         assert iv[n]["value"] is None and iv[n]["reason"]
@@ -38,7 +47,9 @@ def test_delay_is_recovered_exactly_from_isaaclab_delayed_pd() -> None:
     truth = {**TRUTH_DCMOTOR, "delay": 3}
     rec = make_recording("delayed_pd", truth)
     rec.segments = rec.segments[:4]
-    model = fit_recording(rec, FitRequest(models=["delayed_pd"], **BUDGET))["joints"]["hinge"]["models"]["delayed_pd"]
+    model = fit_recording(rec, FitRequest(models=["delayed_pd"], **BUDGET))["joints"]["hinge"]["models"][
+        "delayed_pd"
+    ]
     assert model["params"]["delay"] == 3
     d = model["intervals"]["delay"]
     assert d["identified"] and d["value"] == 3
@@ -66,5 +77,7 @@ def test_logged_gains_sit_beside_fitted_parameters() -> None:
     for k in ("armature", "friction"):
         assert abs(model["params"][k] / TRUTH_DCMOTOR[k] - 1) < 0.10, (k, model["params"][k])
     assert not model["intervals"]["stiffness"]["identified"]  # every segment's kp is known: nothing to fit
-    single = fit_recording(rec_k, FitRequest(models=["dcmotor"], **BUDGET))["joints"]["hinge"]["models"]["dcmotor"]
+    single = fit_recording(rec_k, FitRequest(models=["dcmotor"], **BUDGET))["joints"]["hinge"]["models"][
+        "dcmotor"
+    ]
     assert model["metrics"]["train"]["position_rmse"] < 0.2 * single["metrics"]["train"]["position_rmse"]

@@ -21,8 +21,16 @@ SIGMA_QD = 0.05  # rad/s, velocity noise
 QUANTUM = 2 * math.pi / 2**14  # rad, one count of a 14-bit encoder
 SEEDS = range(10)
 # loose bounds on the median relative 95 % half-width: an interval as wide as the search range covers anything
-MAX_HALF_WIDTH = {"stiffness": 0.03, "damping": 0.1, "saturation_effort": 0.05, "actuator_velocity_limit": 0.1,
-                  "actuator_effort_limit": 0.05, "armature": 0.1, "friction": 0.25, "viscous_friction": 0.5}
+MAX_HALF_WIDTH = {
+    "stiffness": 0.03,
+    "damping": 0.1,
+    "saturation_effort": 0.05,
+    "actuator_velocity_limit": 0.1,
+    "actuator_effort_limit": 0.05,
+    "armature": 0.1,
+    "friction": 0.25,
+    "viscous_friction": 0.5,
+}
 
 
 def noisy(clean, seed: int):
@@ -38,12 +46,15 @@ def noisy(clean, seed: int):
 
 def test_true_values_lie_inside_95_percent_intervals_in_8_of_10_noise_seeds() -> None:
     clean = make_recording("dcmotor", TRUTH_DCMOTOR)
-    clean.segments = clean.segments[:3]  # steps and sin_t2 train (chirp held out): every clamp and friction acts
+    clean.segments = clean.segments[
+        :3
+    ]  # steps and sin_t2 train (chirp held out): every clamp and friction acts
     covered = dict.fromkeys(MAX_HALF_WIDTH, 0)
     widths: dict[str, list[float]] = {k: [] for k in MAX_HALF_WIDTH}
     for seed in SEEDS:
-        result = fit_recording(noisy(clean, seed), FitRequest(models=["dcmotor"], generations=60, population=8,
-                                                              seed=seed))
+        result = fit_recording(
+            noisy(clean, seed), FitRequest(models=["dcmotor"], generations=60, population=8, seed=seed)
+        )
         intervals = result["joints"]["hinge"]["models"]["dcmotor"]["intervals"]
         for name in MAX_HALF_WIDTH:
             iv = intervals[name]
@@ -63,8 +74,12 @@ def test_every_search_seed_ends_in_the_same_optimum() -> None:
     clean = make_recording("dcmotor", TRUTH_DCMOTOR)
     clean.segments = clean.segments[:3]
     rec = noisy(clean, 7)
-    models = [fit_recording(rec, FitRequest(models=["dcmotor"], generations=60, population=8, seed=seed))
-              ["joints"]["hinge"]["models"]["dcmotor"] for seed in (3, 7, 8)]
+    models = [
+        fit_recording(rec, FitRequest(models=["dcmotor"], generations=60, population=8, seed=seed))["joints"][
+            "hinge"
+        ]["models"]["dcmotor"]
+        for seed in (3, 7, 8)
+    ]
     losses = np.array([m["loss"] for m in models])
     assert np.ptp(losses) <= 1e-3 * losses.min(), losses
     for m in models:

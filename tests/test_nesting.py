@@ -33,14 +33,20 @@ def engine() -> RolloutEngine:
 
 
 def test_the_nested_pairs_are_the_expected_ones() -> None:
-    assert {("ideal_pd", "delayed_pd"), ("delayed_pd", "pid"), ("delayed_pd", "remotized_pd"),
-            ("dcmotor", "dcmotor_delay"), ("dcmotor_stribeck_load", "dcmotor_directional_load")} <= set(PAIRS)
+    assert {
+        ("ideal_pd", "delayed_pd"),
+        ("delayed_pd", "pid"),
+        ("delayed_pd", "remotized_pd"),
+        ("dcmotor", "dcmotor_delay"),
+        ("dcmotor_stribeck_load", "dcmotor_directional_load"),
+    } <= set(PAIRS)
     assert ("ideal_pd", "dcmotor") not in PAIRS and ("ideal_pd", "implicit") not in PAIRS
 
 
 @pytest.mark.parametrize(("parent", "child"), PAIRS)
-def test_the_child_at_the_nested_start_computes_what_the_parent_did(parent: str, child: str,
-                                                                     engine: RolloutEngine) -> None:
+def test_the_child_at_the_nested_start_computes_what_the_parent_did(
+    parent: str, child: str, engine: RolloutEngine
+) -> None:
     p = parent_values(parent)
     x = nested_start(FAMILIES[parent], FAMILIES[child], p)
     assert x is not None and set(x) == set(FAMILIES[child].params)

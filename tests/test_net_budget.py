@@ -19,7 +19,11 @@ from actuator_sysid.fitting.training import (
 )
 from actuator_sysid.models.networks import NetSpec, build_network
 
-UNBOUNDED = {"epochs": 100_000, "patience": 100_000, "in_loop_epochs": 100_000}  # only the budget can stop these
+UNBOUNDED = {
+    "epochs": 100_000,
+    "patience": 100_000,
+    "in_loop_epochs": 100_000,
+}  # only the budget can stop these
 
 
 def test_supervised_training_stops_at_the_deadline_with_the_best_weights_so_far() -> None:
@@ -31,12 +35,22 @@ def test_supervised_training_stops_at_the_deadline_with_the_best_weights_so_far(
     _set_scales(spec, train)
     torch.manual_seed(0)
     net = build_network(spec)
-    train_supervised(spec, build_network(spec), train, val, NetOptions(epochs=1), 1, lambda e, v: None)  # warm-up
+    train_supervised(
+        spec, build_network(spec), train, val, NetOptions(epochs=1), 1, lambda e, v: None
+    )  # warm-up
     losses: list[float] = []
     t0 = time.perf_counter()
     # lr high enough that the validation loss also rises on some epochs: the last weights are not the best
-    rec_ = train_supervised(spec, net, train, val, NetOptions(**UNBOUNDED, lr=0.05, batch_size=64), 1,
-                            lambda epoch, loss: losses.append(loss), deadline=t0 + 1.0)
+    rec_ = train_supervised(
+        spec,
+        net,
+        train,
+        val,
+        NetOptions(**UNBOUNDED, lr=0.05, batch_size=64),
+        1,
+        lambda epoch, loss: losses.append(loss),
+        deadline=t0 + 1.0,
+    )
     elapsed = time.perf_counter() - t0
     assert rec_["stopped_on"] == "budget" and 1 <= rec_["epochs"] < 100_000
     assert elapsed < 1.0 + 3.0  # one batch and one validation past the deadline (loaded 2-core machine)
@@ -45,7 +59,9 @@ def test_supervised_training_stops_at_the_deadline_with_the_best_weights_so_far(
     xv, yv = _mlp_table(spec, val, 1)
     with torch.no_grad():
         restored = float(torch.mean((net(xv)[:, 0] - yv / spec.torque_scale) ** 2))
-    assert np.isclose(restored, rec_["validation_loss"], rtol=1e-5)  # the module holds the best epoch's weights
+    assert np.isclose(
+        restored, rec_["validation_loss"], rtol=1e-5
+    )  # the module holds the best epoch's weights
     if losses[-1] > best * (1 + 1e-3):
         assert not np.isclose(restored, losses[-1], rtol=1e-5)
 
@@ -68,5 +84,7 @@ def test_fit_budget_bounds_networks_in_the_loop_and_on_torque() -> None:
             assert any("time budget" in w for w in m["warnings"])
             assert np.isfinite(m["metrics"]["validation"]["position_rmse"])
             if not torque:
-                assert m["training"]["mode"] == "in_the_loop" and m["training"]["in_loop_stopped_on"] == "budget"
+                assert (
+                    m["training"]["mode"] == "in_the_loop" and m["training"]["in_loop_stopped_on"] == "budget"
+                )
                 assert 0 < m["training"]["in_loop_epochs"] < 100_000

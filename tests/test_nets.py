@@ -44,7 +44,10 @@ def test_torque_supervised_nets_recover_the_nonlinear_actuator() -> None:
     for kind in ("mlp", "lstm"):
         m = models[kind]
         assert m["training"]["mode"] == "torque"
-        assert _val(m, "torque_metrics", "torque_rmse_of_range") <= 0.05, (kind, m["torque_metrics"]["validation"])
+        assert _val(m, "torque_metrics", "torque_rmse_of_range") <= 0.05, (
+            kind,
+            m["torque_metrics"]["validation"],
+        )
         assert _val(m, "torque_metrics", "torque_rmse") < best_parametric_torque, kind
         assert m["comparison"]["torque_rmse"]["network"] == _val(m, "torque_metrics", "torque_rmse")
         # Isaac Lab clips the net with the envelope: it holds every measured point, at the true effort cap
@@ -68,7 +71,11 @@ def test_in_the_loop_nets_track_a_log_without_torque() -> None:
         assert "torque_metrics" not in m
         # the in-the-loop phase improved on the inverse-dynamics warm start
         assert m["training"]["in_loop_validation_loss"] < m["training"]["in_loop_initial_loss"], m["training"]
-        assert _val(m, "metrics", "position_rmse") <= 1.5 * best, (kind, _val(m, "metrics", "position_rmse"), best)
+        assert _val(m, "metrics", "position_rmse") <= 1.5 * best, (
+            kind,
+            _val(m, "metrics", "position_rmse"),
+            best,
+        )
 
 
 def test_training_is_deterministic_for_a_seed_and_streams_progress() -> None:
@@ -98,13 +105,16 @@ def test_containing_envelope_is_tight() -> None:
     assert env["actuator_velocity_limit"] == pytest.approx(vlim, rel=0.15)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"networks": {"epoch": 3}}, "unknown network option"),
-    ({"networks": {"mode": "torque"}}, "needs a measured torque"),
-    ({"models": ["lstm"], "decimation": 2}, "decimation 1"),
-    ({"networks": {"input_idx": [0, 3]}, "decimation": 2}, "multiple of 2"),
-    ({"models": ["mlp", "transformer"]}, "unknown model family 'transformer'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"networks": {"epoch": 3}}, "unknown network option"),
+        ({"networks": {"mode": "torque"}}, "needs a measured torque"),
+        ({"models": ["lstm"], "decimation": 2}, "decimation 1"),
+        ({"networks": {"input_idx": [0, 3]}, "decimation": 2}, "multiple of 2"),
+        ({"models": ["mlp", "transformer"]}, "unknown model family 'transformer'"),
+    ],
+)
 def test_bad_network_requests_say_what(change: dict, message: str) -> None:
     rec = nonlinear_recording(n_segments=2, seconds=0.5, torque=False)
     with pytest.raises(FitRequestError, match=message):
@@ -115,8 +125,10 @@ def test_bad_network_requests_say_what(change: dict, message: str) -> None:
 def net_fit() -> tuple:
     torch.set_num_threads(1)
     rec = nonlinear_recording(n_segments=3, seconds=1.0, torque=True)
-    res = fit_recording(rec, FitRequest(models=["dcmotor", "mlp", "lstm"], generations=5, population=8,
-                                        networks={"epochs": 3}))
+    res = fit_recording(
+        rec,
+        FitRequest(models=["dcmotor", "mlp", "lstm"], generations=5, population=8, networks={"epochs": 3}),
+    )
     return rec, res
 
 
@@ -144,7 +156,7 @@ def test_newton_usda_points_a_net_joint_at_its_onnx_checkpoint(net_fit: tuple) -
     from actuator_sysid.export.newton_usd import build_stage
 
     rec, res = net_fit
-    (best_kind, _), = checkpoint_files(res).values()
+    ((best_kind, _),) = checkpoint_files(res).values()
     for kind in ("mlp", "lstm"):
         stage, findings = build_stage(res, rec, families={"j": kind})
         (act,) = [p for p in stage.Traverse() if p.GetTypeName() == "NewtonActuator"]
@@ -179,15 +191,25 @@ def test_cli_fits_and_exports_networks(tmp_path: Path) -> None:
     write_table(rec, log)  # with the log.json sidecar: the load the plant steps
     cli = [sys.executable, "-m", "actuator_sysid.cli"]
     out = tmp_path / "fit"
-    r = subprocess.run([*cli, "fit", str(log), "--models", "mlp", "--out", str(out)], capture_output=True, text=True)
+    r = subprocess.run(
+        [*cli, "fit", str(log), "--models", "mlp", "--out", str(out)], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     assert all((out / name).is_file() for name in ("torchscript.pt", "newton.onnx", "newton.pt2"))
-    r = subprocess.run([*cli, "export", str(out), "--format", "newton.onnx", "--out", str(tmp_path / "n.onnx")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0 and (tmp_path / "n.onnx").read_bytes() == (out / "newton.onnx").read_bytes(), r.stderr
+    r = subprocess.run(
+        [*cli, "export", str(out), "--format", "newton.onnx", "--out", str(tmp_path / "n.onnx")],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0 and (tmp_path / "n.onnx").read_bytes() == (out / "newton.onnx").read_bytes(), (
+        r.stderr
+    )
     target = tmp_path / "x" / "net.pt"
-    r = subprocess.run([*cli, "export", str(out), "--format", "torchscript.pt", "--out", str(target)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [*cli, "export", str(out), "--format", "torchscript.pt", "--out", str(target)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     # the same module, not the same bytes: TorchScript orders a Linear's constants by string hash (per process)
     extra_a, extra_b = {"metadata.json": ""}, {"metadata.json": ""}
@@ -195,8 +217,11 @@ def test_cli_fits_and_exports_networks(tmp_path: Path) -> None:
     b = torch.jit.load(str(out / "torchscript.pt"), _extra_files=extra_b)
     assert extra_a == extra_b and a.state_dict().keys() == b.state_dict().keys()
     assert all(torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in a.state_dict())
-    r = subprocess.run([*cli, "export", str(out), "--format", "torchscript.pt", "--family", "j=dcmotor"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [*cli, "export", str(out), "--format", "torchscript.pt", "--family", "j=dcmotor"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "must be mlp or lstm" in r.stderr
 
 
@@ -234,7 +259,7 @@ def test_service_fits_networks_and_serves_their_checkpoints(tmp_path: Path) -> N
         assert fit["status"] == "succeeded", fit
         for name, head in (("torchscript.pt", b"PK"), ("newton.pt2", b"PK"), ("newton.onnx", b"\x08")):
             got = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/{name}", timeout=10)
-            assert got.status_code == 200 and got.content[:len(head)] == head, (name, got.status_code)
+            assert got.status_code == 200 and got.content[: len(head)] == head, (name, got.status_code)
             assert got.headers["content-type"] in ("application/octet-stream", "application/zip")
         import onnx  # the served newton.onnx is a model carrying Newton's metadata
 
@@ -248,8 +273,9 @@ def test_mlp_with_decimation_counts_history_in_physics_steps() -> None:
     """A log at the policy rate with 2 physics steps per sample: input_idx defaults to [0, 2, 4] physics steps,
     the closed loop steps the net every physics step with the command held."""
     rec = nonlinear_recording(n_segments=3, seconds=1.0, torque=False)
-    res = fit_recording(rec, FitRequest(models=["mlp"], decimation=2,
-                                        networks={"epochs": 3, "in_loop_epochs": 3}))
+    res = fit_recording(
+        rec, FitRequest(models=["mlp"], decimation=2, networks={"epochs": 3, "in_loop_epochs": 3})
+    )
     m = res["joints"]["j"]["models"]["mlp"]
     assert m["network"]["input_idx"] == [0, 2, 4]
     assert m["training"]["mode"] == "in_the_loop" and np.isfinite(m["metrics"]["train"]["position_rmse"])

@@ -60,7 +60,9 @@ def grus() -> dict[int, dict]:
     rec = nonlinear_recording(n_segments=3, seconds=1.0, seed=3)
     out = {}
     for layers in (1, 2):
-        entry = fit_network(rec, "j", "gru", [0, 1], [2], NetOptions(epochs=4, hidden_size=8, num_layers=layers))
+        entry = fit_network(
+            rec, "j", "gru", [0, 1], [2], NetOptions(epochs=4, hidden_size=8, num_layers=layers)
+        )
         entry["network"].update(ENVELOPE)  # a clip tighter than the net's outputs: it binds on many steps
         out[layers] = entry
     return out
@@ -76,12 +78,19 @@ def newton_gru(path: Path):
     link = builder.add_link(com=wp.vec3(0.0, 0.0, -0.2), mass=0.5, inertia=wp.mat33(np.eye(3) * 1e-3))
     j = builder.add_joint_revolute(parent=-1, child=link, axis=newton.Axis.Y)
     builder.add_articulation([j])
-    dc = {"saturation_effort": ENVELOPE["saturation_effort"], "velocity_limit": ENVELOPE["actuator_velocity_limit"],
-          "max_motor_effort": ENVELOPE["actuator_effort_limit"]}
+    dc = {
+        "saturation_effort": ENVELOPE["saturation_effort"],
+        "velocity_limit": ENVELOPE["actuator_velocity_limit"],
+        "max_motor_effort": ENVELOPE["actuator_effort_limit"],
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # DriveNeuralGRU is marked experimental
-        builder.add_actuator(DriveNeuralGRU, index=builder.joint_qd_start[j], clamping=[(ClampingDCMotor, dc)],
-                             model_path=str(path))
+        builder.add_actuator(
+            DriveNeuralGRU,
+            index=builder.joint_qd_start[j],
+            clamping=[(ClampingDCMotor, dc)],
+            model_path=str(path),
+        )
         return builder.finalize(device="cpu"), builder.joint_qd_start[j]
 
 
@@ -129,7 +138,10 @@ def test_newton_usda_gru_joint_loads_and_runs_the_onnx(grus: dict, tmp_path: Pat
 
     entry = grus[1]
     rec = nonlinear_recording(n_segments=2, seconds=0.2, seed=3)
-    result = {"joints": {"j": {"models": {"gru": entry}, "best_model": "gru"}}, "assumptions": {"physics_dt": 0.005}}
+    result = {
+        "joints": {"j": {"models": {"gru": entry}, "best_model": "gru"}},
+        "assumptions": {"physics_dt": 0.005},
+    }
     files = render_all(result, rec, replay_exports=False)
     assert "newton.onnx" in files and "torchscript.pt" not in files and "newton.pt2" not in files
     assert "ActuatorNet" not in files["isaaclab.py"]
@@ -169,7 +181,9 @@ def test_newton_usda_family_gru_in_a_mixed_fit() -> None:
     path = act.GetAttribute("newton:modelPath").Get().path
     assert path.endswith(".onnx")
     gru = res["joints"]["j"]["models"]["gru"]
-    assert act.GetAttribute("newton:maxMotorEffort").Get() == pytest.approx(gru["network"]["actuator_effort_limit"])
+    assert act.GetAttribute("newton:maxMotorEffort").Get() == pytest.approx(
+        gru["network"]["actuator_effort_limit"]
+    )
     assert gru["isaaclab_cfg"] == "" and gru["training"]["mode"] == "torque"
 
 
@@ -194,21 +208,33 @@ def servo_recording(kps: list[float], seconds: float = 2.0, seed: int = 0) -> Re
     rng = np.random.default_rng(seed)
     dt, c, b, tau_max = 0.005, 0.02, 0.05, 0.8
     mass, com, inertia = 0.4, 0.1, 0.0
-    J, mgl = inertia + mass * com ** 2, mass * 9.81 * com
+    J, mgl = inertia + mass * com**2, mass * 9.81 * com
     n = int(seconds / dt)
     t = np.arange(n) * dt
     segs = []
     for s, kp in enumerate(kps):
         f = rng.uniform(0.3, 1.5, 3)
-        q_des = 0.5 * sum(np.sin(2 * np.pi * fk * t + p) for fk, p in zip(f, rng.uniform(0, 6, 3), strict=True))
+        q_des = 0.5 * sum(
+            np.sin(2 * np.pi * fk * t + p) for fk, p in zip(f, rng.uniform(0, 6, 3), strict=True)
+        )
         q, qd = np.zeros(n), np.zeros(n)
         for k in range(n - 1):
             tau = np.clip(c * kp * (q_des[k] - q[k]) - b * qd[k], -tau_max, tau_max)
             qd[k + 1] = qd[k] + dt * (tau - mgl * np.sin(q[k])) / J
             q[k + 1] = q[k] + dt * qd[k + 1]
         col = lambda a: a[:, None]  # noqa: E731
-        segs.append(Segment(f"kp{kp:g}.{s}", t, q=col(q), qd=col(qd), q_des=col(q_des), qd_des=np.zeros((n, 1)),
-                            tau_ff=np.zeros((n, 1)), metadata={"kp": float(kp), "gain_units": "device"}))
+        segs.append(
+            Segment(
+                f"kp{kp:g}.{s}",
+                t,
+                q=col(q),
+                qd=col(qd),
+                q_des=col(q_des),
+                qd_des=np.zeros((n, 1)),
+                tau_ff=np.zeros((n, 1)),
+                metadata={"kp": float(kp), "gain_units": "device"},
+            )
+        )
     return Recording([JointInfo("j", mass=mass, com_distance=com, inertia=inertia)], segs)
 
 
@@ -244,8 +270,16 @@ def test_at_gain_folds_the_gain_into_the_exported_scales(kind: str) -> None:
         spec, net = network_from_result(model)
         stepper = NetStepper(spec, net, 1, pos_gain=gain)
         with torch.no_grad():
-            efforts.append([float(stepper.step(*(torch.tensor([seq[c][k]], dtype=torch.float32)
-                                                 for c in ("q_des", "q", "qd")))[0][0]) for k in range(60)])
+            efforts.append(
+                [
+                    float(
+                        stepper.step(
+                            *(torch.tensor([seq[c][k]], dtype=torch.float32) for c in ("q_des", "q", "qd"))
+                        )[0][0]
+                    )
+                    for k in range(60)
+                ]
+            )
     np.testing.assert_allclose(efforts[1], efforts[0], rtol=1e-5, atol=1e-6)
     assert np.std(efforts[0]) > 0
 
@@ -261,7 +295,7 @@ def test_no_actuator_torque_where_torque_is_disabled(kind: str) -> None:
     rec = servo_recording([10, 20], seconds=1.0)
     seg = rec.segments[0]
     enable = np.ones((seg.n, 1), bool)
-    enable[seg.n // 3: 2 * seg.n // 3] = False
+    enable[seg.n // 3 : 2 * seg.n // 3] = False
     seg.enable = enable
     rec.segments[1].metadata["free_swing"] = True
     entry = fit_network(rec, "j", kind, [0], [1], NetOptions(epochs=2, in_loop_epochs=2, hidden_size=8))
@@ -287,15 +321,15 @@ BAD_OPTIONS = [
     ({"hidden": [8] * 9}, "limit 8 layers"),
     ({"hidden_size": 5000}, "limit 1024"),
     ({"num_layers": 5}, "limit 4"),
-    ({"epochs": 10 ** 9}, "limit 100000"),
-    ({"in_loop_epochs": 10 ** 6}, "limit 100000"),
-    ({"patience": 10 ** 6}, "limit 100000"),
-    ({"window": 10 ** 6}, "limit 10000"),
-    ({"lstm_window": 10 ** 6}, "limit 10000"),
-    ({"burn_in": 10 ** 6}, "limit 10000"),
-    ({"batch_size": 10 ** 8}, "limit 65536"),
+    ({"epochs": 10**9}, "limit 100000"),
+    ({"in_loop_epochs": 10**6}, "limit 100000"),
+    ({"patience": 10**6}, "limit 100000"),
+    ({"window": 10**6}, "limit 10000"),
+    ({"lstm_window": 10**6}, "limit 10000"),
+    ({"burn_in": 10**6}, "limit 10000"),
+    ({"batch_size": 10**8}, "limit 65536"),
     ({"input_idx": list(range(65))}, "limit 64 entries"),
-    ({"input_idx": [0, 10 ** 7]}, "limit 1000"),
+    ({"input_idx": [0, 10**7]}, "limit 1000"),
     ({"input_idx": [-1]}, "between 0 and 1000"),
     ({"hidden": "32"}, "list of 1 to 8"),
     ({"epochs": 2.5}, "must be an integer"),
@@ -310,10 +344,21 @@ def test_network_options_are_bounded(options: dict, message: str) -> None:
 
 
 def test_limits_cover_every_sizing_option() -> None:
-    sizing = {"epochs", "patience", "batch_size", "window", "lstm_window", "burn_in", "in_loop_epochs",
-              "hidden_size", "num_layers"}
+    sizing = {
+        "epochs",
+        "patience",
+        "batch_size",
+        "window",
+        "lstm_window",
+        "burn_in",
+        "in_loop_epochs",
+        "hidden_size",
+        "num_layers",
+    }
     assert sizing <= set(LIMITS) and {"hidden_width", "hidden_layers", "input_idx_length"} <= set(LIMITS)
-    assert NetOptions.from_dict({"hidden": [1024] * 8, "epochs": 100_000}).epochs == 100_000  # the limits pass
+    assert (
+        NetOptions.from_dict({"hidden": [1024] * 8, "epochs": 100_000}).epochs == 100_000
+    )  # the limits pass
 
 
 def test_the_api_refuses_oversized_networks_with_a_4xx_naming_the_limit(tmp_path: Path) -> None:

@@ -28,11 +28,18 @@ def test_api_docs_load_only_local_assets(server: Server) -> None:
     for path in ("/docs", "/redoc"):
         r = requests.get(server.url + path, timeout=10)
         assert r.status_code == 200 and "text/html" in r.headers["content-type"], path
-        urls = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)["']""", r.text) + re.findall(r"url: *'([^']+)'", r.text)
+        urls = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)["']""", r.text) + re.findall(
+            r"url: *'([^']+)'", r.text
+        )
         assert urls, r.text
-        assert all(u.startswith("/") and not u.startswith("//") for u in urls), (path, urls)  # nothing from a CDN
+        assert all(u.startswith("/") and not u.startswith("//") for u in urls), (
+            path,
+            urls,
+        )  # nothing from a CDN
         assert "/openapi.json" in r.text
-        assert "default-src 'self'" in r.headers["content-security-policy"]  # the browser may fetch nothing else
+        assert (
+            "default-src 'self'" in r.headers["content-security-policy"]
+        )  # the browser may fetch nothing else
         for u in urls:
             if u.startswith("/static/"):
                 asset = requests.get(server.url + u, timeout=10)
@@ -50,13 +57,21 @@ def test_missing_pages_are_html_404_and_api_keeps_json(server: Server) -> None:
         assert r.headers["content-type"].startswith("text/html"), (path, r.headers)
         assert "<h1>404" in r.text and "'nope'" in unescape(r.text) and 'href="/"' in r.text, r.text
     r = requests.get(server.url + "/no/such/page", headers=HTML, timeout=10)
-    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html") and "no such page" in r.text
+    assert (
+        r.status_code == 404
+        and r.headers["content-type"].startswith("text/html")
+        and "no such page" in r.text
+    )
     for path in ("/api/v1/fits/nope", "/api/v1/datasets/nope"):  # the API answers a browser with JSON too
         r = requests.get(server.url + path, headers=HTML, timeout=10)
         assert r.status_code == 404 and "'nope'" in r.json()["detail"], path
     assert "'nope'" in requests.get(server.url + "/fits/nope", timeout=10).json()["detail"]  # curl: JSON
     r = requests.get(server.url + "/compare?a=nope", headers=HTML, timeout=10)  # b missing: a page saying so
-    assert r.status_code == 422 and r.headers["content-type"].startswith("text/html") and "b: Field required" in r.text
+    assert (
+        r.status_code == 422
+        and r.headers["content-type"].startswith("text/html")
+        and "b: Field required" in r.text
+    )
     r = requests.post(server.url + "/api/v1/fits", headers=HTML, json={}, timeout=10)
     assert r.status_code == 422 and "dataset_id" in r.json()["detail"]
 
@@ -98,19 +113,30 @@ def test_window_s_is_bounded() -> None:
 
 def test_excitation_and_upload_bounds_name_the_limit(server: Server) -> None:
     base = {"kind": "chirp", "duration": 10, "rate": 200, "q_min": -1, "q_max": 1, "qd_max": 5}
-    for extra, needle in (({"duration": 4000}, "3600"), ({"rate": 20_000, "f_max": 5}, "10000"),
-                          ({"duration": 3000, "rate": 1000}, "500000"),
-                          ({"models": ["dcmotor", "dcmotor"]}, "more than once")):
+    for extra, needle in (
+        ({"duration": 4000}, "3600"),
+        ({"rate": 20_000, "f_max": 5}, "10000"),
+        ({"duration": 3000, "rate": 1000}, "500000"),
+        ({"models": ["dcmotor", "dcmotor"]}, "more than once"),
+    ):
         r = requests.post(server.url + "/api/v1/excitations", json={**base, **extra}, timeout=30)
         assert r.status_code == 422 and needle in r.json()["detail"], (extra, r.text[:300])
     assert requests.post(server.url + "/api/v1/excitations", json=base, timeout=60).status_code == 200
     csv = b"t,joint,q,q_des\n0,j1,0,0\n0.01,j1,0,0\n"
     many = ",".join(f"j{i}" for i in range(300))
-    r = requests.post(server.url + "/api/v1/datasets", files={"file": ("x.csv", csv)}, data={"joint_names": many},
-                      timeout=30)
+    r = requests.post(
+        server.url + "/api/v1/datasets",
+        files={"file": ("x.csv", csv)},
+        data={"joint_names": many},
+        timeout=30,
+    )
     assert r.status_code == 422 and "256" in r.json()["detail"], r.text
-    r = requests.post(server.url + "/api/v1/datasets", files={"file": ("x.csv", csv)},
-                      data={"joint_names": "hip,knee,hip"}, timeout=30)
+    r = requests.post(
+        server.url + "/api/v1/datasets",
+        files={"file": ("x.csv", csv)},
+        data={"joint_names": "hip,knee,hip"},
+        timeout=30,
+    )
     assert r.status_code == 422 and "'hip'" in r.json()["detail"] and "more than once" in r.json()["detail"]
 
 
@@ -142,10 +168,16 @@ def test_dataset_page_shows_every_warning_and_the_quality_report(server: Server,
     assert 'id="segv-0"' in html and {"seg-0", "segv-0", "segv-2"} <= set(figures)
     vel = figures["segv-0"]
     assert [t["name"] for t in vel["data"]] == ["hip qd", "hip τ", "knee qd", "knee τ"]
-    assert vel["layout"]["yaxis"]["title"]["text"] == "qd [rad/s]" and vel["layout"]["yaxis2"]["title"]["text"] == "τ [N·m]"
+    assert (
+        vel["layout"]["yaxis"]["title"]["text"] == "qd [rad/s]"
+        and vel["layout"]["yaxis2"]["title"]["text"] == "τ [N·m]"
+    )
     assert "plan, not a recording" not in html
     every = set(quality_warnings) | set(body["warnings"])  # the dashboard counts them all, each once
-    assert f"<td>{len(every)}</td><td>{body['created_at'][:19]}</td>" in requests.get(server.url + "/", timeout=10).text
+    assert (
+        f"<td>{len(every)}</td><td>{body['created_at'][:19]}</td>"
+        in requests.get(server.url + "/", timeout=10).text
+    )
 
 
 def test_a_commands_only_upload_is_flagged_as_a_plan(server: Server) -> None:
@@ -163,15 +195,26 @@ def test_a_commands_only_upload_is_flagged_as_a_plan(server: Server) -> None:
 
 def test_cancel_during_the_export_stage_ends_cancelled(server: Server, tmp_path: Path) -> None:
     ds = good_upload(server, tmp_path)["id"]
-    r = requests.post(server.url + "/api/v1/fits", json={
-        "dataset_id": ds, "joints": ["hip"], "models": ["dcmotor"], "budget": {"generations": 10, "population": 8}},
-                      timeout=30)
+    r = requests.post(
+        server.url + "/api/v1/fits",
+        json={
+            "dataset_id": ds,
+            "joints": ["hip"],
+            "models": ["dcmotor"],
+            "budget": {"generations": 10, "population": 8},
+        },
+        timeout=30,
+    )
     assert r.status_code == 202, r.text
     fid = r.json()["id"]
     deadline, fit = time.monotonic() + 120, {}
     while time.monotonic() < deadline:
         fit = requests.get(f"{server.url}/api/v1/fits/{fid}", timeout=10).json()
-        if fit["status"] != "queued" and fit["status"] != "running" or fit["message"].startswith("validating exports"):
+        if (
+            fit["status"] != "queued"
+            and fit["status"] != "running"
+            or fit["message"].startswith("validating exports")
+        ):
             break
         time.sleep(0.03)
     assert fit["status"] == "running" and fit["message"].startswith("validating exports"), fit

@@ -42,12 +42,16 @@ def test_kernel_sums_residuals_and_plain_mae_agree(rec: Recording) -> None:
     tr = engine.traces(family, params)
     from_sums = loss_from_sums(engine.sums(family, params), batch, scales)[:, 0]
     from_residuals = np.sum(residuals(tr, batch, scales, 0) ** 2, axis=1)
-    errors = [np.abs(tr["q"][:, sl.start + 1:sl.stop] - batch.q[sl.start + 1:sl.stop])
-              for sl in map(batch.segment_slice, range(batch.n_segments))]
+    errors = [
+        np.abs(tr["q"][:, sl.start + 1 : sl.stop] - batch.q[sl.start + 1 : sl.stop])
+        for sl in map(batch.segment_slice, range(batch.n_segments))
+    ]
     plain = np.concatenate(errors, axis=1).mean(axis=1) / scales.sigma_q[0]
     assert np.allclose(from_sums, plain, rtol=1e-4)
     # least squares sees √(e² + δ²) − δ (δ = MAE_SMOOTHING·std(q)): between |e| − δ and |e|, per sample
-    assert np.all(plain - MAE_SMOOTHING <= from_residuals * (1 + 1e-5)) and np.all(from_residuals <= plain * (1 + 1e-5))
+    assert np.all(plain - MAE_SMOOTHING <= from_residuals * (1 + 1e-5)) and np.all(
+        from_residuals <= plain * (1 + 1e-5)
+    )
     assert plain[0] < 1e-3 * min(plain[1:])  # the truth is the optimum
 
 

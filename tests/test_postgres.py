@@ -35,7 +35,9 @@ def pg_url() -> Iterator[str]:
     with admin:
         admin.execute(f'CREATE DATABASE "{name}"')
         try:
-            yield ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1) + "/" + name
+            yield (
+                ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1) + "/" + name
+            )
         finally:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
@@ -45,7 +47,13 @@ def test_migrations_run_and_are_idempotent(pg_url: str) -> None:
         repo = Repository(pg_url)
         try:
             repo.ping()
-            assert repo.fit_counts() == {"queued": 0, "running": 0, "succeeded": 0, "failed": 0, "cancelled": 0}
+            assert repo.fit_counts() == {
+                "queued": 0,
+                "running": 0,
+                "succeeded": 0,
+                "failed": 0,
+                "cancelled": 0,
+            }
         finally:
             repo.close()
     with psycopg.connect(pg_url.replace("+psycopg", "")) as conn:

@@ -19,8 +19,9 @@ def _seg(name: str, q_des: np.ndarray, rate: float, tau: np.ndarray | None = Non
     q = q_des[:, None].copy()
     qd = np.gradient(q, t, axis=0)
     z = np.zeros_like(q)
-    return Segment(name, t, q, qd, q_des[:, None].copy(), z, z.copy(), None if tau is None else tau[:, None],
-                   dict(meta))
+    return Segment(
+        name, t, q, qd, q_des[:, None].copy(), z, z.copy(), None if tau is None else tau[:, None], dict(meta)
+    )
 
 
 def _chirp(n: int, rate: float, f0: float = 0.2, f1: float = 5.0) -> np.ndarray:
@@ -81,7 +82,10 @@ def test_jitter_gaps_and_resampling_are_reported(tmp_path: Path) -> None:
     summary = read_log(tmp_path / "j.csv").summary()
     q = summary["quality"]
     assert q["gaps"] == {"count": 1, "longest_s": pytest.approx(1.0, abs=0.01)}
-    assert summary["resampling"]["segments"] == ["0", "1"] and "linear interpolation" in summary["resampling"]["method"]
+    assert (
+        summary["resampling"]["segments"] == ["0", "1"]
+        and "linear interpolation" in summary["resampling"]["method"]
+    )
     assert all(s["resampled"] and s["jitter_ms"] > 0.3 for s in q["segments"])
     text = " | ".join(q["warnings"])
     assert "1 time gap(s)" in text and "were resampled" in text

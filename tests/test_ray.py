@@ -32,23 +32,53 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A one-node Ray cluster on loopback; yields its GCS address host:port."""
     pytest.importorskip("ray")
     port = free_port()
-    ports = {f"--{k}": str(free_port()) for k in ("ray-client-server-port", "node-manager-port",
-                                                   "object-manager-port", "dashboard-agent-listen-port",
-                                                   "dashboard-agent-grpc-port", "metrics-export-port",
-                                                   "runtime-env-agent-port")}
+    ports = {
+        f"--{k}": str(free_port())
+        for k in (
+            "ray-client-server-port",
+            "node-manager-port",
+            "object-manager-port",
+            "dashboard-agent-listen-port",
+            "dashboard-agent-grpc-port",
+            "metrics-export-port",
+            "runtime-env-agent-port",
+        )
+    }
     # short temp root: Ray's socket paths must stay under the 107-character Unix limit
     temp = Path(f"/tmp/asid-ray-{port}")
     log = tmp_path_factory.mktemp("ray") / "head.log"
     env = {**os.environ, "PYTHONPATH": pythonpath(), **LOOPBACK_ONLY}
-    args = [str(RAY), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port),
-            "--num-cpus", "2", "--num-gpus", "0", "--include-dashboard", "false",
-            "--object-store-memory", str(100 * 1024 * 1024), "--temp-dir", str(temp),
-            "--min-worker-port", "0", "--max-worker-port", "0", "--disable-usage-stats"]
+    args = [
+        str(RAY),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--num-cpus",
+        "2",
+        "--num-gpus",
+        "0",
+        "--include-dashboard",
+        "false",
+        "--object-store-memory",
+        str(100 * 1024 * 1024),
+        "--temp-dir",
+        str(temp),
+        "--min-worker-port",
+        "0",
+        "--max-worker-port",
+        "0",
+        "--disable-usage-stats",
+    ]
     for k, v in ports.items():
         args += [k, v]
     with open(log, "wb") as out:
-        proc = subprocess.Popen(args + [], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            args + [], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     address = f"127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -109,9 +139,17 @@ def test_ray_worker_killed_mid_fit_is_retried(ray_head: str, tmp_path: Path) -> 
     server = ray_server(tmp_path / "data", ray_head, ACTUATOR_SYSID_FIT_ATTEMPTS="2")
     try:
         ds = upload_log(server, tmp_path)
-        r = requests.post(server.url + "/api/v1/fits", timeout=30, json={
-            "dataset_id": ds["id"], "joints": ["knee"], "models": ["dcmotor"],
-            "budget": {"generations": 60, "population": 8}, "seed": 2})
+        r = requests.post(
+            server.url + "/api/v1/fits",
+            timeout=30,
+            json={
+                "dataset_id": ds["id"],
+                "joints": ["knee"],
+                "models": ["dcmotor"],
+                "budget": {"generations": 60, "population": 8},
+                "seed": 2,
+            },
+        )
         fit_id = r.json()["id"]
         deadline = time.monotonic() + 90
         while True:  # wait until the Ray worker has reported progress under its own pid

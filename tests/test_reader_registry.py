@@ -23,8 +23,9 @@ def read_toy(src: Source, side: dict, opts: ReadOptions) -> Recording:
     """A toy text format: a '#toylog' line, then 't q q_des' rows of one joint."""
     rows = np.loadtxt(src.read_bytes().decode().splitlines()[1:], ndmin=2)
     present = {ch: [ch in ("q", "q_des")] for ch in TABLE_CHANNELS}
-    raw = RawSegment("run", rows[:, 0], np.arange(1, len(rows) + 1),
-                     {"q": rows[:, 1:2], "q_des": rows[:, 2:3]}, present)
+    raw = RawSegment(
+        "run", rows[:, 0], np.arange(1, len(rows) + 1), {"q": rows[:, 1:2], "q_des": rows[:, 2:3]}, present
+    )
     rec = assemble(["toy_joint"], [raw], side, src.name, [])
     rec.source_format = "toylog"
     return rec
@@ -32,26 +33,50 @@ def read_toy(src: Source, side: dict, opts: ReadOptions) -> Recording:
 
 @pytest.fixture
 def toy() -> Iterator[registry.LogReader]:
-    spec = registry.register_reader("toylog", read_toy, sniff=lambda _s, head: head_text(head).startswith(MAGIC),
-                                    binary=False, rank=65, aliases=("toy",), label="toy logs")
+    spec = registry.register_reader(
+        "toylog",
+        read_toy,
+        sniff=lambda _s, head: head_text(head).startswith(MAGIC),
+        binary=False,
+        rank=65,
+        aliases=("toy",),
+        label="toy logs",
+    )
     yield spec
     registry.unregister_reader("toylog")
 
 
 def _toy_bytes(n: int = 40) -> bytes:
     t = np.arange(n) / 100.0
-    return (MAGIC + "\n" + "\n".join(f"{a:.3f} {0.5 * np.sin(a):.6f} {0.6 * np.sin(a):.6f}" for a in t)).encode()
+    return (
+        MAGIC + "\n" + "\n".join(f"{a:.3f} {0.5 * np.sin(a):.6f} {0.6 * np.sin(a):.6f}" for a in t)
+    ).encode()
 
 
 def test_the_shipped_formats_come_from_the_registry() -> None:
-    assert FORMATS == registry.formats() == ("csv", "parquet", "bam", "pace", "mcap", "rosbag", "actuator-net",
-                                             "actuator-net-pickle", "lerobot", "isaaclab-hdf5")
+    assert (
+        FORMATS
+        == registry.formats()
+        == (
+            "csv",
+            "parquet",
+            "bam",
+            "pace",
+            "mcap",
+            "rosbag",
+            "actuator-net",
+            "actuator-net-pickle",
+            "lerobot",
+            "isaaclab-hdf5",
+        )
+    )
     assert registry.fallback() == "csv"
     assert normalize_format("ROS2") == "rosbag" and normalize_format("canonical") is None
 
 
-def test_one_registration_is_detected_named_read_and_listed(toy: registry.LogReader,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_registration_is_detected_named_read_and_listed(
+    toy: registry.LogReader, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = Source("run.toy", data=_toy_bytes())
     assert detect_format(src) == "toylog"
     assert normalize_format("toy") == "toylog"
@@ -62,7 +87,9 @@ def test_one_registration_is_detected_named_read_and_listed(toy: registry.LogRea
     with pytest.raises(SystemExit):
         build_parser().parse_args(["inspect", "--help"])
     helptext = " ".join(capsys.readouterr().out.split())
-    assert "rosbag, toylog, actuator-net" in helptext  # rank 65: between rosbag and actuator-net and "ROS bag, toy logs, actuator-net CSV" in helptext
+    assert (
+        "rosbag, toylog, actuator-net" in helptext
+    )  # rank 65: between rosbag and actuator-net and "ROS bag, toy logs, actuator-net CSV" in helptext
 
 
 def test_a_name_cannot_be_registered_twice(toy: registry.LogReader) -> None:

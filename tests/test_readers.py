@@ -30,8 +30,14 @@ def _read(path: Path, **opts) -> object:
 # --------------------------------------------------------------------------------------------- BAM
 
 
-def _bam(n: int = 600, dt: float = 0.005, jitter: float = 0.0, seed: int = 0, off: tuple[int, int] | None = None,
-         **top) -> dict:
+def _bam(
+    n: int = 600,
+    dt: float = 0.005,
+    jitter: float = 0.0,
+    seed: int = 0,
+    off: tuple[int, int] | None = None,
+    **top,
+) -> dict:
     """A BAM run as Rhoban's recorder writes it; `off` = (start, stop) entries with the torque off."""
     rng = np.random.default_rng(seed)
     steps = dt * (1 + jitter * rng.uniform(-1, 1, n))
@@ -39,11 +45,28 @@ def _bam(n: int = 600, dt: float = 0.005, jitter: float = 0.0, seed: int = 0, of
     entries = []
     for k, tk in enumerate(t):
         on = not (off and off[0] <= k < off[1])
-        entries.append({"position": 0.5 * math.sin(tk * tk), "speed": tk * math.cos(tk * tk), "load": 12,
-                        "input_volts": 7.3, "temp": 28, "timestamp": float(tk),
-                        "goal_position": 0.55 * math.sin(tk * tk), "torque_enable": on})
-    return {"mass": 0.49, "length": 0.1, "kp": 400, "vin": 7.4, "motor": "xl330", "trajectory": "sin_time_square",
-            **top, "entries": entries}
+        entries.append(
+            {
+                "position": 0.5 * math.sin(tk * tk),
+                "speed": tk * math.cos(tk * tk),
+                "load": 12,
+                "input_volts": 7.3,
+                "temp": 28,
+                "timestamp": float(tk),
+                "goal_position": 0.55 * math.sin(tk * tk),
+                "torque_enable": on,
+            }
+        )
+    return {
+        "mass": 0.49,
+        "length": 0.1,
+        "kp": 400,
+        "vin": 7.4,
+        "motor": "xl330",
+        "trajectory": "sin_time_square",
+        **top,
+        "entries": entries,
+    }
 
 
 def test_bam_raw_irregular_log_is_resampled_and_keeps_its_load(tmp_path: Path) -> None:
@@ -107,7 +130,9 @@ def test_bam_several_files_one_recording_from_paths_and_zip(tmp_path: Path) -> N
         paths.append(tmp_path / name)
     rec = read_paths(paths)
     assert [s.name for s in rec.segments] == ["run0", "run1", "run2"]
-    assert [rec.load_for(s, 0)[1] for s in rec.segments] == pytest.approx([0.2 * k * 9.81 * 0.1 for k in (1, 2, 3)])
+    assert [rec.load_for(s, 0)[1] for s in rec.segments] == pytest.approx(
+        [0.2 * k * 9.81 * 0.1 for k in (1, 2, 3)]
+    )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for name, d in runs.items():
@@ -184,10 +209,15 @@ def test_pace_malformed(tmp_path: Path) -> None:
     _raises("x.pt|missing key(s) ['des_dof_pos']", _read, path, joint_names=["a"])
     bad = torch.zeros(50, 1)
     bad[17, 0] = float("nan")
-    path = _save(tmp_path, "nan.pt", {"time": torch.arange(50) / 100.0, "dof_pos": bad, "des_dof_pos": bad * 0})
+    path = _save(
+        tmp_path, "nan.pt", {"time": torch.arange(50) / 100.0, "dof_pos": bad, "des_dof_pos": bad * 0}
+    )
     _raises("nan.pt, dof_pos, index 17|NaN", _read, path, joint_names=["a"])
-    path = _save(tmp_path, "shape.pt", {"time": torch.arange(50) / 100.0, "dof_pos": torch.zeros(40, 2),
-                                         "des_dof_pos": torch.zeros(40, 2)})
+    path = _save(
+        tmp_path,
+        "shape.pt",
+        {"time": torch.arange(50) / 100.0, "dof_pos": torch.zeros(40, 2), "des_dof_pos": torch.zeros(40, 2)},
+    )
     _raises("shape.pt|'dof_pos' must have shape [T, J] with T = 50", _read, path, joint_names=["a", "b"])
     _raises("list.pt|a PACE log is a dict", _read, _save(tmp_path, "list.pt", [1, 2]), joint_names=["a"])
 
@@ -221,9 +251,14 @@ MSG: builtin_interfaces/Time
 int32 sec
 uint32 nanosec
 """
-JOINT_STATE = "std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\nfloat64[] effort\n" + HEADER
-TRAJECTORY = ("std_msgs/Header header\nstring[] joint_names\ntrajectory_msgs/JointTrajectoryPoint[] points\n" + HEADER
-              + """================================================================================
+JOINT_STATE = (
+    "std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\nfloat64[] effort\n"
+    + HEADER
+)
+TRAJECTORY = (
+    "std_msgs/Header header\nstring[] joint_names\ntrajectory_msgs/JointTrajectoryPoint[] points\n"
+    + HEADER
+    + """================================================================================
 MSG: trajectory_msgs/JointTrajectoryPoint
 float64[] positions
 float64[] velocities
@@ -234,7 +269,8 @@ builtin_interfaces/Duration time_from_start
 MSG: builtin_interfaces/Duration
 int32 sec
 uint32 nanosec
-""")
+"""
+)
 MULTI_ARRAY = """std_msgs/MultiArrayLayout layout
 float64[] data
 ================================================================================
@@ -255,18 +291,31 @@ def _stamp(t: float) -> dict:
     return {"sec": ns // 10**9, "nanosec": ns % 10**9}
 
 
-def _js(t: float, names: list[str], pos: list[float], vel: list[float] | None = None,
-        eff: list[float] | None = None) -> dict:
-    return {"header": {"stamp": _stamp(t), "frame_id": ""}, "name": names, "position": pos,
-            "velocity": vel or [], "effort": eff or []}
+def _js(
+    t: float,
+    names: list[str],
+    pos: list[float],
+    vel: list[float] | None = None,
+    eff: list[float] | None = None,
+) -> dict:
+    return {
+        "header": {"stamp": _stamp(t), "frame_id": ""},
+        "name": names,
+        "position": pos,
+        "velocity": vel or [],
+        "effort": eff or [],
+    }
 
 
 def _write_mcap(path: Path, messages: list[tuple[str, str, dict, float]]) -> Path:
     """(topic, schema name, message dict, log time s) in the given order, with mcap-ros2-support's writer."""
     from mcap_ros2.writer import Writer
 
-    defs = {"sensor_msgs/msg/JointState": JOINT_STATE, "trajectory_msgs/msg/JointTrajectory": TRAJECTORY,
-            "std_msgs/msg/Float64MultiArray": MULTI_ARRAY}
+    defs = {
+        "sensor_msgs/msg/JointState": JOINT_STATE,
+        "trajectory_msgs/msg/JointTrajectory": TRAJECTORY,
+        "std_msgs/msg/Float64MultiArray": MULTI_ARRAY,
+    }
     with open(path, "wb") as f:
         w = Writer(f)
         schemas = {name: w.register_msgdef(name, text) for name, text in defs.items()}
@@ -281,10 +330,23 @@ def _state_and_command(n: int = 400, rate: float = 200.0, joints: tuple[str, ...
     for k in range(n):
         t = k / rate
         q = [math.sin(t + j) for j in range(len(joints))]
-        msgs.append(("/joint_states", "sensor_msgs/msg/JointState",
-                     _js(t, list(joints), q, [math.cos(t + j) for j in range(len(joints))], [0.1 * j for j in
-                                                                                          range(len(joints))]), t))
-        msgs.append(("/joint_commands", "sensor_msgs/msg/JointState", _js(t, list(joints), [1.1 * v for v in q]), t))
+        msgs.append(
+            (
+                "/joint_states",
+                "sensor_msgs/msg/JointState",
+                _js(
+                    t,
+                    list(joints),
+                    q,
+                    [math.cos(t + j) for j in range(len(joints))],
+                    [0.1 * j for j in range(len(joints))],
+                ),
+                t,
+            )
+        )
+        msgs.append(
+            ("/joint_commands", "sensor_msgs/msg/JointState", _js(t, list(joints), [1.1 * v for v in q]), t)
+        )
     return msgs
 
 
@@ -297,7 +359,9 @@ def test_mcap_state_and_command_joint_states(tmp_path: Path) -> None:
     assert np.allclose(s.q[:, 1], np.sin(s.t + 1), atol=1e-9)
     assert np.allclose(s.q_des, 1.1 * s.q, atol=1e-9) and np.allclose(s.qd[:, 0], np.cos(s.t), atol=1e-9)
     assert s.tau is not None and np.allclose(s.tau[:, 1], 0.1)
-    assert rec.metadata["state_topic"] == "/joint_states" and rec.metadata["command_topic"] == "/joint_commands"
+    assert (
+        rec.metadata["state_topic"] == "/joint_states" and rec.metadata["command_topic"] == "/joint_commands"
+    )
 
 
 def test_mcap_awkward_messages(tmp_path: Path) -> None:
@@ -311,10 +375,22 @@ def test_mcap_awkward_messages(tmp_path: Path) -> None:
         vals = {"hip": math.sin(t), "knee": math.cos(t)}
         if k < 20:  # the knee joins late
             names = ["hip"]
-        msgs.append(("/joint_states", "sensor_msgs/msg/JointState",
-                     _js(t, names, [vals[n] for n in names], [0.0] * len(names)), t))
-        msgs.append(("/joint_commands", "sensor_msgs/msg/JointState",
-                     _js(t, ["hip", "knee"], [2 * vals["hip"], 2 * vals["knee"]]), t))
+        msgs.append(
+            (
+                "/joint_states",
+                "sensor_msgs/msg/JointState",
+                _js(t, names, [vals[n] for n in names], [0.0] * len(names)),
+                t,
+            )
+        )
+        msgs.append(
+            (
+                "/joint_commands",
+                "sensor_msgs/msg/JointState",
+                _js(t, ["hip", "knee"], [2 * vals["hip"], 2 * vals["knee"]]),
+                t,
+            )
+        )
     msgs[100], msgs[102] = msgs[102], msgs[100]  # logged out of order
     rec = _read(_write_mcap(tmp_path / "awk.mcap", msgs))
     assert rec.joint_names == ["hip", "knee"]
@@ -335,19 +411,39 @@ def test_mcap_trajectory_and_multiarray_commands(tmp_path: Path) -> None:
     for k in range(200):
         t = k / 100.0
         msgs.append(("/joint_states", "sensor_msgs/msg/JointState", _js(t, ["a", "b"], [t, -t]), t))
-        point = {"positions": [t + 0.5, -t], "velocities": [], "accelerations": [], "effort": [],
-                 "time_from_start": {"sec": 0, "nanosec": 0}}
-        msgs.append(("/arm_controller/joint_trajectory", "trajectory_msgs/msg/JointTrajectory",
-                     {"header": {"stamp": _stamp(t), "frame_id": ""}, "joint_names": ["b", "a"] if k % 2 else
-                      ["a", "b"], "points": [point if k % 2 == 0 else {**point, "positions": [-t, t + 0.5]}]}, t))
+        point = {
+            "positions": [t + 0.5, -t],
+            "velocities": [],
+            "accelerations": [],
+            "effort": [],
+            "time_from_start": {"sec": 0, "nanosec": 0},
+        }
+        msgs.append(
+            (
+                "/arm_controller/joint_trajectory",
+                "trajectory_msgs/msg/JointTrajectory",
+                {
+                    "header": {"stamp": _stamp(t), "frame_id": ""},
+                    "joint_names": ["b", "a"] if k % 2 else ["a", "b"],
+                    "points": [point if k % 2 == 0 else {**point, "positions": [-t, t + 0.5]}],
+                },
+                t,
+            )
+        )
     rec = _read(_write_mcap(tmp_path / "traj.mcap", msgs))
     np.testing.assert_allclose(rec.segments[0].q_des[:, 0], rec.segments[0].q[:, 0] + 0.5, atol=1e-9)
     msgs = []
     for k in range(200):
         t = k / 100.0
         msgs.append(("/joint_states", "sensor_msgs/msg/JointState", _js(t, ["a", "b"], [t, -t]), t))
-        msgs.append(("/forward_position_controller/commands", "std_msgs/msg/Float64MultiArray",
-                     {"layout": {"dim": [], "data_offset": 0}, "data": [-t, t]}, t))
+        msgs.append(
+            (
+                "/forward_position_controller/commands",
+                "std_msgs/msg/Float64MultiArray",
+                {"layout": {"dim": [], "data_offset": 0}, "data": [-t, t]},
+                t,
+            )
+        )
     path = _write_mcap(tmp_path / "multi.mcap", msgs)
     _raises("multi.mcap|Float64MultiArray|--joint-names", _read, path)
     rec = _read(path, joint_names=["b", "a"])
@@ -357,13 +453,23 @@ def test_mcap_trajectory_and_multiarray_commands(tmp_path: Path) -> None:
 
 def test_mcap_malformed_and_ambiguous(tmp_path: Path) -> None:
     msgs = _state_and_command(n=50)
-    msgs[2 * 13] = ("/joint_states", "sensor_msgs/msg/JointState", _js(0.065, ["hip", "knee"], [1.0, 2.0, 3.0]),
-                    0.065)
-    _raises("bad.mcap, topic /joint_states, message 13|2 joint names but 3 position", _read,
-            _write_mcap(tmp_path / "bad.mcap", msgs))
+    msgs[2 * 13] = (
+        "/joint_states",
+        "sensor_msgs/msg/JointState",
+        _js(0.065, ["hip", "knee"], [1.0, 2.0, 3.0]),
+        0.065,
+    )
+    _raises(
+        "bad.mcap, topic /joint_states, message 13|2 joint names but 3 position",
+        _read,
+        _write_mcap(tmp_path / "bad.mcap", msgs),
+    )
     only_state = [m for m in _state_and_command(n=50) if m[0] == "/joint_states"]
-    _raises("nocmd.mcap|no candidate command topics|--command-topic|/joint_states", _read,
-            _write_mcap(tmp_path / "nocmd.mcap", only_state))
+    _raises(
+        "nocmd.mcap|no candidate command topics|--command-topic|/joint_states",
+        _read,
+        _write_mcap(tmp_path / "nocmd.mcap", only_state),
+    )
     _raises("nocmd.mcap|no topic '/cmd'", _read, tmp_path / "nocmd.mcap", command_topic="/cmd")
     data = (tmp_path / "bad.mcap").read_bytes()
     _raises("cut.mcap", read_upload, data[: len(data) // 2], "cut.mcap")
@@ -380,10 +486,18 @@ def _rosbags_write(path: Path, version: int, n: int = 300) -> Path:
 
     def msg(t: float, pos: list[float]) -> object:
         ns = T0 * 10**9 + round(t * 1e9)
-        hdr = Header(seq=0, stamp=Time(sec=ns // 10**9, nanosec=ns % 10**9), frame_id="") if version == 1 else \
-            Header(stamp=Time(sec=ns // 10**9, nanosec=ns % 10**9), frame_id="")
-        return JS(header=hdr, name=["j1"], position=np.array(pos), velocity=np.array([], dtype=np.float64),
-                  effort=np.array([], dtype=np.float64))
+        hdr = (
+            Header(seq=0, stamp=Time(sec=ns // 10**9, nanosec=ns % 10**9), frame_id="")
+            if version == 1
+            else Header(stamp=Time(sec=ns // 10**9, nanosec=ns % 10**9), frame_id="")
+        )
+        return JS(
+            header=hdr,
+            name=["j1"],
+            position=np.array(pos),
+            velocity=np.array([], dtype=np.float64),
+            effort=np.array([], dtype=np.float64),
+        )
 
     if version == 1:
         from rosbags.rosbag1 import Writer
@@ -394,8 +508,10 @@ def _rosbags_write(path: Path, version: int, n: int = 300) -> Path:
 
         open_writer, serialize = (lambda: Writer(path, version=8)), store.serialize_cdr
     with open_writer() as w:
-        conns = {tp: w.add_connection(tp, "sensor_msgs/msg/JointState", typestore=store)
-                 for tp in ("/joint_states", "/joint_command")}
+        conns = {
+            tp: w.add_connection(tp, "sensor_msgs/msg/JointState", typestore=store)
+            for tp in ("/joint_states", "/joint_command")
+        }
         for k in range(n):
             t = k / 100.0
             for tp, v in (("/joint_states", math.sin(t)), ("/joint_command", 1.5 * math.sin(t))):
@@ -424,12 +540,20 @@ def test_rosbags_ros1_and_ros2_sqlite(tmp_path: Path, version: int) -> None:
 
 
 def _rl_sar(n: int = 100, J: int = 2) -> str:
-    cols = [f"{k}_{i}" for k in ("tau_cal", "tau_est", "joint_pos", "joint_pos_target", "joint_vel") for i in range(J)]
+    cols = [
+        f"{k}_{i}"
+        for k in ("tau_cal", "tau_est", "joint_pos", "joint_pos_target", "joint_vel")
+        for i in range(J)
+    ]
     lines = [",".join(cols) + ","]  # rl_sar ends every line with a comma
     for r in range(n):
-        vals = [0.2 * i for i in range(J)] + [1.0 + i + 0.01 * r for i in range(J)] + \
-               [math.sin(r / 50 + i) for i in range(J)] + [1.1 * math.sin(r / 50 + i) for i in range(J)] + \
-               [math.cos(r / 50 + i) / 50 for i in range(J)]
+        vals = (
+            [0.2 * i for i in range(J)]
+            + [1.0 + i + 0.01 * r for i in range(J)]
+            + [math.sin(r / 50 + i) for i in range(J)]
+            + [1.1 * math.sin(r / 50 + i) for i in range(J)]
+            + [math.cos(r / 50 + i) / 50 for i in range(J)]
+        )
         lines.append(",".join(f"{v:.6f}" for v in vals) + ",")
     return "\n".join(lines) + "\n"
 
@@ -462,8 +586,14 @@ def test_actuator_net_malformed(tmp_path: Path) -> None:
 def _lerobot_table(episodes: int = 2, n: int = 120, fps: float = 30.0, dims: int = 3):
     import pyarrow as pa
 
-    rows = {"observation.state": [], "action": [], "timestamp": [], "frame_index": [], "episode_index": [],
-            "index": []}
+    rows = {
+        "observation.state": [],
+        "action": [],
+        "timestamp": [],
+        "frame_index": [],
+        "episode_index": [],
+        "index": [],
+    }
     for e in range(episodes):
         for k in range(n):
             t = k / fps
@@ -473,8 +603,14 @@ def _lerobot_table(episodes: int = 2, n: int = 120, fps: float = 30.0, dims: int
             rows["frame_index"].append(k)
             rows["episode_index"].append(e)
             rows["index"].append(len(rows["index"]))
-    return pa.table({k: pa.array(v, type=pa.list_(pa.float32())) if k in ("observation.state", "action") else
-                     pa.array(v, type=pa.float32() if k == "timestamp" else pa.int64()) for k, v in rows.items()})
+    return pa.table(
+        {
+            k: pa.array(v, type=pa.list_(pa.float32()))
+            if k in ("observation.state", "action")
+            else pa.array(v, type=pa.float32() if k == "timestamp" else pa.int64())
+            for k, v in rows.items()
+        }
+    )
 
 
 def test_lerobot_parquet_and_dataset_folder(tmp_path: Path) -> None:
@@ -482,8 +618,11 @@ def test_lerobot_parquet_and_dataset_folder(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     pq.write_table(_lerobot_table(), tmp_path / "episodes.parquet")
-    _raises("episodes.parquet|observation.state has 3 joint column(s) but no joint names", _read,
-            tmp_path / "episodes.parquet")
+    _raises(
+        "episodes.parquet|observation.state has 3 joint column(s) but no joint names",
+        _read,
+        tmp_path / "episodes.parquet",
+    )
     rec = _read(tmp_path / "episodes.parquet", joint_names=["pan", "lift", "elbow"])
     assert rec.source_format == "lerobot" and [s.name for s in rec.segments] == ["episode_0", "episode_1"]
     assert rec.rate_hz == pytest.approx(30, rel=1e-3)
@@ -492,9 +631,17 @@ def test_lerobot_parquet_and_dataset_folder(tmp_path: Path) -> None:
     (root / "meta").mkdir(parents=True)
     (root / "data" / "chunk-000").mkdir(parents=True)
     names = ["shoulder_pan", "shoulder_lift", "elbow_flex"]
-    (root / "meta" / "info.json").write_text(json.dumps({"fps": 30, "features": {
-        "observation.state": {"dtype": "float32", "shape": [3], "names": {"motors": names}},
-        "action": {"dtype": "float32", "shape": [3], "names": list(reversed(names))}}}))
+    (root / "meta" / "info.json").write_text(
+        json.dumps(
+            {
+                "fps": 30,
+                "features": {
+                    "observation.state": {"dtype": "float32", "shape": [3], "names": {"motors": names}},
+                    "action": {"dtype": "float32", "shape": [3], "names": list(reversed(names))},
+                },
+            }
+        )
+    )
     table = _lerobot_table()
     for e in (0, 1):
         part = table.filter(pc.equal(table["episode_index"], e))
@@ -502,7 +649,9 @@ def test_lerobot_parquet_and_dataset_folder(tmp_path: Path) -> None:
     rec = read_paths([root], sidecar=None)
     assert rec.joint_names == names and len(rec.segments) == 2
     # actions are matched by name: info.json lists them reversed
-    np.testing.assert_allclose(rec.segments[0].q_des[:, 0], 1.1 * rec.segments[0].q[:, 2], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        rec.segments[0].q_des[:, 0], 1.1 * rec.segments[0].q[:, 2], rtol=1e-5, atol=1e-5
+    )
     assert any("look like degrees" in w for w in rec.summary()["quality"]["warnings"]) is False  # ±10 "deg"
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
@@ -523,13 +672,22 @@ def test_lerobot_malformed(tmp_path: Path) -> None:
     state[4] = [1.0, 2.0]
     bad = table.set_column(0, "observation.state", pa.array(state, type=pa.list_(pa.float32())))
     pq.write_table(bad, tmp_path / "ragged.parquet")
-    _raises("ragged.parquet, row 5, column 'observation.state'|2 values where row 1 has 3", _read,
-            tmp_path / "ragged.parquet", joint_names=["a", "b", "c"])
+    _raises(
+        "ragged.parquet, row 5, column 'observation.state'|2 values where row 1 has 3",
+        _read,
+        tmp_path / "ragged.parquet",
+        joint_names=["a", "b", "c"],
+    )
     state = table["observation.state"].to_pylist()
     state[8] = [1.0, float("nan"), 2.0]
     bad = table.set_column(0, "observation.state", pa.array(state, type=pa.list_(pa.float32())))
     pq.write_table(bad, tmp_path / "nan.parquet")
-    _raises("nan.parquet|'observation.state'|row 9|NaN", _read, tmp_path / "nan.parquet", joint_names=["a", "b", "c"])
+    _raises(
+        "nan.parquet|'observation.state'|row 9|NaN",
+        _read,
+        tmp_path / "nan.parquet",
+        joint_names=["a", "b", "c"],
+    )
 
 
 # --------------------------------------------------------------------------------------------- Isaac Lab HDF5
@@ -573,8 +731,14 @@ def test_isaaclab_hdf5_malformed(tmp_path: Path) -> None:
     import h5py
 
     path = _hdf5(tmp_path / "d.hdf5")
-    _raises("d.hdf5, /data/demo_0|no dataset 'obs/qpos'|obs/joint_pos", _read, path, joint_names=list("abcd"),
-            rate_hz=50, positions="obs/qpos")
+    _raises(
+        "d.hdf5, /data/demo_0|no dataset 'obs/qpos'|obs/joint_pos",
+        _read,
+        path,
+        joint_names=list("abcd"),
+        rate_hz=50,
+        positions="obs/qpos",
+    )
     with h5py.File(path, "a") as f:
         a = f["data/demo_1/actions"][()]
         a[33, 2] = np.nan

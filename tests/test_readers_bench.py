@@ -12,8 +12,14 @@ from conftest import ROOT, pythonpath
 
 def test_ingest_bench_prints_json_figures(tmp_path) -> None:
     env = {**os.environ, "PYTHONPATH": pythonpath()}
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "ingest.py"), "--sizes", "0.3", "--dir", str(tmp_path)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "ingest.py"), "--sizes", "0.3", "--dir", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert set(out["results"]) == {"csv_0.3mb", "parquet_0.3mb", "mcap_0.3mb"}

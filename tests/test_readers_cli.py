@@ -63,8 +63,14 @@ def test_inspect_every_format(tmp_path: Path, capsys: pytest.CaptureFixture) -> 
 def test_inspect_bad_inputs_exit_2_naming_the_problem(tmp_path: Path) -> None:
     _pace(tmp_path, J=2)
     env = {**os.environ, "PYTHONPATH": pythonpath()}
-    r = subprocess.run([sys.executable, "-m", "actuator_sysid.cli", "inspect", str(tmp_path / "chirp.pt")],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "actuator_sysid.cli", "inspect", str(tmp_path / "chirp.pt")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "chirp.pt" in r.stderr and "--joint-names" in r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
     d = _bam(n=40)
@@ -100,22 +106,30 @@ def test_upload_any_format_over_http(tmp_path: Path) -> None:
         for k in range(2):
             z.writestr(f"r{k}.json", json.dumps(_bam(n=200, seed=k)))
     with TestClient(create_app(Settings(data_dir=tmp_path / "data"))) as client:
-        r = client.post("/api/v1/datasets", files={"file": ("pace.pt", buf.getvalue())},
-                        data={"joint_names": "left,right"})
+        r = client.post(
+            "/api/v1/datasets",
+            files={"file": ("pace.pt", buf.getvalue())},
+            data={"joint_names": "left,right"},
+        )
         assert r.status_code == 201, r.text
         body = r.json()
         assert body["joints"] == ["left", "right"] and body["quality"]["rate_hz"] == pytest.approx(200)
         got = client.get(f"/api/v1/datasets/{body['id']}").json()
         assert got["quality"]["warnings"] == body["quality"]["warnings"]
         r = client.post("/api/v1/datasets", files={"file": ("pace.pt", buf.getvalue())})
-        assert r.status_code == 422 and "pace.pt" in r.json()["detail"] and "joint names" in r.json()["detail"]
-        r = client.post("/api/v1/datasets", files={"file": ("bench.zip", zbuf.getvalue())}, data={"format": ""})
+        assert (
+            r.status_code == 422 and "pace.pt" in r.json()["detail"] and "joint names" in r.json()["detail"]
+        )
+        r = client.post(
+            "/api/v1/datasets", files={"file": ("bench.zip", zbuf.getvalue())}, data={"format": ""}
+        )
         assert r.status_code == 201 and r.json()["segments"] == 2 and r.json()["source_format"] == "bam"
         d = _bam(n=40)
         d["entries"][5]["speed"] = "fast"
         r = client.post("/api/v1/datasets", files={"file": ("bad.json", json.dumps(d).encode())})
         assert r.status_code == 422 and "entries[5].speed" in r.json()["detail"]
-        r = client.post("/api/v1/datasets", files={"file": ("x.csv", b"t,a/q,a/q_des\n0,0,0\n")},
-                        data={"format": "hdf5x"})
+        r = client.post(
+            "/api/v1/datasets", files={"file": ("x.csv", b"t,a/q,a/q_des\n0,0,0\n")}, data={"format": "hdf5x"}
+        )
         assert r.status_code == 422 and "unknown format 'hdf5x'" in r.json()["detail"]
     assert np.isfinite(body["duration_s"])

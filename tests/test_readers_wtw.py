@@ -136,11 +136,16 @@ class _Evil:
 
 def test_wtw_malformed_logs_name_file_field_and_step(tmp_path: Path) -> None:
     steps = _steps()
-    _raises("nan.pkl, joint_vel, step 40, column 3|NaN", _read, _save(tmp_path / "nan.pkl", _steps(nan_at=40)))
+    _raises(
+        "nan.pkl, joint_vel, step 40, column 3|NaN", _read, _save(tmp_path / "nan.pkl", _steps(nan_at=40))
+    )
     bad = [dict(s) for s in steps]
     bad[17] = {k: v for k, v in bad[17].items() if k != "joint_pos_target"}
-    _raises("gone.pkl|hardware_closed_loop step 17 has no 'joint_pos_target'", _read,
-            _save(tmp_path / "gone.pkl", bad))
+    _raises(
+        "gone.pkl|hardware_closed_loop step 17 has no 'joint_pos_target'",
+        _read,
+        _save(tmp_path / "gone.pkl", bad),
+    )
     bad = [dict(s) for s in steps]
     bad[9]["tau_est"] = np.zeros((1, 11))
     _raises("short.pkl|step 9, tau_est: 11 values but 12 joints", _read, _save(tmp_path / "short.pkl", bad))
@@ -150,8 +155,11 @@ def test_wtw_malformed_logs_name_file_field_and_step(tmp_path: Path) -> None:
     bad = [dict(s, time=0.5 if i == 60 else i / 50) for i, s in enumerate(steps)]
     _raises("back.pkl, hardware_closed_loop time|step 60", _read, _save(tmp_path / "back.pkl", bad))
     _raises("empty.pkl|no steps", _read, _save(tmp_path / "empty.pkl", []))
-    _raises("keys.pkl|step 0 has no joint_pos_target|found:", _read,
-            _save(tmp_path / "keys.pkl", [{"joint_pos": np.zeros(J)}] * 30))
+    _raises(
+        "keys.pkl|step 0 has no joint_pos_target|found:",
+        _read,
+        _save(tmp_path / "keys.pkl", [{"joint_pos": np.zeros(J)}] * 30),
+    )
     with open(tmp_path / "two.pkl", "wb") as f:
         pickle.dump({"sim_a": [{}, steps], "sim_b": [{}, steps]}, f)
     _raises("two.pkl|no 'hardware_closed_loop' agent", _read, tmp_path / "two.pkl")
@@ -160,14 +168,21 @@ def test_wtw_malformed_logs_name_file_field_and_step(tmp_path: Path) -> None:
     _raises("list.pkl|a walk-these-ways log is a dict", _read, tmp_path / "list.pkl")
     (tmp_path / "cut.pkl").write_bytes((tmp_path / "nan.pkl").read_bytes()[:500])
     _raises("cut.pkl|cannot read as a walk-these-ways log pickle", _read, tmp_path / "cut.pkl")
-    _raises("names.pkl|12 joints but 2 joint name", _read, _save(tmp_path / "names.pkl", steps),
-            joint_names=["a", "b"])
+    _raises(
+        "names.pkl|12 joints but 2 joint name",
+        _read,
+        _save(tmp_path / "names.pkl", steps),
+        joint_names=["a", "b"],
+    )
     # any class other than numpy's is never run: it stays an inert placeholder, and a needed field that is
     # one is refused by name
     bad = [dict(s) for s in steps]
     bad[5]["joint_vel"] = _Evil()
-    _raises("evil.pkl|step 5, joint_vel: a |system object, not a numeric array", _read,
-            _save(tmp_path / "evil.pkl", bad))
+    _raises(
+        "evil.pkl|step 5, joint_vel: a |system object, not a numeric array",
+        _read,
+        _save(tmp_path / "evil.pkl", bad),
+    )
     assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
     bad = [dict(s) for s in steps]
     bad[5]["camera_image_front"] = _Evil()  # a field the reader does not need: read, never executed

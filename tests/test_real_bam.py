@@ -28,8 +28,21 @@ def bam_fit(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     if not files:
         pytest.skip(f"the BAM XL330 logs are not here ({DATA.resolve()} has no *.json)")
     out = tmp_path_factory.mktemp("bam") / "fit"
-    cmd = [sys.executable, "-m", "actuator_sysid.cli", "fit", *map(str, files), "--holdout", "kp=800",
-           "--models", "dcmotor", "--generations", "80", "--out", str(out)]  # 80: the same optimum as 200, faster
+    cmd = [
+        sys.executable,
+        "-m",
+        "actuator_sysid.cli",
+        "fit",
+        *map(str, files),
+        "--holdout",
+        "kp=800",
+        "--models",
+        "dcmotor",
+        "--generations",
+        "80",
+        "--out",
+        str(out),
+    ]  # 80: the same optimum as 200, faster
     run = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads((out / "fit.json").read_text()), run.stderr
@@ -46,7 +59,9 @@ def test_the_cli_holdout_validates_exactly_the_kp_800_files(bam_fit: tuple[dict,
     result, _ = bam_fit
     files = sorted(DATA.glob("*.json"))
     kp800 = sorted(p.stem for p in files if json.loads(p.read_text())["kp"] == 800)
-    assert len(kp800) == 4 and result["split"]["validation"] == kp800 and result["split"]["holdout"] == "kp=800"
+    assert (
+        len(kp800) == 4 and result["split"]["validation"] == kp800 and result["split"]["holdout"] == "kp=800"
+    )
     metrics = result["joints"]["xl330"]["models"]["dcmotor"]["metrics"]
     assert metrics["validation"]["segments"] == 4 and math.isfinite(metrics["validation"]["position_rmse"])
 

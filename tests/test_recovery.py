@@ -38,7 +38,8 @@ def test_log_shape(dcmotor_log: Path) -> None:
     assert abs(rec.rate_hz - RATE_HZ) < 1e-6
     # the log exercises the envelope: speeds beyond the DC-motor corner where the torque–speed line bites
     v_line = TRUTH_DCMOTOR["actuator_velocity_limit"] * (
-        1 - TRUTH_DCMOTOR["actuator_effort_limit"] / TRUTH_DCMOTOR["saturation_effort"])
+        1 - TRUTH_DCMOTOR["actuator_effort_limit"] / TRUTH_DCMOTOR["saturation_effort"]
+    )
     assert max(np.abs(s.qd).max() for s in rec.segments) > 1.5 * v_line
 
 
@@ -57,14 +58,17 @@ def test_dcmotor_parameters_are_recovered(dcmotor_log: Path) -> None:
     val = joint["models"]["dcmotor"]["metrics"]["validation"]
     assert val["position_rmse"] < 5e-3
     assert joint["models"]["ideal_pd"]["metrics"]["validation"]["position_rmse"] > 3 * val["position_rmse"]
-    assert result["split"]["validation"] and set(result["split"]["train"]).isdisjoint(result["split"]["validation"])
+    assert result["split"]["validation"] and set(result["split"]["train"]).isdisjoint(
+        result["split"]["validation"]
+    )
 
 
 def test_optuna_driver_recovers_too(dcmotor_log: Path) -> None:
     """The same batched ask/tell through an Optuna CmaEsSampler study reaches the same answer."""
     rec = read_log(dcmotor_log)
-    result = fit_recording(rec, FitRequest(models=["dcmotor"], generations=120, population=12,
-                                           search_backend="optuna"))
+    result = fit_recording(
+        rec, FitRequest(models=["dcmotor"], generations=120, population=12, search_backend="optuna")
+    )
     fitted = result["joints"]["hinge"]["models"]["dcmotor"]["params"]
     for k in TIGHT:
         assert abs(fitted[k] / TRUTH_DCMOTOR[k] - 1) < 0.05, (k, fitted[k])
@@ -75,4 +79,7 @@ def test_same_seed_same_answer(dcmotor_log: Path) -> None:
     rec = read_log(dcmotor_log)
     req = FitRequest(models=["ideal_pd"], generations=30, population=8, seed=7)
     a, b = fit_recording(rec, req), fit_recording(rec, req)
-    assert a["joints"]["hinge"]["models"]["ideal_pd"]["params"] == b["joints"]["hinge"]["models"]["ideal_pd"]["params"]
+    assert (
+        a["joints"]["hinge"]["models"]["ideal_pd"]["params"]
+        == b["joints"]["hinge"]["models"]["ideal_pd"]["params"]
+    )

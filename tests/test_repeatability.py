@@ -10,8 +10,12 @@ from actuator_sysid.fitting.fit import FitRequest, fit_recording
 SIGMA_Q = 0.002  # rad, position measurement noise of the log
 # every limit sits far beyond anything the log needs: no clamp ever acts, so the limits cannot be told, and
 # with no clamp and no commanded velocity the PD damping and the viscous friction act alike
-TRUTH = {**TRUTH_DCMOTOR, "saturation_effort": 400.0, "actuator_effort_limit": 300.0,
-         "actuator_velocity_limit": 500.0}
+TRUTH = {
+    **TRUTH_DCMOTOR,
+    "saturation_effort": 400.0,
+    "actuator_effort_limit": 300.0,
+    "actuator_velocity_limit": 500.0,
+}
 SHOULD_IDENTIFY = ("stiffness", "friction")
 
 
@@ -20,8 +24,12 @@ def test_five_seeds_agree_within_one_percent_and_agree_on_what_is_unknown() -> N
     rec.segments = rec.segments[:3]
     for seg in rec.segments:
         seg.tau = None
-    models = [fit_recording(rec, FitRequest(models=["dcmotor"], generations=60, population=8, seed=seed))
-              ["joints"]["hinge"]["models"]["dcmotor"] for seed in range(5)]
+    models = [
+        fit_recording(rec, FitRequest(models=["dcmotor"], generations=60, population=8, seed=seed))["joints"][
+            "hinge"
+        ]["models"]["dcmotor"]
+        for seed in range(5)
+    ]
     identified = [{n for n, iv in m["intervals"].items() if iv["identified"]} for m in models]
     assert all(ids == identified[0] for ids in identified), identified  # every seed tells the same story
     assert set(SHOULD_IDENTIFY) <= identified[0]
@@ -30,8 +38,13 @@ def test_five_seeds_agree_within_one_percent_and_agree_on_what_is_unknown() -> N
         spread = (values.max() - values.min()) / abs(values.mean())
         assert spread <= 0.01, (name, values)
     unknown = set(models[0]["intervals"]) - identified[0]
-    assert {"saturation_effort", "actuator_velocity_limit", "actuator_effort_limit", "damping",
-            "viscous_friction"} <= unknown
+    assert {
+        "saturation_effort",
+        "actuator_velocity_limit",
+        "actuator_effort_limit",
+        "damping",
+        "viscous_friction",
+    } <= unknown
     for m in models:
         for name in unknown:
             assert m["intervals"][name]["value"] is None and m["intervals"][name]["reason"]

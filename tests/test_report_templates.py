@@ -22,16 +22,40 @@ DEFAULTS = {"generations": 10, "population": 8, "seed": 0}
 
 
 def _row(status: str, **kw) -> dict:
-    return {"id": "f" * 32, "status": status, "dataset_id": "d" * 32, "dataset_name": EVIL, "progress": 0.5,
-            "message": EVIL, "error": EVIL, "created_at": "2026-01-01T00:00:00+00:00", **kw}
+    return {
+        "id": "f" * 32,
+        "status": status,
+        "dataset_id": "d" * 32,
+        "dataset_name": EVIL,
+        "progress": 0.5,
+        "message": EVIL,
+        "error": EVIL,
+        "created_at": "2026-01-01T00:00:00+00:00",
+        **kw,
+    }
 
 
 def _dataset() -> dict:
-    summary = {"joints": ["j1"], "segments": 3, "duration_s": 2.0, "rate_hz": 100.0, "warnings": [EVIL],
-               "quality": {"warnings": [EVIL + " (quality)"]}}
-    return {"id": "d" * 32, "name": EVIL, "project": "default", "actuator_model": EVIL, "serial": EVIL,
-            "summary": summary, "size": 1234, "sha256": "0" * 64, "created_at": "2026-01-01T00:00:00",
-            "metadata": {"note": EVIL}}
+    summary = {
+        "joints": ["j1"],
+        "segments": 3,
+        "duration_s": 2.0,
+        "rate_hz": 100.0,
+        "warnings": [EVIL],
+        "quality": {"warnings": [EVIL + " (quality)"]},
+    }
+    return {
+        "id": "d" * 32,
+        "name": EVIL,
+        "project": "default",
+        "actuator_model": EVIL,
+        "serial": EVIL,
+        "summary": summary,
+        "size": 1234,
+        "sha256": "0" * 64,
+        "created_at": "2026-01-01T00:00:00",
+        "metadata": {"note": EVIL},
+    }
 
 
 def test_every_page_escapes_what_it_shows() -> None:
@@ -44,22 +68,28 @@ def test_every_page_escapes_what_it_shows() -> None:
         "error": pages.render_error(404, EVIL),
         "login": pages.render_login(EVIL, EVIL),
         "fleet": pages.render_fleet([(EVIL, 2)], None),
-        **{f"report-{s}": report.render_report(_row(s, title=EVIL), None, None, exports=[EVIL])
-           for s in ("running", "failed", "succeeded")},
+        **{
+            f"report-{s}": report.render_report(_row(s, title=EVIL), None, None, exports=[EVIL])
+            for s in ("running", "failed", "succeeded")
+        },
     }
     for name, page in html.items():
         assert "<script>alert" not in page, name  # escaped in the text, in attributes and in script data
         assert EVIL in unescape(page), name  # and still shown as it is
         assert len(re.findall(r"<script[ >]", page)) == page.count("</script>"), name
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &#34;q&#34;" in html["dataset"]
-    assert f'href="/fleet?actuator_model={"%3Cscript%3Ealert%28%27x%27%29%3C/script%3E%20%26%20%22q%22"}"' in \
-        html["index"]  # a query string quoted, not HTML-escaped
+    assert (
+        f'href="/fleet?actuator_model={"%3Cscript%3Ealert%28%27x%27%29%3C/script%3E%20%26%20%22q%22"}"'
+        in html["index"]
+    )  # a query string quoted, not HTML-escaped
     assert '"segment &lt;script' in html["dataset"]  # a Plotly title: escaped inside the figure's JSON
 
 
 def test_the_report_header_names_the_families_under_either_request_spelling() -> None:
     for key in ("families", "models"):
-        row = _row("succeeded", request={key: ["dcmotor", "ideal_pd"], "generations": 3, "population": 8, "seed": 0})
+        row = _row(
+            "succeeded", request={key: ["dcmotor", "ideal_pd"], "generations": 3, "population": 8, "seed": 0}
+        )
         page = report.render_report(row, GOLDEN, None)
         assert "<tr><th>families</th><td>dcmotor, ideal_pd</td></tr>" in page, key
         assert "<tr><th>budget</th><td>3 generations × 8</td></tr>" in page, key
@@ -90,7 +120,9 @@ def test_templates_and_static_files_ship_in_the_wheel() -> None:
         assert files, folder
         for p in files:
             rel = p.relative_to(package).as_posix()
-            assert any(fnmatch(rel, pat) and "/" not in rel[len(folder) + 1:] for pat in patterns["actuator_sysid"]), rel
+            assert any(
+                fnmatch(rel, pat) and "/" not in rel[len(folder) + 1 :] for pat in patterns["actuator_sysid"]
+            ), rel
     env = templating.templates()
     assert env.autoescape is True
     for name in env.list_templates():

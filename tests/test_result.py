@@ -32,8 +32,17 @@ def _assert_round_trip(doc: dict) -> FitResult:
 @pytest.fixture(scope="module")
 def net_fit() -> dict:
     rec = make_recording(segments=3, n=120, seed=1)
-    return _stored(fit_recording(rec, FitRequest(models=["ideal_pd", "mlp"], seed=0, **SMALL,
-                                                 networks={"epochs": 3, "patience": 2, "hidden": [4]})))
+    return _stored(
+        fit_recording(
+            rec,
+            FitRequest(
+                models=["ideal_pd", "mlp"],
+                seed=0,
+                **SMALL,
+                networks={"epochs": 3, "patience": 2, "hidden": [4]},
+            ),
+        )
+    )
 
 
 def test_golden_fit_round_trips_and_reads_by_attribute() -> None:
@@ -51,7 +60,10 @@ def test_golden_fit_round_trips_and_reads_by_attribute() -> None:
     iv = best.intervals["stiffness"]
     assert isinstance(iv, Interval) and iv.identified is want["intervals"]["stiffness"]["identified"]
     assert [row.family for row in j1.ranking] == [row["family"] for row in doc["joints"]["j1"]["ranking"]]
-    assert r.split.validation == doc["split"]["validation"] and r.assumptions.physics_dt == doc["assumptions"]["physics_dt"]
+    assert (
+        r.split.validation == doc["split"]["validation"]
+        and r.assumptions.physics_dt == doc["assumptions"]["physics_dt"]
+    )
     assert r.verdict is not None and r.verdict.verdict == doc["verdict"]["verdict"]
     assert [c.check for c in r.verdict.checks] == [c["check"] for c in doc["verdict"]["checks"]]
     assert as_result(r) is r and as_result(doc) == r
@@ -61,7 +73,10 @@ def test_unknown_and_missing_keys_survive() -> None:
     """A key this version does not name is written back where it stood; a result missing optional keys (an
     older version's) loads with defaults and writes back without them."""
     doc = json.loads(GOLDEN.read_text())
-    doc["joints"]["j1"]["models"]["ideal_pd"] = {"future_key": [1, 2], **doc["joints"]["j1"]["models"]["ideal_pd"]}
+    doc["joints"]["j1"]["models"]["ideal_pd"] = {
+        "future_key": [1, 2],
+        **doc["joints"]["j1"]["models"]["ideal_pd"],
+    }
     doc["joints"]["j1"]["models"]["ideal_pd"]["metrics"]["later"] = {"x": 1}
     doc["split"] = {"train": ["s1"], "validation": ["s0"]}  # older: no method
     doc["budget"] = "unlimited"  # a record's key holding another JSON type is kept as is
@@ -92,7 +107,10 @@ def test_a_device_gains_fit_round_trips() -> None:
     doc = _stored(fit_recording(rec, FitRequest(models=["ideal_pd"], seed=0, **SMALL)))
     r = _assert_round_trip(doc)
     model = r.model("j1", "ideal_pd")
-    assert model.device_gains is not None and model.device_gains == doc["joints"]["j1"]["models"]["ideal_pd"]["device_gains"]
+    assert (
+        model.device_gains is not None
+        and model.device_gains == doc["joints"]["j1"]["models"]["ideal_pd"]["device_gains"]
+    )
     assert r.joints["j1"].device_gains == model.device_gains
     assert r.assumptions.gain_units == {"j1": "device"}
 
@@ -145,8 +163,15 @@ def typed_fit() -> FitResult:
     rec = make_recording(segments=3, n=120, seed=1)
     for seg in rec.segments:
         seg.tau = 0.5 * (seg.q_des - seg.q)
-    return fit_result(rec, FitRequest(families=["ideal_pd", "mlp"], seed=0, **SMALL,
-                                      networks={"epochs": 3, "patience": 2, "hidden": [4]}))
+    return fit_result(
+        rec,
+        FitRequest(
+            families=["ideal_pd", "mlp"],
+            seed=0,
+            **SMALL,
+            networks={"epochs": 3, "patience": 2, "hidden": [4]},
+        ),
+    )
 
 
 def test_the_fit_builds_the_typed_result(typed_fit: FitResult) -> None:
@@ -169,8 +194,13 @@ def test_the_fit_builds_the_typed_result(typed_fit: FitResult) -> None:
         assert type(a) is type(b)
         keys = {f for f in b.key_order}
         assert all(a.has(k) == b.has(k) for k in keys | set(a.to_json())), type(a).__name__
-    assert list(doc["joints"]["j1"]["models"]["mlp"])[:5] == ["family", "isaaclab_cfg", "joint_terms", "params",
-                                                               "network"]
+    assert list(doc["joints"]["j1"]["models"]["mlp"])[:5] == [
+        "family",
+        "isaaclab_cfg",
+        "joint_terms",
+        "params",
+        "network",
+    ]
 
 
 def test_a_built_record_writes_only_the_fields_that_apply() -> None:
@@ -178,7 +208,9 @@ def test_a_built_record_writes_only_the_fields_that_apply() -> None:
     the folds, a reason) while unset, and writes the others, unset or not, in the fit's order."""
     from actuator_sysid.fitting.result import Metrics, SplitNames
 
-    m = ModelFit(family="ideal_pd", isaaclab_cfg="IdealPDActuatorCfg", joint_terms=[], params={"stiffness": 1.0})
+    m = ModelFit(
+        family="ideal_pd", isaaclab_cfg="IdealPDActuatorCfg", joint_terms=[], params={"stiffness": 1.0}
+    )
     doc = m.to_json()
     assert list(doc)[:4] == ["family", "isaaclab_cfg", "joint_terms", "params"]
     assert not {"added_for", "device_gains", "table_positions", "tied", "search", "given"} & set(doc)
@@ -186,9 +218,18 @@ def test_a_built_record_writes_only_the_fields_that_apply() -> None:
     assert not m.has("device_gains") and m.has("loss")
     assert "added_for" in ModelFit(family="delayed_pd", added_for=["remotized_pd"]).to_json()
     assert Interval(value=None, estimate=2.0, identified=False).to_json() == {
-        "value": None, "estimate": 2.0, "std_relative": None, "interval95": None, "identified": False}
+        "value": None,
+        "estimate": 2.0,
+        "std_relative": None,
+        "interval95": None,
+        "identified": False,
+    }
     assert set(Metrics().to_json()) == {"train", "validation", "segments"}
-    assert set(SplitNames(method="random", train=["a"], validation=["b"]).to_json()) == {"method", "train", "validation"}
+    assert set(SplitNames(method="random", train=["a"], validation=["b"]).to_json()) == {
+        "method",
+        "train",
+        "validation",
+    }
 
 
 def test_the_verdict_is_built_as_records() -> None:
@@ -202,5 +243,11 @@ def test_the_verdict_is_built_as_records() -> None:
     v = judge(doc, rec)
     assert isinstance(v, Verdict) and v.checks and all(isinstance(c, Check) for c in v.checks)
     assert [c.to_json() for c in v.checks if c.check != "exports_unchecked"] == [
-        c for c in doc["verdict"]["checks"] if not c["check"].startswith("export")]
-    assert fit_verdict(doc, rec) == v.to_json() and list(v.to_json()) == ["verdict", "reasons", "checks", "thresholds"]
+        c for c in doc["verdict"]["checks"] if not c["check"].startswith("export")
+    ]
+    assert fit_verdict(doc, rec) == v.to_json() and list(v.to_json()) == [
+        "verdict",
+        "reasons",
+        "checks",
+        "thresholds",
+    ]

@@ -53,11 +53,30 @@ def chirps(robot: RobotModel, samples: int, seed: int = 0) -> np.ndarray:
     return mid + amp * np.sin(2 * math.pi * (f0 * t[:, None] + 0.4 * t[:, None] ** 2) + phase)
 
 
-def newton_reference(robot: RobotModel, cmd: np.ndarray, decimation: int, delay: int, armature: np.ndarray,
-                     damping: np.ndarray, friction: np.ndarray, **kw: object) -> tuple[np.ndarray, np.ndarray]:
+def newton_reference(
+    robot: RobotModel,
+    cmd: np.ndarray,
+    decimation: int,
+    delay: int,
+    armature: np.ndarray,
+    damping: np.ndarray,
+    friction: np.ndarray,
+    **kw: object,
+) -> tuple[np.ndarray, np.ndarray]:
     """The robot stepped by Newton alone (tests/robot_sim.py) with this file's gains, at log samples."""
-    return simulate_newton_log(robot, cmd, decimation=decimation, delay=delay, armature=armature, damping=damping,
-                               friction=friction, kp=KP, kd=KD, log_dt=LOG_DT, **kw)  # type: ignore[arg-type]
+    return simulate_newton_log(
+        robot,
+        cmd,
+        decimation=decimation,
+        delay=delay,
+        armature=armature,
+        damping=damping,
+        friction=friction,
+        kp=KP,
+        kd=KD,
+        log_dt=LOG_DT,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 @needs_go2
@@ -113,21 +132,43 @@ def test_rollout_matches_newton_actuators(go2: RobotModel) -> None:
     bias = np.linspace(-0.02, 0.02, 12)
     arm = np.array([0.004, 0.01, 0.03] * 4)
     damp, fric = np.full(12, 0.6), np.array([0.1, 0.2, 0.3] * 4)
-    sat, vlim, motor = np.array([1.5, 4.0, 2.0] * 4), np.array([2.0, 3.0, 2.0] * 4), np.array([1.0, 3.0, 1.2] * 4)
+    sat, vlim, motor = (
+        np.array([1.5, 4.0, 2.0] * 4),
+        np.array([2.0, 3.0, 2.0] * 4),
+        np.array([1.0, 3.0, 1.2] * 4),
+    )
     ref_q, _ = newton_reference(go2, cmd, dec, delay, go2.armature, go2.damping, go2.friction)
     # world 1: other joint terms and an encoder bias; world 2: and a DC envelope (Newton's ClampingDCMotor)
     ref1_q, _ = newton_reference(go2, cmd, dec, delay, arm, damp, fric, bias=bias)
-    ref2_q, _ = newton_reference(go2, cmd, dec, delay, arm, damp, fric, bias=bias, saturation_effort=sat,
-                                 velocity_limit=vlim, effort_limit=motor)
+    ref2_q, _ = newton_reference(
+        go2,
+        cmd,
+        dec,
+        delay,
+        arm,
+        damp,
+        fric,
+        bias=bias,
+        saturation_effort=sat,
+        velocity_limit=vlim,
+        effort_limit=motor,
+    )
     ro = ArticulatedRollout(go2, 3)
     starts = np.zeros(3, int)
     tq = physics_targets(cmd, starts, samples, dec, delay)
     inf = np.full(12, np.inf)
-    terms = JointTerms(kp=np.full((3, 12), KP), kd=np.full((3, 12), KD), armature=np.stack([go2.armature, arm, arm]),
-                       damping=np.stack([go2.damping, damp, damp]), friction=np.stack([go2.friction, fric, fric]),
-                       bias=np.stack([np.zeros(12), bias, bias]), effort_limit=np.stack([go2.effort_limit] * 3),
-                       saturation_effort=np.stack([inf, inf, sat]), velocity_limit=np.stack([inf, inf, vlim]),
-                       motor_effort=np.stack([inf, inf, motor]))
+    terms = JointTerms(
+        kp=np.full((3, 12), KP),
+        kd=np.full((3, 12), KD),
+        armature=np.stack([go2.armature, arm, arm]),
+        damping=np.stack([go2.damping, damp, damp]),
+        friction=np.stack([go2.friction, fric, fric]),
+        bias=np.stack([np.zeros(12), bias, bias]),
+        effort_limit=np.stack([go2.effort_limit] * 3),
+        saturation_effort=np.stack([inf, inf, sat]),
+        velocity_limit=np.stack([inf, inf, vlim]),
+        motor_effort=np.stack([inf, inf, motor]),
+    )
     q0 = np.stack([cmd[0]] * 3)  # measured; worlds 1-2's true angle is cmd[0] − bias, as Newton's start
     ours, _ = ro.run(q0, np.zeros((3, 12)), tq, np.zeros_like(tq), terms, dec, LOG_DT / dec)
     motion = np.ptp(ref_q, axis=0)
@@ -151,11 +192,20 @@ def test_recovers_group_terms_from_a_newton_log(go2: RobotModel) -> None:
     cmd = chirps(go2, samples, seed=1)
     q, qd = newton_reference(go2, cmd, dec, 0, arm, damp, fric)
     z = np.zeros_like(q)
-    seg = Segment("0", np.arange(q.shape[0]) * LOG_DT, q=q, qd=qd, q_des=cmd, qd_des=z, tau_ff=z,
-                  metadata={"kp": KP, "kd": KD})
+    seg = Segment(
+        "0",
+        np.arange(q.shape[0]) * LOG_DT,
+        q=q,
+        qd=qd,
+        q_des=cmd,
+        qd_des=z,
+        tau_ff=z,
+        metadata={"kp": KP, "kd": KD},
+    )
     rec = Recording([JointInfo(n) for n in go2.joint_names], [seg])
-    res = fit_robot(rec, go2, RobotFitOptions(groups=GROUPS, decimation=dec, delay=0, fit_bias=False,
-                                              max_iterations=4))
+    res = fit_robot(
+        rec, go2, RobotFitOptions(groups=GROUPS, decimation=dec, delay=0, fit_bias=False, max_iterations=4)
+    )
     # measured: every term back within 1e-5 (relative) after these 4 Jacobians from the equation-error start
     # (0.6 % from the model file's terms before it); 5 % leaves room for another machine's float32 rounding
     for g, (a, d, f) in truth.items():
@@ -167,7 +217,9 @@ def test_recovers_group_terms_from_a_newton_log(go2: RobotModel) -> None:
     assert v["rmse"] < 1e-3 and v["model_defaults_rmse"] > 5 * v["rmse"], v
     assert res["training"]["start"].startswith("equation error"), res["training"]
     side = v["decoupled_fit"]  # the decoupled fit beside the coupled one, replayed coupled on the same split
-    assert set(side["per_joint_rmse"]) == set(go2.joint_names) and side["rmse"] < 0.2 * v["model_defaults_rmse"], side
+    assert (
+        set(side["per_joint_rmse"]) == set(go2.joint_names) and side["rmse"] < 0.2 * v["model_defaults_rmse"]
+    ), side
     lab = isaaclab_dict(res)
     assert lab["actuators"]["calf"]["joint_names_expr"] == [".*_calf_joint"]
     assert lab["sim"] == {"dt": pytest.approx(LOG_DT / dec), "decimation": dec}
@@ -177,9 +229,22 @@ def test_recovers_group_terms_from_a_newton_log(go2: RobotModel) -> None:
 def test_cli_fits_the_real_go2_chirp(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """`fit go2_chirp_train.pt --robot go2.xml` as it is (no names, no gains), on a small budget."""
     out = tmp_path / "fit"
-    rc = main(["fit", str(GO2_LOG), "--robot", str(GO2_XML), "--groups",
-               "hip='.*_hip_joint',thigh='.*_thigh_joint',calf='.*_calf_joint'", "--decimation", "2",
-               "--budget", "1", "--out", str(out)])
+    rc = main(
+        [
+            "fit",
+            str(GO2_LOG),
+            "--robot",
+            str(GO2_XML),
+            "--groups",
+            "hip='.*_hip_joint',thigh='.*_thigh_joint',calf='.*_calf_joint'",
+            "--decimation",
+            "2",
+            "--budget",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     err = capsys.readouterr().err
     assert "unnamed log taken in the model's actuated-joint order" in err
@@ -204,9 +269,13 @@ def test_cli_names_a_bad_robot(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     assert not (tmp_path / "o").exists()
 
 
-def test_cli_refuses_a_floating_base_with_no_link_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_cli_refuses_a_floating_base_with_no_link_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     """The API's 422 for a floating base on no stand is the CLI's error too, before anything is read or written."""
-    assert main(["fit", str(GO2_LOG), "--robot", str(GO2_XML), "--floating", "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(["fit", str(GO2_LOG), "--robot", str(GO2_XML), "--floating", "--out", str(tmp_path / "o")]) == 2
+    )
     err = capsys.readouterr().err
     assert "floating base but no link named" in err and "--fixed-base" in err
     assert not (tmp_path / "o").exists()
@@ -224,9 +293,24 @@ def test_decoupled_rollout_follows_a_newton_log(go2: RobotModel) -> None:
     cmd = chirps(go2, samples, seed=2)
     bias = np.linspace(-0.02, 0.02, 12)
     arm, damp, fric = np.array([0.004, 0.01, 0.03] * 4), np.full(12, 0.6), np.array([0.1, 0.2, 0.3] * 4)
-    sat, vlim, motor = np.array([3.0, 6.0, 4.0] * 4), np.array([4.0, 6.0, 4.0] * 4), np.array([2.0, 5.0, 3.0] * 4)
-    q, qd = newton_reference(go2, cmd, dec, delay, arm, damp, fric, bias=bias, saturation_effort=sat,
-                             velocity_limit=vlim, effort_limit=motor)
+    sat, vlim, motor = (
+        np.array([3.0, 6.0, 4.0] * 4),
+        np.array([4.0, 6.0, 4.0] * 4),
+        np.array([2.0, 5.0, 3.0] * 4),
+    )
+    q, qd = newton_reference(
+        go2,
+        cmd,
+        dec,
+        delay,
+        arm,
+        damp,
+        fric,
+        bias=bias,
+        saturation_effort=sat,
+        velocity_limit=vlim,
+        effort_limit=motor,
+    )
     dr = DecoupledRollout(go2, q, qd, cmd, np.zeros_like(cmd), 280, LOG_DT, bias)
     starts, length = np.array([0, 70, 140, 210]), 60
 
@@ -234,14 +318,29 @@ def test_decoupled_rollout_follows_a_newton_log(go2: RobotModel) -> None:
         env = (sat, vlim, motor) if envelope else (np.full(12, np.inf),) * 3
         return np.stack([np.full(12, KP), np.full(12, KD), a, d, f, bias, go2.effort_limit, *env], axis=1)
 
-    res = dr.run(np.stack([par(arm, damp, fric, True), par(go2.armature, go2.damping, go2.friction, False)]),
-                 np.array([delay, delay]), starts, length, dec, LOG_DT / dec)
-    truth, defaults = (float(np.sqrt(np.mean(r ** 2))) for r in res)
+    res = dr.run(
+        np.stack([par(arm, damp, fric, True), par(go2.armature, go2.damping, go2.friction, False)]),
+        np.array([delay, delay]),
+        starts,
+        length,
+        dec,
+        LOG_DT / dec,
+    )
+    truth, defaults = (float(np.sqrt(np.mean(r**2))) for r in res)
     assert truth < 0.01 * defaults, (truth, defaults)  # measured 1.1e-4 against 0.055 rad
     eng = ArticulatedRollout(go2, 1, mujoco_cpu=True)
-    terms = JointTerms(kp=np.full((1, 12), KP), kd=np.full((1, 12), KD), armature=arm[None], damping=damp[None],
-                       friction=fric[None], bias=bias[None], effort_limit=go2.effort_limit[None],
-                       saturation_effort=sat[None], velocity_limit=vlim[None], motor_effort=motor[None])
+    terms = JointTerms(
+        kp=np.full((1, 12), KP),
+        kd=np.full((1, 12), KD),
+        armature=arm[None],
+        damping=damp[None],
+        friction=fric[None],
+        bias=bias[None],
+        effort_limit=go2.effort_limit[None],
+        saturation_effort=sat[None],
+        velocity_limit=vlim[None],
+        motor_effort=motor[None],
+    )
     tq = physics_targets(cmd, np.zeros(1, int), samples, dec, delay)
     c_q, _ = eng.run(q[:1], qd[:1], tq, np.zeros_like(tq), terms, dec, LOG_DT / dec)
     # measured 9e-7 rad from Newton's own log, the envelope cutting 59 % of the steps on the worst joint

@@ -28,13 +28,22 @@ GO2_XML = Path(__file__).resolve().parents[2] / "shared" / "data" / "go2-in-air"
 needs_go2 = pytest.mark.skipif(not GO2_XML.is_file(), reason="shared/data/go2-in-air is not here")
 LOG_DT, DEC, DELAY, KP, KD = 0.005, 2, 2, 20.0, 1.5
 DT = LOG_DT / DEC
-TRUTH = {"hip": (0.006, 0.4, 0.12), "thigh": (0.015, 0.8, 0.25), "calf": (0.03, 0.5, 0.35)}  # armature, visc, fric
+TRUTH = {
+    "hip": (0.006, 0.4, 0.12),
+    "thigh": (0.015, 0.8, 0.25),
+    "calf": (0.03, 0.5, 0.35),
+}  # armature, visc, fric
 MISFIT = (1.3, 0.8, 1.2)  # the result's values are the truth times these: the replays miss the log clearly
 SAMPLES, SPLIT = 300, 200
 
 
-def robot_result(robot: RobotModel, groups: dict[str, str], values: dict[str, tuple[float, float, float]],
-                 bias: np.ndarray, delay: int) -> dict:
+def robot_result(
+    robot: RobotModel,
+    groups: dict[str, str],
+    values: dict[str, tuple[float, float, float]],
+    bias: np.ndarray,
+    delay: int,
+) -> dict:
     """A whole-robot fit result in fitting/robot.py's layout, from stated values (no fit)."""
     import re
 
@@ -43,13 +52,34 @@ def robot_result(robot: RobotModel, groups: dict[str, str], values: dict[str, tu
         joints = [n for n in robot.joint_names if re.fullmatch(expr, n)]
         eff = robot.effort_limit[[robot.joint_names.index(j) for j in joints]]
         a, d, f = values[g]
-        out[g] = {"joint_names_expr": expr, "joints": joints, "armature": a, "viscous_friction": d, "friction": f,
-                  "stiffness": KP, "damping": KD, "effort_limit": float(eff.max()) if np.isfinite(eff).all() else None}
-    return {"kind": "robot", "robot": robot.summary(), "joint_mapping": "by name", "groups": out,
-            "gains": "from the log", "encoder_bias": {n: float(b) for n, b in zip(robot.joint_names, bias, strict=True)},
-            "delay_steps": delay, "delay": "fixed", "sim": {"dt": DT, "decimation": DEC},
-            "validation": {"split": "time", "split_sample": SPLIT, "fraction": 1 - SPLIT / (SAMPLES + 1),
-                           "rmse": math.nan, "model_defaults_rmse": math.nan}}
+        out[g] = {
+            "joint_names_expr": expr,
+            "joints": joints,
+            "armature": a,
+            "viscous_friction": d,
+            "friction": f,
+            "stiffness": KP,
+            "damping": KD,
+            "effort_limit": float(eff.max()) if np.isfinite(eff).all() else None,
+        }
+    return {
+        "kind": "robot",
+        "robot": robot.summary(),
+        "joint_mapping": "by name",
+        "groups": out,
+        "gains": "from the log",
+        "encoder_bias": {n: float(b) for n, b in zip(robot.joint_names, bias, strict=True)},
+        "delay_steps": delay,
+        "delay": "fixed",
+        "sim": {"dt": DT, "decimation": DEC},
+        "validation": {
+            "split": "time",
+            "split_sample": SPLIT,
+            "fraction": 1 - SPLIT / (SAMPLES + 1),
+            "rmse": math.nan,
+            "model_defaults_rmse": math.nan,
+        },
+    }
 
 
 @pytest.fixture(scope="module")
@@ -64,14 +94,33 @@ def go2_case(go2: RobotModel, tmp_path_factory: pytest.TempPathFactory) -> dict:
     arm, damp, fric = (np.array([TRUTH[p][i] for p in part]) for i in range(3))
     bias = np.linspace(-0.02, 0.02, 12)
     cmd = chirp_targets(go2, SAMPLES, amplitude=0.3, seed=1)
-    q, qd = simulate_newton_log(go2, cmd, decimation=DEC, delay=DELAY, armature=arm, damping=damp, friction=fric,
-                                kp=KP, kd=KD, bias=bias)
+    q, qd = simulate_newton_log(
+        go2,
+        cmd,
+        decimation=DEC,
+        delay=DELAY,
+        armature=arm,
+        damping=damp,
+        friction=fric,
+        kp=KP,
+        kd=KD,
+        bias=bias,
+    )
     rec = robot_recording(go2, cmd, q, qd, kp=KP, kd=KD)
     values = {g: tuple(v * m for v, m in zip(t, MISFIT, strict=True)) for g, t in TRUTH.items()}
     result = robot_result(go2, {g: f".*_{g}_joint" for g in TRUTH}, values, bias, DELAY)
     out = tmp_path_factory.mktemp("go2_exports")
     files = write_robot_exports(result, rec, go2, out)
-    return {"result": result, "rec": rec, "out": out, "files": files, "values": values, "cmd": cmd, "q": q, "qd": qd}
+    return {
+        "result": result,
+        "rec": rec,
+        "out": out,
+        "files": files,
+        "values": values,
+        "cmd": cmd,
+        "q": q,
+        "qd": qd,
+    }
 
 
 @needs_go2
@@ -99,11 +148,19 @@ def test_isaaclab_dict_builds_every_group_with_the_real_classes(go2_case: dict) 
         assert (cfg.armature, cfg.viscous_friction, cfg.friction) == pytest.approx(values[g], rel=1e-12)
         assert (cfg.stiffness, cfg.damping, cfg.min_delay, cfg.max_delay) == (KP, KD, DELAY, DELAY)
         # the real actuator on a group's four joints: kp·(target − q) (under the motor's effort limit)
-        act = cfg.class_type(cfg, joint_names=[f"{leg}_{g}_joint" for leg in ("FL", "FR", "RL", "RR")],
-                             joint_ids=slice(None), num_envs=2, device="cpu")
+        act = cfg.class_type(
+            cfg,
+            joint_names=[f"{leg}_{g}_joint" for leg in ("FL", "FR", "RL", "RR")],
+            joint_ids=slice(None),
+            num_envs=2,
+            device="cpu",
+        )
         act.reset(torch.arange(2))
-        a = ArticulationActions(joint_positions=torch.full((2, 4), 0.5), joint_velocities=torch.zeros(2, 4),
-                                joint_efforts=torch.zeros(2, 4))
+        a = ArticulationActions(
+            joint_positions=torch.full((2, 4), 0.5),
+            joint_velocities=torch.zeros(2, 4),
+            joint_efforts=torch.zeros(2, 4),
+        )
         tau = act.compute(a, torch.zeros(2, 4), torch.zeros(2, 4)).joint_efforts
         np.testing.assert_allclose(tau.numpy(), 0.5 * KP)
     assert go2_case["result"]["exports"]["isaaclab"]["json_equals_py"]
@@ -122,8 +179,12 @@ def test_newton_usd_imports_with_add_usd_and_reads_back_equal(go2_case: dict) ->
     d = int(model.joint_qd_start.numpy()[labels.index("RL_calf_joint")])
     arm, visc, fric = go2_case["values"]["calf"]
     f32 = lambda x: float(np.float32(x))  # noqa: E731
-    assert float(model.joint_armature.numpy()[d]) == f32(arm) and float(model.joint_friction.numpy()[d]) == f32(fric)
-    assert float(model.joint_damping.numpy()[d]) == pytest.approx(visc, rel=1e-6)  # authored per degree (§C.4)
+    assert float(model.joint_armature.numpy()[d]) == f32(arm) and float(
+        model.joint_friction.numpy()[d]
+    ) == f32(fric)
+    assert float(model.joint_damping.numpy()[d]) == pytest.approx(
+        visc, rel=1e-6
+    )  # authored per degree (§C.4)
     (act,) = [a for a in model.actuators if d in a.indices.numpy()]
     k = list(act.indices.numpy()).index(d)
     assert act.delay.delay_steps.numpy()[k] == DELAY and float(act.drive.kp.numpy()[k]) == KP
@@ -146,8 +207,11 @@ def test_mjcf_is_the_users_model_updated_and_loads_in_mujoco(go2_case: dict) -> 
         for leg in ("FL", "FR", "RL", "RR"):
             j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, f"{leg}_{g}_joint")
             dof = model.jnt_dofadr[j]
-            assert (model.dof_armature[dof], model.dof_damping[dof], model.dof_frictionloss[dof]) == pytest.approx(
-                (arm, visc, fric), rel=1e-8)
+            assert (
+                model.dof_armature[dof],
+                model.dof_damping[dof],
+                model.dof_frictionloss[dof],
+            ) == pytest.approx((arm, visc, fric), rel=1e-8)
             a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, names[f"{leg}_{g}_joint"])
             assert model.actuator_gainprm[a, 0] == KP and list(model.actuator_biasprm[a, :3]) == [0, -KP, -KD]
             lim = 45.43 if g == "calf" else 23.7
@@ -171,8 +235,14 @@ def test_each_export_replays_on_the_whole_robot_within_10_percent(go2_case: dict
         assert c["rmse_replay_vs_ours"] < 1e-5, (name, c)  # measured 1e-8 … 1.5e-7 rad: the same dynamics
     assert json.loads((go2_case["out"] / "fit.json").read_text())["replays"]["within_tolerance"] is True
     between = rep["rmse_between"]
-    assert set(between) == {"ours vs isaaclab", "ours vs newton", "ours vs mujoco", "isaaclab vs newton",
-                            "isaaclab vs mujoco", "newton vs mujoco"}
+    assert set(between) == {
+        "ours vs isaaclab",
+        "ours vs newton",
+        "ours vs mujoco",
+        "isaaclab vs newton",
+        "isaaclab vs mujoco",
+        "newton vs mujoco",
+    }
     assert max(between.values()) < 1e-5, between
     # the tolerance tells exports apart: the MJCF with the calf armature tripled misses it
     text = (go2_case["out"] / "mjcf.xml").read_text()
@@ -181,8 +251,13 @@ def test_each_export_replays_on_the_whole_robot_within_10_percent(go2_case: dict
     assert bad != text
     result, rec = go2_case["result"], go2_case["rec"]
     lg = replay_log(result, rec)
-    q = rr.mujoco_run(replay_model(bad, GO2_XML.parent), lg, bias_of(result, lg.joints), joint_models(result),
-                      actuator_names(bad))
+    q = rr.mujoco_run(
+        replay_model(bad, GO2_XML.parent),
+        lg,
+        bias_of(result, lg.joints),
+        joint_models(result),
+        actuator_names(bad),
+    )
     miss = rr.compare(lg, q, q, 0.0)["rmse_replay"]
     assert abs(miss - ours) > 0.10 * ours, (miss, ours)
 
@@ -201,9 +276,13 @@ def test_a_dc_envelope_with_a_delay_replays_alike_in_every_consumer(go2_case: di
     """Groups with a DC-motor envelope that cuts the PD effort, and a delay: Isaac Lab's DelayedDCMotorCfg (ours,
     defined in isaaclab.py), Newton's ClampingDCMotor, MuJoCo's two actuators and actuatorfrcrange, and our rollout
     move the robot alike, far from the unclipped log."""
-    result = json.loads(json.dumps({k: v for k, v in go2_case["result"].items() if k not in ("replays", "exports")}))
+    result = json.loads(
+        json.dumps({k: v for k, v in go2_case["result"].items() if k not in ("replays", "exports")})
+    )
     for e in result["groups"].values():  # the fitted max motor effort 2.5 N·m under the model's box
-        e.update(saturation_effort=3.0, velocity_limit=6.0, model_effort_limit=e["effort_limit"], effort_limit=2.5)
+        e.update(
+            saturation_effort=3.0, velocity_limit=6.0, model_effort_limit=e["effort_limit"], effort_limit=2.5
+        )
     write_robot_exports(result, go2_case["rec"], load_robot(GO2_XML), tmp_path)
     py = (tmp_path / "isaaclab.py").read_text()
     assert "class DelayedDCMotorCfg(DelayedPDActuatorCfg)" in py
@@ -222,7 +301,9 @@ def test_a_usd_robot_gets_a_layer_over_its_own_file(tmp_path: Path) -> None:
     import newton
 
     usd = Path(newton.__file__).parent / "examples" / "assets" / "ant.usda"
-    ant = load_robot(usd)  # its UsdPhysics drives (kp 0.04 per degree) zeroed by load_robot, as the layer removes them
+    ant = load_robot(
+        usd
+    )  # its UsdPhysics drives (kp 0.04 per degree) zeroed by load_robot, as the layer removes them
     n = len(ant.joint_names)
     bias = np.linspace(-0.01, 0.01, n)
     truth = {"leg": (0.01, 0.3, 0.1), "foot": (0.005, 0.2, 0.05)}
@@ -230,8 +311,9 @@ def test_a_usd_robot_gets_a_layer_over_its_own_file(tmp_path: Path) -> None:
     kind = ["leg" if nm.endswith("_leg") else "foot" for nm in ant.joint_names]
     arm, damp, fric = (np.array([truth[k][i] for k in kind]) for i in range(3))
     cmd = chirp_targets(ant, SAMPLES, amplitude=0.3, seed=2)
-    q, qd = simulate_newton_log(ant, cmd, decimation=DEC, delay=1, armature=arm, damping=damp, friction=fric,
-                                kp=KP, kd=KD, bias=bias)
+    q, qd = simulate_newton_log(
+        ant, cmd, decimation=DEC, delay=1, armature=arm, damping=damp, friction=fric, kp=KP, kd=KD, bias=bias
+    )
     values = {g: tuple(v * m for v, m in zip(t, MISFIT, strict=True)) for g, t in truth.items()}
     result = robot_result(ant, groups, values, bias, 1)
     files = write_robot_exports(result, robot_recording(ant, cmd, q, qd), ant, tmp_path)
@@ -260,8 +342,13 @@ def test_a_packaged_mjcf_loads_as_written_and_replays_alike(tmp_path: Path) -> N
     bias = np.linspace(-0.02, 0.02, len(ant.joint_names))
     cmd = chirp_targets(ant, 150, amplitude=0.3, seed=5)
     q, qd = simulate_newton_log(ant, cmd, decimation=DEC, delay=1, kp=5.0, kd=0.2, bias=bias)
-    result = robot_result(ant, {"hip": "hip_.*", "ankle": "ankle_.*"}, {"hip": (0.02, 0.2, 0.05),
-                                                                         "ankle": (0.01, 0.1, 0.05)}, bias, 1)
+    result = robot_result(
+        ant,
+        {"hip": "hip_.*", "ankle": "ankle_.*"},
+        {"hip": (0.02, 0.2, 0.05), "ankle": (0.01, 0.1, 0.05)},
+        bias,
+        1,
+    )
     for e in result["groups"].values():
         e["stiffness"], e["damping"] = 5.0, 0.2
     result["validation"]["split_sample"] = 75
@@ -289,8 +376,9 @@ def test_a_urdf_robot_gets_a_stage_written_from_its_import(tmp_path: Path) -> No
     arm, damp, fric = (np.array([truth[k][i] for k in kind]) for i in range(3))
     bias = np.linspace(-0.02, 0.02, 12)
     cmd = chirp_targets(quad, 150, amplitude=0.3, seed=4)
-    q, qd = simulate_newton_log(quad, cmd, decimation=DEC, delay=1, armature=arm, damping=damp, friction=fric,
-                                kp=KP, kd=KD, bias=bias)
+    q, qd = simulate_newton_log(
+        quad, cmd, decimation=DEC, delay=1, armature=arm, damping=damp, friction=fric, kp=KP, kd=KD, bias=bias
+    )
     values = {g: tuple(v * m for v, m in zip(t, MISFIT, strict=True)) for g, t in truth.items()}
     result = robot_result(quad, QUADRUPED_GROUPS, values, bias, 1)
     result["validation"]["split_sample"] = 75
@@ -308,29 +396,63 @@ def test_a_urdf_robot_gets_a_stage_written_from_its_import(tmp_path: Path) -> No
 
 
 @needs_go2
-def test_cli_fit_robot_writes_the_exports_with_their_replays(go2_case: dict, tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture) -> None:
+def test_cli_fit_robot_writes_the_exports_with_their_replays(
+    go2_case: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     """`fit LOG --robot go2.xml` on a PACE-style .pt log (no names, no gains) writes every export and replay."""
     import torch
 
     log = tmp_path / "go2_sim.pt"
-    torch.save({"time": torch.arange(go2_case["q"].shape[0], dtype=torch.float64) * LOG_DT,
-                "dof_pos": torch.tensor(go2_case["q"]), "des_dof_pos": torch.tensor(go2_case["cmd"])}, log)
+    torch.save(
+        {
+            "time": torch.arange(go2_case["q"].shape[0], dtype=torch.float64) * LOG_DT,
+            "dof_pos": torch.tensor(go2_case["q"]),
+            "des_dof_pos": torch.tensor(go2_case["cmd"]),
+        },
+        log,
+    )
     out = tmp_path / "fit"
-    rc = main(["fit", str(log), "--robot", str(GO2_XML), "--groups", ",".join(f"{g}='.*_{g}_joint'" for g in TRUTH),
-               "--decimation", str(DEC), "--kp", str(KP), "--kd", str(KD), "--delay", str(DELAY), "--generations", "1",
-               "--out", str(out)])
+    rc = main(
+        [
+            "fit",
+            str(log),
+            "--robot",
+            str(GO2_XML),
+            "--groups",
+            ",".join(f"{g}='.*_{g}_joint'" for g in TRUTH),
+            "--decimation",
+            str(DEC),
+            "--kp",
+            str(KP),
+            "--kd",
+            str(KD),
+            "--delay",
+            str(DELAY),
+            "--generations",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     err = capsys.readouterr().err
     assert "exports replayed on the whole robot" in err
-    assert {p.name for p in out.iterdir()} >= {"fit.json", "isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"}
+    assert {p.name for p in out.iterdir()} >= {
+        "fit.json",
+        "isaaclab.py",
+        "isaaclab.json",
+        "newton.usda",
+        "mjcf.xml",
+    }
     fit = json.loads((out / "fit.json").read_text())
     rep = fit["replays"]
     # the exports' replays (and ours beside them) start the delay line at the split, as the consumers do; the
     # fit's validation has the log's commands from before the split in it (measured 0.00038 against 0.00016 rad
     # with this fit): the fit's own replay from the split without that history is the export's "ours"
     assert rep["ours"]["rmse"] == pytest.approx(_fit_replay_from_split(fit, log, out), rel=1e-3)
-    assert fit["validation"]["rmse"] <= rep["ours"]["rmse"]  # the command history can only help a fit this close
+    assert (
+        fit["validation"]["rmse"] <= rep["ours"]["rmse"]
+    )  # the command history can only help a fit this close
     for name, c in rep["consumers"].items():
         assert c["status"] == "ok" and c["within_tolerance"], (name, c)
     lab = json.loads((out / "isaaclab.json").read_text())
@@ -347,7 +469,10 @@ def _fit_replay_from_split(fit: dict, log: Path, out: Path) -> float:
     robot = load_robot(GO2_XML)
     seg = read_paths([log], None, ReadOptions(joint_names=list(robot.joint_names))).segments[0]
     split, j = fit["validation"]["split_sample"], len(robot.joint_names)
-    vals = {k: np.zeros((1, j)) for k in ("armature", "viscous_friction", "friction", "stiffness", "damping", "bias")}
+    vals = {
+        k: np.zeros((1, j))
+        for k in ("armature", "viscous_friction", "friction", "stiffness", "damping", "bias")
+    }
     for e in fit["groups"].values():
         for n in e["joints"]:
             k = robot.joint_names.index(n)
@@ -357,5 +482,7 @@ def _fit_replay_from_split(fit: dict, log: Path, out: Path) -> float:
     cmd, cmd_qd = seg.q_des.copy(), seg.qd_des.copy()
     cmd[:split], cmd_qd[:split] = cmd[split], cmd_qd[split]
     effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
-    (q, _), = replay_coupled(robot, [vals], [fit["delay_steps"]], seg.q, seg.qd, cmd, cmd_qd, split, DEC, DT, effort)
+    ((q, _),) = replay_coupled(
+        robot, [vals], [fit["delay_steps"]], seg.q, seg.qd, cmd, cmd_qd, split, DEC, DT, effort
+    )
     return float(np.sqrt(np.mean((q - seg.q[split:]) ** 2)))

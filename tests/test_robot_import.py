@@ -40,14 +40,18 @@ LIMITS_MJCF = """<mujoco model="limits">
 </mujoco>
 """
 JOINTS = {"geared": 6.0, "capped": 4.0, "servo": 8.0, "biased": np.inf, "unlimited": np.inf, "pair": 4.0}
-BODY = ('      <body name="b_{n}" pos="{x} 0 0"><inertial pos="0 0 -0.1" mass="0.5" diaginertia="0.01 0.01 0.01"/>'
-        '<joint name="{n}" axis="0 1 0"{extra}/></body>')
+BODY = (
+    '      <body name="b_{n}" pos="{x} 0 0"><inertial pos="0 0 -0.1" mass="0.5" diaginertia="0.01 0.01 0.01"/>'
+    '<joint name="{n}" axis="0 1 0"{extra}/></body>'
+)
 
 
 @pytest.fixture(scope="module")
 def limits_xml(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    bodies = "\n".join(BODY.format(n=n, x=0.2 * i, extra=' actuatorfrcrange="-4 4"' if n == "capped" else "")
-                       for i, n in enumerate(JOINTS))
+    bodies = "\n".join(
+        BODY.format(n=n, x=0.2 * i, extra=' actuatorfrcrange="-4 4"' if n == "capped" else "")
+        for i, n in enumerate(JOINTS)
+    )
     path = tmp_path_factory.mktemp("robot_import") / "limits.xml"
     path.write_text(LIMITS_MJCF.format(bodies=bodies))
     return path
@@ -75,7 +79,10 @@ def drift(builder: Any, robot: RobotModel, steps: int = 40) -> np.ndarray:
     model = world.finalize(device="cpu")
     model.set_gravity((0.0, 0.0, 0.0))
     limited = (robot.lower > -1e5) & (robot.upper < 1e5)  # the importers' "no limit" is ±1e10
-    dofs, q0 = robot.dof, np.where(limited, robot.lower + 0.3 * (robot.upper - robot.lower), 0.3)  # off 0, in range
+    dofs, q0 = (
+        robot.dof,
+        np.where(limited, robot.lower + 0.3 * (robot.upper - robot.lower), 0.3),
+    )  # off 0, in range
     solver = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
     s0: Any = model.state()
     s1: Any = model.state()
@@ -94,8 +101,14 @@ def raw_import(path: Path) -> newton.ModelBuilder:
     """Newton's own import, as load_robot calls it but with nothing changed after."""
     b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     if path.suffix == ".usda":
-        b.add_usd(str(path), floating=False, load_visual_shapes=False, hide_collision_shapes=True,
-                  skip_mesh_approximation=True, load_sites=False)
+        b.add_usd(
+            str(path),
+            floating=False,
+            load_visual_shapes=False,
+            hide_collision_shapes=True,
+            skip_mesh_approximation=True,
+            load_sites=False,
+        )
     else:
         b.add_mjcf(str(path), floating=False, parse_visuals=False, parse_meshes=False, parse_sites=False)
     return b
@@ -108,7 +121,9 @@ def test_a_usd_robots_own_drives_are_zeroed_and_said() -> None:
     raw = raw_import(usd)
     np.testing.assert_allclose(np.array(raw.joint_target_ke)[ant.dof], 2.2918, rtol=1e-4)  # the file's drives
     ours: Any = ant.builder
-    assert not np.any(np.array(ours.joint_target_ke)[ant.dof]) and not np.any(np.array(ours.joint_target_kd)[ant.dof])
+    assert not np.any(np.array(ours.joint_target_ke)[ant.dof]) and not np.any(
+        np.array(ours.joint_target_kd)[ant.dof]
+    )
     note = next(n for n in ant.summary()["notes"] if "own drives zeroed" in n)
     assert "joint_target_ke up to 2.292" in note and "on 8 joint(s)" in note
     assert drift(raw, ant).min() > 1e-3

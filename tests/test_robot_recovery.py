@@ -29,8 +29,11 @@ LOG_DT, DEC, DELAY, SAMPLES, VAL = 0.005, 2, 3, 600, 0.3
 KP, KD = 80.0, 2.0  # the controller's gains, stated in the log as a PACE log would
 # per group: armature kg·m², viscous N·m·s/rad, Coulomb frictionloss N·m, saturation effort N·m, velocity limit
 # rad/s, max motor effort N·m
-TRUTH = {"haa": (0.010, 0.30, 0.40, 30.0, 12.0, 15.0), "hfe": (0.020, 0.60, 0.80, 40.0, 12.0, 20.0),
-         "kfe": (0.015, 0.40, 0.50, 20.0, 12.0, 10.0)}
+TRUTH = {
+    "haa": (0.010, 0.30, 0.40, 30.0, 12.0, 15.0),
+    "hfe": (0.020, 0.60, 0.80, 40.0, 12.0, 20.0),
+    "kfe": (0.015, 0.40, 0.50, 20.0, 12.0, 10.0),
+}
 TERMS = ("armature", "viscous_friction", "friction", "saturation_effort", "velocity_limit", "effort_limit")
 SIM_ARGS = ("armature", "damping", "friction", "saturation_effort", "velocity_limit", "effort_limit")
 CENTER = {"haa": 0.0, "hfe": 0.4, "kfe": -0.8}  # legs bent, so gravity loads every joint
@@ -51,18 +54,37 @@ def newton_log(quad: RobotModel) -> dict:
     groups = [_group(n) for n in quad.joint_names]
     truth = {a: np.array([TRUTH[g][k] for g in groups]) for k, a in enumerate(SIM_ARGS)}
     bias = np.random.default_rng(3).uniform(-0.03, 0.03, len(groups))
-    cmd = chirp_targets(quad, SAMPLES, log_dt=LOG_DT, amplitude=0.6, center=np.array([CENTER[g] for g in groups]),
-                        f0=0.3, f1=3.0)
-    q, qd = simulate_newton_log(quad, cmd, decimation=DEC, delay=DELAY, kp=KP, kd=KD, bias=bias, log_dt=LOG_DT,
-                                **truth)
-    return {"cmd": cmd, "q": q, "qd": qd, "bias": bias, "truth": truth,
-            "rec": robot_recording(quad, cmd, q, qd, log_dt=LOG_DT, kp=KP, kd=KD)}
+    cmd = chirp_targets(
+        quad,
+        SAMPLES,
+        log_dt=LOG_DT,
+        amplitude=0.6,
+        center=np.array([CENTER[g] for g in groups]),
+        f0=0.3,
+        f1=3.0,
+    )
+    q, qd = simulate_newton_log(
+        quad, cmd, decimation=DEC, delay=DELAY, kp=KP, kd=KD, bias=bias, log_dt=LOG_DT, **truth
+    )
+    return {
+        "cmd": cmd,
+        "q": q,
+        "qd": qd,
+        "bias": bias,
+        "truth": truth,
+        "rec": robot_recording(quad, cmd, q, qd, log_dt=LOG_DT, kp=KP, kd=KD),
+    }
 
 
 @pytest.fixture(scope="module")
 def coupled(quad: RobotModel, newton_log: dict) -> dict:
-    return fit_robot(newton_log["rec"], quad, RobotFitOptions(groups=QUADRUPED_GROUPS, decimation=DEC, dc_motor=True,
-                                                              validation_fraction=VAL, max_iterations=7))
+    return fit_robot(
+        newton_log["rec"],
+        quad,
+        RobotFitOptions(
+            groups=QUADRUPED_GROUPS, decimation=DEC, dc_motor=True, validation_fraction=VAL, max_iterations=7
+        ),
+    )
 
 
 def test_recovers_every_term_through_newton(coupled: dict, newton_log: dict) -> None:
@@ -88,39 +110,77 @@ def test_recovers_every_term_through_newton(coupled: dict, newton_log: dict) -> 
     assert kfe["actuator_effort_limit"] == coupled["groups"]["kfe"]["effort_limit"]
 
 
-def _replay(quad: RobotModel, log: dict, split: int, params: dict[str, np.ndarray], delay: np.ndarray | int,
-            bias: np.ndarray) -> float:
+def _replay(
+    quad: RobotModel,
+    log: dict,
+    split: int,
+    params: dict[str, np.ndarray],
+    delay: np.ndarray | int,
+    bias: np.ndarray,
+) -> float:
     """Position RMSE of a replay by Newton alone (Newton actuators, MuJoCo C) from the measured state at `split`."""
-    q, _ = simulate_newton_log(quad, log["cmd"][split:], decimation=DEC, delay=delay, kp=KP, kd=KD, bias=bias,
-                               log_dt=LOG_DT, q0=log["q"][split], qd0=log["qd"][split], **params)
+    q, _ = simulate_newton_log(
+        quad,
+        log["cmd"][split:],
+        decimation=DEC,
+        delay=delay,
+        kp=KP,
+        kd=KD,
+        bias=bias,
+        log_dt=LOG_DT,
+        q0=log["q"][split],
+        qd0=log["qd"][split],
+        **params,
+    )
     return float(np.sqrt(np.mean((q - log["q"][split:]) ** 2)))
 
 
 def _pendulum_export(quad: RobotModel, log: dict, split: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Today's per-joint fit of the training part (each joint its own 1-DoF model, no load known: no robot
     model), its Isaac Lab export read back into per-joint Newton actuator values."""
-    rec = robot_recording(quad, log["cmd"][:split + 1], log["q"][:split + 1], log["qd"][:split + 1], log_dt=LOG_DT,
-                          kp=KP, kd=KD)
-    res = fit_recording(rec, FitRequest(models=["dcmotor_delay"], decimation=DEC, use_logged_gains=True,
-                                        generations=20, budget_s=60))
+    rec = robot_recording(
+        quad,
+        log["cmd"][: split + 1],
+        log["q"][: split + 1],
+        log["qd"][: split + 1],
+        log_dt=LOG_DT,
+        kp=KP,
+        kd=KD,
+    )
+    res = fit_recording(
+        rec,
+        FitRequest(
+            models=["dcmotor_delay"], decimation=DEC, use_logged_gains=True, generations=20, budget_s=60
+        ),
+    )
     acts = json.loads(render_format(res, rec, "isaaclab.json"))["actuators"]
     cfgs = [acts[n]["cfg"] for n in quad.joint_names]
-    fields = {"armature": "armature", "damping": "viscous_friction", "friction": "friction",
-              "saturation_effort": "saturation_effort", "velocity_limit": "actuator_velocity_limit",
-              "effort_limit": "actuator_effort_limit"}
-    params = {a: np.array([float(c.get(f, np.inf if a in SIM_ARGS[3:] else 0.0)) for c in cfgs])
-              for a, f in fields.items()}
+    fields = {
+        "armature": "armature",
+        "damping": "viscous_friction",
+        "friction": "friction",
+        "saturation_effort": "saturation_effort",
+        "velocity_limit": "actuator_velocity_limit",
+        "effort_limit": "actuator_effort_limit",
+    }
+    params = {
+        a: np.array([float(c.get(f, np.inf if a in SIM_ARGS[3:] else 0.0)) for c in cfgs])
+        for a, f in fields.items()
+    }
     return params, np.array([int(c.get("min_delay", 0)) for c in cfgs])
 
 
-def test_coupled_fit_replays_better_than_per_joint_pendulum_fits(quad: RobotModel, newton_log: dict,
-                                                                 coupled: dict) -> None:
+def test_coupled_fit_replays_better_than_per_joint_pendulum_fits(
+    quad: RobotModel, newton_log: dict, coupled: dict
+) -> None:
     """Both exports replayed on the whole robot by Newton alone over the held-out 30 %: the pendulum fits miss
     by more than 0.2 rad (measured 0.70: with no load their effort limits hold no leg against gravity), the
     coupled fit by at most half that (measured 0.0006 rad)."""
     split = int(coupled["validation"]["split_sample"])
     groups = [_group(n) for n in quad.joint_names]
-    mine = {a: np.array([coupled["groups"][g][t] for g in groups]) for a, t in zip(SIM_ARGS, TERMS, strict=True)}
+    mine = {
+        a: np.array([coupled["groups"][g][t] for g in groups]) for a, t in zip(SIM_ARGS, TERMS, strict=True)
+    }
     bias = np.array([coupled["encoder_bias"][n] for n in quad.joint_names])
     rmse_coupled = _replay(quad, newton_log, split, mine, int(coupled["delay_steps"]), bias)
     pend, pend_delay = _pendulum_export(quad, newton_log, split)

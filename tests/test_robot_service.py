@@ -41,23 +41,33 @@ def newton_log(go2: RobotModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     part = [n.split("_")[1] for n in go2.joint_names]
     arm, damp, fric = (np.array([TRUTH[p][i] for p in part]) for i in range(3))
     cmd = chirp_targets(go2, SAMPLES, amplitude=0.3, f1=2.0, seed=3)
-    q, qd = simulate_newton_log(go2, cmd, decimation=DEC, armature=arm, damping=damp, friction=fric, kp=KP, kd=KD)
+    q, qd = simulate_newton_log(
+        go2, cmd, decimation=DEC, armature=arm, damping=damp, friction=fric, kp=KP, kd=KD
+    )
     return cmd, q, qd
 
 
 def pace_bytes(cmd: np.ndarray, q: np.ndarray) -> bytes:
     """A PACE .pt log (time, dof_pos, des_dof_pos; no joint names), as torch.save writes it."""
     buf = io.BytesIO()
-    torch.save({"time": torch.arange(q.shape[0], dtype=torch.float64) * 0.005, "dof_pos": torch.tensor(q),
-                "des_dof_pos": torch.tensor(cmd)}, buf)
+    torch.save(
+        {
+            "time": torch.arange(q.shape[0], dtype=torch.float64) * 0.005,
+            "dof_pos": torch.tensor(q),
+            "des_dof_pos": torch.tensor(cmd),
+        },
+        buf,
+    )
     return buf.getvalue()
 
 
 def stored(server: Server) -> tuple[int, int, int, int]:
     """What the service holds: robots, datasets, fits, and files in its store."""
     blobs = sum(1 for p in (server.data_dir / "blobs").glob("??/*"))
-    return tuple(len(requests.get(server.url + f"/api/v1/{k}", timeout=30).json())  # type: ignore[return-value]
-                 for k in ("robots", "datasets", "fits")) + (blobs,)
+    return tuple(
+        len(requests.get(server.url + f"/api/v1/{k}", timeout=30).json())  # type: ignore[return-value]
+        for k in ("robots", "datasets", "fits")
+    ) + (blobs,)
 
 
 def post_robot(server: Server, name: str, data: bytes, **form: str) -> requests.Response:
@@ -87,8 +97,11 @@ def test_a_robot_upload_states_its_joint_tree_and_terms(server: Server, robot: d
     assert fl["FL_calf_joint"]["parent"] == "FL_thigh_joint" and fl["FL_hip_joint"]["parent"] is None
     assert fl["FL_calf_joint"]["effort_limit"] == pytest.approx(45.43)
     assert fl["FL_calf_joint"]["limits"][0] == pytest.approx(-2.7227, abs=1e-4)
-    assert (fl["RR_hip_joint"]["armature"], fl["RR_hip_joint"]["damping"], fl["RR_hip_joint"]["frictionloss"]) == \
-        pytest.approx((0.01, 0.6, 0.2))
+    assert (
+        fl["RR_hip_joint"]["armature"],
+        fl["RR_hip_joint"]["damping"],
+        fl["RR_hip_joint"]["frictionloss"],
+    ) == pytest.approx((0.01, 0.6, 0.2))
     assert any("visuals, collision shapes and meshes skipped" in n for n in robot["notes"])
     assert requests.get(server.url + f"/api/v1/robots/{robot['id']}", timeout=30).json() == robot
     assert robot["id"] in [r["id"] for r in requests.get(server.url + "/api/v1/robots", timeout=30).json()]
@@ -119,19 +132,33 @@ def test_bad_models_are_4xx_naming_the_problem_and_store_nothing(server: Server,
     """Acceptance 6, models: one that does not parse, an unknown type, a fixed link that is not the root, a
     floating base with no link named, a zip with two models or a path out of it; nothing is stored."""
     before = stored(server)
-    refused(post_robot(server, "robot.xml", b"<mujoco><worldbody>"), 422, "robot.xml",
-            "Newton could not import this robot model")
+    refused(
+        post_robot(server, "robot.xml", b"<mujoco><worldbody>"),
+        422,
+        "robot.xml",
+        "Newton could not import this robot model",
+    )
     refused(post_robot(server, "robot.step", b"ISO-10303-21;"), 422, "unknown robot model type")
-    refused(post_robot(server, "go2.xml", GO2_XML.read_bytes(), fixed_base="FL_calf"), 422,
-            "'FL_calf' is not the root link", "base")
-    refused(post_robot(server, "go2.xml", GO2_XML.read_bytes(), floating="true"), 422, "no link named",
-            "fixed_base")
+    refused(
+        post_robot(server, "go2.xml", GO2_XML.read_bytes(), fixed_base="FL_calf"),
+        422,
+        "'FL_calf' is not the root link",
+        "base",
+    )
+    refused(
+        post_robot(server, "go2.xml", GO2_XML.read_bytes(), floating="true"),
+        422,
+        "no link named",
+        "fixed_base",
+    )
     refused(post_robot(server, "empty.urdf", b""), 422, "empty")
     two = io.BytesIO()
     with zipfile.ZipFile(two, "w") as z:
         z.writestr("a.xml", GO2_XML.read_bytes())
         z.writestr("b.urdf", "<robot name='b'/>")
-    refused(post_robot(server, "two.zip", two.getvalue()), 422, "several robot models", "a.xml", "b.urdf", "model")
+    refused(
+        post_robot(server, "two.zip", two.getvalue()), 422, "several robot models", "a.xml", "b.urdf", "model"
+    )
     evil = io.BytesIO()
     with zipfile.ZipFile(evil, "w") as z:
         z.writestr("../go2.xml", GO2_XML.read_bytes())
@@ -140,7 +167,9 @@ def test_bad_models_are_4xx_naming_the_problem_and_store_nothing(server: Server,
     assert not (server.data_dir.parent / "go2.xml").exists()
 
 
-def wait_for(server: Server, fit_id: str, timeout: float = 240.0) -> tuple[dict, list[tuple[str, float, str]]]:
+def wait_for(
+    server: Server, fit_id: str, timeout: float = 240.0
+) -> tuple[dict, list[tuple[str, float, str]]]:
     """Poll a fit to its end; the (status, progress, message) states seen on the way."""
     seen: list[tuple[str, float, str]] = []
     deadline = time.monotonic() + timeout
@@ -155,19 +184,35 @@ def wait_for(server: Server, fit_id: str, timeout: float = 240.0) -> tuple[dict,
     raise AssertionError(f"fit {fit_id} did not finish in {timeout} s: {seen[-3:]}")
 
 
-def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Server, robot: dict,
-                                                                    newton_log: tuple) -> None:
+def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
+    server: Server, robot: dict, newton_log: tuple
+) -> None:
     """An unnamed PACE log read in the robot's joint order, fitted through the coupled model (groups, gains
     given, delay fixed): progress shows, the result and isaaclab.json come back, the page draws every joint."""
     cmd, q, _qd = newton_log
-    up = requests.post(server.url + "/api/v1/datasets", files={"file": ("go2_chirp.pt", pace_bytes(cmd, q))},
-                       data={"robot_id": robot["id"]}, timeout=60)
+    up = requests.post(
+        server.url + "/api/v1/datasets",
+        files={"file": ("go2_chirp.pt", pace_bytes(cmd, q))},
+        data={"robot_id": robot["id"]},
+        timeout=60,
+    )
     assert up.status_code == 201, up.text
     ds = up.json()
     assert ds["joints"] == [j["name"] for j in robot["joints"]]
-    body = {"dataset_id": ds["id"], "robot_id": robot["id"],
-            "robot": {"groups": GROUPS, "kp": KP, "kd": KD, "decimation": DEC, "delay": 0, "fit_bias": False,
-                      "iterations": 1, "budget_s": 60}}
+    body = {
+        "dataset_id": ds["id"],
+        "robot_id": robot["id"],
+        "robot": {
+            "groups": GROUPS,
+            "kp": KP,
+            "kd": KD,
+            "decimation": DEC,
+            "delay": 0,
+            "fit_bias": False,
+            "iterations": 1,
+            "budget_s": 60,
+        },
+    }
     r = requests.post(server.url + "/api/v1/fits", json=body, timeout=60)
     assert r.status_code == 202, r.text
     fit, seen = wait_for(server, r.json()["id"])
@@ -176,16 +221,26 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Serv
     res = fit["result"]
     assert res["kind"] == "robot" and res["robot_id"] == robot["id"] and res["delay_steps"] == 0
     assert set(res["groups"]) == set(GROUPS) and res["groups"]["calf"]["joints"] == [
-        f"{leg}_calf_joint" for leg in ("FL", "FR", "RL", "RR")]
+        f"{leg}_calf_joint" for leg in ("FL", "FR", "RL", "RR")
+    ]
     v = res["validation"]
     assert set(v["per_joint_rmse"]) == set(ds["joints"]) and v["split"] == "time"
     # Newton's log has other joint terms than the MJCF's; one least-squares step already beats the file's terms
     # (measured 0.0012 rad against 0.0125)
     assert v["rmse"] < 0.5 * v["model_defaults_rmse"], v
     names = {a["name"] for a in fit["artifacts"]}
-    assert {"fit.json", "isaaclab.json", "isaaclab.py", "newton.usda", "mjcf.xml", "report_data.json"} <= names
+    assert {
+        "fit.json",
+        "isaaclab.json",
+        "isaaclab.py",
+        "newton.usda",
+        "mjcf.xml",
+        "report_data.json",
+    } <= names
     replays = res["replays"]["consumers"]  # each export replayed by its consumer, as the CLI's fit does
-    assert set(replays) == {"isaaclab", "newton", "mujoco"} and all(c["status"] == "ok" for c in replays.values())
+    assert set(replays) == {"isaaclab", "newton", "mujoco"} and all(
+        c["status"] == "ok" for c in replays.values()
+    )
     lab = requests.get(server.url + f"/api/v1/fits/{fit['id']}/export/isaaclab.json", timeout=30).json()
     assert lab["actuators"]["thigh"]["joint_names_expr"] == [".*_thigh_joint"]
     assert lab["actuators"]["thigh"]["armature"] == pytest.approx(res["groups"]["thigh"]["armature"])
@@ -202,33 +257,48 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(server: Serv
     assert np.allclose(fl[0]["y"], q[split:, 0], atol=1e-9)  # measured, from the split on
     drawn = np.sqrt(np.mean((np.array(fl[1]["y"]) - q[split:, 0]) ** 2))
     assert drawn == pytest.approx(v["per_joint_rmse"]["FL_hip_joint"], rel=1e-6)  # the replay the error is of
-    for other in (f"/api/v1/fits/{fit['id']}/export/all.zip", f"/compare?a={fit['id']}&b={fit['id']}",
-                  f"/api/v1/fits/{fit['id']}/validation"):  # the fit routes made for joint fits stay 2xx / 4xx
+    for other in (
+        f"/api/v1/fits/{fit['id']}/export/all.zip",
+        f"/compare?a={fit['id']}&b={fit['id']}",
+        f"/api/v1/fits/{fit['id']}/validation",
+    ):  # the fit routes made for joint fits stay 2xx / 4xx
         assert requests.get(server.url + other, timeout=60).status_code < 500, other
-    bundle = zipfile.ZipFile(io.BytesIO(requests.get(server.url + f"/api/v1/fits/{fit['id']}/export/all.zip",
-                                                     timeout=60).content))
+    bundle = zipfile.ZipFile(
+        io.BytesIO(requests.get(server.url + f"/api/v1/fits/{fit['id']}/export/all.zip", timeout=60).content)
+    )
     assert {"isaaclab.py", "newton.usda", "mjcf.xml", "report.html"} <= set(bundle.namelist())
     report = bundle.read("report.html").decode()
     assert "Plotly" in report and "/static/plotly.min.js" not in report and 'id="joint-11"' in report
     checks = requests.get(server.url + f"/api/v1/fits/{fit['id']}/validation", timeout=30).json()
     assert checks["replays"] == res["replays"] and checks["exports"] == res["exports"]
-    refused(requests.get(server.url + f"/api/v1/fits/{fit['id']}/export/isaaclab.py?set=stiffness=3", timeout=30),
-            422, "a robot fit's exports are served as written")
+    refused(
+        requests.get(server.url + f"/api/v1/fits/{fit['id']}/export/isaaclab.py?set=stiffness=3", timeout=30),
+        422,
+        "a robot fit's exports are served as written",
+    )
     robot_page = requests.get(server.url + f"/robots/{robot['id']}", timeout=30).text
     refused(requests.delete(server.url + f"/api/v1/robots/{robot['id']}", timeout=30), 409, fit["id"])
     assert fit["id"][:8] in robot_page and f'<option value="{ds["id"]}">' in robot_page  # fit form offers it
 
 
-def test_bad_fits_are_4xx_naming_the_problem_and_store_nothing(server: Server, robot: dict, go2: RobotModel,
-                                                               newton_log: tuple, tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture) -> None:
+def test_bad_fits_are_4xx_naming_the_problem_and_store_nothing(
+    server: Server,
+    robot: dict,
+    go2: RobotModel,
+    newton_log: tuple,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+) -> None:
     """Acceptance 6, logs: a log joint absent from the model, a joint count that does not match an unnamed log,
     and every work-sizing field past its limit; no dataset or fit row, no file; the CLI gives the same errors."""
     cmd, q, qd = newton_log
     before = stored(server)
-    short = requests.post(server.url + "/api/v1/datasets", files={"file": ("eleven.pt", pace_bytes(cmd[:, :11],
-                                                                                                q[:, :11]))},
-                          data={"robot_id": robot["id"]}, timeout=60)
+    short = requests.post(
+        server.url + "/api/v1/datasets",
+        files={"file": ("eleven.pt", pace_bytes(cmd[:, :11], q[:, :11]))},
+        data={"robot_id": robot["id"]},
+        timeout=60,
+    )
     detail = refused(short, 422, "11 joint column(s)", "12 joint name(s)", "go2.xml", "RR_calf_joint")
     assert stored(server) == before
     pace = tmp_path / "eleven.pt"
@@ -241,8 +311,13 @@ def test_bad_fits_are_4xx_naming_the_problem_and_store_nothing(server: Server, r
     ds = upload_recording(server, rec, tmp_path / "knee.csv")
     before = stored(server)
     fit = {"dataset_id": ds["id"], "robot_id": robot["id"]}
-    detail = refused(requests.post(server.url + "/api/v1/fits", json=fit, timeout=60), 422,
-                     "FL_knee", "not in the robot model go2.xml", "the model has FL_hip_joint")
+    detail = refused(
+        requests.post(server.url + "/api/v1/fits", json=fit, timeout=60),
+        422,
+        "FL_knee",
+        "not in the robot model go2.xml",
+        "the model has FL_hip_joint",
+    )
     rc = main(["fit", str(tmp_path / "knee.csv"), "--robot", str(GO2_XML), "--out", str(tmp_path / "o2")])
     assert rc == 2 and detail in capsys.readouterr().err and not (tmp_path / "o2").exists()
 
@@ -262,11 +337,23 @@ def test_bad_fits_are_4xx_naming_the_problem_and_store_nothing(server: Server, r
         ({"validation_fraction": 0.9}, 422, ("robot.validation_fraction", "0.5")),
         ({"workers": 3}, 422, ("robot.workers", "Extra inputs")),
     ]:
-        r = requests.post(server.url + "/api/v1/fits", json={"dataset_id": ok["id"], "robot_id": robot["id"],
-                                                             "robot": options}, timeout=60)
+        r = requests.post(
+            server.url + "/api/v1/fits",
+            json={"dataset_id": ok["id"], "robot_id": robot["id"], "robot": options},
+            timeout=60,
+        )
         refused(r, code, *parts)
-    refused(requests.post(server.url + "/api/v1/fits", json={"dataset_id": ok["id"], "robot_id": "0" * 32},
-                          timeout=60), 404, "robot", "not found")
-    refused(requests.post(server.url + "/api/v1/fits", json={"dataset_id": ok["id"], "robot": {}}, timeout=60),
-            422, "without a robot_id")
+    refused(
+        requests.post(
+            server.url + "/api/v1/fits", json={"dataset_id": ok["id"], "robot_id": "0" * 32}, timeout=60
+        ),
+        404,
+        "robot",
+        "not found",
+    )
+    refused(
+        requests.post(server.url + "/api/v1/fits", json={"dataset_id": ok["id"], "robot": {}}, timeout=60),
+        422,
+        "without a robot_id",
+    )
     assert stored(server) == before

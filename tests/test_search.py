@@ -19,7 +19,9 @@ LOADFRIC = FAMILIES["dcmotor_loadfric"]  # rich friction families are the ones t
 STRIBECK_DELAY = FAMILIES["dcmotor_stribeck_delay"]
 
 
-def _problem(family: Family, noise_q: float) -> tuple[RolloutEngine, LossScales, SearchSpace, np.ndarray, np.ndarray]:
+def _problem(
+    family: Family, noise_q: float
+) -> tuple[RolloutEngine, LossScales, SearchSpace, np.ndarray, np.ndarray]:
     """The Isaac Lab DCMotor bench log (1 s windows, as a fit trains), the family's space, its warm start, and
     the truth as a point of that space (every term the log lacks switched off)."""
     rec = make_recording("dcmotor", noise_q=noise_q, seed=1)
@@ -33,8 +35,9 @@ def _problem(family: Family, noise_q: float) -> tuple[RolloutEngine, LossScales,
     return RolloutEngine(batch), LossScales.from_batch(batch), space, x_warm, truth
 
 
-def _rival(family: Family, engine: RolloutEngine, scales: LossScales, space: SearchSpace,
-           x: np.ndarray) -> search.SearchResult:
+def _rival(
+    family: Family, engine: RolloutEngine, scales: LossScales, space: SearchSpace, x: np.ndarray
+) -> search.SearchResult:
     """Another start's search that ended at x."""
     loss = float(np.sum(search.residual_fn(engine, family, space, scales)(x[None])[0] ** 2))
     return search.SearchResult([x], np.array([loss]))
@@ -45,13 +48,16 @@ def test_a_start_clearly_worse_than_the_rival_stops_after_a_few_iterations() -> 
     ABANDON_ITERATIONS iterations, so it stops there at a fraction of the solve it makes alone."""
     engine, scales, space, x_warm, truth = _problem(LOADFRIC, 0.0)
     alone = search.local_search(engine, LOADFRIC, space, scales, [x_warm])
-    cut = search.local_search(engine, LOADFRIC, space, scales, [x_warm],
-                              rival=_rival(LOADFRIC, engine, scales, space, truth))
+    cut = search.local_search(
+        engine, LOADFRIC, space, scales, [x_warm], rival=_rival(LOADFRIC, engine, scales, space, truth)
+    )
     assert cut.abandoned and not alone.abandoned
     assert cut.after[0] < cut.before[0]  # it did descend, just not far enough
     d = int(np.sum(~space.integer))
     assert cut.evaluations <= 3 * search.ABANDON_ITERATIONS * (d + 2) < alone.evaluations / 2, (
-        cut.evaluations, alone.evaluations)
+        cut.evaluations,
+        alone.evaluations,
+    )
 
 
 def test_a_competitive_start_runs_exactly_as_without_a_rival() -> None:
@@ -59,8 +65,9 @@ def test_a_competitive_start_runs_exactly_as_without_a_rival() -> None:
     the same point, loss and evaluations as without the rule."""
     engine, scales, space, x_warm, _ = _problem(LOADFRIC, 5e-4)
     alone = search.local_search(engine, LOADFRIC, space, scales, [x_warm])
-    ruled = search.local_search(engine, LOADFRIC, space, scales, [x_warm],
-                                rival=search.SearchResult(alone.best, alone.after))
+    ruled = search.local_search(
+        engine, LOADFRIC, space, scales, [x_warm], rival=search.SearchResult(alone.best, alone.after)
+    )
     assert not ruled.abandoned
     np.testing.assert_array_equal(ruled.best[0], alone.best[0])
     assert ruled.after[0] == alone.after[0] and ruled.evaluations == alone.evaluations
@@ -79,7 +86,9 @@ def test_integers_do_not_decide_the_abandon() -> None:
     ruled = search.local_search(engine, STRIBECK_DELAY, space, scales, [x_off], rival=rival)
     assert not ruled.abandoned
     np.testing.assert_array_equal(ruled.best[0], alone.best[0])
-    assert ruled.after[0] == alone.after[0] and ruled.evaluations > alone.evaluations  # the trial, then as alone
+    assert (
+        ruled.after[0] == alone.after[0] and ruled.evaluations > alone.evaluations
+    )  # the trial, then as alone
 
 
 def test_abandoned_only_when_every_joint_gives_up() -> None:
@@ -87,15 +96,30 @@ def test_abandoned_only_when_every_joint_gives_up() -> None:
     rec = make_recording("dcmotor", noise_q=5e-4, seed=1)
     for s in rec.segments:
         s.tau = None
-    rec.joints = [rec.joints[0], dataclasses.replace(rec.joints[0], name="twin")]  # the same log on a second joint
+    rec.joints = [
+        rec.joints[0],
+        dataclasses.replace(rec.joints[0], name="twin"),
+    ]  # the same log on a second joint
     for s in rec.segments:
-        s.q, s.qd, s.q_des, s.qd_des, s.tau_ff = (np.hstack([a, a]) for a in (s.q, s.qd, s.q_des, s.qd_des, s.tau_ff))
+        s.q, s.qd, s.q_des, s.qd_des, s.tau_ff = (
+            np.hstack([a, a]) for a in (s.q, s.qd, s.q_des, s.qd_des, s.tau_ff)
+        )
     batch = SegmentBatch.from_recording(rec, rec.joint_names, window=200)
-    engine, scales, space = RolloutEngine(batch), LossScales.from_batch(batch), SearchSpace.for_family(LOADFRIC)
+    engine, scales, space = (
+        RolloutEngine(batch),
+        LossScales.from_batch(batch),
+        SearchSpace.for_family(LOADFRIC),
+    )
     x_warm = [np.array([warm_start(batch, j)[n] for n in space.names]) for j in range(2)]
     alone = search.local_search(engine, LOADFRIC, space, scales, x_warm)
     # joint 0's rival is far below anything reachable, joint 1's is its own optimum
-    ruled = search.local_search(engine, LOADFRIC, space, scales, x_warm,
-                                rival=search.SearchResult(alone.best, np.array([1e-3 * alone.after[0], alone.after[1]])))
+    ruled = search.local_search(
+        engine,
+        LOADFRIC,
+        space,
+        scales,
+        x_warm,
+        rival=search.SearchResult(alone.best, np.array([1e-3 * alone.after[0], alone.after[1]])),
+    )
     assert not ruled.abandoned and ruled.after[0] > alone.after[0]
     np.testing.assert_array_equal(ruled.best[1], alone.best[1])

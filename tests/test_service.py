@@ -18,15 +18,21 @@ from actuator_sysid.service.storage import Storage, new_id
 SMALL_BUDGET = {"generations": 10, "population": 8}
 
 
-def upload(server: Server, data: bytes, filename: str = "log.csv", metadata: str | dict | None = None,
-           fmt: str | None = None) -> requests.Response:
+def upload(
+    server: Server,
+    data: bytes,
+    filename: str = "log.csv",
+    metadata: str | dict | None = None,
+    fmt: str | None = None,
+) -> requests.Response:
     form = {}
     if metadata is not None:
         form["metadata"] = metadata if isinstance(metadata, str) else json.dumps(metadata)
     if fmt is not None:
         form["format"] = fmt
-    return requests.post(server.url + "/api/v1/datasets", files={"file": (filename, data)}, data=form,
-                         timeout=30)
+    return requests.post(
+        server.url + "/api/v1/datasets", files={"file": (filename, data)}, data=form, timeout=30
+    )
 
 
 def stored(server: Server) -> tuple[list[str], list[str], list[str], list[str]]:
@@ -79,7 +85,7 @@ def test_health_index_and_static_plotly(server: Server) -> None:
     page = requests.get(server.url + "/", timeout=10)
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert 'type="file"' in page.text and 'name="metadata"' in page.text
-    assert "<script src=\"http" not in page.text  # no external assets
+    assert '<script src="http' not in page.text  # no external assets
     js = requests.get(server.url + "/static/plotly.min.js", timeout=10)
     assert js.status_code == 200 and "javascript" in js.headers["content-type"]
     assert len(js.content) > 1_000_000 and b"plotly" in js.content[:2000].lower()
@@ -106,8 +112,12 @@ def test_upload_list_get(server: Server, tmp_path: Path) -> None:
 
 
 def test_unknown_ids_are_404_with_message(server: Server) -> None:
-    for path in ("/api/v1/datasets/nope", "/api/v1/fits/nope", "/api/v1/fits/nope/export/isaaclab.py",
-                 "/fits/nope"):
+    for path in (
+        "/api/v1/datasets/nope",
+        "/api/v1/fits/nope",
+        "/api/v1/fits/nope/export/isaaclab.py",
+        "/fits/nope",
+    ):
         r = requests.get(server.url + path, timeout=10)
         assert r.status_code == 404, path
         assert "'nope'" in r.json()["detail"]
@@ -120,22 +130,54 @@ BAD_UPLOADS = {
     "empty file": (b"", {}, 422, ["empty"]),
     "unknown format": (long_csv(_ROWS), {"fmt": "xlsx"}, 422, ["format", "xlsx"]),
     "not a canonical table": (b"foo,bar\n1,2\n", {}, 422, ["unknown format"]),
-    "t not increasing": (long_csv(_ROWS[:12] + [[0.05, "j1", 0, 1, 0, "a"]] + _ROWS[13:]), {}, 422,
-                         ["not increasing", "row 13"]),
-    "duplicate t": (long_csv(_ROWS[:12] + [[_ROWS[11][0], "j1", 0, 1, 0, "a"]] + _ROWS[13:]), {}, 422,
-                    ["duplicate t"]),
-    "NaN": (long_csv(_ROWS[:5] + [[0.05, "j1", "nan", 1, 0, "a"]] + _ROWS[6:]), {}, 422,
-            ["row 6", "'q'", "NaN"]),
-    "inf": (long_csv(_ROWS[:5] + [[0.05, "j1", 0, "inf", 0, "a"]] + _ROWS[6:]), {}, 422,
-            ["row 6", "'qd'", "inf"]),
-    "missing q": (long_csv([[r[0], r[1], r[3], r[4], r[5]] for r in _ROWS], "t,joint,qd,q_des,segment"), {},
-                  422, ["'q'"]),
-    "missing q_des": (long_csv([r[:4] + [r[5]] for r in _ROWS], "t,joint,q,qd,segment"), {}, 422,
-                      ["'q_des'"]),
-    "sidecar names an unknown joint": (long_csv(_ROWS), {"metadata": {"joints": {"elbow": {"mass": 1.0}}}},
-                                       422, ["'elbow'"]),
-    "segment under 10 samples": (long_csv(_ROWS + good_rows(5, segment="b", t0=1.0)), {}, 422,
-                                 ["segment b", "only 5 samples", "at least 10"]),
+    "t not increasing": (
+        long_csv(_ROWS[:12] + [[0.05, "j1", 0, 1, 0, "a"]] + _ROWS[13:]),
+        {},
+        422,
+        ["not increasing", "row 13"],
+    ),
+    "duplicate t": (
+        long_csv(_ROWS[:12] + [[_ROWS[11][0], "j1", 0, 1, 0, "a"]] + _ROWS[13:]),
+        {},
+        422,
+        ["duplicate t"],
+    ),
+    "NaN": (
+        long_csv(_ROWS[:5] + [[0.05, "j1", "nan", 1, 0, "a"]] + _ROWS[6:]),
+        {},
+        422,
+        ["row 6", "'q'", "NaN"],
+    ),
+    "inf": (
+        long_csv(_ROWS[:5] + [[0.05, "j1", 0, "inf", 0, "a"]] + _ROWS[6:]),
+        {},
+        422,
+        ["row 6", "'qd'", "inf"],
+    ),
+    "missing q": (
+        long_csv([[r[0], r[1], r[3], r[4], r[5]] for r in _ROWS], "t,joint,qd,q_des,segment"),
+        {},
+        422,
+        ["'q'"],
+    ),
+    "missing q_des": (
+        long_csv([r[:4] + [r[5]] for r in _ROWS], "t,joint,q,qd,segment"),
+        {},
+        422,
+        ["'q_des'"],
+    ),
+    "sidecar names an unknown joint": (
+        long_csv(_ROWS),
+        {"metadata": {"joints": {"elbow": {"mass": 1.0}}}},
+        422,
+        ["'elbow'"],
+    ),
+    "segment under 10 samples": (
+        long_csv(_ROWS + good_rows(5, segment="b", t0=1.0)),
+        {},
+        422,
+        ["segment b", "only 5 samples", "at least 10"],
+    ),
     "metadata not JSON": (long_csv(_ROWS), {"metadata": "{joints: 1"}, 422, ["metadata", "invalid JSON"]),
     "metadata not an object": (long_csv(_ROWS), {"metadata": "[1, 2]"}, 422, ["metadata", "object"]),
 }
@@ -163,8 +205,11 @@ def test_oversize_upload_is_413_and_nothing_stored(server: Server) -> None:
 
 
 def test_good_upload_still_accepted_after_bad_ones(server: Server) -> None:
-    r = upload(server, long_csv(_ROWS + good_rows(20, segment="b", t0=1.0)),
-               metadata={"joints": {"j1": {"mass": 0.3, "com_distance": 0.2}}, "segments": {"a": {"kp": 5}}})
+    r = upload(
+        server,
+        long_csv(_ROWS + good_rows(20, segment="b", t0=1.0)),
+        metadata={"joints": {"j1": {"mass": 0.3, "com_distance": 0.2}}, "segments": {"a": {"kp": 5}}},
+    )
     assert r.status_code == 201, r.text
     assert r.json()["segments"] == 2
 
@@ -209,8 +254,9 @@ def test_restart_policy_and_failed_fits(tmp_path: Path) -> None:
     running, queued = new_id(), new_id()
     repo.create_fit(running, ds, {"models": ["dcmotor"], "generations": 10, "population": 8})
     repo.start_fit(running)
-    repo.create_fit(queued, ds, {"joints": ["ghost"], "models": ["dcmotor"], "generations": 10,
-                                 "population": 8})
+    repo.create_fit(
+        queued, ds, {"joints": ["ghost"], "models": ["dcmotor"], "generations": 10, "population": 8}
+    )
     repo.close()
 
     server = start_server(data)
@@ -233,9 +279,17 @@ def test_restart_policy_and_failed_fits(tmp_path: Path) -> None:
 
 def test_full_fit_flow(server: Server, tmp_path: Path) -> None:
     ds = good_upload(server, tmp_path)["id"]
-    r = requests.post(server.url + "/api/v1/fits", timeout=30, json={
-        "dataset_id": ds, "joints": ["knee"], "models": ["dcmotor", "ideal_pd"], "budget": SMALL_BUDGET,
-        "seed": 3})
+    r = requests.post(
+        server.url + "/api/v1/fits",
+        timeout=30,
+        json={
+            "dataset_id": ds,
+            "joints": ["knee"],
+            "models": ["dcmotor", "ideal_pd"],
+            "budget": SMALL_BUDGET,
+            "seed": 3,
+        },
+    )
     assert r.status_code == 202, r.text
     assert r.json()["status"] == "queued"
     fit_id = r.json()["id"]

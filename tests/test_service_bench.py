@@ -10,10 +10,18 @@ from conftest import ROOT, pythonpath
 
 
 def test_service_bench_quick_prints_json_figures() -> None:
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "service.py"), "--quick"], capture_output=True,
-                         text=True, timeout=300, cwd=ROOT, check=True, env={"PYTHONPATH": pythonpath(),
-                                                                           "PATH": "/usr/bin:/bin"})
-    run, summary = (json.loads(line) for line in out.stdout.splitlines())  # one line per run, then the summary
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "service.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=True,
+        env={"PYTHONPATH": pythonpath(), "PATH": "/usr/bin:/bin"},
+    )
+    run, summary = (
+        json.loads(line) for line in out.stdout.splitlines()
+    )  # one line per run, then the summary
     load, upload = run["status_routes_during_fit"], run["upload"]
     assert run["run"] == 1 and run["of"] == 1 and len(run["loadavg_before"]) == 3
     assert load["requests"] > 0 and load["errors"] == 0 and load["fit_running_throughout"]
@@ -49,8 +57,15 @@ def test_fit_worker_priority_covers_every_thread_and_a_spawned_worker() -> None:
 
     if not hasattr(os, "SCHED_IDLE"):
         pytest.skip("SCHED_IDLE is Linux only")
-    out = subprocess.run([sys.executable, "-c", WORKER_PRIORITY], capture_output=True, text=True, timeout=120,
-                         cwd=ROOT, check=True, env={"PYTHONPATH": pythonpath(), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", WORKER_PRIORITY],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=True,
+        env={"PYTHONPATH": pythonpath(), "PATH": "/usr/bin:/bin"},
+    )
     lines = out.stdout.split("\n")
     assert lines[0] == "idle idle", out.stdout
     assert lines[1] == f"[{os.SCHED_IDLE}] {os.SCHED_IDLE}", out.stdout

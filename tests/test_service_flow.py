@@ -23,8 +23,9 @@ SMALL_BUDGET = {"generations": 10, "population": 8}
 LONG_BUDGET = {"generations": 10000, "population": 8}  # runs until cancelled
 
 
-def wait_status(server: Server, fit_id: str, statuses: tuple[str, ...], timeout: float = 90.0,
-                headers: dict | None = None) -> dict:
+def wait_status(
+    server: Server, fit_id: str, statuses: tuple[str, ...], timeout: float = 90.0, headers: dict | None = None
+) -> dict:
     deadline = time.monotonic() + timeout
     fit: dict = {}
     while time.monotonic() < deadline:
@@ -32,14 +33,19 @@ def wait_status(server: Server, fit_id: str, statuses: tuple[str, ...], timeout:
         if fit["status"] in statuses:
             return fit
         time.sleep(0.2)
-    raise AssertionError(f"fit {fit_id} still {fit.get('status')} after {timeout} s, wanted {statuses}: {fit}")
+    raise AssertionError(
+        f"fit {fit_id} still {fit.get('status')} after {timeout} s, wanted {statuses}: {fit}"
+    )
 
 
-def read_events(server: Server, fit_id: str, headers: dict | None = None, timeout: float = 120.0) -> list[tuple]:
+def read_events(
+    server: Server, fit_id: str, headers: dict | None = None, timeout: float = 120.0
+) -> list[tuple]:
     """Follow the SSE stream of a fit to its end; returns (event, data) pairs."""
     events: list[tuple[str, dict]] = []
-    with requests.get(f"{server.url}/api/v1/fits/{fit_id}/events", headers=headers, stream=True,
-                      timeout=timeout) as r:
+    with requests.get(
+        f"{server.url}/api/v1/fits/{fit_id}/events", headers=headers, stream=True, timeout=timeout
+    ) as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
         name, deadline = None, time.monotonic() + timeout
         for line in r.iter_lines(decode_unicode=True):
@@ -53,14 +59,20 @@ def read_events(server: Server, fit_id: str, headers: dict | None = None, timeou
     return events
 
 
-def upload_log(server: Server, tmp_path: Path, serial: str = "SN-1", headers: dict | None = None,
-               seed: int = 0) -> dict:
+def upload_log(
+    server: Server, tmp_path: Path, serial: str = "SN-1", headers: dict | None = None, seed: int = 0
+) -> dict:
     rec = make_recording(joints=("hip", "knee"), seed=seed)
     write_table(rec, tmp_path / "log.csv")
     meta = {**sidecar_for(rec), "actuator_model": "test-motor", "serial": serial}
     with open(tmp_path / "log.csv", "rb") as f:
-        r = requests.post(server.url + "/api/v1/datasets", files={"file": ("log.csv", f)},
-                          data={"metadata": json.dumps(meta)}, headers=headers, timeout=60)
+        r = requests.post(
+            server.url + "/api/v1/datasets",
+            files={"file": ("log.csv", f)},
+            data={"metadata": json.dumps(meta)},
+            headers=headers,
+            timeout=60,
+        )
     assert r.status_code == 201, r.text
     return r.json()
 
@@ -72,9 +84,18 @@ def run_fit_suite(server: Server, tmp_path: Path, headers: dict | None = None) -
     assert ds["actuator_model"] == "test-motor" and ds["serial"] == "SN-1" and len(ds["sha256"]) == 64
 
     def start(budget: dict, joints: list[str] | None = None) -> str:
-        r = requests.post(url + "/api/v1/fits", headers=h, timeout=30, json={
-            "dataset_id": ds["id"], "joints": joints or ["knee"], "models": ["dcmotor"], "budget": budget,
-            "seed": 1})
+        r = requests.post(
+            url + "/api/v1/fits",
+            headers=h,
+            timeout=30,
+            json={
+                "dataset_id": ds["id"],
+                "joints": joints or ["knee"],
+                "models": ["dcmotor"],
+                "budget": budget,
+                "seed": 1,
+            },
+        )
         assert r.status_code == 202, r.text
         assert r.json()["status"] == "queued"
         return r.json()["id"]
@@ -104,7 +125,10 @@ def run_fit_suite(server: Server, tmp_path: Path, headers: dict | None = None) -
     assert r.status_code == 202 and r.json()["status"] in ("running", "cancelled")
     cancelled = wait_status(server, long_id, ("cancelled", "failed", "succeeded"), timeout=30, headers=h)
     assert cancelled["status"] == "cancelled", cancelled
-    assert requests.get(f"{url}/api/v1/fits/{long_id}/export/isaaclab.py", headers=h, timeout=10).status_code == 409
+    assert (
+        requests.get(f"{url}/api/v1/fits/{long_id}/export/isaaclab.py", headers=h, timeout=10).status_code
+        == 409
+    )
 
     # the retried fit runs; its event stream carries progress and log lines up to the end
     events = read_events(server, small_id, headers=h)
@@ -124,15 +148,23 @@ def run_fit_suite(server: Server, tmp_path: Path, headers: dict | None = None) -
         r = requests.get(f"{url}/api/v1/fits/{small_id}/export/{name}", headers=h, timeout=10)
         assert r.status_code == 200 and "attachment" in r.headers["content-disposition"]
         assert hashlib.sha256(r.content).hexdigest() == names[name]["sha256"] == r.headers["x-content-sha256"]
-    assert json.loads(requests.get(f"{url}/api/v1/fits/{small_id}/export/fit.json", headers=h,
-                                   timeout=10).content) == fit["result"]
-    compile(requests.get(f"{url}/api/v1/fits/{small_id}/export/isaaclab.py", headers=h, timeout=10).text,
-            "isaaclab.py", "exec")
+    assert (
+        json.loads(
+            requests.get(f"{url}/api/v1/fits/{small_id}/export/fit.json", headers=h, timeout=10).content
+        )
+        == fit["result"]
+    )
+    compile(
+        requests.get(f"{url}/api/v1/fits/{small_id}/export/isaaclab.py", headers=h, timeout=10).text,
+        "isaaclab.py",
+        "exec",
+    )
     # the exports' validation: the same document as validation.json, shown on the report page
     v = requests.get(f"{url}/api/v1/fits/{small_id}/validation", headers=h, timeout=10)
     assert v.status_code == 200 and v.json()["rule"] == "NEWTON.DJ.001", v.text[:300]
-    assert v.json() == json.loads(requests.get(f"{url}/api/v1/fits/{small_id}/export/validation.json", headers=h,
-                                               timeout=10).content)
+    assert v.json() == json.loads(
+        requests.get(f"{url}/api/v1/fits/{small_id}/export/validation.json", headers=h, timeout=10).content
+    )
     replayed = {f for f, r in v.json()["replay"].items() if r["status"] == "ok"}
     assert {"isaaclab.json", "newton.usda", "mjcf.xml"} <= replayed, v.json()["replay"]
     page_html = requests.get(f"{url}/fits/{small_id}", headers=h, timeout=20).text
@@ -143,8 +175,13 @@ def run_fit_suite(server: Server, tmp_path: Path, headers: dict | None = None) -
     assert retry.status_code == 409 and "succeeded" in retry.json()["detail"]
 
     # pages: the report, the dataset page, compare and fleet
-    for page in (f"/fits/{small_id}", f"/datasets/{ds['id']}", f"/compare?a={small_id}&b={long_id}",
-                 "/fleet?actuator_model=test-motor", "/"):
+    for page in (
+        f"/fits/{small_id}",
+        f"/datasets/{ds['id']}",
+        f"/compare?a={small_id}&b={long_id}",
+        "/fleet?actuator_model=test-motor",
+        "/",
+    ):
         r = requests.get(url + page, headers=h, timeout=20)
         assert r.status_code == 200 and "text/html" in r.headers["content-type"], (page, r.text[:300])
     fleet = requests.get(f"{url}/api/v1/fleet/test-motor", headers=h, timeout=10).json()
@@ -155,7 +192,7 @@ def run_fit_suite(server: Server, tmp_path: Path, headers: dict | None = None) -
     assert 'actuator_sysid_fits{status="succeeded"} 1.0' in m
     assert 'actuator_sysid_fits{status="cancelled"} 1.0' in m
     assert "actuator_sysid_queue_depth 0.0" in m
-    assert 'actuator_sysid_fit_duration_seconds_count 1.0' in m
+    assert "actuator_sysid_fit_duration_seconds_count 1.0" in m
     assert 'route="/api/v1/fits/{fit_id}",status="200"' in m
 
     # deletes: the finished fit, then the dataset (its cancelled fit goes with it), files included

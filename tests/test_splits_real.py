@@ -22,7 +22,9 @@ from actuator_sysid.datasets.readers import read_paths
 from actuator_sysid.datasets.recording import Recording
 from actuator_sysid.fitting.fit import FitRequest, FitRequestError, plan_split, recordings
 
-DATA = Path(os.environ.get("ACTUATOR_SYSID_BAM_DATA", ROOT.parent / "shared" / "data" / "bam-xl330" / "processed"))
+DATA = Path(
+    os.environ.get("ACTUATOR_SYSID_BAM_DATA", ROOT.parent / "shared" / "data" / "bam-xl330" / "processed")
+)
 FILES = sorted(DATA.glob("*.json"))
 pytestmark = pytest.mark.skipif(len(FILES) != 12, reason=f"the 12 BAM XL330 logs are not in {DATA}")
 SMALL_BUDGET = {"generations": 5, "population": 8}
@@ -63,8 +65,10 @@ def _old_reader(rec: Recording) -> Recording:
             if not on[a]:
                 meta["free_swing"] = True
             name = s.name if len(cuts) == 2 else f"{s.name}.{k}"
-            arrays = {ch: None if getattr(s, ch) is None else getattr(s, ch)[a:b]
-                      for ch in ("t", "q", "qd", "q_des", "qd_des", "tau_ff", "tau")}
+            arrays = {
+                ch: None if getattr(s, ch) is None else getattr(s, ch)[a:b]
+                for ch in ("t", "q", "qd", "q_des", "qd_des", "tau_ff", "tau")
+            }
             segs.append(dataclasses.replace(s, name=name, metadata=meta, enable=None, **arrays))
     return dataclasses.replace(rec, segments=segs)
 
@@ -119,10 +123,15 @@ def test_http_zip_upload_holdout_kp_800_and_the_fit_form(server: Server) -> None
     fits = server.url + "/api/v1/fits"
     bad = requests.post(fits, json={"dataset_id": ds["id"], "folds_by": "vin"}, timeout=30)
     assert bad.status_code == 422 and "vin = 7.4" in bad.text
-    bad = requests.post(fits, json={"dataset_id": ds["id"], "folds_by": "kp", "holdout": "kp=800"}, timeout=30)
+    bad = requests.post(
+        fits, json={"dataset_id": ds["id"], "folds_by": "kp", "holdout": "kp=800"}, timeout=30
+    )
     assert bad.status_code == 422 and "holdout and folds_by exclude each other" in bad.text
-    r = requests.post(fits, json={"dataset_id": ds["id"], "models": ["ideal_pd"], "holdout": "kp=800",
-                                  "budget": SMALL_BUDGET}, timeout=30)
+    r = requests.post(
+        fits,
+        json={"dataset_id": ds["id"], "models": ["ideal_pd"], "holdout": "kp=800", "budget": SMALL_BUDGET},
+        timeout=30,
+    )
     assert r.status_code == 202, r.text
     fit = wait_for_fit(server, r.json()["id"], timeout=120)
     assert fit["status"] == "succeeded", fit.get("error")

@@ -31,27 +31,40 @@ def _function(name: str, body_lines: int) -> str:
 
 
 def test_the_tree_has_no_violation_beyond_the_baseline() -> None:
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "check_structure.py"), "--baseline", str(BASELINE)],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "check_structure.py"), "--baseline", str(BASELINE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "NEW" not in r.stdout
 
 
 def test_a_function_over_100_lines_fails_and_100_passes(tmp_path: Path) -> None:
-    pkg = _package(tmp_path, {"a.py": _function("ok", 99) + "\n\nclass C:\n" +
-                              textwrap.indent(_function("too_long", 100), "    ")})
+    pkg = _package(
+        tmp_path,
+        {
+            "a.py": _function("ok", 99)
+            + "\n\nclass C:\n"
+            + textwrap.indent(_function("too_long", 100), "    ")
+        },
+    )
     out = io.StringIO()
     assert cs.check(pkg, None, out) == 1
     assert "pkg/a.py:C.too_long (101 lines)" in out.getvalue() and "pkg/a.py:ok" not in out.getvalue()
 
 
 def test_a_cycle_through_a_function_level_import_fails(tmp_path: Path) -> None:
-    pkg = _package(tmp_path, {
-        "sub/__init__.py": "",
-        "sub/x.py": "from ..y import f\n",
-        "y.py": "def f():\n    from .sub import x\n    return x\n",
-        "z.py": "from . import y\n",  # imports into the cycle, not part of it
-    })
+    pkg = _package(
+        tmp_path,
+        {
+            "sub/__init__.py": "",
+            "sub/x.py": "from ..y import f\n",
+            "y.py": "def f():\n    from .sub import x\n    return x\n",
+            "z.py": "from . import y\n",  # imports into the cycle, not part of it
+        },
+    )
     assert cs.cycles(cs.import_graph(cs.package_files(pkg))) == [["pkg.sub.x", "pkg.y"]]
     out = io.StringIO()
     assert cs.check(pkg, None, out) == 1
@@ -59,8 +72,15 @@ def test_a_cycle_through_a_function_level_import_fails(tmp_path: Path) -> None:
 
 
 def test_the_baseline_forgives_only_what_it_lists(tmp_path: Path) -> None:
-    pkg = _package(tmp_path, {"a.py": _function("long_a", 120), "b.py": _function("long_b", 120),
-                              "c.py": "import pkg.d\n", "d.py": "from pkg import c\n"})
+    pkg = _package(
+        tmp_path,
+        {
+            "a.py": _function("long_a", 120),
+            "b.py": _function("long_b", 120),
+            "c.py": "import pkg.d\n",
+            "d.py": "from pkg import c\n",
+        },
+    )
     baseline = tmp_path / "baseline.txt"
     cs.write_baseline(pkg, baseline)
     assert cs.check(pkg, baseline, io.StringIO()) == 0

@@ -42,8 +42,16 @@ def _long(n: int) -> pa.Table:
     t = np.repeat(np.arange(n) / 100.0, len(JOINTS))
     joint = np.tile(np.array(JOINTS, dtype=object), n)
     q = np.sin(t) + np.tile(np.arange(len(JOINTS)), n)
-    return pa.table({"t": t, "joint": joint, "q": q, "q_des": q + 0.1, "tau": 0.5 * q,
-                     "segment": np.where(t < n / 200.0, "a", "b")})
+    return pa.table(
+        {
+            "t": t,
+            "joint": joint,
+            "q": q,
+            "q_des": q + 0.1,
+            "tau": 0.5 * q,
+            "segment": np.where(t < n / 200.0, "a", "b"),
+        }
+    )
 
 
 def _write(table: pa.Table, path: Path) -> Path:
@@ -56,6 +64,7 @@ def _write(table: pa.Table, path: Path) -> Path:
 
 def _whole(path: Path, monkeypatch: pytest.MonkeyPatch, **kw):
     """The same file through the whole-file parser (the streamed decoder refuses everything)."""
+
     def refuse(*a, **k):
         raise tablestream.Unclean("forced")
 
@@ -75,13 +84,20 @@ def _same(a, b) -> None:
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 @pytest.mark.parametrize("shape", ["wide", "wide-runs", "wide-interleaved", "wide-noqd", "long"])
-def test_streamed_equals_whole_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str,
-                                    shape: str) -> None:
+def test_streamed_equals_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str, shape: str
+) -> None:
     monkeypatch.setattr(tablestream, "CSV_BLOCK_BYTES", 16 << 10)  # many blocks, and buffer growth
     monkeypatch.setattr(tablestream, "PARQUET_BATCH_ROWS", 300)
-    table = (_long(900) if shape == "long" else
-             _wide(3000, segments=shape.split("-")[1] if shape.count("-") and shape != "wide-noqd" else "none",
-                   qd=shape != "wide-noqd"))
+    table = (
+        _long(900)
+        if shape == "long"
+        else _wide(
+            3000,
+            segments=shape.split("-")[1] if shape.count("-") and shape != "wide-noqd" else "none",
+            qd=shape != "wide-noqd",
+        )
+    )
     path = _write(table, tmp_path / f"log{suffix}")
     side = {"angle_unit": "deg", "joints": {"knee": {"mass": 1.0, "com_distance": 0.2}}}
 
@@ -105,14 +121,25 @@ def test_unclean_tables_still_name_the_row(tmp_path: Path) -> None:
     cells[2] = "oops"
     lines[120] = ",".join(cells)
     (tmp_path / "bad.csv").write_text("\n".join(lines) + "\n")
-    _raises("bad.csv, row 120, column 'hip/qd'|'oops' is not a number", read_table, tmp_path / "bad.csv", "bad.csv")
+    _raises(
+        "bad.csv, row 120, column 'hip/qd'|'oops' is not a number",
+        read_table,
+        tmp_path / "bad.csv",
+        "bad.csv",
+    )
     col = table.column("knee/q").to_numpy().copy()
     col[77] = np.nan
-    _write(table.set_column(table.schema.get_field_index("knee/q"), "knee/q", pa.array(col)),
-           tmp_path / "nan.parquet")
+    _write(
+        table.set_column(table.schema.get_field_index("knee/q"), "knee/q", pa.array(col)),
+        tmp_path / "nan.parquet",
+    )
     _raises("nan.parquet, row 78, column 'knee/q'|NaN", read_table, tmp_path / "nan.parquet", "nan.parquet")
-    _raises("no joint columns", read_table, _write(pa.table({"t": [0.0, 1.0], "x": [1.0, 2.0]}),
-                                                      tmp_path / "odd.csv"), "odd.csv")
+    _raises(
+        "no joint columns",
+        read_table,
+        _write(pa.table({"t": [0.0, 1.0], "x": [1.0, 2.0]}), tmp_path / "odd.csv"),
+        "odd.csv",
+    )
 
 
 def test_streaming_holds_the_table_about_once(tmp_path: Path) -> None:
@@ -126,4 +153,4 @@ def test_streaming_holds_the_table_about_once(tmp_path: Path) -> None:
     tracemalloc.stop()
     s = rec.segments[0]
     seg = sum(a.nbytes for a in (s.t, s.q, s.qd, s.q_des, s.qd_des, s.tau_ff, s.tau))
-    assert peak < 1.5 * seg, (peak / seg)
+    assert peak < 1.5 * seg, peak / seg

@@ -49,8 +49,11 @@ def actuator(stage: Usd.Stage, path: str = A, target: str | None = J, apis=("New
     prim.CreateAttribute("newton:kp", Sdf.ValueTypeNames.Float).Set(20.0)
     prim.CreateAttribute("newton:kd", Sdf.ValueTypeNames.Float).Set(1.0)
     for name, value in attrs.items():
-        kind = Sdf.ValueTypeNames.Int if isinstance(value, int) else (
-            Sdf.ValueTypeNames.FloatArray if isinstance(value, list) else Sdf.ValueTypeNames.Float)
+        kind = (
+            Sdf.ValueTypeNames.Int
+            if isinstance(value, int)
+            else (Sdf.ValueTypeNames.FloatArray if isinstance(value, list) else Sdf.ValueTypeNames.Float)
+        )
         prim.CreateAttribute(f"newton:{name}", kind).Set(value)
     return prim
 
@@ -106,6 +109,7 @@ def _with(fn: Callable[[Usd.Stage], object], **kw) -> Callable[[], Usd.Stage]:
         stage = robot(**kw)
         fn(stage)
         return stage
+
     return make
 
 
@@ -123,12 +127,32 @@ CASES: dict[str, tuple[Callable[[], Usd.Stage], set[tuple[str, str]]]] = {
     "excluded from the articulation": (_excluded, set()),
     "disabled joint": (_disabled, set()),
     "no articulation": (lambda: robot(actuated=False, root=False), set()),
-    "pid with clamps and delay": (_with(lambda s: actuator(
-        s, apis=("NewtonPIDControlAPI", "NewtonMaxEffortClampingAPI", "NewtonDCMotorClampingAPI",
-                 "NewtonPositionBasedClampingAPI", "NewtonActuatorDelayAPI"),
-        ki=1.0, integralMax=math.inf, maxEffort=5.0, saturationEffort=8.0, velocityLimit=6.0, maxMotorEffort=5.0,
-        lookupPositions=[-1.0, 1.0], lookupEfforts=[2.0, 3.0], constEffort=0.5, delaySteps=2), actuated=False),
-     set()),
+    "pid with clamps and delay": (
+        _with(
+            lambda s: actuator(
+                s,
+                apis=(
+                    "NewtonPIDControlAPI",
+                    "NewtonMaxEffortClampingAPI",
+                    "NewtonDCMotorClampingAPI",
+                    "NewtonPositionBasedClampingAPI",
+                    "NewtonActuatorDelayAPI",
+                ),
+                ki=1.0,
+                integralMax=math.inf,
+                maxEffort=5.0,
+                saturationEffort=8.0,
+                velocityLimit=6.0,
+                maxMotorEffort=5.0,
+                lookupPositions=[-1.0, 1.0],
+                lookupEfforts=[2.0, 3.0],
+                constEffort=0.5,
+                delaySteps=2,
+            ),
+            actuated=False,
+        ),
+        set(),
+    ),
     # one clause each
     "undriven": (lambda: robot(actuated=False), {(U, J)}),
     "disabled mimic": (lambda: _mimic(False), {(U, "/Robot/follower")}),
@@ -138,34 +162,58 @@ CASES: dict[str, tuple[Callable[[], Usd.Stage], set[tuple[str, str]]]] = {
     "drive stiffness negative": (_with(lambda s: drive(s, stiffness=-1.0), actuated=False), {(DG, J)}),
     "drive damping nan": (_with(lambda s: drive(s, damping=math.nan), actuated=False), {(DG, J)}),
     "drive target inf": (_with(lambda s: drive(s, targetPosition=math.inf), actuated=False), {(DT, J)}),
-    "actuator without target": (_with(lambda s: actuator(s, target=None), actuated=False),
-                                {("actuator_target", A), (U, J)}),
-    "actuator on a missing prim": (_with(lambda s: actuator(s, target="/Robot/nope"), actuated=False),
-                                   {("actuator_target", A), (U, J)}),
-    "actuator on a fixed joint": (_with(lambda s: actuator(s, target="/Robot/root_joint"), actuated=False),
-                                  {("actuator_target", A), (U, J)}),
+    "actuator without target": (
+        _with(lambda s: actuator(s, target=None), actuated=False),
+        {("actuator_target", A), (U, J)},
+    ),
+    "actuator on a missing prim": (
+        _with(lambda s: actuator(s, target="/Robot/nope"), actuated=False),
+        {("actuator_target", A), (U, J)},
+    ),
+    "actuator on a fixed joint": (
+        _with(lambda s: actuator(s, target="/Robot/root_joint"), actuated=False),
+        {("actuator_target", A), (U, J)},
+    ),
     "no control law": (_with(lambda s: actuator(s, apis=()), actuated=False), {("control_law", A)}),
-    "two control laws": (_with(lambda s: actuator(s, apis=("NewtonPDControlAPI", "NewtonPIDControlAPI")),
-                               actuated=False), {("control_law", A)}),
+    "two control laws": (
+        _with(lambda s: actuator(s, apis=("NewtonPDControlAPI", "NewtonPIDControlAPI")), actuated=False),
+        {("control_law", A)},
+    ),
     "kp negative": (_with(_set(A, "newton:kp", -1.0)), {("gains", A)}),
     "kd inf": (_with(_set(A, "newton:kd", math.inf)), {("gains", A)}),
     "integralMax negative": (_with(_set(A, "newton:integralMax", -1.0)), {("gains", A)}),
     "maxEffort negative": (_with(_set(A, "newton:maxEffort", -2.0)), {("clamps", A)}),
     "maxMotorEffort inf": (_with(_set(A, "newton:maxMotorEffort", math.inf)), {("clamps", A)}),
     "velocityLimit 0": (_with(_set(A, "newton:velocityLimit", 0.0)), {("clamps", A)}),
-    "dc velocity limit without saturation": (_with(lambda s: actuator(
-        s, apis=("NewtonPDControlAPI", "NewtonDCMotorClampingAPI"), velocityLimit=6.0), actuated=False),
-        {("clamps", A)}),
-    "lookupEfforts negative": (_with(_set(A, "newton:lookupEfforts", [1.0, -1.0], Sdf.ValueTypeNames.FloatArray)),
-                               {("clamps", A)}),
+    "dc velocity limit without saturation": (
+        _with(
+            lambda s: actuator(s, apis=("NewtonPDControlAPI", "NewtonDCMotorClampingAPI"), velocityLimit=6.0),
+            actuated=False,
+        ),
+        {("clamps", A)},
+    ),
+    "lookupEfforts negative": (
+        _with(_set(A, "newton:lookupEfforts", [1.0, -1.0], Sdf.ValueTypeNames.FloatArray)),
+        {("clamps", A)},
+    ),
     "constEffort inf": (_with(_set(A, "newton:constEffort", math.inf)), {("const_effort", A)}),
-    "delaySteps negative": (_with(_set(A, "newton:delaySteps", -1, Sdf.ValueTypeNames.Int)), {("delay_steps", A)}),
+    "delaySteps negative": (
+        _with(_set(A, "newton:delaySteps", -1, Sdf.ValueTypeNames.Int)),
+        {("delay_steps", A)},
+    ),
     "delaySteps not an integer": (_with(_set(A, "newton:delaySteps", 2.5)), {("delay_steps", A)}),
     # warnings: loads, but not as meant
-    "delay API without delaySteps": (_with(lambda s: actuator(s, apis=("NewtonPDControlAPI", "NewtonActuatorDelayAPI")),
-                                           actuated=False), {("delay_unauthored", A)}),
-    "delay API with 0": (_with(lambda s: actuator(s, apis=("NewtonPDControlAPI", "NewtonActuatorDelayAPI"),
-                                                  delaySteps=0), actuated=False), {("delay_zero", A)}),
+    "delay API without delaySteps": (
+        _with(lambda s: actuator(s, apis=("NewtonPDControlAPI", "NewtonActuatorDelayAPI")), actuated=False),
+        {("delay_unauthored", A)},
+    ),
+    "delay API with 0": (
+        _with(
+            lambda s: actuator(s, apis=("NewtonPDControlAPI", "NewtonActuatorDelayAPI"), delaySteps=0),
+            actuated=False,
+        ),
+        {("delay_zero", A)},
+    ),
 }
 
 
@@ -180,13 +228,33 @@ def test_warnings_are_not_errors_and_every_clause_has_its_own_code() -> None:
     stage = CASES["delay API with 0"][0]()
     assert {f.severity for f in validate_stage(stage)} == {"warning"}
     codes = {c for _make, expected in CASES.values() for c, _where in expected}
-    assert codes == {U, DMF, DG, DT, "actuator_target", "control_law", "gains", "clamps", "const_effort",
-                     "delay_steps", "delay_unauthored", "delay_zero"}
+    assert codes == {
+        U,
+        DMF,
+        DG,
+        DT,
+        "actuator_target",
+        "control_law",
+        "gains",
+        "clamps",
+        "const_effort",
+        "delay_steps",
+        "delay_unauthored",
+        "delay_zero",
+    }
 
 
-@pytest.mark.parametrize("case,accepted", [("actuator", True), ("pid with clamps and delay", True),
-                                           ("kp negative", False), ("no control law", False),
-                                           ("actuator on a fixed joint", False), ("delay API with 0", False)])
+@pytest.mark.parametrize(
+    "case,accepted",
+    [
+        ("actuator", True),
+        ("pid with clamps and delay", True),
+        ("kp negative", False),
+        ("no control law", False),
+        ("actuator on a fixed joint", False),
+        ("delay API with 0", False),
+    ],
+)
 def test_newton_agrees_with_the_validator(case: str, accepted: bool) -> None:
     """Newton 1.8's importer accepts the valid stages and rejects what the rule calls an error."""
     import newton
@@ -205,8 +273,14 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     import os
 
     env = {**os.environ, "PYTHONPATH": pythonpath()}
-    return subprocess.run([sys.executable, "-m", "actuator_sysid.cli", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "actuator_sysid.cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_validate_prints_code_and_prim_and_exits_nonzero_on_error(tmp_path: Path) -> None:

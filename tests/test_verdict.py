@@ -19,8 +19,14 @@ ROW = {"id": "f1", "title": "fit", "status": "succeeded", "dataset_name": "log",
 def _page(out) -> str:
     import json
 
-    return render_report(ROW, out.result, None, standalone=False, exports=sorted(out.exports),
-                         validation=json.loads(out.exports["validation.json"]))
+    return render_report(
+        ROW,
+        out.result,
+        None,
+        standalone=False,
+        exports=sorted(out.exports),
+        validation=json.loads(out.exports["validation.json"]),
+    )
 
 
 def test_noise_floor_from_second_differences() -> None:
@@ -61,7 +67,9 @@ def test_exports_replaying_outside_tolerance_make_a_poor_fit() -> None:
     replays follow the log, ours does not, so they stray beyond the tolerance."""
     rec = short_recording(n_segments=3, n_samples=300)
     terms = ("armature", "friction", "viscous_friction", "encoder_offset")
-    res = make_result({"hinge": {"dcmotor": model_entry("dcmotor", {**TRUTH, "encoder_offset": 0.1}, terms)}}, rec)
+    res = make_result(
+        {"hinge": {"dcmotor": model_entry("dcmotor", {**TRUTH, "encoder_offset": 0.1}, terms)}}, rec
+    )
     files = render_all(res, rec)
     import json
 
@@ -72,7 +80,9 @@ def test_exports_replaying_outside_tolerance_make_a_poor_fit() -> None:
     assert replay["status"] == "poor" and "outside their tolerance" in replay["reason"]
     res["verdict"] = v
     ours = validation["replay"]["newton.usda"]["joints"]["hinge"]["rmse_ours"]  # the model's error, as ranked
-    res["joints"]["hinge"]["ranking"] = [{"family": "dcmotor", "score": ours, "position_rmse": ours, "n_params": 9}]
+    res["joints"]["hinge"]["ranking"] = [
+        {"family": "dcmotor", "score": ours, "position_rmse": ours, "n_params": 9}
+    ]
     page = render_report(ROW, res, None, validation=validation)
     assert "verdict: poor" in page and "outside their tolerance" in page and "passed" not in page.lower()
     assert "POOR" in files["mjcf.xml"] and "POOR" in files["newton.usda"]
@@ -100,8 +110,17 @@ def test_service_result_page_and_download_all_carry_the_verdict(server, tmp_path
     from test_service_flow import SMALL_BUDGET, upload_log, wait_status
 
     ds = upload_log(server, tmp_path)
-    r = requests.post(server.url + "/api/v1/fits", timeout=30, json={
-        "dataset_id": ds["id"], "joints": ["knee"], "models": ["dcmotor"], "budget": SMALL_BUDGET, "seed": 1})
+    r = requests.post(
+        server.url + "/api/v1/fits",
+        timeout=30,
+        json={
+            "dataset_id": ds["id"],
+            "joints": ["knee"],
+            "models": ["dcmotor"],
+            "budget": SMALL_BUDGET,
+            "seed": 1,
+        },
+    )
     assert r.status_code == 202, r.text
     fit = wait_status(server, r.json()["id"], ("succeeded", "failed"), timeout=180)
     assert fit["status"] == "succeeded", fit
@@ -109,18 +128,35 @@ def test_service_result_page_and_download_all_carry_the_verdict(server, tmp_path
     assert v["verdict"] in ("good", "usable", "poor") and v["reasons"]
     page = requests.get(f"{server.url}/fits/{fit['id']}", timeout=30).text
     assert f"verdict: {v['verdict']}" in page and "all.zip" in page
-    assert ("passed" in page.lower()) == (v["verdict"] == "good" and all(c["status"] == "ok" for c in v["checks"]))
+    assert ("passed" in page.lower()) == (
+        v["verdict"] == "good" and all(c["status"] == "ok" for c in v["checks"])
+    )
     z = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/all.zip", timeout=60)
     assert z.status_code == 200 and z.headers["content-type"] == "application/zip"
     names = zipfile.ZipFile(io.BytesIO(z.content)).namelist()
-    assert {"isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml", "validation.json", "report.html"} <= set(names)
+    assert {
+        "isaaclab.py",
+        "isaaclab.json",
+        "newton.usda",
+        "mjcf.xml",
+        "validation.json",
+        "report.html",
+    } <= set(names)
     with zipfile.ZipFile(io.BytesIO(z.content)) as zf:
         report = zf.read("report.html").decode()
         assert f"verdict: {v['verdict']}" in report and "/api/v1/" not in report.split("<script>")[0][:2000]
         assert fit["id"] in zf.read("isaaclab.py").decode()  # provenance: the fit id
-    given = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/isaaclab.py", timeout=60,
-                         params={"set": "actuator_effort_limit=0.6123", "rename": "knee=elbow_joint"})
-    assert given.status_code == 200 and "actuator_effort_limit=0.6123," in given.text and "'elbow_joint'" in given.text
-    bad = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/isaaclab.py", params={"set": "nope=1"},
-                       timeout=30)
+    given = requests.get(
+        f"{server.url}/api/v1/fits/{fit['id']}/export/isaaclab.py",
+        timeout=60,
+        params={"set": "actuator_effort_limit=0.6123", "rename": "knee=elbow_joint"},
+    )
+    assert (
+        given.status_code == 200
+        and "actuator_effort_limit=0.6123," in given.text
+        and "'elbow_joint'" in given.text
+    )
+    bad = requests.get(
+        f"{server.url}/api/v1/fits/{fit['id']}/export/isaaclab.py", params={"set": "nope=1"}, timeout=30
+    )
     assert bad.status_code == 422 and "registry parameter" in bad.json()["detail"]

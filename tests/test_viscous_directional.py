@@ -58,8 +58,17 @@ def test_ratio_one_is_the_symmetric_term() -> None:
     np.testing.assert_array_equal(a, b)
 
 
-TRUE = {"stiffness": 12.0, "damping": 0.15, "saturation_effort": 6.0, "actuator_velocity_limit": 12.0,
-        "actuator_effort_limit": 4.0, "armature": 0.01, "friction": 0.02, "viscous_friction": 0.15, TERM: 3.0}
+TRUE = {
+    "stiffness": 12.0,
+    "damping": 0.15,
+    "saturation_effort": 6.0,
+    "actuator_velocity_limit": 12.0,
+    "actuator_effort_limit": 4.0,
+    "armature": 0.01,
+    "friction": 0.02,
+    "viscous_friction": 0.15,
+    TERM: 3.0,
+}
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +76,18 @@ def oracle_log() -> Recording:
     """A pendulum log the PyTorch oracle makes from TRUE (not the kernel that fits it), chirp commands."""
     rate, n = 200.0, 800
     t = np.arange(n) / rate
-    segs = [Segment(str(i), t + 10 * i, q=np.zeros((n, 1)), qd=np.zeros((n, 1)),
-                    q_des=(a * np.sin(2 * np.pi * (0.3 + 0.6 * t / t[-1] * f) * t))[:, None],
-                    qd_des=np.zeros((n, 1)), tau_ff=np.zeros((n, 1)))
-            for i, (a, f) in enumerate(((1.2, 3.0), (0.8, 5.0), (1.5, 2.0), (1.0, 4.0)))]
+    segs = [
+        Segment(
+            str(i),
+            t + 10 * i,
+            q=np.zeros((n, 1)),
+            qd=np.zeros((n, 1)),
+            q_des=(a * np.sin(2 * np.pi * (0.3 + 0.6 * t / t[-1] * f) * t))[:, None],
+            qd_des=np.zeros((n, 1)),
+            tau_ff=np.zeros((n, 1)),
+        )
+        for i, (a, f) in enumerate(((1.2, 3.0), (0.8, 5.0), (1.5, 2.0), (1.0, 4.0)))
+    ]
     rec = Recording([JointInfo("j", inertia=0.02, mass=0.4, com_distance=0.12)], segs)
     fam = FAMILIES["dcmotor"].with_terms(TERMS)
     batch = SegmentBatch.from_recording(rec, ["j"])

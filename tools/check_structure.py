@@ -63,7 +63,9 @@ def package_files(package_dir: Path) -> dict[str, Path]:
     return {module_name(p, src_root): p for p in sorted(package_dir.rglob("*.py"))}
 
 
-def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+def _functions(
+    tree: ast.AST, prefix: str = ""
+) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """(qualified name, node) of every function and method, nested ones included."""
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -102,7 +104,8 @@ def _resolve(module: str, is_package: bool, level: int, target: str | None) -> s
 def _is_type_checking(test: ast.expr) -> bool:
     """`if TYPE_CHECKING:` / `if typing.TYPE_CHECKING:`."""
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
@@ -225,16 +228,21 @@ def check(package_dir: Path, baseline: Path | None, out=sys.stdout) -> int:
         for k in fixed:
             print(f"  fixed    {k} (delete this line from {baseline.name})", file=out)
     if new:
-        print(f"{new} violation(s) {'not in the baseline' if baseline else ''}: split the function "
-              f"(≤ {MAX_LINES} lines) or break the cycle (move the shared code down a layer)", file=out)
+        print(
+            f"{new} violation(s) {'not in the baseline' if baseline else ''}: split the function "
+            f"(≤ {MAX_LINES} lines) or break the cycle (move the shared code down a layer)",
+            file=out,
+        )
     return new
 
 
 def write_baseline(package_dir: Path, path: Path) -> None:
     """Write today's violations as a baseline file."""
     files = package_files(package_dir)
-    lines = ["# tools/check_structure.py baseline: violations when the check was introduced (issue 13).",
-             "# This list must only shrink: fix one, delete its line; never add a line."]
+    lines = [
+        "# tools/check_structure.py baseline: violations when the check was introduced (issue 13).",
+        "# This list must only shrink: fix one, delete its line; never add a line.",
+    ]
     lines += [f.key() for f in long_functions(files, package_dir.parent)]
     lines += [cycle_key(c) for c in cycles(import_graph(files))]
     path.write_text("\n".join(lines) + "\n")
@@ -243,7 +251,9 @@ def write_baseline(package_dir: Path, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     """CLI entry: exit 1 when a (new) violation is found."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--package", type=Path, default=ROOT / "actuator_sysid", help="package directory to check")
+    ap.add_argument(
+        "--package", type=Path, default=ROOT / "actuator_sysid", help="package directory to check"
+    )
     ap.add_argument("--baseline", type=Path, help="fail only on violations this file does not list")
     ap.add_argument("--write-baseline", type=Path, help="write today's violations to this file and exit")
     args = ap.parse_args(argv)

@@ -148,8 +148,16 @@ def split_gaps(raw: RawSegment) -> list[RawSegment]:
 
 def _piece(raw: RawSegment, name: str, a: int, b: int, gap: float) -> RawSegment:
     return RawSegment(
-        name, raw.t[a:b], raw.rows[a:b], {ch: v[a:b] for ch, v in raw.data.items()}, raw.present, True,
-        raw.metadata, raw.unit, raw.dropped if a == 0 else 0, gap,
+        name,
+        raw.t[a:b],
+        raw.rows[a:b],
+        {ch: v[a:b] for ch, v in raw.data.items()},
+        raw.present,
+        True,
+        raw.metadata,
+        raw.unit,
+        raw.dropped if a == 0 else 0,
+        gap,
     )
 
 
@@ -228,8 +236,19 @@ def assemble(
     resampled_rates: list[float] = []
     while segs:
         s = segs.pop(0)  # let the raw arrays go as soon as their segment is built
-        out.append(_build_segment(s, len(joints), filename, warnings, timing, resampled_rates, scale, present,
-                                  side_segs.get(s.name, {})))
+        out.append(
+            _build_segment(
+                s,
+                len(joints),
+                filename,
+                warnings,
+                timing,
+                resampled_rates,
+                scale,
+                present,
+                side_segs.get(s.name, {}),
+            )
+        )
         del s
 
     velocity_source = _channel_warnings(joints, present, side, warnings, noun)
@@ -252,8 +271,9 @@ def assemble(
     )
 
 
-def _split_segments(raws: list[RawSegment], filename: str, warnings: list[str], drop_short: bool
-                    ) -> list[RawSegment]:
+def _split_segments(
+    raws: list[RawSegment], filename: str, warnings: list[str], drop_short: bool
+) -> list[RawSegment]:
     """The raw segments split at gaps (pieces of one run keep its name as `recording`), short ones dropped
     with a warning when `drop_short`; two segments of one name are an error."""
     segs: list[RawSegment] = []
@@ -282,8 +302,14 @@ def _split_segments(raws: list[RawSegment], filename: str, warnings: list[str], 
     return segs
 
 
-def _joint_infos(joints: list[str], side: dict, filename: str, warnings: list[str],
-                 joint_defaults: dict[str, dict] | None, noun: str) -> list[JointInfo]:
+def _joint_infos(
+    joints: list[str],
+    side: dict,
+    filename: str,
+    warnings: list[str],
+    joint_defaults: dict[str, dict] | None,
+    noun: str,
+) -> list[JointInfo]:
     """Each joint's JointInfo from the file's own fields and the sidecar's `joints` (the sidecar wins)."""
     joint_fields = {"type": "revolute or prismatic", **LOAD_FIELDS}
     infos = []
@@ -304,8 +330,9 @@ def _joint_infos(joints: list[str], side: dict, filename: str, warnings: list[st
     return infos
 
 
-def _check_segment_sidecar(side_segs: dict, segs: list[RawSegment], joints: list[str], filename: str,
-                           warnings: list[str], noun: str) -> None:
+def _check_segment_sidecar(
+    side_segs: dict, segs: list[RawSegment], joints: list[str], filename: str, warnings: list[str], noun: str
+) -> None:
     """The sidecar's `segments` must name existing segments, and their per-joint loads existing joints."""
     seg_names = [s.name for s in segs]
     for name, meta in side_segs.items():
@@ -341,9 +368,17 @@ def _check_lengths(segs: list[RawSegment], filename: str) -> None:
             )
 
 
-def _build_segment(s: RawSegment, J: int, filename: str, warnings: list[str], timing: dict[str, dict],
-                   resampled_rates: list[float], scale: np.ndarray | None, present: dict[str, list[bool]],
-                   side_meta: dict) -> Segment:
+def _build_segment(
+    s: RawSegment,
+    J: int,
+    filename: str,
+    warnings: list[str],
+    timing: dict[str, dict],
+    resampled_rates: list[float],
+    scale: np.ndarray | None,
+    present: dict[str, list[bool]],
+    side_meta: dict,
+) -> Segment:
     """One canonical Segment: resampled when jittered (its timing facts recorded), angles in rad, a missing
     qd differentiated, the sidecar's segment metadata over the reader's."""
     med, std, dev = jitter(s.t)
@@ -376,9 +411,11 @@ def _build_segment(s: RawSegment, J: int, filename: str, warnings: list[str], ti
         qd=np.ascontiguousarray(qd, dtype=np.float64),
         q_des=np.ascontiguousarray(data["q_des"], dtype=np.float64),
         qd_des=np.ascontiguousarray(data["qd_des"], dtype=np.float64)
-        if "qd_des" in data else np.zeros((t.size, J)),
+        if "qd_des" in data
+        else np.zeros((t.size, J)),
         tau_ff=np.ascontiguousarray(data["tau_ff"], dtype=np.float64)
-        if "tau_ff" in data else np.zeros((t.size, J)),
+        if "tau_ff" in data
+        else np.zeros((t.size, J)),
         tau=None if tau is None else np.ascontiguousarray(tau, dtype=np.float64),
         metadata=meta,
         # a reader's per-sample torque enable (1 = driven); resampling interpolates it, so ≥ 0.5 is on
@@ -386,8 +423,9 @@ def _build_segment(s: RawSegment, J: int, filename: str, warnings: list[str], ti
     )
 
 
-def _channel_warnings(joints: list[str], present: dict[str, list[bool]], side: dict, warnings: list[str],
-                      noun: str) -> str:
+def _channel_warnings(
+    joints: list[str], present: dict[str, list[bool]], side: dict, warnings: list[str], noun: str
+) -> str:
     """The velocity provenance (measured, differentiated, or both by joint) and the warnings for a derived
     qd and for torque given for only some joints."""
     J = len(joints)

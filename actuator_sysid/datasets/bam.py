@@ -32,8 +32,18 @@ from .registry import register_reader
 from .sources import ReadOptions, Source, head_text
 
 NUMERIC_FILE_FIELDS = ("mass", "length", "arm_mass", "kp", "vin", "damping", "dt")
-KNOWN_ENTRY_FIELDS = {"timestamp", "position", "speed", "goal_position", "torque_enable", "input_volts",
-                      "temp", "load", "torque_demand", "control"}
+KNOWN_ENTRY_FIELDS = {
+    "timestamp",
+    "position",
+    "speed",
+    "goal_position",
+    "torque_enable",
+    "input_volts",
+    "temp",
+    "load",
+    "torque_demand",
+    "control",
+}
 
 
 # Voltage-driven servos whose firmware P law is known: duty = clip(duty_per_kp_rad·kp·(q_des − q), ±max_duty) and
@@ -46,8 +56,12 @@ KNOWN_ENTRY_FIELDS = {"timestamp", "position", "speed", "goal_position", "torque
 # cannot tell back-EMF damping from viscous friction, and an implausibly low R there (a weak kt, so a low
 # current-limited torque) mispredicts every higher kp.
 VOLTAGE_SERVOS = {
-    "xl330": {"duty_per_kp_rad": (4096 / (2 * math.pi)) / (256 * 885), "max_duty": 1.0, "current_limit": 1.75,
-              "resistance": [2.0, 5.0]},
+    "xl330": {
+        "duty_per_kp_rad": (4096 / (2 * math.pi)) / (256 * 885),
+        "max_duty": 1.0,
+        "current_limit": 1.75,
+        "resistance": [2.0, 5.0],
+    },
 }
 
 
@@ -69,8 +83,9 @@ def _number(d: dict, key: str, filename: str, where: str, required: bool = False
     v = d.get(key)
     if v is None:
         if required:
-            raise DatasetError(f"{filename}: {where}missing field {key!r}; BAM logs give {key} (see "
-                               "log-formats §2)")
+            raise DatasetError(
+                f"{filename}: {where}missing field {key!r}; BAM logs give {key} (see log-formats §2)"
+            )
         return None
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
         raise DatasetError(f"{filename}: {where}field {key!r} must be a finite number, got {v!r}")
@@ -98,9 +113,13 @@ def _file_fields(d: dict, filename: str) -> dict:
 
 
 @overload
-def _column(entries: list, key: str, filename: str, required: Literal[True], kind: type = float) -> np.ndarray: ...
+def _column(
+    entries: list, key: str, filename: str, required: Literal[True], kind: type = float
+) -> np.ndarray: ...
 @overload
-def _column(entries: list, key: str, filename: str, required: bool, kind: type = float) -> np.ndarray | None: ...
+def _column(
+    entries: list, key: str, filename: str, required: bool, kind: type = float
+) -> np.ndarray | None: ...
 def _column(entries: list, key: str, filename: str, required: bool, kind: type = float) -> np.ndarray | None:
     """One field of every entry as an array; the error names the entry index and the field."""
     present = [key in e for e in entries]
@@ -110,8 +129,10 @@ def _column(entries: list, key: str, filename: str, required: bool, kind: type =
         return None
     if not all(present):
         k = present.index(False)
-        raise DatasetError(f"{filename}: entries[{k}] has no {key!r} field (other entries have it); "
-                           "every entry needs the same fields")
+        raise DatasetError(
+            f"{filename}: entries[{k}] has no {key!r} field (other entries have it); "
+            "every entry needs the same fields"
+        )
     vals = [e[key] for e in entries]
     if kind is bool:
         for k, v in enumerate(vals):
@@ -136,8 +157,10 @@ def _load(src: Source) -> dict:
     except json.JSONDecodeError as e:
         raise DatasetError(f"{fn}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
     if not is_bam(d):
-        raise DatasetError(f"{fn}: not a BAM log: no 'entries' list (a JSON sidecar goes in the metadata "
-                           "field or --sidecar, not beside the BAM files)")
+        raise DatasetError(
+            f"{fn}: not a BAM log: no 'entries' list (a JSON sidecar goes in the metadata "
+            "field or --sidecar, not beside the BAM files)"
+        )
     if len(d["entries"]) == 0:
         raise DatasetError(f"{fn}: 'entries' is empty; the run recorded no samples")
     for k, entry in enumerate(d["entries"]):
@@ -202,8 +225,10 @@ def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
             joint = motor
         if len(set(motors.values())) > 1 and not opts.joint_names:
             a, b = list(motors.items())[0], (fn, motor)
-            raise DatasetError(f"{b[0]}: motor {b[1]!r} but {a[0]} is {a[1]!r}; upload one actuator type per "
-                               "dataset, or name the joint with --joint-names to treat them as one")
+            raise DatasetError(
+                f"{b[0]}: motor {b[1]!r} but {a[0]} is {a[1]!r}; upload one actuator type per "
+                "dataset, or name the joint with --joint-names to treat them as one"
+            )
         extra_fields |= set(d["entries"][0]) - KNOWN_ENTRY_FIELDS
         raw, load = _segment(src, d, info, joint)
         first_load = first_load or load
@@ -211,21 +236,37 @@ def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
     present0 = raws[0].present
     for r in raws:
         if r.present != present0:
-            raise DatasetError(f"{r.name}: entries have {'no ' if not r.present['qd'][0] else ''}'speed' "
-                               "unlike the other files; upload files with the same fields")
+            raise DatasetError(
+                f"{r.name}: entries have {'no ' if not r.present['qd'][0] else ''}'speed' "
+                "unlike the other files; upload files with the same fields"
+            )
     assert joint is not None
-    warnings.append("BAM 'load' is a raw vendor register (PWM or load), not a torque, and eRob 'control' is a "
-                    "current: the recording has no measured effort")
+    warnings.append(
+        "BAM 'load' is a raw vendor register (PWM or load), not a torque, and eRob 'control' is a "
+        "current: the recording has no measured effort"
+    )
     if extra_fields:
         warnings.append(f"BAM entry fields {sorted(extra_fields)} are not used")
-    rec = assemble([joint], raws, side, sources[0].name if len(sources) == 1 else f"{len(sources)} BAM files",
-                   warnings, drop_short=True, joint_defaults={joint: first_load or {}})
+    rec = assemble(
+        [joint],
+        raws,
+        side,
+        sources[0].name if len(sources) == 1 else f"{len(sources)} BAM files",
+        warnings,
+        drop_short=True,
+        joint_defaults={joint: first_load or {}},
+    )
     rec.source_format = "bam"
     if len(sources) > 1:
         rec.metadata["source_file"] = [s.name for s in sources]
     return rec
 
 
-register_reader("bam", lambda src, side, opts: read_bam([src], side, opts),
-                sniff=lambda _src, head: head_text(head).startswith(("{", "[")), binary=False, rank=30,
-                label="BAM JSON")
+register_reader(
+    "bam",
+    lambda src, side, opts: read_bam([src], side, opts),
+    sniff=lambda _src, head: head_text(head).startswith(("{", "[")),
+    binary=False,
+    rank=30,
+    label="BAM JSON",
+)

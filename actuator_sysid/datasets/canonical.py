@@ -84,7 +84,9 @@ def read_table(
     Every other log format (and `any_format`) goes through `datasets.read_table` (datasets/readers.py).
     """
     if fmt is not None and str(fmt).strip().lower() not in ("csv", "parquet"):
-        raise DatasetError(f"{filename}: {fmt!r} is not a canonical table format; datasets.read_table reads it")
+        raise DatasetError(
+            f"{filename}: {fmt!r} is not a canonical table format; datasets.read_table reads it"
+        )
     side = load_sidecar(metadata)
     rec = _read_streamed(data, filename, side, fmt)
     if rec is not None:
@@ -128,7 +130,9 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
 
     def layout(names: list[str]) -> dict[str, tuple[str, int, int]]:
         """Wide tables: each <joint>/<channel> column straight into its channel's (rows, joints) matrix."""
-        if not ({"t", "joint", "q", "q_des"} & set(names) or any(c.endswith(("/q", "/q_des")) for c in names)):
+        if not (
+            {"t", "joint", "q", "q_des"} & set(names) or any(c.endswith(("/q", "/q_des")) for c in names)
+        ):
             raise Unclean("no canonical columns")  # the text parser says so, with what it found
         if "joint" in names:
             return {}
@@ -149,7 +153,9 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
         groups = []
         for k, name in enumerate(seg_names):
             idx = np.flatnonzero(codes == k)
-            groups.append((name, slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == idx.size else idx))
+            groups.append(
+                (name, slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == idx.size else idx)
+            )
     long_form = "joint" in names
     if long_form:
         _long_columns(names, filename, warnings)
@@ -382,9 +388,10 @@ def _label_groups(seg: np.ndarray, filename: str) -> list[tuple[str | None, np.n
     out: list[tuple[str | None, np.ndarray | slice]] = []
     for n in pd.unique(seg):
         idx = np.flatnonzero(seg == n)
-        out.append((str(n), slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == idx.size else idx))
+        out.append(
+            (str(n), slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == idx.size else idx)
+        )
     return out
-
 
 
 def _parse_long(
@@ -421,7 +428,11 @@ def _long_columns(cols: list[str], filename: str, warnings: list[str]) -> None:
 
 
 def _long_raws(
-    filename: str, joints: list[str], jl: np.ndarray, t: np.ndarray, chans: dict[str, np.ndarray],
+    filename: str,
+    joints: list[str],
+    jl: np.ndarray,
+    t: np.ndarray,
+    chans: dict[str, np.ndarray],
     groups: list[tuple[str | None, np.ndarray | slice]],
 ) -> list[RawSegment]:
     """Long-form rows (joint codes `jl` index `joints`) → one RawSegment per group, checked.
@@ -465,8 +476,10 @@ def _long_raws(
         for d, (_, per_joint) in zip(data, plan, strict=True):
             d[ch] = np.stack([flat[jdx] for jdx in per_joint], axis=1)
         del flat
-    return [RawSegment(seg or "", t[pj[0]], pj[0] + 1, d, present, split_by_gap=seg is None)
-            for (seg, pj), d in zip(plan, data, strict=True)]
+    return [
+        RawSegment(seg or "", t[pj[0]], pj[0] + 1, d, present, split_by_gap=seg is None)
+        for (seg, pj), d in zip(plan, data, strict=True)
+    ]
 
 
 def _wide_columns(cols: list[str], filename: str, warnings: list[str]) -> dict[str, dict[str, str]]:
@@ -523,7 +536,10 @@ def _parse_wide(
 
 
 def _wide_raws(
-    filename: str, colmap: dict[str, dict[str, str]], t: np.ndarray, columns: dict[str, np.ndarray],
+    filename: str,
+    colmap: dict[str, dict[str, str]],
+    t: np.ndarray,
+    columns: dict[str, np.ndarray],
     groups: list[tuple[str | None, np.ndarray | slice]],
 ) -> list[RawSegment]:
     """Wide-form columns → one RawSegment per group; each column is dropped from `columns` once copied."""
@@ -666,5 +682,12 @@ def _read_parquet_source(src: Source, side: dict, _opts: ReadOptions) -> Recordi
 
 
 register_reader("csv", _read_csv_source, sniff=None, binary=False, rank=10, label="canonical CSV/Parquet")
-register_reader("parquet", _read_parquet_source, sniff=lambda _src, head: head.startswith(PARQUET_MAGIC), binary=True,
-                rank=20, label="canonical CSV/Parquet", accepts=("lerobot",))
+register_reader(
+    "parquet",
+    _read_parquet_source,
+    sniff=lambda _src, head: head.startswith(PARQUET_MAGIC),
+    binary=True,
+    rank=20,
+    label="canonical CSV/Parquet",
+    accepts=("lerobot",),
+)

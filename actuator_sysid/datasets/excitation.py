@@ -68,7 +68,9 @@ class ExcitationSpec:
 
     def __post_init__(self, models: list[str] | None) -> None:
         if models is not None:
-            warnings.warn("ExcitationSpec(models=...) is deprecated: use families=", DeprecationWarning, stacklevel=3)
+            warnings.warn(
+                "ExcitationSpec(models=...) is deprecated: use families=", DeprecationWarning, stacklevel=3
+            )
             self.families = models
 
     def check(self) -> None:
@@ -91,13 +93,21 @@ class ExcitationSpec:
         if self.f_max <= self.f_min:
             raise ExcitationError(f"f_max ({self.f_max} Hz) must be above f_min ({self.f_min} Hz)")
         if self.f_max >= self.rate / 4:
-            raise ExcitationError(f"f_max {self.f_max} Hz is too close to the sample rate {self.rate} Hz; keep it "
-                                  "below a quarter of the rate")
+            raise ExcitationError(
+                f"f_max {self.f_max} Hz is too close to the sample rate {self.rate} Hz; keep it "
+                "below a quarter of the rate"
+            )
         if self.duration * self.rate < 20:
             raise ExcitationError(f"{self.duration} s at {self.rate} Hz is under 20 samples; make it longer")
-        if self.duration > MAX_DURATION_S or self.rate > MAX_RATE_HZ or self.duration * self.rate > MAX_SAMPLES:
-            raise ExcitationError(f"at most {MAX_DURATION_S:g} s, {MAX_RATE_HZ:g} Hz and {MAX_SAMPLES:g} samples per "
-                                  "trajectory; shorten the duration or lower the rate")
+        if (
+            self.duration > MAX_DURATION_S
+            or self.rate > MAX_RATE_HZ
+            or self.duration * self.rate > MAX_SAMPLES
+        ):
+            raise ExcitationError(
+                f"at most {MAX_DURATION_S:g} s, {MAX_RATE_HZ:g} Hz and {MAX_SAMPLES:g} samples per "
+                "trajectory; shorten the duration or lower the rate"
+            )
         if self.q_max - self.q_min > MAX_RANGE or abs(self.center) > MAX_RANGE:
             raise ExcitationError(f"the position range must lie within ±{MAX_RANGE:g} rad")
         if self.f_max / self.f_min > 1e4:
@@ -106,7 +116,9 @@ class ExcitationSpec:
             raise ExcitationError("joint must be a non-empty name")
         for k in ("noise_q", "noise_qd"):
             v = getattr(self, k)
-            if not (v is None and k == "noise_qd") and not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+            if not (v is None and k == "noise_qd") and not (
+                isinstance(v, int | float) and math.isfinite(v) and v > 0
+            ):
                 raise ExcitationError(f"{k} must be a positive number (sensor noise σ, SI), got {v!r}")
         if not isinstance(self.families, list | tuple) or not all(isinstance(m, str) for m in self.families):
             raise ExcitationError(f"families must be a list of model family names, got {self.families!r}")
@@ -148,8 +160,9 @@ def _within(spec: ExcitationSpec, q: np.ndarray, t: np.ndarray) -> bool:
     return bool(ok)
 
 
-def _scale_to_bounds(spec: ExcitationSpec, shape: np.ndarray, t: np.ndarray, center: float,
-                     top: float | None = None) -> np.ndarray:
+def _scale_to_bounds(
+    spec: ExcitationSpec, shape: np.ndarray, t: np.ndarray, center: float, top: float | None = None
+) -> np.ndarray:
     """center + a·shape with the largest a ≤ top (bisection) that keeps every bound; max |shape| = 1.
 
     `top` defaults to the room on both sides of the centre (shapes that swing both ways).
@@ -157,9 +170,11 @@ def _scale_to_bounds(spec: ExcitationSpec, shape: np.ndarray, t: np.ndarray, cen
     if top is None:
         top = MARGIN * min(spec.q_max - center, center - spec.q_min)
     if spec.tau_max is not None and spec.mgl * abs(math.sin(center)) > spec.tau_max:
-        raise ExcitationError(f"holding the centre {center:.4g} rad already needs {spec.mgl * abs(math.sin(center)):.4g} "
-                              f"N·m of gravity torque, over tau_max {spec.tau_max}; centre the range nearer to 0 "
-                              "(hanging) or raise tau_max")
+        raise ExcitationError(
+            f"holding the centre {center:.4g} rad already needs {spec.mgl * abs(math.sin(center)):.4g} "
+            f"N·m of gravity torque, over tau_max {spec.tau_max}; centre the range nearer to 0 "
+            "(hanging) or raise tau_max"
+        )
     d1 = np.gradient(shape, t)  # q = center + a·shape: qd = a·d1, q̈ = a·d2 (computed once)
     d2 = np.gradient(d1, t)
     v1 = float(np.abs(d1).max())
@@ -181,8 +196,9 @@ def _scale_to_bounds(spec: ExcitationSpec, shape: np.ndarray, t: np.ndarray, cen
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
     if lo <= 1e-6 * max(top, 1e-9):
-        raise ExcitationError("no amplitude keeps the velocity and torque bounds; raise qd_max or tau_max, or "
-                              "lower f_max")
+        raise ExcitationError(
+            "no amplitude keeps the velocity and torque bounds; raise qd_max or tau_max, or lower f_max"
+        )
     return center + MARGIN * lo * shape
 
 
@@ -202,13 +218,17 @@ def _transition_time(spec: ExcitationSpec, delta: float) -> float:
     if spec.tau_max is not None and spec.J > 0:
         avail = spec.tau_max - spec.mgl
         if avail <= 0:
-            raise ExcitationError(f"the load's gravity torque (up to {spec.mgl:.4g} N·m) uses all of tau_max "
-                                  f"{spec.tau_max}; raise tau_max or lighten the load")
+            raise ExcitationError(
+                f"the load's gravity torque (up to {spec.mgl:.4g} N·m) uses all of tau_max "
+                f"{spec.tau_max}; raise tau_max or lighten the load"
+            )
         ta = math.pi * math.sqrt(d * spec.J / (2 * MARGIN * avail))
     return max(tv, ta, 1e-3)
 
 
-def _levels_to_path(spec: ExcitationSpec, t: np.ndarray, times: list[float], levels: list[float]) -> np.ndarray:
+def _levels_to_path(
+    spec: ExcitationSpec, t: np.ndarray, times: list[float], levels: list[float]
+) -> np.ndarray:
     """Hold each level from its time, moving to it along a cosine ramp as fast as the bounds allow."""
     q = np.full_like(t, levels[0])
     for k in range(1, len(levels)):
@@ -315,8 +335,10 @@ def _settle(spec: ExcitationSpec, t: np.ndarray, holds: list[float], levels: lis
     times = list(t[0] + np.cumsum([0.0, *holds[:-1]]))
     q = _levels_to_path(spec, t, times, levels)
     if spec.tau_max is not None and float(np.abs(torque(spec, q, t)).max()) > spec.tau_max * 1.01:
-        raise ExcitationError(f"the load's gravity torque at the step levels exceeds tau_max {spec.tau_max}; "
-                              "narrow the position range or raise tau_max")
+        raise ExcitationError(
+            f"the load's gravity torque at the step levels exceeds tau_max {spec.tau_max}; "
+            "narrow the position range or raise tau_max"
+        )
     return q
 
 
@@ -364,32 +386,52 @@ def design(spec: ExcitationSpec) -> Recording:
     for kind in kinds:
         if kind == "lift_and_drop":
             q, cut = lift_and_drop(spec, t)
-            one = {"recording": "lift_and_drop"}  # one run on the bench: a fit's split keeps lift and drop together
+            one = {
+                "recording": "lift_and_drop"
+            }  # one run on the bench: a fit's split keeps lift and drop together
             plans.append(("lift", t[:cut], q[:cut], one))
             plans.append(("drop", t[cut:], np.full(n - cut, q[cut - 1]), {"free_swing": True, **one}))
             continue
-        fn = {"chirp": chirp, "multisine": multisine, "steps": steps, "prbs": prbs,
-              "sin_time_square": sin_time_square, "up_and_down": up_and_down}[kind]
+        fn = {
+            "chirp": chirp,
+            "multisine": multisine,
+            "steps": steps,
+            "prbs": prbs,
+            "sin_time_square": sin_time_square,
+            "up_and_down": up_and_down,
+        }[kind]
         plans.append((kind, t, fn(spec, t), {}))
     gains = {k: v for k, v in (("kp", spec.kp), ("kd", spec.kd)) if v is not None}
     segments = []
     for name, tt, q, meta in plans:
         qd = np.zeros_like(q) if meta.get("free_swing") else np.gradient(q, tt)
         col = q[:, None]
-        segments.append(Segment(name=name, t=tt.copy(), q=col.copy(), qd=qd[:, None], q_des=col.copy(),
-                                qd_des=qd[:, None].copy(), tau_ff=np.zeros_like(col),
-                                metadata={**gains, **meta}))
-    info = JointInfo(spec.joint, inertia=spec.inertia, mass=spec.mass, com_distance=spec.com_distance,
-                     gravity=spec.gravity)
+        segments.append(
+            Segment(
+                name=name,
+                t=tt.copy(),
+                q=col.copy(),
+                qd=qd[:, None],
+                q_des=col.copy(),
+                qd_des=qd[:, None].copy(),
+                tau_ff=np.zeros_like(col),
+                metadata={**gains, **meta},
+            )
+        )
+    info = JointInfo(
+        spec.joint, inertia=spec.inertia, mass=spec.mass, com_distance=spec.com_distance, gravity=spec.gravity
+    )
     driven = [s for s in segments if not s.metadata.get("free_swing")]
     peak_tau = max(float(np.abs(torque(spec, s.q_des[:, 0], s.t)).max()) for s in driven)
     summary: dict[str, object] = {
         "kind": spec.kind,
         "spec": asdict(spec),
-        "peak": {"q_min": min(float(s.q_des.min()) for s in driven),
-                 "q_max": max(float(s.q_des.max()) for s in driven),
-                 "qd_abs": max(float(np.abs(s.qd_des).max()) for s in driven),
-                 "tau_rigid_body_abs": peak_tau},
+        "peak": {
+            "q_min": min(float(s.q_des.min()) for s in driven),
+            "q_max": max(float(s.q_des.max()) for s in driven),
+            "qd_abs": max(float(np.abs(s.qd_des).max()) for s in driven),
+            "tau_rigid_body_abs": peak_tau,
+        },
         "note": "q equals the planned command: run q_des on the bench and log the measured q (and tau)",
     }
     if spec.kind in ("chirp", "multisine"):
@@ -397,9 +439,13 @@ def design(spec: ExcitationSpec) -> Recording:
     if spec.kind == "multisine":
         inner = (t >= FADE_S) & (t <= t[-1] - FADE_S)
         summary["crest_factor"] = crest_factor(segments[0].q_des[inner, 0])
-    return Recording(joints=[info], segments=segments, source_format=f"excitation-{spec.kind}",
-                     velocity_source="planned (analytic derivative of the command)",
-                     metadata={"excitation": summary})
+    return Recording(
+        joints=[info],
+        segments=segments,
+        source_format=f"excitation-{spec.kind}",
+        velocity_source="planned (analytic derivative of the command)",
+        metadata={"excitation": summary},
+    )
 
 
 def excitation_files(spec: ExcitationSpec, rec: Recording | None = None) -> tuple[str, dict]:

@@ -57,17 +57,20 @@ def _resolve(demo, pattern: str) -> str | None:
 def _pick(demo, role: str, given: str | None, fn: str, dname: str, required: bool) -> str | None:
     if given is not None:
         if _resolve(demo, given) is None:
-            raise DatasetError(f"{fn}, /data/{dname}: no dataset {given!r} (the {role}); it has "
-                               f"{_datasets(demo)}")
+            raise DatasetError(
+                f"{fn}, /data/{dname}: no dataset {given!r} (the {role}); it has {_datasets(demo)}"
+            )
         return given
     for cand in DEFAULTS[role]:
         path = _resolve(demo, cand)
         if path is not None:
             return path
     if required:
-        raise DatasetError(f"{fn}, /data/{dname}: none of the default {role} datasets {list(DEFAULTS[role])} "
-                           f"exist; name the one to use with --{role} (CLI) or reader.{role} in the metadata "
-                           f"(it has {_datasets(demo)})")
+        raise DatasetError(
+            f"{fn}, /data/{dname}: none of the default {role} datasets {list(DEFAULTS[role])} "
+            f"exist; name the one to use with --{role} (CLI) or reader.{role} in the metadata "
+            f"(it has {_datasets(demo)})"
+        )
     return None
 
 
@@ -93,15 +96,19 @@ def read_isaaclab_hdf5(src: Source, side: dict, opts: ReadOptions) -> Recording:
     with f:
         data_group = f.get("data")
         if not isinstance(data_group, h5py.Group):
-            raise DatasetError(f"{fn}: no /data group; an Isaac Lab recorder file has /data/demo_N/ groups "
-                               f"(top level has {sorted(f)})")
+            raise DatasetError(
+                f"{fn}: no /data group; an Isaac Lab recorder file has /data/demo_N/ groups "
+                f"(top level has {sorted(f)})"
+            )
         demos = sorted((k for k in data_group if re.fullmatch(r"demo_\d+", k)), key=lambda k: int(k[5:]))
         if not demos:
             raise DatasetError(f"{fn}: /data has no demo_N groups (found {sorted(data_group)})")
         if opts.rate_hz is None:
-            raise DatasetError(f"{fn}: the recorder stores no time stamps; give the environment step rate with "
-                               "--rate HZ (CLI) or reader.rate_hz in the metadata, e.g. 50 for sim dt 0.005 s "
-                               "with decimation 4")
+            raise DatasetError(
+                f"{fn}: the recorder stores no time stamps; give the environment step rate with "
+                "--rate HZ (CLI) or reader.rate_hz in the metadata, e.g. 50 for sim dt 0.005 s "
+                "with decimation 4"
+            )
         chosen: dict[str, str | None] = {}
         raws: list[RawSegment] = []
         names: list[str] | None = None
@@ -113,19 +120,25 @@ def read_isaaclab_hdf5(src: Source, side: dict, opts: ReadOptions) -> Recording:
             assert pos_path is not None and tgt_path is not None
             now = {"positions": pos_path, "targets": tgt_path, "velocities": vel_path}
             if chosen and now != chosen:
-                raise DatasetError(f"{fn}, /data/{dname}: datasets {now} differ from the first demo's {chosen}; "
-                                   "name them with --positions/--targets/--velocities")
+                raise DatasetError(
+                    f"{fn}, /data/{dname}: datasets {now} differ from the first demo's {chosen}; "
+                    "name them with --positions/--targets/--velocities"
+                )
             chosen = now
             q = _read(demo, pos_path, fn, dname)
             q_des = _read(demo, tgt_path, fn, dname)
             if names is None:
                 names = need_names(opts, q.shape[1], fn, f"/data/{dname}/{pos_path}")
             if q.shape[1] != len(names):
-                raise DatasetError(f"{fn}, /data/{dname}/{pos_path}: {q.shape[1]} columns, but {len(names)} joints")
+                raise DatasetError(
+                    f"{fn}, /data/{dname}/{pos_path}: {q.shape[1]} columns, but {len(names)} joints"
+                )
             if q_des.shape[1] != q.shape[1] or q_des.shape[0] != q.shape[0]:
-                raise DatasetError(f"{fn}, /data/{dname}: targets {tgt_path!r} have shape {list(q_des.shape)} but "
-                                   f"positions {pos_path!r} {list(q.shape)}; choose matching datasets with "
-                                   "--targets / --positions")
+                raise DatasetError(
+                    f"{fn}, /data/{dname}: targets {tgt_path!r} have shape {list(q_des.shape)} but "
+                    f"positions {pos_path!r} {list(q.shape)}; choose matching datasets with "
+                    "--targets / --positions"
+                )
             data = {"q": q, "q_des": q_des}
             if vel_path is not None:
                 qd = _read(demo, vel_path, fn, dname)
@@ -133,28 +146,49 @@ def read_isaaclab_hdf5(src: Source, side: dict, opts: ReadOptions) -> Recording:
                     data["qd"] = qd
             n = q.shape[0]
             present = {ch: [ch in data] * q.shape[1] for ch in TABLE_CHANNELS}
-            raws.append(RawSegment(dname, np.arange(n) / opts.rate_hz, np.arange(n), data, present,
-                                   metadata={"success": bool(demo.attrs["success"])} if "success" in demo.attrs
-                                   else {}, unit="step"))
+            raws.append(
+                RawSegment(
+                    dname,
+                    np.arange(n) / opts.rate_hz,
+                    np.arange(n),
+                    data,
+                    present,
+                    metadata={"success": bool(demo.attrs["success"])} if "success" in demo.attrs else {},
+                    unit="step",
+                )
+            )
     assert names is not None
     common = set.intersection(*(set(r.data) for r in raws))
     for r in raws:
         r.data = {k: v for k, v in r.data.items() if k in common}
         r.present = {ch: [ch in common] * len(names) for ch in TABLE_CHANNELS}
-    warnings = [f"{fn}: joint positions from {chosen['positions']!r}, targets from {chosen['targets']!r}"
-                + (f", velocities from {chosen['velocities']!r}" if "qd" in common else "")
-                + f", at {opts.rate_hz:g} Hz"]
+    warnings = [
+        f"{fn}: joint positions from {chosen['positions']!r}, targets from {chosen['targets']!r}"
+        + (f", velocities from {chosen['velocities']!r}" if "qd" in common else "")
+        + f", at {opts.rate_hz:g} Hz"
+    ]
     if chosen["positions"] and chosen["positions"].startswith("obs/"):
-        warnings.append(f"{fn}: {chosen['positions']!r} is a policy observation; Isaac Lab's joint_pos_rel "
-                        "observations are relative to the default joint positions — use "
-                        "states/articulation/<robot>/joint_position for absolute angles")
+        warnings.append(
+            f"{fn}: {chosen['positions']!r} is a policy observation; Isaac Lab's joint_pos_rel "
+            "observations are relative to the default joint positions — use "
+            "states/articulation/<robot>/joint_position for absolute angles"
+        )
     if chosen["targets"] == "actions":
-        warnings.append(f"{fn}: 'actions' are the policy's raw actions; if the action term scales or offsets "
-                        "them (JointPositionActionCfg scale/offset), record processed_actions instead")
+        warnings.append(
+            f"{fn}: 'actions' are the policy's raw actions; if the action term scales or offsets "
+            "them (JointPositionActionCfg scale/offset), record processed_actions instead"
+        )
     rec = assemble(names, raws, side, fn, warnings, drop_short=True)
     rec.source_format = "isaaclab-hdf5"
     return rec
 
 
-register_reader("isaaclab-hdf5", read_isaaclab_hdf5, sniff=lambda _src, head: head.startswith(HDF5_MAGIC),
-                binary=True, rank=100, aliases=("isaaclab",), label="Isaac Lab HDF5")
+register_reader(
+    "isaaclab-hdf5",
+    read_isaaclab_hdf5,
+    sniff=lambda _src, head: head.startswith(HDF5_MAGIC),
+    binary=True,
+    rank=100,
+    aliases=("isaaclab",),
+    label="Isaac Lab HDF5",
+)

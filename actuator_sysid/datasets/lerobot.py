@@ -51,11 +51,15 @@ def _matrix(table, column: str, filename: str) -> np.ndarray:
         lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
         if lengths.size and (lengths != lengths[0]).any():
             k = int(np.flatnonzero(lengths != lengths[0])[0])
-            raise DatasetError(f"{filename}, row {k + 1}, column {column!r}: {int(lengths[k])} values where "
-                               f"row 1 has {int(lengths[0])}; every frame needs the same number")
+            raise DatasetError(
+                f"{filename}, row {k + 1}, column {column!r}: {int(lengths[k])} values where "
+                f"row 1 has {int(lengths[0])}; every frame needs the same number"
+            )
         width = int(lengths[0]) if lengths.size else 0
     else:
-        raise DatasetError(f"{filename}: column {column!r} must hold a list of floats per frame, got {col.type}")
+        raise DatasetError(
+            f"{filename}: column {column!r} must hold a list of floats per frame, got {col.type}"
+        )
     flat = pc.list_flatten(col).to_numpy(zero_copy_only=False).astype(np.float64)
     out = flat.reshape(len(col), width)
     finite(out, filename, f"column {column!r}", unit="row", base=1)
@@ -85,26 +89,38 @@ def _read_table(src: Source):
     cols = table.column_names
     for need in (STATE, ACTION):
         if need not in cols:
-            raise DatasetError(f"{fn}: missing column {need!r}; a LeRobot dataset has observation.state, "
-                               f"action, timestamp, frame_index, episode_index (found: {', '.join(cols)})")
+            raise DatasetError(
+                f"{fn}: missing column {need!r}; a LeRobot dataset has observation.state, "
+                f"action, timestamp, frame_index, episode_index (found: {', '.join(cols)})"
+            )
     return table
 
 
-def _frame_times(table, n: int, fn: str, fps: float | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+def _frame_times(
+    table, n: int, fn: str, fps: float | None
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """(episode index, frame index or None, time in s) per row: the timestamp column, else frame_index / fps."""
     cols = table.column_names
-    ep = (table.column("episode_index").to_numpy(zero_copy_only=False).astype(np.int64)
-          if "episode_index" in cols else np.zeros(n, dtype=np.int64))
-    frame = (table.column("frame_index").to_numpy(zero_copy_only=False).astype(np.float64)
-             if "frame_index" in cols else None)
+    ep = (
+        table.column("episode_index").to_numpy(zero_copy_only=False).astype(np.int64)
+        if "episode_index" in cols
+        else np.zeros(n, dtype=np.int64)
+    )
+    frame = (
+        table.column("frame_index").to_numpy(zero_copy_only=False).astype(np.float64)
+        if "frame_index" in cols
+        else None
+    )
     if "timestamp" in cols:
         t_all = table.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
         finite(t_all, fn, "column 'timestamp'")
     elif frame is not None and fps:
         t_all = frame / fps
     else:
-        raise DatasetError(f"{fn}: no 'timestamp' column and no fps (meta/info.json or rate_hz) to time "
-                           "the frames; upload the dataset folder as a zip with meta/info.json")
+        raise DatasetError(
+            f"{fn}: no 'timestamp' column and no fps (meta/info.json or rate_hz) to time "
+            "the frames; upload the dataset folder as a zip with meta/info.json"
+        )
     return ep, frame, t_all
 
 
@@ -113,33 +129,47 @@ def _state_names(names: list[str] | None, width: int, opts: ReadOptions, fn: str
     if names is None or opts.joint_names is not None:
         return need_names(opts, width, fn, "observation.state")
     if len(names) != width:
-        raise DatasetError(f"{label}: meta/info.json names {len(names)} state dimensions but "
-                           f"observation.state has {width}")
+        raise DatasetError(
+            f"{label}: meta/info.json names {len(names)} state dimensions but observation.state has {width}"
+        )
     return names
 
 
-def _align_action(action: np.ndarray, action_names: list[str] | None, names: list[str], fn: str) -> np.ndarray:
+def _align_action(
+    action: np.ndarray, action_names: list[str] | None, names: list[str], fn: str
+) -> np.ndarray:
     """The action columns in state order: matched by name when info.json names them, else taken as they are."""
     width = len(names)
     if action_names is not None and action.shape[1] == len(action_names) and set(names) <= set(action_names):
         return action[:, np.array([action_names.index(n) for n in names])]
     if action.shape[1] != width:
-        raise DatasetError(f"{fn}: action has {action.shape[1]} values per frame but observation.state has "
-                           f"{width}, and meta/info.json does not name them so they can be matched; "
-                           "positions and targets must be the same joints")
+        raise DatasetError(
+            f"{fn}: action has {action.shape[1]} values per frame but observation.state has "
+            f"{width}, and meta/info.json does not name them so they can be matched; "
+            "positions and targets must be the same joints"
+        )
     return action
 
 
-def _episode_segments(fn: str, ep: np.ndarray, order_key: np.ndarray, t_all: np.ndarray,
-                      channels: dict[str, np.ndarray], width: int, episodes: dict[int, str]) -> list[RawSegment]:
+def _episode_segments(
+    fn: str,
+    ep: np.ndarray,
+    order_key: np.ndarray,
+    t_all: np.ndarray,
+    channels: dict[str, np.ndarray],
+    width: int,
+    episodes: dict[int, str],
+) -> list[RawSegment]:
     """One segment per episode of a file, rows in (episode, frame) order; `episodes` records which file had each."""
     raws = []
     order = np.lexsort((order_key, ep))
     sorted_ep = ep[order]
     for ep_id in np.unique(sorted_ep):
         if int(ep_id) in episodes:
-            raise DatasetError(f"{fn}: episode {int(ep_id)} also appears in {episodes[int(ep_id)]}; each episode "
-                               "must be in one file")
+            raise DatasetError(
+                f"{fn}: episode {int(ep_id)} also appears in {episodes[int(ep_id)]}; each episode "
+                "must be in one file"
+            )
         episodes[int(ep_id)] = fn
         sel = order[sorted_ep == ep_id]
         rows = sel + 1
@@ -166,12 +196,15 @@ def _fps_mismatch(raws: list[RawSegment], fps: float | None, label: str) -> list
     if fps and steps:
         med = float(np.median(np.concatenate(steps)))
         if abs(med * fps - 1) > 0.05:
-            return [f"{label}: time stamps step {1e3 * med:.4g} ms but fps is {fps:g}; the time stamps were used"]
+            return [
+                f"{label}: time stamps step {1e3 * med:.4g} ms but fps is {fps:g}; the time stamps were used"
+            ]
     return []
 
 
-def read_lerobot(parquets: list[Source], info: dict | None, side: dict, opts: ReadOptions,
-                 label: str) -> Recording:
+def read_lerobot(
+    parquets: list[Source], info: dict | None, side: dict, opts: ReadOptions, label: str
+) -> Recording:
     """Read LeRobot Parquet file(s) into a Recording with one segment per episode."""
     import pyarrow as pa
 
@@ -192,21 +225,29 @@ def read_lerobot(parquets: list[Source], info: dict | None, side: dict, opts: Re
             width = state.shape[1]
             names = _state_names(names, width, opts, fn, label)
         elif state.shape[1] != width:
-            raise DatasetError(f"{fn}: observation.state has {state.shape[1]} values per frame but earlier files "
-                               f"have {width}")
+            raise DatasetError(
+                f"{fn}: observation.state has {state.shape[1]} values per frame but earlier files "
+                f"have {width}"
+            )
         assert names is not None  # the first file sets width and names together
         action = _align_action(action, action_names, names, fn)
-        extra = {ch: _matrix(table, c, fn) for c, ch in EXTRA.items()
-                 if c in cols and table.column(c).type != pa.null()}
+        extra = {
+            ch: _matrix(table, c, fn)
+            for c, ch in EXTRA.items()
+            if c in cols and table.column(c).type != pa.null()
+        }
         extra = {ch: v for ch, v in extra.items() if v.shape[1] == width}
         channels = {"q": state, "q_des": action, **extra}
-        raws += _episode_segments(fn, ep, frame if frame is not None else t_all, t_all, channels, width, episodes)
+        raws += _episode_segments(
+            fn, ep, frame if frame is not None else t_all, t_all, channels, width, episodes
+        )
     assert names is not None and width is not None
     _keep_common_channels(raws, width)
     rec = assemble(names, raws, side, label, _fps_mismatch(raws, fps, label), drop_short=True)
     rec.source_format = "lerobot"
     rec.metadata["fps"] = fps
     return rec
+
 
 def looks_like_lerobot(src: Source, head: bytes) -> bool:
     """A Parquet file whose columns are a LeRobot dataset's (observation.state, action, ...)."""
@@ -222,6 +263,13 @@ def looks_like_lerobot(src: Source, head: bytes) -> bool:
     return is_lerobot_schema(names)
 
 
-register_reader("lerobot", lambda src, side, opts: read_lerobot([src], None, side, opts, src.name),
-                sniff=looks_like_lerobot, binary=True, rank=90, label="LeRobot", refines="parquet",
-                accepts=("parquet",))
+register_reader(
+    "lerobot",
+    lambda src, side, opts: read_lerobot([src], None, side, opts, src.name),
+    sniff=looks_like_lerobot,
+    binary=True,
+    rank=90,
+    label="LeRobot",
+    refines="parquet",
+    accepts=("parquet",),
+)

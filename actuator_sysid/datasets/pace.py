@@ -41,14 +41,17 @@ def read_pace(src: Source, side: dict, opts: ReadOptions) -> Recording:
         obj = torch.load(io.BytesIO(src.read_bytes()), map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, KeyError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DatasetError(f"{fn}: cannot load as a PACE log with torch.load(weights_only=True): {first}; "
-                           "save a dict of tensors with torch.save") from None
+        raise DatasetError(
+            f"{fn}: cannot load as a PACE log with torch.load(weights_only=True): {first}; "
+            "save a dict of tensors with torch.save"
+        ) from None
     if not isinstance(obj, dict):
         raise DatasetError(f"{fn}: a PACE log is a dict with keys {list(KEYS)}, got {type(obj).__name__}")
     missing = [k for k in KEYS if k not in obj]
     if missing:
-        raise DatasetError(f"{fn}: missing key(s) {missing}; a PACE log has {list(KEYS)} "
-                           f"(found: {sorted(map(str, obj))})")
+        raise DatasetError(
+            f"{fn}: missing key(s) {missing}; a PACE log has {list(KEYS)} (found: {sorted(map(str, obj))})"
+        )
     t = _array(obj["time"], fn, "time")
     if t.ndim == 2 and 1 in t.shape:
         t = t.reshape(-1)
@@ -60,12 +63,16 @@ def read_pace(src: Source, side: dict, opts: ReadOptions) -> Recording:
         if a.ndim == 1:
             a.shape = (a.size, 1)
         if a.ndim != 2 or a.shape[0] != t.size:
-            raise DatasetError(f"{fn}: {key!r} must have shape [T, J] with T = {t.size} (the length of 'time'), "
-                               f"got {list(a.shape)}")
+            raise DatasetError(
+                f"{fn}: {key!r} must have shape [T, J] with T = {t.size} (the length of 'time'), "
+                f"got {list(a.shape)}"
+            )
     pos, des = pos.reshape(t.size, -1), des.reshape(t.size, -1)
     if pos.shape != des.shape:
-        raise DatasetError(f"{fn}: 'dof_pos' has shape {list(pos.shape)} but 'des_dof_pos' {list(des.shape)}; "
-                           "they must match")
+        raise DatasetError(
+            f"{fn}: 'dof_pos' has shape {list(pos.shape)} but 'des_dof_pos' {list(des.shape)}; "
+            "they must match"
+        )
     for key, a in (("time", t), ("dof_pos", pos), ("des_dof_pos", des)):
         finite(a, fn, key, unit="index", base=0)
     names = need_names(opts, pos.shape[1], fn, "the PACE log")
@@ -80,8 +87,17 @@ def read_pace(src: Source, side: dict, opts: ReadOptions) -> Recording:
 
 def looks_like_pace(src: Source, head: bytes) -> bool:
     """torch.save's zip format (a data.pkl inside) or its legacy pickle format."""
-    return head.startswith(TORCH_LEGACY) or (is_zip(head) and any(n.endswith("data.pkl") for n in zip_names(src)))
+    return head.startswith(TORCH_LEGACY) or (
+        is_zip(head) and any(n.endswith("data.pkl") for n in zip_names(src))
+    )
 
 
-register_reader("pace", read_pace, sniff=looks_like_pace, binary=True, rank=40, label="PACE .pt",
-                accepts=("actuator-net-pickle",))
+register_reader(
+    "pace",
+    read_pace,
+    sniff=looks_like_pace,
+    binary=True,
+    rank=40,
+    label="PACE .pt",
+    accepts=("actuator-net-pickle",),
+)

@@ -65,15 +65,23 @@ def _limit(values: list[np.ndarray], stated: float | None) -> dict | None:
     a = np.abs(np.concatenate(values))
     peak = float(a.max()) if a.size else 0.0
     if peak <= 0:
-        return {"max_abs": 0.0, "limit": stated, "limit_source": "sidecar" if stated else None,
-                "fraction_at_limit": 0.0}
+        return {
+            "max_abs": 0.0,
+            "limit": stated,
+            "limit_source": "sidecar" if stated else None,
+            "fraction_at_limit": 0.0,
+        }
     if stated:
         frac = float(np.mean(a >= LIMIT_BAND * stated))
         return {"max_abs": peak, "limit": stated, "limit_source": "sidecar", "fraction_at_limit": frac}
     frac = float(np.mean(a >= LIMIT_BAND * peak))
     if frac >= PLATEAU_FRACTION:
-        return {"max_abs": peak, "limit": peak, "limit_source": "estimated (plateau at the largest value)",
-                "fraction_at_limit": frac}
+        return {
+            "max_abs": peak,
+            "limit": peak,
+            "limit_source": "estimated (plateau at the largest value)",
+            "fraction_at_limit": frac,
+        }
     return {"max_abs": peak, "limit": None, "limit_source": None, "fraction_at_limit": 0.0}
 
 
@@ -83,14 +91,21 @@ def _segment_rows(rec: Recording) -> list[dict]:
     segs = []
     for s in rec.segments:
         tm = timing.get(s.name, {})
-        segs.append({
-            "name": s.name, "samples": s.n, "duration_s": s.duration,
-            "rate_hz": 1.0 / s.dt if s.dt > 0 else 0.0,
-            "source_rate_hz": tm.get("source_rate_hz"), "jitter_ms": tm.get("jitter_ms"),
-            "resampled": tm.get("resampled", False), "samples_dropped": tm.get("samples_dropped", 0),
-            "gap_before_s": tm.get("gap_before_s", 0.0), "free_swing": _free_swing(s),
-            "driven_fraction": _driven_fraction(s),
-        })
+        segs.append(
+            {
+                "name": s.name,
+                "samples": s.n,
+                "duration_s": s.duration,
+                "rate_hz": 1.0 / s.dt if s.dt > 0 else 0.0,
+                "source_rate_hz": tm.get("source_rate_hz"),
+                "jitter_ms": tm.get("jitter_ms"),
+                "resampled": tm.get("resampled", False),
+                "samples_dropped": tm.get("samples_dropped", 0),
+                "gap_before_s": tm.get("gap_before_s", 0.0),
+                "free_swing": _free_swing(s),
+                "driven_fraction": _driven_fraction(s),
+            }
+        )
     return segs
 
 
@@ -107,8 +122,11 @@ def _joint_coverage(rec: Recording, j: int, lim: dict, driven: list[Segment]) ->
     taus = [s.tau[:, j] for s in rec.segments if s.tau is not None]
     return {
         "q_range": [lo, hi],
-        "velocity": {"max_abs": qd_max, "p95_abs": float(np.percentile(aqd, 95)) if aqd.size else 0.0,
-                     "fraction_near_zero": still},
+        "velocity": {
+            "max_abs": qd_max,
+            "p95_abs": float(np.percentile(aqd, 95)) if aqd.size else 0.0,
+            "fraction_near_zero": still,
+        },
         "excitation_band_hz": band,
         "effort": _limit(taus, lim.get("effort")),
         "velocity_limit": _limit(qd, lim.get("velocity")),
@@ -121,49 +139,75 @@ def _joint_warnings(name: str, revolute_rad: bool, rep: dict, driven: bool) -> l
     lo, hi = rep["q_range"]
     band, still = rep["excitation_band_hz"], rep["velocity"]["fraction_near_zero"]
     if revolute_rad and hi - lo > DEGREES_RANGE:
-        out.append(f"{name}: positions look like degrees (they span {hi - lo:.4g} rad); declare "
-                   '"angle_unit": "deg" in the sidecar')
+        out.append(
+            f"{name}: positions look like degrees (they span {hi - lo:.4g} rad); declare "
+            '"angle_unit": "deg" in the sidecar'
+        )
     if band is None and driven:
-        out.append(f"{name}: the command never moves in the driven segments; nothing excites the "
-                   "actuator — record a chirp or multisine (actuator-sysid excite)")
+        out.append(
+            f"{name}: the command never moves in the driven segments; nothing excites the "
+            "actuator — record a chirp or multisine (actuator-sysid excite)"
+        )
     elif band is not None and band[1] < 4 * band[0]:
-        out.append(f"{name}: the excitation covers only {band[0]:.3g}–{band[1]:.3g} Hz; inertia, damping "
-                   "and stiffness are hard to separate in a narrow band — use a chirp or multisine "
-                   "spanning a decade")
+        out.append(
+            f"{name}: the excitation covers only {band[0]:.3g}–{band[1]:.3g} Hz; inertia, damping "
+            "and stiffness are hard to separate in a narrow band — use a chirp or multisine "
+            "spanning a decade"
+        )
     if still > STILL_FRACTION:
-        out.append(f"{name}: the joint is nearly still {100 * still:.0f} % of the time; velocity-dependent "
-                   "friction is identified from motion only")
-    for label, lim, unit_s in (("effort", rep["effort"], "N·m"), ("velocity", rep["velocity_limit"], "rad/s")):
+        out.append(
+            f"{name}: the joint is nearly still {100 * still:.0f} % of the time; velocity-dependent "
+            "friction is identified from motion only"
+        )
+    for label, lim, unit_s in (
+        ("effort", rep["effort"], "N·m"),
+        ("velocity", rep["velocity_limit"], "rad/s"),
+    ):
         if lim and lim["limit"] and lim["fraction_at_limit"] > 0.2:
-            out.append(f"{name}: {label} is at its limit ({lim['limit']:.4g} {unit_s}, "
-                       f"{lim['limit_source']}) {100 * lim['fraction_at_limit']:.0f} % of the time; the "
-                       "actuator is saturated there, which hides the gains — lower the amplitude")
+            out.append(
+                f"{name}: {label} is at its limit ({lim['limit']:.4g} {unit_s}, "
+                f"{lim['limit_source']}) {100 * lim['fraction_at_limit']:.0f} % of the time; the "
+                "actuator is saturated there, which hides the gains — lower the amplitude"
+            )
     return out
 
 
-def _recording_warnings(rec: Recording, segs: list[dict], free: list[str], gaps: list[float],
-                        dropped: int) -> list[str]:
+def _recording_warnings(
+    rec: Recording, segs: list[dict], free: list[str], gaps: list[float], dropped: int
+) -> list[str]:
     """Whole-log weaknesses: no free swing, low rate, short, gaps, dropped samples, heavy jitter (resampled)."""
     out = []
     if not free:
-        out.append("no free-swing segment: friction and armature will be poorly separated (record one with "
-                   'the torque off, e.g. BAM lift_and_drop, and mark it "free_swing": true)')
+        out.append(
+            "no free-swing segment: friction and armature will be poorly separated (record one with "
+            'the torque off, e.g. BAM lift_and_drop, and mark it "free_swing": true)'
+        )
     rate = rec.rate_hz
     if 0 < rate < MIN_RATE_HZ:
-        out.append(f"the sample rate is {rate:.4g} Hz; below {MIN_RATE_HZ:.0f} Hz, armature and fast friction "
-                   "effects are poorly observed")
+        out.append(
+            f"the sample rate is {rate:.4g} Hz; below {MIN_RATE_HZ:.0f} Hz, armature and fast friction "
+            "effects are poorly observed"
+        )
     if rec.duration_s < MIN_DURATION_S:
-        out.append(f"only {rec.duration_s:.3g} s of data; record at least {MIN_DURATION_S:.0f} s of excitation")
+        out.append(
+            f"only {rec.duration_s:.3g} s of data; record at least {MIN_DURATION_S:.0f} s of excitation"
+        )
     if gaps:
-        out.append(f"{len(gaps)} time gap(s) split the log into separate segments (longest {max(gaps):.3g} s)")
+        out.append(
+            f"{len(gaps)} time gap(s) split the log into separate segments (longest {max(gaps):.3g} s)"
+        )
     if dropped:
-        out.append(f"{dropped} sample(s) were dropped while reading (missing values, empty arrays or times "
-                   "without a command)")
+        out.append(
+            f"{dropped} sample(s) were dropped while reading (missing values, empty arrays or times "
+            "without a command)"
+        )
     res = rec.metadata.get("resampling")
     worst = max((x["jitter_ms"] or 0.0) * x["rate_hz"] / 1e3 for x in segs) if segs else 0.0
     if res and worst > 0.1:
-        out.append(f"time stamps jitter by up to {100 * worst:.0f} % of a period; segments {res['segments']} "
-                   f"were resampled ({res['method']}, {res['rate_hz']:.6g} Hz)")
+        out.append(
+            f"time stamps jitter by up to {100 * worst:.0f} % of a period; segments {res['segments']} "
+            f"were resampled ({res['method']}, {res['rate_hz']:.6g} Hz)"
+        )
     return out
 
 

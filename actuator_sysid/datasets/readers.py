@@ -41,8 +41,10 @@ def normalize_format(fmt: str | None) -> str | None:
     aliases: dict[str, str | None] = {"canonical": None, **registry.aliases()}
     if f in aliases:
         return aliases[f]
-    raise DatasetError(f"unknown format {fmt!r}; use one of {', '.join(names)}, or leave it empty to detect "
-                       "it from the content")
+    raise DatasetError(
+        f"unknown format {fmt!r}; use one of {', '.join(names)}, or leave it empty to detect "
+        "it from the content"
+    )
 
 
 def detect_format(src: Source) -> str:
@@ -57,8 +59,15 @@ def detect_format(src: Source) -> str:
     return registry.sniff(src, head, binary=False) or registry.fallback()
 
 
-def read_table(data: bytes | Path, filename: str, metadata: dict | str | bytes | Path | None = None,
-               fmt: str | None = None, *, any_format: bool = False, **reader_options: Any) -> Recording:
+def read_table(
+    data: bytes | Path,
+    filename: str,
+    metadata: dict | str | bytes | Path | None = None,
+    fmt: str | None = None,
+    *,
+    any_format: bool = False,
+    **reader_options: Any,
+) -> Recording:
     """Parse a table or log (bytes or a path) plus sidecar metadata into a Recording.
 
     Canonical CSV/Parquet go to `canonical.read_table` (`fmt` "csv", "parquet" or None). With
@@ -66,7 +75,11 @@ def read_table(data: bytes | Path, filename: str, metadata: dict | str | bytes |
     the content when `fmt` is None; a zip may hold several files), and `reader_options` are `ReadOptions`
     fields such as ``joint_names=["a", "b"]`` or ``state_topic="/joint_states"``.
     """
-    if any_format or reader_options or (fmt is not None and str(fmt).strip().lower() not in ("csv", "parquet")):
+    if (
+        any_format
+        or reader_options
+        or (fmt is not None and str(fmt).strip().lower() not in ("csv", "parquet"))
+    ):
         opts = ReadOptions(fmt=fmt, **{k: v for k, v in reader_options.items() if v is not None})
         opts.validate()
         src = Source(filename, path=data) if isinstance(data, Path) else Source(filename, data=bytes(data))
@@ -94,8 +107,9 @@ def read_log(path: Path, sidecar: Path | None = None, fmt: str | None = None) ->
 # --------------------------------------------------------------------------------------------- entry points
 
 
-def read_paths(paths: Sequence[Path], sidecar: Path | None = None, options: ReadOptions | None = None
-               ) -> Recording:
+def read_paths(
+    paths: Sequence[Path], sidecar: Path | None = None, options: ReadOptions | None = None
+) -> Recording:
     """Read files, folders or zips from disk (the CLI) into one Recording.
 
     The sidecar defaults to ``<file>.json`` or ``<stem>.json`` beside a single canonical table.
@@ -134,8 +148,9 @@ def _sidecar_beside(path: Path) -> Path | None:
     return None
 
 
-def read_upload(data: bytes, filename: str, metadata: dict | str | bytes | None = None,
-                options: ReadOptions | None = None) -> Recording:
+def read_upload(
+    data: bytes, filename: str, metadata: dict | str | bytes | None = None, options: ReadOptions | None = None
+) -> Recording:
     """Read one uploaded file (possibly a zip of several) into one Recording (the service)."""
     if not data:
         raise DatasetError(f"{filename}: the uploaded file is empty; choose a file with a header and rows")
@@ -144,7 +159,9 @@ def read_upload(data: bytes, filename: str, metadata: dict | str | bytes | None 
 
 
 def _dir_sources(folder: Path) -> list[Source]:
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not _junk(p.relative_to(folder).as_posix()))
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and not _junk(p.relative_to(folder).as_posix())
+    )
     if not files:
         raise DatasetError(f"{folder}: the folder holds no files")
     return [Source(p.relative_to(folder).as_posix(), path=p) for p in files]
@@ -174,8 +191,10 @@ def read_sources(sources: list[Source], side: dict | None, opts: ReadOptions, la
     if any(_base(s.name) == "metadata.yaml" for s in sources) and opts.fmt in (None, "rosbag", "mcap"):
         bag = [s for s in sources if s.name.endswith((".db3", ".mcap"))]
         if len(bag) != 1:
-            raise DatasetError(f"{label}: a ROS 2 bag folder with {len(bag)} storage files; upload one bag with "
-                               "one .db3 or .mcap file")
+            raise DatasetError(
+                f"{label}: a ROS 2 bag folder with {len(bag)} storage files; upload one bag with "
+                "one .db3 or .mcap file"
+            )
         return _read_one(bag[0], side, opts, "mcap" if bag[0].name.endswith(".mcap") else "rosbag")
     info_src = next((s for s in sources if s.name.endswith("meta/info.json")), None)
     if info_src is not None and opts.fmt in (None, "lerobot"):
@@ -185,7 +204,9 @@ def read_sources(sources: list[Source], side: dict | None, opts: ReadOptions, la
             raise DatasetError(f"{info_src.name}: invalid JSON ({e})") from None
         parquets = [s for s in sources if s.name.endswith(".parquet")]
         if not parquets:
-            raise DatasetError(f"{label}: a LeRobot dataset (meta/info.json) without Parquet files under data/")
+            raise DatasetError(
+                f"{label}: a LeRobot dataset (meta/info.json) without Parquet files under data/"
+            )
         from .lerobot import read_lerobot
 
         return read_lerobot(parquets, info if isinstance(info, dict) else None, side, opts, label)
@@ -245,8 +266,10 @@ def _read_one(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recordin
     if opts.fmt is not None and spec.binary:
         seen = detect_format(src)
         if seen != kind and seen not in spec.accepts:
-            raise DatasetError(f"{src.name}: declared format {kind}, but the content is not {kind} (it looks like "
-                               f"{seen}); leave the format empty to detect it")
+            raise DatasetError(
+                f"{src.name}: declared format {kind}, but the content is not {kind} (it looks like "
+                f"{seen}); leave the format empty to detect it"
+            )
     return spec.read(src, side, opts)
 
 
@@ -262,7 +285,9 @@ def _read_zip(src: Source, side: dict, opts: ReadOptions) -> Recording:
             raise DatasetError(f"{src.name}: the zip holds no files")
         total = sum(i.file_size for i in infos)
         if total > MAX_UNPACKED_BYTES:
-            raise DatasetError(f"{src.name}: unpacks to {total} bytes, over the {MAX_UNPACKED_BYTES} byte limit")
+            raise DatasetError(
+                f"{src.name}: unpacks to {total} bytes, over the {MAX_UNPACKED_BYTES} byte limit"
+            )
         names = [i.filename for i in infos]
         prefix = _common_folder(names)
         inner = []
@@ -271,7 +296,7 @@ def _read_zip(src: Source, side: dict, opts: ReadOptions) -> Recording:
                 data = z.read(i)
             except (zipfile.BadZipFile, OSError, ValueError) as e:
                 raise DatasetError(f"{src.name}: cannot unpack {i.filename} ({e})") from None
-            inner.append(Source(f"{src.name}:{i.filename[len(prefix):]}", data=data))
+            inner.append(Source(f"{src.name}:{i.filename[len(prefix) :]}", data=data))
     return read_sources(inner, side, opts, label=src.name)
 
 
@@ -292,12 +317,14 @@ def merge(parts: list[tuple[str, Recording]]) -> Recording:
     names = first.joint_names
     for label, rec in parts[1:]:
         if sorted(rec.joint_names) != sorted(names):
-            raise DatasetError(f"{label}: joints {rec.joint_names} differ from {first_label}'s {names}; every file "
-                               "of one dataset must log the same joints")
+            raise DatasetError(
+                f"{label}: joints {rec.joint_names} differ from {first_label}'s {names}; every file "
+                "of one dataset must log the same joints"
+            )
     all_names = [s.name for _, r in parts for s in r.segments]
     clash = len(set(all_names)) != len(all_names)
     runs = [{str(s.metadata.get("recording", s.name)) for s in r.segments} for _, r in parts]
-    shared_runs = {x for i, a in enumerate(runs) for b in runs[i + 1:] for x in a & b}
+    shared_runs = {x for i, a in enumerate(runs) for b in runs[i + 1 :] for x in a & b}
     segments, timing, warnings = [], {}, []
     formats, velocity = [], []
     for label, rec in parts:
@@ -313,8 +340,12 @@ def merge(parts: list[tuple[str, Recording]]) -> Recording:
             if "recording" in meta and str(meta["recording"]) in shared_runs:  # two files' runs stay two
                 meta["recording"] = f"{label}/{meta['recording']}"
             for info in rec.joints:  # a file's own loads travel with its segments
-                own = {"inertia": info.inertia, "mass": info.mass, "com_distance": info.com_distance,
-                       "gravity": info.gravity}
+                own = {
+                    "inertia": info.inertia,
+                    "mass": info.mass,
+                    "com_distance": info.com_distance,
+                    "gravity": info.gravity,
+                }
                 base = first.joints[first.joint_index(info.name)]
                 if (base.inertia, base.mass, base.com_distance, base.gravity) != tuple(own.values()):
                     meta.setdefault("joints", {}).setdefault(info.name, {})
@@ -335,15 +366,22 @@ def merge(parts: list[tuple[str, Recording]]) -> Recording:
     if rates:
         res = next(r.metadata["resampling"] for _, r in parts if "resampling" in r.metadata)
         meta["resampling"] = {**res, "segments": [n for n, t in timing.items() if t.get("resampled")]}
-    return Recording(joints=first.joints, segments=segments, source_format=fmts[0] if len(fmts) == 1 else
-                     "mixed: " + ", ".join(fmts), velocity_source=vel[0] if len(vel) == 1 else "; ".join(vel),
-                     warnings=warnings, metadata=meta)
+    return Recording(
+        joints=first.joints,
+        segments=segments,
+        source_format=fmts[0] if len(fmts) == 1 else "mixed: " + ", ".join(fmts),
+        velocity_source=vel[0] if len(vel) == 1 else "; ".join(vel),
+        warnings=warnings,
+        metadata=meta,
+    )
 
 
 def _apply_segment_side(rec: Recording, seg_side: dict, label: str) -> None:
     names = [s.name for s in rec.segments]
     for name, meta in seg_side.items():
         if name not in names:
-            raise DatasetError(f"sidecar for {label}: segment {name!r} does not exist; the segments are {names}")
+            raise DatasetError(
+                f"sidecar for {label}: segment {name!r} does not exist; the segments are {names}"
+            )
         seg = rec.segments[names.index(name)]
         seg.metadata = {**seg.metadata, **meta}

@@ -146,7 +146,9 @@ class Recording:
             if s.enable is not None:
                 arrays[f"{i}/enable"] = s.enable
             segs.append({"name": s.name, "metadata": s.metadata})
-        np.savez_compressed(folder / "arrays.npz", allow_pickle=False, **arrays)  # numbers only, as `load` reads them
+        np.savez_compressed(
+            folder / "arrays.npz", allow_pickle=False, **arrays
+        )  # numbers only, as `load` reads them
         meta = {
             "joints": [asdict(j) for j in self.joints],
             "segments": segs,
@@ -167,9 +169,20 @@ class Recording:
                 a = {ch: z[f"{i}/{ch}"] for ch in CHANNELS if ch != "tau"}  # `save` writes every one of these
                 tau = z[f"{i}/tau"] if f"{i}/tau" in z else None
                 enable = z[f"{i}/enable"].astype(bool) if f"{i}/enable" in z else None
-                segments.append(Segment(name=sm["name"], t=z[f"{i}/t"], q=a["q"], qd=a["qd"], q_des=a["q_des"],
-                                        qd_des=a["qd_des"], tau_ff=a["tau_ff"], tau=tau, metadata=sm["metadata"],
-                                        enable=enable))
+                segments.append(
+                    Segment(
+                        name=sm["name"],
+                        t=z[f"{i}/t"],
+                        q=a["q"],
+                        qd=a["qd"],
+                        q_des=a["q_des"],
+                        qd_des=a["qd_des"],
+                        tau_ff=a["tau_ff"],
+                        tau=tau,
+                        metadata=sm["metadata"],
+                        enable=enable,
+                    )
+                )
         return cls(
             joints=[JointInfo(**j) for j in meta["joints"]],
             segments=segments,

@@ -41,9 +41,18 @@ class LogReader:
 _READERS: dict[str, LogReader] = {}
 
 
-def register_reader(name: str, read: ReadFn, *, sniff: SniffFn | None, binary: bool, rank: int,
-                    aliases: tuple[str, ...] = (), label: str = "", refines: str | None = None,
-                    accepts: tuple[str, ...] = ()) -> LogReader:
+def register_reader(
+    name: str,
+    read: ReadFn,
+    *,
+    sniff: SniffFn | None,
+    binary: bool,
+    rank: int,
+    aliases: tuple[str, ...] = (),
+    label: str = "",
+    refines: str | None = None,
+    accepts: tuple[str, ...] = (),
+) -> LogReader:
     """Register a log format (called once at the bottom of its reader module); a name or alias used twice is
     an error, so two modules cannot silently claim one format."""
     taken = {n for r in _READERS.values() for n in (r.name, *r.aliases)}
@@ -88,7 +97,9 @@ def sniff(src: Source, head: bytes, binary: bool) -> str | None:
     refines it winning when it also recognises it; None when none does."""
     for r in readers():
         if r.binary == binary and r.sniff is not None and r.sniff(src, head):
-            special = [s for s in readers() if s.refines == r.name and s.sniff is not None and s.sniff(src, head)]
+            special = [
+                s for s in readers() if s.refines == r.name and s.sniff is not None and s.sniff(src, head)
+            ]
             return special[0].name if special else r.name
     return None
 

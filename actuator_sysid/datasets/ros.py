@@ -45,7 +45,7 @@ MIN_CHANNEL_COVERAGE = 0.9
 
 
 def _norm_type(t: str) -> str:
-    """"sensor_msgs/msg/JointState" and "sensor_msgs/JointState" -> "sensor_msgs/JointState"."""
+    """ "sensor_msgs/msg/JointState" and "sensor_msgs/JointState" -> "sensor_msgs/JointState"."""
     return t.replace("/msg/", "/")
 
 
@@ -87,8 +87,10 @@ class _Series:
                     self.columns[n] = len(self.columns)
                     self.first_seen[n] = self.n
                 grow = len(new)
-                self.values = {f: None if v is None else np.concatenate([v, np.full((v.shape[0], grow), np.nan)], axis=1)
-                               for f, v in self.values.items()}
+                self.values = {
+                    f: None if v is None else np.concatenate([v, np.full((v.shape[0], grow), np.nan)], axis=1)
+                    for f, v in self.values.items()
+                }
             cols = np.array([self.columns[n] for n in names], dtype=np.intp)
             self._cache[names] = cols
         return cols
@@ -98,9 +100,10 @@ class _Series:
             cap = 2 * self.n
             self.t = np.resize(self.t, cap)
             self.index = np.resize(self.index, cap)
-            self.values = {f: None if v is None else np.concatenate([v, np.full((cap - v.shape[0], v.shape[1]),
-                                                                                  np.nan)])
-                           for f, v in self.values.items()}
+            self.values = {
+                f: None if v is None else np.concatenate([v, np.full((cap - v.shape[0], v.shape[1]), np.nan)])
+                for f, v in self.values.items()
+            }
         cols = self._cols(names)
         i = self.n
         self.t[i] = t
@@ -109,8 +112,10 @@ class _Series:
             if a is None or len(a) == 0:
                 continue
             if len(a) != len(names):
-                raise DatasetError(f"{where}: {len(names)} joint names but {len(a)} {f} values; each of name, "
-                                   f"position, velocity, effort must be empty or as long as name")
+                raise DatasetError(
+                    f"{where}: {len(names)} joint names but {len(a)} {f} values; each of name, "
+                    f"position, velocity, effort must be empty or as long as name"
+                )
             buf = self.values[f]
             if buf is None:
                 buf = self.values[f] = np.full((self.t.shape[0], len(self.columns)), np.nan)
@@ -183,8 +188,9 @@ class _McapBag(_Bag):
                 continue
             prev = self.topics.get(ch.topic)
             c = counts.get(cid)
-            self.topics[ch.topic] = Topic(ch.topic, _norm_type(schema.name),
-                                          None if c is None else c + (prev.count or 0 if prev else 0))
+            self.topics[ch.topic] = Topic(
+                ch.topic, _norm_type(schema.name), None if c is None else c + (prev.count or 0 if prev else 0)
+            )
 
     def _scan(self) -> None:
         from mcap.reader import NonSeekingReader
@@ -217,7 +223,8 @@ class _McapBag(_Bag):
         self.stream.seek(0)
         try:
             for schema, channel, message in NonSeekingReader(self.stream).iter_messages(
-                    topics=topics, log_time_order=False):
+                topics=topics, log_time_order=False
+            ):
                 dec = decoders.get(channel.id)
                 if dec is None:
                     dec = decoders[channel.id] = _decoder(channel, schema, self.src.name)
@@ -226,12 +233,15 @@ class _McapBag(_Bag):
                 try:
                     msg = dec(message.data)
                 except Exception as e:  # noqa: BLE001 - any decoding failure is bad input
-                    raise DatasetError(f"{self.src.name}, topic {channel.topic}, message {k}: cannot decode as "
-                                       f"{schema.name if schema else '?'} ({type(e).__name__}: {e})") from None
+                    raise DatasetError(
+                        f"{self.src.name}, topic {channel.topic}, message {k}: cannot decode as "
+                        f"{schema.name if schema else '?'} ({type(e).__name__}: {e})"
+                    ) from None
                 yield channel.topic, message.log_time, k, msg
         except self._McapError as e:
-            raise DatasetError(f"{self.src.name}: the MCAP file is damaged ({e}); messages after the damage "
-                               "cannot be read") from None
+            raise DatasetError(
+                f"{self.src.name}: the MCAP file is damaged ({e}); messages after the damage cannot be read"
+            ) from None
 
     def close(self) -> None:
         self.stream.close()
@@ -248,9 +258,11 @@ def _decoder(channel: Any, schema: Any, filename: str) -> Any:
 
         dec = DecoderFactory().decoder_for(channel.message_encoding, schema)
         if dec is None:
-            raise DatasetError(f"{filename}, topic {channel.topic}: messages are {channel.message_encoding!r} "
-                               f"with a {getattr(schema, 'encoding', 'missing')!r} schema, not ROS 2 CDR; cannot "
-                               "decode them")
+            raise DatasetError(
+                f"{filename}, topic {channel.topic}: messages are {channel.message_encoding!r} "
+                f"with a {getattr(schema, 'encoding', 'missing')!r} schema, not ROS 2 CDR; cannot "
+                "decode them"
+            )
         return dec
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
@@ -293,7 +305,9 @@ class _RosbagsBag(_Bag):
         self.topics = {}
         for c in self.reader.connections:
             prev = self.topics.get(c.topic)
-            self.topics[c.topic] = Topic(c.topic, _norm_type(c.msgtype), c.msgcount + (prev.count or 0 if prev else 0))
+            self.topics[c.topic] = Topic(
+                c.topic, _norm_type(c.msgtype), c.msgcount + (prev.count or 0 if prev else 0)
+            )
 
     def messages(self, topics: list[str]) -> Iterator[tuple[str, int, int, Any]]:
         conns = [c for c in self.reader.connections if c.topic in topics]
@@ -304,8 +318,10 @@ class _RosbagsBag(_Bag):
             try:
                 msg = self.reader.deserialize(raw, conn.msgtype)
             except Exception as e:  # noqa: BLE001 - any decoding failure is bad input
-                raise DatasetError(f"{self.src.name}, topic {conn.topic}, message {k}: cannot decode as "
-                                   f"{conn.msgtype} ({type(e).__name__}: {e})") from None
+                raise DatasetError(
+                    f"{self.src.name}, topic {conn.topic}, message {k}: cannot decode as "
+                    f"{conn.msgtype} ({type(e).__name__}: {e})"
+                ) from None
             yield conn.topic, timestamp, k, msg
 
     def close(self) -> None:
@@ -337,23 +353,34 @@ def _choose(topics: dict[str, Topic], opts: ReadOptions, fn: str) -> tuple[Topic
         cands = [t for t in js if not COMMAND_NAME.search(t.name) and t.name != opts.command_topic]
         if len(cands) != 1:
             why = "no" if not cands else f"{len(cands)}"
-            raise DatasetError(f"{fn}: {why} candidate state topics (sensor_msgs/JointState not named like a "
-                               f"command); name it with --state-topic (topics: {listing})")
+            raise DatasetError(
+                f"{fn}: {why} candidate state topics (sensor_msgs/JointState not named like a "
+                f"command); name it with --state-topic (topics: {listing})"
+            )
         state = cands[0]
     if opts.command_topic:
         cmd = topics[opts.command_topic]
         if cmd.msgtype not in COMMAND_TYPES:
-            raise DatasetError(f"{fn}: command topic {cmd.name} is {cmd.msgtype}; use one of {list(COMMAND_TYPES)}")
+            raise DatasetError(
+                f"{fn}: command topic {cmd.name} is {cmd.msgtype}; use one of {list(COMMAND_TYPES)}"
+            )
     else:
-        cands = [t for t in topics.values() if t.name != state.name and t.msgtype in COMMAND_TYPES
-                 and (t.msgtype != JOINT_STATE or COMMAND_NAME.search(t.name))]
+        cands = [
+            t
+            for t in topics.values()
+            if t.name != state.name
+            and t.msgtype in COMMAND_TYPES
+            and (t.msgtype != JOINT_STATE or COMMAND_NAME.search(t.name))
+        ]
         named = [t for t in cands if COMMAND_NAME.search(t.name)]
         cands = named if len(named) == 1 else cands
         if len(cands) != 1:
             why = "no" if not cands else f"{len(cands)}"
-            raise DatasetError(f"{fn}: {why} candidate command topics (JointState named like a command, "
-                               f"JointTrajectory or Float64MultiArray); name it with --command-topic "
-                               f"(topics: {listing})")
+            raise DatasetError(
+                f"{fn}: {why} candidate command topics (JointState named like a command, "
+                f"JointTrajectory or Float64MultiArray); name it with --command-topic "
+                f"(topics: {listing})"
+            )
         cmd = cands[0]
     return state, cmd
 
@@ -383,8 +410,10 @@ def read_ros(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recording
         state = _Series(state_t.name, state_t.count or 1024)
         cmd = _Series(cmd_t.name, cmd_t.count or 1024)
         if cmd_t.msgtype == MULTI_ARRAY and opts.joint_names is None:
-            raise DatasetError(f"{fn}: command topic {cmd_t.name} is a Float64MultiArray, which carries no joint "
-                               "names; give them in the array's order with --joint-names a,b,c")
+            raise DatasetError(
+                f"{fn}: command topic {cmd_t.name} is a Float64MultiArray, which carries no joint "
+                "names; give them in the array's order with --joint-names a,b,c"
+            )
         use_log: dict[str, bool | None] = {state_t.name: None, cmd_t.name: None}
         origin: int | None = None  # whole seconds subtracted from every time, so float64 keeps nanoseconds
         for topic, log_ns, k, msg in bag.messages([state_t.name, cmd_t.name]):
@@ -419,8 +448,10 @@ def read_ros(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recording
                 assert opts.joint_names is not None
                 data = msg.data
                 if len(data) != len(opts.joint_names):
-                    raise DatasetError(f"{where}: {len(data)} values but {len(opts.joint_names)} joint names were "
-                                       f"given ({', '.join(opts.joint_names)})")
+                    raise DatasetError(
+                        f"{where}: {len(data)} values but {len(opts.joint_names)} joint names were "
+                        f"given ({', '.join(opts.joint_names)})"
+                    )
                 names = tuple(opts.joint_names)
                 arrays = {"position": data}
             series.add(t, k, names, arrays, where)
@@ -431,8 +462,9 @@ def read_ros(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recording
     return rec
 
 
-def _paired_joints(state: _Series, cmd: _Series, use_log: dict, opts: ReadOptions, fn: str,
-                   warnings: list[str]) -> list[str]:
+def _paired_joints(
+    state: _Series, cmd: _Series, use_log: dict, opts: ReadOptions, fn: str, warnings: list[str]
+) -> list[str]:
     """Finish both series (warning on re-sorted or log-timed topics) and return the joints on both, in the
     state's (or the requested) order; joints without a command are left out with a warning."""
     for s in (state, cmd):
@@ -445,12 +477,16 @@ def _paired_joints(state: _Series, cmd: _Series, use_log: dict, opts: ReadOption
             warnings.append(f"{fn}: {s.topic} has no header stamps; timed by the bag's log time")
     if opts.joint_names is not None and cmd.topic and set(opts.joint_names) - set(state.columns):
         missing = sorted(set(opts.joint_names) - set(state.columns))
-        raise DatasetError(f"{fn}: joint(s) {missing} are not on {state.topic} (it has {list(state.columns)})")
+        raise DatasetError(
+            f"{fn}: joint(s) {missing} are not on {state.topic} (it has {list(state.columns)})"
+        )
     joints = [j for j in (opts.joint_names or list(state.columns)) if j in cmd.columns]
     lost = [j for j in (opts.joint_names or list(state.columns)) if j not in cmd.columns]
     if not joints:
-        raise DatasetError(f"{fn}: no joint is on both {state.topic} ({list(state.columns)}) and {cmd.topic} "
-                           f"({list(cmd.columns)}); joints are matched by name")
+        raise DatasetError(
+            f"{fn}: no joint is on both {state.topic} ({list(state.columns)}) and {cmd.topic} "
+            f"({list(cmd.columns)}); joints are matched by name"
+        )
     if lost:
         warnings.append(f"{fn}: joint(s) {lost} have no command on {cmd.topic} and were left out")
     return joints
@@ -496,8 +532,13 @@ class _Grid:
     def whole(self, series: _Series, f: str) -> np.ndarray | None:
         """The state's own (n, J) array when it already is the answer: every joint, every time, in order."""
         v = series.values[f]
-        if v is not None and series is self.state and self.unique and list(self.state.columns) == self.joints \
-                and not np.isnan(v).any():
+        if (
+            v is not None
+            and series is self.state
+            and self.unique
+            and list(self.state.columns) == self.joints
+            and not np.isnan(v).any()
+        ):
             return v
         return None
 
@@ -515,7 +556,9 @@ class _Grid:
         return out
 
 
-def _positions(grid: _Grid, state: _Series, cmd: _Series, valid: np.ndarray, fn: str) -> dict[str, np.ndarray]:
+def _positions(
+    grid: _Grid, state: _Series, cmd: _Series, valid: np.ndarray, fn: str
+) -> dict[str, np.ndarray]:
     """q and q_des on the grid (required: every joint needs a position on both topics); marks uncovered times."""
     data: dict[str, np.ndarray] = {}
     for ch, series in (("q", state), ("q_des", cmd)):
@@ -529,11 +572,16 @@ def _positions(grid: _Grid, state: _Series, cmd: _Series, valid: np.ndarray, fn:
     return data
 
 
-def _optional_channels(grid: _Grid, state: _Series, cmd: _Series, data: dict[str, np.ndarray], fn: str,
-                       warnings: list[str]) -> None:
+def _optional_channels(
+    grid: _Grid, state: _Series, cmd: _Series, data: dict[str, np.ndarray], fn: str, warnings: list[str]
+) -> None:
     """qd, tau, qd_des, tau_ff into `data` when nearly every message has them for every joint, else a warning."""
-    optional = (("qd", state, "velocity"), ("tau", state, "effort"), ("qd_des", cmd, "velocity"),
-                ("tau_ff", cmd, "effort"))
+    optional = (
+        ("qd", state, "velocity"),
+        ("tau", state, "effort"),
+        ("qd_des", cmd, "velocity"),
+        ("tau_ff", cmd, "effort"),
+    )
     for ch, series, f in optional:
         counts = [series.joint(n, f)[0].size for n in grid.joints]
         if min(counts) >= MIN_CHANNEL_COVERAGE * series.n:
@@ -543,11 +591,14 @@ def _optional_channels(grid: _Grid, state: _Series, cmd: _Series, data: dict[str
             if series is cmd:
                 cmd.values[f] = None
         elif max(counts) > 0:
-            warnings.append(f"{fn}: {f} on {series.topic} is missing for most messages or some joints; not used")
+            warnings.append(
+                f"{fn}: {f} on {series.topic} is missing for most messages or some joints; not used"
+            )
 
 
-def _merge(state: _Series, cmd: _Series, use_log: dict, side: dict, opts: ReadOptions, fn: str,
-           kind: str) -> Recording:
+def _merge(
+    state: _Series, cmd: _Series, use_log: dict, side: dict, opts: ReadOptions, fn: str, kind: str
+) -> Recording:
     """State and command series -> one RawSegment on the state's times -> assemble."""
     warnings: list[str] = []
     joints = _paired_joints(state, cmd, use_log, opts, fn, warnings)
@@ -556,33 +607,57 @@ def _merge(state: _Series, cmd: _Series, use_log: dict, side: dict, opts: ReadOp
     data = _positions(grid, state, cmd, valid, fn)
     late = {n: state.first_seen[n] for n in joints if state.first_seen.get(n, 0) > 0}
     if late:
-        warnings.append(f"{fn}: joint(s) {sorted(late)} first appear on {state.topic} at message(s) "
-                        f"{sorted(late.values())}; earlier times were dropped")
+        warnings.append(
+            f"{fn}: joint(s) {sorted(late)} first appear on {state.topic} at message(s) "
+            f"{sorted(late.values())}; earlier times were dropped"
+        )
     _optional_channels(grid, state, cmd, data, fn, warnings)
     for s in (state, cmd):
         s.values = {}
     dropped = int(grid.t.size - valid.sum())
     if not valid.any():
-        raise DatasetError(f"{fn}: {state.topic} and {cmd.topic} do not overlap in time with every joint present; "
-                           "no sample has both a measurement and a command")
+        raise DatasetError(
+            f"{fn}: {state.topic} and {cmd.topic} do not overlap in time with every joint present; "
+            "no sample has both a measurement and a command"
+        )
     times, rows = grid.t, grid.rows
     t0 = float(times[valid][0])
     if dropped:
         data = {ch: v[valid] for ch, v in data.items()}
         times, rows = times[valid], rows[valid]
-        warnings.append(f"{fn}: {dropped} of {valid.size} state times were dropped (no command or no position "
-                        "for some joint within 5 periods: late joints, gaps, or empty arrays)")
+        warnings.append(
+            f"{fn}: {dropped} of {valid.size} state times were dropped (no command or no position "
+            "for some joint within 5 periods: late joints, gaps, or empty arrays)"
+        )
     present = {ch: [ch in data] * len(joints) for ch in TABLE_CHANNELS}
     raw = RawSegment("", times - t0, rows, data, present, split_by_gap=True, unit="message", dropped=dropped)
     rec = assemble(joints, [raw], side, fn, warnings, drop_short=True)
     rec.source_format = "mcap" if kind == "mcap" else "rosbag"
-    rec.metadata.update({"state_topic": state.topic, "command_topic": cmd.topic, "time_origin_s": t0,
-                         "empty_messages_dropped": state.dropped + cmd.dropped})
+    rec.metadata.update(
+        {
+            "state_topic": state.topic,
+            "command_topic": cmd.topic,
+            "time_origin_s": t0,
+            "empty_messages_dropped": state.dropped + cmd.dropped,
+        }
+    )
     return rec
 
 
-register_reader("mcap", lambda src, side, opts: read_ros(src, side, opts, "mcap"),
-                sniff=lambda _src, head: head.startswith(MCAP_MAGIC), binary=True, rank=50, label="MCAP")
-register_reader("rosbag", lambda src, side, opts: read_ros(src, side, opts, "rosbag"),
-                sniff=lambda _src, head: head.startswith((ROS1_MAGIC, SQLITE_MAGIC)), binary=True, rank=60,
-                aliases=("bag", "db3", "ros1", "ros2"), label="ROS bag")
+register_reader(
+    "mcap",
+    lambda src, side, opts: read_ros(src, side, opts, "mcap"),
+    sniff=lambda _src, head: head.startswith(MCAP_MAGIC),
+    binary=True,
+    rank=50,
+    label="MCAP",
+)
+register_reader(
+    "rosbag",
+    lambda src, side, opts: read_ros(src, side, opts, "rosbag"),
+    sniff=lambda _src, head: head.startswith((ROS1_MAGIC, SQLITE_MAGIC)),
+    binary=True,
+    rank=60,
+    aliases=("bag", "db3", "ros1", "ros2"),
+    label="ROS bag",
+)

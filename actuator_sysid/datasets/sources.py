@@ -103,7 +103,7 @@ class ReadOptions:
         known = {f.name for f in fields(self)}
         unknown = sorted(set(extra) - known - {"format"})
         if unknown:
-            raise DatasetError(f'{label}: unknown reader option(s) {unknown}; known: {sorted(known)}')
+            raise DatasetError(f"{label}: unknown reader option(s) {unknown}; known: {sorted(known)}")
         given = {("fmt" if k == "format" else k): v for k, v in extra.items()}
         out = replace(self, **{k: v for k, v in given.items() if getattr(self, k) is None})
         out.validate(label)
@@ -116,8 +116,9 @@ class ReadOptions:
             if not isinstance(self.joint_names, list) or not all(
                 isinstance(n, str) and n.strip() for n in self.joint_names
             ):
-                raise DatasetError(f"{label}: joint_names must be a list of non-empty names, got "
-                                   f"{self.joint_names!r}")
+                raise DatasetError(
+                    f"{label}: joint_names must be a list of non-empty names, got {self.joint_names!r}"
+                )
             self.joint_names = [n.strip() for n in self.joint_names]
             dup = sorted({n for n in self.joint_names if self.joint_names.count(n) > 1})
             if dup:
@@ -129,13 +130,14 @@ class ReadOptions:
         if self.rate_hz is not None:
             r = self.rate_hz
             if isinstance(r, bool) or not isinstance(r, int | float) or not math.isfinite(r) or r <= 0:
-                raise DatasetError(f"{label}: rate_hz must be a positive number of samples per second, "
-                                   f"got {r!r}")
+                raise DatasetError(
+                    f"{label}: rate_hz must be a positive number of samples per second, got {r!r}"
+                )
             self.rate_hz = float(r)
 
 
 def parse_names(text: str | None) -> list[str] | None:
-    """"a, b,c" -> ["a", "b", "c"]; empty -> None."""
+    """ "a, b,c" -> ["a", "b", "c"]; empty -> None."""
     if text is None:
         return None
     names = [s.strip() for s in str(text).split(",") if s.strip()]
@@ -172,7 +174,9 @@ def zip_names(src: Source) -> list[str]:
         with zipfile.ZipFile(src.open()) as z:
             return z.namelist()
     except zipfile.BadZipFile:
-        raise DatasetError(f"{src.name}: looks like a zip file but cannot be opened; is it complete?") from None
+        raise DatasetError(
+            f"{src.name}: looks like a zip file but cannot be opened; is it complete?"
+        ) from None
 
 
 def head_text(head: bytes) -> str:

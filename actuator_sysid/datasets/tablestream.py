@@ -34,20 +34,23 @@ class _Floats:
 
     def __init__(self, cap: int, dtype: type = np.float64, width: int | None = None) -> None:
         self.width = width
-        self.buf: np.ndarray = np.zeros((max(cap, 16),) + ((width,) if width else ()), dtype)  # untouched pages cost nothing
+        self.buf: np.ndarray = np.zeros(
+            (max(cap, 16),) + ((width,) if width else ()), dtype
+        )  # untouched pages cost nothing
         self.n = 0
 
     def reserve(self, rows: int) -> None:
         """Room for `rows` more rows (grown by a quarter at least, so growth is rare)."""
         if self.n + rows > self.buf.shape[0]:
-            grown = np.zeros((max(int(self.buf.shape[0] * 1.25), self.n + rows),) + self.buf.shape[1:],
-                             self.buf.dtype)
+            grown = np.zeros(
+                (max(int(self.buf.shape[0] * 1.25), self.n + rows),) + self.buf.shape[1:], self.buf.dtype
+            )
             grown[: self.n] = self.buf[: self.n]
             self.buf = grown
 
     def extend(self, a: np.ndarray) -> None:
         self.reserve(a.size)
-        self.buf[self.n: self.n + a.size] = a
+        self.buf[self.n : self.n + a.size] = a
         self.n += a.size
 
     def array(self) -> np.ndarray:
@@ -109,16 +112,22 @@ def _batches(source: Path | bytes, fmt: str) -> tuple[list[str], int, Iterator, 
     try:
         if fmt == "parquet":
             pf = pq.ParquetFile(native, pre_buffer=False)  # pre-buffering would hold whole row groups
-            return (list(pf.schema_arrow.names), pf.metadata.num_rows,
-                    pf.iter_batches(batch_size=PARQUET_BATCH_ROWS), native.close)
+            return (
+                list(pf.schema_arrow.names),
+                pf.metadata.num_rows,
+                pf.iter_batches(batch_size=PARQUET_BATCH_ROWS),
+                native.close,
+            )
         head = source[:65536] if isinstance(source, bytes) else native.read(65536)
         native.seek(0)
         raw, sep = _csv_header(head)
         types = {c: (pa.string() if c.strip() in LABELS else pa.float64()) for c in raw}
         reader = pcsv.open_csv(
-            native, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES, use_threads=False),
+            native,
+            read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES, use_threads=False),
             parse_options=pcsv.ParseOptions(delimiter=sep),
-            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=True))
+            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=True),
+        )
         return list(reader.schema.names), -1, iter(reader), native.close
     except (pa.ArrowException, OSError, UnicodeDecodeError, ValueError, StopIteration) as e:
         native.close()
@@ -156,7 +165,9 @@ def _decode(raw: list[str], rows: int, batches: Iterator, size: int, layout: Lay
     try:
         for batch in batches:
             if not store and not labels:  # size the buffers from the first block
-                est = rows if rows >= 0 else int(batch.num_rows * max(size / CSV_BLOCK_BYTES, 1.0) * 1.02) + 16
+                est = (
+                    rows if rows >= 0 else int(batch.num_rows * max(size / CSV_BLOCK_BYTES, 1.0) * 1.02) + 16
+                )
                 place = layout(names) if layout is not None else {}
                 for name in names:
                     if name in LABELS:
@@ -180,9 +191,9 @@ def _decode(raw: list[str], rows: int, batches: Iterator, size: int, layout: Lay
                     raise Unclean(f"column {name}: NaN or inf")
                 if name in place:
                     key, j, _ = place[name]
-                    store[key].buf[n: n + k, j] = a
+                    store[key].buf[n : n + k, j] = a
                 else:
-                    store[name].buf[n: n + k] = a
+                    store[name].buf[n : n + k] = a
             n += k
             for buf in store.values():
                 buf.n = n

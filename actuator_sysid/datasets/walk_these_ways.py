@@ -45,23 +45,31 @@ def read_actuator_net(src: Source, side: dict, opts: ReadOptions) -> Recording:
         elif c and not c.startswith("Unnamed:") and c not in TIME_COLUMNS:
             ignored.append(c)
     if "joint_pos" not in cols:
-        raise DatasetError(f"{fn}: no joint_pos_<i> columns; an actuator-net log has joint_pos_i, "
-                           "joint_pos_target_i, joint_vel_i and tau_est_i per joint i")
+        raise DatasetError(
+            f"{fn}: no joint_pos_<i> columns; an actuator-net log has joint_pos_i, "
+            "joint_pos_target_i, joint_vel_i and tau_est_i per joint i"
+        )
     idx = sorted(cols["joint_pos"])
     if idx != list(range(len(idx))):
         raise DatasetError(f"{fn}: joint_pos columns are numbered {idx}; expected 0..{len(idx) - 1}")
     for kind in ("joint_pos_target", "joint_vel", "tau_est", "tau_cal"):
         have = sorted(cols.get(kind, {}))
         if kind == "joint_pos_target" and not have:
-            raise DatasetError(f"{fn}: no joint_pos_target_<i> columns (the position targets); they are required")
+            raise DatasetError(
+                f"{fn}: no joint_pos_target_<i> columns (the position targets); they are required"
+            )
         if have and have != idx:
             missing = sorted(set(idx) - set(have))
-            raise DatasetError(f"{fn}: {kind} columns are numbered {have} but joint_pos columns {idx}"
-                               + (f"; add {', '.join(f'{kind}_{i}' for i in missing)}" if missing else ""))
+            raise DatasetError(
+                f"{fn}: {kind} columns are numbered {have} but joint_pos columns {idx}"
+                + (f"; add {', '.join(f'{kind}_{i}' for i in missing)}" if missing else "")
+            )
     J = len(idx)
     if opts.joint_names is not None and len(opts.joint_names) != J:
-        raise DatasetError(f"{fn}: the log has {J} joints but {len(opts.joint_names)} joint name(s) were given "
-                           f"({', '.join(opts.joint_names)}); give exactly {J}")
+        raise DatasetError(
+            f"{fn}: the log has {J} joints but {len(opts.joint_names)} joint name(s) were given "
+            f"({', '.join(opts.joint_names)}); give exactly {J}"
+        )
     names = list(opts.joint_names) if opts.joint_names else [f"joint_{i}" for i in idx]
     warnings: list[str] = []
     if ignored:
@@ -77,16 +85,24 @@ def read_actuator_net(src: Source, side: dict, opts: ReadOptions) -> Recording:
     else:
         rate = opts.rate_hz or DEFAULT_RATE_HZ
         t = np.arange(n, dtype=np.float64) / rate
-        warnings.append(f"{fn}: no time column; rows are taken as {rate:g} Hz samples"
-                        + ("" if opts.rate_hz else " (the policy rate; set rate_hz if yours differs)"))
+        warnings.append(
+            f"{fn}: no time column; rows are taken as {rate:g} Hz samples"
+            + ("" if opts.rate_hz else " (the policy rate; set rate_hz if yours differs)")
+        )
     data = {}
     for kind, ch in CHANNEL.items():
         if kind in cols:
             data[ch] = np.stack([_numeric(frame[cols[kind][i]], fn, cols[kind][i]) for i in idx], axis=1)
     present = {ch: [ch in data] * J for ch in TABLE_CHANNELS}
     raw = RawSegment("", t, rows, data, present, split_by_gap=True)
-    rec = assemble(names, [raw], {**side, "velocity_source": side.get("velocity_source", "measured (joint_vel)")},
-                   fn, warnings, drop_short=True)
+    rec = assemble(
+        names,
+        [raw],
+        {**side, "velocity_source": side.get("velocity_source", "measured (joint_vel)")},
+        fn,
+        warnings,
+        drop_short=True,
+    )
     rec.source_format = "actuator-net"
     return rec
 
@@ -99,10 +115,15 @@ WTW_FIELDS = {"joint_pos": "q", "joint_pos_target": "q_des", "joint_vel": "qd", 
 TORCH_LEGACY = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
 """The start of a legacy (non-zip) torch.save file: protocol 2 and torch's magic number."""
 _NUMPY_GLOBALS = {
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.numeric", "_frombuffer"),
-    ("numpy._core.numeric", "_frombuffer"), ("collections", "OrderedDict"),
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "scalar"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("numpy.core.numeric", "_frombuffer"),
+    ("numpy._core.numeric", "_frombuffer"),
+    ("collections", "OrderedDict"),
 }
 
 
@@ -141,12 +162,23 @@ def _safe_unpickle(data: bytes, fn: str) -> object:
 
     try:
         return Restricted(io.BytesIO(data)).load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
-            ImportError, MemoryError) as e:
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        KeyError,
+        ImportError,
+        MemoryError,
+    ) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DatasetError(f"{fn}: cannot read as a walk-these-ways log pickle: {first}; it should be the "
-                           "log.pkl a deployment runner saves (a dict of agent name → [cfg, list of per-step "
-                           "dicts])") from None
+        raise DatasetError(
+            f"{fn}: cannot read as a walk-these-ways log pickle: {first}; it should be the "
+            "log.pkl a deployment runner saves (a dict of agent name → [cfg, list of per-step "
+            "dicts])"
+        ) from None
 
 
 def looks_like_wtw_pickle(head: bytes) -> bool:
@@ -157,20 +189,25 @@ def looks_like_wtw_pickle(head: bytes) -> bool:
 def _wtw_steps(obj: object, fn: str) -> tuple[str, dict, list]:
     """(agent name, cfg, per-step dicts) of a walk-these-ways log dict, with errors naming what is wrong."""
     if not isinstance(obj, dict) or not obj:
-        raise DatasetError(f"{fn}: a walk-these-ways log is a dict of agent name → [cfg, steps], got "
-                           f"{type(obj).__name__ if not isinstance(obj, dict) else 'an empty dict'}")
+        raise DatasetError(
+            f"{fn}: a walk-these-ways log is a dict of agent name → [cfg, steps], got "
+            f"{type(obj).__name__ if not isinstance(obj, dict) else 'an empty dict'}"
+        )
     if WTW_AGENT in obj:
         agent = WTW_AGENT
     elif len(obj) == 1:
         agent = str(next(iter(obj)))
     else:
-        raise DatasetError(f"{fn}: no {WTW_AGENT!r} agent and several others {sorted(map(str, obj))}; "
-                           "keep one agent's log")
+        raise DatasetError(
+            f"{fn}: no {WTW_AGENT!r} agent and several others {sorted(map(str, obj))}; keep one agent's log"
+        )
     entry = obj[agent]
     if not isinstance(entry, list | tuple) or len(entry) != 2 or not isinstance(entry[1], list | tuple):
-        raise DatasetError(f"{fn}: agent {agent!r} must hold [cfg, list of per-step dicts], got "
-                           f"{type(entry).__name__}" + (f" of length {len(entry)}" if isinstance(entry, list | tuple)
-                                                         else ""))
+        raise DatasetError(
+            f"{fn}: agent {agent!r} must hold [cfg, list of per-step dicts], got "
+            f"{type(entry).__name__}"
+            + (f" of length {len(entry)}" if isinstance(entry, list | tuple) else "")
+        )
     cfg = entry[0] if isinstance(entry[0], dict) else {}
     return agent, cfg, list(entry[1])
 
@@ -204,8 +241,10 @@ def read_wtw_pickle(src: Source, side: dict, opts: ReadOptions) -> Recording:
         raise DatasetError(f"{fn}: {agent} step 0 is a {type(first).__name__}, not a dict of arrays")
     missing = [k for k in ("joint_pos", "joint_pos_target") if k not in first]
     if missing:
-        raise DatasetError(f"{fn}: {agent} step 0 has no {', '.join(missing)}; a walk-these-ways log step has "
-                           f"{', '.join(WTW_FIELDS)} (found: {sorted(map(str, first))})")
+        raise DatasetError(
+            f"{fn}: {agent} step 0 has no {', '.join(missing)}; a walk-these-ways log step has "
+            f"{', '.join(WTW_FIELDS)} (found: {sorted(map(str, first))})"
+        )
     keys = [k for k in WTW_FIELDS if k in first]
     cols: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     times: list[float] = []
@@ -218,8 +257,10 @@ def read_wtw_pickle(src: Source, side: dict, opts: ReadOptions) -> Recording:
                 raise DatasetError(f"{fn}: {agent} step {i} has no {k!r} (step 0 has it)")
             v = step[k]
             if isinstance(v, _Opaque):
-                raise DatasetError(f"{fn}: {agent} step {i}, {k}: a {v.what} object, not a numeric array; save "
-                                   "numpy arrays (the deployment logger converts tensors with .numpy())")
+                raise DatasetError(
+                    f"{fn}: {agent} step {i}, {k}: a {v.what} object, not a numeric array; save "
+                    "numpy arrays (the deployment logger converts tensors with .numpy())"
+                )
             try:
                 a = np.asarray(v, dtype=np.float64).reshape(-1)
             except (TypeError, ValueError):
@@ -227,8 +268,10 @@ def read_wtw_pickle(src: Source, side: dict, opts: ReadOptions) -> Recording:
             if J is None:
                 J = a.size
             if a.size != J or J == 0:
-                raise DatasetError(f"{fn}: {agent} step {i}, {k}: {a.size} values but {J} joints "
-                                   "(from step 0's joint_pos); every array must have one value per joint")
+                raise DatasetError(
+                    f"{fn}: {agent} step {i}, {k}: {a.size} values but {J} joints "
+                    "(from step 0's joint_pos); every array must have one value per joint"
+                )
             cols[k].append(a)
         if "time" in step:
             try:
@@ -238,8 +281,10 @@ def read_wtw_pickle(src: Source, side: dict, opts: ReadOptions) -> Recording:
     assert J is not None
     names = list(opts.joint_names) if opts.joint_names else [f"joint_{i}" for i in range(J)]
     if len(names) != J:
-        raise DatasetError(f"{fn}: the log has {J} joints but {len(names)} joint name(s) were given "
-                           f"({', '.join(names)}); give exactly {J}")
+        raise DatasetError(
+            f"{fn}: the log has {J} joints but {len(names)} joint name(s) were given "
+            f"({', '.join(names)}); give exactly {J}"
+        )
     warnings: list[str] = []
     rows = np.arange(len(steps))
     if len(times) == len(steps):
@@ -257,15 +302,34 @@ def read_wtw_pickle(src: Source, side: dict, opts: ReadOptions) -> Recording:
         data[WTW_FIELDS[k]] = arr
     present = {ch: [ch in data] * J for ch in TABLE_CHANNELS}
     raw = RawSegment("", t, rows, data, present, split_by_gap=True, unit="step")
-    rec = assemble(names, [raw], {**side, "velocity_source": side.get("velocity_source", "measured (joint_vel)")},
-                   fn, warnings, drop_short=True)
+    rec = assemble(
+        names,
+        [raw],
+        {**side, "velocity_source": side.get("velocity_source", "measured (joint_vel)")},
+        fn,
+        warnings,
+        drop_short=True,
+    )
     rec.source_format = "actuator-net-pickle"
     return rec
 
 
-register_reader("actuator-net", read_actuator_net, binary=False, rank=70,
-                sniff=lambda _src, head: looks_like_actuator_net(head_text(head).split("\n", 1)[0]),
-                aliases=("rl_sar", "actuator_net"), label="actuator-net CSV")
-register_reader("actuator-net-pickle", read_wtw_pickle, sniff=lambda _src, head: looks_like_wtw_pickle(head),
-                binary=True, rank=80, aliases=("walk-these-ways", "wtw", "pkl"), label="walk-these-ways log.pkl",
-                accepts=("pace",))
+register_reader(
+    "actuator-net",
+    read_actuator_net,
+    binary=False,
+    rank=70,
+    sniff=lambda _src, head: looks_like_actuator_net(head_text(head).split("\n", 1)[0]),
+    aliases=("rl_sar", "actuator_net"),
+    label="actuator-net CSV",
+)
+register_reader(
+    "actuator-net-pickle",
+    read_wtw_pickle,
+    sniff=lambda _src, head: looks_like_wtw_pickle(head),
+    binary=True,
+    rank=80,
+    aliases=("walk-these-ways", "wtw", "pkl"),
+    label="walk-these-ways log.pkl",
+    accepts=("pace",),
+)

@@ -29,9 +29,23 @@ from .formats import (
 )
 from .selection import ExportError, Finding, bench_loads, load_dict
 
-__all__ = ["BINARY_FORMATS", "FORMATS", "REGISTRY", "REPLAYED", "TEXT_FORMATS", "ExportError", "ExportFormat",
-           "Finding", "format_help", "media_type", "render_all", "render_bytes", "render_format", "replay",
-           "validate_export"]
+__all__ = [
+    "BINARY_FORMATS",
+    "FORMATS",
+    "REGISTRY",
+    "REPLAYED",
+    "TEXT_FORMATS",
+    "ExportError",
+    "ExportFormat",
+    "Finding",
+    "format_help",
+    "media_type",
+    "render_all",
+    "render_bytes",
+    "render_format",
+    "replay",
+    "validate_export",
+]
 
 
 def render_bytes(result: ResultLike, fmt: str, *, families: dict[str, str] | str | None = None) -> bytes:
@@ -47,15 +61,28 @@ def render_bytes(result: ResultLike, fmt: str, *, families: dict[str, str] | str
             raise ExportError(f"a checkpoint holds one joint's network: name one joint=kind, got {families}")
         joint, kind = next(iter(families.items()))
     if kind is not None and kind not in ("mlp", "lstm", "gru"):
-        raise ExportError(f"{fmt} exports an actuator network: the family must be mlp or lstm (or gru), got {kind!r}")
+        raise ExportError(
+            f"{fmt} exports an actuator network: the family must be mlp or lstm (or gru), got {kind!r}"
+        )
     return render_checkpoint(result, fmt, joint, kind)
 
 
-def render_format(result: ResultLike, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None = None,
-                  field_names: str = "isaaclab-3", backend: str = "newton", loads: dict[str, dict] | None = None,
-                  robot_usd: str | bytes | None = None, at: dict[str, float] | None = None,
-                  unidentified: str = "omit", given: dict[str, float] | None = None,
-                  rename: dict[str, str] | None = None, info: dict | None = None) -> str:
+def render_format(
+    result: ResultLike,
+    rec: Recording | None,
+    fmt: str,
+    *,
+    families: dict[str, str] | str | None = None,
+    field_names: str = "isaaclab-3",
+    backend: str = "newton",
+    loads: dict[str, dict] | None = None,
+    robot_usd: str | bytes | None = None,
+    at: dict[str, float] | None = None,
+    unidentified: str = "omit",
+    given: dict[str, float] | None = None,
+    rename: dict[str, str] | None = None,
+    info: dict | None = None,
+) -> str:
     """One export as text. Isaac Lab formats take `families` per joint (default: best built-in class).
 
     `at` ({"kp": 400, "vin": 7.4}) is the operating point of a device-unit fit (export/operating.py); the
@@ -71,13 +98,27 @@ def render_format(result: ResultLike, rec: Recording | None, fmt: str, *, famili
     at_point, points = at_operating_point(result, at)
     result = prepare(at_point, unidentified=unidentified, given=given, rename=rename, rec=rec)
     if rename:
-        families = ({rename.get(j, j): f for j, f in families.items()} if isinstance(families, dict) else families)
+        families = (
+            {rename.get(j, j): f for j, f in families.items()} if isinstance(families, dict) else families
+        )
         loads = {rename.get(j, j): v for j, v in loads.items()} if loads else loads
         points = {rename.get(j, j): v for j, v in points.items()} if points else points
-    text = _render_text(result, rec, fmt, families=families, field_names=field_names, backend=backend,
-                        loads=loads, robot_usd=robot_usd)
-    text = stamp(fmt, text, provenance(result, info), unidentified_notes(result, families, _expresses(fmt),
-                                                                              with_best=fmt.startswith("isaaclab")))
+    text = _render_text(
+        result,
+        rec,
+        fmt,
+        families=families,
+        field_names=field_names,
+        backend=backend,
+        loads=loads,
+        robot_usd=robot_usd,
+    )
+    text = stamp(
+        fmt,
+        text,
+        provenance(result, info),
+        unidentified_notes(result, families, _expresses(fmt), with_best=fmt.startswith("isaaclab")),
+    )
     return annotate(fmt, text, points)  # the operating point first: the values below are stated at it
 
 
@@ -86,15 +127,26 @@ def _expresses(fmt: str):
     return REGISTRY[fmt].expresses if fmt in REGISTRY else None
 
 
-def _render_text(result: ResultLike, rec: Recording | None, fmt: str, *, families: dict[str, str] | str | None,
-                 field_names: str, backend: str, loads: dict[str, dict] | None, robot_usd: str | bytes | None) -> str:
+def _render_text(
+    result: ResultLike,
+    rec: Recording | None,
+    fmt: str,
+    *,
+    families: dict[str, str] | str | None,
+    field_names: str,
+    backend: str,
+    loads: dict[str, dict] | None,
+    robot_usd: str | bytes | None,
+) -> str:
     spec = get_format(fmt)
     if spec.render is None:
         raise ExportError(f"{fmt} is binary: use render_bytes")
     return spec.render(RenderArgs(result, rec, families, field_names, backend, loads, robot_usd))
 
 
-def validate_export(result: ResultLike, rec: Recording | None = None, files: dict[str, str] | None = None) -> list[Finding]:
+def validate_export(
+    result: ResultLike, rec: Recording | None = None, files: dict[str, str] | None = None
+) -> list[Finding]:
     """Static findings: each registered format's (NEWTON.DJ.001 on the stage, §A.11 hazards of the Isaac Lab
     cfgs, checkpoints, what MJCF approximates), in registry order."""
     findings: list[Finding] = []
@@ -121,15 +173,22 @@ def _replay_findings(r: dict) -> list[Finding]:
     out = []
     for joint, j in r.get("joints", {}).items():
         if not j["within_tolerance"]:
-            out.append(Finding("EXPORT.REPLAY.out_of_tolerance", "warning", f"{r['format']}: {joint}",
-                               f"{r['consumer']} replays the {j['family']} model with position RMSE "
-                               f"{j['rmse_replay']:.4g} rad against our rollout's {j['rmse_ours']:.4g} rad "
-                               f"(beyond {r['tolerance']:.0%}); see the approximations stated for this format"))
+            out.append(
+                Finding(
+                    "EXPORT.REPLAY.out_of_tolerance",
+                    "warning",
+                    f"{r['format']}: {joint}",
+                    f"{r['consumer']} replays the {j['family']} model with position RMSE "
+                    f"{j['rmse_replay']:.4g} rad against our rollout's {j['rmse_ours']:.4g} rad "
+                    f"(beyond {r['tolerance']:.0%}); see the approximations stated for this format",
+                )
+            )
     return out
 
 
-def render_all(result: ResultLike, rec: Recording, *, replay_exports: bool = True,
-               info: dict | None = None) -> dict[str, str]:
+def render_all(
+    result: ResultLike, rec: Recording, *, replay_exports: bool = True, info: dict | None = None
+) -> dict[str, str]:
     """Every export by file name, plus validation.json (findings, replays, bench loads and the fit's verdict,
     fitting/verdict.py). A format that cannot be rendered for this result is left out, with the reason in the
     findings. The exports are replayed as rendered, then stamped with the verdict the replays give (`info`:
@@ -168,8 +227,8 @@ def render_all(result: ResultLike, rec: Recording, *, replay_exports: bool = Tru
     doc = {
         "rule": "NEWTON.DJ.001",
         # no error finding and every replay within its tolerance; the verdict judges the whole fit
-        "passed": not errors and all(r.get("status") != "failed" and r.get("within_tolerance", True)
-                                     for r in replays.values()),
+        "passed": not errors
+        and all(r.get("status") != "failed" and r.get("within_tolerance", True) for r in replays.values()),
         "errors": errors,
         "warnings": sum(f.severity == "warning" for f in findings),
         "findings": [f.as_dict() for f in findings],
@@ -191,5 +250,10 @@ def replay(result: ResultLike, rec: Recording, fmt: str, *, text: str | None = N
         try:
             text = render_format(result, rec, fmt, families=kwargs.get("families"))
         except Exception as e:  # as a failed replay: a replay must never take the export down with it
-            return {"format": fmt, "consumer": CONSUMERS[fmt], "status": "failed", "note": f"{type(e).__name__}: {e}"}
+            return {
+                "format": fmt,
+                "consumer": CONSUMERS[fmt],
+                "status": "failed",
+                "note": f"{type(e).__name__}: {e}",
+            }
     return _replay(result, rec, fmt, text=text or "", **kwargs)

@@ -42,16 +42,30 @@ if TYPE_CHECKING:
     from onnx import ModelProto
 
 NET_FORMATS = ("torchscript.pt", "newton.onnx", "newton.pt2")
-KIND_FORMATS = {"mlp": NET_FORMATS, "lstm": NET_FORMATS, "gru": ("newton.onnx",)}  # the formats a consumer runs
-NO_FORMAT = {"torchscript.pt": "Isaac Lab 3.0 has no GRU actuator class (ActuatorNetMLP / ActuatorNetLSTM only)",
-             "newton.pt2": "Newton 1.8's DriveNeuralGRU runs ONNX checkpoints only"}
+KIND_FORMATS = {
+    "mlp": NET_FORMATS,
+    "lstm": NET_FORMATS,
+    "gru": ("newton.onnx",),
+}  # the formats a consumer runs
+NO_FORMAT = {
+    "torchscript.pt": "Isaac Lab 3.0 has no GRU actuator class (ActuatorNetMLP / ActuatorNetLSTM only)",
+    "newton.pt2": "Newton 1.8's DriveNeuralGRU runs ONNX checkpoints only",
+}
 GRU_INPUT_COLUMNS = ["position_error", "velocity"]  # DriveNeuralGRU's names for q_des − q and qd
 # tensor names of the ONNX LSTM, which DriveNeuralLSTM reads from the metadata (drive_neural_lstm.py)
-ONNX_LSTM_NAMES = {"input_name": "input", "hidden_in_name": "hidden_in", "cell_in_name": "cell_in",
-                   "output_name": "effort", "hidden_out_name": "hidden_out", "cell_out_name": "cell_out"}
+ONNX_LSTM_NAMES = {
+    "input_name": "input",
+    "hidden_in_name": "hidden_in",
+    "cell_in_name": "cell_in",
+    "output_name": "effort",
+    "hidden_out_name": "hidden_out",
+    "cell_out_name": "cell_out",
+}
 
 
-NetEntry = ModelFit | Mapping[str, Any]  # a fitted network: typed, or its JSON entry (fitting.training.fit_network)
+NetEntry = (
+    ModelFit | Mapping[str, Any]
+)  # a fitted network: typed, or its JSON entry (fitting.training.fit_network)
 
 
 def as_net(model: NetEntry) -> NetFit:
@@ -61,24 +75,34 @@ def as_net(model: NetEntry) -> NetFit:
     return NetFit.from_json(model.to_json() if isinstance(model, ModelFit) else model)
 
 
-def net_model(result: ResultLike, joint: str | None = None, kind: str | None = None) -> tuple[str, str, NetFit]:
+def net_model(
+    result: ResultLike, joint: str | None = None, kind: str | None = None
+) -> tuple[str, str, NetFit]:
     """(joint, kind, result entry) of a fitted network: the named joint (else the only joint with a net) and
     kind (else the net with the lower validation position error)."""
-    nets = {j: {k: as_net(m) for k, m in jr.models.items() if k in NET_FAMILIES}
-            for j, jr in as_result(result).joints.items()}
+    nets = {
+        j: {k: as_net(m) for k, m in jr.models.items() if k in NET_FAMILIES}
+        for j, jr in as_result(result).joints.items()
+    }
     nets = {j: v for j, v in nets.items() if v}
     if not nets:
-        raise ExportError("this fit has no network model: fit with --models mlp, lstm or gru to export a checkpoint")
+        raise ExportError(
+            "this fit has no network model: fit with --models mlp, lstm or gru to export a checkpoint"
+        )
     if joint is None:
         if len(nets) > 1:
-            raise ExportError(f"several joints have networks {sorted(nets)}: name one (CLI --family joint=mlp)")
+            raise ExportError(
+                f"several joints have networks {sorted(nets)}: name one (CLI --family joint=mlp)"
+            )
         joint = next(iter(nets))
     if joint not in nets:
         raise ExportError(f"joint {joint!r} has no network model; joints with one: {sorted(nets)}")
     if kind is None:
+
         def score(m: NetFit) -> float:
             v = m.metrics.best()
             return float("inf") if v is None or v.position_rmse is None else float(v.position_rmse)
+
         kind = min(nets[joint], key=lambda k: score(nets[joint][k]))
     if kind not in nets[joint]:
         raise ExportError(f"joint {joint!r} has no fitted {kind!r} network; fitted: {sorted(nets[joint])}")
@@ -90,10 +114,15 @@ def gain_metadata(model: NetEntry) -> dict:
     spec = as_net(model).network
     if spec.get("kp_ref") is None:
         return {}
-    return {"gain": {"kp": spec["kp_ref"], "gain_units": spec.get("gain_units"),
-                     "note": "trained with the position error times kp_log / kp; this checkpoint is the actuator at "
-                             "this kp (the most logged one); for another kp multiply the position input scale "
-                             "by kp_new / kp (fitting.training.at_gain)"}}
+    return {
+        "gain": {
+            "kp": spec["kp_ref"],
+            "gain_units": spec.get("gain_units"),
+            "note": "trained with the position error times kp_log / kp; this checkpoint is the actuator at "
+            "this kp (the most logged one); for another kp multiply the position input scale "
+            "by kp_new / kp (fitting.training.at_gain)",
+        }
+    }
 
 
 def metadata(model: NetEntry) -> dict:
@@ -101,26 +130,55 @@ def metadata(model: NetEntry) -> dict:
     net = as_net(model)
     spec = net.network
     if spec["kind"] == "mlp":
-        return {"model_type": "mlp", "input_order": spec["input_order"], "input_idx": list(spec["input_idx"]),
-                "pos_scale": spec["pos_scale"], "vel_scale": spec["vel_scale"], "torque_scale": spec["torque_scale"],
-                "effort_scale": spec["torque_scale"], "pos_error": "q_des - q", "velocity": "qd (measured)",
-                **gain_metadata(model)}
+        return {
+            "model_type": "mlp",
+            "input_order": spec["input_order"],
+            "input_idx": list(spec["input_idx"]),
+            "pos_scale": spec["pos_scale"],
+            "vel_scale": spec["vel_scale"],
+            "torque_scale": spec["torque_scale"],
+            "effort_scale": spec["torque_scale"],
+            "pos_error": "q_des - q",
+            "velocity": "qd (measured)",
+            **gain_metadata(model),
+        }
     if spec["kind"] == "gru":
         pos, vel = net.weights["in_scale"]["data"]
         if not spec.get("sample_dt_s"):
-            raise ExportError("this GRU has no sample_dt_s (fitted before it was recorded): Newton's DriveNeuralGRU "
-                              "needs the physics step it was trained at; refit it")
-        return {"model_type": "gru", "num_layers": spec["num_layers"], "hidden_size": spec["hidden_size"],
-                "input_columns": list(GRU_INPUT_COLUMNS),
-                "normalization": {"inputs": {"mean": {"position_error": 0.0, "velocity": 0.0},
-                                             "std": {"position_error": 1.0 / pos, "velocity": 1.0 / vel}},
-                                  "targets": {"mean": {"torque": 0.0}, "std": {"torque": 1.0}}},
-                "sample_dt_s": float(spec["sample_dt_s"]), "pos_error": "q_des - q", "velocity": "qd (measured)",
-                "note": "the output scale is the graph's final Mul", **gain_metadata(model)}
-    return {"model_type": "lstm", "num_layers": spec["num_layers"], "hidden_size": spec["hidden_size"],
-            "pos_scale": 1.0, "vel_scale": 1.0, "effort_scale": 1.0, "pos_error": "q_des - q",
-            "velocity": "qd (measured)", "note": "input and output scales are inside the module",
-            **gain_metadata(model)}
+            raise ExportError(
+                "this GRU has no sample_dt_s (fitted before it was recorded): Newton's DriveNeuralGRU "
+                "needs the physics step it was trained at; refit it"
+            )
+        return {
+            "model_type": "gru",
+            "num_layers": spec["num_layers"],
+            "hidden_size": spec["hidden_size"],
+            "input_columns": list(GRU_INPUT_COLUMNS),
+            "normalization": {
+                "inputs": {
+                    "mean": {"position_error": 0.0, "velocity": 0.0},
+                    "std": {"position_error": 1.0 / pos, "velocity": 1.0 / vel},
+                },
+                "targets": {"mean": {"torque": 0.0}, "std": {"torque": 1.0}},
+            },
+            "sample_dt_s": float(spec["sample_dt_s"]),
+            "pos_error": "q_des - q",
+            "velocity": "qd (measured)",
+            "note": "the output scale is the graph's final Mul",
+            **gain_metadata(model),
+        }
+    return {
+        "model_type": "lstm",
+        "num_layers": spec["num_layers"],
+        "hidden_size": spec["hidden_size"],
+        "pos_scale": 1.0,
+        "vel_scale": 1.0,
+        "effort_scale": 1.0,
+        "pos_error": "q_des - q",
+        "velocity": "qd (measured)",
+        "note": "input and output scales are inside the module",
+        **gain_metadata(model),
+    }
 
 
 def _consumer_check(model: NetEntry, fmt: str) -> None:
@@ -182,19 +240,32 @@ def _onnx_lstm(net: ActuatorLSTM, meta: dict) -> ModelProto:
 
     lstm, hid = net.lstm, net.lstm.hidden_size
     order = torch.cat([torch.arange(0, hid), torch.arange(3 * hid, 4 * hid), torch.arange(hid, 3 * hid)])
+
     def p(name: str) -> torch.Tensor:
         return lstm.get_parameter(name).detach()[order]
 
     w, r = p("weight_ih_l0"), p("weight_hh_l0")
     b = torch.cat([p("bias_ih_l0"), p("bias_hh_l0")])
-    consts = {"in_scale": net.in_scale, "W": w[None], "R": r[None], "B": b[None], "squeeze_axes": torch.tensor([0, 1]),
-              "linear_weight": net.linear.weight, "linear_bias": net.linear.bias, "out_scale": net.out_scale.reshape(1)}
+    consts = {
+        "in_scale": net.in_scale,
+        "W": w[None],
+        "R": r[None],
+        "B": b[None],
+        "squeeze_axes": torch.tensor([0, 1]),
+        "linear_weight": net.linear.weight,
+        "linear_bias": net.linear.bias,
+        "out_scale": net.out_scale.reshape(1),
+    }
     inits = [numpy_helper.from_array(v.detach().numpy(), name=k) for k, v in consts.items()]
     n = ONNX_LSTM_NAMES
     nodes = [
         helper.make_node("Mul", [n["input_name"], "in_scale"], ["x_scaled"]),
-        helper.make_node("LSTM", ["x_scaled", "W", "R", "B", "", n["hidden_in_name"], n["cell_in_name"]],
-                         ["y", n["hidden_out_name"], n["cell_out_name"]], hidden_size=hid),
+        helper.make_node(
+            "LSTM",
+            ["x_scaled", "W", "R", "B", "", n["hidden_in_name"], n["cell_in_name"]],
+            ["y", n["hidden_out_name"], n["cell_out_name"]],
+            hidden_size=hid,
+        ),
         helper.make_node("Squeeze", ["y", "squeeze_axes"], ["y_last"]),
         helper.make_node("Gemm", ["y_last", "linear_weight", "linear_bias"], ["effort_units"], transB=1),
         helper.make_node("Mul", ["effort_units", "out_scale"], [n["output_name"]]),
@@ -202,13 +273,23 @@ def _onnx_lstm(net: ActuatorLSTM, meta: dict) -> ModelProto:
     f32 = TensorProto.FLOAT
     io = helper.make_tensor_value_info
     graph = helper.make_graph(
-        nodes, "actuator_lstm",
-        [io(n["input_name"], f32, [1, "batch", 2]), io(n["hidden_in_name"], f32, [1, "batch", hid]),
-         io(n["cell_in_name"], f32, [1, "batch", hid])],
-        [io(n["output_name"], f32, ["batch", 1]), io(n["hidden_out_name"], f32, [1, "batch", hid]),
-         io(n["cell_out_name"], f32, [1, "batch", hid])],
-        initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="actuator-sysid")
+        nodes,
+        "actuator_lstm",
+        [
+            io(n["input_name"], f32, [1, "batch", 2]),
+            io(n["hidden_in_name"], f32, [1, "batch", hid]),
+            io(n["cell_in_name"], f32, [1, "batch", hid]),
+        ],
+        [
+            io(n["output_name"], f32, ["batch", 1]),
+            io(n["hidden_out_name"], f32, [1, "batch", hid]),
+            io(n["cell_out_name"], f32, [1, "batch", hid]),
+        ],
+        initializer=inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="actuator-sysid"
+    )
     onnx.checker.check_model(model, full_check=True)
     return model
 
@@ -227,9 +308,13 @@ def _onnx_gru(net: ActuatorGRU) -> ModelProto:
 
     gru, hid = net.gru, net.gru.hidden_size
     order = torch.cat([torch.arange(hid, 2 * hid), torch.arange(0, hid), torch.arange(2 * hid, 3 * hid)])
-    consts: dict[str, torch.Tensor] = {"axes_dir": torch.tensor([1]), "axes_last": torch.tensor([0, 1]),
-                                       "linear_weight": net.linear.weight, "linear_bias": net.linear.bias,
-                                       "out_scale": net.out_scale.reshape(1)}
+    consts: dict[str, torch.Tensor] = {
+        "axes_dir": torch.tensor([1]),
+        "axes_last": torch.tensor([0, 1]),
+        "linear_weight": net.linear.weight,
+        "linear_bias": net.linear.bias,
+        "out_scale": net.out_scale.reshape(1),
+    }
     nodes, f32 = [], TensorProto.FLOAT
     io = helper.make_tensor_value_info
     inputs = [io("input", f32, [1, "batch", 2])]
@@ -238,22 +323,35 @@ def _onnx_gru(net: ActuatorGRU) -> ModelProto:
     for k in range(gru.num_layers):
         w = getattr(gru, f"weight_ih_l{k}").detach()[order]
         r = getattr(gru, f"weight_hh_l{k}").detach()[order]
-        b = torch.cat([getattr(gru, f"bias_ih_l{k}").detach()[order], getattr(gru, f"bias_hh_l{k}").detach()[order]])
+        b = torch.cat(
+            [getattr(gru, f"bias_ih_l{k}").detach()[order], getattr(gru, f"bias_hh_l{k}").detach()[order]]
+        )
         consts |= {f"W{k}": w[None], f"R{k}": r[None], f"B{k}": b[None]}
         inputs.append(io(f"hidden_in_{k}", f32, [1, "batch", hid]))
         outputs.append(io(f"hidden_out_{k}", f32, [1, "batch", hid]))
-        nodes.append(helper.make_node("GRU", [x, f"W{k}", f"R{k}", f"B{k}", "", f"hidden_in_{k}"],
-                                      [f"y{k}", f"hidden_out_{k}"], hidden_size=hid, linear_before_reset=1))
+        nodes.append(
+            helper.make_node(
+                "GRU",
+                [x, f"W{k}", f"R{k}", f"B{k}", "", f"hidden_in_{k}"],
+                [f"y{k}", f"hidden_out_{k}"],
+                hidden_size=hid,
+                linear_before_reset=1,
+            )
+        )
         if k < gru.num_layers - 1:
             nodes.append(helper.make_node("Squeeze", [f"y{k}", "axes_dir"], [f"x{k + 1}"]))  # (1, N, H)
             x = f"x{k + 1}"
     last = f"y{gru.num_layers - 1}"
-    nodes += [helper.make_node("Squeeze", [last, "axes_last"], ["y_last"]),
-              helper.make_node("Gemm", ["y_last", "linear_weight", "linear_bias"], ["effort_units"], transB=1),
-              helper.make_node("Mul", ["effort_units", "out_scale"], ["effort"])]
+    nodes += [
+        helper.make_node("Squeeze", [last, "axes_last"], ["y_last"]),
+        helper.make_node("Gemm", ["y_last", "linear_weight", "linear_bias"], ["effort_units"], transB=1),
+        helper.make_node("Mul", ["effort_units", "out_scale"], ["effort"]),
+    ]
     inits = [numpy_helper.from_array(v.detach().numpy(), name=k) for k, v in consts.items()]
     graph = helper.make_graph(nodes, "actuator_gru", inputs, outputs, initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="actuator-sysid")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="actuator-sysid"
+    )
     onnx.checker.check_model(model, full_check=True)
     return model
 
@@ -268,9 +366,15 @@ def _onnx_mlp(net: torch.nn.Module, n_inputs: int) -> ModelProto:
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch.export deprecation notes
-            program = torch.onnx.export(net, (torch.zeros(2, n_inputs),), input_names=["input"],
-                                        output_names=["effort"], dynamic_shapes={"x": {0: "batch"}}, dynamo=True,
-                                        verbose=False)
+            program = torch.onnx.export(
+                net,
+                (torch.zeros(2, n_inputs),),
+                input_names=["input"],
+                output_names=["effort"],
+                dynamic_shapes={"x": {0: "batch"}},
+                dynamo=True,
+                verbose=False,
+            )
     finally:
         quiet.setLevel(level)
     if program is None:  # dynamo=True always returns a program; None is the legacy exporter's answer
@@ -282,8 +386,10 @@ def onnx_unsupported(model: NetEntry) -> str | None:
     """Why this net has no newton.onnx export (None when it has one): Newton 1.8 runs one-layer ONNX LSTMs."""
     spec = as_net(model).network
     if spec["kind"] == "lstm" and spec["num_layers"] != 1:
-        return (f"newton.onnx holds a one-layer LSTM (Newton 1.8 runs ONNX LSTMs of one layer) and this one has "
-                f"{spec['num_layers']}: fit with networks num_layers 1, or give Newton newton.pt2 (deprecated)")
+        return (
+            f"newton.onnx holds a one-layer LSTM (Newton 1.8 runs ONNX LSTMs of one layer) and this one has "
+            f"{spec['num_layers']}: fit with networks num_layers 1, or give Newton newton.pt2 (deprecated)"
+        )
     return None
 
 
@@ -307,7 +413,9 @@ def onnx_bytes(model: NetEntry) -> bytes:
     return proto.SerializeToString()
 
 
-def render_checkpoint(result: ResultLike, fmt: str, joint: str | None = None, kind: str | None = None) -> bytes:
+def render_checkpoint(
+    result: ResultLike, fmt: str, joint: str | None = None, kind: str | None = None
+) -> bytes:
     """One checkpoint format of one joint's network, as bytes."""
     _, _, model = net_model(result, joint, kind)
     if fmt == "torchscript.pt":
@@ -343,24 +451,42 @@ def checkpoint_findings(result: ResultLike) -> list[Finding]:
     for joint, (kind, names) in checkpoint_files(typed).items():
         net = as_net(typed.model(joint, kind))
         if kind == "gru":
-            findings.append(Finding("EXPORT.ISAACLAB.no_gru_actuator", "warning", joint,
-                                    f"joint {joint!r} (gru): {NO_FORMAT['torchscript.pt']}: no torchscript.pt and no "
-                                    "ACTUATORS_NET for it; Newton runs it from newton.onnx (DriveNeuralGRU, "
-                                    "explicit effort mode, at the physics step it was trained at, sample_dt_s "
-                                    f"{net.network.get('sample_dt_s') or 0:.6g} s); "
-                                    "for Isaac Lab fit mlp or lstm and export it with --family "
-                                    f"{joint}=mlp|lstm"))
+            findings.append(
+                Finding(
+                    "EXPORT.ISAACLAB.no_gru_actuator",
+                    "warning",
+                    joint,
+                    f"joint {joint!r} (gru): {NO_FORMAT['torchscript.pt']}: no torchscript.pt and no "
+                    "ACTUATORS_NET for it; Newton runs it from newton.onnx (DriveNeuralGRU, "
+                    "explicit effort mode, at the physics step it was trained at, sample_dt_s "
+                    f"{net.network.get('sample_dt_s') or 0:.6g} s); "
+                    "for Isaac Lab fit mlp or lstm and export it with --family "
+                    f"{joint}=mlp|lstm",
+                )
+            )
             continue
         if "newton.onnx" in names:
-            findings.append(Finding("EXPORT.NEWTON.torch_checkpoint_deprecated", "info", names["newton.pt2"],
-                                    f"joint {joint!r} ({kind}): Newton 1.8 deprecates Torch neural-drive "
-                                    f"checkpoints (.pt2) and will remove them; give Newton {names['newton.onnx']} "
-                                    "(NewtonNeuralControlAPI newton:modelPath), which it runs through Warp-NN"))
+            findings.append(
+                Finding(
+                    "EXPORT.NEWTON.torch_checkpoint_deprecated",
+                    "info",
+                    names["newton.pt2"],
+                    f"joint {joint!r} ({kind}): Newton 1.8 deprecates Torch neural-drive "
+                    f"checkpoints (.pt2) and will remove them; give Newton {names['newton.onnx']} "
+                    "(NewtonNeuralControlAPI newton:modelPath), which it runs through Warp-NN",
+                )
+            )
         else:
             why = onnx_unsupported(net) or ""
-            findings.append(Finding("EXPORT.NEWTON.onnx_unavailable", "warning", names["newton.pt2"],
-                                    f"joint {joint!r} ({kind}): only the Torch checkpoint, which Newton 1.8 "
-                                    f"deprecates, is offered: {why}"))
+            findings.append(
+                Finding(
+                    "EXPORT.NEWTON.onnx_unavailable",
+                    "warning",
+                    names["newton.pt2"],
+                    f"joint {joint!r} ({kind}): only the Torch checkpoint, which Newton 1.8 "
+                    f"deprecates, is offered: {why}",
+                )
+            )
     return findings
 
 

@@ -32,7 +32,9 @@ def _segments(result: FitResult, rec: Recording, segments: list[str] | None) -> 
     return [s for s in rec.segments if s.name in set(names)]
 
 
-def _at_operating_point(result: FitResult, rec: Recording, segs: list[Segment]) -> tuple[list[Segment], str | None]:
+def _at_operating_point(
+    result: FitResult, rec: Recording, segs: list[Segment]
+) -> tuple[list[Segment], str | None]:
     """The segments an export replays as it is: for a fit of device-unit gains or logged supply voltages, those
     run at the export's operating point (the fit's reference kp and vin) with the actuator on throughout."""
     from ..models.rollout import operating_points
@@ -41,13 +43,23 @@ def _at_operating_point(result: FitResult, rec: Recording, segs: list[Segment]) 
     if not refs:
         return segs, None
     ops = {j: operating_points(rec, j) for j in refs}
-    keep = [s for s in segs if (s.enable is None or bool(s.enable.all())) and not s.metadata.get("free_swing") and all(
-        ops[j].multipliers(s) == (1.0, 1.0, 1.0, 1.0) for j in refs)]
-    point = "; ".join(f"{j}: " + ", ".join(f"{k}={v:g}" for k, v in r.items() if v is not None)
-                      for j, r in refs.items())
-    return keep, (None if keep else f"no replayed segment runs at the export's operating point ({point}) with "
-                  "the actuator on throughout; the consumer holds one kp and supply, so a replay of other points "
-                  "would compare different actuators (export with --at for another point)")
+    keep = [
+        s
+        for s in segs
+        if (s.enable is None or bool(s.enable.all()))
+        and not s.metadata.get("free_swing")
+        and all(ops[j].multipliers(s) == (1.0, 1.0, 1.0, 1.0) for j in refs)
+    ]
+    point = "; ".join(
+        f"{j}: " + ", ".join(f"{k}={v:g}" for k, v in r.items() if v is not None) for j, r in refs.items()
+    )
+    return keep, (
+        None
+        if keep
+        else f"no replayed segment runs at the export's operating point ({point}) with "
+        "the actuator on throughout; the consumer holds one kp and supply, so a replay of other points "
+        "would compare different actuators (export with --at for another point)"
+    )
 
 
 def _rmse(sim: np.ndarray, meas: np.ndarray) -> float:
@@ -62,16 +74,27 @@ def _seg_load(rec: Recording, seg: Segment, joint: str) -> JointInfo:
 
 
 def _ext(seg: Segment, joint: str) -> float:
-    return float(seg.metadata.get("joints", {}).get(joint, {}).get(
-        "external_torque", seg.metadata.get("external_torque", 0.0)))
+    return float(
+        seg.metadata.get("joints", {})
+        .get(joint, {})
+        .get("external_torque", seg.metadata.get("external_torque", 0.0))
+    )
 
 
 def _ours(result: FitResult, rec: Recording, m: ChosenModel, segs: list[Segment]) -> dict[str, np.ndarray]:
     from ..fitting.fit import simulate
 
     a = result.assumptions
-    sims = simulate(rec, m.joint, m.family.name, m.params, joint_terms=list(m.family.joint_terms),
-                    decimation=a.decimation, table_positions=m.table_positions, effort_mode=a.effort_mode)
+    sims = simulate(
+        rec,
+        m.joint,
+        m.family.name,
+        m.params,
+        joint_terms=list(m.family.joint_terms),
+        decimation=a.decimation,
+        table_positions=m.table_positions,
+        effort_mode=a.effort_mode,
+    )
     return {s.name: sims[s.name]["q"] for s in segs}
 
 
@@ -125,8 +148,17 @@ def _value(cfg, name: str, default: float = 0.0) -> float:
     return default if v is None else float(v)
 
 
-def isaaclab_segment(cfg, info: JointInfo, seg: Segment, j: int, dt: float, sub: int, offset: float = 0.0,
-                     ext: float = 0.0, joint: str = "joint") -> np.ndarray:
+def isaaclab_segment(
+    cfg,
+    info: JointInfo,
+    seg: Segment,
+    j: int,
+    dt: float,
+    sub: int,
+    offset: float = 0.0,
+    ext: float = 0.0,
+    joint: str = "joint",
+) -> np.ndarray:
     """Run one segment: the Isaac Lab actuator once per physics step inside the §F update; measured-frame q."""
     import torch
     from isaaclab.utils.types import ArticulationActions
@@ -155,8 +187,9 @@ def isaaclab_segment(cfg, info: JointInfo, seg: Segment, j: int, dt: float, sub:
                 tau = min(max(kp * (q_des - q) + kd * (qd_des - qd) + ff, -lim), lim)
                 jt += dt * kd
             else:
-                action = ArticulationActions(joint_positions=t(q_des), joint_velocities=t(qd_des),
-                                             joint_efforts=t(ff))
+                action = ArticulationActions(
+                    joint_positions=t(q_des), joint_velocities=t(qd_des), joint_efforts=t(ff)
+                )
                 tau = float(act.compute(action, t(q), t(qd)).joint_efforts[0, 0])
             force = tau - mgl * math.sin(q) + ext - visc * qd
             stop = jt / dt * qd + force
@@ -181,8 +214,11 @@ def _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families) -> dict:
     built = isaaclab_actuators(text, fmt, source)
     joints = {}
     for key, groups in built.items():
-        specs = actuator_cfgs(result, fam_map, custom=bool(fam_map), rec=rec) if key == "ACTUATORS" else \
-            actuator_cfgs(result, custom=True, rec=rec)
+        specs = (
+            actuator_cfgs(result, fam_map, custom=bool(fam_map), rec=rec)
+            if key == "ACTUATORS"
+            else actuator_cfgs(result, custom=True, rec=rec)
+        )
         for joint in result.joints:
             cfg = _cfg_for(groups, joint)
             fam_name = _family_of(specs, joint)
@@ -228,8 +264,9 @@ def _joint_q(state) -> np.ndarray:
     return state.joint_q.numpy()
 
 
-def newton_segment(stage, seg: Segment, joints: list[str], rec: Recording, dt: float, sub: int,
-                   offsets: dict[str, float]) -> dict[str, np.ndarray]:
+def newton_segment(
+    stage, seg: Segment, joints: list[str], rec: Recording, dt: float, sub: int, offsets: dict[str, float]
+) -> dict[str, np.ndarray]:
     """Run one segment of every joint in the stage through Newton; measured-frame q per joint."""
     import newton
 
@@ -253,8 +290,11 @@ def newton_segment(stage, seg: Segment, joints: list[str], rec: Recording, dt: f
     s0, s1 = model.state(), model.state()
     control = model.control()
     assert s0.joint_q is not None and s0.joint_qd is not None and control.joint_f is not None
-    assert (control.joint_target_q is not None and control.joint_target_qd is not None
-            and control.joint_act is not None)
+    assert (
+        control.joint_target_q is not None
+        and control.joint_target_qd is not None
+        and control.joint_act is not None
+    )
     jq, jqd = s0.joint_q.numpy(), s0.joint_qd.numpy()
     cols = {joint: rec.joint_index(joint) for joint in joints}
     for joint, j in cols.items():
@@ -277,7 +317,11 @@ def newton_segment(stage, seg: Segment, joints: list[str], rec: Recording, dt: f
         if k == seg.n - 1:
             break
         for joint, j in cols.items():
-            tq[dof[joint]], tqd[dof[joint]], ff[dof[joint]] = seg.q_des[k, j], seg.qd_des[k, j], seg.tau_ff[k, j]
+            tq[dof[joint]], tqd[dof[joint]], ff[dof[joint]] = (
+                seg.q_des[k, j],
+                seg.qd_des[k, j],
+                seg.tau_ff[k, j],
+            )
         control.joint_target_q.assign(tq)
         control.joint_target_qd.assign(tqd)
         control.joint_act.assign(ff)
@@ -308,8 +352,11 @@ def _replay_newton(result, rec, text, segs, dt, sub, families) -> dict:
             layer.ImportFromString(text)
             stage = Usd.Stage.Open(layer)
         else:  # this segment's bench carries another load: the same export for that load
-            stage, _ = build_stage(result, families=families,
-                                   loads={j: {k: getattr(v, k) for k in v.__dataclass_fields__} for j, v in loads.items()})
+            stage, _ = build_stage(
+                result,
+                families=families,
+                loads={j: {k: getattr(v, k) for k in v.__dataclass_fields__} for j, v in loads.items()},
+            )
         for joint, q in newton_segment(stage, seg, joints, rec, dt, sub, offsets).items():
             runs[joint][seg.name] = q
     return {m.joint: _compare(result, rec, m, segs, runs[m.joint]) for m in models}
@@ -318,8 +365,9 @@ def _replay_newton(result, rec, text, segs, dt, sub, families) -> dict:
 # --- MuJoCo ---
 
 
-def mujoco_segment(xml: str, seg: Segment, joints: list[str], rec: Recording, models: dict[str, ChosenModel],
-                   sub: int) -> dict[str, np.ndarray]:
+def mujoco_segment(
+    xml: str, seg: Segment, joints: list[str], rec: Recording, models: dict[str, ChosenModel], sub: int
+) -> dict[str, np.ndarray]:
     """Run one segment through the MJCF model; ctrl as mjcf.py states it; measured-frame q."""
     import mujoco
 
@@ -329,7 +377,9 @@ def mujoco_segment(xml: str, seg: Segment, joints: list[str], rec: Recording, mo
     data = mujoco.MjData(model)
     cols = {joint: rec.joint_index(joint) for joint in joints}
     jid = {j: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prim_name(j)) for j in joints}
-    aid = {j: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, prim_name(j) + "_actuator") for j in joints}
+    aid = {
+        j: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, prim_name(j) + "_actuator") for j in joints
+    }
     offsets = {j: models[j].value("encoder_offset") or 0.0 for j in joints}
     for j, c in cols.items():
         data.qpos[model.jnt_qposadr[jid[j]]] = seg.q[0, c] - offsets[j]
@@ -341,16 +391,20 @@ def mujoco_segment(xml: str, seg: Segment, joints: list[str], rec: Recording, mo
         """The actuator's controls at sample k: the virtual target (mjcf.py), or a pid's [q_des, qd_des']."""
         c, m = cols[j], models[j]
         kp, kd = m.value("stiffness") or 0.0, m.value("damping") or 0.0
-        if ctrlnum[aid[j]] == 2:  # kp·(ctrl0 − q) + kd·(ctrl1 − qd) + ki·∫(ctrl0 − q): the feed-forward via ctrl1
+        if (
+            ctrlnum[aid[j]] == 2
+        ):  # kp·(ctrl0 − q) + kd·(ctrl1 − qd) + ki·∫(ctrl0 − q): the feed-forward via ctrl1
             ff = seg.tau_ff[k, c]
-            return [float(seg.q_des[k, c] + (ff / kp if kd <= 0 < kp else 0.0)),
-                    float(seg.qd_des[k, c] + (ff / kd if kd > 0 else 0.0))]
+            return [
+                float(seg.q_des[k, c] + (ff / kp if kd <= 0 < kp else 0.0)),
+                float(seg.qd_des[k, c] + (ff / kd if kd > 0 else 0.0)),
+            ]
         return [float(seg.q_des[k, c] + ((kd * seg.qd_des[k, c] + seg.tau_ff[k, c]) / kp if kp > 0 else 0.0))]
 
     def set_ctrl(j: str, k: int) -> list[float]:
         u = ctrl(j, k)
         a = int(ctrladr[aid[j]])
-        data.ctrl[a:a + len(u)] = u
+        data.ctrl[a : a + len(u)] = u
         return u
 
     for j in joints:  # the history starts full of the first command, as Isaac Lab's and Newton's delays do
@@ -383,8 +437,11 @@ def _replay_mujoco(result, rec, text, segs, sub, families) -> dict:
         loads = {j: _seg_load(rec, seg, j) for j in joints}
         xml = text
         if not text or not all(loads[j] == rec.joints[rec.joint_index(j)] for j in joints):
-            xml, _ = build_mjcf(result, families=families,
-                                loads={j: {k: getattr(v, k) for k in v.__dataclass_fields__} for j, v in loads.items()})
+            xml, _ = build_mjcf(
+                result,
+                families=families,
+                loads={j: {k: getattr(v, k) for k in v.__dataclass_fields__} for j, v in loads.items()},
+            )
         for joint, q in mujoco_segment(xml, seg, joints, rec, models, sub).items():
             runs[joint][seg.name] = q
     return {j: _compare(result, rec, models[j], segs, runs[j]) for j in joints}
@@ -393,7 +450,9 @@ def _replay_mujoco(result, rec, text, segs, sub, families) -> dict:
 # --- the comparison ---
 
 
-def _compare(result: FitResult, rec: Recording, m: ChosenModel, segs: list[Segment], runs: dict[str, np.ndarray]) -> dict:
+def _compare(
+    result: FitResult, rec: Recording, m: ChosenModel, segs: list[Segment], runs: dict[str, np.ndarray]
+) -> dict:
     ours = _ours(result, rec, m, segs)
     j = rec.joint_index(m.joint)
     rows = []
@@ -402,21 +461,39 @@ def _compare(result: FitResult, rec: Recording, m: ChosenModel, segs: list[Segme
     for s in segs:
         meas = s.q[:, j]
         r, o = _rmse(runs[s.name], meas), _rmse(ours[s.name], meas)
-        rows.append({"segment": s.name, "rmse_replay": r, "rmse_ours": o,
-                     "rmse_replay_vs_ours": _rmse(runs[s.name], ours[s.name])})
+        rows.append(
+            {
+                "segment": s.name,
+                "rmse_replay": r,
+                "rmse_ours": o,
+                "rmse_replay_vs_ours": _rmse(runs[s.name], ours[s.name]),
+            }
+        )
         se_r += r * r * (s.n - 1)
         se_o += o * o * (s.n - 1)
         n += s.n - 1
         motion = max(motion, float(np.ptp(meas)))
     rr, ro = math.sqrt(se_r / max(n, 1)), math.sqrt(se_o / max(n, 1))
     rel = abs(rr - ro) / ro if ro > 0 else (0.0 if rr == 0 else math.inf)
-    return {"family": m.family.name, "rmse_replay": rr, "rmse_ours": ro, "relative_difference": rel,
-            "within_tolerance": bool(abs(rr - ro) <= max(TOLERANCE * ro, RMSE_FLOOR * motion)),
-            "segments": rows}
+    return {
+        "family": m.family.name,
+        "rmse_replay": rr,
+        "rmse_ours": ro,
+        "relative_difference": rel,
+        "within_tolerance": bool(abs(rr - ro) <= max(TOLERANCE * ro, RMSE_FLOOR * motion)),
+        "segments": rows,
+    }
 
 
-def replay(stored: ResultLike, rec: Recording, fmt: str, *, text: str,
-           families: dict[str, str] | str | None = None, segments: list[str] | None = None) -> dict:
+def replay(
+    stored: ResultLike,
+    rec: Recording,
+    fmt: str,
+    *,
+    text: str,
+    families: dict[str, str] | str | None = None,
+    segments: list[str] | None = None,
+) -> dict:
     """Replay one export format through its consumer; RMSE next to our rollout's, per joint.
 
     `text` is the rendered export (export.replay renders it when the caller has none). Segments default to
@@ -432,8 +509,12 @@ def replay(stored: ResultLike, rec: Recording, fmt: str, *, text: str,
         if consumer == "newton":
             __import__("newton_usd_schemas")
     except ImportError as e:
-        return {"format": fmt, "consumer": consumer, "status": "skipped",
-                "note": f"consumer not installed ({e.name or module}): replay skipped"}
+        return {
+            "format": fmt,
+            "consumer": consumer,
+            "status": "skipped",
+            "note": f"consumer not installed ({e.name or module}): replay skipped",
+        }
     if consumer == "newton":
         from .newton_usd import NetChoice, choose_models
 
@@ -442,9 +523,13 @@ def replay(stored: ResultLike, rec: Recording, fmt: str, *, text: str,
         except ExportError:
             nets = []
         if nets:
-            return {"format": fmt, "consumer": consumer, "status": "skipped",
-                    "note": f"joints {nets} are actuator networks: their NewtonActuator loads the checkpoint from "
-                            "beside the .usda, and the replay steps parametric actuators only"}
+            return {
+                "format": fmt,
+                "consumer": consumer,
+                "status": "skipped",
+                "note": f"joints {nets} are actuator networks: their NewtonActuator loads the checkpoint from "
+                "beside the .usda, and the replay steps parametric actuators only",
+            }
     segs, note = _at_operating_point(result, rec, _segments(result, rec, segments))
     if not segs and note:
         return {"format": fmt, "consumer": consumer, "status": "skipped", "note": note}
@@ -461,5 +546,9 @@ def replay(stored: ResultLike, rec: Recording, fmt: str, *, text: str,
             joints = _replay_mujoco(result, rec, text, segs, sub, families)
     except Exception as e:  # a replay must never take the export down with it
         return {**base, "status": "failed", "note": f"{type(e).__name__}: {e}"}
-    return {**base, "status": "ok", "joints": joints,
-            "within_tolerance": all(v["within_tolerance"] for v in joints.values())}
+    return {
+        **base,
+        "status": "ok",
+        "joints": joints,
+        "within_tolerance": all(v["within_tolerance"] for v in joints.values()),
+    }

@@ -63,7 +63,9 @@ def _isaaclab(kind: str) -> Renderer:
         from . import isaaclab
 
         fn = {"py": isaaclab.render_python, "json": isaaclab.render_json, "yaml": isaaclab.render_yaml}[kind]
-        return fn(a.result, a.per_joint, field_names=a.field_names, backend=a.backend, rec=a.rec, loads=a.loads)
+        return fn(
+            a.result, a.per_joint, field_names=a.field_names, backend=a.backend, rec=a.rec, loads=a.loads
+        )
 
     return render
 
@@ -97,9 +99,16 @@ def _isaaclab_findings(result: ResultLike, rec: Recording | None, files: dict[st
         out += isaaclab.cfg_hazards(isaaclab.net_cfgs(result), joints)
         best = isaaclab.best_cfgs(result, rec=rec)
         if best is not None:
-            out += [f for f in isaaclab.cfg_hazards(best, joints)
-                    if f.code in ("EXPORT.ISAACLAB.custom_class", "EXPORT.ISAACLAB.friction_approximated",
-                                  "EXPORT.ISAACLAB.friction_estimated")]
+            out += [
+                f
+                for f in isaaclab.cfg_hazards(best, joints)
+                if f.code
+                in (
+                    "EXPORT.ISAACLAB.custom_class",
+                    "EXPORT.ISAACLAB.friction_approximated",
+                    "EXPORT.ISAACLAB.friction_estimated",
+                )
+            ]
     except ExportError as e:
         out = [Finding("EXPORT.ISAACLAB.unavailable", "warning", "isaaclab", str(e))]
     return out
@@ -155,24 +164,75 @@ def _mjcf_expresses(fam: Family) -> bool:
 
 _NET = "a fitted network's checkpoint, written to --out or a file of that name"
 # the order is validation.json's findings order (Isaac Lab, Newton, checkpoints, MuJoCo)
-REGISTRY: dict[str, ExportFormat] = {f.name: f for f in (
-    ExportFormat("isaaclab.py", "text/x-python", "Isaac Lab ActuatorCfg source (ACTUATORS, ACTUATORS_BEST)",
-                 _isaaclab("py"), _isaaclab_findings, _isaaclab_expresses, "isaaclab"),
-    ExportFormat("isaaclab.json", "application/json", "the Isaac Lab cfgs as JSON", _isaaclab("json"),
-                 expresses=_isaaclab_expresses, consumer="isaaclab"),
-    ExportFormat("isaaclab.yaml", "application/yaml", "the Isaac Lab cfgs as YAML", _isaaclab("yaml"),
-                 expresses=_isaaclab_expresses, consumer="isaaclab", replayed_on_store=False),  # isaaclab.json's
-    ExportFormat("newton.usda", "text/plain", "Newton 1.8 USD: NewtonActuator prims", _newton,
-                 _newton_findings, _newton_expresses, "newton"),
-    ExportFormat("torchscript.pt", "application/octet-stream", f"Isaac Lab's TorchScript net: {_NET}",
-                 findings=_checkpoint_findings),
-    ExportFormat("newton.onnx", "application/octet-stream", f"Newton's ONNX net (the one Newton 1.8 recommends): {_NET}"),
-    ExportFormat("newton.pt2", "application/zip", f"Newton's Torch net (deprecated in Newton 1.8): {_NET}"),
-    ExportFormat("mjcf.xml", "application/xml", "MuJoCo MJCF classes and a standalone pendulum model", _mjcf,
-                 _mjcf_findings, _mjcf_expresses, "mujoco"),
-    ExportFormat("randomization.json", "application/json", "domain-randomization ranges from the intervals",
-                 _randomization),
-)}
+REGISTRY: dict[str, ExportFormat] = {
+    f.name: f
+    for f in (
+        ExportFormat(
+            "isaaclab.py",
+            "text/x-python",
+            "Isaac Lab ActuatorCfg source (ACTUATORS, ACTUATORS_BEST)",
+            _isaaclab("py"),
+            _isaaclab_findings,
+            _isaaclab_expresses,
+            "isaaclab",
+        ),
+        ExportFormat(
+            "isaaclab.json",
+            "application/json",
+            "the Isaac Lab cfgs as JSON",
+            _isaaclab("json"),
+            expresses=_isaaclab_expresses,
+            consumer="isaaclab",
+        ),
+        ExportFormat(
+            "isaaclab.yaml",
+            "application/yaml",
+            "the Isaac Lab cfgs as YAML",
+            _isaaclab("yaml"),
+            expresses=_isaaclab_expresses,
+            consumer="isaaclab",
+            replayed_on_store=False,
+        ),  # isaaclab.json's
+        ExportFormat(
+            "newton.usda",
+            "text/plain",
+            "Newton 1.8 USD: NewtonActuator prims",
+            _newton,
+            _newton_findings,
+            _newton_expresses,
+            "newton",
+        ),
+        ExportFormat(
+            "torchscript.pt",
+            "application/octet-stream",
+            f"Isaac Lab's TorchScript net: {_NET}",
+            findings=_checkpoint_findings,
+        ),
+        ExportFormat(
+            "newton.onnx",
+            "application/octet-stream",
+            f"Newton's ONNX net (the one Newton 1.8 recommends): {_NET}",
+        ),
+        ExportFormat(
+            "newton.pt2", "application/zip", f"Newton's Torch net (deprecated in Newton 1.8): {_NET}"
+        ),
+        ExportFormat(
+            "mjcf.xml",
+            "application/xml",
+            "MuJoCo MJCF classes and a standalone pendulum model",
+            _mjcf,
+            _mjcf_findings,
+            _mjcf_expresses,
+            "mujoco",
+        ),
+        ExportFormat(
+            "randomization.json",
+            "application/json",
+            "domain-randomization ranges from the intervals",
+            _randomization,
+        ),
+    )
+}
 TEXT_FORMATS = tuple(n for n, f in REGISTRY.items() if not f.binary)
 BINARY_FORMATS = tuple(n for n, f in REGISTRY.items() if f.binary)
 FORMATS = TEXT_FORMATS + BINARY_FORMATS

@@ -41,8 +41,16 @@ from ..models.families import (
 )
 from .selection import ChosenModel, ExportError, Finding, bench_loads, joint_family, physics_dt
 
-__all__ = ["ExportError", "actuator_cfgs", "best_cfgs", "cfg_hazards", "render_json", "render_python",
-           "render_yaml", "validate_cfgs"]
+__all__ = [
+    "ExportError",
+    "actuator_cfgs",
+    "best_cfgs",
+    "cfg_hazards",
+    "render_json",
+    "render_python",
+    "render_yaml",
+    "validate_cfgs",
+]
 
 ISAACLAB_VERSION = "3.0.0"
 FIELD_NAMES = ("isaaclab-3", "isaaclab-2")
@@ -61,7 +69,8 @@ def class_fields(family: Family) -> tuple[str, ...]:
 # each family's Isaac Lab class (models/families.py: Isaac Lab's own, else our explicit subclass in the Python
 # source, CUSTOM below) with the fields its components write
 CFG_FIELDS: dict[str, tuple[str, ...]] = {
-    cls: class_fields(f) for f in FAMILIES.values() for cls in (f.isaaclab_cfg, f.isaaclab_custom) if cls}
+    cls: class_fields(f) for f in FAMILIES.values() for cls in (f.isaaclab_cfg, f.isaaclab_custom) if cls
+}
 REQUIRED: dict[str, tuple[str, ...]] = {
     "ImplicitActuatorCfg": ("stiffness", "damping"),
     "IdealPDActuatorCfg": ("stiffness", "damping"),
@@ -73,7 +82,9 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 # BAM's friction budget (docs/prior-art.md M2–M6) on the class of the family a rich-friction family extends
 BAM_FAMILY_CFG = {f.name: f.isaaclab_budget for f in FAMILIES.values() if f.isaaclab_budget}
-_BAM_BASE = {f.isaaclab_budget: f.isaaclab_cfg or f.isaaclab_custom for f in FAMILIES.values() if f.isaaclab_budget}
+_BAM_BASE = {
+    f.isaaclab_budget: f.isaaclab_cfg or f.isaaclab_custom for f in FAMILIES.values() if f.isaaclab_budget
+}
 _BAM_FIELDS = ("joint_inertia", "physics_dt", *RICH_FRICTION_TERMS)
 CFG_FIELDS |= {bam: CFG_FIELDS[base] + _BAM_FIELDS for bam, base in _BAM_BASE.items()}
 REQUIRED |= {bam: REQUIRED[base] + ("joint_inertia", "physics_dt") for bam, base in _BAM_BASE.items()}
@@ -82,8 +93,12 @@ CUSTOM_FAMILY_CFG = {f.name: f.isaaclab_custom for f in FAMILIES.values() if f.i
 _DC_CLASSES = ("DCMotorCfg", "DelayedDCMotorCfg", *_BAM_BASE)
 OFFSET_SUFFIX = "WithEncoderOffset"
 # Isaac Lab 2.x names (deprecated aliases in 3.0, actuator_compat.py): explicit vs implicit meaning (§A.1, §A.10)
-_V2_NAMES = {"actuator_effort_limit": "effort_limit", "actuator_velocity_limit": "velocity_limit",
-             "joint_effort_limit": "effort_limit_sim", "joint_velocity_limit": "velocity_limit_sim"}
+_V2_NAMES = {
+    "actuator_effort_limit": "effort_limit",
+    "actuator_velocity_limit": "velocity_limit",
+    "joint_effort_limit": "effort_limit_sim",
+    "joint_velocity_limit": "velocity_limit_sim",
+}
 
 
 def _cfg_class(family: str, offset: bool = False, bam: bool = False) -> str:
@@ -112,7 +127,9 @@ def _cfg_values(cls: str, params: dict, knots: list[float] | None) -> dict:
             raise ExportError("a remotized_pd result needs its table positions (result 'table_positions')")
         efforts = [params[f"lookup_effort_{k}"] for k in range(parameters.TABLE_KNOTS)]
         # rows [angle, transmission ratio (unused by compute, §A.6), max torque]
-        values["joint_parameter_lookup"] = [[float(a), 1.0, float(e)] for a, e in zip(knots, efforts, strict=True)]
+        values["joint_parameter_lookup"] = [
+            [float(a), 1.0, float(e)] for a, e in zip(knots, efforts, strict=True)
+        ]
     return values
 
 
@@ -136,9 +153,9 @@ BACKEND_NOTE = (
 BACKEND_NOTES = {
     "newton": BACKEND_NOTE,
     "physx": "PhysX (Isaac Sim >= 5.0): friction is the static (breakaway) joint friction effort [N·m], "
-             "dynamic_friction the sliding friction effort [N·m] (set equal to friction for a Coulomb fit), "
-             "viscous_friction the viscous coefficient [N·m·s/rad]; armature [kg·m²] is added to the joint "
-             "inertia. Below Isaac Sim 5.0 PhysX reads friction as a unitless coefficient: do not use these values.",
+    "dynamic_friction the sliding friction effort [N·m] (set equal to friction for a Coulomb fit), "
+    "viscous_friction the viscous coefficient [N·m·s/rad]; armature [kg·m²] is added to the joint "
+    "inertia. Below Isaac Sim 5.0 PhysX reads friction as a unitless coefficient: do not use these values.",
 }
 
 
@@ -150,15 +167,27 @@ def _finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _joint_cfg(joint: str, fam_name: str, model: ModelFit, family, *, custom: bool, backend: str,
-               bam: bool = False, physics_dt: float = 0.005, load_inertia: float | None = None) -> dict:
+def _joint_cfg(
+    joint: str,
+    fam_name: str,
+    model: ModelFit,
+    family,
+    *,
+    custom: bool,
+    backend: str,
+    bam: bool = False,
+    physics_dt: float = 0.005,
+    load_inertia: float | None = None,
+) -> dict:
     """One joint's {"class_type", "family", "cfg"} under Isaac Lab 3.0 names; bam: BAM's friction budget in
     our subclass (`load_inertia` then gives the joint inertia it stops the joint with)."""
     offset = custom and "encoder_offset" in family.joint_terms and family.drive != "implicit"
     cls = _cfg_class(fam_name, offset, bam) if custom else get_family(fam_name).isaaclab_cfg
     if cls not in CFG_FIELDS and not custom:
-        raise ExportError(f"family {fam_name!r} has no Isaac Lab cfg class; use the Newton export "
-                          "or the Python source's explicit subclass (ACTUATORS_BEST)")
+        raise ExportError(
+            f"family {fam_name!r} has no Isaac Lab cfg class; use the Newton export "
+            "or the Python source's explicit subclass (ACTUATORS_BEST)"
+        )
     params = dict(model.params)
     values = _cfg_values(cls, params, model.table_positions)
     chosen = ChosenModel(joint, family, params, model.table_positions)
@@ -170,7 +199,9 @@ def _joint_cfg(joint: str, fam_name: str, model: ModelFit, family, *, custom: bo
         values["physics_dt"] = float(physics_dt)
     if carries_budget:  # the inertia the fit stepped the joint with: the bench load plus the fitted armature
         if load_inertia is None:
-            raise ExportError(f"joint {joint!r}: {cls} needs the bench load's inertia (pass the recording or loads)")
+            raise ExportError(
+                f"joint {joint!r}: {cls} needs the bench load's inertia (pass the recording or loads)"
+            )
         values["joint_inertia"] = float(load_inertia) + float(params.get("armature", 0.0))
     if backend == "physx" and "dynamic_friction" not in family.joint_terms and "friction" in values:
         values["dynamic_friction"] = values["friction"]  # Coulomb: sliding friction equals breakaway
@@ -186,8 +217,12 @@ def _joint_cfg(joint: str, fam_name: str, model: ModelFit, family, *, custom: bo
     spec = {"class_type": cls, "family": fam_name, "cfg": cfg}
     if notes:  # [code, severity, message]: what a component's cfg field approximates (cfg_hazards says it)
         spec["notes"] = notes
-    marks = {f: "NOT IDENTIFIED: " + u["reason"] for p, u in (model.unidentified or {}).items()
-             for f in _CFG_NAMES.get(p, (p,)) if f in cfg}
+    marks = {
+        f: "NOT IDENTIFIED: " + u["reason"]
+        for p, u in (model.unidentified or {}).items()
+        for f in _CFG_NAMES.get(p, (p,))
+        if f in cfg
+    }
     if marks:  # written although unidentified (required by the class, or asked for): said beside the value
         spec["unidentified"] = marks
     if family.rich_friction and carries_budget:
@@ -197,44 +232,56 @@ def _joint_cfg(joint: str, fam_name: str, model: ModelFit, family, *, custom: bo
     return spec
 
 
-_CFG_NAMES = {"delay": ("min_delay", "max_delay"), "actuator_effort_limit": ("actuator_effort_limit",
-                                                                               "joint_effort_limit")}
+_CFG_NAMES = {
+    "delay": ("min_delay", "max_delay"),
+    "actuator_effort_limit": ("actuator_effort_limit", "joint_effort_limit"),
+}
 
 
 def _friction_note(family, params: dict, backend: str) -> str:
     """What an Isaac Lab built-in cfg keeps of BAM's friction budget (docs/prior-art.md M2–M6): only Coulomb."""
     dropped = ", ".join(f"{t} = {float(params[t]):.4g}" for t in family.rich_friction if t in params)
-    kept = ("friction = static (Coulomb + Stribeck peak), dynamic_friction = Coulomb" if backend == "physx"
-            and "stribeck_friction" in family.joint_terms else "friction = the Coulomb part")
-    return (f"Isaac Lab has no field for BAM's friction budget of family {family.name}: {kept}; "
-            f"dropped {dropped}. The ranking says how much worse the native family fits; {bam_carrier(family)}.")
+    kept = (
+        "friction = static (Coulomb + Stribeck peak), dynamic_friction = Coulomb"
+        if backend == "physx" and "stribeck_friction" in family.joint_terms
+        else "friction = the Coulomb part"
+    )
+    return (
+        f"Isaac Lab has no field for BAM's friction budget of family {family.name}: {kept}; "
+        f"dropped {dropped}. The ranking says how much worse the native family fits; {bam_carrier(family)}."
+    )
 
 
 def bam_carrier(family) -> str:
     """Which export carries a rich-friction family's whole budget (the other exports' findings name it)."""
-    return (f"isaaclab.py's ACTUATORS_BEST carries the whole budget ({BAM_FAMILY_CFG[family.approximates]}, an "
-            "explicit actuator subclass run with SimulationCfg(use_newton_actuators=False))")
+    return (
+        f"isaaclab.py's ACTUATORS_BEST carries the whole budget ({BAM_FAMILY_CFG[family.approximates]}, an "
+        "explicit actuator subclass run with SimulationCfg(use_newton_actuators=False))"
+    )
 
 
 def _estimate_note(family, cls: str, cfg: dict) -> str:
     """What our BAM-friction subclass estimates to carry the budget (its class docstring says the same)."""
-    return (f"{cls} carries BAM's friction budget of family {family.name}: the engine applies friction = "
-            f"{cfg.get('friction', 0.0):.4g} N·m as Coulomb friction and the actuator adds a stopping torque up to "
-            "the rest of the budget. It stops the joint as the fit's plant does, with joint_inertia = "
-            f"{cfg['joint_inertia']:.4g} kg·m² (the bench load plus armature) and physics_dt = {cfg['physics_dt']:g} s, "
-            "and estimates the external torque (gravity, contacts, coupling) from the previous step's velocity "
-            "change: joint_inertia·Δqd/dt − its previous output + viscous_friction·qd − the engine's Coulomb "
-            "friction as it predicted it (exact while the joint slides, within ±friction while it is held, one "
-            "step late). On a robot the effective inertia varies with the configuration: set joint_inertia to the "
-            "joint-space inertia there, or the stop is approximate; physics_dt must be the simulation step.")
+    return (
+        f"{cls} carries BAM's friction budget of family {family.name}: the engine applies friction = "
+        f"{cfg.get('friction', 0.0):.4g} N·m as Coulomb friction and the actuator adds a stopping torque up to "
+        "the rest of the budget. It stops the joint as the fit's plant does, with joint_inertia = "
+        f"{cfg['joint_inertia']:.4g} kg·m² (the bench load plus armature) and physics_dt = {cfg['physics_dt']:g} s, "
+        "and estimates the external torque (gravity, contacts, coupling) from the previous step's velocity "
+        "change: joint_inertia·Δqd/dt − its previous output + viscous_friction·qd − the engine's Coulomb "
+        "friction as it predicted it (exact while the joint slides, within ±friction while it is held, one "
+        "step late). On a robot the effective inertia varies with the configuration: set joint_inertia to the "
+        "joint-space inertia there, or the stop is approximate; physics_dt must be the simulation step."
+    )
 
 
 def _grouped(per_joint: dict[str, dict]) -> dict[str, dict]:
     """Joints with equal class and values share one group, their names joined in one regex."""
     buckets: dict[str, list[tuple[str, dict]]] = {}
     for joint, g in per_joint.items():
-        key = json.dumps({**g, "cfg": {k: v for k, v in g["cfg"].items() if k != "joint_names_expr"}},
-                         sort_keys=True)
+        key = json.dumps(
+            {**g, "cfg": {k: v for k, v in g["cfg"].items() if k != "joint_names_expr"}}, sort_keys=True
+        )
         buckets.setdefault(key, []).append((joint, g))
     groups: dict[str, dict] = {}
     for members in buckets.values():
@@ -243,7 +290,10 @@ def _grouped(per_joint: dict[str, dict]) -> dict[str, dict]:
         if len(joints) == 1:
             name = _group_name(joints[0])
         else:
-            g = {**g, "cfg": {**g["cfg"], "joint_names_expr": ["(" + "|".join(re.escape(j) for j in joints) + ")"]}}
+            g = {
+                **g,
+                "cfg": {**g["cfg"], "joint_names_expr": ["(" + "|".join(re.escape(j) for j in joints) + ")"]},
+            }
             prefix = _group_name(os.path.commonprefix(joints))
             name = prefix if len(prefix) >= 2 else _group_name(joints[0]) + "_group"
         while name in groups:
@@ -252,15 +302,23 @@ def _grouped(per_joint: dict[str, dict]) -> dict[str, dict]:
     return groups
 
 
-def _load_inertia(result: FitResult, joint: str, rec: Recording | None, loads: dict[str, dict] | None) -> float:
+def _load_inertia(
+    result: FitResult, joint: str, rec: Recording | None, loads: dict[str, dict] | None
+) -> float:
     """The joint's bench load inertia without armature [kg·m²] (selection.bench_loads: loads, the fit, the log)."""
     one = dataclasses.replace(result, joints={joint: result.joints[joint]})
     return bench_loads(one, rec, loads)[joint].load_inertia
 
 
-def actuator_cfgs(result: ResultLike, families: dict[str, str] | None = None, *, custom: bool = False,
-                  backend: str = "newton", rec: Recording | None = None,
-                  loads: dict[str, dict] | None = None) -> dict[str, dict]:
+def actuator_cfgs(
+    result: ResultLike,
+    families: dict[str, str] | None = None,
+    *,
+    custom: bool = False,
+    backend: str = "newton",
+    rec: Recording | None = None,
+    loads: dict[str, dict] | None = None,
+) -> dict[str, dict]:
     """Cfg groups: {group: {"class_type": cfg class name, "family", "cfg": {field: value}}}, 3.0 names.
 
     `families` picks a family per joint; by default the best-ranked family Isaac Lab has a class for, or
@@ -281,15 +339,29 @@ def actuator_cfgs(result: ResultLike, families: dict[str, str] | None = None, *,
             fam, joint_custom = (fam, custom) if fam else (jr.best_model, True)
         family = joint_family(typed, joint, fam)
         inertia = _load_inertia(typed, joint, rec, loads) if custom and family.rich_friction else None
-        per_joint[joint] = _joint_cfg(joint, fam, jr.models[fam], family, custom=joint_custom, backend=backend,
-                                      bam=custom, physics_dt=physics_dt(typed), load_inertia=inertia)
+        per_joint[joint] = _joint_cfg(
+            joint,
+            fam,
+            jr.models[fam],
+            family,
+            custom=joint_custom,
+            backend=backend,
+            bam=custom,
+            physics_dt=physics_dt(typed),
+            load_inertia=inertia,
+        )
     groups = _grouped(per_joint)
     validate_cfgs(groups)
     return groups
 
 
-def best_cfgs(result: ResultLike, backend: str = "newton", *, rec: Recording | None = None,
-              loads: dict[str, dict] | None = None) -> dict[str, dict] | None:
+def best_cfgs(
+    result: ResultLike,
+    backend: str = "newton",
+    *,
+    rec: Recording | None = None,
+    loads: dict[str, dict] | None = None,
+) -> dict[str, dict] | None:
     """Each joint's best model with our subclasses where needed; None when ACTUATORS already holds it."""
     typed = as_result(result)
     for joint, jr in typed.joints.items():
@@ -297,16 +369,33 @@ def best_cfgs(result: ResultLike, backend: str = "newton", *, rec: Recording | N
             continue
         fam = joint_family(typed, joint, jr.best_model)
         built_in = _exportable(jr)
-        if (built_in is not None and built_in != jr.best_model) or fam.rich_friction or (
-                "encoder_offset" in fam.joint_terms and fam.drive != "implicit"):
+        if (
+            (built_in is not None and built_in != jr.best_model)
+            or fam.rich_friction
+            or ("encoder_offset" in fam.joint_terms and fam.drive != "implicit")
+        ):
             return actuator_cfgs(typed, custom=True, backend=backend, rec=rec, loads=loads)
     return None
 
 
 NET_CFG_FIELDS: dict[str, tuple[str, ...]] = {
-    "ActuatorNetMLPCfg": ("network_file", "pos_scale", "vel_scale", "torque_scale", "input_order", "input_idx",
-                          "saturation_effort", "actuator_velocity_limit", "actuator_effort_limit"),
-    "ActuatorNetLSTMCfg": ("network_file", "saturation_effort", "actuator_velocity_limit", "actuator_effort_limit"),
+    "ActuatorNetMLPCfg": (
+        "network_file",
+        "pos_scale",
+        "vel_scale",
+        "torque_scale",
+        "input_order",
+        "input_idx",
+        "saturation_effort",
+        "actuator_velocity_limit",
+        "actuator_effort_limit",
+    ),
+    "ActuatorNetLSTMCfg": (
+        "network_file",
+        "saturation_effort",
+        "actuator_velocity_limit",
+        "actuator_effort_limit",
+    ),
 }
 NET_NOTE = (
     "Actuator networks (consumer-semantics §A.7-A.9): network_file is the TorchScript export of this fit\n"
@@ -325,7 +414,9 @@ def net_cfgs(result: ResultLike) -> dict[str, dict]:
     groups: dict[str, dict] = {}
     typed = as_result(result)
     for joint, (kind, files) in checkpoint_files(typed).items():
-        if "torchscript.pt" not in files:  # a GRU: Isaac Lab has no class for it (checkpoint_findings says so)
+        if (
+            "torchscript.pt" not in files
+        ):  # a GRU: Isaac Lab has no class for it (checkpoint_findings says so)
             continue
         cls = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg"}[kind]
         spec = as_net(typed.model(joint, kind)).network
@@ -336,8 +427,12 @@ def net_cfgs(result: ResultLike) -> dict[str, dict]:
             cfg[name] = list(v) if isinstance(v, list) else v if isinstance(v, str) else float(v)
         name = _group_name(joint) + "_" + kind
         groups[name] = {"class_type": cls, "family": kind, "cfg": cfg}
-    problems = [f"{g}: {k} = {v!r} must be finite and > 0" for g, spec in groups.items()
-                for k, v in spec["cfg"].items() if isinstance(v, float) and not (math.isfinite(v) and v > 0)]
+    problems = [
+        f"{g}: {k} = {v!r} must be finite and > 0"
+        for g, spec in groups.items()
+        for k, v in spec["cfg"].items()
+        if isinstance(v, float) and not (math.isfinite(v) and v > 0)
+    ]
     if problems:
         raise ExportError("Isaac Lab network export failed validation: " + "; ".join(problems))
     return groups
@@ -372,7 +467,9 @@ def validate_cfgs(groups: dict[str, dict]) -> None:
             elif name == "joint_parameter_lookup":
                 angles = [row[0] for row in v]
                 if any(len(row) != 3 or not all(math.isfinite(x) for x in row) or row[2] < 0 for row in v):
-                    problems.append(f"{g}: joint_parameter_lookup rows must be [angle, ratio, torque ≥ 0], finite")
+                    problems.append(
+                        f"{g}: joint_parameter_lookup rows must be [angle, ratio, torque ≥ 0], finite"
+                    )
                 if angles != sorted(angles):
                     problems.append(f"{g}: joint_parameter_lookup angles must be sorted ascending")
             elif name == "encoder_offset":
@@ -382,8 +479,11 @@ def validate_cfgs(groups: dict[str, dict]) -> None:
                 problems.append(f"{g}: {name} = {v!r} must be a finite, non-negative number")
         if base in _DC_CLASSES and cfg.get("actuator_velocity_limit", 1.0) <= 0:
             problems.append(f"{g}: actuator_velocity_limit must be > 0")
-        problems += [f"{g}: {name} must be > 0" for name in ("joint_inertia", "physics_dt", "stribeck_velocity")
-                     if name in _fields(cls) and _finite(cfg.get(name)) and cfg[name] <= 0]
+        problems += [
+            f"{g}: {name} must be > 0"
+            for name in ("joint_inertia", "physics_dt", "stribeck_velocity")
+            if name in _fields(cls) and _finite(cfg.get(name)) and cfg[name] <= 0
+        ]
         if cfg.get("min_delay", 0) > cfg.get("max_delay", 0):
             problems.append(f"{g}: min_delay must not exceed max_delay")
     if problems:
@@ -400,25 +500,58 @@ def _value_hazards(g: str, cls: str, base: str, cfg: dict) -> list[Finding]:
     None gains."""
     out = []
     if base not in BUILTIN:
-        out.append(_hazard("custom_class", g, f"{cls} is our explicit subclass: Isaac Lab 3.0 rejects it while "
-                           "SimulationCfg.use_newton_actuators is True (the default); set it False, or load "
-                           "newton.usda for Newton-native execution"))
+        out.append(
+            _hazard(
+                "custom_class",
+                g,
+                f"{cls} is our explicit subclass: Isaac Lab 3.0 rejects it while "
+                "SimulationCfg.use_newton_actuators is True (the default); set it False, or load "
+                "newton.usda for Newton-native execution",
+            )
+        )
     if "max_delay" in cfg and cfg.get("max_delay", 0) > 0:
         if cfg.get("min_delay", 0) != cfg["max_delay"]:
-            out.append(_hazard("delay_fixed", g, "Newton-native execution fixes the delay at max_delay = "
-                               f"{cfg['max_delay']} steps; min_delay = {cfg.get('min_delay', 0)} is dropped (no "
-                               "per-env draw at reset)"))
+            out.append(
+                _hazard(
+                    "delay_fixed",
+                    g,
+                    "Newton-native execution fixes the delay at max_delay = "
+                    f"{cfg['max_delay']} steps; min_delay = {cfg.get('min_delay', 0)} is dropped (no "
+                    "per-env draw at reset)",
+                )
+            )
         else:
-            out.append(_hazard("delay_fixed", g, "Newton-native execution fixes the delay at max_delay "
-                               f"({cfg['max_delay']} physics steps), as fitted", "info"))
-    if base in (*_DC_CLASSES, "ActuatorNetMLPCfg", "ActuatorNetLSTMCfg") and \
-            cfg.get("actuator_velocity_limit", cfg.get("velocity_limit")) is None:
-        out.append(_hazard("dc_no_velocity_limit", g, "a DCMotor without actuator_velocity_limit gets no speed "
-                           "derating in Newton (velocityLimit = inf) instead of Isaac Lab's ValueError", "error"))
+            out.append(
+                _hazard(
+                    "delay_fixed",
+                    g,
+                    "Newton-native execution fixes the delay at max_delay "
+                    f"({cfg['max_delay']} physics steps), as fitted",
+                    "info",
+                )
+            )
+    if (
+        base in (*_DC_CLASSES, "ActuatorNetMLPCfg", "ActuatorNetLSTMCfg")
+        and cfg.get("actuator_velocity_limit", cfg.get("velocity_limit")) is None
+    ):
+        out.append(
+            _hazard(
+                "dc_no_velocity_limit",
+                g,
+                "a DCMotor without actuator_velocity_limit gets no speed "
+                "derating in Newton (velocityLimit = inf) instead of Isaac Lab's ValueError",
+                "error",
+            )
+        )
     for name in ("stiffness", "damping"):
         if cfg.get(name, 0.0) is None:
-            out.append(_hazard(f"{name}_none", g, f"{name} None becomes 0 in Newton-native execution instead of "
-                               "the USD value"))
+            out.append(
+                _hazard(
+                    f"{name}_none",
+                    g,
+                    f"{name} None becomes 0 in Newton-native execution instead of the USD value",
+                )
+            )
     return out
 
 
@@ -432,9 +565,20 @@ def _unmatched_keys(g: str, cfg: dict, joints: list[str] | None) -> list[Finding
             group_joints = {j for j in joints for e in cfg["joint_names_expr"] if re.fullmatch(e, j)}
             if group_joints - matched:
                 sev = "error" if name == "saturation_effort" else "warning"
-                out.append(_hazard(f"unmatched_{name}", g, f"joints {sorted(group_joints - matched)} are matched "
-                                   f"by no {name} key: they get 0 (§A.2)" + (", which with a finite velocity limit "
-                                   "collapses the DC window to [0, 0]" if name == "saturation_effort" else ""), sev))
+                out.append(
+                    _hazard(
+                        f"unmatched_{name}",
+                        g,
+                        f"joints {sorted(group_joints - matched)} are matched "
+                        f"by no {name} key: they get 0 (§A.2)"
+                        + (
+                            ", which with a finite velocity limit collapses the DC window to [0, 0]"
+                            if name == "saturation_effort"
+                            else ""
+                        ),
+                        sev,
+                    )
+                )
     return out
 
 
@@ -443,30 +587,60 @@ def _model_hazards(g: str, base: str, spec: dict, backend: str) -> list[Finding]
     estimated friction, the export's own notes, implicit-actuator telemetry."""
     out = []
     if base in NET_CFG_FIELDS:
-        out.append(_hazard("net_torchscript_to_newton", g, "Isaac Lab 3.0 hands actuator nets to Newton 1.8 as "
-                           "TorchScript (use_newton_actuators=True, the default), which Newton 1.8 rejects "
-                           "(consumer-semantics §0.2): set SimulationCfg(use_newton_actuators=False), or give "
-                           "Newton the newton.onnx export (newton.pt2 for an LSTM of several layers; Newton 1.8 "
-                           "deprecates it)"))
+        out.append(
+            _hazard(
+                "net_torchscript_to_newton",
+                g,
+                "Isaac Lab 3.0 hands actuator nets to Newton 1.8 as "
+                "TorchScript (use_newton_actuators=True, the default), which Newton 1.8 rejects "
+                "(consumer-semantics §0.2): set SimulationCfg(use_newton_actuators=False), or give "
+                "Newton the newton.onnx export (newton.pt2 for an LSTM of several layers; Newton 1.8 "
+                "deprecates it)",
+            )
+        )
     if base == "ActuatorNetLSTMCfg":
-        out.append(_hazard("lstm_metadata", g, "Newton's LSTM drive needs num_layers and hidden_size in the "
-                           "checkpoint metadata; Isaac Lab does not add them"))
-    if backend == "newton" and spec["cfg"].get("dynamic_friction") and \
-            base in (*BUILTIN, *CUSTOM_FAMILY_CFG.values(), *_BAM_BASE):
-        out.append(_hazard("dynamic_friction_ignored", g, "the Newton backend ignores dynamic_friction (§D); "
-                           "friction is applied as Coulomb friction at the static value"))
+        out.append(
+            _hazard(
+                "lstm_metadata",
+                g,
+                "Newton's LSTM drive needs num_layers and hidden_size in the "
+                "checkpoint metadata; Isaac Lab does not add them",
+            )
+        )
+    if (
+        backend == "newton"
+        and spec["cfg"].get("dynamic_friction")
+        and base in (*BUILTIN, *CUSTOM_FAMILY_CFG.values(), *_BAM_BASE)
+    ):
+        out.append(
+            _hazard(
+                "dynamic_friction_ignored",
+                g,
+                "the Newton backend ignores dynamic_friction (§D); "
+                "friction is applied as Coulomb friction at the static value",
+            )
+        )
     if spec.get("approximation"):
         out.append(_hazard("friction_approximated", g, spec["approximation"]))
     out += [_hazard(code, g, msg, severity) for code, severity, msg in spec.get("notes", ())]
     if spec.get("estimate"):
         out.append(_hazard("friction_estimated", g, spec["estimate"]))
     if base == "ImplicitActuatorCfg":
-        out.append(_hazard("implicit_telemetry", g, "ImplicitActuator's applied-effort telemetry is clipped at "
-                           "joint_effort_limit, which also limits the solver's drive", "info"))
+        out.append(
+            _hazard(
+                "implicit_telemetry",
+                g,
+                "ImplicitActuator's applied-effort telemetry is clipped at "
+                "joint_effort_limit, which also limits the solver's drive",
+                "info",
+            )
+        )
     return out
 
 
-def cfg_hazards(groups: dict[str, dict], joints: list[str] | None = None, backend: str = "newton") -> list[Finding]:
+def cfg_hazards(
+    groups: dict[str, dict], joints: list[str] | None = None, backend: str = "newton"
+) -> list[Finding]:
     """Where Newton-native execution of these cfgs departs from Isaac Lab's PyTorch path (§A.11), as findings.
 
     `joints` are the articulation's joint names, to find values a regex dict leaves unmatched.
@@ -482,24 +656,48 @@ def cfg_hazards(groups: dict[str, dict], joints: list[str] | None = None, backen
 
 
 _UNITS = {p.name: p.unit for p in parameters.PARAMS} | {
-    "joint_effort_limit": "N·m", "min_delay": "physics steps", "max_delay": "physics steps",
-    "joint_parameter_lookup": "[angle rad, ratio, max torque N·m]", "physics_dt": "s", "joint_inertia": "kg·m²"}
+    "joint_effort_limit": "N·m",
+    "min_delay": "physics steps",
+    "max_delay": "physics steps",
+    "joint_parameter_lookup": "[angle rad, ratio, max torque N·m]",
+    "physics_dt": "s",
+    "joint_inertia": "kg·m²",
+}
 _UNITS |= {_V2_NAMES[k]: _UNITS[k] for k in _V2_NAMES if k in _UNITS}
 
 
-def _doc(result: ResultLike, families: dict[str, str] | None, field_names: str, backend: str,
-         custom: bool | None = None, rec: Recording | None = None, loads: dict[str, dict] | None = None) -> dict:
+def _doc(
+    result: ResultLike,
+    families: dict[str, str] | None,
+    field_names: str,
+    backend: str,
+    custom: bool | None = None,
+    rec: Recording | None = None,
+    loads: dict[str, dict] | None = None,
+) -> dict:
     result = as_result(result)
-    groups = actuator_cfgs(result, families, backend=backend, custom=bool(families) if custom is None else custom,
-                           rec=rec, loads=loads)
+    groups = actuator_cfgs(
+        result,
+        families,
+        backend=backend,
+        custom=bool(families) if custom is None else custom,
+        rec=rec,
+        loads=loads,
+    )
     doc: dict = {
         "isaaclab_version": ISAACLAB_VERSION if field_names == "isaaclab-3" else "2.x",
         "field_names": field_names,
         "units": {p.name: p.unit for p in parameters.PARAMS},
         "backend": backend,
         "note": BACKEND_NOTES[backend],
-        "actuators": {g: {**s, **({"defined_in": "isaaclab.py"} if s["class_type"] not in BUILTIN else {}),
-                          "cfg": _rename(s["cfg"], s["class_type"], field_names)} for g, s in groups.items()},
+        "actuators": {
+            g: {
+                **s,
+                **({"defined_in": "isaaclab.py"} if s["class_type"] not in BUILTIN else {}),
+                "cfg": _rename(s["cfg"], s["class_type"], field_names),
+            }
+            for g, s in groups.items()
+        },
     }
     nets = net_cfgs(result)
     if nets:
@@ -507,15 +705,23 @@ def _doc(result: ResultLike, families: dict[str, str] | None, field_names: str, 
         doc["network_note"] = NET_NOTE
     best = best_cfgs(result, backend, rec=rec, loads=loads) if families is None else None
     if best is not None:
-        doc["actuators_best"] = {g: {**s, "defined_in": "isaaclab.py", "cfg": _rename(s["cfg"], s["class_type"],
-                                                                                      field_names)}
-                                 for g, s in best.items()}
+        doc["actuators_best"] = {
+            g: {**s, "defined_in": "isaaclab.py", "cfg": _rename(s["cfg"], s["class_type"], field_names)}
+            for g, s in best.items()
+        }
     return doc
 
 
-def render_json(result: ResultLike, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
-                backend: str = "newton", custom: bool | None = None, rec: Recording | None = None,
-                loads: dict[str, dict] | None = None) -> str:
+def render_json(
+    result: ResultLike,
+    families: dict[str, str] | None = None,
+    *,
+    field_names: str = "isaaclab-3",
+    backend: str = "newton",
+    custom: bool | None = None,
+    rec: Recording | None = None,
+    loads: dict[str, dict] | None = None,
+) -> str:
     """The cfgs as JSON, with the Isaac Lab version and backend conventions stated.
 
     A family named in `families` that needs our subclass is written with "defined_in": "isaaclab.py".
@@ -523,15 +729,26 @@ def render_json(result: ResultLike, families: dict[str, str] | None = None, *, f
     return json.dumps(_doc(result, families, field_names, backend, custom, rec, loads), indent=2) + "\n"
 
 
-def render_yaml(result: ResultLike, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
-                backend: str = "newton", custom: bool | None = None, rec: Recording | None = None,
-                loads: dict[str, dict] | None = None) -> str:
+def render_yaml(
+    result: ResultLike,
+    families: dict[str, str] | None = None,
+    *,
+    field_names: str = "isaaclab-3",
+    backend: str = "newton",
+    custom: bool | None = None,
+    rec: Recording | None = None,
+    loads: dict[str, dict] | None = None,
+) -> str:
     """The same document as render_json, as YAML."""
     import yaml
 
     head = f"# Actuator configs fitted by actuator-sysid for Isaac Lab ({field_names}, backend {backend}). SI units.\n"
-    return head + yaml.safe_dump(_doc(result, families, field_names, backend, custom, rec, loads), sort_keys=False,
-                                 allow_unicode=True, width=110)
+    return head + yaml.safe_dump(
+        _doc(result, families, field_names, backend, custom, rec, loads),
+        sort_keys=False,
+        allow_unicode=True,
+        width=110,
+    )
 
 
 # Explicit subclasses for what Isaac Lab has no class for, written into the Python source. They reuse Isaac
@@ -684,8 +901,10 @@ class BAMFrictionMixin:
 
 def _bam_fields() -> str:
     """The BAM cfg fields under the registry's names, defaults its neutral values (M3/M4: external = motor side)."""
-    lines = ["    joint_inertia: float = MISSING  # kg·m², load + armature the joint is stopped with",
-             "    physics_dt: float = MISSING  # s, the simulation step"]
+    lines = [
+        "    joint_inertia: float = MISSING  # kg·m², load + armature the joint is stopped with",
+        "    physics_dt: float = MISSING  # s, the simulation step",
+    ]
     for p in parameters.PARAMS:
         if p.name in RICH_FRICTION_TERMS:
             default = "None" if p.name.startswith("load_friction_external") else repr(float(p.neutral))
@@ -739,10 +958,15 @@ class {cls}({base_cfg}):
 '''
 
 
-_ACTUATOR_OF = {"IdealPDActuatorCfg": "IdealPDActuator", "DCMotorCfg": "DCMotor",
-                "DelayedPDActuatorCfg": "DelayedPDActuator", "RemotizedPDActuatorCfg": "RemotizedPDActuator",
-                "DelayedDCMotorCfg": "DelayedDCMotor", "DelayedPIDActuatorCfg": "DelayedPIDActuator",
-                **{bam: bam.removesuffix("Cfg") for bam in _BAM_BASE}}
+_ACTUATOR_OF = {
+    "IdealPDActuatorCfg": "IdealPDActuator",
+    "DCMotorCfg": "DCMotor",
+    "DelayedPDActuatorCfg": "DelayedPDActuator",
+    "RemotizedPDActuatorCfg": "RemotizedPDActuator",
+    "DelayedDCMotorCfg": "DelayedDCMotor",
+    "DelayedPIDActuatorCfg": "DelayedPIDActuator",
+    **{bam: bam.removesuffix("Cfg") for bam in _BAM_BASE},
+}
 
 
 def _entries(groups: dict[str, dict], field_names: str) -> list[str]:
@@ -750,18 +974,29 @@ def _entries(groups: dict[str, dict], field_names: str) -> list[str]:
     for name, g in groups.items():
         lines.append(f"    {name!r}: {g['class_type']}(  # family {g['family']}")
         marks = g.get("unidentified") or {}
-        for orig, (field, v) in zip(g["cfg"], _rename(g["cfg"], g["class_type"], field_names).items(), strict=True):
+        for orig, (field, v) in zip(
+            g["cfg"], _rename(g["cfg"], g["class_type"], field_names).items(), strict=True
+        ):
             unit = f"  # {_UNITS[field]}" if field in _UNITS else ""
             if orig in marks:
-                unit = (unit or "  #") + f" — {marks[orig]} (the fit's estimate: give the datasheet value with --set)"
+                unit = (
+                    unit or "  #"
+                ) + f" — {marks[orig]} (the fit's estimate: give the datasheet value with --set)"
             lines.append(f"        {field}={v!r},{unit}")
         lines.append("    ),")
     return lines
 
 
-def render_python(result: ResultLike, families: dict[str, str] | None = None, *, field_names: str = "isaaclab-3",
-                  backend: str = "newton", custom: bool | None = None, rec: Recording | None = None,
-                  loads: dict[str, dict] | None = None) -> str:
+def render_python(
+    result: ResultLike,
+    families: dict[str, str] | None = None,
+    *,
+    field_names: str = "isaaclab-3",
+    backend: str = "newton",
+    custom: bool | None = None,
+    rec: Recording | None = None,
+    loads: dict[str, dict] | None = None,
+) -> str:
     """Ready-to-paste Python: imports plus an ACTUATORS dict for `ArticulationCfg(actuators=...)`.
 
     With custom (default: when `families` are named), ACTUATORS itself holds the chosen (or best) models,
@@ -777,24 +1012,31 @@ def render_python(result: ResultLike, families: dict[str, str] | None = None, *,
     classes = sorted({c for c in used if c in BUILTIN})
     version = ISAACLAB_VERSION if field_names == "isaaclab-3" else "2.x (field names)"
     lines = [
-        '"""Actuator configs fitted by actuator-sysid for Isaac Lab ' + version + '.',
+        '"""Actuator configs fitted by actuator-sysid for Isaac Lab ' + version + ".",
         "",
         "Paste into your ArticulationCfg: actuators=ACTUATORS. Units are SI.",
         "Backend: " + BACKEND_NOTES[backend],
     ]
     if customs:
-        lines += ["", "The explicit subclasses below run only with SimulationCfg(use_newton_actuators=False):",
-                  "Isaac Lab 3.0 hands built-in classes alone to Newton. newton.usda expresses them natively."]
+        lines += [
+            "",
+            "The explicit subclasses below run only with SimulationCfg(use_newton_actuators=False):",
+            "Isaac Lab 3.0 hands built-in classes alone to Newton. newton.usda expresses them natively.",
+        ]
     lines += ['"""', ""]
     if customs:
         bases = {c.replace(OFFSET_SUFFIX, "") for c in customs}
         bases |= {_BAM_BASE[b] for b in bases if b in _BAM_BASE}  # a BAM class needs the class it extends
         needed = set(classes) | {"DCMotor", "DelayedPDActuator", "DelayedPDActuatorCfg", "IdealPDActuator"}
         needed |= {b for b in bases if b in BUILTIN} | {_ACTUATOR_OF[b] for b in bases if b in BUILTIN}
-        lines += ["from dataclasses import MISSING", "", "import torch",
-                  f"from isaaclab.actuators import {', '.join(sorted(needed))}",
-                  "from isaaclab.actuators.actuator_base import resolve_joint_parameter",
-                  "from isaaclab.utils import configclass"]
+        lines += [
+            "from dataclasses import MISSING",
+            "",
+            "import torch",
+            f"from isaaclab.actuators import {', '.join(sorted(needed))}",
+            "from isaaclab.actuators.actuator_base import resolve_joint_parameter",
+            "from isaaclab.utils import configclass",
+        ]
         for c in ("DelayedDCMotorCfg", "DelayedPIDActuatorCfg"):
             if c in bases:
                 lines.append(CUSTOM_SOURCE[c].rstrip("\n"))
@@ -811,13 +1053,24 @@ def render_python(result: ResultLike, families: dict[str, str] | None = None, *,
         lines.append(f"from isaaclab.actuators import {', '.join(classes)}")
     nets = net_cfgs(result)
     if nets:
-        lines.append("from isaaclab.actuators import "
-                     + ", ".join(sorted({g["class_type"] for g in nets.values()})))
+        lines.append(
+            "from isaaclab.actuators import " + ", ".join(sorted({g["class_type"] for g in nets.values()}))
+        )
     lines += ["", "ACTUATORS = {", *_entries(groups, field_names), "}"]
     if nets:
-        lines += ["", *("# " + line for line in NET_NOTE.split("\n")), "ACTUATORS_NET = {",
-                  *_entries(nets, "isaaclab-3"), "}"]
+        lines += [
+            "",
+            *("# " + line for line in NET_NOTE.split("\n")),
+            "ACTUATORS_NET = {",
+            *_entries(nets, "isaaclab-3"),
+            "}",
+        ]
     if best is not None:
-        lines += ["", "# Each joint's best-ranked fitted model, with the subclasses above where Isaac Lab has no class.",
-                  "ACTUATORS_BEST = {", *_entries(best, field_names), "}"]
+        lines += [
+            "",
+            "# Each joint's best-ranked fitted model, with the subclasses above where Isaac Lab has no class.",
+            "ACTUATORS_BEST = {",
+            *_entries(best, field_names),
+            "}",
+        ]
     return "\n".join(lines) + "\n"

@@ -56,28 +56,55 @@ def mjcf_warnings(m: ChosenModel) -> list[Finding]:
         out.append(Finding(f"EXPORT.MJCF.{code}", "warning", m.joint, msg))
 
     if "dc_motor" in m.family.clamps:
-        out.append(Finding("EXPORT.MJCF.dc_motor", "info", m.joint, (
-            "the DC-motor envelope is two actuators on the joint: copy both classes "
-            f"({prim_name(m.joint)}_fit and {prim_name(m.joint)}_fit_emf) and the joint's actuatorfrcrange; "
-            "a single position actuator would lose the speed derating")))
+        out.append(
+            Finding(
+                "EXPORT.MJCF.dc_motor",
+                "info",
+                m.joint,
+                (
+                    "the DC-motor envelope is two actuators on the joint: copy both classes "
+                    f"({prim_name(m.joint)}_fit and {prim_name(m.joint)}_fit_emf) and the joint's actuatorfrcrange; "
+                    "a single position actuator would lose the speed derating"
+                ),
+            )
+        )
     if "position_table" in m.family.clamps:
-        add("position_table", f"the position-dependent torque limit becomes forcerange = ±{effort_limit(m)} N·m, "
-            "the table's largest value")
+        add(
+            "position_table",
+            f"the position-dependent torque limit becomes forcerange = ±{effort_limit(m)} N·m, "
+            "the table's largest value",
+        )
     if m.family.drive == "pid":
-        out.append(Finding("EXPORT.MJCF.pid", "info", m.joint, (
-            "MuJoCo's pid actuator takes two controls, [q_des, qd_des + tau_ff/kd]; its integral of q_des − q, "
-            "clamped to ±integral_max, gains this step's error after the force (Newton's DrivePID before)")))
+        out.append(
+            Finding(
+                "EXPORT.MJCF.pid",
+                "info",
+                m.joint,
+                (
+                    "MuJoCo's pid actuator takes two controls, [q_des, qd_des + tau_ff/kd]; its integral of q_des − q, "
+                    "clamped to ±integral_max, gains this step's error after the force (Newton's DrivePID before)"
+                ),
+            )
+        )
     budget_said = False
     for comp in m.family.components:  # each joint term says what MuJoCo cannot hold of it
         if comp.budget and not budget_said:  # BAM's friction budget: one finding for all its terms
             budget_said = True
             from .isaaclab import bam_carrier
 
-            add("friction_model", f"frictionloss is the Coulomb part {m.value('friction')} N·m; BAM's friction "
+            add(
+                "friction_model",
+                f"frictionloss is the Coulomb part {m.value('friction')} N·m; BAM's friction "
                 "budget (Stribeck / load-dependent terms, which BAM sets on dof_frictionloss every step) is dropped: "
-                + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction if m.value(t) is not None)
-                + f"; {bam_carrier(m.family)}")
-        out += [Finding(f"EXPORT.MJCF.{code}", severity, m.joint, msg) for code, severity, msg in comp.notes("mjcf", m)]
+                + ", ".join(
+                    f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction if m.value(t) is not None
+                )
+                + f"; {bam_carrier(m.family)}",
+            )
+        out += [
+            Finding(f"EXPORT.MJCF.{code}", severity, m.joint, msg)
+            for code, severity, msg in comp.notes("mjcf", m)
+        ]
     return out
 
 
@@ -108,12 +135,21 @@ def _actuator_attrs(m: ChosenModel, dt: float) -> dict[str, str]:
     # MuJoCo reads a positive biasprm[2] of a position-like actuator (gainprm[0] == −biasprm[1]) as a damping
     # ratio; gear g = 2 (force ×g, length and velocity ×g) keeps the same joint torque with unequal gains.
     g = 2.0 if kv < 0 else 1.0
-    out = {"gainprm": _num(kp / g), "biastype": "affine", "biasprm": f"0 {_num(-kp / g**2)} {_num(-kv / g**2)}"}
+    out = {
+        "gainprm": _num(kp / g),
+        "biastype": "affine",
+        "biasprm": f"0 {_num(-kp / g**2)} {_num(-kv / g**2)}",
+    }
     if m.family.drive == "pid":  # MuJoCo's pid actuator: act = ∫(ctrl − q) dt clamped to ±dynprm[0] (0: none)
         i_max = m.value("integral_max")
-        out = {"dyntype": "pid", "dynprm": _num(i_max if i_max is not None and math.isfinite(i_max) else 0.0),
-               "gaintype": "pid", "gainprm": _num(m.value("ki") or 0.0), "biastype": "affine",
-               "biasprm": f"0 {_num(-kp)} {_num(-kd)}"}
+        out = {
+            "dyntype": "pid",
+            "dynprm": _num(i_max if i_max is not None and math.isfinite(i_max) else 0.0),
+            "gaintype": "pid",
+            "gainprm": _num(m.value("ki") or 0.0),
+            "biastype": "affine",
+            "biasprm": f"0 {_num(-kp)} {_num(-kd)}",
+        }
     if g != 1.0:
         out["gear"] = _num(g)
     if r := _range(None if lim is None else lim / g):
@@ -146,14 +182,18 @@ def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: flo
     ]
     for m in models:
         name = prim_name(m.joint)
-        lines += [f'    <default class="{name}_fit">  <!-- family {m.family.name} -->',
-                  f"      <joint {_attrs(_joint_attrs(m))}/>",
-                  f"      <general {_attrs(_actuator_attrs(m, dt))}/>",
-                  "    </default>"]
+        lines += [
+            f'    <default class="{name}_fit">  <!-- family {m.family.name} -->',
+            f"      <joint {_attrs(_joint_attrs(m))}/>",
+            f"      <general {_attrs(_actuator_attrs(m, dt))}/>",
+            "    </default>",
+        ]
         if dc_slope(m) > 0:  # the back-EMF half of the DC envelope: force −c·qd, no control input
-            lines += [f'    <default class="{name}_fit_emf">',
-                      f'      <general gainprm="0" biastype="affine" biasprm="0 0 {_num(-dc_slope(m))}"/>',
-                      "    </default>"]
+            lines += [
+                f'    <default class="{name}_fit_emf">',
+                f'      <general gainprm="0" biastype="affine" biasprm="0 0 {_num(-dc_slope(m))}"/>',
+                "    </default>",
+            ]
     lines += ["  </default>", "  <worldbody>"]
     for i, m in enumerate(models):
         name, info = prim_name(m.joint), loads[m.joint]
@@ -162,12 +202,14 @@ def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: flo
         com = 0.0 if prismatic or info.mass <= 0 else info.com_distance
         inertia = _num(max(info.inertia, MIN_INERTIA))
         axis = "1 0 0" if prismatic else ("0 1 0" if info.gravity_coeff > 0 else "0 0 1")
-        lines += [f'    <body name="{name}_link" pos="{i} 0 0">',
-                  f'      <joint name="{name}" class="{name}_fit" type="{"slide" if prismatic else "hinge"}" '
-                  f'axis="{axis}" limited="false"/>',
-                  f'      <inertial pos="0 0 {_num(-com)}" mass="{_num(mass)}" '
-                  f'diaginertia="{inertia} {inertia} {inertia}"/>',
-                  "    </body>"]
+        lines += [
+            f'    <body name="{name}_link" pos="{i} 0 0">',
+            f'      <joint name="{name}" class="{name}_fit" type="{"slide" if prismatic else "hinge"}" '
+            f'axis="{axis}" limited="false"/>',
+            f'      <inertial pos="0 0 {_num(-com)}" mass="{_num(mass)}" '
+            f'diaginertia="{inertia} {inertia} {inertia}"/>',
+            "    </body>",
+        ]
     lines += ["  </worldbody>", "  <actuator>"]
     for m in models:
         name = prim_name(m.joint)
@@ -180,20 +222,35 @@ def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: flo
 
 def model_findings(result: ResultLike, models: list[ChosenModel]) -> list[Finding]:
     """Per joint: the fit written in place of a best model MuJoCo cannot hold, and what the written one loses."""
-    return substitutions(result, models, "MuJoCo", "EXPORT.MJCF") + [f for m in models for f in mjcf_warnings(m)]
+    return substitutions(result, models, "MuJoCo", "EXPORT.MJCF") + [
+        f for m in models for f in mjcf_warnings(m)
+    ]
 
 
-def build_mjcf(result: ResultLike, rec: Recording | None = None, *, families: dict[str, str] | str | None = None,
-               loads: dict[str, dict] | None = None) -> tuple[str, list[Finding]]:
+def build_mjcf(
+    result: ResultLike,
+    rec: Recording | None = None,
+    *,
+    families: dict[str, str] | str | None = None,
+    loads: dict[str, dict] | None = None,
+) -> tuple[str, list[Finding]]:
     """(MJCF text, findings): the standalone model and what it approximates."""
     typed = as_result(result)
     models = choose(typed, families, expresses)
     text = render_model(models, bench_loads(typed, rec, loads), physics_dt(typed))
     findings = model_findings(typed, models)
-    if any(m.family.drive == "implicit" for m in models) and not all(m.family.drive == "implicit" for m in models):
-        findings.append(Finding("EXPORT.MJCF.integrator", "warning", "option",
-                                "explicit and implicit-family joints share one model: Euler integrates the implicit "
-                                "joints' Kd explicitly (Newton's implicitfast does not)"))
+    if any(m.family.drive == "implicit" for m in models) and not all(
+        m.family.drive == "implicit" for m in models
+    ):
+        findings.append(
+            Finding(
+                "EXPORT.MJCF.integrator",
+                "warning",
+                "option",
+                "explicit and implicit-family joints share one model: Euler integrates the implicit "
+                "joints' Kd explicitly (Newton's implicitfast does not)",
+            )
+        )
     return text, findings
 
 

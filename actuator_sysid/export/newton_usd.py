@@ -79,8 +79,9 @@ def expresses(family: Family) -> bool:
     return not family.rich_friction
 
 
-def choose_models(result: ResultLike, families: dict[str, str] | str | None = None
-                  ) -> tuple[list[ChosenModel | NetChoice], list[Finding]]:
+def choose_models(
+    result: ResultLike, families: dict[str, str] | str | None = None
+) -> tuple[list[ChosenModel | NetChoice], list[Finding]]:
     """One model per joint like selection.choose, but an actuator network is a NetChoice (a neural prim)."""
     from .checkpoints import as_net, checkpoint_files, onnx_unsupported
 
@@ -103,17 +104,31 @@ def choose_models(result: ResultLike, families: dict[str, str] | str | None = No
         fmt = "newton.onnx" if onnx_unsupported(net) is None else "newton.pt2"
         path = names[fmt] if kind == name else f"{prim_name(joint)}.{name}.{fmt}"
         if kind != name:
-            findings.append(Finding("EXPORT.NEWTON.checkpoint_file", "info", joint,
-                                    f"newton:modelPath is ./{path}: write it beside the .usda with `actuator-sysid "
-                                    f"export FIT --format {fmt} --family {joint}={name} --out {path}` (the fit's "
-                                    f"own {names.get(fmt, fmt)} holds its {kind})"))
+            findings.append(
+                Finding(
+                    "EXPORT.NEWTON.checkpoint_file",
+                    "info",
+                    joint,
+                    f"newton:modelPath is ./{path}: write it beside the .usda with `actuator-sysid "
+                    f"export FIT --format {fmt} --family {joint}={name} --out {path}` (the fit's "
+                    f"own {names.get(fmt, fmt)} holds its {kind})",
+                )
+            )
         if fmt == "newton.pt2":
-            findings.append(Finding("EXPORT.NEWTON.torch_checkpoint", "warning", joint,
-                                    f"newton:modelPath is the Torch checkpoint ./{path}, which Newton 1.8 parses only "
-                                    "with the deprecated allow_unsafe_torch_checkpoints=True: "
-                                    + (onnx_unsupported(net) or "")))
-        env = {k: float(net.network[k]) for k in ("saturation_effort", "actuator_velocity_limit",
-                                                        "actuator_effort_limit")}
+            findings.append(
+                Finding(
+                    "EXPORT.NEWTON.torch_checkpoint",
+                    "warning",
+                    joint,
+                    f"newton:modelPath is the Torch checkpoint ./{path}, which Newton 1.8 parses only "
+                    "with the deprecated allow_unsafe_torch_checkpoints=True: "
+                    + (onnx_unsupported(net) or ""),
+                )
+            )
+        env = {
+            k: float(net.network[k])
+            for k in ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit")
+        }
         out.append(NetChoice(joint, name, env, "./" + path))
     return out, findings
 
@@ -166,14 +181,24 @@ def newton_warnings(m: ChosenModel) -> list[Finding]:
             budget_said = True
             from .isaaclab import bam_carrier
 
-            out.append(Finding("EXPORT.NEWTON.friction_model", "warning", m.joint,
-                               "Newton's joint_friction is a constant Coulomb effort and Newton 1.8's actuator "
-                               f"components hold no friction budget: newton:friction = {m.value('friction')} N·m; "
-                               "BAM's friction budget terms are dropped ("
-                               + ", ".join(f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction
-                                           if m.value(t) is not None) + f"); {bam_carrier(m.family)}"))
-        out += [Finding(f"EXPORT.NEWTON.{code}", severity, m.joint, msg)
-                for code, severity, msg in comp.notes("newton", m)]
+            out.append(
+                Finding(
+                    "EXPORT.NEWTON.friction_model",
+                    "warning",
+                    m.joint,
+                    "Newton's joint_friction is a constant Coulomb effort and Newton 1.8's actuator "
+                    f"components hold no friction budget: newton:friction = {m.value('friction')} N·m; "
+                    "BAM's friction budget terms are dropped ("
+                    + ", ".join(
+                        f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction if m.value(t) is not None
+                    )
+                    + f"); {bam_carrier(m.family)}",
+                )
+            )
+        out += [
+            Finding(f"EXPORT.NEWTON.{code}", severity, m.joint, msg)
+            for code, severity, msg in comp.notes("newton", m)
+        ]
     return out
 
 
@@ -242,7 +267,9 @@ def _new_stage(dt: float, gravity: float):
     scene.CreateGravityMagnitudeAttr(float(gravity))
     scene.GetPrim().AddAppliedSchema("NewtonSceneAPI")
     # delays count physics steps: the stage says which step they were fitted at
-    scene.GetPrim().CreateAttribute("newton:timeStepsPerSecond", Sdf.ValueTypeNames.Int).Set(int(round(1.0 / dt)))
+    scene.GetPrim().CreateAttribute("newton:timeStepsPerSecond", Sdf.ValueTypeNames.Int).Set(
+        int(round(1.0 / dt))
+    )
     return stage
 
 
@@ -256,8 +283,14 @@ def standalone_stage(models: list[ChosenModel | NetChoice], loads: dict[str, Joi
     gravities = sorted({round(loads[m.joint].gravity, 9) for m in models if loads[m.joint].gravity_coeff > 0})
     g = gravities[0] if gravities else 9.81
     if len(gravities) > 1:
-        findings.append(Finding("EXPORT.NEWTON.gravity", "warning", "/World/PhysicsScene",
-                                f"the joints' benches have different gravity {gravities}; the stage uses {g}"))
+        findings.append(
+            Finding(
+                "EXPORT.NEWTON.gravity",
+                "warning",
+                "/World/PhysicsScene",
+                f"the joints' benches have different gravity {gravities}; the stage uses {g}",
+            )
+        )
     stage = _new_stage(dt, g)
     for i, m in enumerate(models):
         info = loads[m.joint]
@@ -301,8 +334,14 @@ def standalone_stage(models: list[ChosenModel | NetChoice], loads: dict[str, Joi
         joint.CreateLocalPos1Attr(Gf.Vec3f(0.0, 0.0, 0.0))
         author_joint(stage, joint.GetPrim(), m, f"{root}/{name}_actuator")
         if info.gravity_coeff > 0 and abs(info.gravity - g) > 1e-9:
-            findings.append(Finding("EXPORT.NEWTON.gravity", "warning", str(joint.GetPath()),
-                                    f"bench gravity {info.gravity} m/s² differs from the stage's {g} m/s²"))
+            findings.append(
+                Finding(
+                    "EXPORT.NEWTON.gravity",
+                    "warning",
+                    str(joint.GetPath()),
+                    f"bench gravity {info.gravity} m/s² differs from the stage's {g} m/s²",
+                )
+            )
     return stage, findings
 
 
@@ -341,26 +380,50 @@ def robot_stage(models: list[ChosenModel | NetChoice], robot_usd: str | bytes):
     for m in models:
         found = joints.get(m.joint) or joints.get(prim_name(m.joint)) or []
         if not found:
-            findings.append(Finding("EXPORT.NEWTON.unmatched_joint", "error", m.joint,
-                                    f"no revolute or prismatic joint prim named {m.joint!r} in the robot USD"))
+            findings.append(
+                Finding(
+                    "EXPORT.NEWTON.unmatched_joint",
+                    "error",
+                    m.joint,
+                    f"no revolute or prismatic joint prim named {m.joint!r} in the robot USD",
+                )
+            )
             continue
         if len(found) > 1:
-            findings.append(Finding("EXPORT.NEWTON.ambiguous_joint", "warning", m.joint,
-                                    f"{len(found)} joint prims are named {m.joint!r}; all get the fitted actuator"))
+            findings.append(
+                Finding(
+                    "EXPORT.NEWTON.ambiguous_joint",
+                    "warning",
+                    m.joint,
+                    f"{len(found)} joint prims are named {m.joint!r}; all get the fitted actuator",
+                )
+            )
         for jp in found:
             for other in list(stage.Traverse()):
                 if other.GetTypeName() == "NewtonActuator":
                     rel = other.GetRelationship("newton:targets")
                     if rel and jp.GetPath() in rel.GetTargets():
                         other.SetActive(False)
-                        findings.append(Finding("EXPORT.NEWTON.replaced_actuator", "info", str(other.GetPath()),
-                                                f"deactivated: the fitted actuator of {m.joint!r} replaces it"))
+                        findings.append(
+                            Finding(
+                                "EXPORT.NEWTON.replaced_actuator",
+                                "info",
+                                str(other.GetPath()),
+                                f"deactivated: the fitted actuator of {m.joint!r} replaces it",
+                            )
+                        )
             author_joint(stage, jp, m, f"{jp.GetParent().GetPath()}/{prim_name(jp.GetName())}_actuator")
     return stage, findings
 
 
-def build_stage(result: ResultLike, rec: Recording | None = None, *, families: dict[str, str] | str | None = None,
-                loads: dict[str, dict] | None = None, robot_usd: str | bytes | None = None):
+def build_stage(
+    result: ResultLike,
+    rec: Recording | None = None,
+    *,
+    families: dict[str, str] | str | None = None,
+    loads: dict[str, dict] | None = None,
+    robot_usd: str | bytes | None = None,
+):
     """The export stage and what the exporter noted about it: (stage, findings)."""
     typed = as_result(result)
     models, findings = choose_models(typed, families)
@@ -371,9 +434,14 @@ def build_stage(result: ResultLike, rec: Recording | None = None, *, families: d
     else:
         stage, more = standalone_stage(models, bench_loads(typed, rec, loads), physics_dt(typed))
     layer = stage.GetRootLayer()
-    layer.customLayerData = {**dict(layer.customLayerData), "actuator_sysid": {
-        "physics_dt": physics_dt(typed), "delay_unit": "physics steps",
-        "families": {m.joint: m.kind if isinstance(m, NetChoice) else m.family.name for m in models}}}
+    layer.customLayerData = {
+        **dict(layer.customLayerData),
+        "actuator_sysid": {
+            "physics_dt": physics_dt(typed),
+            "delay_unit": "physics steps",
+            "families": {m.joint: m.kind if isinstance(m, NetChoice) else m.family.name for m in models},
+        },
+    }
     return stage, findings + more
 
 

@@ -41,23 +41,36 @@ def parse_at(text: str | None) -> dict[str, float] | None:
 def _multipliers(units: str, ref: dict, at: dict[str, float]) -> dict[str, float]:
     """Stiffness, damping, saturation effort and velocity limit multipliers from the reference to `at`."""
     v = at["vin"] / ref["vin"] if ref.get("vin") and "vin" in at else 1.0
-    kp = at["kp"] / ref["kp"] * v if units == "device" and ref.get("kp") and "kp" in at else (
-        v if units == "device" else 1.0)
-    kd = at["kd"] / ref["kd"] * v if units == "device" and ref.get("kd") and "kd" in at else (
-        v if units == "device" and ref.get("kd") else 1.0)
+    kp = (
+        at["kp"] / ref["kp"] * v
+        if units == "device" and ref.get("kp") and "kp" in at
+        else (v if units == "device" else 1.0)
+    )
+    kd = (
+        at["kd"] / ref["kd"] * v
+        if units == "device" and ref.get("kd") and "kd" in at
+        else (v if units == "device" and ref.get("kd") else 1.0)
+    )
     return {"stiffness": kp, "damping": kd, "saturation_effort": v, "actuator_velocity_limit": v}
 
 
 def _scaled(jr: JointFit, mult: dict[str, float]) -> JointFit:
     """A joint's fits with the SCALED parameters of every model multiplied by `mult`."""
+
     def scale(name: str, v: object) -> object:
         return float(v) * mult[name] if name in SCALED and isinstance(v, int | float) else v
-    return replace(jr, models={k: replace(m, params={n: scale(n, v) for n, v in m.params.items()})
-                               for k, m in jr.models.items()})
+
+    return replace(
+        jr,
+        models={
+            k: replace(m, params={n: scale(n, v) for n, v in m.params.items()}) for k, m in jr.models.items()
+        },
+    )
 
 
-def at_operating_point(result: ResultLike, at: dict[str, float] | None = None
-                       ) -> tuple[FitResult, dict | None]:
+def at_operating_point(
+    result: ResultLike, at: dict[str, float] | None = None
+) -> tuple[FitResult, dict | None]:
     """(result with every model's SI parameters at `at`, the point used per joint) — or (result, None) for a fit
     that logged no device gains or supply voltage. Raises ExportError when `at` asks for what the fit lacks."""
     typed = as_result(result)
@@ -65,8 +78,10 @@ def at_operating_point(result: ResultLike, at: dict[str, float] | None = None
     units = typed.assumptions.gain_units or {}
     if not refs:
         if at:
-            raise ExportError(f"--at {','.join(f'{k}={v:g}' for k, v in at.items())}: this fit's segments log "
-                              "no device-unit gains or supply voltage; its parameters are SI as fitted")
+            raise ExportError(
+                f"--at {','.join(f'{k}={v:g}' for k, v in at.items())}: this fit's segments log "
+                "no device-unit gains or supply voltage; its parameters are SI as fitted"
+            )
         return typed, None
     joints = dict(typed.joints)
     points: dict[str, dict] = {}
@@ -79,8 +94,12 @@ def at_operating_point(result: ResultLike, at: dict[str, float] | None = None
             if key == "vin" and not ref.get("vin"):
                 raise ExportError(f"--at vin: joint {joint!r} logs no supply voltage")
         point = {k: want.get(k, ref.get(k)) for k in AT_KEYS if ref.get(k) is not None}
-        points[joint] = {**point, "gain_units": unit, "reference": {k: v for k, v in ref.items() if v is not None},
-                         "default": not want}
+        points[joint] = {
+            **point,
+            "gain_units": unit,
+            "reference": {k: v for k, v in ref.items() if v is not None},
+            "default": not want,
+        }
         if not want:
             continue
         if joint in joints:

@@ -33,9 +33,11 @@ def _ranges(result: ResultLike, families: dict[str, str] | str | None) -> dict[s
         fit = typed.model(m.joint, m.family.name)
         intervals = fit.intervals
         ranges, sources = {}, {}
-        left_out = {**{n: "not identified: " + str(u.get("reason", "")) for n, u in (fit.unidentified or {}).items()},
-                    **{n: "not identified: " + (iv.reason or "") for n, iv in intervals.items() if not iv.identified},
-                    **{n: "given by the user, not fitted" for n in fit.given or {}}}
+        left_out = {
+            **{n: "not identified: " + str(u.get("reason", "")) for n, u in (fit.unidentified or {}).items()},
+            **{n: "not identified: " + (iv.reason or "") for n, iv in intervals.items() if not iv.identified},
+            **{n: "given by the user, not fitted" for n in fit.given or {}},
+        }
         for name in m.family.params:
             v = m.params.get(name)
             if name in left_out:
@@ -45,8 +47,11 @@ def _ranges(result: ResultLike, families: dict[str, str] | str | None) -> dict[s
                 continue
             p = parameters.get(name)
             iv = intervals.get(name)
-            peers = [float(o.params[name]) for o in by_family[m.family.name]
-                     if name in o.params and math.isfinite(float(o.params[name]))]
+            peers = [
+                float(o.params[name])
+                for o in by_family[m.family.name]
+                if name in o.params and math.isfinite(float(o.params[name]))
+            ]
             if iv is not None and iv.interval95:
                 lo, hi = iv.interval95
                 src = "interval95"
@@ -54,8 +59,11 @@ def _ranges(result: ResultLike, families: dict[str, str] | str | None) -> dict[s
                 lo, hi, src = min(peers), max(peers), "spread across joints"
             else:
                 d = abs(float(v)) * DEFAULT_RELATIVE if name != "delay" else 1.0
-                lo, hi, src = float(v) - d, float(v) + d, f"default ±{DEFAULT_RELATIVE:.0%}" if name != "delay" \
-                    else "default ±1 step"
+                lo, hi, src = (
+                    float(v) - d,
+                    float(v) + d,
+                    f"default ±{DEFAULT_RELATIVE:.0%}" if name != "delay" else "default ±1 step",
+                )
             lo, hi = max(float(lo), p.lower if p.lower < 0 else 0.0), min(float(hi), p.upper)
             if p.integer:
                 lo, hi = int(math.floor(lo)), int(math.ceil(hi))
@@ -65,7 +73,9 @@ def _ranges(result: ResultLike, families: dict[str, str] | str | None) -> dict[s
     return out
 
 
-def randomization(result: ResultLike, families: dict[str, str] | str | None = None, asset: str = "robot") -> dict:
+def randomization(
+    result: ResultLike, families: dict[str, str] | str | None = None, asset: str = "robot"
+) -> dict:
     """The randomization document: per-joint ranges and Isaac Lab event-term parameters."""
     joints = _ranges(result, families)
     events, cfgs = {}, {}
@@ -75,13 +85,17 @@ def randomization(result: ResultLike, families: dict[str, str] | str | None = No
         gains = {f"{k}_distribution_params": r[k] for k in ("stiffness", "damping") if k in r}
         if gains:
             events[f"actuator_gains_{joint}"] = {
-                "func": "isaaclab.envs.mdp.events:randomize_actuator_gains", "mode": "reset",
-                "params": {"asset_cfg": asset_cfg, **gains, "operation": "abs", "distribution": "uniform"}}
+                "func": "isaaclab.envs.mdp.events:randomize_actuator_gains",
+                "mode": "reset",
+                "params": {"asset_cfg": asset_cfg, **gains, "operation": "abs", "distribution": "uniform"},
+            }
         jp = {f"{k}_distribution_params": r[k] for k in ("friction", "armature") if k in r}
         if jp:
             events[f"joint_parameters_{joint}"] = {
-                "func": "isaaclab.envs.mdp.events:randomize_joint_parameters", "mode": "startup",
-                "params": {"asset_cfg": asset_cfg, **jp, "operation": "abs", "distribution": "uniform"}}
+                "func": "isaaclab.envs.mdp.events:randomize_joint_parameters",
+                "mode": "startup",
+                "params": {"asset_cfg": asset_cfg, **jp, "operation": "abs", "distribution": "uniform"},
+            }
         if "delay" in r:
             cfgs[joint] = {"min_delay": r["delay"][0], "max_delay": r["delay"][1]}
     return {
@@ -91,8 +105,8 @@ def randomization(result: ResultLike, families: dict[str, str] | str | None = No
             "events": events,
             "actuator_cfg": cfgs,
             "note": "EventTermCfg(func=..., mode=..., params=...) with SceneEntityCfg(**asset_cfg). "
-                    "A delay range needs Isaac Lab's PyTorch path: Newton-native execution fixes the delay at "
-                    "max_delay (consumer-semantics §A.11). viscous_friction and effort limits have no event term.",
+            "A delay range needs Isaac Lab's PyTorch path: Newton-native execution fixes the delay at "
+            "max_delay (consumer-semantics §A.11). viscous_friction and effort limits have no event term.",
         },
     }
 

@@ -23,7 +23,6 @@ from .selection import prepend_comment
 log = logging.getLogger(__name__)
 
 
-
 def render_robot_exports(result: dict, robot) -> tuple[dict[str, str], dict]:
     """{file name: text} of every whole-robot export this robot allows, and per file what it noted."""
     from .robot_common import provenance_lines
@@ -35,8 +34,10 @@ def render_robot_exports(result: dict, robot) -> tuple[dict[str, str], dict]:
         texts["isaaclab.py"], texts["isaaclab.json"] = render_python(result), render_json(result)
         py = build_cfgs(texts["isaaclab.py"], "isaaclab.py")
         js = build_cfgs(texts["isaaclab.json"], "isaaclab.json", texts["isaaclab.py"])
-        info["isaaclab"] = {"groups": {g: type(c).__name__ for g, c in py.items()},
-                            "json_equals_py": all(js[g].to_dict() == c.to_dict() for g, c in py.items())}
+        info["isaaclab"] = {
+            "groups": {g: type(c).__name__ for g, c in py.items()},
+            "json_equals_py": all(js[g].to_dict() == c.to_dict() for g, c in py.items()),
+        }
     except Exception as e:  # noqa: BLE001 - the other exports stand without it
         texts.pop("isaaclab.py", None), texts.pop("isaaclab.json", None)
         info["isaaclab"] = {"status": "not written", "note": f"{type(e).__name__}: {e}"}
@@ -47,10 +48,16 @@ def render_robot_exports(result: dict, robot) -> tuple[dict[str, str], dict]:
         stage, findings = build_robot_stage(result, robot)
         dj = validate_stage(stage)
         text = stage.GetRootLayer().ExportToString()
-        texts["newton.usda"] = prepend_comment("newton.usda", text, provenance_lines(result, "Newton 1.8 USD"))
+        texts["newton.usda"] = prepend_comment(
+            "newton.usda", text, provenance_lines(result, "Newton 1.8 USD")
+        )
         mismatches = readback_mismatches(import_stage(stage), result)
-        info["newton"] = {"findings": [f.as_dict() for f in findings], "dj001": [f.as_dict() for f in dj],
-                          "readback_mismatches": mismatches, "readback_equal": not mismatches}
+        info["newton"] = {
+            "findings": [f.as_dict() for f in findings],
+            "dj001": [f.as_dict() for f in dj],
+            "readback_mismatches": mismatches,
+            "readback_equal": not mismatches,
+        }
     except Exception as e:  # noqa: BLE001 - the other exports stand without it
         info["newton"] = {"status": "not written", "note": f"{type(e).__name__}: {e}"}
     if robot.path.suffix.lower() in MJCF_SUFFIXES:
@@ -77,8 +84,9 @@ def _consumer(name: str, fn, say: Callable[[str], None]) -> dict:
         return {"status": "failed", "note": f"{type(e).__name__}: {e}"}
 
 
-def replay_robot_exports(result: dict, rec: Recording, robot, texts: dict[str, str],
-                         progress: Callable[[str], None] | None = None) -> dict:
+def replay_robot_exports(
+    result: dict, rec: Recording, robot, texts: dict[str, str], progress: Callable[[str], None] | None = None
+) -> dict:
     """Every written export replayed by its consumer on the held-out part, beside our coupled rollout."""
     from . import robot_replay as rr
 
@@ -102,31 +110,50 @@ def replay_robot_exports(result: dict, rec: Recording, robot, texts: dict[str, s
         from .robot_usd import import_stage
         from .validate import open_stage
 
-        runs["newton"] = _consumer("newton", lambda: rr.newton_run(import_stage(open_stage(texts["newton.usda"])),
-                                                                   lg, bias), say)
+        runs["newton"] = _consumer(
+            "newton", lambda: rr.newton_run(import_stage(open_stage(texts["newton.usda"])), lg, bias), say
+        )
     if "mjcf.xml" in texts:
         from .robot_mjcf import actuator_names, replay_model
 
-        base = robot.path.parent.resolve()  # a model MuJoCo cannot load fails this replay alone, as the others
-        runs["mujoco"] = _consumer("mujoco", lambda: rr.mujoco_run(replay_model(texts["mjcf.xml"], base), lg, bias,
-                                                                   models, actuator_names(texts["mjcf.xml"])), say)
+        base = (
+            robot.path.parent.resolve()
+        )  # a model MuJoCo cannot load fails this replay alone, as the others
+        runs["mujoco"] = _consumer(
+            "mujoco",
+            lambda: rr.mujoco_run(
+                replay_model(texts["mjcf.xml"], base), lg, bias, models, actuator_names(texts["mjcf.xml"])
+            ),
+            say,
+        )
     consumers = {k: (rr.compare(lg, ours_q, *v["run"]) if "run" in v else v) for k, v in runs.items()}
     traces = {"ours": ours_q, **{k: v["run"][0] for k, v in runs.items() if "run" in v}}
     names = list(traces)
-    between = {f"{a} vs {b}": rr.rmse(traces[a], traces[b]) for i, a in enumerate(names) for b in names[i + 1:]}
+    between = {
+        f"{a} vs {b}": rr.rmse(traces[a], traces[b]) for i, a in enumerate(names) for b in names[i + 1 :]
+    }
     fit_v = float(result["validation"]["rmse"])
-    return {"part": {"from_sample": lg.start, "samples": int(lg.q.shape[0]),
-                     "duration_s": float((lg.q.shape[0] - 1) * lg.dt * lg.decimation),
-                     "what": "the fit's held-out part, from the measured state at the split, open loop"},
-            "tolerance": rr.TOLERANCE,
-            "definition": "within tolerance: the replay's position RMSE against the log within 10 % of our "
-                          "coupled rollout's",
-            "ours": {"rmse": rr.rmse(ours_q, lg.q),
-                     "fit_validation_rmse": fit_v, "wall_s": ours_s,
-                     "engine": "models/articulated.py on Newton SolverMuJoCo (MuJoCo C), one world"},
-            "consumers": consumers,
-            "rmse_between": between,  # rad, every pair of replays (ours included) over the same part
-            "within_tolerance": bool(consumers) and all(c.get("within_tolerance", False) for c in consumers.values())}
+    return {
+        "part": {
+            "from_sample": lg.start,
+            "samples": int(lg.q.shape[0]),
+            "duration_s": float((lg.q.shape[0] - 1) * lg.dt * lg.decimation),
+            "what": "the fit's held-out part, from the measured state at the split, open loop",
+        },
+        "tolerance": rr.TOLERANCE,
+        "definition": "within tolerance: the replay's position RMSE against the log within 10 % of our "
+        "coupled rollout's",
+        "ours": {
+            "rmse": rr.rmse(ours_q, lg.q),
+            "fit_validation_rmse": fit_v,
+            "wall_s": ours_s,
+            "engine": "models/articulated.py on Newton SolverMuJoCo (MuJoCo C), one world",
+        },
+        "consumers": consumers,
+        "rmse_between": between,  # rad, every pair of replays (ours included) over the same part
+        "within_tolerance": bool(consumers)
+        and all(c.get("within_tolerance", False) for c in consumers.values()),
+    }
 
 
 def replay_lines(replays: dict) -> list[str]:
@@ -134,15 +161,19 @@ def replay_lines(replays: dict) -> list[str]:
     if replays.get("status") == "failed":
         return [f"exports not replayed: {replays['note']}"]
     o = replays["ours"]["rmse"]
-    lines = [f"exports replayed on the whole robot (held-out part, {replays['part']['duration_s']:.2f} s): our "
-             f"coupled rollout {o:.4f} rad"]
+    lines = [
+        f"exports replayed on the whole robot (held-out part, {replays['part']['duration_s']:.2f} s): our "
+        f"coupled rollout {o:.4f} rad"
+    ]
     for name, c in replays["consumers"].items():
         if c.get("status") != "ok":
             lines.append(f"  {name}: {c.get('status')} — {c.get('note')}")
             continue
-        lines.append(f"  {name}: {c['rmse_replay']:.4f} rad ({c['relative_difference']:.1%} from ours' RMSE; "
-                     f"{c['rmse_replay_vs_ours']:.2g} rad from ours) "
-                     + ("within 10 %" if c["within_tolerance"] else "NOT within 10 %"))
+        lines.append(
+            f"  {name}: {c['rmse_replay']:.4f} rad ({c['relative_difference']:.1%} from ours' RMSE; "
+            f"{c['rmse_replay_vs_ours']:.2g} rad from ours) "
+            + ("within 10 %" if c["within_tolerance"] else "NOT within 10 %")
+        )
     if replays.get("rmse_between"):
         pair, worst = max(replays["rmse_between"].items(), key=lambda kv: kv[1])
         lines.append(f"  the replays against each other: at most {worst:.2g} rad RMSE ({pair})")
@@ -157,16 +188,28 @@ def export_lines(result: dict) -> list[str]:
             lines.append(f"{name} export not written: {i['note']}")
     nw = (result.get("exports") or {}).get("newton") or {}
     if "dj001" in nw:
-        lines.append(f"newton.usda: {len(nw['dj001'])} NEWTON.DJ.001 finding(s); Newton's add_usd reads the "
-                     "actuators back " + ("equal to the fit" if nw["readback_equal"] else
-                                          "DIFFERENT: " + "; ".join(nw["readback_mismatches"][:4])))
+        lines.append(
+            f"newton.usda: {len(nw['dj001'])} NEWTON.DJ.001 finding(s); Newton's add_usd reads the "
+            "actuators back "
+            + (
+                "equal to the fit"
+                if nw["readback_equal"]
+                else "DIFFERENT: " + "; ".join(nw["readback_mismatches"][:4])
+            )
+        )
     if result.get("replays"):
         lines += replay_lines(result["replays"])
     return lines
 
 
-def write_robot_exports(result: dict, rec: Recording, robot, out, replay: bool = True,
-                        progress: Callable[[str], None] | None = None) -> list[str]:
+def write_robot_exports(
+    result: dict,
+    rec: Recording,
+    robot,
+    out,
+    replay: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> list[str]:
     """Write the whole-robot exports into `out`, replay them, and rewrite fit.json with `replays` and `exports`."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

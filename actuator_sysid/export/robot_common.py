@@ -20,10 +20,17 @@ from ..models.families import get_family
 from .selection import ChosenModel, ExportError
 
 # result group key → registry parameter name (fitting/robot.py names the envelope's speed either way)
-GROUP_PARAMS = {"stiffness": "stiffness", "damping": "damping", "armature": "armature", "friction": "friction",
-                "viscous_friction": "viscous_friction", "effort_limit": "actuator_effort_limit",
-                "saturation_effort": "saturation_effort", "velocity_limit": "actuator_velocity_limit",
-                "actuator_velocity_limit": "actuator_velocity_limit"}
+GROUP_PARAMS = {
+    "stiffness": "stiffness",
+    "damping": "damping",
+    "armature": "armature",
+    "friction": "friction",
+    "viscous_friction": "viscous_friction",
+    "effort_limit": "actuator_effort_limit",
+    "saturation_effort": "saturation_effort",
+    "velocity_limit": "actuator_velocity_limit",
+    "actuator_velocity_limit": "actuator_velocity_limit",
+}
 
 
 def _finite(v) -> bool:
@@ -68,18 +75,22 @@ def provenance_lines(result: dict, what: str) -> list[str]:
     v = result.get("validation") or {}
     sim = result["sim"]
     bias = result.get("encoder_bias") or {}
-    lines = [f"actuator-sysid whole-robot export ({what}) · robot {result['robot']['path']} · exported "
-             f"{datetime.now(UTC).strftime('%Y-%m-%d')}",
-             f"joints mapped {result.get('joint_mapping', 'by name')}",
-             f"validation position RMSE (coupled, last {float(v.get('fraction', 0)):.0%} of the log in time): "
-             f"{float(v.get('rmse', math.nan)):.4g} rad; the model file's own joint terms: "
-             f"{float(v.get('model_defaults_rmse', math.nan)):.4g} rad",
-             f"physics dt {float(sim['dt']):.6g} s, decimation {int(sim['decimation'])}: the delay "
-             f"({int(result.get('delay_steps', 0))}) counts physics steps"]
+    lines = [
+        f"actuator-sysid whole-robot export ({what}) · robot {result['robot']['path']} · exported "
+        f"{datetime.now(UTC).strftime('%Y-%m-%d')}",
+        f"joints mapped {result.get('joint_mapping', 'by name')}",
+        f"validation position RMSE (coupled, last {float(v.get('fraction', 0)):.0%} of the log in time): "
+        f"{float(v.get('rmse', math.nan)):.4g} rad; the model file's own joint terms: "
+        f"{float(v.get('model_defaults_rmse', math.nan)):.4g} rad",
+        f"physics dt {float(sim['dt']):.6g} s, decimation {int(sim['decimation'])}: the delay "
+        f"({int(result.get('delay_steps', 0))}) counts physics steps",
+    ]
     if any(abs(float(x)) > 0 for x in bias.values()):
-        lines.append("encoder bias per joint (rad) is no simulator field: add it to the simulated joint positions "
-                     "the actuators and the policy read (equivalently, subtract it from the position targets): "
-                     + ", ".join(f"{j} {float(x):+.4g}" for j, x in bias.items()))
+        lines.append(
+            "encoder bias per joint (rad) is no simulator field: add it to the simulated joint positions "
+            "the actuators and the policy read (equivalently, subtract it from the position targets): "
+            + ", ".join(f"{j} {float(x):+.4g}" for j, x in bias.items())
+        )
     return lines
 
 
@@ -111,5 +122,13 @@ def replay_log(result: dict, rec: Recording) -> ReplayLog:
     perm = [index[j] for j in joints]
     start = int(result["validation"]["split_sample"])
     sl = slice(start, seg.n)
-    return ReplayLog(joints, seg.q[sl][:, perm], seg.qd[sl][:, perm], seg.q_des[sl][:, perm],
-                     seg.qd_des[sl][:, perm], float(result["sim"]["dt"]), int(result["sim"]["decimation"]), start)
+    return ReplayLog(
+        joints,
+        seg.q[sl][:, perm],
+        seg.qd[sl][:, perm],
+        seg.q_des[sl][:, perm],
+        seg.qd_des[sl][:, perm],
+        float(result["sim"]["dt"]),
+        int(result["sim"]["decimation"]),
+        start,
+    )

@@ -16,10 +16,14 @@ from .isaaclab import CUSTOM_SOURCE, validate_cfgs
 from .robot_common import provenance_lines
 from .selection import ExportError, prepend_comment
 
-_CUSTOM_IMPORTS = ["from dataclasses import MISSING", "", "import torch",
-                   "from isaaclab.actuators import DCMotor, DelayedPDActuator, DelayedPDActuatorCfg, IdealPDActuator",
-                   "from isaaclab.actuators.actuator_base import resolve_joint_parameter",
-                   "from isaaclab.utils import configclass"]
+_CUSTOM_IMPORTS = [
+    "from dataclasses import MISSING",
+    "",
+    "import torch",
+    "from isaaclab.actuators import DCMotor, DelayedPDActuator, DelayedPDActuatorCfg, IdealPDActuator",
+    "from isaaclab.actuators.actuator_base import resolve_joint_parameter",
+    "from isaaclab.utils import configclass",
+]
 
 
 def robot_doc(result: dict) -> dict:
@@ -27,7 +31,9 @@ def robot_doc(result: dict) -> dict:
     from ..fitting.robot import isaaclab_dict
 
     doc = isaaclab_dict(result)  # a DC group's effort limit is already the smaller of envelope and model box
-    validate_cfgs({g: {"class_type": s["class_type"], "cfg": _cfg_fields(s)} for g, s in doc["actuators"].items()})
+    validate_cfgs(
+        {g: {"class_type": s["class_type"], "cfg": _cfg_fields(s)} for g, s in doc["actuators"].items()}
+    )
     return {"provenance": provenance_lines(result, "Isaac Lab 3.0 actuators"), **doc}
 
 
@@ -58,11 +64,19 @@ def render_python(result: dict) -> str:
     doc = robot_doc(result)
     customs = _customs(doc)
     builtin = sorted({s["class_type"] for s in doc["actuators"].values()} - set(customs))
-    lines = ['"""Whole-robot actuator configs fitted by actuator-sysid for Isaac Lab 3.0 (SI units).', "",
-             "Use: ArticulationCfg(..., actuators=ACTUATORS) and SimulationCfg(dt=SIM['dt']) with the env's",
-             "decimation SIM['decimation']: the delays count physics steps of SIM['dt'].",
-             *(["Our explicit subclasses below run with SimulationCfg(use_newton_actuators=False)."] if customs else []),
-             '"""', ""]
+    lines = [
+        '"""Whole-robot actuator configs fitted by actuator-sysid for Isaac Lab 3.0 (SI units).',
+        "",
+        "Use: ArticulationCfg(..., actuators=ACTUATORS) and SimulationCfg(dt=SIM['dt']) with the env's",
+        "decimation SIM['decimation']: the delays count physics steps of SIM['dt'].",
+        *(
+            ["Our explicit subclasses below run with SimulationCfg(use_newton_actuators=False)."]
+            if customs
+            else []
+        ),
+        '"""',
+        "",
+    ]
     if customs:
         lines += _CUSTOM_IMPORTS + [CUSTOM_SOURCE[c].rstrip("\n") for c in customs] + [""]
         builtin = [c for c in builtin if c not in ("DelayedPDActuatorCfg",)]
@@ -73,9 +87,14 @@ def render_python(result: dict) -> str:
         lines.append(f"    {g!r}: {spec['class_type']}(")
         lines += [f"        {k}={v!r}," for k, v in _cfg_fields(spec).items()]
         lines.append("    ),")
-    lines += ["}", "", f"SIM = {doc['sim']!r}", "",
-              "# encoder bias (rad): add it to the simulated joint positions the actuators and policy read",
-              f"ENCODER_BIAS = {doc['encoder_bias']!r}"]
+    lines += [
+        "}",
+        "",
+        f"SIM = {doc['sim']!r}",
+        "",
+        "# encoder bias (rad): add it to the simulated joint positions the actuators and policy read",
+        f"ENCODER_BIAS = {doc['encoder_bias']!r}",
+    ]
     return prepend_comment("isaaclab.py", "\n".join(lines) + "\n", doc["provenance"])
 
 
@@ -96,7 +115,9 @@ def build_cfgs(text: str, fmt: str, python_source: str | None = None) -> dict:
         for g, spec in doc["actuators"].items():
             cls = getattr(ila, spec["class_type"], None) or source_ns.get(spec["class_type"])
             if cls is None:
-                raise ExportError(f"group {g}: {spec['class_type']} is defined in isaaclab.py; build from that file")
+                raise ExportError(
+                    f"group {g}: {spec['class_type']} is defined in isaaclab.py; build from that file"
+                )
             cfgs[g] = cls(**_cfg_fields(spec))
     for cfg in cfgs.values():
         cfg.validate()

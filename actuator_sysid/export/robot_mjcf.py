@@ -31,7 +31,12 @@ def _fmt(x: float) -> str:
 
 def _joints(root: ET.Element) -> dict[str, ET.Element]:
     """Named joints of the kinematic tree (not the <default> classes)."""
-    return {j.attrib["name"]: j for wb in root.findall("worldbody") for j in wb.iter("joint") if "name" in j.attrib}
+    return {
+        j.attrib["name"]: j
+        for wb in root.findall("worldbody")
+        for j in wb.iter("joint")
+        if "name" in j.attrib
+    }
 
 
 def _set_option(root: ET.Element, dt: float) -> None:
@@ -45,7 +50,9 @@ def _set_option(root: ET.Element, dt: float) -> None:
 def render_robot_mjcf(result: dict, robot) -> tuple[str, list[Finding]]:
     """(mjcf.xml text, findings): the user's MJCF with every fitted joint's terms and actuator updated."""
     if robot.path.suffix.lower() not in MJCF_SUFFIXES:
-        raise ExportError(f"{robot.path.name} is not an MJCF file: mjcf.xml is written for an MJCF robot only")
+        raise ExportError(
+            f"{robot.path.name} is not an MJCF file: mjcf.xml is written for an MJCF robot only"
+        )
     tree = ET.parse(robot.path)
     root = tree.getroot()
     models = joint_models(result)
@@ -64,27 +71,48 @@ def render_robot_mjcf(result: dict, robot) -> tuple[str, list[Finding]]:
     if act_root is None:
         act_root = ET.SubElement(root, "actuator")
     for j, m in models.items():
-        old = [(i, a) for i, a in enumerate(list(act_root)) if a.tag in ACTUATOR_TAGS and a.attrib.get("joint") == j]
+        old = [
+            (i, a)
+            for i, a in enumerate(list(act_root))
+            if a.tag in ACTUATOR_TAGS and a.attrib.get("joint") == j
+        ]
         pos = old[0][0] if old else len(act_root)
         name = old[0][1].attrib.get("name", f"{j}_actuator") if old else f"{j}_actuator"
         for _, a in old:
             act_root.remove(a)
         if len(old) > 1:
-            findings.append(Finding("EXPORT.MJCF.actuators_merged", "warning", j,
-                                    f"{len(old)} actuators drove {j}; one fitted actuator {name!r} replaces them"))
+            findings.append(
+                Finding(
+                    "EXPORT.MJCF.actuators_merged",
+                    "warning",
+                    j,
+                    f"{len(old)} actuators drove {j}; one fitted actuator {name!r} replaces them",
+                )
+            )
         new = ET.Element("general", {"name": name, "joint": j, **_actuator_attrs(m, dt)})
         act_root.insert(pos, new)
         if dc_slope(m) > 0:  # the back-EMF half of the DC envelope (export/mjcf.py)
-            act_root.insert(pos + 1, ET.Element("general", {"name": f"{name}_emf", "joint": j, "gainprm": "0",
-                                                            "biastype": "affine",
-                                                            "biasprm": f"0 0 {_fmt(-dc_slope(m))}"}))
+            act_root.insert(
+                pos + 1,
+                ET.Element(
+                    "general",
+                    {
+                        "name": f"{name}_emf",
+                        "joint": j,
+                        "gainprm": "0",
+                        "biastype": "affine",
+                        "biasprm": f"0 0 {_fmt(-dc_slope(m))}",
+                    },
+                ),
+            )
     _set_option(root, dt)
     ET.indent(tree, space="    ")
     text = ET.tostring(root, encoding="unicode") + "\n"
     lines = provenance_lines(result, "MuJoCo MJCF") + [
         f"the fitted terms and actuators of {len(models)} joints are written into {robot.path.name}; the rest is "
         "the model's own: mesh and asset paths are relative to it (put this file beside it)",
-        "ctrl = q_des - encoder_bias + kd*qd_des/kp (a virtual target: kp*(q_des - q) + kd*(qd_des - qd))"]
+        "ctrl = q_des - encoder_bias + kd*qd_des/kp (a virtual target: kp*(q_des - q) + kd*(qd_des - qd))",
+    ]
     return prepend_comment("mjcf.xml", text, lines), findings
 
 
@@ -92,9 +120,14 @@ def actuator_names(text: str) -> dict[str, str]:
     """Joint → the name of the position actuator driving it in an exported MJCF (not the back-EMF one)."""
     root = ET.fromstring(text)
     act = root.find("actuator")
-    return {a.attrib["joint"]: a.attrib["name"] for a in (act if act is not None else [])
-            if a.tag == "general" and "joint" in a.attrib and not a.attrib.get("name", "").endswith("_emf")
-            and a.attrib.get("gainprm") != "0"}
+    return {
+        a.attrib["joint"]: a.attrib["name"]
+        for a in (act if act is not None else [])
+        if a.tag == "general"
+        and "joint" in a.attrib
+        and not a.attrib.get("name", "").endswith("_emf")
+        and a.attrib.get("gainprm") != "0"
+    }
 
 
 def replay_model(text: str, base_dir: Path) -> str:
@@ -107,13 +140,17 @@ def replay_model(text: str, base_dir: Path) -> str:
     if wb is None:
         raise ExportError("the MJCF has no worldbody")
     for body in wb.findall("body"):
-        for fj in list(body.findall("freejoint")) + [j for j in body.findall("joint")
-                                                     if j.attrib.get("type") == "free"]:
+        for fj in list(body.findall("freejoint")) + [
+            j for j in body.findall("joint") if j.attrib.get("type") == "free"
+        ]:
             body.remove(fj)
     for parent in list(root.iter()):
         for child in list(parent):
-            if (child.tag == "geom" and ("mesh" in child.attrib or "hfield" in child.attrib)) or child.tag in (
-                    "mesh", "hfield", "skin") or (child.tag == "texture" and "file" in child.attrib):
+            if (
+                (child.tag == "geom" and ("mesh" in child.attrib or "hfield" in child.attrib))
+                or child.tag in ("mesh", "hfield", "skin")
+                or (child.tag == "texture" and "file" in child.attrib)
+            ):
                 parent.remove(child)
             elif child.tag == "material":
                 child.attrib.pop("texture", None)

@@ -28,9 +28,17 @@ from .selection import ChosenModel, ExportError
 
 TOLERANCE = 0.10
 # JointTerms field → the exported model's parameter (models/articulated.py names; registry names)
-_TERMS = {"kp": "stiffness", "kd": "damping", "armature": "armature", "damping": "viscous_friction",
-          "friction": "friction", "effort_limit": "actuator_effort_limit", "saturation_effort": "saturation_effort",
-          "velocity_limit": "actuator_velocity_limit", "motor_effort": "actuator_effort_limit"}
+_TERMS = {
+    "kp": "stiffness",
+    "kd": "damping",
+    "armature": "armature",
+    "damping": "viscous_friction",
+    "friction": "friction",
+    "effort_limit": "actuator_effort_limit",
+    "saturation_effort": "saturation_effort",
+    "velocity_limit": "actuator_velocity_limit",
+    "motor_effort": "actuator_effort_limit",
+}
 
 
 def _joint_terms(models: dict[str, ChosenModel], bias: np.ndarray):
@@ -63,14 +71,25 @@ def ours(models: dict[str, ChosenModel], robot, log: ReplayLog, bias: np.ndarray
     eng.solver = newton.solvers.SolverMuJoCo(eng.model, use_mujoco_cpu=True, disable_contacts=True)
     s = np.array([0])
     n = log.q.shape[0] - 1
-    q, _ = eng.run(log.q[:1], log.qd[:1], physics_targets(log.q_des, s, n, log.decimation, delay),
-                   physics_targets(log.qd_des, s, n, log.decimation, 0), _joint_terms(models, bias), log.decimation,
-                   log.dt)
+    q, _ = eng.run(
+        log.q[:1],
+        log.qd[:1],
+        physics_targets(log.q_des, s, n, log.decimation, delay),
+        physics_targets(log.qd_des, s, n, log.decimation, 0),
+        _joint_terms(models, bias),
+        log.decimation,
+        log.dt,
+    )
     return q[:, 0]
 
 
-def _newton_run(model, joints: list[str], log: ReplayLog, bias: np.ndarray,
-                control_fn: Callable[[int, object, object, np.ndarray, np.ndarray], None]) -> np.ndarray:
+def _newton_run(
+    model,
+    joints: list[str],
+    log: ReplayLog,
+    bias: np.ndarray,
+    control_fn: Callable[[int, object, object, np.ndarray, np.ndarray], None],
+) -> np.ndarray:
     """Step a Newton model on SolverMuJoCo (MuJoCo C) from the measured state; `control_fn(i, state, control,
     q_measured, qd)` sets the control of log sample i each physics step. Measured positions (T, J)."""
     import newton
@@ -117,13 +136,16 @@ def isaaclab_run(cfgs: dict, robot, log: ReplayLog, bias: np.ndarray) -> np.ndar
         idx = groups[g]
         for k in idx:  # the cfg's joint terms go on the joints (None: the model file's own, §A.1)
             d = int(robot.dof[k])
-            for attr, name, own in (("joint_armature", "armature", robot.armature),
-                                    ("joint_friction", "friction", robot.friction),
-                                    ("joint_damping", "viscous_friction", robot.damping)):
+            for attr, name, own in (
+                ("joint_armature", "armature", robot.armature),
+                ("joint_friction", "friction", robot.friction),
+                ("joint_damping", "viscous_friction", robot.damping),
+            ):
                 v = getattr(cfg, name, None)
                 getattr(b, attr)[d] = float(own[k] if v is None else v)
-        act = cfg.class_type(cfg, joint_names=[joints[k] for k in idx], joint_ids=slice(None), num_envs=1,
-                             device="cpu")
+        act = cfg.class_type(
+            cfg, joint_names=[joints[k] for k in idx], joint_ids=slice(None), num_envs=1, device="cpu"
+        )
         act.reset(torch.arange(1))
         acts[g] = (act, idx)
     model = b.finalize(device="cpu")
@@ -135,8 +157,11 @@ def isaaclab_run(cfgs: dict, robot, log: ReplayLog, bias: np.ndarray) -> np.ndar
 
     def control_fn(i: int, state, control, q: np.ndarray, qd: np.ndarray) -> None:
         for act, idx in acts.values():
-            a = ArticulationActions(joint_positions=t(log.q_des[i, idx]), joint_velocities=t(log.qd_des[i, idx]),
-                                    joint_efforts=t(np.zeros(len(idx))))
+            a = ArticulationActions(
+                joint_positions=t(log.q_des[i, idx]),
+                joint_velocities=t(log.qd_des[i, idx]),
+                joint_efforts=t(np.zeros(len(idx))),
+            )
             f[dof_all[idx]] = act.compute(a, t(q[idx]), t(qd[idx])).joint_efforts[0].numpy()
         control.joint_f.assign(f)
 
@@ -168,8 +193,9 @@ def newton_run(model, log: ReplayLog, bias: np.ndarray) -> np.ndarray:
     return _newton_run(model, log.joints, log, bias, control_fn)
 
 
-def mujoco_run(xml: str, log: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel],
-               actuators: dict[str, str]) -> np.ndarray:
+def mujoco_run(
+    xml: str, log: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel], actuators: dict[str, str]
+) -> np.ndarray:
     """mj_step on the exported MJCF (as robot_mjcf.replay_model prepares it): measured positions (T, J)."""
     import mujoco
 
@@ -216,10 +242,16 @@ def compare(log: ReplayLog, ours_q: np.ndarray, run: np.ndarray, seconds: float)
     """The replay's RMSE against the log and against our rollout, per joint and pooled; within 10 % or not."""
     r, o = rmse(run, log.q), rmse(ours_q, log.q)
     rel = abs(r - o) / o if o > 0 else (0.0 if r == 0 else math.inf)
-    return {"status": "ok", "rmse_replay": r, "rmse_ours": o, "relative_difference": rel,
-            "rmse_replay_vs_ours": rmse(run, ours_q), "within_tolerance": bool(np.isfinite(r) and rel <= TOLERANCE),
-            "per_joint_rmse_replay": {j: rmse(run[:, k], log.q[:, k]) for k, j in enumerate(log.joints)},
-            "wall_s": float(seconds)}
+    return {
+        "status": "ok",
+        "rmse_replay": r,
+        "rmse_ours": o,
+        "relative_difference": rel,
+        "rmse_replay_vs_ours": rmse(run, ours_q),
+        "within_tolerance": bool(np.isfinite(r) and rel <= TOLERANCE),
+        "per_joint_rmse_replay": {j: rmse(run[:, k], log.q[:, k]) for k, j in enumerate(log.joints)},
+        "wall_s": float(seconds),
+    }
 
 
 def timed(fn: Callable[[], np.ndarray]) -> tuple[np.ndarray, float]:

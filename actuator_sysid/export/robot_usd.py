@@ -70,11 +70,16 @@ def _joint(stage, path: str, b, j: int, bodies: dict[int, str], newton, Gf, UsdP
     from scipy.spatial.transform import Rotation
 
     jt = int(b.joint_type[j])
-    kinds = {int(newton.JointType.FIXED): UsdPhysics.FixedJoint, int(newton.JointType.REVOLUTE):
-             UsdPhysics.RevoluteJoint, int(newton.JointType.PRISMATIC): UsdPhysics.PrismaticJoint}
+    kinds = {
+        int(newton.JointType.FIXED): UsdPhysics.FixedJoint,
+        int(newton.JointType.REVOLUTE): UsdPhysics.RevoluteJoint,
+        int(newton.JointType.PRISMATIC): UsdPhysics.PrismaticJoint,
+    }
     if jt not in kinds:
-        raise ExportError(f"joint {b.joint_label[j]}: the stage writer authors fixed, revolute and prismatic joints "
-                          f"only (this one is {newton.JointType(jt).name})")
+        raise ExportError(
+            f"joint {b.joint_label[j]}: the stage writer authors fixed, revolute and prismatic joints "
+            f"only (this one is {newton.JointType(jt).name})"
+        )
     joint = kinds[jt].Define(stage, path)
     xp, xc = np.array(b.joint_X_p[j], float), np.array(b.joint_X_c[j], float)
     rot = Rotation.identity()
@@ -117,8 +122,16 @@ def stage_from_builder(robot, dt: float):
     joints = {}
     UsdGeom.Scope.Define(stage, f"{root}/joints")
     for j, label in enumerate(b.joint_label):
-        prim = _joint(stage, f"{root}/joints/{prim_name(label.rsplit('/', 1)[-1])}", b, j, bodies, newton, Gf,
-                      UsdPhysics)
+        prim = _joint(
+            stage,
+            f"{root}/joints/{prim_name(label.rsplit('/', 1)[-1])}",
+            b,
+            j,
+            bodies,
+            newton,
+            Gf,
+            UsdPhysics,
+        )
         joints[label.rsplit("/", 1)[-1]] = prim
     return stage, joints
 
@@ -157,15 +170,26 @@ def _user_joints(stage, found: dict[str, list], joints: list[str], findings: lis
         jp = prims[joint] = hits[0]
         for inst in [s.split(":", 1)[1] for s in jp.GetAppliedSchemas() if s.startswith("PhysicsDriveAPI:")]:
             jp.RemoveAPI(UsdPhysics.DriveAPI, inst)  # the fitted actuator replaces the user's drive
-            findings.append(Finding("EXPORT.NEWTON.replaced_drive", "info", str(jp.GetPath()),
-                                    f"DriveAPI:{inst} removed in this layer: the fitted NewtonActuator "
-                                    "drives the joint"))
+            findings.append(
+                Finding(
+                    "EXPORT.NEWTON.replaced_drive",
+                    "info",
+                    str(jp.GetPath()),
+                    f"DriveAPI:{inst} removed in this layer: the fitted NewtonActuator drives the joint",
+                )
+            )
         for other in actuators:
             rel = other.GetRelationship("newton:targets")
             if rel and jp.GetPath() in rel.GetTargets():
                 other.SetActive(False)  # the fitted actuator replaces it, as Isaac Lab does (§A.11)
-                findings.append(Finding("EXPORT.NEWTON.replaced_actuator", "info", str(other.GetPath()),
-                                        f"deactivated: the fitted actuator of {joint!r} replaces it"))
+                findings.append(
+                    Finding(
+                        "EXPORT.NEWTON.replaced_actuator",
+                        "info",
+                        str(other.GetPath()),
+                        f"deactivated: the fitted actuator of {joint!r} replaces it",
+                    )
+                )
     return prims
 
 
@@ -180,15 +204,25 @@ def build_robot_stage(result: dict, robot) -> tuple[Any, list[Finding]]:
         how = f"a layer over {robot.path.resolve()} (sublayered by path: keep that file where it is)"
     else:
         stage, prims = stage_from_builder(robot, dt)
-        how = (f"a physics stage written from Newton's import of {robot.path.name} (bodies' mass and inertia, joint "
-               "frames, axes and limits; visuals and collisions skipped)")
+        how = (
+            f"a physics stage written from Newton's import of {robot.path.name} (bodies' mass and inertia, joint "
+            "frames, axes and limits; visuals and collisions skipped)"
+        )
     for joint, m in models.items():
         jp = prims[joint]
         author_joint(stage, jp, m, f"{jp.GetParent().GetPath()}/{prim_name(joint)}_actuator")
     layer = stage.GetRootLayer()
-    layer.customLayerData = {**dict(layer.customLayerData), "actuator_sysid": {
-        "physics_dt": dt, "decimation": int(result["sim"]["decimation"]), "delay_unit": "physics steps",
-        "robot": str(robot.path), "stage": how, "encoder_bias": dict(result.get("encoder_bias") or {})}}
+    layer.customLayerData = {
+        **dict(layer.customLayerData),
+        "actuator_sysid": {
+            "physics_dt": dt,
+            "decimation": int(result["sim"]["decimation"]),
+            "delay_unit": "physics steps",
+            "robot": str(robot.path),
+            "stage": how,
+            "encoder_bias": dict(result.get("encoder_bias") or {}),
+        },
+    }
     findings.append(Finding("EXPORT.NEWTON.robot_stage", "info", "/", how))
     return stage, findings
 
@@ -198,8 +232,15 @@ def import_stage(stage, floating: bool = False):
     import newton
 
     b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
-    b.add_usd(stage, floating=floating, load_visual_shapes=False, load_static_visual_shapes=False,
-              hide_collision_shapes=True, skip_mesh_approximation=True, load_sites=False)
+    b.add_usd(
+        stage,
+        floating=floating,
+        load_visual_shapes=False,
+        load_static_visual_shapes=False,
+        hide_collision_shapes=True,
+        skip_mesh_approximation=True,
+        load_sites=False,
+    )
     return b.finalize(device="cpu")
 
 
@@ -212,20 +253,29 @@ def readback(model, result: dict) -> dict[str, dict[str, float]]:
     by_dof: dict[int, dict[str, float]] = {}
     for act in model.actuators:
         for k, d in enumerate(act.indices.numpy()):
-            v = {"stiffness": float(act.drive.kp.numpy()[k]), "damping": float(act.drive.kd.numpy()[k]),
-                 "delay": float(act.delay.delay_steps.numpy()[k]) if act.delay is not None else 0.0}
+            v = {
+                "stiffness": float(act.drive.kp.numpy()[k]),
+                "damping": float(act.drive.kd.numpy()[k]),
+                "delay": float(act.delay.delay_steps.numpy()[k]) if act.delay is not None else 0.0,
+            }
             for c in act.clamping:
-                for attr, name in (("max_effort", "actuator_effort_limit"), ("saturation_effort", "saturation_effort"),
-                                   ("velocity_limit", "actuator_velocity_limit"),
-                                   ("max_motor_effort", "actuator_effort_limit")):
+                for attr, name in (
+                    ("max_effort", "actuator_effort_limit"),
+                    ("saturation_effort", "saturation_effort"),
+                    ("velocity_limit", "actuator_velocity_limit"),
+                    ("max_motor_effort", "actuator_effort_limit"),
+                ):
                     if hasattr(c, attr):
                         v[name] = float(getattr(c, attr).numpy()[k])
             by_dof[int(d)] = v
     out = {}
     for j, d in dof.items():
-        out[j] = {**by_dof.get(d, {}), "armature": float(model.joint_armature.numpy()[d]),
-                  "friction": float(model.joint_friction.numpy()[d]),
-                  "viscous_friction": float(model.joint_damping.numpy()[d])}
+        out[j] = {
+            **by_dof.get(d, {}),
+            "armature": float(model.joint_armature.numpy()[d]),
+            "friction": float(model.joint_friction.numpy()[d]),
+            "viscous_friction": float(model.joint_damping.numpy()[d]),
+        }
     return out
 
 
@@ -237,9 +287,21 @@ def readback_mismatches(model, result: dict, rtol: float = 1e-5) -> list[str]:
         if j not in back:
             bad.append(f"{j}: not in the imported model")
             continue
-        want = {k: m.params[k] for k in ("stiffness", "damping", "armature", "friction", "viscous_friction",
-                                          "actuator_effort_limit", "saturation_effort", "actuator_velocity_limit",
-                                          "delay") if k in m.params}
+        want = {
+            k: m.params[k]
+            for k in (
+                "stiffness",
+                "damping",
+                "armature",
+                "friction",
+                "viscous_friction",
+                "actuator_effort_limit",
+                "saturation_effort",
+                "actuator_velocity_limit",
+                "delay",
+            )
+            if k in m.params
+        }
         want.setdefault("delay", 0.0)
         for k, v in want.items():
             got = back[j].get(k)

@@ -65,17 +65,26 @@ def joint_family(result: ResultLike, joint: str, name: str) -> Family:
     if name not in jr.models:
         raise ExportError(f"joint {joint!r} has no fitted {name!r} model; fitted: {sorted(jr.models)}")
     if name in NET_FAMILIES:
-        held = ("newton.onnx (Isaac Lab has no GRU actuator)" if name == "gru" else
-                "torchscript.pt, newton.onnx, newton.pt2 and ACTUATORS_NET in isaaclab.py")
-        raise ExportError(f"joint {joint!r}: {name!r} is an actuator network; its exports are {held} (fit a "
-                          "parametric family for the others)")
+        held = (
+            "newton.onnx (Isaac Lab has no GRU actuator)"
+            if name == "gru"
+            else "torchscript.pt, newton.onnx, newton.pt2 and ACTUATORS_NET in isaaclab.py"
+        )
+        raise ExportError(
+            f"joint {joint!r}: {name!r} is an actuator network; its exports are {held} (fit a "
+            "parametric family for the others)"
+        )
     fam = get_family(name)
     terms = jr.models[name].joint_terms
     return fam.with_terms(tuple(terms)) if terms is not None else fam
 
 
-def export_family(result: ResultLike, joint: str, families: dict[str, str] | str | None = None,
-               expresses: Callable[[Family], bool] | None = None) -> str:
+def export_family(
+    result: ResultLike,
+    joint: str,
+    families: dict[str, str] | str | None = None,
+    expresses: Callable[[Family], bool] | None = None,
+) -> str:
     """The family an export writes for a joint: the caller's (`families[joint]`, or one family for all joints),
     else the best-ranked fitted family the consumer holds exactly (`expresses`), else the best model: a fit
     of a family the consumer can run beats a richer fit cut down to what it can run."""
@@ -103,17 +112,29 @@ def substitutions(result: ResultLike, models: list, consumer: str, prefix: str) 
         if not isinstance(m, ChosenModel) or m.family.name == best:
             continue
         rmse = {r.family: r.position_rmse for r in jr.ranking}
-        gap = (f" (validation position RMSE {rmse[m.family.name]:.3g} rad against {rmse[best]:.3g})"
-               if rmse.get(best) and rmse.get(m.family.name) else "")
-        out.append(Finding(f"{prefix}.best_model_not_expressible", "warning", m.joint,
-                           f"the best model, {best}, is not one {consumer} can hold exactly: this export writes "
-                           f"{m.family.name}, the best-ranked fit it holds{gap}; choose the family with "
-                           f"--family {m.joint}={best} to export the best model approximated"))
+        gap = (
+            f" (validation position RMSE {rmse[m.family.name]:.3g} rad against {rmse[best]:.3g})"
+            if rmse.get(best) and rmse.get(m.family.name)
+            else ""
+        )
+        out.append(
+            Finding(
+                f"{prefix}.best_model_not_expressible",
+                "warning",
+                m.joint,
+                f"the best model, {best}, is not one {consumer} can hold exactly: this export writes "
+                f"{m.family.name}, the best-ranked fit it holds{gap}; choose the family with "
+                f"--family {m.joint}={best} to export the best model approximated",
+            )
+        )
     return out
 
 
-def choose(result: ResultLike, families: dict[str, str] | str | None = None,
-           expresses: Callable[[Family], bool] | None = None) -> list[ChosenModel]:
+def choose(
+    result: ResultLike,
+    families: dict[str, str] | str | None = None,
+    expresses: Callable[[Family], bool] | None = None,
+) -> list[ChosenModel]:
     """One model per joint, the family `export_family` picks."""
     out = []
     r = as_result(result)
@@ -130,8 +151,9 @@ def physics_dt(result: ResultLike) -> float:
     return float(as_result(result).assumptions.physics_dt)
 
 
-def bench_loads(result: ResultLike, rec: Recording | None = None,
-                loads: dict[str, dict] | None = None) -> dict[str, JointInfo]:
+def bench_loads(
+    result: ResultLike, rec: Recording | None = None, loads: dict[str, dict] | None = None
+) -> dict[str, JointInfo]:
     """The test-bench load of each fitted joint: from `loads`, the recording, or the result itself.
 
     The standalone Newton stage and MuJoCo model simulate this load (a pendulum, q = 0 hanging down).
@@ -141,12 +163,16 @@ def bench_loads(result: ResultLike, rec: Recording | None = None,
         given = (loads or {}).get(joint) or jr.load
         if given is not None:
             keys = set(JointInfo.__dataclass_fields__)
-            out[joint] = JointInfo(**{"name": joint, **{k: v for k, v in given.items() if k in keys and k != "name"}})
+            out[joint] = JointInfo(
+                **{"name": joint, **{k: v for k, v in given.items() if k in keys and k != "name"}}
+            )
         elif rec is not None and joint in rec.joint_names:
             out[joint] = rec.joints[rec.joint_index(joint)]
         else:
-            raise ExportError(f"the test-bench load of joint {joint!r} is unknown: pass the recording (CLI: --log) "
-                              "or target a robot USD (--robot)")
+            raise ExportError(
+                f"the test-bench load of joint {joint!r} is unknown: pass the recording (CLI: --log) "
+                "or target a robot USD (--robot)"
+            )
     return out
 
 
@@ -162,8 +188,18 @@ UNIDENTIFIED_MODES = ("omit", "comment")
 # unidentified one is left out, so the consumer's default applies, where that default is as good as the estimate
 # (default_fits); the others (gains, the DC envelope, the delay, ki, the torque table) are required by the
 # consumer's class and are written with a loud comment instead
-OMITTABLE = frozenset({"actuator_effort_limit", "armature", "friction", "dynamic_friction", "viscous_friction",
-                       "integral_max", "encoder_offset", *RICH_FRICTION_TERMS})
+OMITTABLE = frozenset(
+    {
+        "actuator_effort_limit",
+        "armature",
+        "friction",
+        "dynamic_friction",
+        "viscous_friction",
+        "integral_max",
+        "encoder_offset",
+        *RICH_FRICTION_TERMS,
+    }
+)
 
 
 def parse_assignments(items: list[str] | str | None, what: str = "--set") -> dict[str, float]:
@@ -179,8 +215,10 @@ def parse_assignments(items: list[str] | str | None, what: str = "--set") -> dic
         key, sep, value = item.partition("=")
         name = key.strip().rpartition("/")[2]
         if not sep or name not in names:
-            raise ExportError(f"{what} takes [JOINT/]PARAMETER=VALUE with a registry parameter name "
-                              f"(docs/models.md), got {item!r}")
+            raise ExportError(
+                f"{what} takes [JOINT/]PARAMETER=VALUE with a registry parameter name "
+                f"(docs/models.md), got {item!r}"
+            )
         try:
             out[key.strip()] = float(value)
         except ValueError:
@@ -231,14 +269,15 @@ def default_fits(name: str, iv: Interval | dict) -> bool:
     if "never presses" in reason or "never reaches" in reason:
         return True
     p = parameters.get(name)
-    lo, hi = (iv.interval95 or [-math.inf, math.inf])
+    lo, hi = iv.interval95 or [-math.inf, math.inf]
     if math.isinf(p.neutral):
         return hi >= p.upper * (1 - 1e-6)
     return p.neutral == 0.0 and lo <= max(p.lower, 0.0) * (1 + 1e-6)
 
 
-def _prepared_model(joint: str, model: ModelFit, unidentified: str, given: dict[str, float],
-                    used: set[str]) -> ModelFit:
+def _prepared_model(
+    joint: str, model: ModelFit, unidentified: str, given: dict[str, float], used: set[str]
+) -> ModelFit:
     """One model as an export states it (see prepare); the user-given keys it took are added to `used`."""
     params = dict(model.params)
     flagged: dict[str, dict] = {}
@@ -252,20 +291,37 @@ def _prepared_model(joint: str, model: ModelFit, unidentified: str, given: dict[
             used.add(key)
         elif iv is not None and not iv.identified:
             omit = unidentified == "omit" and name in OMITTABLE and default_fits(name, iv)
-            why = ("" if unidentified == "comment" else " (the consumer requires a value)"
-                   if name not in OMITTABLE else " (its 95 % interval excludes the consumer's default)")
-            flagged[name] = {"reason": _reason(iv), "estimate": params[name],
-                             "action": "omitted: the consumer's default applies" if omit else
-                             "written: NOT IDENTIFIED, the fit's estimate" + why}
+            why = (
+                ""
+                if unidentified == "comment"
+                else " (the consumer requires a value)"
+                if name not in OMITTABLE
+                else " (its 95 % interval excludes the consumer's default)"
+            )
+            flagged[name] = {
+                "reason": _reason(iv),
+                "estimate": params[name],
+                "action": "omitted: the consumer's default applies"
+                if omit
+                else "written: NOT IDENTIFIED, the fit's estimate" + why,
+            }
             if omit:
                 del params[name]
         elif iv is not None and iv.interval95 and name != "delay" and isinstance(params[name], int | float):
-            params[name] = round_to_interval(float(params[name]), float(iv.estimate or params[name]), iv.interval95)
+            params[name] = round_to_interval(
+                float(params[name]), float(iv.estimate or params[name]), iv.interval95
+            )
     return replace(model, params=params, unidentified=flagged, given=gave)
 
 
-def prepare(result: ResultLike, *, unidentified: str = "omit", given: dict[str, float] | None = None,
-            rename: dict[str, str] | None = None, rec: Recording | None = None) -> FitResult:
+def prepare(
+    result: ResultLike,
+    *,
+    unidentified: str = "omit",
+    given: dict[str, float] | None = None,
+    rename: dict[str, str] | None = None,
+    rec: Recording | None = None,
+) -> FitResult:
     """The result as an export may state it: each model's unidentified parameters (intervals' `identified`)
     left out where the consumer has a default (`omit`, the default; `comment` writes the estimate, flagged),
     user-given values (`given`, [joint/]name → value) in their place, identified values rounded to their
@@ -279,20 +335,30 @@ def prepare(result: ResultLike, *, unidentified: str = "omit", given: dict[str, 
     names = {p.name for p in parameters.PARAMS}
     bad = [k for k in given if k.rpartition("/")[2] not in names]
     if bad:
-        raise ExportError(f"--set {', '.join(bad)}: name a registry parameter (docs/models.md), e.g. "
-                          "actuator_effort_limit=0.6 or knee/actuator_effort_limit=0.6")
+        raise ExportError(
+            f"--set {', '.join(bad)}: name a registry parameter (docs/models.md), e.g. "
+            "actuator_effort_limit=0.6 or knee/actuator_effort_limit=0.6"
+        )
     rename = dict(rename or {})
     unknown = [j for j in rename if j not in r.joints]
     unknown += [k.partition("/")[0] for k in given if "/" in k and k.partition("/")[0] not in r.joints]
     if unknown:
         raise ExportError(f"unknown joint(s) {sorted(set(unknown))}: the fit has {sorted(r.joints)}")
     used: set[str] = set()
-    joints = {joint: replace(jr, models={name: _prepared_model(joint, m, unidentified, given, used)
-                                         for name, m in jr.models.items()})
-              for joint, jr in r.joints.items()}
+    joints = {
+        joint: replace(
+            jr,
+            models={
+                name: _prepared_model(joint, m, unidentified, given, used) for name, m in jr.models.items()
+            },
+        )
+        for joint, jr in r.joints.items()
+    }
     missing = sorted(set(given) - used)
     if missing:
-        raise ExportError(f"--set {', '.join(missing)}: no fitted model of the named joint(s) has that parameter")
+        raise ExportError(
+            f"--set {', '.join(missing)}: no fitted model of the named joint(s) has that parameter"
+        )
     if not rename:
         return replace(r, joints=joints)
     if rec is not None:  # the bench load travels with the joint, under its new name
@@ -300,9 +366,14 @@ def prepare(result: ResultLike, *, unidentified: str = "omit", given: dict[str, 
             if joint in rec.joint_names and not joints[joint].has("load"):
                 joints[joint] = replace(joints[joint], load=load_dict(rec.joints[rec.joint_index(joint)]))
     a = r.assumptions
-    return replace(r, joints={rename.get(j, j): v for j, v in joints.items()}, renamed=rename,
-                   assumptions=replace(a, operating_point=_renamed(a.operating_point, rename),
-                                       gain_units=_renamed(a.gain_units, rename)))
+    return replace(
+        r,
+        joints={rename.get(j, j): v for j, v in joints.items()},
+        renamed=rename,
+        assumptions=replace(
+            a, operating_point=_renamed(a.operating_point, rename), gain_units=_renamed(a.gain_units, rename)
+        ),
+    )
 
 
 def _renamed(table: Mapping[str, T] | None, rename: dict[str, str]) -> Mapping[str, T] | None:
@@ -312,8 +383,12 @@ def _renamed(table: Mapping[str, T] | None, rename: dict[str, str]) -> Mapping[s
     return {rename.get(str(j), str(j)): v for j, v in table.items()}
 
 
-def unidentified_notes(result: ResultLike, families: dict[str, str] | str | None = None,
-                       expresses: Callable[[Family], bool] | None = None, with_best: bool = False) -> list[str]:
+def unidentified_notes(
+    result: ResultLike,
+    families: dict[str, str] | str | None = None,
+    expresses: Callable[[Family], bool] | None = None,
+    with_best: bool = False,
+) -> list[str]:
     """One line per unidentified or user-given parameter of each joint's exported model (after `prepare`);
     with_best: the joint's best model too (isaaclab.py's ACTUATORS_BEST)."""
     lines = []
@@ -353,15 +428,23 @@ def provenance(result: ResultLike, info: dict | None = None) -> dict:
             errors[joint] = {"family": best, "position_rmse_rad": float(f"{rmse:.4g}")}
     ds = r.dataset or {}
     verdict = info.pop("verdict", None) or (r.verdict.to_json() if r.verdict else None) or {}
-    out = {"tool": "actuator-sysid", "fit_id": info.pop("fit_id", None) or r.fit_id,
-           "dataset": info.pop("dataset", None) or {k: ds[k] for k in ("source_format", "joints", "segments",
-                                                                        "duration_s") if k in ds} or None,
-           "exported": datetime.now(UTC).strftime("%Y-%m-%d"),
-           "validation_error": errors or None,
-           "verdict": verdict.get("verdict", "not judged"),
-           "verdict_reasons": [r for c in verdict.get("checks", []) if c["status"] != "ok" for r in [c["reason"]]],
-           "physics_dt_s": float(f"{physics_dt(r):.6g}"), "decimation": int(r.assumptions.decimation or 1),
-           "delay_unit": "physics steps of physics_dt_s", **info}
+    out = {
+        "tool": "actuator-sysid",
+        "fit_id": info.pop("fit_id", None) or r.fit_id,
+        "dataset": info.pop("dataset", None)
+        or {k: ds[k] for k in ("source_format", "joints", "segments", "duration_s") if k in ds}
+        or None,
+        "exported": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "validation_error": errors or None,
+        "verdict": verdict.get("verdict", "not judged"),
+        "verdict_reasons": [
+            r for c in verdict.get("checks", []) if c["status"] != "ok" for r in [c["reason"]]
+        ],
+        "physics_dt_s": float(f"{physics_dt(r):.6g}"),
+        "decimation": int(r.assumptions.decimation or 1),
+        "delay_unit": "physics steps of physics_dt_s",
+        **info,
+    }
     if r.renamed:
         out["renamed_joints"] = r.renamed
     return {k: v for k, v in out.items() if v is not None}
@@ -371,13 +454,20 @@ def provenance_lines(prov: dict) -> list[str]:
     """The provenance as comment lines."""
     ds = prov.get("dataset")
     ds_text = ds if isinstance(ds, str) else ", ".join(f"{k} {v}" for k, v in (ds or {}).items())
-    err = "; ".join(f"{j}: {e['family']} {e['position_rmse_rad']:g} rad" for j, e in
-                    (prov.get("validation_error") or {}).items()) or "none computed"
-    lines = [f"actuator-sysid export · fit {prov.get('fit_id', 'unknown')} · dataset {ds_text or 'unknown'} · "
-             f"exported {prov['exported']}",
-             f"validation position RMSE: {err} · verdict: {str(prov['verdict']).upper()}",
-             *(f"  verdict reason: {r}" for r in prov.get("verdict_reasons", [])),
-             f"physics dt {prov['physics_dt_s']:g} s, decimation {prov['decimation']}: delays count physics steps"]
+    err = (
+        "; ".join(
+            f"{j}: {e['family']} {e['position_rmse_rad']:g} rad"
+            for j, e in (prov.get("validation_error") or {}).items()
+        )
+        or "none computed"
+    )
+    lines = [
+        f"actuator-sysid export · fit {prov.get('fit_id', 'unknown')} · dataset {ds_text or 'unknown'} · "
+        f"exported {prov['exported']}",
+        f"validation position RMSE: {err} · verdict: {str(prov['verdict']).upper()}",
+        *(f"  verdict reason: {r}" for r in prov.get("verdict_reasons", [])),
+        f"physics dt {prov['physics_dt_s']:g} s, decimation {prov['decimation']}: delays count physics steps",
+    ]
     if prov.get("renamed_joints"):
         lines.append("joints renamed: " + ", ".join(f"{a} -> {b}" for a, b in prov["renamed_joints"].items()))
     return lines
@@ -398,8 +488,13 @@ def stamp(fmt: str, text: str, prov: dict, notes: list[str]) -> str:
         import yaml
 
         head = "".join(f"# {line}\n" for line in lines)
-        return head + yaml.safe_dump({"provenance": prov, "unidentified": notes}, sort_keys=False,
-                                     allow_unicode=True, width=110) + text
+        return (
+            head
+            + yaml.safe_dump(
+                {"provenance": prov, "unidentified": notes}, sort_keys=False, allow_unicode=True, width=110
+            )
+            + text
+        )
     return prepend_comment(fmt, text, lines)
 
 

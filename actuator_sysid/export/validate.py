@@ -94,15 +94,24 @@ def _check_drive(prim, inst: str) -> list[Finding]:
     authored, mf = _authored(prim, pre + "maxForce")
     mf = _num(mf)
     if not authored:
-        out.append(_f("drive_max_force", prim.GetPath(), f"DriveAPI:{inst} maxForce is not authored "
-                      "(the default is unlimited)"))
+        out.append(
+            _f(
+                "drive_max_force",
+                prim.GetPath(),
+                f"DriveAPI:{inst} maxForce is not authored (the default is unlimited)",
+            )
+        )
     elif mf is None or not math.isfinite(mf) or mf <= 0:
-        out.append(_f("drive_max_force", prim.GetPath(), f"DriveAPI:{inst} maxForce = {mf} must be finite and > 0"))
+        out.append(
+            _f("drive_max_force", prim.GetPath(), f"DriveAPI:{inst} maxForce = {mf} must be finite and > 0")
+        )
     for name in ("stiffness", "damping"):
         authored, v = _authored(prim, pre + name)
         v = _num(v)
         if authored and (v is None or not math.isfinite(v) or v < 0):
-            out.append(_f("drive_gains", prim.GetPath(), f"DriveAPI:{inst} {name} = {v} must be finite and ≥ 0"))
+            out.append(
+                _f("drive_gains", prim.GetPath(), f"DriveAPI:{inst} {name} = {v} must be finite and ≥ 0")
+            )
     for name in ("targetPosition", "targetVelocity"):
         authored, v = _authored(prim, pre + name)
         v = _num(v)
@@ -117,14 +126,26 @@ def _actuator_target(stage, prim, where) -> tuple[list[Finding], list]:
     rel = prim.GetRelationship("newton:targets")
     targets = list(rel.GetTargets()) if rel else []
     if not targets:
-        return [_f("actuator_target", where, "no newton:targets relationship: target one revolute or "
-                   "prismatic joint, or deactivate the prim")], []
+        return [
+            _f(
+                "actuator_target",
+                where,
+                "no newton:targets relationship: target one revolute or "
+                "prismatic joint, or deactivate the prim",
+            )
+        ], []
     target = stage.GetPrimAtPath(targets[0])
     if not target or not target.IsValid():
         return [_f("actuator_target", where, f"target {targets[0]} does not exist")], []
     if target.GetTypeName() not in ACTUATED:
-        return [_f("actuator_target", where, f"target {targets[0]} is a {target.GetTypeName() or 'typeless prim'}"
-                   "; a NewtonActuator drives a PhysicsRevoluteJoint or PhysicsPrismaticJoint")], []
+        return [
+            _f(
+                "actuator_target",
+                where,
+                f"target {targets[0]} is a {target.GetTypeName() or 'typeless prim'}"
+                "; a NewtonActuator drives a PhysicsRevoluteJoint or PhysicsPrismaticJoint",
+            )
+        ], []
     return [], [targets[0]]
 
 
@@ -138,8 +159,13 @@ def _gain_findings(prim, where) -> list[Finding]:
             continue
         bad = v is None or math.isnan(v) or v < 0 or (name != "integralMax" and not math.isfinite(v))
         if bad:
-            out.append(_f("gains", where, f"newton:{name} = {v} must be " +
-                          ("≥ 0" if name == "integralMax" else "finite and ≥ 0")))
+            out.append(
+                _f(
+                    "gains",
+                    where,
+                    f"newton:{name} = {v} must be " + ("≥ 0" if name == "integralMax" else "finite and ≥ 0"),
+                )
+            )
     return out
 
 
@@ -160,8 +186,14 @@ def _clamp_findings(prim, where, schemas: list[str]) -> list[Finding]:
         sat_authored, sat = _authored(prim, "newton:saturationEffort")
         sat_value = _num(sat)
         if not sat_authored or sat_value is None or not math.isfinite(sat_value):
-            out.append(_f("clamps", where, "a finite newton:velocityLimit needs a finite newton:saturationEffort "
-                          "(Newton's DC clamp raises otherwise)"))
+            out.append(
+                _f(
+                    "clamps",
+                    where,
+                    "a finite newton:velocityLimit needs a finite newton:saturationEffort "
+                    "(Newton's DC clamp raises otherwise)",
+                )
+            )
     authored, eff = _authored(prim, "newton:lookupEfforts")
     if authored and eff is not None and any(not math.isfinite(float(e)) or float(e) < 0 for e in eff):
         out.append(_f("clamps", where, "newton:lookupEfforts must be finite and ≥ 0"))
@@ -179,14 +211,33 @@ def _delay_findings(prim, where, schemas: list[str]) -> list[Finding]:
     if authored:
         type_ok = str(attr.GetTypeName()) in ("int", "uint", "int64", "uint64")
         if not type_ok or not isinstance(d, int) or d < 0:
-            return [_f("delay_steps", where, f"newton:delaySteps = {d!r} ({attr.GetTypeName()}) must be a "
-                       "non-negative integer")]
+            return [
+                _f(
+                    "delay_steps",
+                    where,
+                    f"newton:delaySteps = {d!r} ({attr.GetTypeName()}) must be a non-negative integer",
+                )
+            ]
         if d == 0 and "NewtonActuatorDelayAPI" in schemas:
-            return [_f("delay_zero", where, "NewtonActuatorDelayAPI with delaySteps = 0: Newton's finalize "
-                       "fails when every DOF of the group has 0; remove the API for no delay", "warning")]
+            return [
+                _f(
+                    "delay_zero",
+                    where,
+                    "NewtonActuatorDelayAPI with delaySteps = 0: Newton's finalize "
+                    "fails when every DOF of the group has 0; remove the API for no delay",
+                    "warning",
+                )
+            ]
     elif "NewtonActuatorDelayAPI" in schemas:
-        return [_f("delay_unauthored", where, "NewtonActuatorDelayAPI without an authored newton:delaySteps: "
-                   "Newton's importer reads authored values only, so there is no delay", "warning")]
+        return [
+            _f(
+                "delay_unauthored",
+                where,
+                "NewtonActuatorDelayAPI without an authored newton:delaySteps: "
+                "Newton's importer reads authored values only, so there is no delay",
+                "warning",
+            )
+        ]
     return []
 
 
@@ -197,8 +248,13 @@ def _check_actuator(stage, prim) -> tuple[list[Finding], list]:
     schemas = _applied(prim)
     laws = [s for s in schemas if s in CONTROL_LAWS]
     if len(laws) != 1:
-        out.append(_f("control_law", where, f"exactly one control-law API is needed ({', '.join(CONTROL_LAWS)}); "
-                      f"found {laws or 'none'}"))
+        out.append(
+            _f(
+                "control_law",
+                where,
+                f"exactly one control-law API is needed ({', '.join(CONTROL_LAWS)}); found {laws or 'none'}",
+            )
+        )
     out += _gain_findings(prim, where)
     out += _clamp_findings(prim, where, schemas)
     out += _delay_findings(prim, where, schemas)
@@ -232,8 +288,14 @@ def validate_stage(stage) -> list[Finding]:
         if not _in_articulation(prim, roots):
             continue
         if not drives and prim.GetPath() not in driven and not _mimic_enabled(prim):
-            findings.append(_f("undriven", prim.GetPath(), f"{prim.GetTypeName()} in an articulation has no drive "
-                               "(DriveAPI), no NewtonActuator and no enabled mimic coupling"))
+            findings.append(
+                _f(
+                    "undriven",
+                    prim.GetPath(),
+                    f"{prim.GetTypeName()} in an articulation has no drive "
+                    "(DriveAPI), no NewtonActuator and no enabled mimic coupling",
+                )
+            )
     return findings
 
 

@@ -30,9 +30,19 @@ from .space import SearchSpace
 from .uncertainty import Z95, analyse, delay_profile
 
 NOMINAL: dict[str, float] = {
-    "stiffness": 20.0, "damping": 0.5, "saturation_effort": 5.0, "actuator_velocity_limit": 10.0,
-    "actuator_effort_limit": 3.0, "armature": 0.01, "friction": 0.1, "viscous_friction": 0.05, "delay": 2,
-    "dynamic_friction": 0.08, "ki": 5.0, "integral_max": 0.5, "encoder_offset": 0.01,
+    "stiffness": 20.0,
+    "damping": 0.5,
+    "saturation_effort": 5.0,
+    "actuator_velocity_limit": 10.0,
+    "actuator_effort_limit": 3.0,
+    "armature": 0.01,
+    "friction": 0.1,
+    "viscous_friction": 0.05,
+    "delay": 2,
+    "dynamic_friction": 0.08,
+    "ki": 5.0,
+    "integral_max": 0.5,
+    "encoder_offset": 0.01,
     **{f"lookup_effort_{k}": 3.0 for k in range(parameters.TABLE_KNOTS)},
 }
 """Nominal actuator parameters used where the request names none (a small servo); state your own."""
@@ -60,8 +70,10 @@ def _nominal(spec: ExcitationSpec, family: Family) -> dict[str, float]:
             raise ExcitationError(f"nominal: {family.name} needs a nominal {name} ({p.unit}); state it")
         v = float(given.get(name, NOMINAL.get(name, 0.0)))
         if not (p.lower <= v <= p.upper):
-            raise ExcitationError(f"nominal {name} = {v:g} {p.unit} is outside the fitted range "
-                                  f"[{p.lower:g}, {p.upper:g}]; state a value within it")
+            raise ExcitationError(
+                f"nominal {name} = {v:g} {p.unit} is outside the fitted range "
+                f"[{p.lower:g}, {p.upper:g}]; state a value within it"
+            )
         out[name] = float(round(v)) if p.integer else v
     return out
 
@@ -83,8 +95,10 @@ def _regime(family: Family, p: dict[str, float], trace: dict[str, np.ndarray], q
     driven = trace["driven"]
     comp, app = trace["computed"][driven], trace["applied"][driven]
     clipped = np.abs(comp - app) > 1e-6 * np.maximum(np.abs(comp), 1e-3)
-    out = {"fraction_clipped": float(np.mean(clipped)) if clipped.size else 0.0,
-           "peak_speed": float(np.max(np.abs(qd))) if qd.size else 0.0}
+    out = {
+        "fraction_clipped": float(np.mean(clipped)) if clipped.size else 0.0,
+        "peak_speed": float(np.max(np.abs(qd))) if qd.size else 0.0,
+    }
     if "dc_motor" in family.clamps:
         out["peak_speed_over_velocity_limit"] = out["peak_speed"] / p["actuator_velocity_limit"]
     return out
@@ -93,16 +107,23 @@ def _regime(family: Family, p: dict[str, float], trace: dict[str, np.ndarray], q
 def _why(name: str, regime: dict, reason: str) -> str:
     """A short reason for the family summary, naming the regime the excitation misses where it can."""
     if name == "actuator_velocity_limit" and regime.get("peak_speed_over_velocity_limit", 1.0) < 0.5:
-        return (f"velocity limit not reached (peak speed {regime['peak_speed']:.3g} rad/s is "
-                f"{100 * regime['peak_speed_over_velocity_limit']:.0f} % of it)")
-    if name in ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit") \
-            and regime["fraction_clipped"] < 0.01:
-        return "torque limits hardly reached (clipped {:.1f} % of the time)".format(100 * regime["fraction_clipped"])
+        return (
+            f"velocity limit not reached (peak speed {regime['peak_speed']:.3g} rad/s is "
+            f"{100 * regime['peak_speed_over_velocity_limit']:.0f} % of it)"
+        )
+    if (
+        name in ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit")
+        and regime["fraction_clipped"] < 0.01
+    ):
+        return "torque limits hardly reached (clipped {:.1f} % of the time)".format(
+            100 * regime["fraction_clipped"]
+        )
     return reason
 
 
-def _nominal_batch(rec: Recording, family: Family, nominal: dict[str, float],
-                   device: str) -> tuple[dict[str, np.ndarray], SegmentBatch]:
+def _nominal_batch(
+    rec: Recording, family: Family, nominal: dict[str, float], device: str
+) -> tuple[dict[str, np.ndarray], SegmentBatch]:
     """The nominal simulation of rec's commands, and the fitter's training batch on it (q, qd replaced by it)."""
     joint = rec.joint_names[0]
     every = SegmentBatch.from_recording(rec, [joint])
@@ -110,8 +131,14 @@ def _nominal_batch(rec: Recording, family: Family, nominal: dict[str, float],
     segs = []
     for s, seg in enumerate(rec.segments):
         sl = every.segment_slice(s)
-        segs.append(dataclasses.replace(seg, q=sim["q"][0, sl, None].astype(np.float64),
-                                        qd=sim["qd"][0, sl, None].astype(np.float64), tau=None))
+        segs.append(
+            dataclasses.replace(
+                seg,
+                q=sim["q"][0, sl, None].astype(np.float64),
+                qd=sim["qd"][0, sl, None].astype(np.float64),
+                tau=None,
+            )
+        )
     nom = dataclasses.replace(rec, segments=segs)
     train_ids, _ = split_segments(len(segs))
     window = max(10, int(round(WINDOW_S / float(np.median([s.dt for s in segs])))))
@@ -121,13 +148,17 @@ def _nominal_batch(rec: Recording, family: Family, nominal: dict[str, float],
 def _noise_residuals(blocks: np.ndarray, scales: LossScales, noise_q: float, noise_qd: float) -> np.ndarray:
     """The stated noise, as residual rows: alternating signs so the AR(1) inflation sees white noise."""
     norm = math.sqrt(scales.n_samples[0])
-    per_block = np.where(blocks % 2 == 0, noise_q / (scales.sigma_q[0] * norm),
-                         noise_qd * math.sqrt(VELOCITY_WEIGHT) / (scales.sigma_qd[0] * norm))
+    per_block = np.where(
+        blocks % 2 == 0,
+        noise_q / (scales.sigma_q[0] * norm),
+        noise_qd * math.sqrt(VELOCITY_WEIGHT) / (scales.sigma_qd[0] * norm),
+    )
     return per_block * np.where(np.arange(blocks.size) % 2 == 0, 1.0, -1.0)
 
 
-def _delay_profiles(run, space: SearchSpace, x: np.ndarray, r_clean: np.ndarray, jac: np.ndarray,
-                    floor: float) -> dict[str, dict]:
+def _delay_profiles(
+    run, space: SearchSpace, x: np.ndarray, r_clean: np.ndarray, jac: np.ndarray, floor: float
+) -> dict[str, dict]:
     """The fitter's delay profile of each integer parameter, continuous parameters re-fitted (linearly)."""
     cont = ~space.integer
     out = {}
@@ -145,8 +176,9 @@ def _delay_profiles(run, space: SearchSpace, x: np.ndarray, r_clean: np.ndarray,
     return out
 
 
-def _parameter_rows(space: SearchSpace, x: np.ndarray, nominal: dict[str, float], intervals: dict, regime: dict,
-                    floor: float) -> tuple[dict[str, dict], list[str], list[str]]:
+def _parameter_rows(
+    space: SearchSpace, x: np.ndarray, nominal: dict[str, float], intervals: dict, regime: dict, floor: float
+) -> tuple[dict[str, dict], list[str], list[str]]:
     """Per parameter: predicted half-width (or neighbour-loss rise for a delay) and why it is unidentifiable;
     with the identifiable names and the unidentifiable ones' reasons."""
     params, good, bad = {}, [], []
@@ -155,14 +187,22 @@ def _parameter_rows(space: SearchSpace, x: np.ndarray, nominal: dict[str, float]
         p = parameters.get(name)
         row: dict = {"nominal": nominal[name], "unit": p.unit, "identifiable": bool(iv["identified"])}
         if p.integer:
-            rise = min((v / floor - 1 for d, v in iv["loss_at"].items() if int(d) != int(x[space.names.index(name)])),
-                       default=0.0)
-            row.update(half_width95_relative=0.0 if iv["identified"] else None,
-                       neighbour_loss_rise=float(rise))
+            rise = min(
+                (
+                    v / floor - 1
+                    for d, v in iv["loss_at"].items()
+                    if int(d) != int(x[space.names.index(name)])
+                ),
+                default=0.0,
+            )
+            row.update(
+                half_width95_relative=0.0 if iv["identified"] else None, neighbour_loss_rise=float(rise)
+            )
         else:
             sd = iv["std_relative"]
-            row.update(half_width95_relative=float(Z95 * sd) if sd is not None else None,
-                       interval95=iv["interval95"])
+            row.update(
+                half_width95_relative=float(Z95 * sd) if sd is not None else None, interval95=iv["interval95"]
+            )
         if not iv["identified"]:
             row["reason"] = _why(name, regime, iv.get("reason", ""))
             bad.append(f"{name} → unidentifiable ({row['reason']})")
@@ -172,8 +212,14 @@ def _parameter_rows(space: SearchSpace, x: np.ndarray, nominal: dict[str, float]
     return params, good, bad
 
 
-def predict_family(rec: Recording, family: Family, nominal: dict[str, float], noise_q: float, noise_qd: float,
-                   device: str = "cpu") -> dict:
+def predict_family(
+    rec: Recording,
+    family: Family,
+    nominal: dict[str, float],
+    noise_q: float,
+    noise_qd: float,
+    device: str = "cpu",
+) -> dict:
     """Predicted 95 % half-widths and identifiability of one family's parameters on rec's commands.
 
     rec: one joint, commands in q_des (q's first sample is the start); q and qd are replaced by the
@@ -187,7 +233,9 @@ def predict_family(rec: Recording, family: Family, nominal: dict[str, float], no
     cont = ~space.integer
 
     def run(xs: np.ndarray) -> np.ndarray:
-        return residuals(engine.traces(family, candidate_params(family, space, xs[:, None, :])), batch, scales, 0)
+        return residuals(
+            engine.traces(family, candidate_params(family, space, xs[:, None, :])), batch, scales, 0
+        )
 
     blocks = residual_blocks(batch, 0)
     r_noise = _noise_residuals(blocks, scales, noise_q, noise_qd)
@@ -199,17 +247,28 @@ def predict_family(rec: Recording, family: Family, nominal: dict[str, float], no
         analysis = analyse(space, x, jac, r_noise, blocks, cont, jac_n, var_n)
     floor = float(np.sum(r_noise**2))
     analysis["intervals"].update(_delay_profiles(run, space, x, r_clean, jac, floor))
-    regime = _regime(family, nominal, {**{k: sim[k][0] for k in ("computed", "applied")},
-                                       "driven": np.concatenate([np.full(s.n, not s.metadata.get("free_swing"))
-                                                                 for s in rec.segments])},
-                     sim["qd"][0])
+    regime = _regime(
+        family,
+        nominal,
+        {
+            **{k: sim[k][0] for k in ("computed", "applied")},
+            "driven": np.concatenate([np.full(s.n, not s.metadata.get("free_swing")) for s in rec.segments]),
+        },
+        sim["qd"][0],
+    )
     params, good, bad = _parameter_rows(space, x, nominal, analysis["intervals"], regime, floor)
     if not bad:
         summary = f"{family.name}: identifiable"
     else:
         summary = f"{family.name}: " + (f"{', '.join(good)} identifiable; " if good else "") + "; ".join(bad)
-    return {"family": family.name, "identifiable": not bad, "summary": summary, "parameters": params,
-            "regime": regime, "correlation_warnings": [w for w in analysis["warnings"] if "hard to separate" in w]}
+    return {
+        "family": family.name,
+        "identifiable": not bad,
+        "summary": summary,
+        "parameters": params,
+        "regime": regime,
+        "correlation_warnings": [w for w in analysis["warnings"] if "hard to separate" in w],
+    }
 
 
 def predict(spec: ExcitationSpec, rec: Recording | None = None, device: str = "cpu") -> dict:
@@ -221,17 +280,21 @@ def predict(spec: ExcitationSpec, rec: Recording | None = None, device: str = "c
     for m in spec.families:
         fam = get_family(m)
         fams[m] = predict_family(rec, fam, _nominal(spec, fam), noise_q, noise_qd, device)
-    return {"noise": {"q": noise_q, "qd": noise_qd},
-            "load": {"inertia": spec.J, "gravity_torque": spec.mgl},
-            "method": "nominal model simulated on the commands; finite-difference Jacobian of the fitter's "
-                      "residuals in registry unit coordinates (the fitter's windows and split); 95 % half-widths "
-                      "from the fitter's covariance with the stated noise; delays by the fitter's 5 % "
-                      "neighbour-loss rule",
-            "families": fams,
-            "summary": [f["summary"] for f in fams.values()]}
+    return {
+        "noise": {"q": noise_q, "qd": noise_qd},
+        "load": {"inertia": spec.J, "gravity_torque": spec.mgl},
+        "method": "nominal model simulated on the commands; finite-difference Jacobian of the fitter's "
+        "residuals in registry unit coordinates (the fitter's windows and split); 95 % half-widths "
+        "from the fitter's covariance with the stated noise; delays by the fitter's 5 % "
+        "neighbour-loss rule",
+        "families": fams,
+        "summary": [f["summary"] for f in fams.values()],
+    }
 
 
-def excitation_with_identifiability(spec: ExcitationSpec, device: str = "cpu") -> tuple[str, dict, dict | None]:
+def excitation_with_identifiability(
+    spec: ExcitationSpec, device: str = "cpu"
+) -> tuple[str, dict, dict | None]:
     """The excitation's CSV text and sidecar (which then holds the prediction), and the prediction itself."""
     spec.check()
     rec = design(spec)
@@ -244,14 +307,21 @@ def excitation_with_identifiability(spec: ExcitationSpec, device: str = "cpu") -
 
 def format_prediction(pred: dict) -> str:
     """Plain-text table of a prediction, for the CLI."""
-    lines = [f"predicted identifiability (noise σ_q = {pred['noise']['q']:.3g} rad, "
-             f"σ_qd = {pred['noise']['qd']:.3g} rad/s):"]
+    lines = [
+        f"predicted identifiability (noise σ_q = {pred['noise']['q']:.3g} rad, "
+        f"σ_qd = {pred['noise']['qd']:.3g} rad/s):"
+    ]
     for fam in pred["families"].values():
         lines.append(f"  {fam['summary']}")
         for name, row in fam["parameters"].items():
             hw = row["half_width95_relative"]
-            hw_s = "exact" if row["unit"] == "physics steps" and row["identifiable"] else (
-                f"±{100 * hw:.3g} %" if hw is not None else "unbounded")
-            lines.append(f"    {name:<26}{row['nominal']:>10.4g} {row['unit']:<14}{hw_s:>14}  "
-                         f"{'identifiable' if row['identifiable'] else 'UNIDENTIFIABLE'}")
+            hw_s = (
+                "exact"
+                if row["unit"] == "physics steps" and row["identifiable"]
+                else (f"±{100 * hw:.3g} %" if hw is not None else "unbounded")
+            )
+            lines.append(
+                f"    {name:<26}{row['nominal']:>10.4g} {row['unit']:<14}{hw_s:>14}  "
+                f"{'identifiable' if row['identifiable'] else 'UNIDENTIFIABLE'}"
+            )
     return "\n".join(lines)

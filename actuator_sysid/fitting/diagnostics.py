@@ -62,7 +62,10 @@ def _segments(segments: list[dict]) -> list[_Seg]:
     for s in segments:
         if not s.get("q_sim") or not s.get("qd_sim"):
             continue
-        a = {k: np.asarray(s.get(k) or [], dtype=np.float64) for k in ("t", "q", "q_sim", "q_des", "qd", "qd_sim")}
+        a = {
+            k: np.asarray(s.get(k) or [], dtype=np.float64)
+            for k in ("t", "q", "q_sim", "q_des", "qd", "qd_sim")
+        }
         n = min(len(v) for v in a.values())
         if n < MIN_SAMPLES:
             continue
@@ -74,8 +77,17 @@ def _segments(segments: list[dict]) -> list[_Seg]:
                 continue
             a = {k: v[:n] for k, v in a.items()}
         dt = float(np.median(np.diff(a["t"])))
-        out.append(_Seg(str(s.get("name", len(out))), dt if dt > 0 else 0.0, a["q"], a["q_sim"], a["q_des"],
-                        a["qd"], a["qd_sim"]))
+        out.append(
+            _Seg(
+                str(s.get("name", len(out))),
+                dt if dt > 0 else 0.0,
+                a["q"],
+                a["q_sim"],
+                a["q_des"],
+                a["qd"],
+                a["qd_sim"],
+            )
+        )
     return out
 
 
@@ -118,12 +130,14 @@ def _lag(segs: list[_Seg], physics_dt: float | None) -> dict | None:
     energy = np.zeros(shifts.size)
     for s in use:
         n = len(s.q)
-        b = s.q_sim[m:n - m]
+        b = s.q_sim[m : n - m]
         for i, sh in enumerate(shifts):
             lo, f = int(np.floor(sh)), float(sh - np.floor(sh))
-            a = s.q[m + lo:n - m + lo]  # the log sh samples later against the simulation, linearly interpolated
+            a = s.q[
+                m + lo : n - m + lo
+            ]  # the log sh samples later against the simulation, linearly interpolated
             if f:
-                a = (1.0 - f) * a + f * s.q[m + lo + 1:n - m + lo + 1]
+                a = (1.0 - f) * a + f * s.q[m + lo + 1 : n - m + lo + 1]
             d = a - b
             energy[i] += float(d @ d)
     i = int(np.argmin(energy))
@@ -139,24 +153,42 @@ def _lag(segs: list[_Seg], physics_dt: float | None) -> dict | None:
     rms = np.sqrt(energy / sum(len(s.q) - 2 * m for s in use))
     ms = shift * dt * 1e3
     steps = shift * dt / physics_dt if physics_dt else shift
-    finding = {"kind": "lag", "strength": float(share), "shift_samples": shift, "shift_ms": ms,
-               "shift_steps": steps,
-               "plot": _plot("residual RMS with the log shifted against the simulation", "shift [ms]",
-                             "position residual RMS [rad]",
-                             [{"name": "residual RMS", "mode": "lines", "x": (shifts * dt * 1e3).round(4).tolist(),
-                               "y": rms.round(9).tolist()}])}
+    finding = {
+        "kind": "lag",
+        "strength": float(share),
+        "shift_samples": shift,
+        "shift_ms": ms,
+        "shift_steps": steps,
+        "plot": _plot(
+            "residual RMS with the log shifted against the simulation",
+            "shift [ms]",
+            "position residual RMS [rad]",
+            [
+                {
+                    "name": "residual RMS",
+                    "mode": "lines",
+                    "x": (shifts * dt * 1e3).round(4).tolist(),
+                    "y": rms.round(9).tolist(),
+                }
+            ],
+        ),
+    }
     if share < LAG_SHARE or abs(steps if physics_dt else shift) < LAG_MIN_SAMPLES:
         return None
     evidence = f"shifting the log removes {100 * share:.0f} % of the residual"
     unit = "physics steps" if physics_dt else "samples"
     at = f"samples at {1.0 / dt:.4g} Hz"
     if shift > 0:
-        finding["sentence"] = (f"The simulation leads the log by {ms:.1f} ms ({shift:.1f} {at}): a command "
-                               f"delay of ~{round(steps)} {unit} is missing ({evidence}) — try a family with a delay.")
+        finding["sentence"] = (
+            f"The simulation leads the log by {ms:.1f} ms ({shift:.1f} {at}): a command "
+            f"delay of ~{round(steps)} {unit} is missing ({evidence}) — try a family with a delay."
+        )
     else:
-        finding["sentence"] = (f"The log leads the simulation by {-ms:.1f} ms ({-shift:.1f} {at}): the "
-                               f"model's delay is ~{round(-steps)} {unit} too long, or the log's timestamps are "
-                               f"shifted ({evidence}).")
+        finding["sentence"] = (
+            f"The log leads the simulation by {-ms:.1f} ms ({-shift:.1f} {at}): the "
+            f"model's delay is ~{round(-steps)} {unit} too long, or the log's timestamps are "
+            f"shifted ({evidence})."
+        )
     return finding
 
 
@@ -187,9 +219,15 @@ def _hold(p: dict[str, np.ndarray], sigma: float) -> dict | None:
     width = float(np.quantile(np.abs(r), 0.9))
     big = np.abs(r) > HOLD_SIGMAS * max(sigma, 1e-12)
     big &= p["approach"][both] != 0
-    short = float(np.mean(r[big] * p["approach"][both][big] < 0)) if big.sum() >= MIN_SAMPLES else float("nan")
-    return {"width": width, "samples": int(both.sum()), "short": short,
-            "significant": width > HOLD_SIGMAS * max(sigma, 1e-12)}
+    short = (
+        float(np.mean(r[big] * p["approach"][both][big] < 0)) if big.sum() >= MIN_SAMPLES else float("nan")
+    )
+    return {
+        "width": width,
+        "samples": int(both.sum()),
+        "short": short,
+        "significant": width > HOLD_SIGMAS * max(sigma, 1e-12),
+    }
 
 
 def _friction_band(p: dict[str, np.ndarray], hold: dict | None) -> dict | None:
@@ -211,16 +249,33 @@ def _friction_band(p: dict[str, np.ndarray], hold: dict | None) -> dict | None:
     band_rms = np.sqrt(np.bincount(idx, weights=r**2, minlength=edges.size - 1) / np.maximum(cnt, 1))
     keep = cnt >= 5
     centres = 0.5 * (edges[1:] + edges[:-1])
-    return {"kind": "friction_band", "strength": ratio, "rms_still": rms_still, "rms_moving": rms_moving,
-            "stuck_share": excess,
-            "sentence": (f"The error sits where the joint is nearly still (|qd| < {V_SMALL:g} rad/s): residual RMS "
-                         f"{rms_still:.3g} rad there against {rms_moving:.3g} rad in motion, and for "
-                         f"{100 * excess:.0f} % of the log's standstill the simulation is still moving: static "
-                         "friction or stiction the model lacks — try a Stribeck family."),
-            "plot": _plot("position residual vs measured velocity", "qd [rad/s]", "q − q_sim [rad]",
-                          [{"name": "residual", "mode": "markers", "x": x, "y": y},
-                           {"name": "RMS per velocity bin", "mode": "lines", "x": centres[keep].round(6).tolist(),
-                            "y": band_rms[keep].round(9).tolist()}])}
+    return {
+        "kind": "friction_band",
+        "strength": ratio,
+        "rms_still": rms_still,
+        "rms_moving": rms_moving,
+        "stuck_share": excess,
+        "sentence": (
+            f"The error sits where the joint is nearly still (|qd| < {V_SMALL:g} rad/s): residual RMS "
+            f"{rms_still:.3g} rad there against {rms_moving:.3g} rad in motion, and for "
+            f"{100 * excess:.0f} % of the log's standstill the simulation is still moving: static "
+            "friction or stiction the model lacks — try a Stribeck family."
+        ),
+        "plot": _plot(
+            "position residual vs measured velocity",
+            "qd [rad/s]",
+            "q − q_sim [rad]",
+            [
+                {"name": "residual", "mode": "markers", "x": x, "y": y},
+                {
+                    "name": "RMS per velocity bin",
+                    "mode": "lines",
+                    "x": centres[keep].round(6).tolist(),
+                    "y": band_rms[keep].round(9).tolist(),
+                },
+            ],
+        ),
+    }
 
 
 def _dead_zone(p: dict[str, np.ndarray], hold: dict | None, stiffness: float | None) -> dict | None:
@@ -228,20 +283,36 @@ def _dead_zone(p: dict[str, np.ndarray], hold: dict | None, stiffness: float | N
     if not hold or not hold["significant"] or not hold["short"] >= SHORT_SHARE:
         return None
     w = hold["width"]
-    friction = (f"of ~{stiffness * w:.3g} N·m (stiffness {stiffness:.3g} N·m/rad × that width)" if stiffness
-                else "F ≈ stiffness × that width")
+    friction = (
+        f"of ~{stiffness * w:.3g} N·m (stiffness {stiffness:.3g} N·m/rad × that width)"
+        if stiffness
+        else "F ≈ stiffness × that width"
+    )
     still, sim_still = p["still"], p["sim_still"]
     x, y = _thin(p["e"][still], p["qd"][still])
     es = (p["e"] + p["r"])[sim_still]  # q_des − q_sim
     xs, ys = _thin(es, p["qd_sim"][sim_still])
-    return {"kind": "dead_zone", "strength": w, "width_rad": w, "short_share": hold["short"],
-            "sentence": (f"The joint stays put while the command moves up to ~{w:.3g} rad away: where both stand "
-                         f"still the log stops short of the simulation in {100 * hold['short']:.0f} % of "
-                         f"{hold['samples']} samples (90 % within {w:.3g} rad): a dead zone or backlash the model "
-                         f"lacks, or static friction {friction}."),
-            "plot": _plot("velocity vs tracking error while still", "q_des − q [rad]", "qd [rad/s]",
-                          [{"name": "log", "mode": "markers", "x": x, "y": y},
-                           {"name": "simulation", "mode": "markers", "x": xs, "y": ys}])}
+    return {
+        "kind": "dead_zone",
+        "strength": w,
+        "width_rad": w,
+        "short_share": hold["short"],
+        "sentence": (
+            f"The joint stays put while the command moves up to ~{w:.3g} rad away: where both stand "
+            f"still the log stops short of the simulation in {100 * hold['short']:.0f} % of "
+            f"{hold['samples']} samples (90 % within {w:.3g} rad): a dead zone or backlash the model "
+            f"lacks, or static friction {friction}."
+        ),
+        "plot": _plot(
+            "velocity vs tracking error while still",
+            "q_des − q [rad]",
+            "qd [rad/s]",
+            [
+                {"name": "log", "mode": "markers", "x": x, "y": y},
+                {"name": "simulation", "mode": "markers", "x": xs, "y": ys},
+            ],
+        ),
+    }
 
 
 def _friction(segs: list[_Seg]) -> dict | None:
@@ -255,22 +326,42 @@ def _friction(segs: list[_Seg]) -> dict | None:
     ratio = e_log / e_sim
     if abs(1.0 - ratio) < ENERGY_GAP:
         return None
-    span = [-max(float(np.quantile(np.abs(qds), 0.99)), 1e-6), max(float(np.quantile(np.abs(qds), 0.99)), 1e-6)]
+    span = [
+        -max(float(np.quantile(np.abs(qds), 0.99)), 1e-6),
+        max(float(np.quantile(np.abs(qds), 0.99)), 1e-6),
+    ]
     x, y = _thin(qds, qd - qds)
     more = ratio < 1
-    return {"kind": "friction", "strength": abs(1.0 - ratio), "energy_ratio": ratio,
-            "sentence": (f"The log moves with {100 * abs(1 - ratio):.0f} % {'less' if more else 'more'} kinetic "
-                         f"energy (mean qd²) than the simulation: "
-                         + ("friction the model lacks (Coulomb, viscous or load-dependent) slows the real joint "
-                            "— free the friction terms, or try a richer friction family (dcmotor_stribeck, "
-                            "dcmotor_loadfric)." if more else
-                            "the model dissipates more than the joint does (friction or damping too high).")),
-            "plot": _plot("velocity residual vs simulated velocity", "qd_sim [rad/s]", "qd − qd_sim [rad/s]",
-                          [{"name": "residual", "mode": "markers", "x": x, "y": y},
-                           {"name": "zero", "mode": "lines", "x": span, "y": [0.0, 0.0]}])}
+    return {
+        "kind": "friction",
+        "strength": abs(1.0 - ratio),
+        "energy_ratio": ratio,
+        "sentence": (
+            f"The log moves with {100 * abs(1 - ratio):.0f} % {'less' if more else 'more'} kinetic "
+            f"energy (mean qd²) than the simulation: "
+            + (
+                "friction the model lacks (Coulomb, viscous or load-dependent) slows the real joint "
+                "— free the friction terms, or try a richer friction family (dcmotor_stribeck, "
+                "dcmotor_loadfric)."
+                if more
+                else "the model dissipates more than the joint does (friction or damping too high)."
+            )
+        ),
+        "plot": _plot(
+            "velocity residual vs simulated velocity",
+            "qd_sim [rad/s]",
+            "qd − qd_sim [rad/s]",
+            [
+                {"name": "residual", "mode": "markers", "x": x, "y": y},
+                {"name": "zero", "mode": "lines", "x": span, "y": [0.0, 0.0]},
+            ],
+        ),
+    }
 
 
-def _binned_cross(q: np.ndarray, r: np.ndarray, up: np.ndarray, n_bins: int) -> tuple[float, np.ndarray, np.ndarray]:
+def _binned_cross(
+    q: np.ndarray, r: np.ndarray, up: np.ndarray, n_bins: int
+) -> tuple[float, np.ndarray, np.ndarray]:
     """Share of r's variance predicted by the binned mean of r vs q of the other direction of motion."""
     edges = np.linspace(q.min(), q.max(), n_bins + 1)
     idx = np.clip(np.searchsorted(edges, q, side="right") - 1, 0, n_bins - 1)
@@ -294,8 +385,11 @@ def _binned_cross(q: np.ndarray, r: np.ndarray, up: np.ndarray, n_bins: int) -> 
 def _position(segs: list[_Seg]) -> dict | None:
     """Residual that is a function of position: the binned mean from one direction of motion predicts the other."""
     best: tuple[float, str, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-    groups = [("all segments", segs)] + [(f"segment {s.name}", [s]) for s in segs] if len(segs) > 1 else [
-        (f"segment {segs[0].name}", segs)]
+    groups = (
+        [("all segments", segs)] + [(f"segment {s.name}", [s]) for s in segs]
+        if len(segs) > 1
+        else [(f"segment {segs[0].name}", segs)]
+    )
     for label, group in groups:
         q = np.concatenate([s.q for s in group])
         r = np.concatenate([s.r for s in group])
@@ -314,15 +408,32 @@ def _position(segs: list[_Seg]) -> dict | None:
     ok = np.isfinite(means)
     amp = 0.5 * float(np.ptp(means[ok]))
     x, y = _thin(q, r)
-    return {"kind": "position", "strength": share, "amplitude_rad": amp, "where": label,
-            "sentence": (f"The error follows position: on {label} the mean residual binned by q, learned moving one "
-                         f"way, predicts {100 * share:.0f} % of the residual moving the other way (± {amp:.3g} rad): "
-                         "a position-dependent torque the model lacks — cogging, a linkage, or a gravity or load "
-                         "model error (check mass, com_distance, the encoder offset)."),
-            "plot": _plot(f"position residual vs position ({label})", "q [rad]", "q − q_sim [rad]",
-                          [{"name": "residual", "mode": "markers", "x": x, "y": y},
-                           {"name": "binned mean", "mode": "lines", "x": centres[ok].round(6).tolist(),
-                            "y": means[ok].round(9).tolist()}])}
+    return {
+        "kind": "position",
+        "strength": share,
+        "amplitude_rad": amp,
+        "where": label,
+        "sentence": (
+            f"The error follows position: on {label} the mean residual binned by q, learned moving one "
+            f"way, predicts {100 * share:.0f} % of the residual moving the other way (± {amp:.3g} rad): "
+            "a position-dependent torque the model lacks — cogging, a linkage, or a gravity or load "
+            "model error (check mass, com_distance, the encoder offset)."
+        ),
+        "plot": _plot(
+            f"position residual vs position ({label})",
+            "q [rad]",
+            "q − q_sim [rad]",
+            [
+                {"name": "residual", "mode": "markers", "x": x, "y": y},
+                {
+                    "name": "binned mean",
+                    "mode": "lines",
+                    "x": centres[ok].round(6).tolist(),
+                    "y": means[ok].round(9).tolist(),
+                },
+            ],
+        ),
+    }
 
 
 def _whiteness(segs: list[_Seg]) -> tuple[float, np.ndarray, np.ndarray]:
@@ -344,7 +455,9 @@ def _whiteness(segs: list[_Seg]) -> tuple[float, np.ndarray, np.ndarray]:
     return float(stats.chi2.sf(q_stat, dof)), lags, np.mean(acfs, axis=0)
 
 
-def diagnose(segments: list[dict], physics_dt: float | None = None, stiffness: float | None = None) -> list[dict]:
+def diagnose(
+    segments: list[dict], physics_dt: float | None = None, stiffness: float | None = None
+) -> list[dict]:
     """Findings about the best model's residual, in the order lag, friction band or dead zone, friction,
     position; one "noise" or "unexplained" finding when none of the patterns is there.
 
@@ -364,22 +477,54 @@ def diagnose(segments: list[dict], physics_dt: float | None = None, stiffness: f
     pooled = _still(segs)
     hold = _hold(pooled, sigma)
     band = _friction_band(pooled, hold)
-    findings = [f for f in (_lag(segs, physics_dt), band, None if band else _dead_zone(pooled, hold, stiffness),
-                            _friction(segs), _position(segs)) if f]
+    findings = [
+        f
+        for f in (
+            _lag(segs, physics_dt),
+            band,
+            None if band else _dead_zone(pooled, hold, stiffness),
+            _friction(segs),
+            _position(segs),
+        )
+        if f
+    ]
     if findings:
         return findings
     p, lags, acf = _whiteness(segs)
-    plot = _plot("autocorrelation of the position residual", "lag [samples]", "autocorrelation",
-                 [{"name": "residual", "mode": "lines+markers", "x": lags.tolist(), "y": acf.round(6).tolist()}])
+    plot = _plot(
+        "autocorrelation of the position residual",
+        "lag [samples]",
+        "autocorrelation",
+        [{"name": "residual", "mode": "lines+markers", "x": lags.tolist(), "y": acf.round(6).tolist()}],
+    )
     rms = float(np.sqrt(np.mean(np.concatenate([s.r for s in segs]) ** 2)))
     structured = math.sqrt(max(rms**2 - sigma**2, 0.0))  # what is left beyond the white part
     if p >= WHITE_P or structured < NOISE_LEVEL * sigma:
-        why = (f"its autocorrelation passes a white-noise test (Ljung–Box p = {p:.2f})" if p >= WHITE_P else
-               f"only {structured:.2g} rad RMS is left beyond white noise of {sigma:.2g} rad")
-        return [{"kind": "noise", "strength": structured / max(sigma, 1e-30), "p_value": p, "noise_rad": sigma,
-                 "plot": plot,
-                 "sentence": f"No structure left: the residual (RMS {rms:.3g} rad) looks like noise — {why}."}]
-    return [{"kind": "unexplained", "strength": float(acf[0]), "p_value": p, "plot": plot,
-             "sentence": (f"The residual (RMS {rms:.3g} rad) is correlated in time (lag-1 autocorrelation "
-                          f"{acf[0]:.2f}) but shows none of the patterns looked for (a friction band, a dead "
-                          "zone, missing friction, a position-dependent error, a lag).")}]
+        why = (
+            f"its autocorrelation passes a white-noise test (Ljung–Box p = {p:.2f})"
+            if p >= WHITE_P
+            else f"only {structured:.2g} rad RMS is left beyond white noise of {sigma:.2g} rad"
+        )
+        return [
+            {
+                "kind": "noise",
+                "strength": structured / max(sigma, 1e-30),
+                "p_value": p,
+                "noise_rad": sigma,
+                "plot": plot,
+                "sentence": f"No structure left: the residual (RMS {rms:.3g} rad) looks like noise — {why}.",
+            }
+        ]
+    return [
+        {
+            "kind": "unexplained",
+            "strength": float(acf[0]),
+            "p_value": p,
+            "plot": plot,
+            "sentence": (
+                f"The residual (RMS {rms:.3g} rad) is correlated in time (lag-1 autocorrelation "
+                f"{acf[0]:.2f}) but shows none of the patterns looked for (a friction band, a dead "
+                "zone, missing friction, a position-dependent error, a lag)."
+            ),
+        }
+    ]

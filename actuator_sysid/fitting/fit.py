@@ -48,9 +48,25 @@ from .search import SearchResult, cma_search, local_search, refine
 from .space import SearchSpace
 from .warmstart import warm_start
 
-__all__ = ["FitRequest", "FitRequestError", "ProgressFn", "Split", "device_gains", "envelope", "fit_recording",
-           "fit_result", "nested_start", "nests", "params_array", "plan_split", "recordings", "report_data",
-           "simulate", "split_segments", "validate_request"]
+__all__ = [
+    "FitRequest",
+    "FitRequestError",
+    "ProgressFn",
+    "Split",
+    "device_gains",
+    "envelope",
+    "fit_recording",
+    "fit_result",
+    "nested_start",
+    "nests",
+    "params_array",
+    "plan_split",
+    "recordings",
+    "report_data",
+    "simulate",
+    "split_segments",
+    "validate_request",
+]
 
 ProgressFn = Callable[[float, str], None]
 """progress(fraction 0..1, message) — called often; must be cheap."""
@@ -138,35 +154,71 @@ def _plan_run(rec: Recording, req: FitRequest, progress: ProgressFn | None) -> _
     except DatasetError as e:
         raise FitRequestError(str(e)) from None
     split = plan_split(rec, req)
-    every = SegmentBatch.from_recording(rec, joints, substeps=req.decimation, logged_gains=req.use_logged_gains)
-    window = None if not req.window_s else max(10, int(round(req.window_s / np.median([s.dt for s in rec.segments]))))
+    every = SegmentBatch.from_recording(
+        rec, joints, substeps=req.decimation, logged_gains=req.use_logged_gains
+    )
+    window = (
+        None
+        if not req.window_s
+        else max(10, int(round(req.window_s / np.median([s.dt for s in rec.segments]))))
+    )
 
     def setup(ids: list[int]) -> tuple[RolloutEngine, LossScales, list[dict[str, float]]]:
         """Engine, loss scales and warm starts of the training segments `ids`."""
-        batch = SegmentBatch.from_recording(rec, joints, ids, substeps=req.decimation, knots=every.knots,
-                                            window=window, logged_gains=req.use_logged_gains)
+        batch = SegmentBatch.from_recording(
+            rec,
+            joints,
+            ids,
+            substeps=req.decimation,
+            knots=every.knots,
+            window=window,
+            logged_gains=req.use_logged_gains,
+        )
         scales = dataclasses.replace(LossScales.from_batch(batch), position_mae=req.loss == "position_mae")
-        return (RolloutEngine(batch, req.device, effort_mode=req.effort_mode), scales,
-                [warm_start(batch, j) for j in range(len(joints))])
+        return (
+            RolloutEngine(batch, req.device, effort_mode=req.effort_mode),
+            scales,
+            [warm_start(batch, j) for j in range(len(joints))],
+        )
 
     # a family some consumer cannot hold brings the nearest one it can (Family.fitted_with): a richer-friction
     # family the consumer-native one it extends, remotized_pd delayed_pd for MuJoCo. Every export then has a fit
     # its consumer runs exactly, the report says what the richer one buys, and that one starts from it (nested)
     parametric = [m for m in req.families if m not in NET_FAMILIES]  # networks: fitting/training.py
-    companions = [n for n in dict.fromkeys(get_family(m).fitted_with for m in parametric)
-                  if n and n not in parametric]
+    companions = [
+        n for n in dict.fromkeys(get_family(m).fitted_with for m in parametric) if n and n not in parametric
+    ]
     parametric += companions
     second = sum(1 for m in parametric if _searched_twice(req, m, parametric))  # a second start each
     clock = _Clock(req.budget_s, (len(req.families) + len(companions)) * (1 + len(split.folds)) + second)
-    return _Run(rec, req, progress, joints, ops, split, every, setup(split.train),
-                RolloutEngine(every, req.device, effort_mode=req.effort_mode),
-                [setup([i for i in range(len(rec.segments)) if i not in f]) for f in split.folds],
-                parametric, companions, clock)
+    return _Run(
+        rec,
+        req,
+        progress,
+        joints,
+        ops,
+        split,
+        every,
+        setup(split.train),
+        RolloutEngine(every, req.device, effort_mode=req.effort_mode),
+        [setup([i for i in range(len(rec.segments)) if i not in f]) for f in split.folds],
+        parametric,
+        companions,
+        clock,
+    )
 
 
-def _search(run: _Run, engine: RolloutEngine, sc: LossScales, warm: list[dict[str, float]], family: Family,
-            space: SearchSpace, label: str, parent: list[tuple[dict[str, float], dict[str, float]]] | None = None,
-            rival: SearchResult | None = None) -> SearchResult:
+def _search(
+    run: _Run,
+    engine: RolloutEngine,
+    sc: LossScales,
+    warm: list[dict[str, float]],
+    family: Family,
+    space: SearchSpace,
+    label: str,
+    parent: list[tuple[dict[str, float], dict[str, float]]] | None = None,
+    rival: SearchResult | None = None,
+) -> SearchResult:
     """CMA-ES then least squares on one training set, reporting progress; one budget unit.
 
     With `parent` (per joint: a nested family's optimum as the child's equivalent point, and the parent's
@@ -179,46 +231,89 @@ def _search(run: _Run, engine: RolloutEngine, sc: LossScales, warm: list[dict[st
     deadline = clock.begin()
     # least squares from the start first: the search then starts from its optimum (search.local_search)
     if progress:
-        progress(clock.fraction(0.0), f"{label}: least squares from the "
-                                      f"{'warm start' if parent is None else 'nested fit'}, "
-                                      f"elapsed {_secs(clock.elapsed())}")
+        progress(
+            clock.fraction(0.0),
+            f"{label}: least squares from the "
+            f"{'warm start' if parent is None else 'nested fit'}, "
+            f"elapsed {_secs(clock.elapsed())}",
+        )
     t_local = time.perf_counter()
-    solved = local_search(engine, family, space, sc, x0, req.refine_iterations if deadline is None else LOCAL_BUDGET,
-                          rival)
+    solved = local_search(
+        engine, family, space, sc, x0, req.refine_iterations if deadline is None else LOCAL_BUDGET, rival
+    )
     x0, after, n_local = solved.best, solved.after, solved.evaluations
-    local = {"loss_before": solved.before.tolist(), "loss_after": after.tolist(), "evaluations": n_local,
-             "seconds": round(time.perf_counter() - t_local, 3)}
+    local = {
+        "loss_before": solved.before.tolist(),
+        "loss_after": after.tolist(),
+        "evaluations": n_local,
+        "seconds": round(time.perf_counter() - t_local, 3),
+    }
     if solved.abandoned:
         clock.done += 1
-        return SearchResult(x0, after, [[float(a)] for a in after], n_local, 0, [0] * len(x0),
-                            stopped_on="abandoned", local=local)
+        return SearchResult(
+            x0,
+            after,
+            [[float(a)] for a in after],
+            n_local,
+            0,
+            [0] * len(x0),
+            stopped_on="abandoned",
+            local=local,
+        )
     gens = req.generations if parent is None else min(req.generations, NESTED_GENERATIONS)
-    res = cma_search(engine, family, space, sc, x0, gens, req.population, req.seed,
-                     on_generation=_generation_reporter(run, label, deadline), backend=req.search_backend,
-                     deadline=deadline, extra_starts=extra, parallel_runs=4 if parent is None else 2)
+    res = cma_search(
+        engine,
+        family,
+        space,
+        sc,
+        x0,
+        gens,
+        req.population,
+        req.seed,
+        on_generation=_generation_reporter(run, label, deadline),
+        backend=req.search_backend,
+        deadline=deadline,
+        extra_starts=extra,
+        parallel_runs=4 if parent is None else 2,
+    )
     res.evaluations += n_local
     res.local = local
     if progress:
-        progress(clock.fraction(1.0), f"{label}: refining by least squares"
-                                       f"{' (budget reached)' if res.stopped_on == 'budget' else ''}, "
-                                       f"elapsed {_secs(clock.elapsed())}")
+        progress(
+            clock.fraction(1.0),
+            f"{label}: refining by least squares"
+            f"{' (budget reached)' if res.stopped_on == 'budget' else ''}, "
+            f"elapsed {_secs(clock.elapsed())}",
+        )
     short = res.stopped_on == "budget"  # out of time: a short refine of the best so far
-    res = refine(engine, family, space, sc, res, max_iterations=min(req.refine_iterations, 20) if short
-                 else req.refine_iterations, starts=1 if short else 3)
+    res = refine(
+        engine,
+        family,
+        space,
+        sc,
+        res,
+        max_iterations=min(req.refine_iterations, 20) if short else req.refine_iterations,
+        starts=1 if short else 3,
+    )
     clock.done += 1
     run.stopped_on_budget |= res.stopped_on == "budget"
     return res
 
 
-def _start_points(warm: list[dict[str, float]], space: SearchSpace,
-                  parent: list[tuple[dict[str, float], dict[str, float]]] | None
-                  ) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
+def _start_points(
+    warm: list[dict[str, float]],
+    space: SearchSpace,
+    parent: list[tuple[dict[str, float], dict[str, float]]] | None,
+) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
     """Per joint: the search's start (the parent's values, new terms at their warm start) and the extra points
     its first generation scans (the start; with a parent also its equivalent point)."""
     own = [{}] * len(warm) if parent is None else [p for _, p in parent]
     x0 = [np.array([p.get(n, w[n]) for n in space.names]) for w, p in zip(warm, own, strict=True)]
-    extra = [[x] for x in x0] if parent is None else \
-        [[np.array([p[n] for n in space.names]), x] for (p, _), x in zip(parent, x0, strict=True)]
+    extra = (
+        [[x] for x in x0]
+        if parent is None
+        else [[np.array([p[n] for n in space.names]), x] for (p, _), x in zip(parent, x0, strict=True)]
+    )
     return x0, extra
 
 
@@ -232,8 +327,12 @@ def _generation_reporter(run: _Run, label: str, deadline: float | None) -> Calla
             if deadline is not None:
                 unit = max(unit, (time.perf_counter() - clock.unit_start) / (deadline - clock.unit_start))
             frac = clock.fraction(unit)
-            progress(frac, f"{label}: generation {g + 1}/{req.generations}, best loss {float(np.max(best)):.4g}, "
-                           f"elapsed {_secs(clock.elapsed())}, ETA {_secs(clock.eta(frac))}")
+            progress(
+                frac,
+                f"{label}: generation {g + 1}/{req.generations}, best loss {float(np.max(best)):.4g}, "
+                f"elapsed {_secs(clock.elapsed())}, ETA {_secs(clock.eta(frac))}",
+            )
+
     return on_gen
 
 
@@ -258,19 +357,29 @@ def _tied_envelope(run: _Run, family: Family) -> list[str]:
     ops = run.ops
     if "dc_motor" not in family.clamps or not all(ops[j].servo is not None for j in run.joints):
         return []
-    return [n for n in TIED_ENVELOPE if n in family.params and (n != "actuator_effort_limit" or all(
-        (ops[j].servo or {}).get("current_limit") for j in run.joints))]
+    return [
+        n
+        for n in TIED_ENVELOPE
+        if n in family.params
+        and (
+            n != "actuator_effort_limit" or all((ops[j].servo or {}).get("current_limit") for j in run.joints)
+        )
+    ]
 
 
-def _fit_family(run: _Run, fam_name: str,
-                fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]]) -> _FamilyFit:
+def _fit_family(
+    run: _Run, fam_name: str, fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]]
+) -> _FamilyFit:
     """Search one family on the training set (from a nested parent when one was fitted), then on every fold."""
     req, (engine, scales, x_warm) = run.req, run.train
     family = family_for(req, fam_name)
     tied = _tied_envelope(run, family)
     space = SearchSpace.for_family(family, fixed=dict.fromkeys(tied, 0.0))
-    parent = max((v for v in fitted_by.values() if nests(v[0], family)),
-                 key=lambda v: (len(v[0].params), -v[2]), default=None)
+    parent = max(
+        (v for v in fitted_by.values() if nests(v[0], family)),
+        key=lambda v: (len(v[0].params), -v[2]),
+        default=None,
+    )
     starts = None if parent is None else _nested_starts(parent[0], family, parent[1])
     t_family = time.perf_counter()
     res = _search(run, engine, scales, x_warm, family, space, fam_name, starts)
@@ -280,29 +389,44 @@ def _fit_family(run: _Run, fam_name: str,
         # a rich friction family also searches from the warm start: the nested optimum can hold it in the
         # parent's basin. The lower TRAINING loss wins (validation never chooses); a warm start clearly worse
         # than the nested fit after a few least-squares iterations is abandoned there (its loss then is listed)
-        alt = _search(run, engine, scales, x_warm, family, space, f"{fam_name} from the warm start",
-                      rival=res)
+        alt = _search(
+            run, engine, scales, x_warm, family, space, f"{fam_name} from the warm start", rival=res
+        )
         tried["warm start"] = float(np.sum(alt.best_loss))
         if tried["warm start"] < tried[started]:
             res, started = alt, "warm start"
     t_family = time.perf_counter() - t_family
     fitted = [_family_params(family, space, x) for x in res.best]
     for j, (name, p) in enumerate(zip(run.joints, fitted, strict=True)):
-        if tied:  # the damping and envelope the kernel ran, at the reference kp and vin, for reports and exports
+        if (
+            tied
+        ):  # the damping and envelope the kernel ran, at the reference kp and vin, for reports and exports
             searched, p["damping"] = p["damping"], run.ops[name].tied_damping(p["stiffness"], p["damping"])
             if p["damping"] != searched:
                 _at_resistance_bound(res.analysis[j], run.ops[name], p["damping"], searched > p["damping"])
-            p.update({k: v for k, v in run.ops[name].tied_envelope(p["stiffness"], p["damping"]).items()
-                      if k in tied})
+            p.update(
+                {
+                    k: v
+                    for k, v in run.ops[name].tied_envelope(p["stiffness"], p["damping"]).items()
+                    if k in tied
+                }
+            )
     fitted_by[fam_name] = (family, fitted, float(np.sum(res.best_loss)))
     seg_rows = segment_metrics(run.full_engine.traces(family, params_array(family, fitted)), run.every)
     fold_rows: list[list[dict]] = []
     for k, (fold, (eng_k, sc_k, warm_k)) in enumerate(zip(run.split.folds, run.fold_setups, strict=True)):
-        res_k = _search(run, eng_k, sc_k, warm_k, family, space, f"{fam_name} fold {k + 1}/{len(run.split.folds)}")
+        res_k = _search(
+            run, eng_k, sc_k, warm_k, family, space, f"{fam_name} fold {k + 1}/{len(run.split.folds)}"
+        )
         fit_k = params_array(family, [_family_params(family, space, x) for x in res_k.best])
         names_k = {run.rec.segments[i].name for i in fold}
-        fold_rows.append([r for r in segment_metrics(run.full_engine.traces(family, fit_k), run.every)
-                          if r["segment"] in names_k])
+        fold_rows.append(
+            [
+                r
+                for r in segment_metrics(run.full_engine.traces(family, fit_k), run.every)
+                if r["segment"] in names_k
+            ]
+        )
     return _FamilyFit(family, space, res, fitted, tied, started, tried, t_family, seg_rows, fold_rows)
 
 
@@ -314,9 +438,17 @@ def pooled(rows: list[dict]) -> SplitMetrics | None:
 
 def segment_rows(rows: list[dict], val_names: set[str]) -> tuple[SegmentMetrics, ...]:
     """Per-segment error rows of one joint (objective.segment_metrics) with the split each segment is in."""
-    return tuple(SegmentMetrics(segment=r["segment"], samples=r["samples"], position_rmse=r["position_rmse"],
-                                position_mae=r["position_mae"], velocity_rmse=r["velocity_rmse"],
-                                split="validation" if r["segment"] in val_names else "train") for r in rows)
+    return tuple(
+        SegmentMetrics(
+            segment=r["segment"],
+            samples=r["samples"],
+            position_rmse=r["position_rmse"],
+            position_mae=r["position_mae"],
+            velocity_rmse=r["velocity_rmse"],
+            split="validation" if r["segment"] in val_names else "train",
+        )
+        for r in rows
+    )
 
 
 def _joint_metrics(run: _Run, ff: _FamilyFit, name: str) -> Metrics:
@@ -329,13 +461,25 @@ def _joint_metrics(run: _Run, ff: _FamilyFit, name: str) -> Metrics:
     if not split.folds:
         return Metrics(train=train, validation=validation, segments=segments)
     per_fold = [pool_metrics([r for r in fr if r["joint"] == name]) for fr in ff.fold_rows]
-    folds = [{"fold": k + 1, **({"name": split.fold_names[k]} if split.fold_names else {}),
-              "validation_segments": [run.rec.segments[i].name for i in f],
-              "validation": m} for k, (f, m) in enumerate(zip(split.folds, per_fold, strict=True))]
-    return Metrics(train=train, validation=pooled([r for fr in ff.fold_rows for r in fr if r["joint"] == name]),
-                   segments=segments, folds=folds,
-                   folds_mean={k: float(np.mean([m[k] for m in per_fold if m is not None]))
-                               for k in ("position_rmse", "position_mae", "velocity_rmse")})
+    folds = [
+        {
+            "fold": k + 1,
+            **({"name": split.fold_names[k]} if split.fold_names else {}),
+            "validation_segments": [run.rec.segments[i].name for i in f],
+            "validation": m,
+        }
+        for k, (f, m) in enumerate(zip(split.folds, per_fold, strict=True))
+    ]
+    return Metrics(
+        train=train,
+        validation=pooled([r for fr in ff.fold_rows for r in fr if r["joint"] == name]),
+        segments=segments,
+        folds=folds,
+        folds_mean={
+            k: float(np.mean([m[k] for m in per_fold if m is not None]))
+            for k in ("position_rmse", "position_mae", "velocity_rmse")
+        },
+    )
 
 
 def _model_entry(run: _Run, fam_name: str, ff: _FamilyFit, j: int, name: str) -> ModelFit:
@@ -347,14 +491,22 @@ def _model_entry(run: _Run, fam_name: str, ff: _FamilyFit, j: int, name: str) ->
     return ModelFit(
         family=fam_name,
         added_for=[m for m in run.parametric if get_family(m).fitted_with == fam_name]
-        if fam_name in run.companions else None,
+        if fam_name in run.companions
+        else None,
         isaaclab_cfg=family.isaaclab_cfg,
         joint_terms=list(family.joint_terms),
         params=ff.fitted[j],
-        table_positions=run.every.knots[j].astype(float).tolist() if "position_table" in family.clamps else None,
+        table_positions=run.every.knots[j].astype(float).tolist()
+        if "position_table" in family.clamps
+        else None,
         device_gains=device_gains(op, ff.fitted[j], intervals) if op.varies else None,
-        tied={k: "voltage servo: from stiffness and damping (kt/R = K/(vin·duty), kt²/R = damping"
-                 f"{', current limit' if k == 'actuator_effort_limit' else ''})" for k in tied} if tied else None,
+        tied={
+            k: "voltage servo: from stiffness and damping (kt/R = K/(vin·duty), kt²/R = damping"
+            f"{', current limit' if k == 'actuator_effort_limit' else ''})"
+            for k in tied
+        }
+        if tied
+        else None,
         voltage_servo=op.servo if tied else None,
         metrics=_joint_metrics(run, ff, name),
         loss=float(res.best_loss[j]),
@@ -363,15 +515,24 @@ def _model_entry(run: _Run, fam_name: str, ff: _FamilyFit, j: int, name: str) ->
         warnings=res.analysis[j]["warnings"],
         n_params=len(ff.space.names),
         warm_start={n: float(x_warm[j][n]) for n in ff.space.names},
-        search={"generations": res.generations, "evaluations": res.evaluations,
-                "restarts": res.restarts[j], "stopped_on": res.stopped_on,
-                "population": run.req.population,
-                # the start, the least-squares solve from it, every generation, the final refine
-                "convergence": [res.local["loss_before"][j], res.local["loss_after"][j], *res.history[j],
-                                float(res.best_loss[j])],
-                "started_from": ff.started, "starts": ff.tried,  # training loss of each start's search
-                "local_solve": {k: v[j] if isinstance(v, list) else v for k, v in res.local.items()},
-                "seconds": round(ff.seconds, 3)},
+        search={
+            "generations": res.generations,
+            "evaluations": res.evaluations,
+            "restarts": res.restarts[j],
+            "stopped_on": res.stopped_on,
+            "population": run.req.population,
+            # the start, the least-squares solve from it, every generation, the final refine
+            "convergence": [
+                res.local["loss_before"][j],
+                res.local["loss_after"][j],
+                *res.history[j],
+                float(res.best_loss[j]),
+            ],
+            "started_from": ff.started,
+            "starts": ff.tried,  # training loss of each start's search
+            "local_solve": {k: v[j] if isinstance(v, list) else v for k, v in res.local.items()},
+            "seconds": round(ff.seconds, 3),
+        },
     )
 
 
@@ -381,8 +542,9 @@ def _rank_joint(models: dict[str, ModelFit], load: dict) -> JointFit:
     ranking = _rank(models)
     # exporters need a family they can write: a network is best only when nothing else was fitted
     best = next((r.family for r in ranking if r.family in FAMILIES), ranking[0].family)
-    return JointFit(models=models, load=load, ranking=ranking, best_model=best,
-                    device_gains=models[best].device_gains)
+    return JointFit(
+        models=models, load=load, ranking=ranking, best_model=best, device_gains=models[best].device_gains
+    )
 
 
 def _assemble(run: _Run, joints: dict[str, JointFit], t_start: float) -> FitResult:
@@ -391,25 +553,35 @@ def _assemble(run: _Run, joints: dict[str, JointFit], t_start: float) -> FitResu
     names = lambda ids: [rec.segments[i].name for i in ids]  # noqa: E731
     return FitResult(
         joints=joints,
-        split=SplitNames(method=split.method, train=names(split.train), validation=names(split.validation),
-                         holdout=req.holdout or None, folds=[names(f) for f in split.folds] or None,
-                         folds_by=req.folds_by if split.fold_names else None,
-                         fold_names=split.fold_names or None),
+        split=SplitNames(
+            method=split.method,
+            train=names(split.train),
+            validation=names(split.validation),
+            holdout=req.holdout or None,
+            folds=[names(f) for f in split.folds] or None,
+            folds_by=req.folds_by if split.fold_names else None,
+            fold_names=split.fold_names or None,
+        ),
         budget=Budget(seconds=req.budget_s, stopped_on_budget=run.stopped_on_budget),
         assumptions=Assumptions(
             effort_mode=req.effort_mode,
             integrator="semi-implicit Euler with implicit joint damping and Coulomb friction as a "
-                       "stopping constraint (docs/consumer-semantics.md §F, matches Newton SolverMuJoCo)",
+            "stopping constraint (docs/consumer-semantics.md §F, matches Newton SolverMuJoCo)",
             physics_dt=float(np.median(run.every.seg_dt)),
             decimation=req.decimation,
             delay_unit="physics steps",
-            loss="mean |position error| / std(q)" if req.loss == "position_mae" else
-                 "mean squared position error / var(q) + 0.25 · mean squared velocity error / var(qd)",
+            loss="mean |position error| / std(q)"
+            if req.loss == "position_mae"
+            else "mean squared position error / var(q) + 0.25 · mean squared velocity error / var(qd)",
             training_windows_s=req.window_s,
             logged_gains=req.use_logged_gains,
             gain_units={name: op.units for name, op in ops.items()},
-            operating_point={name: {"kp": op.kp_reference, "kd": op.kd_reference, "vin": op.vin_reference}
-                             for name, op in ops.items() if op.varies} or None,
+            operating_point={
+                name: {"kp": op.kp_reference, "kd": op.kd_reference, "vin": op.vin_reference}
+                for name, op in ops.items()
+                if op.varies
+            }
+            or None,
         ),
         request=asdict(req),
         dataset=rec.summary(),
@@ -449,8 +621,9 @@ def fit_result(rec: Recording, req: FitRequest, progress: ProgressFn | None = No
 
         # the nets train until the fit's budget is spent (the searches above left them their shares)
         deadline = None if req.budget_s is None else run.clock.start + req.budget_s
-        run.stopped_on_budget |= add_networks(rec, req, run.joints, run.split.train, run.split.validation,
-                                              fits, progress, deadline)
+        run.stopped_on_budget |= add_networks(
+            rec, req, run.joints, run.split.train, run.split.validation, fits, progress, deadline
+        )
     joints = {name: _rank_joint(fits[name], asdict(rec.joints[rec.joint_index(name)])) for name in run.joints}
     if progress:
         progress(1.0, "done")
@@ -463,8 +636,11 @@ NESTED_GENERATIONS = 60  # CMA-ES generations of a family that starts from a nes
 _OFF_SWITCHES = F_PID | F_STRIBECK | F_LOAD_FRICTION | F_LOAD_QUADRATIC
 # terms that reproduce the parent when they copy one of its values: a directional load friction whose external
 # coefficients equal the shared ones, a torque table whose every knot is the effort limit
-_COPIES = {"load_friction_external": "load_friction", "load_friction_external_stribeck": "load_friction_stribeck",
-           **{f"lookup_effort_{k}": "actuator_effort_limit" for k in range(parameters.TABLE_KNOTS)}}
+_COPIES = {
+    "load_friction_external": "load_friction",
+    "load_friction_external_stribeck": "load_friction_stribeck",
+    **{f"lookup_effort_{k}": "actuator_effort_limit" for k in range(parameters.TABLE_KNOTS)},
+}
 
 
 TIED_ENVELOPE = ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit")
@@ -475,14 +651,24 @@ def _at_resistance_bound(analysis: dict, op: OperatingPoints, damping: float, ab
     """A voltage servo's damping held at a winding-resistance bound (`above`: the search wanted more): not
     identified, with the reason, and the value that ran as its estimate."""
     r_min, r_max = op.resistance_range
-    why = (f"it sits at the voltage servo's winding-resistance bound R = {r_max if above else r_min:g} Ω (kt²/R, R "
-           f"in {r_min:g}–{r_max:g} Ω): the log pushes the back-EMF damping {'above' if above else 'below'} the "
-           "motor's range (it cannot tell it from viscous friction)")
+    why = (
+        f"it sits at the voltage servo's winding-resistance bound R = {r_max if above else r_min:g} Ω (kt²/R, R "
+        f"in {r_min:g}–{r_max:g} Ω): the log pushes the back-EMF damping {'above' if above else 'below'} the "
+        "motor's range (it cannot tell it from viscous friction)"
+    )
     iv = analysis["intervals"].get("damping") or {}
-    analysis["intervals"]["damping"] = {**iv, "value": None, "estimate": damping, "std_relative": None,
-                                        "interval95": None, "identified": False, "reason": why}
+    analysis["intervals"]["damping"] = {
+        **iv,
+        "value": None,
+        "estimate": damping,
+        "std_relative": None,
+        "interval95": None,
+        "identified": False,
+        "reason": why,
+    }
     analysis["warnings"] = [w for w in analysis["warnings"] if not w.startswith("damping ")] + [
-        f"damping is not identified: {why}"]
+        f"damping is not identified: {why}"
+    ]
 
 
 def _key(v: float) -> str:
@@ -502,22 +688,35 @@ def device_gains(op: OperatingPoints, params: dict[str, float], intervals: Mappi
     def scaled(name: str, ref: float, values: dict[str, float | None]) -> dict:
         val = float(params[name])
         iv = intervals[name].interval95 if name in intervals else None
-        return {"scale": val / ref, "scale_interval": None if iv is None else [iv[0] / ref, iv[1] / ref],
-                "at": {_key(v): val * v / ref for v in sorted({v for v in values.values() if v is not None})}}
+        return {
+            "scale": val / ref,
+            "scale_interval": None if iv is None else [iv[0] / ref, iv[1] / ref],
+            "at": {_key(v): val * v / ref for v in sorted({v for v in values.values() if v is not None})},
+        }
 
     if op.units == "device" and op.kp_reference and "stiffness" in params:
         g = scaled("stiffness", op.kp_reference, op.kp)
-        out.update(kp_reference=op.kp_reference, gain_scale=g["scale"], gain_scale_interval=g["scale_interval"],
-                   stiffness_at=g["at"])
+        out.update(
+            kp_reference=op.kp_reference,
+            gain_scale=g["scale"],
+            gain_scale_interval=g["scale_interval"],
+            stiffness_at=g["at"],
+        )
     if op.units == "device" and op.kd_reference and "damping" in params:
         g = scaled("damping", op.kd_reference, op.kd)
-        out.update(kd_reference=op.kd_reference, damping_scale=g["scale"],
-                   damping_scale_interval=g["scale_interval"], damping_at=g["at"])
+        out.update(
+            kd_reference=op.kd_reference,
+            damping_scale=g["scale"],
+            damping_scale_interval=g["scale_interval"],
+            damping_at=g["at"],
+        )
     if op.vin_reference:
         vins = sorted({v for v in op.vin.values() if v is not None})
         out["vin_reference"] = op.vin_reference
-        for name, key in (("saturation_effort", "saturation_effort_at"), ("actuator_velocity_limit",
-                                                                          "velocity_limit_at")):
+        for name, key in (
+            ("saturation_effort", "saturation_effort_at"),
+            ("actuator_velocity_limit", "velocity_limit_at"),
+        ):
             if name in params and math.isfinite(params[name]):
                 out[key] = {_key(v): float(params[name]) * v / op.vin_reference for v in vins}
     return out
@@ -528,11 +727,14 @@ def nested_start(parent: Family, child: Family, fitted: dict[str, float]) -> dic
     the parent did (new terms switched off or copying the parent's values), or None when it does not nest:
     delayed_pd ⊃ ideal_pd (delay 0), pid ⊃ delayed_pd (ki 0), remotized_pd ⊃ delayed_pd (every knot = the
     effort limit), the BAM friction families ⊃ dcmotor (no Stribeck peak, no load friction)."""
-    clamps_ok = parent.clamps == child.clamps or (parent.clamps, child.clamps) == (("max_effort",),
-                                                                                   ("position_table",))
+    clamps_ok = parent.clamps == child.clamps or (parent.clamps, child.clamps) == (
+        ("max_effort",),
+        ("position_table",),
+    )
     drive_ok = parent.drive == child.drive or (parent.drive, child.drive) == ("pd", "pid")
     terms_ok = set(parent.joint_terms) <= set(child.joint_terms) and (
-        ("dynamic_friction" in parent.joint_terms) == ("dynamic_friction" in child.joint_terms))
+        ("dynamic_friction" in parent.joint_terms) == ("dynamic_friction" in child.joint_terms)
+    )
     if not (clamps_ok and drive_ok and terms_ok and (child.delay or not parent.delay)):
         return None
     extra_flags = child.flags & ~parent.flags & ~(F_TABLE | F_LOAD_DIRECTIONAL)
@@ -553,8 +755,9 @@ def nested_start(parent: Family, child: Family, fitted: dict[str, float]) -> dic
     return out
 
 
-def _nested_starts(parent: Family, child: Family, fitted: list[dict[str, float]]
-                   ) -> list[tuple[dict[str, float], dict[str, float]]]:
+def _nested_starts(
+    parent: Family, child: Family, fitted: list[dict[str, float]]
+) -> list[tuple[dict[str, float], dict[str, float]]]:
     """Per joint: the parent's optimum as the child's equivalent point, and the parent's own values."""
     out = []
     for p in fitted:
@@ -570,7 +773,8 @@ def _searched_twice(req: FitRequest, name: str, fitted: list[str]) -> bool:
     `dcmotor_directional_load` at a higher training loss than a warm-start search (BENCHMARKS.md)."""
     family = family_for(req, name)
     return bool(family.rich_friction) and any(
-        o != name and nests(family_for(req, o), family) for o in fitted if o in FAMILIES)
+        o != name and nests(family_for(req, o), family) for o in fitted if o in FAMILIES
+    )
 
 
 def nests(parent: Family, child: Family) -> bool:
@@ -592,25 +796,46 @@ def _rank(models: Mapping[str, ModelFit]) -> tuple[RankRow, ...]:
         pooled = m.metrics.validation or m.metrics.train
         assert pooled is not None and pooled.position_rmse is not None and m.n_params is not None, fam
         err = pooled.position_rmse
-        rows.append((err * (1 + MODEL_PENALTY * m.n_params), RankRow(
-            family=fam, score=err * (1 + MODEL_PENALTY * m.n_params), split=split, position_rmse=err,
-            n_params=m.n_params)))
+        rows.append(
+            (
+                err * (1 + MODEL_PENALTY * m.n_params),
+                RankRow(
+                    family=fam,
+                    score=err * (1 + MODEL_PENALTY * m.n_params),
+                    split=split,
+                    position_rmse=err,
+                    n_params=m.n_params,
+                ),
+            )
+        )
     return tuple(row for _, row in sorted(rows, key=lambda r: r[0]))
 
 
-def simulate(rec: Recording, joint: str, family: str, params: dict[str, float], device: str = "cpu",
-             joint_terms: list[str] | None = None, decimation: int = 1,
-             table_positions: list[float] | None = None, effort_mode: str = "explicit",
-             logged_gains: bool = False) -> dict:
+def simulate(
+    rec: Recording,
+    joint: str,
+    family: str,
+    params: dict[str, float],
+    device: str = "cpu",
+    joint_terms: list[str] | None = None,
+    decimation: int = 1,
+    table_positions: list[float] | None = None,
+    effort_mode: str = "explicit",
+    logged_gains: bool = False,
+) -> dict:
     """Roll one fitted model over every segment of one joint; per-segment traces as numpy arrays."""
     fam = get_family(family)
     if joint_terms is not None:
         fam = fam.with_terms(tuple(joint_terms))
     knots = None if table_positions is None else np.asarray([table_positions])
-    batch = SegmentBatch.from_recording(rec, [joint], substeps=decimation, knots=knots, logged_gains=logged_gains)
+    batch = SegmentBatch.from_recording(
+        rec, [joint], substeps=decimation, knots=knots, logged_gains=logged_gains
+    )
     tr = RolloutEngine(batch, device, effort_mode=effort_mode).traces(fam, params_array(fam, [params]))
-    return {batch.seg_names[s]: {k: tr[k][0, batch.segment_slice(s)] for k in ("q", "qd", "computed", "applied")}
-            for s in range(batch.n_segments)}
+    return {
+        batch.seg_names[s]: {k: tr[k][0, batch.segment_slice(s)] for k in ("q", "qd", "computed", "applied")}
+        for s in range(batch.n_segments)
+    }
 
 
 def envelope(family: str, params: dict[str, float], v_max: float, n: int = 121) -> dict:
@@ -621,8 +846,9 @@ def envelope(family: str, params: dict[str, float], v_max: float, n: int = 121) 
     return {"velocity": v.tolist(), "effort_max": fin(hi), "effort_min": fin(lo)}
 
 
-def _network_traces(rec: Recording, result: FitResult, joint: str, exclude: str
-                    ) -> tuple[dict | None, str | None]:
+def _network_traces(
+    rec: Recording, result: FitResult, joint: str, exclude: str
+) -> tuple[dict | None, str | None]:
     """Closed-loop traces of the joint's actuator network with the lowest validation position RMSE, if any."""
     models = result.joints[joint].models
     nets = [k for k in models if k in NET_FAMILIES and k != exclude]
@@ -654,9 +880,17 @@ def report_data(rec: Recording, result: ResultLike, max_points: int = 1500) -> d
 
             sims = simulate_net(rec, joint, model, decimation=assumed.decimation)
         else:
-            sims = simulate(rec, joint, fam, params, joint_terms=model.joint_terms,
-                            decimation=assumed.decimation, table_positions=model.table_positions,
-                            effort_mode=assumed.effort_mode, logged_gains=assumed.logged_gains)
+            sims = simulate(
+                rec,
+                joint,
+                fam,
+                params,
+                joint_terms=model.joint_terms,
+                decimation=assumed.decimation,
+                table_positions=model.table_positions,
+                effort_mode=assumed.effort_mode,
+                logged_gains=assumed.logged_gains,
+            )
         j = rec.joint_index(joint)
         segs, pv, pe = [], [], []
         has_tau = all(s.tau is not None for s in rec.segments)
@@ -665,16 +899,29 @@ def report_data(rec: Recording, result: ResultLike, max_points: int = 1500) -> d
             sim = sims[seg.name]
             step = max(1, seg.n // max_points)
             sl = slice(None, None, step)
-            beside = ({"network": net, "q_net": net_sims[seg.name]["q"][sl].tolist(),  # the best net, closed loop
-                       "qd_net": net_sims[seg.name]["qd"][sl].tolist()} if net_sims else {})
-            segs.append({
-                **beside,
-                "name": seg.name, "split": "validation" if seg.name in val else "train",
-                "t": seg.t[sl].tolist(), "q": seg.q[sl, j].tolist(), "q_sim": sim["q"][sl].tolist(),
-                "q_des": seg.q_des[sl, j].tolist(),
-                "qd": seg.qd[sl, j].tolist(), "qd_sim": sim["qd"][sl].tolist(),
-                "tau_sim": sim["applied"][sl].tolist(),
-            })
+            beside = (
+                {
+                    "network": net,
+                    "q_net": net_sims[seg.name]["q"][sl].tolist(),  # the best net, closed loop
+                    "qd_net": net_sims[seg.name]["qd"][sl].tolist(),
+                }
+                if net_sims
+                else {}
+            )
+            segs.append(
+                {
+                    **beside,
+                    "name": seg.name,
+                    "split": "validation" if seg.name in val else "train",
+                    "t": seg.t[sl].tolist(),
+                    "q": seg.q[sl, j].tolist(),
+                    "q_sim": sim["q"][sl].tolist(),
+                    "q_des": seg.q_des[sl, j].tolist(),
+                    "qd": seg.qd[sl, j].tolist(),
+                    "qd_sim": sim["qd"][sl].tolist(),
+                    "tau_sim": sim["applied"][sl].tolist(),
+                }
+            )
             pv.append(seg.qd[sl, j])
             pe.append(seg.tau[sl, j] if has_tau and seg.tau is not None else sim["applied"][sl])
         v_all = np.concatenate(pv)
@@ -682,7 +929,10 @@ def report_data(rec: Recording, result: ResultLike, max_points: int = 1500) -> d
             "family": fam,
             "segments": segs,
             "envelope": envelope(fam, params, max(1.2 * float(np.max(np.abs(v_all))), 1e-3)),
-            "points": {"velocity": v_all.tolist(), "effort": np.concatenate(pe).tolist(),
-                       "source": "measured" if has_tau else "simulated"},
+            "points": {
+                "velocity": v_all.tolist(),
+                "effort": np.concatenate(pe).tolist(),
+                "source": "measured" if has_tau else "simulated",
+            },
         }
     return {"joints": out}

@@ -35,17 +35,23 @@ class LossScales:
         n_j = len(batch.joints)
         sq, sqd, n = np.zeros(n_j), np.zeros(n_j), np.zeros(n_j)
         for j in range(n_j):
-            idx = np.concatenate([np.arange(batch.segment_slice(s).start, batch.segment_slice(s).stop)
-                                  for s in range(batch.n_segments) if batch.seg_joint[s] == j])
+            idx = np.concatenate(
+                [
+                    np.arange(batch.segment_slice(s).start, batch.segment_slice(s).stop)
+                    for s in range(batch.n_segments)
+                    if batch.seg_joint[s] == j
+                ]
+            )
             sq[j] = max(float(np.std(batch.q[idx])), 1e-3)
             sqd[j] = max(float(np.std(batch.qd[idx])), 1e-3)
             n[j] = sum(batch.seg_len[s] - 1 for s in range(batch.n_segments) if batch.seg_joint[s] == j)
         return cls(sq, sqd, n)
 
-
     def select(self, j: int) -> LossScales:
         """The normalisers of one joint, for a batch holding only that joint."""
-        return LossScales(self.sigma_q[j:j + 1], self.sigma_qd[j:j + 1], self.n_samples[j:j + 1], self.position_mae)
+        return LossScales(
+            self.sigma_q[j : j + 1], self.sigma_qd[j : j + 1], self.n_samples[j : j + 1], self.position_mae
+        )
 
 
 def loss_from_sums(sums: np.ndarray, batch: SegmentBatch, scales: LossScales) -> np.ndarray:
@@ -54,15 +60,19 @@ def loss_from_sums(sums: np.ndarray, batch: SegmentBatch, scales: LossScales) ->
     if scales.position_mae:  # the kernel's third sum is Σ|position error|
         per_seg = sums[:, :, 2] / scales.sigma_q[batch.seg_joint]
     else:
-        per_seg = (sums[:, :, 0] / scales.sigma_q[batch.seg_joint] ** 2
-                   + VELOCITY_WEIGHT * sums[:, :, 1] / scales.sigma_qd[batch.seg_joint] ** 2)
+        per_seg = (
+            sums[:, :, 0] / scales.sigma_q[batch.seg_joint] ** 2
+            + VELOCITY_WEIGHT * sums[:, :, 1] / scales.sigma_qd[batch.seg_joint] ** 2
+        )
     loss = np.zeros((n_c, n_j))
     np.add.at(loss.T, batch.seg_joint, per_seg.T)
     loss /= scales.n_samples[None, :]
     return np.where(np.isfinite(loss), np.minimum(loss, BAD_LOSS), BAD_LOSS)
 
 
-def residuals(traces: dict[str, np.ndarray], batch: SegmentBatch, scales: LossScales, joint: int) -> np.ndarray:
+def residuals(
+    traces: dict[str, np.ndarray], batch: SegmentBatch, scales: LossScales, joint: int
+) -> np.ndarray:
     """(C, R) residual vectors of one joint whose squared sum is that joint's loss (position_mae: the signed
     square root of each |error| / (sigma_q·n), position rows only, so least squares minimises the MAE; errors
     under MAE_SMOOTHING·sigma_q count quadratically, else a noise-free log's optimum is a kink it never reaches)."""
@@ -73,13 +83,17 @@ def residuals(traces: dict[str, np.ndarray], batch: SegmentBatch, scales: LossSc
             continue
         sl = batch.segment_slice(s)
         sl = slice(sl.start + 1, sl.stop)  # the first sample is the initial state, not a prediction
-        if scales.position_mae:  # |e| smoothed below MAE_SMOOTHING·σ_q (pseudo-Huber) so least squares converges
+        if (
+            scales.position_mae
+        ):  # |e| smoothed below MAE_SMOOTHING·σ_q (pseudo-Huber) so least squares converges
             e = (traces["q"][:, sl].astype(np.float64) - batch.q[sl]) / scales.sigma_q[joint]
             parts.append(np.sign(e) * np.sqrt((np.sqrt(e**2 + MAE_SMOOTHING**2) - MAE_SMOOTHING) / norm**2))
             continue
         parts.append((traces["q"][:, sl] - batch.q[sl]) / (scales.sigma_q[joint] * norm))
-        parts.append((traces["qd"][:, sl] - batch.qd[sl]) * (np.sqrt(VELOCITY_WEIGHT)
-                                                              / (scales.sigma_qd[joint] * norm)))
+        parts.append(
+            (traces["qd"][:, sl] - batch.qd[sl])
+            * (np.sqrt(VELOCITY_WEIGHT) / (scales.sigma_qd[joint] * norm))
+        )
     r = np.concatenate(parts, axis=1)
     return np.where(np.isfinite(r), r, 1e3)
 
@@ -104,14 +118,16 @@ def segment_metrics(traces: dict[str, np.ndarray], batch: SegmentBatch, candidat
         sl = slice(sl.start + 1, sl.stop)
         eq = traces["q"][candidate, sl].astype(np.float64) - batch.q[sl]
         eqd = traces["qd"][candidate, sl].astype(np.float64) - batch.qd[sl]
-        out.append({
-            "segment": batch.seg_names[s],
-            "joint": batch.joints[int(batch.seg_joint[s])],
-            "samples": int(eq.size),
-            "position_rmse": float(np.sqrt(np.mean(eq**2))),
-            "position_mae": float(np.mean(np.abs(eq))),
-            "velocity_rmse": float(np.sqrt(np.mean(eqd**2))),
-        })
+        out.append(
+            {
+                "segment": batch.seg_names[s],
+                "joint": batch.joints[int(batch.seg_joint[s])],
+                "samples": int(eq.size),
+                "position_rmse": float(np.sqrt(np.mean(eq**2))),
+                "position_mae": float(np.mean(np.abs(eq))),
+                "velocity_rmse": float(np.sqrt(np.mean(eqd**2))),
+            }
+        )
     return out
 
 

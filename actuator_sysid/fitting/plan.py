@@ -16,7 +16,9 @@ from .request import FitRequest, FitRequestError, check_fields
 def validate_request(rec: Recording, req: FitRequest) -> None:
     """Raise FitRequestError naming the problem, before anything is queued or stored."""
     check_fields(rec, req)
-    if any(m in NET_FAMILIES for m in req.families) or req.networks:  # network options are bounded even unused
+    if (
+        any(m in NET_FAMILIES for m in req.families) or req.networks
+    ):  # network options are bounded even unused
         from .training import check_request
 
         check_request(rec, req)
@@ -25,7 +27,9 @@ def validate_request(rec: Recording, req: FitRequest) -> None:
     plan_split(rec, req)  # raises FitRequestError for a holdout or folds the segments cannot satisfy
     missing = [s.name for s in rec.segments if s.q_des is None]
     if missing:
-        raise FitRequestError(f"segments {missing} have no q_des: closed-loop fits need the commanded position")
+        raise FitRequestError(
+            f"segments {missing} have no q_des: closed-loop fits need the commanded position"
+        )
 
 
 def _evenly(m: int, k: int) -> list[int]:
@@ -70,11 +74,24 @@ def recordings(rec: Recording) -> list[list[int]]:
     file's torque-on and torque-off stretches ``<file>.<k>`` with the same ``bam`` fields: those stay together.
     """
     names = [str(s.metadata["recording"]) if "recording" in s.metadata else s.name for s in rec.segments]
-    stems = [re.fullmatch(r"(.+)\.\d+", s.name) if "recording" not in s.metadata and s.enable is None
-             and isinstance(s.metadata.get("bam"), dict) else None for s in rec.segments]
+    stems = [
+        re.fullmatch(r"(.+)\.\d+", s.name)
+        if "recording" not in s.metadata and s.enable is None and isinstance(s.metadata.get("bam"), dict)
+        else None
+        for s in rec.segments
+    ]
     for i, m in enumerate(stems):
-        if m and sum(1 for j, o in enumerate(stems) if o and o.group(1) == m.group(1)
-                     and rec.segments[j].metadata["bam"] == rec.segments[i].metadata["bam"]) > 1:
+        if (
+            m
+            and sum(
+                1
+                for j, o in enumerate(stems)
+                if o
+                and o.group(1) == m.group(1)
+                and rec.segments[j].metadata["bam"] == rec.segments[i].metadata["bam"]
+            )
+            > 1
+        ):
             names[i] = m.group(1)
     groups: dict[str, list[int]] = {}
     for i, name in enumerate(names):
@@ -108,8 +125,9 @@ def _metadata_key(rec: Recording, key: str, what: str) -> tuple[str, list[dict[s
     if len(nested) == 1:
         return nested[0], leaves
     if nested:
-        raise FitRequestError(f"{what}: metadata key {key!r} is ambiguous, it is {' and '.join(nested)}; "
-                              "write the one you mean")
+        raise FitRequestError(
+            f"{what}: metadata key {key!r} is ambiguous, it is {' and '.join(nested)}; write the one you mean"
+        )
     raise FitRequestError(f"{what}: no segment has metadata key {key!r}; the keys you can write are {paths}")
 
 
@@ -145,24 +163,36 @@ def _leave_one_value_out(rec: Recording, key: str, groups: list[list[int]]) -> S
     order = sorted(values, key=lambda v: (isinstance(v, str), v))  # numbers ascending, then text
     if len(order) < 2:
         who = "every segment has" if all(path in lv for lv in leaves) else "every segment with it has"
-        raise FitRequestError(f"{what}: {who} {path} = {_value_text(values[order[0]])}; "
-                              "leave-one-value-out needs two values or more")
+        raise FitRequestError(
+            f"{what}: {who} {path} = {_value_text(values[order[0]])}; "
+            "leave-one-value-out needs two values or more"
+        )
     folds = []
     for v in order:
-        folds.append(_whole(groups, {i for i, lv in enumerate(leaves) if path in lv and _value_id(lv[path]) == v}))
+        folds.append(
+            _whole(groups, {i for i, lv in enumerate(leaves) if path in lv and _value_id(lv[path]) == v})
+        )
     owner: dict[int, int] = {}
     for k, fold in enumerate(folds):
         for i in fold:
             if i in owner:
                 other = [rec.segments[j].name for j in next(g for g in groups if i in g)]
-                raise FitRequestError(f"{what}: the recording of segments {other} has {path} = "
-                                      f"{_value_text(values[order[owner[i]]])} and {_value_text(values[order[k]])}; "
-                                      "a recording must stay in one fold")
+                raise FitRequestError(
+                    f"{what}: the recording of segments {other} has {path} = "
+                    f"{_value_text(values[order[owner[i]]])} and {_value_text(values[order[k]])}; "
+                    "a recording must stay in one fold"
+                )
             owner[i] = k
     names = [f"{path}={_value_text(values[v])}" for v in order]
     n = len(rec.segments)
-    return Split(f"leave one {path} out ({', '.join(names)}), whole recordings; final parameters from a fit on "
-                 "every segment", list(range(n)), [], folds, names)
+    return Split(
+        f"leave one {path} out ({', '.join(names)}), whole recordings; final parameters from a fit on "
+        "every segment",
+        list(range(n)),
+        [],
+        folds,
+        names,
+    )
 
 
 def plan_split(rec: Recording, req: FitRequest) -> Split:
@@ -176,10 +206,16 @@ def plan_split(rec: Recording, req: FitRequest) -> Split:
     r = len(groups)
     if req.folds is not None:
         if not 2 <= req.folds <= r:
-            raise FitRequestError(f"folds must be between 2 and the number of recordings ({r}), got {req.folds}")
-        folds = [sorted(i for g in groups[f::req.folds] for i in g) for f in range(req.folds)]
-        return Split(f"{req.folds}-fold over whole recordings; final parameters from a fit on every segment",
-                     list(range(n)), [], folds)
+            raise FitRequestError(
+                f"folds must be between 2 and the number of recordings ({r}), got {req.folds}"
+            )
+        folds = [sorted(i for g in groups[f :: req.folds] for i in g) for f in range(req.folds)]
+        return Split(
+            f"{req.folds}-fold over whole recordings; final parameters from a fit on every segment",
+            list(range(n)),
+            [],
+            folds,
+        )
     if req.folds_by is not None:
         return _leave_one_value_out(rec, req.folds_by.strip(), groups)
     if req.holdout is not None:
@@ -191,19 +227,33 @@ def plan_split(rec: Recording, req: FitRequest) -> Split:
         hit = {i for i, lv in enumerate(leaves) if path in lv and _matches(lv[path], value)}
         seen = sorted({str(lv[path]) for lv in leaves if path in lv})
         if not hit:
-            raise FitRequestError(f"holdout {req.holdout!r}: no segment has {path} = {value}; its values are {seen}")
+            raise FitRequestError(
+                f"holdout {req.holdout!r}: no segment has {path} = {value}; its values are {seen}"
+            )
         val = _whole(groups, hit)
         if len(val) == n:
             who = "every segment has" if len(hit) == n else "the recordings of the segments with"
-            raise FitRequestError(f"holdout {req.holdout!r}: {who} {path} = {value}, none is left to train on; "
-                                  f"hold out another value of {seen}")
-        more = f" (and the {len(val) - len(hit)} other segments of their recordings)" if len(val) > len(hit) else ""
-        return Split(f"recordings whose {path} = {value} held out{more}", [i for i in range(n) if i not in val], val)
+            raise FitRequestError(
+                f"holdout {req.holdout!r}: {who} {path} = {value}, none is left to train on; "
+                f"hold out another value of {seen}"
+            )
+        more = (
+            f" (and the {len(val) - len(hit)} other segments of their recordings)"
+            if len(val) > len(hit)
+            else ""
+        )
+        return Split(
+            f"recordings whose {path} = {value} held out{more}", [i for i in range(n) if i not in val], val
+        )
     if r < 2:
         return Split("one recording: every segment trains, none validates", list(range(n)), [])
     free = [g for g in range(r) if any(_free_swing(rec.segments[i]) for i in groups[g])]
-    candidates = [g for g in range(r) if g not in free] or free[1:]  # all swing freely: the first keeps training
-    picked = [candidates[j] for j in _evenly(len(candidates), min(max(1, int(round(0.2 * r))), len(candidates)))]
+    candidates = [g for g in range(r) if g not in free] or free[
+        1:
+    ]  # all swing freely: the first keeps training
+    picked = [
+        candidates[j] for j in _evenly(len(candidates), min(max(1, int(round(0.2 * r))), len(candidates)))
+    ]
     val = sorted(i for g in picked for i in groups[g])
     why = "; recordings with free swing train" if free else ""
     return Split(f"whole recordings, evenly spaced{why}", [i for i in range(n) if i not in val], val)

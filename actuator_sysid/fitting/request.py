@@ -32,19 +32,31 @@ class FitRequest:
     decimation: int = 1  # physics steps per log sample; commands held, delay counted in physics steps
     joint_terms: list[str] | None = None  # None: each family's default (armature, friction, viscous_friction)
     effort_mode: str = "explicit"  # or "implicit": Newton's implicit effort mode, for stiff gains
-    window_s: float | None = 1.0  # training rollouts restart from the log every window_s seconds (None: never)
+    window_s: float | None = (
+        1.0  # training rollouts restart from the log every window_s seconds (None: never)
+    )
     use_logged_gains: bool = False  # segments' recorded kp/kd (metadata, SI) replace the fitted gains there
     holdout: str | None = None  # "KEY=VALUE": recordings of segments whose metadata KEY equals VALUE validate
     folds: int | None = None  # k-fold cross-validation over whole recordings; final fit on every segment
-    folds_by: str | None = None  # metadata KEY: leave-one-value-out folds (e.g. "kp"); final fit on every segment
-    budget_s: float | None = None  # wall-clock budget for the whole fit: search stops, keeps its best, refines
-    networks: dict | None = None  # options of the mlp/lstm families (fitting.training.NetOptions), None: defaults
-    loss: str = "mse"  # or "position_mae": mean |position error|, BAM's objective (fitting/objective.py LOSSES)
+    folds_by: str | None = (
+        None  # metadata KEY: leave-one-value-out folds (e.g. "kp"); final fit on every segment
+    )
+    budget_s: float | None = (
+        None  # wall-clock budget for the whole fit: search stops, keeps its best, refines
+    )
+    networks: dict | None = (
+        None  # options of the mlp/lstm families (fitting.training.NetOptions), None: defaults
+    )
+    loss: str = (
+        "mse"  # or "position_mae": mean |position error|, BAM's objective (fitting/objective.py LOSSES)
+    )
     models: InitVar[list[str] | None] = None  # deprecated alias of `families` (the field's name before 0.3)
 
     def __post_init__(self, models: list[str] | None) -> None:
         if models is not None:
-            warnings.warn("FitRequest(models=...) is deprecated: use families=", DeprecationWarning, stacklevel=3)
+            warnings.warn(
+                "FitRequest(models=...) is deprecated: use families=", DeprecationWarning, stacklevel=3
+            )
             self.families = list(models)
 
     @classmethod
@@ -64,15 +76,19 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
     max_joints, max_folds = 64, 100  # every field that sizes work is bounded (issue 15)
     if req.joints is not None and len(req.joints) > max_joints:
         raise FitRequestError(f"joints names {len(req.joints)} joints; the limit is {max_joints} per fit")
-    for what, names in (("joints", req.joints or []), ("families", req.families or []),
-                        ("joint_terms", req.joint_terms or [])):
+    for what, names in (
+        ("joints", req.joints or []),
+        ("families", req.families or []),
+        ("joint_terms", req.joint_terms or []),
+    ):
         seen: set[str] = set()
         twice: set[str] = set()
         for n in names:
             (twice if n in seen else seen).add(n)
         if twice:
-            raise FitRequestError(f"{what} lists {', '.join(map(repr, sorted(twice)))} more than once; "
-                                  "name each once")
+            raise FitRequestError(
+                f"{what} lists {', '.join(map(repr, sorted(twice)))} more than once; name each once"
+            )
     if req.folds is not None and req.folds > max_folds:  # the lower bound and the recordings: plan_split
         raise FitRequestError(f"folds must be between 2 and {max_folds}, got {req.folds}")
     for name in req.joints or []:
@@ -84,13 +100,17 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
         raise FitRequestError(f"families is empty: choose from {sorted(FAMILIES)}")
     for m in req.families:
         if m not in FAMILIES and m not in NET_FAMILIES:
-            raise FitRequestError(f"unknown model family {m!r}: choose from {sorted(FAMILIES) + list(NET_FAMILIES)}")
+            raise FitRequestError(
+                f"unknown model family {m!r}: choose from {sorted(FAMILIES) + list(NET_FAMILIES)}"
+            )
     if not 1 <= req.generations <= 10_000:
         raise FitRequestError(f"budget.generations must be between 1 and 10000, got {req.generations}")
     if not 4 <= req.population <= 4096:
         raise FitRequestError(f"budget.population must be between 4 and 4096, got {req.population}")
     if not 1 <= req.decimation <= 64:
-        raise FitRequestError(f"decimation must be between 1 and 64 physics steps per sample, got {req.decimation}")
+        raise FitRequestError(
+            f"decimation must be between 1 and 64 physics steps per sample, got {req.decimation}"
+        )
     for term in req.joint_terms or []:
         if term not in JOINT_TERMS:
             raise FitRequestError(f"unknown joint term {term!r}: choose from {list(JOINT_TERMS)}")

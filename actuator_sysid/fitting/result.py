@@ -40,6 +40,7 @@ def _record(cls: type[Record]) -> Codec:
         if not isinstance(v, Mapping):
             raise _Mismatch
         return cls.from_json(v)
+
     return Codec(decode, lambda r: r.to_json())
 
 
@@ -52,6 +53,7 @@ def _list_of(c: Codec) -> Codec:
         if not isinstance(v, list):
             raise _Mismatch
         return tuple(c.decode(x) for x in v)
+
     return Codec(decode, lambda v: [c.encode(x) for x in v])
 
 
@@ -60,6 +62,7 @@ def _dict_of(c: Codec) -> Codec:
         if not isinstance(v, Mapping):
             raise _Mismatch
         return {k: c.decode(x) for k, x in v.items()}
+
     return Codec(decode, lambda v: {k: c.encode(x) for k, x in v.items()})
 
 
@@ -116,8 +119,10 @@ class Record:
         """The JSON object: the stored keys in their order, then any named field set since (not at its default)."""
         named = self._named()
         if self.key_order is not None:
-            keys = [*self.key_order, *(k for k in named if k not in self.key_order
-                                       and getattr(self, k) != named[k])]
+            keys = [
+                *self.key_order,
+                *(k for k in named if k not in self.key_order and getattr(self, k) != named[k]),
+            ]
         else:
             keys = [*self._built_keys(named), *(k for k in self.extra if k not in named)]
         out: dict[str, Json] = {}
@@ -174,9 +179,11 @@ class Metrics(Record):
     folds: list[Json] | None = None
     folds_mean: Mapping[str, float] | None = None
 
-    CODECS: ClassVar[dict[str, Codec]] = {"train": _optional(_record(SplitMetrics)),
-                                          "validation": _optional(_record(SplitMetrics)),
-                                          "segments": _list_of(_record(SegmentMetrics))}
+    CODECS: ClassVar[dict[str, Codec]] = {
+        "train": _optional(_record(SplitMetrics)),
+        "validation": _optional(_record(SplitMetrics)),
+        "segments": _list_of(_record(SegmentMetrics)),
+    }
     OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"folds", "folds_mean"})  # with cross-validation only
 
     def best(self) -> SplitMetrics | None:
@@ -232,10 +239,24 @@ class ModelFit(Record):
     unidentified: Mapping[str, Mapping[str, Json]] | None = None
     given: Mapping[str, float] | None = None
 
-    CODECS: ClassVar[dict[str, Codec]] = {"metrics": _record(Metrics), "intervals": _dict_of(_record(Interval))}
-    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({
-        "added_for", "table_positions", "device_gains", "tied", "voltage_servo", "warm_start", "search",
-        "torque_metrics", "unidentified", "given"})
+    CODECS: ClassVar[dict[str, Codec]] = {
+        "metrics": _record(Metrics),
+        "intervals": _dict_of(_record(Interval)),
+    }
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset(
+        {
+            "added_for",
+            "table_positions",
+            "device_gains",
+            "tied",
+            "voltage_servo",
+            "warm_start",
+            "search",
+            "torque_metrics",
+            "unidentified",
+            "given",
+        }
+    )
 
     @property
     def is_network(self) -> bool:
@@ -257,9 +278,25 @@ class NetFit(ModelFit):
 
     OMIT_UNSET: ClassVar[frozenset[str]] = ModelFit.OMIT_UNSET | {"torque_range", "comparison"}
     JSON_ORDER: ClassVar[tuple[str, ...]] = (
-        "family", "isaaclab_cfg", "joint_terms", "params", "network", "weights", "pos_error", "training",
-        "metrics", "loss", "intervals", "correlation", "warnings", "n_params", "assumptions", "torque_metrics",
-        "torque_range", "comparison")
+        "family",
+        "isaaclab_cfg",
+        "joint_terms",
+        "params",
+        "network",
+        "weights",
+        "pos_error",
+        "training",
+        "metrics",
+        "loss",
+        "intervals",
+        "correlation",
+        "warnings",
+        "n_params",
+        "assumptions",
+        "torque_metrics",
+        "torque_range",
+        "comparison",
+    )
 
     @property
     def is_network(self) -> bool:
@@ -392,10 +429,13 @@ class FitResult(Record):
     fit_id: str | None = None
     renamed: Mapping[str, str] | None = None
 
-    CODECS: ClassVar[dict[str, Codec]] = {"joints": _dict_of(_record(JointFit)), "split": _record(SplitNames),
-                                          "budget": _optional(_record(Budget)),
-                                          "assumptions": _record(Assumptions),
-                                          "verdict": _optional(_record(Verdict))}
+    CODECS: ClassVar[dict[str, Codec]] = {
+        "joints": _dict_of(_record(JointFit)),
+        "split": _record(SplitNames),
+        "budget": _optional(_record(Budget)),
+        "assumptions": _record(Assumptions),
+        "verdict": _optional(_record(Verdict)),
+    }
     OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"budget", "origin", "verdict", "fit_id", "renamed"})
 
     def model(self, joint: str, family: str) -> ModelFit:

@@ -66,10 +66,21 @@ from ..models.robot import RobotError, RobotModel, map_joints
 log = logging.getLogger(__name__)
 
 # log10 bounds of the searched joint terms (SI), and the encoder bias bound (rad)
-BOUNDS = {"armature": (-5.0, 0.0), "viscous_friction": (-4.0, 1.0), "friction": (-4.0, 0.7),
-          "stiffness": (-0.3, 2.7), "damping": (-3.0, 1.7),
-          "saturation_effort": (-1.0, 3.5), "velocity_limit": (-1.0, 3.0), "effort_limit": (-1.0, 3.5)}
-DC_TERMS = ("saturation_effort", "velocity_limit", "effort_limit")  # the envelope; effort_limit: max motor effort
+BOUNDS = {
+    "armature": (-5.0, 0.0),
+    "viscous_friction": (-4.0, 1.0),
+    "friction": (-4.0, 0.7),
+    "stiffness": (-0.3, 2.7),
+    "damping": (-3.0, 1.7),
+    "saturation_effort": (-1.0, 3.5),
+    "velocity_limit": (-1.0, 3.0),
+    "effort_limit": (-1.0, 3.5),
+}
+DC_TERMS = (
+    "saturation_effort",
+    "velocity_limit",
+    "effort_limit",
+)  # the envelope; effort_limit: max motor effort
 ALL_TERMS = ("armature", "viscous_friction", "friction", "stiffness", "damping", *DC_TERMS)
 BIAS_BOUND = 0.3
 BIAS_UNIT = 0.01  # the search sees the bias in centiradians so every variable is O(1)
@@ -77,7 +88,9 @@ FD_STEP = {"log": 0.02, "bias": 0.1}
 SCAN_WINDOWS = 4
 LM_TOL = 1e-3  # the decoupled least squares stops once no problem's loss falls by this share in an iteration
 STEPS = (0.5, 1.0, 2.0)  # the coupled refinement tries these multiples of each space-mapping step
-DELAY_TIE = 0.05  # delays whose decoupled training loss is within this share of the best are all rolled out coupled
+DELAY_TIE = (
+    0.05  # delays whose decoupled training loss is within this share of the best are all rolled out coupled
+)
 SLOW = 0.5  # a refinement round that lowers the coupled loss by less than half hands over to coupled least squares
 MIN_GAIN = 0.005  # no coupled refinement round when a Gauss-Newton step would lower the coupled RMS less
 # the envelope's start scan, per group: max motor effort × the largest PD effort the log demands, saturation
@@ -103,7 +116,9 @@ class RobotFitOptions:
     max_delay: int = 8
     kp: float | None = None  # N·m/rad; None: the log's segment metadata, else fitted per group
     kd: float | None = None
-    max_iterations: int = 12  # least-squares Jacobian evaluations (coupled search), refinement rounds (decoupled)
+    max_iterations: int = (
+        12  # least-squares Jacobian evaluations (coupled search), refinement rounds (decoupled)
+    )
     search: str = "decoupled"  # "decoupled": each joint's own rollout, then a coupled refinement; "coupled"
     budget_s: float | None = None  # wall-clock cap on the search (the validation replay always runs)
     device: str = "cpu"
@@ -136,9 +151,11 @@ class _Problem:
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         lo = [BOUNDS[t][0] for _ in self.groups for t in self.terms] + [-BIAS_BOUND / BIAS_UNIT] * (
-            len(self.names) if self.fit_bias else 0)
+            len(self.names) if self.fit_bias else 0
+        )
         hi = [BOUNDS[t][1] for _ in self.groups for t in self.terms] + [BIAS_BOUND / BIAS_UNIT] * (
-            len(self.names) if self.fit_bias else 0)
+            len(self.names) if self.fit_bias else 0
+        )
         return np.array(lo), np.array(hi)
 
     def steps(self) -> np.ndarray:
@@ -172,7 +189,9 @@ class _Problem:
         return out
 
 
-def resolve_groups(names: list[str], groups: dict[str, str] | None) -> tuple[dict[str, list[int]], dict[str, str]]:
+def resolve_groups(
+    names: list[str], groups: dict[str, str] | None
+) -> tuple[dict[str, list[int]], dict[str, str]]:
     """Group → joint indices by full-match regex; every joint in exactly one group (Isaac Lab's rule)."""
     if not groups:
         return {n: [i] for i, n in enumerate(names)}, {n: re.escape(n) for n in names}
@@ -188,12 +207,16 @@ def resolve_groups(names: list[str], groups: dict[str, str] | None) -> tuple[dic
             raise RobotError(f"group {g}: {expr!r} matches no joint of the model ({', '.join(names)})")
         for i in idx:
             if i in owner:
-                raise RobotError(f"joint {names[i]} is in groups {owner[i]} and {g}; a joint belongs to one group")
+                raise RobotError(
+                    f"joint {names[i]} is in groups {owner[i]} and {g}; a joint belongs to one group"
+                )
             owner[i] = g
         out[g] = idx
     left = [names[i] for i in range(len(names)) if i not in owner]
     if left:
-        raise RobotError(f"joint(s) {', '.join(left)} match no group ({', '.join(f'{g}={e}' for g, e in groups.items())})")
+        raise RobotError(
+            f"joint(s) {', '.join(left)} match no group ({', '.join(f'{g}={e}' for g, e in groups.items())})"
+        )
     return out, dict(groups)
 
 
@@ -203,9 +226,11 @@ def require_stand(floating: bool, fixed_base: str | None) -> str | None:
     if not floating:
         return None
     if not fixed_base:
-        raise RobotError("a floating base but no link named: an in-air fit holds the robot on a stand; name the "
-                         "link fixed to the world (--fixed-base LINK, or fixed_base in the API; this version "
-                         "fixes the root link)")
+        raise RobotError(
+            "a floating base but no link named: an in-air fit holds the robot on a stand; name the "
+            "link fixed to the world (--fixed-base LINK, or fixed_base in the API; this version "
+            "fixes the root link)"
+        )
     return f"the model's floating base is held at {fixed_base} (fixed to the world)"
 
 
@@ -248,17 +273,37 @@ def _color(var_comps: list[set[int]]) -> list[list[int]]:
 
 def joint_terms(v: dict[str, np.ndarray], effort_limit: np.ndarray) -> JointTerms:
     """The rollout's per-world terms from per-joint values {term: (W, J)}; the model's box limit `effort_limit`."""
-    return JointTerms(kp=v["stiffness"], kd=v["damping"], armature=v["armature"], damping=v["viscous_friction"],
-                      friction=v["friction"], bias=v["bias"], effort_limit=effort_limit,
-                      saturation_effort=v.get("saturation_effort"), velocity_limit=v.get("velocity_limit"),
-                      motor_effort=v.get("effort_limit"))
+    return JointTerms(
+        kp=v["stiffness"],
+        kd=v["damping"],
+        armature=v["armature"],
+        damping=v["viscous_friction"],
+        friction=v["friction"],
+        bias=v["bias"],
+        effort_limit=effort_limit,
+        saturation_effort=v.get("saturation_effort"),
+        velocity_limit=v.get("velocity_limit"),
+        motor_effort=v.get("effort_limit"),
+    )
 
 
 class _Evaluator:
     """Batched coupled rollouts of candidates over fixed windows, one Newton model per world count."""
 
-    def __init__(self, robot: RobotModel, prob: _Problem, q: np.ndarray, qd: np.ndarray, cmd: np.ndarray,
-                 cmd_qd: np.ndarray, starts: np.ndarray, length: int, decimation: int, dt: float, device: str):
+    def __init__(
+        self,
+        robot: RobotModel,
+        prob: _Problem,
+        q: np.ndarray,
+        qd: np.ndarray,
+        cmd: np.ndarray,
+        cmd_qd: np.ndarray,
+        starts: np.ndarray,
+        length: int,
+        decimation: int,
+        dt: float,
+        device: str,
+    ):
         self.robot, self.prob = robot, prob
         self.q, self.qd, self.cmd, self.cmd_qd = q, qd, cmd, cmd_qd
         self.starts, self.length, self.dec, self.dt, self.device = starts, length, decimation, dt, device
@@ -277,8 +322,13 @@ class _Evaluator:
         vals = self.prob.joint_values(x)
         rep = {k: np.repeat(v, nw, axis=0) for k, v in vals.items()}  # world = candidate · nw + window
         starts = np.tile(self.starts, c)
-        tq = np.concatenate([physics_targets(self.cmd, starts[w0:w0 + nw], self.length, self.dec, int(d))
-                             for w0, d in zip(range(0, c * nw, nw), delays, strict=True)], axis=1)
+        tq = np.concatenate(
+            [
+                physics_targets(self.cmd, starts[w0 : w0 + nw], self.length, self.dec, int(d))
+                for w0, d in zip(range(0, c * nw, nw), delays, strict=True)
+            ],
+            axis=1,
+        )
         tqd = physics_targets(self.cmd_qd, starts, self.length, self.dec, 0)
         terms = joint_terms(rep, np.broadcast_to(self.prob.effort_limit, (c * nw, j)))
         t0 = time.perf_counter()
@@ -300,20 +350,41 @@ class _DecoupledEvaluator:
     """_Evaluator's interface on the fast path: each joint's own 1-DoF rollout along the measured motion
     (models/articulated.py DecoupledRollout). It steers the search; no reported figure comes from it."""
 
-    def __init__(self, robot: RobotModel, prob: _Problem, data: _Data, starts: np.ndarray, decimation: int,
-                 bias0: np.ndarray, device: str = "cpu"):
+    def __init__(
+        self,
+        robot: RobotModel,
+        prob: _Problem,
+        data: _Data,
+        starts: np.ndarray,
+        decimation: int,
+        bias0: np.ndarray,
+        device: str = "cpu",
+    ):
         self.prob, self.data, self.starts, self.dec = prob, data, starts, decimation
-        self.roll = DecoupledRollout(robot, data.q, data.qd, data.cmd, data.cmd_qd, data.split, data.dt * decimation,
-                                     bias0, device)
+        self.roll = DecoupledRollout(
+            robot, data.q, data.qd, data.cmd, data.cmd_qd, data.split, data.dt * decimation, bias0, device
+        )
         self.calls = 0
 
     def residuals(self, x: np.ndarray, delays: np.ndarray) -> np.ndarray:
         """(C, J, windows·length) simulated minus measured positions, as _Evaluator.residuals."""
         v = self.prob.joint_values(x)
         c, j = x.shape[0], len(self.prob.names)
-        par = np.stack([v["stiffness"], v["damping"], v["armature"], v["viscous_friction"], v["friction"], v["bias"],
-                        np.broadcast_to(self.prob.effort_limit, (c, j)), v["saturation_effort"], v["velocity_limit"],
-                        v["effort_limit"]], axis=2)
+        par = np.stack(
+            [
+                v["stiffness"],
+                v["damping"],
+                v["armature"],
+                v["viscous_friction"],
+                v["friction"],
+                v["bias"],
+                np.broadcast_to(self.prob.effort_limit, (c, j)),
+                v["saturation_effort"],
+                v["velocity_limit"],
+                v["effort_limit"],
+            ],
+            axis=2,
+        )
         r = self.roll.run(par, np.asarray(delays), self.starts, self.data.length, self.dec, self.data.dt)
         self.calls += 1
         return np.nan_to_num(r.transpose(0, 3, 1, 2).reshape(c, j, -1), nan=1.0, posinf=1.0, neginf=-1.0)
@@ -324,12 +395,16 @@ def _decoupled_colors(prob: _Problem) -> tuple[list[list[int]], list[np.ndarray]
     only its group's joints there; an encoder bias moves every joint of its coupling component (gravity at the
     true angle; joints in different components never load each other)."""
     comps = prob.component
-    rows = [idx if not vn.endswith(".bias") else np.flatnonzero(np.isin(comps, comps[idx]))
-            for vn, idx in zip(prob.var_names, prob.var_joints(), strict=True)]
+    rows = [
+        idx if not vn.endswith(".bias") else np.flatnonzero(np.isin(comps, comps[idx]))
+        for vn, idx in zip(prob.var_names, prob.var_joints(), strict=True)
+    ]
     return _color([set(int(k) for k in r) for r in rows]), rows
 
 
-def _decoupled_jacobian(dev: _DecoupledEvaluator, x: np.ndarray, delays: np.ndarray, r0: np.ndarray) -> np.ndarray:
+def _decoupled_jacobian(
+    dev: _DecoupledEvaluator, x: np.ndarray, delays: np.ndarray, r0: np.ndarray
+) -> np.ndarray:
     """(P, N, d) coloured forward-difference Jacobians of the decoupled residuals at x (P, d), r0 (P, J, S) there."""
     prob = dev.prob
     p, d = x.shape
@@ -349,9 +424,14 @@ def _decoupled_jacobian(dev: _DecoupledEvaluator, x: np.ndarray, delays: np.ndar
     return jt.reshape(p, d, -1).transpose(0, 2, 1)
 
 
-def _decoupled_lm(dev: _DecoupledEvaluator, xs: np.ndarray, delays: np.ndarray, iterations: int,
-                  offset: np.ndarray | None = None, prune: tuple[int, float] | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, int]:
+def _decoupled_lm(
+    dev: _DecoupledEvaluator,
+    xs: np.ndarray,
+    delays: np.ndarray,
+    iterations: int,
+    offset: np.ndarray | None = None,
+    prune: tuple[int, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Levenberg–Marquardt on the decoupled residuals (+ `offset`, (P, N)), one problem per row of xs with its own
     delay, in lockstep: per iteration one batch for the coloured forward-difference Jacobians of the problems
     still moving and one for four damping trials each. `prune` (n, f): after n iterations, problems whose loss
@@ -364,7 +444,7 @@ def _decoupled_lm(dev: _DecoupledEvaluator, xs: np.ndarray, delays: np.ndarray, 
     off = np.zeros((p, nj, 1)) if offset is None else offset.reshape(p, nj, -1)
     x = xs.copy()
     r0 = dev.residuals(x, delays) + off
-    loss = np.sqrt(np.mean(r0 ** 2, axis=(1, 2)))
+    loss = np.sqrt(np.mean(r0**2, axis=(1, 2)))
     lam = np.full(p, 1e-3)
     done = np.zeros(p, bool)
     trials = np.array([0.1, 1.0, 10.0, 100.0])
@@ -384,9 +464,13 @@ def _decoupled_lm(dev: _DecoupledEvaluator, xs: np.ndarray, delays: np.ndarray, 
         for ti, t in enumerate(trials):
             m = a + (lam[act, None] * t * diag)[:, :, None] * np.eye(d)[None]
             cand[:, ti] = np.clip(x[act] - np.linalg.solve(m, g[..., None])[..., 0], lo, hi)
-        rt = dev.residuals(cand.reshape(-1, d), np.repeat(delays[act], trials.size)).reshape(
-            act.size, trials.size, nj, -1) + off[act][:, None]
-        lt = np.sqrt(np.mean(rt ** 2, axis=(2, 3)))  # (active, trials)
+        rt = (
+            dev.residuals(cand.reshape(-1, d), np.repeat(delays[act], trials.size)).reshape(
+                act.size, trials.size, nj, -1
+            )
+            + off[act][:, None]
+        )
+        lt = np.sqrt(np.mean(rt**2, axis=(2, 3)))  # (active, trials)
         for i, k in enumerate(act):
             b_ = int(np.argmin(lt[i]))
             if lt[i, b_] < loss[k]:
@@ -409,16 +493,23 @@ def _predicted_gain(jm: np.ndarray, r: np.ndarray) -> np.ndarray:
     return out
 
 
-def _refine_coupled(ev: _Evaluator, dev: _DecoupledEvaluator, xs: np.ndarray, delays: np.ndarray,
-                    rc: np.ndarray, rounds: int, spent: Callable[[], bool], say: Callable[[str], None]
-                    ) -> tuple[np.ndarray, int, dict[int, float], dict[str, int]]:
+def _refine_coupled(
+    ev: _Evaluator,
+    dev: _DecoupledEvaluator,
+    xs: np.ndarray,
+    delays: np.ndarray,
+    rc: np.ndarray,
+    rounds: int,
+    spent: Callable[[], bool],
+    say: Callable[[str], None],
+) -> tuple[np.ndarray, int, dict[int, float], dict[str, int]]:
     """Coupled refinement at a few delays at once (output space mapping): each round fits the decoupled model
     plus the coupled rollouts' own mismatch at the current point, then one coupled batch tries the full and the
     half step of every problem; a problem keeps its better point. rc: coupled residuals at xs (P, J, S).
     Returns the best point, its delay, the final coupled training RMSE at each delay, and the statistics."""
     p = xs.shape[0]
     x, r = xs.copy(), rc.copy()
-    loss = np.sqrt(np.mean(r ** 2, axis=(1, 2)))
+    loss = np.sqrt(np.mean(r**2, axis=(1, 2)))
     stats = {"coupled_batches": 0, "decoupled_jacobians": 0, "rounds": 0, "stalled": 0}
     final: dict[int, float] = {}
     for _ in range(rounds):
@@ -426,14 +517,18 @@ def _refine_coupled(ev: _Evaluator, dev: _DecoupledEvaluator, xs: np.ndarray, de
         delta = r - rd
         gain = _predicted_gain(_decoupled_jacobian(dev, x, delays, rd), r.reshape(p, -1))
         stats["decoupled_jacobians"] += 1
-        say("coupled refinement: a Gauss-Newton step on the decoupled Jacobian would lower the coupled training "
-            "RMSE by " + ", ".join(f"{g_:.2%}" for g_ in gain))
+        say(
+            "coupled refinement: a Gauss-Newton step on the decoupled Jacobian would lower the coupled training "
+            "RMSE by " + ", ".join(f"{g_:.2%}" for g_ in gain)
+        )
         if spent() or np.all(gain < MIN_GAIN):  # the decoupled optimum is the coupled one, to that share
             break
         xn, _, nj = _decoupled_lm(dev, x, delays, 4, offset=delta.reshape(p, -1))
         stats["decoupled_jacobians"] += nj
         lo, hi = dev.prob.bounds()
-        cand = np.concatenate([np.clip(x + a * (xn - x), lo, hi) for a in STEPS])  # half, full and twice the step
+        cand = np.concatenate(
+            [np.clip(x + a * (xn - x), lo, hi) for a in STEPS]
+        )  # half, full and twice the step
         rt = ev.residuals(cand, np.tile(delays, len(STEPS)))
         stats["coupled_batches"] += 1
         stats["rounds"] += 1
@@ -443,8 +538,10 @@ def _refine_coupled(ev: _Evaluator, dev: _DecoupledEvaluator, xs: np.ndarray, de
             b = int(np.argmin(lt[:, k]))
             if lt[b, k] < loss[k]:
                 x[k], loss[k], r[k] = cand[b * p + k], lt[b, k], rt[b * p + k]
-        say("coupled refinement: training RMSE " + ", ".join(f"delay {int(d)}: {lv:.6f} rad" for d, lv in
-                                                             zip(delays, loss, strict=True)))
+        say(
+            "coupled refinement: training RMSE "
+            + ", ".join(f"delay {int(d)}: {lv:.6f} rad" for d, lv in zip(delays, loss, strict=True))
+        )
         if np.all(loss > SLOW * before):  # the decoupled model no longer leads the coupled loss down fast
             stats["stalled"] = 1
             break
@@ -457,9 +554,16 @@ def _refine_coupled(ev: _Evaluator, dev: _DecoupledEvaluator, xs: np.ndarray, de
     return x[b], int(delays[b]), final, stats
 
 
-def _search_decoupled(robot: RobotModel, ev: _Evaluator, dev: _DecoupledEvaluator, x0: np.ndarray, delay: int,
-                      opts: RobotFitOptions, spent: Callable[[], bool], say: Callable[[str], None]
-                      ) -> tuple[np.ndarray, int, dict[str, Any]]:
+def _search_decoupled(
+    robot: RobotModel,
+    ev: _Evaluator,
+    dev: _DecoupledEvaluator,
+    x0: np.ndarray,
+    delay: int,
+    opts: RobotFitOptions,
+    spent: Callable[[], bool],
+    say: Callable[[str], None],
+) -> tuple[np.ndarray, int, dict[str, Any]]:
     """The fast path: a decoupled least-squares fit at every candidate delay (one lockstep batch; x0 one start, or
     one per delay), the two best by that training loss (and any within DELAY_TIE of the best) rolled out coupled,
     the two best by the coupled training loss refined coupled (while a
@@ -467,18 +571,26 @@ def _search_decoupled(robot: RobotModel, ev: _Evaluator, dev: _DecoupledEvaluato
     max_iterations when that stalls); the lower coupled training loss picks the delay. Returns the point, the
     delay and the search statistics."""
     delays = np.array([delay]) if opts.delay is not None else np.arange(opts.max_delay + 1)
-    x0 = np.broadcast_to(x0, (delays.size, x0.shape[-1])) if x0.ndim == 1 or x0.shape[0] != delays.size else x0
+    x0 = (
+        np.broadcast_to(x0, (delays.size, x0.shape[-1])) if x0.ndim == 1 or x0.shape[0] != delays.size else x0
+    )
     xs, dloss, nj = _decoupled_lm(dev, np.array(x0), delays, 12)
-    say("decoupled fit per delay: " + ", ".join(f"{int(d)}: {v:.6f}" for d, v in zip(delays, dloss, strict=True)))
+    say(
+        "decoupled fit per delay: "
+        + ", ".join(f"{int(d)}: {v:.6f}" for d, v in zip(delays, dloss, strict=True))
+    )
     order = np.argsort(dloss)  # the decoupled loss ranks the delays; those it cannot tell apart go on coupled
-    top = order[:max(2, int(np.sum(dloss <= (1.0 + DELAY_TIE) * dloss.min())))]
+    top = order[: max(2, int(np.sum(dloss <= (1.0 + DELAY_TIE) * dloss.min())))]
     rc = ev.residuals(xs[top], delays[top])
     closs = _rms(rc)
-    say("coupled training RMSE at the decoupled fits: " + ", ".join(
-        f"delay {int(delays[k])}: {v:.6f} rad" for k, v in zip(top, closs, strict=True)))
+    say(
+        "coupled training RMSE at the decoupled fits: "
+        + ", ".join(f"delay {int(delays[k])}: {v:.6f} rad" for k, v in zip(top, closs, strict=True))
+    )
     keep = np.argsort(closs)[:2]
-    x, best, final, st = _refine_coupled(ev, dev, xs[top][keep], delays[top][keep], rc[keep],
-                                         max(1, opts.max_iterations), spent, say)
+    x, best, final, st = _refine_coupled(
+        ev, dev, xs[top][keep], delays[top][keep], rc[keep], max(1, opts.max_iterations), spent, say
+    )
     left = opts.max_iterations - st["rounds"]
     lsq: dict[str, Any] = {"jacobians": 0, "stopped_on": "converged"}
     if st["stalled"] and left > 0 and not spent():  # the last stretch by coupled least squares
@@ -487,20 +599,34 @@ def _search_decoupled(robot: RobotModel, ev: _Evaluator, dev: _DecoupledEvaluato
         final[best] = float(lsq["rmse"])
     stats: dict[str, Any] = {
         "search": "decoupled (each joint's own rollout along the measured motion), then coupled refinement",
-        "jacobians": lsq["jacobians"], "decoupled_jacobians": nj + st["decoupled_jacobians"],
-        "coupled_batches": 1 + st["coupled_batches"], "refinement_rounds": st["rounds"],
+        "jacobians": lsq["jacobians"],
+        "decoupled_jacobians": nj + st["decoupled_jacobians"],
+        "coupled_batches": 1 + st["coupled_batches"],
+        "refinement_rounds": st["rounds"],
         "fd_candidates_per_jacobian": 1 + len(_decoupled_colors(dev.prob)[0]),
         "stopped_on": "budget" if spent() else lsq["stopped_on"],
-        "initial_rmse": float(closs[keep[0]]), "rmse": final[best],
+        "initial_rmse": float(closs[keep[0]]),
+        "rmse": final[best],
         "delay_decoupled_rmse": {str(int(d)): float(v) for d, v in zip(delays, dloss, strict=True)},
         "delay_coupled_rmse": {str(d): v for d, v in final.items()},
-        "_decoupled_x": xs[int(np.flatnonzero(delays == best)[0])]}  # the report's decoupled fit (popped)
+        "_decoupled_x": xs[int(np.flatnonzero(delays == best)[0])],
+    }  # the report's decoupled fit (popped)
     return x, best, stats
 
 
-def replay_coupled(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays: list[int], q: np.ndarray,
-                   qd: np.ndarray, cmd: np.ndarray, cmd_qd: np.ndarray, start: int, decimation: int, dt: float, effort: np.ndarray
-            ) -> list[tuple[np.ndarray, np.ndarray]]:
+def replay_coupled(
+    robot: RobotModel,
+    vals: list[dict[str, np.ndarray]],
+    delays: list[int],
+    q: np.ndarray,
+    qd: np.ndarray,
+    cmd: np.ndarray,
+    cmd_qd: np.ndarray,
+    start: int,
+    decimation: int,
+    dt: float,
+    effort: np.ndarray,
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each parameter set replayed alone from the measured state at `start` to the log's end: positions
     (T − start, J) and the share of physics steps at which the motor envelope cut the PD effort (J,).
 
@@ -514,8 +640,15 @@ def replay_coupled(robot: RobotModel, vals: list[dict[str, np.ndarray]], delays:
     for v, d in zip(vals, delays, strict=True):
         terms = joint_terms({k: x[:1] for k, x in v.items()}, effort[None])
         s = np.array([start])
-        rq, _ = eng.run(q[s], qd[s], physics_targets(cmd, s, length, decimation, d),
-                        physics_targets(cmd_qd, s, length, decimation, 0), terms, decimation, dt)
+        rq, _ = eng.run(
+            q[s],
+            qd[s],
+            physics_targets(cmd, s, length, decimation, d),
+            physics_targets(cmd_qd, s, length, decimation, 0),
+            terms,
+            decimation,
+            dt,
+        )
         out.append((rq[:, 0], eng.clip_fraction[0].copy()))
     return out
 
@@ -539,7 +672,9 @@ class _Data:
 def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tuple[_Data, _Problem, bool]:
     """Map the log onto the model, resolve groups and gains, split in time; returns data, problem, gains known."""
     if len(rec.segments) != 1:
-        raise RobotError(f"this version fits one segment; the log has {len(rec.segments)} (split at time gaps?)")
+        raise RobotError(
+            f"this version fits one segment; the log has {len(rec.segments)} (split at time gaps?)"
+        )
     seg = rec.segments[0]
     order, how = map_joints(robot, rec.joint_names, len(rec.joint_names))
     perm = np.argsort(order)  # model joint k is log column perm[k]
@@ -547,44 +682,82 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
     groups, exprs = resolve_groups(names, opts.groups)
     log_kp = _log_gains(rec, "kp", list(rec.joint_names))
     log_kd = _log_gains(rec, "kd", list(rec.joint_names))
-    kp = np.full(len(names), opts.kp) if opts.kp is not None else (log_kp[perm] if log_kp is not None else None)
-    kd = np.full(len(names), opts.kd) if opts.kd is not None else (log_kd[perm] if log_kd is not None else None)
+    kp = (
+        np.full(len(names), opts.kp)
+        if opts.kp is not None
+        else (log_kp[perm] if log_kp is not None else None)
+    )
+    kd = (
+        np.full(len(names), opts.kd)
+        if opts.kd is not None
+        else (log_kd[perm] if log_kd is not None else None)
+    )
     gains_known = kp is not None
     if gains_known and kd is None:
         kd = np.zeros(len(names))
-    terms = (["armature", "viscous_friction", "friction"] + ([] if gains_known else ["stiffness", "damping"])
-             + (list(DC_TERMS) if opts.dc_motor else []))
+    terms = (
+        ["armature", "viscous_friction", "friction"]
+        + ([] if gains_known else ["stiffness", "damping"])
+        + (list(DC_TERMS) if opts.dc_motor else [])
+    )
     effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
     prob = _Problem(names, groups, exprs, terms, opts.fit_bias, kp, kd, effort, np.asarray(robot.component))
     n, dt_log = seg.n, seg.dt
     split = int(round(n * (1.0 - opts.validation_fraction)))
     if split < 10 or n - split < 10:
-        raise RobotError(f"the log has {n} samples: too few to split {opts.validation_fraction:.0%} off for validation")
+        raise RobotError(
+            f"the log has {n} samples: too few to split {opts.validation_fraction:.0%} off for validation"
+        )
     length = max(2, int(round(opts.window_s / dt_log)))
     starts = np.arange(0, split - length, length)
     if starts.size == 0:
         raise RobotError(f"the training part ({split} samples) is shorter than one {opts.window_s} s window")
-    data = _Data(seg.q[:, perm], seg.qd[:, perm], seg.q_des[:, perm], seg.qd_des[:, perm], seg.t,
-                 dt_log / opts.decimation, split, starts, length, how)
+    data = _Data(
+        seg.q[:, perm],
+        seg.qd[:, perm],
+        seg.q_des[:, perm],
+        seg.qd_des[:, perm],
+        seg.t,
+        dt_log / opts.decimation,
+        split,
+        starts,
+        length,
+        how,
+    )
     return data, prob, gains_known
 
 
-def _start(robot: RobotModel, prob: _Problem, ev_scan: _Evaluator | _DecoupledEvaluator, gains_known: bool, delay: int,
-           say: Callable[[str], None]) -> np.ndarray:
+def _start(
+    robot: RobotModel,
+    prob: _Problem,
+    ev_scan: _Evaluator | _DecoupledEvaluator,
+    gains_known: bool,
+    delay: int,
+    say: Callable[[str], None],
+) -> np.ndarray:
     """The search's start: the model file's joint terms (group means), gains from a coarse scan if unknown."""
     x0 = []
     for idx in prob.groups.values():
         for t in prob.terms:
             limit = float(np.min(prob.effort_limit[idx]))
-            v = {"armature": robot.armature[idx].mean(), "viscous_friction": robot.damping[idx].mean(),
-                 "friction": robot.friction[idx].mean(), "stiffness": 20.0, "damping": 1.0,
-                 "saturation_effort": limit, "velocity_limit": 100.0, "effort_limit": limit}[t]  # envelope: scanned
+            v = {
+                "armature": robot.armature[idx].mean(),
+                "viscous_friction": robot.damping[idx].mean(),
+                "friction": robot.friction[idx].mean(),
+                "stiffness": 20.0,
+                "damping": 1.0,
+                "saturation_effort": limit,
+                "velocity_limit": 100.0,
+                "effort_limit": limit,
+            }[t]  # envelope: scanned
             lo, hi = BOUNDS[t]
-            x0.append(float(np.clip(math.log10(max(v, 10 ** lo)), lo, hi)))
+            x0.append(float(np.clip(math.log10(max(v, 10**lo)), lo, hi)))
     x = np.array(x0 + [0.0] * (len(prob.names) if prob.fit_bias else 0))
     if gains_known:
         return x
-    grid = [(a, b) for a in (5.0, 10.0, 20.0, 40.0, 80.0) for b in (0.3, 1.0, 3.0)]  # (kp, kd) for every group
+    grid = [
+        (a, b) for a in (5.0, 10.0, 20.0, 40.0, 80.0) for b in (0.3, 1.0, 3.0)
+    ]  # (kp, kd) for every group
     xs = np.repeat(x[None], len(grid), axis=0)
     for gi, (a, b) in enumerate(grid):
         for k, vn in enumerate(prob.var_names):
@@ -612,12 +785,14 @@ def _interval_demand(prob: _Problem, data: _Data, n: int, decimation: int, delay
         idx = np.clip(np.floor_divide(np.arange(n - 1) * decimation + i - delay, decimation), 0, None)
         w = i / decimation
         acc += kp * (data.cmd[idx] - (q[:-1] + w * np.diff(q, axis=0))) + kd * (
-            data.cmd_qd[idx] - (qd[:-1] + w * np.diff(qd, axis=0)))
+            data.cmd_qd[idx] - (qd[:-1] + w * np.diff(qd, axis=0))
+        )
     return acc / decimation
 
 
-def _regress_group(idx: list[int], lhs: np.ndarray, acc: np.ndarray, vel: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, float]:
+def _regress_group(
+    idx: list[int], lhs: np.ndarray, acc: np.ndarray, vel: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Armature, viscous and Coulomb friction shared by the group's joints, by least squares on
     lhs = demand − rigid-body effort = arm·qdd + visc·qd + fc·sign(qd) + an offset per joint (what the rigid-body
     effort misses, e.g. gravity at the biased reading) over moving samples the motor did not clip (robust
@@ -643,7 +818,9 @@ def _regress_group(idx: list[int], lhs: np.ndarray, acc: np.ndarray, vel: np.nda
     return coef, y - rows @ coef, sigma
 
 
-def _fit_envelope(u: np.ndarray, y: np.ndarray, y_all: np.ndarray, u_all: np.ndarray) -> tuple[float, float, float]:
+def _fit_envelope(
+    u: np.ndarray, y: np.ndarray, y_all: np.ndarray, u_all: np.ndarray
+) -> tuple[float, float, float]:
     """(saturation effort, velocity limit, max motor effort) of the DC envelope through clipped samples: the effort
     y the motor gave against the speed u, both signed along the demand (Newton's ClampingDCMotor, upper branch).
     With few clipped samples, a flat envelope just above every effort the motor gave (y_all, at speeds u_all)."""
@@ -660,19 +837,29 @@ def _fit_envelope(u: np.ndarray, y: np.ndarray, y_all: np.ndarray, u_all: np.nda
     sat = max(float(sat), 1.05 * elim)
 
     def model(p: np.ndarray) -> np.ndarray:
-        s_, v_, e_ = 10.0 ** p
+        s_, v_, e_ = 10.0**p
         c = v_ * (1.0 + e_ / s_)
         return np.minimum(s_ * (1.0 - np.clip(u, -c, c) / v_), e_) - y
 
-    sol = least_squares(model, np.log10([sat, max(vlim, 1e-2), max(elim, 1e-3)]), loss="soft_l1",
-                        f_scale=max(0.02 * elim, 1e-6))
-    s_, v_, e_ = (float(v) for v in 10.0 ** sol.x)
+    sol = least_squares(
+        model,
+        np.log10([sat, max(vlim, 1e-2), max(elim, 1e-3)]),
+        loss="soft_l1",
+        f_scale=max(0.02 * elim, 1e-6),
+    )
+    s_, v_, e_ = (float(v) for v in 10.0**sol.x)
     return s_, v_, e_
 
 
-def _equation_error_start(robot: RobotModel, prob: _Problem, data: _Data, x0: np.ndarray, delays: np.ndarray,
-                          decimation: int, say: Callable[[str], None]
-                          ) -> tuple[np.ndarray, int, bool, np.ndarray] | None:
+def _equation_error_start(
+    robot: RobotModel,
+    prob: _Problem,
+    data: _Data,
+    x0: np.ndarray,
+    delays: np.ndarray,
+    decimation: int,
+    say: Callable[[str], None],
+) -> tuple[np.ndarray, int, bool, np.ndarray] | None:
     """A start from the log's own motion, with the gains known: the rigid-body effort Newton's MuJoCo model
     needs along the measured motion (inverse dynamics) against the PD effort the log demands gives, by linear
     least squares per group, armature, viscous and Coulomb friction on the samples the motor did not clip, and
@@ -683,8 +870,8 @@ def _equation_error_start(robot: RobotModel, prob: _Problem, data: _Data, x0: np
     n = data.split
     h = data.dt * decimation
     acc = np.diff(data.qd[:n], axis=0) / h
-    vel = 0.5 * (data.qd[1:n] + data.qd[:n - 1])
-    rigid = inverse_dynamics(robot, 0.5 * (data.q[1:n] + data.q[:n - 1]), vel, acc)
+    vel = 0.5 * (data.qd[1:n] + data.qd[: n - 1])
+    rigid = inverse_dynamics(robot, 0.5 * (data.q[1:n] + data.q[: n - 1]), vel, acc)
     scores, points = [], []
     for d in delays:
         demand = _interval_demand(prob, data, n, decimation, int(d))
@@ -692,9 +879,14 @@ def _equation_error_start(robot: RobotModel, prob: _Problem, data: _Data, x0: np
         scores.append(sum(f[3] for f in fits))
         points.append(_ee_point(prob, x0, fits, demand, vel))
     b = int(np.argmin(scores))
-    say(f"equation-error start: delay {int(delays[b])} physics steps" + (
-        ", the envelope through the samples the motor clipped (flat above every effort where it clipped none)"
-        if prob.dc_motor else ""))
+    say(
+        f"equation-error start: delay {int(delays[b])} physics steps"
+        + (
+            ", the envelope through the samples the motor clipped (flat above every effort where it clipped none)"
+            if prob.dc_motor
+            else ""
+        )
+    )
     return points[b], int(delays[b]), prob.dc_motor, np.array(points)
 
 
@@ -705,7 +897,7 @@ def _ee_point(prob: _Problem, x0: np.ndarray, fits: list, demand: np.ndarray, ve
         g = next(name for name, members in prob.groups.items() if members == idx)
         for t, v in zip(("armature", "viscous_friction", "friction"), coef[:3], strict=True):
             lo, hi = BOUNDS[t]
-            x[prob.var_names.index(f"{g}.{t}")] = float(np.clip(math.log10(max(v, 10 ** lo)), lo, hi))
+            x[prob.var_names.index(f"{g}.{t}")] = float(np.clip(math.log10(max(v, 10**lo)), lo, hi))
         if prob.dc_motor:
             sign = np.sign(demand[:, idx])
             given = demand[:, idx] - res  # the effort the motor gave
@@ -718,40 +910,67 @@ def _ee_point(prob: _Problem, x0: np.ndarray, fits: list, demand: np.ndarray, ve
     return x
 
 
-def _scan_envelope(prob: _Problem, data: _Data, ev_scan: _Evaluator | _DecoupledEvaluator, x: np.ndarray, delay: int, decimation: int,
-                   say: Callable[[str], None]) -> np.ndarray:
+def _scan_envelope(
+    prob: _Problem,
+    data: _Data,
+    ev_scan: _Evaluator | _DecoupledEvaluator,
+    x: np.ndarray,
+    delay: int,
+    decimation: int,
+    say: Callable[[str], None],
+) -> np.ndarray:
     """The envelope's start: a coarse grid (ENVELOPE_GRID) scaled per group by the PD effort the log demands from
     its measured state and delayed commands and by its fastest speed; the best training fit (one batch)."""
     v = prob.joint_values(x[None])
     n = data.split
     lagged = data.cmd[np.clip(np.arange(n) - int(round(delay / decimation)), 0, None)]
-    demand = np.abs(v["stiffness"][0] * (lagged - data.q[:n]) + v["damping"][0] * (data.cmd_qd[:n] - data.qd[:n]))
+    demand = np.abs(
+        v["stiffness"][0] * (lagged - data.q[:n]) + v["damping"][0] * (data.cmd_qd[:n] - data.qd[:n])
+    )
     speed = np.abs(data.qd[:n])
     grid = list(itertools.product(*ENVELOPE_GRID.values()))
     xs = np.repeat(x[None], len(grid), axis=0)
     for gi, (e, r, sp) in enumerate(grid):
         for g, idx in prob.groups.items():
             top, vmax = max(float(demand[:, idx].max()), 1e-3), max(float(speed[:, idx].max()), 1e-2)
-            for t, val in (("effort_limit", e * top), ("saturation_effort", r * e * top), ("velocity_limit", sp * vmax)):
+            for t, val in (
+                ("effort_limit", e * top),
+                ("saturation_effort", r * e * top),
+                ("velocity_limit", sp * vmax),
+            ):
                 lo, hi = BOUNDS[t]
                 xs[gi, prob.var_names.index(f"{g}.{t}")] = float(np.clip(math.log10(val), lo, hi))
     scan = _rms(ev_scan.residuals(xs, np.full(len(grid), delay)))
     best = int(np.argmin(scan))
-    say(f"envelope scan: best max motor effort {grid[best][0]} × the demanded effort, saturation × {grid[best][1]}, "
-        f"velocity limit × {grid[best][2]} the fastest speed (training RMSE {scan.min():.4f} rad)")
+    say(
+        f"envelope scan: best max motor effort {grid[best][0]} × the demanded effort, saturation × {grid[best][1]}, "
+        f"velocity limit × {grid[best][2]} the fastest speed (training RMSE {scan.min():.4f} rad)"
+    )
     return xs[best]
 
 
-def _scan_delay(ev_scan: _Evaluator | _DecoupledEvaluator, x: np.ndarray, max_delay: int, say: Callable[[str], None]) -> int:
+def _scan_delay(
+    ev_scan: _Evaluator | _DecoupledEvaluator, x: np.ndarray, max_delay: int, say: Callable[[str], None]
+) -> int:
     """The integer physics-step delay with the lowest training error at x, over 0..max_delay (one batch)."""
     ds = np.arange(max_delay + 1)
     sc = _rms(ev_scan.residuals(np.repeat(x[None], ds.size, axis=0), ds))
-    say(f"delay scan (physics steps 0..{max_delay}): best {int(ds[np.argmin(sc)])} (training RMSE {sc.min():.4f} rad)")
+    say(
+        f"delay scan (physics steps 0..{max_delay}): best {int(ds[np.argmin(sc)])} (training RMSE {sc.min():.4f} rad)"
+    )
     return int(ds[np.argmin(sc)])
 
 
-def _least_squares(robot: RobotModel, prob: _Problem, ev: _Evaluator, x0: np.ndarray, delay: int, max_nfev: int,
-                   spent: Callable[[], bool], say: Callable[[str], None]) -> tuple[np.ndarray, dict[str, Any]]:
+def _least_squares(
+    robot: RobotModel,
+    prob: _Problem,
+    ev: _Evaluator,
+    x0: np.ndarray,
+    delay: int,
+    max_nfev: int,
+    spent: Callable[[], bool],
+    say: Callable[[str], None],
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Trust-region least squares from x0 with a coloured forward-difference Jacobian; best point and stats."""
     comps = robot.component
     var_comps = [set(int(c) for c in comps[j]) for j in prob.var_joints()]
@@ -761,11 +980,15 @@ def _least_squares(robot: RobotModel, prob: _Problem, ev: _Evaluator, x0: np.nda
     comp_joints = {int(c): np.flatnonzero(comps == c) for c in np.unique(comps)}
     cache: dict[bytes, np.ndarray] = {}
     best: dict[str, Any] = {"x": x0.copy(), "loss": math.inf}
-    stats: dict[str, Any] = {"jacobians": 0, "fd_candidates_per_jacobian": 1 + len(colors), "stopped_on": "iterations"}
+    stats: dict[str, Any] = {
+        "jacobians": 0,
+        "fd_candidates_per_jacobian": 1 + len(colors),
+        "stopped_on": "iterations",
+    }
 
     def remember(x: np.ndarray, r: np.ndarray) -> None:
         cache[x.tobytes()] = r
-        lv = float(np.sqrt(np.mean(r ** 2)))
+        lv = float(np.sqrt(np.mean(r**2)))
         if lv < best["loss"]:
             best["x"], best["loss"] = x.copy(), lv
 
@@ -787,7 +1010,9 @@ def _least_squares(robot: RobotModel, prob: _Problem, ev: _Evaluator, x0: np.nda
             for v in members:
                 h[v] = steps[v] if x[v] + steps[v] <= hi[v] else -steps[v]
             hs.append(h)
-        r = ev.residuals(np.array([x] + [x + h for h in hs]), np.full(len(hs) + 1, delay))  # (1 + colours, J, S)
+        r = ev.residuals(
+            np.array([x] + [x + h for h in hs]), np.full(len(hs) + 1, delay)
+        )  # (1 + colours, J, S)
         remember(x, r[0].reshape(-1))
         jm = np.zeros((r[0].size, x.size))
         for ci, members in enumerate(colors):
@@ -798,8 +1023,10 @@ def _least_squares(robot: RobotModel, prob: _Problem, ev: _Evaluator, x0: np.nda
                     rows[comp_joints[c]] = True
                 jm[:, v] = np.where(rows[:, None], diff / hs[ci][v], 0.0).reshape(-1)
         stats["jacobians"] += 1
-        say(f"iteration {stats['jacobians']}: training RMSE {best['loss']:.5f} rad, "
-            f"{ev.world_steps / max(ev.seconds, 1e-9):.0f} world-steps/s")
+        say(
+            f"iteration {stats['jacobians']}: training RMSE {best['loss']:.5f} rad, "
+            f"{ev.world_steps / max(ev.seconds, 1e-9):.0f} world-steps/s"
+        )
         return jm
 
     r_init = ev.residuals(x0[None], np.array([delay]))[0].reshape(-1)
@@ -807,8 +1034,17 @@ def _least_squares(robot: RobotModel, prob: _Problem, ev: _Evaluator, x0: np.nda
     stats["initial_rmse"] = best["loss"]
     try:
         check_budget()
-        sol = least_squares(fun, x0, jac=jac, bounds=(lo, hi), method="trf", x_scale="jac", max_nfev=max_nfev,
-                            xtol=1e-6, ftol=1e-6)
+        sol = least_squares(
+            fun,
+            x0,
+            jac=jac,
+            bounds=(lo, hi),
+            method="trf",
+            x_scale="jac",
+            max_nfev=max_nfev,
+            xtol=1e-6,
+            ftol=1e-6,
+        )
         stats["stopped_on"] = "converged" if sol.status > 0 else "iterations"
     except BudgetSpent:
         stats["stopped_on"] = "budget"
@@ -816,9 +1052,17 @@ def _least_squares(robot: RobotModel, prob: _Problem, ev: _Evaluator, x0: np.nda
     return best["x"], stats
 
 
-def _search_coupled(robot: RobotModel, prob: _Problem, ev: _Evaluator, ev_scan: _Evaluator, x0: np.ndarray,
-                    delay: int, opts: RobotFitOptions, spent: Callable[[], bool], say: Callable[[str], None]
-                    ) -> tuple[np.ndarray, int, str, dict[str, Any]]:
+def _search_coupled(
+    robot: RobotModel,
+    prob: _Problem,
+    ev: _Evaluator,
+    ev_scan: _Evaluator,
+    x0: np.ndarray,
+    delay: int,
+    opts: RobotFitOptions,
+    spent: Callable[[], bool],
+    say: Callable[[str], None],
+) -> tuple[np.ndarray, int, str, dict[str, Any]]:
     """The coupled path: the delay scanned at fixed parameters before and after one coupled least-squares run."""
     delay_note = "fixed" if opts.delay is not None else "scanned"
     if opts.delay is None:
@@ -841,8 +1085,19 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     data, prob, gains_known = prepare_fit(rec, robot, opts)
 
     def evaluator(starts: np.ndarray) -> _Evaluator:
-        return _Evaluator(robot, prob, data.q, data.qd, data.cmd, data.cmd_qd, starts, data.length, opts.decimation,
-                          data.dt, opts.device)
+        return _Evaluator(
+            robot,
+            prob,
+            data.q,
+            data.qd,
+            data.cmd,
+            data.cmd_qd,
+            starts,
+            data.length,
+            opts.decimation,
+            data.dt,
+            opts.device,
+        )
 
     ev = evaluator(data.starts)
     coupled = opts.search == "coupled"
@@ -850,8 +1105,9 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         pick = np.linspace(0, data.starts.size - 1, min(SCAN_WINDOWS, data.starts.size)).round().astype(int)
         ev_scan: _Evaluator | _DecoupledEvaluator = evaluator(data.starts[np.unique(pick)])
     elif opts.search == "decoupled":  # every scan on the decoupled path, over every training window
-        ev_scan = _DecoupledEvaluator(robot, prob, data, data.starts, opts.decimation, np.zeros(len(prob.names)),
-                                      opts.device)
+        ev_scan = _DecoupledEvaluator(
+            robot, prob, data, data.starts, opts.decimation, np.zeros(len(prob.names)), opts.device
+        )
     else:
         raise RobotError(f"search {opts.search!r}: 'decoupled' or 'coupled'")
 
@@ -865,7 +1121,9 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     envelope_found, start_note, starts = False, "the model file's joint terms", None
     if ee is not None:
         sc = _rms(ev_scan.residuals(np.stack([x0, ee[0]]), np.array([delay, ee[1]])))
-        say(f"start: the model file's terms {sc[0]:.4f} rad, the equation-error start {sc[1]:.4f} rad (training)")
+        say(
+            f"start: the model file's terms {sc[0]:.4f} rad, the equation-error start {sc[1]:.4f} rad (training)"
+        )
         if sc[1] < sc[0]:
             x0, delay, envelope_found, starts = ee
             start_note = "equation error along the measured motion (Newton's inverse dynamics)"
@@ -873,12 +1131,15 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         x0 = _scan_envelope(prob, data, ev_scan, x0, delay, opts.decimation, say)
     delay_note = "fixed" if opts.delay is not None else "scanned"
     if isinstance(ev_scan, _DecoupledEvaluator):
-        x_best, delay, stats = _search_decoupled(robot, ev, ev_scan, x0 if starts is None else starts, delay, opts,
-                                                 spent, say)
+        x_best, delay, stats = _search_decoupled(
+            robot, ev, ev_scan, x0 if starts is None else starts, delay, opts, spent, say
+        )
         if opts.delay is None:
             delay_note = "chosen by the coupled training loss after fitting at each delay"
     else:
-        x_best, delay, delay_note, stats = _search_coupled(robot, prob, ev, ev_scan, x0, delay, opts, spent, say)
+        x_best, delay, delay_note, stats = _search_coupled(
+            robot, prob, ev, ev_scan, x0, delay, opts, spent, say
+        )
     stats["search_s"] = time.perf_counter() - t_start
     stats["start"] = start_note
     fitted = prob.joint_values(x_best[None])
@@ -887,70 +1148,143 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         validation["decoupled_fit"] = _decoupled_beside(robot, prob, data, xd, delay, opts.decimation)
     world_steps = ev.world_steps + (ev_scan.world_steps if isinstance(ev_scan, _Evaluator) else 0)
     coupled_s = ev.seconds + (ev_scan.seconds if isinstance(ev_scan, _Evaluator) else 0.0)
-    return _result(robot, prob, data, fitted, delay, delay_note, gains_known, validation, stats, opts, {
-        "wall_s": float(time.perf_counter() - t_start), "world_steps": int(world_steps),
-        "world_steps_per_s": float(world_steps / max(coupled_s, 1e-9))})
+    return _result(
+        robot,
+        prob,
+        data,
+        fitted,
+        delay,
+        delay_note,
+        gains_known,
+        validation,
+        stats,
+        opts,
+        {
+            "wall_s": float(time.perf_counter() - t_start),
+            "world_steps": int(world_steps),
+            "world_steps_per_s": float(world_steps / max(coupled_s, 1e-9)),
+        },
+    )
 
 
-def replay_validation(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np.ndarray], delay: int,
-                      decimation: int) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+def replay_validation(
+    robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np.ndarray], delay: int, decimation: int
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """The validation span replayed from the measured state at the split with the fit, and with the model file's
     own joint terms (the fit's gains, no bias, no delay): each (positions, envelope-cut share per joint)."""
-    defaults = {"armature": robot.armature[None], "viscous_friction": robot.damping[None],
-                "friction": robot.friction[None], "stiffness": fitted["stiffness"], "damping": fitted["damping"],
-                "bias": np.zeros((1, len(prob.names)))}
-    fit, model = replay_coupled(robot, [fitted, defaults], [delay, 0], data.q, data.qd, data.cmd, data.cmd_qd,
-                                data.split, decimation, data.dt, prob.effort_limit)
+    defaults = {
+        "armature": robot.armature[None],
+        "viscous_friction": robot.damping[None],
+        "friction": robot.friction[None],
+        "stiffness": fitted["stiffness"],
+        "damping": fitted["damping"],
+        "bias": np.zeros((1, len(prob.names))),
+    }
+    fit, model = replay_coupled(
+        robot,
+        [fitted, defaults],
+        [delay, 0],
+        data.q,
+        data.qd,
+        data.cmd,
+        data.cmd_qd,
+        data.split,
+        decimation,
+        data.dt,
+        prob.effort_limit,
+    )
     return fit, model
 
 
-def _validate(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np.ndarray], delay: int,
-              gains_known: bool, opts: RobotFitOptions) -> dict:
+def _validate(
+    robot: RobotModel,
+    prob: _Problem,
+    data: _Data,
+    fitted: dict[str, np.ndarray],
+    delay: int,
+    gains_known: bool,
+    opts: RobotFitOptions,
+) -> dict:
     """Replay from the measured state at the split: the fit, and the model file's joint terms, per joint RMSE."""
     names = prob.names
     (rep_fit, cut), (rep_def, _) = replay_validation(robot, prob, data, fitted, delay, opts.decimation)
-    meas = data.q[data.split:]
+    meas = data.q[data.split :]
 
     def rmse(sim: np.ndarray) -> tuple[float, dict[str, float]]:
         e = sim - meas
-        return float(np.sqrt(np.mean(e ** 2))), {nm: float(np.sqrt(np.mean(e[:, k] ** 2))) for k, nm in
-                                                 enumerate(names)}
+        return float(np.sqrt(np.mean(e**2))), {
+            nm: float(np.sqrt(np.mean(e[:, k] ** 2))) for k, nm in enumerate(names)
+        }
 
     val, val_j = rmse(rep_fit)
     dval, dval_j = rmse(rep_def)
     return {
-        "split": "time", "split_sample": int(data.split), "split_time_s": float(data.t[data.split] - data.t[0]),
-        "fraction": float(opts.validation_fraction), "rmse": val, "per_joint_rmse": val_j,
-        "model_defaults_rmse": dval, "model_defaults_per_joint_rmse": dval_j,
+        "split": "time",
+        "split_sample": int(data.split),
+        "split_time_s": float(data.t[data.split] - data.t[0]),
+        "fraction": float(opts.validation_fraction),
+        "rmse": val,
+        "per_joint_rmse": val_j,
+        "model_defaults_rmse": dval,
+        "model_defaults_per_joint_rmse": dval_j,
         "model_defaults": "the model file's armature, damping and frictionloss; gains "
-                          + ("from the log" if gains_known else "as fitted") + "; no delay, no encoder bias",
+        + ("from the log" if gains_known else "as fitted")
+        + "; no delay, no encoder bias",
         "replay": "from the measured state at the split, coupled, Newton SolverMuJoCo",
         "envelope_active_per_joint": {nm: float(cut[k]) for k, nm in enumerate(names)},
     }
 
 
-def _decoupled_beside(robot: RobotModel, prob: _Problem, data: _Data, x: np.ndarray, delay: int,
-                      decimation: int) -> dict:
+def _decoupled_beside(
+    robot: RobotModel, prob: _Problem, data: _Data, x: np.ndarray, delay: int, decimation: int
+) -> dict:
     """The decoupled fit (each joint's own 1-DoF fit along the measured motion, at the chosen delay) replayed
     coupled over the validation span like the fit, so the report shows what coupling changed."""
     v = prob.joint_values(x[None])
-    (q, _), = replay_coupled(robot, [v], [delay], data.q, data.qd, data.cmd, data.cmd_qd, data.split, decimation,
-                             data.dt, prob.effort_limit)
-    e = q - data.q[data.split:]
-    return {"rmse": float(np.sqrt(np.mean(e ** 2))),
-            "per_joint_rmse": {nm: float(np.sqrt(np.mean(e[:, k] ** 2))) for k, nm in enumerate(prob.names)},
-            "groups": {g: {t: float(v[t][0, idx[0]]) for t in ("armature", "viscous_friction", "friction",
-                                                                "stiffness", "damping")}
-                       for g, idx in prob.groups.items()},
-            "encoder_bias": {nm: float(v["bias"][0, k]) for k, nm in enumerate(prob.names)},
-            "delay_steps": int(delay),
-            "note": "each joint's own 1-DoF fit along the measured motion (Newton's joint-space inertia and "
-                    "coupling efforts), before any coupled refinement; replayed coupled from the split"}
+    ((q, _),) = replay_coupled(
+        robot,
+        [v],
+        [delay],
+        data.q,
+        data.qd,
+        data.cmd,
+        data.cmd_qd,
+        data.split,
+        decimation,
+        data.dt,
+        prob.effort_limit,
+    )
+    e = q - data.q[data.split :]
+    return {
+        "rmse": float(np.sqrt(np.mean(e**2))),
+        "per_joint_rmse": {nm: float(np.sqrt(np.mean(e[:, k] ** 2))) for k, nm in enumerate(prob.names)},
+        "groups": {
+            g: {
+                t: float(v[t][0, idx[0]])
+                for t in ("armature", "viscous_friction", "friction", "stiffness", "damping")
+            }
+            for g, idx in prob.groups.items()
+        },
+        "encoder_bias": {nm: float(v["bias"][0, k]) for k, nm in enumerate(prob.names)},
+        "delay_steps": int(delay),
+        "note": "each joint's own 1-DoF fit along the measured motion (Newton's joint-space inertia and "
+        "coupling efforts), before any coupled refinement; replayed coupled from the split",
+    }
 
 
-def _result(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np.ndarray], delay: int,
-            delay_note: str, gains_known: bool, validation: dict, stats: dict, opts: RobotFitOptions,
-            timing: dict) -> dict:
+def _result(
+    robot: RobotModel,
+    prob: _Problem,
+    data: _Data,
+    fitted: dict[str, np.ndarray],
+    delay: int,
+    delay_note: str,
+    gains_known: bool,
+    validation: dict,
+    stats: dict,
+    opts: RobotFitOptions,
+    timing: dict,
+) -> dict:
     """The JSON-ready fit result: groups with their values, bias, delay, sim step, validation, assumptions."""
     names, effort = prob.names, prob.effort_limit
     group_out = {}
@@ -967,23 +1301,34 @@ def _result(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np
         entry["envelope_active"] = float(np.mean([cut[names[i]] for i in idx]))
         group_out[g] = entry
     return {
-        "kind": "robot", "robot": robot.summary(), "joint_mapping": data.how, "groups": group_out,
+        "kind": "robot",
+        "robot": robot.summary(),
+        "joint_mapping": data.how,
+        "groups": group_out,
         "motor_envelope": "dc_motor" if prob.dc_motor else "off",
         "gains": "from the log" if gains_known else "fitted per group (the log states none)",
         "encoder_bias": {nm: float(fitted["bias"][0, k]) for k, nm in enumerate(names)},
-        "delay_steps": int(delay), "delay": delay_note,
+        "delay_steps": int(delay),
+        "delay": delay_note,
         "sim": {"dt": float(data.dt), "decimation": int(opts.decimation)},
         "validation": validation,
-        "training": {"windows": int(data.starts.size), "window_s": float(data.length * data.dt * opts.decimation),
-                     **{k: (float(v) if isinstance(v, float) else v) for k, v in stats.items()}},
+        "training": {
+            "windows": int(data.starts.size),
+            "window_s": float(data.length * data.dt * opts.decimation),
+            **{k: (float(v) if isinstance(v, float) else v) for k, v in stats.items()},
+        },
         **timing,
         "assumptions": [
             "coupled rigid-body dynamics: Newton 1.8 SolverMuJoCo (Warp backend for batched candidates, MuJoCo C "
             "for single replays), contacts off, base fixed",
             "visuals, collision shapes and meshes skipped",
             f"PD actuator, explicit effort once per physics step of {data.dt:.6g} s (log dt / {opts.decimation}), "
-            + ("clipped by a DC-motor envelope per group (Newton's ClampingDCMotor: saturation effort, velocity "
-               "limit, max motor effort), then " if prob.dc_motor else "no motor envelope (dc_motor off), ")
+            + (
+                "clipped by a DC-motor envelope per group (Newton's ClampingDCMotor: saturation effort, velocity "
+                "limit, max motor effort), then "
+                if prob.dc_motor
+                else "no motor envelope (dc_motor off), "
+            )
             + "clipped at the model's joint effort limits",
             "armature, viscous damping and frictionloss are MuJoCo's joint terms (Isaac Lab armature, "
             "viscous_friction, friction on its Newton backend)",
@@ -995,7 +1340,10 @@ def _result(robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np
 def has_envelope(group: dict) -> bool:
     """Whether a result group states a DC-motor envelope (a saturation effort and a finite, positive velocity
     limit): the one test the Isaac Lab dict and the USD/MJCF exports and replays pick their class by."""
-    sat, vlim = group.get("saturation_effort"), group.get("velocity_limit", group.get("actuator_velocity_limit"))
+    sat, vlim = (
+        group.get("saturation_effort"),
+        group.get("velocity_limit", group.get("actuator_velocity_limit")),
+    )
     finite = [isinstance(v, int | float) and math.isfinite(v) for v in (sat, vlim)]
     return all(finite) and isinstance(vlim, int | float) and vlim > 0
 
@@ -1006,14 +1354,25 @@ def isaaclab_dict(result: dict) -> dict:
     acts = {}
     for g, e in result["groups"].items():
         dc = has_envelope(e)
-        cls = ("DelayedDCMotorCfg" if delay else "DCMotorCfg") if dc else (
-            "DelayedPDActuatorCfg" if delay else "IdealPDActuatorCfg")
-        cfg = {"class_type": cls,
-               "joint_names_expr": [e["joint_names_expr"]], "stiffness": e["stiffness"], "damping": e["damping"],
-               "armature": e["armature"], "friction": e["friction"], "viscous_friction": e["viscous_friction"]}
+        cls = (
+            ("DelayedDCMotorCfg" if delay else "DCMotorCfg")
+            if dc
+            else ("DelayedPDActuatorCfg" if delay else "IdealPDActuatorCfg")
+        )
+        cfg = {
+            "class_type": cls,
+            "joint_names_expr": [e["joint_names_expr"]],
+            "stiffness": e["stiffness"],
+            "damping": e["damping"],
+            "armature": e["armature"],
+            "friction": e["friction"],
+            "viscous_friction": e["viscous_friction"],
+        }
         if e.get("effort_limit") is not None:
             cfg["actuator_effort_limit"] = e["effort_limit"]
-        box = e.get("model_effort_limit")  # after the envelope, the model's box clips at the smaller of the two
+        box = e.get(
+            "model_effort_limit"
+        )  # after the envelope, the model's box clips at the smaller of the two
         if dc and isinstance(box, int | float) and box < cfg.get("actuator_effort_limit", math.inf):
             cfg["actuator_effort_limit"] = float(box)
         if dc:
@@ -1024,10 +1383,16 @@ def isaaclab_dict(result: dict) -> dict:
         acts[g] = cfg
     note = "the encoder bias is not an Isaac Lab actuator field: add it to the measured joint positions"
     if delay and any(a["class_type"] == "DelayedDCMotorCfg" for a in acts.values()):
-        note += ("; DelayedDCMotorCfg (DC envelope and delay together) is not an Isaac Lab class: it is the one "
-                 "the 1-DoF Isaac Lab export defines (DelayedPDActuator clipped by DCMotor's envelope)")
-    return {"actuators": acts, "sim": dict(result["sim"]), "encoder_bias": dict(result["encoder_bias"]),
-            "note": note}
+        note += (
+            "; DelayedDCMotorCfg (DC envelope and delay together) is not an Isaac Lab class: it is the one "
+            "the 1-DoF Isaac Lab export defines (DelayedPDActuator clipped by DCMotor's envelope)"
+        )
+    return {
+        "actuators": acts,
+        "sim": dict(result["sim"]),
+        "encoder_bias": dict(result["encoder_bias"]),
+        "note": note,
+    }
 
 
 def write_robot_fit(result: dict, out) -> list[str]:
@@ -1045,21 +1410,29 @@ def write_robot_fit(result: dict, out) -> list[str]:
 def result_lines(result: dict) -> list[str]:
     """The CLI's summary of a whole-robot fit: mapping, validation error per joint beside the model's defaults."""
     v = result["validation"]
-    lines = [f"robot {result['robot']['path']}: {len(result['robot']['joints'])} joints, base "
-             f"{result['robot']['base']} fixed; {result['robot']['notes'][0]}",
-             f"joints mapped {result['joint_mapping']}",
-             f"held-out RMSE (last {v['fraction']:.0%} of the log in time, replayed from the measured state at "
-             f"{v['split_time_s']:.2f} s): {v['rmse']:.4f} rad; the model file's joint terms: "
-             f"{v['model_defaults_rmse']:.4f} rad"]
+    lines = [
+        f"robot {result['robot']['path']}: {len(result['robot']['joints'])} joints, base "
+        f"{result['robot']['base']} fixed; {result['robot']['notes'][0]}",
+        f"joints mapped {result['joint_mapping']}",
+        f"held-out RMSE (last {v['fraction']:.0%} of the log in time, replayed from the measured state at "
+        f"{v['split_time_s']:.2f} s): {v['rmse']:.4f} rad; the model file's joint terms: "
+        f"{v['model_defaults_rmse']:.4f} rad",
+    ]
     dec = v.get("decoupled_fit")
     if dec:
-        lines.append(f"the decoupled fit (each joint's own 1-DoF fit, before the coupled check), replayed coupled: "
-                     f"{dec['rmse']:.4f} rad")
+        lines.append(
+            f"the decoupled fit (each joint's own 1-DoF fit, before the coupled check), replayed coupled: "
+            f"{dec['rmse']:.4f} rad"
+        )
     for nm, e in v["per_joint_rmse"].items():
-        lines.append(f"  {nm}: {e:.4f} rad (model defaults {v['model_defaults_per_joint_rmse'][nm]:.4f}"
-                     + (f", decoupled fit {dec['per_joint_rmse'][nm]:.4f})" if dec else ")"))
+        lines.append(
+            f"  {nm}: {e:.4f} rad (model defaults {v['model_defaults_per_joint_rmse'][nm]:.4f}"
+            + (f", decoupled fit {dec['per_joint_rmse'][nm]:.4f})" if dec else ")")
+        )
     t = result["training"]
-    lines.append(f"delay {result['delay_steps']} physics steps; sim dt {result['sim']['dt']:.6g} s, decimation "
-                 f"{result['sim']['decimation']}; {t['jacobians']} Jacobians, stopped on {t['stopped_on']}; "
-                 f"{result['world_steps_per_s']:.0f} world-steps/s; {result['wall_s']:.0f} s")
+    lines.append(
+        f"delay {result['delay_steps']} physics steps; sim dt {result['sim']['dt']:.6g} s, decimation "
+        f"{result['sim']['decimation']}; {t['jacobians']} Jacobians, stopped on {t['stopped_on']}; "
+        f"{result['world_steps_per_s']:.0f} world-steps/s; {result['wall_s']:.0f} s"
+    )
     return lines

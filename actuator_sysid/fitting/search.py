@@ -57,8 +57,9 @@ def _stalled(history: list[float], generations: int, rtol: float) -> bool:
     return len(history) > generations and history[-generations - 1] - history[-1] <= rtol * abs(history[-1])
 
 
-def fd_jacobian(run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, u: np.ndarray, dims: np.ndarray,
-                 step: float) -> tuple[np.ndarray, np.ndarray]:
+def fd_jacobian(
+    run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, u: np.ndarray, dims: np.ndarray, step: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Residuals at u and their forward-difference Jacobian over the unit-cube dimensions `dims`.
 
     All perturbed candidates go to `run` (natural units in, residual rows out) as one batched launch;
@@ -74,20 +75,34 @@ def candidate_params(family: Family, space: SearchSpace, x: np.ndarray) -> np.nd
     return full_params(family, {n: x[..., i] for i, n in enumerate(space.names)}, x.shape[:2])
 
 
-def residual_fn(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
-                count: list[int] | None = None) -> Callable[[np.ndarray], np.ndarray]:
+def residual_fn(
+    engine: RolloutEngine,
+    family: Family,
+    space: SearchSpace,
+    scales: LossScales,
+    count: list[int] | None = None,
+) -> Callable[[np.ndarray], np.ndarray]:
     """Residual vectors of natural-unit candidates (C, d) on a one-joint engine, one launch per call;
     `count` accumulates the candidates evaluated."""
+
     def run(xs: np.ndarray) -> np.ndarray:
         if count is not None:
             count[0] += xs.shape[0]
-        return residuals(engine.traces(family, candidate_params(family, space, xs[:, None, :])), engine.batch,
-                         scales, 0)
+        return residuals(
+            engine.traces(family, candidate_params(family, space, xs[:, None, :])), engine.batch, scales, 0
+        )
+
     return run
 
 
-def solve_least_squares(run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, x_start: np.ndarray,
-                        budget: int, step: float, give_up: float = math.inf) -> tuple[np.ndarray, float]:
+def solve_least_squares(
+    run: Callable[[np.ndarray], np.ndarray],
+    space: SearchSpace,
+    x_start: np.ndarray,
+    budget: int,
+    step: float,
+    give_up: float = math.inf,
+) -> tuple[np.ndarray, float]:
     """Trust-region least squares over the continuous dimensions from x_start (integers held), with the
     forward-difference Jacobian of unit-cube `step` as one launch; returns (x, loss). A solve whose loss is
     still above `give_up` after ABANDON_ITERATIONS iterations stops there (a start that is clearly worse)."""
@@ -112,9 +127,20 @@ def solve_least_squares(run: Callable[[np.ndarray], np.ndarray], space: SearchSp
         if intermediate_result.nit >= ABANDON_ITERATIONS and 2.0 * intermediate_result.cost > give_up:
             raise StopIteration
 
-    sol = least_squares(lambda uc: run(full(uc[None]))[0], u0[cont], jac=jac, bounds=(0.0, 1.0),
-                        method="trf", x_scale="jac", max_nfev=budget, xtol=1e-10, ftol=1e-12, gtol=1e-10,
-                        tr_solver="lsmr", callback=hopeless if give_up < math.inf else None)
+    sol = least_squares(
+        lambda uc: run(full(uc[None]))[0],
+        u0[cont],
+        jac=jac,
+        bounds=(0.0, 1.0),
+        method="trf",
+        x_scale="jac",
+        max_nfev=budget,
+        xtol=1e-10,
+        ftol=1e-12,
+        gtol=1e-10,
+        tr_solver="lsmr",
+        callback=hopeless if give_up < math.inf else None,
+    )
     return full(sol.x[None])[0], float(np.sum(sol.fun**2))
 
 
@@ -129,19 +155,33 @@ class LocalSolve(NamedTuple):
     abandoned: bool = False
 
 
-def _coarse_then_fine(run: Callable[[np.ndarray], np.ndarray], coarse: Callable[[np.ndarray], np.ndarray],
-                      space: SearchSpace, x: np.ndarray, budget: int, give_up: float = math.inf
-                      ) -> tuple[np.ndarray, float]:
+def _coarse_then_fine(
+    run: Callable[[np.ndarray], np.ndarray],
+    coarse: Callable[[np.ndarray], np.ndarray],
+    space: SearchSpace,
+    x: np.ndarray,
+    budget: int,
+    give_up: float = math.inf,
+) -> tuple[np.ndarray, float]:
     """The coarse solve into the basin, then the fine one on the fit's own loss (`run`); `give_up` applies to
     the coarse one only when it is on that loss (a position-MAE fit's coarse solve is on squared errors)."""
-    x, loss = solve_least_squares(coarse, space, x, budget, COARSE_STEP, give_up if coarse is run else math.inf)
+    x, loss = solve_least_squares(
+        coarse, space, x, budget, COARSE_STEP, give_up if coarse is run else math.inf
+    )
     if coarse is run and loss > give_up:
         return x, loss
     return solve_least_squares(run, space, x, budget, POLISH_STEP, give_up)
 
 
-def local_search(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
-                 x0: list[np.ndarray], max_iterations: int = 200, rival: SearchResult | None = None) -> LocalSolve:
+def local_search(
+    engine: RolloutEngine,
+    family: Family,
+    space: SearchSpace,
+    scales: LossScales,
+    x0: list[np.ndarray],
+    max_iterations: int = 200,
+    rival: SearchResult | None = None,
+) -> LocalSolve:
     """Least squares from each joint's start before the global search: the coarse step into the basin, the
     fine step to its floor. On these objectives CMA-ES plateaus orders of magnitude above the optimum of
     a curved valley (DC-motor slope, damping and viscous friction trade off) that least squares follows,
@@ -157,8 +197,13 @@ def local_search(engine: RolloutEngine, family: Family, space: SearchSpace, scal
     for j, x_start in enumerate(x0):
         sc = scales.select(j)
         run = residual_fn(engine.for_joint(j), family, space, sc, count)
-        coarse = residual_fn(engine.for_joint(j), family, space, dataclasses.replace(sc, position_mae=False),
-                             count) if sc.position_mae else run
+        coarse = (
+            residual_fn(
+                engine.for_joint(j), family, space, dataclasses.replace(sc, position_mae=False), count
+            )
+            if sc.position_mae
+            else run
+        )
         before[j] = float(np.sum(run(x_start[None])[0] ** 2))
         trial = x_start if rival is None else np.where(space.integer, rival.best[j], x_start)
         give_up = math.inf if rival is None else ABANDON_RATIO * float(rival.best_loss[j])
@@ -171,14 +216,18 @@ def local_search(engine: RolloutEngine, family: Family, space: SearchSpace, scal
     return LocalSolve(best, before, after, count[0], rival is not None and bool(gave_up.all()))
 
 
-def release_limits(run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, x: np.ndarray, loss: float
-                   ) -> tuple[np.ndarray, float, set[str]]:
+def release_limits(
+    run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, x: np.ndarray, loss: float
+) -> tuple[np.ndarray, float, set[str]]:
     """Move each limit the log never presses (a clamp whose off value is infinite) to its search bound, where
     it stops binding, when the loss stays the same (RELEASE_RTOL): of the limits the data cannot place, the
     one that does not cut efforts the log never asked for. Otherwise the optimum keeps wherever the search
     left such a limit, and validation motion beyond the training regime hits a clamp nobody measured."""
-    limits = [i for i, n in enumerate(space.names)
-              if not space.integer[i] and parameters.get(n).neutral == math.inf and x[i] < space.upper[i]]
+    limits = [
+        i
+        for i, n in enumerate(space.names)
+        if not space.integer[i] and parameters.get(n).neutral == math.inf and x[i] < space.upper[i]
+    ]
     released: set[str] = set()
     while limits:
         moved = np.repeat(x[None], len(limits), axis=0)
@@ -204,8 +253,9 @@ class _CmaesStrategy:
         bounds = np.tile([0.0, 1.0], (x0.size, 1))
         self.margin = bool(np.any(steps > 0))
         if self.margin:
-            self.cma = cmaes.CMAwM(mean=x0, sigma=sigma, bounds=bounds, steps=steps, seed=seed,
-                                   population_size=population)
+            self.cma = cmaes.CMAwM(
+                mean=x0, sigma=sigma, bounds=bounds, steps=steps, seed=seed, population_size=population
+            )
         else:
             self.cma = cmaes.CMA(mean=x0, sigma=sigma, bounds=bounds, seed=seed, population_size=population)
         self._raw: list[np.ndarray] = []
@@ -262,19 +312,34 @@ class _CmaesStrategy:
 class _OptunaStrategy:
     """Optuna's CmaEsSampler driven by batched ask/tell: every trial of a generation asked before any tell."""
 
-    def __init__(self, names: tuple[str, ...], x0: np.ndarray, population: int, seed: int, sigma: float,
-                 steps: np.ndarray):
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        x0: np.ndarray,
+        population: int,
+        seed: int,
+        sigma: float,
+        steps: np.ndarray,
+    ):
         self.names = names
         self.dists: dict[str, optuna.distributions.BaseDistribution] = {
             n: optuna.distributions.FloatDistribution(0.0, 1.0, step=float(st) if st > 0 else None)
-            for n, st in zip(names, steps, strict=True)}
+            for n, st in zip(names, steps, strict=True)
+        }
         if np.any(steps > 0):  # a stepped distribution needs a mean on its grid
             x0 = np.where(steps > 0, np.round(x0 / np.where(steps > 0, steps, 1.0)) * steps, x0)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # x0 is deprecated in Optuna 4.9 but still honoured
+            warnings.simplefilter(
+                "ignore", FutureWarning
+            )  # x0 is deprecated in Optuna 4.9 but still honoured
             sampler = optuna.samplers.CmaEsSampler(
-                x0={n: float(v) for n, v in zip(names, x0, strict=True)}, sigma0=sigma, popsize=population, seed=seed,
-                warn_independent_sampling=False, with_margin=bool(np.any(steps > 0)))
+                x0={n: float(v) for n, v in zip(names, x0, strict=True)},
+                sigma0=sigma,
+                popsize=population,
+                seed=seed,
+                warn_independent_sampling=False,
+                with_margin=bool(np.any(steps > 0)),
+            )
         self.study = optuna.create_study(sampler=sampler, direction="minimize")
         self.population = population
         self._trials: list = []
@@ -299,7 +364,9 @@ STALL_RTOL = 1e-4
 # loss at the true parameters; started far from the optimum, 1e-4 alone can wander into a wrong basin.
 POLISH_STEP = 1e-4
 COARSE_STEP = 1e-3
-RELEASE_RTOL = 1e-4  # a limit moved off changes the loss by less than this (relative): the log never pressed it
+RELEASE_RTOL = (
+    1e-4  # a limit moved off changes the loss by less than this (relative): the log never pressed it
+)
 # a second start (fitting/fit.py _fit_family) whose least squares is still over ABANDON_RATIO times the first
 # start's final loss after ABANDON_ITERATIONS iterations is abandoned. Measured (BENCHMARKS.md "Fits"): on the
 # noise-free bench log the warm start is 1e5-1e8 times above the nested fit by then (and ends 1e3 times above
@@ -308,7 +375,9 @@ RELEASE_RTOL = 1e-4  # a limit moved off changes the loss by less than this (rel
 ABANDON_RATIO = 100.0
 ABANDON_ITERATIONS = 20
 RIVAL_BUDGET = 25  # residual evaluations of the refine's solve from a run optimum other than the incumbent
-COV_STEP = 1e-5  # unit-cube step of the covariance Jacobian: local, so kinks (clips, stiction) do not inflate it
+COV_STEP = (
+    1e-5  # unit-cube step of the covariance Jacobian: local, so kinks (clips, stiction) do not inflate it
+)
 
 
 @dataclass
@@ -323,8 +392,16 @@ class _Run:
     history: list[float] = field(default_factory=list)
 
 
-def _scan(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales, x0: list[np.ndarray],
-          extra_starts: list[list[np.ndarray]] | None, scan_points: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _scan(
+    engine: RolloutEngine,
+    family: Family,
+    space: SearchSpace,
+    scales: LossScales,
+    x0: list[np.ndarray],
+    extra_starts: list[list[np.ndarray]] | None,
+    scan_points: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """The warm start, the known good points and a scrambled Sobol design in the unit cube, (N, J, d), and their
     losses (N, J): one launch."""
     scan = qmc.Sobol(space.dim, seed=seed).random(scan_points)
@@ -333,18 +410,26 @@ def _scan(engine: RolloutEngine, family: Family, space: SearchSpace, scales: Los
     for j, starts in enumerate(extra_starts or []):
         for i, x in enumerate(starts[: scan_points - 1]):
             u_scan[1 + i, j] = space.to_unit(x)
-    scan_loss = loss_from_sums(engine.sums(family, candidate_params(family, space, space.from_unit(u_scan))),
-                               engine.batch, scales)
+    scan_loss = loss_from_sums(
+        engine.sums(family, candidate_params(family, space, space.from_unit(u_scan))), engine.batch, scales
+    )
     return u_scan, scan_loss
 
 
-def _tell_runs(runs: list[_Run], u: np.ndarray, loss: np.ndarray, finished: list[tuple[float, np.ndarray]],
-               restart: Callable[[int, _Run], _Run], plateau_generations: int, plateau_rtol: float) -> None:
+def _tell_runs(
+    runs: list[_Run],
+    u: np.ndarray,
+    loss: np.ndarray,
+    finished: list[tuple[float, np.ndarray]],
+    restart: Callable[[int, _Run], _Run],
+    plateau_generations: int,
+    plateau_rtol: float,
+) -> None:
     """One joint's generation (u (C, d), loss (C,), its runs' candidates in order) told to its runs; a run that
     plateaued goes to `finished` and `restart(k, run)` replaces it."""
     offset = 0
     for k, run in enumerate(runs):
-        uj, lj = u[offset: offset + run.population], loss[offset: offset + run.population]
+        uj, lj = u[offset : offset + run.population], loss[offset : offset + run.population]
         offset += run.population
         run.strategy.tell(uj, lj)
         c = int(np.argmin(lj))
@@ -357,10 +442,22 @@ def _tell_runs(runs: list[_Run], u: np.ndarray, loss: np.ndarray, finished: list
 
 
 def cma_search(
-    engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales, x0: list[np.ndarray],
-    generations: int, population: int, seed: int, on_generation: GenerationFn | None = None,
-    plateau_generations: int = 20, plateau_rtol: float = 1e-3, backend: str = "cmaes", scan_points: int = 256,
-    parallel_runs: int = 4, deadline: float | None = None, extra_starts: list[list[np.ndarray]] | None = None,
+    engine: RolloutEngine,
+    family: Family,
+    space: SearchSpace,
+    scales: LossScales,
+    x0: list[np.ndarray],
+    generations: int,
+    population: int,
+    seed: int,
+    on_generation: GenerationFn | None = None,
+    plateau_generations: int = 20,
+    plateau_rtol: float = 1e-3,
+    backend: str = "cmaes",
+    scan_points: int = 256,
+    parallel_runs: int = 4,
+    deadline: float | None = None,
+    extra_starts: list[list[np.ndarray]] | None = None,
 ) -> SearchResult:
     """Parallel CMA-ES runs in the unit cube with IPOP restarts; one launch per generation for everything.
 
@@ -385,8 +482,21 @@ def cma_search(
     g = 0
     stopped_on = "generations"
     for g in range(generations):
-        evaluations += _generation(engine, family, space, scales, runs, active, best_u, best_loss, finished, history,
-                                   restart, plateau_generations, plateau_rtol)
+        evaluations += _generation(
+            engine,
+            family,
+            space,
+            scales,
+            runs,
+            active,
+            best_u,
+            best_loss,
+            finished,
+            history,
+            restart,
+            plateau_generations,
+            plateau_rtol,
+        )
         if on_generation:
             on_generation(g, best_loss.copy())
         if not active.any():
@@ -395,15 +505,30 @@ def cma_search(
         if deadline is not None and time.perf_counter() >= deadline and g + 1 < generations:
             stopped_on = "budget"
             break
-    ends = [sorted(finished[j] + [(r.best, r.best_u) for r in runs[j]], key=lambda t: t[0]) for j in range(n_j)]
-    return SearchResult([space.from_unit(b) for b in best_u], best_loss, history, evaluations, g + 1,
-                        restarts=[len(f) for f in finished], candidates=[[space.from_unit(u) for _, u in e]
-                                                                          for e in ends], stopped_on=stopped_on)
+    ends = [
+        sorted(finished[j] + [(r.best, r.best_u) for r in runs[j]], key=lambda t: t[0]) for j in range(n_j)
+    ]
+    return SearchResult(
+        [space.from_unit(b) for b in best_u],
+        best_loss,
+        history,
+        evaluations,
+        g + 1,
+        restarts=[len(f) for f in finished],
+        candidates=[[space.from_unit(u) for _, u in e] for e in ends],
+        stopped_on=stopped_on,
+    )
 
 
-def _start_runs(space: SearchSpace, u_scan: np.ndarray, scan_loss: np.ndarray, population: int, seed: int,
-                backend: str, parallel_runs: int
-                ) -> tuple[list[list[_Run]], Callable[[int], Callable[[int, _Run], _Run]]]:
+def _start_runs(
+    space: SearchSpace,
+    u_scan: np.ndarray,
+    scan_loss: np.ndarray,
+    population: int,
+    seed: int,
+    backend: str,
+    parallel_runs: int,
+) -> tuple[list[list[_Run]], Callable[[int], Callable[[int, _Run], _Run]]]:
     """Each joint's first CMA-ES runs (the warm start polished locally, the best distinct scan points explored
     widely), and per joint the IPOP restart: twice the population, from the next scan point (then at random)."""
     n_j = u_scan.shape[1]
@@ -412,8 +537,11 @@ def _start_runs(space: SearchSpace, u_scan: np.ndarray, scan_loss: np.ndarray, p
     def make(j: int, k: int, restart: int, mean: np.ndarray, sigma: float) -> _Run:
         pop = population * 2**restart
         s = seed + 7919 * j + 104729 * k + 1299709 * restart
-        strat = (_CmaesStrategy(mean, pop, s, sigma, space.steps) if backend == "cmaes"
-                 else _OptunaStrategy(space.names, mean, pop, s, sigma, space.steps))
+        strat = (
+            _CmaesStrategy(mean, pop, s, sigma, space.steps)
+            if backend == "cmaes"
+            else _OptunaStrategy(space.names, mean, pop, s, sigma, space.steps)
+        )
         return _Run(strat, pop, restart, best_u=mean.copy())
 
     queue_u = [list(u_scan[1:, j][np.argsort(scan_loss[1:, j])]) for j in range(n_j)]  # best first
@@ -424,17 +552,29 @@ def _start_runs(space: SearchSpace, u_scan: np.ndarray, scan_loss: np.ndarray, p
     def restart(j: int) -> Callable[[int, _Run], _Run]:
         return lambda k, run: make(j, k, run.restarts + 1, next_start(j), RESTART_SIGMA)
 
-    runs = [[make(j, 0, 0, u_scan[0, j], FIRST_SIGMA)]
-            + [make(j, k, 0, next_start(j), RESTART_SIGMA) for k in range(1, parallel_runs)]
-            for j in range(n_j)]
+    runs = [
+        [make(j, 0, 0, u_scan[0, j], FIRST_SIGMA)]
+        + [make(j, k, 0, next_start(j), RESTART_SIGMA) for k in range(1, parallel_runs)]
+        for j in range(n_j)
+    ]
     return runs, restart
 
 
-def _generation(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
-                runs: list[list[_Run]], active: np.ndarray, best_u: list[np.ndarray], best_loss: np.ndarray,
-                finished: list[list[tuple[float, np.ndarray]]], history: list[list[float]],
-                restart: Callable[[int], Callable[[int, _Run], _Run]], plateau_generations: int,
-                plateau_rtol: float) -> int:
+def _generation(
+    engine: RolloutEngine,
+    family: Family,
+    space: SearchSpace,
+    scales: LossScales,
+    runs: list[list[_Run]],
+    active: np.ndarray,
+    best_u: list[np.ndarray],
+    best_loss: np.ndarray,
+    finished: list[list[tuple[float, np.ndarray]]],
+    history: list[list[float]],
+    restart: Callable[[int], Callable[[int, _Run], _Run]],
+    plateau_generations: int,
+    plateau_rtol: float,
+) -> int:
     """One generation of every active joint's runs in one launch: ask, evaluate, tell, keep each joint's best
     and stop a joint whose best has stalled (updates the lists and arrays in place); returns the evaluations."""
     n_j = len(runs)
@@ -442,11 +582,14 @@ def _generation(engine: RolloutEngine, family: Family, space: SearchSpace, scale
     u = np.repeat(np.stack(best_u)[None], max(sizes), axis=0)  # (C, J, d); short joints pad with their best
     for j in np.flatnonzero(active).tolist():
         u[: sizes[j], j] = np.vstack([r.strategy.ask() for r in runs[j]])
-    loss = loss_from_sums(engine.sums(family, candidate_params(family, space, space.from_unit(u))),
-                          engine.batch, scales)
+    loss = loss_from_sums(
+        engine.sums(family, candidate_params(family, space, space.from_unit(u))), engine.batch, scales
+    )
     for j in range(n_j):
         if active[j]:
-            _tell_runs(runs[j], u[:, j], loss[:, j], finished[j], restart(j), plateau_generations, plateau_rtol)
+            _tell_runs(
+                runs[j], u[:, j], loss[:, j], finished[j], restart(j), plateau_generations, plateau_rtol
+            )
             j_best = min(runs[j], key=lambda r: r.best)
             if j_best.best < best_loss[j]:
                 best_loss[j], best_u[j] = j_best.best, j_best.best_u.copy()
@@ -456,9 +599,15 @@ def _generation(engine: RolloutEngine, family: Family, space: SearchSpace, scale
     return int(sum(sizes))
 
 
-def initial_state_sensitivity(engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales,
-                               x: np.ndarray, r0: np.ndarray, blocks: np.ndarray
-                               ) -> tuple[np.ndarray, np.ndarray]:
+def initial_state_sensitivity(
+    engine: RolloutEngine,
+    family: Family,
+    space: SearchSpace,
+    scales: LossScales,
+    x: np.ndarray,
+    r0: np.ndarray,
+    blocks: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Residual sensitivity to each segment's initial position and velocity, and their noise variances.
 
     Every rollout starts from the first measured sample, noise included; the variance of that noise is
@@ -470,11 +619,16 @@ def initial_state_sensitivity(engine: RolloutEngine, family: Family, space: Sear
     params = candidate_params(family, space, x[None, None, :])
     segment_of_row = blocks // 2
     cols, variances = np.zeros((r0.size, 2 * batch.n_segments)), np.zeros(2 * batch.n_segments)
-    for c, (attr, delta, norm) in enumerate((("seg_q0", 1e-4, scales.sigma_q[0]),
-                                             ("seg_qd0", 1e-3, scales.sigma_qd[0] / np.sqrt(VELOCITY_WEIGHT)))):
+    for c, (attr, delta, norm) in enumerate(
+        (
+            ("seg_q0", 1e-4, scales.sigma_q[0]),
+            ("seg_qd0", 1e-3, scales.sigma_qd[0] / np.sqrt(VELOCITY_WEIGHT)),
+        )
+    ):
         moved = dataclasses.replace(batch, **{attr: getattr(batch, attr) + np.float32(delta)})
-        eng = RolloutEngine(moved, engine.device, threads=1,
-                            effort_mode="implicit" if engine.mode_flags else "explicit")
+        eng = RolloutEngine(
+            moved, engine.device, threads=1, effort_mode="implicit" if engine.mode_flags else "explicit"
+        )
         diff = (residuals(eng.traces(family, params), moved, scales, 0)[0] - r0) / delta
         for s in range(batch.n_segments):
             rows = segment_of_row == s
@@ -489,8 +643,9 @@ Solve = Callable[..., tuple[np.ndarray, float]]
 """solve(x_start, budget, step=...) -> (x, loss): least squares on one joint (refine)"""
 
 
-def _profile_integers(solve: Solve, space: SearchSpace, x_best: np.ndarray, best_loss: float, max_iterations: int
-                      ) -> tuple[np.ndarray, float, dict[int, dict[int, float]]]:
+def _profile_integers(
+    solve: Solve, space: SearchSpace, x_best: np.ndarray, best_loss: float, max_iterations: int
+) -> tuple[np.ndarray, float, dict[int, dict[int, float]]]:
     """Exact integers (delays): each moved to a neighbour while that lowers the loss, the rest re-solved; returns
     the best point, its loss, and per integer dimension the loss at every value tried."""
     profiles: dict[int, dict[int, float]] = {}
@@ -513,9 +668,19 @@ def _profile_integers(solve: Solve, space: SearchSpace, x_best: np.ndarray, best
     return x_best, best_loss, profiles
 
 
-def _uncertainty(sub: RolloutEngine, family: Family, space: SearchSpace, sc: LossScales, x: np.ndarray,
-                 run: Callable[[np.ndarray], np.ndarray], count: list[int], solutions: list[tuple[np.ndarray, float]],
-                 candidates: list[np.ndarray], released: set[str], profiles: dict[int, dict[int, float]]) -> dict:
+def _uncertainty(
+    sub: RolloutEngine,
+    family: Family,
+    space: SearchSpace,
+    sc: LossScales,
+    x: np.ndarray,
+    run: Callable[[np.ndarray], np.ndarray],
+    count: list[int],
+    solutions: list[tuple[np.ndarray, float]],
+    candidates: list[np.ndarray],
+    released: set[str],
+    profiles: dict[int, dict[int, float]],
+) -> dict:
     """Intervals, correlation and warnings at one joint's optimum x: the Jacobian over the continuous dimensions
     and residual blocks (a position-MAE fit's from the squared-error residuals at its optimum, Gaussian noise per
     block), rivals from the other refined optima and every CMA-ES run's end point, delays from their profiles."""
@@ -533,8 +698,11 @@ def _uncertainty(sub: RolloutEngine, family: Family, space: SearchSpace, sc: Los
         if sc.position_mae:  # every rival's loss in the units of r0
             solutions = [(xs, float(np.sum(run_cov(xs[None])[0] ** 2))) for xs, _ in solutions]
         end_loss = np.sum(run_cov(ends) ** 2, axis=1)
-        rivals = [(xs, loss) for xs, loss in [*solutions, *zip(ends, end_loss, strict=True)]
-                  if not np.array_equal(xs, x)]
+        rivals = [
+            (xs, loss)
+            for xs, loss in [*solutions, *zip(ends, end_loss, strict=True)]
+            if not np.array_equal(xs, x)
+        ]
         analysis = analyse(space, x, jac_c, r0, blocks, cont, jac_n, var_n, rivals, released)
     for i in np.flatnonzero(space.integer):
         dp = delay_profile(profiles[int(i)], int(x[i]))
@@ -545,8 +713,15 @@ def _uncertainty(sub: RolloutEngine, family: Family, space: SearchSpace, sc: Los
 
 
 def refine(
-    engine: RolloutEngine, family: Family, space: SearchSpace, scales: LossScales, result: SearchResult,
-    max_iterations: int = 200, step: float = COARSE_STEP, starts: int = 3, polish_step: float = POLISH_STEP,
+    engine: RolloutEngine,
+    family: Family,
+    space: SearchSpace,
+    scales: LossScales,
+    result: SearchResult,
+    max_iterations: int = 200,
+    step: float = COARSE_STEP,
+    starts: int = 3,
+    polish_step: float = POLISH_STEP,
 ) -> SearchResult:
     """Trust-region least squares per joint from the incumbent and the best other run optima, then
     uncertainty at the optimum.
@@ -580,15 +755,29 @@ def refine(
             solutions.append((x, loss))
             if loss < best_loss[j]:
                 best[j], best_loss[j] = x, loss
-        best[j], best_loss[j], profiles = _profile_integers(solve, space, best[j], float(best_loss[j]),
-                                                            max_iterations)
+        best[j], best_loss[j], profiles = _profile_integers(
+            solve, space, best[j], float(best_loss[j]), max_iterations
+        )
         x, loss = solve(best[j], max_iterations, step=polish_step)
         solutions.append((x, loss))
         if loss < best_loss[j]:
             best[j], best_loss[j] = x, loss
         best[j], best_loss[j], released = release_limits(run, space, best[j], best_loss[j])
-        analyses.append(_uncertainty(sub, family, space, sc, best[j], run, count, solutions, candidates, released,
-                                     profiles))
+        analyses.append(
+            _uncertainty(
+                sub, family, space, sc, best[j], run, count, solutions, candidates, released, profiles
+            )
+        )
         evaluations += count[0]
-    return SearchResult(best, best_loss, result.history, result.evaluations + evaluations, result.generations,
-                        result.restarts, result.candidates, analyses, result.stopped_on, result.local)
+    return SearchResult(
+        best,
+        best_loss,
+        result.history,
+        result.evaluations + evaluations,
+        result.generations,
+        result.restarts,
+        result.candidates,
+        analyses,
+        result.stopped_on,
+        result.local,
+    )

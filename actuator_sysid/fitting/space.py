@@ -30,8 +30,13 @@ class SearchSpace:
         """Every family parameter not fixed by the caller is free, with registry bounds."""
         names = tuple(n for n in family.params if n not in (fixed or {}))
         ps = [parameters.get(n) for n in names]
-        return cls(names, np.array([p.lower for p in ps], float), np.array([p.upper for p in ps], float),
-                   np.array([p.scale == "log" for p in ps], bool), np.array([p.integer for p in ps], bool))
+        return cls(
+            names,
+            np.array([p.lower for p in ps], float),
+            np.array([p.upper for p in ps], float),
+            np.array([p.scale == "log" for p in ps], bool),
+            np.array([p.integer for p in ps], bool),
+        )
 
     @property
     def dim(self) -> int:

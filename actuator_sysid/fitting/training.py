@@ -52,11 +52,27 @@ from .request import FitRequest, FitRequestError
 from .result import Metrics, ModelFit, NetFit, SegmentMetrics, SplitMetrics
 
 ProgressFn = Callable[[float, str], None]
-ISAACLAB_CFG = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg", "gru": ""}  # "": Isaac Lab 3.0 has none
+ISAACLAB_CFG = {
+    "mlp": "ActuatorNetMLPCfg",
+    "lstm": "ActuatorNetLSTMCfg",
+    "gru": "",
+}  # "": Isaac Lab 3.0 has none
 # bounds on every option that sizes work (issue 15): a request past one is refused, naming the limit
-LIMITS = {"hidden_width": 1024, "hidden_layers": 8, "hidden_size": 1024, "num_layers": 4, "epochs": 100_000,
-          "in_loop_epochs": 100_000, "patience": 100_000, "window": 10_000, "lstm_window": 10_000,
-          "burn_in": 10_000, "batch_size": 65_536, "input_idx_length": 64, "input_idx_value": 1_000}
+LIMITS = {
+    "hidden_width": 1024,
+    "hidden_layers": 8,
+    "hidden_size": 1024,
+    "num_layers": 4,
+    "epochs": 100_000,
+    "in_loop_epochs": 100_000,
+    "patience": 100_000,
+    "window": 10_000,
+    "lstm_window": 10_000,
+    "burn_in": 10_000,
+    "batch_size": 65_536,
+    "input_idx_length": 64,
+    "input_idx_value": 1_000,
+}
 
 
 class NetFitError(FitRequestError):
@@ -93,16 +109,43 @@ class NetOptions:
         unknown = sorted(set(d) - known)
         if unknown:
             raise NetFitError(f"unknown network option(s) {unknown}: choose from {sorted(known)}")
-        for name in ("epochs", "patience", "batch_size", "window", "lstm_window", "burn_in", "in_loop_epochs",
-                     "hidden_size", "num_layers"):
+        for name in (
+            "epochs",
+            "patience",
+            "batch_size",
+            "window",
+            "lstm_window",
+            "burn_in",
+            "in_loop_epochs",
+            "hidden_size",
+            "num_layers",
+        ):
             if name in d:
-                _bounded_int(name, d[name], 0 if name == "burn_in" else 3 if name == "window" else 1, LIMITS[name])
+                _bounded_int(
+                    name, d[name], 0 if name == "burn_in" else 3 if name == "window" else 1, LIMITS[name]
+                )
         if "hidden" in d:
-            _bounded_list("hidden", d["hidden"], LIMITS["hidden_layers"], "layer widths", "layers",
-                          "hidden width", 1, LIMITS["hidden_width"])
+            _bounded_list(
+                "hidden",
+                d["hidden"],
+                LIMITS["hidden_layers"],
+                "layer widths",
+                "layers",
+                "hidden width",
+                1,
+                LIMITS["hidden_width"],
+            )
         if d.get("input_idx") is not None:
-            _bounded_list("input_idx", d["input_idx"], LIMITS["input_idx_length"], "physics-step lags", "entries",
-                          "input_idx entry", 0, LIMITS["input_idx_value"])
+            _bounded_list(
+                "input_idx",
+                d["input_idx"],
+                LIMITS["input_idx_length"],
+                "physics-step lags",
+                "entries",
+                "input_idx entry",
+                0,
+                LIMITS["input_idx_value"],
+            )
         for name in ("lr", "in_loop_lr"):
             v = d.get(name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1):
@@ -126,11 +169,14 @@ def _bounded_int(name: str, v: object, lo: int, hi: int) -> None:
         raise NetFitError(f"network {name} must be between {lo} and {hi} (limit {hi}), got {v}")
 
 
-def _bounded_list(name: str, v: object, max_len: int, what: str, unit: str, item: str, lo: int, hi: int) -> None:
+def _bounded_list(
+    name: str, v: object, max_len: int, what: str, unit: str, item: str, lo: int, hi: int
+) -> None:
     """Refuse a list option (layer widths, lags) that is empty, too long, or holds an integer outside [lo, hi]."""
     if not isinstance(v, list) or not 1 <= len(v) <= max_len:
-        raise NetFitError(f"network {name} must be a list of 1 to {max_len} {what} (limit {max_len} {unit}), "
-                          f"got {v!r}")
+        raise NetFitError(
+            f"network {name} must be a list of 1 to {max_len} {what} (limit {max_len} {unit}), got {v!r}"
+        )
     for x in v:
         _bounded_int(item, x, lo, hi)
 
@@ -158,14 +204,27 @@ class JointData:
     def torques(self) -> list[torch.Tensor]:
         """The torque of every segment, for training on it; NetFitError where the data was built without one."""
         if self.tau is None:
-            raise NetFitError("this joint's data carries no torque (tau 'none'): nothing to train the torque on")
+            raise NetFitError(
+                "this joint's data carries no torque (tau 'none'): nothing to train the torque on"
+            )
         return self.tau
 
     def subset(self, ids: list[int]) -> JointData:
         pick = lambda a: [a[i] for i in ids]  # noqa: E731
-        return JointData(pick(self.names), pick(self.q), pick(self.qd), pick(self.q_des),
-                         None if self.tau is None else pick(self.tau), pick(self.inertia), pick(self.mgl),
-                         pick(self.ext), pick(self.free), pick(self.dt), pick(self.on), pick(self.gain))
+        return JointData(
+            pick(self.names),
+            pick(self.q),
+            pick(self.qd),
+            pick(self.q_des),
+            None if self.tau is None else pick(self.tau),
+            pick(self.inertia),
+            pick(self.mgl),
+            pick(self.ext),
+            pick(self.free),
+            pick(self.dt),
+            pick(self.on),
+            pick(self.gain),
+        )
 
 
 def segment_kp(seg) -> float | None:
@@ -187,8 +246,11 @@ def gain_reference(rec: Recording) -> tuple[float | None, str | None]:
     if len(counts) < 2:
         return None, None
     kp_ref = max(sorted(counts), key=lambda k: counts[k])
-    units = {str(s.metadata.get("gain_units", "device" if "bam" in s.metadata else "SI")) for s in rec.segments
-             if segment_kp(s) is not None}
+    units = {
+        str(s.metadata.get("gain_units", "device" if "bam" in s.metadata else "SI"))
+        for s in rec.segments
+        if segment_kp(s) is not None
+    }
     return kp_ref, units.pop() if len(units) == 1 else "mixed"
 
 
@@ -204,8 +266,9 @@ def segment_enable(seg, j: int) -> np.ndarray:
     return enable[:, j] if enable.ndim == 2 else enable.reshape(seg.n)
 
 
-def joint_data(rec: Recording, joint: str, substeps: int, tau: str = "measured",
-               kp_ref: float | None = None) -> JointData:
+def joint_data(
+    rec: Recording, joint: str, substeps: int, tau: str = "measured", kp_ref: float | None = None
+) -> JointData:
     """Segments of one joint; tau "measured", "inverse_dynamics" or "none"; with kp_ref, each segment's position
     error gain kp / kp_ref (1 where the segment logs no kp)."""
     j = rec.joint_index(joint)
@@ -214,8 +277,11 @@ def joint_data(rec: Recording, joint: str, substeps: int, tau: str = "measured",
     out = JointData([], [], [], [], taus if tau != "none" else None, [], [], [], [], [], [], [])
     for seg in rec.segments:
         inertia, mgl = rec.load_for(seg, j)
-        ext = float(seg.metadata.get("joints", {}).get(joint, {}).get("external_torque",
-                                                                        seg.metadata.get("external_torque", 0.0)))
+        ext = float(
+            seg.metadata.get("joints", {})
+            .get(joint, {})
+            .get("external_torque", seg.metadata.get("external_torque", 0.0))
+        )
         out.names.append(seg.name)
         out.q.append(f32(seg.q[:, j]))
         out.qd.append(f32(seg.qd[:, j]))
@@ -238,7 +304,9 @@ def joint_data(rec: Recording, joint: str, substeps: int, tau: str = "measured",
     return out
 
 
-def inverse_dynamics(q: np.ndarray, qd: np.ndarray, dt: float, inertia: float, mgl: float, ext: float) -> np.ndarray:
+def inverse_dynamics(
+    q: np.ndarray, qd: np.ndarray, dt: float, inertia: float, mgl: float, ext: float
+) -> np.ndarray:
     """The torque the kernel's plant needs to go from sample k to k+1: J·(qd[k+1] − qd[k])/dt + m·g·l·sin q − ext."""
     acc = np.diff(qd, append=qd[-1:]) / dt
     return inertia * acc + mgl * np.sin(q) - ext
@@ -256,7 +324,7 @@ def containing_envelope(qd: np.ndarray, tau: np.ndarray, margin: float = 0.02) -
     """
     a = np.abs(tau)
     elim = float(max(a.max(), 1e-6) * (1 + margin))
-    motoring = (tau * qd > 0)
+    motoring = tau * qd > 0
     v, t = np.abs(qd[motoring]), a[motoring]
     vmax = float(max(np.abs(qd).max(), 1e-6))
     best: tuple[float, float, float] | None = None
@@ -275,9 +343,19 @@ def containing_envelope(qd: np.ndarray, tau: np.ndarray, margin: float = 0.02) -
 # --- plant and rollouts ---
 
 
-def rollout(stepper: NetStepper, q0: torch.Tensor, qd0: torch.Tensor, q_des: torch.Tensor, inertia: torch.Tensor,
-            mgl: torch.Tensor, ext: torch.Tensor, on: torch.Tensor, dt: torch.Tensor, substeps: int,
-            measured: tuple[torch.Tensor, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+def rollout(
+    stepper: NetStepper,
+    q0: torch.Tensor,
+    qd0: torch.Tensor,
+    q_des: torch.Tensor,
+    inertia: torch.Tensor,
+    mgl: torch.Tensor,
+    ext: torch.Tensor,
+    on: torch.Tensor,
+    dt: torch.Tensor,
+    substeps: int,
+    measured: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> dict[str, torch.Tensor]:
     """Step B lanes through T samples: the net's effort, then the §F plant (no joint terms), `substeps`
     physics steps per sample with the command held. `on` (B, T) is 1 where the actuator's torque is enabled
     (0: it applies none, the net still runs). With `measured` (q, qd) the net sees the log (open loop).
@@ -306,11 +384,18 @@ def rollout(stepper: NetStepper, q0: torch.Tensor, qd0: torch.Tensor, q_des: tor
 
 def _lanes(data: JointData, ids: list[int]) -> dict[str, torch.Tensor]:
     col = lambda name: torch.tensor([getattr(data, name)[i] for i in ids], dtype=torch.float32)  # noqa: E731
-    return {"inertia": col("inertia"), "mgl": col("mgl"), "ext": col("ext"), "dt": col("dt"), "gain": col("gain")}
+    return {
+        "inertia": col("inertia"),
+        "mgl": col("mgl"),
+        "ext": col("ext"),
+        "dt": col("dt"),
+        "gain": col("gain"),
+    }
 
 
-def simulate_segments(spec: NetSpec, net: torch.nn.Module, data: JointData, substeps: int,
-                      open_loop: bool = False) -> list[dict[str, np.ndarray]]:
+def simulate_segments(
+    spec: NetSpec, net: torch.nn.Module, data: JointData, substeps: int, open_loop: bool = False
+) -> list[dict[str, np.ndarray]]:
     """Each segment rolled out from its first logged state with a freshly reset net (Isaac Lab reset)."""
     out = []
     with torch.no_grad():
@@ -318,8 +403,19 @@ def simulate_segments(spec: NetSpec, net: torch.nn.Module, data: JointData, subs
             lanes = _lanes(data, [i])
             stepper = NetStepper(spec, net, 1, pos_gain=lanes["gain"])
             meas = (data.q[i][None], data.qd[i][None]) if open_loop else None
-            tr = rollout(stepper, data.q[i][:1], data.qd[i][:1], data.q_des[i][None], lanes["inertia"],
-                         lanes["mgl"], lanes["ext"], data.on[i][None], lanes["dt"], substeps, meas)
+            tr = rollout(
+                stepper,
+                data.q[i][:1],
+                data.qd[i][:1],
+                data.q_des[i][None],
+                lanes["inertia"],
+                lanes["mgl"],
+                lanes["ext"],
+                data.on[i][None],
+                lanes["dt"],
+                substeps,
+                meas,
+            )
             out.append({k: v[0].numpy().astype(np.float64) for k, v in tr.items()})
     return out
 
@@ -330,8 +426,10 @@ def simulate_segments(spec: NetSpec, net: torch.nn.Module, data: JointData, subs
 def _lags(spec: NetSpec, substeps: int) -> list[int]:
     bad = [i for i in spec.input_idx if i % substeps]
     if bad:
-        raise NetFitError(f"input_idx {spec.input_idx} counts physics steps; with decimation {substeps} the log "
-                          f"has a sample every {substeps} steps, so every index must be a multiple of {substeps}")
+        raise NetFitError(
+            f"input_idx {spec.input_idx} counts physics steps; with decimation {substeps} the log "
+            f"has a sample every {substeps} steps, so every index must be a multiple of {substeps}"
+        )
     return [i // substeps for i in spec.input_idx]
 
 
@@ -340,14 +438,15 @@ def _mlp_table(spec: NetSpec, data: JointData, substeps: int) -> tuple[torch.Ten
     lags = _lags(spec, substeps)
     h = max(lags)
     xs, ys = [], []
-    for q, qd, qdes, tau, free, on, gain in zip(data.q, data.qd, data.q_des, data.torques(), data.free, data.on,
-                                                data.gain, strict=True):
+    for q, qd, qdes, tau, free, on, gain in zip(
+        data.q, data.qd, data.q_des, data.torques(), data.free, data.on, data.gain, strict=True
+    ):
         if free or q.shape[0] <= h:
             continue
         err = (qdes - q) * gain
         n = q.shape[0]
-        pos = torch.stack([err[h - lag:n - lag] for lag in lags], 1)
-        vel = torch.stack([qd[h - lag:n - lag] for lag in lags], 1)
+        pos = torch.stack([err[h - lag : n - lag] for lag in lags], 1)
+        vel = torch.stack([qd[h - lag : n - lag] for lag in lags], 1)
         # a (B, H) history whose columns are the lags themselves
         full_pos = torch.zeros(n - h, spec.history_length)
         full_vel = torch.zeros(n - h, spec.history_length)
@@ -389,20 +488,23 @@ class _Stopper:
             self.net.load_state_dict(self.state)
 
 
-def _rnn_sequences(data: JointData, length: int, stride: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _rnn_sequences(
+    data: JointData, length: int, stride: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(x (B, T, 2) raw [gain·(q_des − q), qd], tau (B, T), torque-enabled mask (B, T)) windows over the
     segments."""
     xs, ts, ms = [], [], []
-    for q, qd, qdes, tau, free, on, gain in zip(data.q, data.qd, data.q_des, data.torques(), data.free, data.on,
-                                                data.gain, strict=True):
+    for q, qd, qdes, tau, free, on, gain in zip(
+        data.q, data.qd, data.q_des, data.torques(), data.free, data.on, data.gain, strict=True
+    ):
         if free:
             continue
         n = q.shape[0]
         starts = list(range(0, max(n - length, 0) + 1, stride)) if n >= length else []
         for s in starts:
-            xs.append(torch.stack([(qdes[s:s + length] - q[s:s + length]) * gain, qd[s:s + length]], 1))
-            ts.append(tau[s:s + length])
-            ms.append(on[s:s + length])
+            xs.append(torch.stack([(qdes[s : s + length] - q[s : s + length]) * gain, qd[s : s + length]], 1))
+            ts.append(tau[s : s + length])
+            ms.append(on[s : s + length])
     if not xs:
         raise NetFitError(f"no segment holds {length} samples for the recurrent net's training sequences")
     return torch.stack(xs), torch.stack(ts), torch.stack(ms)
@@ -417,7 +519,7 @@ def _rnn_forward(net: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 def _masked_mse(err: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of err² where mask is 1 (the torque-enabled samples); 0 when none is."""
-    return torch.sum(err ** 2 * mask) / torch.clamp(mask.sum(), min=1.0)
+    return torch.sum(err**2 * mask) / torch.clamp(mask.sum(), min=1.0)
 
 
 def _past(deadline: float | None) -> bool:
@@ -429,8 +531,16 @@ def _stopped_on(out_of_time: bool, patience_ran_out: bool) -> str:
     return "budget" if out_of_time else "early_stopping" if patience_ran_out else "epochs"
 
 
-def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val: JointData, opts: NetOptions,
-                     substeps: int, report: Callable[[int, float], None], deadline: float | None = None) -> dict:
+def train_supervised(
+    spec: NetSpec,
+    net: torch.nn.Module,
+    train: JointData,
+    val: JointData,
+    opts: NetOptions,
+    substeps: int,
+    report: Callable[[int, float], None],
+    deadline: float | None = None,
+) -> dict:
     """Fit torque (measured or inverse-dynamics) by Adam with early stopping; returns the training record.
 
     Past `deadline` (perf_counter) the epoch ends after its current batch, is validated, and training stops
@@ -450,7 +560,7 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
         for epoch in range(opts.epochs):
             perm = torch.randperm(x.shape[0], generator=gen)
             for b in range(0, x.shape[0], opts.batch_size):
-                idx = perm[b:b + opts.batch_size]
+                idx = perm[b : b + opts.batch_size]
                 loss = torch.mean((net(x[idx])[:, 0] - y_n[idx]) ** 2)
                 opt.zero_grad()
                 loss.backward()
@@ -467,8 +577,9 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
         active = [q.shape[0] for q, f in zip(train.q, train.free, strict=True) if not f]
         length = min(opts.lstm_window, max(active, default=0))
         if length < 4:
-            raise NetFitError(f"the {spec.kind.upper()} needs training segments (not free swing) of at least 4 "
-                              "samples")
+            raise NetFitError(
+                f"the {spec.kind.upper()} needs training segments (not free swing) of at least 4 samples"
+            )
         x, y, m = _rnn_sequences(train, length, max(length // 2, 1))
         try:
             xv, yv, mv = _rnn_sequences(val, length, length)
@@ -480,7 +591,7 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
         for epoch in range(opts.epochs):
             perm = torch.randperm(x.shape[0], generator=gen)
             for b in range(0, x.shape[0], batch):
-                idx = perm[b:b + batch]
+                idx = perm[b : b + batch]
                 pred = _rnn_forward(net, x[idx])
                 loss = _masked_mse(((pred - y[idx]) / spec.torque_scale)[:, b0:], m[idx][:, b0:])
                 opt.zero_grad()
@@ -490,15 +601,23 @@ def train_supervised(spec: NetSpec, net: torch.nn.Module, train: JointData, val:
                 if late := _past(deadline):
                     break
             with torch.no_grad():
-                vloss = float(_masked_mse(((_rnn_forward(net, xv) - yv) / spec.torque_scale)[:, b0:], mv[:, b0:]))
+                vloss = float(
+                    _masked_mse(((_rnn_forward(net, xv) - yv) / spec.torque_scale)[:, b0:], mv[:, b0:])
+                )
             report(epoch, vloss)
             if (patient := stop(epoch, vloss)) or late:
                 break
     stop.restore()
     secs = time.perf_counter() - t0
-    return {"epochs": epoch + 1, "best_epoch": stop.best_epoch + 1, "validation_loss": stop.best,
-            "samples_seen": seen, "seconds": round(secs, 3), "samples_per_s": round(seen / max(secs, 1e-9), 1),
-            "stopped_on": _stopped_on(late, patient)}
+    return {
+        "epochs": epoch + 1,
+        "best_epoch": stop.best_epoch + 1,
+        "validation_loss": stop.best,
+        "samples_seen": seen,
+        "seconds": round(secs, 3),
+        "samples_per_s": round(seen / max(secs, 1e-9), 1),
+        "stopped_on": _stopped_on(late, patient),
+    }
 
 
 def _windows(data: JointData, length: int, substeps: int, spec: NetSpec, ids: list[int] | None = None):
@@ -525,14 +644,30 @@ def _windows(data: JointData, length: int, substeps: int, spec: NetSpec, ids: li
             if k >= 0:
                 pos_h[r, c] = (data.q_des[i][k] - data.q[i][k]) * data.gain[i]
                 vel_h[r, c] = data.qd[i][k]
-    pick = lambda a: torch.stack([a[i][w0:w0 + t] for i, w0, _ in rows])  # noqa: E731
+    pick = lambda a: torch.stack([a[i][w0 : w0 + t] for i, w0, _ in rows])  # noqa: E731
     lanes = _lanes(data, [i for i, _, _ in rows])
-    return {"q": pick(data.q), "qd": pick(data.qd), "q_des": pick(data.q_des), "on": pick(data.on),
-            "pos_h": pos_h, "vel_h": vel_h, "rows": rows, **lanes}
+    return {
+        "q": pick(data.q),
+        "qd": pick(data.qd),
+        "q_des": pick(data.q_des),
+        "on": pick(data.on),
+        "pos_h": pos_h,
+        "vel_h": vel_h,
+        "rows": rows,
+        **lanes,
+    }
 
 
-def _window_loss(spec: NetSpec, net: torch.nn.Module, w: dict, substeps: int, sq: float, sqd: float,
-                 burn: int, data: JointData) -> torch.Tensor:
+def _window_loss(
+    spec: NetSpec,
+    net: torch.nn.Module,
+    w: dict,
+    substeps: int,
+    sq: float,
+    sqd: float,
+    burn: int,
+    data: JointData,
+) -> torch.Tensor:
     stepper = NetStepper(spec, net, w["q"].shape[0], pos_gain=w["gain"])
     if spec.kind == "mlp":
         stepper.reset(w["pos_h"], w["vel_h"])
@@ -541,18 +676,33 @@ def _window_loss(spec: NetSpec, net: torch.nn.Module, w: dict, substeps: int, sq
             xs = []
             for i, w0, _ in w["rows"]:
                 s = max(0, w0 - burn)
-                seq = torch.stack([(data.q_des[i][s:w0] - data.q[i][s:w0]) * data.gain[i], data.qd[i][s:w0]], 1)
+                seq = torch.stack(
+                    [(data.q_des[i][s:w0] - data.q[i][s:w0]) * data.gain[i], data.qd[i][s:w0]], 1
+                )
                 xs.append(torch.cat([torch.zeros(burn - (w0 - s), 2), seq]))
-            _, stepper.state = recurrent_core(net)(torch.stack(xs) * as_recurrent(net).in_scale, stepper.state)
-    tr = rollout(stepper, w["q"][:, 0], w["qd"][:, 0], w["q_des"], w["inertia"], w["mgl"], w["ext"], w["on"],
-                 w["dt"], substeps)
+            _, stepper.state = recurrent_core(net)(
+                torch.stack(xs) * as_recurrent(net).in_scale, stepper.state
+            )
+    tr = rollout(
+        stepper,
+        w["q"][:, 0],
+        w["qd"][:, 0],
+        w["q_des"],
+        w["inertia"],
+        w["mgl"],
+        w["ext"],
+        w["on"],
+        w["dt"],
+        substeps,
+    )
     eq = (tr["q"][:, 1:] - w["q"][:, 1:]) / sq
     eqd = (tr["qd"][:, 1:] - w["qd"][:, 1:]) / sqd
-    return torch.mean(eq ** 2) + VELOCITY_WEIGHT * torch.mean(eqd ** 2)
+    return torch.mean(eq**2) + VELOCITY_WEIGHT * torch.mean(eqd**2)
 
 
-def _segment_loss(spec: NetSpec, net: torch.nn.Module, data: JointData, substeps: int, sq: float,
-                  sqd: float) -> float:
+def _segment_loss(
+    spec: NetSpec, net: torch.nn.Module, data: JointData, substeps: int, sq: float, sqd: float
+) -> float:
     """The reported metric's loss: whole segments rolled out closed loop from their first state, freshly reset
     net, batched (shorter segments padded with their last command and masked)."""
     n = max(q.shape[0] for q in data.q)
@@ -561,15 +711,33 @@ def _segment_loss(spec: NetSpec, net: torch.nn.Module, data: JointData, substeps
     lanes = _lanes(data, list(range(len(data.names))))
     q, qd = pad(data.q), pad(data.qd)
     with torch.no_grad():
-        tr = rollout(NetStepper(spec, net, q.shape[0], pos_gain=lanes["gain"]), q[:, 0], qd[:, 0], pad(data.q_des),
-                     lanes["inertia"], lanes["mgl"], lanes["ext"], pad(data.on), lanes["dt"], substeps)
+        tr = rollout(
+            NetStepper(spec, net, q.shape[0], pos_gain=lanes["gain"]),
+            q[:, 0],
+            qd[:, 0],
+            pad(data.q_des),
+            lanes["inertia"],
+            lanes["mgl"],
+            lanes["ext"],
+            pad(data.on),
+            lanes["dt"],
+            substeps,
+        )
     e = ((tr["q"][:, 1:] - q[:, 1:]) / sq) ** 2 + VELOCITY_WEIGHT * ((tr["qd"][:, 1:] - qd[:, 1:]) / sqd) ** 2
     loss = float(e[mask].mean())
     return loss if math.isfinite(loss) else math.inf
 
 
-def train_in_loop(spec: NetSpec, net: torch.nn.Module, train: JointData, val: JointData, opts: NetOptions,
-                  substeps: int, report: Callable[[int, float], None], deadline: float | None = None) -> dict:
+def train_in_loop(
+    spec: NetSpec,
+    net: torch.nn.Module,
+    train: JointData,
+    val: JointData,
+    opts: NetOptions,
+    substeps: int,
+    report: Callable[[int, float], None],
+    deadline: float | None = None,
+) -> dict:
     """Truncated BPTT through batched differentiable plant rollouts over windows; early stopping on the
     validation segments rolled out whole (what the fit reports), checked every EVAL_EVERY epochs and once more
     when `deadline` (perf_counter) passes, which stops training with the best weights so far."""
@@ -601,11 +769,17 @@ def train_in_loop(spec: NetSpec, net: torch.nn.Module, train: JointData, val: Jo
             break
     stop.restore()
     secs = time.perf_counter() - t0
-    return {"in_loop_initial_loss": initial, "in_loop_epochs": epoch + 1 if seen else 0,
-            "in_loop_best_epoch": stop.best_epoch + 1,
-            "in_loop_validation_loss": stop.best, "in_loop_steps_seen": seen, "in_loop_seconds": round(secs, 3),
-            "in_loop_steps_per_s": round(seen / max(secs, 1e-9), 1), "window_samples": opts.window,
-            "in_loop_stopped_on": _stopped_on(late, patient)}
+    return {
+        "in_loop_initial_loss": initial,
+        "in_loop_epochs": epoch + 1 if seen else 0,
+        "in_loop_best_epoch": stop.best_epoch + 1,
+        "in_loop_validation_loss": stop.best,
+        "in_loop_steps_seen": seen,
+        "in_loop_seconds": round(secs, 3),
+        "in_loop_steps_per_s": round(seen / max(secs, 1e-9), 1),
+        "window_samples": opts.window,
+        "in_loop_stopped_on": _stopped_on(late, patient),
+    }
 
 
 EVAL_EVERY = 10  # in-the-loop epochs between validation rollouts of whole segments
@@ -619,21 +793,35 @@ def trajectory_rows(data: JointData, sims: list[dict], val_names: set[str]) -> l
     for i, sim in enumerate(sims):
         eq = sim["q"][1:] - data.q[i][1:].numpy()
         eqd = sim["qd"][1:] - data.qd[i][1:].numpy()
-        rows.append({"segment": data.names[i], "samples": int(eq.size),
-                     "position_rmse": float(np.sqrt(np.mean(eq ** 2))), "position_mae": float(np.mean(np.abs(eq))),
-                     "velocity_rmse": float(np.sqrt(np.mean(eqd ** 2))),
-                     "split": "validation" if data.names[i] in val_names else "train"})
+        rows.append(
+            {
+                "segment": data.names[i],
+                "samples": int(eq.size),
+                "position_rmse": float(np.sqrt(np.mean(eq**2))),
+                "position_mae": float(np.mean(np.abs(eq))),
+                "velocity_rmse": float(np.sqrt(np.mean(eqd**2))),
+                "split": "validation" if data.names[i] in val_names else "train",
+            }
+        )
     return rows
 
 
-def torque_rows(names: list[str], applied: list[np.ndarray], tau: list[np.ndarray], val_names: set[str]) -> list[dict]:
+def torque_rows(
+    names: list[str], applied: list[np.ndarray], tau: list[np.ndarray], val_names: set[str]
+) -> list[dict]:
     """Per-segment open-loop torque errors (the model fed the logged states) against the measured torque."""
     rows = []
     for name, a, t in zip(names, applied, tau, strict=True):
         e = np.asarray(a, np.float64) - np.asarray(t, np.float64)
-        rows.append({"segment": name, "samples": int(e.size), "torque_rmse": float(np.sqrt(np.mean(e ** 2))),
-                     "torque_mae": float(np.mean(np.abs(e))),
-                     "split": "validation" if name in val_names else "train"})
+        rows.append(
+            {
+                "segment": name,
+                "samples": int(e.size),
+                "torque_rmse": float(np.sqrt(np.mean(e**2))),
+                "torque_mae": float(np.mean(np.abs(e))),
+                "split": "validation" if name in val_names else "train",
+            }
+        )
     return rows
 
 
@@ -643,24 +831,36 @@ def pool_torque(rows: list[dict], torque_range: float) -> dict | None:
         return None
     n = np.array([r["samples"] for r in rows], float)
     rmse = float(np.sqrt(np.sum(n * np.array([r["torque_rmse"] ** 2 for r in rows])) / n.sum()))
-    return {"torque_rmse": rmse, "torque_rmse_of_range": rmse / max(torque_range, 1e-12),
-            "torque_mae": float(np.sum(n * np.array([r["torque_mae"] for r in rows])) / n.sum()),
-            "segments": len(rows), "samples": int(n.sum())}
+    return {
+        "torque_rmse": rmse,
+        "torque_rmse_of_range": rmse / max(torque_range, 1e-12),
+        "torque_mae": float(np.sum(n * np.array([r["torque_mae"] for r in rows])) / n.sum()),
+        "segments": len(rows),
+        "samples": int(n.sum()),
+    }
 
 
 def split_metrics(rows: list[dict], pool) -> dict:
     """Pooled train and validation rows and the rows themselves (the torque metrics' JSON shape)."""
-    return {"train": pool([r for r in rows if r["split"] == "train"]),
-            "validation": pool([r for r in rows if r["split"] == "validation"]), "segments": rows}
+    return {
+        "train": pool([r for r in rows if r["split"] == "train"]),
+        "validation": pool([r for r in rows if r["split"] == "validation"]),
+        "segments": rows,
+    }
 
 
 def trajectory_metrics(rows: list[dict]) -> Metrics:
     """A net's closed-loop errors (trajectory_rows) pooled per split, as the parametric fits report them."""
+
     def pooled(split: str) -> SplitMetrics | None:
         m = pool_metrics([r for r in rows if r["split"] == split])
         return None if m is None else SplitMetrics(**m)
-    return Metrics(train=pooled("train"), validation=pooled("validation"),
-                   segments=tuple(SegmentMetrics(**r) for r in rows))
+
+    return Metrics(
+        train=pooled("train"),
+        validation=pooled("validation"),
+        segments=tuple(SegmentMetrics(**r) for r in rows),
+    )
 
 
 # --- weights as JSON ---
@@ -668,8 +868,10 @@ def trajectory_metrics(rows: list[dict]) -> Metrics:
 
 def weights_to_json(net: torch.nn.Module) -> dict:
     """state_dict → {name: {"shape", "data"}}: float32 values written exactly (as float64 decimals)."""
-    return {k: {"shape": list(v.shape), "data": v.detach().to(torch.float32).flatten().tolist()}
-            for k, v in net.state_dict().items()}
+    return {
+        k: {"shape": list(v.shape), "data": v.detach().to(torch.float32).flatten().tolist()}
+        for k, v in net.state_dict().items()
+    }
 
 
 NetEntry = NetFit | Mapping[str, Any]  # a fitted network: typed, or its JSON entry (what fit_network returns)
@@ -687,7 +889,9 @@ def at_gain(model: NetEntry, kp: float) -> NetFit | dict:
     net = model if isinstance(model, NetFit) else NetFit.from_json(model)
     spec = net.network
     if spec.get("kp_ref") is None:
-        raise NetFitError("this net was not gain-normalised (its log holds one kp or none): it has no kp to change")
+        raise NetFitError(
+            "this net was not gain-normalised (its log holds one kp or none): it has no kp to change"
+        )
     if not (isinstance(kp, int | float) and math.isfinite(kp) and kp > 0):
         raise NetFitError(f"kp must be a positive number, got {kp!r}")
     f = float(kp) / float(spec["kp_ref"])
@@ -704,8 +908,9 @@ def at_gain(model: NetEntry, kp: float) -> NetFit | dict:
 
 def network_from_result(model: NetEntry) -> tuple[NetSpec, torch.nn.Module]:
     """The spec and the trained module of a fitted mlp/lstm/gru result entry."""
-    network, weights = (model.network, model.weights) if isinstance(model, NetFit) else \
-        (model["network"], model["weights"])
+    network, weights = (
+        (model.network, model.weights) if isinstance(model, NetFit) else (model["network"], model["weights"])
+    )
     spec = NetSpec(**network)
     net = build_network(spec)
     state = {k: torch.tensor(v["data"], dtype=torch.float32).reshape(v["shape"]) for k, v in weights.items()}
@@ -716,16 +921,28 @@ def network_from_result(model: NetEntry) -> tuple[NetSpec, torch.nn.Module]:
 # --- one joint, one kind ---
 
 
-def _train(spec: NetSpec, net: torch.nn.Module, train: JointData, val: JointData, opts: NetOptions,
-           substeps: int, mode: str, label: str, progress: Callable[[float, str], None] | None,
-           deadline: float | None) -> dict:
+def _train(
+    spec: NetSpec,
+    net: torch.nn.Module,
+    train: JointData,
+    val: JointData,
+    opts: NetOptions,
+    substeps: int,
+    mode: str,
+    label: str,
+    progress: Callable[[float, str], None] | None,
+    deadline: float | None,
+) -> dict:
     """Torque pretraining, then (in the loop) closed-loop training; the training record of both phases."""
 
     def report(phase: str, span: tuple[float, float], total: int):
         def f(epoch: int, loss: float) -> None:
             if progress:
-                progress(span[0] + (span[1] - span[0]) * min((epoch + 1) / total, 1.0),
-                         f"{label}: {phase} epoch {epoch + 1}, validation loss {loss:.4g}")
+                progress(
+                    span[0] + (span[1] - span[0]) * min((epoch + 1) / total, 1.0),
+                    f"{label}: {phase} epoch {epoch + 1}, validation loss {loss:.4g}",
+                )
+
         return f
 
     split = (0.0, 1.0) if mode == "torque" else (0.0, 0.3)
@@ -733,46 +950,89 @@ def _train(spec: NetSpec, net: torch.nn.Module, train: JointData, val: JointData
     if deadline is not None and mode == "in_the_loop":
         now = time.perf_counter()
         pretrain = now + 0.3 * max(deadline - now, 0.0)
-    training = {"mode": mode, "torque_source": "measured" if mode == "torque" else "inverse dynamics of the load",
-                **train_supervised(spec, net, train, val, opts, substeps, report("torque", split, opts.epochs),
-                                   pretrain)}
+    training = {
+        "mode": mode,
+        "torque_source": "measured" if mode == "torque" else "inverse dynamics of the load",
+        **train_supervised(
+            spec, net, train, val, opts, substeps, report("torque", split, opts.epochs), pretrain
+        ),
+    }
     if mode == "in_the_loop":
-        training |= train_in_loop(spec, net, train, val, opts, substeps,
-                                  report("in the loop", (0.3, 1.0), opts.in_loop_epochs), deadline)
-        training["stopped_on"] = ("budget" if "budget" in (training["stopped_on"], training["in_loop_stopped_on"])
-                                  else training["in_loop_stopped_on"])
+        training |= train_in_loop(
+            spec,
+            net,
+            train,
+            val,
+            opts,
+            substeps,
+            report("in the loop", (0.3, 1.0), opts.in_loop_epochs),
+            deadline,
+        )
+        training["stopped_on"] = (
+            "budget"
+            if "budget" in (training["stopped_on"], training["in_loop_stopped_on"])
+            else training["in_loop_stopped_on"]
+        )
     return training
 
 
-def _training_warnings(rec: Recording, training: dict, mode: str, has_validation: bool, kp_ref: float | None,
-                       gain_units: str | None) -> list[str]:
+def _training_warnings(
+    rec: Recording,
+    training: dict,
+    mode: str,
+    has_validation: bool,
+    kp_ref: float | None,
+    gain_units: str | None,
+) -> list[str]:
     """What the user should know about a net's training: budget stops, no validation, gain normalisation."""
     warnings: list[str] = []
     if training["stopped_on"] == "budget":
-        warnings.append(f"training stopped on the fit's time budget after {training['epochs']} epochs"
-                        + (f" and {training['in_loop_epochs']} in the loop" if mode == "in_the_loop" else "")
-                        + ": the best weights so far; give budget.seconds more time or fewer epochs")
+        warnings.append(
+            f"training stopped on the fit's time budget after {training['epochs']} epochs"
+            + (f" and {training['in_loop_epochs']} in the loop" if mode == "in_the_loop" else "")
+            + ": the best weights so far; give budget.seconds more time or fewer epochs"
+        )
     if not has_validation:
         warnings.append("a single segment: no validation segment, early stopping watched the training loss")
     if kp_ref is not None:
         kps = sorted({kp for seg in rec.segments if (kp := segment_kp(seg)) is not None})
-        warnings.append(f"gain-normalised: the segments log kp {kps} ({gain_units} units); the net saw the "
-                        f"position error times kp / {kp_ref:g} and, as exported, is the actuator at kp = "
-                        f"{kp_ref:g} (the most logged); another kp folds into its position scale")
+        warnings.append(
+            f"gain-normalised: the segments log kp {kps} ({gain_units} units); the net saw the "
+            f"position error times kp / {kp_ref:g} and, as exported, is the actuator at kp = "
+            f"{kp_ref:g} (the most logged); another kp folds into its position scale"
+        )
     return warnings
 
 
-def fit_network(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids: list[int],
-                opts: NetOptions, substeps: int = 1, seed: int = 0,
-                progress: Callable[[float, str], None] | None = None, deadline: float | None = None) -> dict:
+def fit_network(
+    rec: Recording,
+    joint: str,
+    kind: str,
+    train_ids: list[int],
+    val_ids: list[int],
+    opts: NetOptions,
+    substeps: int = 1,
+    seed: int = 0,
+    progress: Callable[[float, str], None] | None = None,
+    deadline: float | None = None,
+) -> dict:
     """Train one network for one joint; returns the result entry's JSON (params, network, weights, metrics, ...),
     as fit.json holds it (see net_fit)."""
     return net_fit(rec, joint, kind, train_ids, val_ids, opts, substeps, seed, progress, deadline).to_json()
 
 
-def net_fit(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids: list[int],
-            opts: NetOptions, substeps: int = 1, seed: int = 0,
-            progress: Callable[[float, str], None] | None = None, deadline: float | None = None) -> NetFit:
+def net_fit(
+    rec: Recording,
+    joint: str,
+    kind: str,
+    train_ids: list[int],
+    val_ids: list[int],
+    opts: NetOptions,
+    substeps: int = 1,
+    seed: int = 0,
+    progress: Callable[[float, str], None] | None = None,
+    deadline: float | None = None,
+) -> NetFit:
     """Train one network for one joint; returns its typed result entry (params, network, weights, metrics, ...).
 
     `deadline` (a time.perf_counter() instant) bounds the training: past it, training stops with the best
@@ -781,17 +1041,28 @@ def net_fit(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids
     has_tau = all(s.tau is not None for s in rec.segments)
     mode = opts.mode if opts.mode != "auto" else ("torque" if has_tau else "in_the_loop")
     if mode == "torque" and not has_tau:
-        raise NetFitError("network mode 'torque' needs a measured torque (tau) in every segment; "
-                          "use mode in_the_loop for logs without torque")
+        raise NetFitError(
+            "network mode 'torque' needs a measured torque (tau) in every segment; "
+            "use mode in_the_loop for logs without torque"
+        )
     if kind in RECURRENT and substeps != 1:
-        raise NetFitError(f"the {kind.upper()} steps once per physics step on the log's samples: fit it with "
-                          "decimation 1")
+        raise NetFitError(
+            f"the {kind.upper()} steps once per physics step on the log's samples: fit it with decimation 1"
+        )
     torch.manual_seed(seed)
     idx = opts.input_idx if opts.input_idx is not None else [0, substeps, 2 * substeps]
     kp_ref, gain_units = gain_reference(rec) if opts.gain_normalise else (None, None)
-    spec = NetSpec(kind, input_idx=list(idx), input_order=opts.input_order, hidden=list(opts.hidden),
-                   activation=opts.activation, hidden_size=opts.hidden_size, num_layers=opts.num_layers,
-                   kp_ref=kp_ref, gain_units=gain_units)
+    spec = NetSpec(
+        kind,
+        input_idx=list(idx),
+        input_order=opts.input_order,
+        hidden=list(opts.hidden),
+        activation=opts.activation,
+        hidden_size=opts.hidden_size,
+        num_layers=opts.num_layers,
+        kp_ref=kp_ref,
+        gain_units=gain_units,
+    )
     if kind == "mlp":
         _lags(spec, substeps)
     data = joint_data(rec, joint, substeps, "measured" if mode == "torque" else "inverse_dynamics", kp_ref)
@@ -800,9 +1071,11 @@ def net_fit(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids
     _set_scales(spec, train)
     active = [i for i in range(len(data.names)) if not data.free[i]]
     driven = [data.on[i] > 0 for i in active]
-    env = containing_envelope(torch.cat([data.qd[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
-                              torch.cat([data.torques()[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
-                              margin=0.02 if mode == "torque" else 0.05)
+    env = containing_envelope(
+        torch.cat([data.qd[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
+        torch.cat([data.torques()[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
+        margin=0.02 if mode == "torque" else 0.05,
+    )
     for k, v in env.items():
         setattr(spec, k, v)
     net = build_network(spec)
@@ -817,8 +1090,14 @@ def net_fit(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids
         family=kind,
         isaaclab_cfg=ISAACLAB_CFG[kind],
         joint_terms=[],
-        params={**spec.envelope(), **({"pos_scale": spec.pos_scale, "vel_scale": spec.vel_scale,
-                                       "torque_scale": spec.torque_scale} if kind == "mlp" else {})},
+        params={
+            **spec.envelope(),
+            **(
+                {"pos_scale": spec.pos_scale, "vel_scale": spec.vel_scale, "torque_scale": spec.torque_scale}
+                if kind == "mlp"
+                else {}
+            ),
+        },
         network=spec.as_dict(),
         weights=weights_to_json(net),
         pos_error=POS_ERROR,
@@ -830,7 +1109,7 @@ def net_fit(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids
         warnings=warnings,
         n_params=count_parameters(net),
         assumptions="closed loop: the load alone (no joint armature or friction; the net holds the actuator "
-                    "and whatever it learned of the joint's losses)",
+        "and whatever it learned of the joint's losses)",
     )
     if has_tau:
         torque_metrics, rng = _open_loop_torque(rec, joint, spec, net, substeps, val_names)
@@ -838,8 +1117,9 @@ def net_fit(rec: Recording, joint: str, kind: str, train_ids: list[int], val_ids
     return entry
 
 
-def _open_loop_torque(rec: Recording, joint: str, spec: NetSpec, net: torch.nn.Module, substeps: int,
-                      val_names: set[str]) -> tuple[dict, float]:
+def _open_loop_torque(
+    rec: Recording, joint: str, spec: NetSpec, net: torch.nn.Module, substeps: int, val_names: set[str]
+) -> tuple[dict, float]:
     """A net's open-loop torque errors (fed the logged states) against the measured torque, and its range."""
     meas = joint_data(rec, joint, substeps, "measured", spec.kp_ref)
     open_loop = simulate_segments(spec, net, meas, substeps, open_loop=True)
@@ -856,14 +1136,25 @@ def simulate_net(rec: Recording, joint: str, model: NetEntry | ModelFit, decimat
     spec, net = network_from_result(model)
     data = joint_data(rec, joint, decimation, "none", spec.kp_ref)
     sims = simulate_segments(spec, net, data, decimation)
-    return {name: {"q": s["q"], "qd": s["qd"], "computed": s["applied"], "applied": s["applied"]}
-            for name, s in zip(data.names, sims, strict=True)}
+    return {
+        name: {"q": s["q"], "qd": s["qd"], "computed": s["applied"], "applied": s["applied"]}
+        for name, s in zip(data.names, sims, strict=True)
+    }
 
 
-def fit_networks(rec: Recording, joints: list[str], kinds: list[str], train_ids: list[int], val_ids: list[int],
-                 options: dict | None, substeps: int, seed: int, progress: ProgressFn | None,
-                 span: tuple[float, float] = (0.0, 1.0), deadline: float | None = None
-                 ) -> dict[str, dict[str, NetFit]]:
+def fit_networks(
+    rec: Recording,
+    joints: list[str],
+    kinds: list[str],
+    train_ids: list[int],
+    val_ids: list[int],
+    options: dict | None,
+    substeps: int,
+    seed: int,
+    progress: ProgressFn | None,
+    span: tuple[float, float] = (0.0, 1.0),
+    deadline: float | None = None,
+) -> dict[str, dict[str, NetFit]]:
     """Every requested network kind for every joint: {joint: {kind: entry}}; progress within `span`; each net
     trains for 85 % of an equal share of the time left before `deadline` (perf_counter; the rest rolls it out
     for the metrics)."""
@@ -898,30 +1189,39 @@ def check_request(rec: Recording, req: FitRequest) -> None:
     if not kinds:
         return
     if opts.mode == "torque" and not all(s.tau is not None for s in rec.segments):
-        raise NetFitError("network mode 'torque' needs a measured torque (tau) in every segment; "
-                          "use mode in_the_loop (or auto) for logs without torque")
+        raise NetFitError(
+            "network mode 'torque' needs a measured torque (tau) in every segment; "
+            "use mode in_the_loop (or auto) for logs without torque"
+        )
     for kind in [k for k in kinds if k in RECURRENT]:
         if req.decimation != 1:
-            raise NetFitError(f"the {kind.upper()} steps once per physics step on the log's samples: fit it with "
-                              "decimation 1")
+            raise NetFitError(
+                f"the {kind.upper()} steps once per physics step on the log's samples: fit it with "
+                "decimation 1"
+            )
     if "mlp" in kinds:
         idx = opts.input_idx if opts.input_idx is not None else [0, req.decimation, 2 * req.decimation]
-        _lags(NetSpec("mlp", input_idx=list(idx), input_order=opts.input_order, activation=opts.activation),
-              req.decimation)
+        _lags(
+            NetSpec("mlp", input_idx=list(idx), input_order=opts.input_order, activation=opts.activation),
+            req.decimation,
+        )
 
 
-def _parametric_torque(rec: Recording, req: FitRequest, joint: str, fam_name: str, model: ModelFit,
-                       val_names: set[str]) -> tuple[list[dict], dict]:
+def _parametric_torque(
+    rec: Recording, req: FitRequest, joint: str, fam_name: str, model: ModelFit, val_names: set[str]
+) -> tuple[list[dict], dict]:
     """Open-loop torque rows of a parametric model: the family's effort on the logged states (F_OPEN_LOOP)."""
     family = get_family(fam_name)
     if model.joint_terms is not None:
         family = family.with_terms(tuple(model.joint_terms))
     knots = None if model.table_positions is None else np.asarray([model.table_positions])
-    batch = SegmentBatch.from_recording(rec, [joint], substeps=req.decimation, knots=knots,
-                                        logged_gains=req.use_logged_gains)
+    batch = SegmentBatch.from_recording(
+        rec, [joint], substeps=req.decimation, knots=knots, logged_gains=req.use_logged_gains
+    )
     cols = {n: np.array([[model.params[n]]]) for n in family.params}
     tr = RolloutEngine(batch, req.device, effort_mode=req.effort_mode).traces(
-        family, full_params(family, cols, (1, 1)), open_loop=True)
+        family, full_params(family, cols, (1, 1)), open_loop=True
+    )
     j = rec.joint_index(joint)
     names = [batch.seg_names[s] for s in range(batch.n_segments)]
     applied = [tr["applied"][0, batch.segment_slice(s)] for s in range(batch.n_segments)]
@@ -956,26 +1256,57 @@ def _torque_error(m: ModelFit, split: str) -> float | None:
 def _comparison(net: NetFit, parametric: ModelFit, split: str, has_tau: bool) -> dict:
     """A net against the best parametric model on the same segments: closed loop and, with torque, open loop."""
     return {
-        "parametric_family": parametric.family, "split": split,
-        **{metric: {"network": _position_error(net, split, metric),
-                    "parametric": _position_error(parametric, split, metric)}
-           for metric in ("position_rmse", "velocity_rmse")},
-        **({"torque_rmse": {"network": _torque_error(net, split), "parametric": _torque_error(parametric, split)}}
-           if has_tau else {}),
+        "parametric_family": parametric.family,
+        "split": split,
+        **{
+            metric: {
+                "network": _position_error(net, split, metric),
+                "parametric": _position_error(parametric, split, metric),
+            }
+            for metric in ("position_rmse", "velocity_rmse")
+        },
+        **(
+            {
+                "torque_rmse": {
+                    "network": _torque_error(net, split),
+                    "parametric": _torque_error(parametric, split),
+                }
+            }
+            if has_tau
+            else {}
+        ),
     }
 
 
-def add_networks(rec: Recording, req: FitRequest, joints: list[str], train_ids: list[int], val_ids: list[int],
-                 fits: dict[str, dict[str, ModelFit]], progress: ProgressFn | None,
-                 deadline: float | None = None) -> bool:
+def add_networks(
+    rec: Recording,
+    req: FitRequest,
+    joints: list[str],
+    train_ids: list[int],
+    val_ids: list[int],
+    fits: dict[str, dict[str, ModelFit]],
+    progress: ProgressFn | None,
+    deadline: float | None = None,
+) -> bool:
     """Fit the requested nets into fits[joint] (family → fit), each compared with the best parametric model on
     the same validation segments: closed loop (position) and, with measured torque, open loop (torque), which
     the parametric fits then carry too. Training ends by `deadline` (perf_counter; the fit's budget.seconds);
     returns whether that cut any net short."""
     kinds = [m for m in req.families if m in NET_FAMILIES]
     start = 1 - len(kinds) / len(req.families)
-    fitted = fit_networks(rec, joints, kinds, train_ids, val_ids, req.networks, req.decimation, req.seed,
-                          progress, (start, 0.99), deadline)
+    fitted = fit_networks(
+        rec,
+        joints,
+        kinds,
+        train_ids,
+        val_ids,
+        req.networks,
+        req.decimation,
+        req.seed,
+        progress,
+        (start, 0.99),
+        deadline,
+    )
     val_names = {rec.segments[i].name for i in val_ids}
     has_tau = all(s.tau is not None for s in rec.segments)
     split = "validation" if val_ids else "train"
@@ -984,10 +1315,14 @@ def add_networks(rec: Recording, req: FitRequest, joints: list[str], train_ids: 
         parametric = [f for f in models if f not in NET_FAMILIES]
         if has_tau:
             for f in parametric:
-                models[f] = dataclasses.replace(models[f], torque_metrics=_parametric_torque(
-                    rec, req, joint, f, models[f], val_names)[1])
+                models[f] = dataclasses.replace(
+                    models[f], torque_metrics=_parametric_torque(rec, req, joint, f, models[f], val_names)[1]
+                )
         best = min(parametric, key=partial(_position_rmse, models, split), default=None)
         for kind, entry in fitted[joint].items():
-            models[kind] = entry if best is None else dataclasses.replace(
-                entry, comparison=_comparison(entry, models[best], split, has_tau))
+            models[kind] = (
+                entry
+                if best is None
+                else dataclasses.replace(entry, comparison=_comparison(entry, models[best], split, has_tau))
+            )
     return any(e.training["stopped_on"] == "budget" for kinds_ in fitted.values() for e in kinds_.values())

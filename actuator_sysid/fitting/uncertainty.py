@@ -17,7 +17,9 @@ from .space import SearchSpace
 
 Z95 = 1.959963984540054
 WIDE = math.log(2.0)  # a 95 % half-width beyond a factor of 2 means the data barely constrain the value
-RIVAL_RTOL = 1e-3  # a rival optimum closer than this (relative) is the same answer at float32 rollout precision
+RIVAL_RTOL = (
+    1e-3  # a rival optimum closer than this (relative) is the same answer at float32 rollout precision
+)
 CORRELATED = 0.95  # |correlation| above which two parameters are reported as not separable
 
 
@@ -34,8 +36,13 @@ def _block_variance(r: np.ndarray, blocks: np.ndarray) -> np.ndarray:
     return var
 
 
-def _covariance(jac: np.ndarray, r: np.ndarray, blocks: np.ndarray, nuisance_jac: np.ndarray | None,
-                nuisance_var: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _covariance(
+    jac: np.ndarray,
+    r: np.ndarray,
+    blocks: np.ndarray,
+    nuisance_jac: np.ndarray | None,
+    nuisance_var: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(σ in unit coordinates, correlation, blind mask, per-row residual variance) of the free parameters:
     the sandwich covariance with correlation-inflated residual variance and the nuisance inputs' noise."""
     a = jac.T @ jac
@@ -75,8 +82,10 @@ def _interval(space: SearchSpace, i: int, value: float, sd_unit: float) -> tuple
 def _unidentified_reason(narrow: bool, released: bool, blind: bool, at_bound: bool) -> str:
     """Why a parameter is not identified ("" when it is, as far as its own interval tells)."""
     if released:
-        return ("the log never presses this limit: it is set to the search bound, where it does not bind "
-                "(the fit is the same); use the datasheet value")
+        return (
+            "the log never presses this limit: it is set to the search bound, where it does not bind "
+            "(the fit is the same); use the datasheet value"
+        )
     if blind:
         return "the log never reaches the regime where it acts (the fit does not depend on it)"
     if at_bound:
@@ -86,32 +95,60 @@ def _unidentified_reason(narrow: bool, released: bool, blind: bool, at_bound: bo
     return ""
 
 
-def _rival_reason(name: str, i: int, value: float, lo: float, hi: float, rivals: list[tuple[np.ndarray, float]],
-                  bound: float) -> str:
+def _rival_reason(
+    name: str,
+    i: int,
+    value: float,
+    lo: float,
+    hi: float,
+    rivals: list[tuple[np.ndarray, float]],
+    bound: float,
+) -> str:
     """Why a rival optimum within the noise bound but outside [lo, hi] unidentifies the parameter ("" if none)."""
-    alt = [float(xr[i]) for xr, loss in rivals if loss <= bound and not lo <= xr[i] <= hi
-           and abs(xr[i] - value) > RIVAL_RTOL * abs(value)]
+    alt = [
+        float(xr[i])
+        for xr, loss in rivals
+        if loss <= bound and not lo <= xr[i] <= hi and abs(xr[i] - value) > RIVAL_RTOL * abs(value)
+    ]
     if not alt:
         return ""
-    return (f"another optimum fits the log as well (loss within the noise) with {name} = {alt[0]:.4g}, "
-            "outside this interval: the log does not tell the two explanations apart")
+    return (
+        f"another optimum fits the log as well (loss within the noise) with {name} = {alt[0]:.4g}, "
+        "outside this interval: the log does not tell the two explanations apart"
+    )
 
 
-def _correlation_warnings(names: list[str], corr: np.ndarray, intervals: dict[str, dict[str, Any]]) -> list[str]:
+def _correlation_warnings(
+    names: list[str], corr: np.ndarray, intervals: dict[str, dict[str, Any]]
+) -> list[str]:
     """Pairs correlated beyond CORRELATED where at least one of the two is not identified."""
     out = []
     for a_i in range(len(names)):
         for b_i in range(a_i + 1, len(names)):
             c = corr[a_i, b_i]
-            if abs(c) > CORRELATED and intervals[names[a_i]]["identified"] + intervals[names[b_i]]["identified"] < 2:
-                out.append(f"{names[a_i]} and {names[b_i]} are hard to separate (correlation {c:+.2f}): "
-                           "record excitation that moves them differently")
+            if (
+                abs(c) > CORRELATED
+                and intervals[names[a_i]]["identified"] + intervals[names[b_i]]["identified"] < 2
+            ):
+                out.append(
+                    f"{names[a_i]} and {names[b_i]} are hard to separate (correlation {c:+.2f}): "
+                    "record excitation that moves them differently"
+                )
     return out
 
 
-def analyse(space: SearchSpace, x: np.ndarray, jac: np.ndarray, r: np.ndarray, blocks: np.ndarray,
-            free: np.ndarray, nuisance_jac: np.ndarray | None = None, nuisance_var: np.ndarray | None = None,
-            rivals: list[tuple[np.ndarray, float]] | None = None, released: set[str] | None = None) -> dict:
+def analyse(
+    space: SearchSpace,
+    x: np.ndarray,
+    jac: np.ndarray,
+    r: np.ndarray,
+    blocks: np.ndarray,
+    free: np.ndarray,
+    nuisance_jac: np.ndarray | None = None,
+    nuisance_var: np.ndarray | None = None,
+    rivals: list[tuple[np.ndarray, float]] | None = None,
+    released: set[str] | None = None,
+) -> dict:
     """Intervals, correlations and identifiability of the continuous parameters in `free`.
 
     jac is (R, k) in unit coordinates of the free dimensions; x holds natural values of all dimensions.
@@ -152,8 +189,11 @@ def analyse(space: SearchSpace, x: np.ndarray, jac: np.ndarray, r: np.ndarray, b
         if not identified:
             warnings.append(f"{name} is not identified: {reason}")
     warnings += _correlation_warnings(names, corr, intervals)
-    return {"intervals": intervals, "correlation": {"names": names, "matrix": np.round(corr, 4).tolist()},
-            "warnings": warnings}
+    return {
+        "intervals": intervals,
+        "correlation": {"names": names, "matrix": np.round(corr, 4).tolist()},
+        "warnings": warnings,
+    }
 
 
 def delay_profile(losses: dict[int, float], best: int) -> dict:
@@ -161,6 +201,10 @@ def delay_profile(losses: dict[int, float], best: int) -> dict:
     base = losses[best]
     worse = [losses[d] / base - 1 if base > 0 else math.inf for d in (best - 1, best + 1) if d in losses]
     identified = bool(worse) and min(worse) >= 0.05
-    return {"value": best if identified else None, "estimate": best, "identified": identified,
-            "loss_at": {str(d): float(v) for d, v in sorted(losses.items())},
-            **({} if identified else {"reason": "neighbouring delays fit almost as well"})}
+    return {
+        "value": best if identified else None,
+        "estimate": best,
+        "identified": identified,
+        "loss_at": {str(d): float(v) for d, v in sorted(losses.items())},
+        **({} if identified else {"reason": "neighbouring delays fit almost as well"}),
+    }

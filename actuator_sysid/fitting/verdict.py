@@ -62,10 +62,14 @@ def log_stats(rec: Recording) -> dict[str, dict[str, float]]:
         allq = np.concatenate(qs) if qs else np.zeros(0)
         floors = [noise_floor(q) for q in qs if q.size >= 5]
         weights = [q.size for q in qs if q.size >= 5]
-        track = max((float(np.max(np.abs(q - qd))) for q, qd in zip(qs, qds, strict=True) if q.size), default=0.0)
-        out[name] = {"range": float(np.ptp(allq)) if allq.size else 0.0,
-                     "noise": float(np.average(floors, weights=weights)) if floors else math.nan,
-                     "tracking_max": track}
+        track = max(
+            (float(np.max(np.abs(q - qd))) for q, qd in zip(qs, qds, strict=True) if q.size), default=0.0
+        )
+        out[name] = {
+            "range": float(np.ptp(allq)) if allq.size else 0.0,
+            "noise": float(np.average(floors, weights=weights)) if floors else math.nan,
+            "tracking_max": track,
+        }
     return out
 
 
@@ -82,15 +86,31 @@ def _validation_rmse(model: ModelFit | None) -> float | None:
 def _motion_checks(out: list[Check], joint: str, st: dict[str, float] | None) -> None:
     """A joint that never moves, or whose positions are its commands, teaches nothing about its actuator."""
     if st is not None and st["range"] <= STILL_RAD:
-        _check(out, "poor", "still", f"{joint}: the joint never moves in the log (range {st['range']:.3g} rad): "
-               "nothing about its actuator can be learned from it")
+        _check(
+            out,
+            "poor",
+            "still",
+            f"{joint}: the joint never moves in the log (range {st['range']:.3g} rad): "
+            "nothing about its actuator can be learned from it",
+        )
     elif st is not None and st["tracking_max"] <= PLAN_RAD:
-        _check(out, "poor", "plan", f"{joint}: the logged positions equal the commands (max |q − q_des| = "
-               f"{st['tracking_max']:.3g} rad): this is a plan, not a recording of the actuator")
+        _check(
+            out,
+            "poor",
+            "plan",
+            f"{joint}: the logged positions equal the commands (max |q − q_des| = "
+            f"{st['tracking_max']:.3g} rad): this is a plan, not a recording of the actuator",
+        )
 
 
-def _error_checks(out: list[Check], joint: str, best: str, model: ModelFit | None, st: dict[str, float] | None,
-                  has_validation: bool) -> None:
+def _error_checks(
+    out: list[Check],
+    joint: str,
+    best: str,
+    model: ModelFit | None,
+    st: dict[str, float] | None,
+    has_validation: bool,
+) -> None:
     """The best model's validation position RMSE judged against the motion's range and the noise floor (or,
     without validation data, its training RMSE, said to be no validation error)."""
     rmse = _validation_rmse(model)
@@ -99,21 +119,39 @@ def _error_checks(out: list[Check], joint: str, best: str, model: ModelFit | Non
         if has_validation:
             _check(out, "usable", "validation_error", f"{joint}: no validation error of {best} was computed")
         elif isinstance(train, int | float) and st is not None and st["range"] > STILL_RAD:
-            _check(out, "usable", "validation_error", f"{joint}: {best} training position RMSE {train:.3g} rad "
-                   f"({train / st['range']:.1%} of the {st['range']:.3g} rad range) — not a validation error")
+            _check(
+                out,
+                "usable",
+                "validation_error",
+                f"{joint}: {best} training position RMSE {train:.3g} rad "
+                f"({train / st['range']:.1%} of the {st['range']:.3g} rad range) — not a validation error",
+            )
     elif st is not None and st["range"] > STILL_RAD:
         rel = rmse / st["range"]
         noise = st["noise"]
         times = rmse / noise if math.isfinite(noise) and noise > 0 else math.inf
-        floor = (f", {times:.3g}× the noise floor σ_q = {noise:.3g} rad" if math.isfinite(times)
-                 else ", the log shows no position noise")
+        floor = (
+            f", {times:.3g}× the noise floor σ_q = {noise:.3g} rad"
+            if math.isfinite(times)
+            else ", the log shows no position noise"
+        )
         status = "ok" if rel <= RANGE_OK or times <= NOISE_OK else "usable" if rel <= RANGE_USABLE else "poor"
         limits = f"(good ≤ {RANGE_OK:.0%} of the range or ≤ {NOISE_OK:g}× noise; usable ≤ {RANGE_USABLE:.0%})"
-        _check(out, status, "validation_error", f"{joint}: {best} validation position RMSE {rmse:.3g} rad = "
-               f"{rel:.1%} of the {st['range']:.3g} rad motion range{floor} {limits}")
+        _check(
+            out,
+            status,
+            "validation_error",
+            f"{joint}: {best} validation position RMSE {rmse:.3g} rad = "
+            f"{rel:.1%} of the {st['range']:.3g} rad motion range{floor} {limits}",
+        )
     elif st is None:
-        _check(out, "usable", "validation_error", f"{joint}: {best} validation position RMSE {rmse:.3g} rad "
-               "(the log is not at hand to judge it against the motion's range and noise)")
+        _check(
+            out,
+            "usable",
+            "validation_error",
+            f"{joint}: {best} validation position RMSE {rmse:.3g} rad "
+            "(the log is not at hand to judge it against the motion's range and noise)",
+        )
 
 
 def _identifiability_checks(out: list[Check], joint: str, best: str, model: ModelFit | None) -> None:
@@ -127,15 +165,30 @@ def _identifiability_checks(out: list[Check], joint: str, best: str, model: Mode
     others = sorted(set(lost) - released)
     n = max(len(intervals), 1)
     if len(lost) / n >= UNIDENTIFIED_POOR:
-        _check(out, "poor", "unidentified", f"{joint}: {len(lost)} of {len(intervals)} parameters of {best} "
-               f"are not identified ({', '.join(sorted(lost))}): the log does not determine the model")
+        _check(
+            out,
+            "poor",
+            "unidentified",
+            f"{joint}: {len(lost)} of {len(intervals)} parameters of {best} "
+            f"are not identified ({', '.join(sorted(lost))}): the log does not determine the model",
+        )
     elif others:
-        _check(out, "usable", "unidentified", f"{joint}: {', '.join(others)} of {best} not identified: "
-               "exports leave each at the consumer's default where the consumer has one and the data allow "
-               "it, else write the estimate flagged NOT IDENTIFIED; give a datasheet value with --set")
+        _check(
+            out,
+            "usable",
+            "unidentified",
+            f"{joint}: {', '.join(others)} of {best} not identified: "
+            "exports leave each at the consumer's default where the consumer has one and the data allow "
+            "it, else write the estimate flagged NOT IDENTIFIED; give a datasheet value with --set",
+        )
     if released and len(lost) / n < UNIDENTIFIED_POOR:
-        _check(out, "ok", "limits_not_pressed", f"{joint}: the log never presses {', '.join(sorted(released))}"
-               ": exports leave them at the consumer's default (set the datasheet value with --set)")
+        _check(
+            out,
+            "ok",
+            "limits_not_pressed",
+            f"{joint}: the log never presses {', '.join(sorted(released))}"
+            ": exports leave them at the consumer's default (set the datasheet value with --set)",
+        )
 
 
 def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) -> list[Check]:
@@ -143,11 +196,21 @@ def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) ->
     out: list[Check] = []
     split = result.split
     if not split.validation and not split.folds:
-        _check(out, "usable", "no_validation", "no validation segment: every error is measured on the data the "
-               "fit was made from, so nothing shows how it predicts a new log")
+        _check(
+            out,
+            "usable",
+            "no_validation",
+            "no validation segment: every error is measured on the data the "
+            "fit was made from, so nothing shows how it predicts a new log",
+        )
     if result.budget is not None and result.budget.stopped_on_budget:
-        _check(out, "usable", "budget", "the search stopped on its time budget before it converged: refit with "
-               "a larger budget to know whether it finds a better optimum")
+        _check(
+            out,
+            "usable",
+            "budget",
+            "the search stopped on its time budget before it converged: refit with "
+            "a larger budget to know whether it finds a better optimum",
+        )
     for joint, jr in result.joints.items():
         best = jr.best_model
         model = jr.models.get(best)
@@ -162,7 +225,12 @@ def _export_checks(validation: dict | None) -> list[Check]:
     """The exports' checks, from their validation document: replays that failed or stray, validation errors."""
     out: list[Check] = []
     if validation is None:
-        _check(out, "ok", "exports_unchecked", "the exports were not replayed here (see the fit's validation.json)")
+        _check(
+            out,
+            "ok",
+            "exports_unchecked",
+            "the exports were not replayed here (see the fit's validation.json)",
+        )
         return out
     bad = []
     for fmt, r in (validation.get("replay") or {}).items():
@@ -170,15 +238,22 @@ def _export_checks(validation: dict | None) -> list[Check]:
             bad.append(f"{fmt} failed to replay ({r.get('note', '')})")
         for joint, j in (r.get("joints") or {}).items():
             if not j.get("within_tolerance", True):
-                bad.append(f"{fmt} ({r.get('consumer', '')}) replays {joint} with position RMSE "
-                           f"{j.get('rmse_replay', math.nan):.3g} rad against our rollout's "
-                           f"{j.get('rmse_ours', math.nan):.3g} rad")
+                bad.append(
+                    f"{fmt} ({r.get('consumer', '')}) replays {joint} with position RMSE "
+                    f"{j.get('rmse_replay', math.nan):.3g} rad against our rollout's "
+                    f"{j.get('rmse_ours', math.nan):.3g} rad"
+                )
     if bad:
         _check(out, "poor", "export_replay", "exports replay outside their tolerance: " + "; ".join(bad))
     errors = [f for f in validation.get("findings") or [] if f.get("severity") == "error"]
     if errors:
-        _check(out, "poor", "export_errors", f"{len(errors)} export validation error(s): "
-               + "; ".join(f"{f.get('code')} at {f.get('where')}" for f in errors[:5]))
+        _check(
+            out,
+            "poor",
+            "export_errors",
+            f"{len(errors)} export validation error(s): "
+            + "; ".join(f"{f.get('code')} at {f.get('where')}" for f in errors[:5]),
+        )
     if not bad and not errors and validation.get("replay"):
         _check(out, "ok", "export_replay", "every export replays through its consumer within tolerance")
     return out
@@ -190,9 +265,17 @@ def judge(result: ResultLike, rec: Recording | None = None, validation: dict | N
     checks = _fit_checks(as_result(result), stats) + _export_checks(validation)
     checks.sort(key=lambda c: -RANK[c.status])
     worst = max((c.status for c in checks), key=RANK.__getitem__, default="ok")
-    return Verdict(verdict=WORD[worst], reasons=[c.reason for c in checks], checks=tuple(checks),
-                   thresholds={"range_ok": RANGE_OK, "range_usable": RANGE_USABLE, "noise_ok": NOISE_OK,
-                               "unidentified_poor": UNIDENTIFIED_POOR})
+    return Verdict(
+        verdict=WORD[worst],
+        reasons=[c.reason for c in checks],
+        checks=tuple(checks),
+        thresholds={
+            "range_ok": RANGE_OK,
+            "range_usable": RANGE_USABLE,
+            "noise_ok": NOISE_OK,
+            "unidentified_poor": UNIDENTIFIED_POOR,
+        },
+    )
 
 
 def fit_verdict(result: ResultLike, rec: Recording | None = None, validation: dict | None = None) -> dict:

@@ -45,12 +45,23 @@ def _segments(batch: SegmentBatch, joint: int) -> list[dict]:
         # effort the load needs: J_load·acc + m·g·l·sin q (minus feed-forward, which the PD law adds)
         load = batch.seg_inertia[s] * acc + batch.seg_gravity[s] * f(np.sin(q)) - f(batch.tau_ff[sl])
         tau = None if batch.tau is None else batch.tau[sl] - batch.tau_ff[sl]
-        segs.append({"q": q, "qd": qd, "q_des": batch.q_des[sl].astype(float), "qd_des": batch.qd_des[sl].astype(float),
-                     "acc": acc, "load": load, "tau": tau, "f": f, "sub": int(batch.seg_substeps[s]),
-                     # the PD columns act only where the actuator was on, scaled by the segment's device gain
-                     # and supply multipliers (SegmentBatch.seg_kp_mult), so kp is the reference SI stiffness
-                     "on_kp": enable[sl].astype(float) * float(kp_mult[s]),
-                     "on_kd": enable[sl].astype(float) * float(kd_mult[s])})
+        segs.append(
+            {
+                "q": q,
+                "qd": qd,
+                "q_des": batch.q_des[sl].astype(float),
+                "qd_des": batch.qd_des[sl].astype(float),
+                "acc": acc,
+                "load": load,
+                "tau": tau,
+                "f": f,
+                "sub": int(batch.seg_substeps[s]),
+                # the PD columns act only where the actuator was on, scaled by the segment's device gain
+                # and supply multipliers (SegmentBatch.seg_kp_mult), so kp is the reference SI stiffness
+                "on_kp": enable[sl].astype(float) * float(kp_mult[s]),
+                "on_kd": enable[sl].astype(float) * float(kd_mult[s]),
+            }
+        )
     return segs
 
 
@@ -60,8 +71,14 @@ def _regressors(segs: list[dict], measured: bool) -> dict[str, np.ndarray]:
     cat = lambda key, fn=lambda x: x: np.concatenate([fn(sg[key]) for sg in segs])  # noqa: E731
     acc, qd_f = cat("acc"), np.concatenate([sg["f"](sg["qd"]) for sg in segs])
     sgn = np.concatenate([sg["f"](np.sign(sg["qd"])) for sg in segs])
-    reg = {"acc": acc, "qd_f": qd_f, "sgn": sgn, "load": cat("load"), "qd_raw": cat("qd"),
-           "friction": np.stack([-acc, -qd_f, -sgn], axis=1)}
+    reg = {
+        "acc": acc,
+        "qd_f": qd_f,
+        "sgn": sgn,
+        "load": cat("load"),
+        "qd_raw": cat("qd"),
+        "friction": np.stack([-acc, -qd_f, -sgn], axis=1),
+    }
     if measured:
         reg["tau"] = cat("tau")
     return reg
@@ -82,7 +99,9 @@ def _pd_fit(segs: list[dict], reg: dict[str, np.ndarray], d: int) -> tuple[float
         e = np.concatenate([(_shifted(sg["q_des"], d) - sg["q"]) * sg["on_kp"] for sg in segs])
         ed = np.concatenate([(_shifted(sg["qd_des"], d) - sg["qd"]) * sg["on_kd"] for sg in segs])
         tau = reg["tau"]
-        keep = (np.abs(tau) < 0.7 * np.percentile(np.abs(tau), 99)) & (np.abs(qd_raw) < 0.3 * np.abs(qd_raw).max())
+        keep = (np.abs(tau) < 0.7 * np.percentile(np.abs(tau), 99)) & (
+            np.abs(qd_raw) < 0.3 * np.abs(qd_raw).max()
+        )
         keep = keep if keep.sum() >= 50 else np.ones_like(keep)
         sol = lsq_linear(np.stack([e, ed], 1)[keep], tau[keep], bounds=(0, np.inf))
         return float(sol.cost), tuple(sol.x)
@@ -99,14 +118,18 @@ def _pd_and_friction(segs: list[dict], reg: dict[str, np.ndarray]) -> tuple[int,
     """(command delay in samples, [kp, kd, armature, viscous, Coulomb] with non-positive ones replaced by
     defaults, motor effort): the delay is the shift of the commands that best explains the effort (or the
     motion); with measured effort, armature and friction follow from the load minus it."""
-    max_lag = int(min(parameters.get("delay").upper // max(segs[0]["sub"], 1), min(sg["q"].size for sg in segs) // 4))
+    max_lag = int(
+        min(parameters.get("delay").upper // max(segs[0]["sub"], 1), min(sg["q"].size for sg in segs) // 4)
+    )
     fits = [_pd_fit(segs, reg, d) for d in range(max_lag + 1)]
     lag = int(np.argmin([c for c, _ in fits]))
     measured = "tau" in reg
     if measured:
         kp, kd = fits[lag][1]
         effort = np.concatenate([sg["f"](sg["tau"]) for sg in segs])
-        arm, visc, fric = (float(v) for v in lsq_linear(reg["friction"], reg["load"] - effort, bounds=(0, np.inf)).x)
+        arm, visc, fric = (
+            float(v) for v in lsq_linear(reg["friction"], reg["load"] - effort, bounds=(0, np.inf)).x
+        )
     else:
         kp, kd, arm, visc, fric = fits[lag][1]
     kp = kp if kp > 0 else 10.0
@@ -130,14 +153,28 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
     e_peak = float(np.percentile(np.abs(motor), 99)) or 1.0
     v_peak = float(np.abs(reg["qd_raw"]).max()) or 1.0
     guess = {
-        "stiffness": kp, "damping": kd, "armature": arm, "viscous_friction": visc, "friction": fric,
-        "actuator_effort_limit": 1.1 * e_peak, "saturation_effort": 2.0 * e_peak,
-        "actuator_velocity_limit": 2.0 * v_peak, "delay": float(lag * segs[0]["sub"]),
-        "dynamic_friction": 0.8 * fric, "ki": 0.1 * kp, "integral_max": 1.0, "encoder_offset": 0.0,
+        "stiffness": kp,
+        "damping": kd,
+        "armature": arm,
+        "viscous_friction": visc,
+        "friction": fric,
+        "actuator_effort_limit": 1.1 * e_peak,
+        "saturation_effort": 2.0 * e_peak,
+        "actuator_velocity_limit": 2.0 * v_peak,
+        "delay": float(lag * segs[0]["sub"]),
+        "dynamic_friction": 0.8 * fric,
+        "ki": 0.1 * kp,
+        "integral_max": 1.0,
+        "encoder_offset": 0.0,
         # BAM friction budget: a modest Stribeck peak at a tenth of the top speed, a few % of the load
-        "stribeck_friction": 0.5 * fric, "stribeck_velocity": 0.1 * v_peak, "stribeck_exponent": 2.0,
-        "load_friction": 0.05, "load_friction_stribeck": 0.05, "load_friction_external": 0.05,
-        "load_friction_external_stribeck": 0.05, "load_friction_quadratic_motor": 1e-3,
+        "stribeck_friction": 0.5 * fric,
+        "stribeck_velocity": 0.1 * v_peak,
+        "stribeck_exponent": 2.0,
+        "load_friction": 0.05,
+        "load_friction_stribeck": 0.05,
+        "load_friction_external": 0.05,
+        "load_friction_external_stribeck": 0.05,
+        "load_friction_quadratic_motor": 1e-3,
         "load_friction_quadratic_external": 1e-3,
         **{f"lookup_effort_{k}": 1.1 * e_peak for k in range(parameters.TABLE_KNOTS)},
     }

@@ -31,13 +31,23 @@ wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)  # no per-module 
 
 
 @wp.kernel
-def _pd_kernel(q: wp.array(dtype=wp.float32), qd: wp.array(dtype=wp.float32),
-               target_q: wp.array2d(dtype=wp.float32), target_qd: wp.array2d(dtype=wp.float32), row: int,
-               dof: wp.array(dtype=wp.int32), kp: wp.array(dtype=wp.float32), kd: wp.array(dtype=wp.float32),
-               limit: wp.array(dtype=wp.float32), bias: wp.array(dtype=wp.float32),
-               sat: wp.array(dtype=wp.float32), vlim: wp.array(dtype=wp.float32),
-               motor: wp.array(dtype=wp.float32), joint_f: wp.array(dtype=wp.float32),
-               clipped: wp.array(dtype=wp.float32)):
+def _pd_kernel(
+    q: wp.array(dtype=wp.float32),
+    qd: wp.array(dtype=wp.float32),
+    target_q: wp.array2d(dtype=wp.float32),
+    target_qd: wp.array2d(dtype=wp.float32),
+    row: int,
+    dof: wp.array(dtype=wp.int32),
+    kp: wp.array(dtype=wp.float32),
+    kd: wp.array(dtype=wp.float32),
+    limit: wp.array(dtype=wp.float32),
+    bias: wp.array(dtype=wp.float32),
+    sat: wp.array(dtype=wp.float32),
+    vlim: wp.array(dtype=wp.float32),
+    motor: wp.array(dtype=wp.float32),
+    joint_f: wp.array(dtype=wp.float32),
+    clipped: wp.array(dtype=wp.float32),
+):
     """One PD effort per (world, actuated joint) from the current state and this step's target row, clamped.
 
     DC clamp where the saturation effort is finite (Newton's ClampingDCMotor: with sat = inf it is the box at the
@@ -56,9 +66,15 @@ def _pd_kernel(q: wp.array(dtype=wp.float32), qd: wp.array(dtype=wp.float32),
 
 
 @wp.kernel
-def _record_kernel(q: wp.array(dtype=wp.float32), qd: wp.array(dtype=wp.float32), dof: wp.array(dtype=wp.int32),
-                   bias: wp.array(dtype=wp.float32), row: int, out_q: wp.array2d(dtype=wp.float32),
-                   out_qd: wp.array2d(dtype=wp.float32)):
+def _record_kernel(
+    q: wp.array(dtype=wp.float32),
+    qd: wp.array(dtype=wp.float32),
+    dof: wp.array(dtype=wp.int32),
+    bias: wp.array(dtype=wp.float32),
+    row: int,
+    out_q: wp.array2d(dtype=wp.float32),
+    out_qd: wp.array2d(dtype=wp.float32),
+):
     """The measured (biased) position and the velocity of every (world, joint) at one log sample."""
     i = wp.tid()
     out_q[row, i] = q[dof[i]] + bias[i]
@@ -83,11 +99,15 @@ class JointTerms:
     def envelope(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(saturation effort, velocity limit, max motor effort), inf where unset, broadcast to the PD gains."""
         shape = np.shape(self.kp)
-        return tuple(np.broadcast_to(np.inf if x is None else np.asarray(x, float), shape)  # type: ignore[return-value]
-                     for x in (self.saturation_effort, self.velocity_limit, self.motor_effort))
+        return tuple(
+            np.broadcast_to(np.inf if x is None else np.asarray(x, float), shape)  # type: ignore[return-value]
+            for x in (self.saturation_effort, self.velocity_limit, self.motor_effort)
+        )
 
 
-def physics_targets(cmd: np.ndarray, starts: np.ndarray, samples: int, decimation: int, delay: int) -> np.ndarray:
+def physics_targets(
+    cmd: np.ndarray, starts: np.ndarray, samples: int, decimation: int, delay: int
+) -> np.ndarray:
     """(samples·decimation, W, J) command each physics step sees: log sample ⌊(k − delay)/decimation⌋ of its window.
 
     `cmd` is (T, J) over the whole log and `starts` (W,) each window's first sample; commands from before the
@@ -109,8 +129,15 @@ class ArticulatedRollout:
     """A Newton model of `worlds` copies of the robot and its SolverMuJoCo (Warp, CPU unless told; MuJoCo's C
     backend with `mujoco_cpu`, one world)."""
 
-    def __init__(self, robot: RobotModel, worlds: int, device: str = "cpu", iterations: int | None = None,
-                 ls_iterations: int | None = None, mujoco_cpu: bool = False) -> None:
+    def __init__(
+        self,
+        robot: RobotModel,
+        worlds: int,
+        device: str = "cpu",
+        iterations: int | None = None,
+        ls_iterations: int | None = None,
+        mujoco_cpu: bool = False,
+    ) -> None:
         import newton
 
         self.robot, self.worlds, self.device = robot, int(worlds), device
@@ -118,8 +145,13 @@ class ArticulatedRollout:
         builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
         builder.replicate(template, self.worlds)
         self.model = builder.finalize(device=device)
-        self.solver = newton.solvers.SolverMuJoCo(self.model, disable_contacts=True, iterations=iterations,
-                                                  ls_iterations=ls_iterations, use_mujoco_cpu=mujoco_cpu)
+        self.solver = newton.solvers.SolverMuJoCo(
+            self.model,
+            disable_contacts=True,
+            iterations=iterations,
+            ls_iterations=ls_iterations,
+            use_mujoco_cpu=mujoco_cpu,
+        )
         self.dofs_per_world = template.joint_dof_count
         self.coords_per_world = template.joint_coord_count
         j = len(robot.joint_names)
@@ -128,21 +160,32 @@ class ArticulatedRollout:
         q_start = np.array(template.joint_q_start)
         qd_start = np.array(template.joint_qd_start)
         coord_of_dof = {int(qd_start[k]): int(q_start[k]) for k in range(len(q_start))}
-        self.coord_flat = (w * self.coords_per_world + np.array([coord_of_dof[int(d)] for d in robot.dof])[None, :]
-                           ).reshape(-1)
+        self.coord_flat = (
+            w * self.coords_per_world + np.array([coord_of_dof[int(d)] for d in robot.dof])[None, :]
+        ).reshape(-1)
         self._coord_wp: wp.array = wp.array(self.coord_flat.astype(np.int32), dtype=wp.int32, device=device)
         self.n = self.worlds * j
         if not np.array_equal(self.coord_flat, self.dof_flat):
-            raise RobotError(f"{robot.path.name}: coordinates and DoFs differ (a free base); this version rolls out "
-                             "fixed-base robots only")
+            raise RobotError(
+                f"{robot.path.name}: coordinates and DoFs differ (a free base); this version rolls out "
+                "fixed-base robots only"
+            )
         self.steps_run = 0
         self.clip_fraction = np.zeros((self.worlds, j))  # of the last run's physics steps, the envelope cut
         self.mujoco_cpu = mujoco_cpu
         if mujoco_cpu and self.worlds != 1:
             raise RobotError("MuJoCo's C backend steps one world")
 
-    def _run_c(self, q0: np.ndarray, qd0: np.ndarray, target_q: np.ndarray, target_qd: np.ndarray,
-               terms: JointTerms, decimation: int, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    def _run_c(
+        self,
+        q0: np.ndarray,
+        qd0: np.ndarray,
+        target_q: np.ndarray,
+        target_qd: np.ndarray,
+        terms: JointTerms,
+        decimation: int,
+        dt: float,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """run() on MuJoCo's C backend: the MuJoCo model and data Newton's SolverMuJoCo holds, stepped as its own
         step() does (the effort as qfrc_applied, then mj_step), without the per-step copies between Newton's
         state and MuJoCo's data (one world: the state lives in MuJoCo's data). Same PD and clamps as
@@ -158,8 +201,10 @@ class ArticulatedRollout:
         qadr = mm.jnt_qposadr[mm.dof_jntid]
         order = np.argsort(cols)  # our joint k is MuJoCo DoF order[k]
         j = len(self.robot.joint_names)
-        kp, kd, lim, bias, sat, vlim, motor = (np.broadcast_to(np.asarray(x, float), (1, j))[0] for x in (
-            terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope()))
+        kp, kd, lim, bias, sat, vlim, motor = (
+            np.broadcast_to(np.asarray(x, float), (1, j))[0]
+            for x in (terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope())
+        )
         dc = sat < 1.0e30
         mujoco.mj_resetData(mm, md)
         mm.opt.timestep = dt
@@ -194,8 +239,11 @@ class ArticulatedRollout:
         """Write armature, damping and frictionloss per world into the model and tell the solver."""
         import newton
 
-        for name, values in (("joint_armature", terms.armature), ("joint_damping", terms.damping),
-                             ("joint_friction", terms.friction)):
+        for name, values in (
+            ("joint_armature", terms.armature),
+            ("joint_damping", terms.damping),
+            ("joint_friction", terms.friction),
+        ):
             arr = getattr(self.model, name)
             host = arr.numpy()
             host[self.dof_flat] = np.asarray(values, float).reshape(-1)
@@ -205,8 +253,11 @@ class ArticulatedRollout:
     def _dev(self, a: np.ndarray) -> wp.array:
         """A float32 device copy: (P, W, J) → (P, W·J), anything else flattened."""
         x = np.asarray(a, np.float32)
-        return wp.array(np.ascontiguousarray(x.reshape(x.shape[0], -1) if x.ndim == 3 else x.reshape(-1)),
-                        dtype=wp.float32, device=self.device)
+        return wp.array(
+            np.ascontiguousarray(x.reshape(x.shape[0], -1) if x.ndim == 3 else x.reshape(-1)),
+            dtype=wp.float32,
+            device=self.device,
+        )
 
     def _initial_state(self, q0: np.ndarray, qd0: np.ndarray, bias: np.ndarray) -> newton.State:
         """The state at the measured (q0, qd0): the true angle is the reading minus the encoder bias."""
@@ -223,8 +274,16 @@ class ArticulatedRollout:
         newton.eval_fk(self.model, jq, jqd, s0)
         return s0
 
-    def run(self, q0: np.ndarray, qd0: np.ndarray, target_q: np.ndarray, target_qd: np.ndarray, terms: JointTerms,
-            decimation: int, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    def run(
+        self,
+        q0: np.ndarray,
+        qd0: np.ndarray,
+        target_q: np.ndarray,
+        target_qd: np.ndarray,
+        terms: JointTerms,
+        decimation: int,
+        dt: float,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Roll out every world from measured (q0, qd0) (W, J) under per-physics-step targets (P, W, J).
 
         Returns the measured positions (q + bias) and velocities at each log sample, (P/decimation + 1, W, J),
@@ -237,8 +296,10 @@ class ArticulatedRollout:
         if self.mujoco_cpu:
             return self._run_c(q0, qd0, target_q, target_qd, terms, decimation, dt)
         tq, tqd = self._dev(target_q), self._dev(target_qd)
-        kp, kd, lim, bias, sat, vlim, motor = (self._dev(np.broadcast_to(x, (w, j))) for x in (
-            terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope()))
+        kp, kd, lim, bias, sat, vlim, motor = (
+            self._dev(np.broadcast_to(x, (w, j)))
+            for x in (terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope())
+        )
         s0 = self._initial_state(q0, qd0, np.broadcast_to(terms.bias, (w, j)))
         s1 = self.model.state()
         control = self.model.control()
@@ -246,17 +307,45 @@ class ArticulatedRollout:
         clipped = wp.zeros(self.n, dtype=wp.float32, device=self.device)
         out_q = wp.zeros((samples + 1, self.n), dtype=wp.float32, device=self.device)
         out_qd = wp.zeros((samples + 1, self.n), dtype=wp.float32, device=self.device)
-        wp.launch(_record_kernel, self.n, [s0.joint_q, s0.joint_qd, self._coord_wp, bias, 0, out_q, out_qd],
-                  device=self.device)
+        wp.launch(
+            _record_kernel,
+            self.n,
+            [s0.joint_q, s0.joint_qd, self._coord_wp, bias, 0, out_q, out_qd],
+            device=self.device,
+        )
         for k in range(samples * decimation):
             joint_f.zero_()
-            wp.launch(_pd_kernel, self.n, [s0.joint_q, s0.joint_qd, tq, tqd, k, self._coord_wp, kp, kd, lim, bias,
-                                           sat, vlim, motor, joint_f, clipped], device=self.device)
+            wp.launch(
+                _pd_kernel,
+                self.n,
+                [
+                    s0.joint_q,
+                    s0.joint_qd,
+                    tq,
+                    tqd,
+                    k,
+                    self._coord_wp,
+                    kp,
+                    kd,
+                    lim,
+                    bias,
+                    sat,
+                    vlim,
+                    motor,
+                    joint_f,
+                    clipped,
+                ],
+                device=self.device,
+            )
             self.solver.step(s0, s1, control, None, dt)
             s0, s1 = s1, s0
             if (k + 1) % decimation == 0:
-                wp.launch(_record_kernel, self.n, [s0.joint_q, s0.joint_qd, self._coord_wp, bias, (k + 1) // decimation,
-                                                   out_q, out_qd], device=self.device)
+                wp.launch(
+                    _record_kernel,
+                    self.n,
+                    [s0.joint_q, s0.joint_qd, self._coord_wp, bias, (k + 1) // decimation, out_q, out_qd],
+                    device=self.device,
+                )
         self.steps_run += samples * decimation
         self.clip_fraction = clipped.numpy().reshape(w, j).astype(float) / max(samples * decimation, 1)
         shape = (samples + 1, w, j)
@@ -269,13 +358,27 @@ def _lerp(a: wp.array2d(dtype=wp.float32), s: int, j: int, fr: float):
 
 
 @wp.kernel
-def _decoupled_kernel(y_meas: wp.array2d(dtype=wp.float32), v_meas: wp.array2d(dtype=wp.float32),
-                      cmd: wp.array2d(dtype=wp.float32), cmd_qd: wp.array2d(dtype=wp.float32),
-                      mass: wp.array2d(dtype=wp.float32), load: wp.array2d(dtype=wp.float32),
-                      stiff: wp.array2d(dtype=wp.float32), shift: wp.array3d(dtype=wp.float32),
-                      starts: wp.array(dtype=wp.int32), delay: wp.array(dtype=wp.int32),
-                      par: wp.array3d(dtype=wp.float32), length: int, dec: int, h: float, n_w: int, n_j: int,
-                      b_ref: float, leak: float, out: wp.array3d(dtype=wp.float32)):
+def _decoupled_kernel(
+    y_meas: wp.array2d(dtype=wp.float32),
+    v_meas: wp.array2d(dtype=wp.float32),
+    cmd: wp.array2d(dtype=wp.float32),
+    cmd_qd: wp.array2d(dtype=wp.float32),
+    mass: wp.array2d(dtype=wp.float32),
+    load: wp.array2d(dtype=wp.float32),
+    stiff: wp.array2d(dtype=wp.float32),
+    shift: wp.array3d(dtype=wp.float32),
+    starts: wp.array(dtype=wp.int32),
+    delay: wp.array(dtype=wp.int32),
+    par: wp.array3d(dtype=wp.float32),
+    length: int,
+    dec: int,
+    h: float,
+    n_w: int,
+    n_j: int,
+    b_ref: float,
+    leak: float,
+    out: wp.array3d(dtype=wp.float32),
+):
     """One joint's own 1-DoF rollout per (candidate, window, joint) over a whole window, in one thread.
 
     Along the measured motion: inertia `mass` (the joint-space diagonal) + armature, the effort the rest of the
@@ -332,18 +435,28 @@ class DecoupledRollout:
 
     PARAMS = 10
 
-    def __init__(self, robot: RobotModel, q: np.ndarray, qd: np.ndarray, cmd: np.ndarray, cmd_qd: np.ndarray,
-                 n: int, log_dt: float, bias0: np.ndarray, device: str = "cpu") -> None:
+    def __init__(
+        self,
+        robot: RobotModel,
+        q: np.ndarray,
+        qd: np.ndarray,
+        cmd: np.ndarray,
+        cmd_qd: np.ndarray,
+        n: int,
+        log_dt: float,
+        bias0: np.ndarray,
+        device: str = "cpu",
+    ) -> None:
         from scipy.signal import savgol_filter
 
         self.device = device
 
         self.n, self.j = n, q.shape[1]
         win = min(9, n - (1 - n % 2))
-        dq = savgol_filter(q[:n + 1], win, 3, deriv=1, delta=log_dt, axis=0)
-        ddq = savgol_filter(q[:n + 1], win, 3, deriv=2, delta=log_dt, axis=0)
+        dq = savgol_filter(q[: n + 1], win, 3, deriv=1, delta=log_dt, axis=0)
+        ddq = savgol_filter(q[: n + 1], win, 3, deriv=2, delta=log_dt, axis=0)
         self.bias0 = np.asarray(bias0, float)
-        tau, diag, grad = joint_space_terms(robot, q[:n + 1] - self.bias0, dq, ddq)
+        tau, diag, grad = joint_space_terms(robot, q[: n + 1] - self.bias0, dq, ddq)
         assert grad is not None
         own = np.einsum("tjj->tj", grad)
         self.grad = grad
@@ -352,15 +465,17 @@ class DecoupledRollout:
         solref, solimp = mm.dof_solref[0], mm.dof_solimp[0]
         self.b_ref = 2.0 / (float(solimp[1]) * float(solref[0]))  # MuJoCo's reference damping, ratio 1
         self.leak = (1.0 - float(solimp[0])) / float(solimp[0])  # R / A at zero violation
-        arrays = (q[:n + 1], qd[:n + 1], cmd[:n + 1], cmd_qd[:n + 1], diag, load, own)
-        self._arrays: list[wp.array] = [wp.array(np.ascontiguousarray(a, np.float32), dtype=wp.float32, device=device)
-                                        for a in arrays]
+        arrays = (q[: n + 1], qd[: n + 1], cmd[: n + 1], cmd_qd[: n + 1], diag, load, own)
+        self._arrays: list[wp.array] = [
+            wp.array(np.ascontiguousarray(a, np.float32), dtype=wp.float32, device=device) for a in arrays
+        ]
         self.seconds = 0.0
         self.joint_steps = 0
         self.threads = max(1, min(2, len(os.sched_getaffinity(0))))  # one kernel launch per core, at most two
 
-    def run(self, par: np.ndarray, delays: np.ndarray, starts: np.ndarray, length: int, decimation: int,
-            dt: float) -> np.ndarray:
+    def run(
+        self, par: np.ndarray, delays: np.ndarray, starts: np.ndarray, length: int, decimation: int, dt: float
+    ) -> np.ndarray:
         """(C, J, PARAMS) candidates with (C,) delays over windows `starts` → (C, W, length, J) simulated minus
         measured positions after each window's first sample."""
         import time
@@ -375,13 +490,30 @@ class DecoupledRollout:
 
         def launch(lo: int, hi: int) -> np.ndarray:  # candidates lo..hi; Warp's CPU launch releases the GIL
             out = wp.zeros(((hi - lo) * w, length, self.j), dtype=wp.float32, device=dev)
-            wp.launch(_decoupled_kernel, (hi - lo) * w * self.j, [
-                *self._arrays, wp.array(np.ascontiguousarray(shift[lo:hi], np.float32), dtype=wp.float32, device=dev),
-                st, wp.array(np.asarray(delays[lo:hi], np.int32), dtype=wp.int32, device=dev),
-                wp.array(np.ascontiguousarray(np.minimum(par[lo:hi], 3.0e38), np.float32), dtype=wp.float32,
-                         device=dev),
-                int(length), int(decimation), float(dt), int(w), int(self.j), self.b_ref, self.leak, out],
-                      device=dev)
+            wp.launch(
+                _decoupled_kernel,
+                (hi - lo) * w * self.j,
+                [
+                    *self._arrays,
+                    wp.array(np.ascontiguousarray(shift[lo:hi], np.float32), dtype=wp.float32, device=dev),
+                    st,
+                    wp.array(np.asarray(delays[lo:hi], np.int32), dtype=wp.int32, device=dev),
+                    wp.array(
+                        np.ascontiguousarray(np.minimum(par[lo:hi], 3.0e38), np.float32),
+                        dtype=wp.float32,
+                        device=dev,
+                    ),
+                    int(length),
+                    int(decimation),
+                    float(dt),
+                    int(w),
+                    int(self.j),
+                    self.b_ref,
+                    self.leak,
+                    out,
+                ],
+                device=dev,
+            )
             return out.numpy()
 
         threads = self.threads if wp.get_device(dev).is_cpu else 1
@@ -417,8 +549,10 @@ def _id_model(robot: RobotModel):
     to_newton = np.asarray(mapping.numpy())[0]  # type: ignore[attr-defined]  # warp array2d stubs lack numpy()
     col = {int(d): k for k, d in enumerate(robot.dof)}
     if mm.nv != len(col) or any(int(n) not in col for n in to_newton):
-        raise RobotError(f"{robot.path.name}: MuJoCo's DoFs are not the actuated joints; inverse dynamics needs a "
-                         "fixed-base robot of hinge or slide joints")
+        raise RobotError(
+            f"{robot.path.name}: MuJoCo's DoFs are not the actuated joints; inverse dynamics needs a "
+            "fixed-base robot of hinge or slide joints"
+        )
     return mm, md, np.array([col[int(n)] for n in to_newton])  # MuJoCo DoF i is our joint cols[i]
 
 
@@ -431,8 +565,9 @@ def inverse_dynamics(robot: RobotModel, q: np.ndarray, qd: np.ndarray, qdd: np.n
     return joint_space_terms(robot, q, qd, qdd, derivatives=False)[0]
 
 
-def joint_space_terms(robot: RobotModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, derivatives: bool = True
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def joint_space_terms(
+    robot: RobotModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, derivatives: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Newton's (MuJoCo's) inverse dynamics of the bare robot along (q, qd, qdd) (T, J): the efforts (T, J), the
     joint-space inertia's diagonal (T, J) and, with `derivatives`, ∂effort_j/∂q_k (T, J, J) by MuJoCo's own
     finite differences (mjd_inverseFD). For the decoupled search: each joint's own 1-DoF model along the

@@ -79,9 +79,11 @@ def render() -> str:
         fams = ", ".join(users) if users else ""
         if optional:
             fams = (fams + "; " if fams else "") + "any family, as an extra joint term"
-        lines.append(f"| `{p.name}` | {('`' + p.newton + '`') if p.newton else '—'} | {p.unit} | "
-                     f"[{_num(p.lower)}, {_num(p.upper)}] | {p.scale}{' (integer)' if p.integer else ''} | "
-                     f"{_num(p.neutral)} | {fams} |")
+        lines.append(
+            f"| `{p.name}` | {('`' + p.newton + '`') if p.newton else '—'} | {p.unit} | "
+            f"[{_num(p.lower)}, {_num(p.upper)}] | {p.scale}{' (integer)' if p.integer else ''} | "
+            f"{_num(p.neutral)} | {fams} |"
+        )
     lines += ["", "Descriptions:", ""]
     lines += [f"- `{p.name}`: {p.doc}" for p in PARAMS]
     lines += [
@@ -91,13 +93,16 @@ def render() -> str:
         "",
         "## Components",
         "",
-        "Each is one module in `actuator_sysid/models/components/` (docs/architecture.md, \"Add a component\"): the",
+        'Each is one module in `actuator_sysid/models/components/` (docs/architecture.md, "Add a component"): the',
         "parameters it owns, the kernel flag bit that switches its maths on, and what the consumers get.",
         "",
         "| component | kind | parameters | kernel flag | Newton USD |",
         "|---|---|---|---|---|",
-        *(f"| `{c.name}` | {c.kind} | {', '.join(f'`{n}`' for n in _short(c.params)) or '—'} | {c.flag or '—'} | "
-          f"{_newton(c)} |" for c in COMPONENTS),
+        *(
+            f"| `{c.name}` | {c.kind} | {', '.join(f'`{n}`' for n in _short(c.params)) or '—'} | {c.flag or '—'} | "
+            f"{_newton(c)} |"
+            for c in COMPONENTS
+        ),
         "",
         "## Families",
         "",
@@ -105,8 +110,10 @@ def render() -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for f in FAMILIES.values():
-        lines.append(f"| `{f.name}` | {f.drive} | {', '.join(f.clamps) or '—'} | {'yes' if f.delay else 'no'} | "
-                     f"{', '.join(f.joint_terms)} | {_consumer(f)} | {f.doc} |")
+        lines.append(
+            f"| `{f.name}` | {f.drive} | {', '.join(f.clamps) or '—'} | {'yes' if f.delay else 'no'} | "
+            f"{', '.join(f.joint_terms)} | {_consumer(f)} | {f.doc} |"
+        )
     lines += [
         "",
         "Joint terms a fit may swap in for any family: " + ", ".join(f"`{t}`" for t in JOINT_TERMS) + ".",
@@ -140,7 +147,7 @@ def render() -> str:
         "soft constraint, which differs by about 0.05–0.12 % of the motion range (tests/test_conformance_newton.py).",
         "Without friction our rollout and Newton agree to float32 precision. The actuator computes its effort",
         "once per physics step from the current state (explicit effort mode), as Isaac Lab and Newton do by",
-        "default. With `effort_mode: \"implicit\"` a fit instead solves the effort at the predicted end-of-step",
+        'default. With `effort_mode: "implicit"` a fit instead solves the effort at the predicted end-of-step',
         "state exactly as Newton's implicit effort mode does (`Actuator.set_effort_mode_implicit` with a",
         "`JointSpaceResponse` refreshed every step, default `ImplicitOptions`); use it when the robot will run",
         "stiff gains in that mode. Every fit records the mode it assumed under `assumptions.effort_mode`.",

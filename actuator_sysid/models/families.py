@@ -20,17 +20,27 @@ F_DC_MOTOR = get("dc_motor").flag  # four-quadrant DC-motor clip (§A.4, Newton 
 F_TABLE = get("position_table").flag  # position-dependent limit (§A.6, Newton ClampingPositionBased)
 F_PID = get("pid").flag  # Newton DrivePID instead of PD (§C.2)
 F_PHYSX_FRICTION = get("friction_physx").flag  # static + dynamic friction instead of Coulomb frictionloss
-F_IMPLICIT = get("implicit").flag  # the solver's PD, integrated implicitly (Isaac Lab ImplicitActuator, §A.10)
+F_IMPLICIT = get(
+    "implicit"
+).flag  # the solver's PD, integrated implicitly (Isaac Lab ImplicitActuator, §A.10)
 F_STRIBECK = get("friction_stribeck").flag  # BAM M2: a Stribeck peak above Coulomb friction near standstill
 F_LOAD_FRICTION = get("friction_load").flag  # BAM M3/M4: friction grows with the gearbox load |τ_m − τ_e|
 F_LOAD_DIRECTIONAL = get("friction_load_directional").flag  # BAM M5: separate motor- and external-side gains
-F_LOAD_QUADRATIC = get("friction_load_quadratic").flag  # BAM M6: quadratic load terms while motor and load oppose
+F_LOAD_QUADRATIC = get(
+    "friction_load_quadratic"
+).flag  # BAM M6: quadratic load terms while motor and load oppose
 # modes of a launch, not components
 F_OPEN_LOOP = 64  # the actuator sees measured states (effort conformance, torque-supervised losses)
 F_IMPLICIT_EFFORT = 128  # Newton's implicit effort mode: the effort solved at the predicted end-of-step state
-assert not {F_OPEN_LOOP, F_IMPLICIT_EFFORT} & {c.flag for c in COMPONENTS}, "mode bits collide with a component"
+assert not {F_OPEN_LOOP, F_IMPLICIT_EFFORT} & {c.flag for c in COMPONENTS}, (
+    "mode bits collide with a component"
+)
 EFFORT_MODES = ("explicit", "implicit")
-NET_FAMILIES = ("mlp", "lstm", "gru")  # actuator networks: models/networks.py, fitted by fitting/training.py, no kernel
+NET_FAMILIES = (
+    "mlp",
+    "lstm",
+    "gru",
+)  # actuator networks: models/networks.py, fitted by fitting/training.py, no kernel
 
 DRIVES: dict[str, Component] = {c.name: c for c in of_kind("drive")}
 CLAMPS: dict[str, Component] = {c.name: c for c in of_kind("clamp")}
@@ -48,7 +58,9 @@ M6_TERMS = (*M5_TERMS, "load_friction_quadratic_motor", "load_friction_quadratic
 RICH_FRICTION_TERMS = tuple(p for c in JOINT_COMPONENTS if c.budget for p in c.params)
 """BAM's friction-budget terms (M2–M6): no Isaac Lab, Newton or MuJoCo attribute holds them."""
 # a term that needs others to mean anything brings them along (each component says which)
-_COMPANIONS: dict[str, tuple[str, ...]] = {t: need for c in JOINT_COMPONENTS for t, need in c.companions.items()}
+_COMPANIONS: dict[str, tuple[str, ...]] = {
+    t: need for c in JOINT_COMPONENTS for t, need in c.companions.items()
+}
 
 
 @dataclass(frozen=True)
@@ -65,7 +77,9 @@ class Family:
     isaaclab_budget: str = ""  # our subclass of this family's class carrying BAM's friction budget
     doc: str = ""
     approximates: str = ""  # the consumer-native family this one extends with richer friction ("" if none)
-    mujoco_family: str = ""  # for a family MuJoCo cannot hold although Isaac Lab can: the nearest one it holds
+    mujoco_family: str = (
+        ""  # for a family MuJoCo cannot hold although Isaac Lab can: the nearest one it holds
+    )
 
     @property
     def fitted_with(self) -> str:
@@ -76,13 +90,20 @@ class Family:
         assert self.drive in DRIVES, self.drive
         assert list(self.clamps) == [c for c in CLAMP_ORDER if c in self.clamps], "clamps in kernel order"
         assert set(self.joint_terms) <= set(JOINT_TERMS), self.joint_terms
-        assert all(set(_COMPANIONS.get(t, ())) <= set(self.joint_terms) for t in self.joint_terms), self.joint_terms
+        assert all(set(_COMPANIONS.get(t, ())) <= set(self.joint_terms) for t in self.joint_terms), (
+            self.joint_terms
+        )
 
     @property
     def components(self) -> tuple[Component, ...]:
         """The components this family composes: its drive, its clamps in kernel order, its delay, its joint terms'."""
         joint = tuple(c for c in JOINT_COMPONENTS if set(c.params) & set(self.joint_terms))
-        return (DRIVES[self.drive], *(CLAMPS[c] for c in self.clamps), *((DELAY,) if self.delay else ()), *joint)
+        return (
+            DRIVES[self.drive],
+            *(CLAMPS[c] for c in self.clamps),
+            *((DELAY,) if self.delay else ()),
+            *joint,
+        )
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -112,45 +133,105 @@ class Family:
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
-        Family("implicit", drive="implicit", clamps=("max_effort",), isaaclab_cfg="ImplicitActuatorCfg",
-               doc="The solver's own PD drive, integrated implicitly (Isaac Lab ImplicitActuator; "
-                   "effort telemetry clipped to the joint effort limit)."),
-        Family("ideal_pd", clamps=("max_effort",), isaaclab_cfg="IdealPDActuatorCfg",
-               doc="PD law clipped to ±actuator_effort_limit (Isaac Lab IdealPDActuator)."),
-        Family("dcmotor", clamps=("dc_motor",), isaaclab_cfg="DCMotorCfg", isaaclab_budget="DCMotorBAMFrictionCfg",
-               doc="PD law clipped by the four-quadrant DC-motor torque–speed envelope (Isaac Lab DCMotor)."),
-        Family("delayed_pd", clamps=("max_effort",), delay=True, isaaclab_cfg="DelayedPDActuatorCfg",
-               doc="IdealPD on commands delayed by a whole number of physics steps (Isaac Lab DelayedPDActuator)."),
-        Family("dcmotor_delay", clamps=("dc_motor",), delay=True, isaaclab_custom="DelayedDCMotorCfg",
-               isaaclab_budget="DelayedDCMotorBAMFrictionCfg",
-               doc="DC-motor envelope and command delay together, as a NewtonActuator (PD + DC clamp + delay) "
-                   "holds them; Isaac Lab has no single class for it."),
-        Family("remotized_pd", clamps=("position_table",), delay=True, isaaclab_cfg="RemotizedPDActuatorCfg",
-               mujoco_family="delayed_pd",  # MuJoCo's forcerange is a constant: no position torque table
-               doc="Delayed PD clipped by a position-dependent torque limit table (Isaac Lab RemotizedPDActuator)."),
-        Family("pid", drive="pid", clamps=("max_effort",), delay=True, isaaclab_custom="DelayedPIDActuatorCfg",
-               doc="Newton DrivePID with integral clamp, max-effort clamp and delay."),
+        Family(
+            "implicit",
+            drive="implicit",
+            clamps=("max_effort",),
+            isaaclab_cfg="ImplicitActuatorCfg",
+            doc="The solver's own PD drive, integrated implicitly (Isaac Lab ImplicitActuator; "
+            "effort telemetry clipped to the joint effort limit).",
+        ),
+        Family(
+            "ideal_pd",
+            clamps=("max_effort",),
+            isaaclab_cfg="IdealPDActuatorCfg",
+            doc="PD law clipped to ±actuator_effort_limit (Isaac Lab IdealPDActuator).",
+        ),
+        Family(
+            "dcmotor",
+            clamps=("dc_motor",),
+            isaaclab_cfg="DCMotorCfg",
+            isaaclab_budget="DCMotorBAMFrictionCfg",
+            doc="PD law clipped by the four-quadrant DC-motor torque–speed envelope (Isaac Lab DCMotor).",
+        ),
+        Family(
+            "delayed_pd",
+            clamps=("max_effort",),
+            delay=True,
+            isaaclab_cfg="DelayedPDActuatorCfg",
+            doc="IdealPD on commands delayed by a whole number of physics steps (Isaac Lab DelayedPDActuator).",
+        ),
+        Family(
+            "dcmotor_delay",
+            clamps=("dc_motor",),
+            delay=True,
+            isaaclab_custom="DelayedDCMotorCfg",
+            isaaclab_budget="DelayedDCMotorBAMFrictionCfg",
+            doc="DC-motor envelope and command delay together, as a NewtonActuator (PD + DC clamp + delay) "
+            "holds them; Isaac Lab has no single class for it.",
+        ),
+        Family(
+            "remotized_pd",
+            clamps=("position_table",),
+            delay=True,
+            isaaclab_cfg="RemotizedPDActuatorCfg",
+            mujoco_family="delayed_pd",  # MuJoCo's forcerange is a constant: no position torque table
+            doc="Delayed PD clipped by a position-dependent torque limit table (Isaac Lab RemotizedPDActuator).",
+        ),
+        Family(
+            "pid",
+            drive="pid",
+            clamps=("max_effort",),
+            delay=True,
+            isaaclab_custom="DelayedPIDActuatorCfg",
+            doc="Newton DrivePID with integral clamp, max-effort clamp and delay.",
+        ),
         # BAM's richer friction (docs/prior-art.md M2–M6) on the DC-motor envelope: no consumer class holds it;
         # they show how much fidelity the Isaac-Lab-native dcmotor gives up, and export as dcmotor + findings,
         # except Isaac Lab's ACTUATORS_BEST, whose explicit subclass carries the budget (export/isaaclab.py)
-        Family("dcmotor_stribeck", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *STRIBECK_TERMS),
-               approximates="dcmotor",
-               doc="DCMotor with BAM M2 friction: Coulomb plus a Stribeck peak that fades with speed."),
-        Family("dcmotor_loadfric", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *LOAD_TERMS),
-               approximates="dcmotor",
-               doc="DCMotor with BAM M3 friction: Coulomb plus a share of the gearbox load |τ_m − τ_e|."),
-        Family("dcmotor_stribeck_load", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *M4_TERMS),
-               approximates="dcmotor",
-               doc="DCMotor with BAM M4 friction: Stribeck and load-dependent terms, with a Stribeck load part."),
-        Family("dcmotor_directional_load", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *M5_TERMS),
-               approximates="dcmotor",
-               doc="DCMotor with BAM M5 friction: M4 with separate motor-side and external-side load gains."),
-        Family("dcmotor_quadratic_load", clamps=("dc_motor",), joint_terms=(*DEFAULT_TERMS, *M6_TERMS),
-               approximates="dcmotor",
-               doc="DCMotor with BAM M6 friction: M5 plus quadratic load terms while motor and load oppose."),
-        Family("dcmotor_stribeck_delay", clamps=("dc_motor",), delay=True,
-               joint_terms=(*DEFAULT_TERMS, *STRIBECK_TERMS), approximates="dcmotor_delay",
-               doc="dcmotor_delay with BAM M2 (Stribeck) friction."),
+        Family(
+            "dcmotor_stribeck",
+            clamps=("dc_motor",),
+            joint_terms=(*DEFAULT_TERMS, *STRIBECK_TERMS),
+            approximates="dcmotor",
+            doc="DCMotor with BAM M2 friction: Coulomb plus a Stribeck peak that fades with speed.",
+        ),
+        Family(
+            "dcmotor_loadfric",
+            clamps=("dc_motor",),
+            joint_terms=(*DEFAULT_TERMS, *LOAD_TERMS),
+            approximates="dcmotor",
+            doc="DCMotor with BAM M3 friction: Coulomb plus a share of the gearbox load |τ_m − τ_e|.",
+        ),
+        Family(
+            "dcmotor_stribeck_load",
+            clamps=("dc_motor",),
+            joint_terms=(*DEFAULT_TERMS, *M4_TERMS),
+            approximates="dcmotor",
+            doc="DCMotor with BAM M4 friction: Stribeck and load-dependent terms, with a Stribeck load part.",
+        ),
+        Family(
+            "dcmotor_directional_load",
+            clamps=("dc_motor",),
+            joint_terms=(*DEFAULT_TERMS, *M5_TERMS),
+            approximates="dcmotor",
+            doc="DCMotor with BAM M5 friction: M4 with separate motor-side and external-side load gains.",
+        ),
+        Family(
+            "dcmotor_quadratic_load",
+            clamps=("dc_motor",),
+            joint_terms=(*DEFAULT_TERMS, *M6_TERMS),
+            approximates="dcmotor",
+            doc="DCMotor with BAM M6 friction: M5 plus quadratic load terms while motor and load oppose.",
+        ),
+        Family(
+            "dcmotor_stribeck_delay",
+            clamps=("dc_motor",),
+            delay=True,
+            joint_terms=(*DEFAULT_TERMS, *STRIBECK_TERMS),
+            approximates="dcmotor_delay",
+            doc="dcmotor_delay with BAM M2 (Stribeck) friction.",
+        ),
     )
 }
 
@@ -176,4 +257,3 @@ def effort_window(family: str, params: dict[str, float], v: np.ndarray) -> tuple
     for w_lo, w_hi in windows[1:]:
         lo, hi = np.maximum(lo, w_lo), np.minimum(hi, w_hi)
     return lo, hi
-

@@ -101,8 +101,19 @@ def table_limit(q: float, knots: wp.array2d(dtype=float), params: wp.array3d(dty
 
 
 @wp.func
-def clamp_chain(flags: int, effort: float, q: float, qd: float, sat: float, vlim: float, elim: float,
-                knots: wp.array2d(dtype=float), params: wp.array3d(dtype=float), c: int, j: int):
+def clamp_chain(
+    flags: int,
+    effort: float,
+    q: float,
+    qd: float,
+    sat: float,
+    vlim: float,
+    elim: float,
+    knots: wp.array2d(dtype=float),
+    params: wp.array3d(dtype=float),
+    c: int,
+    j: int,
+):
     """The family's clamps in kernel order: box (§A.3, §A.10), DC motor (§A.4), position table (§A.6)."""
     applied = effort
     if (flags & F_MAX_EFFORT) != 0:
@@ -116,25 +127,64 @@ def clamp_chain(flags: int, effort: float, q: float, qd: float, sat: float, vlim
 
 
 @wp.func
-def implicit_effort(flags: int, q: float, qd: float, inv_mass: float, h: float, q_des: float, qd_des: float,
-                    bias: float, kp: float, kd: float, sat: float, vlim: float, elim: float,
-                    knots: wp.array2d(dtype=float), params: wp.array3d(dtype=float), c: int, j: int):
+def implicit_effort(
+    flags: int,
+    q: float,
+    qd: float,
+    inv_mass: float,
+    h: float,
+    q_des: float,
+    qd_des: float,
+    bias: float,
+    kp: float,
+    kd: float,
+    sat: float,
+    vlim: float,
+    elim: float,
+    knots: wp.array2d(dtype=float),
+    params: wp.array3d(dtype=float),
+    c: int,
+    j: int,
+):
     """Newton's implicit effort mode for one DoF (§C.2, effort_mode_implicit.py): solve for the impulse p with
     r(p) = p − h·g(q(p), qd(p)) = 0, qd(p) = qd + A·p, q(p) = q + h·qd(p), by Newton iterations with a
     forward-difference slope and a backtracking line search, warm-started at the explicit impulse.
     `bias` is the feed-forward plus any integral term. Returns (computed at the final state, applied)."""
-    p = h * clamp_chain(flags, kp * (q_des - q) + kd * (qd_des - qd) + bias, q, qd, sat, vlim, elim,
-                        knots, params, c, j)
+    p = h * clamp_chain(
+        flags, kp * (q_des - q) + kd * (qd_des - qd) + bias, q, qd, sat, vlim, elim, knots, params, c, j
+    )
     for it in range(IMPLICIT_MAX_ITERS):
         qd_p = qd + inv_mass * p
         q_p = q + h * qd_p
-        f = clamp_chain(flags, kp * (q_des - q_p) + kd * (qd_des - qd_p) + bias, q_p, qd_p, sat, vlim, elim,
-                        knots, params, c, j)
+        f = clamp_chain(
+            flags,
+            kp * (q_des - q_p) + kd * (qd_des - qd_p) + bias,
+            q_p,
+            qd_p,
+            sat,
+            vlim,
+            elim,
+            knots,
+            params,
+            c,
+            j,
+        )
         r = p - h * f
         rn = r * r
         eps = IMPLICIT_FD_EPS * (1.0 + wp.abs(qd_p))
-        f_eps = clamp_chain(flags, kp * (q_des - q_p - h * eps) + kd * (qd_des - qd_p - eps) + bias,
-                            q_p + h * eps, qd_p + eps, sat, vlim, elim, knots, params, c, j)
+        f_eps = clamp_chain(
+            flags,
+            kp * (q_des - q_p - h * eps) + kd * (qd_des - qd_p - eps) + bias,
+            q_p + h * eps,
+            qd_p + eps,
+            sat,
+            vlim,
+            elim,
+            knots,
+            params,
+            c,
+            j,
+        )
         slope = (f_eps - f) / eps
         if it > 0 and rn < IMPLICIT_TOL * IMPLICIT_TOL:
             break
@@ -149,8 +199,19 @@ def implicit_effort(flags: int, q: float, qd: float, inv_mass: float, h: float, 
             trial = p + alpha * dp
             qd_t = qd + inv_mass * trial
             q_t = q + h * qd_t
-            f_t = clamp_chain(flags, kp * (q_des - q_t) + kd * (qd_des - qd_t) + bias, q_t, qd_t, sat, vlim, elim,
-                              knots, params, c, j)
+            f_t = clamp_chain(
+                flags,
+                kp * (q_des - q_t) + kd * (qd_des - qd_t) + bias,
+                q_t,
+                qd_t,
+                sat,
+                vlim,
+                elim,
+                knots,
+                params,
+                c,
+                j,
+            )
             r_t = trial - h * f_t
             if it == 0 or r_t * r_t <= (1.0 - IMPLICIT_DECREASE * alpha) * rn:
                 accepted = 1
@@ -168,8 +229,16 @@ def implicit_effort(flags: int, q: float, qd: float, inv_mass: float, h: float, 
 
 
 @wp.func
-def friction_budget(flags: int, fric: float, qd: float, motor: float, external: float,
-                    params: wp.array3d(dtype=float), c: int, j: int):
+def friction_budget(
+    flags: int,
+    fric: float,
+    qd: float,
+    motor: float,
+    external: float,
+    params: wp.array3d(dtype=float),
+    c: int,
+    j: int,
+):
     """docs/prior-art.md BAM M1–M6 friction budget τ_fm: Coulomb, + Stribeck peak Kcs·s (M2),
     + Kl·|τ_m − τ_e| (M3), + Kls·s·|τ_m − τ_e| (M4), s = exp(−|qd/q̇_s|^α); M5 splits each load gain
     into motor and external sides, |Kle·τ_e − Kl·τ_m|; M6 adds s·Kq·(the smaller torque)² while they oppose."""
@@ -227,12 +296,20 @@ def rollout_kernel(
     q_des: wp.array(dtype=float),
     qd_des: wp.array(dtype=float),
     tau_ff: wp.array(dtype=float),
-    enable: wp.array(dtype=int),  # (N,) 1 where the actuator was driven at that sample, 0 where torque was off
-    seg_kp_mult: wp.array(dtype=float),  # (S,) stiffness multiplier: device kp_s / kp_ref, supply vin_s / vin_ref
+    enable: wp.array(
+        dtype=int
+    ),  # (N,) 1 where the actuator was driven at that sample, 0 where torque was off
+    seg_kp_mult: wp.array(
+        dtype=float
+    ),  # (S,) stiffness multiplier: device kp_s / kp_ref, supply vin_s / vin_ref
     seg_kd_mult: wp.array(dtype=float),
-    seg_sat_mult: wp.array(dtype=float),  # (S,) saturation effort and velocity limit multipliers: vin_s / vin_ref
+    seg_sat_mult: wp.array(
+        dtype=float
+    ),  # (S,) saturation effort and velocity limit multipliers: vin_s / vin_ref
     seg_vlim_mult: wp.array(dtype=float),
-    seg_duty: wp.array(dtype=float),  # (S,) voltage servo: duty per rad of error at this kp (0: envelope not tied)
+    seg_duty: wp.array(
+        dtype=float
+    ),  # (S,) voltage servo: duty per rad of error at this kp (0: envelope not tied)
     seg_max_duty: wp.array(dtype=float),
     seg_vin: wp.array(dtype=float),  # (S,) supply [V]
     seg_imax: wp.array(dtype=float),  # (S,) firmware current limit [A], 0: none
@@ -327,8 +404,25 @@ def rollout_kernel(
                 bias = bias + ki * integral
             computed = kp * err + kd * (qd_des[i] - qd) + bias
             if (flags & F_IMPLICIT_EFFORT) != 0:  # §C.2 effort at the predicted end-of-step state
-                eff = implicit_effort(flags, q_ctrl, qd, 1.0 / inertia, dt, q_des[i], qd_des[i], bias,
-                                      kp, kd, sat, vlim, elim, knots, params, c, j)
+                eff = implicit_effort(
+                    flags,
+                    q_ctrl,
+                    qd,
+                    1.0 / inertia,
+                    dt,
+                    q_des[i],
+                    qd_des[i],
+                    bias,
+                    kp,
+                    kd,
+                    sat,
+                    vlim,
+                    elim,
+                    knots,
+                    params,
+                    c,
+                    j,
+                )
                 computed = eff[0]
                 applied = eff[1]
             else:  # explicit: the clamps at the current (measured) state
@@ -342,7 +436,9 @@ def rollout_kernel(
             # solver's own PD damping for the implicit drive, as MuJoCo's implicitfast does, even while the
             # force is clamped) are integrated implicitly through the effective inertia jt. Friction is a
             # stopping constraint.
-            visc_q = viscous_coefficient(flags, visc, qd, params, c, j)  # by direction, when the family says so
+            visc_q = viscous_coefficient(
+                flags, visc, qd, params, c, j
+            )  # by direction, when the family says so
             jt = inertia + dt * visc_q
             if (flags & F_IMPLICIT) != 0 and not free:
                 jt = jt + dt * kd

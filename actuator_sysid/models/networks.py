@@ -48,14 +48,18 @@ class NetSpec:
     actuator_velocity_limit: float = math.inf
     actuator_effort_limit: float = math.inf
     sample_dt_s: float | None = None  # the physics step the net was trained at (Newton's GRU checks it)
-    kp_ref: float | None = None  # the controller gain the position input is normalised to (None: not normalised)
+    kp_ref: float | None = (
+        None  # the controller gain the position input is normalised to (None: not normalised)
+    )
     gain_units: str | None = None  # units of kp_ref as logged ("device": firmware units)
 
     def __post_init__(self) -> None:
         if self.kind not in NET_FAMILIES:
             raise ValueError(f"unknown network kind {self.kind!r}: choose from {list(NET_FAMILIES)}")
         if not self.input_idx or any(int(i) < 0 for i in self.input_idx):
-            raise ValueError(f"input_idx must be a non-empty list of non-negative steps, got {self.input_idx}")
+            raise ValueError(
+                f"input_idx must be a non-empty list of non-negative steps, got {self.input_idx}"
+            )
         if self.input_order not in ("pos_vel", "vel_pos"):
             raise ValueError(f"input_order must be 'pos_vel' or 'vel_pos', got {self.input_order!r}")
         if self.activation not in ACTIVATIONS:
@@ -93,20 +97,29 @@ class ActuatorMLP(nn.Module):
 class ActuatorLSTM(nn.Module):
     """Isaac Lab ActuatorNetLSTM network: raw [q_des − q, qd] (N, 1, 2) and (h, c) → (torque N·m, (h, c))."""
 
-    if TYPE_CHECKING:  # buffers (register_buffer), typed for the checker only: TorchScript reads class annotations
+    if (
+        TYPE_CHECKING
+    ):  # buffers (register_buffer), typed for the checker only: TorchScript reads class annotations
         in_scale: torch.Tensor
         out_scale: torch.Tensor
 
-    def __init__(self, hidden_size: int, num_layers: int, pos_scale: float = 1.0, vel_scale: float = 1.0,
-                 torque_scale: float = 1.0) -> None:
+    def __init__(
+        self,
+        hidden_size: int,
+        num_layers: int,
+        pos_scale: float = 1.0,
+        vel_scale: float = 1.0,
+        torque_scale: float = 1.0,
+    ) -> None:
         super().__init__()
         self.lstm = nn.LSTM(2, hidden_size, num_layers, batch_first=True)
         self.linear = nn.Linear(hidden_size, 1)
         self.register_buffer("in_scale", torch.tensor([pos_scale, vel_scale], dtype=torch.float32))
         self.register_buffer("out_scale", torch.tensor(torque_scale, dtype=torch.float32))
 
-    def forward(self, x: torch.Tensor, hc: tuple[torch.Tensor, torch.Tensor]
-                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    def forward(
+        self, x: torch.Tensor, hc: tuple[torch.Tensor, torch.Tensor]
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         y, (h, c) = self.lstm(x * self.in_scale, hc)
         return self.linear(y[:, -1, :]) * self.out_scale, (h, c)
 
@@ -114,12 +127,20 @@ class ActuatorLSTM(nn.Module):
 class ActuatorGRU(nn.Module):
     """A GRU actuator net for Newton's DriveNeuralGRU: raw [q_des − q, qd] (N, 1, 2) and h → (torque N·m, h)."""
 
-    if TYPE_CHECKING:  # buffers (register_buffer), typed for the checker only: TorchScript reads class annotations
+    if (
+        TYPE_CHECKING
+    ):  # buffers (register_buffer), typed for the checker only: TorchScript reads class annotations
         in_scale: torch.Tensor
         out_scale: torch.Tensor
 
-    def __init__(self, hidden_size: int, num_layers: int, pos_scale: float = 1.0, vel_scale: float = 1.0,
-                 torque_scale: float = 1.0) -> None:
+    def __init__(
+        self,
+        hidden_size: int,
+        num_layers: int,
+        pos_scale: float = 1.0,
+        vel_scale: float = 1.0,
+        torque_scale: float = 1.0,
+    ) -> None:
         super().__init__()
         self.gru = nn.GRU(2, hidden_size, num_layers, batch_first=True)
         self.linear = nn.Linear(hidden_size, 1)
@@ -152,8 +173,13 @@ def build_network(spec: NetSpec) -> nn.Module:
     return cls(spec.hidden_size, spec.num_layers, spec.pos_scale, spec.vel_scale, spec.torque_scale)
 
 
-def dc_clip(effort: torch.Tensor, qd: torch.Tensor, sat: torch.Tensor | float, vlim: torch.Tensor | float,
-            elim: torch.Tensor | float) -> torch.Tensor:
+def dc_clip(
+    effort: torch.Tensor,
+    qd: torch.Tensor,
+    sat: torch.Tensor | float,
+    vlim: torch.Tensor | float,
+    elim: torch.Tensor | float,
+) -> torch.Tensor:
     """Isaac Lab DCMotor four-quadrant clip (§A.4), differentiable in the envelope where it binds."""
     sat, vlim, elim = (torch.as_tensor(v, dtype=effort.dtype) for v in (sat, vlim, elim))
     lo, hi = window(qd, sat, vlim, elim, torch)  # the clamp component's envelope, in torch
@@ -172,8 +198,14 @@ class NetStepper:
     LSTM / GRU, scale, clip with the DC-motor envelope. Differentiable unless used under no_grad. `pos_gain`
     (B,) scales each lane's position error (gain normalisation; None: 1, what an exported net computes)."""
 
-    def __init__(self, spec: NetSpec, net: nn.Module, batch: int, envelope: dict | None = None,
-                 pos_gain: torch.Tensor | None = None) -> None:
+    def __init__(
+        self,
+        spec: NetSpec,
+        net: nn.Module,
+        batch: int,
+        envelope: dict | None = None,
+        pos_gain: torch.Tensor | None = None,
+    ) -> None:
         self.spec, self.net, self.batch, self.pos_gain = spec, net, batch, pos_gain
         env = envelope or spec.envelope()
         self.sat, self.vlim, self.elim = (env[k] for k in ENVELOPE)
@@ -186,18 +218,24 @@ class NetStepper:
         self.vel_hist = torch.zeros(self.batch, h) if vel_hist is None else vel_hist
         shape = (self.spec.num_layers, self.batch, self.spec.hidden_size)
         if self.spec.kind == "lstm":
-            self.state: tuple[torch.Tensor, torch.Tensor] | torch.Tensor | None = (torch.zeros(shape),
-                                                                                  torch.zeros(shape))
+            self.state: tuple[torch.Tensor, torch.Tensor] | torch.Tensor | None = (
+                torch.zeros(shape),
+                torch.zeros(shape),
+            )
         else:
             self.state = torch.zeros(shape) if self.spec.kind == "gru" else None
 
-    def step(self, q_des: torch.Tensor, q: torch.Tensor, qd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(
+        self, q_des: torch.Tensor, q: torch.Tensor, qd: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(computed, applied) effort [N·m] of this physics step, (B,) each."""
         err = q_des - q if self.pos_gain is None else (q_des - q) * self.pos_gain
         if self.spec.kind == "mlp":
             self.pos_hist = torch.cat([err[:, None], self.pos_hist[:, :-1]], dim=1)
             self.vel_hist = torch.cat([qd[:, None], self.vel_hist[:, :-1]], dim=1)
-            computed = self.net(mlp_input(self.spec, self.pos_hist, self.vel_hist))[:, 0] * self.spec.torque_scale
+            computed = (
+                self.net(mlp_input(self.spec, self.pos_hist, self.vel_hist))[:, 0] * self.spec.torque_scale
+            )
         else:
             x = torch.stack([err, qd], dim=1)[:, None, :]
             out, self.state = self.net(x, self.state)

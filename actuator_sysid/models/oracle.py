@@ -29,7 +29,9 @@ from .families import (
 )
 from .rollout import SegmentBatch, filled
 
-F_VISC_DIRECTIONAL = component("friction_viscous_directional").flag  # the flag only: the maths is written below
+F_VISC_DIRECTIONAL = component(
+    "friction_viscous_directional"
+).flag  # the flag only: the maths is written below
 
 
 def _col(params: torch.Tensor, name: str) -> torch.Tensor:
@@ -44,12 +46,23 @@ def _interp(q: torch.Tensor, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor
     x0, x1 = xs[lb], xs[ub]
     y0 = ys.gather(1, lb[:, None])[:, 0]
     y1 = ys.gather(1, ub[:, None])[:, 0]
-    w = torch.where(lb == ub, torch.zeros_like(q), (q - x0) / torch.where(lb == ub, torch.ones_like(x0), x1 - x0))
+    w = torch.where(
+        lb == ub, torch.zeros_like(q), (q - x0) / torch.where(lb == ub, torch.ones_like(x0), x1 - x0)
+    )
     return y0 + w * (y1 - y0)
 
 
-def _actuator(flags: int, p: torch.Tensor, cmd: tuple, q_enc: torch.Tensor, qd: torch.Tensor,
-              integral: torch.Tensor, dt: float, knots: torch.Tensor, inv_mass: torch.Tensor):
+def _actuator(
+    flags: int,
+    p: torch.Tensor,
+    cmd: tuple,
+    q_enc: torch.Tensor,
+    qd: torch.Tensor,
+    integral: torch.Tensor,
+    dt: float,
+    knots: torch.Tensor,
+    inv_mass: torch.Tensor,
+):
     """The consumer's drive and clamps (§A.3–A.6, §C.2); returns (computed, applied, new integral)."""
     q_des, qd_des, ff = cmd
     err = q_des - q_enc
@@ -69,10 +82,19 @@ def _actuator(flags: int, p: torch.Tensor, cmd: tuple, q_enc: torch.Tensor, qd: 
     return computed, _clamps(flags, p, computed, q_enc, qd, knots), integral
 
 
-def _implicit(flags: int, p: torch.Tensor, law, q: torch.Tensor, qd: torch.Tensor, h: float,
-              inv_mass: torch.Tensor, knots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _implicit(
+    flags: int,
+    p: torch.Tensor,
+    law,
+    q: torch.Tensor,
+    qd: torch.Tensor,
+    h: float,
+    inv_mass: torch.Tensor,
+    knots: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Newton's implicit effort mode (§C.2), candidate by candidate: Newton iterations on
     r(p) = p − h·g(q + h·qd(p), qd(p)), qd(p) = qd + A·p, with a backtracking line search."""
+
     def g(imp: torch.Tensor, rows: torch.Tensor, dq: float = 0.0, dv: float = 0.0) -> torch.Tensor:
         v = qd + inv_mass * imp + dv
         x = q + h * (qd + inv_mass * imp) + dq
@@ -82,7 +104,7 @@ def _implicit(flags: int, p: torch.Tensor, law, q: torch.Tensor, qd: torch.Tenso
     imp = h * _clamps(flags, p, law(q, qd), q, qd, knots)
     for c in range(n):
         row = torch.tensor([c])
-        pc = imp[c:c + 1].clone()
+        pc = imp[c : c + 1].clone()
 
         def at(val: torch.Tensor, dq: float = 0.0, dv: float = 0.0, c: int = c, row=row) -> torch.Tensor:
             full = imp.clone()
@@ -121,8 +143,14 @@ def _implicit(flags: int, p: torch.Tensor, law, q: torch.Tensor, qd: torch.Tenso
     return law(x, v), _clamps(flags, p, imp / h, x, v, knots)
 
 
-def _clamps(flags: int, p: torch.Tensor, effort: torch.Tensor, q_enc: torch.Tensor, qd: torch.Tensor,
-            knots: torch.Tensor) -> torch.Tensor:
+def _clamps(
+    flags: int,
+    p: torch.Tensor,
+    effort: torch.Tensor,
+    q_enc: torch.Tensor,
+    qd: torch.Tensor,
+    knots: torch.Tensor,
+) -> torch.Tensor:
     """Box, DC-motor and position-table clamps in kernel order."""
     applied = effort
     elim = _col(p, "actuator_effort_limit")
@@ -142,19 +170,24 @@ def _clamps(flags: int, p: torch.Tensor, effort: torch.Tensor, q_enc: torch.Tens
     return applied
 
 
-def _friction_bound(flags: int, p: torch.Tensor, fric: torch.Tensor, qd: torch.Tensor, motor: torch.Tensor,
-                    external) -> torch.Tensor:
+def _friction_bound(
+    flags: int, p: torch.Tensor, fric: torch.Tensor, qd: torch.Tensor, motor: torch.Tensor, external
+) -> torch.Tensor:
     """BAM's friction budget (docs/prior-art.md M1–M6): Coulomb + Stribeck peak + load-dependent terms."""
     s = torch.zeros_like(qd)
     bound = fric
     if flags & F_STRIBECK:
-        s = torch.exp(-torch.abs(qd / _col(p, "stribeck_velocity")) ** _col(p, "stribeck_exponent"))
+        s = torch.exp(-(torch.abs(qd / _col(p, "stribeck_velocity")) ** _col(p, "stribeck_exponent")))
         bound = bound + _col(p, "stribeck_friction") * s
     if flags & F_LOAD_FRICTION:
         if flags & F_LOAD_DIRECTIONAL:  # M5: motor-side and external-side gains apart
-            gearbox = torch.abs(_col(p, "load_friction_external") * external - _col(p, "load_friction") * motor)
-            gearbox_s = torch.abs(_col(p, "load_friction_external_stribeck") * external
-                                  - _col(p, "load_friction_stribeck") * motor)
+            gearbox = torch.abs(
+                _col(p, "load_friction_external") * external - _col(p, "load_friction") * motor
+            )
+            gearbox_s = torch.abs(
+                _col(p, "load_friction_external_stribeck") * external
+                - _col(p, "load_friction_stribeck") * motor
+            )
         else:  # M3/M4: one gain on the gearbox torque
             gearbox = _col(p, "load_friction") * torch.abs(external - motor)
             gearbox_s = _col(p, "load_friction_stribeck") * torch.abs(external - motor)
@@ -163,26 +196,43 @@ def _friction_bound(flags: int, p: torch.Tensor, fric: torch.Tensor, qd: torch.T
             motor_t = torch.as_tensor(motor, dtype=torch.float64)
             ext_t = torch.as_tensor(external, dtype=torch.float64)
             oppose = torch.sign(motor_t) != torch.sign(ext_t)
-            quad = torch.where(ext_t.abs() < motor_t.abs(), _col(p, "load_friction_quadratic_external") * ext_t ** 2,
-                               torch.where(ext_t.abs() > motor_t.abs(),
-                                           _col(p, "load_friction_quadratic_motor") * motor_t ** 2, 0.0))
+            quad = torch.where(
+                ext_t.abs() < motor_t.abs(),
+                _col(p, "load_friction_quadratic_external") * ext_t**2,
+                torch.where(
+                    ext_t.abs() > motor_t.abs(), _col(p, "load_friction_quadratic_motor") * motor_t**2, 0.0
+                ),
+            )
             bound = bound + torch.where(oppose, s * quad, 0.0)
     return bound
 
 
-def oracle_traces(batch: SegmentBatch, family: Family, params: np.ndarray, open_loop: bool = False,
-                  effort_mode: str = "explicit") -> dict[str, np.ndarray]:
+def oracle_traces(
+    batch: SegmentBatch,
+    family: Family,
+    params: np.ndarray,
+    open_loop: bool = False,
+    effort_mode: str = "explicit",
+) -> dict[str, np.ndarray]:
     """Simulate every candidate on every segment; returns q, qd, computed, applied as (C, N) arrays."""
-    flags = family.flags | (F_OPEN_LOOP if open_loop else 0) | (F_IMPLICIT_EFFORT if effort_mode == "implicit" else 0)
+    flags = (
+        family.flags
+        | (F_OPEN_LOOP if open_loop else 0)
+        | (F_IMPLICIT_EFFORT if effort_mode == "implicit" else 0)
+    )
     p_all = torch.as_tensor(params, dtype=torch.float64)
     n_c = p_all.shape[0]
     out = {k: np.zeros((n_c, batch.n_samples)) for k in ("q", "qd", "computed", "applied")}
     for s in range(batch.n_segments):
         sl = batch.segment_slice(s)
-        rows = _segment_rows(batch, s, flags, _segment_params(batch, s, p_all[:, int(batch.seg_joint[s])], flags))
-        skip = 0 if sl.start == int(batch.seg_cmd0[s]) else 1  # a later window's first sample: the window before's
+        rows = _segment_rows(
+            batch, s, flags, _segment_params(batch, s, p_all[:, int(batch.seg_joint[s])], flags)
+        )
+        skip = (
+            0 if sl.start == int(batch.seg_cmd0[s]) else 1
+        )  # a later window's first sample: the window before's
         for key, seq in rows.items():
-            out[key][:, sl.start + skip:sl.stop] = torch.stack(seq, dim=1).numpy()[:, skip:]
+            out[key][:, sl.start + skip : sl.stop] = torch.stack(seq, dim=1).numpy()[:, skip:]
     return out
 
 
@@ -190,15 +240,27 @@ def _segment_params(batch: SegmentBatch, s: int, p: torch.Tensor, flags: int) ->
     """One segment's parameters per candidate: device gains and supply voltage scaled in, logged gains in place
     of fitted ones, and a voltage servo's envelope from kt/R = K/(vin·duty), kt²/R = D."""
     p = p.clone()
-    for name, mult in (("stiffness", filled(batch.seg_kp_mult)[s]), ("damping", filled(batch.seg_kd_mult)[s]),
-                       ("saturation_effort", filled(batch.seg_sat_mult)[s]),
-                       ("actuator_velocity_limit", filled(batch.seg_vlim_mult)[s])):
+    for name, mult in (
+        ("stiffness", filled(batch.seg_kp_mult)[s]),
+        ("damping", filled(batch.seg_kd_mult)[s]),
+        ("saturation_effort", filled(batch.seg_sat_mult)[s]),
+        ("actuator_velocity_limit", filled(batch.seg_vlim_mult)[s]),
+    ):
         p[:, parameters.INDEX[name]] *= float(mult)  # device gains and supply voltage of this segment
     for name, known in (("stiffness", batch.seg_kp[s]), ("damping", batch.seg_kd[s])):
         if known >= 0:  # gains the segment was recorded with replace the fitted ones
             p[:, parameters.INDEX[name]] = float(known)
-    duty, max_duty, vin, imax, rmin, rmax = (float(filled(a)[s]) for a in (
-        batch.seg_duty, batch.seg_max_duty, batch.seg_vin, batch.seg_imax, batch.seg_rmin, batch.seg_rmax))
+    duty, max_duty, vin, imax, rmin, rmax = (
+        float(filled(a)[s])
+        for a in (
+            batch.seg_duty,
+            batch.seg_max_duty,
+            batch.seg_vin,
+            batch.seg_imax,
+            batch.seg_rmin,
+            batch.seg_rmax,
+        )
+    )
     if flags & F_DC_MOTOR and duty > 0:  # voltage servo
         k_s, d_s = _col(p, "stiffness").clone(), _col(p, "damping").clone()
         if rmax > 0:  # the damping within the winding's resistance range: kt²/R = R·(kt/R)²
@@ -221,7 +283,10 @@ def _segment_rows(batch: SegmentBatch, s: int, flags: int, p: torch.Tensor) -> d
     enable = filled(batch.enable)[sl]
     c0 = int(batch.seg_cmd0[s])  # commands exist from c0 on, possibly before this rollout's start
     lead = sl.start - c0
-    cmd_all = [torch.as_tensor(a[c0:sl.stop], dtype=torch.float64) for a in (batch.q_des, batch.qd_des, batch.tau_ff)]
+    cmd_all = [
+        torch.as_tensor(a[c0 : sl.stop], dtype=torch.float64)
+        for a in (batch.q_des, batch.qd_des, batch.tau_ff)
+    ]
     q_meas = torch.as_tensor(batch.q[sl], dtype=torch.float64)
     qd_meas = torch.as_tensor(batch.qd[sl], dtype=torch.float64)
     knots = torch.as_tensor(batch.knots[int(batch.seg_joint[s])], dtype=torch.float64)
@@ -241,13 +306,25 @@ def _segment_rows(batch: SegmentBatch, s: int, flags: int, p: torch.Tensor) -> d
         for r in range(sub if k < n - 1 else 1):
             idx = torch.clamp((lead + k) * sub + r - delay, min=0) // sub  # delayed command (§A.5)
             cmd = tuple(a[idx] for a in cmd_all)
-            computed, applied, integral = _actuator(flags, p, cmd, q + offset, qd, integral, dt, knots, 1.0 / inertia)
+            computed, applied, integral = _actuator(
+                flags, p, cmd, q + offset, qd, integral, dt, knots, 1.0 / inertia
+            )
             if free:  # torque disabled
                 computed, applied = torch.zeros_like(computed), torch.zeros_like(applied)
             if k == n - 1:
                 break
-            q, qd = _joint_step(flags, p, q, qd, applied, free, dt, inertia, float(batch.seg_gravity[s]),
-                                float(batch.seg_ext[s]))
+            q, qd = _joint_step(
+                flags,
+                p,
+                q,
+                qd,
+                applied,
+                free,
+                dt,
+                inertia,
+                float(batch.seg_gravity[s]),
+                float(batch.seg_ext[s]),
+            )
         rows["computed"].append(computed)
         rows["applied"].append(applied)
         if k < n - 1:
@@ -256,15 +333,28 @@ def _segment_rows(batch: SegmentBatch, s: int, flags: int, p: torch.Tensor) -> d
     return rows
 
 
-def _joint_step(flags: int, p: torch.Tensor, q: torch.Tensor, qd: torch.Tensor, applied: torch.Tensor, free: bool,
-                dt: float, inertia: torch.Tensor, mgl: float, ext: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _joint_step(
+    flags: int,
+    p: torch.Tensor,
+    q: torch.Tensor,
+    qd: torch.Tensor,
+    applied: torch.Tensor,
+    free: bool,
+    dt: float,
+    inertia: torch.Tensor,
+    mgl: float,
+    ext: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One physics step of the joint: viscous damping (and the implicit drive's kd) implicit, Coulomb friction as
     a stopping constraint, then q += dt·qd (docs/models.md, "The plant and the solver it matches")."""
     visc, kd = _col(p, "viscous_friction"), _col(p, "damping")
     # a direction-dependent viscous coefficient: the backward one while the joint turns backwards at the step's
     # start (faster than STILL_VELOCITY: a joint the friction holds counts as forward)
-    c_visc = torch.where(qd < -STILL_VELOCITY, visc * _col(p, "viscous_friction_negative_ratio"), visc) \
-        if flags & F_VISC_DIRECTIONAL else visc
+    c_visc = (
+        torch.where(qd < -STILL_VELOCITY, visc * _col(p, "viscous_friction_negative_ratio"), visc)
+        if flags & F_VISC_DIRECTIONAL
+        else visc
+    )
     jt = inertia + dt * c_visc
     if flags & F_IMPLICIT and not free:  # MuJoCo implicitfast keeps the actuator's kd even when clamped
         jt = jt + dt * kd

@@ -52,13 +52,31 @@ class RobotModel:
     def summary(self) -> dict:
         """What was loaded and how, for the fit result and the CLI."""
         return {
-            "path": str(self.path), "base": self.base, "fixed_base": self.fixed_base,
-            "joints": [{"name": n, "parent": self.joint_names[p] if p >= 0 else None,
-                        "limits": [float(lo), float(hi)], "armature": float(a), "damping": float(d),
-                        "frictionloss": float(f), "effort_limit": None if not np.isfinite(e) else float(e)}
-                       for n, p, lo, hi, a, d, f, e in zip(self.joint_names, self.parent, self.lower, self.upper,
-                                                           self.armature, self.damping, self.friction,
-                                                           self.effort_limit, strict=True)],
+            "path": str(self.path),
+            "base": self.base,
+            "fixed_base": self.fixed_base,
+            "joints": [
+                {
+                    "name": n,
+                    "parent": self.joint_names[p] if p >= 0 else None,
+                    "limits": [float(lo), float(hi)],
+                    "armature": float(a),
+                    "damping": float(d),
+                    "frictionloss": float(f),
+                    "effort_limit": None if not np.isfinite(e) else float(e),
+                }
+                for n, p, lo, hi, a, d, f, e in zip(
+                    self.joint_names,
+                    self.parent,
+                    self.lower,
+                    self.upper,
+                    self.armature,
+                    self.damping,
+                    self.friction,
+                    self.effort_limit,
+                    strict=True,
+                )
+            ],
             "notes": list(self.notes),
         }
 
@@ -70,8 +88,11 @@ def _short(label: str) -> str:
 def _mujoco_actuators(builder) -> list[dict]:
     """The MuJoCo actuators Newton's importer kept on the builder (`mujoco:actuator_*`, classes resolved), one dict
     per actuator with its short attribute names; empty when the model states none (URDF, most USD)."""
-    attrs = {k.split(":", 1)[1].removeprefix("actuator_"): a for k, a in builder.custom_attributes.items()
-             if getattr(a, "frequency", None) == "mujoco:actuator"}
+    attrs = {
+        k.split(":", 1)[1].removeprefix("actuator_"): a
+        for k, a in builder.custom_attributes.items()
+        if getattr(a, "frequency", None) == "mujoco:actuator"
+    }
     if "trnid" not in attrs:
         return []
     count = len(attrs["trnid"].values or [])
@@ -117,8 +138,11 @@ def _actuator_effort_limits(actuators: list[dict]) -> dict[int, float]:
             continue
         dof = int(act["trnid"][0])
         bound = np.inf
-        plain = (int(act.get("gaintype", 0)) == _GAIN_FIXED and int(act.get("biastype", 0)) == _BIAS_NONE
-                 and int(act.get("dyntype", 0)) == _DYN_NONE)
+        plain = (
+            int(act.get("gaintype", 0)) == _GAIN_FIXED
+            and int(act.get("biastype", 0)) == _BIAS_NONE
+            and int(act.get("dyntype", 0)) == _DYN_NONE
+        )
         if plain and _limited(act, "ctrl"):
             bound = abs(_stated(act["gainprm"][0])) * max(abs(_stated(v)) for v in act["ctrlrange"])
         if _limited(act, "force"):
@@ -141,11 +165,17 @@ def _zero_own_drives(builder, dofs: np.ndarray, names: list[str], actuators: lis
     for d in dofs:
         builder.joint_target_ke[int(d)] = builder.joint_target_kd[int(d)] = 0.0
     fitted, biased = {int(d): n for d, n in zip(dofs, names, strict=True)}, set()
-    gain_attr, bias_attr = (builder.custom_attributes.get(f"mujoco:actuator_{k}") for k in ("gainprm", "biasprm"))
+    gain_attr, bias_attr = (
+        builder.custom_attributes.get(f"mujoco:actuator_{k}") for k in ("gainprm", "biasprm")
+    )
     for i, act in enumerate(actuators):
         dof = int(act["trnid"][0])
-        if (int(act.get("trntype", 0)) in _TRN_JOINT and dof in fitted and int(act.get("ctrl_source", 1)) == _CTRL
-                and np.any(np.asarray(act["biasprm"], float))):
+        if (
+            int(act.get("trntype", 0)) in _TRN_JOINT
+            and dof in fitted
+            and int(act.get("ctrl_source", 1)) == _CTRL
+            and np.any(np.asarray(act["biasprm"], float))
+        ):
             for attr in (gain_attr, bias_attr):
                 attr.values.extend([None] * (i + 1 - len(attr.values)))
                 attr.values[i] = attr.dtype()  # zeros
@@ -153,15 +183,21 @@ def _zero_own_drives(builder, dofs: np.ndarray, names: list[str], actuators: lis
     parts = []
     if np.any(ke) or np.any(kd):
         on = [n for n, p, v in zip(names, ke, kd, strict=True) if p or v]
-        parts.append(f"drive gains (joint_target_ke up to {ke.max():.4g} N·m/rad, kd up to {kd.max():.4g} N·m·s/rad) "
-                     f"on {len(on)} joint(s): {', '.join(on)}")
+        parts.append(
+            f"drive gains (joint_target_ke up to {ke.max():.4g} N·m/rad, kd up to {kd.max():.4g} N·m·s/rad) "
+            f"on {len(on)} joint(s): {', '.join(on)}"
+        )
     if biased:
-        parts.append(f"MJCF actuators' gain and bias on {len(biased)} joint(s): "
-                     f"{', '.join(n for n in names if n in biased)}")
+        parts.append(
+            f"MJCF actuators' gain and bias on {len(biased)} joint(s): "
+            f"{', '.join(n for n in names if n in biased)}"
+        )
     if not parts:
         return None
-    return ("the model's own drives zeroed on the fitted joints — " + "; ".join(parts) + ": the fitted actuators "
-            "replace them, as Isaac Lab does for explicit actuators, and the rollout sets no drive targets")
+    return (
+        "the model's own drives zeroed on the fitted joints — " + "; ".join(parts) + ": the fitted actuators "
+        "replace them, as Isaac Lab does for explicit actuators, and the rollout sets no drive targets"
+    )
 
 
 def _import(path: Path, floating: bool):
@@ -172,21 +208,39 @@ def _import(path: Path, floating: bool):
     builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     try:
         if suffix in MJCF_SUFFIXES:
-            builder.add_mjcf(str(path), floating=floating, parse_visuals=False, parse_meshes=False,
-                             parse_sites=False, ignore_classes=("visual", "collision"), hide_visuals=True)
+            builder.add_mjcf(
+                str(path),
+                floating=floating,
+                parse_visuals=False,
+                parse_meshes=False,
+                parse_sites=False,
+                ignore_classes=("visual", "collision"),
+                hide_visuals=True,
+            )
         elif suffix in URDF_SUFFIXES:
             builder.add_urdf(str(path), floating=floating, hide_visuals=True)
         elif suffix in USD_SUFFIXES:
-            builder.add_usd(str(path), floating=floating, load_visual_shapes=False, load_static_visual_shapes=False,
-                            hide_collision_shapes=True, skip_mesh_approximation=True, load_sites=False)
+            builder.add_usd(
+                str(path),
+                floating=floating,
+                load_visual_shapes=False,
+                load_static_visual_shapes=False,
+                hide_collision_shapes=True,
+                skip_mesh_approximation=True,
+                load_sites=False,
+            )
         else:
-            raise RobotError(f"{path}: unknown robot model type {suffix!r}; give an MJCF (.xml), URDF (.urdf) "
-                             f"or USD ({', '.join(USD_SUFFIXES)}) file")
+            raise RobotError(
+                f"{path}: unknown robot model type {suffix!r}; give an MJCF (.xml), URDF (.urdf) "
+                f"or USD ({', '.join(USD_SUFFIXES)}) file"
+            )
     except RobotError:
         raise
     except Exception as e:  # noqa: BLE001 - the importers raise anything from ParseError to KeyError
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise RobotError(f"{path}: Newton could not import this robot model: {type(e).__name__}: {first}") from None
+        raise RobotError(
+            f"{path}: Newton could not import this robot model: {type(e).__name__}: {first}"
+        ) from None
     if builder.body_count == 0:
         raise RobotError(f"{path}: the model has no bodies")
     return builder
@@ -244,39 +298,61 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
     if not path.is_file():
         raise RobotError(f"{path}: robot model not found")
     builder = _import(path, floating)
-    notes = ["visuals, collision shapes and meshes skipped: an in-air fit needs only the joint tree and the "
-             "bodies' inertia; contacts are off"]
+    notes = [
+        "visuals, collision shapes and meshes skipped: an in-air fit needs only the joint tree and the "
+        "bodies' inertia; contacts are off"
+    ]
     body_labels = list(builder.body_label)
     base = _short(body_labels[0])
     if fixed_base is not None and fixed_base != base:
         names = [_short(b) for b in body_labels]
         where = "is not the root link" if fixed_base in names else "is not a link of this model"
-        raise RobotError(f"--fixed-base {fixed_base!r} {where}; this version fixes the root link, {base!r} "
-                         f"(links: {', '.join(names)})")
+        raise RobotError(
+            f"--fixed-base {fixed_base!r} {where}; this version fixes the root link, {base!r} "
+            f"(links: {', '.join(names)})"
+        )
     labels, dofs, parents_j, comp = _joint_tree(builder, path)
     dof = np.array(dofs, int)
     names = [_short(x) for x in labels]
     if len(set(names)) != len(names):
         names = list(labels)
         notes.append("joint short names repeat; full labels used as names")
-    effort = np.array([_stated(e) for e in builder.joint_effort_limit])[dof]  # actuatorfrcrange, URDF / USD limit
+    effort = np.array([_stated(e) for e in builder.joint_effort_limit])[
+        dof
+    ]  # actuatorfrcrange, URDF / USD limit
     effort = np.where(effort >= 1e5, np.inf, effort)  # the importers' "no limit" is 1e6
     actuators = _mujoco_actuators(builder)
     if by_dof := _actuator_effort_limits(actuators):
         effort = np.array([min(e, by_dof.get(int(d), np.inf)) for e, d in zip(effort, dof, strict=True)])
-        notes.append("effort limits include the model's MuJoCo actuators: gear × min(|gain|·|ctrlrange| for a "
-                     "motor, |forcerange|), summed per joint, within the joint's actuatorfrcrange")
+        notes.append(
+            "effort limits include the model's MuJoCo actuators: gear × min(|gain|·|ctrlrange| for a "
+            "motor, |forcerange|), summed per joint, within the joint's actuatorfrcrange"
+        )
     if zeroed := _zero_own_drives(builder, dof, names, actuators):
         notes.append(zeroed)
     return RobotModel(
-        path=path, builder=builder, joint_names=names, labels=labels, dof=dof, parent=parents_j,
-        component=comp, lower=np.array(builder.joint_limit_lower, float)[dof],
-        upper=np.array(builder.joint_limit_upper, float)[dof], armature=np.array(builder.joint_armature, float)[dof],
-        damping=np.array(builder.joint_damping, float)[dof], friction=np.array(builder.joint_friction, float)[dof],
-        effort_limit=effort, base=base, fixed_base=not floating, notes=notes)
+        path=path,
+        builder=builder,
+        joint_names=names,
+        labels=labels,
+        dof=dof,
+        parent=parents_j,
+        component=comp,
+        lower=np.array(builder.joint_limit_lower, float)[dof],
+        upper=np.array(builder.joint_limit_upper, float)[dof],
+        armature=np.array(builder.joint_armature, float)[dof],
+        damping=np.array(builder.joint_damping, float)[dof],
+        friction=np.array(builder.joint_friction, float)[dof],
+        effort_limit=effort,
+        base=base,
+        fixed_base=not floating,
+        notes=notes,
+    )
 
 
-def map_joints(robot: RobotModel, log_names: list[str] | None, n_log: int | None = None) -> tuple[list[int], str]:
+def map_joints(
+    robot: RobotModel, log_names: list[str] | None, n_log: int | None = None
+) -> tuple[list[int], str]:
     """Log joint i → robot joint index, and how the mapping was made (stated in the summary).
 
     By name: exact, then with the `_joint` suffix added or removed; a log without names (`log_names` None, with
@@ -285,10 +361,14 @@ def map_joints(robot: RobotModel, log_names: list[str] | None, n_log: int | None
     model = robot.joint_names
     if log_names is None:
         if n_log != len(model):
-            raise RobotError(f"the log has {n_log} unnamed joint column(s) but the robot model {robot.path.name} has "
-                             f"{len(model)} actuated joint(s) ({', '.join(model)}); an unnamed log must list them "
-                             "all, in this order")
-        return list(range(len(model))), f"unnamed log taken in the model's actuated-joint order: {', '.join(model)}"
+            raise RobotError(
+                f"the log has {n_log} unnamed joint column(s) but the robot model {robot.path.name} has "
+                f"{len(model)} actuated joint(s) ({', '.join(model)}); an unnamed log must list them "
+                "all, in this order"
+            )
+        return list(
+            range(len(model))
+        ), f"unnamed log taken in the model's actuated-joint order: {', '.join(model)}"
     index = {n: i for i, n in enumerate(model)}
     out, missing, suffixed = [], [], 0
     for name in log_names:
@@ -302,14 +382,20 @@ def map_joints(robot: RobotModel, log_names: list[str] | None, n_log: int | None
         else:
             missing.append(name)
     if missing:
-        raise RobotError(f"log joint(s) {', '.join(missing)} not in the robot model {robot.path.name}; "
-                         f"the log has {', '.join(log_names)}; the model has {', '.join(model)}")
+        raise RobotError(
+            f"log joint(s) {', '.join(missing)} not in the robot model {robot.path.name}; "
+            f"the log has {', '.join(log_names)}; the model has {', '.join(model)}"
+        )
     if len(set(out)) != len(out):
-        raise RobotError(f"two log joints map to one model joint; the log has {', '.join(log_names)}; "
-                         f"the model has {', '.join(model)}")
+        raise RobotError(
+            f"two log joints map to one model joint; the log has {', '.join(log_names)}; "
+            f"the model has {', '.join(model)}"
+        )
     unlogged = [model[i] for i in range(len(model)) if i not in set(out)]
     if unlogged:
-        raise RobotError(f"robot joint(s) {', '.join(unlogged)} are not in the log; this version needs every actuated "
-                         f"joint logged; the log has {', '.join(log_names)}; the model has {', '.join(model)}")
+        raise RobotError(
+            f"robot joint(s) {', '.join(unlogged)} are not in the log; this version needs every actuated "
+            f"joint logged; the log has {', '.join(log_names)}; the model has {', '.join(model)}"
+        )
     how = "by name" + (f" ({suffixed} with the _joint suffix)" if suffixed else "")
     return out, how

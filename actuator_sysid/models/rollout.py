@@ -98,30 +98,55 @@ class SegmentBatch:
         hi = int(max(self.seg_start[s] + self.seg_len[s] for s in segs))
         cut = lambda a: a[lo:hi].copy()  # noqa: E731
         return SegmentBatch(
-            joints=[self.joints[j]], seg_joint=np.zeros(len(segs), np.int32),
-            seg_start=(self.seg_start[segs] - lo).astype(np.int32), seg_len=self.seg_len[segs].copy(),
-            seg_substeps=self.seg_substeps[segs], seg_dt=self.seg_dt[segs], seg_inertia=self.seg_inertia[segs],
-            seg_gravity=self.seg_gravity[segs], seg_ext=self.seg_ext[segs],
-            seg_cmd0=(self.seg_cmd0[segs] - lo).astype(np.int32), seg_free=self.seg_free[segs],
-            seg_kp=self.seg_kp[segs], seg_kd=self.seg_kd[segs],
+            joints=[self.joints[j]],
+            seg_joint=np.zeros(len(segs), np.int32),
+            seg_start=(self.seg_start[segs] - lo).astype(np.int32),
+            seg_len=self.seg_len[segs].copy(),
+            seg_substeps=self.seg_substeps[segs],
+            seg_dt=self.seg_dt[segs],
+            seg_inertia=self.seg_inertia[segs],
+            seg_gravity=self.seg_gravity[segs],
+            seg_ext=self.seg_ext[segs],
+            seg_cmd0=(self.seg_cmd0[segs] - lo).astype(np.int32),
+            seg_free=self.seg_free[segs],
+            seg_kp=self.seg_kp[segs],
+            seg_kd=self.seg_kd[segs],
             seg_q0=self.seg_q0[segs],
-            seg_qd0=self.seg_qd0[segs], q=cut(self.q), qd=cut(self.qd), q_des=cut(self.q_des),
-            qd_des=cut(self.qd_des), tau_ff=cut(self.tau_ff), seg_names=[self.seg_names[s] for s in segs],
-            knots=self.knots[j:j + 1].copy(), tau=None if self.tau is None else cut(self.tau),
-            enable=cut(self.enable), seg_kp_mult=filled(self.seg_kp_mult)[segs],
-            seg_kd_mult=filled(self.seg_kd_mult)[segs], seg_sat_mult=filled(self.seg_sat_mult)[segs],
-            seg_vlim_mult=filled(self.seg_vlim_mult)[segs], seg_duty=filled(self.seg_duty)[segs],
-            seg_max_duty=filled(self.seg_max_duty)[segs], seg_vin=filled(self.seg_vin)[segs],
-            seg_imax=filled(self.seg_imax)[segs], seg_rmin=filled(self.seg_rmin)[segs],
-            seg_rmax=filled(self.seg_rmax)[segs])
+            seg_qd0=self.seg_qd0[segs],
+            q=cut(self.q),
+            qd=cut(self.qd),
+            q_des=cut(self.q_des),
+            qd_des=cut(self.qd_des),
+            tau_ff=cut(self.tau_ff),
+            seg_names=[self.seg_names[s] for s in segs],
+            knots=self.knots[j : j + 1].copy(),
+            tau=None if self.tau is None else cut(self.tau),
+            enable=cut(self.enable),
+            seg_kp_mult=filled(self.seg_kp_mult)[segs],
+            seg_kd_mult=filled(self.seg_kd_mult)[segs],
+            seg_sat_mult=filled(self.seg_sat_mult)[segs],
+            seg_vlim_mult=filled(self.seg_vlim_mult)[segs],
+            seg_duty=filled(self.seg_duty)[segs],
+            seg_max_duty=filled(self.seg_max_duty)[segs],
+            seg_vin=filled(self.seg_vin)[segs],
+            seg_imax=filled(self.seg_imax)[segs],
+            seg_rmin=filled(self.seg_rmin)[segs],
+            seg_rmax=filled(self.seg_rmax)[segs],
+        )
 
     def segment_slice(self, s: int) -> slice:
         return slice(int(self.seg_start[s]), int(self.seg_start[s] + self.seg_len[s]))
 
     @classmethod
     def from_recording(
-        cls, rec: Recording, joints: list[str], segments: list[int] | None = None, substeps: int = 1,
-        knots: np.ndarray | None = None, window: int | None = None, logged_gains: bool = False,
+        cls,
+        rec: Recording,
+        joints: list[str],
+        segments: list[int] | None = None,
+        substeps: int = 1,
+        knots: np.ndarray | None = None,
+        window: int | None = None,
+        logged_gains: bool = False,
     ) -> SegmentBatch:
         """Pack the chosen segments (all by default) of the chosen joints; joint-major order.
 
@@ -152,16 +177,24 @@ class SegmentBatch:
         return cls(
             joints=list(joints),
             seg_substeps=np.full(len(rows["seg_start"]), substeps, np.int32),
-            **{k: np.asarray(v, np.int32 if k in _INT_ROWS else f32) for k, v in rows.items() if k != "seg_names"},
+            **{
+                k: np.asarray(v, np.int32 if k in _INT_ROWS else f32)
+                for k, v in rows.items()
+                if k != "seg_names"
+            },
             **{k: np.concatenate(cols[k]).astype(f32) for k in ("q", "qd", "q_des", "qd_des", "tau_ff")},
             seg_names=rows["seg_names"],
             knots=np.asarray(knots, f32).reshape(len(joints), parameters.TABLE_KNOTS),
             tau=np.concatenate(cols["tau"]).astype(f32) if "tau" in cols else None,
             enable=np.concatenate(cols["enable"]).astype(np.int32),
-            **{f"seg_{k}_mult": np.asarray([m[i] for m in mults], f32).reshape(-1)
-               for i, k in enumerate(("kp", "kd", "sat", "vlim"))},
-            **{f"seg_{k}": np.asarray([v[i] for v in servos], f32).reshape(-1)
-               for i, k in enumerate(("duty", "max_duty", "vin", "imax", "rmin", "rmax"))},
+            **{
+                f"seg_{k}_mult": np.asarray([m[i] for m in mults], f32).reshape(-1)
+                for i, k in enumerate(("kp", "kd", "sat", "vlim"))
+            },
+            **{
+                f"seg_{k}": np.asarray([v[i] for v in servos], f32).reshape(-1)
+                for i, k in enumerate(("duty", "max_duty", "vin", "imax", "rmin", "rmax"))
+            },
         )
 
 
@@ -183,16 +216,37 @@ _INT_ROWS = ("seg_joint", "seg_start", "seg_len", "seg_cmd0", "seg_free")
 """Per-window rows of a SegmentBatch held as int32 (the others are float32)."""
 
 
-def _pack(rec: Recording, joints: list[str], seg_ids: list[int], substeps: int, window: int | None,
-          logged_gains: bool) -> tuple[dict[str, list[np.ndarray]], dict[str, list]]:
+def _pack(
+    rec: Recording,
+    joints: list[str],
+    seg_ids: list[int],
+    substeps: int,
+    window: int | None,
+    logged_gains: bool,
+) -> tuple[dict[str, list[np.ndarray]], dict[str, list]]:
     """SegmentBatch.from_recording's packing, joint-major: per-sample columns (q, qd, q_des, qd_des, tau_ff,
     enable, and tau when every chosen segment has it) and per-window rows (keyed by SegmentBatch field)."""
     has_tau = all(rec.segments[si].tau is not None for si in seg_ids)
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("q", "qd", "q_des", "qd_des", "tau_ff", "enable")}
     if has_tau:
         cols["tau"] = []
-    rows: dict[str, list] = {k: [] for k in (*_INT_ROWS, "seg_ext", "seg_kp", "seg_kd", "seg_q0", "seg_qd0",
-                                             "seg_dt", "seg_inertia", "seg_gravity", "seg_names", "mults", "servos")}
+    rows: dict[str, list] = {
+        k: []
+        for k in (
+            *_INT_ROWS,
+            "seg_ext",
+            "seg_kp",
+            "seg_kd",
+            "seg_q0",
+            "seg_qd0",
+            "seg_dt",
+            "seg_inertia",
+            "seg_gravity",
+            "seg_names",
+            "mults",
+            "servos",
+        )
+    }
     offset = 0
     for ji, name in enumerate(joints):
         j = rec.joint_index(name)
@@ -206,15 +260,28 @@ def _pack(rec: Recording, joints: list[str], seg_ids: list[int], substeps: int, 
     return cols, rows
 
 
-def _append_windows(rows: dict[str, list], rec: Recording, seg: Segment, ji: int, name: str, op: OperatingPoints,
-                    offset: int, substeps: int, window: int | None, logged_gains: bool) -> None:
+def _append_windows(
+    rows: dict[str, list],
+    rec: Recording,
+    seg: Segment,
+    ji: int,
+    name: str,
+    op: OperatingPoints,
+    offset: int,
+    substeps: int,
+    window: int | None,
+    logged_gains: bool,
+) -> None:
     """One segment's rollout windows (window_spans) as rows: start, length, initial state, load, external
     torque, logged gains (-1: fitted), gain and supply multipliers, servo constants."""
     j = rec.joint_index(name)
     seg_mult = op.multipliers(seg)
     inertia, grav = rec.load_for(seg, j)
-    torque = float(seg.metadata.get("joints", {}).get(name, {}).get(
-        "external_torque", seg.metadata.get("external_torque", 0.0)))
+    torque = float(
+        seg.metadata.get("joints", {})
+        .get(name, {})
+        .get("external_torque", seg.metadata.get("external_torque", 0.0))
+    )
     for w0, n in window_spans(seg.n, window):
         rows["seg_ext"].append(torque)
         rows["seg_joint"].append(ji)
@@ -224,7 +291,9 @@ def _append_windows(rows: dict[str, list], rec: Recording, seg: Segment, ji: int
         rows["seg_free"].append(1 if seg.metadata.get("free_swing") else 0)
         for key in ("kp", "kd"):
             v = seg.metadata.get("joints", {}).get(name, {}).get(key, seg.metadata.get(key))
-            rows[f"seg_{key}"].append(float(v) if logged_gains and v is not None and op.units == "si" else -1.0)
+            rows[f"seg_{key}"].append(
+                float(v) if logged_gains and v is not None and op.units == "si" else -1.0
+            )
         rows["mults"].append(seg_mult)
         rows["servos"].append(op.servo_values(seg))
         rows["seg_q0"].append(seg.q[w0, j])
@@ -265,7 +334,9 @@ class OperatingPoints:
     units: str = "si"
     kp_reference: float | None = None  # device units: the kp the fitted stiffness is stated at
     kd_reference: float | None = None
-    vin_reference: float | None = None  # V: the supply the fitted envelope (and device stiffness) is stated at
+    vin_reference: float | None = (
+        None  # V: the supply the fitted envelope (and device stiffness) is stated at
+    )
     kp: dict[str, float | None] = field(default_factory=dict)  # segment name → logged value
     kd: dict[str, float | None] = field(default_factory=dict)
     vin: dict[str, float | None] = field(default_factory=dict)
@@ -279,8 +350,14 @@ class OperatingPoints:
         kp, vin = self.kp[seg.name], self.vin[seg.name]
         assert kp is not None and vin is not None
         r_min, r_max = self.resistance_range
-        return (self.servo["duty_per_kp_rad"] * kp, self.servo.get("max_duty", 1.0), vin,
-                self.servo.get("current_limit") or 0.0, r_min, r_max)
+        return (
+            self.servo["duty_per_kp_rad"] * kp,
+            self.servo.get("max_duty", 1.0),
+            vin,
+            self.servo.get("current_limit") or 0.0,
+            r_min,
+            r_max,
+        )
 
     @property
     def resistance_range(self) -> tuple[float, float]:
@@ -312,8 +389,9 @@ class OperatingPoints:
     def vin_ratio(self, vin: float | None) -> float:
         return 1.0 if vin is None or not self.vin_reference else vin / self.vin_reference
 
-    def scale(self, kp: float | None = None, kd: float | None = None, vin: float | None = None
-              ) -> tuple[float, float, float, float]:
+    def scale(
+        self, kp: float | None = None, kd: float | None = None, vin: float | None = None
+    ) -> tuple[float, float, float, float]:
         """(stiffness, damping, saturation effort, velocity limit) multipliers at an operating point."""
         v = self.vin_ratio(vin)
         if self.units != "device":
@@ -342,38 +420,54 @@ def operating_points(rec: Recording, joint: str) -> OperatingPoints:
     for seg in rec.segments:
         u = seg.metadata.get("gain_units", rec.metadata.get("gain_units", "si"))
         if u not in GAIN_UNITS:
-            raise DatasetError(f"segment {seg.name!r}: gain_units must be one of {list(GAIN_UNITS)}, got {u!r}")
+            raise DatasetError(
+                f"segment {seg.name!r}: gain_units must be one of {list(GAIN_UNITS)}, got {u!r}"
+            )
         units.add(u)
     if len(units) > 1:
-        raise DatasetError(f"joint {joint!r}: segments mix gain_units {sorted(units)}; one recording states its "
-                           "gains in one unit system")
+        raise DatasetError(
+            f"joint {joint!r}: segments mix gain_units {sorted(units)}; one recording states its "
+            "gains in one unit system"
+        )
     unit = units.pop() if units else "si"
     logged = {key: {s.name: _logged(s, joint, key) for s in rec.segments} for key in ("kp", "kd", "vin")}
     if unit == "device":
         lacking = [n for n, v in logged["kp"].items() if v is None]
         if lacking:
-            raise DatasetError(f"joint {joint!r}: gain_units is \"device\" but segments {lacking} log no kp; "
-                               "a device-unit fit scales the stiffness by each segment's kp")
+            raise DatasetError(
+                f'joint {joint!r}: gain_units is "device" but segments {lacking} log no kp; '
+                "a device-unit fit scales the stiffness by each segment's kp"
+            )
     vins = [v for v in logged["vin"].values() if v is not None]
     if any(v <= 0 for v in vins):
-        raise DatasetError(f"joint {joint!r}: a logged vin must be a positive voltage, got {sorted(set(vins))}")
+        raise DatasetError(
+            f"joint {joint!r}: a logged vin must be a positive voltage, got {sorted(set(vins))}"
+        )
     kds = [v for v in logged["kd"].values() if v is not None]
     kd_ref = _reference(kds) if unit == "device" and len(kds) == len(rec.segments) else None
     kp_ref = _reference([v for v in logged["kp"].values() if v is not None]) if unit == "device" else None
     if unit == "device" and not kp_ref:
-        raise DatasetError(f"joint {joint!r}: the most common logged kp is 0; a device-unit fit needs a "
-                           "non-zero reference gain")
+        raise DatasetError(
+            f"joint {joint!r}: the most common logged kp is 0; a device-unit fit needs a "
+            "non-zero reference gain"
+        )
     servos = [s.metadata.get("voltage_servo", rec.metadata.get("voltage_servo")) for s in rec.segments]
     servo = servos[0] if servos and all(v == servos[0] for v in servos) else None
     if servo is not None:
-        if not isinstance(servo, dict) or not isinstance(servo.get("duty_per_kp_rad"), int | float) or \
-                not servo["duty_per_kp_rad"] > 0:
-            raise DatasetError(f"joint {joint!r}: voltage_servo must be an object with a positive duty_per_kp_rad "
-                               f"(and optional max_duty, current_limit), got {servo!r}")
+        if (
+            not isinstance(servo, dict)
+            or not isinstance(servo.get("duty_per_kp_rad"), int | float)
+            or not servo["duty_per_kp_rad"] > 0
+        ):
+            raise DatasetError(
+                f"joint {joint!r}: voltage_servo must be an object with a positive duty_per_kp_rad "
+                f"(and optional max_duty, current_limit), got {servo!r}"
+            )
         if unit != "device" or len(vins) != len(rec.segments):
             servo = None  # the tie needs the device kp and the supply of every segment
-    return OperatingPoints(unit, kp_ref, kd_ref or None, _reference(vins), logged["kp"], logged["kd"], logged["vin"],
-                           servo)
+    return OperatingPoints(
+        unit, kp_ref, kd_ref or None, _reference(vins), logged["kp"], logged["kd"], logged["vin"], servo
+    )
 
 
 def default_knots(rec: Recording, joint: str) -> np.ndarray:
@@ -413,8 +507,13 @@ class RolloutEngine:
     launches in parallel threads (ctypes releases the GIL), so every core simulates.
     """
 
-    def __init__(self, batch: SegmentBatch, device: str = "cpu", threads: int | None = None,
-                 effort_mode: str = "explicit"):
+    def __init__(
+        self,
+        batch: SegmentBatch,
+        device: str = "cpu",
+        threads: int | None = None,
+        effort_mode: str = "explicit",
+    ):
         assert effort_mode in EFFORT_MODES, effort_mode
         self.batch = batch
         self.device = device
@@ -424,15 +523,36 @@ class RolloutEngine:
         to: Callable[..., wp.array] = lambda a, dt=wp.float32: wp.array(a, dtype=dt, device=device)  # noqa: E731
         self._seg = (
             to(batch.knots.reshape(len(batch.joints), -1), wp.float32),
-            to(batch.seg_joint, wp.int32), to(batch.seg_start, wp.int32), to(batch.seg_len, wp.int32),
-            to(batch.seg_substeps, wp.int32), to(batch.seg_dt), to(batch.seg_inertia),
-            to(batch.seg_gravity), to(batch.seg_ext), to(batch.seg_cmd0, wp.int32), to(batch.seg_free, wp.int32),
-            to(batch.seg_kp), to(batch.seg_kd), to(batch.seg_q0),
+            to(batch.seg_joint, wp.int32),
+            to(batch.seg_start, wp.int32),
+            to(batch.seg_len, wp.int32),
+            to(batch.seg_substeps, wp.int32),
+            to(batch.seg_dt),
+            to(batch.seg_inertia),
+            to(batch.seg_gravity),
+            to(batch.seg_ext),
+            to(batch.seg_cmd0, wp.int32),
+            to(batch.seg_free, wp.int32),
+            to(batch.seg_kp),
+            to(batch.seg_kd),
+            to(batch.seg_q0),
             to(batch.seg_qd0),
-            to(batch.q), to(batch.qd), to(batch.q_des), to(batch.qd_des), to(batch.tau_ff),
-            to(batch.enable, wp.int32), to(batch.seg_kp_mult), to(batch.seg_kd_mult), to(batch.seg_sat_mult),
-            to(batch.seg_vlim_mult), to(batch.seg_duty), to(batch.seg_max_duty), to(batch.seg_vin),
-            to(batch.seg_imax), to(batch.seg_rmin), to(batch.seg_rmax),
+            to(batch.q),
+            to(batch.qd),
+            to(batch.q_des),
+            to(batch.qd_des),
+            to(batch.tau_ff),
+            to(batch.enable, wp.int32),
+            to(batch.seg_kp_mult),
+            to(batch.seg_kd_mult),
+            to(batch.seg_sat_mult),
+            to(batch.seg_vlim_mult),
+            to(batch.seg_duty),
+            to(batch.seg_max_duty),
+            to(batch.seg_vin),
+            to(batch.seg_imax),
+            to(batch.seg_rmin),
+            to(batch.seg_rmax),
         )
         self._dummy = wp.zeros((1, 1), dtype=wp.float32, device=device)
 
@@ -440,8 +560,12 @@ class RolloutEngine:
         """An engine over one joint's segments only, on the same device and in the same effort mode."""
         cache = self.__dict__.setdefault("_per_joint", {})
         if j not in cache:
-            cache[j] = RolloutEngine(self.batch.select_joint(j), self.device, self.threads,
-                                     "implicit" if self.mode_flags else "explicit")
+            cache[j] = RolloutEngine(
+                self.batch.select_joint(j),
+                self.device,
+                self.threads,
+                "implicit" if self.mode_flags else "explicit",
+            )
         return cache[j]
 
     def _launch(self, family: Family, params: np.ndarray, store: bool, open_loop: bool = False):
@@ -450,13 +574,21 @@ class RolloutEngine:
         p: wp.array = wp.array(np.ascontiguousarray(params, np.float32), dtype=wp.float32, device=self.device)
         sums = wp.zeros((n_c, n_s, 3), dtype=wp.float32, device=self.device)
         if store:
-            traces = [wp.zeros((n_c, self.batch.n_samples), dtype=wp.float32, device=self.device)
-                      for _ in range(4)]
+            traces = [
+                wp.zeros((n_c, self.batch.n_samples), dtype=wp.float32, device=self.device) for _ in range(4)
+            ]
         else:
             traces = [self._dummy] * 4
         wp.launch(
-            rollout_kernel, dim=n_c * n_s, device=self.device,
-            inputs=[p, *self._seg, family.flags | self.mode_flags | (F_OPEN_LOOP if open_loop else 0), int(store)],
+            rollout_kernel,
+            dim=n_c * n_s,
+            device=self.device,
+            inputs=[
+                p,
+                *self._seg,
+                family.flags | self.mode_flags | (F_OPEN_LOOP if open_loop else 0),
+                int(store),
+            ],
             outputs=[sums, *traces],
         )
         return sums, traces
@@ -466,7 +598,9 @@ class RolloutEngine:
         n_c = params.shape[0]
         if self._pool is None or n_c < 2 * self.threads:
             return [run(params)]
-        return list(self._pool.map(lambda idx: run(params[idx]), np.array_split(np.arange(n_c), self.threads)))
+        return list(
+            self._pool.map(lambda idx: run(params[idx]), np.array_split(np.arange(n_c), self.threads))
+        )
 
     def sums(self, family: Family, params: np.ndarray) -> np.ndarray:
         """Loss-only launch: (C, S, 3) sums of squared position error, squared velocity error, |position error|."""
@@ -479,9 +613,18 @@ class RolloutEngine:
         open_loop=True feeds the actuator the measured state at every sample (efforts on the log's states).
         """
         parts = self._split(lambda p: self._traces(family, p, open_loop), params)  # a Jacobian on every core
-        return parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts], axis=0) for k in parts[0]}
+        return (
+            parts[0]
+            if len(parts) == 1
+            else {k: np.concatenate([p[k] for p in parts], axis=0) for k in parts[0]}
+        )
 
     def _traces(self, family: Family, params: np.ndarray, open_loop: bool) -> dict[str, np.ndarray]:
         sums, (q, qd, comp, app) = self._launch(family, params, store=True, open_loop=open_loop)
-        return {"sums": sums.numpy(), "q": q.numpy(), "qd": qd.numpy(),
-                "computed": comp.numpy(), "applied": app.numpy()}
+        return {
+            "sums": sums.numpy(),
+            "q": q.numpy(),
+            "qd": qd.numpy(),
+            "computed": comp.numpy(),
+            "applied": app.numpy(),
+        }

@@ -54,8 +54,13 @@ class BodyLimitMiddleware:
 
     def _too_large(self, size: int | None) -> JSONResponse:
         got = f"{size} bytes" if size is not None else "more than that"
-        return JSONResponse({"detail": f"upload too large: {got}; the limit is {self.limit} bytes "
-                                       "(ACTUATOR_SYSID_MAX_UPLOAD_BYTES)"}, status_code=413)
+        return JSONResponse(
+            {
+                "detail": f"upload too large: {got}; the limit is {self.limit} bytes "
+                "(ACTUATOR_SYSID_MAX_UPLOAD_BYTES)"
+            },
+            status_code=413,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
@@ -97,14 +102,16 @@ class BodyLimitMiddleware:
 def _handler(code: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
     async def handle(_request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=code)
+
     return handle
 
 
 async def _invalid(request: Request, exc: RequestValidationError) -> Response:
     """A request that fails validation: every error in `detail`, a page for a browser on a page route."""
     errors = exc.errors()
-    text = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
-                     for e in errors)
+    text = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}" for e in errors
+    )
     if pages.wants_html(request.url.path, request.headers.get("accept", "")):  # e.g. /compare without b
         return HTMLResponse(pages.render_error(422, text), status_code=422)
     return JSONResponse({"detail": text, "errors": jsonable_encoder(errors)}, status_code=422)
@@ -114,8 +121,9 @@ async def _http(request: Request, exc: StarletteHTTPException) -> Response:
     """Starlette's HTTP errors (404 of an unknown route, 405, ...): a page or a JSON problem."""
     detail = exc.detail if exc.status_code != 404 or exc.detail != "Not Found" else "no such page or route"
     if pages.wants_html(request.url.path, request.headers.get("accept", "")):
-        return HTMLResponse(pages.render_error(exc.status_code, str(detail)), status_code=exc.status_code,
-                            headers=exc.headers)
+        return HTMLResponse(
+            pages.render_error(exc.status_code, str(detail)), status_code=exc.status_code, headers=exc.headers
+        )
     return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
 
@@ -129,14 +137,21 @@ async def _not_found(request: Request, exc: Exception) -> Response:
 async def _internal(request: Request, exc: Exception) -> JSONResponse:
     """Anything unexpected: logged with its traceback, answered as a 500 that names only its type."""
     log.exception("internal error on %s %s", request.method, request.url.path)
-    return JSONResponse({"detail": f"internal server error ({type(exc).__name__}); the server log has "
-                                   "details"}, status_code=500)
+    return JSONResponse(
+        {"detail": f"internal server error ({type(exc).__name__}); the server log has details"},
+        status_code=500,
+    )
 
 
 def add_error_handlers(app: FastAPI) -> None:
     """Map the core's errors to status codes once: bad input 422, conflicts 409, too large 413, missing 404."""
-    for exc_type, code in ((DatasetError, 422), (FitRequestError, 422),
-                           (ConflictError, 409), (PayloadTooLargeError, 413), (UploadTooLargeError, 413)):
+    for exc_type, code in (
+        (DatasetError, 422),
+        (FitRequestError, 422),
+        (ConflictError, 409),
+        (PayloadTooLargeError, 413),
+        (UploadTooLargeError, 413),
+    ):
         app.add_exception_handler(exc_type, _handler(code))
     app.exception_handler(RequestValidationError)(_invalid)
     app.exception_handler(StarletteHTTPException)(_http)
@@ -157,9 +172,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(storage.collect_garbage, repo.referenced_blobs())
         await run_in_threadpool(runner.start)
-        log.info("serving", extra={"executor": settings.executor, "auth_required": settings.auth_required,
-                                   "database": repo.engine.url.render_as_string(hide_password=True),
-                                   "data_dir": str(settings.data_dir)})
+        log.info(
+            "serving",
+            extra={
+                "executor": settings.executor,
+                "auth_required": settings.auth_required,
+                "database": repo.engine.url.render_as_string(hide_password=True),
+                "data_dir": str(settings.data_dir),
+            },
+        )
         try:
             yield
         finally:
@@ -169,10 +190,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             repo.close()
 
     app = FastAPI(
-        title="actuator-sysid", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+        title="actuator-sysid",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
         description="Fit actuator models from joint logs and export them to Isaac Lab. Every route except "
-                    "/healthz and /static needs `Authorization: Bearer <token>` when the server listens beyond "
-                    "loopback (tokens: `actuator-sysid token create --project NAME`).")
+        "/healthz and /static needs `Authorization: Bearer <token>` when the server listens beyond "
+        "loopback (tokens: `actuator-sysid token create --project NAME`).",
+    )
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_upload_bytes)
     app.add_middleware(AuthMiddleware, repo=repo, required=settings.auth_required)
     app.add_middleware(services.metrics.middleware)  # type: ignore[arg-type]

@@ -69,17 +69,23 @@ class AuthMiddleware:
         path = scope["path"]
         if self.required and project is None and not is_public(path):
             response: Response
-            if scope["method"] == "GET" and not path.startswith(("/api/", "/metrics", "/openapi", "/docs",
-                                                                 "/redoc")):
-                target = path + (("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string")
-                                 else "")
+            if scope["method"] == "GET" and not path.startswith(
+                ("/api/", "/metrics", "/openapi", "/docs", "/redoc")
+            ):
+                target = path + (
+                    ("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string") else ""
+                )
                 response = RedirectResponse("/login?next=" + quote(target, safe=""), status_code=303)
             else:
                 why = "invalid or revoked API token" if token else "missing API token"
                 response = JSONResponse(
-                    {"detail": f"{why}: send 'Authorization: Bearer <token>' (make one with "
-                               "`actuator-sysid token create --project <name>`)"},
-                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                    {
+                        "detail": f"{why}: send 'Authorization: Bearer <token>' (make one with "
+                        "`actuator-sysid token create --project <name>`)"
+                    },
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -193,22 +193,52 @@ class TokenRow(Base):
 
 
 def _dataset_dict(row: DatasetRow | Row[Any]) -> dict[str, Any]:
-    return {"id": row.id, "project": row.project, "name": row.name, "created_at": _iso(row.created_at),
-            "summary": row.summary, "metadata": row.meta or {}, "sha256": row.sha256, "size": row.size,
-            "actuator_model": row.actuator_model, "serial": row.serial}
+    return {
+        "id": row.id,
+        "project": row.project,
+        "name": row.name,
+        "created_at": _iso(row.created_at),
+        "summary": row.summary,
+        "metadata": row.meta or {},
+        "sha256": row.sha256,
+        "size": row.size,
+        "actuator_model": row.actuator_model,
+        "serial": row.serial,
+    }
 
 
 def _robot_dict(row: RobotRow) -> dict[str, Any]:
-    return {"id": row.id, "project": row.project, "name": row.name, "created_at": _iso(row.created_at),
-            "summary": row.summary, "options": row.options or {}, "sha256": row.sha256, "size": row.size}
+    return {
+        "id": row.id,
+        "project": row.project,
+        "name": row.name,
+        "created_at": _iso(row.created_at),
+        "summary": row.summary,
+        "options": row.options or {},
+        "sha256": row.sha256,
+        "size": row.size,
+    }
 
 
 def _fit_dict(row: FitRow | Row[Any], with_result: bool = True) -> dict[str, Any]:
-    d = {"id": row.id, "project": row.project, "dataset_id": row.dataset_id, "status": row.status,
-         "progress": row.progress, "message": row.message, "request": row.request, "error": row.error,
-         "created_at": _iso(row.created_at), "updated_at": _iso(row.updated_at),
-         "started_at": _iso(row.started_at), "finished_at": _iso(row.finished_at), "attempts": row.attempts,
-         "executor": row.executor, "worker": row.worker, "cancel_requested": bool(row.cancel_requested)}
+    d = {
+        "id": row.id,
+        "project": row.project,
+        "dataset_id": row.dataset_id,
+        "status": row.status,
+        "progress": row.progress,
+        "message": row.message,
+        "request": row.request,
+        "error": row.error,
+        "created_at": _iso(row.created_at),
+        "updated_at": _iso(row.updated_at),
+        "started_at": _iso(row.started_at),
+        "finished_at": _iso(row.finished_at),
+        "attempts": row.attempts,
+        "executor": row.executor,
+        "worker": row.worker,
+        "cancel_requested": bool(row.cancel_requested),
+    }
     if with_result:
         d["result"] = row.result
     return d
@@ -218,8 +248,9 @@ def _engine(url: str) -> Engine:
     """An engine; for SQLite, WAL mode so the API reads while worker processes write progress."""
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=20,
-                           max_overflow=40)
+    engine = create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=20, max_overflow=40
+    )
     if engine.url.database and engine.url.database != ":memory:":
         Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
 
@@ -245,7 +276,8 @@ def migrate(engine: Engine) -> None:
         if "datasets" in tables and "alembic_version" not in tables:
             raise RuntimeError(
                 f"the database {engine.url.render_as_string(hide_password=True)} was made by a version "
-                "before migrations; move it (and the data folder) aside and start again")
+                "before migrations; move it (and the data folder) aside and start again"
+            )
         cfg = Config()
         cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
         cfg.attributes["connection"] = conn
@@ -259,7 +291,9 @@ def _dml(s: Session, stmt: UpdateBase) -> CursorResult[Any]:
     return res
 
 
-def _newest_where(row: type[DatasetRow] | type[FitRow] | type[RobotRow], limit: int | None, **equal: Any) -> Any:
+def _newest_where(
+    row: type[DatasetRow] | type[FitRow] | type[RobotRow], limit: int | None, **equal: Any
+) -> Any:
     """SELECT rows newest first where each given column equals its value (None: no condition)."""
     q = select(row).order_by(row.created_at.desc())
     for column, value in equal.items():
@@ -283,8 +317,9 @@ def _read(key: tuple, build: Callable[[], Any]) -> Any:
     return _READS[key]
 
 
-def _core_owned(c: Connection, cls: type[DatasetRow] | type[FitRow], row_id: str, project: str | None,
-                kind: str) -> Row[Any]:
+def _core_owned(
+    c: Connection, cls: type[DatasetRow] | type[FitRow], row_id: str, project: str | None, kind: str
+) -> Row[Any]:
     """Like _owned_row, as a plain row (columns by attribute) read without a session."""
     table = cls.__table__
     q = _read(("id", cls), lambda: select(table).where(table.c.id == bindparam("row_id")))
@@ -294,8 +329,13 @@ def _core_owned(c: Connection, cls: type[DatasetRow] | type[FitRow], row_id: str
     return row
 
 
-def _core_newest(c: Connection, cls: type[DatasetRow] | type[FitRow], limit: int | None, skip: tuple[str, ...] = (),
-                 **equal: Any) -> list[Row[Any]]:
+def _core_newest(
+    c: Connection,
+    cls: type[DatasetRow] | type[FitRow],
+    limit: int | None,
+    skip: tuple[str, ...] = (),
+    **equal: Any,
+) -> list[Row[Any]]:
     """Like _newest_where, as plain rows without the columns named in `skip`."""
     table = cls.__table__
     given = {k: v for k, v in equal.items() if v is not None}
@@ -332,9 +372,17 @@ class Repository:
 
     # --- datasets ---
 
-    def create_dataset(self, dataset_id: str, name: str, summary: dict, artifacts: dict[str, tuple[str, int]],
-                       *, project: str = DEFAULT_PROJECT, metadata: dict | None = None,
-                       original: str = "original") -> dict[str, Any]:
+    def create_dataset(
+        self,
+        dataset_id: str,
+        name: str,
+        summary: dict,
+        artifacts: dict[str, tuple[str, int]],
+        *,
+        project: str = DEFAULT_PROJECT,
+        metadata: dict | None = None,
+        original: str = "original",
+    ) -> dict[str, Any]:
         """One dataset row and its artifacts (name → (sha256, size)) in one transaction."""
         meta = metadata or {}
         sha, size = artifacts[original]
@@ -344,14 +392,26 @@ class Repository:
             return str(v)[:255] if v not in (None, "") else None
 
         with self._session.begin() as s:
-            row = DatasetRow(id=dataset_id, project=project, name=name, summary=summary, meta=meta, sha256=sha,
-                             size=size, created_at=_now(), actuator_model=label("actuator_model"),
-                             serial=label("serial"))
+            row = DatasetRow(
+                id=dataset_id,
+                project=project,
+                name=name,
+                summary=summary,
+                meta=meta,
+                sha256=sha,
+                size=size,
+                created_at=_now(),
+                actuator_model=label("actuator_model"),
+                serial=label("serial"),
+            )
             s.add(row)
             s.flush()
             for art_name, (a_sha, a_size) in artifacts.items():
-                s.add(ArtifactRow(owner_kind="dataset", owner_id=dataset_id, name=art_name, sha256=a_sha,
-                                  size=a_size))
+                s.add(
+                    ArtifactRow(
+                        owner_kind="dataset", owner_id=dataset_id, name=art_name, sha256=a_sha, size=a_size
+                    )
+                )
         return _dataset_dict(row)
 
     def _dataset_row(self, s: Any, dataset_id: str, project: str | None) -> DatasetRow:
@@ -361,10 +421,17 @@ class Repository:
         with self.engine.connect() as c:
             return _dataset_dict(_core_owned(c, DatasetRow, dataset_id, project, "dataset"))
 
-    def list_datasets(self, project: str | None = None, actuator_model: str | None = None,
-                      serial: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def list_datasets(
+        self,
+        project: str | None = None,
+        actuator_model: str | None = None,
+        serial: str | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
         with self.engine.connect() as c:
-            rows = _core_newest(c, DatasetRow, limit, project=project, actuator_model=actuator_model, serial=serial)
+            rows = _core_newest(
+                c, DatasetRow, limit, project=project, actuator_model=actuator_model, serial=serial
+            )
         return [_dataset_dict(r) for r in rows]
 
     def delete_dataset(self, dataset_id: str, project: str | None = None, force: bool = False) -> list[str]:
@@ -378,30 +445,60 @@ class Repository:
             fits = list(s.scalars(select(FitRow).where(FitRow.dataset_id == dataset_id)))
             active = [f.id for f in fits if f.status in ACTIVE]
             if active and not force:
-                raise ConflictError(f"dataset {dataset_id} is used by {len(active)} queued or running fit(s) "
-                                    f"{active}; cancel them first, or DELETE with ?force=true to cancel and "
-                                    "delete them with the dataset")
+                raise ConflictError(
+                    f"dataset {dataset_id} is used by {len(active)} queued or running fit(s) "
+                    f"{active}; cancel them first, or DELETE with ?force=true to cancel and "
+                    "delete them with the dataset"
+                )
             ids = [f.id for f in fits]
             if ids:
                 s.execute(delete(FitEventRow).where(FitEventRow.fit_id.in_(ids)))
-                s.execute(delete(ArtifactRow).where(ArtifactRow.owner_kind == "fit", ArtifactRow.owner_id.in_(ids)))
+                s.execute(
+                    delete(ArtifactRow).where(ArtifactRow.owner_kind == "fit", ArtifactRow.owner_id.in_(ids))
+                )
                 s.execute(delete(FitRow).where(FitRow.id.in_(ids)))
-            s.execute(delete(ArtifactRow).where(ArtifactRow.owner_kind == "dataset",
-                                                ArtifactRow.owner_id == dataset_id))
+            s.execute(
+                delete(ArtifactRow).where(
+                    ArtifactRow.owner_kind == "dataset", ArtifactRow.owner_id == dataset_id
+                )
+            )
             s.execute(delete(DatasetRow).where(DatasetRow.id == dataset_id))
             return ids
 
     # --- robots ---
 
-    def create_robot(self, robot_id: str, name: str, summary: dict, options: dict, original: tuple[str, int],
-                     *, project: str = DEFAULT_PROJECT) -> dict[str, Any]:
+    def create_robot(
+        self,
+        robot_id: str,
+        name: str,
+        summary: dict,
+        options: dict,
+        original: tuple[str, int],
+        *,
+        project: str = DEFAULT_PROJECT,
+    ) -> dict[str, Any]:
         """One robot row and its upload's artifact row in one transaction."""
         with self._session.begin() as s:
-            row = RobotRow(id=robot_id, project=project, name=name, summary=summary, options=options,
-                           sha256=original[0], size=original[1], created_at=_now())
+            row = RobotRow(
+                id=robot_id,
+                project=project,
+                name=name,
+                summary=summary,
+                options=options,
+                sha256=original[0],
+                size=original[1],
+                created_at=_now(),
+            )
             s.add(row)
-            s.add(ArtifactRow(owner_kind="robot", owner_id=robot_id, name="original", sha256=original[0],
-                              size=original[1]))
+            s.add(
+                ArtifactRow(
+                    owner_kind="robot",
+                    owner_id=robot_id,
+                    name="original",
+                    sha256=original[0],
+                    size=original[1],
+                )
+            )
         return _robot_dict(row)
 
     def get_robot(self, robot_id: str, project: str | None = None) -> dict[str, Any]:
@@ -416,12 +513,19 @@ class Repository:
         """Delete a robot and its artifact rows; refused (ConflictError naming them) while fits use it."""
         with self._session.begin() as s:
             _owned_row(s, RobotRow, robot_id, project, "robot")
-            users = [fid for fid, req in s.execute(select(FitRow.id, FitRow.request))
-                     if isinstance(req, dict) and req.get("robot_id") == robot_id]
+            users = [
+                fid
+                for fid, req in s.execute(select(FitRow.id, FitRow.request))
+                if isinstance(req, dict) and req.get("robot_id") == robot_id
+            ]
             if users:
-                raise ConflictError(f"robot {robot_id} is used by {len(users)} fit(s) {users[:20]}; delete them "
-                                    "first (DELETE /api/v1/fits/{id})")
-            s.execute(delete(ArtifactRow).where(ArtifactRow.owner_kind == "robot", ArtifactRow.owner_id == robot_id))
+                raise ConflictError(
+                    f"robot {robot_id} is used by {len(users)} fit(s) {users[:20]}; delete them "
+                    "first (DELETE /api/v1/fits/{id})"
+                )
+            s.execute(
+                delete(ArtifactRow).where(ArtifactRow.owner_kind == "robot", ArtifactRow.owner_id == robot_id)
+            )
             s.execute(delete(RobotRow).where(RobotRow.id == robot_id))
 
     # --- artifacts ---
@@ -429,17 +533,33 @@ class Repository:
     def artifacts(self, owner_kind: str, owner_id: str) -> dict[str, dict[str, Any]]:
         """name → {sha256, size} of one dataset's or fit's stored files."""
         with self.engine.connect() as c:
-            q = _read(("artifacts",), lambda: select(ArtifactRow.name, ArtifactRow.sha256, ArtifactRow.size).where(
-                ArtifactRow.owner_kind == bindparam("kind"), ArtifactRow.owner_id == bindparam("owner"))
-                .order_by(ArtifactRow.name))
+            q = _read(
+                ("artifacts",),
+                lambda: (
+                    select(ArtifactRow.name, ArtifactRow.sha256, ArtifactRow.size)
+                    .where(
+                        ArtifactRow.owner_kind == bindparam("kind"),
+                        ArtifactRow.owner_id == bindparam("owner"),
+                    )
+                    .order_by(ArtifactRow.name)
+                ),
+            )
             rows = c.execute(q, {"kind": owner_kind, "owner": owner_id})
             return {r.name: {"sha256": r.sha256, "size": r.size} for r in rows}
 
     def all_artifacts(self) -> list[dict[str, Any]]:
         """Every artifact row (for checksum verification and garbage collection of the store)."""
         with self._session() as s:
-            return [{"owner_kind": r.owner_kind, "owner_id": r.owner_id, "name": r.name, "sha256": r.sha256,
-                     "size": r.size} for r in s.scalars(select(ArtifactRow))]
+            return [
+                {
+                    "owner_kind": r.owner_kind,
+                    "owner_id": r.owner_id,
+                    "name": r.name,
+                    "sha256": r.sha256,
+                    "size": r.size,
+                }
+                for r in s.scalars(select(ArtifactRow))
+            ]
 
     def referenced_blobs(self) -> set[str]:
         with self._session() as s:
@@ -447,13 +567,24 @@ class Repository:
 
     # --- fits ---
 
-    def create_fit(self, fit_id: str, dataset_id: str, request: dict, *, project: str = DEFAULT_PROJECT
-                   ) -> dict[str, Any]:
+    def create_fit(
+        self, fit_id: str, dataset_id: str, request: dict, *, project: str = DEFAULT_PROJECT
+    ) -> dict[str, Any]:
         with self._session.begin() as s:
             now = _now()
-            row = FitRow(id=fit_id, project=project, dataset_id=dataset_id, status="queued", progress=0.0,
-                         message="queued", request=request, created_at=now, updated_at=now, attempts=0,
-                         cancel_requested=False)
+            row = FitRow(
+                id=fit_id,
+                project=project,
+                dataset_id=dataset_id,
+                status="queued",
+                progress=0.0,
+                message="queued",
+                request=request,
+                created_at=now,
+                updated_at=now,
+                attempts=0,
+                cancel_requested=False,
+            )
             s.add(row)
             s.add(FitEventRow(fit_id=fit_id, ts=now, message="queued"))
         return _fit_dict(row)
@@ -465,30 +596,51 @@ class Repository:
         with self.engine.connect() as c:
             return _fit_dict(_core_owned(c, FitRow, fit_id, project, "fit"))
 
-    def list_fits(self, dataset_id: str | None = None, project: str | None = None,
-                  status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def list_fits(
+        self,
+        dataset_id: str | None = None,
+        project: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
         """Fits newest first, without their (large) results."""
         with self.engine.connect() as c:
-            rows = _core_newest(c, FitRow, limit, ("result",), dataset_id=dataset_id, project=project, status=status)
+            rows = _core_newest(
+                c, FitRow, limit, ("result",), dataset_id=dataset_id, project=project, status=status
+            )
         return [_fit_dict(r, with_result=False) for r in rows]
 
     def fleet_fits(self, actuator_model: str, project: str | None = None) -> list[dict[str, Any]]:
         """Succeeded fits of datasets of one actuator model, oldest first, each with its dataset's serial."""
         with self._session() as s:
-            q = (select(FitRow, DatasetRow.serial, DatasetRow.name, DatasetRow.meta, DatasetRow.created_at)
-                 .join(DatasetRow, FitRow.dataset_id == DatasetRow.id)
-                 .where(DatasetRow.actuator_model == actuator_model, FitRow.status == "succeeded")
-                 .order_by(FitRow.finished_at, FitRow.created_at))
+            q = (
+                select(FitRow, DatasetRow.serial, DatasetRow.name, DatasetRow.meta, DatasetRow.created_at)
+                .join(DatasetRow, FitRow.dataset_id == DatasetRow.id)
+                .where(DatasetRow.actuator_model == actuator_model, FitRow.status == "succeeded")
+                .order_by(FitRow.finished_at, FitRow.created_at)
+            )
             if project is not None:
                 q = q.where(FitRow.project == project)
-            return [{**_fit_dict(f), "serial": serial, "dataset_name": name, "dataset_metadata": meta or {},
-                     "dataset_created_at": _iso(created)} for f, serial, name, meta, created in s.execute(q)]
+            return [
+                {
+                    **_fit_dict(f),
+                    "serial": serial,
+                    "dataset_name": name,
+                    "dataset_metadata": meta or {},
+                    "dataset_created_at": _iso(created),
+                }
+                for f, serial, name, meta, created in s.execute(q)
+            ]
 
     def actuator_models(self, project: str | None = None) -> list[tuple[str, int]]:
         """(actuator model, number of datasets) for the fleet view."""
         with self._session() as s:
-            q = (select(DatasetRow.actuator_model, func.count()).where(DatasetRow.actuator_model.is_not(None))
-                 .group_by(DatasetRow.actuator_model).order_by(DatasetRow.actuator_model))
+            q = (
+                select(DatasetRow.actuator_model, func.count())
+                .where(DatasetRow.actuator_model.is_not(None))
+                .group_by(DatasetRow.actuator_model)
+                .order_by(DatasetRow.actuator_model)
+            )
             if project is not None:
                 q = q.where(DatasetRow.project == project)
             return [(str(m), int(n)) for m, n in s.execute(q)]  # NULL models are filtered out
@@ -498,10 +650,14 @@ class Repository:
         with self._session.begin() as s:
             row = self._fit_row(s, fit_id, project)
             if row.status in ACTIVE:
-                raise ConflictError(f"fit {fit_id} is {row.status}; cancel it first "
-                                    f"(POST /api/v1/fits/{fit_id}/cancel), then delete it")
+                raise ConflictError(
+                    f"fit {fit_id} is {row.status}; cancel it first "
+                    f"(POST /api/v1/fits/{fit_id}/cancel), then delete it"
+                )
             s.execute(delete(FitEventRow).where(FitEventRow.fit_id == fit_id))
-            s.execute(delete(ArtifactRow).where(ArtifactRow.owner_kind == "fit", ArtifactRow.owner_id == fit_id))
+            s.execute(
+                delete(ArtifactRow).where(ArtifactRow.owner_kind == "fit", ArtifactRow.owner_id == fit_id)
+            )
             s.execute(delete(FitRow).where(FitRow.id == fit_id))
 
     def add_event(self, fit_id: str, message: str, level: str = "info") -> None:
@@ -510,9 +666,15 @@ class Repository:
 
     def events_since(self, fit_id: str, after: int, limit: int = 500) -> list[dict[str, Any]]:
         with self._session() as s:
-            q = (select(FitEventRow).where(FitEventRow.fit_id == fit_id, FitEventRow.id > after)
-                 .order_by(FitEventRow.id).limit(limit))
-            return [{"id": e.id, "ts": _iso(e.ts), "level": e.level, "message": e.message} for e in s.scalars(q)]
+            q = (
+                select(FitEventRow)
+                .where(FitEventRow.fit_id == fit_id, FitEventRow.id > after)
+                .order_by(FitEventRow.id)
+                .limit(limit)
+            )
+            return [
+                {"id": e.id, "ts": _iso(e.ts), "level": e.level, "message": e.message} for e in s.scalars(q)
+            ]
 
     # --- the queue: claim, report, finish ---
 
@@ -520,8 +682,9 @@ class Repository:
         """queued → running for the oldest queued fit; the returned dict carries the claim token."""
         for _ in range(10):
             with self._session() as s:
-                fit_id = s.scalar(select(FitRow.id).where(FitRow.status == "queued")
-                                  .order_by(FitRow.created_at).limit(1))
+                fit_id = s.scalar(
+                    select(FitRow.id).where(FitRow.status == "queued").order_by(FitRow.created_at).limit(1)
+                )
             if fit_id is None:
                 return None
             claim = self.start_fit(fit_id, executor, worker)
@@ -533,12 +696,28 @@ class Repository:
         """queued → running for one fit; returns the new claim, or None if it was not queued (taken, finished)."""
         claim, now = uuid.uuid4().hex, _now()
         with self._session.begin() as s:
-            res = _dml(s, update(FitRow).where(FitRow.id == fit_id, FitRow.status == "queued").values(
-                status="running", claim=claim, attempts=FitRow.attempts + 1, executor=executor, worker=worker,
-                started_at=now, heartbeat_at=now, updated_at=now, progress=0.0, message="starting"))
+            res = _dml(
+                s,
+                update(FitRow)
+                .where(FitRow.id == fit_id, FitRow.status == "queued")
+                .values(
+                    status="running",
+                    claim=claim,
+                    attempts=FitRow.attempts + 1,
+                    executor=executor,
+                    worker=worker,
+                    started_at=now,
+                    heartbeat_at=now,
+                    updated_at=now,
+                    progress=0.0,
+                    message="starting",
+                ),
+            )
             if res.rowcount == 0:
                 return None
-            s.add(FitEventRow(fit_id=fit_id, ts=now, message=f"started on {executor} worker {worker}".strip()))
+            s.add(
+                FitEventRow(fit_id=fit_id, ts=now, message=f"started on {executor} worker {worker}".strip())
+            )
         return claim
 
     def _owned(self, fit_id: str, claim: str | None) -> Any:
@@ -551,9 +730,17 @@ class Repository:
         """Record progress (and a heartbeat); returns "ok", "cancel" (stop: cancel asked) or "lost" (not ours)."""
         now = _now()
         with self._session.begin() as s:
-            res = _dml(s, update(FitRow).where(*self._owned(fit_id, claim)).values(
-                progress=min(max(float(progress), 0.0), 1.0), message=message[:1000], updated_at=now,
-                heartbeat_at=now))
+            res = _dml(
+                s,
+                update(FitRow)
+                .where(*self._owned(fit_id, claim))
+                .values(
+                    progress=min(max(float(progress), 0.0), 1.0),
+                    message=message[:1000],
+                    updated_at=now,
+                    heartbeat_at=now,
+                ),
+            )
             if res.rowcount == 0:
                 return "lost"
             return "cancel" if s.scalar(select(FitRow.cancel_requested).where(FitRow.id == fit_id)) else "ok"
@@ -561,7 +748,9 @@ class Repository:
     def set_worker(self, fit_id: str, claim: str, worker: str) -> None:
         """Record which process runs a claim (a Ray task's worker, not the dispatcher that claimed it)."""
         with self._session.begin() as s:
-            s.execute(update(FitRow).where(*self._owned(fit_id, claim)).values(worker=worker, heartbeat_at=_now()))
+            s.execute(
+                update(FitRow).where(*self._owned(fit_id, claim)).values(worker=worker, heartbeat_at=_now())
+            )
 
     def heartbeat(self, fit_id: str, claim: str) -> str:
         """Keep a claim alive without progress; same answers as set_progress."""
@@ -571,19 +760,38 @@ class Repository:
                 return "lost"
             return "cancel" if s.scalar(select(FitRow.cancel_requested).where(FitRow.id == fit_id)) else "ok"
 
-    def finish_fit(self, fit_id: str, result: dict, artifacts: dict[str, tuple[str, int]] | None = None,
-                   claim: str | None = None) -> bool:
+    def finish_fit(
+        self,
+        fit_id: str,
+        result: dict,
+        artifacts: dict[str, tuple[str, int]] | None = None,
+        claim: str | None = None,
+    ) -> bool:
         """running → succeeded with the result and its artifact rows, in one transaction; not once a cancel
         was asked (False: the caller records the cancel)."""
         now = _now()
         with self._session.begin() as s:
             owned = [*self._owned(fit_id, claim), FitRow.cancel_requested.is_not(True)]
-            res = _dml(s, update(FitRow).where(*owned).values(
-                status="succeeded", progress=1.0, message="done", result=result, error=None, updated_at=now,
-                finished_at=now, claim=None))
+            res = _dml(
+                s,
+                update(FitRow)
+                .where(*owned)
+                .values(
+                    status="succeeded",
+                    progress=1.0,
+                    message="done",
+                    result=result,
+                    error=None,
+                    updated_at=now,
+                    finished_at=now,
+                    claim=None,
+                ),
+            )
             if res.rowcount == 0:
                 return False
-            s.execute(delete(ArtifactRow).where(ArtifactRow.owner_kind == "fit", ArtifactRow.owner_id == fit_id))
+            s.execute(
+                delete(ArtifactRow).where(ArtifactRow.owner_kind == "fit", ArtifactRow.owner_id == fit_id)
+            )
             for name, (sha, size) in (artifacts or {}).items():
                 s.add(ArtifactRow(owner_kind="fit", owner_id=fit_id, name=name, sha256=sha, size=size))
             s.add(FitEventRow(fit_id=fit_id, ts=now, message="succeeded"))
@@ -596,21 +804,38 @@ class Repository:
         if claim is not None:
             cond.append(FitRow.claim == claim)
         with self._session.begin() as s:
-            res = _dml(s, update(FitRow).where(*cond).values(
-                status="failed", message="failed", error=error, updated_at=now, finished_at=now, claim=None))
+            res = _dml(
+                s,
+                update(FitRow)
+                .where(*cond)
+                .values(
+                    status="failed",
+                    message="failed",
+                    error=error,
+                    updated_at=now,
+                    finished_at=now,
+                    claim=None,
+                ),
+            )
             if res.rowcount:
                 s.add(FitEventRow(fit_id=fit_id, ts=now, level="error", message=f"failed: {error}"))
             return res.rowcount > 0
 
-    def mark_cancelled(self, fit_id: str, claim: str | None = None, reason: str = "cancelled on request") -> bool:
+    def mark_cancelled(
+        self, fit_id: str, claim: str | None = None, reason: str = "cancelled on request"
+    ) -> bool:
         """running (with cancel asked) or queued → cancelled."""
         now = _now()
         cond = [FitRow.id == fit_id, FitRow.status.in_(ACTIVE)]
         if claim is not None:
             cond.append(FitRow.claim == claim)
         with self._session.begin() as s:
-            res = _dml(s, update(FitRow).where(*cond).values(
-                status="cancelled", message=reason, updated_at=now, finished_at=now, claim=None))
+            res = _dml(
+                s,
+                update(FitRow)
+                .where(*cond)
+                .values(status="cancelled", message=reason, updated_at=now, finished_at=now, claim=None),
+            )
             if res.rowcount:
                 s.add(FitEventRow(fit_id=fit_id, ts=now, level="warning", message=reason))
             return res.rowcount > 0
@@ -625,8 +850,11 @@ class Repository:
         if status == "queued" and self.mark_cancelled(fit_id):
             return self.get_fit(fit_id)
         with self._session.begin() as s:
-            s.execute(update(FitRow).where(FitRow.id == fit_id, FitRow.status == "running")
-                      .values(cancel_requested=True, message="cancelling", updated_at=_now()))
+            s.execute(
+                update(FitRow)
+                .where(FitRow.id == fit_id, FitRow.status == "running")
+                .values(cancel_requested=True, message="cancelling", updated_at=_now())
+            )
             s.add(FitEventRow(fit_id=fit_id, ts=_now(), level="warning", message="cancel requested"))
         return self.get_fit(fit_id)
 
@@ -636,16 +864,34 @@ class Repository:
         with self._session.begin() as s:
             row = self._fit_row(s, fit_id, project)
             if row.status not in ("failed", "cancelled"):
-                raise ConflictError(f"fit {fit_id} is {row.status}; only failed or cancelled fits can be retried")
-            s.execute(update(FitRow).where(FitRow.id == fit_id).values(
-                status="queued", progress=0.0, message="queued (retry)", error=None, result=None, claim=None,
-                attempts=0, cancel_requested=False, started_at=None, finished_at=None, heartbeat_at=None,
-                worker=None, updated_at=now))
+                raise ConflictError(
+                    f"fit {fit_id} is {row.status}; only failed or cancelled fits can be retried"
+                )
+            s.execute(
+                update(FitRow)
+                .where(FitRow.id == fit_id)
+                .values(
+                    status="queued",
+                    progress=0.0,
+                    message="queued (retry)",
+                    error=None,
+                    result=None,
+                    claim=None,
+                    attempts=0,
+                    cancel_requested=False,
+                    started_at=None,
+                    finished_at=None,
+                    heartbeat_at=None,
+                    worker=None,
+                    updated_at=now,
+                )
+            )
             s.add(FitEventRow(fit_id=fit_id, ts=now, message="queued again (retry)"))
         return self.get_fit(fit_id)
 
-    def worker_lost(self, fit_id: str, claim: str | None, reason: str, max_attempts: int,
-                    count_attempt: bool = True) -> str | None:
+    def worker_lost(
+        self, fit_id: str, claim: str | None, reason: str, max_attempts: int, count_attempt: bool = True
+    ) -> str | None:
         """A claim's worker is gone: cancelled if asked, re-queued while attempts remain, else failed.
 
         Returns the new status, or None when the claim was no longer running (nothing to do).
@@ -665,11 +911,18 @@ class Repository:
                 note = f"{reason}; queued again (attempt {attempts + 1} of {max_attempts})"
             else:
                 runs = f" (ran {attempts} times)" if attempts > 1 else ""
-                values = {"status": "failed", "message": "failed", "error": f"{reason}{runs}; {RETRY_HINT}",
-                          "finished_at": now}
+                values = {
+                    "status": "failed",
+                    "message": "failed",
+                    "error": f"{reason}{runs}; {RETRY_HINT}",
+                    "finished_at": now,
+                }
                 note = f"failed: {reason}{runs}"
-            s.execute(update(FitRow).where(FitRow.id == fit_id, FitRow.claim == row.claim).values(
-                claim=None, attempts=attempts, updated_at=now, **values))
+            s.execute(
+                update(FitRow)
+                .where(FitRow.id == fit_id, FitRow.claim == row.claim)
+                .values(claim=None, attempts=attempts, updated_at=now, **values)
+            )
             s.add(FitEventRow(fit_id=fit_id, ts=now, level="warning", message=note))
             return values["status"]
 
@@ -678,9 +931,15 @@ class Repository:
             q = select(FitRow).where(FitRow.status == "running")
             if executor is not None:
                 q = q.where(FitRow.executor == executor)
-            return [{**_fit_dict(r, with_result=False), "claim": r.claim,
-                     "heartbeat_at_dt": _aware(r.heartbeat_at), "started_at_dt": _aware(r.started_at)}
-                    for r in s.scalars(q)]
+            return [
+                {
+                    **_fit_dict(r, with_result=False),
+                    "claim": r.claim,
+                    "heartbeat_at_dt": _aware(r.heartbeat_at),
+                    "started_at_dt": _aware(r.started_at),
+                }
+                for r in s.scalars(q)
+            ]
 
     def recover_after_restart(self, executor: str = "local", max_attempts: int = 1) -> list[str]:
         """Fits a previous process of this executor left running: re-queued while attempts remain, else failed.
@@ -697,11 +956,21 @@ class Repository:
         for f in self.running_fits():
             hb, started = f["heartbeat_at_dt"], f["started_at_dt"]
             if started is not None and now - started > timedelta(seconds=time_limit_s + lease_s):
-                out.append((f, f"the fit exceeded the time limit of {time_limit_s:g} s "
-                               "(ACTUATOR_SYSID_JOB_TIME_LIMIT_S)"))
+                out.append(
+                    (
+                        f,
+                        f"the fit exceeded the time limit of {time_limit_s:g} s "
+                        "(ACTUATOR_SYSID_JOB_TIME_LIMIT_S)",
+                    )
+                )
             elif hb is None or now - hb > timedelta(seconds=lease_s):
-                out.append((f, f"the fit's worker {f['worker'] or ''} stopped reporting for more than "
-                               f"{lease_s:g} s (it died or lost the database)".replace("  ", " ")))
+                out.append(
+                    (
+                        f,
+                        f"the fit's worker {f['worker'] or ''} stopped reporting for more than "
+                        f"{lease_s:g} s (it died or lost the database)".replace("  ", " "),
+                    )
+                )
         return out
 
     # --- operations ---
@@ -718,9 +987,13 @@ class Repository:
     def fit_durations(self) -> list[float]:
         """Seconds from start to finish of every finished fit (for the duration histogram)."""
         with self._session() as s:
-            rows = s.execute(select(FitRow.started_at, FitRow.finished_at).where(
-                FitRow.started_at.is_not(None), FitRow.finished_at.is_not(None),
-                FitRow.status.in_(("succeeded", "failed"))))
+            rows = s.execute(
+                select(FitRow.started_at, FitRow.finished_at).where(
+                    FitRow.started_at.is_not(None),
+                    FitRow.finished_at.is_not(None),
+                    FitRow.status.in_(("succeeded", "failed")),
+                )
+            )
             return [(_aware(b) - _aware(a)).total_seconds() for a, b in rows]  # type: ignore[operator]
 
     # --- tokens ---
@@ -731,8 +1004,15 @@ class Repository:
 
         token = "asid_" + secrets.token_urlsafe(32)
         with self._session.begin() as s:
-            s.add(TokenRow(id=uuid.uuid4().hex, project=project, name=name, token_hash=token_hash(token),
-                           created_at=_now()))
+            s.add(
+                TokenRow(
+                    id=uuid.uuid4().hex,
+                    project=project,
+                    name=name,
+                    token_hash=token_hash(token),
+                    created_at=_now(),
+                )
+            )
         return token
 
     def token_project(self, token: str) -> str | None:
@@ -742,8 +1022,10 @@ class Repository:
 
     def list_tokens(self) -> list[dict[str, Any]]:
         with self._session() as s:
-            return [{"id": t.id, "project": t.project, "name": t.name, "created_at": _iso(t.created_at)}
-                    for t in s.scalars(select(TokenRow).order_by(TokenRow.created_at))]
+            return [
+                {"id": t.id, "project": t.project, "name": t.name, "created_at": _iso(t.created_at)}
+                for t in s.scalars(select(TokenRow).order_by(TokenRow.created_at))
+            ]
 
     def revoke_token(self, token_id: str) -> bool:
         with self._session.begin() as s:

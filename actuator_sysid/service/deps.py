@@ -41,9 +41,15 @@ class Services:
     def build(cls, settings: Settings) -> Services:
         """Open the store and database and make the (not yet started) runner and process pools."""
         repo = Repository(settings.database_url)
-        return cls(settings=settings, storage=Storage(settings.data_dir), repo=repo,
-                   runner=JobRunner(settings, repo), parser=ParserPool(settings.parse_workers),
-                   robot_loader=RobotLoader(1), metrics=Metrics(repo))
+        return cls(
+            settings=settings,
+            storage=Storage(settings.data_dir),
+            repo=repo,
+            runner=JobRunner(settings, repo),
+            parser=ParserPool(settings.parse_workers),
+            robot_loader=RobotLoader(1),
+            metrics=Metrics(repo),
+        )
 
     def attach(self, state: object) -> None:
         """Put every service on `app.state` under its field name (what the dependencies below read)."""

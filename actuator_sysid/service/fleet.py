@@ -43,10 +43,22 @@ def _points(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     iv = model.intervals.get(name) if model is not None else None
                     band = iv.interval95 if iv is not None and iv.identified and iv.interval95 else None
-                    out.append({"fit_id": f["id"], "dataset_id": f["dataset_id"], "serial": f.get("serial"),
-                                "time": when, "time_source": source, "joint": joint, "family": family,
-                                "param": name, "value": float(value), "unit": parameters.unit(name),
-                                "low": float(band[0]) if band else None, "high": float(band[1]) if band else None})
+                    out.append(
+                        {
+                            "fit_id": f["id"],
+                            "dataset_id": f["dataset_id"],
+                            "serial": f.get("serial"),
+                            "time": when,
+                            "time_source": source,
+                            "joint": joint,
+                            "family": family,
+                            "param": name,
+                            "value": float(value),
+                            "unit": parameters.unit(name),
+                            "low": float(band[0]) if band else None,
+                            "high": float(band[1]) if band else None,
+                        }
+                    )
     return out
 
 
@@ -65,11 +77,18 @@ def drift(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if len(history) >= MIN_HISTORY:
             lo, hi = _band(history)
             if not lo <= p["value"] <= hi:
-                flagged.append({**p, "low": lo, "high": hi, "earlier": len(history),
-                                "text": f"{p['param']} of {p['family']} on joint {p['joint']} "
-                                        f"(serial {p['serial'] or '?'}) is {p['value']:.4g}, outside the spread of "
-                                        f"the {len(history)} earlier fits ({min(history):.4g} … "
-                                        f"{max(history):.4g}; band {lo:.4g} … {hi:.4g})"})
+                flagged.append(
+                    {
+                        **p,
+                        "low": lo,
+                        "high": hi,
+                        "earlier": len(history),
+                        "text": f"{p['param']} of {p['family']} on joint {p['joint']} "
+                        f"(serial {p['serial'] or '?'}) is {p['value']:.4g}, outside the spread of "
+                        f"the {len(history)} earlier fits ({min(history):.4g} … "
+                        f"{max(history):.4g}; band {lo:.4g} … {hi:.4g})",
+                    }
+                )
         history.append(p["value"])
     return flagged
 
@@ -79,14 +98,34 @@ def fleet_summary(actuator_model: str, fits: list[dict[str, Any]]) -> dict[str, 
     points = _points(fits)
     series: dict[str, dict[str, Any]] = {}
     for p in points:  # one series per parameter: a unit's values stay one line when the best family changes
-        s = series.setdefault(p["param"], {"param": p["param"], "unit": p["unit"], "families": [], "points": []})
+        s = series.setdefault(
+            p["param"], {"param": p["param"], "unit": p["unit"], "families": [], "points": []}
+        )
         if p["family"] not in s["families"]:
             s["families"].append(p["family"])
-        s["points"].append({k: p[k] for k in ("time", "time_source", "value", "low", "high", "serial", "joint",
-                                              "family", "fit_id")})
-    return {"actuator_model": actuator_model, "fits": len(fits),
-            "serials": sorted({str(f.get("serial")) for f in fits if f.get("serial")}),
-            "series": list(series.values()), "warnings": drift(points)}
+        s["points"].append(
+            {
+                k: p[k]
+                for k in (
+                    "time",
+                    "time_source",
+                    "value",
+                    "low",
+                    "high",
+                    "serial",
+                    "joint",
+                    "family",
+                    "fit_id",
+                )
+            }
+        )
+    return {
+        "actuator_model": actuator_model,
+        "fits": len(fits),
+        "serials": sorted({str(f.get("serial")) for f in fits if f.get("serial")}),
+        "series": list(series.values()),
+        "warnings": drift(points),
+    }
 
 
 def warnings_for(fit_id: str, fits: list[dict[str, Any]]) -> list[str]:

@@ -63,7 +63,9 @@ class _Reporter:
     """The fit's progress callback: writes progress (throttled), keeps the claim alive, stops the fit on
     cancel, lost claim or time limit; a local worker also stops when its server process is gone."""
 
-    def __init__(self, repo: Repository, fit_id: str, claim: str, settings: Settings, watch_parent: bool) -> None:
+    def __init__(
+        self, repo: Repository, fit_id: str, claim: str, settings: Settings, watch_parent: bool
+    ) -> None:
         self.repo, self.fit_id, self.claim = repo, fit_id, claim
         self.limit = settings.job_time_limit_s
         self.parent = os.getppid() if watch_parent else None
@@ -91,7 +93,9 @@ class _Reporter:
         self._done.set()
 
     def __call__(self, fraction: float, message: str) -> None:
-        if self.parent is not None and os.getppid() != self.parent:  # the server died: nobody reads the result
+        if (
+            self.parent is not None and os.getppid() != self.parent
+        ):  # the server died: nobody reads the result
             raise SystemExit(1)
         if self.state != "ok":
             raise _Stop(self.state)
@@ -171,8 +175,12 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool 
 
                 out = FitOutputs(*compute_robot_fit(repo, storage, settings, fit, rec, reporter))
             else:
-                out = compute_fit(rec, request_from_dict(fit["request"]), reporter,
-                                  {"fit_id": fit_id, "dataset": fit["dataset_id"]})
+                out = compute_fit(
+                    rec,
+                    request_from_dict(fit["request"]),
+                    reporter,
+                    {"fit_id": fit_id, "dataset": fit["dataset_id"]},
+                )
             blobs = storage.save_files({**out.files(), "report_data.json": dumps(out.report)})
             if repo.finish_fit(fit_id, out.result, blobs, claim):
                 repo.add_event(fit_id, f"fit took {time.monotonic() - started:.1f} s")
@@ -182,8 +190,12 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool 
             if stop.why == "cancel":
                 repo.mark_cancelled(fit_id, claim)
             elif stop.why == "time":
-                repo.fail_fit(fit_id, f"the fit exceeded the time limit of {settings.job_time_limit_s:g} s "
-                                      "(ACTUATOR_SYSID_JOB_TIME_LIMIT_S); retry with a smaller budget", claim)
+                repo.fail_fit(
+                    fit_id,
+                    f"the fit exceeded the time limit of {settings.job_time_limit_s:g} s "
+                    "(ACTUATOR_SYSID_JOB_TIME_LIMIT_S); retry with a smaller budget",
+                    claim,
+                )
             # "lost": the fit was re-queued, cancelled or deleted meanwhile; nothing of ours to record
         except (DatasetError, FitRequestError, NotFoundError) as e:
             repo.fail_fit(fit_id, str(e), claim)
@@ -232,8 +244,11 @@ class LocalExecutor:
         return self.settings.workers - len(self._procs)
 
     def launch(self, fit: dict[str, Any]) -> None:
-        proc = self._ctx.Process(target=run_fit_job, args=(self.settings, fit["id"], fit["claim"], True),
-                                 name=f"fit-{fit['id'][:8]}")
+        proc = self._ctx.Process(
+            target=run_fit_job,
+            args=(self.settings, fit["id"], fit["claim"], True),
+            name=f"fit-{fit['id'][:8]}",
+        )
         proc.start()
         if proc.pid is not None:  # from its first instruction: its imports alone take seconds of CPU
             yield_cpu_to_requests(proc.pid)
@@ -246,9 +261,14 @@ class LocalExecutor:
                 continue
             proc.join()
             del self._procs[fit_id]
-            reason = None if proc.exitcode == 0 else (
-                f"the fit worker process stopped unexpectedly (exit code {proc.exitcode}); the server log has "
-                "details")
+            reason = (
+                None
+                if proc.exitcode == 0
+                else (
+                    f"the fit worker process stopped unexpectedly (exit code {proc.exitcode}); the server log has "
+                    "details"
+                )
+            )
             done.append((fit_id, claim, reason))
         return done
 
@@ -283,8 +303,12 @@ class RayExecutor:
 
         self.settings, self._ray = settings, ray
         if not ray.is_initialized():
-            ray.init(address=settings.ray_address or "auto", namespace="actuator-sysid", log_to_driver=False,
-                     logging_level=logging.WARNING)
+            ray.init(
+                address=settings.ray_address or "auto",
+                namespace="actuator-sysid",
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+            )
         self._remote = ray.remote(max_retries=0)(run_ray_fit_job)
         self._refs: dict[str, tuple[Any, str]] = {}
 
@@ -293,7 +317,11 @@ class RayExecutor:
 
     def launch(self, fit: dict[str, Any]) -> None:
         device = str((fit.get("request") or {}).get("device", "cpu"))
-        opts = {"num_cpus": 1, "num_gpus": 1 if device.startswith("cuda") else 0, "name": f"fit-{fit['id'][:8]}"}
+        opts = {
+            "num_cpus": 1,
+            "num_gpus": 1 if device.startswith("cuda") else 0,
+            "name": f"fit-{fit['id'][:8]}",
+        }
         ref = self._remote.options(**opts).remote(self.settings, fit["id"], fit["claim"])
         self._refs[fit["id"]] = (ref, fit["claim"])
 
@@ -348,7 +376,9 @@ class JobRunner:
         self.owner = worker_name()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._kill_at: dict[str, float] = {}  # fit id → monotonic time after which a stopping worker is killed
+        self._kill_at: dict[
+            str, float
+        ] = {}  # fit id → monotonic time after which a stopping worker is killed
         self._thread = threading.Thread(target=self._loop, name="fit-dispatcher", daemon=True)
         self._last_sweep = 0.0
 
@@ -424,12 +454,18 @@ class JobRunner:
             if fit["id"] not in held:
                 continue
             started = fit["started_at_dt"]
-            over = started is not None and (time.time() - started.timestamp()) > self.settings.job_time_limit_s
+            over = (
+                started is not None and (time.time() - started.timestamp()) > self.settings.job_time_limit_s
+            )
             if fit["cancel_requested"] or over:
                 deadline = self._kill_at.setdefault(fit["id"], now + KILL_GRACE_S)
                 if now > deadline:
                     if over and not fit["cancel_requested"]:
-                        self.repo.fail_fit(fit["id"], f"the fit exceeded the time limit of "
-                                                      f"{self.settings.job_time_limit_s:g} s "
-                                                      "(ACTUATOR_SYSID_JOB_TIME_LIMIT_S)", fit["claim"])
+                        self.repo.fail_fit(
+                            fit["id"],
+                            f"the fit exceeded the time limit of "
+                            f"{self.settings.job_time_limit_s:g} s "
+                            "(ACTUATOR_SYSID_JOB_TIME_LIMIT_S)",
+                            fit["claim"],
+                        )
                     ex.kill(fit["id"])

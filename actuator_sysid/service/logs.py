@@ -14,8 +14,12 @@ class JsonFormatter(logging.Formatter):
     """A log record as one line of JSON; `extra={...}` keys become fields, tracebacks go in `exc`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out = {"ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-               "level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage()}
+        out = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
         for k, v in vars(record).items():
             if k not in _STANDARD and not k.startswith("_"):
                 out[k] = v
@@ -27,8 +31,11 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(fmt: str = "json", level: int = logging.INFO) -> None:
     """Route every logger (ours, uvicorn's, the workers') through one stderr handler in the chosen format."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else
-                         logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        JsonFormatter()
+        if fmt == "json"
+        else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
     root = logging.getLogger()
     for h in list(root.handlers):
         root.removeHandler(h)
@@ -38,4 +45,6 @@ def configure_logging(fmt: str = "json", level: int = logging.INFO) -> None:
         lg = logging.getLogger(name)
         lg.handlers.clear()
         lg.propagate = True
-    logging.getLogger("uvicorn.access").disabled = True  # our access log middleware writes one line per request
+    logging.getLogger(
+        "uvicorn.access"
+    ).disabled = True  # our access log middleware writes one line per request

@@ -29,13 +29,17 @@ class _DbCollector(Collector):
         for status, n in counts.items():
             fits.add_metric([status], n)
         yield fits
-        yield GaugeMetricFamily("actuator_sysid_queue_depth", "Fits queued and not yet claimed by a worker",
-                                value=counts["queued"])
+        yield GaugeMetricFamily(
+            "actuator_sysid_queue_depth",
+            "Fits queued and not yet claimed by a worker",
+            value=counts["queued"],
+        )
         durations = self.repo.fit_durations()
         buckets = [(str(b), sum(1 for d in durations if d <= b)) for b in FIT_BUCKETS]
         buckets.append(("+Inf", len(durations)))
-        hist = HistogramMetricFamily("actuator_sysid_fit_duration_seconds",
-                                     "Run time of finished fits (start to succeeded or failed)")
+        hist = HistogramMetricFamily(
+            "actuator_sysid_fit_duration_seconds", "Run time of finished fits (start to succeeded or failed)"
+        )
         hist.add_metric([], buckets, sum_value=float(sum(durations)))
         yield hist
 
@@ -45,11 +49,19 @@ class Metrics:
 
     def __init__(self, repo: Repository) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter("actuator_sysid_http_requests", "HTTP requests by route, method and status",
-                                ["route", "method", "status"], registry=self.registry)
-        self.latency = Histogram("actuator_sysid_http_request_duration_seconds", "HTTP request latency by route",
-                                 ["route"], registry=self.registry,
-                                 buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+        self.requests = Counter(
+            "actuator_sysid_http_requests",
+            "HTTP requests by route, method and status",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "actuator_sysid_http_request_duration_seconds",
+            "HTTP request latency by route",
+            ["route"],
+            registry=self.registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
         self.registry.register(_DbCollector(repo))
 
     def render(self) -> bytes:
@@ -77,8 +89,18 @@ class Metrics:
                 elapsed = time.perf_counter() - start
                 self.requests.labels(name, scope["method"], str(status)).inc()
                 self.latency.labels(name).observe(elapsed)
-                access.info("%s %s %d", scope["method"], scope["path"], status,
-                            extra={"method": scope["method"], "route": name, "status": status,
-                                   "duration_ms": round(elapsed * 1000, 2),
-                                   "project": scope.get("state", {}).get("project")})
+                access.info(
+                    "%s %s %d",
+                    scope["method"],
+                    scope["path"],
+                    status,
+                    extra={
+                        "method": scope["method"],
+                        "route": name,
+                        "status": status,
+                        "duration_ms": round(elapsed * 1000, 2),
+                        "project": scope.get("state", {}).get("project"),
+                    },
+                )
+
         return wrapped

@@ -37,8 +37,12 @@ def plotly_inline() -> Markup:
     return Markup(plotly_js_path().read_text(encoding="utf-8").replace("</script", "<\\/script"))
 
 
-DOCS_ASSETS = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css",
-               "redoc.standalone.js": "text/javascript", "favicon.png": "image/png"}
+DOCS_ASSETS = {
+    "swagger-ui-bundle.js": "text/javascript",
+    "swagger-ui.css": "text/css",
+    "redoc.standalone.js": "text/javascript",
+    "favicon.png": "image/png",
+}
 
 
 def docs_asset_path(name: str) -> Path | None:
@@ -59,8 +63,12 @@ def wants_html(path: str, accept: str) -> bool:
 
 def render_error(status: int, detail: str) -> str:
     """An HTML error page: what was not found (or went wrong) and where to go from here."""
-    title = {404: "Not found", 401: "Not logged in", 409: "Conflict", 422: "Not a valid request"}.get(status, "Error")
-    return render("error.html", title=f"{status} {title}", nav=True, status=status, heading=title, detail=detail)
+    title = {404: "Not found", 401: "Not logged in", 409: "Conflict", 422: "Not a valid request"}.get(
+        status, "Error"
+    )
+    return render(
+        "error.html", title=f"{status} {title}", nav=True, status=status, heading=title, detail=detail
+    )
 
 
 def page(title: str, body: str, head: str = "", nav: bool = False) -> str:
@@ -88,13 +96,27 @@ def _form(families: list[str], defaults: dict) -> dict[str, Any]:
     return {"families": families, "defaults": defaults, "ticked": DEFAULT_MODELS, "presets": PRESETS}
 
 
-def render_index(datasets: list[dict], fits: list[dict], families: list[str], defaults: dict,
-                 counts: dict[str, int] | None = None, models: list[tuple[str, int]] | None = None) -> str:
+def render_index(
+    datasets: list[dict],
+    fits: list[dict],
+    families: list[str],
+    defaults: dict,
+    counts: dict[str, int] | None = None,
+    models: list[tuple[str, int]] | None = None,
+) -> str:
     """The dashboard: counts, upload form, datasets (start fit, delete) and fits (live progress, compare)."""
-    return render("index.html", title="actuator-sysid", nav=True, datasets=datasets, fits=fits,
-                  names={d["id"]: d["name"] for d in datasets}, models=models or [],
-                  cards=[("datasets", len(datasets)), *(counts or {}).items()],
-                  warnings=[all_warnings(d["summary"]) for d in datasets], **_form(families, defaults))
+    return render(
+        "index.html",
+        title="actuator-sysid",
+        nav=True,
+        datasets=datasets,
+        fits=fits,
+        names={d["id"]: d["name"] for d in datasets},
+        models=models or [],
+        cards=[("datasets", len(datasets)), *(counts or {}).items()],
+        warnings=[all_warnings(d["summary"]) for d in datasets],
+        **_form(families, defaults),
+    )
 
 
 def _downsample(n: int, limit: int = 2000) -> slice:
@@ -133,8 +155,10 @@ def _limit_cell(rep: dict | None, unit: str) -> str | dict[str, str]:
         return {"muted": "not logged"}
     text = f"max |·| {num_text(rep.get('max_abs'))} {unit}"
     if rep.get("limit"):
-        text += (f"; limit {num_text(rep['limit'])} {unit} ({rep.get('limit_source') or ''}), "
-                 f"at it {_pct(rep.get('fraction_at_limit'))} of the time")
+        text += (
+            f"; limit {num_text(rep['limit'])} {unit} ({rep.get('limit_source') or ''}), "
+            f"at it {_pct(rep.get('fraction_at_limit'))} of the time"
+        )
     else:
         text += "; no plateau"
     return text
@@ -156,29 +180,72 @@ def _quality(summary: dict, rec: Any) -> dict[str, Any]:
     """The quality report the upload computed, as the dataset page's tables: per joint ranges, band and
     plateaus; per segment timing, free swing and metadata."""
     q = summary.get("quality") or {}
-    joints = [[name, _range(j.get("q_range"), "rad"),
-               f"{num_text((j.get('velocity') or {}).get('max_abs'))} "
-               f"(p95 {num_text((j.get('velocity') or {}).get('p95_abs'))})",
-               _pct((j.get("velocity") or {}).get("fraction_near_zero")), _range(j.get("excitation_band_hz"), "Hz"),
-               _limit_cell(j.get("effort"), "N·m"), _limit_cell(j.get("velocity_limit"), "rad/s")]
-              for name, j in (q.get("joints") or {}).items()]
+    joints = [
+        [
+            name,
+            _range(j.get("q_range"), "rad"),
+            f"{num_text((j.get('velocity') or {}).get('max_abs'))} "
+            f"(p95 {num_text((j.get('velocity') or {}).get('p95_abs'))})",
+            _pct((j.get("velocity") or {}).get("fraction_near_zero")),
+            _range(j.get("excitation_band_hz"), "Hz"),
+            _limit_cell(j.get("effort"), "N·m"),
+            _limit_cell(j.get("velocity_limit"), "rad/s"),
+        ]
+        for name, j in (q.get("joints") or {}).items()
+    ]
     metas = {s.name: s.metadata for s in rec.segments}
-    segments = [[str(s.get("name")), num_text(s.get("samples")), num_text(s.get("duration_s")),
-                 num_text(s.get("rate_hz")), "yes" if s.get("free_swing") else "no", _pct(s.get("driven_fraction")),
-                 num_text(s.get("gap_before_s")), *_segment_meta(metas.get(s.get("name"), {}))]
-                for s in q.get("segments") or []]
+    segments = [
+        [
+            str(s.get("name")),
+            num_text(s.get("samples")),
+            num_text(s.get("duration_s")),
+            num_text(s.get("rate_hz")),
+            "yes" if s.get("free_swing") else "no",
+            _pct(s.get("driven_fraction")),
+            num_text(s.get("gap_before_s")),
+            *_segment_meta(metas.get(s.get("name"), {})),
+        ]
+        for s in q.get("segments") or []
+    ]
     free = q.get("free_swing_segments") or []
     gaps = q.get("gaps") or {}
-    facts = [("rate [Hz]", num_text(q.get("rate_hz"))), ("duration [s]", num_text(q.get("duration_s"))),
-             ("free-swing segments", ", ".join(free) if free else "none"),
-             ("time gaps", f"{gaps.get('count', 0)} (longest {num_text(gaps.get('longest_s', 0.0))} s)"),
-             ("samples dropped", num_text(q.get("samples_dropped", 0))),
-             ("effort logged in every segment", "yes" if q.get("has_effort") else "no")]
-    return {"facts": facts, "joints": joints, "segments": segments,
-            "joint_head": ["joint", "q range", "|qd| max [rad/s]", "nearly still", "excitation band",
-                           "effort plateau", "velocity plateau"],
-            "segment_head": ["segment", "samples", "duration [s]", "rate [Hz]", "free swing", "driven",
-                             "gap before [s]", "kp", "kd", "vin [V]", "trajectory", "gain units", "recording"]}
+    facts = [
+        ("rate [Hz]", num_text(q.get("rate_hz"))),
+        ("duration [s]", num_text(q.get("duration_s"))),
+        ("free-swing segments", ", ".join(free) if free else "none"),
+        ("time gaps", f"{gaps.get('count', 0)} (longest {num_text(gaps.get('longest_s', 0.0))} s)"),
+        ("samples dropped", num_text(q.get("samples_dropped", 0))),
+        ("effort logged in every segment", "yes" if q.get("has_effort") else "no"),
+    ]
+    return {
+        "facts": facts,
+        "joints": joints,
+        "segments": segments,
+        "joint_head": [
+            "joint",
+            "q range",
+            "|qd| max [rad/s]",
+            "nearly still",
+            "excitation band",
+            "effort plateau",
+            "velocity plateau",
+        ],
+        "segment_head": [
+            "segment",
+            "samples",
+            "duration [s]",
+            "rate [Hz]",
+            "free swing",
+            "driven",
+            "gap before [s]",
+            "kp",
+            "kd",
+            "vin [V]",
+            "trajectory",
+            "gain units",
+            "recording",
+        ],
+    }
 
 
 def _plotted(x: np.ndarray) -> np.ndarray:
@@ -198,23 +265,72 @@ def _segment_figures(rec: Any) -> list[dict]:
         t = _plotted(seg.t[sl])
         pos, vel = [], []
         for j, joint in enumerate(rec.joint_names):
-            pos.append({"x": t, "y": _plotted(seg.q[sl, j]), "name": f"{joint} q", "type": "scatter", "mode": "lines"})
+            pos.append(
+                {
+                    "x": t,
+                    "y": _plotted(seg.q[sl, j]),
+                    "name": f"{joint} q",
+                    "type": "scatter",
+                    "mode": "lines",
+                }
+            )
             if seg.q_des is not None:
-                pos.append({"x": t, "y": _plotted(seg.q_des[sl, j]), "name": f"{joint} q_des", "type": "scatter",
-                            "mode": "lines", "line": {"dash": "dash"}})
-            vel.append({"x": t, "y": _plotted(seg.qd[sl, j]), "name": f"{joint} qd", "type": "scatter", "mode": "lines"})
+                pos.append(
+                    {
+                        "x": t,
+                        "y": _plotted(seg.q_des[sl, j]),
+                        "name": f"{joint} q_des",
+                        "type": "scatter",
+                        "mode": "lines",
+                        "line": {"dash": "dash"},
+                    }
+                )
+            vel.append(
+                {
+                    "x": t,
+                    "y": _plotted(seg.qd[sl, j]),
+                    "name": f"{joint} qd",
+                    "type": "scatter",
+                    "mode": "lines",
+                }
+            )
             if seg.tau is not None:
-                vel.append({"x": t, "y": _plotted(seg.tau[sl, j]), "name": f"{joint} τ", "type": "scatter", "mode": "lines",
-                            "yaxis": "y2", "line": {"dash": "dot"}})
-        figures.append({"id": f"seg-{k}", "data": pos, "layout": {
-            "title": {"text": f"segment {escape(seg.name)} · position"}, "xaxis": {"title": {"text": "t [s]"}},
-            "yaxis": {"title": {"text": "q, q_des [rad]"}}, "margin": margin,
-            "legend": {"orientation": "h"}, "height": 300}})
+                vel.append(
+                    {
+                        "x": t,
+                        "y": _plotted(seg.tau[sl, j]),
+                        "name": f"{joint} τ",
+                        "type": "scatter",
+                        "mode": "lines",
+                        "yaxis": "y2",
+                        "line": {"dash": "dot"},
+                    }
+                )
+        figures.append(
+            {
+                "id": f"seg-{k}",
+                "data": pos,
+                "layout": {
+                    "title": {"text": f"segment {escape(seg.name)} · position"},
+                    "xaxis": {"title": {"text": "t [s]"}},
+                    "yaxis": {"title": {"text": "q, q_des [rad]"}},
+                    "margin": margin,
+                    "legend": {"orientation": "h"},
+                    "height": 300,
+                },
+            }
+        )
         layout: dict[str, Any] = {
-            "title": {"text": f"segment {escape(seg.name)} · velocity" + (" and effort" if seg.tau is not None
-                                                                         else "")},
-            "xaxis": {"title": {"text": "t [s]"}}, "yaxis": {"title": {"text": "qd [rad/s]"}}, "margin": margin,
-            "legend": {"orientation": "h"}, "height": 260}
+            "title": {
+                "text": f"segment {escape(seg.name)} · velocity"
+                + (" and effort" if seg.tau is not None else "")
+            },
+            "xaxis": {"title": {"text": "t [s]"}},
+            "yaxis": {"title": {"text": "qd [rad/s]"}},
+            "margin": margin,
+            "legend": {"orientation": "h"},
+            "height": 260,
+        }
         if seg.tau is not None:
             layout["yaxis2"] = {"title": {"text": "τ [N·m]"}, "overlaying": "y", "side": "right"}
         figures.append({"id": f"segv-{k}", "data": vel, "layout": layout})
@@ -224,10 +340,21 @@ def _segment_figures(rec: Any) -> list[dict]:
 def render_dataset(d: dict, rec: Any, fits: list[dict], families: list[str], defaults: dict) -> str:
     """A dataset: summary, every warning, the quality report, metadata, q/q_des and qd/τ per segment, its
     fits, fit and delete."""
-    return render("dataset.html", title=f"dataset {d['name']}", nav=True, d=d, plan=commands_only(rec),
-                  warnings=all_warnings(d["summary"]), quality=_quality(d["summary"], rec), fits=fits,
-                  figures=_segment_figures(rec), shown=MAX_SEGMENT_PLOTS, more=len(rec.segments) - MAX_SEGMENT_PLOTS,
-                  meta=json.dumps(d.get("metadata") or {}, indent=1), **_form(families, defaults))
+    return render(
+        "dataset.html",
+        title=f"dataset {d['name']}",
+        nav=True,
+        d=d,
+        plan=commands_only(rec),
+        warnings=all_warnings(d["summary"]),
+        quality=_quality(d["summary"], rec),
+        fits=fits,
+        figures=_segment_figures(rec),
+        shown=MAX_SEGMENT_PLOTS,
+        more=len(rec.segments) - MAX_SEGMENT_PLOTS,
+        meta=json.dumps(d.get("metadata") or {}, indent=1),
+        **_form(families, defaults),
+    )
 
 
 def _typed(result: dict | None) -> FitResult | None:
@@ -238,9 +365,9 @@ def _typed(result: dict | None) -> FitResult | None:
 def _best_params(result: dict | None) -> dict[tuple[str, str], tuple[str, Any, list[float] | None]]:
     """(joint, parameter) → (best family, value, its 95 % interval where identified)."""
     out = {}
-    for joint, jr in (r.joints.items() if (r := _typed(result)) else ()):
+    for joint, jr in r.joints.items() if (r := _typed(result)) else ():
         model = jr.models.get(jr.best_model) if jr.best_model else None
-        for name, value in (model.params.items() if model else ()):
+        for name, value in model.params.items() if model else ():
             iv = model.intervals.get(name) if model else None
             band = iv.interval95 if iv is not None and iv.identified else None
             out[(joint, name)] = (jr.best_model, value, band)
@@ -249,13 +376,15 @@ def _best_params(result: dict | None) -> dict[tuple[str, str], tuple[str, Any, l
 
 def _validation_errors(fa: dict, fb: dict) -> list[tuple[str, dict, dict]]:
     """Each joint's validation errors (position RMSE / MAE) of the best model: (joint, A's, B's)."""
+
     def errs(f: dict) -> dict[str, dict]:
         out = {}
-        for joint, jr in (r.joints.items() if (r := _typed(f.get("result"))) else ()):
+        for joint, jr in r.joints.items() if (r := _typed(f.get("result"))) else ():
             model = jr.models.get(jr.best_model) if jr.best_model else None
             val = model.metrics.validation if model else None
             out[joint] = val.to_json() if val is not None else {}
         return out
+
     ea, eb = errs(fa), errs(fb)
     return [(j, ea.get(j, {}), eb.get(j, {})) for j in sorted(set(ea) | set(eb))]
 
@@ -271,15 +400,40 @@ def _trajectory_figures(joints: list[str], pa: dict | None, pb: dict | None) -> 
             if seg is None:
                 continue
             if not data:
-                data.append({"x": seg["t"], "y": seg["q"], "name": f"measured ({seg['name']})", "type": "scatter",
-                             "mode": "lines", "line": {"color": "#444"}})
-            data.append({"x": seg["t"], "y": seg["q_sim"], "name": f"{label} simulated", "type": "scatter",
-                         "mode": "lines", "line": {"color": color, "dash": "dash"}})
+                data.append(
+                    {
+                        "x": seg["t"],
+                        "y": seg["q"],
+                        "name": f"measured ({seg['name']})",
+                        "type": "scatter",
+                        "mode": "lines",
+                        "line": {"color": "#444"},
+                    }
+                )
+            data.append(
+                {
+                    "x": seg["t"],
+                    "y": seg["q_sim"],
+                    "name": f"{label} simulated",
+                    "type": "scatter",
+                    "mode": "lines",
+                    "line": {"color": color, "dash": "dash"},
+                }
+            )
         if data:
-            figures.append({"id": f"cmp-q-{j}", "data": data, "layout": {
-                "title": {"text": f"{escape(joint)} · measured vs simulated (validation)"},
-                "xaxis": {"title": {"text": "time [s]"}}, "yaxis": {"title": {"text": "position [rad]"}},
-                "margin": {"t": 40, "l": 60, "r": 20, "b": 40}, "legend": {"orientation": "h"}}})
+            figures.append(
+                {
+                    "id": f"cmp-q-{j}",
+                    "data": data,
+                    "layout": {
+                        "title": {"text": f"{escape(joint)} · measured vs simulated (validation)"},
+                        "xaxis": {"title": {"text": "time [s]"}},
+                        "yaxis": {"title": {"text": "position [rad]"}},
+                        "margin": {"t": 40, "l": 60, "r": 20, "b": 40},
+                        "legend": {"orientation": "h"},
+                    },
+                }
+            )
     return figures
 
 
@@ -292,7 +446,9 @@ def _param_rows(fa: dict, fb: dict) -> list[dict[str, Any]]:
         diff = "—"
         if isinstance(va[1], int | float) and isinstance(vb[1], int | float) and va[1]:
             diff = f"{100 * (vb[1] - va[1]) / abs(va[1]):+.1f}%"
-        rows.append({"joint": key[0], "name": key[1], "unit": parameters.unit(key[1]), "a": va, "b": vb, "diff": diff})
+        rows.append(
+            {"joint": key[0], "name": key[1], "unit": parameters.unit(key[1]), "a": va, "b": vb, "diff": diff}
+        )
     return rows
 
 
@@ -305,13 +461,30 @@ def _envelope_figures(joints: list[str], pa: dict | None, pb: dict | None) -> li
             env = (((plots or {}).get("joints") or {}).get(joint) or {}).get("envelope") or {}
             for side, dash in (("effort_max", "solid"), ("effort_min", "dot")):
                 if env.get(side):
-                    data.append({"x": env.get("velocity", []), "y": env[side], "type": "scatter", "mode": "lines",
-                                 "name": f"{label} {side}", "line": {"color": color, "dash": dash}})
+                    data.append(
+                        {
+                            "x": env.get("velocity", []),
+                            "y": env[side],
+                            "type": "scatter",
+                            "mode": "lines",
+                            "name": f"{label} {side}",
+                            "line": {"color": color, "dash": dash},
+                        }
+                    )
         if data:
-            figures.append({"id": f"cmp-{j}", "data": data, "layout": {
-                "title": {"text": f"{escape(joint)} · torque–speed envelopes"},
-                "xaxis": {"title": {"text": "velocity [rad/s]"}}, "yaxis": {"title": {"text": "effort [N·m]"}},
-                "margin": {"t": 40, "l": 60, "r": 20, "b": 40}, "legend": {"orientation": "h"}}})
+            figures.append(
+                {
+                    "id": f"cmp-{j}",
+                    "data": data,
+                    "layout": {
+                        "title": {"text": f"{escape(joint)} · torque–speed envelopes"},
+                        "xaxis": {"title": {"text": "velocity [rad/s]"}},
+                        "yaxis": {"title": {"text": "effort [N·m]"}},
+                        "margin": {"t": 40, "l": 60, "r": 20, "b": 40},
+                        "legend": {"orientation": "h"},
+                    },
+                }
+            )
     return figures
 
 
@@ -320,19 +493,36 @@ def render_compare(a: tuple[dict, dict | None], b: tuple[dict, dict | None]) -> 
     (fa, pa), (fb, pb) = a, b
     joints = sorted(set((pa or {}).get("joints") or {}) | set((pb or {}).get("joints") or {}))
     figures = json_safe(_trajectory_figures(joints, pa, pb) + _envelope_figures(joints, pa, pb))
-    return render("compare.html", title="compare fits", nav=True, a=fa, b=fb, validation=_validation_errors(fa, fb),
-                  params=_param_rows(fa, fb), figures=figures)
+    return render(
+        "compare.html",
+        title="compare fits",
+        nav=True,
+        a=fa,
+        b=fb,
+        validation=_validation_errors(fa, fb),
+        params=_param_rows(fa, fb),
+        figures=figures,
+    )
 
 
 def _fleet_trace(serial: str, pts: list[dict]) -> dict[str, Any]:
     """One serial's values over time, with its 95 % intervals as error bars (none where not identified)."""
-    trace: dict[str, Any] = {"x": [p["time"] for p in pts], "y": [p["value"] for p in pts], "name": f"serial {serial}",
-                             "type": "scatter", "mode": "lines+markers",
-                             "text": [f"{p['fit_id'][:8]} · {p['family']} · {p['joint']}" for p in pts]}
+    trace: dict[str, Any] = {
+        "x": [p["time"] for p in pts],
+        "y": [p["value"] for p in pts],
+        "name": f"serial {serial}",
+        "type": "scatter",
+        "mode": "lines+markers",
+        "text": [f"{p['fit_id'][:8]} · {p['family']} · {p['joint']}" for p in pts],
+    }
     if any(p.get("low") is not None for p in pts):
-        trace["error_y"] = {"type": "data", "symmetric": False, "visible": True,
-                            "array": [p["high"] - p["value"] if p.get("high") is not None else 0 for p in pts],
-                            "arrayminus": [p["value"] - p["low"] if p.get("low") is not None else 0 for p in pts]}
+        trace["error_y"] = {
+            "type": "data",
+            "symmetric": False,
+            "visible": True,
+            "array": [p["high"] - p["value"] if p.get("high") is not None else 0 for p in pts],
+            "arrayminus": [p["value"] - p["low"] if p.get("low") is not None else 0 for p in pts],
+        }
     return trace
 
 
@@ -347,16 +537,34 @@ def _fleet_figures(summary: dict) -> list[dict[str, Any]]:
         data: list[dict[str, Any]] = [_fleet_trace(serial, pts) for serial, pts in sorted(by_serial.items())]
         bad = [p for p in s["points"] if (p["fit_id"], s["param"], p["joint"]) in flagged]
         if bad:
-            data.append({"x": [p["time"] for p in bad], "y": [p["value"] for p in bad], "name": "drift",
-                         "type": "scatter", "mode": "markers",
-                         "marker": {"size": 14, "symbol": "circle-open", "color": "#e0a000", "line": {"width": 3}}})
+            data.append(
+                {
+                    "x": [p["time"] for p in bad],
+                    "y": [p["value"] for p in bad],
+                    "name": "drift",
+                    "type": "scatter",
+                    "mode": "markers",
+                    "marker": {"size": 14, "symbol": "circle-open", "color": "#e0a000", "line": {"width": 3}},
+                }
+            )
         sources = sorted({p["time_source"] for p in s["points"]})
         unit = f" [{s['unit']}]" if s.get("unit") else ""
-        figures.append({"id": f"fleet-{k}", "data": data, "layout": {
-            "title": {"text": f"{escape(s['param'])}{escape(unit)} · {escape(', '.join(s['families']))}"},
-            "height": 300, "xaxis": {"title": {"text": " / ".join(sources) + " (UTC)"}},
-            "yaxis": {"title": {"text": f"{escape(s['param'])}{escape(unit)}"}},
-            "margin": {"t": 40, "l": 60, "r": 20, "b": 40}, "legend": {"orientation": "h"}}})
+        figures.append(
+            {
+                "id": f"fleet-{k}",
+                "data": data,
+                "layout": {
+                    "title": {
+                        "text": f"{escape(s['param'])}{escape(unit)} · {escape(', '.join(s['families']))}"
+                    },
+                    "height": 300,
+                    "xaxis": {"title": {"text": " / ".join(sources) + " (UTC)"}},
+                    "yaxis": {"title": {"text": f"{escape(s['param'])}{escape(unit)}"}},
+                    "margin": {"t": 40, "l": 60, "r": 20, "b": 40},
+                    "legend": {"orientation": "h"},
+                },
+            }
+        )
     return figures
 
 

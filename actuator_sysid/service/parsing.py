@@ -35,8 +35,9 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def parse_to_folder(path: str, name: str, metadata: dict | None, fmt: str | None, out_dir: str,
-                    options: dict[str, Any]) -> dict[str, Any]:
+def parse_to_folder(
+    path: str, name: str, metadata: dict | None, fmt: str | None, out_dir: str, options: dict[str, Any]
+) -> dict[str, Any]:
     """Parser-process entry: read the table at `path`, save the Recording into `out_dir`, return its summary.
 
     `options` are passed on to `read_table` as keywords (new reader options need no change here).
@@ -49,8 +50,10 @@ def parse_to_folder(path: str, name: str, metadata: dict | None, fmt: str | None
         raise
     except Exception as e:  # a reader bug or a file no check foresaw: still the user's answer is a 422
         logging.getLogger("actuator_sysid.parser").exception("unexpected error reading %s", name)
-        raise DatasetError(f"{name}: cannot read this file ({type(e).__name__}: {e}); check that it is a "
-                           "canonical CSV or Parquet log") from None
+        raise DatasetError(
+            f"{name}: cannot read this file ({type(e).__name__}: {e}); check that it is a "
+            "canonical CSV or Parquet log"
+        ) from None
     rec.save(Path(out_dir))
     return {"summary": json_safe(rec.summary()), "metadata": json_safe(rec.metadata)}
 
@@ -66,13 +69,18 @@ class ParserPool:
     def _get(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("spawn"),
-                                                 max_tasks_per_child=self.tasks_per_child,
-                                                 initializer=_exit_with_parent, initargs=(os.getpid(),))
+                self._pool = ProcessPoolExecutor(
+                    self.workers,
+                    mp_context=mp.get_context("spawn"),
+                    max_tasks_per_child=self.tasks_per_child,
+                    initializer=_exit_with_parent,
+                    initargs=(os.getpid(),),
+                )
             return self._pool
 
-    async def parse(self, path: Path, name: str, metadata: dict | None, fmt: str | None, out_dir: Path,
-                    **options: Any) -> dict[str, Any]:
+    async def parse(
+        self, path: Path, name: str, metadata: dict | None, fmt: str | None, out_dir: Path, **options: Any
+    ) -> dict[str, Any]:
         """Parse in a parser process; DatasetError from the reader comes back as is."""
         pool = self._get()
         try:
@@ -84,8 +92,10 @@ class ParserPool:
                     self._pool = None
             pool.shutdown(wait=False, cancel_futures=True)
             log.error("the upload parser process died while reading %s", name)
-            raise DatasetError(f"{name}: the parser process stopped while reading this file (out of memory "
-                               "or a damaged file); check the file, or split it into smaller logs") from None
+            raise DatasetError(
+                f"{name}: the parser process stopped while reading this file (out of memory "
+                "or a damaged file); check the file, or split it into smaller logs"
+            ) from None
 
     def shutdown(self) -> None:
         with self._lock:

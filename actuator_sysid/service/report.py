@@ -29,8 +29,14 @@ from ..models.families import FAMILIES
 from .pages import plotly_inline
 from .templating import macro, render
 
-_COLORS = {"measured": "#222222", "commanded": "#9aa0a6", "simulated": "#d62728", "train": "#0b5cad", "validation": "#b35c00",
-           "network": "#2ca02c"}
+_COLORS = {
+    "measured": "#222222",
+    "commanded": "#9aa0a6",
+    "simulated": "#d62728",
+    "train": "#0b5cad",
+    "validation": "#b35c00",
+    "network": "#2ca02c",
+}
 
 _DASH = {"simulated": "dot", "commanded": "dash", "network": "dashdot"}
 
@@ -40,7 +46,12 @@ def _param_rows(params: Mapping[str, Any], intervals: Mapping[str, Interval]) ->
     rows = []
     for name, value in params.items():
         p = parameters.BY_NAME.get(name)
-        row: dict[str, Any] = {"name": name, "value": value, "unit": p.unit if p else "", "doc": p.doc if p else ""}
+        row: dict[str, Any] = {
+            "name": name,
+            "value": value,
+            "unit": p.unit if p else "",
+            "doc": p.doc if p else "",
+        }
         iv = intervals.get(name)
         if iv is None or not iv.to_json():
             row["band"] = "none"
@@ -62,19 +73,29 @@ def _networks(models: Mapping[str, ModelFit]) -> dict[str, Any] | None:
     for kind, m in nets.items():
         cmp = m.comparison or {}
         tr = m.training
-        metrics = [("closed loop: position RMSE", "position_rmse", "rad"),
-                   ("closed loop: velocity RMSE", "velocity_rmse", "rad/s"),
-                   ("open loop: torque RMSE", "torque_rmse", "N·m")]
+        metrics = [
+            ("closed loop: position RMSE", "position_rmse", "rad"),
+            ("closed loop: velocity RMSE", "velocity_rmse", "rad/s"),
+            ("open loop: torque RMSE", "torque_rmse", "N·m"),
+        ]
         for label, key, unit in metrics:
             if key not in cmp:
                 continue
             net, par = cmp[key].get("network"), cmp[key].get("parametric")
-            ratio = f"{net / par:.2f}×" if isinstance(net, float) and isinstance(par, float) and par > 0 else "–"
+            ratio = (
+                f"{net / par:.2f}×" if isinstance(net, float) and isinstance(par, float) and par > 0 else "–"
+            )
             rows.append({"kind": kind, "label": label, "net": net, "par": par, "ratio": ratio, "unit": unit})
-        rows.append({"kind": kind, "training": (
-            f"trained {str(tr.get('mode', '?')).replace('_', ' ')} on {tr.get('torque_source', '')}"
-            f"; {m.n_params if m.has('n_params') else '?'} weights; input "
-            f"{m.network.get('input_idx')} steps back (MLP); {m.assumptions if m.has('assumptions') else ''}")})
+        rows.append(
+            {
+                "kind": kind,
+                "training": (
+                    f"trained {str(tr.get('mode', '?')).replace('_', ' ')} on {tr.get('torque_source', '')}"
+                    f"; {m.n_params if m.has('n_params') else '?'} weights; input "
+                    f"{m.network.get('input_idx')} steps back (MLP); {m.assumptions if m.has('assumptions') else ''}"
+                ),
+            }
+        )
     if not rows:
         return None
     first = next(iter(nets.values())).comparison or {}
@@ -110,23 +131,35 @@ def fidelity_gaps(ranking: Sequence[RankRow | Mapping[str, Any]]) -> list[str]:
             raise TypeError(f"ranking row {native.family!r} has no position_rmse")
         errors = f"(position RMSE {a:.3g} vs {b:.3g} rad)"
         if a - b <= max(0.02 * b, 1e-6):  # within 2 % or float32 precision: nothing to give up
-            out.append(f"{native.family} fits at least as well as {r.family} on {r.split} {errors}: "
-                       "the richer friction buys nothing on this log.")
+            out.append(
+                f"{native.family} fits at least as well as {r.family} on {r.split} {errors}: "
+                "the richer friction buys nothing on this log."
+            )
         else:
-            out.append(f"{native.family} is {100.0 * (a / b - 1.0):.0f} % worse on {r.split} than "
-                       f"{r.family} {errors}: what exporting the consumer-native family gives up.")
+            out.append(
+                f"{native.family} is {100.0 * (a / b - 1.0):.0f} % worse on {r.split} than "
+                f"{r.family} {errors}: what exporting the consumer-native family gives up."
+            )
     return out
 
 
 def _convergence_figure(div: str, joint: str, models: Mapping[str, ModelFit]) -> dict:
     """Best loss of every family's fit (log scale): the start, least squares from it, each CMA-ES generation,
     and the final refine."""
-    data = [{"type": "scatter", "mode": "lines", "name": fam, "y": (m.search or {}).get("convergence", [])}
-            for fam, m in models.items()]
-    return {"id": div, "data": data, "layout": {
-        "title": {"text": f"{joint} · search convergence"}, "height": 320,
-        "xaxis": {"title": {"text": "start · least squares · CMA-ES generations · refine"}},
-        "yaxis": {"title": {"text": "best loss"}, "type": "log"}}}
+    data = [
+        {"type": "scatter", "mode": "lines", "name": fam, "y": (m.search or {}).get("convergence", [])}
+        for fam, m in models.items()
+    ]
+    return {
+        "id": div,
+        "data": data,
+        "layout": {
+            "title": {"text": f"{joint} · search convergence"},
+            "height": 320,
+            "xaxis": {"title": {"text": "start · least squares · CMA-ES generations · refine"}},
+            "yaxis": {"title": {"text": "best loss"}, "type": "log"},
+        },
+    }
 
 
 def _correlation_figure(div: str, joint: str, family: str, corr: Mapping[str, Any]) -> dict | None:
@@ -134,10 +167,26 @@ def _correlation_figure(div: str, joint: str, family: str, corr: Mapping[str, An
     names = corr.get("names") or []
     if len(names) < 2:
         return None
-    return {"id": div, "data": [{"type": "heatmap", "z": corr["matrix"], "x": names, "y": names, "zmin": -1,
-                                 "zmax": 1, "colorscale": "RdBu", "reversescale": True}],
-            "layout": {"title": {"text": f"{joint} · {family} · parameter correlation"}, "height": 420,
-                       "margin": {"l": 170, "b": 150}}}
+    return {
+        "id": div,
+        "data": [
+            {
+                "type": "heatmap",
+                "z": corr["matrix"],
+                "x": names,
+                "y": names,
+                "zmin": -1,
+                "zmax": 1,
+                "colorscale": "RdBu",
+                "reversescale": True,
+            }
+        ],
+        "layout": {
+            "title": {"text": f"{joint} · {family} · parameter correlation"},
+            "height": 420,
+            "margin": {"l": 170, "b": 150},
+        },
+    }
 
 
 def _residual_figure(div: str, joint: str, family: str, rows: Sequence[SegmentMetrics]) -> dict | None:
@@ -145,16 +194,31 @@ def _residual_figure(div: str, joint: str, family: str, rows: Sequence[SegmentMe
     if not rows:
         return None
     colours = ["#c06000" if r.split == "validation" else "#1f5fa8" for r in rows]
-    return {"id": div, "data": [{"type": "bar", "x": [str(r.segment) for r in rows],
-                                 "y": [r.position_rmse for r in rows], "marker": {"color": colours}}],
-            "layout": {"title": {"text": f"{joint} · {family} · position RMSE per segment (blue train, orange "
-                                         "validation)"}, "height": 300, "xaxis": {"title": {"text": "segment"}},
-                       "yaxis": {"title": {"text": "RMSE [rad]"}}}}
+    return {
+        "id": div,
+        "data": [
+            {
+                "type": "bar",
+                "x": [str(r.segment) for r in rows],
+                "y": [r.position_rmse for r in rows],
+                "marker": {"color": colours},
+            }
+        ],
+        "layout": {
+            "title": {
+                "text": f"{joint} · {family} · position RMSE per segment (blue train, orange validation)"
+            },
+            "height": 300,
+            "xaxis": {"title": {"text": "segment"}},
+            "yaxis": {"title": {"text": "RMSE [rad]"}},
+        },
+    }
 
 
-def _residual_findings(j: int, joint: str, family: str, segments: list[dict], physics_dt: float | None,
-                       stiffness: float | None) -> tuple[dict[str, Any] | None, list[dict]]:
-    """"What the residual shows": each finding's sentence beside its small plot (fitting/diagnostics.py),
+def _residual_findings(
+    j: int, joint: str, family: str, segments: list[dict], physics_dt: float | None, stiffness: float | None
+) -> tuple[dict[str, Any] | None, list[dict]]:
+    """ "What the residual shows": each finding's sentence beside its small plot (fitting/diagnostics.py),
     as the findings macro's input and the plots' figures."""
     findings = diagnose(segments, physics_dt, stiffness)
     if not findings:
@@ -163,13 +227,32 @@ def _residual_findings(j: int, joint: str, family: str, segments: list[dict], ph
     for k, f in enumerate(findings):
         div = f"plot-{j}-diag-{k}"
         p = f["plot"]
-        data = [{"type": "scattergl" if t["mode"] == "markers" and len(t["x"]) > 5000 else "scatter",
-                 "mode": t["mode"], "name": t["name"], "x": t["x"], "y": t["y"],
-                 "marker": {"size": 3, "opacity": 0.4}} for t in p["traces"]]
-        figures.append({"id": div, "data": data, "layout": {
-            "title": {"text": escape(p["title"]), "font": {"size": 12}}, "height": 260, "showlegend": len(data) > 1,
-            "xaxis": {"title": {"text": escape(p["x_label"])}}, "yaxis": {"title": {"text": escape(p["y_label"])}},
-            "margin": {"t": 36, "l": 60, "r": 10, "b": 40}, "legend": {"orientation": "h"}}})
+        data = [
+            {
+                "type": "scattergl" if t["mode"] == "markers" and len(t["x"]) > 5000 else "scatter",
+                "mode": t["mode"],
+                "name": t["name"],
+                "x": t["x"],
+                "y": t["y"],
+                "marker": {"size": 3, "opacity": 0.4},
+            }
+            for t in p["traces"]
+        ]
+        figures.append(
+            {
+                "id": div,
+                "data": data,
+                "layout": {
+                    "title": {"text": escape(p["title"]), "font": {"size": 12}},
+                    "height": 260,
+                    "showlegend": len(data) > 1,
+                    "xaxis": {"title": {"text": escape(p["x_label"])}},
+                    "yaxis": {"title": {"text": escape(p["y_label"])}},
+                    "margin": {"t": 36, "l": 60, "r": 10, "b": 40},
+                    "legend": {"orientation": "h"},
+                },
+            }
+        )
         items.append({"kind": f["kind"], "strength": f["strength"], "sentence": f["sentence"], "div": div})
     return {"joint": joint, "family": family, "items": items}, figures
 
@@ -190,7 +273,9 @@ def _metric_table(models: Mapping[str, ModelFit]) -> tuple[list[str], list[tuple
         for split in SPLITS:
             stored = _split_metrics(m, split) or {}
             cols += [k for k, v in stored.items() if k not in cols and not isinstance(v, list | dict)]
-    return cols, [(family, split, _split_metrics(m, split)) for family, m in models.items() for split in SPLITS]
+    return cols, [
+        (family, split, _split_metrics(m, split)) for family, m in models.items() for split in SPLITS
+    ]
 
 
 def _segment_figure(div: str, joint: str, seg: dict) -> dict:
@@ -198,23 +283,39 @@ def _segment_figure(div: str, joint: str, seg: dict) -> dict:
     split = seg.get("split", "")
 
     def line(y: str, axis: str, name: str, kind: str, show: bool) -> dict:
-        return {"x": seg.get("t", []), "y": seg.get(y, []), "xaxis": "x", "yaxis": axis, "name": name,
-                "type": "scatter", "mode": "lines", "legendgroup": kind, "showlegend": show,
-                "line": {"color": _COLORS[kind], "width": 1.5, "dash": _DASH.get(kind, "solid")}}
+        return {
+            "x": seg.get("t", []),
+            "y": seg.get(y, []),
+            "xaxis": "x",
+            "yaxis": axis,
+            "name": name,
+            "type": "scatter",
+            "mode": "lines",
+            "legendgroup": kind,
+            "showlegend": show,
+            "line": {"color": _COLORS[kind], "width": 1.5, "dash": _DASH.get(kind, "solid")},
+        }
 
-    data = [line("q", "y", "measured", "measured", True), line("q_sim", "y", "simulated", "simulated", True),
-            line("q_des", "y", "commanded q_des", "commanded", True),
-            line("qd", "y2", "measured", "measured", False), line("qd_sim", "y2", "simulated", "simulated", False)]
+    data = [
+        line("q", "y", "measured", "measured", True),
+        line("q_sim", "y", "simulated", "simulated", True),
+        line("q_des", "y", "commanded q_des", "commanded", True),
+        line("qd", "y2", "measured", "measured", False),
+        line("qd_sim", "y2", "simulated", "simulated", False),
+    ]
     if seg.get("q_net"):  # the best actuator network, closed loop
         name = f"network ({seg.get('network', '')})"
         data += [line("q_net", "y", name, "network", True), line("qd_net", "y2", name, "network", False)]
     layout = {
-        "title": {"text": f"{escape(joint)} · segment {escape(str(seg.get('name', '')))} · "
-                          f"<span style='color:{_COLORS.get(split, '#222')}'>{escape(split)}</span>"},
+        "title": {
+            "text": f"{escape(joint)} · segment {escape(str(seg.get('name', '')))} · "
+            f"<span style='color:{_COLORS.get(split, '#222')}'>{escape(split)}</span>"
+        },
         "xaxis": {"title": {"text": "t [s]"}, "anchor": "y2"},
         "yaxis": {"title": {"text": "q [rad]"}, "domain": [0.55, 1.0]},
         "yaxis2": {"title": {"text": "qd [rad/s]"}, "domain": [0.0, 0.45]},
-        "margin": {"t": 50, "l": 60, "r": 20, "b": 40}, "legend": {"orientation": "h"},
+        "margin": {"t": 50, "l": 60, "r": 20, "b": 40},
+        "legend": {"orientation": "h"},
     }
     return {"id": div, "data": data, "layout": layout}
 
@@ -224,18 +325,38 @@ def _envelope_figure(div: str, joint: str, envelope: dict, points: dict) -> dict
     source = points.get("source", "measured")
     velocity = points.get("velocity", [])
     data = [
-        {"x": velocity, "y": points.get("effort", []), "type": "scattergl" if len(velocity) > 5000 else "scatter",
-         "mode": "markers",
-         "name": f"{source} (velocity, effort)", "marker": {"size": 3, "opacity": 0.35, "color": "#555"}},
-        {"x": envelope.get("velocity", []), "y": envelope.get("effort_max", []), "type": "scatter",
-         "mode": "lines", "name": "effort_max", "line": {"color": "#d62728", "width": 2}},
-        {"x": envelope.get("velocity", []), "y": envelope.get("effort_min", []), "type": "scatter",
-         "mode": "lines", "name": "effort_min", "line": {"color": "#1f77b4", "width": 2}},
+        {
+            "x": velocity,
+            "y": points.get("effort", []),
+            "type": "scattergl" if len(velocity) > 5000 else "scatter",
+            "mode": "markers",
+            "name": f"{source} (velocity, effort)",
+            "marker": {"size": 3, "opacity": 0.35, "color": "#555"},
+        },
+        {
+            "x": envelope.get("velocity", []),
+            "y": envelope.get("effort_max", []),
+            "type": "scatter",
+            "mode": "lines",
+            "name": "effort_max",
+            "line": {"color": "#d62728", "width": 2},
+        },
+        {
+            "x": envelope.get("velocity", []),
+            "y": envelope.get("effort_min", []),
+            "type": "scatter",
+            "mode": "lines",
+            "name": "effort_min",
+            "line": {"color": "#1f77b4", "width": 2},
+        },
     ]
-    layout = {"title": {"text": f"{escape(joint)} · torque–speed envelope"},
-              "xaxis": {"title": {"text": "velocity [rad/s]"}, "zeroline": True},
-              "yaxis": {"title": {"text": "effort [N·m]"}, "zeroline": True},
-              "margin": {"t": 50, "l": 60, "r": 20, "b": 40}, "legend": {"orientation": "h"}}
+    layout = {
+        "title": {"text": f"{escape(joint)} · torque–speed envelope"},
+        "xaxis": {"title": {"text": "velocity [rad/s]"}, "zeroline": True},
+        "yaxis": {"title": {"text": "effort [N·m]"}, "zeroline": True},
+        "margin": {"t": 50, "l": 60, "r": 20, "b": 40},
+        "legend": {"orientation": "h"},
+    }
     return {"id": div, "data": data, "layout": layout}
 
 
@@ -247,26 +368,50 @@ def _validation(validation: dict, verdict: dict | None = None) -> dict[str, Any]
 
     errors, warnings = validation.get("errors", 0), validation.get("warnings", 0)
     replays = validation.get("replay") or {}
-    outside = sum(not j.get("within_tolerance", True) for r in replays.values() for j in (r.get("joints") or {}).values())
+    outside = sum(
+        not j.get("within_tolerance", True)
+        for r in replays.values()
+        for j in (r.get("joints") or {}).values()
+    )
     outside += sum(r.get("status") == "failed" for r in replays.values())
-    state = "passed" if all_passed(verdict) and not errors and not warnings else (
-        "failed" if errors or outside else "warnings")
+    state = (
+        "passed"
+        if all_passed(verdict) and not errors and not warnings
+        else ("failed" if errors or outside else "warnings")
+    )
     rows: list[dict[str, Any]] = []
     for fmt, r in replays.items():
         if r.get("status") != "ok":
             rows.append({"format": fmt, "status": str(r.get("status")), "note": str(r.get("note", ""))})
             continue
-        rows += [{"format": fmt, "consumer": str(r.get("consumer", "")), "joint": joint,
-                  "family": str(j.get("family", "")), "rmse_replay": j.get("rmse_replay"),
-                  "rmse_ours": j.get("rmse_ours"), "within": j.get("within_tolerance")}
-                 for joint, j in r.get("joints", {}).items()]
-    return {"rule": validation.get("rule", ""), "state": state, "errors": errors, "warnings": warnings,
-            "outside": outside, "rows": rows, "findings": validation.get("findings") or []}
+        rows += [
+            {
+                "format": fmt,
+                "consumer": str(r.get("consumer", "")),
+                "joint": joint,
+                "family": str(j.get("family", "")),
+                "rmse_replay": j.get("rmse_replay"),
+                "rmse_ours": j.get("rmse_ours"),
+                "within": j.get("within_tolerance"),
+            }
+            for joint, j in r.get("joints", {}).items()
+        ]
+    return {
+        "rule": validation.get("rule", ""),
+        "state": state,
+        "errors": errors,
+        "warnings": warnings,
+        "outside": outside,
+        "rows": rows,
+        "findings": validation.get("findings") or [],
+    }
 
 
-VERDICT_STYLE = {"good": "background:#eaf6ea;border-left:6px solid #2a8a2a",
-                 "usable": "background:#fff6e0;border-left:6px solid #e0a000",
-                 "poor": "background:#fdeaea;border-left:6px solid #b00000"}
+VERDICT_STYLE = {
+    "good": "background:#eaf6ea;border-left:6px solid #2a8a2a",
+    "usable": "background:#fff6e0;border-left:6px solid #e0a000",
+    "poor": "background:#fdeaea;border-left:6px solid #b00000",
+}
 
 
 def verdict_html(verdict: dict | None) -> str:
@@ -274,29 +419,54 @@ def verdict_html(verdict: dict | None) -> str:
     return str(macro("_report.html", "verdict")(verdict, VERDICT_STYLE))
 
 
-def _joint(j: int, joint: str, jr: JointFit, jp: dict | None, physics_dt: float | None) -> tuple[dict, list[dict]]:
+def _joint(
+    j: int, joint: str, jr: JointFit, jp: dict | None, physics_dt: float | None
+) -> tuple[dict, list[dict]]:
     """One joint's section (the joint macro's input) and its figures: the segments, the envelope, the
     search convergence, the correlation and residual plots, and the residual findings' plots."""
     best, models = jr.best_model, jr.models
     model = models.get(best) if best is not None else None
     cols, rows = _metric_table(models)
     view: dict[str, Any] = {
-        "name": joint, "best": best, "params": None if model is None else _param_rows(model.params, model.intervals),
-        "warnings": model.warnings if model is not None else [], "metric_cols": cols, "metric_rows": rows,
-        "ranked": _rows(jr.ranking), "gaps": fidelity_gaps(_rows(jr.ranking)), "networks": _networks(models),
-        "plots": None}
+        "name": joint,
+        "best": best,
+        "params": None if model is None else _param_rows(model.params, model.intervals),
+        "warnings": model.warnings if model is not None else [],
+        "metric_cols": cols,
+        "metric_rows": rows,
+        "ranked": _rows(jr.ranking),
+        "gaps": fidelity_gaps(_rows(jr.ranking)),
+        "networks": _networks(models),
+        "plots": None,
+    }
     if not jp:
         return view, []
-    figures = [_segment_figure(f"plot-{j}-seg-{k}", joint, seg) for k, seg in enumerate(jp.get("segments", []))]
+    figures = [
+        _segment_figure(f"plot-{j}-seg-{k}", joint, seg) for k, seg in enumerate(jp.get("segments", []))
+    ]
     if jp.get("envelope") or jp.get("points"):
-        figures.append(_envelope_figure(f"plot-{j}-envelope", joint, jp.get("envelope") or {}, jp.get("points") or {}))
+        figures.append(
+            _envelope_figure(f"plot-{j}-envelope", joint, jp.get("envelope") or {}, jp.get("points") or {})
+        )
     figures.append(_convergence_figure(f"plot-{j}-convergence", joint, models))
     if model is not None and best is not None:
-        figures += [f for f in (_correlation_figure(f"plot-{j}-correlation", joint, best, model.correlation),
-                                _residual_figure(f"plot-{j}-residuals", joint, best, model.metrics.segments)) if f]
+        figures += [
+            f
+            for f in (
+                _correlation_figure(f"plot-{j}-correlation", joint, best, model.correlation),
+                _residual_figure(f"plot-{j}-residuals", joint, best, model.metrics.segments),
+            )
+            if f
+        ]
     kp = model.params.get("stiffness") if model is not None else None
-    findings, diag = _residual_findings(j, joint, str(jp.get("family") or best), jp.get("segments", []), physics_dt,
-                                        kp if isinstance(kp, int | float) else None)
+    findings, diag = _residual_findings(
+        j,
+        joint,
+        str(jp.get("family") or best),
+        jp.get("segments", []),
+        physics_dt,
+        kp if isinstance(kp, int | float) else None,
+    )
     plots: list[tuple[str, Any]] = []
     for f in figures:  # the findings stand just before the residual plot, else after the joint's plots
         if findings is not None and f["id"] == f"plot-{j}-residuals":
@@ -318,9 +488,16 @@ def _verdict(typed: FitResult, result: dict | None, validation: dict | None) -> 
     return verdict
 
 
-def render_report(fit: dict, result: dict | None, report_data: dict | None, *, standalone: bool = False,
-                  exports: list[str] | None = None, fleet_warnings: list[str] | None = None,
-                  validation: dict | None = None) -> str:
+def render_report(
+    fit: dict,
+    result: dict | None,
+    report_data: dict | None,
+    *,
+    standalone: bool = False,
+    exports: list[str] | None = None,
+    fleet_warnings: list[str] | None = None,
+    validation: dict | None = None,
+) -> str:
     """The report page of one fit (a fit row dict): live progress (Server-Sent Events) while queued/running,
     the error when failed, else tables, plots, downloads and fleet drift warnings.
 
@@ -328,8 +505,15 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
     """
     status = fit.get("status", "succeeded")
     title = fit.get("title") or f"fit {str(fit.get('id') or '')[:8]}".strip()
-    page: dict[str, Any] = {"title": title, "nav": not standalone, "fit_id": str(fit.get("id") or ""), "fit": fit,
-                            "standalone": standalone, "exports": exports or [], "verdict": None}
+    page: dict[str, Any] = {
+        "title": title,
+        "nav": not standalone,
+        "fit_id": str(fit.get("id") or ""),
+        "fit": fit,
+        "standalone": standalone,
+        "exports": exports or [],
+        "verdict": None,
+    }
     if status in ("queued", "running"):
         return render("report.html", state="live", progress=float(fit.get("progress") or 0.0), **page)
     if status in ("failed", "cancelled"):
@@ -342,7 +526,14 @@ def render_report(fit: dict, result: dict | None, report_data: dict | None, *, s
         view, figs = _joint(j, joint, jr, (report_data or {}).get("joints", {}).get(joint), dt)
         joints.append(view)
         figures += figs
-    return render("report.html", state="done", **{**page, "verdict": verdict}, verdict_style=VERDICT_STYLE,
-                  fleet_warnings=fleet_warnings or [], joints=joints, figures=json_safe(figures),
-                  validation=_validation(validation, verdict) if validation else None,
-                  plotly_js=plotly_inline() if standalone and figures else None)
+    return render(
+        "report.html",
+        state="done",
+        **{**page, "verdict": verdict},
+        verdict_style=VERDICT_STYLE,
+        fleet_warnings=fleet_warnings or [],
+        joints=joints,
+        figures=json_safe(figures),
+        validation=_validation(validation, verdict) if validation else None,
+        plotly_js=plotly_inline() if standalone and figures else None,
+    )

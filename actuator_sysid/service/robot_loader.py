@@ -40,7 +40,9 @@ def _zip_members(z: zipfile.ZipFile, name: str, limit: int) -> list[zipfile.ZipI
         if i.filename.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
             raise RobotError(f"{name}: the zip member {i.filename[:200]!r} points outside the zip's folder")
         if (i.external_attr >> 16) & 0o170000 == 0o120000:
-            raise RobotError(f"{name}: the zip member {i.filename[:200]!r} is a symbolic link; links are refused")
+            raise RobotError(
+                f"{name}: the zip member {i.filename[:200]!r} is a symbolic link; links are refused"
+            )
     return infos
 
 
@@ -48,18 +50,24 @@ def _pick_model(names: list[str], zip_name: str, entry: str | None) -> str:
     """The model file in a zip: the one named by `entry`, else the only (or the only top-most) model file."""
     if entry:
         if entry not in names:
-            raise RobotError(f"{zip_name}: model {entry!r} is not in the zip; its model files: "
-                             f"{', '.join(n for n in names if n.lower().endswith(MODEL_SUFFIXES))[:1000]}")
+            raise RobotError(
+                f"{zip_name}: model {entry!r} is not in the zip; its model files: "
+                f"{', '.join(n for n in names if n.lower().endswith(MODEL_SUFFIXES))[:1000]}"
+            )
         return entry
     found = [n for n in names if n.lower().endswith(MODEL_SUFFIXES)]
     if not found:
-        raise RobotError(f"{zip_name}: the zip holds no robot model (MJCF .xml, URDF .urdf or USD "
-                         f"{', '.join(USD_SUFFIXES)})")
+        raise RobotError(
+            f"{zip_name}: the zip holds no robot model (MJCF .xml, URDF .urdf or USD "
+            f"{', '.join(USD_SUFFIXES)})"
+        )
     depth = min(n.count("/") for n in found)
     top = [n for n in found if n.count("/") == depth]
     if len(top) > 1:
-        raise RobotError(f"{zip_name}: the zip holds several robot models ({', '.join(top[:20])}); name the one "
-                         "to load in the `model` form field")
+        raise RobotError(
+            f"{zip_name}: the zip holds several robot models ({', '.join(top[:20])}); name the one "
+            "to load in the `model` form field"
+        )
     return top[0]
 
 
@@ -71,7 +79,9 @@ def unpack(src: Path, name: str, dest: Path, entry: str | None, limit: int) -> t
     is_zip = not name.lower().endswith(".usdz") and zipfile.is_zipfile(src)
     if not is_zip:
         if entry:
-            raise RobotError(f"{name}: the `model` field names a file inside a zip, but the upload is not a zip")
+            raise RobotError(
+                f"{name}: the `model` field names a file inside a zip, but the upload is not a zip"
+            )
         target = dest / _safe_name(name)
         shutil.copyfile(src, target)
         return target, None
@@ -83,7 +93,9 @@ def unpack(src: Path, name: str, dest: Path, entry: str | None, limit: int) -> t
     return dest / model, model
 
 
-def load_summary(path: str, name: str, entry: str | None, fixed_base: str | None, limit: int) -> dict[str, Any]:
+def load_summary(
+    path: str, name: str, entry: str | None, fixed_base: str | None, limit: int
+) -> dict[str, Any]:
     """Loader-process entry: unpack the upload, import it with Newton, return its summary and load options."""
     from ..models.robot import load_robot
 
@@ -105,15 +117,20 @@ def load_summary(path: str, name: str, entry: str | None, fixed_base: str | None
 class RobotLoader(ParserPool):
     """Robot models imported in a spawned process (Newton's importers run there, never in the API process)."""
 
-    async def load(self, path: Path, name: str, entry: str | None, fixed_base: str | None,
-                   limit: int) -> dict[str, Any]:
+    async def load(
+        self, path: Path, name: str, entry: str | None, fixed_base: str | None, limit: int
+    ) -> dict[str, Any]:
         pool = self._get()
         try:
-            return await asyncio.wrap_future(pool.submit(load_summary, str(path), name, entry, fixed_base, limit))
+            return await asyncio.wrap_future(
+                pool.submit(load_summary, str(path), name, entry, fixed_base, limit)
+            )
         except BrokenProcessPool:
             with self._lock:
                 if self._pool is pool:
                     self._pool = None
             pool.shutdown(wait=False, cancel_futures=True)
-            raise RobotError(f"{name}: the model loader process stopped while importing this model (out of "
-                             "memory or a damaged file)") from None
+            raise RobotError(
+                f"{name}: the model loader process stopped while importing this model (out of "
+                "memory or a damaged file)"
+            ) from None

@@ -57,30 +57,68 @@ class Submitter(Protocol):
 class RobotFitIn(BaseModel):
     """Options of a whole-robot fit (fitting/robot.py RobotFitOptions); every field that sizes work is bounded."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"groups": {"hip": ".*_hip_joint", "thigh": ".*_thigh_joint", "calf": ".*_calf_joint"}, "fit_bias": True,
-         "delay": None, "budget_s": 120}]})
-    groups: dict[str, str] | None = Field(None, max_length=MAX_GROUPS, description=(
-        "parameter sharing as Isaac Lab's joint_names_expr: group name → regex matched in full against the "
-        f"model's joint names (at most {MAX_GROUPS}); omit for one group per joint"))
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "groups": {"hip": ".*_hip_joint", "thigh": ".*_thigh_joint", "calf": ".*_calf_joint"},
+                    "fit_bias": True,
+                    "delay": None,
+                    "budget_s": 120,
+                }
+            ]
+        },
+    )
+    groups: dict[str, str] | None = Field(
+        None,
+        max_length=MAX_GROUPS,
+        description=(
+            "parameter sharing as Isaac Lab's joint_names_expr: group name → regex matched in full against the "
+            f"model's joint names (at most {MAX_GROUPS}); omit for one group per joint"
+        ),
+    )
     fit_bias: bool = Field(True, description="fit an encoder bias per joint")
-    dc_motor: bool = Field(False, description="fit a DC-motor envelope (saturation effort, velocity limit) per "
-                                              "group; off: the log must not saturate the motors")
-    delay: int | None = Field(None, ge=0, le=MAX_DELAY_STEPS,
-                              description="command delay in physics steps; omit to scan 0..max_delay")
-    max_delay: int = Field(8, ge=0, le=MAX_DELAY_STEPS, description="the delay scan's upper end (physics steps)")
-    kp: float | None = Field(None, gt=0, le=1e4, description="PD stiffness, N·m/rad (default: the log's, else fitted)")
+    dc_motor: bool = Field(
+        False,
+        description="fit a DC-motor envelope (saturation effort, velocity limit) per "
+        "group; off: the log must not saturate the motors",
+    )
+    delay: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_DELAY_STEPS,
+        description="command delay in physics steps; omit to scan 0..max_delay",
+    )
+    max_delay: int = Field(
+        8, ge=0, le=MAX_DELAY_STEPS, description="the delay scan's upper end (physics steps)"
+    )
+    kp: float | None = Field(
+        None, gt=0, le=1e4, description="PD stiffness, N·m/rad (default: the log's, else fitted)"
+    )
     kd: float | None = Field(None, ge=0, le=1e3, description="PD damping, N·m·s/rad (default: the log's)")
     decimation: int = Field(4, ge=1, le=MAX_DECIMATION, description="physics steps per log sample")
-    validation_fraction: float = Field(0.3, ge=0.05, le=0.5, description="the last part of the log, in time, "
-                                                                          "that validates")
-    window_s: float = Field(0.5, ge=0.05, le=10.0, description="training rollouts restart from the measured "
-                                                               "state this often (seconds)")
+    validation_fraction: float = Field(
+        0.3, ge=0.05, le=0.5, description="the last part of the log, in time, that validates"
+    )
+    window_s: float = Field(
+        0.5,
+        ge=0.05,
+        le=10.0,
+        description="training rollouts restart from the measured state this often (seconds)",
+    )
     iterations: int = Field(12, ge=1, le=MAX_ITERATIONS, description="least-squares Jacobian evaluations")
-    budget_s: float = Field(300.0, gt=0, le=MAX_BUDGET_S, description="wall-clock cap on the search (seconds); "
-                                                                      "the validation replay always runs")
-    replay: bool = Field(True, description="replay each whole-robot export (Isaac Lab, Newton USD, MJCF) through "
-                                           "its consumer on the held-out part, beside our coupled rollout")
+    budget_s: float = Field(
+        300.0,
+        gt=0,
+        le=MAX_BUDGET_S,
+        description="wall-clock cap on the search (seconds); the validation replay always runs",
+    )
+    replay: bool = Field(
+        True,
+        description="replay each whole-robot export (Isaac Lab, Newton USD, MJCF) through "
+        "its consumer on the held-out part, beside our coupled rollout",
+    )
 
     @field_validator("groups")
     @classmethod
@@ -89,17 +127,38 @@ class RobotFitIn(BaseModel):
             if not re.fullmatch(r"[A-Za-z_][\w-]{0,63}", name):
                 raise ValueError(f"group name {name[:80]!r}: letters, digits, _ or -, at most 64 characters")
             if len(expr) > MAX_EXPR_CHARS:
-                raise ValueError(f"group {name}: the regex has {len(expr)} characters; the limit is {MAX_EXPR_CHARS}")
+                raise ValueError(
+                    f"group {name}: the regex has {len(expr)} characters; the limit is {MAX_EXPR_CHARS}"
+                )
         return v
 
 
 _ROBOT_EXAMPLE: dict[str, Any] = {
-    "id": "5c1e0b7a9d2f4e6a8b3c1d0e9f8a7b6c", "project": "default", "name": "go2.xml",
-    "created_at": "2026-03-01T09:30:00+00:00", "model": "go2.xml", "fixed_base": None, "base": "base",
-    "joints": [{"name": "FL_hip_joint", "parent": None, "limits": [-1.05, 1.05], "armature": 0.01,
-                "damping": 0.6, "frictionloss": 0.2, "effort_limit": 23.7}],
-    "notes": ["visuals, collision shapes and meshes skipped: an in-air fit needs only the joint tree and the "
-              "bodies' inertia; contacts are off"], "sha256": "9f86d0…", "size": 14899}
+    "id": "5c1e0b7a9d2f4e6a8b3c1d0e9f8a7b6c",
+    "project": "default",
+    "name": "go2.xml",
+    "created_at": "2026-03-01T09:30:00+00:00",
+    "model": "go2.xml",
+    "fixed_base": None,
+    "base": "base",
+    "joints": [
+        {
+            "name": "FL_hip_joint",
+            "parent": None,
+            "limits": [-1.05, 1.05],
+            "armature": 0.01,
+            "damping": 0.6,
+            "frictionloss": 0.2,
+            "effort_limit": 23.7,
+        }
+    ],
+    "notes": [
+        "visuals, collision shapes and meshes skipped: an in-air fit needs only the joint tree and the "
+        "bodies' inertia; contacts are off"
+    ],
+    "sha256": "9f86d0…",
+    "size": 14899,
+}
 
 
 class RobotOut(BaseModel):
@@ -115,10 +174,20 @@ class RobotOut(BaseModel):
 def robot_out(r: dict) -> dict[str, Any]:
     """The public shape of a robot: its row and the RobotModel summary (joint tree, limits, joint terms)."""
     s = r["summary"]
-    return {"id": r["id"], "project": r["project"], "name": r["name"], "created_at": r["created_at"],
-            "model": r["options"].get("model"), "fixed_base": r["options"].get("fixed_base"),
-            "base": s.get("base"), "base_fixed": s.get("fixed_base", True), "joints": s.get("joints", []),
-            "notes": s.get("notes", []), "sha256": r["sha256"], "size": r["size"]}
+    return {
+        "id": r["id"],
+        "project": r["project"],
+        "name": r["name"],
+        "created_at": r["created_at"],
+        "model": r["options"].get("model"),
+        "fixed_base": r["options"].get("fixed_base"),
+        "base": s.get("base"),
+        "base_fixed": s.get("fixed_base", True),
+        "joints": s.get("joints", []),
+        "notes": s.get("notes", []),
+        "sha256": r["sha256"],
+        "size": r["size"],
+    }
 
 
 # --- the checks a robot fit passes before it is queued ---
@@ -132,22 +201,43 @@ def robot_from_summary(r: dict) -> RobotModel:
     arr = {k: np.array([j[k] for j in joints], float) for k in ("armature", "damping", "frictionloss")}
     limits = np.array([j["limits"] for j in joints], float).reshape(-1, 2)
     effort = np.array([np.inf if j["effort_limit"] is None else j["effort_limit"] for j in joints], float)
-    return RobotModel(path=Path(r["name"]), builder=None, joint_names=names, labels=names,
-                      dof=np.arange(len(names)), parent=[names.index(j["parent"]) if j["parent"] else -1
-                                                         for j in joints],
-                      component=np.zeros(len(names), int), lower=limits[:, 0], upper=limits[:, 1],
-                      armature=arr["armature"], damping=arr["damping"], friction=arr["frictionloss"],
-                      effort_limit=effort, base=r["summary"].get("base", ""))
+    return RobotModel(
+        path=Path(r["name"]),
+        builder=None,
+        joint_names=names,
+        labels=names,
+        dof=np.arange(len(names)),
+        parent=[names.index(j["parent"]) if j["parent"] else -1 for j in joints],
+        component=np.zeros(len(names), int),
+        lower=limits[:, 0],
+        upper=limits[:, 1],
+        armature=arr["armature"],
+        damping=arr["damping"],
+        friction=arr["frictionloss"],
+        effort_limit=effort,
+        base=r["summary"].get("base", ""),
+    )
 
 
 def fit_options(body: RobotFitIn, progress: Callable[[str], None] | None = None) -> Any:
     """The request's options as fitting/robot.py's RobotFitOptions."""
     from ..fitting.robot import RobotFitOptions
 
-    return RobotFitOptions(groups=body.groups, decimation=body.decimation,
-                           validation_fraction=body.validation_fraction, window_s=body.window_s,
-                           fit_bias=body.fit_bias, dc_motor=body.dc_motor, delay=body.delay, max_delay=body.max_delay, kp=body.kp,
-                           kd=body.kd, max_iterations=body.iterations, budget_s=body.budget_s, progress=progress)
+    return RobotFitOptions(
+        groups=body.groups,
+        decimation=body.decimation,
+        validation_fraction=body.validation_fraction,
+        window_s=body.window_s,
+        fit_bias=body.fit_bias,
+        dc_motor=body.dc_motor,
+        delay=body.delay,
+        max_delay=body.max_delay,
+        kp=body.kp,
+        kd=body.kd,
+        max_iterations=body.iterations,
+        budget_s=body.budget_s,
+        progress=progress,
+    )
 
 
 def check_robot_fit(rec: Recording, robot: dict, body: RobotFitIn, settings: Settings) -> None:
@@ -155,19 +245,34 @@ def check_robot_fit(rec: Recording, robot: dict, body: RobotFitIn, settings: Set
     from ..fitting.robot import prepare_fit  # the same checks and messages the CLI's fit gives
 
     if body.budget_s > settings.job_time_limit_s:
-        raise RobotError(f"robot.budget_s is {body.budget_s:g} s; the limit is the job time limit, "
-                         f"{settings.job_time_limit_s:g} s (ACTUATOR_SYSID_JOB_TIME_LIMIT_S)")
+        raise RobotError(
+            f"robot.budget_s is {body.budget_s:g} s; the limit is the job time limit, "
+            f"{settings.job_time_limit_s:g} s (ACTUATOR_SYSID_JOB_TIME_LIMIT_S)"
+        )
     data, _prob, _known = prepare_fit(rec, robot_from_summary(robot), fit_options(body))
     if data.starts.size > MAX_WINDOWS:
-        raise RobotError(f"the training part makes {data.starts.size} windows of robot.window_s = {body.window_s:g} s; "
-                         f"the limit is {MAX_WINDOWS}: raise window_s")
+        raise RobotError(
+            f"the training part makes {data.starts.size} windows of robot.window_s = {body.window_s:g} s; "
+            f"the limit is {MAX_WINDOWS}: raise window_s"
+        )
 
 
-def queue_robot_fit(repo: Repository, storage: Storage, runner: Submitter, settings: Settings, dataset_id: str,
-                    robot_id: str | None, body: RobotFitIn | None, owner: str, project: str | None) -> dict[str, Any]:
+def queue_robot_fit(
+    repo: Repository,
+    storage: Storage,
+    runner: Submitter,
+    settings: Settings,
+    dataset_id: str,
+    robot_id: str | None,
+    body: RobotFitIn | None,
+    owner: str,
+    project: str | None,
+) -> dict[str, Any]:
     """POST /api/v1/fits with a robot_id: check the dataset against the robot, then queue a robot fit."""
     if robot_id is None:
-        raise RobotError("robot options were given without a robot_id; upload the model with POST /api/v1/robots")
+        raise RobotError(
+            "robot options were given without a robot_id; upload the model with POST /api/v1/robots"
+        )
     body = body or RobotFitIn()
     repo.get_dataset(dataset_id, project)
     robot = repo.get_robot(robot_id, project)
@@ -182,8 +287,10 @@ def queue_robot_fit(repo: Repository, storage: Storage, runner: Submitter, setti
 def refuse_rerender(fit: dict) -> None:
     """`set`, `rename` and `unidentified` re-render a joint fit's exports; a robot fit's are served as written."""
     if fit["request"].get("kind") == ROBOT_FIT:
-        raise RobotError("set, rename and unidentified re-render the exports of a joint fit; a robot fit's "
-                         "exports are served as written (fit again with other options to change them)")
+        raise RobotError(
+            "set, rename and unidentified re-render the exports of a joint fit; a robot fit's "
+            "exports are served as written (fit again with other options to change them)"
+        )
 
 
 def export_validation(fit: dict) -> dict[str, Any]:
@@ -204,9 +311,12 @@ async def parse_for_robot(parse: Callable[..., Awaitable[dict[str, Any]]], robot
     try:
         parsed = await parse(joint_names=names)
     except DatasetError as e:
-        raise RobotError(f"{e}; the robot model {robot['name']} has {len(names)} actuated joint(s): "
-                         f"{', '.join(names)}") from None  # the CLI's fit --robot says the same
-    parsed["metadata"]["joint_names_from"] = f"robot {robot['id']} ({robot['name']}), in its actuated-joint order"
+        raise RobotError(
+            f"{e}; the robot model {robot['name']} has {len(names)} actuated joint(s): {', '.join(names)}"
+        ) from None  # the CLI's fit --robot says the same
+    parsed["metadata"]["joint_names_from"] = (
+        f"robot {robot['id']} ({robot['name']}), in its actuated-joint order"
+    )
     return parsed
 
 
@@ -217,7 +327,9 @@ def _stored_robot(storage: Storage, robot: dict, work: Path, limit: int) -> Robo
     """The stored upload unpacked into `work` and imported again, with the options it was accepted with."""
     from ..models.robot import load_robot
 
-    model, _ = unpack(storage.blob_path(robot["sha256"]), robot["name"], work, robot["options"].get("model"), limit)
+    model, _ = unpack(
+        storage.blob_path(robot["sha256"]), robot["name"], work, robot["options"].get("model"), limit
+    )
     return load_robot(model, fixed_base=robot["options"].get("fixed_base"))
 
 
@@ -241,17 +353,33 @@ def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any
 
     data, prob, _known = prepare_fit(rec, robot, opts)
     fitted = _fitted_values(result, prob.names)
-    (sim_fit, _), (sim_def, _) = replay_validation(robot, prob, data, fitted, int(result["delay_steps"]),
-                                                   opts.decimation)
+    (sim_fit, _), (sim_def, _) = replay_validation(
+        robot, prob, data, fitted, int(result["delay_steps"]), opts.decimation
+    )
     step = max(1, (data.q.shape[0] - data.split) // TRACE_POINTS)
-    t = data.t[data.split::step] - data.t[0]
-    return {"t": t, "joints": {n: {"measured": data.q[data.split::step, k], "commanded": data.cmd[data.split::step, k],
-                                   "fit": sim_fit[::step, k], "model_defaults": sim_def[::step, k]}
-                               for k, n in enumerate(prob.names)}}
+    t = data.t[data.split :: step] - data.t[0]
+    return {
+        "t": t,
+        "joints": {
+            n: {
+                "measured": data.q[data.split :: step, k],
+                "commanded": data.cmd[data.split :: step, k],
+                "fit": sim_fit[::step, k],
+                "model_defaults": sim_def[::step, k],
+            }
+            for k, n in enumerate(prob.names)
+        },
+    }
 
 
-def compute_robot_fit(repo: Repository, storage: Storage, settings: Settings, fit: dict, rec: Recording,
-                      progress: Callable[[float, str], None]) -> tuple[dict, dict, dict[str, str]]:
+def compute_robot_fit(
+    repo: Repository,
+    storage: Storage,
+    settings: Settings,
+    fit: dict,
+    rec: Recording,
+    progress: Callable[[float, str], None],
+) -> tuple[dict, dict, dict[str, str]]:
     """Worker entry for a robot fit: (result, report data, export files by name) of fit_robot on the dataset."""
     from ..export.robot import render_robot_exports, replay_robot_exports
     from ..fitting.robot import fit_robot
@@ -262,7 +390,9 @@ def compute_robot_fit(repo: Repository, storage: Storage, settings: Settings, fi
     work = Path(tempfile.mkdtemp(dir=storage.tmp))
     started, calls = time.monotonic(), [0]
 
-    def say(message: str) -> None:  # fit_robot reports scans and iterations; progress counts them and the budget
+    def say(
+        message: str,
+    ) -> None:  # fit_robot reports scans and iterations; progress counts them and the budget
         calls[0] += 1
         by_steps = calls[0] / (body.iterations + 3)
         by_time = (time.monotonic() - started) / body.budget_s
@@ -274,8 +404,9 @@ def compute_robot_fit(repo: Repository, storage: Storage, settings: Settings, fi
         opts = fit_options(body, say)
         result = fit_robot(rec, robot, opts)
         if str(rec.metadata.get("joint_names_from", "")).startswith("robot"):  # as the CLI states it
-            result["joint_mapping"] = ("unnamed log taken in the model's actuated-joint order: "
-                                       + ", ".join(robot.joint_names))
+            result["joint_mapping"] = "unnamed log taken in the model's actuated-joint order: " + ", ".join(
+                robot.joint_names
+            )
         progress(0.96, "fit done: rendering the whole-robot exports")
         files, result["exports"] = render_robot_exports(result, robot)
         if body.replay:
@@ -314,42 +445,104 @@ def _figures(traces: dict, per_joint: dict, defaults: dict) -> list[dict]:
     figs: list[dict] = []
     t = traces.get("t", [])
     for k, (name, tr) in enumerate(traces.get("joints", {}).items()):
-        data = [{"x": t, "y": tr[key], "name": label, "mode": "lines", "showlegend": k == 0,
-                 "line": {"color": color, "width": 1.2, "dash": dash}}
-                for key, label, color, dash in (("measured", "measured", "#222222", "solid"),
-                                                ("fit", "simulated (fit)", "#d62728", "solid"),
-                                                ("model_defaults", "simulated (model file's terms)", "#9aa0a6",
-                                                 "dot"))]
-        figs.append({"id": f"joint-{k}", "data": data, "layout": {
-            "title": {"text": name, "font": {"size": 12}}, "height": 220, "margin": {"l": 45, "r": 10, "t": 30, "b": 30},
-            "xaxis": {"title": {"text": "t [s]"}}, "yaxis": {"title": {"text": "q [rad]"}},
-            "legend": {"orientation": "h", "y": -0.35}}})
+        data = [
+            {
+                "x": t,
+                "y": tr[key],
+                "name": label,
+                "mode": "lines",
+                "showlegend": k == 0,
+                "line": {"color": color, "width": 1.2, "dash": dash},
+            }
+            for key, label, color, dash in (
+                ("measured", "measured", "#222222", "solid"),
+                ("fit", "simulated (fit)", "#d62728", "solid"),
+                ("model_defaults", "simulated (model file's terms)", "#9aa0a6", "dot"),
+            )
+        ]
+        figs.append(
+            {
+                "id": f"joint-{k}",
+                "data": data,
+                "layout": {
+                    "title": {"text": name, "font": {"size": 12}},
+                    "height": 220,
+                    "margin": {"l": 45, "r": 10, "t": 30, "b": 30},
+                    "xaxis": {"title": {"text": "t [s]"}},
+                    "yaxis": {"title": {"text": "q [rad]"}},
+                    "legend": {"orientation": "h", "y": -0.35},
+                },
+            }
+        )
     names = list(per_joint)
-    figs.append({"id": "errors", "data": [
-        {"type": "bar", "x": names, "y": [per_joint[n] for n in names], "name": "fit", "marker": {"color": "#d62728"}},
-        {"type": "bar", "x": names, "y": [defaults.get(n) for n in names], "name": "model file's joint terms",
-         "marker": {"color": "#9aa0a6"}}], "layout": {
-        "barmode": "group", "height": 320, "yaxis": {"title": {"text": "validation RMSE [rad]"}},
-        "margin": {"l": 60, "r": 10, "t": 20, "b": 90}}})
+    figs.append(
+        {
+            "id": "errors",
+            "data": [
+                {
+                    "type": "bar",
+                    "x": names,
+                    "y": [per_joint[n] for n in names],
+                    "name": "fit",
+                    "marker": {"color": "#d62728"},
+                },
+                {
+                    "type": "bar",
+                    "x": names,
+                    "y": [defaults.get(n) for n in names],
+                    "name": "model file's joint terms",
+                    "marker": {"color": "#9aa0a6"},
+                },
+            ],
+            "layout": {
+                "barmode": "group",
+                "height": 320,
+                "yaxis": {"title": {"text": "validation RMSE [rad]"}},
+                "margin": {"l": 60, "r": 10, "t": 20, "b": 90},
+            },
+        }
+    )
     return figs
 
 
-def render_robot_fit(fit: dict, traces: dict | None, exports: list[str], repo: Repository, project: str | None,
-                     standalone: bool = False) -> str:
+def render_robot_fit(
+    fit: dict,
+    traces: dict | None,
+    exports: list[str],
+    repo: Repository,
+    project: str | None,
+    standalone: bool = False,
+) -> str:
     """The robot fit page: per-joint small multiples on the validation span, per-joint error bars beside the
     model file's own terms, the groups with their values, the delay and the encoder bias. `standalone` (the
     report.html of all.zip) inlines Plotly and links the exports beside it."""
     result = fit.get("result") or {}
     v = result.get("validation") or {}
-    figs = _figures(traces or {}, v.get("per_joint_rmse", {}), v.get("model_defaults_per_joint_rmse", {})) \
-        if result else []
+    figs = (
+        _figures(traces or {}, v.get("per_joint_rmse", {}), v.get("model_defaults_per_joint_rmse", {}))
+        if result
+        else []
+    )
     try:
         robot: dict | None = repo.get_robot(fit["request"]["robot_id"], project)
     except NotFoundError:
         robot = None
-    body = templates().get_template("robot_fit.html").render(
-        fit=fit, result=result, v=v, exports=exports, robot=robot, figures=figs, traces=bool(traces),
-        fmt=pages.fmt_num, status=pages.status_html, standalone=standalone)
+    body = (
+        templates()
+        .get_template("robot_fit.html")
+        .render(
+            fit=fit,
+            result=result,
+            v=v,
+            exports=exports,
+            robot=robot,
+            figures=figs,
+            traces=bool(traces),
+            fmt=pages.fmt_num,
+            status=pages.status_html,
+            standalone=standalone,
+        )
+    )
     plots = pages.plot_script(figs)
     if standalone and plots:
         js = pages.plotly_js_path().read_text(encoding="utf-8").replace("</script", "<\\/script")

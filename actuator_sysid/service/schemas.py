@@ -20,53 +20,111 @@ MAX_FIT_JOINTS = 64  # joints one fit request may name (fitting/fit.py validate_
 
 class Budget(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    generations: int = Field(DEFAULT_REQUEST.generations, description="CMA-ES generations per model family",
-                             examples=[200])
+    generations: int = Field(
+        DEFAULT_REQUEST.generations, description="CMA-ES generations per model family", examples=[200]
+    )
     population: int = Field(DEFAULT_REQUEST.population, description="CMA-ES population size", examples=[16])
-    seconds: float | None = Field(None, description="wall-clock budget for the whole fit: the search stops with "
-                                                    "its best so far and refines it briefly", examples=[60])
+    seconds: float | None = Field(
+        None,
+        description="wall-clock budget for the whole fit: the search stops with "
+        "its best so far and refines it briefly",
+        examples=[60],
+    )
 
 
 class FitCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"dataset_id": "3f2b9c0e5d6a4b1c8e7f6a5b4c3d2e1f", "joints": ["knee"], "families": ["dcmotor", "ideal_pd"],
-         "budget": {"generations": 200, "population": 16}, "seed": 0, "device": "cpu"}]})
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "dataset_id": "3f2b9c0e5d6a4b1c8e7f6a5b4c3d2e1f",
+                    "joints": ["knee"],
+                    "families": ["dcmotor", "ideal_pd"],
+                    "budget": {"generations": 200, "population": 16},
+                    "seed": 0,
+                    "device": "cpu",
+                }
+            ]
+        },
+    )
     dataset_id: str = Field(description="id from POST /api/v1/datasets")
-    joints: list[str] | None = Field(None, max_length=MAX_FIT_JOINTS,
-                                     description=f"joints to fit, each once (at most {MAX_FIT_JOINTS}); omit for "
-                                                 "every joint")
-    robot_id: str | None = Field(None, max_length=64, description="id from POST /api/v1/robots: fit every actuator "
-                                 "through the robot's coupled dynamics; `robot` holds that fit's options and "
-                                 "joints / families / budget are not used")
+    joints: list[str] | None = Field(
+        None,
+        max_length=MAX_FIT_JOINTS,
+        description=f"joints to fit, each once (at most {MAX_FIT_JOINTS}); omit for every joint",
+    )
+    robot_id: str | None = Field(
+        None,
+        max_length=64,
+        description="id from POST /api/v1/robots: fit every actuator "
+        "through the robot's coupled dynamics; `robot` holds that fit's options and "
+        "joints / families / budget are not used",
+    )
     robot: robots.RobotFitIn | None = Field(None, description="options of a robot fit (with robot_id)")
-    families: list[str] | None = Field(None, max_length=32,
-                                       description=f"model families, from {sorted(FAMILIES)}, or the actuator "
-                                                   f"networks mlp, lstm and gru (default {DEFAULT_REQUEST.families})")
-    models: list[str] | None = Field(None, max_length=32, deprecated=True,
-                                     description="deprecated alias of `families` (give one of the two)")
+    families: list[str] | None = Field(
+        None,
+        max_length=32,
+        description=f"model families, from {sorted(FAMILIES)}, or the actuator "
+        f"networks mlp, lstm and gru (default {DEFAULT_REQUEST.families})",
+    )
+    models: list[str] | None = Field(
+        None,
+        max_length=32,
+        deprecated=True,
+        description="deprecated alias of `families` (give one of the two)",
+    )
     budget: Budget = Field(default_factory=Budget)
     seed: int = DEFAULT_REQUEST.seed
-    device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d+)?)$",
-                        description="where the fit computes; cuda needs a GPU worker (the Ray executor gives "
-                                    "such a fit one GPU)")
+    device: str = Field(
+        "cpu",
+        pattern=r"^(cpu|cuda(:\d+)?)$",
+        description="where the fit computes; cuda needs a GPU worker (the Ray executor gives "
+        "such a fit one GPU)",
+    )
 
-    decimation: int = Field(DEFAULT_REQUEST.decimation, description="physics steps per log sample (commands held)")
-    effort_mode: str = Field(DEFAULT_REQUEST.effort_mode, description="explicit, or implicit (Newton's implicit effort mode)")
-    joint_terms: list[str] | None = Field(None, max_length=16, description="joint terms instead of each family's default, e.g. "
-                                                            "armature, friction, dynamic_friction, viscous_friction, "
-                                                            "encoder_offset")
-    holdout: str | None = Field(None, max_length=200, description="KEY=VALUE: the recordings of segments whose metadata KEY "
-                                                  "equals VALUE are the validation set, e.g. kp=20 (a nested key "
-                                                  "as bam.kp, or by its unique name)", examples=["kp=20"])
-    folds: int | None = Field(None, description="k-fold cross-validation over whole recordings (2 ≤ k ≤ 100); the final "
-                                                "parameters come from a fit on every segment", examples=[5])
-    folds_by: str | None = Field(None, max_length=200, description="leave-one-value-out cross-validation: one fold per value of "
-                                                   "this metadata key (its recordings validate); the final "
-                                                   "parameters come from a fit on every segment", examples=["kp"])
+    decimation: int = Field(
+        DEFAULT_REQUEST.decimation, description="physics steps per log sample (commands held)"
+    )
+    effort_mode: str = Field(
+        DEFAULT_REQUEST.effort_mode, description="explicit, or implicit (Newton's implicit effort mode)"
+    )
+    joint_terms: list[str] | None = Field(
+        None,
+        max_length=16,
+        description="joint terms instead of each family's default, e.g. "
+        "armature, friction, dynamic_friction, viscous_friction, "
+        "encoder_offset",
+    )
+    holdout: str | None = Field(
+        None,
+        max_length=200,
+        description="KEY=VALUE: the recordings of segments whose metadata KEY "
+        "equals VALUE are the validation set, e.g. kp=20 (a nested key "
+        "as bam.kp, or by its unique name)",
+        examples=["kp=20"],
+    )
+    folds: int | None = Field(
+        None,
+        description="k-fold cross-validation over whole recordings (2 ≤ k ≤ 100); the final "
+        "parameters come from a fit on every segment",
+        examples=[5],
+    )
+    folds_by: str | None = Field(
+        None,
+        max_length=200,
+        description="leave-one-value-out cross-validation: one fold per value of "
+        "this metadata key (its recordings validate); the final "
+        "parameters come from a fit on every segment",
+        examples=["kp"],
+    )
     networks: dict[str, Any] | None = Field(
-        None, description="options of the mlp/lstm families: input_idx (physics steps back), hidden, activation, "
-                          "hidden_size, num_layers, epochs, patience, lr, window, in_loop_epochs, mode "
-                          "(auto | torque | in_the_loop)", examples=[{"input_idx": [0, 2, 4], "hidden": [32, 32]}])
+        None,
+        description="options of the mlp/lstm families: input_idx (physics steps back), hidden, activation, "
+        "hidden_size, num_layers, epochs, patience, lr, window, in_loop_epochs, mode "
+        "(auto | torque | in_the_loop)",
+        examples=[{"input_idx": [0, 2, 4], "hidden": [32, 32]}],
+    )
 
     @model_validator(mode="after")
     def _one_family_field(self) -> FitCreate:
@@ -76,27 +134,58 @@ class FitCreate(BaseModel):
 
     def to_request(self) -> FitRequest:
         families = self.families if self.families is not None else self.models
-        return FitRequest(joints=self.joints, families=list(DEFAULT_REQUEST.families) if families is None else families,
-                          generations=self.budget.generations,
-                          population=self.budget.population, seed=self.seed, device=self.device,
-                          decimation=self.decimation, effort_mode=self.effort_mode, joint_terms=self.joint_terms,
-                          holdout=self.holdout, folds=self.folds, folds_by=self.folds_by,
-                          budget_s=self.budget.seconds,
-                          networks=self.networks)
+        return FitRequest(
+            joints=self.joints,
+            families=list(DEFAULT_REQUEST.families) if families is None else families,
+            generations=self.budget.generations,
+            population=self.budget.population,
+            seed=self.seed,
+            device=self.device,
+            decimation=self.decimation,
+            effort_mode=self.effort_mode,
+            joint_terms=self.joint_terms,
+            holdout=self.holdout,
+            folds=self.folds,
+            folds_by=self.folds_by,
+            budget_s=self.budget.seconds,
+            networks=self.networks,
+        )
 
 
 _DATASET_EXAMPLE: JsonDict = {
-    "id": "3f2b9c0e5d6a4b1c8e7f6a5b4c3d2e1f", "project": "default", "name": "knee_bench.csv",
-    "created_at": "2026-03-01T09:30:00+00:00", "joints": ["knee"], "segments": 6, "samples": 7200,
-    "duration_s": 35.97, "rate_hz": 200.0, "source_format": "canonical-csv-long", "velocity_source": "measured",
-    "has_effort": True, "warnings": [], "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-    "size": 412345, "actuator_model": "AK80-9", "serial": "SN-0042"}
+    "id": "3f2b9c0e5d6a4b1c8e7f6a5b4c3d2e1f",
+    "project": "default",
+    "name": "knee_bench.csv",
+    "created_at": "2026-03-01T09:30:00+00:00",
+    "joints": ["knee"],
+    "segments": 6,
+    "samples": 7200,
+    "duration_s": 35.97,
+    "rate_hz": 200.0,
+    "source_format": "canonical-csv-long",
+    "velocity_source": "measured",
+    "has_effort": True,
+    "warnings": [],
+    "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "size": 412345,
+    "actuator_model": "AK80-9",
+    "serial": "SN-0042",
+}
 _FIT_EXAMPLE: JsonDict = {
-    "id": "a1b2c3d4e5f60718293a4b5c6d7e8f90", "project": "default", "dataset_id": _DATASET_EXAMPLE["id"],
-    "status": "running", "progress": 0.42, "message": "dcmotor: generation 84/200", "attempts": 1,
+    "id": "a1b2c3d4e5f60718293a4b5c6d7e8f90",
+    "project": "default",
+    "dataset_id": _DATASET_EXAMPLE["id"],
+    "status": "running",
+    "progress": 0.42,
+    "message": "dcmotor: generation 84/200",
+    "attempts": 1,
     "request": {"joints": ["knee"], "families": ["dcmotor"], "generations": 200, "population": 16, "seed": 0},
-    "created_at": "2026-03-01T09:31:00+00:00", "updated_at": "2026-03-01T09:31:20+00:00",
-    "started_at": "2026-03-01T09:31:01+00:00", "finished_at": None, "artifacts": []}
+    "created_at": "2026-03-01T09:31:00+00:00",
+    "updated_at": "2026-03-01T09:31:20+00:00",
+    "started_at": "2026-03-01T09:31:01+00:00",
+    "finished_at": None,
+    "artifacts": [],
+}
 
 
 class DatasetOut(BaseModel):
@@ -119,14 +208,17 @@ class FitOut(BaseModel):
 
 
 class FitAccepted(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"id": _FIT_EXAMPLE["id"], "status": "queued"}]})
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"id": _FIT_EXAMPLE["id"], "status": "queued"}]}
+    )
     id: str
     status: str
 
 
 class Problem(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"detail": "fit 'x' not found; GET /api/v1/fits "
-                                                                         "lists the ids"}]})
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"detail": "fit 'x' not found; GET /api/v1/fits lists the ids"}]}
+    )
     detail: str
 
 

@@ -26,7 +26,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ACTUATOR_SYSID_")
 
     data_dir: Path = Path("./data")
-    database_url: str = ""  # empty: sqlite:///<data_dir>/actuator_sysid.db; postgresql+psycopg://... for PostgreSQL
+    database_url: str = (
+        ""  # empty: sqlite:///<data_dir>/actuator_sysid.db; postgresql+psycopg://... for PostgreSQL
+    )
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
     max_upload_bytes: int = Field(200 * 1024 * 1024, ge=1)
@@ -35,7 +37,9 @@ class Settings(BaseSettings):
     ray_address: str = ""  # the Ray cluster for executor=ray ("host:port" of the head); empty: "auto"
     job_time_limit_s: float = Field(3600.0, gt=0)  # a fit running longer than this fails, with that reason
     fit_attempts: int = Field(1, ge=1)  # runs per fit: >1 re-queues a fit whose worker died
-    lease_s: float = Field(60.0, ge=1)  # a running fit whose worker stayed silent this long is re-queued/failed
+    lease_s: float = Field(
+        60.0, ge=1
+    )  # a running fit whose worker stayed silent this long is re-queued/failed
     auth: Literal["auto", "required", "off"] = "auto"  # auto: tokens required when bound beyond loopback
     log_format: Literal["json", "text"] = "json"
     parse_workers: int = Field(1, ge=1)  # processes that parse uploads (large files never load in the API)
@@ -46,7 +50,9 @@ class Settings(BaseSettings):
         self.data_dir = self.data_dir.expanduser().resolve()
         if not self.database_url:
             self.database_url = f"sqlite:///{self.data_dir / 'actuator_sysid.db'}"
-        elif self.database_url.startswith(("postgresql://", "postgres://")):  # psycopg 3 is the driver we ship
+        elif self.database_url.startswith(
+            ("postgresql://", "postgres://")
+        ):  # psycopg 3 is the driver we ship
             self.database_url = "postgresql+psycopg://" + self.database_url.split("://", 1)[1]
         return self
 

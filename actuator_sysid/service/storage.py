@@ -115,8 +115,10 @@ class Storage:
                 while chunk := src.read(CHUNK):
                     size += len(chunk)
                     if size > limit:
-                        raise UploadTooLargeError(f"upload too large: more than {limit} bytes; the limit is "
-                                                  f"{limit} bytes (ACTUATOR_SYSID_MAX_UPLOAD_BYTES)")
+                        raise UploadTooLargeError(
+                            f"upload too large: more than {limit} bytes; the limit is "
+                            f"{limit} bytes (ACTUATOR_SYSID_MAX_UPLOAD_BYTES)"
+                        )
                     h.update(chunk)
                     f.write(chunk)
                 f.flush()
@@ -155,7 +157,9 @@ class Storage:
             for name in ("recording.json", "arrays.npz"):
                 src = self.blob_path(artifacts[name]["sha256"])
                 if not src.is_file():
-                    raise NotFoundError(f"the stored file {name} of this dataset is missing from {self.blobs}")
+                    raise NotFoundError(
+                        f"the stored file {name} of this dataset is missing from {self.blobs}"
+                    )
                 os.symlink(src, folder / name)
             return Recording.load(folder)
         finally:

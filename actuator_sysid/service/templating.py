@@ -56,10 +56,15 @@ def status_html(status: str) -> str:
 def templates() -> jinja2.Environment:
     """The one environment of every page: service/templates/ through the package loader (an installed wheel
     carries them, pyproject's package-data), autoescape on."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("actuator_sysid.service", "templates"),
-                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=num_text, status=lambda s: Markup(status_html(s)),
-                       script_json=lambda o: Markup(script_json(o)))
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("actuator_sysid.service", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        num=num_text, status=lambda s: Markup(status_html(s)), script_json=lambda o: Markup(script_json(o))
+    )
     env.globals.update(inline=lambda name: Markup(static_text(name)))
     return env
 

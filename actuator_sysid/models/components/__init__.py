@@ -12,14 +12,27 @@ import pkgutil
 
 from .base import CONSUMERS, KINDS, TABLE_KNOTS, Component, Note, Param
 
-__all__ = ["BY_NAME", "COMPONENTS", "CONSUMERS", "KINDS", "TABLE_KNOTS", "Component", "Note", "Param", "get",
-           "of_kind"]
+__all__ = [
+    "BY_NAME",
+    "COMPONENTS",
+    "CONSUMERS",
+    "KINDS",
+    "TABLE_KNOTS",
+    "Component",
+    "Note",
+    "Param",
+    "get",
+    "of_kind",
+]
 
 
 def _discover() -> tuple[Component, ...]:
     """Every module's COMPONENT, checked once: unique names, ranks and flag bits, each parameter owned once."""
-    found = [importlib.import_module(f"{__name__}.{m.name}").COMPONENT
-             for m in pkgutil.iter_modules(__path__) if m.name != "base" and not m.name.startswith("_")]
+    found = [
+        importlib.import_module(f"{__name__}.{m.name}").COMPONENT
+        for m in pkgutil.iter_modules(__path__)
+        if m.name != "base" and not m.name.startswith("_")
+    ]
     found.sort(key=lambda c: c.rank)
     for attr in ("name", "rank"):
         values = [getattr(c, attr) for c in found]

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from .base import Component, Model, Param
 
-ARMATURE = Param("armature", "kg·m²", 1e-6, 1e1, "log", 0.0, "newton:armature",
-                 "Reflected rotor inertia added to the joint's inertia.")
+ARMATURE = Param(
+    "armature",
+    "kg·m²",
+    1e-6,
+    1e1,
+    "log",
+    0.0,
+    "newton:armature",
+    "Reflected rotor inertia added to the joint's inertia.",
+)
 
 
 class Armature(Component):
@@ -13,5 +21,6 @@ class Armature(Component):
         return {"armature": v} if (v := m.value(ARMATURE.name)) is not None else {}
 
 
-COMPONENT = Armature("armature", "joint", 40, "Reflected rotor inertia.", defines=(ARMATURE,),
-                     isaaclab_fields=("armature",))
+COMPONENT = Armature(
+    "armature", "joint", 40, "Reflected rotor inertia.", defines=(ARMATURE,), isaaclab_fields=("armature",)
+)

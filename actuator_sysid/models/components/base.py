@@ -76,9 +76,13 @@ class Component:
     flag: int = 0  # kernel flag bit (models/kernels.py reads the same value)
     switch: str = ""  # a joint term: the parameter whose presence in a family's joint terms turns the flag on
     companions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a term → the terms it needs
-    budget: bool = False  # part of BAM's friction budget (docs/prior-art.md M2–M6), which no consumer field holds
+    budget: bool = (
+        False  # part of BAM's friction budget (docs/prior-art.md M2–M6), which no consumer field holds
+    )
     isaaclab_fields: tuple[str, ...] = ()  # the Isaac Lab cfg fields it contributes, in the order written
-    isaaclab_renames: dict[str, str] = field(default_factory=dict)  # a drive: other components' fields its class names
+    isaaclab_renames: dict[str, str] = field(
+        default_factory=dict
+    )  # a drive: other components' fields its class names
     newton_api: str = ""  # the Newton API schema it applies (docs/consumer-semantics.md §C.3)
     newton_doc: str = ""  # docs/models.md: how Newton USD holds it, where what it writes does not say
 
@@ -99,7 +103,9 @@ class Component:
         """NewtonJointAPI attributes on the joint (§C.4): a joint term's parameters with a `newton:` name, SI."""
         if self.kind != "joint":
             return {}
-        return {p.newton_attr: v for p in self.defines if p.newton_attr and (v := m.value(p.name)) is not None}
+        return {
+            p.newton_attr: v for p in self.defines if p.newton_attr and (v := m.value(p.name)) is not None
+        }
 
     def mjcf_joint(self, m: Model) -> dict[str, float]:
         """MJCF joint attributes (SI)."""

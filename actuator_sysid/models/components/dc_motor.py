@@ -13,17 +13,43 @@ import numpy as np
 
 from .base import Component, Model, Param
 
-SATURATION = Param("saturation_effort", "N·m", 1e-2, 1e3, "log", math.inf, "newton:saturationEffort",
-                   "DC-motor stall effort: the torque–speed line's intercept at zero velocity.")
-VELOCITY_LIMIT = Param("actuator_velocity_limit", "rad/s", 1e-1, 1e3, "log", math.inf, "newton:velocityLimit",
-                       "DC-motor no-load speed: where the torque–speed line reaches zero torque.")
-EFFORT_LIMIT = Param("actuator_effort_limit", "N·m", 1e-2, 1e3, "log", math.inf, "newton:maxEffort",
-                     "Rated (continuous) effort: the box clip of the model output (newton:maxMotorEffort in a DC "
-                     "clamp).")
+SATURATION = Param(
+    "saturation_effort",
+    "N·m",
+    1e-2,
+    1e3,
+    "log",
+    math.inf,
+    "newton:saturationEffort",
+    "DC-motor stall effort: the torque–speed line's intercept at zero velocity.",
+)
+VELOCITY_LIMIT = Param(
+    "actuator_velocity_limit",
+    "rad/s",
+    1e-1,
+    1e3,
+    "log",
+    math.inf,
+    "newton:velocityLimit",
+    "DC-motor no-load speed: where the torque–speed line reaches zero torque.",
+)
+EFFORT_LIMIT = Param(
+    "actuator_effort_limit",
+    "N·m",
+    1e-2,
+    1e3,
+    "log",
+    math.inf,
+    "newton:maxEffort",
+    "Rated (continuous) effort: the box clip of the model output (newton:maxMotorEffort in a DC clamp).",
+)
 # the clamp's attributes by parameter: Param.newton, except that inside NewtonDCMotorClampingAPI the rated effort
 # is `newton:maxMotorEffort` (§C.3; `newton:maxEffort` is the box clamp's)
-NEWTON_NAMES = {SATURATION.name: SATURATION.newton_attr, VELOCITY_LIMIT.name: VELOCITY_LIMIT.newton_attr,
-                EFFORT_LIMIT.name: "maxMotorEffort"}
+NEWTON_NAMES = {
+    SATURATION.name: SATURATION.newton_attr,
+    VELOCITY_LIMIT.name: VELOCITY_LIMIT.newton_attr,
+    EFFORT_LIMIT.name: "maxMotorEffort",
+}
 
 
 def window(qd: Any, sat: Any, vlim: Any, elim: Any, xp: Any = np) -> tuple[Any, Any]:
@@ -38,13 +64,23 @@ class DCMotor(Component):
     """NewtonDCMotorClampingAPI, always applied, with whichever of its three attributes are finite."""
 
     def envelope(self, v: np.ndarray, params: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
-        return window(v, params[SATURATION.name], params[VELOCITY_LIMIT.name], params.get(EFFORT_LIMIT.name, np.inf))
+        return window(
+            v, params[SATURATION.name], params[VELOCITY_LIMIT.name], params.get(EFFORT_LIMIT.name, np.inf)
+        )
 
     def newton_actuator(self, m: Model) -> tuple[list[str], dict[str, Any]]:
-        return [self.newton_api], {attr: v for name, attr in NEWTON_NAMES.items() if (v := m.value(name)) is not None}
+        return [self.newton_api], {
+            attr: v for name, attr in NEWTON_NAMES.items() if (v := m.value(name)) is not None
+        }
 
 
-COMPONENT = DCMotor("dc_motor", "clamp", 20, "Four-quadrant DC-motor torque–speed envelope.",
-                    defines=(SATURATION, VELOCITY_LIMIT, EFFORT_LIMIT), flag=2,
-                    isaaclab_fields=(SATURATION.name, VELOCITY_LIMIT.name, EFFORT_LIMIT.name),
-                    newton_api="NewtonDCMotorClampingAPI")
+COMPONENT = DCMotor(
+    "dc_motor",
+    "clamp",
+    20,
+    "Four-quadrant DC-motor torque–speed envelope.",
+    defines=(SATURATION, VELOCITY_LIMIT, EFFORT_LIMIT),
+    flag=2,
+    isaaclab_fields=(SATURATION.name, VELOCITY_LIMIT.name, EFFORT_LIMIT.name),
+    newton_api="NewtonDCMotorClampingAPI",
+)

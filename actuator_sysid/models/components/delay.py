@@ -6,8 +6,17 @@ from typing import Any
 
 from .base import Component, Model, Param
 
-DELAY = Param("delay", "physics steps", 0, 20, "linear", 0.0, "newton:delaySteps",
-              "Command delay counted in physics steps (Isaac Lab min_delay = max_delay).", integer=True)
+DELAY = Param(
+    "delay",
+    "physics steps",
+    0,
+    20,
+    "linear",
+    0.0,
+    "newton:delaySteps",
+    "Command delay counted in physics steps (Isaac Lab min_delay = max_delay).",
+    integer=True,
+)
 
 
 class Delay(Component):
@@ -18,5 +27,12 @@ class Delay(Component):
         return ([self.newton_api], {DELAY.newton_attr: steps}) if steps >= 1 else ([], {})
 
 
-COMPONENT = Delay("delay", "delay", 120, "Delay of targets and feed-forward.", defines=(DELAY,),
-                  isaaclab_fields=("min_delay", "max_delay"), newton_api="NewtonActuatorDelayAPI")
+COMPONENT = Delay(
+    "delay",
+    "delay",
+    120,
+    "Delay of targets and feed-forward.",
+    defines=(DELAY,),
+    isaaclab_fields=("min_delay", "max_delay"),
+    newton_api="NewtonActuatorDelayAPI",
+)

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from .base import Component, Model, Note, Param
 
-OFFSET = Param("encoder_offset", "rad", -0.3, 0.3, "linear", 0.0, "",
-               "Constant encoder bias: measured q = true q + offset; the controller sees the measured q.")
+OFFSET = Param(
+    "encoder_offset",
+    "rad",
+    -0.3,
+    0.3,
+    "linear",
+    0.0,
+    "",
+    "Constant encoder bias: measured q = true q + offset; the controller sees the measured q.",
+)
 
 
 class EncoderOffset(Component):
@@ -16,13 +24,31 @@ class EncoderOffset(Component):
         if not offset:
             return []
         if consumer == "newton":
-            return [("encoder_offset", "warning", f"a NewtonActuator has no encoder offset: subtract {offset:.4g} "
-                     "rad from measured positions before commanding the exported model")]
+            return [
+                (
+                    "encoder_offset",
+                    "warning",
+                    f"a NewtonActuator has no encoder offset: subtract {offset:.4g} "
+                    "rad from measured positions before commanding the exported model",
+                )
+            ]
         if consumer == "mjcf":
-            return [("encoder_offset", "warning", f"subtract the encoder offset {offset:.4g} rad from measured "
-                     "positions: MuJoCo's actuator reads the true joint position")]
+            return [
+                (
+                    "encoder_offset",
+                    "warning",
+                    f"subtract the encoder offset {offset:.4g} rad from measured "
+                    "positions: MuJoCo's actuator reads the true joint position",
+                )
+            ]
         return []
 
 
-COMPONENT = EncoderOffset("encoder_offset", "joint", 140, "Constant encoder bias.", defines=(OFFSET,),
-                              newton_doc="— (a finding: subtract it from measured positions)")
+COMPONENT = EncoderOffset(
+    "encoder_offset",
+    "joint",
+    140,
+    "Constant encoder bias.",
+    defines=(OFFSET,),
+    newton_doc="— (a finding: subtract it from measured positions)",
+)

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from .base import Component, Model, Param
 
-FRICTION = Param("friction", "N·m", 1e-5, 1e2, "log", 0.0, "newton:friction",
-                 "Coulomb (dry) friction effort, applied as a stopping constraint as MuJoCo's frictionloss; "
-                 "with PhysX-style friction, the static (breakaway) effort.")
+FRICTION = Param(
+    "friction",
+    "N·m",
+    1e-5,
+    1e2,
+    "log",
+    0.0,
+    "newton:friction",
+    "Coulomb (dry) friction effort, applied as a stopping constraint as MuJoCo's frictionloss; "
+    "with PhysX-style friction, the static (breakaway) effort.",
+)
 
 
 class Coulomb(Component):
@@ -14,5 +22,6 @@ class Coulomb(Component):
         return {"frictionloss": v} if (v := m.value(FRICTION.name)) is not None else {}
 
 
-COMPONENT = Coulomb("friction", "joint", 50, "Coulomb friction effort.", defines=(FRICTION,),
-                    isaaclab_fields=("friction",))
+COMPONENT = Coulomb(
+    "friction", "joint", 50, "Coulomb friction effort.", defines=(FRICTION,), isaaclab_fields=("friction",)
+)

@@ -16,8 +16,16 @@ from .base import Component, Model, Note, Param
 from .viscous import RAD_PER_DEG, VISCOUS
 
 STILL_VELOCITY = 1e-6  # rad/s: below this backward speed the joint counts as held (forward coefficient)
-RATIO = Param("viscous_friction_negative_ratio", "1", 0.1, 10.0, "log", 1.0, "",
-              "Viscous coefficient for qd < 0 over viscous_friction (qd ≥ 0); 1 is symmetric damping.")
+RATIO = Param(
+    "viscous_friction_negative_ratio",
+    "1",
+    0.1,
+    10.0,
+    "log",
+    1.0,
+    "",
+    "Viscous coefficient for qd < 0 over viscous_friction (qd ≥ 0); 1 is symmetric damping.",
+)
 
 
 def mean_coefficient(m: Model) -> float | None:
@@ -46,11 +54,24 @@ class DirectionalViscous(Component):
         if mean is None or visc is None or ratio is None or ratio == 1.0:
             return []
         field = {"isaaclab": "viscous_friction", "newton": "newton:damping", "mjcf": "damping"}[consumer]
-        return [("viscous_direction", "warning", f"{field} holds one viscous coefficient: the mean {mean:.4g} "
-                 f"N·m·s/rad of the fitted {visc:.4g} (qd ≥ 0) and {visc * ratio:.4g} (qd < 0)")]
+        return [
+            (
+                "viscous_direction",
+                "warning",
+                f"{field} holds one viscous coefficient: the mean {mean:.4g} "
+                f"N·m·s/rad of the fitted {visc:.4g} (qd ≥ 0) and {visc * ratio:.4g} (qd < 0)",
+            )
+        ]
 
 
 COMPONENT = DirectionalViscous(
-    "friction_viscous_directional", "joint", 170, "Viscous friction that differs by direction.", defines=(RATIO,),
-    flag=4096, switch=RATIO.name, companions={RATIO.name: (VISCOUS.name, RATIO.name)},
-    newton_doc="NewtonJointAPI damping = the mean coefficient (a finding)")
+    "friction_viscous_directional",
+    "joint",
+    170,
+    "Viscous friction that differs by direction.",
+    defines=(RATIO,),
+    flag=4096,
+    switch=RATIO.name,
+    companions={RATIO.name: (VISCOUS.name, RATIO.name)},
+    newton_doc="NewtonJointAPI damping = the mean coefficient (a finding)",
+)

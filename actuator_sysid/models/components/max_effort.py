@@ -22,6 +22,13 @@ class MaxEffort(Component):
         return ([], {}) if limit is None else ([self.newton_api], {EFFORT_LIMIT.newton_attr: limit})
 
 
-COMPONENT = MaxEffort("max_effort", "clamp", 15, "Box clip of the effort at ±actuator_effort_limit.",
-                      params=(EFFORT_LIMIT.name,), flag=1, isaaclab_fields=(EFFORT_LIMIT.name,),
-                      newton_api="NewtonMaxEffortClampingAPI")
+COMPONENT = MaxEffort(
+    "max_effort",
+    "clamp",
+    15,
+    "Box clip of the effort at ±actuator_effort_limit.",
+    params=(EFFORT_LIMIT.name,),
+    flag=1,
+    isaaclab_fields=(EFFORT_LIMIT.name,),
+    newton_api="NewtonMaxEffortClampingAPI",
+)

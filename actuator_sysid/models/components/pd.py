@@ -6,10 +6,12 @@ from typing import Any
 
 from .base import Component, Model, Param
 
-STIFFNESS = Param("stiffness", "N·m/rad", 1e-2, 1e4, "log", 0.0, "newton:kp",
-                  "PD proportional gain Kp acting on q_des − q.")
-DAMPING = Param("damping", "N·m·s/rad", 1e-4, 1e2, "log", 0.0, "newton:kd",
-                "PD derivative gain Kd acting on qd_des − qd.")
+STIFFNESS = Param(
+    "stiffness", "N·m/rad", 1e-2, 1e4, "log", 0.0, "newton:kp", "PD proportional gain Kp acting on q_des − q."
+)
+DAMPING = Param(
+    "damping", "N·m·s/rad", 1e-4, 1e2, "log", 0.0, "newton:kd", "PD derivative gain Kd acting on qd_des − qd."
+)
 
 
 class PD(Component):
@@ -19,6 +21,12 @@ class PD(Component):
         return [self.newton_api], {p.newton_attr: m.value(p.name) or 0.0 for p in (STIFFNESS, DAMPING)}
 
 
-COMPONENT = PD("pd", "drive", 10, "PD law on position and velocity errors plus feed-forward.",
-               defines=(STIFFNESS, DAMPING), isaaclab_fields=("stiffness", "damping"),
-               newton_api="NewtonPDControlAPI")
+COMPONENT = PD(
+    "pd",
+    "drive",
+    10,
+    "PD law on position and velocity errors plus feed-forward.",
+    defines=(STIFFNESS, DAMPING),
+    isaaclab_fields=("stiffness", "damping"),
+    newton_api="NewtonPDControlAPI",
+)

@@ -7,10 +7,26 @@ from typing import Any
 from .base import Component, Model, Param
 from .pd import DAMPING, STIFFNESS
 
-KI = Param("ki", "N·m/(rad·s)", 1e-3, 1e4, "log", 0.0, "newton:ki",
-           "PID integral gain (Newton DrivePID); the integral is updated before use.")
-INTEGRAL_MAX = Param("integral_max", "rad·s", 1e-4, 1e2, "log", float("inf"), "newton:integralMax",
-                     "Clamp of the PID integral state (Newton DrivePID).")
+KI = Param(
+    "ki",
+    "N·m/(rad·s)",
+    1e-3,
+    1e4,
+    "log",
+    0.0,
+    "newton:ki",
+    "PID integral gain (Newton DrivePID); the integral is updated before use.",
+)
+INTEGRAL_MAX = Param(
+    "integral_max",
+    "rad·s",
+    1e-4,
+    1e2,
+    "log",
+    float("inf"),
+    "newton:integralMax",
+    "Clamp of the PID integral state (Newton DrivePID).",
+)
 
 
 class PID(Component):
@@ -23,7 +39,14 @@ class PID(Component):
         return [self.newton_api], attrs
 
 
-COMPONENT = PID("pid", "drive", 130, "PID law with integral clamp (Newton DrivePID).", defines=(KI, INTEGRAL_MAX),
-                params=(STIFFNESS.name, DAMPING.name, KI.name, INTEGRAL_MAX.name), flag=8,
-                isaaclab_fields=("stiffness", "damping", "ki", "integral_max", "physics_dt"),
-                newton_api="NewtonPIDControlAPI")
+COMPONENT = PID(
+    "pid",
+    "drive",
+    130,
+    "PID law with integral clamp (Newton DrivePID).",
+    defines=(KI, INTEGRAL_MAX),
+    params=(STIFFNESS.name, DAMPING.name, KI.name, INTEGRAL_MAX.name),
+    flag=8,
+    isaaclab_fields=("stiffness", "damping", "ki", "integral_max", "physics_dt"),
+    newton_api="NewtonPIDControlAPI",
+)

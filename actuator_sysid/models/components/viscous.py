@@ -6,8 +6,16 @@ import math
 
 from .base import Component, Model, Param
 
-VISCOUS = Param("viscous_friction", "N·m·s/rad", 1e-5, 1e2, "log", 0.0, "newton:damping",
-                "Passive viscous joint damping, integrated implicitly (the USD attribute is per degree).")
+VISCOUS = Param(
+    "viscous_friction",
+    "N·m·s/rad",
+    1e-5,
+    1e2,
+    "log",
+    0.0,
+    "newton:damping",
+    "Passive viscous joint damping, integrated implicitly (the USD attribute is per degree).",
+)
 RAD_PER_DEG = math.pi / 180.0  # Newton's importer multiplies an angular joint's damping by 180/π (§C.4)
 
 
@@ -20,5 +28,11 @@ class Viscous(Component):
         return {"damping": v} if (v := m.value(VISCOUS.name)) is not None else {}
 
 
-COMPONENT = Viscous("viscous", "joint", 70, "Viscous joint damping.", defines=(VISCOUS,),
-                    isaaclab_fields=("viscous_friction",))
+COMPONENT = Viscous(
+    "viscous",
+    "joint",
+    70,
+    "Viscous joint damping.",
+    defines=(VISCOUS,),
+    isaaclab_fields=("viscous_friction",),
+)

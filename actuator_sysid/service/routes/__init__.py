@@ -8,8 +8,15 @@ from fastapi import APIRouter
 
 from . import datasets, excitations, exports, fits, fleet, ops, pages, robots
 
-ROUTERS: tuple[APIRouter, ...] = (datasets.router, excitations.router, fits.router, exports.router, fleet.router,
-                                  ops.router, pages.router)
+ROUTERS: tuple[APIRouter, ...] = (
+    datasets.router,
+    excitations.router,
+    fits.router,
+    exports.router,
+    fleet.router,
+    ops.router,
+    pages.router,
+)
 
 ROBOTS = robots.router
 

@@ -17,15 +17,40 @@ INTERNAL_ARTIFACTS = ("report_data.json",)  # stored for the report page, not of
 
 def dataset_out(d: dict) -> dict[str, Any]:
     """The public shape of a dataset: its row and its summary."""
-    return {"id": d["id"], "project": d["project"], "name": d["name"], "created_at": d["created_at"],
-            **d["summary"], "sha256": d["sha256"], "size": d["size"], "actuator_model": d["actuator_model"],
-            "serial": d["serial"]}
+    return {
+        "id": d["id"],
+        "project": d["project"],
+        "name": d["name"],
+        "created_at": d["created_at"],
+        **d["summary"],
+        "sha256": d["sha256"],
+        "size": d["size"],
+        "actuator_model": d["actuator_model"],
+        "serial": d["serial"],
+    }
 
 
 def fit_out(f: dict, artifacts: dict[str, dict] | None = None) -> dict[str, Any]:
     """The public shape of a fit; result/error only when present."""
-    out = {k: f[k] for k in ("id", "project", "dataset_id", "status", "progress", "message", "request",
-                             "created_at", "updated_at", "started_at", "finished_at", "attempts", "executor", "worker")}
+    out = {
+        k: f[k]
+        for k in (
+            "id",
+            "project",
+            "dataset_id",
+            "status",
+            "progress",
+            "message",
+            "request",
+            "created_at",
+            "updated_at",
+            "started_at",
+            "finished_at",
+            "attempts",
+            "executor",
+            "worker",
+        )
+    }
     for k in ("result", "error"):
         if f.get(k) is not None:
             out[k] = f[k]
@@ -52,15 +77,23 @@ def stored_json(repo: Repository, storage: Storage, fit: dict, name: str) -> dic
         return None
 
 
-def fit_context(repo: Repository, storage: Storage, fit_id: str, project: str | None) -> tuple[dict, dict | None]:
+def fit_context(
+    repo: Repository, storage: Storage, fit_id: str, project: str | None
+) -> tuple[dict, dict | None]:
     """A fit with its dataset's name, actuator model and serial, and its report's plot data (None if absent)."""
     fit = repo.get_fit(fit_id, project)
     try:
         ds = repo.get_dataset(fit["dataset_id"])
-        fit["dataset_name"], fit["actuator_model"], fit["serial"] = ds["name"], ds["actuator_model"], ds["serial"]
+        fit["dataset_name"], fit["actuator_model"], fit["serial"] = (
+            ds["name"],
+            ds["actuator_model"],
+            ds["serial"],
+        )
     except NotFoundError:
         pass
-    plots = stored_json(repo, storage, fit, "report_data.json")  # None: the tables still render, the page says so
+    plots = stored_json(
+        repo, storage, fit, "report_data.json"
+    )  # None: the tables still render, the page says so
     return fit, plots
 
 
@@ -89,5 +122,8 @@ def form_families() -> list[str]:
 
 def form_defaults() -> dict[str, Any]:
     """The fit form's budget fields, from the request defaults."""
-    return {"generations": DEFAULT_REQUEST.generations, "population": DEFAULT_REQUEST.population,
-            "seed": DEFAULT_REQUEST.seed}
+    return {
+        "generations": DEFAULT_REQUEST.generations,
+        "population": DEFAULT_REQUEST.population,
+        "seed": DEFAULT_REQUEST.seed,
+    }

@@ -33,8 +33,10 @@ def _parse_metadata(text: str | None) -> dict | None:
     try:
         meta = json.loads(text)
     except json.JSONDecodeError as e:
-        raise DatasetError(f"metadata: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}; "
-                           "send one JSON object (the sidecar), or leave the field out") from None
+        raise DatasetError(
+            f"metadata: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}; "
+            "send one JSON object (the sidecar), or leave the field out"
+        ) from None
     if not isinstance(meta, dict):
         raise DatasetError(f"metadata: must be a JSON object (the sidecar), got {type(meta).__name__}")
     return meta
@@ -49,30 +51,61 @@ def _joint_names(text: str | None) -> list[str] | None:
         raise DatasetError(f"joint_names gives {len(names)} names; the limit is {MAX_UPLOAD_JOINT_NAMES}")
     twice = sorted({n for i, n in enumerate(names) if n in names[:i]})
     if twice:
-        raise DatasetError(f"joint_names lists {', '.join(map(repr, twice))} more than once; name each joint once")
+        raise DatasetError(
+            f"joint_names lists {', '.join(map(repr, twice))} more than once; name each joint once"
+        )
     return names
-
-
 
 
 # The list and status routes that dashboards poll are `async`: each is one or two indexed reads, cheaper
 # on the event loop than the two thread hand-offs (handler, response check) a sync route costs.
 
 
-@router.post("/api/v1/datasets", status_code=201, tags=["datasets"],
-             responses={201: {"model": DatasetOut}, 413: {"model": Problem}, 422: {"model": Problem}, **ERRORS})
+@router.post(
+    "/api/v1/datasets",
+    status_code=201,
+    tags=["datasets"],
+    responses={201: {"model": DatasetOut}, 413: {"model": Problem}, 422: {"model": Problem}, **ERRORS},
+)
 async def upload_dataset(
-    repo: Repo, storage: Store, parser: Parser, settings: Conf, project: Project, owner: Owner,
+    repo: Repo,
+    storage: Store,
+    parser: Parser,
+    settings: Conf,
+    project: Project,
+    owner: Owner,
     file: Annotated[UploadFile, File(description="joint log in any supported format (or a zip of several)")],
-    metadata: Annotated[str | None, Form(description="sidecar JSON object (loads, gains, units; "
-                                                     "actuator_model and serial for the fleet view)")] = None,
-    fmt: Annotated[str | None, Form(alias="format", description="csv | parquet | bam | pace | mcap | rosbag | "
-                                    "actuator-net | actuator-net-pickle | lerobot | isaaclab-hdf5; empty to "
-                                    "detect")] = None,
-    joint_names: Annotated[str | None, Form(description="comma-separated joint names, for logs without "
-                                                        "them (PACE, Float64MultiArray, LeRobot, HDF5)")] = None,
-    robot_id: Annotated[str | None, Form(max_length=64, description="id from POST /api/v1/robots: a log "
-                                         "without joint names is read in that model's actuated-joint order")] = None,
+    metadata: Annotated[
+        str | None,
+        Form(
+            description="sidecar JSON object (loads, gains, units; "
+            "actuator_model and serial for the fleet view)"
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        Form(
+            alias="format",
+            description="csv | parquet | bam | pace | mcap | rosbag | "
+            "actuator-net | actuator-net-pickle | lerobot | isaaclab-hdf5; empty to "
+            "detect",
+        ),
+    ] = None,
+    joint_names: Annotated[
+        str | None,
+        Form(
+            description="comma-separated joint names, for logs without "
+            "them (PACE, Float64MultiArray, LeRobot, HDF5)"
+        ),
+    ] = None,
+    robot_id: Annotated[
+        str | None,
+        Form(
+            max_length=64,
+            description="id from POST /api/v1/robots: a log "
+            "without joint names is read in that model's actuated-joint order",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """Parse and store a joint log; nothing is stored unless the whole file parses."""
     name = display_name(file.filename)
@@ -85,12 +118,16 @@ async def upload_dataset(
         if size == 0:
             raise DatasetError(f"{name}: the uploaded file is empty; choose a file with a header and rows")
         parse = partial(parser.parse, tmp, name, sidecar, fmt or None, out_dir, any_format=True)
-        parsed = await (robots.parse_for_robot(parse, robot) if robot and names is None
-                        else parse(joint_names=names))
+        parsed = await (
+            robots.parse_for_robot(parse, robot) if robot and names is None else parse(joint_names=names)
+        )
         arts = await run_in_threadpool(storage.put_folder, out_dir)
         arts["original"] = await run_in_threadpool(storage.put_file, tmp, sha)
-        row = await run_in_threadpool(lambda: repo.create_dataset(
-            new_id(), name, parsed["summary"], arts, project=owner, metadata=parsed["metadata"]))
+        row = await run_in_threadpool(
+            lambda: repo.create_dataset(
+                new_id(), name, parsed["summary"], arts, project=owner, metadata=parsed["metadata"]
+            )
+        )
     finally:
         tmp.unlink(missing_ok=True)
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -98,31 +135,44 @@ async def upload_dataset(
 
 
 @router.get("/api/v1/datasets", tags=["datasets"], responses={200: {"model": list[DatasetOut]}, **ERRORS})
-async def list_datasets(repo: Repo, project: Project, actuator_model: str | None = None, serial: str | None = None,
-                        limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> list[dict[str, Any]]:
+async def list_datasets(
+    repo: Repo,
+    project: Project,
+    actuator_model: str | None = None,
+    serial: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> list[dict[str, Any]]:
     """Datasets newest first; filter by the sidecar's actuator_model / serial."""
     return [dataset_out(d) for d in repo.list_datasets(project, actuator_model, serial, limit)]
 
 
-@router.get("/api/v1/datasets/{dataset_id}", tags=["datasets"], responses={200: {"model": DatasetOut}, **ERRORS})
+@router.get(
+    "/api/v1/datasets/{dataset_id}", tags=["datasets"], responses={200: {"model": DatasetOut}, **ERRORS}
+)
 async def get_dataset(repo: Repo, project: Project, dataset_id: str) -> dict[str, Any]:
     return dataset_out(repo.get_dataset(dataset_id, project))
 
 
-@router.get("/api/v1/datasets/{dataset_id}/original", tags=["datasets"], response_class=FileResponse,
-            responses=ERRORS)
+@router.get(
+    "/api/v1/datasets/{dataset_id}/original", tags=["datasets"], response_class=FileResponse, responses=ERRORS
+)
 def download_original(repo: Repo, storage: Store, project: Project, dataset_id: str) -> FileResponse:
     """The uploaded file as it was received (its sha256 is the dataset's `sha256`)."""
     d = repo.get_dataset(dataset_id, project)
     path = storage.blob_path(d["sha256"])
     if not path.is_file():
         raise NotFoundError(f"the uploaded file of dataset {dataset_id} is missing from the store")
-    return FileResponse(path, media_type="application/octet-stream",
-                        filename=f"dataset-{dataset_id[:8]}-{d['name']}")
+    return FileResponse(
+        path, media_type="application/octet-stream", filename=f"dataset-{dataset_id[:8]}-{d['name']}"
+    )
 
 
-@router.delete("/api/v1/datasets/{dataset_id}", tags=["datasets"], responses={409: {"model": Problem}, **ERRORS})
-def delete_dataset(repo: Repo, storage: Store, project: Project, dataset_id: str, force: bool = False) -> dict[str, Any]:
+@router.delete(
+    "/api/v1/datasets/{dataset_id}", tags=["datasets"], responses={409: {"model": Problem}, **ERRORS}
+)
+def delete_dataset(
+    repo: Repo, storage: Store, project: Project, dataset_id: str, force: bool = False
+) -> dict[str, Any]:
     """Delete a dataset and its fits. Refused (409, naming them) while fits of it are queued or running,
     unless force=true, which cancels them."""
     shas = {a["sha256"] for a in repo.artifacts("dataset", dataset_id).values()}

@@ -38,8 +38,9 @@ def fit_validation(repo: Repo, storage: Store, project: Project, fit_id: str) ->
     return validation
 
 
-def _rendered(repo: Repository, storage: Storage, fit: dict, name: str, given: list[str], rename: list[str],
-              mode: str) -> bytes:
+def _rendered(
+    repo: Repository, storage: Storage, fit: dict, name: str, given: list[str], rename: list[str], mode: str
+) -> bytes:
     """A text export rendered again with the user's values (`set`), joint names (`rename`) and handling of
     unidentified parameters (`unidentified`: omit | comment), from the stored result and bench loads."""
     from ...export import ExportError, render_format
@@ -47,21 +48,35 @@ def _rendered(repo: Repository, storage: Storage, fit: dict, name: str, given: l
 
     loads = (stored_json(repo, storage, fit, "validation.json") or {}).get("bench") or None
     try:
-        text = render_format(fit["result"], None, name, loads=loads, unidentified=mode,
-                             given=parse_assignments(given), rename=parse_rename(rename))
+        text = render_format(
+            fit["result"],
+            None,
+            name,
+            loads=loads,
+            unidentified=mode,
+            given=parse_assignments(given),
+            rename=parse_rename(rename),
+        )
     except ExportError as e:
         raise FitRequestError(str(e)) from None
     return text.encode()
 
 
-def _all_zip(repo: Repository, storage: Storage, project: str | None, fit: dict, exports: dict[str, dict]) -> bytes:
+def _all_zip(
+    repo: Repository, storage: Storage, project: str | None, fit: dict, exports: dict[str, dict]
+) -> bytes:
     """A zip of every stored export of a fit and its report as one standalone report.html."""
     ctx, plots = fit_context(repo, storage, fit["id"], project)
     if ctx["request"].get("kind") == robots.ROBOT_FIT:
         html = robots.render_robot_fit(ctx, plots, sorted(exports), repo, project, standalone=True)
     else:
-        html = render_report(ctx, ctx.get("result"), plots, standalone=True,
-                             validation=stored_json(repo, storage, fit, "validation.json"))
+        html = render_report(
+            ctx,
+            ctx.get("result"),
+            plots,
+            standalone=True,
+            validation=stored_json(repo, storage, fit, "validation.json"),
+        )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for n, a in sorted(exports.items()):
@@ -70,9 +85,15 @@ def _all_zip(repo: Repository, storage: Storage, project: str | None, fit: dict,
     return buf.getvalue()
 
 
-@router.get("/api/v1/fits/{fit_id}/export/{name}", tags=["fits"], response_class=Response,
-            responses={409: {"model": Problem}, **ERRORS})
-def export_fit(request: Request, repo: Repo, storage: Store, project: Project, fit_id: str, name: str) -> Response:
+@router.get(
+    "/api/v1/fits/{fit_id}/export/{name}",
+    tags=["fits"],
+    response_class=Response,
+    responses={409: {"model": Problem}, **ERRORS},
+)
+def export_fit(
+    request: Request, repo: Repo, storage: Store, project: Project, fit_id: str, name: str
+) -> Response:
     """A stored export of a succeeded fit (isaaclab.py, isaaclab.json, fit.json), as a download; all.zip
     holds every export and a standalone report.html. Query `set=PARAM=VALUE` (repeatable), `rename=A=B` or
     `unidentified=comment` render a text export again with given values, joint names or flagged estimates."""
@@ -81,17 +102,30 @@ def export_fit(request: Request, repo: Repo, storage: Store, project: Project, f
         raise ConflictError(f"fit {fit_id} is {fit['status']}; exports exist once it has succeeded")
     exports = exports_of(repo, fit_id)
     if name == "all.zip":  # every export plus the standalone report (issue 15)
-        return Response(_all_zip(repo, storage, project, fit, exports), media_type="application/zip", headers={
-            "Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}.zip"'})
+        return Response(
+            _all_zip(repo, storage, project, fit, exports),
+            media_type="application/zip",
+            headers={"Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}.zip"'},
+        )
     if name not in exports:
         raise NotFoundError(f"unknown export format {name!r}; available: {sorted(exports)} or all.zip")
     q = request.query_params
     if (q.getlist("set") or q.getlist("rename") or q.get("unidentified")) and name in TEXT_FORMATS:
         robots.refuse_rerender(fit)
-        data = _rendered(repo, storage, fit, name, q.getlist("set"), q.getlist("rename"), q.get("unidentified") or "omit")
-        return Response(data, media_type=media_type(name),
-                        headers={"Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}-{name}"'})
+        data = _rendered(
+            repo, storage, fit, name, q.getlist("set"), q.getlist("rename"), q.get("unidentified") or "omit"
+        )
+        return Response(
+            data,
+            media_type=media_type(name),
+            headers={"Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}-{name}"'},
+        )
     data = storage.read_bytes(exports[name]["sha256"])
-    return Response(data, media_type=media_type(name), headers={
-        "Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}-{name}"',
-        "X-Content-SHA256": exports[name]["sha256"]})
+    return Response(
+        data,
+        media_type=media_type(name),
+        headers={
+            "Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}-{name}"',
+            "X-Content-SHA256": exports[name]["sha256"],
+        },
+    )

@@ -29,14 +29,26 @@ def _sse(event: str, data: dict, event_id: int | None = None) -> str:
     return f"{head}event: {event}\ndata: {json.dumps(data, allow_nan=False)}\n\n"
 
 
-@router.post("/api/v1/fits", status_code=202, tags=["fits"],
-             responses={202: {"model": FitAccepted}, 409: {"model": Problem}, 422: {"model": Problem}, **ERRORS})
-def create_fit(repo: Repo, storage: Store, runner: Runner, settings: Conf, project: Project, owner: Owner,
-               body: FitCreate) -> dict[str, Any]:
+@router.post(
+    "/api/v1/fits",
+    status_code=202,
+    tags=["fits"],
+    responses={202: {"model": FitAccepted}, 409: {"model": Problem}, 422: {"model": Problem}, **ERRORS},
+)
+def create_fit(
+    repo: Repo,
+    storage: Store,
+    runner: Runner,
+    settings: Conf,
+    project: Project,
+    owner: Owner,
+    body: FitCreate,
+) -> dict[str, Any]:
     """Check the request against the dataset, then queue it (the durable queue in the database)."""
     if body.robot_id is not None or body.robot is not None:  # a whole-robot fit (issue 16)
-        return robots.queue_robot_fit(repo, storage, runner, settings, body.dataset_id, body.robot_id,
-                                      body.robot, owner, project)
+        return robots.queue_robot_fit(
+            repo, storage, runner, settings, body.dataset_id, body.robot_id, body.robot, owner, project
+        )
     repo.get_dataset(body.dataset_id, project)
     req = body.to_request()
     validate_request(storage.load_recording(repo.artifacts("dataset", body.dataset_id)), req)
@@ -46,9 +58,13 @@ def create_fit(repo: Repo, storage: Store, runner: Runner, settings: Conf, proje
 
 
 @router.get("/api/v1/fits", tags=["fits"], responses={200: {"model": list[FitOut]}, **ERRORS})
-async def list_fits(repo: Repo, project: Project, dataset_id: str | None = None,
-                    status: Literal["queued", "running", "succeeded", "failed", "cancelled"] | None = None,
-                    limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> list[dict[str, Any]]:
+async def list_fits(
+    repo: Repo,
+    project: Project,
+    dataset_id: str | None = None,
+    status: Literal["queued", "running", "succeeded", "failed", "cancelled"] | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> list[dict[str, Any]]:
     """Fits newest first, without results."""
     return [fit_out(f) for f in repo.list_fits(dataset_id, project, status, limit)]
 
@@ -59,8 +75,12 @@ async def get_fit(repo: Repo, project: Project, fit_id: str) -> dict[str, Any]:
     return fit_out(repo.get_fit(fit_id, project), repo.artifacts("fit", fit_id))
 
 
-@router.post("/api/v1/fits/{fit_id}/cancel", status_code=202, tags=["fits"],
-             responses={202: {"model": FitOut}, 409: {"model": Problem}, **ERRORS})
+@router.post(
+    "/api/v1/fits/{fit_id}/cancel",
+    status_code=202,
+    tags=["fits"],
+    responses={202: {"model": FitOut}, 409: {"model": Problem}, **ERRORS},
+)
 def cancel_fit(repo: Repo, runner: Runner, project: Project, fit_id: str) -> dict[str, Any]:
     """Cancel a queued fit at once, a running one at its worker's next progress report (killed after 10 s)."""
     out = fit_out(repo.request_cancel(fit_id, project))
@@ -68,8 +88,12 @@ def cancel_fit(repo: Repo, runner: Runner, project: Project, fit_id: str) -> dic
     return out
 
 
-@router.post("/api/v1/fits/{fit_id}/retry", status_code=202, tags=["fits"],
-             responses={202: {"model": FitOut}, 409: {"model": Problem}, **ERRORS})
+@router.post(
+    "/api/v1/fits/{fit_id}/retry",
+    status_code=202,
+    tags=["fits"],
+    responses={202: {"model": FitOut}, 409: {"model": Problem}, **ERRORS},
+)
 def retry_fit(repo: Repo, runner: Runner, project: Project, fit_id: str) -> dict[str, Any]:
     """Queue a failed or cancelled fit again, with the same request."""
     out = fit_out(repo.retry_fit(fit_id, project))
@@ -85,12 +109,25 @@ def delete_fit(repo: Repo, storage: Store, project: Project, fit_id: str) -> dic
     return {"deleted": fit_id, "files_removed": discard(repo, storage, shas)}
 
 
-@router.get("/api/v1/fits/{fit_id}/events", tags=["fits"], response_class=StreamingResponse, responses={
-    200: {"content": {"text/event-stream": {"example": 'event: progress\ndata: {"status": "running", '
-                                                       '"progress": 0.42, "message": "dcmotor: generation 84/200"}\n\n'}},
-          "description": "Server-Sent Events: `progress` (status, progress, message) on every change, "
-                         "`log` (id, ts, level, message) per log line, then one `end` (status, error) "
-                         "when the fit is succeeded, failed or cancelled."}, **ERRORS})
+@router.get(
+    "/api/v1/fits/{fit_id}/events",
+    tags=["fits"],
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {
+                "text/event-stream": {
+                    "example": 'event: progress\ndata: {"status": "running", '
+                    '"progress": 0.42, "message": "dcmotor: generation 84/200"}\n\n'
+                }
+            },
+            "description": "Server-Sent Events: `progress` (status, progress, message) on every change, "
+            "`log` (id, ts, level, message) per log line, then one `end` (status, error) "
+            "when the fit is succeeded, failed or cancelled.",
+        },
+        **ERRORS,
+    },
+)
 async def fit_events(request: Request, repo: Repo, project: Project, fit_id: str) -> StreamingResponse:
     """Stream a fit's progress and log lines until it reaches a terminal state (reconnect with Last-Event-ID)."""
     await run_in_threadpool(repo.get_fit, fit_id, project)  # 404 before the stream starts
@@ -110,8 +147,15 @@ async def fit_events(request: Request, repo: Repo, project: Project, fit_id: str
             state = (fit["status"], round(fit["progress"], 4), fit["message"])
             if state != last_state:
                 last_state, idle = state, 0.0
-                yield _sse("progress", {"status": fit["status"], "progress": fit["progress"],
-                                        "message": fit["message"], "attempts": fit["attempts"]})
+                yield _sse(
+                    "progress",
+                    {
+                        "status": fit["status"],
+                        "progress": fit["progress"],
+                        "message": fit["message"],
+                        "attempts": fit["attempts"],
+                    },
+                )
             if fit["status"] in TERMINAL:
                 yield _sse("end", {"status": fit["status"], "error": fit["error"]})
                 return
@@ -123,5 +167,8 @@ async def fit_events(request: Request, repo: Repo, project: Project, fit_id: str
                 idle = 0.0
                 yield ": keep-alive\n\n"
 
-    return StreamingResponse(stream(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

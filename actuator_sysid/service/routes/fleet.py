@@ -23,10 +23,16 @@ def fleet_api(repo: Repo, project: Project, actuator_model: str) -> dict[str, An
 
 @router.get("/compare", response_class=HTMLResponse, include_in_schema=False)
 def compare_page(repo: Repo, storage: Store, project: Project, a: str, b: str) -> str:
-    return pages.render_compare(fit_context(repo, storage, a, project), fit_context(repo, storage, b, project))
+    return pages.render_compare(
+        fit_context(repo, storage, a, project), fit_context(repo, storage, b, project)
+    )
 
 
 @router.get("/fleet", response_class=HTMLResponse, include_in_schema=False)
 def fleet_page(repo: Repo, project: Project, actuator_model: str | None = None) -> str:
-    summary = fleet.fleet_summary(actuator_model, repo.fleet_fits(actuator_model, project)) if actuator_model else None
+    summary = (
+        fleet.fleet_summary(actuator_model, repo.fleet_fits(actuator_model, project))
+        if actuator_model
+        else None
+    )
     return pages.render_fleet(repo.actuator_models(project), summary)

@@ -14,8 +14,10 @@ from ..db import NotFoundError
 from ..deps import MetricsDep, Repo
 from ..schemas import ERRORS, Problem
 
-DOCS_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
-            "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'")
+DOCS_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'"
+)
 
 router = APIRouter()
 
@@ -26,14 +28,27 @@ async def healthz(repo: Repo) -> Response:
     try:
         repo.ping()
     except Exception as e:
-        return JSONResponse({"status": "error", "detail": f"database unreachable: {type(e).__name__}"},
-                            status_code=503)
+        return JSONResponse(
+            {"status": "error", "detail": f"database unreachable: {type(e).__name__}"}, status_code=503
+        )
     return JSONResponse({"status": "ok"})
 
 
-@router.get("/metrics", tags=["operations"], response_class=Response, responses={200: {"content": {
-    "text/plain": {"example": 'actuator_sysid_fits{status="running"} 1.0\nactuator_sysid_queue_depth 0.0\n'}}},
-    **ERRORS})
+@router.get(
+    "/metrics",
+    tags=["operations"],
+    response_class=Response,
+    responses={
+        200: {
+            "content": {
+                "text/plain": {
+                    "example": 'actuator_sysid_fits{status="running"} 1.0\nactuator_sysid_queue_depth 0.0\n'
+                }
+            }
+        },
+        **ERRORS,
+    },
+)
 def metrics_route(metrics: MetricsDep) -> Response:
     """Prometheus text: requests by route/status, fits by status, queue depth, fit duration histogram."""
     return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
@@ -49,11 +64,18 @@ async def login(request: Request, repo: Repo) -> Response:
     form = await request.form()
     token, target = str(form.get("token") or "").strip(), safe_next(str(form.get("next") or "/"))
     if not token or await run_in_threadpool(repo.token_project, token) is None:
-        return HTMLResponse(pages.render_login(target, "That token is not valid (or was revoked)."),
-                            status_code=401)
+        return HTMLResponse(
+            pages.render_login(target, "That token is not valid (or was revoked)."), status_code=401
+        )
     resp = RedirectResponse(target, status_code=303)
-    resp.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https",
-                    max_age=30 * 24 * 3600)
+    resp.set_cookie(
+        COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        max_age=30 * 24 * 3600,
+    )
     return resp
 
 
@@ -75,11 +97,16 @@ def _local_only(page: HTMLResponse) -> HTMLResponse:
 
 @router.get("/docs", include_in_schema=False)
 def swagger_ui() -> HTMLResponse:
-    return _local_only(get_swagger_ui_html(openapi_url="/openapi.json", title="actuator-sysid · API docs",
-                                           swagger_js_url="/static/docs/swagger-ui-bundle.js",
-                                           swagger_css_url="/static/docs/swagger-ui.css",
-                                           swagger_favicon_url="/static/docs/favicon.png",
-                                           oauth2_redirect_url="/docs/oauth2-redirect"))
+    return _local_only(
+        get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="actuator-sysid · API docs",
+            swagger_js_url="/static/docs/swagger-ui-bundle.js",
+            swagger_css_url="/static/docs/swagger-ui.css",
+            swagger_favicon_url="/static/docs/favicon.png",
+            oauth2_redirect_url="/docs/oauth2-redirect",
+        )
+    )
 
 
 @router.get("/docs/oauth2-redirect", include_in_schema=False)
@@ -89,9 +116,15 @@ def swagger_ui_redirect() -> HTMLResponse:
 
 @router.get("/redoc", include_in_schema=False)
 def redoc() -> HTMLResponse:
-    return _local_only(get_redoc_html(openapi_url="/openapi.json", title="actuator-sysid · API reference",
-                                      redoc_js_url="/static/docs/redoc.standalone.js",
-                                      redoc_favicon_url="/static/docs/favicon.png", with_google_fonts=False))
+    return _local_only(
+        get_redoc_html(
+            openapi_url="/openapi.json",
+            title="actuator-sysid · API reference",
+            redoc_js_url="/static/docs/redoc.standalone.js",
+            redoc_favicon_url="/static/docs/favicon.png",
+            with_google_fonts=False,
+        )
+    )
 
 
 @router.get("/static/docs/{name}", include_in_schema=False)
@@ -104,5 +137,8 @@ def docs_asset(name: str) -> FileResponse:
 
 @router.get("/static/plotly.min.js", include_in_schema=False)
 def plotly_js() -> FileResponse:
-    return FileResponse(pages.plotly_js_path(), media_type="text/javascript",
-                        headers={"Cache-Control": "public, max-age=86400"})
+    return FileResponse(
+        pages.plotly_js_path(),
+        media_type="text/javascript",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )

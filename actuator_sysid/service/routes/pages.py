@@ -15,8 +15,14 @@ router = APIRouter()
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(repo: Repo, project: Project) -> str:
-    return pages.render_index(repo.list_datasets(project, limit=200), repo.list_fits(project=project, limit=200),
-                              form_families(), form_defaults(), repo.fit_counts(project), repo.actuator_models(project))
+    return pages.render_index(
+        repo.list_datasets(project, limit=200),
+        repo.list_fits(project=project, limit=200),
+        form_families(),
+        form_defaults(),
+        repo.fit_counts(project),
+        repo.actuator_models(project),
+    )
 
 
 @router.get("/datasets/{dataset_id}", response_class=HTMLResponse, include_in_schema=False)
@@ -34,5 +40,11 @@ def report_page(repo: Repo, storage: Store, project: Project, fit_id: str) -> st
     warnings: list[str] = []
     if fit["status"] == "succeeded" and fit.get("actuator_model"):
         warnings = fleet.warnings_for(fit_id, repo.fleet_fits(fit["actuator_model"], project))
-    return render_report(fit, fit.get("result"), plots, exports=sorted(exports_of(repo, fit_id)),
-                         fleet_warnings=warnings, validation=stored_json(repo, storage, fit, "validation.json"))
+    return render_report(
+        fit,
+        fit.get("result"),
+        plots,
+        exports=sorted(exports_of(repo, fit_id)),
+        fleet_warnings=warnings,
+        validation=stored_json(repo, storage, fit, "validation.json"),
+    )

@@ -19,22 +19,45 @@ from ..storage import new_id
 from .common import discard, display_name
 
 router = APIRouter()
-_PROBLEM: dict[int | str, dict[str, Any]] = {c: {"description": "a problem, named in `detail`"}
-                                             for c in (401, 404, 413, 422)}
+_PROBLEM: dict[int | str, dict[str, Any]] = {
+    c: {"description": "a problem, named in `detail`"} for c in (401, 404, 413, 422)
+}
 
 
-@router.post("/api/v1/robots", status_code=201, tags=["robots"], responses={201: {"model": robots.RobotOut}, **_PROBLEM})
+@router.post(
+    "/api/v1/robots",
+    status_code=201,
+    tags=["robots"],
+    responses={201: {"model": robots.RobotOut}, **_PROBLEM},
+)
 async def upload_robot(
-    repo: Repo, storage: Store, settings: Conf,
-    loader: Loader, owner: Owner,
-    file: Annotated[UploadFile, File(description="an MJCF (.xml), URDF (.urdf) or USD file, or a zip of the model "
-                                                 "with its meshes")],
-    fixed_base: Annotated[str | None, Form(max_length=255, description="the link fixed to the world (default: the "
-                                                                       "root link; the robot hangs)")] = None,
-    floating: Annotated[bool, Form(description="the model's base floats (a free joint): then name the link that "
-                                               "hangs on the stand in fixed_base")] = False,
-    model: Annotated[str | None, Form(max_length=1000, description="inside a zip: the model file to load, when "
-                                                                   "the zip holds several")] = None,
+    repo: Repo,
+    storage: Store,
+    settings: Conf,
+    loader: Loader,
+    owner: Owner,
+    file: Annotated[
+        UploadFile,
+        File(description="an MJCF (.xml), URDF (.urdf) or USD file, or a zip of the model with its meshes"),
+    ],
+    fixed_base: Annotated[
+        str | None,
+        Form(
+            max_length=255,
+            description="the link fixed to the world (default: the root link; the robot hangs)",
+        ),
+    ] = None,
+    floating: Annotated[
+        bool,
+        Form(
+            description="the model's base floats (a free joint): then name the link that "
+            "hangs on the stand in fixed_base"
+        ),
+    ] = False,
+    model: Annotated[
+        str | None,
+        Form(max_length=1000, description="inside a zip: the model file to load, when the zip holds several"),
+    ] = None,
 ) -> dict[str, Any]:
     """Import a robot model with Newton and store it; nothing is stored unless it imports."""
     name = display_name(file.filename, default="robot")
@@ -44,35 +67,50 @@ async def upload_robot(
         if blob[1] == 0:
             raise RobotError(f"{name}: the uploaded file is empty; send the robot's MJCF, URDF or USD file")
         if not name.lower().endswith(MODEL_SUFFIXES) and not await run_in_threadpool(zipfile.is_zipfile, tmp):
-            raise RobotError(f"{name}: unknown robot model type; give an MJCF (.xml), URDF (.urdf) or USD "
-                             f"({', '.join(USD_SUFFIXES)}) file, or a zip of the model with its meshes")
-        loaded = await loader.load(tmp, name, model or None, fixed_base or None,
-                                   settings.max_upload_bytes * MAX_ZIP_RATIO)
+            raise RobotError(
+                f"{name}: unknown robot model type; give an MJCF (.xml), URDF (.urdf) or USD "
+                f"({', '.join(USD_SUFFIXES)}) file, or a zip of the model with its meshes"
+            )
+        loaded = await loader.load(
+            tmp, name, model or None, fixed_base or None, settings.max_upload_bytes * MAX_ZIP_RATIO
+        )
         original = await run_in_threadpool(storage.put_file, tmp, blob[0])
         if stand:
             loaded["summary"]["notes"].append(stand)
-        row = await run_in_threadpool(lambda: repo.create_robot(
-            new_id(), name, loaded["summary"], {**loaded["options"], "floating": floating}, original, project=owner))
+        row = await run_in_threadpool(
+            lambda: repo.create_robot(
+                new_id(),
+                name,
+                loaded["summary"],
+                {**loaded["options"], "floating": floating},
+                original,
+                project=owner,
+            )
+        )
     finally:
         tmp.unlink(missing_ok=True)
     return robots.robot_out(row)
 
 
 @router.get("/api/v1/robots", tags=["robots"], responses={200: {"model": list[robots.RobotOut]}, **_PROBLEM})
-async def list_robots(repo: Repo, project: Project,
-                      limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> list[dict[str, Any]]:
+async def list_robots(
+    repo: Repo, project: Project, limit: Annotated[int, Query(ge=1, le=1000)] = 200
+) -> list[dict[str, Any]]:
     """Robots newest first."""
     return [robots.robot_out(r) for r in await run_in_threadpool(repo.list_robots, project, limit)]
 
 
-@router.get("/api/v1/robots/{robot_id}", tags=["robots"], responses={200: {"model": robots.RobotOut}, **_PROBLEM})
+@router.get(
+    "/api/v1/robots/{robot_id}", tags=["robots"], responses={200: {"model": robots.RobotOut}, **_PROBLEM}
+)
 async def get_robot(repo: Repo, project: Project, robot_id: str) -> dict[str, Any]:
     """One robot: its joint tree, limits, the armature, damping, frictionloss and effort limit the model states."""
     return robots.robot_out(await run_in_threadpool(repo.get_robot, robot_id, project))
 
 
-@router.delete("/api/v1/robots/{robot_id}", tags=["robots"], responses={409: {"description": "fits use it"},
-                                                                       **_PROBLEM})
+@router.delete(
+    "/api/v1/robots/{robot_id}", tags=["robots"], responses={409: {"description": "fits use it"}, **_PROBLEM}
+)
 def delete_robot(repo: Repo, storage: Store, project: Project, robot_id: str) -> dict[str, Any]:
     """Delete a robot and its stored upload; refused (409, naming them) while fits use it."""
     shas = {a["sha256"] for a in repo.artifacts("robot", robot_id).values()}
@@ -85,9 +123,17 @@ def robot_page(repo: Repo, project: Project, robot_id: str) -> str:
     """A robot: its joint tree with limits and joint terms, the notes of its import, and its fits."""
     r = robots.robot_out(repo.get_robot(robot_id, project))
     fits = [f for f in repo.list_fits(project=project, limit=500) if f["request"].get("robot_id") == robot_id]
-    body = robots.templates().get_template("robot.html").render(
-        robot=r, depth=robots.joint_depths(r["joints"]), fits=fits, datasets=repo.list_datasets(project, limit=200),
-        fmt=pages.fmt_num)
+    body = (
+        robots.templates()
+        .get_template("robot.html")
+        .render(
+            robot=r,
+            depth=robots.joint_depths(r["joints"]),
+            fits=fits,
+            datasets=repo.list_datasets(project, limit=200),
+            fmt=pages.fmt_num,
+        )
+    )
     return pages.page(f"robot {r['name']}", body, nav=True)
 
 
