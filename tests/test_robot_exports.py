@@ -262,6 +262,35 @@ def test_each_export_replays_on_the_whole_robot_within_10_percent(go2_case: dict
     assert abs(miss - ours) > 0.10 * ours, (miss, ours)
 
 
+@needs_go2
+def test_every_replay_starts_its_delay_line_with_the_commands_before_the_split(
+    go2_case: dict, go2: RobotModel, tmp_path: Path
+) -> None:
+    """A command jump on the sample just before the split, which the delay (2 physics steps, decimation 2) still
+    applies after it: every consumer's replay starts its delay line with it as the fit's validation replay does
+    (fitting/robot.py replay_coupled over the whole log), and ours is that replay."""
+    result = json.loads(
+        json.dumps({k: v for k, v in go2_case["result"].items() if k not in ("replays", "exports")})
+    )
+    cmd = go2_case["cmd"].copy()
+    cmd[SPLIT - 1] += 0.25
+    rec = robot_recording(go2, cmd, go2_case["q"], go2_case["qd"], kp=KP, kd=KD)
+    write_robot_exports(result, rec, go2, tmp_path)
+    rep = result["replays"]
+    seg = rec.segments[0]
+    fit_q = _fit_replay(result, go2, seg, seg.q_des, seg.qd_des)
+    meas = seg.q[SPLIT:]
+    assert rep["ours"]["rmse"] == pytest.approx(float(np.sqrt(np.mean((fit_q - meas) ** 2))), rel=1e-6)
+    empty = seg.q_des.copy()  # the same replay with an empty delay line (the split's command before it)
+    empty[:SPLIT] = empty[SPLIT]
+    gone = _fit_replay(result, go2, seg, empty, seg.qd_des)
+    assert float(np.sqrt(np.mean((gone - fit_q) ** 2))) > 1e-3  # the jump moves the robot after the split
+    assert set(rep["consumers"]) == {"isaaclab", "newton", "mujoco"}
+    for name, c in rep["consumers"].items():
+        assert c["status"] == "ok" and c["within_tolerance"], (name, c)
+        assert c["rmse_replay_vs_ours"] < 1e-5, (name, c)
+
+
 def _rollout_has_envelope() -> bool:
     import dataclasses
 
@@ -446,28 +475,23 @@ def test_cli_fit_robot_writes_the_exports_with_their_replays(
     }
     fit = json.loads((out / "fit.json").read_text())
     rep = fit["replays"]
-    # the exports' replays (and ours beside them) start the delay line at the split, as the consumers do; the
-    # fit's validation has the log's commands from before the split in it (measured 0.00038 against 0.00016 rad
-    # with this fit): the fit's own replay from the split without that history is the export's "ours"
-    assert rep["ours"]["rmse"] == pytest.approx(_fit_replay_from_split(fit, log, out), rel=1e-3)
-    assert (
-        fit["validation"]["rmse"] <= rep["ours"]["rmse"]
-    )  # the command history can only help a fit this close
+    # the exports' replays start their delay lines with the log's commands before the split, as the fit's
+    # validation does: the export replay's "ours" is the fit's validation replay (measured equal to the last digit)
+    assert rep["ours"]["rmse"] == pytest.approx(fit["validation"]["rmse"], rel=1e-3), (
+        rep["ours"],
+        fit["validation"]["rmse"],
+    )
     for name, c in rep["consumers"].items():
         assert c["status"] == "ok" and c["within_tolerance"], (name, c)
     lab = json.loads((out / "isaaclab.json").read_text())
     assert lab["sim"]["decimation"] == DEC and set(lab["actuators"]) == set(TRUTH)
 
 
-def _fit_replay_from_split(fit: dict, log: Path, out: Path) -> float:
-    """fit.json's values replayed by the fit's own coupled replay (fitting/robot.py replay_coupled) from the
-    split, every command before the split replaced by the split's (an empty delay line): position RMSE."""
-    from actuator_sysid.datasets.readers import read_paths
-    from actuator_sysid.datasets.sources import ReadOptions
+def _fit_replay(fit: dict, robot: RobotModel, seg, cmd: np.ndarray, cmd_qd: np.ndarray) -> np.ndarray:
+    """fit.json's values replayed by the fit's own validation replay (fitting/robot.py replay_coupled) from the
+    split under the log's commands `cmd` (the whole log: the delay line reads the commands before the split)."""
     from actuator_sysid.fitting.robot import replay_coupled
 
-    robot = load_robot(GO2_XML)
-    seg = read_paths([log], None, ReadOptions(joint_names=list(robot.joint_names))).segments[0]
     split, j = fit["validation"]["split_sample"], len(robot.joint_names)
     vals = {
         k: np.zeros((1, j))
@@ -479,10 +503,8 @@ def _fit_replay_from_split(fit: dict, log: Path, out: Path) -> float:
             for t in ("armature", "viscous_friction", "friction", "stiffness", "damping"):
                 vals[t][0, k] = e[t]
     vals["bias"][0] = [fit["encoder_bias"][n] for n in robot.joint_names]
-    cmd, cmd_qd = seg.q_des.copy(), seg.qd_des.copy()
-    cmd[:split], cmd_qd[:split] = cmd[split], cmd_qd[split]
     effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
     ((q, _),) = replay_coupled(
         robot, [vals], [fit["delay_steps"]], seg.q, seg.qd, cmd, cmd_qd, split, DEC, DT, effort
     )
-    return float(np.sqrt(np.mean((q - seg.q[split:]) ** 2)))
+    return q

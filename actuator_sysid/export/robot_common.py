@@ -96,7 +96,8 @@ def provenance_lines(result: dict, what: str) -> list[str]:
 
 @dataclass
 class ReplayLog:
-    """The validation part of the log in model joint order, from the sample the fit's validation starts at."""
+    """The validation part of the log in model joint order, from the sample the fit's validation starts at, and
+    the commands of the samples before it that a delay line reaches back to (as the fit's validation feeds them)."""
 
     joints: list[str]
     q: np.ndarray  # (T, J) measured positions (true angle + bias)
@@ -106,10 +107,25 @@ class ReplayLog:
     dt: float  # physics step
     decimation: int
     start: int  # the split sample in the whole log
+    # (H, J) the commands of the H samples before the split (the log's first sample before the log starts)
+    q_des_before: np.ndarray
+    qd_des_before: np.ndarray
+
+    def history(self, delay: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(q_des, qd_des) of physics steps −delay … −1 before the split, oldest first: what a delay line of
+        `delay` physics steps holds when the replay starts, as fitting/robot.py's physics_targets reads the log."""
+        h = self.q_des_before.shape[0]
+        rows = [h + (k // self.decimation) for k in range(-int(delay), 0)]
+        if rows and rows[0] < 0:
+            raise ExportError(
+                f"the replay log keeps {h} samples before the split; a delay of {delay} needs more"
+            )
+        return [(self.q_des_before[r], self.qd_des_before[r]) for r in rows]
 
 
 def replay_log(result: dict, rec: Recording) -> ReplayLog:
-    """The log part every replay runs on: the fit's held-out part (its validation split), model joint order."""
+    """The log part every replay runs on: the fit's held-out part (its validation split), model joint order,
+    with the commands before the split that the fit's delay reaches back to."""
     joints = [j["name"] for j in result["robot"]["joints"]]
     seg = rec.segments[0]
     names = list(rec.joint_names) if rec.joint_names else joints
@@ -121,7 +137,10 @@ def replay_log(result: dict, rec: Recording) -> ReplayLog:
         index[key] = k
     perm = [index[j] for j in joints]
     start = int(result["validation"]["split_sample"])
+    dec = int(result["sim"]["decimation"])
+    delay = int(result.get("delay_steps", 0) or 0)
     sl = slice(start, seg.n)
+    before = np.clip(np.arange(start - -(-delay // dec), start), 0, seg.n - 1)  # ⌈delay/dec⌉ samples
     return ReplayLog(
         joints,
         seg.q[sl][:, perm],
@@ -129,6 +148,8 @@ def replay_log(result: dict, rec: Recording) -> ReplayLog:
         seg.q_des[sl][:, perm],
         seg.qd_des[sl][:, perm],
         float(result["sim"]["dt"]),
-        int(result["sim"]["decimation"]),
+        dec,
         start,
+        seg.q_des[before][:, perm],
+        seg.qd_des[before][:, perm],
     )

@@ -1,9 +1,11 @@
 """Each whole-robot export replayed on the whole robot by its consumer, beside our own coupled rollout.
 
 All run the fit's held-out part of the log from the measured state at the split, open loop on the logged
-commands, and report the position RMSE against the log (per joint and pooled) and against our rollout:
-- ours: models/articulated.py's batched rollout (our PD, delay and bias in Warp) on Newton's SolverMuJoCo
-  (MuJoCo C backend, one world), as the fit's validation replay runs;
+commands, each delay line starting with the log's commands from before the split (as the fit's validation
+replay, fitting/robot.py replay_coupled, reads them), and report the position RMSE against the log (per joint and
+pooled) and against our rollout:
+- ours: models/articulated.py's rollout (our PD, delay and bias) on MuJoCo's C model inside Newton's
+  SolverMuJoCo (`mujoco_cpu`, one world), exactly as the fit's validation replay runs;
 - isaaclab: the real Isaac Lab 3.0 actuator classes built from the export compute every group's torque once per
   physics step from the encoder reading (true angle + bias) into Newton's SolverMuJoCo, the joint terms being
   the cfgs' armature, friction and viscous_friction (Isaac Lab writes them to the joints, §A.11, §D);
@@ -62,20 +64,20 @@ def _joint_terms(models: dict[str, ChosenModel], bias: np.ndarray):
 
 
 def ours(models: dict[str, ChosenModel], robot, log: ReplayLog, bias: np.ndarray, delay: int) -> np.ndarray:
-    """Our coupled rollout of the exported values over the replayed part: measured positions (T, J)."""
-    import newton
-
+    """Our coupled rollout of the exported values over the replayed part, as the fit's validation replay runs it
+    (fitting/robot.py replay_coupled: MuJoCo's C backend, the delay line holding the commands before the split):
+    measured positions (T, J)."""
     from ..models.articulated import ArticulatedRollout, physics_targets
 
-    eng = ArticulatedRollout(robot, 1, device="cpu")
-    eng.solver = newton.solvers.SolverMuJoCo(eng.model, use_mujoco_cpu=True, disable_contacts=True)
-    s = np.array([0])
+    eng = ArticulatedRollout(robot, 1, device="cpu", mujoco_cpu=True)
+    h = log.q_des_before.shape[0]
+    s = np.array([h])
     n = log.q.shape[0] - 1
     q, _ = eng.run(
         log.q[:1],
         log.qd[:1],
-        physics_targets(log.q_des, s, n, log.decimation, delay),
-        physics_targets(log.qd_des, s, n, log.decimation, 0),
+        physics_targets(np.concatenate([log.q_des_before, log.q_des]), s, n, log.decimation, delay),
+        physics_targets(np.concatenate([log.qd_des_before, log.qd_des]), s, n, log.decimation, 0),
         _joint_terms(models, bias),
         log.decimation,
         log.dt,
@@ -88,10 +90,13 @@ def _newton_run(
     joints: list[str],
     log: ReplayLog,
     bias: np.ndarray,
-    control_fn: Callable[[int, object, object, np.ndarray, np.ndarray], None],
+    control_fn: Callable[[np.ndarray, np.ndarray, object, object, np.ndarray, np.ndarray], None],
+    delay: int,
 ) -> np.ndarray:
-    """Step a Newton model on SolverMuJoCo (MuJoCo C) from the measured state; `control_fn(i, state, control,
-    q_measured, qd)` sets the control of log sample i each physics step. Measured positions (T, J)."""
+    """Step a Newton model on SolverMuJoCo (MuJoCo C) from the measured state; `control_fn(q_des, qd_des, state,
+    control, q_measured, qd)` sets the control from a log sample's commands each physics step. The consumer's
+    delay line (`delay` physics steps) is first fed the commands before the split at the measured state, without
+    stepping, as the fit's validation starts it. Measured positions (T, J)."""
     import newton
 
     labels = [lab.rsplit("/", 1)[-1] for lab in model.joint_label]
@@ -108,11 +113,14 @@ def _newton_run(
     s0.joint_q.assign(jq)
     s0.joint_qd.assign(jqd)
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
+    for q_des, qd_des in log.history(delay):
+        control_fn(q_des, qd_des, s0, control, log.q[0], log.qd[0])
     out = np.empty_like(log.q)
     out[0] = log.q[0]
     for i in range(log.q.shape[0] - 1):
         for _ in range(log.decimation):
-            control_fn(i, s0, control, s0.joint_q.numpy()[coord] + bias, s0.joint_qd.numpy()[dof])
+            q_meas, qd = s0.joint_q.numpy()[coord] + bias, s0.joint_qd.numpy()[dof]
+            control_fn(log.q_des[i], log.qd_des[i], s0, control, q_meas, qd)
             solver.step(s0, s1, control, None, log.dt)
             s0, s1 = s1, s0
         out[i + 1] = s0.joint_q.numpy()[coord] + bias
@@ -155,17 +163,20 @@ def isaaclab_run(cfgs: dict, robot, log: ReplayLog, bias: np.ndarray) -> np.ndar
     def t(x: np.ndarray) -> torch.Tensor:
         return torch.tensor(np.asarray(x, np.float32)[None])
 
-    def control_fn(i: int, state, control, q: np.ndarray, qd: np.ndarray) -> None:
+    def control_fn(
+        q_des: np.ndarray, qd_des: np.ndarray, state, control, q: np.ndarray, qd: np.ndarray
+    ) -> None:
         for act, idx in acts.values():
             a = ArticulationActions(
-                joint_positions=t(log.q_des[i, idx]),
-                joint_velocities=t(log.qd_des[i, idx]),
+                joint_positions=t(q_des[idx]),
+                joint_velocities=t(qd_des[idx]),
                 joint_efforts=t(np.zeros(len(idx))),
             )
             f[dof_all[idx]] = act.compute(a, t(q[idx]), t(qd[idx])).joint_efforts[0].numpy()
         control.joint_f.assign(f)
 
-    return _newton_run(model, joints, log, bias, control_fn)
+    delay = max(int(getattr(cfg, "max_delay", 0) or 0) for cfg in cfgs.values())
+    return _newton_run(model, joints, log, bias, control_fn, delay)
 
 
 def _dofs(model, joints: list[str]) -> np.ndarray:
@@ -181,8 +192,10 @@ def newton_run(model, log: ReplayLog, bias: np.ndarray) -> np.ndarray:
     tq = np.zeros(model.joint_dof_count, np.float32)
     tqd = np.zeros(model.joint_dof_count, np.float32)
 
-    def control_fn(i: int, state, control, q: np.ndarray, qd: np.ndarray) -> None:
-        tq[dof], tqd[dof] = log.q_des[i] - bias, log.qd_des[i]
+    def control_fn(
+        q_des: np.ndarray, qd_des: np.ndarray, state, control, q: np.ndarray, qd: np.ndarray
+    ) -> None:
+        tq[dof], tqd[dof] = q_des - bias, qd_des
         control.joint_target_q.assign(tq)
         control.joint_target_qd.assign(tqd)
         control.joint_f.zero_()
@@ -190,7 +203,8 @@ def newton_run(model, log: ReplayLog, bias: np.ndarray) -> np.ndarray:
             a.step(state, control, cur, nxt, dt=log.dt)
             acts[k] = (a, nxt, cur)
 
-    return _newton_run(model, log.joints, log, bias, control_fn)
+    delay = max((int(a.delay.delay_steps.numpy().max()) for a in model.actuators if a.delay), default=0)
+    return _newton_run(model, log.joints, log, bias, control_fn, delay)
 
 
 def mujoco_run(
@@ -214,15 +228,22 @@ def mujoco_run(
     data.qpos[qadr], data.qvel[vadr] = log.q[0] - bias, log.qd[0]
     cadr = model.actuator_ctrladr[aid] if hasattr(model, "actuator_ctrladr") else np.array(aid)
 
+    def ctrl_of(q_des: np.ndarray, qd_des: np.ndarray) -> np.ndarray:
+        return q_des - bias + np.where(kp > 0, kd * qd_des / np.where(kp > 0, kp, 1.0), 0.0)
+
     def ctrl(i: int) -> np.ndarray:
-        return log.q_des[i] - bias + np.where(kp > 0, kd * log.qd_des[i] / np.where(kp > 0, kp, 1.0), 0.0)
+        return ctrl_of(log.q_des[i], log.qd_des[i])
 
     data.ctrl[cadr] = ctrl(0)
-    for k, a in enumerate(aid):  # the delay history starts full of the first command, as the other consumers'
+    # the delay history holds the commands before the split, as the fit's validation feeds them
+    for k, a in enumerate(aid):
         n_hist = int(model.actuator_history[a][0]) if hasattr(model, "actuator_history") else 0
         if n_hist > 0:
+            d = int(round(float(model.actuator_delay[a]) / model.opt.timestep))
+            steps = [ctrl_of(*c)[k] for c in log.history(d)] + [ctrl(0)[k]]  # physics steps −d … 0
+            values = [steps[0]] * max(0, n_hist - len(steps)) + steps[-n_hist:]  # older ones are never read
             times = (data.time - model.opt.timestep * np.arange(n_hist)[::-1]).reshape(-1, 1)
-            mujoco.mj_initCtrlHistory(model, data, a, times, np.full((n_hist, 1), ctrl(0)[k]))
+            mujoco.mj_initCtrlHistory(model, data, a, times, np.array(values, float).reshape(-1, 1))
     out = np.empty_like(log.q)
     out[0] = log.q[0]
     for i in range(log.q.shape[0] - 1):
