@@ -252,11 +252,18 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
     assert f"{v['rmse']:.4f}" in page and "Delay: <b>0</b>" in page and 'id="replay-table"' in page
     traces = json.loads(page.split("const FIGURES = ", 1)[1].split(";\n", 1)[0])
     fl = next(f for f in traces if f["id"] == "joint-0")["data"]
-    assert [d["name"] for d in fl] == ["measured", "simulated (fit)", "simulated (model file's terms)"]
+    assert [d["name"] for d in fl] == [
+        "measured",
+        "simulated (fit)",
+        "simulated (decoupled fit)",
+        "simulated (model file's terms)",
+    ]
     split = int(round(q.shape[0] * 0.7))
     assert np.allclose(fl[0]["y"], q[split:, 0], atol=1e-9)  # measured, from the split on
-    drawn = np.sqrt(np.mean((np.array(fl[1]["y"]) - q[split:, 0]) ** 2))
-    assert drawn == pytest.approx(v["per_joint_rmse"]["FL_hip_joint"], rel=1e-6)  # the replay the error is of
+    for trace, err in ((fl[1], v["per_joint_rmse"]), (fl[2], v["decoupled_fit"]["per_joint_rmse"])):
+        drawn = np.sqrt(np.mean((np.array(trace["y"]) - q[split:, 0]) ** 2))
+        assert drawn == pytest.approx(err["FL_hip_joint"], rel=1e-6)  # the replay the error is of
+    _assert_decoupled_beside_coupled(page, traces, v, res)
     for other in (
         f"/api/v1/fits/{fit['id']}/export/all.zip",
         f"/compare?a={fit['id']}&b={fit['id']}",
@@ -279,6 +286,42 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
     robot_page = requests.get(server.url + f"/robots/{robot['id']}", timeout=30).text
     refused(requests.delete(server.url + f"/api/v1/robots/{robot['id']}", timeout=30), 409, fit["id"])
     assert fit["id"][:8] in robot_page and f'<option value="{ds["id"]}">' in robot_page  # fit form offers it
+
+
+def _assert_decoupled_beside_coupled(page: str, figures: list[dict], v: dict, res: dict) -> None:
+    """The page shows the stored decoupled fit (validation.decoupled_fit) beside the coupled one: grouped error
+    bars per joint, a column of the per-joint table, its group values, and the RMSE ratio in words."""
+    from actuator_sysid.service.pages import fmt_num
+
+    dec = v["decoupled_fit"]
+    assert set(dec["per_joint_rmse"]) == set(v["per_joint_rmse"]) and dec["rmse"] > 0
+    bars = next(f for f in figures if f["id"] == "errors")
+    assert bars["layout"]["barmode"] == "group"
+    by_name = {d["name"]: d for d in bars["data"]}
+    assert list(by_name) == ["coupled fit", "decoupled fit (replayed coupled)", "model file's joint terms"]
+    for label, want in (
+        ("coupled fit", v["per_joint_rmse"]),
+        ("decoupled fit (replayed coupled)", dec["per_joint_rmse"]),
+        ("model file's joint terms", v["model_defaults_per_joint_rmse"]),
+    ):
+        d = by_name[label]
+        assert d["x"] == list(v["per_joint_rmse"]) and d["y"] == pytest.approx([want[n] for n in d["x"]])
+    sentence = page.split('id="coupling">', 1)[1].split("</p>", 1)[0]
+    assert f"{dec['rmse']:.4f} rad" in sentence and f"{v['rmse']:.4f} rad" in sentence
+    assert f"<b>{v['rmse'] / dec['rmse']:.2f}×</b>" in sentence
+    ratios = {n: e / dec["per_joint_rmse"][n] for n, e in v["per_joint_rmse"].items()}
+    most = max(ratios, key=lambda n: abs(np.log(ratios[n])))  # the largest factor, better or worse
+    assert f"changed most is {most}" in sentence and f"{ratios[most]:.2f}×" in sentence
+    table = page.split('id="per-joint">', 1)[1].split("</table>", 1)[0]
+    assert "RMSE, decoupled fit" in table
+    for n, e in dec["per_joint_rmse"].items():
+        row = table.split(f"<tr><td>{n}</td>", 1)[1].split("</tr>", 1)[0]
+        assert fmt_num(e) in row, (n, row)
+    groups = page.split('id="decoupled-groups">', 1)[1].split("</table>", 1)[0]
+    assert set(dec["groups"]) == set(res["groups"])
+    for g, e in dec["groups"].items():
+        row = groups.split(f"<tr><td>{g}</td>", 1)[1].split("</tr>", 1)[0]
+        assert all(fmt_num(e[t]) in row for t in ("armature", "viscous_friction", "friction")), (g, row)
 
 
 def test_bad_fits_are_4xx_naming_the_problem_and_store_nothing(

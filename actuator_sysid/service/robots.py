@@ -356,6 +356,7 @@ def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any
     (sim_fit, _), (sim_def, _) = replay_validation(
         robot, prob, data, fitted, int(result["delay_steps"]), opts.decimation
     )
+    sim_dec = _decoupled_replay(robot, prob, data, result, opts.decimation)
     step = max(1, (data.q.shape[0] - data.split) // TRACE_POINTS)
     t = data.t[data.split :: step] - data.t[0]
     return {
@@ -366,10 +367,40 @@ def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any
                 "commanded": data.cmd[data.split :: step, k],
                 "fit": sim_fit[::step, k],
                 "model_defaults": sim_def[::step, k],
+                **({} if sim_dec is None else {"decoupled": sim_dec[::step, k]}),
             }
             for k, n in enumerate(prob.names)
         },
     }
+
+
+def _decoupled_replay(
+    robot: RobotModel, prob: Any, data: Any, result: dict, decimation: int
+) -> np.ndarray | None:
+    """The decoupled fit the result states beside the coupled one (validation.decoupled_fit), replayed coupled
+    over the validation span as fitting/robot.py replayed it for its errors; None without one, or with a motor
+    envelope (the result keeps only the decoupled fit's joint terms, not its envelope)."""
+    from ..fitting.robot import replay_coupled
+
+    dec = (result.get("validation") or {}).get("decoupled_fit")
+    if not dec or result.get("motor_envelope", "off") != "off":
+        return None
+    groups = {g: {**e, "joints": result["groups"][g]["joints"]} for g, e in dec["groups"].items()}
+    values = _fitted_values({"groups": groups, "encoder_bias": dec["encoder_bias"]}, prob.names)
+    ((q, _),) = replay_coupled(
+        robot,
+        [values],
+        [int(dec["delay_steps"])],
+        data.q,
+        data.qd,
+        data.cmd,
+        data.cmd_qd,
+        data.split,
+        decimation,
+        data.dt,
+        prob.effort_limit,
+    )
+    return q
 
 
 def compute_robot_fit(
@@ -440,8 +471,31 @@ def joint_depths(joints: list[dict]) -> list[int]:
     return out
 
 
-def _figures(traces: dict, per_joint: dict, defaults: dict) -> list[dict]:
-    """Small multiples, one per joint (measured, the fit, the model file's terms), and the per-joint error bars."""
+def coupling_change(v: dict) -> dict | None:
+    """What coupling changed, from the result's validation: the coupled fit's held-out RMSE over the decoupled
+    fit's (both replayed coupled on the same span), overall and on the joint it changed most; None without one."""
+    dec = v.get("decoupled_fit")
+    if not dec or not v.get("per_joint_rmse"):
+        return None
+    ratio = {
+        n: e / dec["per_joint_rmse"][n]
+        for n, e in v["per_joint_rmse"].items()
+        if dec["per_joint_rmse"][n] > 0 and e > 0
+    }
+    # the joint whose error coupling changed by the largest factor, better or worse
+    joint = max(ratio, key=lambda n: abs(np.log(ratio[n]))) if ratio else None
+    return {
+        "coupled": v["rmse"],
+        "decoupled": dec["rmse"],
+        "ratio": v["rmse"] / dec["rmse"] if dec["rmse"] > 0 else None,
+        "joint": joint,
+        "joint_ratio": ratio.get(joint) if joint else None,
+    }
+
+
+def _small_multiples(traces: dict) -> list[dict]:
+    """One figure per joint on the validation span: measured, the coupled fit, the decoupled fit (when the
+    traces have it) and the model file's own terms."""
     figs: list[dict] = []
     t = traces.get("t", [])
     for k, (name, tr) in enumerate(traces.get("joints", {}).items()):
@@ -457,8 +511,10 @@ def _figures(traces: dict, per_joint: dict, defaults: dict) -> list[dict]:
             for key, label, color, dash in (
                 ("measured", "measured", "#222222", "solid"),
                 ("fit", "simulated (fit)", "#d62728", "solid"),
+                ("decoupled", "simulated (decoupled fit)", "#1f77b4", "dash"),
                 ("model_defaults", "simulated (model file's terms)", "#9aa0a6", "dot"),
             )
+            if key in tr
         ]
         figs.append(
             {
@@ -474,35 +530,40 @@ def _figures(traces: dict, per_joint: dict, defaults: dict) -> list[dict]:
                 },
             }
         )
-    names = list(per_joint)
-    figs.append(
-        {
-            "id": "errors",
-            "data": [
-                {
-                    "type": "bar",
-                    "x": names,
-                    "y": [per_joint[n] for n in names],
-                    "name": "fit",
-                    "marker": {"color": "#d62728"},
-                },
-                {
-                    "type": "bar",
-                    "x": names,
-                    "y": [defaults.get(n) for n in names],
-                    "name": "model file's joint terms",
-                    "marker": {"color": "#9aa0a6"},
-                },
-            ],
-            "layout": {
-                "barmode": "group",
-                "height": 320,
-                "yaxis": {"title": {"text": "validation RMSE [rad]"}},
-                "margin": {"l": 60, "r": 10, "t": 20, "b": 90},
-            },
-        }
-    )
     return figs
+
+
+def _figures(traces: dict, v: dict) -> list[dict]:
+    """Small multiples, one per joint, and the per-joint error bars: the coupled fit beside the decoupled fit
+    (validation.decoupled_fit, when the result has one) and the model file's terms, grouped per joint."""
+    per_joint, defaults = v.get("per_joint_rmse", {}), v.get("model_defaults_per_joint_rmse", {})
+    decoupled = (v.get("decoupled_fit") or {}).get("per_joint_rmse")
+    names = list(per_joint)
+    series = [("coupled fit", per_joint, "#d62728")]
+    if decoupled:
+        series.append(("decoupled fit (replayed coupled)", decoupled, "#1f77b4"))
+    series.append(("model file's joint terms", defaults, "#9aa0a6"))
+    errors = {
+        "id": "errors",
+        "data": [
+            {
+                "type": "bar",
+                "x": names,
+                "y": [values.get(n) for n in names],
+                "name": label,
+                "marker": {"color": color},
+            }
+            for label, values, color in series
+        ],
+        "layout": {
+            "barmode": "group",
+            "height": 320,
+            "yaxis": {"title": {"text": "validation RMSE [rad]"}},
+            "margin": {"l": 60, "r": 10, "t": 20, "b": 90},
+            "legend": {"orientation": "h", "y": 1.12},
+        },
+    }
+    return [*_small_multiples(traces), errors]
 
 
 def render_robot_fit(
@@ -513,16 +574,13 @@ def render_robot_fit(
     project: str | None,
     standalone: bool = False,
 ) -> str:
-    """The robot fit page: per-joint small multiples on the validation span, per-joint error bars beside the
-    model file's own terms, the groups with their values, the delay and the encoder bias. `standalone` (the
+    """The robot fit page: per-joint small multiples on the validation span, per-joint error bars of the coupled
+    fit beside the decoupled fit and the model file's own terms, what coupling changed, the groups with their
+    values (and the decoupled fit's), the delay and the encoder bias. `standalone` (the
     report.html of all.zip) inlines Plotly and links the exports beside it."""
     result = fit.get("result") or {}
     v = result.get("validation") or {}
-    figs = (
-        _figures(traces or {}, v.get("per_joint_rmse", {}), v.get("model_defaults_per_joint_rmse", {}))
-        if result
-        else []
-    )
+    figs = _figures(traces or {}, v) if result else []
     try:
         robot: dict | None = repo.get_robot(fit["request"]["robot_id"], project)
     except NotFoundError:
@@ -534,6 +592,7 @@ def render_robot_fit(
             fit=fit,
             result=result,
             v=v,
+            coupling=coupling_change(v) if result else None,
             exports=exports,
             robot=robot,
             figures=figs,
