@@ -373,6 +373,7 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
         budget_s=args.budget,
         dc_motor=args.dc_motor,
         max_iterations=args.generations or 12,
+        effort_mode=getattr(args, "effort_mode", None) or "explicit",
         progress=lambda m: print(m, file=sys.stderr, flush=True),
     )
     result = fit_robot(rec, robot, opts)

@@ -57,6 +57,7 @@ def simulate_newton_log(
     max_effort: float | np.ndarray | None = None,
     q0: np.ndarray | None = None,
     qd0: np.ndarray | None = None,
+    effort_mode: str = "explicit",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Step the robot in Newton alone under position targets `cmd` (T, J) held for `decimation` physics steps.
 
@@ -67,7 +68,7 @@ def simulate_newton_log(
     ClampingMaxEffort after the DC clamp, default the model's effort limit. `delay` is Newton's delay_steps
     (physics steps, one or per joint). Starts from the measured q0 / qd0 (the true angle q0 − bias), default at
     rest at the reading cmd[0]. Returns the measured (q + bias, qd) at every log sample, (T, J) each, row 0 the
-    start.
+    start. `effort_mode` "implicit": every Newton actuator in Newton's implicit effort mode (see _implicit).
     """
     n = len(robot.joint_names)
     arm = _per_joint(armature, n, 0.0) if armature is not None else robot.armature.copy()
@@ -119,6 +120,7 @@ def simulate_newton_log(
         s0.joint_qd.assign(v)
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
     states = [(a, a.state(), a.state()) for a in model.actuators]
+    refresh = _implicit(model, solver, s0) if effort_mode == "implicit" else None
     out_q, out_qd = [s0.joint_q.numpy()[robot.dof] + b], [s0.joint_qd.numpy()[robot.dof]]
     dt = log_dt / decimation
     target = control.joint_target_q.numpy()
@@ -131,11 +133,33 @@ def simulate_newton_log(
             a.step(s0, control, sa, sb, dt=dt)
             states[i] = (a, sb, sa)
         solver.step(s0, s1, control, None, dt)
+        if refresh is not None:
+            refresh()
         s0, s1 = s1, s0
         if (k + 1) % decimation == 0:
             out_q.append(s0.joint_q.numpy()[robot.dof] + b)
             out_qd.append(s0.joint_qd.numpy()[robot.dof])
     return np.array(out_q, float), np.array(out_qd, float)
+
+
+def _implicit(model: newton.Model, solver: newton.solvers.SolverMuJoCo, s0: newton.State):
+    """Put the model's actuators in Newton's implicit effort mode on one JointSpaceResponse, primed at the start
+    state with refresh(); returns the per-step refresh_from_solve() from MuJoCo C's own factorised inertia (the
+    qLD that mj_step made at the step's start, mj_solveM), called after each solver step as Newton's tests do."""
+    import mujoco
+
+    response = newton.actuators.JointSpaceResponse(model)
+    for a in model.actuators:
+        a.set_effort_mode_implicit(response)
+    response.refresh(s0)
+    mm, md = solver.mj_model, solver.mj_data
+
+    def solve(x: wp.array, y: wp.array) -> None:
+        out = np.zeros((y.shape[0], mm.nv))
+        mujoco.mj_solveM(mm, md, out, np.asarray(y.numpy(), float))
+        x.assign(out.astype(np.float32))
+
+    return lambda: response.refresh_from_solve(solve, dof_map=solver.mjc_dof_to_newton_dof)
 
 
 def robot_recording(

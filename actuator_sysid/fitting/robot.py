@@ -35,7 +35,8 @@ The result (`fit_robot`, JSON-ready; SI units):
   coupled one, replayed coupled};
 - `training` {windows, window_s, search, jacobians (coupled), fd_candidates_per_jacobian, stopped_on,
   initial_rmse, rmse (coupled), search_s, start; decoupled path: decoupled_jacobians, coupled_batches,
-  refinement_rounds, delay_decoupled_rmse, delay_coupled_rmse}; `wall_s`, `world_steps`, `world_steps_per_s`; `assumptions` [text].
+  refinement_rounds, delay_decoupled_rmse, delay_coupled_rmse}; `wall_s`, `world_steps`, `world_steps_per_s`;
+  `effort_mode` ("explicit" or Newton's "implicit", every coupled rollout's); `assumptions` [text].
 `isaaclab_dict(result)` turns it into the whole-robot `actuators={...}` dict of an ArticulationCfg.
 """
 
@@ -55,6 +56,7 @@ from scipy.optimize import least_squares
 
 from ..datasets.recording import Recording
 from ..models.articulated import (
+    EFFORT_MODES,
     ArticulatedRollout,
     DecoupledRollout,
     JointTerms,
@@ -92,6 +94,11 @@ DELAY_TIE = (
     0.05  # delays whose decoupled training loss is within this share of the best are all rolled out coupled
 )
 SLOW = 0.5  # a refinement round that lowers the coupled loss by less than half hands over to coupled least squares
+_EFFORT_TEXT = {
+    "explicit": "explicit effort (from the step's start state)",
+    "implicit": "Newton's implicit effort mode (Newton's own DrivePD and clamps, solved at the predicted "
+    "end-of-step state through newton.actuators.JointSpaceResponse.refresh_from_solve, the solver's inertia)",
+}
 MIN_GAIN = 0.005  # no coupled refinement round when a Gauss-Newton step would lower the coupled RMS less
 # the envelope's start scan, per group: max motor effort × the largest PD effort the log demands, saturation
 # effort × that, velocity limit × the fastest logged speed
@@ -122,6 +129,9 @@ class RobotFitOptions:
     search: str = "decoupled"  # "decoupled": each joint's own rollout, then a coupled refinement; "coupled"
     budget_s: float | None = None  # wall-clock cap on the search (the validation replay always runs)
     device: str = "cpu"
+    # "explicit": the PD effort from the step's start state; "implicit": Newton's implicit effort mode in every
+    # coupled rollout (the decoupled search path stays explicit: its coupled refinement and every figure are not)
+    effort_mode: str = "explicit"
     progress: Callable[[str], None] | None = None
 
 
@@ -139,6 +149,7 @@ class _Problem:
     effort_limit: np.ndarray
     component: np.ndarray  # (J,) the robot's coupling component of each joint
     var_names: list[str] = field(default_factory=list)
+    effort_mode: str = "explicit"  # every coupled rollout's (RobotFitOptions.effort_mode)
 
     def __post_init__(self) -> None:
         self.var_names = [f"{g}.{t}" for g in self.groups for t in self.terms]
@@ -313,7 +324,9 @@ class _Evaluator:
 
     def engine(self, worlds: int) -> ArticulatedRollout:
         if worlds not in self._models:
-            self._models[worlds] = ArticulatedRollout(self.robot, worlds, device=self.device)
+            self._models[worlds] = ArticulatedRollout(
+                self.robot, worlds, device=self.device, effort_mode=self.prob.effort_mode
+            )
         return self._models[worlds]
 
     def simulate(self, x: np.ndarray, delays: np.ndarray) -> np.ndarray:
@@ -626,6 +639,7 @@ def replay_coupled(
     decimation: int,
     dt: float,
     effort: np.ndarray,
+    effort_mode: str = "explicit",
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each parameter set replayed alone from the measured state at `start` to the log's end: positions
     (T − start, J) and the share of physics steps at which the motor envelope cut the PD effort (J,).
@@ -636,7 +650,7 @@ def replay_coupled(
 
     length = q.shape[0] - 1 - start
     out = []
-    eng = ArticulatedRollout(robot, 1, device="cpu", mujoco_cpu=True)
+    eng = ArticulatedRollout(robot, 1, device="cpu", mujoco_cpu=True, effort_mode=effort_mode)
     for v, d in zip(vals, delays, strict=True):
         terms = joint_terms({k: x[:1] for k, x in v.items()}, effort[None])
         s = np.array([start])
@@ -702,6 +716,9 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
     )
     effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
     prob = _Problem(names, groups, exprs, terms, opts.fit_bias, kp, kd, effort, np.asarray(robot.component))
+    if opts.effort_mode not in EFFORT_MODES:
+        raise RobotError(f"effort_mode {opts.effort_mode!r}: one of {', '.join(EFFORT_MODES)}")
+    prob.effort_mode = opts.effort_mode
     n, dt_log = seg.n, seg.dt
     split = int(round(n * (1.0 - opts.validation_fraction)))
     if split < 10 or n - split < 10:
@@ -1192,6 +1209,7 @@ def replay_validation(
         decimation,
         data.dt,
         prob.effort_limit,
+        prob.effort_mode,
     )
     return fit, model
 
@@ -1253,6 +1271,7 @@ def _decoupled_beside(
         decimation,
         data.dt,
         prob.effort_limit,
+        prob.effort_mode,
     )
     e = q - data.q[data.split :]
     return {
@@ -1318,11 +1337,13 @@ def _result(
             **{k: (float(v) if isinstance(v, float) else v) for k, v in stats.items()},
         },
         **timing,
+        "effort_mode": prob.effort_mode,  # explicit or implicit (Newton's), as the 1-DoF fit's assumptions state
         "assumptions": [
             "coupled rigid-body dynamics: Newton 1.8 SolverMuJoCo (Warp backend for batched candidates, MuJoCo C "
             "for single replays), contacts off, base fixed",
             "visuals, collision shapes and meshes skipped",
-            f"PD actuator, explicit effort once per physics step of {data.dt:.6g} s (log dt / {opts.decimation}), "
+            f"PD actuator, {_EFFORT_TEXT[prob.effort_mode]} once per physics step of {data.dt:.6g} s "
+            f"(log dt / {opts.decimation}), "
             + (
                 "clipped by a DC-motor envelope per group (Newton's ClampingDCMotor: saturation effort, velocity "
                 "limit, max motor effort), then "

@@ -6,6 +6,10 @@ actuator: τ = kp·(q_target − (q + bias)) + kd·(qd_target − qd), then Newt
 effort, velocity limit, max motor effort; docs/consumer-semantics.md §C.2, Isaac Lab's DCMotor clip §A.4) where a
 saturation effort is set, else a box at the max motor effort, then the model's effort limit (ClampingMaxEffort),
 computed once per physics step from the current state (explicit effort, §A.3) and applied as joint effort.
+With effort_mode "implicit" the same PD and clamps are Newton's own actuator objects (DrivePD, ClampingDCMotor,
+ClampingMaxEffort) in Newton's implicit effort mode, solved against the predicted end-of-step state through a
+newton.actuators.JointSpaceResponse refreshed each step from the solver's own factorised inertia
+(refresh_from_solve), in the order Newton's own tests step it.
 The encoder bias is what the encoder adds to the true angle: the PD sees q + bias, and so does the log. A delay
 counts physics steps (§C.2); each logged command is held for `decimation` physics steps of dt = log dt /
 decimation. Contacts are off (the robot hangs); rigid-body dynamics are Newton's, none of our own.
@@ -14,8 +18,10 @@ decimation. Contacts are off (the robot hangs); rigid-body dynamics are Newton's
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -26,6 +32,9 @@ from .robot import RobotError, RobotModel
 
 if TYPE_CHECKING:
     import newton
+    from newton.actuators import Actuator
+
+EFFORT_MODES = ("explicit", "implicit")
 
 wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)  # no per-module load lines
 
@@ -81,6 +90,39 @@ def _record_kernel(
     out_qd[row, i] = qd[dof[i]]
 
 
+@wp.kernel
+def _target_kernel(
+    target_q: wp.array2d(dtype=wp.float32),
+    target_qd: wp.array2d(dtype=wp.float32),
+    row: int,
+    dof: wp.array(dtype=wp.int32),
+    bias: wp.array(dtype=wp.float32),
+    out_q: wp.array(dtype=wp.float32),
+    out_qd: wp.array(dtype=wp.float32),
+):
+    """This physics step's targets into Newton's per-DoF arrays; the PD acts on the reading q + bias, so Newton's
+    actuator (which reads the true q) sees the position target shifted by −bias."""
+    i = wp.tid()
+    out_q[dof[i]] = target_q[row, i] - bias[i]
+    out_qd[dof[i]] = target_qd[row, i]
+
+
+@wp.kernel
+def _implicit_clip_kernel(
+    computed: wp.array(dtype=wp.float32),
+    applied: wp.array(dtype=wp.float32),
+    dof: wp.array(dtype=wp.int32),
+    clipped: wp.array(dtype=wp.float32),
+):
+    """Count the steps at which the clamps cut the implicit effort (applied below the drive law at the solved
+    state by more than the solve's own tolerance), then clear the accumulated drive-law output."""
+    i = wp.tid()
+    c = computed[dof[i]]
+    if wp.abs(applied[dof[i]]) < wp.abs(c) - (1.0e-4 * wp.abs(c) + 1.0e-3):
+        clipped[i] = clipped[i] + 1.0
+    computed[dof[i]] = 0.0
+
+
 @dataclass
 class JointTerms:
     """Per-world, per-joint parameters of one batched rollout; every array is (W, J) in SI units."""
@@ -105,6 +147,35 @@ class JointTerms:
         )
 
 
+def newton_actuator(dofs: np.ndarray, terms: JointTerms, device: str) -> Actuator:
+    """One Newton Actuator over Newton DoFs `dofs` (W·J,): DrivePD → ClampingDCMotor → ClampingMaxEffort with
+    the (W, J) terms flattened alike, targets read from `joint_target_q` / `joint_target_qd`, no feedforward,
+    the drive law also written to `joint_computed`. One actuator over every DoF: Newton's implicit mode then
+    solves each articulation's DoFs as one coupled system, as it does for an actuator group the builder made."""
+    from newton.actuators import Actuator, ClampingDCMotor, ClampingMaxEffort, DrivePD
+
+    shape = np.shape(terms.kp)
+
+    def arr(x: np.ndarray | float) -> wp.array:
+        flat = np.ascontiguousarray(np.broadcast_to(np.asarray(x, float), shape).reshape(-1), np.float32)
+        return wp.array(flat, dtype=wp.float32, device=device)
+
+    sat, vlim, motor = terms.envelope()
+    vlim = np.where(np.isfinite(sat), vlim, np.inf)  # no saturation: no speed limit (Newton's rule, inf·0)
+    return Actuator(
+        indices=wp.array(np.asarray(dofs, np.uint32), dtype=wp.uint32, device=device),
+        drive=DrivePD(kp=arr(terms.kp), kd=arr(terms.kd)),
+        clamping=[
+            ClampingDCMotor(
+                saturation_effort=arr(sat), velocity_limit=arr(vlim), max_motor_effort=arr(motor)
+            ),
+            ClampingMaxEffort(max_effort=arr(terms.effort_limit)),
+        ],
+        control_feedforward_attr=None,
+        control_computed_output_attr="joint_computed",
+    )
+
+
 def physics_targets(
     cmd: np.ndarray, starts: np.ndarray, samples: int, decimation: int, delay: int
 ) -> np.ndarray:
@@ -127,7 +198,7 @@ def _req(a: wp.array | None) -> wp.array:
 
 class ArticulatedRollout:
     """A Newton model of `worlds` copies of the robot and its SolverMuJoCo (Warp, CPU unless told; MuJoCo's C
-    backend with `mujoco_cpu`, one world)."""
+    backend with `mujoco_cpu`, one world); `effort_mode` "explicit" or Newton's "implicit"."""
 
     def __init__(
         self,
@@ -137,9 +208,13 @@ class ArticulatedRollout:
         iterations: int | None = None,
         ls_iterations: int | None = None,
         mujoco_cpu: bool = False,
+        effort_mode: str = "explicit",
     ) -> None:
         import newton
 
+        if effort_mode not in EFFORT_MODES:
+            raise RobotError(f"effort_mode {effort_mode!r}: one of {', '.join(EFFORT_MODES)}")
+        self.effort_mode = effort_mode
         self.robot, self.worlds, self.device = robot, int(worlds), device
         template = cast("newton.ModelBuilder", robot.builder)
         builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
@@ -175,6 +250,29 @@ class ArticulatedRollout:
         self.mujoco_cpu = mujoco_cpu
         if mujoco_cpu and self.worlds != 1:
             raise RobotError("MuJoCo's C backend steps one world")
+        self._response: newton.actuators.JointSpaceResponse | None = None
+
+    def _solve_inverse(self) -> Callable[[wp.array2d, wp.array2d], None]:
+        """x = M⁻¹ y from the factorisation the solver made at its last step's start (MuJoCo's qLD, armature in),
+        (worlds, nv) in MuJoCo's DoF order: mujoco_warp's solve_m, or mj_solveM on the C backend."""
+        if self.mujoco_cpu:
+            import mujoco
+
+            mm, md = self.solver.mj_model, self.solver.mj_data
+
+            def solve_c(x: wp.array2d, y: wp.array2d) -> None:
+                xa, ya = cast(wp.array, x), cast(wp.array, y)  # Warp's array2d stubs lack numpy() / assign()
+                out = np.zeros((ya.shape[0], mm.nv))
+                mujoco.mj_solveM(mm, md, out, ya.numpy().astype(np.float64))
+                xa.assign(out.astype(np.float32))
+
+            return solve_c
+        import mujoco_warp
+
+        def solve_warp(x: wp.array2d, y: wp.array2d) -> None:
+            mujoco_warp.solve_m(self.solver.mjw_model, self.solver.mjw_data, x, y)
+
+        return solve_warp
 
     def _run_c(
         self,
@@ -293,6 +391,8 @@ class ArticulatedRollout:
         w, j = self.worlds, len(self.robot.joint_names)
         samples = target_q.shape[0] // decimation
         self._set_terms(terms)
+        if self.effort_mode == "implicit":
+            return self._run_implicit(q0, qd0, target_q, target_qd, terms, decimation, dt)
         if self.mujoco_cpu:
             return self._run_c(q0, qd0, target_q, target_qd, terms, decimation, dt)
         tq, tqd = self._dev(target_q), self._dev(target_qd)
@@ -345,6 +445,77 @@ class ArticulatedRollout:
                     self.n,
                     [s0.joint_q, s0.joint_qd, self._coord_wp, bias, (k + 1) // decimation, out_q, out_qd],
                     device=self.device,
+                )
+        self.steps_run += samples * decimation
+        self.clip_fraction = clipped.numpy().reshape(w, j).astype(float) / max(samples * decimation, 1)
+        shape = (samples + 1, w, j)
+        return out_q.numpy().reshape(shape).astype(float), out_qd.numpy().reshape(shape).astype(float)
+
+    def _run_implicit(
+        self,
+        q0: np.ndarray,
+        qd0: np.ndarray,
+        target_q: np.ndarray,
+        target_qd: np.ndarray,
+        terms: JointTerms,
+        decimation: int,
+        dt: float,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """run() in Newton's implicit effort mode, stepped as Newton's own tests step it: the response primed with
+        refresh() at the start, then per physics step the actuator, the solver, and refresh_from_solve() from
+        the factorisation the solver just made at that step's start (one step stale, Newton's phase)."""
+        import newton
+
+        w, j = self.worlds, len(self.robot.joint_names)
+        samples = target_q.shape[0] // decimation
+        dev = self.device
+        if self._response is None:
+            self._response = newton.actuators.JointSpaceResponse(self.model)
+        response, solve = self._response, self._solve_inverse()
+        actuator = newton_actuator(self.dof_flat, terms, dev)
+        actuator.set_effort_mode_implicit(response)
+        tq, tqd = self._dev(target_q), self._dev(target_qd)
+        bias_np = np.broadcast_to(terms.bias, (w, j))
+        bias = self._dev(bias_np)
+        s0, s1 = self._initial_state(q0, qd0, bias_np), self.model.state()
+        control = self.model.control()
+        joint_f = _req(control.joint_f)
+        nd = self.model.joint_dof_count
+        ctrl = SimpleNamespace(
+            joint_target_q=wp.zeros(nd, dtype=wp.float32, device=dev),
+            joint_target_qd=wp.zeros(nd, dtype=wp.float32, device=dev),
+            joint_f=joint_f,
+            joint_computed=wp.zeros(nd, dtype=wp.float32, device=dev),
+        )
+        clipped = wp.zeros(self.n, dtype=wp.float32, device=dev)
+        out_q = wp.zeros((samples + 1, self.n), dtype=wp.float32, device=dev)
+        out_qd = wp.zeros((samples + 1, self.n), dtype=wp.float32, device=dev)
+        rec = [self._coord_wp, bias]
+        wp.launch(_record_kernel, self.n, [s0.joint_q, s0.joint_qd, *rec, 0, out_q, out_qd], device=dev)
+        response.refresh(s0)
+        dof_map = self.solver.mjc_dof_to_newton_dof
+        for k in range(samples * decimation):
+            wp.launch(
+                _target_kernel,
+                self.n,
+                [tq, tqd, k, self._coord_wp, bias, ctrl.joint_target_q, ctrl.joint_target_qd],
+                device=dev,
+            )
+            joint_f.zero_()
+            actuator.step(s0, ctrl, dt=dt)
+            wp.launch(
+                _implicit_clip_kernel,
+                self.n,
+                [ctrl.joint_computed, joint_f, self._coord_wp, clipped],
+                device=dev,
+            )
+            self.solver.step(s0, s1, control, None, dt)
+            response.refresh_from_solve(solve, dof_map=dof_map)
+            s0, s1 = s1, s0
+            if (k + 1) % decimation == 0:
+                r = (k + 1) // decimation
+                wp.launch(
+                    _record_kernel, self.n, [s0.joint_q, s0.joint_qd, *rec, r, out_q, out_qd], device=dev
                 )
         self.steps_run += samples * decimation
         self.clip_fraction = clipped.numpy().reshape(w, j).astype(float) / max(samples * decimation, 1)
