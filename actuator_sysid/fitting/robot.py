@@ -130,7 +130,7 @@ class RobotFitOptions:
     budget_s: float | None = None  # wall-clock cap on the search (the validation replay always runs)
     device: str = "cpu"
     # "explicit": the PD effort from the step's start state; "implicit": Newton's implicit effort mode in every
-    # coupled rollout (the decoupled search path stays explicit: its coupled refinement and every figure are not)
+    # coupled rollout (Newton's own actuators) and, on each joint's own 1-DoF plant, in the decoupled search
     effort_mode: str = "explicit"
     progress: Callable[[str], None] | None = None
 
@@ -375,7 +375,16 @@ class _DecoupledEvaluator:
     ):
         self.prob, self.data, self.starts, self.dec = prob, data, starts, decimation
         self.roll = DecoupledRollout(
-            robot, data.q, data.qd, data.cmd, data.cmd_qd, data.split, data.dt * decimation, bias0, device
+            robot,
+            data.q,
+            data.qd,
+            data.cmd,
+            data.cmd_qd,
+            data.split,
+            data.dt * decimation,
+            bias0,
+            device,
+            prob.effort_mode,
         )
         self.calls = 0
 

@@ -528,6 +528,40 @@ def _lerp(a: wp.array2d(dtype=wp.float32), s: int, j: int, fr: float):
     return (1.0 - fr) * a[s, j] + fr * a[s + 1, j]
 
 
+@wp.func
+def _clamps(tau: float, v: float, sat: float, vlim: float, motor: float, limit: float):
+    """_pd_kernel's clamp chain: the DC envelope (a box at the max motor effort without one), then the model's."""
+    f = wp.clamp(tau, -motor, motor)
+    if sat < 1.0e30:
+        f = dc_motor_clip(tau, v, sat, vlim, motor)
+    return wp.clamp(f, -limit, limit)
+
+
+@wp.func
+def _implicit_pd(
+    q_des: float,
+    qd_des: float,
+    y: float,
+    v: float,
+    kp: float,
+    kd: float,
+    hm: float,
+    h: float,
+    sat: float,
+    vlim: float,
+    motor: float,
+    limit: float,
+):
+    """Newton's implicit effort for one DoF of inertia m (hm = h/m): f = clamp(PD at qd' = v + hm·f, q' = y + h·qd')
+    with the clamps at qd'. The linear law is solved exactly, then the clamps re-applied at the predicted speed
+    (the DC bound moves with it, slowly): the root Newton's iterations reach (docs/consumer-semantics.md §C.2)."""
+    f_lin = (kp * (q_des - y - h * v) + kd * (qd_des - v)) / (1.0 + hm * (kd + h * kp))
+    f = _clamps(f_lin, v + hm * f_lin, sat, vlim, motor, limit)
+    for _it in range(3):
+        f = _clamps(f_lin, v + hm * f, sat, vlim, motor, limit)
+    return f
+
+
 @wp.kernel
 def _decoupled_kernel(
     y_meas: wp.array2d(dtype=wp.float32),
@@ -548,6 +582,7 @@ def _decoupled_kernel(
     n_j: int,
     b_ref: float,
     leak: float,
+    implicit: int,
     out: wp.array3d(dtype=wp.float32),
 ):
     """One joint's own 1-DoF rollout per (candidate, window, joint) over a whole window, in one thread.
@@ -555,7 +590,8 @@ def _decoupled_kernel(
     Along the measured motion: inertia `mass` (the joint-space diagonal) + armature, the effort the rest of the
     robot and gravity need `load`, and its change with this joint's own angle `stiff` (∂load/∂q) and with the
     candidate's encoder biases `shift`; the PD and its clamps as _pd_kernel, MuJoCo's implicit damping
-    (implicitfast) and its soft frictionloss constraint (reference −b_ref·v, regulariser `leak`/mass).
+    (implicitfast) and its soft frictionloss constraint (reference −b_ref·v, regulariser `leak`/mass); with
+    `implicit`, the effort in Newton's implicit mode on this 1-DoF plant (_implicit_pd).
     par[c, j] = kp, kd, armature, damping, friction, bias, limit, saturation, velocity limit, motor effort.
     """
     i = wp.tid()
@@ -577,12 +613,11 @@ def _decoupled_kernel(
         if kk < 0:
             ci = st - (-kk + dec - 1) // dec
         ci = wp.clamp(ci, 0, last)
-        tau = kp * (cmd[ci, j] - y) + kd * (cmd_qd[s, j] - v)
-        f = wp.clamp(tau, -motor, motor)
-        if sat < 1.0e30:
-            f = dc_motor_clip(tau, v, sat, vlim, motor)
-        f = wp.clamp(f, -limit, limit)
         m = _lerp(mass, s, j, fr) + arm
+        f = _clamps(kp * (cmd[ci, j] - y) + kd * (cmd_qd[s, j] - v), v, sat, vlim, motor, limit)
+        if implicit != 0:
+            # this plant's own response to an impulse, 1/m (Newton's coupled A is not this plant's: measured worse)
+            f = _implicit_pd(cmd[ci, j], cmd_qd[s, j], y, v, kp, kd, h / m, h, sat, vlim, motor, limit)
         ext = _lerp(load, s, j, fr) + (1.0 - fr) * shift[c, s, j] + fr * shift[c, s + 1, j]
         ext = ext + _lerp(stiff, s, j, fr) * (y - _lerp(y_meas, s, j, fr))
         a_free = (f - ext - visc * v) / m
@@ -617,10 +652,13 @@ class DecoupledRollout:
         log_dt: float,
         bias0: np.ndarray,
         device: str = "cpu",
+        effort_mode: str = "explicit",
     ) -> None:
         from scipy.signal import savgol_filter
 
-        self.device = device
+        if effort_mode not in EFFORT_MODES:
+            raise RobotError(f"effort_mode {effort_mode!r}: one of {', '.join(EFFORT_MODES)}")
+        self.device, self.implicit = device, int(effort_mode == "implicit")
 
         self.n, self.j = n, q.shape[1]
         win = min(9, n - (1 - n % 2))
@@ -681,6 +719,7 @@ class DecoupledRollout:
                     int(self.j),
                     self.b_ref,
                     self.leak,
+                    self.implicit,
                     out,
                 ],
                 device=dev,
