@@ -96,7 +96,8 @@ def replay_robot_exports(
     models = joint_models(result)
     bias = bias_of(result, lg.joints)
     delay = int(result.get("delay_steps", 0) or 0)
-    ours_q, ours_s = rr.timed(lambda: rr.ours(models, robot, lg, bias, delay))
+    mode = str(result.get("effort_mode") or "explicit")
+    ours_q, ours_s = rr.timed(lambda: rr.ours(models, robot, lg, bias, delay, mode))
     runs: dict[str, dict] = {}
 
     def isaaclab():
@@ -148,12 +149,23 @@ def replay_robot_exports(
             "fit_validation_rmse": fit_v,
             "wall_s": ours_s,
             "engine": "models/articulated.py on Newton SolverMuJoCo (MuJoCo C), one world",
+            "effort_mode": mode,
         },
         "consumers": consumers,
         "rmse_between": between,  # rad, every pair of replays (ours included) over the same part
         "within_tolerance": bool(consumers)
         and all(c.get("within_tolerance", False) for c in consumers.values()),
+        **({"note": IMPLICIT_NOTE} if mode == "implicit" else {}),
     }
+
+
+# an implicit-mode fit: our rollout replays it so, the consumers as their exports run by default
+IMPLICIT_NOTE = (
+    "the fit assumed Newton's implicit effort mode: our rollout replays it in that mode; the consumers replay "
+    "their exports in explicit mode (Isaac Lab's actuators compute the effort explicitly; NewtonActuator USD "
+    "states no effort mode, so set_effort_mode_implicit must be called after import), so their replays differ "
+    "by what the mode changes"
+)
 
 
 def replay_lines(replays: dict) -> list[str]:
@@ -177,6 +189,8 @@ def replay_lines(replays: dict) -> list[str]:
     if replays.get("rmse_between"):
         pair, worst = max(replays["rmse_between"].items(), key=lambda kv: kv[1])
         lines.append(f"  the replays against each other: at most {worst:.2g} rad RMSE ({pair})")
+    if replays.get("note"):
+        lines.append(f"  note: {replays['note']}")
     return lines
 
 

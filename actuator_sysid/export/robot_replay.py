@@ -63,13 +63,20 @@ def _joint_terms(models: dict[str, ChosenModel], bias: np.ndarray):
     return JointTerms(**values)
 
 
-def ours(models: dict[str, ChosenModel], robot, log: ReplayLog, bias: np.ndarray, delay: int) -> np.ndarray:
+def ours(
+    models: dict[str, ChosenModel],
+    robot,
+    log: ReplayLog,
+    bias: np.ndarray,
+    delay: int,
+    effort_mode: str = "explicit",
+) -> np.ndarray:
     """Our coupled rollout of the exported values over the replayed part, as the fit's validation replay runs it
-    (fitting/robot.py replay_coupled: MuJoCo's C backend, the delay line holding the commands before the split):
-    measured positions (T, J)."""
+    (fitting/robot.py replay_coupled: MuJoCo's C backend, the delay line holding the commands before the split,
+    the fit's effort mode): measured positions (T, J)."""
     from ..models.articulated import ArticulatedRollout, physics_targets
 
-    eng = ArticulatedRollout(robot, 1, device="cpu", mujoco_cpu=True)
+    eng = ArticulatedRollout(robot, 1, device="cpu", mujoco_cpu=True, effort_mode=effort_mode)
     h = log.q_des_before.shape[0]
     s = np.array([h])
     n = log.q.shape[0] - 1
