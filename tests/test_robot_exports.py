@@ -291,6 +291,28 @@ def test_every_replay_starts_its_delay_line_with_the_commands_before_the_split(
         assert c["rmse_replay_vs_ours"] < 1e-5, (name, c)
 
 
+@needs_go2
+def test_velocity_targets_are_delayed_as_every_consumer_delays_them(
+    go2_case: dict, go2: RobotModel, tmp_path: Path
+) -> None:
+    """Isaac Lab's DelayBuffers and Newton's Delay hold the velocity targets back as long as the position targets
+    (docs/consumer-semantics.md §A.5): with velocity targets in the log (jumping just before the split, where the
+    delay reaches back), every consumer's replay matches our rollout, which delays them too."""
+    result = json.loads(
+        json.dumps({k: v for k, v in go2_case["result"].items() if k not in ("replays", "exports")})
+    )
+    rec = robot_recording(go2, go2_case["cmd"], go2_case["q"], go2_case["qd"], kp=KP, kd=KD)
+    seg = rec.segments[0]
+    seg.qd_des = np.gradient(seg.q_des, seg.t, axis=0)
+    seg.qd_des[SPLIT - 1 :: 7] += 3.0  # rad/s: every 7th sample from the last one before the split
+    write_robot_exports(result, rec, go2, tmp_path)
+    rep = result["replays"]
+    assert set(rep["consumers"]) == {"isaaclab", "newton", "mujoco"}
+    for name, c in rep["consumers"].items():
+        assert c["status"] == "ok", (name, c)
+        assert c["rmse_replay_vs_ours"] < 1e-5, (name, c)
+
+
 def _rollout_has_envelope() -> bool:
     import dataclasses
 

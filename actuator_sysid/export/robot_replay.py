@@ -84,7 +84,7 @@ def ours(
         log.q[:1],
         log.qd[:1],
         physics_targets(np.concatenate([log.q_des_before, log.q_des]), s, n, log.decimation, delay),
-        physics_targets(np.concatenate([log.qd_des_before, log.qd_des]), s, n, log.decimation, 0),
+        physics_targets(np.concatenate([log.qd_des_before, log.qd_des]), s, n, log.decimation, delay),
         _joint_terms(models, bias),
         log.decimation,
         log.dt,

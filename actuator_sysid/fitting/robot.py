@@ -335,14 +335,17 @@ class _Evaluator:
         vals = self.prob.joint_values(x)
         rep = {k: np.repeat(v, nw, axis=0) for k, v in vals.items()}  # world = candidate · nw + window
         starts = np.tile(self.starts, c)
-        tq = np.concatenate(
-            [
-                physics_targets(self.cmd, starts[w0 : w0 + nw], self.length, self.dec, int(d))
-                for w0, d in zip(range(0, c * nw, nw), delays, strict=True)
-            ],
-            axis=1,
+        # both targets delayed, as Isaac Lab's DelayBuffers and Newton's Delay hold them
+        tq, tqd = (
+            np.concatenate(
+                [
+                    physics_targets(cmd, starts[w0 : w0 + nw], self.length, self.dec, int(d))
+                    for w0, d in zip(range(0, c * nw, nw), delays, strict=True)
+                ],
+                axis=1,
+            )
+            for cmd in (self.cmd, self.cmd_qd)
         )
-        tqd = physics_targets(self.cmd_qd, starts, self.length, self.dec, 0)
         terms = joint_terms(rep, np.broadcast_to(self.prob.effort_limit, (c * nw, j)))
         t0 = time.perf_counter()
         out_q, _ = self.engine(c * nw).run(self.q[starts], self.qd[starts], tq, tqd, terms, self.dec, self.dt)
@@ -667,7 +670,7 @@ def replay_coupled(
             q[s],
             qd[s],
             physics_targets(cmd, s, length, decimation, d),
-            physics_targets(cmd_qd, s, length, decimation, 0),
+            physics_targets(cmd_qd, s, length, decimation, d),
             terms,
             decimation,
             dt,

@@ -614,10 +614,11 @@ def _decoupled_kernel(
             ci = st - (-kk + dec - 1) // dec
         ci = wp.clamp(ci, 0, last)
         m = _lerp(mass, s, j, fr) + arm
-        f = _clamps(kp * (cmd[ci, j] - y) + kd * (cmd_qd[s, j] - v), v, sat, vlim, motor, limit)
+        # both targets delayed, as Isaac Lab's DelayBuffers and Newton's Delay hold them
+        f = _clamps(kp * (cmd[ci, j] - y) + kd * (cmd_qd[ci, j] - v), v, sat, vlim, motor, limit)
         if implicit != 0:
             # this plant's own response to an impulse, 1/m (Newton's coupled A is not this plant's: measured worse)
-            f = _implicit_pd(cmd[ci, j], cmd_qd[s, j], y, v, kp, kd, h / m, h, sat, vlim, motor, limit)
+            f = _implicit_pd(cmd[ci, j], cmd_qd[ci, j], y, v, kp, kd, h / m, h, sat, vlim, motor, limit)
         ext = _lerp(load, s, j, fr) + (1.0 - fr) * shift[c, s, j] + fr * shift[c, s + 1, j]
         ext = ext + _lerp(stiff, s, j, fr) * (y - _lerp(y_meas, s, j, fr))
         a_free = (f - ext - visc * v) / m
