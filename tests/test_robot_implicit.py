@@ -157,7 +157,12 @@ def test_an_implicit_fit_recovers_the_joint_terms_of_an_implicit_log(quad: Robot
     # consumers replay explicitly, which the replay says
     from actuator_sysid.export.robot import render_robot_exports, replay_robot_exports
 
-    texts, _ = render_robot_exports(result, quad)
+    texts, info = render_robot_exports(result, quad)
+    codes = [f["code"] for f in info["newton"]["findings"]]
+    assert (
+        "EXPORT.NEWTON.effort_mode_implicit" in codes
+        and 'string effort_mode = "implicit"' in texts["newton.usda"]
+    )
     replays = replay_robot_exports(result, rec, quad, texts)
     assert replays["ours"]["effort_mode"] == "implicit"
     np.testing.assert_allclose(replays["ours"]["rmse"], result["validation"]["rmse"], rtol=1e-3, atol=1e-9)

@@ -221,9 +221,21 @@ def build_robot_stage(result: dict, robot) -> tuple[Any, list[Finding]]:
             "robot": str(robot.path),
             "stage": how,
             "encoder_bias": dict(result.get("encoder_bias") or {}),
+            "effort_mode": str(result.get("effort_mode") or "explicit"),
         },
     }
     findings.append(Finding("EXPORT.NEWTON.robot_stage", "info", "/", how))
+    if result.get("effort_mode") == "implicit":  # NewtonActuator has no attribute for it
+        findings.append(
+            Finding(
+                "EXPORT.NEWTON.effort_mode_implicit",
+                "warning",
+                "/",
+                "the fit assumed Newton's implicit effort mode, which no NewtonActuator attribute holds (the layer's "
+                "customLayerData says so): call set_effort_mode_implicit on each actuator after add_usd, or it "
+                "runs explicitly",
+            )
+        )
     return stage, findings
 
 
