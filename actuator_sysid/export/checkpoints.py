@@ -2,8 +2,8 @@
 
 Isaac Lab loads `torch.jit.load(network_file)` (consumer-semantics §A.7–A.9); we add the `metadata.json`
 extra file Isaac Lab itself writes when it hands a net to Newton (§A.11). Newton 1.8 accepts only
-`torch.export.save` archives and reads `metadata.json` from them (newton/_src/actuators/utils.py
-`_load_torch_raw`): `model_type`, `input_order`, `input_idx`, `pos_scale`, `vel_scale`, `effort_scale`
+`torch.export.save` archives and reads `metadata.json` from them (docs/consumer-semantics.md §C.2,
+DriveNeuralMLP / DriveNeuralLSTM): `model_type`, `input_order`, `input_idx`, `pos_scale`, `vel_scale`, `effort_scale`
 (DriveNeuralMLP) and `num_layers`, `hidden_size` (DriveNeuralLSTM, required). The LSTM carries its scales
 inside (Isaac Lab feeds it raw inputs), so its metadata scales are 1. The DC-motor envelope is not in the
 checkpoint: Isaac Lab's cfg and Newton's NewtonDCMotorClampingAPI hold it.
@@ -445,7 +445,7 @@ def checkpoint_files(result: ResultLike) -> dict[str, tuple[str, dict[str, str]]
 
 def checkpoint_findings(result: ResultLike) -> list[Finding]:
     """Which checkpoint Newton should load: newton.onnx; newton.pt2 works but Newton 1.8 deprecates Torch
-    checkpoints (newton/_src/actuators/utils.py), and a deeper LSTM has only that one."""
+    checkpoints (docs/consumer-semantics.md §C.2), and a deeper LSTM has only that one."""
     findings = []
     typed = as_result(result)
     for joint, (kind, names) in checkpoint_files(typed).items():
