@@ -378,6 +378,7 @@ def test_bad_fits_are_4xx_naming_the_problem_and_store_nothing(
         ({"groups": {"hip": "x" * 201}}, 422, ("201 characters", "200")),
         ({"groups": {"hip": "(unclosed"}}, 422, ("not a regular expression",)),
         ({"validation_fraction": 0.9}, 422, ("robot.validation_fraction", "0.5")),
+        ({"effort_mode": "semi"}, 422, ("robot.effort_mode", "implicit")),
         ({"workers": 3}, 422, ("robot.workers", "Extra inputs")),
     ]:
         r = requests.post(

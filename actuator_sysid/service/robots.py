@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -118,6 +118,11 @@ class RobotFitIn(BaseModel):
         True,
         description="replay each whole-robot export (Isaac Lab, Newton USD, MJCF) through "
         "its consumer on the held-out part, beside our coupled rollout",
+    )
+    effort_mode: Literal["explicit", "implicit"] = Field(
+        "explicit",
+        description="explicit (the default in Isaac Lab and Newton), or Newton's implicit effort mode "
+        "(set_effort_mode_implicit with a JointSpaceResponse), for stiff gains",
     )
 
     @field_validator("groups")
@@ -236,6 +241,7 @@ def fit_options(body: RobotFitIn, progress: Callable[[str], None] | None = None)
         kd=body.kd,
         max_iterations=body.iterations,
         budget_s=body.budget_s,
+        effort_mode=body.effort_mode,
         progress=progress,
     )
 
