@@ -1172,9 +1172,9 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     stats["search_s"] = time.perf_counter() - t_start
     stats["start"] = start_note
     fitted = prob.joint_values(x_best[None])
-    validation = _validate(robot, prob, data, fitted, delay, gains_known, opts)
-    if (xd := stats.pop("_decoupled_x", None)) is not None:
-        validation["decoupled_fit"] = _decoupled_beside(robot, prob, data, xd, delay, opts.decimation)
+    validation = _validate(
+        robot, prob, data, fitted, delay, gains_known, opts, stats.pop("_decoupled_x", None)
+    )
     world_steps = ev.world_steps + (ev_scan.world_steps if isinstance(ev_scan, _Evaluator) else 0)
     coupled_s = ev.seconds + (ev_scan.seconds if isinstance(ev_scan, _Evaluator) else 0.0)
     return _result(
@@ -1197,10 +1197,17 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
 
 
 def replay_validation(
-    robot: RobotModel, prob: _Problem, data: _Data, fitted: dict[str, np.ndarray], delay: int, decimation: int
-) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """The validation span replayed from the measured state at the split with the fit, and with the model file's
-    own joint terms (the fit's gains, no bias, no delay): each (positions, envelope-cut share per joint)."""
+    robot: RobotModel,
+    prob: _Problem,
+    data: _Data,
+    fitted: dict[str, np.ndarray],
+    delay: int,
+    decimation: int,
+    decoupled: tuple[dict[str, np.ndarray], int] | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The validation span replayed from the measured state at the split with the fit, with the model file's own
+    joint terms (the fit's gains, no bias, no delay) and, given its (values, delay), the decoupled fit: each
+    (positions, envelope-cut share per joint), in that order."""
     defaults = {
         "armature": robot.armature[None],
         "viscous_friction": robot.damping[None],
@@ -1209,10 +1216,14 @@ def replay_validation(
         "damping": fitted["damping"],
         "bias": np.zeros((1, len(prob.names))),
     }
-    fit, model = replay_coupled(
+    vals, delays = [fitted, defaults], [delay, 0]
+    if decoupled is not None:
+        vals.append(decoupled[0])
+        delays.append(decoupled[1])
+    return replay_coupled(
         robot,
-        [fitted, defaults],
-        [delay, 0],
+        vals,
+        delays,
         data.q,
         data.qd,
         data.cmd,
@@ -1223,7 +1234,14 @@ def replay_validation(
         prob.effort_limit,
         prob.effort_mode,
     )
-    return fit, model
+
+
+def _rmse(sim: np.ndarray, meas: np.ndarray, names: list[str]) -> tuple[float, dict[str, float]]:
+    """Position RMSE of a replay against the log, overall and per joint."""
+    e = sim - meas
+    return float(np.sqrt(np.mean(e**2))), {
+        nm: float(np.sqrt(np.mean(e[:, k] ** 2))) for k, nm in enumerate(names)
+    }
 
 
 def _validate(
@@ -1234,21 +1252,18 @@ def _validate(
     delay: int,
     gains_known: bool,
     opts: RobotFitOptions,
+    decoupled_x: np.ndarray | None = None,
 ) -> dict:
-    """Replay from the measured state at the split: the fit, and the model file's joint terms, per joint RMSE."""
+    """Replay from the measured state at the split: the fit, and the model file's joint terms, per joint RMSE;
+    with the decoupled search's point, that too (`decoupled_fit`), in the same replay."""
     names = prob.names
-    (rep_fit, cut), (rep_def, _) = replay_validation(robot, prob, data, fitted, delay, opts.decimation)
+    dec = None if decoupled_x is None else (prob.joint_values(decoupled_x[None]), delay)
+    reps = replay_validation(robot, prob, data, fitted, delay, opts.decimation, dec)
+    (rep_fit, cut), (rep_def, _) = reps[:2]
     meas = data.q[data.split :]
-
-    def rmse(sim: np.ndarray) -> tuple[float, dict[str, float]]:
-        e = sim - meas
-        return float(np.sqrt(np.mean(e**2))), {
-            nm: float(np.sqrt(np.mean(e[:, k] ** 2))) for k, nm in enumerate(names)
-        }
-
-    val, val_j = rmse(rep_fit)
-    dval, dval_j = rmse(rep_def)
-    return {
+    val, val_j = _rmse(rep_fit, meas, names)
+    dval, dval_j = _rmse(rep_def, meas, names)
+    out = {
         "split": "time",
         "split_sample": int(data.split),
         "split_time_s": float(data.t[data.split] - data.t[0]),
@@ -1263,32 +1278,19 @@ def _validate(
         "replay": "from the measured state at the split, coupled, Newton SolverMuJoCo",
         "envelope_active_per_joint": {nm: float(cut[k]) for k, nm in enumerate(names)},
     }
+    if dec is not None:
+        out["decoupled_fit"] = _decoupled_beside(prob, dec[0], _rmse(reps[2][0], meas, names), delay)
+    return out
 
 
 def _decoupled_beside(
-    robot: RobotModel, prob: _Problem, data: _Data, x: np.ndarray, delay: int, decimation: int
+    prob: _Problem, v: dict[str, np.ndarray], errors: tuple[float, dict[str, float]], delay: int
 ) -> dict:
-    """The decoupled fit (each joint's own 1-DoF fit along the measured motion, at the chosen delay) replayed
-    coupled over the validation span like the fit, so the report shows what coupling changed."""
-    v = prob.joint_values(x[None])
-    ((q, _),) = replay_coupled(
-        robot,
-        [v],
-        [delay],
-        data.q,
-        data.qd,
-        data.cmd,
-        data.cmd_qd,
-        data.split,
-        decimation,
-        data.dt,
-        prob.effort_limit,
-        prob.effort_mode,
-    )
-    e = q - data.q[data.split :]
+    """The decoupled fit (each joint's own 1-DoF fit along the measured motion, at the chosen delay) and its
+    errors replayed coupled over the validation span like the fit, so the report shows what coupling changed."""
     return {
-        "rmse": float(np.sqrt(np.mean(e**2))),
-        "per_joint_rmse": {nm: float(np.sqrt(np.mean(e[:, k] ** 2))) for k, nm in enumerate(prob.names)},
+        "rmse": errors[0],
+        "per_joint_rmse": errors[1],
         "groups": {
             g: {
                 t: float(v[t][0, idx[0]])

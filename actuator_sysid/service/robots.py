@@ -359,10 +359,10 @@ def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any
 
     data, prob, _known = prepare_fit(rec, robot, opts)
     fitted = _fitted_values(result, prob.names)
-    (sim_fit, _), (sim_def, _) = replay_validation(
-        robot, prob, data, fitted, int(result["delay_steps"]), opts.decimation
-    )
-    sim_dec = _decoupled_replay(robot, prob, data, result, opts.decimation)
+    dec = _decoupled_values(result, prob.names)
+    reps = replay_validation(robot, prob, data, fitted, int(result["delay_steps"]), opts.decimation, dec)
+    (sim_fit, _), (sim_def, _) = reps[:2]
+    sim_dec = reps[2][0] if dec is not None else None
     step = max(1, (data.q.shape[0] - data.split) // TRACE_POINTS)
     t = data.t[data.split :: step] - data.t[0]
     return {
@@ -380,33 +380,16 @@ def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any
     }
 
 
-def _decoupled_replay(
-    robot: RobotModel, prob: Any, data: Any, result: dict, decimation: int
-) -> np.ndarray | None:
-    """The decoupled fit the result states beside the coupled one (validation.decoupled_fit), replayed coupled
-    over the validation span as fitting/robot.py replayed it for its errors; None without one, or with a motor
+def _decoupled_values(result: dict, names: list[str]) -> tuple[dict[str, np.ndarray], int] | None:
+    """The decoupled fit the result states beside the coupled one (validation.decoupled_fit) as replay values and
+    its delay, for replay_validation to replay as it did for the fit's errors; None without one, or with a motor
     envelope (the result keeps only the decoupled fit's joint terms, not its envelope)."""
-    from ..fitting.robot import replay_coupled
-
     dec = (result.get("validation") or {}).get("decoupled_fit")
     if not dec or result.get("motor_envelope", "off") != "off":
         return None
     groups = {g: {**e, "joints": result["groups"][g]["joints"]} for g, e in dec["groups"].items()}
-    values = _fitted_values({"groups": groups, "encoder_bias": dec["encoder_bias"]}, prob.names)
-    ((q, _),) = replay_coupled(
-        robot,
-        [values],
-        [int(dec["delay_steps"])],
-        data.q,
-        data.qd,
-        data.cmd,
-        data.cmd_qd,
-        data.split,
-        decimation,
-        data.dt,
-        prob.effort_limit,
-    )
-    return q
+    values = _fitted_values({"groups": groups, "encoder_bias": dec["encoder_bias"]}, names)
+    return values, int(dec["delay_steps"])
 
 
 def compute_robot_fit(
