@@ -12,7 +12,6 @@ import pytest
 from actuator_sysid.cli import build_parser
 from actuator_sysid.datasets.excitation import ExcitationSpec
 from actuator_sysid.fitting.request import FitRequest
-from actuator_sysid.service.jobs import request_from_dict
 
 
 def test_request_field_and_deprecated_alias() -> None:
@@ -26,10 +25,10 @@ def test_request_field_and_deprecated_alias() -> None:
 
 
 def test_stored_requests_with_the_old_key_load() -> None:
-    assert request_from_dict({"models": ["delayed_pd"], "seed": 3, "gone_field": 1}).families == [
+    assert FitRequest.from_dict({"models": ["delayed_pd"], "seed": 3, "gone_field": 1}).families == [
         "delayed_pd"
     ]
-    assert request_from_dict({"families": ["pid"], "models": ["dcmotor"]}).families == ["pid"]
+    assert FitRequest.from_dict({"families": ["pid"], "models": ["dcmotor"]}).families == ["pid"]
 
 
 def test_cli_flags_both_spellings() -> None:

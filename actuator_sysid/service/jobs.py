@@ -43,11 +43,6 @@ KILL_GRACE_S = 10.0  # after a cancel or the time limit, how long a worker has t
 WORKER_NICE = 10  # CPU priority offset of local fit workers where SCHED_IDLE is unavailable
 
 
-def request_from_dict(d: dict) -> FitRequest:
-    """A stored request back as a FitRequest (an older row's `models` is read as `families`)."""
-    return FitRequest.from_dict(d)
-
-
 # --- the worker side ---
 
 
@@ -177,7 +172,7 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool 
             else:
                 out = compute_fit(
                     rec,
-                    request_from_dict(fit["request"]),
+                    FitRequest.from_dict(fit["request"]),
                     reporter,
                     {"fit_id": fit_id, "dataset": fit["dataset_id"]},
                 )
