@@ -46,6 +46,7 @@ from .result import (
 )
 from .search import SearchResult, cma_search, local_search, refine
 from .space import SearchSpace
+from .starts import start_disagreement
 from .warmstart import warm_start
 
 __all__ = [
@@ -350,6 +351,8 @@ class _FamilyFit:
     seconds: float
     seg_rows: list[dict]
     fold_rows: list[list[dict]]  # per fold: validation rows of the fit without that fold
+    # the start not kept when two were searched: its name, its search and its rows on every segment
+    other: tuple[str, SearchResult, list[dict]] | None = None
 
 
 def _tied_envelope(run: _Run, family: Family) -> list[str]:
@@ -385,6 +388,7 @@ def _fit_family(
     res = _search(run, engine, scales, x_warm, family, space, fam_name, starts)
     started = "warm start" if parent is None else parent[0].name
     tried = {started: float(np.sum(res.best_loss))}
+    other: tuple[str, SearchResult] | None = None  # the start not kept, when there were two
     if parent is not None and _searched_twice(req, fam_name, run.parametric):
         # a rich friction family also searches from the warm start: the nested optimum can hold it in the
         # parent's basin. The lower TRAINING loss wins (validation never chooses); a warm start clearly worse
@@ -394,25 +398,19 @@ def _fit_family(
         )
         tried["warm start"] = float(np.sum(alt.best_loss))
         if tried["warm start"] < tried[started]:
-            res, started = alt, "warm start"
+            other, res, started = (started, res), alt, "warm start"
+        else:
+            other = ("warm start", alt)
     t_family = time.perf_counter() - t_family
-    fitted = [_family_params(family, space, x) for x in res.best]
-    for j, (name, p) in enumerate(zip(run.joints, fitted, strict=True)):
-        if (
-            tied
-        ):  # the damping and envelope the kernel ran, at the reference kp and vin, for reports and exports
-            searched, p["damping"] = p["damping"], run.ops[name].tied_damping(p["stiffness"], p["damping"])
-            if p["damping"] != searched:
-                _at_resistance_bound(res.analysis[j], run.ops[name], p["damping"], searched > p["damping"])
-            p.update(
-                {
-                    k: v
-                    for k, v in run.ops[name].tied_envelope(p["stiffness"], p["damping"]).items()
-                    if k in tied
-                }
-            )
+    fitted = _natural_values(run, family, space, tied, res, mark_bounds=True)
     fitted_by[fam_name] = (family, fitted, float(np.sum(res.best_loss)))
     seg_rows = segment_metrics(run.full_engine.traces(family, params_array(family, fitted)), run.every)
+    other_fit = (
+        None  # the start not kept, replayed on every segment: its validation error beside the kept one's
+    )
+    if other is not None and run.split.validation:
+        values = params_array(family, _natural_values(run, family, space, tied, other[1]))
+        other_fit = (*other, segment_metrics(run.full_engine.traces(family, values), run.every))
     fold_rows: list[list[dict]] = []
     for k, (fold, (eng_k, sc_k, warm_k)) in enumerate(zip(run.split.folds, run.fold_setups, strict=True)):
         res_k = _search(
@@ -427,7 +425,33 @@ def _fit_family(
                 if r["segment"] in names_k
             ]
         )
-    return _FamilyFit(family, space, res, fitted, tied, started, tried, t_family, seg_rows, fold_rows)
+    return _FamilyFit(
+        family, space, res, fitted, tied, started, tried, t_family, seg_rows, fold_rows, other_fit
+    )
+
+
+def _natural_values(
+    run: _Run,
+    family: Family,
+    space: SearchSpace,
+    tied: list[str],
+    res: SearchResult,
+    mark_bounds: bool = False,
+) -> list[dict[str, float]]:
+    """Per joint, a search's fitted values as the kernel ran them: a voltage servo's damping and envelope at
+    the reference kp and vin (for reports and exports). `mark_bounds`: note a damping held at the winding
+    resistance's bound in the search's analysis (the kept fit only)."""
+    fitted = [_family_params(family, space, x) for x in res.best]
+    for j, (name, p) in enumerate(zip(run.joints, fitted, strict=True)):
+        if not tied:
+            continue
+        searched, p["damping"] = p["damping"], run.ops[name].tied_damping(p["stiffness"], p["damping"])
+        if mark_bounds and p["damping"] != searched:
+            _at_resistance_bound(res.analysis[j], run.ops[name], p["damping"], searched > p["damping"])
+        p.update(
+            {k: v for k, v in run.ops[name].tied_envelope(p["stiffness"], p["damping"]).items() if k in tied}
+        )
+    return fitted
 
 
 def pooled(rows: list[dict]) -> SplitMetrics | None:
@@ -488,6 +512,11 @@ def _model_entry(run: _Run, fam_name: str, ff: _FamilyFit, j: int, name: str) ->
     x_warm = run.train[2]
     # the search's per-joint analysis (fitting/uncertainty.py) is where the intervals are produced: read as is
     intervals = {k: Interval.from_json(v) for k, v in res.analysis[j]["intervals"].items()}
+    starts_val = _starts_validation(run, ff, name)
+    disagree = None
+    if starts_val and ff.other is not None:  # per joint: the training loss each start's search ended at there
+        losses = {ff.started: float(res.best_loss[j]), ff.other[0]: float(ff.other[1].best_loss[j])}
+        disagree = start_disagreement(losses, starts_val, ff.started)
     return ModelFit(
         family=fam_name,
         added_for=[m for m in run.parametric if get_family(m).fitted_with == fam_name]
@@ -512,7 +541,7 @@ def _model_entry(run: _Run, fam_name: str, ff: _FamilyFit, j: int, name: str) ->
         loss=float(res.best_loss[j]),
         intervals=intervals,
         correlation=res.analysis[j]["correlation"],
-        warnings=res.analysis[j]["warnings"],
+        warnings=[*res.analysis[j]["warnings"], *([disagree] if disagree else [])],
         n_params=len(ff.space.names),
         warm_start={n: float(x_warm[j][n]) for n in ff.space.names},
         search={
@@ -530,10 +559,23 @@ def _model_entry(run: _Run, fam_name: str, ff: _FamilyFit, j: int, name: str) ->
             ],
             "started_from": ff.started,
             "starts": ff.tried,  # training loss of each start's search
+            **({"starts_validation": starts_val} if starts_val else {}),  # and its validation MAE [rad]
             "local_solve": {k: v[j] if isinstance(v, list) else v for k, v in res.local.items()},
             "seconds": round(ff.seconds, 3),
         },
     )
+
+
+def _starts_validation(run: _Run, ff: _FamilyFit, name: str) -> dict[str, float | None] | None:
+    """Validation position MAE of each start's optimum on one joint, when two were searched and the fit holds
+    recordings out (fitting/starts.py); None otherwise."""
+    if ff.other is None:
+        return None
+    out: dict[str, float | None] = {}
+    for start, rows in ((ff.started, ff.seg_rows), (ff.other[0], ff.other[2])):
+        m = pool_metrics([r for r in rows if r["joint"] == name and r["segment"] in run.val_names])
+        out[start] = None if m is None else float(m["position_mae"])
+    return out
 
 
 def _rank_joint(models: dict[str, ModelFit], load: dict) -> JointFit:
