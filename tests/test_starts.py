@@ -47,6 +47,7 @@ def test_a_real_fit_reports_both_starts_on_the_held_out_kp() -> None:
         pytest.skip(f"the BAM XL330 logs are not here ({DATA.resolve()} has no *.json)")
     from actuator_sysid.datasets.readers import read_paths
     from actuator_sysid.fitting.fit import FitRequest, fit_result
+    from actuator_sysid.fitting.verdict import judge
 
     rec = read_paths([DATA])
     result = fit_result(rec, FitRequest(families=["dcmotor_quadratic_load"], holdout="kp=800", seed=2))
@@ -67,3 +68,8 @@ def test_a_real_fit_reports_both_starts_on_the_held_out_kp() -> None:
     # measured 2026-12-01: the warm start's optimum is kept (training loss 0.00937 against 0.01102) and
     # validates at 0.139 rad, the nested one's at 0.056: the rule holds on these logs at this seed
     assert warned and kept == "warm start" and validation["dcmotor"] < validation["warm start"]
+    # the verdict names it: usable if that family is the one exported, else an ok-status note on its rank
+    checks = [c for c in judge(result, rec).checks if c.check == "rival_optima"]
+    joint = result.joints["xl330"]
+    status = "usable" if joint.best_model == "dcmotor_quadratic_load" else "ok"
+    assert [c.status for c in checks] == [status] and "dcmotor_quadratic_load" in checks[0].reason

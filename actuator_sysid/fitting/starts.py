@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-NEAR_START_LOSS = (
-    0.25  # the other start trained at most 25 % worse: the training data barely prefer the kept one
-)
+DISAGREEMENT = "the training data barely choose between two optima"  # the warning's start (verdict.py)
+NEAR_START_LOSS = 0.25  # the other start trained at most 25 % worse: the data barely prefer the kept one
 START_DISAGREEMENT = 1.25  # ... while the two validate 25 % or more apart
 
 
@@ -33,7 +32,7 @@ def start_disagreement(
         apart = max(val, kept_val) / max(min(val, kept_val), 1e-12)
         if worse <= NEAR_START_LOSS and apart >= START_DISAGREEMENT:
             return (
-                f"the training data barely choose between two optima: the search from {_origin(name)} trained "
+                f"{DISAGREEMENT}: the search from {_origin(name)} trained "
                 f"{100 * max(worse, 0.0):.0f} % worse and validates at {val:.3g} rad against {kept_val:.3g} rad "
                 f"for the fit kept (position MAE). The lower training loss is kept; validation never chooses. "
                 f"Training recordings that reach what the validation ones do (a higher gain, a heavier load, "

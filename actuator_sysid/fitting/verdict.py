@@ -19,6 +19,9 @@ is their JSON, as validation.json and the stored result hold it. Thresholds, per
 - unidentified parameters (the intervals' `identified` flags): half or more of the best model's parameters
   unidentified: poor; any other than a limit the log never presses: usable. A never-pressed limit is named
   (exports leave it at the consumer's default) but does not lower the verdict: the fit does not depend on it.
+- two optima of one family that trained within 25 % of each other and validate 25 % or more apart
+  (fitting/starts.py): usable when it is the best model (the export is one of them, and the data did not
+  choose it), named otherwise (ok: its rank among the families rests on the one kept).
 - exports: a consumer replay that failed, or strays from our rollout beyond its tolerance (export/consumer_replay.py),
   or a validation error finding: poor. Exports not yet checked (the CLI's export of a stored fit) are named.
 """
@@ -32,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from ..datasets.recording import Recording
-from .result import Check, FitResult, ModelFit, ResultLike, Verdict, as_result
+from .result import Check, FitResult, JointFit, ModelFit, ResultLike, Verdict, as_result
+from .starts import DISAGREEMENT
 
 RANGE_OK, RANGE_USABLE = 0.05, 0.15  # validation RMSE / motion range
 NOISE_OK = 3.0  # validation RMSE / noise floor σ_q at or below which the fit is at the noise floor
@@ -191,6 +195,21 @@ def _identifiability_checks(out: list[Check], joint: str, best: str, model: Mode
         )
 
 
+def _optimum_checks(out: list[Check], joint: str, jr: JointFit) -> None:
+    """Families whose two search starts the training data barely tell apart while validation does."""
+    for family, model in jr.models.items():
+        for w in model.warnings:
+            if w.startswith(DISAGREEMENT):
+                best = family == jr.best_model
+                _check(
+                    out,
+                    "usable" if best else "ok",
+                    "rival_optima",
+                    f"{joint}: {family}{' (the best model)' if best else ''}: {w}"
+                    + ("" if best else "; its rank among the families rests on the optimum kept"),
+                )
+
+
 def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) -> list[Check]:
     """The fit's own checks: validation data, search budget, and per joint motion, error and identifiability."""
     out: list[Check] = []
@@ -218,6 +237,7 @@ def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) ->
         _motion_checks(out, joint, st)
         _error_checks(out, joint, best, model, st, bool(split.validation or split.folds))
         _identifiability_checks(out, joint, best, model)
+        _optimum_checks(out, joint, jr)
     return out
 
 
