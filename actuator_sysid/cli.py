@@ -273,6 +273,7 @@ def _request(args: argparse.Namespace) -> FitRequest:
         "decimation": getattr(args, "decimation", None),
         "effort_mode": getattr(args, "effort_mode", None),
         "joint_terms": _csv(args.joint_terms) if getattr(args, "joint_terms", None) else None,
+        "add_terms": _csv(args.add_terms) if getattr(args, "add_terms", None) else None,
         "holdout": getattr(args, "holdout", None),
         "folds": getattr(args, "folds", None),
         "folds_by": getattr(args, "folds_by", None),
@@ -714,6 +715,11 @@ def _fit_parser(sub: argparse._SubParsersAction) -> None:
         "armature,friction,dynamic_friction,viscous_friction,encoder_offset; "
         "BAM friction: stribeck_friction, load_friction, load_friction_external, "
         "load_friction_quadratic_motor (docs/models.md)",
+    )
+    f.add_argument(
+        "--add-terms",
+        help="joint terms added to every family's own, comma-separated, e.g. encoder_offset (the encoder's "
+        "zero against gravity's, as BAM fits it on a pendulum bench)",
     )
     f.add_argument(
         "--holdout",

@@ -230,6 +230,7 @@ def test_fit_request_errors_store_nothing(server: Server, tmp_path: Path) -> Non
         ({"dataset_id": ds, "holdout": "rig=b"}, 422, ["holdout", "'rig'"]),
         ({"dataset_id": ds, "folds": 1}, 422, ["folds must be between 2"]),
         ({"dataset_id": ds, "budget": {"seconds": -1}}, 422, ["budget.seconds"]),
+        ({"dataset_id": ds, "add_terms": ["gearbox"]}, 422, ["'gearbox'", "add_terms"]),
         ({}, 422, ["dataset_id"]),
     ]
     before = stored(server)

@@ -825,9 +825,14 @@ def nests(parent: Family, child: Family) -> bool:
 
 
 def family_for(req: FitRequest, name: str) -> Family:
-    """The named family with the request's joint terms, if it asks for other ones."""
+    """The named family with the request's joint terms, if it asks for other ones (`joint_terms` instead of
+    the family's own, then `add_terms` on top: an encoder offset for every family, as BAM fits one)."""
     family = get_family(name)
-    return family.with_terms(tuple(req.joint_terms)) if req.joint_terms is not None else family
+    if req.joint_terms is not None:
+        family = family.with_terms(tuple(req.joint_terms))
+    if req.add_terms:
+        family = family.with_terms((*family.joint_terms, *req.add_terms))
+    return family
 
 
 def _rank(models: Mapping[str, ModelFit]) -> tuple[RankRow, ...]:

@@ -31,6 +31,7 @@ class FitRequest:
     search_backend: str = "cmaes"  # or "optuna": the same CMA-ES through an Optuna study
     decimation: int = 1  # physics steps per log sample; commands held, delay counted in physics steps
     joint_terms: list[str] | None = None  # None: each family's default (armature, friction, viscous_friction)
+    add_terms: list[str] | None = None  # joint terms added to every family's own (e.g. encoder_offset)
     effort_mode: str = "explicit"  # or "implicit": Newton's implicit effort mode, for stiff gains
     window_s: float | None = (
         1.0  # training rollouts restart from the log every window_s seconds (None: never)
@@ -80,6 +81,7 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
         ("joints", req.joints or []),
         ("families", req.families or []),
         ("joint_terms", req.joint_terms or []),
+        ("add_terms", req.add_terms or []),
     ):
         seen: set[str] = set()
         twice: set[str] = set()
@@ -111,9 +113,14 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
         raise FitRequestError(
             f"decimation must be between 1 and 64 physics steps per sample, got {req.decimation}"
         )
-    for term in req.joint_terms or []:
-        if term not in JOINT_TERMS:
-            raise FitRequestError(f"unknown joint term {term!r}: choose from {list(JOINT_TERMS)}")
+    for what, terms in (("joint_terms", req.joint_terms or []), ("add_terms", req.add_terms or [])):
+        if len(terms) > len(JOINT_TERMS):
+            raise FitRequestError(f"{what} names {len(terms)} terms; there are {len(JOINT_TERMS)}")
+        for term in terms:
+            if term not in JOINT_TERMS:
+                raise FitRequestError(
+                    f"unknown joint term {term!r} in {what}: choose from {list(JOINT_TERMS)}"
+                )
     if req.window_s is not None and not 0.01 <= req.window_s <= 86_400:
         raise FitRequestError(f"window_s must be between 0.01 and 86400 seconds or null, got {req.window_s}")
     if req.effort_mode not in EFFORT_MODES:

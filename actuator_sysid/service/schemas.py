@@ -96,6 +96,11 @@ class FitCreate(BaseModel):
         "armature, friction, dynamic_friction, viscous_friction, "
         "encoder_offset",
     )
+    add_terms: list[str] | None = Field(
+        None,
+        max_length=16,
+        description="joint terms added to every family's own (after joint_terms), e.g. encoder_offset",
+    )
     holdout: str | None = Field(
         None,
         max_length=200,
@@ -144,6 +149,7 @@ class FitCreate(BaseModel):
             decimation=self.decimation,
             effort_mode=self.effort_mode,
             joint_terms=self.joint_terms,
+            add_terms=self.add_terms,
             holdout=self.holdout,
             folds=self.folds,
             folds_by=self.folds_by,
