@@ -71,7 +71,7 @@ TARGET_TIME_RATIO = 0.1  # acceptance: our time to it ≤ 1/10 of BAM's
 # our parametric fits' FitRequest fields beyond the defaults: an encoder offset in every family, as BAM fits
 # q_offset in each of its models. Chosen by the training-only leave-one-kp-out (train kp 100, validate kp 200 and
 # the reverse; no kp = 800 file read): dcmotor_delay 0.0588 vs 0.0621 rad, dcmotor_quadratic_load 0.0326 vs
-# about 0.04, dcmotor_directional_load 0.043 vs 0.044-0.050 (2026-12-01, session 7; the kp = 800 figures were
+# 0.042-0.046 (seeds 1-3), dcmotor_directional_load 0.043 vs 0.044-0.050 (2026-12-01, session 7; the kp = 800 figures were
 # computed beside them, so this is not a blind choice: BENCHMARKS.md). Before: none. The 12:31 run of 2026-12-01
 # fitted with {"loss": "position_mae"} (BAM's objective; the same leave-one-kp-out had preferred it): on kp = 800
 # every DC-motor family got worse (dcmotor 0.165 vs 0.102), so it was dropped
