@@ -323,14 +323,18 @@ def ours_split(
     out["nets_wall_s"] = round(nets_wall, 2)
     out["net_budget_s"] = None if quick else net_budget_s
     out["total_wall_s"] = round(wall + nets_wall, 2)
-    scored = {
-        f: v["validation_position_mae"]
-        for f, v in out["families"].items()
-        if v["validation_position_mae"] is not None
-    }
-    out["best_native"] = min((f for f in scored if f in NATIVE), key=scored.get, default=None)
-    out["best_overall"] = min(scored, key=scored.get, default=None)
+    out["best_native"], out["best_overall"] = best_families(
+        {f: v["validation_position_mae"] for f, v in out["families"].items()}
+    )
     return out
+
+
+def best_families(mae: dict[str, float | None]) -> tuple[str | None, str | None]:
+    """The best native (Isaac Lab / Newton) family and the best family overall by validation MAE (None if no
+    family has one)."""
+    scored = {f: v for f, v in mae.items() if v is not None}
+    native = min((f for f in scored if f in NATIVE), key=scored.__getitem__, default=None)
+    return native, min(scored, key=scored.__getitem__, default=None)
 
 
 def seed_spread(rec: Recording, seeds: int, quick: bool) -> dict:
@@ -354,9 +358,9 @@ def seed_spread(rec: Recording, seeds: int, quick: bool) -> dict:
             row = out["families"].setdefault(f, {"validation_position_mae": [], "training_loss": []})
             row["validation_position_mae"].append(scored[f])
             row["training_loss"].append(m["loss"])
-        valid = {f: v for f, v in scored.items() if v is not None}
-        out["best_native"].append(min((f for f in valid if f in NATIVE), key=valid.get, default=None))
-        out["best_overall"].append(min(valid, key=valid.get, default=None))
+        native, overall = best_families(scored)
+        out["best_native"].append(native)
+        out["best_overall"].append(overall)
         out["wall_s"].append(round(wall, 2))
         note(f"ours, seed {seed}: {wall:.1f} s")
     return out
@@ -444,9 +448,7 @@ def spread_ratios(out: dict, mae: dict) -> dict:
     }
     rows = []
     for seed, m in ours.items():
-        valid = {f: v for f, v in m.items() if v is not None}
-        native = min((valid[f] for f in valid if f in NATIVE), default=None)
-        overall = min(valid.values(), default=None)
+        native, overall = (None if f is None else m[f] for f in best_families(m))
         for i, r1 in enumerate(runs.get("m1", [])):
             rows.append(
                 {"seed": seed, "bam_run": i, "native_over_m1": ratio(native, r1["validation_position_mae"])}
