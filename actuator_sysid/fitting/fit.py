@@ -26,6 +26,7 @@ from ..models.families import (
     get_family,
 )
 from ..models.rollout import OperatingPoints, RolloutEngine, SegmentBatch, full_params, operating_points
+from .coverage import beyond_training, demands
 from .objective import LossScales, pool_metrics, segment_metrics
 from .plan import Split, plan_split, recordings, split_segments, validate_request
 from .request import FitRequest, FitRequestError
@@ -353,6 +354,8 @@ class _FamilyFit:
     fold_rows: list[list[dict]]  # per fold: validation rows of the fit without that fold
     # the start not kept when two were searched: its name, its search and its rows on every segment
     other: tuple[str, SearchResult, list[dict]] | None = None
+    # per (joint, segment): |effort| the fitted law asks for on the logged states, driven samples (coverage.py)
+    demand: dict[tuple[str, str], np.ndarray] | None = None
 
 
 def _tied_envelope(run: _Run, family: Family) -> list[str]:
@@ -404,7 +407,13 @@ def _fit_family(
     t_family = time.perf_counter() - t_family
     fitted = _natural_values(run, family, space, tied, res, mark_bounds=True)
     fitted_by[fam_name] = (family, fitted, float(np.sum(res.best_loss)))
-    seg_rows = segment_metrics(run.full_engine.traces(family, params_array(family, fitted)), run.every)
+    kept = params_array(family, fitted)
+    seg_rows = segment_metrics(run.full_engine.traces(family, kept), run.every)
+    demand = (  # with recordings held out: the efforts each sample asks for, to compare the two sides
+        demands(run.full_engine.traces(family, kept, open_loop=True), run.every)
+        if run.split.validation
+        else None
+    )
     other_fit = (
         None  # the start not kept, replayed on every segment: its validation error beside the kept one's
     )
@@ -426,7 +435,7 @@ def _fit_family(
             ]
         )
     return _FamilyFit(
-        family, space, res, fitted, tied, started, tried, t_family, seg_rows, fold_rows, other_fit
+        family, space, res, fitted, tied, started, tried, t_family, seg_rows, fold_rows, other_fit, demand
     )
 
 
@@ -517,6 +526,11 @@ def _model_entry(run: _Run, fam_name: str, ff: _FamilyFit, j: int, name: str) ->
     if starts_val and ff.other is not None:  # per joint: the training loss each start's search ended at there
         losses = {ff.started: float(res.best_loss[j]), ff.other[0]: float(ff.other[1].best_loss[j])}
         disagree = start_disagreement(losses, starts_val, ff.started)
+    beyond = (
+        None
+        if ff.demand is None
+        else beyond_training({seg: a for (jn, seg), a in ff.demand.items() if jn == name}, run.val_names)
+    )
     return ModelFit(
         family=fam_name,
         added_for=[m for m in run.parametric if get_family(m).fitted_with == fam_name]
@@ -541,7 +555,7 @@ def _model_entry(run: _Run, fam_name: str, ff: _FamilyFit, j: int, name: str) ->
         loss=float(res.best_loss[j]),
         intervals=intervals,
         correlation=res.analysis[j]["correlation"],
-        warnings=[*res.analysis[j]["warnings"], *([disagree] if disagree else [])],
+        warnings=[*res.analysis[j]["warnings"], *(w for w in (disagree, beyond) if w)],
         n_params=len(ff.space.names),
         warm_start={n: float(x_warm[j][n]) for n in ff.space.names},
         search={

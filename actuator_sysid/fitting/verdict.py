@@ -22,6 +22,8 @@ is their JSON, as validation.json and the stored result hold it. Thresholds, per
 - two optima of one family that trained within 25 % of each other and validate 25 % or more apart
   (fitting/starts.py): usable when it is the best model (the export is one of them, and the data did not
   choose it), named otherwise (ok: its rank among the families rests on the one kept).
+- the best model's validation recordings ask for more effort than any training recording did, on 5 % or more
+  of their driven samples (fitting/coverage.py): usable (the validation error measures extrapolation).
 - exports: a consumer replay that failed, or strays from our rollout beyond its tolerance (export/consumer_replay.py),
   or a validation error finding: poor. Exports not yet checked (the CLI's export of a stored fit) are named.
 """
@@ -35,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..datasets.recording import Recording
+from .coverage import BEYOND_TRAINING
 from .result import Check, FitResult, JointFit, ModelFit, ResultLike, Verdict, as_result
 from .starts import DISAGREEMENT
 
@@ -210,6 +213,15 @@ def _optimum_checks(out: list[Check], joint: str, jr: JointFit) -> None:
                 )
 
 
+def _coverage_checks(out: list[Check], joint: str, jr: JointFit) -> None:
+    """The best model's validation recordings ask for efforts no training recording did (fitting/coverage.py):
+    its validation error then measures extrapolation, so the fit is usable, not good."""
+    model = jr.models.get(jr.best_model)
+    for w in model.warnings if model is not None else []:
+        if w.startswith(BEYOND_TRAINING):
+            _check(out, "usable", "beyond_training", f"{joint}: {jr.best_model} (the best model): {w}")
+
+
 def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) -> list[Check]:
     """The fit's own checks: validation data, search budget, and per joint motion, error and identifiability."""
     out: list[Check] = []
@@ -238,6 +250,7 @@ def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) ->
         _error_checks(out, joint, best, model, st, bool(split.validation or split.folds))
         _identifiability_checks(out, joint, best, model)
         _optimum_checks(out, joint, jr)
+        _coverage_checks(out, joint, jr)
     return out
 
 

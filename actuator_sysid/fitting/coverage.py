@@ -1,0 +1,57 @@
+"""Whether the validation recordings ask the actuator for efforts the training recordings never did.
+
+A held-out recording can drive the actuator harder than any training recording did: a higher gain, a heavier
+load, a hold against a limit. Its error then measures how well the model extrapolates, not how well it fits.
+The fitted law, run on the logged states (open loop), gives the effort each sample asks for. When enough of
+the validation samples ask for more than every training sample did, the model's limits and friction there
+were never measured. The result then says so (BAM's XL330 logs with kp = 800 held out: the kp = 800 files
+ask for up to twice the largest training effort, and their hold at full PWM is what the families disagree on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..models.rollout import SegmentBatch
+
+BEYOND_TRAINING = (
+    "the validation recordings ask for more effort than any training recording"  # the warning's start
+)
+MIN_SHARE = 0.05  # warn when at least 5 % of the driven validation samples lie beyond the training range
+TRAINING_QUANTILE = 0.999  # the training range's top: its 99.9th percentile, so one spike does not widen it
+
+
+def demands(traces: Mapping[str, np.ndarray], batch: SegmentBatch) -> dict[tuple[str, str], np.ndarray]:
+    """Per (joint, segment), |effort| the fitted law asks for at each driven sample of an open-loop trace
+    (candidate 0)."""
+    out = {}
+    enable = batch.enable if batch.enable is not None else np.ones(batch.q.shape[0], np.int32)
+    for s in range(batch.n_segments):
+        sl = batch.segment_slice(s)
+        driven = enable[sl] != 0
+        joint = batch.joints[int(batch.seg_joint[s])]
+        out[joint, batch.seg_names[s]] = np.abs(np.asarray(traces["computed"][0, sl], np.float64))[driven]
+    return out
+
+
+def beyond_training(per_segment: Mapping[str, np.ndarray], validation: set[str]) -> str | None:
+    """A warning when at least MIN_SHARE of the validation segments' driven samples ask for more effort than
+    the training segments' top (TRAINING_QUANTILE); None otherwise, or without samples on either side."""
+    train = [a for name, a in per_segment.items() if name not in validation and a.size]
+    val = [a for name, a in per_segment.items() if name in validation and a.size]
+    if not train or not val:
+        return None
+    top = float(np.quantile(np.concatenate(train), TRAINING_QUANTILE))
+    pooled = np.concatenate(val)
+    share = float(np.mean(pooled > top))
+    if share < MIN_SHARE or top <= 0:
+        return None
+    return (
+        f"{BEYOND_TRAINING}: {100 * share:.0f} % of their driven samples ask for more than the training "
+        f"recordings' top of {top:.3g} N·m, up to {float(pooled.max()) / top:.1f}× it (the fitted law on the "
+        f"logged states). There the effort limits and the friction are extrapolated, not measured, so the "
+        f"validation error says how well the model extrapolates. Training recordings that reach those efforts "
+        f"(a higher gain, a heavier load, a stall test) would measure them"
+    )
