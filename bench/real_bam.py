@@ -54,6 +54,7 @@ import actuator_sysid.fitting.training  # noqa: E402,F401  (loaded now: a run ta
 from actuator_sysid.datasets.readers import read_paths  # noqa: E402
 from actuator_sysid.datasets.recording import Recording  # noqa: E402
 from actuator_sysid.fitting import fit as api  # noqa: E402
+from actuator_sysid.fitting.coverage import BEYOND_TRAINING  # noqa: E402
 from actuator_sysid.models.families import FAMILIES, NET_FAMILIES  # noqa: E402
 
 DEFAULT_DATA = (
@@ -292,6 +293,8 @@ def ours_split(
             "training_loss": m["loss"],
             "started_from": m["search"]["started_from"],
             "starts": m["search"].get("starts"),
+            # the fit's own word that kp = 800 asks for efforts no training file did (fitting/coverage.py)
+            "beyond_training": next((w for w in m["warnings"] if w.startswith(BEYOND_TRAINING)), None),
         }
     out["parametric_params"] = {f: m["params"] for f, m in models.items()}
     saved(out)
