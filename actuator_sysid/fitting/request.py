@@ -14,6 +14,15 @@ from ..models.families import EFFORT_MODES, FAMILIES, JOINT_TERMS, NET_FAMILIES
 from .objective import LOSSES
 from .search import BACKENDS
 
+# every numeric field that sizes work, inclusive; check_fields and the pages' fit form read them
+BOUNDS: dict[str, tuple[float, float]] = {
+    "generations": (1, 10_000),
+    "population": (4, 4096),
+    "decimation": (1, 64),
+    "folds": (2, 100),
+    "budget_s": (0, 86_400),
+}
+
 
 class FitRequestError(ValueError):
     """A fit request that cannot run on this dataset (unknown joint, unknown model family, bad budget)."""
@@ -74,7 +83,7 @@ class FitRequest:
 
 def check_fields(rec: Recording, req: FitRequest) -> None:
     """The request's own fields against their bounds and the dataset's names; FitRequestError naming the problem."""
-    max_joints, max_folds = 64, 100  # every field that sizes work is bounded (issue 15)
+    max_joints, max_folds = 64, int(BOUNDS["folds"][1])  # every field that sizes work is bounded (issue 15)
     if req.joints is not None and len(req.joints) > max_joints:
         raise FitRequestError(f"joints names {len(req.joints)} joints; the limit is {max_joints} per fit")
     for what, names in (
@@ -105,13 +114,14 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
             raise FitRequestError(
                 f"unknown model family {m!r}: choose from {sorted(FAMILIES) + list(NET_FAMILIES)}"
             )
-    if not 1 <= req.generations <= 10_000:
-        raise FitRequestError(f"budget.generations must be between 1 and 10000, got {req.generations}")
-    if not 4 <= req.population <= 4096:
-        raise FitRequestError(f"budget.population must be between 4 and 4096, got {req.population}")
-    if not 1 <= req.decimation <= 64:
+    (g0, g1), (p0, p1), (d0, d1) = BOUNDS["generations"], BOUNDS["population"], BOUNDS["decimation"]
+    if not g0 <= req.generations <= g1:
+        raise FitRequestError(f"budget.generations must be between {g0} and {g1}, got {req.generations}")
+    if not p0 <= req.population <= p1:
+        raise FitRequestError(f"budget.population must be between {p0} and {p1}, got {req.population}")
+    if not d0 <= req.decimation <= d1:
         raise FitRequestError(
-            f"decimation must be between 1 and 64 physics steps per sample, got {req.decimation}"
+            f"decimation must be between {d0} and {d1} physics steps per sample, got {req.decimation}"
         )
     for what, terms in (("joint_terms", req.joint_terms or []), ("add_terms", req.add_terms or [])):
         if len(terms) > len(JOINT_TERMS):
@@ -129,5 +139,6 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
         raise FitRequestError(f"unknown loss {req.loss!r}: choose from {list(LOSSES)}")
     if req.search_backend not in BACKENDS:
         raise FitRequestError(f"unknown search backend {req.search_backend!r}: choose from {list(BACKENDS)}")
-    if req.budget_s is not None and not 0 < req.budget_s <= 86_400:
-        raise FitRequestError(f"budget.seconds must be between 0 and 86400 (one day), got {req.budget_s}")
+    s0, s1 = BOUNDS["budget_s"]
+    if req.budget_s is not None and not s0 < req.budget_s <= s1:
+        raise FitRequestError(f"budget.seconds must be between {s0} and {s1} (one day), got {req.budget_s}")
