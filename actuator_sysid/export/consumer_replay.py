@@ -20,6 +20,7 @@ import numpy as np
 
 from ..datasets.recording import JointInfo, Recording, Segment
 from ..fitting.result import FitResult, ResultLike, as_result
+from ..models.families import NET_FAMILIES
 from .formats import CONSUMERS  # each format's consumer, from its registration
 from .selection import ChosenModel, ExportError, choose, joint_family
 
@@ -222,6 +223,11 @@ def _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families) -> dict:
         for joint in result.joints:
             cfg = _cfg_for(groups, joint)
             fam_name = _family_of(specs, joint)
+            if fam_name in NET_FAMILIES:  # an ActuatorNetMLP / ActuatorNetLSTM loading the checkpoint
+                joints[joint if key == "ACTUATORS" else f"{joint} (best)"] = _replay_net(
+                    result, rec, cfg, joint, fam_name, segs, dt, sub
+                )
+                continue
             family = joint_family(result, joint, fam_name)
             fit = result.model(joint, fam_name)
             m = ChosenModel(joint, family, dict(fit.params), fit.table_positions)
@@ -235,6 +241,106 @@ def _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families) -> dict:
             name = joint if key == "ACTUATORS" else f"{joint} (best)"
             joints[name] = _compare(result, rec, m, segs, runs)
     return joints
+
+
+def _replay_net(result: FitResult, rec: Recording, cfg, joint: str, kind: str, segs, dt, sub) -> dict:
+    """A net export through Isaac Lab's own ActuatorNetMLP / ActuatorNetLSTM, the checkpoint the cfg names
+    written from the fit: a net trained on measured torque is fed the logged states (open loop) and its
+    torque compared with ours and the log's; one trained in the loop runs closed loop in the §F pendulum."""
+    import tempfile
+    from pathlib import Path
+
+    from ..fitting.training import joint_data, network_from_result, simulate_segments
+    from .checkpoints import as_net, torchscript_bytes
+
+    net = as_net(result.model(joint, kind))
+    j = rec.joint_index(joint)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(str(cfg.network_file)).name
+        path.write_bytes(torchscript_bytes(net))
+        cfg = cfg.replace(network_file=str(path))
+        if not net.torque_supervised:
+            runs = {
+                s.name: isaaclab_segment(
+                    cfg, _seg_load(rec, s, joint), s, j, dt, sub, 0.0, _ext(s, joint), joint
+                )
+                for s in segs
+            }
+            return _compare_runs(kind, segs, j, runs, _ours_net(rec, joint, net, segs, sub), "q")
+        runs = {s.name: _isaaclab_open_loop(cfg, s, j, sub, joint) for s in segs}
+    spec, module = network_from_result(net)
+    data = joint_data(rec, joint, sub, "measured", spec.kp_ref).subset(
+        [i for i, s in enumerate(rec.segments) if s.name in {x.name for x in segs}]
+    )
+    ours = {
+        n: sim["applied"]
+        for n, sim in zip(data.names, simulate_segments(spec, module, data, sub, True), strict=True)
+    }
+    return _compare_runs(kind, segs, j, runs, ours, "tau")
+
+
+def _ours_net(rec: Recording, joint: str, net, segs, sub: int) -> dict[str, np.ndarray]:
+    from ..fitting.training import simulate_net
+
+    sims = simulate_net(rec, joint, net, decimation=sub)
+    return {s.name: sims[s.name]["q"] for s in segs}
+
+
+def _isaaclab_open_loop(cfg, seg: Segment, j: int, sub: int, joint: str) -> np.ndarray:
+    """The Isaac Lab actuator fed one segment's logged states: its applied effort at each sample's first
+    physics step (the command and state held over the sample's `sub` steps), from a reset."""
+    import torch
+    from isaaclab.utils.types import ArticulationActions
+
+    act = cfg.class_type(cfg, joint_names=[joint], joint_ids=slice(None), num_envs=1, device="cpu")
+    act.reset(torch.arange(1))
+    t = lambda x: torch.tensor([[float(x)]], dtype=torch.float32)  # noqa: E731
+    out = np.empty(seg.n)
+    for k in range(seg.n):
+        action = ArticulationActions(joint_positions=t(seg.q_des[k, j]))
+        for r in range(sub):
+            act.compute(action, t(seg.q[k, j]), t(seg.qd[k, j]))
+            if r == 0:
+                out[k] = float(act.applied_effort[0, 0])
+    return out
+
+
+def _compare_runs(
+    family: str,
+    segs: list[Segment],
+    j: int,
+    runs: dict[str, np.ndarray],
+    ours: dict[str, np.ndarray],
+    what: str,
+) -> dict:
+    """_compare for a net: the replay's and our model's RMSE against the log's q (closed loop) or tau (open
+    loop, metric torque_rmse in N·m), within TOLERANCE of ours or the floor of the logged range."""
+    rows, se_r, se_o, n, span = [], 0.0, 0.0, 0.0, 0.0
+    for s in segs:
+        logged = s.q if what == "q" else s.tau
+        assert logged is not None  # a torque replay runs only for a net trained on every segment's torque
+        meas = logged[:, j]
+        r, o = _rmse(runs[s.name], meas), _rmse(ours[s.name], meas)
+        rows.append(
+            {
+                "segment": s.name,
+                "rmse_replay": r,
+                "rmse_ours": o,
+                "rmse_replay_vs_ours": _rmse(runs[s.name], ours[s.name]),
+            }
+        )
+        se_r, se_o, n = se_r + r * r * (s.n - 1), se_o + o * o * (s.n - 1), n + s.n - 1
+        span = max(span, float(np.ptp(meas)))
+    rr, ro = math.sqrt(se_r / max(n, 1)), math.sqrt(se_o / max(n, 1))
+    return {
+        "family": family,
+        "metric": "position_rmse" if what == "q" else "torque_rmse",
+        "rmse_replay": rr,
+        "rmse_ours": ro,
+        "relative_difference": abs(rr - ro) / ro if ro > 0 else (0.0 if rr == 0 else math.inf),
+        "within_tolerance": bool(abs(rr - ro) <= max(TOLERANCE * ro, RMSE_FLOOR * span)),
+        "segments": rows,
+    }
 
 
 def _for_load(cfg, info: JointInfo):
@@ -267,11 +373,14 @@ def _joint_q(state) -> np.ndarray:
 def newton_segment(
     stage, seg: Segment, joints: list[str], rec: Recording, dt: float, sub: int, offsets: dict[str, float]
 ) -> dict[str, np.ndarray]:
-    """Run one segment of every joint in the stage through Newton; measured-frame q per joint."""
+    """Run one segment of every joint in the stage through Newton; measured-frame q per joint. A friction
+    budget's clamp (actuator_sysid.consumers) gets the joints' external torque every step, as its user gives it."""
     import newton
 
+    from ..consumers import newton as consumers_newton
     from .newton_usd import prim_name
 
+    consumers_newton.register()
     builder = newton.ModelBuilder()
     builder.add_usd(stage)
     model = builder.finalize(device="cpu")
@@ -304,6 +413,7 @@ def newton_segment(
     s0.joint_qd.assign(jqd)
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
     acts = list(model.actuators)
+    budgets = bool(consumers_newton.budget_clamps(model))
     a_states = [(a.state(), a.state()) for a in acts]
     ext = np.zeros(model.joint_dof_count, np.float32)
     for joint in joints:
@@ -327,6 +437,9 @@ def newton_segment(
         control.joint_act.assign(ff)
         for _ in range(sub):
             control.joint_f.assign(ext)  # zeroed (plus any constant external torque) before the actuators add
+            if budgets:  # τ_e: the constant external torque minus gravity and Coriolis at this state
+                ext_now = consumers_newton.external_effort(model, s0, control.joint_f)
+                consumers_newton.set_external_effort(model, ext_now)
             for i, a in enumerate(acts):
                 cur, nxt = a_states[i]
                 a.step(s0, control, cur, nxt, dt=dt)

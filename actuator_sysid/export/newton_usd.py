@@ -7,6 +7,11 @@ NewtonPIDControlAPI), the clamps in the family's order, NewtonActuatorDelayAPI o
 (the importer multiplies by 180/π). The `implicit` family is the solver's own drive: a UsdPhysics DriveAPI
 whose stiffness and damping are per degree.
 
+BAM's friction budget (families dcmotor_stribeck … dcmotor_stribeck_delay) is the consumer package's clamp
+(actuator_sysid.consumers.newton): `ActuatorSysidFrictionBudgetAPI` after the family's clamps, with the Coulomb
+friction, the joint inertia the stop assumes and the physics step, and `ActuatorSysidPDControlAPI` as the drive,
+so that the stage loads only after `actuator_sysid.consumers.register()`; the joint's own `newton:friction` is 0.
+
 An actuator network (a joint whose chosen family is mlp, lstm or gru) is a NewtonNeuralControlAPI prim whose
 `newton:modelPath` is the fit's newton.onnx beside the .usda (Newton picks DriveNeuralMLP / DriveNeuralLSTM /
 DriveNeuralGRU from the checkpoint's metadata `model_type`) with NewtonDCMotorClampingAPI holding the fitted envelope, as Isaac Lab clips.
@@ -22,6 +27,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..consumers.schema import BUDGET_API, budget_attributes, register_usd_schemas
+from ..consumers.schema import PD_API as BUDGET_PD_API
 from ..datasets.recording import JointInfo, Recording
 from ..fitting.result import ResultLike, as_result
 from ..models.components import get as get_component
@@ -50,7 +57,9 @@ MIN_MASS, MIN_INERTIA = 1e-6, 1e-8  # a massless or inertia-free link is not a s
 
 
 def _pxr():
-    """usd-core, with the Newton schema plugin registered first so attributes are schema properties."""
+    """usd-core, with the Newton and consumer-package schema plugins registered first so attributes are schema
+    properties (USD reads plugins when its schema registry is first built)."""
+    register_usd_schemas()
     with contextlib.suppress(ImportError):
         import newton_usd_schemas  # noqa: F401
     from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
@@ -75,8 +84,9 @@ class NetChoice:
 
 
 def expresses(family: Family) -> bool:
-    """Whether Newton 1.8 runs this family exactly: every one but BAM's friction budgets (no component holds one)."""
-    return not family.rich_friction
+    """Whether Newton 1.8 runs this family exactly: every one, BAM's friction budgets through the consumer
+    package's component (actuator_sysid.consumers.newton)."""
+    return True
 
 
 def choose_models(
@@ -147,9 +157,12 @@ def neural_attributes(m: NetChoice) -> tuple[list[str], dict[str, float | str]]:
     return apis, attrs
 
 
-def actuator_attributes(m: ChosenModel) -> tuple[list[str], dict[str, float | int | list[float]]]:
+def actuator_attributes(
+    m: ChosenModel, joint_inertia: float | None = None, physics_dt: float | None = None
+) -> tuple[list[str], dict[str, float | int | list[float]]]:
     """The API schemas and `newton:` attributes of one joint's NewtonActuator (§C.3), in radians, SI: each of the
-    family's drive, clamp and delay components writes its own (models/components/)."""
+    family's drive, clamp and delay components writes its own (models/components/); a friction budget adds the
+    consumer package's clamp last, with the joint inertia [kg·m²] and physics step [s] its stop assumes."""
     apis: list[str] = []
     attrs: dict[str, float | int | list[float]] = {}
     for comp in m.family.components:
@@ -159,6 +172,15 @@ def actuator_attributes(m: ChosenModel) -> tuple[list[str], dict[str, float | in
             raise ExportError(str(e)) from None
         apis += more_apis
         attrs |= more
+    if m.family.rich_friction:
+        if joint_inertia is None or physics_dt is None:
+            raise ExportError(
+                f"joint {m.joint!r}: {BUDGET_API} needs the joint inertia and physics step (pass the "
+                "recording or loads)"
+            )
+        apis = [BUDGET_PD_API if a == PD_API else a for a in apis] + [BUDGET_API]
+        inertia = float(joint_inertia) + float(m.value("armature") or 0.0)
+        attrs |= budget_attributes(m.params, inertia, physics_dt)
     return apis, attrs
 
 
@@ -168,33 +190,31 @@ def joint_attributes(m: ChosenModel, angular: bool = True) -> dict[str, float]:
     out: dict[str, float] = {}
     for comp in m.family.components:
         out |= comp.newton_joint(m, angular)
+    if (
+        m.family.rich_friction and "friction" in out
+    ):  # the budget's clamp carries the Coulomb part as a hard stop
+        out["friction"] = 0.0
     return out
 
 
 def newton_warnings(m: ChosenModel) -> list[Finding]:
-    """What Newton cannot express of a model: stated on the export, never silently dropped. Each component says
-    what Newton cannot hold of it; BAM's friction budget is one finding for all its terms."""
+    """What Newton cannot express of a model, and what a friction budget needs of the user: stated on the export,
+    never silently dropped. Each component says what Newton cannot hold of it."""
     out = []
-    budget_said = False
-    for comp in m.family.components:
-        if comp.budget and not budget_said:
-            budget_said = True
-            from .isaaclab import bam_carrier
-
-            out.append(
-                Finding(
-                    "EXPORT.NEWTON.friction_model",
-                    "warning",
-                    m.joint,
-                    "Newton's joint_friction is a constant Coulomb effort and Newton 1.8's actuator "
-                    f"components hold no friction budget: newton:friction = {m.value('friction')} N·m; "
-                    "BAM's friction budget terms are dropped ("
-                    + ", ".join(
-                        f"{t} = {m.value(t):.4g}" for t in m.family.rich_friction if m.value(t) is not None
-                    )
-                    + f"); {bam_carrier(m.family)}",
-                )
+    if m.family.rich_friction:
+        out.append(
+            Finding(
+                "EXPORT.NEWTON.friction_budget",
+                "info",
+                m.joint,
+                f"BAM's friction budget ({', '.join(m.family.rich_friction)}) is {BUDGET_API}, a clamp of "
+                "actuator-sysid's consumer package: call actuator_sysid.consumers.register() before add_usd "
+                "(without it Newton finds no drive on the actuator and refuses the stage), and give the joints' "
+                "external torque every step (actuator_sysid.consumers.newton.set_external_effort). It carries "
+                f"the Coulomb friction ({m.value('friction')} N·m) as a hard stop: the joint's newton:friction is 0",
             )
+        )
+    for comp in m.family.components:
         out += [
             Finding(f"EXPORT.NEWTON.{code}", severity, m.joint, msg)
             for code, severity, msg in comp.notes("newton", m)
@@ -214,8 +234,16 @@ def _set(prim, name: str, value, Sdf) -> None:
         prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.Float).Set(float(value))
 
 
-def author_joint(stage, joint_prim, m: ChosenModel | NetChoice, actuator_path: str) -> None:
-    """Write one joint's actuator (or implicit drive) and its Newton joint attributes onto a stage."""
+def author_joint(
+    stage,
+    joint_prim,
+    m: ChosenModel | NetChoice,
+    actuator_path: str,
+    joint_inertia: float | None = None,
+    physics_dt: float | None = None,
+) -> None:
+    """Write one joint's actuator (or implicit drive) and its Newton joint attributes onto a stage; a friction
+    budget's stop needs the joint's load inertia without armature [kg·m²] and the physics step [s]."""
     _Gf, Sdf, _Usd, _UsdGeom, UsdPhysics = _pxr()
     if isinstance(m, NetChoice):  # the net holds the actuator and whatever joint losses it learned
         _define_actuator(stage, joint_prim, actuator_path, *neural_attributes(m))
@@ -236,7 +264,7 @@ def author_joint(stage, joint_prim, m: ChosenModel | NetChoice, actuator_path: s
         drive.CreateTargetPositionAttr(0.0)
         drive.CreateTargetVelocityAttr(0.0)
         return
-    _define_actuator(stage, joint_prim, actuator_path, *actuator_attributes(m))
+    _define_actuator(stage, joint_prim, actuator_path, *actuator_attributes(m, joint_inertia, physics_dt))
 
 
 def _define_actuator(stage, joint_prim, actuator_path: str, apis: list[str], attrs: dict) -> None:
@@ -332,7 +360,7 @@ def standalone_stage(models: list[ChosenModel | NetChoice], loads: dict[str, Joi
         joint.CreateBody1Rel().SetTargets([link.GetPath()])
         joint.CreateLocalPos0Attr(Gf.Vec3f(0.0, 0.0, 0.0))
         joint.CreateLocalPos1Attr(Gf.Vec3f(0.0, 0.0, 0.0))
-        author_joint(stage, joint.GetPrim(), m, f"{root}/{name}_actuator")
+        author_joint(stage, joint.GetPrim(), m, f"{root}/{name}_actuator", info.load_inertia, dt)
         if info.gravity_coeff > 0 and abs(info.gravity - g) > 1e-9:
             findings.append(
                 Finding(
@@ -366,8 +394,14 @@ def open_robot(robot_usd: str | bytes):
     return Usd.Stage.Open(layer)
 
 
-def robot_stage(models: list[ChosenModel | NetChoice], robot_usd: str | bytes):
-    """The user's robot with one NewtonActuator per fitted joint, matched by joint prim name.
+def robot_stage(
+    models: list[ChosenModel | NetChoice],
+    robot_usd: str | bytes,
+    inertias: dict[str, float] | None = None,
+    dt: float | None = None,
+):
+    """The user's robot with one NewtonActuator per fitted joint, matched by joint prim name; `inertias` (the
+    bench loads without armature) and `dt` are what a friction budget's stop assumes.
 
     Existing NewtonActuator prims targeting those joints are deactivated, as Isaac Lab does (§A.11).
     """
@@ -412,7 +446,8 @@ def robot_stage(models: list[ChosenModel | NetChoice], robot_usd: str | bytes):
                                 f"deactivated: the fitted actuator of {m.joint!r} replaces it",
                             )
                         )
-            author_joint(stage, jp, m, f"{jp.GetParent().GetPath()}/{prim_name(jp.GetName())}_actuator")
+            path = f"{jp.GetParent().GetPath()}/{prim_name(jp.GetName())}_actuator"
+            author_joint(stage, jp, m, path, (inertias or {}).get(m.joint), dt)
     return stage, findings
 
 
@@ -430,7 +465,9 @@ def build_stage(
     findings += substitutions(typed, models, "Newton", "EXPORT.NEWTON")
     findings += [f for m in models if isinstance(m, ChosenModel) for f in newton_warnings(m)]
     if robot_usd is not None:
-        stage, more = robot_stage(models, robot_usd)
+        rich = [m.joint for m in models if isinstance(m, ChosenModel) and m.family.rich_friction]
+        inertias = {j: v.load_inertia for j, v in bench_loads(typed, rec, loads).items()} if rich else None
+        stage, more = robot_stage(models, robot_usd, inertias, physics_dt(typed))
     else:
         stage, more = standalone_stage(models, bench_loads(typed, rec, loads), physics_dt(typed))
     layer = stage.GetRootLayer()

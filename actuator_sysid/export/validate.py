@@ -30,7 +30,13 @@ from pathlib import Path
 from .selection import Finding
 
 RULE = "NEWTON.DJ.001"
-CONTROL_LAWS = ("NewtonPDControlAPI", "NewtonPIDControlAPI", "NewtonNeuralControlAPI")
+# and Newton's PD law under the consumer package's name (actuator_sysid.consumers: a friction budget's drive)
+CONTROL_LAWS = (
+    "NewtonPDControlAPI",
+    "NewtonPIDControlAPI",
+    "NewtonNeuralControlAPI",
+    "ActuatorSysidPDControlAPI",
+)
 GAINS = ("kp", "kd", "ki")
 CLAMPS = ("maxEffort", "saturationEffort", "maxMotorEffort")
 ACTUATED = ("PhysicsRevoluteJoint", "PhysicsPrismaticJoint")

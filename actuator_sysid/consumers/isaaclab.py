@@ -1,0 +1,350 @@
+"""Isaac Lab 3.0 actuator classes and cfgs for the models Isaac Lab has no class for.
+
+`DelayedDCMotor` (family dcmotor_delay), `DelayedPIDActuator` (pid), BAM's friction budget on the DC-motor
+classes (`DCMotorBAMFriction`, `DelayedDCMotorBAMFriction`, families dcmotor_stribeck … dcmotor_stribeck_delay,
+docs/prior-art.md M2–M6) and an encoder offset on any of them (`…WithEncoderOffset`). They reuse Isaac Lab's own
+buffers and clip code, so the maths stays Isaac Lab's (docs/consumer-semantics.md §A.3–§A.5; PID as Newton's
+DrivePID, §C.2). Isaac Lab runs explicit subclasses only with `SimulationCfg(use_newton_actuators=False)`.
+
+Importing this module imports Isaac Lab; `actuator_sysid.consumers` itself does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING
+from typing import Any
+
+import torch
+from isaaclab.actuators import (
+    DCMotor,
+    DCMotorCfg,
+    DelayedPDActuator,
+    DelayedPDActuatorCfg,
+    IdealPDActuator,
+    IdealPDActuatorCfg,
+    RemotizedPDActuator,
+    RemotizedPDActuatorCfg,
+)
+from isaaclab.actuators.actuator_base import resolve_joint_parameter
+from isaaclab.utils import configclass
+
+__all__ = [
+    "BAMFrictionMixin",
+    "DCMotorBAMFriction",
+    "DCMotorBAMFrictionCfg",
+    "DelayedDCMotor",
+    "DelayedDCMotorBAMFriction",
+    "DelayedDCMotorBAMFrictionCfg",
+    "DelayedDCMotorCfg",
+    "DelayedPIDActuator",
+    "DelayedPIDActuatorCfg",
+    "EncoderOffsetMixin",
+]
+
+
+def _param(act: Any, value: Any, default: Any = None) -> torch.Tensor:
+    """A cfg value as Isaac Lab resolves it per joint: (num_envs, num_joints)."""
+    return resolve_joint_parameter(value, default, act._joint_names, act._num_envs, act._device)
+
+
+class DelayedDCMotor(DelayedPDActuator):
+    """DelayedPDActuator (delayed targets and feed-forward) whose output DCMotor's torque-speed envelope clips."""
+
+    def __init__(self, cfg: DelayedDCMotorCfg, *args: Any, **kwargs: Any) -> None:
+        super().__init__(cfg, *args, **kwargs)
+        if cfg.actuator_velocity_limit is None:
+            raise ValueError("DelayedDCMotor needs actuator_velocity_limit")
+        self._saturation_effort = _param(self, cfg.saturation_effort)
+        self._vel_at_effort_lim = self.actuator_velocity_limit * (
+            1 + self.actuator_effort_limit / self._saturation_effort
+        )
+
+    _clip_effort = DCMotor._clip_effort  # Isaac Lab's own four-quadrant clip
+
+
+@configclass
+class DelayedDCMotorCfg(DelayedPDActuatorCfg):
+    """DC-motor envelope and command delay together (family dcmotor_delay)."""
+
+    class_type: type = DelayedDCMotor
+    saturation_effort: float = MISSING  # type: ignore[assignment]
+
+
+class DelayedPIDActuator(DelayedPDActuator):
+    """Newton's DrivePID on delayed commands: I = clip(I + e*dt, ±integral_max) is updated before use,
+    effort = kp*e + ki*I + kd*(qd_des − qd) + ff, then the box clip (family pid)."""
+
+    def __init__(self, cfg: DelayedPIDActuatorCfg, *args: Any, **kwargs: Any) -> None:
+        super().__init__(cfg, *args, **kwargs)
+        self._ki = _param(self, cfg.ki)
+        self._integral_max = _param(self, cfg.integral_max)
+        self._integral = torch.zeros_like(self.computed_effort)
+
+    def reset(self, env_ids: Any) -> None:
+        super().reset(env_ids)
+        self._integral[slice(None) if env_ids is None else env_ids] = 0.0
+
+    def compute(self, control_action: Any, joint_pos: torch.Tensor, joint_vel: torch.Tensor) -> Any:
+        control_action.joint_positions = self.positions_delay_buffer.compute(control_action.joint_positions)
+        control_action.joint_velocities = self.velocities_delay_buffer.compute(
+            control_action.joint_velocities
+        )
+        control_action.joint_efforts = self.efforts_delay_buffer.compute(control_action.joint_efforts)
+        error = control_action.joint_positions - joint_pos
+        self._integral = torch.clip(
+            self._integral + error * self.cfg.physics_dt, -self._integral_max, self._integral_max
+        )
+        control_action.joint_efforts = control_action.joint_efforts + self._ki * self._integral
+        return IdealPDActuator.compute(self, control_action, joint_pos, joint_vel)
+
+
+@configclass
+class DelayedPIDActuatorCfg(DelayedPDActuatorCfg):
+    """PID with integral clamp, box clip and command delay (family pid); physics_dt is the step it assumes."""
+
+    class_type: type = DelayedPIDActuator
+    ki: float = MISSING  # type: ignore[assignment]
+    integral_max: float = float("inf")
+    physics_dt: float = MISSING  # type: ignore[assignment]
+
+
+class BAMFrictionMixin:
+    """BAM's friction budget (docs/prior-art.md M2–M6) on top of the engine's Coulomb `friction`.
+
+    The fit's plant holds the joint while |joint_inertia/dt·qd + τ_m + τ_e| ≤ budget, budget = friction +
+    stribeck_friction·s + |Kle·τ_e − Kl·τ_m| + s·|Kles·τ_e − Kls·τ_m| (+ M6 quadratic terms while motor and load
+    oppose), s = exp(−|qd/stribeck_velocity|^stribeck_exponent), τ_m the clipped motor effort and τ_e everything
+    else acting on the joint (gravity, contacts, coupling). The engine applies the cfg's constant `friction` as
+    its Coulomb stopping constraint; this actuator adds `friction_effort`, a torque that stops the joint up to
+    (budget − friction), computed like that rule: with both the stop is the fit's.
+
+    τ_e: give it each step with `set_external_effort` (exact: the joints' gravity and other passive torques,
+    e.g. minus the articulation's generalized gravity and Coriolis forces), else it is estimated from the
+    previous step's velocity change, (joint_inertia + dt·viscous_friction)·qd/dt − joint_inertia·qd_prev/dt −
+    previous output − the engine's Coulomb friction as this actuator predicted it; zero on the first step after a
+    reset. The estimate is exact while the joint slides, keeps while it is held the error it had when it stopped
+    (a held joint shows its load only to within `friction`), and lags one step.
+    joint_inertia is the bench load plus armature the fit assumed; on a robot set it to the joint-space inertia.
+    physics_dt must be the simulation step, and compute() must run once per physics step (Isaac Lab does).
+    `friction_effort` and `external_effort` hold the added torque and τ_e; `applied_effort` stays the motor's
+    clipped effort, the joint efforts sent to the simulation are their sum.
+    """
+
+    cfg: Any
+    computed_effort: torch.Tensor
+
+    def __init__(self, cfg: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(cfg, *args, **kwargs)  # type: ignore[call-arg]
+        self._inertia = _param(self, cfg.joint_inertia)
+        self._coulomb = _param(self, cfg.friction, 0.0)
+        self._viscous = _param(self, cfg.viscous_friction, 0.0)
+        self._stribeck = _param(self, cfg.stribeck_friction)
+        self._stribeck_velocity = _param(self, cfg.stribeck_velocity)
+        self._stribeck_exponent = _param(self, cfg.stribeck_exponent)
+        self._kl = _param(self, cfg.load_friction)
+        self._kls = _param(self, cfg.load_friction_stribeck)
+        self._kle = _param(self, cfg.load_friction_external, self._kl)  # M3/M4: one gain for both sides
+        self._kles = _param(self, cfg.load_friction_external_stribeck, self._kls)
+        self._kqm = _param(self, cfg.load_friction_quadratic_motor)
+        self._kqe = _param(self, cfg.load_friction_quadratic_external)
+        zeros = torch.zeros_like(self.computed_effort)
+        self.friction_effort, self.external_effort = zeros.clone(), zeros.clone()
+        self._prev_vel, self._prev_out, self._prev_engine = zeros.clone(), zeros.clone(), zeros.clone()
+        self._has_prev = torch.zeros_like(self.computed_effort, dtype=torch.bool)
+        self._given_external: torch.Tensor | None = None
+
+    def set_external_effort(self, external: torch.Tensor) -> None:
+        """τ_e for the next compute() [N·m], (num_envs, num_joints): used once, in place of the estimate."""
+        self._given_external = external
+
+    def reset(self, env_ids: Any) -> None:
+        super().reset(env_ids)  # type: ignore[misc]
+        self._has_prev[slice(None) if env_ids is None else env_ids] = False
+
+    def _estimate(self, joint_vel: torch.Tensor, dt: float) -> torch.Tensor:
+        """τ_e from the previous step's velocity change (the class docstring says when it is exact)."""
+        inertia_dt = (
+            self._inertia + dt * self._viscous
+        ) / dt  # viscous damping implicit, as MuJoCo's implicitfast
+        ext = (
+            inertia_dt * joint_vel - self._inertia / dt * self._prev_vel - self._prev_out - self._prev_engine
+        )
+        return torch.where(self._has_prev, ext, torch.zeros_like(ext))
+
+    def _budget_extra(self, motor: torch.Tensor, ext: torch.Tensor, joint_vel: torch.Tensor) -> torch.Tensor:
+        """The budget above the engine's Coulomb friction (docs/prior-art.md M2–M6)."""
+        s = torch.exp(-(torch.abs(joint_vel / self._stribeck_velocity) ** self._stribeck_exponent))
+        extra = (
+            self._stribeck * s
+            + torch.abs(self._kle * ext - self._kl * motor)
+            + s * torch.abs(self._kles * ext - self._kls * motor)
+        )
+        oppose = motor * ext < 0.0
+        zero = torch.zeros_like(ext)
+        quadratic = torch.where(
+            oppose & (ext.abs() < motor.abs()),
+            self._kqe * ext * ext,
+            torch.where(oppose & (ext.abs() > motor.abs()), self._kqm * motor * motor, zero),
+        )
+        return extra + s * quadratic
+
+    def compute(self, control_action: Any, joint_pos: torch.Tensor, joint_vel: torch.Tensor) -> Any:
+        control_action = super().compute(control_action, joint_pos, joint_vel)  # type: ignore[misc]
+        motor = control_action.joint_efforts
+        dt = self.cfg.physics_dt
+        given, self._given_external = self._given_external, None
+        ext = self._estimate(joint_vel, dt) if given is None else given.to(motor)
+        extra = self._budget_extra(motor, ext, joint_vel)
+        stop = self._inertia / dt * joint_vel + motor + ext  # what would stop the joint within this step
+        self.friction_effort = -torch.sign(stop) * torch.minimum(torch.abs(stop), extra)
+        self.external_effort = ext
+        control_action.joint_efforts = motor + self.friction_effort
+        rest = (
+            stop + self.friction_effort
+        )  # what the engine's Coulomb friction sees: it stops up to `friction`
+        self._prev_engine = -torch.sign(rest) * torch.minimum(torch.abs(rest), self._coulomb)
+        self._prev_vel = joint_vel.clone()
+        self._prev_out = control_action.joint_efforts.clone()
+        self._has_prev[:] = True
+        return control_action
+
+
+class DCMotorBAMFriction(BAMFrictionMixin, DCMotor):
+    """DCMotor with BAM's friction budget (see BAMFrictionMixin)."""
+
+
+class DelayedDCMotorBAMFriction(BAMFrictionMixin, DelayedDCMotor):
+    """DelayedDCMotor with BAM's friction budget (see BAMFrictionMixin)."""
+
+
+@configclass
+class DCMotorBAMFrictionCfg(DCMotorCfg):
+    """DCMotorCfg with BAM's friction budget; a load_friction_external* left None equals its motor-side gain."""
+
+    class_type: type = DCMotorBAMFriction
+    joint_inertia: float = MISSING  # type: ignore[assignment]  # kg·m², load + armature the joint is stopped with
+    physics_dt: float = MISSING  # type: ignore[assignment]  # s, the simulation step
+    stribeck_friction: float = 0.0  # N·m
+    stribeck_velocity: float = 1.0  # rad/s
+    stribeck_exponent: float = 2.0  # 1
+    load_friction: float = 0.0  # N·m/N·m
+    load_friction_stribeck: float = 0.0  # N·m/N·m
+    load_friction_external: float | None = None  # N·m/N·m
+    load_friction_external_stribeck: float | None = None  # N·m/N·m
+    load_friction_quadratic_motor: float = 0.0  # 1/(N·m)
+    load_friction_quadratic_external: float = 0.0  # 1/(N·m)
+
+
+@configclass
+class DelayedDCMotorBAMFrictionCfg(DelayedDCMotorCfg):
+    """DelayedDCMotorCfg with BAM's friction budget; a load_friction_external* left None equals its motor side."""
+
+    class_type: type = DelayedDCMotorBAMFriction
+    joint_inertia: float = MISSING  # type: ignore[assignment]  # kg·m², load + armature the joint is stopped with
+    physics_dt: float = MISSING  # type: ignore[assignment]  # s, the simulation step
+    stribeck_friction: float = 0.0  # N·m
+    stribeck_velocity: float = 1.0  # rad/s
+    stribeck_exponent: float = 2.0  # 1
+    load_friction: float = 0.0  # N·m/N·m
+    load_friction_stribeck: float = 0.0  # N·m/N·m
+    load_friction_external: float | None = None  # N·m/N·m
+    load_friction_external_stribeck: float | None = None  # N·m/N·m
+    load_friction_quadratic_motor: float = 0.0  # 1/(N·m)
+    load_friction_quadratic_external: float = 0.0  # 1/(N·m)
+
+
+class EncoderOffsetMixin:
+    """The controller reads the encoder, q + encoder_offset (a constant bias fitted from the log)."""
+
+    cfg: Any
+
+    def compute(self, control_action: Any, joint_pos: torch.Tensor, joint_vel: torch.Tensor) -> Any:
+        return super().compute(control_action, joint_pos + self.cfg.encoder_offset, joint_vel)  # type: ignore[misc]
+
+
+class IdealPDActuatorWithEncoderOffset(EncoderOffsetMixin, IdealPDActuator):
+    """IdealPDActuator whose controller sees the encoder offset."""
+
+
+class DCMotorWithEncoderOffset(EncoderOffsetMixin, DCMotor):
+    """DCMotor whose controller sees the encoder offset."""
+
+
+class DelayedPDActuatorWithEncoderOffset(EncoderOffsetMixin, DelayedPDActuator):
+    """DelayedPDActuator whose controller sees the encoder offset."""
+
+
+class RemotizedPDActuatorWithEncoderOffset(EncoderOffsetMixin, RemotizedPDActuator):
+    """RemotizedPDActuator whose controller sees the encoder offset."""
+
+
+class DelayedDCMotorWithEncoderOffset(EncoderOffsetMixin, DelayedDCMotor):
+    """DelayedDCMotor whose controller sees the encoder offset."""
+
+
+class DelayedPIDActuatorWithEncoderOffset(EncoderOffsetMixin, DelayedPIDActuator):
+    """DelayedPIDActuator whose controller sees the encoder offset."""
+
+
+class DCMotorBAMFrictionWithEncoderOffset(EncoderOffsetMixin, DCMotorBAMFriction):
+    """DCMotorBAMFriction whose controller sees the encoder offset."""
+
+
+class DelayedDCMotorBAMFrictionWithEncoderOffset(EncoderOffsetMixin, DelayedDCMotorBAMFriction):
+    """DelayedDCMotorBAMFriction whose controller sees the encoder offset."""
+
+
+@configclass
+class IdealPDActuatorWithEncoderOffsetCfg(IdealPDActuatorCfg):
+    class_type: type = IdealPDActuatorWithEncoderOffset
+    encoder_offset: float = 0.0  # rad
+
+
+@configclass
+class DCMotorWithEncoderOffsetCfg(DCMotorCfg):
+    class_type: type = DCMotorWithEncoderOffset
+    encoder_offset: float = 0.0  # rad
+
+
+@configclass
+class DelayedPDActuatorWithEncoderOffsetCfg(DelayedPDActuatorCfg):
+    class_type: type = DelayedPDActuatorWithEncoderOffset
+    encoder_offset: float = 0.0  # rad
+
+
+@configclass
+class RemotizedPDActuatorWithEncoderOffsetCfg(RemotizedPDActuatorCfg):
+    class_type: type = RemotizedPDActuatorWithEncoderOffset
+    encoder_offset: float = 0.0  # rad
+
+
+@configclass
+class DelayedDCMotorWithEncoderOffsetCfg(DelayedDCMotorCfg):
+    class_type: type = DelayedDCMotorWithEncoderOffset
+    encoder_offset: float = 0.0  # rad
+
+
+@configclass
+class DelayedPIDActuatorWithEncoderOffsetCfg(DelayedPIDActuatorCfg):
+    class_type: type = DelayedPIDActuatorWithEncoderOffset
+    encoder_offset: float = 0.0  # rad
+
+
+@configclass
+class DCMotorBAMFrictionWithEncoderOffsetCfg(DCMotorBAMFrictionCfg):
+    class_type: type = DCMotorBAMFrictionWithEncoderOffset
+    encoder_offset: float = 0.0  # rad
+
+
+@configclass
+class DelayedDCMotorBAMFrictionWithEncoderOffsetCfg(DelayedDCMotorBAMFrictionCfg):
+    class_type: type = DelayedDCMotorBAMFrictionWithEncoderOffset
+    encoder_offset: float = 0.0  # rad
+
+
+CFG_CLASSES: dict[str, type] = {
+    name: obj
+    for name, obj in list(globals().items())
+    if name.endswith("Cfg") and isinstance(obj, type) and obj.__module__ == __name__
+}
+"""Every cfg class of this module by name (the Isaac Lab export names them)."""

@@ -1,0 +1,168 @@
+"""Newton 1.8 actuator components for BAM's friction budget (docs/prior-art.md M2–M6), and their registration.
+
+`ClampingFrictionBudget` is the last clamp of a NewtonActuator: it adds to the clamped motor effort τ_m the
+stopping torque of the fit's plant (docs/consumer-semantics.md §F), −sign(stop)·min(|stop|, budget) with
+stop = joint_inertia/dt·qd + τ_m + τ_e, budget = Coulomb + Stribeck + load terms. It carries the Coulomb part
+too, so the joint's own `newton:friction` (MuJoCo's soft frictionloss) stays 0. τ_e, the external torque on
+the joint, comes from the simulation each step: `set_external_effort(model, external_effort(model, state))`.
+
+USD: `ActuatorSysidFrictionBudgetAPI` (attributes below) after the clamps, and `ActuatorSysidPDControlAPI`
+(Newton's DrivePD under our name) as the drive, so a stage read without `register()` fails with "no drive
+schema" instead of running without the budget. Importing this module imports Newton and Warp.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import newton
+import warp as wp
+from newton.actuators import ClampingBase, ComponentKind, DrivePD, register_actuator_component
+
+from .schema import BUDGET_API, BUDGET_ATTRIBUTES, PD_API, register_usd_schemas
+
+__all__ = ["ClampingFrictionBudget", "external_effort", "register", "set_external_effort"]
+
+_KERNEL_ARGS = tuple(k for k in BUDGET_ATTRIBUTES.values() if k != "physics_dt")  # the kernel's order
+_NONNEGATIVE = tuple(k for k in BUDGET_ATTRIBUTES.values() if k not in ("stribeck_velocity", "physics_dt"))
+
+
+@wp.kernel
+def _friction_budget_kernel(
+    velocities: wp.array[float],
+    vel_indices: wp.array[wp.uint32],
+    external: wp.array[float],
+    coulomb: wp.array[float],
+    stribeck: wp.array[float],
+    stribeck_velocity: wp.array[float],
+    stribeck_exponent: wp.array[float],
+    kl: wp.array[float],
+    kls: wp.array[float],
+    kle: wp.array[float],
+    kles: wp.array[float],
+    kqm: wp.array[float],
+    kqe: wp.array[float],
+    inertia: wp.array[float],
+    dt: float,
+    src: wp.array[float],
+    dst: wp.array[float],
+):
+    """docs/prior-art.md M2–M6 budget, and the §F stop rule up to it, added to the clamped motor effort."""
+    i = wp.tid()
+    dof = vel_indices[i]
+    qd = velocities[dof]
+    motor = src[i]
+    ext = external[dof]
+    s = wp.exp(-wp.pow(wp.abs(qd / stribeck_velocity[i]), stribeck_exponent[i]))
+    budget = coulomb[i] + stribeck[i] * s
+    budget = budget + wp.abs(kle[i] * ext - kl[i] * motor) + s * wp.abs(kles[i] * ext - kls[i] * motor)
+    if motor * ext < 0.0:  # M6 while motor and load oppose: the smaller torque's square
+        if wp.abs(ext) < wp.abs(motor):
+            budget = budget + s * kqe[i] * ext * ext
+        elif wp.abs(ext) > wp.abs(motor):
+            budget = budget + s * kqm[i] * motor * motor
+    stop = inertia[i] / dt * qd + motor + ext  # what would stop the joint within this step
+    dst[i] = motor - wp.sign(stop) * wp.min(wp.abs(stop), budget)  # type: ignore[index]  # Warp's DSL
+
+
+class ClampingFrictionBudget(ClampingBase):
+    """BAM's friction budget as a stopping torque after the other clamps (module docstring); explicit mode only."""
+
+    SHARED_PARAMS: ClassVar[set[str]] = {"physics_dt"}
+
+    @classmethod
+    def resolve_arguments(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """The budget's parameters with their neutral defaults; the external gains default to the motor-side."""
+        out = {k: float(args.get(k, 0.0)) for k in BUDGET_ATTRIBUTES.values()}
+        out["stribeck_velocity"] = float(args.get("stribeck_velocity", 1.0))
+        out["stribeck_exponent"] = float(args.get("stribeck_exponent", 2.0))
+        out["load_friction_external"] = float(args.get("load_friction_external", out["load_friction"]))
+        out["load_friction_external_stribeck"] = float(
+            args.get("load_friction_external_stribeck", out["load_friction_stribeck"])
+        )
+        bad = [k for k in _NONNEGATIVE if not (math.isfinite(out[k]) and out[k] >= 0.0)]
+        bad += [k for k in ("stribeck_velocity", "joint_inertia", "physics_dt") if not out[k] > 0.0]
+        if bad:
+            raise ValueError(
+                f"{BUDGET_API}: {', '.join(f'{k} = {out[k]}' for k in bad)} must be finite and "
+                "≥ 0 (stribeck_velocity, joint_inertia and physics_dt > 0)"
+            )
+        return out
+
+    def __init__(self, physics_dt: float, **params: wp.array) -> None:
+        missing = set(BUDGET_ATTRIBUTES.values()) - {"physics_dt"} - set(params)
+        if missing:
+            raise ValueError(f"ClampingFrictionBudget needs {sorted(missing)}")
+        self.physics_dt = float(physics_dt)
+        self.params = params
+        self.external: wp.array | None = None
+
+    def modify_forces(
+        self,
+        src_forces: wp.array,
+        dst_forces: wp.array,
+        positions: wp.array,
+        velocities: wp.array,
+        pos_indices: wp.array,
+        vel_indices: wp.array,
+        device: Any = None,
+    ) -> None:
+        if self.external is None:
+            raise RuntimeError(
+                f"{BUDGET_API} (actuator_sysid.consumers) needs the joints' external torque every step: call "
+                "actuator_sysid.consumers.newton.set_external_effort(model, external_effort(model, state)) "
+                "before stepping the actuators"
+            )
+        p = self.params
+        wp.launch(
+            _friction_budget_kernel,
+            dim=len(src_forces),
+            inputs=[
+                velocities,
+                vel_indices,
+                self.external,
+                *(p[n] for n in _KERNEL_ARGS),
+                self.physics_dt,
+                src_forces,
+            ],
+            outputs=[dst_forces],
+            device=device,
+        )
+
+
+def budget_clamps(model: Any) -> list[ClampingFrictionBudget]:
+    """Every friction-budget clamp of a finalized Newton model's actuators."""
+    return [c for a in model.actuators for c in a.clamping if isinstance(c, ClampingFrictionBudget)]
+
+
+def external_effort(model: Any, state: Any, applied: wp.array | None = None) -> wp.array:
+    """τ_e per DOF [N·m or N]: the applied joint forces (`applied`, e.g. control.joint_f before the actuators
+    add theirs) minus gravity and Coriolis forces, g(q) + C(q, qd)·qd (newton.eval_inverse_dynamics_passive;
+    state.body_q must match state.joint_q)."""
+    n = model.joint_dof_count
+    gravity = wp.zeros(n, dtype=float, device=model.device)
+    coriolis = wp.zeros(n, dtype=float, device=model.device)
+    newton.eval_inverse_dynamics_passive(model, state, gravity_force=gravity, coriolis_force=coriolis)
+    out = (applied.numpy() if applied is not None else 0.0) - gravity.numpy() - coriolis.numpy()
+    return wp.array(out, dtype=float, device=model.device)
+
+
+def set_external_effort(model: Any, external: wp.array) -> None:
+    """Hand τ_e (joint_dof_count values) to every friction-budget clamp of the model for the next actuator step."""
+    for clamp in budget_clamps(model):
+        clamp.external = external
+
+
+_registered = False
+
+
+def register() -> None:
+    """Register the USD schemas and the Newton components (idempotent): call before reading a stage."""
+    global _registered
+    register_usd_schemas()
+    if _registered:
+        return
+    register_actuator_component(PD_API, DrivePD, ComponentKind.DRIVE)
+    register_actuator_component(BUDGET_API, ClampingFrictionBudget, ComponentKind.CLAMPING)
+    _registered = True
