@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MARKERS: dict[str, tuple[str, ...]] = {
     "test_browser.py": ("service", "slow"),
     "test_browser_pages.py": ("service", "slow"),
+    "test_browser_layout.py": ("service", "slow"),
     "test_e2e_isaaclab.py": ("service", "conformance"),
     "test_faults.py": ("service",),
     "test_postgres.py": ("service",),

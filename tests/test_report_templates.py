@@ -127,3 +127,81 @@ def test_templates_and_static_files_ship_in_the_wheel() -> None:
     assert env.autoescape is True
     for name in env.list_templates():
         env.get_template(name)  # every template compiles
+
+
+def _text(page: str) -> str:
+    """A page's visible text, one space between words (scripts and styles left out)."""
+    page = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", page, flags=re.S)
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", page)))
+
+
+def test_each_reason_a_parameter_is_not_identified_is_printed_once() -> None:
+    text = _text(report.render_report(_row("succeeded"), GOLDEN, None))
+    joint = GOLDEN["joints"]["j1"]
+    model = joint["models"][joint["best_model"]]
+    reasons = [w.split(": ", 1)[1] for w in model["warnings"] if " is not identified: " in w]
+    assert reasons
+    for reason in reasons:  # in the parameter table, not again as a warning under it
+        n_params = sum(reason in w for w in model["warnings"])
+        assert text.count(reason) == n_params, reason
+    assert "hard to separate" in text  # the warnings that say something else are still there
+
+
+def test_every_header_states_the_split_and_what_was_asked() -> None:
+    done = _text(report.render_report(_row("succeeded", request=GOLDEN["request"]), GOLDEN, None))
+    assert "split whole recordings, evenly spaced · 1 training, 1 validation segments" in done, done[:600]
+    asked = {"families": ["dcmotor"], "generations": 5, "population": 8, "seed": 3, "holdout": "kp=800"}
+    queued = _text(report.render_report(_row("queued", request={**asked, "budget_s": 30}), None, None))
+    assert "holdout kp=800" in queued and "5 generations × 8, at most 30 s" in queued, queued[:600]
+    folds = _text(
+        report.render_report(_row("queued", request={**asked, "holdout": None, "folds_by": "kp"}), None, None)
+    )
+    assert "folds by kp" in folds
+    cmp = _text(
+        pages.render_compare(
+            ({**_row("succeeded"), "result": GOLDEN}, None), (_row("queued", request=asked), None)
+        )
+    )
+    assert "whole recordings, evenly spaced" in cmp and "holdout kp=800" in cmp
+
+
+def test_compare_across_kinds_says_they_cannot_be_compared() -> None:
+    joint = {**_row("succeeded", request=GOLDEN["request"]), "result": GOLDEN}
+    robot_request = {
+        "kind": "robot",
+        "robot_id": "r" * 32,
+        "robot": {"validation_fraction": 0.25, "budget_s": 300},
+    }
+    robot = {**_row("succeeded", request=robot_request), "result": {"kind": "robot", "validation": {}}}
+    for a, b in ((robot, joint), (joint, robot)):
+        text = _text(pages.render_compare((a, None), (b, None)))
+        assert "cannot be compared" in text and "whole-robot fit" in text, text[:800]
+        assert "None" not in text and "Validation error" not in text
+        assert "the last 25 % of the log validates" in text and "300 s" in text
+    assert "cannot be compared" not in _text(pages.render_compare((joint, None), (joint, None)))
+
+
+def test_report_plots_label_their_axes_legibly() -> None:
+    from actuator_sysid.fitting.fit import report_data
+
+    page = report.render_report(_row("succeeded"), GOLDEN, report_data(make_recording(), GOLDEN))
+    figures = {f["id"]: f for f in json.loads(re.search(r"const FIGURES = (.*?);\n", page).group(1))}
+    log_axis = figures["plot-0-convergence"]["layout"]["yaxis"]
+    assert log_axis["type"] == "log" and log_axis["tickformat"]  # full numbers, not Plotly's bare digits
+    bars = figures["plot-0-residuals"]["layout"]
+    assert bars["xaxis"]["automargin"] and bars["xaxis"]["title"]["standoff"] > 0  # title below the ticks
+    assert "b" not in bars.get("margin", {})  # the bottom margin grows with the tick labels
+
+
+def test_the_fit_form_carries_the_requests_own_bounds() -> None:
+    from actuator_sysid.fitting.request import BOUNDS
+
+    page = pages.render_dataset(_dataset(), make_recording(), [], ["dcmotor"], DEFAULTS)
+    for field, (low, high) in BOUNDS.items():
+        m = re.search(
+            rf'<input id="{field}" type="number" data-name="[^"]+" min="([^"]+)" max="([^"]+)"', page
+        )
+        assert m and (float(m.group(1)), float(m.group(2))) == (low, high), field
+        assert f'id="err-{field}"' in page  # where its error shows
+    for js in (ROOT / "actuator_sysid" / "service" / "static").glob("*.js"):  # messages stay on the page
+        assert "alert(" not in js.read_text(), js.name

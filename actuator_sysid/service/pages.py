@@ -7,6 +7,7 @@ is served from /static)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from html import escape
 from importlib import resources
@@ -17,10 +18,11 @@ import numpy as np
 from markupsafe import Markup
 
 from ..files import json_safe
+from ..fitting.request import BOUNDS
 from ..fitting.result import FitResult, as_result
 from ..models import parameters
 from .templating import fmt_num as fmt_num  # re-exported: robots.py and the tests format cells with it
-from .templating import macro, num_text, render
+from .templating import macro, num_text, render, static_text
 from .templating import script_json as script_json
 from .templating import status_html as status_html
 
@@ -50,6 +52,30 @@ def docs_asset_path(name: str) -> Path | None:
     if name not in DOCS_ASSETS:
         return None
     return Path(str(resources.files("fastapi_offline") / "static" / name))
+
+
+REDOC_CDN_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"  # ReDoc's footer image, hard-coded in its bundle
+
+
+@functools.cache
+def docs_asset_bytes(name: str) -> bytes | None:
+    """A docs asset's bytes; ReDoc's bundle with its footer logo pointed at our own favicon, so /redoc asks
+    nothing of a CDN."""
+    path = docs_asset_path(name)
+    if path is None:
+        return None
+    data = path.read_bytes()
+    return (
+        data.replace(REDOC_CDN_LOGO.encode(), FAVICON_URL.encode()) if name == "redoc.standalone.js" else data
+    )
+
+
+FAVICON_URL = "/favicon.ico"  # public (auth.PUBLIC_PATHS): the login page and ReDoc ask for it
+
+
+def favicon_svg() -> str:
+    """The site's icon (static/favicon.svg): the pages inline it, /favicon.ico serves it."""
+    return static_text("favicon.svg")
 
 
 _NOT_PAGES = ("/api/", "/openapi", "/metrics", "/healthz", "/static/")
@@ -93,7 +119,72 @@ PRESETS = {  # the form's quick presets: budget fields and families (None: keep 
 
 def _form(families: list[str], defaults: dict) -> dict[str, Any]:
     """What the fit form (the fit_settings macro) needs: every field POST /api/v1/fits takes."""
-    return {"families": families, "defaults": defaults, "ticked": DEFAULT_MODELS, "presets": PRESETS}
+    return {
+        "families": families,
+        "defaults": defaults,
+        "ticked": DEFAULT_MODELS,
+        "presets": PRESETS,
+        "bounds": BOUNDS,  # the request's own bounds (fitting/request.py), so the form and the API agree
+    }
+
+
+def split_text(fit: dict) -> str:
+    """How a fit was split, for every page's header: the plan the fit ran (its result) or, before it ran, the
+    split its request asked for."""
+    req = fit.get("request") or {}
+    result = fit.get("result") or {}
+    if req.get("kind") == "robot":
+        frac = (req.get("robot") or {}).get("validation_fraction", 0.3)
+        return f"time split: the last {100 * float(frac):.0f} % of the log validates, the rest trains"
+    split = result.get("split") or {}
+    if split:
+        text = str(split.get("method") or "")
+        n_train, n_val = len(split.get("train") or []), len(split.get("validation") or [])
+        folds = split.get("folds")
+        text += f" · {n_train} training, {n_val} validation segments"
+        if folds:
+            text += f" · {len(folds)} folds" + (f" by {split['folds_by']}" if split.get("folds_by") else "")
+        return text
+    if req.get("holdout"):
+        return f"holdout {req['holdout']}: those recordings validate (asked)"
+    if req.get("folds_by"):
+        return f"leave-one-value-out folds by {req['folds_by']} (asked)"
+    if req.get("folds"):
+        return f"{req['folds']} folds over whole recordings (asked)"
+    return "default: evenly spaced recordings validate (asked)"
+
+
+def asked_rows(fit: dict) -> list[tuple[str, str]]:
+    """What a fit was asked, as header rows: families, joints, budget, seed and the options that change it."""
+    req = fit.get("request") or {}
+    if req.get("kind") == "robot":
+        opts = req.get("robot") or {}
+        return [
+            ("kind", "whole-robot fit"),
+            ("robot", str(req.get("robot_id") or "")),
+            ("budget", f"{num_text(opts.get('budget_s'))} s" if opts.get("budget_s") else "—"),
+            (
+                "options",
+                ", ".join(f"{k}={v}" for k, v in sorted(opts.items()) if k != "budget_s") or "defaults",
+            ),
+        ]
+    budget = f"{req.get('generations', '?')} generations × {req.get('population', '?')}"
+    if req.get("budget_s"):
+        budget += f", at most {num_text(req['budget_s'])} s"
+    rows = [
+        ("families", ", ".join(req.get("families") or req.get("models") or [])),
+        ("joints", ", ".join(req["joints"]) if req.get("joints") else "all"),
+        ("budget", budget),
+        ("seed", str(req.get("seed", ""))),
+    ]
+    options = {
+        k: req[k]
+        for k in ("decimation", "effort_mode", "joint_terms", "add_terms", "loss")
+        if req.get(k) not in (None, [], 1, "explicit", "mse")
+    }
+    if options:
+        rows.append(("options", ", ".join(f"{k}={v}" for k, v in options.items())))
+    return rows
 
 
 def render_index(
@@ -389,44 +480,56 @@ def _validation_errors(fa: dict, fb: dict) -> list[tuple[str, dict, dict]]:
     return [(j, ea.get(j, {}), eb.get(j, {})) for j in sorted(set(ea) | set(eb))]
 
 
+def _segments_of(plots: dict | None, joint: str) -> dict[str, dict]:
+    """One fit's report traces of a joint, by segment name (each with that fit's own split of it)."""
+    segs = (((plots or {}).get("joints") or {}).get(joint) or {}).get("segments") or []
+    return {str(sg.get("name")): sg for sg in segs}
+
+
+def _first_validation(segs: dict[str, dict]) -> str | None:
+    """The first segment a fit validated on (else its first segment)."""
+    return next((n for n, sg in segs.items() if sg.get("split") == "validation"), next(iter(segs), None))
+
+
 def _trajectory_figures(joints: list[str], pa: dict | None, pb: dict | None) -> list[dict[str, Any]]:
-    """Measured vs each fit's simulation on the first validation segment of each joint, overlaid."""
+    """Per joint, the first validation segment of each fit: the measurement and each fit's OWN simulation of
+    that segment (from its own report traces), each labelled with how that fit used the segment."""
     figures = []
     for j, joint in enumerate(joints):
-        data: list[dict[str, Any]] = []
-        for label, plots, color in (("A", pa, "#d62728"), ("B", pb, "#1f77b4")):
-            segs = (((plots or {}).get("joints") or {}).get(joint) or {}).get("segments") or []
-            seg = next((sg for sg in segs if sg.get("split") == "validation"), segs[0] if segs else None)
-            if seg is None:
-                continue
-            if not data:
-                data.append(
-                    {
-                        "x": seg["t"],
-                        "y": seg["q"],
-                        "name": f"measured ({seg['name']})",
-                        "type": "scatter",
-                        "mode": "lines",
-                        "line": {"color": "#444"},
-                    }
-                )
-            data.append(
+        fits = (("A", _segments_of(pa, joint), "#d62728"), ("B", _segments_of(pb, joint), "#1f77b4"))
+        picks = [n for n in dict.fromkeys(_first_validation(segs) for _l, segs, _c in fits) if n is not None]
+        for k, name in enumerate(picks):
+            shown = [(label, segs[name], color) for label, segs, color in fits if name in segs]
+            measured = shown[0][1]
+            data: list[dict[str, Any]] = [
+                {
+                    "x": measured["t"],
+                    "y": measured["q"],
+                    "name": "measured",
+                    "type": "scatter",
+                    "mode": "lines",
+                    "line": {"color": "#444"},
+                }
+            ]
+            data += [
                 {
                     "x": seg["t"],
                     "y": seg["q_sim"],
-                    "name": f"{label} simulated",
+                    "name": f"{label} simulated ({label} {'validated on' if seg.get('split') == 'validation' else 'trained on'} it)",
                     "type": "scatter",
                     "mode": "lines",
                     "line": {"color": color, "dash": "dash"},
+                    "meta": {"fit": label, "segment": name, "split": seg.get("split")},
                 }
-            )
-        if data:
+                for label, seg, color in shown
+            ]
+            used = ", ".join(f"{label}: {seg.get('split', '?')}" for label, seg, _c in shown)
             figures.append(
                 {
-                    "id": f"cmp-q-{j}",
+                    "id": f"cmp-q-{j}-{k}",
                     "data": data,
                     "layout": {
-                        "title": {"text": f"{escape(joint)} · measured vs simulated (validation)"},
+                        "title": {"text": f"{escape(joint)} · segment {escape(name)} ({escape(used)})"},
                         "xaxis": {"title": {"text": "time [s]"}},
                         "yaxis": {"title": {"text": "position [rad]"}},
                         "margin": {"t": 40, "l": 60, "r": 20, "b": 40},
@@ -488,17 +591,43 @@ def _envelope_figures(joints: list[str], pa: dict | None, pb: dict | None) -> li
     return figures
 
 
+def incomparable(fa: dict, fb: dict) -> str | None:
+    """Why two fits cannot be compared side by side (a whole-robot fit and a joint fit, or two robot fits,
+    whose results have other shapes), or None."""
+    kinds = ["whole-robot" if (f.get("request") or {}).get("kind") == "robot" else "joint" for f in (fa, fb)]
+    if kinds == ["joint", "joint"]:
+        return None
+    if kinds[0] != kinds[1]:
+        return (
+            f"A is a {kinds[0]} fit and B a {kinds[1]} fit: one fits each joint alone, the other every "
+            "actuator through the robot's coupled dynamics, so their parameters, errors and traces cannot "
+            "be compared. Open each fit's own page."
+        )
+    return "Two whole-robot fits are compared on their own pages: this page compares joint fits."
+
+
 def render_compare(a: tuple[dict, dict | None], b: tuple[dict, dict | None]) -> str:
-    """Two fits side by side: headers, best-model parameters with the relative difference, envelopes overlaid."""
+    """Two fits side by side: headers with each fit's split, the validation errors, best-model parameters
+    with the relative difference, each fit's own traces and the envelopes overlaid; or why they cannot be."""
     (fa, pa), (fb, pb) = a, b
+    heads = [{"fit": f, "split": split_text(f), "asked": asked_rows(f)} for f in (fa, fb)]
+    why = incomparable(fa, fb)
+    if why is not None:
+        return render(
+            "compare.html", title="compare fits", nav=True, heads=heads, why=why, figures=[], params=[]
+        )
     joints = sorted(set((pa or {}).get("joints") or {}) | set((pb or {}).get("joints") or {}))
     figures = json_safe(_trajectory_figures(joints, pa, pb) + _envelope_figures(joints, pa, pb))
+    same = (fa.get("result") or {}).get("split", {}).get("validation") == (fb.get("result") or {}).get(
+        "split", {}
+    ).get("validation")
     return render(
         "compare.html",
         title="compare fits",
         nav=True,
-        a=fa,
-        b=fb,
+        heads=heads,
+        why=None,
+        same_split=same,
         validation=_validation_errors(fa, fb),
         params=_param_rows(fa, fb),
         figures=figures,

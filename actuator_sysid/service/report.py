@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from ..export.formats import TEXT_FORMATS
+from ..export.operating import at_operating_point
+from ..export.selection import ExportError
 from ..files import json_safe
 from ..fitting.diagnostics import diagnose
 from ..fitting.result import (
@@ -26,7 +29,7 @@ from ..fitting.result import (
 )
 from ..models import parameters
 from ..models.families import FAMILIES
-from .pages import plotly_inline
+from .pages import asked_rows, plotly_inline, split_text
 from .templating import macro, render
 
 _COLORS = {
@@ -41,8 +44,27 @@ _COLORS = {
 _DASH = {"simulated": "dot", "commanded": "dash", "network": "dashdot"}
 
 
-def _param_rows(params: Mapping[str, Any], intervals: Mapping[str, Interval]) -> list[dict[str, Any]]:
-    """Fitted values with unit, 95 % interval (band: none, unidentified, interval or exact) and meaning."""
+def _stated_at(point: Mapping[str, Any] | None, units: str) -> dict[str, str]:
+    """Which operating point a device-unit fit states each scaled SI value at: the stiffness at the
+    reference kp, the damping at the reference kd, the envelope at the reference supply."""
+    if not point:
+        return {}
+    vin = f", vin = {point['vin']:g} V" if point.get("vin") else ""
+    out = {}
+    if units == "device" and point.get("kp"):
+        out["stiffness"] = f"at kp = {point['kp']:g}{vin}"
+    if units == "device" and point.get("kd"):
+        out["damping"] = f"at kd = {point['kd']:g}{vin}"
+    if point.get("vin"):
+        out["saturation_effort"] = out["actuator_velocity_limit"] = f"at vin = {point['vin']:g} V"
+    return out
+
+
+def _param_rows(
+    params: Mapping[str, Any], intervals: Mapping[str, Interval], at: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Fitted values with unit, the operating point a device-unit value is stated at, 95 % interval (band:
+    none, unidentified, interval or exact) and meaning."""
     rows = []
     for name, value in params.items():
         p = parameters.BY_NAME.get(name)
@@ -50,6 +72,7 @@ def _param_rows(params: Mapping[str, Any], intervals: Mapping[str, Interval]) ->
             "name": name,
             "value": value,
             "unit": p.unit if p else "",
+            "at": (at or {}).get(name, ""),
             "doc": p.doc if p else "",
         }
         iv = intervals.get(name)
@@ -157,7 +180,12 @@ def _convergence_figure(div: str, joint: str, models: Mapping[str, ModelFit]) ->
             "title": {"text": f"{joint} · search convergence"},
             "height": 320,
             "xaxis": {"title": {"text": "start · least squares · CMA-ES generations · refine"}},
-            "yaxis": {"title": {"text": "best loss"}, "type": "log"},
+            "yaxis": {
+                "title": {"text": "best loss"},
+                "type": "log",
+                "tickformat": ".2~g",
+                "automargin": True,
+            },
         },
     }
 
@@ -208,9 +236,10 @@ def _residual_figure(div: str, joint: str, family: str, rows: Sequence[SegmentMe
             "title": {
                 "text": f"{joint} · {family} · position RMSE per segment (blue train, orange validation)"
             },
-            "height": 300,
-            "xaxis": {"title": {"text": "segment"}},
-            "yaxis": {"title": {"text": "RMSE [rad]"}},
+            "height": 340,
+            "xaxis": {"title": {"text": "segment", "standoff": 12}, "automargin": True, "tickangle": -40},
+            "yaxis": {"title": {"text": "RMSE [rad]", "standoff": 8}, "automargin": True},
+            "margin": {"t": 50, "l": 60, "r": 20},
         },
     }
 
@@ -407,6 +436,62 @@ def _validation(validation: dict, verdict: dict | None = None) -> dict[str, Any]
     }
 
 
+DEVICE_COLUMNS = (
+    ("stiffness", "stiffness [N·m/rad]"),
+    ("damping", "damping [N·m·s/rad]"),
+    ("saturation_effort", "stall effort [N·m]"),
+    ("actuator_velocity_limit", "no-load speed [rad/s]"),
+)
+
+
+def _points(gains: Mapping[str, Any]) -> list[dict[str, float]]:
+    """Every logged operating point of a joint: each logged kp at each logged supply voltage."""
+    kps = sorted(float(k) for k in gains.get("stiffness_at") or {})
+    vins = sorted(float(v) for v in gains.get("saturation_effort_at") or gains.get("velocity_limit_at") or {})
+    if not vins and gains.get("vin_reference"):
+        vins = [float(gains["vin_reference"])]
+    kp_opts: list[float | None] = [*kps] or [None]
+    vin_opts: list[float | None] = [*vins] or [None]
+    points = [
+        {k: v for k, v in (("kp", kp), ("vin", vin)) if v is not None} for kp in kp_opts for vin in vin_opts
+    ]
+    return [p for p in points if p]
+
+
+def _device_panel(
+    typed: FitResult, joint: str, jr: JointFit, exports: Sequence[str]
+) -> dict[str, Any] | None:
+    """The device-gain panel of a joint fitted in firmware gain units or at a logged supply: the reference
+    point, gain_scale with its interval, and the SI values the exports write at every logged kp and vin
+    (export/operating.py at_operating_point, the same scaling as `export --at`)."""
+    gains = dict(jr.device_gains or {})
+    if not gains or jr.best_model not in jr.models:
+        return None
+    rows = []
+    for point in _points(gains):
+        at = ",".join(f"{k}={v:g}" for k, v in point.items())
+        row: dict[str, Any] = {"at": at, "point": point, "error": ""}
+        try:
+            scaled, _used = at_operating_point(typed, point)
+            params = scaled.joints[joint].models[jr.best_model].params
+            row["values"] = [params.get(name) for name, _label in DEVICE_COLUMNS]
+        except ExportError as e:  # another joint of the fit logs no such gain: the export refuses it
+            row["values"], row["error"] = [None] * len(DEVICE_COLUMNS), str(e)
+        row["reference"] = point.get("kp") == gains.get("kp_reference") and point.get("vin") == gains.get(
+            "vin_reference"
+        )
+        rows.append(row)
+    text = [f for f in exports if f in TEXT_FORMATS]
+    return {
+        "joint": joint,
+        "family": jr.best_model,
+        "gains": gains,
+        "columns": [label for _name, label in DEVICE_COLUMNS],
+        "rows": rows,
+        "formats": text,
+    }
+
+
 VERDICT_STYLE = {
     "good": "background:#eaf6ea;border-left:6px solid #2a8a2a",
     "usable": "background:#fff6e0;border-left:6px solid #e0a000",
@@ -420,18 +505,29 @@ def verdict_html(verdict: dict | None) -> str:
 
 
 def _joint(
-    j: int, joint: str, jr: JointFit, jp: dict | None, physics_dt: float | None
+    j: int, joint: str, typed: FitResult, jp: dict | None, exports: Sequence[str]
 ) -> tuple[dict, list[dict]]:
-    """One joint's section (the joint macro's input) and its figures: the segments, the envelope, the
-    search convergence, the correlation and residual plots, and the residual findings' plots."""
+    """One joint's section (the joint macro's input) and its figures: the device-gain panel, the segments,
+    the envelope, the search convergence, the correlation and residual plots, the residual findings' plots."""
+    jr = typed.joints[joint]
+    physics_dt = typed.assumptions.physics_dt if typed.assumptions.has("physics_dt") else None
     best, models = jr.best_model, jr.models
     model = models.get(best) if best is not None else None
     cols, rows = _metric_table(models)
+    point = (typed.assumptions.operating_point or {}).get(joint)
+    units = str((typed.assumptions.gain_units or {}).get(joint, "si"))
+    params = None if model is None else _param_rows(model.params, model.intervals, _stated_at(point, units))
+    unidentified = tuple(
+        f"{r['name']} is not identified" for r in params or [] if r["band"] == "unidentified"
+    )
     view: dict[str, Any] = {
         "name": joint,
         "best": best,
-        "params": None if model is None else _param_rows(model.params, model.intervals),
-        "warnings": model.warnings if model is not None else [],
+        "params": params,
+        "device": _device_panel(typed, joint, jr, exports),
+        "warnings": [w for w in model.warnings if not w.startswith(unidentified)]
+        if model is not None
+        else [],
         "metric_cols": cols,
         "metric_rows": rows,
         "ranked": _rows(jr.ranking),
@@ -513,6 +609,8 @@ def render_report(
         "standalone": standalone,
         "exports": exports or [],
         "verdict": None,
+        "split": split_text({**fit, "result": result or fit.get("result")}),
+        "asked": asked_rows(fit),
     }
     if status in ("queued", "running"):
         return render("report.html", state="live", progress=float(fit.get("progress") or 0.0), **page)
@@ -520,10 +618,9 @@ def render_report(
         return render("report.html", state="ended", **page)
     typed = as_result(result or {})
     verdict = _verdict(typed, result, validation)
-    dt = typed.assumptions.physics_dt if typed.assumptions.has("physics_dt") else None
     joints, figures = [], []
-    for j, (joint, jr) in enumerate(typed.joints.items()):
-        view, figs = _joint(j, joint, jr, (report_data or {}).get("joints", {}).get(joint), dt)
+    for j, joint in enumerate(typed.joints):
+        view, figs = _joint(j, joint, typed, (report_data or {}).get("joints", {}).get(joint), exports or [])
         joints.append(view)
         figures += figs
     return render(

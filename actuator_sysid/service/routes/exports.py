@@ -4,10 +4,11 @@ with given values, joint names or flagged estimates on request), and all.zip wit
 from __future__ import annotations
 
 import io
+import re
 import zipfile
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from ...export.formats import TEXT_FORMATS, media_type
@@ -39,11 +40,17 @@ def fit_validation(repo: Repo, storage: Store, project: Project, fit_id: str) ->
 
 
 def _rendered(
-    repo: Repository, storage: Storage, fit: dict, name: str, given: list[str], rename: list[str], mode: str
+    repo: Repository,
+    storage: Storage,
+    fit: dict,
+    name: str,
+    opts: dict[str, Any],
 ) -> bytes:
-    """A text export rendered again with the user's values (`set`), joint names (`rename`) and handling of
-    unidentified parameters (`unidentified`: omit | comment), from the stored result and bench loads."""
+    """A text export rendered again at an operating point (`at`, as the CLI's --at), with the user's values
+    (`set`), joint names (`rename`) and handling of unidentified parameters (`unidentified`: omit | comment),
+    from the stored result and bench loads."""
     from ...export import ExportError, render_format
+    from ...export.operating import parse_at
     from ...export.selection import parse_assignments, parse_rename
 
     loads = (stored_json(repo, storage, fit, "validation.json") or {}).get("bench") or None
@@ -53,9 +60,11 @@ def _rendered(
             None,
             name,
             loads=loads,
-            unidentified=mode,
-            given=parse_assignments(given),
-            rename=parse_rename(rename),
+            at=parse_at(opts["at"]),
+            unidentified=opts["unidentified"] or "omit",
+            given=parse_assignments(opts["set"]),
+            rename=parse_rename(opts["rename"]),
+            info={"fit_id": fit["id"], "dataset": fit["dataset_id"]},
         )
     except ExportError as e:
         raise FitRequestError(str(e)) from None
@@ -85,18 +94,61 @@ def _all_zip(
     return buf.getvalue()
 
 
+AtQuery = Annotated[
+    str | None,
+    Query(
+        max_length=200,
+        description="operating point of a fit of device-unit gains, as the CLI's `export --at`: the SI "
+        "stiffness (and damping) at this firmware kp (kd) and the envelope at this supply voltage, e.g. "
+        "`kp=800` or `kp=800,vin=7.4` (default: the fit's reference point); the export states the point",
+        examples=["kp=800"],
+    ),
+]
+SetQuery = Annotated[
+    list[str] | None,
+    Query(
+        description="`[JOINT/]PARAM=VALUE`, repeatable: a value to write instead of the fitted one (a "
+        "datasheet limit the log never pressed), as the CLI's `export --set`",
+        examples=[["actuator_effort_limit=0.6"]],
+    ),
+]
+RenameQuery = Annotated[
+    list[str] | None,
+    Query(
+        description="`FIT_JOINT=ROBOT_JOINT`, repeatable: write a joint under the robot's name, as the "
+        "CLI's `export --rename`",
+        examples=[["pendulum=elbow_joint"]],
+    ),
+]
+UnidentifiedQuery = Annotated[
+    Literal["omit", "comment"] | None,
+    Query(
+        description="a parameter the fit did not identify: `omit` leaves it at the consumer's default "
+        "(the stored export), `comment` writes the estimate marked NOT IDENTIFIED",
+    ),
+]
+
+
 @router.get(
     "/api/v1/fits/{fit_id}/export/{name}",
     tags=["fits"],
     response_class=Response,
-    responses={409: {"model": Problem}, **ERRORS},
+    responses={409: {"model": Problem}, 422: {"model": Problem}, **ERRORS},
 )
 def export_fit(
-    request: Request, repo: Repo, storage: Store, project: Project, fit_id: str, name: str
+    repo: Repo,
+    storage: Store,
+    project: Project,
+    fit_id: str,
+    name: str,
+    at: AtQuery = None,
+    set: SetQuery = None,  # noqa: A002  (the query parameter's name, as the CLI's --set)
+    rename: RenameQuery = None,
+    unidentified: UnidentifiedQuery = None,
 ) -> Response:
     """A stored export of a succeeded fit (isaaclab.py, isaaclab.json, fit.json), as a download; all.zip
-    holds every export and a standalone report.html. Query `set=PARAM=VALUE` (repeatable), `rename=A=B` or
-    `unidentified=comment` render a text export again with given values, joint names or flagged estimates."""
+    holds every export and a standalone report.html. `at`, `set`, `rename` or `unidentified` render a text
+    export again at another operating point, with given values, joint names or flagged estimates."""
     fit = repo.get_fit(fit_id, project)
     if fit["status"] != "succeeded":
         raise ConflictError(f"fit {fit_id} is {fit['status']}; exports exist once it has succeeded")
@@ -109,16 +161,21 @@ def export_fit(
         )
     if name not in exports:
         raise NotFoundError(f"unknown export format {name!r}; available: {sorted(exports)} or all.zip")
-    q = request.query_params
-    if (q.getlist("set") or q.getlist("rename") or q.get("unidentified")) and name in TEXT_FORMATS:
+    opts = {"at": at, "set": set or [], "rename": rename or [], "unidentified": unidentified}
+    if any(opts.values()):
+        if name not in TEXT_FORMATS:
+            raise FitRequestError(
+                f"at, set, rename and unidentified re-render a text export ({', '.join(TEXT_FORMATS)}); "
+                f"{name} is served as stored"
+            )
         robots.refuse_rerender(fit)
-        data = _rendered(
-            repo, storage, fit, name, q.getlist("set"), q.getlist("rename"), q.get("unidentified") or "omit"
-        )
+        point = "-" + re.sub(r"[^A-Za-z0-9.-]+", "", at.replace(",", "-").replace("=", "")) if at else ""
         return Response(
-            data,
+            _rendered(repo, storage, fit, name, opts),
             media_type=media_type(name),
-            headers={"Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}-{name}"'},
+            headers={
+                "Content-Disposition": f'attachment; filename="actuator-fit-{fit_id[:8]}{point}-{name}"'
+            },
         )
     data = storage.read_bytes(exports[name]["sha256"])
     return Response(

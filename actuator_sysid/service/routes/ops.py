@@ -128,11 +128,21 @@ def redoc() -> HTMLResponse:
 
 
 @router.get("/static/docs/{name}", include_in_schema=False)
-def docs_asset(name: str) -> FileResponse:
-    path = pages.docs_asset_path(name)
-    if path is None:
+def docs_asset(name: str) -> Response:
+    data = pages.docs_asset_bytes(name)
+    if data is None:
         raise NotFoundError(f"no docs asset {name!r}")
-    return FileResponse(path, headers={"Cache-Control": "public, max-age=86400"})
+    return Response(
+        data, media_type=pages.DOCS_ASSETS[name], headers={"Cache-Control": "public, max-age=86400"}
+    )
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+def favicon() -> Response:
+    """The site's icon (the pages inline it; a browser asks /favicon.ico of the JSON routes)."""
+    return Response(
+        pages.favicon_svg(), media_type="image/svg+xml", headers={"Cache-Control": "public, max-age=86400"}
+    )
 
 
 @router.get("/static/plotly.min.js", include_in_schema=False)

@@ -5,7 +5,7 @@ document.getElementById('upload').addEventListener('submit',async ev=>{ev.preven
   if(r.ok){location.href='/datasets/'+(await r.json()).id}else{out.textContent='Upload failed: '+await apiError(r)}});
 document.getElementById('compare').addEventListener('click',()=>{
   const ids=[...document.querySelectorAll('input.pick:checked')].map(e=>e.value);
-  if(ids.length!==2){alert('Tick exactly two fits to compare.');return}
+  if(ids.length!==2){document.getElementById('compare-error').textContent='Tick exactly two fits to compare (ticked: '+ids.length+').';return}
   location.href='/compare?a='+ids[0]+'&b='+ids[1]});
 async function poll(){const r=await fetch('/api/v1/fits?limit=200');if(!r.ok)return;let active=false;
   for(const f of await r.json()){const row=document.getElementById('fit-'+f.id);if(!row)continue;
