@@ -4,12 +4,13 @@ the rule on its own, and on logs the real Isaac Lab DCMotor made (the BAM logs: 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
 from isaaclab_logs import make_recording
 
-from actuator_sysid.fitting.coverage import BEYOND_TRAINING, MIN_SHARE, beyond_training
+from actuator_sysid.fitting.coverage import BEYOND_TRAINING, MIN_SHARE, beyond_training, extrapolation_held
 from actuator_sysid.fitting.fit import FitRequest, fit_result
 from actuator_sysid.fitting.verdict import judge
 
@@ -58,6 +59,28 @@ def test_a_fit_warns_only_when_the_held_out_log_is_driven_harder(held_out: str, 
     found = [w for w in model.warnings if w.startswith(BEYOND_TRAINING)]
     assert bool(found) == warned, model.warnings
     checks = [c for c in judge(result, rec).checks if c.check == "beyond_training"]
-    assert [c.status for c in checks] == (["usable"] if warned else [])
-    if warned:
+    assert len(checks) == int(warned)
+    if warned:  # a caveat when the extrapolated error held, a cap at usable only when it is worse
+        m = model.metrics
+        assert m.train is not None and m.validation is not None
+        held = extrapolation_held(m.train.position_rmse, m.validation.position_rmse, noise_floor_of(rec), 3.0)
+        assert checks[0].status == ("ok" if held else "usable"), (checks[0], m)
         assert "hinge: dcmotor (the best model)" in checks[0].reason
+        assert ("tested beyond training and held" in checks[0].reason) == bool(held)
+
+
+def noise_floor_of(rec) -> float:
+    from actuator_sysid.fitting.verdict import log_stats
+
+    return log_stats(rec)["hinge"]["noise"]
+
+
+def test_held_is_no_worse_than_training_or_within_the_noise() -> None:
+    assert extrapolation_held(0.01, 0.009, 1e-3, 3.0) and extrapolation_held(0.01, 0.01, math.nan, 3.0)
+    assert extrapolation_held(1e-7, 2e-3, 1e-3, 3.0) == (
+        "validation position RMSE 0.002 rad within 3× the noise floor 0.001 rad"
+    )
+    assert extrapolation_held(0.01, 0.02, 1e-3, 3.0) is None  # worse, beyond the noise
+    assert (
+        extrapolation_held(0.01, None, 1e-3, 3.0) is None and extrapolation_held(None, 0.1, 0.0, 3.0) is None
+    )

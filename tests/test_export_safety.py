@@ -18,6 +18,7 @@ from actuator_sysid.export import ExportError, render_format
 from actuator_sysid.export.consumer_replay import isaaclab_actuators
 from actuator_sysid.export.randomization import randomization
 from actuator_sysid.export.selection import RAD_PER_DEG, prepare, round_to_interval
+from actuator_sysid.models import parameters
 
 CHECKED = ("isaaclab.py", "isaaclab.json", "isaaclab.yaml", "newton.usda", "mjcf.xml")
 # what fit_recording writes for a limit the log never pressed (search.release_limits) and a term pushed to its
@@ -222,3 +223,55 @@ def test_rounding_keeps_what_the_interval_supports() -> None:
     assert round_to_interval(7.5, 7.5, None) == 7.5
     # a value scaled to another operating point keeps its relative precision
     assert round_to_interval(50.0628318, 25.0314159, [24.9, 25.1]) == 50.06
+
+
+def test_an_unidentified_term_inside_its_range_keeps_its_fitted_value(rec: Recording) -> None:
+    """An export is the model that was validated: a friction whose 95 % interval reaches the consumer's default
+    (0) while its estimate does not is written, flagged NOT IDENTIFIED, not left to the default while its
+    sloppy partners keep their fitted values; one at its lower search bound is still left out."""
+    entry = model_entry("dcmotor", TRUTH)
+    entry["intervals"] = {n: _ident(float(v)) for n, v in entry["params"].items()}
+    entry["intervals"]["friction"] = {
+        "identified": False,
+        "value": None,
+        "estimate": TRUTH["friction"],
+        "interval95": [1e-5, 0.9],
+        "reason": "the data barely constrain it (its 95 % interval spans more than a factor of 2)",
+    }
+    entry["intervals"]["viscous_friction"] = AT_BOUND
+    entry["params"]["viscous_friction"] = 1e-5
+    res = make_result({"pendulum": {"dcmotor": entry}}, rec)
+    model = prepare(res).joints["pendulum"].models["dcmotor"]
+    assert model.params["friction"] == TRUTH["friction"] and "viscous_friction" not in model.params
+    assert model.unidentified is not None
+    assert model.unidentified["friction"]["action"].startswith("written: NOT IDENTIFIED")
+    text = render_format(res, rec, "isaaclab.py")
+    (cfg,) = isaaclab_actuators(text, "isaaclab.py")["ACTUATORS"].values()
+    assert cfg.friction == TRUTH["friction"] and cfg.viscous_friction is None
+    line = next(x for x in text.splitlines() if x.strip().startswith("friction="))
+    assert "NOT IDENTIFIED" in line or "NOT IDENTIFIED" in text
+
+
+def test_randomisation_follows_the_joint_interval(rec: Recording) -> None:
+    """Two sloppy partners (correlation 0.99) drawn each over its own 95 % interval would leave what the data
+    allow together: each range is its interval with the partner held, √(1 − ρ²) of its own; an uncorrelated
+    one keeps its marginal interval."""
+    entry = model_entry("dcmotor", TRUTH)
+    entry["intervals"] = {n: _ident(float(v), 0.1) for n, v in entry["params"].items()}
+    names = ["stiffness", "damping", "armature"]
+    entry["correlation"] = {"names": names, "matrix": [[1, 0.99, 0], [0.99, 1, 0], [0, 0, 1]]}
+    doc = randomization(make_result({"pendulum": {"dcmotor": entry}}, rec))["joints"]["pendulum"]
+    f = math.sqrt(1 - 0.99**2)
+    for name in ("stiffness", "damping"):
+        lo, hi = doc["ranges"][name]
+        v = TRUTH[name]
+        if parameters.get(name).scale == "log":  # narrowed in ln(value), where the interval is symmetric
+            assert math.log(v / lo) == pytest.approx(f * math.log(1 / 0.9), rel=1e-6)
+            assert math.log(hi / v) == pytest.approx(f * math.log(1.1), rel=1e-6)
+        else:
+            assert (v - lo, hi - v) == pytest.approx((f * 0.1 * v, f * 0.1 * v), rel=1e-6)
+        assert hi - lo < 0.2 * f * v * 1.01  # far inside the marginal interval's 0.2·v
+        assert doc["sources"][name].startswith("joint interval95")
+    lo, hi = doc["ranges"]["armature"]
+    assert (lo, hi) == pytest.approx((0.9 * TRUTH["armature"], 1.1 * TRUTH["armature"]))
+    assert doc["sources"]["armature"] == "interval95"

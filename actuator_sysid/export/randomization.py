@@ -1,6 +1,9 @@
 """Domain-randomization ranges from a fit, shaped for Isaac Lab's event terms.
 
-Ranges come from the fit's 95 % intervals where the result has them; a parameter the fit did not identify
+Ranges come from the fit's 95 % intervals where the result has them, taken jointly: each parameter's interval
+with its correlated partners held at their fitted values (the conditional interval, its marginal narrowed by
+1/√(R⁻¹)ᵢᵢ of the fit's correlation matrix R), so drawing every parameter on its own stays inside what the data
+allow together, where the marginal intervals of two sloppy partners drawn apart would not; a parameter the fit did not identify
 (or the user gave) gets no range (its `sources` entry says why), since a range from its interval would be a
 guess (clipped to the registry bounds and
 to non-negative values); otherwise from the spread of the same family's values across joints; otherwise a
@@ -14,12 +17,42 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 
-from ..fitting.result import ResultLike, as_result
+import numpy as np
+
+from ..fitting.result import Interval, ResultLike, as_result
 from ..models import parameters
 from .selection import choose
 
 DEFAULT_RELATIVE = 0.10
+
+
+def conditional_factors(correlation: Mapping) -> dict[str, float]:
+    """Per parameter, its conditional σ over its marginal σ, 1/√(R⁻¹)ᵢᵢ: 1 for a parameter correlated with
+    none, towards 0 for one its partners can stand in for (an empty or malformed matrix gives none)."""
+    names = list(correlation.get("names") or [])
+    r = np.asarray(correlation.get("matrix") or [], np.float64)
+    if not names or r.shape != (len(names), len(names)):
+        return {}
+    r = np.where(np.isfinite(r), r, 0.0)
+    r[np.diag_indices_from(r)] = 1.0  # a blind parameter's row is zeroed by the fit: it stands alone
+    precision = np.diag(np.linalg.pinv(r, rcond=1e-10, hermitian=True))
+    return {
+        n: float(min(1.0, 1.0 / math.sqrt(pi))) if pi > 0 else 1.0
+        for n, pi in zip(names, precision, strict=True)
+    }
+
+
+def _joint_interval(name: str, value: float, iv: Interval, factor: float) -> tuple[float, float]:
+    """The 95 % interval of one parameter with its partners held: its marginal narrowed around the estimate by
+    `factor`, in ln(value) for a log-scaled parameter (whose interval is symmetric there)."""
+    assert iv.interval95 is not None
+    lo, hi = (float(x) for x in iv.interval95)
+    est = float(iv.estimate) if iv.estimate is not None else value
+    if parameters.get(name).scale == "log" and est > 0 and lo > 0:
+        return est * (lo / est) ** factor, est * (hi / est) ** factor
+    return est - factor * (est - lo), est + factor * (hi - est)
 
 
 def _ranges(result: ResultLike, families: dict[str, str] | str | None) -> dict[str, dict]:
@@ -32,6 +65,7 @@ def _ranges(result: ResultLike, families: dict[str, str] | str | None) -> dict[s
     for m in models:
         fit = typed.model(m.joint, m.family.name)
         intervals = fit.intervals
+        factors = conditional_factors(fit.correlation)
         ranges, sources = {}, {}
         left_out = {
             **{n: "not identified: " + str(u.get("reason", "")) for n, u in (fit.unidentified or {}).items()},
@@ -53,8 +87,13 @@ def _ranges(result: ResultLike, families: dict[str, str] | str | None) -> dict[s
                 if name in o.params and math.isfinite(float(o.params[name]))
             ]
             if iv is not None and iv.interval95:
-                lo, hi = iv.interval95
-                src = "interval95"
+                f = factors.get(name, 1.0)
+                lo, hi = _joint_interval(name, float(v), iv, f)
+                src = (
+                    "interval95"
+                    if f > 0.999
+                    else f"joint interval95: its partners held at their fitted values ({f:.2g}× its own)"
+                )
             elif len(peers) > 1 and max(peers) > min(peers):
                 lo, hi, src = min(peers), max(peers), "spread across joints"
             else:

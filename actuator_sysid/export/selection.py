@@ -185,8 +185,8 @@ def load_dict(info: JointInfo) -> dict:
 
 UNIDENTIFIED_MODES = ("omit", "comment")
 # parameters whose consumer default is "no such limit / no such term" (registry neutral: 0 or ∞): an
-# unidentified one is left out, so the consumer's default applies, where that default is as good as the estimate
-# (default_fits); the others (gains, the DC envelope, the delay, ki, the torque table) are required by the
+# unidentified one is left out, so the consumer's default applies, only where that default is the model the fit
+# validated (default_fits); the others (gains, the DC envelope, the delay, ki, the torque table) are required by the
 # consumer's class and are written with a loud comment instead
 OMITTABLE = frozenset(
     {
@@ -256,12 +256,18 @@ def _reason(iv: Interval) -> str:
     return str(iv.reason or "the fit does not determine it")
 
 
+AT_END = (
+    1e-3  # an estimate within this share of its search span from the end where the default lies sits there
+)
+
+
 def default_fits(name: str, iv: Interval | dict) -> bool:
-    """Whether the consumer's default (the registry's neutral value: no limit, no term) is as good as the fit's
-    unidentified estimate: the fit does not depend on it (a limit never pressed, a term never acting), or its
-    95 % interval reaches the searched end where the default lies (∞ for a limit, the lowest value for a term).
-    Otherwise (an interval that excludes the default) leaving it out would change the model: it is written,
-    flagged."""
+    """Whether the consumer's default (the registry's neutral value: no limit, no term) is the model the fit
+    validated: the fit does not depend on the parameter (a limit never pressed, a term never acting), or its
+    estimate itself sits at the searched end where the default lies (∞ for a limit, the lowest value for a
+    term). An estimate inside the range is written, flagged NOT IDENTIFIED, even where its 95 % interval
+    reaches the default: its sloppy partners keep their fitted values, and the default alone would export a
+    model that was never validated."""
     from ..models import parameters
 
     iv = iv if isinstance(iv, Interval) else Interval.from_json(iv)
@@ -269,10 +275,12 @@ def default_fits(name: str, iv: Interval | dict) -> bool:
     if "never presses" in reason or "never reaches" in reason:
         return True
     p = parameters.get(name)
-    lo, hi = iv.interval95 or [-math.inf, math.inf]
+    if iv.estimate is None or not math.isfinite(float(iv.estimate)):
+        return False
+    est, tol = float(iv.estimate), AT_END * (p.upper - p.lower)
     if math.isinf(p.neutral):
-        return hi >= p.upper * (1 - 1e-6)
-    return p.neutral == 0.0 and lo <= max(p.lower, 0.0) * (1 + 1e-6)
+        return est >= p.upper - tol
+    return p.neutral == 0.0 and est <= max(p.lower, 0.0) + tol
 
 
 def _prepared_model(
@@ -296,7 +304,7 @@ def _prepared_model(
                 if unidentified == "comment"
                 else " (the consumer requires a value)"
                 if name not in OMITTABLE
-                else " (its 95 % interval excludes the consumer's default)"
+                else " (the consumer's default is not the model validated: its partners keep their values)"
             )
             flagged[name] = {
                 "reason": _reason(iv),
@@ -424,7 +432,14 @@ def provenance(result: ResultLike, info: dict | None = None) -> dict:
         best = jr.best_model
         model = jr.models.get(best)
         rmse = model.metrics.validation.position_rmse if model and model.metrics.validation else None
-        if isinstance(rmse, int | float):
+        torque = model.torque_error("validation") if model is not None else None
+        if jr.ranked_by() == "torque_rmse" and model is not None and torque is not None:
+            errors[joint] = {"family": best, "torque_rmse_nm": float(f"{torque:.4g}")} | {
+                k: float(f"{v:.4g}")
+                for k in ("torque_mae", "torque_r2", "torque_rmse_of_range")
+                if (v := model.torque_error("validation", k)) is not None
+            }
+        elif isinstance(rmse, int | float):
             errors[joint] = {"family": best, "position_rmse_rad": float(f"{rmse:.4g}")}
     ds = r.dataset or {}
     verdict = info.pop("verdict", None) or (r.verdict.to_json() if r.verdict else None) or {}
@@ -454,17 +469,35 @@ def provenance_lines(prov: dict) -> list[str]:
     """The provenance as comment lines."""
     ds = prov.get("dataset")
     ds_text = ds if isinstance(ds, str) else ", ".join(f"{k} {v}" for k, v in (ds or {}).items())
+    errors = prov.get("validation_error") or {}
     err = (
         "; ".join(
-            f"{j}: {e['family']} {e['position_rmse_rad']:g} rad"
-            for j, e in (prov.get("validation_error") or {}).items()
+            f"{j}: {e['family']} "
+            + (
+                f"torque RMSE {e['torque_rmse_nm']:g} N·m"
+                + (
+                    f" ({e['torque_rmse_of_range']:.1%} of the torque range)"
+                    if "torque_rmse_of_range" in e
+                    else ""
+                )
+                + (f", MAE {e['torque_mae']:g} N·m" if "torque_mae" in e else "")
+                + (f", R² {e['torque_r2']:.3f}" if "torque_r2" in e else "")
+                if "torque_rmse_nm" in e
+                else f"{e['position_rmse_rad']:g} rad"
+            )
+            for j, e in errors.items()
         )
         or "none computed"
+    )
+    what = (
+        "validation error"
+        if any("torque_rmse_nm" in e for e in errors.values())
+        else "validation position RMSE"
     )
     lines = [
         f"actuator-sysid export · fit {prov.get('fit_id', 'unknown')} · dataset {ds_text or 'unknown'} · "
         f"exported {prov['exported']}",
-        f"validation position RMSE: {err} · verdict: {str(prov['verdict']).upper()}",
+        f"{what}: {err} · verdict: {str(prov['verdict']).upper()}",
         *(f"  verdict reason: {r}" for r in prov.get("verdict_reasons", [])),
         f"physics dt {prov['physics_dt_s']:g} s, decimation {prov['decimation']}: delays count physics steps",
     ]

@@ -7,10 +7,15 @@ the validation samples ask for more than every training sample did, the model's 
 were never measured. The result then says so (BAM's XL330 logs with kp = 800 held out: the kp = 800 files
 ask for up to 2.8× the training top on 43 % of their driven samples, and their hold at full PWM is what the
 families disagree on).
+
+An extrapolation that was tested and held is the best evidence there is: `extrapolation_held` says when the
+validation error is no worse than the training error (or within the noise floor), and the verdict then states
+it as a caveat instead of lowering the fit (fitting/verdict.py).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -57,3 +62,20 @@ def beyond_training(per_segment: Mapping[str, np.ndarray], validation: set[str])
         f"validation error says how well the model extrapolates. Training recordings that reach those efforts "
         f"(a higher gain, a heavier load, a stall test) would measure them"
     )
+
+
+def extrapolation_held(
+    train: float | None, validation: float | None, noise: float, times: float
+) -> str | None:
+    """How a fit tested beyond its training efforts held: a phrase when its validation RMSE is at or below its
+    training RMSE, or within `times`× the position noise floor `noise` [rad]; None when the error is worse
+    (or the validation error is missing)."""
+    if validation is None or not math.isfinite(validation):
+        return None
+    if train is not None and math.isfinite(train) and validation <= train:
+        return f"validation position RMSE {validation:.3g} rad ≤ training {train:.3g} rad"
+    if math.isfinite(noise) and noise > 0 and validation <= times * noise:
+        return (
+            f"validation position RMSE {validation:.3g} rad within {times:g}× the noise floor {noise:.3g} rad"
+        )
+    return None

@@ -79,8 +79,9 @@ def _interval(space: SearchSpace, i: int, value: float, sd_unit: float) -> tuple
     return value - Z95 * sd, value + Z95 * sd, Z95 * sd <= 0.1 * span, sd / abs(value) if value else math.inf
 
 
-def _unidentified_reason(narrow: bool, released: bool, blind: bool, at_bound: bool) -> str:
-    """Why a parameter is not identified ("" when it is, as far as its own interval tells)."""
+def _unidentified_reason(narrow: bool, released: bool, blind: bool, at_bound: str | None) -> str:
+    """Why a parameter is not identified ("" when it is, as far as its own interval tells); `at_bound` names the
+    search bound an estimate sits at ("lower" or "upper", with its value), None when it sits at neither."""
     if released:
         return (
             "the log never presses this limit: it is set to the search bound, where it does not bind "
@@ -88,8 +89,13 @@ def _unidentified_reason(narrow: bool, released: bool, blind: bool, at_bound: bo
         )
     if blind:
         return "the log never reaches the regime where it acts (the fit does not depend on it)"
+    if at_bound and at_bound.startswith("lower"):
+        return (
+            f"it sits at its {at_bound}: the data push it down to the smallest value searched, "
+            "so the term may be absent or another term stands in for it"
+        )
     if at_bound:
-        return "it sits at the search bound: the data push it beyond any plausible value"
+        return f"it sits at its {at_bound}: the data push it beyond any plausible value"
     if not narrow:
         return "the data barely constrain it (its 95 % interval spans more than a factor of 2)"
     return ""
@@ -171,7 +177,13 @@ def analyse(
     for k, (name, i) in enumerate(zip(names, idx, strict=True)):
         value = float(x[i])
         lo, hi, narrow, rel = _interval(space, int(i), value, sd_u[k])
-        at_bound = u[i] <= 1e-3 or u[i] >= 1 - 1e-3
+        at_bound = (
+            f"lower search bound ({space.lower[i]:.3g})"
+            if u[i] <= 1e-3
+            else f"upper search bound ({space.upper[i]:.3g})"
+            if u[i] >= 1 - 1e-3
+            else None
+        )
         reason = _unidentified_reason(narrow, name in (released or ()), bool(blind[k]), at_bound)
         identified = not reason
         if identified and rivals and math.isfinite(lo) and math.isfinite(hi):

@@ -16,16 +16,20 @@ is their JSON, as validation.json and the stored result hold it. Thresholds, per
 - no validation segment (the error is measured on the data fitted): usable; with folds, the folds' pooled
   validation counts.
 - a search stopped by its time budget (`result.budget.stopped_on_budget`): usable.
-- unidentified parameters (the intervals' `identified` flags): half or more of the best model's parameters
-  unidentified: poor; any other than a limit the log never presses: usable. A never-pressed limit is named
-  (exports leave it at the consumer's default) but does not lower the verdict: the fit does not depend on it.
+- unidentified parameters (the intervals' `identified` flags): prediction and identification are two questions.
+  A model whose validation error was judged good or usable predicts held-out data, so its unidentified
+  parameters make it usable for simulation, named as parameters not to read or randomise one by one; half or
+  more unidentified is poor only when no validation shows the model predicts. A limit the log never presses is
+  named (exports leave it at the consumer's default) but does not lower the verdict: the fit does not depend on it.
 - two optima of one family that trained within 25 % of each other and validate 25 % or more apart
   (fitting/starts.py): usable when it is the best model (the export is one of them, and the data did not
   choose it), named otherwise (ok: its rank among the families rests on the one kept).
 - the best model's validation recordings ask for more effort than any training recording did, on 5 % or more
-  of their driven samples (fitting/coverage.py): usable (the validation error measures extrapolation).
+  of their driven samples (fitting/coverage.py): a caveat (ok) when the extrapolation held (validation RMSE ≤
+  training RMSE, or within NOISE_OK× the noise floor), usable when the extrapolated error is worse.
 - exports: a consumer replay that failed, or strays from our rollout beyond its tolerance (export/consumer_replay.py),
-  or a validation error finding: poor. Exports not yet checked (the CLI's export of a stored fit) are named.
+  or a validation error finding: poor. A replay that was skipped is said "not checked", never passed, and a
+  page then does not say "passed" (`all_passed`); exports not yet checked (a stored fit's export) are named.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..datasets.recording import Recording
-from .coverage import BEYOND_TRAINING
+from .coverage import BEYOND_TRAINING, extrapolation_held
 from .result import Check, FitResult, JointFit, ModelFit, ResultLike, Verdict, as_result
 from .starts import DISAGREEMENT
 
@@ -47,6 +51,7 @@ STILL_RAD = 1e-6  # a range at or below this: the joint never moves
 PLAN_RAD = 1e-9  # max |q − q_des| at or below this: the log's positions are its commands
 UNIDENTIFIED_POOR = 0.5  # this share of the best model's parameters unidentified or more: poor
 RANK = {"ok": 0, "usable": 1, "poor": 2}
+NOT_CHECKED = "exports_not_checked"  # an ok-status check that says a check did not run: nothing "passed"
 WORD = {"ok": "good", "usable": "usable", "poor": "poor"}
 
 
@@ -110,6 +115,25 @@ def _motion_checks(out: list[Check], joint: str, st: dict[str, float] | None) ->
         )
 
 
+def _torque_check(out: list[Check], joint: str, best: str, model: ModelFit) -> str:
+    """A torque-supervised net's validation torque RMSE judged against the measured torque range, with the
+    same bounds as a position error against the motion range."""
+    rmse, rel = model.torque_error("validation"), model.torque_error("validation", "torque_rmse_of_range")
+    assert rmse is not None and rel is not None  # _error_checks asks only when the validation has them
+    mae, r2 = model.torque_error("validation", "torque_mae"), model.torque_error("validation", "torque_r2")
+    status = "ok" if rel <= RANGE_OK else "usable" if rel <= RANGE_USABLE else "poor"
+    _check(
+        out,
+        status,
+        "validation_error",
+        f"{joint}: {best} validation torque RMSE {rmse:.3g} N·m = {rel:.1%} of the measured torque range"
+        + (f", MAE {mae:.3g} N·m" if mae is not None else "")
+        + (f", R² {r2:.3f}" if r2 is not None else "")
+        + f" (open loop on the logged states; good ≤ {RANGE_OK:.0%} of the range, usable ≤ {RANGE_USABLE:.0%})",
+    )
+    return status
+
+
 def _error_checks(
     out: list[Check],
     joint: str,
@@ -117,9 +141,12 @@ def _error_checks(
     model: ModelFit | None,
     st: dict[str, float] | None,
     has_validation: bool,
-) -> None:
+) -> str | None:
     """The best model's validation position RMSE judged against the motion's range and the noise floor (or,
-    without validation data, its training RMSE, said to be no validation error)."""
+    without validation data, its training RMSE, said to be no validation error). Returns the status of the
+    validation error judged against the log, None where none was."""
+    if model is not None and model.torque_supervised and model.torque_error("validation") is not None:
+        return _torque_check(out, joint, best, model)  # a net that learned measured torque: judged by it
     rmse = _validation_rmse(model)
     if rmse is None:
         train = model.metrics.train.position_rmse if model is not None and model.metrics.train else None
@@ -133,25 +160,8 @@ def _error_checks(
                 f"{joint}: {best} training position RMSE {train:.3g} rad "
                 f"({train / st['range']:.1%} of the {st['range']:.3g} rad range) — not a validation error",
             )
-    elif st is not None and st["range"] > STILL_RAD:
-        rel = rmse / st["range"]
-        noise = st["noise"]
-        times = rmse / noise if math.isfinite(noise) and noise > 0 else math.inf
-        floor = (
-            f", {times:.3g}× the noise floor σ_q = {noise:.3g} rad"
-            if math.isfinite(times)
-            else ", the log shows no position noise"
-        )
-        status = "ok" if rel <= RANGE_OK or times <= NOISE_OK else "usable" if rel <= RANGE_USABLE else "poor"
-        limits = f"(good ≤ {RANGE_OK:.0%} of the range or ≤ {NOISE_OK:g}× noise; usable ≤ {RANGE_USABLE:.0%})"
-        _check(
-            out,
-            status,
-            "validation_error",
-            f"{joint}: {best} validation position RMSE {rmse:.3g} rad = "
-            f"{rel:.1%} of the {st['range']:.3g} rad motion range{floor} {limits}",
-        )
-    elif st is None:
+        return None
+    if st is None:
         _check(
             out,
             "usable",
@@ -159,11 +169,36 @@ def _error_checks(
             f"{joint}: {best} validation position RMSE {rmse:.3g} rad "
             "(the log is not at hand to judge it against the motion's range and noise)",
         )
+        return None
+    if st["range"] <= STILL_RAD:
+        return None
+    rel = rmse / st["range"]
+    noise = st["noise"]
+    times = rmse / noise if math.isfinite(noise) and noise > 0 else math.inf
+    floor = (
+        f", {times:.3g}× the noise floor σ_q = {noise:.3g} rad"
+        if math.isfinite(times)
+        else ", the log shows no position noise"
+    )
+    status = "ok" if rel <= RANGE_OK or times <= NOISE_OK else "usable" if rel <= RANGE_USABLE else "poor"
+    limits = f"(good ≤ {RANGE_OK:.0%} of the range or ≤ {NOISE_OK:g}× noise; usable ≤ {RANGE_USABLE:.0%})"
+    _check(
+        out,
+        status,
+        "validation_error",
+        f"{joint}: {best} validation position RMSE {rmse:.3g} rad = "
+        f"{rel:.1%} of the {st['range']:.3g} rad motion range{floor} {limits}",
+    )
+    return status
 
 
-def _identifiability_checks(out: list[Check], joint: str, best: str, model: ModelFit | None) -> None:
-    """Unidentified parameters of the best model: poor when they are half or more, else what exports do with
-    them; limits the log never presses are said apart (ok: the consumer's default stands)."""
+def _identifiability_checks(
+    out: list[Check], joint: str, best: str, model: ModelFit | None, predicts: bool
+) -> None:
+    """Unidentified parameters of the best model. Prediction and identification are two questions: a model
+    whose validation shows it predicts is usable for simulation, its unidentified parameters named as ones not
+    to read or randomise one by one; half or more unidentified is poor only without that evidence. Limits the
+    log never presses are said apart (ok: the consumer's default stands)."""
     intervals = model.intervals if model is not None else {}
     if not intervals:
         return
@@ -171,24 +206,34 @@ def _identifiability_checks(out: list[Check], joint: str, best: str, model: Mode
     released = {n for n, iv in lost.items() if "never presses" in str(iv.reason or "")}
     others = sorted(set(lost) - released)
     n = max(len(intervals), 1)
-    if len(lost) / n >= UNIDENTIFIED_POOR:
+    many = len(lost) / n >= UNIDENTIFIED_POOR
+    if many and not predicts:
         _check(
             out,
             "poor",
             "unidentified",
             f"{joint}: {len(lost)} of {len(intervals)} parameters of {best} "
-            f"are not identified ({', '.join(sorted(lost))}): the log does not determine the model",
+            f"are not identified ({', '.join(sorted(lost))}) and no validation shows the model predicts: "
+            "the log does not determine the model",
         )
-    elif others:
+    elif others or many:
+        named = others if others else sorted(lost)
         _check(
             out,
             "usable",
             "unidentified",
-            f"{joint}: {', '.join(others)} of {best} not identified: "
-            "exports leave each at the consumer's default where the consumer has one and the data allow "
-            "it, else write the estimate flagged NOT IDENTIFIED; give a datasheet value with --set",
+            f"{joint}: {len(lost)} of {len(intervals)} parameters of {best} are not identified one by one "
+            f"({', '.join(named)})"
+            + (
+                ": the model predicts the held-out data, so use it for simulation as a whole"
+                if predicts
+                else ""
+            )
+            + f"; do not read or randomise one by one: {', '.join(named)}. Exports keep each fitted value "
+            "flagged NOT IDENTIFIED where its partners keep theirs, else the consumer's default where the data "
+            "allow it; give a datasheet value with --set",
         )
-    if released and len(lost) / n < UNIDENTIFIED_POOR:
+    if released and not (many and not predicts):
         _check(
             out,
             "ok",
@@ -213,13 +258,23 @@ def _optimum_checks(out: list[Check], joint: str, jr: JointFit) -> None:
                 )
 
 
-def _coverage_checks(out: list[Check], joint: str, jr: JointFit) -> None:
+def _coverage_checks(out: list[Check], joint: str, jr: JointFit, st: dict[str, float] | None) -> None:
     """The best model's validation recordings ask for efforts no training recording did (fitting/coverage.py):
-    its validation error then measures extrapolation, so the fit is usable, not good."""
+    a stated caveat when the extrapolation held (tested beyond training), usable when its error is worse."""
     model = jr.models.get(jr.best_model)
     for w in model.warnings if model is not None else []:
-        if w.startswith(BEYOND_TRAINING):
-            _check(out, "usable", "beyond_training", f"{joint}: {jr.best_model} (the best model): {w}")
+        if not w.startswith(BEYOND_TRAINING):
+            continue
+        assert model is not None
+        train = model.metrics.train.position_rmse if model.metrics.train else None
+        held = extrapolation_held(train, _validation_rmse(model), st["noise"] if st else math.nan, NOISE_OK)
+        lead = f"{joint}: {jr.best_model} (the best model)"
+        if held is not None:
+            _check(out, "ok", "beyond_training", f"{lead}: tested beyond training and held ({held}). {w}")
+        else:
+            _check(
+                out, "usable", "beyond_training", f"{lead}: {w}; its validation error is worse than training"
+            )
 
 
 def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) -> list[Check]:
@@ -247,10 +302,11 @@ def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) ->
         model = jr.models.get(best)
         st = (stats or {}).get(joint)
         _motion_checks(out, joint, st)
-        _error_checks(out, joint, best, model, st, bool(split.validation or split.folds))
-        _identifiability_checks(out, joint, best, model)
+        status = _error_checks(out, joint, best, model, st, bool(split.validation or split.folds))
+        recorded = st is None or st["tracking_max"] > PLAN_RAD  # a plan's "prediction" shows nothing
+        _identifiability_checks(out, joint, best, model, recorded and status in ("ok", "usable"))
         _optimum_checks(out, joint, jr)
-        _coverage_checks(out, joint, jr)
+        _coverage_checks(out, joint, jr, st)
     return out
 
 
@@ -287,8 +343,22 @@ def _export_checks(validation: dict | None) -> list[Check]:
             f"{len(errors)} export validation error(s): "
             + "; ".join(f"{f.get('code')} at {f.get('where')}" for f in errors[:5]),
         )
-    if not bad and not errors and validation.get("replay"):
-        _check(out, "ok", "export_replay", "every export replays through its consumer within tolerance")
+    replays = validation.get("replay") or {}
+    ran = sorted(fmt for fmt, r in replays.items() if r.get("status") == "ok")
+    skipped = {fmt: r for fmt, r in replays.items() if r.get("status") not in ("ok", "failed")}
+    if skipped:
+        _check(
+            out,
+            "ok",
+            NOT_CHECKED,
+            "not checked: "
+            + "; ".join(
+                f"{fmt} replay {r.get('status')} ({r.get('note', '')})" for fmt, r in skipped.items()
+            ),
+        )
+    if not bad and not errors and ran:
+        every = "every export replays" if not skipped else f"{', '.join(ran)} replay"
+        _check(out, "ok", "export_replay", f"{every} through its consumer within tolerance")
     return out
 
 
@@ -318,8 +388,8 @@ def fit_verdict(result: ResultLike, rec: Recording | None = None, validation: di
 
 
 def all_passed(verdict: Verdict | Mapping[str, Any] | None) -> bool:
-    """Whether every check passed: only then may a page say "passed"."""
+    """Whether every check passed (a check that did not run did not pass): only then may a page say "passed"."""
     if not verdict:
         return False
     v = verdict if isinstance(verdict, Verdict) else Verdict.from_json(verdict)
-    return all(c.status == "ok" for c in v.checks) and v.verdict == "good"
+    return all(c.status == "ok" and c.check != NOT_CHECKED for c in v.checks) and v.verdict == "good"
