@@ -58,8 +58,11 @@ def simulate_newton_log(
     q0: np.ndarray | None = None,
     qd0: np.ndarray | None = None,
     effort_mode: str = "explicit",
+    tau_ff: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Step the robot in Newton alone under position targets `cmd` (T, J) held for `decimation` physics steps.
+    """Step the robot in Newton alone under position targets `cmd` (T, J) held for `decimation` physics steps,
+    and feed-forward efforts `tau_ff` (T, J) N·m held alike (Newton's DrivePD reads them from control.joint_act
+    and its delay buffer delays them with the targets; kp = kd = 0 makes a torque-driven arm).
 
     Per joint (scalar or (J,)): armature (kg·m²), damping (viscous, N·m·s/rad), friction (Coulomb frictionloss,
     N·m) — None keeps the model file's; the DC envelope saturation_effort / velocity_limit / effort_limit
@@ -124,10 +127,14 @@ def simulate_newton_log(
     out_q, out_qd = [s0.joint_q.numpy()[robot.dof] + b], [s0.joint_qd.numpy()[robot.dof]]
     dt = log_dt / decimation
     target = control.joint_target_q.numpy()
+    act = control.joint_act.numpy()
     for k in range((cmd.shape[0] - 1) * decimation):
         if k % decimation == 0:
             target[robot.dof] = cmd[k // decimation] - b
             control.joint_target_q.assign(target)
+            if tau_ff is not None:
+                act[robot.dof] = tau_ff[k // decimation]
+                control.joint_act.assign(act)
         control.joint_f.zero_()
         for i, (a, sa, sb) in enumerate(states):
             a.step(s0, control, sa, sb, dt=dt)
@@ -172,11 +179,13 @@ def robot_recording(
     kp: float | np.ndarray | None = None,
     kd: float | np.ndarray | None = None,
     named: bool = True,
+    tau_ff: np.ndarray | None = None,
 ) -> Recording:
     """One-segment Recording of a simulated log: targets `cmd`, measured q / qd, gains stated when given.
 
     Gains go in the segment metadata as the fit reads them (a number, or {joint: value} when they differ);
-    `named=False` leaves the joints unnamed, as a PACE `.pt` log, so the fit maps them in model order.
+    `named=False` leaves the joints unnamed, as a PACE `.pt` log, so the fit maps them in model order;
+    `tau_ff` (T, J) is the logged feed-forward effort (zeros without).
     """
     names = robot.joint_names
     meta: dict = {}
@@ -190,7 +199,14 @@ def robot_recording(
             )
     z = np.zeros_like(q)
     seg = Segment(
-        "0", np.arange(q.shape[0]) * log_dt, q=q, qd=qd, q_des=cmd, qd_des=z, tau_ff=z, metadata=meta
+        "0",
+        np.arange(q.shape[0]) * log_dt,
+        q=q,
+        qd=qd,
+        q_des=cmd,
+        qd_des=z,
+        tau_ff=z if tau_ff is None else np.asarray(tau_ff, float),
+        metadata=meta,
     )
     joints = [JointInfo(n) for n in names] if named else [JointInfo(f"joint_{i}") for i in range(len(names))]
     return Recording(joints, [seg])

@@ -54,37 +54,45 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from ..datasets.recording import Recording
+from ..datasets.recording import Recording, Segment
 from ..models.articulated import (
     EFFORT_MODES,
     ArticulatedRollout,
     DecoupledRollout,
     JointTerms,
     inverse_dynamics,
+    joint_space_terms,
     physics_targets,
 )
 from ..models.robot import RobotError, RobotModel, map_joints
 
 log = logging.getLogger(__name__)
 
-# log10 bounds of the searched joint terms (SI), and the encoder bias bound (rad)
-BOUNDS = {
-    "armature": (-5.0, 0.0),
-    "viscous_friction": (-4.0, 1.0),
-    "friction": (-4.0, 0.7),
-    "stiffness": (-0.3, 2.7),
-    "damping": (-3.0, 1.7),
-    "saturation_effort": (-1.0, 3.5),
-    "velocity_limit": (-1.0, 3.0),
-    "effort_limit": (-1.0, 3.5),
+# Bounds are scaled per group to the model and the log (model_bounds): E the effort scale (the model's effort
+# limit, the PD + feed-forward effort the log demands, the rigid-body effort its motion needs, the largest), v the
+# fastest logged speed, a the largest logged acceleration, M the largest joint-space inertia (links). Per term:
+# the upper bound as (multiple, quantity) and the span below it in decades (log10 search).
+BOUND_RULES = {
+    "armature": ("10·E/a or 10·M", 6.0),
+    "viscous_friction": ("10·E/v", 6.0),
+    "friction": ("2·E", 5.5),
+    "stiffness": ("E/(5 mrad)", 5.0),
+    "damping": ("10·E/v", 5.0),
+    "saturation_effort": ("20·E", 4.5),
+    "velocity_limit": ("100·v (lower 0.05·v)", None),
+    "effort_limit": ("20·E", 4.5),
 }
+BIAS_RANGE_SHARE = (
+    0.15  # the encoder bias bound: this share of the joint's range (0.3 rad without a finite one)
+)
+BIAS_PLAUSIBLE = 0.05  # rad; a fitted bias beyond this is flagged as absorbing model error, not a calibration
+AT_BOUND = 1e-3  # a search variable within this share of its range from a bound is reported at that bound
 DC_TERMS = (
     "saturation_effort",
     "velocity_limit",
     "effort_limit",
 )  # the envelope; effort_limit: max motor effort
 ALL_TERMS = ("armature", "viscous_friction", "friction", "stiffness", "damping", *DC_TERMS)
-BIAS_BOUND = 0.3
 BIAS_UNIT = 0.01  # the search sees the bias in centiradians so every variable is O(1)
 FD_STEP = {"log": 0.02, "bias": 0.1}
 SCAN_WINDOWS = 4
@@ -132,6 +140,8 @@ class RobotFitOptions:
     # "explicit": the PD effort from the step's start state; "implicit": Newton's implicit effort mode in every
     # coupled rollout (Newton's own actuators) and, on each joint's own 1-DoF plant, in the decoupled search
     effort_mode: str = "explicit"
+    # KEY=VALUE on segment metadata (a joint fit's --holdout): those recordings validate; None: the last ones
+    holdout: str | None = None
     progress: Callable[[str], None] | None = None
 
 
@@ -150,6 +160,11 @@ class _Problem:
     component: np.ndarray  # (J,) the robot's coupling component of each joint
     var_names: list[str] = field(default_factory=list)
     effort_mode: str = "explicit"  # every coupled rollout's (RobotFitOptions.effort_mode)
+    # {group: {term: (lo, hi)}} log10 bounds and (J,) encoder bias bounds, rad (model_bounds), and the scales
+    term_bounds: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    bias_bound: np.ndarray | None = None
+    scales: dict[str, dict[str, float]] = field(default_factory=dict)
+    gains: str = "fitted per group (the log states none)"  # where the PD gains came from, for the result
 
     def __post_init__(self) -> None:
         self.var_names = [f"{g}.{t}" for g in self.groups for t in self.terms]
@@ -160,13 +175,21 @@ class _Problem:
     def size(self) -> int:
         return len(self.var_names)
 
+    def bound(self, group: str, term: str) -> tuple[float, float]:
+        """One group term's log10 bounds (model_bounds)."""
+        return self.term_bounds[group][term]
+
+    def clip_log(self, group: str, term: str, value: float) -> float:
+        """A natural value as its search variable (log10), inside its bounds."""
+        lo, hi = self.bound(group, term)
+        return float(np.clip(math.log10(max(value, 10**lo)), lo, hi))
+
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        lo = [BOUNDS[t][0] for _ in self.groups for t in self.terms] + [-BIAS_BOUND / BIAS_UNIT] * (
-            len(self.names) if self.fit_bias else 0
-        )
-        hi = [BOUNDS[t][1] for _ in self.groups for t in self.terms] + [BIAS_BOUND / BIAS_UNIT] * (
-            len(self.names) if self.fit_bias else 0
-        )
+        """Every search variable's (lower, upper) bound, in the search's own units."""
+        b = self.bias_bound if self.bias_bound is not None else np.full(len(self.names), 0.3)
+        bias = list(b / BIAS_UNIT) if self.fit_bias else []
+        lo = [self.bound(g, t)[0] for g in self.groups for t in self.terms] + [-v for v in bias]
+        hi = [self.bound(g, t)[1] for g in self.groups for t in self.terms] + bias
         return np.array(lo), np.array(hi)
 
     def steps(self) -> np.ndarray:
@@ -258,9 +281,9 @@ def parse_groups(text: str | None) -> dict[str, str] | None:
     return out
 
 
-def _log_gains(rec: Recording, key: str, names: list[str]) -> np.ndarray | None:
-    """Per-joint gain from the first segment's metadata (a number, or a {joint: value} dict), if stated."""
-    v = rec.segments[0].metadata.get(key)
+def _log_gains(seg: Segment, key: str, names: list[str]) -> np.ndarray | None:
+    """Per-joint gain from a segment's metadata (a number, or a {joint: value} dict), if stated."""
+    v = seg.metadata.get(key)
     if v is None:
         return None
     if isinstance(v, dict):
@@ -314,9 +337,13 @@ class _Evaluator:
         decimation: int,
         dt: float,
         device: str,
+        tau_ff: np.ndarray | None = None,
+        first: np.ndarray | None = None,
     ):
         self.robot, self.prob = robot, prob
         self.q, self.qd, self.cmd, self.cmd_qd = q, qd, cmd, cmd_qd
+        self.tau_ff = np.zeros_like(cmd) if tau_ff is None else tau_ff
+        self.first = first  # (T,) each sample's recording's first sample, None: one recording
         self.starts, self.length, self.dec, self.dt, self.device = starts, length, decimation, dt, device
         self._models: dict[int, ArticulatedRollout] = {}
         self.world_steps = 0
@@ -335,20 +362,23 @@ class _Evaluator:
         vals = self.prob.joint_values(x)
         rep = {k: np.repeat(v, nw, axis=0) for k, v in vals.items()}  # world = candidate · nw + window
         starts = np.tile(self.starts, c)
+        firsts = None if self.first is None else self.first[self.starts]
         # both targets delayed, as Isaac Lab's DelayBuffers and Newton's Delay hold them
-        tq, tqd = (
+        tq, tqd, tff = (
             np.concatenate(
                 [
-                    physics_targets(cmd, starts[w0 : w0 + nw], self.length, self.dec, int(d))
+                    physics_targets(cmd, starts[w0 : w0 + nw], self.length, self.dec, int(d), firsts)
                     for w0, d in zip(range(0, c * nw, nw), delays, strict=True)
                 ],
                 axis=1,
             )
-            for cmd in (self.cmd, self.cmd_qd)
+            for cmd in (self.cmd, self.cmd_qd, self.tau_ff)
         )
         terms = joint_terms(rep, np.broadcast_to(self.prob.effort_limit, (c * nw, j)))
         t0 = time.perf_counter()
-        out_q, _ = self.engine(c * nw).run(self.q[starts], self.qd[starts], tq, tqd, terms, self.dec, self.dt)
+        out_q, _ = self.engine(c * nw).run(
+            self.q[starts], self.qd[starts], tq, tqd, terms, self.dec, self.dt, tff
+        )
         self.seconds += time.perf_counter() - t0
         self.world_steps += c * nw * self.length * self.dec
         return out_q.transpose(1, 0, 2).reshape(c, nw, self.length + 1, j)
@@ -388,7 +418,10 @@ class _DecoupledEvaluator:
             bias0,
             device,
             prob.effort_mode,
+            tau_ff=data.tau_ff,
+            cuts=np.array([a for a, _ in data.pieces[1:]], int),
         )
+        self.first = data.first_of(starts)
         self.calls = 0
 
     def residuals(self, x: np.ndarray, delays: np.ndarray) -> np.ndarray:
@@ -410,7 +443,9 @@ class _DecoupledEvaluator:
             ],
             axis=2,
         )
-        r = self.roll.run(par, np.asarray(delays), self.starts, self.data.length, self.dec, self.data.dt)
+        r = self.roll.run(
+            par, np.asarray(delays), self.starts, self.data.length, self.dec, self.data.dt, self.first
+        )
         self.calls += 1
         return np.nan_to_num(r.transpose(0, 3, 1, 2).reshape(c, j, -1), nan=1.0, posinf=1.0, neginf=-1.0)
 
@@ -652,30 +687,40 @@ def replay_coupled(
     dt: float,
     effort: np.ndarray,
     effort_mode: str = "explicit",
+    tau_ff: np.ndarray | None = None,
+    spans: list[tuple[int, int, int]] | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each parameter set replayed alone from the measured state at `start` to the log's end: positions
-    (T − start, J) and the share of physics steps at which the motor envelope cut the PD effort (J,).
+    (T − start, J) and the share of physics steps at which the motor envelope cut the PD effort (J,); the
+    logged feed-forward effort `tau_ff` (T, J) joins the PD effort as the targets do. `spans` (start, stop,
+    first sample of its recording) replaces that one stretch by several, each replayed from its own measured
+    start; their positions follow each other in the output (whole validation recordings).
 
     One world per replay on MuJoCo's C backend through the same Newton solver (the Warp backend agrees with it
     to float32 precision; tests/test_robot.py), because one world gains nothing from Warp's batching.
     """
-
-    length = q.shape[0] - 1 - start
+    spans = spans or [(start, q.shape[0], 0)]
     out = []
     eng = ArticulatedRollout(robot, 1, device="cpu", mujoco_cpu=True, effort_mode=effort_mode)
     for v, d in zip(vals, delays, strict=True):
         terms = joint_terms({k: x[:1] for k, x in v.items()}, effort[None])
-        s = np.array([start])
-        rq, _ = eng.run(
-            q[s],
-            qd[s],
-            physics_targets(cmd, s, length, decimation, d),
-            physics_targets(cmd_qd, s, length, decimation, d),
-            terms,
-            decimation,
-            dt,
-        )
-        out.append((rq[:, 0], eng.clip_fraction[0].copy()))
+        parts, cut, steps = [], np.zeros(q.shape[1]), 0
+        for a, b, first in spans:
+            s, f, length = np.array([a]), np.array([first]), b - 1 - a
+            rq, _ = eng.run(
+                q[s],
+                qd[s],
+                physics_targets(cmd, s, length, decimation, d, f),
+                physics_targets(cmd_qd, s, length, decimation, d, f),
+                terms,
+                decimation,
+                dt,
+                None if tau_ff is None else physics_targets(tau_ff, s, length, decimation, d, f),
+            )
+            parts.append(rq[:, 0])
+            cut += eng.clip_fraction[0] * length
+            steps += length
+        out.append((np.concatenate(parts), cut / max(steps, 1)))
     return out
 
 
@@ -687,40 +732,43 @@ class _Data:
     qd: np.ndarray
     cmd: np.ndarray
     cmd_qd: np.ndarray
+    tau_ff: np.ndarray  # the logged feed-forward effort, N·m (zeros where the log has none)
     t: np.ndarray
     dt: float  # physics step
     split: int
     starts: np.ndarray
     length: int
     how: str  # how log joints were mapped
+    pieces: list[tuple[int, int]] = field(default_factory=list)  # training recordings' [start, end) samples
+    val_pieces: list[tuple[int, int]] = field(default_factory=list)  # each replayed alone from its start
+    first: np.ndarray | None = (
+        None  # (T,) each sample's recording's first sample (a delay reaches no further)
+    )
+    recordings: dict = field(default_factory=dict)  # how the split was made, recording names on each side
+
+    def first_of(self, starts: np.ndarray) -> np.ndarray:
+        """(W,) the first sample of each window's recording."""
+        return np.zeros(len(starts), int) if self.first is None else self.first[np.asarray(starts, int)]
 
 
 def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tuple[_Data, _Problem, bool]:
-    """Map the log onto the model, resolve groups and gains, split in time; returns data, problem, gains known."""
-    if len(rec.segments) != 1:
-        raise RobotError(
-            f"this version fits one segment; the log has {len(rec.segments)} (split at time gaps?)"
-        )
-    seg = rec.segments[0]
+    """Map the log onto the model, resolve groups and gains, split it (in time for one recording, else by whole
+    recordings); returns data, problem, gains known."""
     order, how = map_joints(robot, rec.joint_names, len(rec.joint_names))
     perm = np.argsort(order)  # model joint k is log column perm[k]
     names = robot.joint_names
     groups, exprs = resolve_groups(names, opts.groups)
-    log_kp = _log_gains(rec, "kp", list(rec.joint_names))
-    log_kd = _log_gains(rec, "kd", list(rec.joint_names))
-    kp = (
-        np.full(len(names), opts.kp)
-        if opts.kp is not None
-        else (log_kp[perm] if log_kp is not None else None)
-    )
-    kd = (
-        np.full(len(names), opts.kd)
-        if opts.kd is not None
-        else (log_kd[perm] if log_kd is not None else None)
-    )
+    kp, kd = _gains(rec, opts, perm, len(names))
     gains_known = kp is not None
-    if gains_known and kd is None:
-        kd = np.zeros(len(names))
+    data = _assemble(rec, perm, opts, how)
+    if kp is not None and kd is not None:
+        idle = [n for k, n in enumerate(names) if kp[k] == 0 and kd[k] == 0 and not np.any(data.tau_ff[:, k])]
+        if idle:
+            raise RobotError(
+                f"joint(s) {', '.join(idle)}: the gains are zero (kp = kd = 0) and the log has no feed-forward "
+                "effort (tau_ff) for them, so nothing drives them; give the gains the robot ran "
+                "(--kp / --kd, or kp / kd in the log's metadata) or log the commanded effort as tau_ff"
+            )
     terms = (
         ["armature", "viscous_friction", "friction"]
         + ([] if gains_known else ["stiffness", "damping"])
@@ -731,29 +779,192 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
     if opts.effort_mode not in EFFORT_MODES:
         raise RobotError(f"effort_mode {opts.effort_mode!r}: one of {', '.join(EFFORT_MODES)}")
     prob.effort_mode = opts.effort_mode
-    n, dt_log = seg.n, seg.dt
-    split = int(round(n * (1.0 - opts.validation_fraction)))
-    if split < 10 or n - split < 10:
+    prob.term_bounds, prob.bias_bound, prob.scales = model_bounds(robot, prob, data, opts.decimation)
+    prob.gains = _gains_note(prob, opts, bool(np.any(data.tau_ff)))
+    return data, prob, gains_known
+
+
+def _gains(
+    rec: Recording, opts: RobotFitOptions, perm: np.ndarray, j: int
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The PD gains in model joint order: the options', else the log's (every recording must state the same),
+    else None (fitted); kd 0 where kp is known and kd is not."""
+    logged: list[np.ndarray | None] = []
+    for key, given in (("kp", opts.kp), ("kd", opts.kd)):
+        if given is not None:
+            logged.append(np.full(j, float(given)))
+            continue
+        per_seg = [_log_gains(seg, key, list(rec.joint_names)) for seg in rec.segments]
+        first = per_seg[0]
+        for seg, v in zip(rec.segments[1:], per_seg[1:], strict=True):
+            if (v is None) != (first is None) or (v is not None and not np.array_equal(v, np.asarray(first))):
+                raise RobotError(
+                    f"recording {seg.name} states {key} {v if v is None else v.tolist()} where "
+                    f"{rec.segments[0].name} states {first if first is None else first.tolist()}; this version "
+                    f"fits one set of gains: give --{key}, or fit the recordings of each gain apart"
+                )
+        logged.append(None if first is None else first[perm])
+    kp, kd = logged
+    if kp is not None and kd is None:
+        kd = np.zeros(j)
+    return kp, kd
+
+
+def _recording_split(rec: Recording, opts: RobotFitOptions) -> tuple[list[int], list[int], str]:
+    """Training and validation segment indices of a log of several recordings, and how they were chosen: the
+    named holdout (KEY=VALUE on segment metadata, as a joint fit's --holdout), else the last recordings (the
+    validation fraction of them, at least one): train earlier, validate later."""
+    from .plan import plan_split, recordings
+    from .request import FitRequest, FitRequestError
+
+    groups = recordings(rec)
+    if opts.holdout:
+        try:
+            split = plan_split(rec, FitRequest(holdout=opts.holdout))
+        except FitRequestError as e:
+            raise RobotError(str(e)) from None
+        return split.train, split.validation, split.method
+    if len(groups) < 2:
         raise RobotError(
-            f"the log has {n} samples: too few to split {opts.validation_fraction:.0%} off for validation"
+            f"the log's {len(rec.segments)} segments are one recording (split at time gaps); a robot fit "
+            "validates on whole recordings: log another recording, or name a holdout (--holdout KEY=VALUE)"
         )
+    k = min(len(groups) - 1, max(1, int(round(len(groups) * opts.validation_fraction))))
+    val = sorted(i for g in groups[-k:] for i in g)
+    return (
+        [i for i in range(len(rec.segments)) if i not in val],
+        val,
+        f"the last {k} of {len(groups)} recordings",
+    )
+
+
+def _assemble(rec: Recording, perm: np.ndarray, opts: RobotFitOptions, how: str) -> _Data:
+    """The log in model joint order, training recordings first, then the validation ones; one recording is split
+    in time (the last validation_fraction validates, replayed from the measured state at the cut)."""
+    segs = rec.segments
+    dt_log = segs[0].dt
+    for s_ in segs[1:]:
+        if abs(s_.dt - dt_log) > 0.01 * dt_log:
+            raise RobotError(
+                f"recording {s_.name} is sampled every {s_.dt:.6g} s, {segs[0].name} every {dt_log:.6g} s; "
+                "a robot fit needs one sample rate (resample the log)"
+            )
     length = max(2, int(round(opts.window_s / dt_log)))
-    starts = np.arange(0, split - length, length)
+    if len(segs) == 1 and not opts.holdout:
+        n = segs[0].n
+        split = int(round(n * (1.0 - opts.validation_fraction)))
+        if split < 10 or n - split < 10:
+            raise RobotError(
+                f"the log has {n} samples: too few to split {opts.validation_fraction:.0%} off for validation"
+            )
+        train_idx, val_idx, method = [0], list[int](), "time"
+        pieces, val_pieces = [(0, split)], [(split, n)]
+    else:
+        train_idx, val_idx, method = _recording_split(rec, opts)
+        sizes = [segs[i].n for i in train_idx + val_idx]
+        edges = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        bounds = list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
+        pieces, val_pieces = bounds[: len(train_idx)], bounds[len(train_idx) :]
+        split = pieces[-1][1]
+    order = train_idx + val_idx
+    cols = [
+        np.concatenate([np.nan_to_num(np.asarray(getattr(segs[i], ch), float)) for i in order])[:, perm]
+        for ch in ("q", "qd", "q_des", "qd_des", "tau_ff")
+    ]
+    first = np.zeros(cols[0].shape[0], int)
+    for a, b in pieces + val_pieces:
+        first[a:b] = a if len(order) > 1 else 0
+    starts = np.concatenate([np.arange(a, b - length, length) for a, b in pieces]).astype(int)
     if starts.size == 0:
         raise RobotError(f"the training part ({split} samples) is shorter than one {opts.window_s} s window")
-    data = _Data(
-        seg.q[:, perm],
-        seg.qd[:, perm],
-        seg.q_des[:, perm],
-        seg.qd_des[:, perm],
-        seg.t,
+    t = segs[0].t if len(order) == 1 else np.arange(cols[0].shape[0]) * dt_log
+    q, qd, cmd, cmd_qd, tau_ff = cols
+    return _Data(
+        q,
+        qd,
+        cmd,
+        cmd_qd,
+        tau_ff,
+        t,
         dt_log / opts.decimation,
         split,
         starts,
         length,
         how,
+        pieces=pieces,
+        val_pieces=val_pieces,
+        first=first,
+        recordings={
+            "method": method,
+            "training": [segs[i].name for i in train_idx],
+            "validation": [segs[i].name for i in val_idx],
+        },
     )
-    return data, prob, gains_known
+
+
+def _gains_note(prob: _Problem, opts: RobotFitOptions, feed_forward: bool) -> str:
+    """Where the PD gains came from, and whether the log's feed-forward effort drives the joints."""
+    if prob.kp is None:
+        note = "fitted per group (the log states none)"
+    elif not np.any(prob.kp) and (prob.kd is None or not np.any(prob.kd)):
+        return "zero (kp = kd = 0): the log's feed-forward effort (tau_ff) drives the joints"
+    else:
+        note = "as given (kp / kd options)" if opts.kp is not None else "from the log"
+    return note + ("; plus the log's feed-forward effort (tau_ff)" if feed_forward else "")
+
+
+def _demand(prob: _Problem, data: _Data, n: int) -> np.ndarray:
+    """(n, J) the effort the log asks of each joint over its first n samples: the feed-forward effort plus the
+    PD effort at the known gains (no delay, no bias), N·m."""
+    j = len(prob.names)
+    kp = prob.kp if prob.kp is not None else np.zeros(j)
+    kd = prob.kd if prob.kd is not None else np.zeros(j)
+    return data.tau_ff[:n] + kp * (data.cmd[:n] - data.q[:n]) + kd * (data.cmd_qd[:n] - data.qd[:n])
+
+
+def model_bounds(
+    robot: RobotModel, prob: _Problem, data: _Data, decimation: int
+) -> tuple[dict[str, dict[str, tuple[float, float]]], np.ndarray, dict[str, dict[str, float]]]:
+    """Per group the log10 bounds of every term (BOUND_RULES), scaled to the model and the training log; per
+    joint the encoder bias bound (BIAS_RANGE_SHARE of its range); and the scales used, for the result.
+
+    The rigid-body effort and the joint-space inertia come from Newton's (MuJoCo's) inverse dynamics along at
+    most 200 training samples, so a heavy arm's friction or a light finger's armature is inside the bounds."""
+    n = int(data.split)
+    h = data.dt * decimation
+    pick = np.unique(np.linspace(0, n - 1, min(200, n)).round().astype(int))
+    acc = np.gradient(data.qd[:n], h, axis=0)
+    rigid, diag, _ = joint_space_terms(robot, data.q[pick], data.qd[pick], acc[pick], derivatives=False)
+    limit = np.where(np.isfinite(robot.effort_limit) & (robot.effort_limit < 1e5), robot.effort_limit, 0.0)
+    demand = np.quantile(np.abs(_demand(prob, data, n)), 0.999, axis=0)
+    effort = np.maximum.reduce(
+        [limit, demand, np.quantile(np.abs(rigid), 0.99, axis=0), np.full(limit.shape, 1e-3)]
+    )
+    speed = np.maximum(np.quantile(np.abs(data.qd[:n]), 0.99, axis=0), 1e-2)
+    vmax = np.maximum(np.abs(data.qd[:n]).max(axis=0), 1e-2)
+    accel = np.maximum(np.quantile(np.abs(acc), 0.99, axis=0), 1e-1)
+    inertia = np.maximum(diag.max(axis=0), 1e-9)
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    scales: dict[str, dict[str, float]] = {}
+    for g, idx in prob.groups.items():
+        e, v, a, m = (float(x[idx].max()) for x in (effort, speed, accel, inertia))
+        vm = float(vmax[idx].max())
+        top = {
+            "armature": max(10 * e / a, 10 * m),
+            "viscous_friction": 10 * e / v,
+            "friction": 2 * e,
+            "stiffness": e / 0.005,
+            "damping": 10 * e / v,
+            "saturation_effort": 20 * e,
+            "effort_limit": 20 * e,
+        }
+        out[g] = {t: (math.log10(top[t]) - BOUND_RULES[t][1], math.log10(top[t])) for t in top}  # type: ignore[operator]
+        out[g]["velocity_limit"] = (math.log10(0.05 * vm), math.log10(100 * vm))
+        scales[g] = {"effort": e, "speed": v, "max_speed": vm, "acceleration": a, "inertia": m}
+    span = robot.upper - robot.lower
+    finite = np.isfinite(span) & (span > 0) & (span < 1e3)
+    bias = np.where(finite, BIAS_RANGE_SHARE * np.where(finite, span, 0.0), 0.3)
+    return out, np.maximum(bias, 0.01), scales
 
 
 def _start(
@@ -766,7 +977,7 @@ def _start(
 ) -> np.ndarray:
     """The search's start: the model file's joint terms (group means), gains from a coarse scan if unknown."""
     x0 = []
-    for idx in prob.groups.values():
+    for g, idx in prob.groups.items():
         for t in prob.terms:
             limit = float(np.min(prob.effort_limit[idx]))
             v = {
@@ -779,8 +990,7 @@ def _start(
                 "velocity_limit": 100.0,
                 "effort_limit": limit,
             }[t]  # envelope: scanned
-            lo, hi = BOUNDS[t]
-            x0.append(float(np.clip(math.log10(max(v, 10**lo)), lo, hi)))
+            x0.append(prob.clip_log(g, t, v))
     x = np.array(x0 + [0.0] * (len(prob.names) if prob.fit_bias else 0))
     if gains_known:
         return x
@@ -790,10 +1000,9 @@ def _start(
     xs = np.repeat(x[None], len(grid), axis=0)
     for gi, (a, b) in enumerate(grid):
         for k, vn in enumerate(prob.var_names):
-            if vn.endswith(".stiffness"):
-                xs[gi, k] = math.log10(a)
-            elif vn.endswith(".damping"):
-                xs[gi, k] = math.log10(b)
+            g, _, t = vn.rpartition(".")
+            if t in ("stiffness", "damping"):
+                xs[gi, k] = prob.clip_log(g, t, a if t == "stiffness" else b)
     scan = _rms(ev_scan.residuals(xs, np.full(len(grid), delay)))
     best = int(np.argmin(scan))
     say(f"gain scan: best kp {grid[best][0]}, kd {grid[best][1]} (training RMSE {scan.min():.4f} rad)")
@@ -805,16 +1014,19 @@ def _rms(r: np.ndarray) -> np.ndarray:
 
 
 def _interval_demand(prob: _Problem, data: _Data, n: int, decimation: int, delay: int) -> np.ndarray:
-    """(n − 1, J) PD effort over each training interval, averaged over its physics steps (states interpolated
+    """(n − 1, J) PD plus feed-forward effort over each training interval, averaged over its physics steps (states interpolated
     between samples, commands as the delay holds them); the PD acts on the reading, so the bias is in it."""
     kp = prob.kp if prob.kp is not None else np.zeros(len(prob.names))
     kd = prob.kd if prob.kd is not None else np.zeros(len(prob.names))
     q, qd, acc = data.q[:n], data.qd[:n], np.zeros((n - 1, len(prob.names)))
     for i in range(decimation):
-        idx = np.clip(np.floor_divide(np.arange(n - 1) * decimation + i - delay, decimation), 0, None)
+        idx = np.floor_divide(np.arange(n - 1) * decimation + i - delay, decimation)
+        idx = np.maximum(idx, data.first_of(np.arange(n - 1)))  # no command from before its recording
         w = i / decimation
-        acc += kp * (data.cmd[idx] - (q[:-1] + w * np.diff(q, axis=0))) + kd * (
-            data.cmd_qd[idx] - (qd[:-1] + w * np.diff(qd, axis=0))
+        acc += (
+            data.tau_ff[idx]
+            + kp * (data.cmd[idx] - (q[:-1] + w * np.diff(q, axis=0)))
+            + kd * (data.cmd_qd[idx] - (qd[:-1] + w * np.diff(qd, axis=0)))
         )
     return acc / decimation
 
@@ -901,6 +1113,8 @@ def _equation_error_start(
     acc = np.diff(data.qd[:n], axis=0) / h
     vel = 0.5 * (data.qd[1:n] + data.qd[: n - 1])
     rigid = inverse_dynamics(robot, 0.5 * (data.q[1:n] + data.q[: n - 1]), vel, acc)
+    seams = [a - 1 for a, _ in data.pieces[1:]]  # intervals across two recordings: not motion, left out
+    acc[seams], vel[seams] = 0.0, 0.0
     scores, points = [], []
     for d in delays:
         demand = _interval_demand(prob, data, n, decimation, int(d))
@@ -925,8 +1139,7 @@ def _ee_point(prob: _Problem, x0: np.ndarray, fits: list, demand: np.ndarray, ve
     for idx, coef, res, sigma in fits:
         g = next(name for name, members in prob.groups.items() if members == idx)
         for t, v in zip(("armature", "viscous_friction", "friction"), coef[:3], strict=True):
-            lo, hi = BOUNDS[t]
-            x[prob.var_names.index(f"{g}.{t}")] = float(np.clip(math.log10(max(v, 10**lo)), lo, hi))
+            x[prob.var_names.index(f"{g}.{t}")] = prob.clip_log(g, t, v)
         if prob.dc_motor:
             sign = np.sign(demand[:, idx])
             given = demand[:, idx] - res  # the effort the motor gave
@@ -934,8 +1147,7 @@ def _ee_point(prob: _Problem, x0: np.ndarray, fits: list, demand: np.ndarray, ve
             clipped = res * sign > max(4.0 * sigma, 0.05 * float(np.quantile(np.abs(given), 0.99)))
             env = _fit_envelope((sign * vel[:, idx])[clipped], (sign * given)[clipped], given, vel[:, idx])
             for t, v in zip(DC_TERMS, env, strict=True):
-                lo, hi = BOUNDS[t]
-                x[prob.var_names.index(f"{g}.{t}")] = float(np.clip(math.log10(v), lo, hi))
+                x[prob.var_names.index(f"{g}.{t}")] = prob.clip_log(g, t, v)
     return x
 
 
@@ -952,9 +1164,11 @@ def _scan_envelope(
     its measured state and delayed commands and by its fastest speed; the best training fit (one batch)."""
     v = prob.joint_values(x[None])
     n = data.split
-    lagged = data.cmd[np.clip(np.arange(n) - int(round(delay / decimation)), 0, None)]
+    lag = np.maximum(np.arange(n) - int(round(delay / decimation)), data.first_of(np.arange(n)))
     demand = np.abs(
-        v["stiffness"][0] * (lagged - data.q[:n]) + v["damping"][0] * (data.cmd_qd[:n] - data.qd[:n])
+        data.tau_ff[lag]
+        + v["stiffness"][0] * (data.cmd[lag] - data.q[:n])
+        + v["damping"][0] * (data.cmd_qd[:n] - data.qd[:n])
     )
     speed = np.abs(data.qd[:n])
     grid = list(itertools.product(*ENVELOPE_GRID.values()))
@@ -967,8 +1181,7 @@ def _scan_envelope(
                 ("saturation_effort", r * e * top),
                 ("velocity_limit", sp * vmax),
             ):
-                lo, hi = BOUNDS[t]
-                xs[gi, prob.var_names.index(f"{g}.{t}")] = float(np.clip(math.log10(val), lo, hi))
+                xs[gi, prob.var_names.index(f"{g}.{t}")] = prob.clip_log(g, t, val)
     scan = _rms(ev_scan.residuals(xs, np.full(len(grid), delay)))
     best = int(np.argmin(scan))
     say(
@@ -1126,6 +1339,8 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
             opts.decimation,
             data.dt,
             opts.device,
+            data.tau_ff,
+            data.first,
         )
 
     ev = evaluator(data.starts)
@@ -1233,6 +1448,8 @@ def replay_validation(
         data.dt,
         prob.effort_limit,
         prob.effort_mode,
+        data.tau_ff,
+        [(a, b, int(data.first_of(np.array([a]))[0])) for a, b in data.val_pieces] or None,
     )
 
 
@@ -1264,10 +1481,18 @@ def _validate(
     val, val_j = _rmse(rep_fit, meas, names)
     dval, dval_j = _rmse(rep_def, meas, names)
     out = {
-        "split": "time",
+        "split": "time" if data.recordings.get("method", "time") == "time" else "recordings",
         "split_sample": int(data.split),
         "split_time_s": float(data.t[data.split] - data.t[0]),
         "fraction": float(opts.validation_fraction),
+        **(
+            {}
+            if data.recordings.get("method", "time") == "time"
+            else {
+                "recordings": data.recordings,
+                "fraction": float(data.q.shape[0] - data.split) / data.q.shape[0],
+            }
+        ),
         "rmse": val,
         "per_joint_rmse": val_j,
         "model_defaults_rmse": dval,
@@ -1275,7 +1500,12 @@ def _validate(
         "model_defaults": "the model file's armature, damping and frictionloss; gains "
         + ("from the log" if gains_known else "as fitted")
         + "; no delay, no encoder bias",
-        "replay": "from the measured state at the split, coupled, Newton SolverMuJoCo",
+        "replay": (
+            "from the measured state at the split"
+            if data.recordings.get("method", "time") == "time"
+            else "each held-out recording whole, from its own first measured state"
+        )
+        + ", coupled, Newton SolverMuJoCo",
         "envelope_active_per_joint": {nm: float(cut[k]) for k, nm in enumerate(names)},
     }
     if dec is not None:
@@ -1339,7 +1569,8 @@ def _result(
         "joint_mapping": data.how,
         "groups": group_out,
         "motor_envelope": "dc_motor" if prob.dc_motor else "off",
-        "gains": "from the log" if gains_known else "fitted per group (the log states none)",
+        "gains": prob.gains,
+        "bounds": bound_report(prob, fitted),
         "encoder_bias": {nm: float(fitted["bias"][0, k]) for k, nm in enumerate(names)},
         "delay_steps": int(delay),
         "delay": delay_note,
@@ -1370,6 +1601,43 @@ def _result(
             "encoder bias: the encoder reads the true angle plus the bias; the PD acts on that reading",
         ],
     }
+
+
+def bound_report(prob: _Problem, fitted: dict[str, np.ndarray]) -> dict:
+    """The searched terms' bounds (natural units), the terms that ended at one, and the encoder biases beyond a
+    plausible calibration (BIAS_PLAUSIBLE): those absorb model error and are named, never exported silently."""
+    bounds: dict[str, list[float]] = {}
+    at: list[dict] = []
+    for g, idx in prob.groups.items():
+        for t in prob.terms:
+            lo, hi = prob.bound(g, t)
+            bounds[f"{g}.{t}"] = [10**lo, 10**hi]
+            x = math.log10(max(float(fitted[t][0, idx[0]]), 1e-300))
+            for side, b in (("lower", lo), ("upper", hi)):
+                if abs(x - b) <= AT_BOUND * (hi - lo):
+                    at.append({"term": f"{g}.{t}", "value": 10**x, "bound": side, "limit": 10**b})
+    wide: list[dict] = []
+    if prob.fit_bias:
+        bb = prob.bias_bound if prob.bias_bound is not None else np.full(len(prob.names), 0.3)
+        for k, nm in enumerate(prob.names):
+            b, v = float(bb[k]), float(fitted["bias"][0, k])
+            bounds[f"{nm}.bias"] = [-b, b]
+            if abs(abs(v) - b) <= AT_BOUND * 2 * b:
+                at.append(
+                    {"term": f"{nm}.bias", "value": v, "bound": "upper" if v > 0 else "lower", "limit": b}
+                )
+            if abs(v) > BIAS_PLAUSIBLE:
+                wide.append({"joint": nm, "bias": v})
+    notes = [
+        f"{e['term']} ended at its {e['bound']} bound ({e['limit']:.4g}): the data push it beyond the range "
+        "the model and the log make plausible; treat the value as unidentified"
+        for e in at
+    ] + [
+        f"{w['joint']}: encoder bias {w['bias']:+.4f} rad is beyond a plausible calibration "
+        f"({BIAS_PLAUSIBLE} rad): it absorbs model error (gravity, friction or transmission the model lacks)"
+        for w in wide
+    ]
+    return {"bounds": bounds, "at_bound": at, "implausible_bias": wide, "notes": notes, "scales": prob.scales}
 
 
 def has_envelope(group: dict) -> bool:
@@ -1449,9 +1717,14 @@ def result_lines(result: dict) -> list[str]:
         f"robot {result['robot']['path']}: {len(result['robot']['joints'])} joints, base "
         f"{result['robot']['base']} fixed; {result['robot']['notes'][0]}",
         f"joints mapped {result['joint_mapping']}",
-        f"held-out RMSE (last {v['fraction']:.0%} of the log in time, replayed from the measured state at "
-        f"{v['split_time_s']:.2f} s): {v['rmse']:.4f} rad; the model file's joint terms: "
-        f"{v['model_defaults_rmse']:.4f} rad",
+        (
+            f"held-out RMSE (last {v['fraction']:.0%} of the log in time, replayed from the measured state at "
+            f"{v['split_time_s']:.2f} s)"
+            if v.get("split", "time") == "time"
+            else f"held-out RMSE (recordings {', '.join(v['recordings']['validation'])}, "
+            f"{v['recordings']['method']}, each replayed whole)"
+        )
+        + f": {v['rmse']:.4f} rad; the model file's joint terms: {v['model_defaults_rmse']:.4f} rad",
     ]
     dec = v.get("decoupled_fit")
     if dec:
@@ -1464,6 +1737,8 @@ def result_lines(result: dict) -> list[str]:
             f"  {nm}: {e:.4f} rad (model defaults {v['model_defaults_per_joint_rmse'][nm]:.4f}"
             + (f", decoupled fit {dec['per_joint_rmse'][nm]:.4f})" if dec else ")")
         )
+    for note in result.get("bounds", {}).get("notes", []):
+        lines.append(f"  flag: {note}")
     t = result["training"]
     lines.append(
         f"delay {result['delay_steps']} physics steps; sim dt {result['sim']['dt']:.6g} s, decimation "

@@ -45,6 +45,7 @@ def _pd_kernel(
     qd: wp.array(dtype=wp.float32),
     target_q: wp.array2d(dtype=wp.float32),
     target_qd: wp.array2d(dtype=wp.float32),
+    target_ff: wp.array2d(dtype=wp.float32),
     row: int,
     dof: wp.array(dtype=wp.int32),
     kp: wp.array(dtype=wp.float32),
@@ -57,7 +58,8 @@ def _pd_kernel(
     joint_f: wp.array(dtype=wp.float32),
     clipped: wp.array(dtype=wp.float32),
 ):
-    """One PD effort per (world, actuated joint) from the current state and this step's target row, clamped.
+    """One PD effort plus the feed-forward effort per (world, actuated joint) from the current state and this
+    step's target row, clamped (Newton's DrivePD: feedforward + kp·e + kd·ė, then the clamps).
 
     DC clamp where the saturation effort is finite (Newton's ClampingDCMotor: with sat = inf it is the box at the
     max motor effort), then the model's box (ClampingMaxEffort); `clipped` counts steps the envelope cut.
@@ -65,7 +67,7 @@ def _pd_kernel(
     i = wp.tid()
     d = dof[i]
     v = qd[d]
-    tau = kp[i] * (target_q[row, i] - (q[d] + bias[i])) + kd[i] * (target_qd[row, i] - v)
+    tau = target_ff[row, i] + kp[i] * (target_q[row, i] - (q[d] + bias[i])) + kd[i] * (target_qd[row, i] - v)
     out = wp.clamp(tau, -motor[i], motor[i])
     if sat[i] < 1.0e30:
         out = dc_motor_clip(tau, v, sat[i], vlim[i], motor[i])
@@ -94,17 +96,20 @@ def _record_kernel(
 def _target_kernel(
     target_q: wp.array2d(dtype=wp.float32),
     target_qd: wp.array2d(dtype=wp.float32),
+    target_ff: wp.array2d(dtype=wp.float32),
     row: int,
     dof: wp.array(dtype=wp.int32),
     bias: wp.array(dtype=wp.float32),
     out_q: wp.array(dtype=wp.float32),
     out_qd: wp.array(dtype=wp.float32),
+    out_ff: wp.array(dtype=wp.float32),
 ):
     """This physics step's targets into Newton's per-DoF arrays; the PD acts on the reading q + bias, so Newton's
     actuator (which reads the true q) sees the position target shifted by −bias."""
     i = wp.tid()
     out_q[dof[i]] = target_q[row, i] - bias[i]
     out_qd[dof[i]] = target_qd[row, i]
+    out_ff[dof[i]] = target_ff[row, i]
 
 
 @wp.kernel
@@ -149,7 +154,8 @@ class JointTerms:
 
 def newton_actuator(dofs: np.ndarray, terms: JointTerms, device: str) -> Actuator:
     """One Newton Actuator over Newton DoFs `dofs` (W·J,): DrivePD → ClampingDCMotor → ClampingMaxEffort with
-    the (W, J) terms flattened alike, targets read from `joint_target_q` / `joint_target_qd`, no feedforward,
+    the (W, J) terms flattened alike, targets read from `joint_target_q` / `joint_target_qd`, the feed-forward
+    effort from `joint_act` (Newton's default),
     the drive law also written to `joint_computed`. One actuator over every DoF: Newton's implicit mode then
     solves each articulation's DoFs as one coupled system, as it does for an actuator group the builder made."""
     from newton.actuators import Actuator, ClampingDCMotor, ClampingMaxEffort, DrivePD
@@ -171,21 +177,29 @@ def newton_actuator(dofs: np.ndarray, terms: JointTerms, device: str) -> Actuato
             ),
             ClampingMaxEffort(max_effort=arr(terms.effort_limit)),
         ],
-        control_feedforward_attr=None,
+        control_feedforward_attr="joint_act",
         control_computed_output_attr="joint_computed",
     )
 
 
 def physics_targets(
-    cmd: np.ndarray, starts: np.ndarray, samples: int, decimation: int, delay: int
+    cmd: np.ndarray,
+    starts: np.ndarray,
+    samples: int,
+    decimation: int,
+    delay: int,
+    first: np.ndarray | None = None,
 ) -> np.ndarray:
     """(samples·decimation, W, J) command each physics step sees: log sample ⌊(k − delay)/decimation⌋ of its window.
 
     `cmd` is (T, J) over the whole log and `starts` (W,) each window's first sample; commands from before the
-    window (a delay reaching back) are the log's own, the first sample's before the log starts.
+    window (a delay reaching back) are the log's own, the first sample's before the log starts, or before the
+    window's recording starts (`first` (W,), the first sample of each window's recording, in a log of several).
     """
     k = np.arange(samples * decimation)
     idx = starts[None, :] + np.floor_divide(k - delay, decimation)[:, None]
+    if first is not None:
+        idx = np.maximum(idx, np.asarray(first, int)[None, :])
     return cmd[np.clip(idx, 0, cmd.shape[0] - 1)]
 
 
@@ -283,6 +297,7 @@ class ArticulatedRollout:
         terms: JointTerms,
         decimation: int,
         dt: float,
+        target_ff: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
         """run() on MuJoCo's C backend: the MuJoCo model and data Newton's SolverMuJoCo holds, stepped as its own
         step() does (the effort as qfrc_applied, then mj_step), without the per-step copies between Newton's
@@ -316,7 +331,7 @@ class ArticulatedRollout:
             corner = vlim * (1.0 + motor / sat)
             for k in range(target_q.shape[0]):
                 qn, vn = md.qpos[qadr[order]], md.qvel[order]
-                tau = kp * (target_q[k, 0] - (qn + bias)) + kd * (target_qd[k, 0] - vn)
+                tau = target_ff[k, 0] + kp * (target_q[k, 0] - (qn + bias)) + kd * (target_qd[k, 0] - vn)
                 f = np.clip(tau, -motor, motor)
                 if dc.any():
                     v = np.clip(vn, -corner, corner)
@@ -381,8 +396,10 @@ class ArticulatedRollout:
         terms: JointTerms,
         decimation: int,
         dt: float,
+        target_ff: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Roll out every world from measured (q0, qd0) (W, J) under per-physics-step targets (P, W, J).
+        """Roll out every world from measured (q0, qd0) (W, J) under per-physics-step targets (P, W, J) and
+        feed-forward efforts `target_ff` (P, W, J) N·m, none when None (a torque-driven joint has kp = kd = 0).
 
         Returns the measured positions (q + bias) and velocities at each log sample, (P/decimation + 1, W, J),
         row 0 the initial state; dt is the physics step. `clip_fraction` then holds, per (world, joint), the
@@ -391,11 +408,12 @@ class ArticulatedRollout:
         w, j = self.worlds, len(self.robot.joint_names)
         samples = target_q.shape[0] // decimation
         self._set_terms(terms)
+        ff = np.zeros(np.shape(target_q)) if target_ff is None else np.asarray(target_ff, float)
         if self.effort_mode == "implicit":
-            return self._run_implicit(q0, qd0, target_q, target_qd, terms, decimation, dt)
+            return self._run_implicit(q0, qd0, target_q, target_qd, terms, decimation, dt, ff)
         if self.mujoco_cpu:
-            return self._run_c(q0, qd0, target_q, target_qd, terms, decimation, dt)
-        tq, tqd = self._dev(target_q), self._dev(target_qd)
+            return self._run_c(q0, qd0, target_q, target_qd, terms, decimation, dt, ff)
+        tq, tqd, tff = self._dev(target_q), self._dev(target_qd), self._dev(ff)
         kp, kd, lim, bias, sat, vlim, motor = (
             self._dev(np.broadcast_to(x, (w, j)))
             for x in (terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope())
@@ -423,6 +441,7 @@ class ArticulatedRollout:
                     s0.joint_qd,
                     tq,
                     tqd,
+                    tff,
                     k,
                     self._coord_wp,
                     kp,
@@ -460,6 +479,7 @@ class ArticulatedRollout:
         terms: JointTerms,
         decimation: int,
         dt: float,
+        target_ff: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
         """run() in Newton's implicit effort mode, stepped as Newton's own tests step it: the response primed with
         refresh() at the start, then per physics step the actuator, the solver, and refresh_from_solve() from
@@ -474,7 +494,7 @@ class ArticulatedRollout:
         response, solve = self._response, self._solve_inverse()
         actuator = newton_actuator(self.dof_flat, terms, dev)
         actuator.set_effort_mode_implicit(response)
-        tq, tqd = self._dev(target_q), self._dev(target_qd)
+        tq, tqd, tff = self._dev(target_q), self._dev(target_qd), self._dev(target_ff)
         bias_np = np.broadcast_to(terms.bias, (w, j))
         bias = self._dev(bias_np)
         s0, s1 = self._initial_state(q0, qd0, bias_np), self.model.state()
@@ -486,6 +506,7 @@ class ArticulatedRollout:
             joint_target_qd=wp.zeros(nd, dtype=wp.float32, device=dev),
             joint_f=joint_f,
             joint_computed=wp.zeros(nd, dtype=wp.float32, device=dev),
+            joint_act=wp.zeros(nd, dtype=wp.float32, device=dev),
         )
         clipped = wp.zeros(self.n, dtype=wp.float32, device=dev)
         out_q = wp.zeros((samples + 1, self.n), dtype=wp.float32, device=dev)
@@ -498,7 +519,17 @@ class ArticulatedRollout:
             wp.launch(
                 _target_kernel,
                 self.n,
-                [tq, tqd, k, self._coord_wp, bias, ctrl.joint_target_q, ctrl.joint_target_qd],
+                [
+                    tq,
+                    tqd,
+                    tff,
+                    k,
+                    self._coord_wp,
+                    bias,
+                    ctrl.joint_target_q,
+                    ctrl.joint_target_qd,
+                    ctrl.joint_act,
+                ],
                 device=dev,
             )
             joint_f.zero_()
@@ -541,6 +572,7 @@ def _clamps(tau: float, v: float, sat: float, vlim: float, motor: float, limit: 
 def _implicit_pd(
     q_des: float,
     qd_des: float,
+    ff: float,
     y: float,
     v: float,
     kp: float,
@@ -552,10 +584,10 @@ def _implicit_pd(
     motor: float,
     limit: float,
 ):
-    """Newton's implicit effort for one DoF of inertia m (hm = h/m): f = clamp(PD at qd' = v + hm·f, q' = y + h·qd')
+    """Newton's implicit effort for one DoF of inertia m (hm = h/m): f = clamp(ff + PD at qd' = v + hm·f, q' = y + h·qd')
     with the clamps at qd'. The linear law is solved exactly, then the clamps re-applied at the predicted speed
     (the DC bound moves with it, slowly): the root Newton's iterations reach (docs/consumer-semantics.md §C.2)."""
-    f_lin = (kp * (q_des - y - h * v) + kd * (qd_des - v)) / (1.0 + hm * (kd + h * kp))
+    f_lin = (ff + kp * (q_des - y - h * v) + kd * (qd_des - v)) / (1.0 + hm * (kd + h * kp))
     f = _clamps(f_lin, v + hm * f_lin, sat, vlim, motor, limit)
     for _it in range(3):
         f = _clamps(f_lin, v + hm * f, sat, vlim, motor, limit)
@@ -568,11 +600,13 @@ def _decoupled_kernel(
     v_meas: wp.array2d(dtype=wp.float32),
     cmd: wp.array2d(dtype=wp.float32),
     cmd_qd: wp.array2d(dtype=wp.float32),
+    cmd_ff: wp.array2d(dtype=wp.float32),
     mass: wp.array2d(dtype=wp.float32),
     load: wp.array2d(dtype=wp.float32),
     stiff: wp.array2d(dtype=wp.float32),
     shift: wp.array3d(dtype=wp.float32),
     starts: wp.array(dtype=wp.int32),
+    firsts: wp.array(dtype=wp.int32),
     delay: wp.array(dtype=wp.int32),
     par: wp.array3d(dtype=wp.float32),
     length: int,
@@ -588,7 +622,7 @@ def _decoupled_kernel(
     """One joint's own 1-DoF rollout per (candidate, window, joint) over a whole window, in one thread.
 
     Along the measured motion: inertia `mass` (the joint-space diagonal) + armature, the effort the rest of the
-    robot and gravity need `load`, and its change with this joint's own angle `stiff` (∂load/∂q) and with the
+    robot and gravity need `load`, the logged feed-forward effort `cmd_ff` (delayed as the targets), and its change with this joint's own angle `stiff` (∂load/∂q) and with the
     candidate's encoder biases `shift`; the PD and its clamps as _pd_kernel, MuJoCo's implicit damping
     (implicitfast) and its soft frictionloss constraint (reference −b_ref·v, regulariser `leak`/mass); with
     `implicit`, the effort in Newton's implicit mode on this 1-DoF plant (_implicit_pd).
@@ -612,13 +646,14 @@ def _decoupled_kernel(
         ci = st + kk // dec
         if kk < 0:
             ci = st - (-kk + dec - 1) // dec
-        ci = wp.clamp(ci, 0, last)
+        ci = wp.clamp(ci, firsts[w], last)  # no command from before the window's recording
         m = _lerp(mass, s, j, fr) + arm
         # both targets delayed, as Isaac Lab's DelayBuffers and Newton's Delay hold them
-        f = _clamps(kp * (cmd[ci, j] - y) + kd * (cmd_qd[ci, j] - v), v, sat, vlim, motor, limit)
+        u = cmd_ff[ci, j]
+        f = _clamps(u + kp * (cmd[ci, j] - y) + kd * (cmd_qd[ci, j] - v), v, sat, vlim, motor, limit)
         if implicit != 0:
             # this plant's own response to an impulse, 1/m (Newton's coupled A is not this plant's: measured worse)
-            f = _implicit_pd(cmd[ci, j], cmd_qd[ci, j], y, v, kp, kd, h / m, h, sat, vlim, motor, limit)
+            f = _implicit_pd(cmd[ci, j], cmd_qd[ci, j], u, y, v, kp, kd, h / m, h, sat, vlim, motor, limit)
         ext = _lerp(load, s, j, fr) + (1.0 - fr) * shift[c, s, j] + fr * shift[c, s + 1, j]
         ext = ext + _lerp(stiff, s, j, fr) * (y - _lerp(y_meas, s, j, fr))
         a_free = (f - ext - visc * v) / m
@@ -629,6 +664,24 @@ def _decoupled_kernel(
         if (k + 1) % dec == 0:
             r = (k + 1) // dec
             out[c * n_w + w, r - 1, j] = y - y_meas[st + r, j]
+
+
+def _derivatives(q: np.ndarray, log_dt: float, cuts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Savitzky–Golay velocity and acceleration of the log (T, J), each recording on its own: `cuts` are the
+    first samples of the recordings after the first (a filter across a seam would see a jump)."""
+    from scipy.signal import savgol_filter
+
+    dq, ddq = np.zeros_like(q), np.zeros_like(q)
+    edges = [0, *(int(c) for c in (cuts if cuts is not None else ()) if 0 < c < q.shape[0]), q.shape[0]]
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
+        n = b - a
+        if n < 5:  # a stub too short for the filter: plain differences
+            dq[a:b] = np.gradient(q[a:b], log_dt, axis=0) if n > 1 else 0.0
+            continue
+        win = min(9, n - (1 - n % 2))
+        dq[a:b] = savgol_filter(q[a:b], win, 3, deriv=1, delta=log_dt, axis=0)
+        ddq[a:b] = savgol_filter(q[a:b], win, 3, deriv=2, delta=log_dt, axis=0)
+    return dq, ddq
 
 
 class DecoupledRollout:
@@ -654,17 +707,16 @@ class DecoupledRollout:
         bias0: np.ndarray,
         device: str = "cpu",
         effort_mode: str = "explicit",
+        tau_ff: np.ndarray | None = None,
+        cuts: np.ndarray | None = None,
     ) -> None:
-        from scipy.signal import savgol_filter
 
         if effort_mode not in EFFORT_MODES:
             raise RobotError(f"effort_mode {effort_mode!r}: one of {', '.join(EFFORT_MODES)}")
         self.device, self.implicit = device, int(effort_mode == "implicit")
 
         self.n, self.j = n, q.shape[1]
-        win = min(9, n - (1 - n % 2))
-        dq = savgol_filter(q[: n + 1], win, 3, deriv=1, delta=log_dt, axis=0)
-        ddq = savgol_filter(q[: n + 1], win, 3, deriv=2, delta=log_dt, axis=0)
+        dq, ddq = _derivatives(q[: n + 1], log_dt, cuts)
         self.bias0 = np.asarray(bias0, float)
         tau, diag, grad = joint_space_terms(robot, q[: n + 1] - self.bias0, dq, ddq)
         assert grad is not None
@@ -675,7 +727,8 @@ class DecoupledRollout:
         solref, solimp = mm.dof_solref[0], mm.dof_solimp[0]
         self.b_ref = 2.0 / (float(solimp[1]) * float(solref[0]))  # MuJoCo's reference damping, ratio 1
         self.leak = (1.0 - float(solimp[0])) / float(solimp[0])  # R / A at zero violation
-        arrays = (q[: n + 1], qd[: n + 1], cmd[: n + 1], cmd_qd[: n + 1], diag, load, own)
+        ff = np.zeros_like(cmd) if tau_ff is None else tau_ff
+        arrays = (q[: n + 1], qd[: n + 1], cmd[: n + 1], cmd_qd[: n + 1], ff[: n + 1], diag, load, own)
         self._arrays: list[wp.array] = [
             wp.array(np.ascontiguousarray(a, np.float32), dtype=wp.float32, device=device) for a in arrays
         ]
@@ -684,10 +737,18 @@ class DecoupledRollout:
         self.threads = max(1, min(2, len(os.sched_getaffinity(0))))  # one kernel launch per core, at most two
 
     def run(
-        self, par: np.ndarray, delays: np.ndarray, starts: np.ndarray, length: int, decimation: int, dt: float
+        self,
+        par: np.ndarray,
+        delays: np.ndarray,
+        starts: np.ndarray,
+        length: int,
+        decimation: int,
+        dt: float,
+        first: np.ndarray | None = None,
     ) -> np.ndarray:
-        """(C, J, PARAMS) candidates with (C,) delays over windows `starts` → (C, W, length, J) simulated minus
-        measured positions after each window's first sample."""
+        """(C, J, PARAMS) candidates with (C,) delays over windows `starts` (and `first`, the first sample of each
+        window's recording, 0 by default) → (C, W, length, J) simulated minus measured positions after each
+        window's first sample."""
         import time
 
         t0 = time.perf_counter()
@@ -697,6 +758,11 @@ class DecoupledRollout:
         shift = -np.einsum("tjk,ck->ctj", self.grad, db)  # the candidate's biases move every joint's load
         dev = self.device
         st: wp.array = wp.array(starts.astype(np.int32), dtype=wp.int32, device=dev)
+        fi: wp.array = wp.array(
+            np.zeros(w, np.int32) if first is None else np.asarray(first, np.int32),
+            dtype=wp.int32,
+            device=dev,
+        )
 
         def launch(lo: int, hi: int) -> np.ndarray:  # candidates lo..hi; Warp's CPU launch releases the GIL
             out = wp.zeros(((hi - lo) * w, length, self.j), dtype=wp.float32, device=dev)
@@ -707,6 +773,7 @@ class DecoupledRollout:
                     *self._arrays,
                     wp.array(np.ascontiguousarray(shift[lo:hi], np.float32), dtype=wp.float32, device=dev),
                     st,
+                    fi,
                     wp.array(np.asarray(delays[lo:hi], np.int32), dtype=wp.int32, device=dev),
                     wp.array(
                         np.ascontiguousarray(np.minimum(par[lo:hi], 3.0e38), np.float32),
