@@ -364,8 +364,14 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
             ) from None
         rec.metadata["joint_names_from"] = "robot"
     delay = None if args.delay in (None, "scan") else int(args.delay)
+    if getattr(args, "folds", None) or getattr(args, "folds_by", None):
+        raise RobotError(
+            "--folds / --folds-by: a robot fit validates on held-out recordings (the last ones, or "
+            "--holdout KEY=VALUE); this version does not cross-validate"
+        )
     opts = RobotFitOptions(
         groups=parse_groups(args.groups),
+        holdout=getattr(args, "holdout", None),
         decimation=args.decimation or 4,
         delay=delay,
         fit_bias=not args.no_bias,
