@@ -48,6 +48,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_components.py": ("conformance",),
     "test_conformance_nets.py": ("conformance",),
     "test_conformance_newton.py": ("conformance",),
+    "test_consumers.py": ("conformance",),
     "test_export_consumers.py": ("conformance",),
     "test_export_safety.py": ("conformance",),
     "test_export_isaaclab.py": ("conformance",),

@@ -3,7 +3,8 @@
 A plain numpy pendulum written here (independent of the kernel and its oracle) makes a log with a
 Stribeck friction budget; fitting `dcmotor_stribeck` recovers it and beats the Isaac-Lab-native `dcmotor`
 on validation, and the report says by how much. Isaac Lab's ACTUATORS_BEST carries the budget in our explicit
-subclass and replays within 10 % of our rollout; every other export approximates and says so, never crashes.
+subclass and replays within 10 % of our rollout; newton.usda carries it in the consumer package's clamp; MuJoCo
+approximates and says so, never crashes.
 """
 
 from __future__ import annotations
@@ -222,9 +223,10 @@ def test_rich_friction_exports_the_budget_subclass_as_best_and_the_native_class_
         torch.isfinite(_actuate(best).joint_efforts).all()
         and torch.isfinite(_actuate(plain).joint_efforts).all()
     )
-    # JSON names the subclass, defined in the Python source, with the same fields
+    # JSON names the subclass, defined in the consumer package the Python source imports, with the same fields
     spec = json.loads(render_json(res))["actuators_best"]["hinge"]
-    assert spec["class_type"] == type(best).__name__ and spec["defined_in"] == "isaaclab.py"
+    assert spec["defined_in"] == "actuator_sysid.consumers.isaaclab"
+    assert spec["class_type"] == type(best).__name__ and type(best).__module__ == spec["defined_in"]
     assert ns[spec["class_type"]](**spec["cfg"]).to_dict() == best.to_dict()
     # findings: the native class approximates and names the export that carries the budget; the subclass
     # states its estimate
@@ -308,17 +310,20 @@ def test_render_all_states_every_approximation_and_does_not_crash() -> None:
     assert {"isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"} <= set(files)
     codes = {(f["code"], f["where"]) for f in json.loads(files["validation.json"])["findings"]}
     for fam in RICH_FAMILIES:
-        assert ("EXPORT.NEWTON.friction_model", f"j_{fam}") in codes
+        assert ("EXPORT.NEWTON.friction_budget", f"j_{fam}") in codes  # the package's clamp carries it
+        assert ("EXPORT.NEWTON.friction_model", f"j_{fam}") not in codes
         assert ("EXPORT.MJCF.friction_model", f"j_{fam}") in codes
         assert (
             "EXPORT.ISAACLAB.friction_estimated",
             f"j_{fam}",
         ) in codes  # ACTUATORS_BEST carries the budget
     assert any(c == "EXPORT.ISAACLAB.friction_approximated" for c, _ in codes)
-    # the Newton and MuJoCo findings say which export carries the budget
+    # the MuJoCo finding says which exports carry the budget; the Newton one what its clamp needs
     for f in json.loads(files["validation.json"])["findings"]:
-        if f["code"] in ("EXPORT.NEWTON.friction_model", "EXPORT.MJCF.friction_model"):
-            assert "isaaclab.py's ACTUATORS_BEST" in f["message"], f
+        if f["code"] == "EXPORT.MJCF.friction_model":
+            assert "isaaclab.py's ACTUATORS_BEST" in f["message"] and "newton.usda" in f["message"], f
+        if f["code"] == "EXPORT.NEWTON.friction_budget":
+            assert "actuator_sysid.consumers.register()" in f["message"], f
 
 
 def test_a_richer_family_starts_from_the_nested_one_and_never_fits_worse(fitted: dict) -> None:

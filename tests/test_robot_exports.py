@@ -325,7 +325,7 @@ def _rollout_has_envelope() -> bool:
 @pytest.mark.skipif(not _rollout_has_envelope(), reason="the coupled rollout has no DC-motor envelope yet")
 def test_a_dc_envelope_with_a_delay_replays_alike_in_every_consumer(go2_case: dict, tmp_path: Path) -> None:
     """Groups with a DC-motor envelope that cuts the PD effort, and a delay: Isaac Lab's DelayedDCMotorCfg (ours,
-    defined in isaaclab.py), Newton's ClampingDCMotor, MuJoCo's two actuators and actuatorfrcrange, and our rollout
+    from actuator_sysid.consumers), Newton's ClampingDCMotor, MuJoCo's two actuators and actuatorfrcrange, and our rollout
     move the robot alike, far from the unclipped log."""
     result = json.loads(
         json.dumps({k: v for k, v in go2_case["result"].items() if k not in ("replays", "exports")})
@@ -336,7 +336,7 @@ def test_a_dc_envelope_with_a_delay_replays_alike_in_every_consumer(go2_case: di
         )
     write_robot_exports(result, go2_case["rec"], load_robot(GO2_XML), tmp_path)
     py = (tmp_path / "isaaclab.py").read_text()
-    assert "class DelayedDCMotorCfg(DelayedPDActuatorCfg)" in py
+    assert "from actuator_sysid.consumers.isaaclab import DelayedDCMotorCfg" in py  # the consumer package's
     assert result["exports"]["newton"]["readback_equal"] and result["exports"]["newton"]["dj001"] == []
     rep = result["replays"]
     # the envelope cuts: the rollout misses the unclipped log by 3.8× the misfit alone (measured 0.026 rad)

@@ -166,3 +166,6 @@ def register() -> None:
     register_actuator_component(PD_API, DrivePD, ComponentKind.DRIVE)
     register_actuator_component(BUDGET_API, ClampingFrictionBudget, ComponentKind.CLAMPING)
     _registered = True
+
+
+register()  # importing this module is enough; register() stays the one public call

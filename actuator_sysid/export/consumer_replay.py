@@ -105,9 +105,12 @@ def _ours(result: FitResult, rec: Recording, m: ChosenModel, segs: list[Segment]
 def isaaclab_actuators(text: str, fmt: str, python_source: str | None = None) -> dict[str, dict]:
     """The export's cfg objects, {"ACTUATORS": {group: cfg}, "ACTUATORS_BEST"?: {...}}, built by Isaac Lab.
 
-    JSON/YAML groups of our subclasses take their classes from `python_source` (the isaaclab.py export).
+    JSON/YAML groups of our subclasses take their classes from the consumer package
+    (actuator_sysid.consumers.isaaclab), as the isaaclab.py export imports them; `python_source` is not needed.
     """
     from isaaclab import actuators as ila
+
+    from ..consumers.isaaclab import CFG_CLASSES
 
     if fmt == "isaaclab.py":
         ns: dict = {}
@@ -124,13 +127,11 @@ def isaaclab_actuators(text: str, fmt: str, python_source: str | None = None) ->
             continue
         out[name] = {}
         for g, spec in doc[key].items():
-            cls = getattr(ila, spec["class_type"], None)
-            if cls is None:  # our subclass: defined in the Python source
-                if python_source is None:
-                    raise ExportError(f"{spec['class_type']} is defined in isaaclab.py; replay that file")
-                source_ns: dict = {}
-                exec(compile(python_source, "isaaclab.py", "exec"), source_ns)
-                cls = source_ns[spec["class_type"]]
+            cls = getattr(ila, spec["class_type"], None) or CFG_CLASSES.get(spec["class_type"])
+            if cls is None:
+                raise ExportError(
+                    f"{spec['class_type']} is neither an Isaac Lab class nor the consumer package's"
+                )
             out[name][g] = cls(**spec["cfg"])
     return out
 
@@ -166,6 +167,7 @@ def isaaclab_segment(
 
     act = cfg.class_type(cfg, joint_names=[joint], joint_ids=slice(None), num_envs=1, device="cpu")
     implicit = bool(getattr(act, "is_implicit_model", False))
+    given_external = hasattr(act, "set_external_effort")
     act.reset(torch.arange(1))
     inertia = info.load_inertia + _value(cfg, "armature")
     mgl = info.gravity_coeff
@@ -191,6 +193,8 @@ def isaaclab_segment(
                 action = ArticulationActions(
                     joint_positions=t(q_des), joint_velocities=t(qd_des), joint_efforts=t(ff)
                 )
+                if given_external:  # BAM's friction budget: the bench's external torque, as a user gives it
+                    act.set_external_effort(t(ext - mgl * math.sin(q)))
                 tau = float(act.compute(action, t(q), t(qd)).joint_efforts[0, 0])
             force = tau - mgl * math.sin(q) + ext - visc * qd
             stop = jt / dt * qd + force
@@ -207,12 +211,7 @@ def _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families) -> dict:
     from .isaaclab import actuator_cfgs
 
     fam_map = {j: families for j in result.joints} if isinstance(families, str) else families
-    source = None
-    if fmt != "isaaclab.py":
-        from .isaaclab import render_python
-
-        source = render_python(result, fam_map, rec=rec)
-    built = isaaclab_actuators(text, fmt, source)
+    built = isaaclab_actuators(text, fmt)
     joints = {}
     for key, groups in built.items():
         specs = (

@@ -7,16 +7,17 @@ cfgs are equal share one group under one regex. The JSON form loads with
 
 `ACTUATORS` holds, per joint, the best-ranked family Isaac Lab has a built-in class for: those also run
 Newton-native (docs/consumer-semantics.md §A.11). When a joint's best model needs more — the `dcmotor_delay` or
-`pid` family, or an encoder offset — the Python source also defines a small explicit actuator subclass
-built on Isaac Lab's own classes and `ACTUATORS_BEST` uses it; Isaac Lab runs such classes only with
-`SimulationCfg(use_newton_actuators=False)` (the Newton USD export expresses the same model natively).
+`pid` family, or an encoder offset — `ACTUATORS_BEST` uses our explicit subclass built on Isaac Lab's own
+classes, which the Python source imports from the consumer package (`actuator_sysid.consumers.isaaclab`); Isaac
+Lab runs such classes only with `SimulationCfg(use_newton_actuators=False)` (the Newton USD export expresses the
+same model natively).
 
 BAM's friction budget (families `dcmotor_stribeck` … `dcmotor_stribeck_delay`, docs/prior-art.md M2–M6) has no
 Isaac Lab, Newton or MuJoCo field. `ACTUATORS` writes such a joint as the class of the family it extends with
 the Coulomb `friction` alone (finding `friction_approximated`); `ACTUATORS_BEST` writes our
 `DCMotorBAMFrictionCfg` / `DelayedDCMotorBAMFrictionCfg`, whose actuator adds the rest of the budget as a
-stopping torque computed with the fitted joint inertia and an estimate of the external torque (finding
-`friction_estimated` states the estimate). It is the only export that carries the budget.
+stopping torque computed with the fitted joint inertia and the external torque, given each step or estimated
+(finding `friction_estimated` states the estimate). newton.usda carries the budget too (the package's clamp).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ ISAACLAB_VERSION = "3.0.0"
 FIELD_NAMES = ("isaaclab-3", "isaaclab-2")
 BACKENDS = ("newton", "physx")
 _DELAY = ("min_delay", "max_delay")
+CONSUMER_MODULE = "actuator_sysid.consumers.isaaclab"  # our classes: the consumer package, installed with us
 
 
 def class_fields(family: Family) -> tuple[str, ...]:
@@ -256,7 +258,8 @@ def bam_carrier(family) -> str:
     """Which export carries a rich-friction family's whole budget (the other exports' findings name it)."""
     return (
         f"isaaclab.py's ACTUATORS_BEST carries the whole budget ({BAM_FAMILY_CFG[family.approximates]}, an "
-        "explicit actuator subclass run with SimulationCfg(use_newton_actuators=False))"
+        f"explicit actuator subclass from {CONSUMER_MODULE} run with SimulationCfg(use_newton_actuators=False)), "
+        "and newton.usda does (the package's ActuatorSysidFrictionBudgetAPI clamp)"
     )
 
 
@@ -267,7 +270,8 @@ def _estimate_note(family, cls: str, cfg: dict) -> str:
         f"{cfg.get('friction', 0.0):.4g} N·m as Coulomb friction and the actuator adds a stopping torque up to "
         "the rest of the budget. It stops the joint as the fit's plant does, with joint_inertia = "
         f"{cfg['joint_inertia']:.4g} kg·m² (the bench load plus armature) and physics_dt = {cfg['physics_dt']:g} s, "
-        "and estimates the external torque (gravity, contacts, coupling) from the previous step's velocity "
+        "and takes the external torque (gravity, contacts, coupling) from set_external_effort when the "
+        "simulation gives it each step (exact), else estimates it from the previous step's velocity "
         "change: joint_inertia·Δqd/dt − its previous output + viscous_friction·qd − the engine's Coulomb "
         "friction as it predicted it (exact while the joint slides, within ±friction while it is held, one "
         "step late). On a robot the effective inertia varies with the configuration: set joint_inertia to the "
@@ -693,7 +697,7 @@ def _doc(
         "actuators": {
             g: {
                 **s,
-                **({"defined_in": "isaaclab.py"} if s["class_type"] not in BUILTIN else {}),
+                **({"defined_in": CONSUMER_MODULE} if s["class_type"] not in BUILTIN else {}),
                 "cfg": _rename(s["cfg"], s["class_type"], field_names),
             }
             for g, s in groups.items()
@@ -706,7 +710,7 @@ def _doc(
     best = best_cfgs(result, backend, rec=rec, loads=loads) if families is None else None
     if best is not None:
         doc["actuators_best"] = {
-            g: {**s, "defined_in": "isaaclab.py", "cfg": _rename(s["cfg"], s["class_type"], field_names)}
+            g: {**s, "defined_in": CONSUMER_MODULE, "cfg": _rename(s["cfg"], s["class_type"], field_names)}
             for g, s in best.items()
         }
     return doc
@@ -724,7 +728,7 @@ def render_json(
 ) -> str:
     """The cfgs as JSON, with the Isaac Lab version and backend conventions stated.
 
-    A family named in `families` that needs our subclass is written with "defined_in": "isaaclab.py".
+    A family named in `families` that needs our subclass is written with "defined_in": CONSUMER_MODULE.
     """
     return json.dumps(_doc(result, families, field_names, backend, custom, rec, loads), indent=2) + "\n"
 
@@ -749,224 +753,6 @@ def render_yaml(
         allow_unicode=True,
         width=110,
     )
-
-
-# Explicit subclasses for what Isaac Lab has no class for, written into the Python source. They reuse Isaac
-# Lab's own buffers and clip code so the maths stays Isaac Lab's (§A.3–A.5; PID as Newton DrivePID, §C.2).
-CUSTOM_SOURCE = {
-    "DelayedDCMotorCfg": '''
-class DelayedDCMotor(DelayedPDActuator):
-    """DelayedPDActuator (delayed targets and feed-forward) whose output DCMotor's torque-speed envelope clips."""
-
-    def __init__(self, cfg, *args, **kwargs):
-        super().__init__(cfg, *args, **kwargs)
-        if cfg.actuator_velocity_limit is None:
-            raise ValueError("DelayedDCMotor needs actuator_velocity_limit")
-        self._saturation_effort = resolve_joint_parameter(
-            cfg.saturation_effort, None, self._joint_names, self._num_envs, self._device)
-        self._vel_at_effort_lim = self.actuator_velocity_limit * (
-            1 + self.actuator_effort_limit / self._saturation_effort)
-
-    _clip_effort = DCMotor._clip_effort  # Isaac Lab's own four-quadrant clip
-
-
-@configclass
-class DelayedDCMotorCfg(DelayedPDActuatorCfg):
-    """DC-motor envelope and command delay together (family dcmotor_delay)."""
-
-    class_type: type = DelayedDCMotor
-    saturation_effort: float = MISSING
-''',
-    "DelayedPIDActuatorCfg": '''
-class DelayedPIDActuator(DelayedPDActuator):
-    """Newton's DrivePID on delayed commands: I = clip(I + e*dt, +-integral_max) is updated before use,
-    effort = kp*e + ki*I + kd*(qd_des - qd) + ff, then the box clip (family pid)."""
-
-    def __init__(self, cfg, *args, **kwargs):
-        super().__init__(cfg, *args, **kwargs)
-        self._ki = resolve_joint_parameter(cfg.ki, None, self._joint_names, self._num_envs, self._device)
-        self._integral_max = resolve_joint_parameter(
-            cfg.integral_max, None, self._joint_names, self._num_envs, self._device)
-        self._integral = torch.zeros_like(self.computed_effort)
-
-    def reset(self, env_ids):
-        super().reset(env_ids)
-        self._integral[slice(None) if env_ids is None else env_ids] = 0.0
-
-    def compute(self, control_action, joint_pos, joint_vel):
-        control_action.joint_positions = self.positions_delay_buffer.compute(control_action.joint_positions)
-        control_action.joint_velocities = self.velocities_delay_buffer.compute(control_action.joint_velocities)
-        control_action.joint_efforts = self.efforts_delay_buffer.compute(control_action.joint_efforts)
-        error = control_action.joint_positions - joint_pos
-        self._integral = torch.clip(self._integral + error * self.cfg.physics_dt,
-                                    -self._integral_max, self._integral_max)
-        control_action.joint_efforts = control_action.joint_efforts + self._ki * self._integral
-        return IdealPDActuator.compute(self, control_action, joint_pos, joint_vel)
-
-
-@configclass
-class DelayedPIDActuatorCfg(DelayedPDActuatorCfg):
-    """PID with integral clamp, box clip and command delay (family pid); physics_dt is the step it assumes."""
-
-    class_type: type = DelayedPIDActuator
-    ki: float = MISSING
-    integral_max: float = float("inf")
-    physics_dt: float = MISSING
-''',
-}
-# BAM's friction budget (docs/prior-art.md M2–M6) as models/kernels.py `friction_budget` and the §F stop rule compute
-# it; the engine applies the cfg's Coulomb `friction`, the actuator the rest (isaaclab.py module docstring).
-BAM_SOURCE = '''
-
-class BAMFrictionMixin:
-    """BAM's friction budget (prior-art.md M2-M6) on top of the engine's Coulomb `friction`.
-
-    The fit's plant holds the joint while |joint_inertia/dt*qd + tau_m + tau_e| <= budget, budget = friction +
-    stribeck_friction*s + |Kle*tau_e - Kl*tau_m| + s*|Kles*tau_e - Kls*tau_m| (+ M6 quadratic terms while motor
-    and load oppose), s = exp(-|qd/stribeck_velocity|^stribeck_exponent), tau_m the clipped motor effort and
-    tau_e everything else acting on the joint (gravity, contacts, coupling). The engine applies the cfg's
-    constant `friction` as its Coulomb stopping constraint; this actuator adds friction_effort, a torque that
-    stops the joint up to (budget - friction), computed like that rule: with both the stop is the fit's.
-
-    Estimates, and their limits:
-    - tau_e is not measured: it is taken from the previous step's velocity change,
-      tau_e = (joint_inertia + dt*viscous_friction)*qd/dt - joint_inertia*qd_prev/dt - previous output
-      - the engine's Coulomb friction over that step as this actuator predicted it (what its own torque left
-      of the stop, capped at `friction`); zero on the first step after a reset. It is exact while the joint
-      slides; while the joint is held it keeps the error it had when the joint stopped (a held joint shows its
-      load only to within `friction`), and it lags tau_e by one step.
-    - joint_inertia is the bench load plus armature the fit assumed; on a robot the joint-space inertia varies
-      with the configuration: set it to that, or the stop (and the tau_e estimate) is approximate.
-    - physics_dt must be the simulation step, and compute() must run once per physics step (Isaac Lab does).
-    - PhysX applies `friction` as a hard stop, as the fit assumed; Newton (MuJoCo) as a soft constraint.
-    friction_effort and external_effort hold the added torque and the tau_e estimate; applied_effort
-    stays the motor's clipped effort, joint_efforts (sent to the simulation) is their sum.
-    """
-
-    def __init__(self, cfg, *args, **kwargs):
-        super().__init__(cfg, *args, **kwargs)
-
-        def param(value, default=None):
-            return resolve_joint_parameter(value, default, self._joint_names, self._num_envs, self._device)
-
-        self._inertia = param(cfg.joint_inertia)
-        self._coulomb = param(cfg.friction, 0.0)
-        self._viscous = param(cfg.viscous_friction, 0.0)
-        self._stribeck = param(cfg.stribeck_friction)
-        self._stribeck_velocity = param(cfg.stribeck_velocity)
-        self._stribeck_exponent = param(cfg.stribeck_exponent)
-        self._kl = param(cfg.load_friction)
-        self._kls = param(cfg.load_friction_stribeck)
-        self._kle = param(cfg.load_friction_external, self._kl)  # M3/M4: one gain for both sides
-        self._kles = param(cfg.load_friction_external_stribeck, self._kls)
-        self._kqm = param(cfg.load_friction_quadratic_motor)
-        self._kqe = param(cfg.load_friction_quadratic_external)
-        self.friction_effort = torch.zeros_like(self.computed_effort)
-        self.external_effort = torch.zeros_like(self.computed_effort)
-        self._prev_vel = torch.zeros_like(self.computed_effort)
-        self._prev_out = torch.zeros_like(self.computed_effort)
-        self._prev_engine = torch.zeros_like(self.computed_effort)
-        self._has_prev = torch.zeros_like(self.computed_effort, dtype=torch.bool)
-
-    def reset(self, env_ids):
-        super().reset(env_ids)
-        self._has_prev[slice(None) if env_ids is None else env_ids] = False
-
-    def compute(self, control_action, joint_pos, joint_vel):
-        control_action = super().compute(control_action, joint_pos, joint_vel)
-        motor = control_action.joint_efforts
-        dt = self.cfg.physics_dt
-        inertia_dt = (self._inertia + dt * self._viscous) / dt  # viscous damping implicit, as MuJoCo's implicitfast
-        ext = inertia_dt * joint_vel - self._inertia / dt * self._prev_vel - self._prev_out - self._prev_engine
-        ext = torch.where(self._has_prev, ext, torch.zeros_like(ext))
-        s = torch.exp(-torch.abs(joint_vel / self._stribeck_velocity) ** self._stribeck_exponent)
-        extra = (self._stribeck * s + torch.abs(self._kle * ext - self._kl * motor)
-                 + s * torch.abs(self._kles * ext - self._kls * motor))
-        oppose = motor * ext < 0.0
-        extra = extra + s * torch.where(oppose & (ext.abs() < motor.abs()), self._kqe * ext * ext,
-                                        torch.where(oppose & (ext.abs() > motor.abs()), self._kqm * motor * motor,
-                                                    torch.zeros_like(ext)))
-        stop = self._inertia / dt * joint_vel + motor + ext  # what would stop the joint within this step
-        self.friction_effort = -torch.sign(stop) * torch.minimum(torch.abs(stop), extra)
-        self.external_effort = ext
-        control_action.joint_efforts = motor + self.friction_effort
-        rest = stop + self.friction_effort  # what the engine's Coulomb friction sees: it stops up to `friction`
-        self._prev_engine = -torch.sign(rest) * torch.minimum(torch.abs(rest), self._coulomb)
-        self._prev_vel = joint_vel.clone()
-        self._prev_out = control_action.joint_efforts.clone()
-        self._has_prev[:] = True
-        return control_action
-'''
-
-
-def _bam_fields() -> str:
-    """The BAM cfg fields under the registry's names, defaults its neutral values (M3/M4: external = motor side)."""
-    lines = [
-        "    joint_inertia: float = MISSING  # kg·m², load + armature the joint is stopped with",
-        "    physics_dt: float = MISSING  # s, the simulation step",
-    ]
-    for p in parameters.PARAMS:
-        if p.name in RICH_FRICTION_TERMS:
-            default = "None" if p.name.startswith("load_friction_external") else repr(float(p.neutral))
-            kind = "float | None" if default == "None" else "float"
-            lines.append(f"    {p.name}: {kind} = {default}  # {p.unit}")
-    return "\n".join(lines)
-
-
-def _bam_source(cls: str) -> str:
-    """Our BAM-friction actuator and cfg on the class of the family it extends."""
-    base_cfg = _BAM_BASE[cls]
-    act, base_act = cls.removesuffix("Cfg"), _ACTUATOR_OF[base_cfg]
-    return f'''
-
-class {act}(BAMFrictionMixin, {base_act}):
-    """{base_act} with BAM's friction budget (see BAMFrictionMixin)."""
-
-
-@configclass
-class {cls}({base_cfg}):
-    """{base_cfg} with BAM's friction budget; a load_friction_external* left None equals its motor-side gain."""
-
-    class_type: type = {act}
-{_bam_fields()}
-'''
-
-
-OFFSET_SOURCE = '''
-class EncoderOffsetMixin:
-    """The controller reads the encoder, q + encoder_offset (a constant bias fitted from the log)."""
-
-    def compute(self, control_action, joint_pos, joint_vel):
-        return super().compute(control_action, joint_pos + self.cfg.encoder_offset, joint_vel)
-'''
-
-
-def _offset_source(cls: str) -> str:
-    base_cfg = cls.replace(OFFSET_SUFFIX, "")
-    base_act = _ACTUATOR_OF[base_cfg]
-    act = base_act + OFFSET_SUFFIX
-    return f'''
-
-class {act}(EncoderOffsetMixin, {base_act}):
-    """{base_act} whose controller sees the encoder offset."""
-
-
-@configclass
-class {cls}({base_cfg}):
-    class_type: type = {act}
-    encoder_offset: float = 0.0  # rad
-'''
-
-
-_ACTUATOR_OF = {
-    "IdealPDActuatorCfg": "IdealPDActuator",
-    "DCMotorCfg": "DCMotor",
-    "DelayedPDActuatorCfg": "DelayedPDActuator",
-    "RemotizedPDActuatorCfg": "RemotizedPDActuator",
-    "DelayedDCMotorCfg": "DelayedDCMotor",
-    "DelayedPIDActuatorCfg": "DelayedPIDActuator",
-    **{bam: bam.removesuffix("Cfg") for bam in _BAM_BASE},
-}
 
 
 def _entries(groups: dict[str, dict], field_names: str) -> list[str]:
@@ -1020,35 +806,18 @@ def render_python(
     if customs:
         lines += [
             "",
-            "The explicit subclasses below run only with SimulationCfg(use_newton_actuators=False):",
-            "Isaac Lab 3.0 hands built-in classes alone to Newton. newton.usda expresses them natively.",
+            f"Our explicit subclasses ({CONSUMER_MODULE}, installed with actuator-sysid) run only with",
+            "SimulationCfg(use_newton_actuators=False): Isaac Lab 3.0 hands built-in classes alone to Newton.",
+            "newton.usda expresses them natively.",
         ]
     lines += ['"""', ""]
     if customs:
-        bases = {c.replace(OFFSET_SUFFIX, "") for c in customs}
-        bases |= {_BAM_BASE[b] for b in bases if b in _BAM_BASE}  # a BAM class needs the class it extends
-        needed = set(classes) | {"DCMotor", "DelayedPDActuator", "DelayedPDActuatorCfg", "IdealPDActuator"}
-        needed |= {b for b in bases if b in BUILTIN} | {_ACTUATOR_OF[b] for b in bases if b in BUILTIN}
         lines += [
-            "from dataclasses import MISSING",
-            "",
-            "import torch",
-            f"from isaaclab.actuators import {', '.join(sorted(needed))}",
-            "from isaaclab.actuators.actuator_base import resolve_joint_parameter",
-            "from isaaclab.utils import configclass",
+            "# pip install actuator-sysid: its consumer package holds the classes Isaac Lab lacks",
+            f"from {CONSUMER_MODULE} import {', '.join(sorted(customs))}",
         ]
-        for c in ("DelayedDCMotorCfg", "DelayedPIDActuatorCfg"):
-            if c in bases:
-                lines.append(CUSTOM_SOURCE[c].rstrip("\n"))
-        if any(b in _BAM_BASE for b in bases):
-            lines.append(BAM_SOURCE.rstrip("\n"))
-            lines += [_bam_source(b).rstrip("\n") for b in _BAM_BASE if b in bases]
-        if any(OFFSET_SUFFIX in c for c in customs):
-            lines.append(OFFSET_SOURCE.rstrip("\n"))
-            for c in customs:
-                if OFFSET_SUFFIX in c:
-                    lines.append(_offset_source(c).rstrip("\n"))
-        lines.append("")
+        if classes:
+            lines.append(f"from isaaclab.actuators import {', '.join(classes)}")
     elif classes:
         lines.append(f"from isaaclab.actuators import {', '.join(classes)}")
     nets = net_cfgs(result)

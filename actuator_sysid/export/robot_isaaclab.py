@@ -4,7 +4,7 @@ The groups and their cfg values are the fit result's own (`fitting.robot.isaacla
 group, `joint_names_expr` its regex, values SI); this module states where they come from (a provenance header),
 renders them as ready-to-paste Python (`ACTUATORS`, `SIM`, `ENCODER_BIAS`) and JSON, and builds every group with
 the real Isaac Lab 3.0 classes (docs/consumer-semantics.md §A.1, §B). A class Isaac Lab lacks (a DC envelope with
-a delay) is our subclass from export/isaaclab.py, defined in the Python source.
+a delay) is our subclass from the consumer package (actuator_sysid.consumers.isaaclab), which the Python source imports.
 """
 
 from __future__ import annotations
@@ -12,18 +12,9 @@ from __future__ import annotations
 import json
 import re
 
-from .isaaclab import CUSTOM_SOURCE, validate_cfgs
+from .isaaclab import CFG_FIELDS, CONSUMER_MODULE, validate_cfgs
 from .robot_common import provenance_lines
 from .selection import ExportError, prepend_comment
-
-_CUSTOM_IMPORTS = [
-    "from dataclasses import MISSING",
-    "",
-    "import torch",
-    "from isaaclab.actuators import DCMotor, DelayedPDActuator, DelayedPDActuatorCfg, IdealPDActuator",
-    "from isaaclab.actuators.actuator_base import resolve_joint_parameter",
-    "from isaaclab.utils import configclass",
-]
 
 
 def robot_doc(result: dict) -> dict:
@@ -53,7 +44,7 @@ def _customs(doc: dict) -> list[str]:
     for g, spec in doc["actuators"].items():
         cls = spec["class_type"]
         if getattr(ila, cls, None) is None:
-            if cls not in CUSTOM_SOURCE:
+            if cls not in CFG_FIELDS:
                 raise ExportError(f"group {g}: {cls} is neither an Isaac Lab class nor one of ours")
             out.append(cls)
     return list(dict.fromkeys(out))
@@ -78,8 +69,7 @@ def render_python(result: dict) -> str:
         "",
     ]
     if customs:
-        lines += _CUSTOM_IMPORTS + [CUSTOM_SOURCE[c].rstrip("\n") for c in customs] + [""]
-        builtin = [c for c in builtin if c not in ("DelayedPDActuatorCfg",)]
+        lines += [f"from {CONSUMER_MODULE} import {', '.join(customs)}  # pip install actuator-sysid"]
     if builtin:
         lines.append(f"from isaaclab.actuators import {', '.join(builtin)}")
     lines += ["", "ACTUATORS = {"]

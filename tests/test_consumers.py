@@ -1,0 +1,191 @@
+"""Issue 25: the consumer package runs BAM's friction budget in Newton 1.8 and Isaac Lab 3.0 as we do.
+
+For each rich family, the exported newton.usda loads through Newton's own `add_usd` into the package's
+`ClampingFrictionBudget` with the fitted values, and a closed-loop rollout in Newton (SolverMuJoCo) and one
+through the Isaac Lab class of isaaclab.py's ACTUATORS_BEST (the real Isaac Lab base classes in the §F
+pendulum of export/consumer_replay.py) both match our own rollout within 1e-6 rad. The log comes from the
+numpy plant of tests/test_friction_families.py, written independently of the kernel.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+from export_helpers import make_result, model_entry
+from test_friction_families import BAM, LOAD, stribeck_recording
+
+import actuator_sysid.consumers
+from actuator_sysid.consumers import newton as consumers_newton
+from actuator_sysid.consumers.isaaclab import CFG_CLASSES
+from actuator_sysid.consumers.schema import BUDGET_API, BUDGET_ATTRIBUTES, PD_API
+from actuator_sysid.export import render_format, replay
+from actuator_sysid.export.consumer_replay import _ext, isaaclab_segment, newton_segment
+from actuator_sysid.export.isaaclab import render_python
+from actuator_sysid.export.newton_usd import build_stage
+from actuator_sysid.export.validate import validate_stage
+from actuator_sysid.fitting.fit import simulate
+from actuator_sysid.models.families import FAMILIES, RICH_FRICTION_TERMS
+
+FIVE = [
+    "dcmotor_stribeck",
+    "dcmotor_loadfric",
+    "dcmotor_stribeck_load",
+    "dcmotor_directional_load",
+    "dcmotor_quadratic_load",
+]
+TOLERANCE = 1e-6  # rad, the largest difference to our rollout over every sample
+DT = 0.005
+
+
+def _case(family: str):
+    """A log made with the family's budget, and a fit result 5 % off it in stiffness (so the budget acts
+    against an error our rollout has too)."""
+    truth = {k: BAM[k] for k in FAMILIES[family].params}
+    rec = stribeck_recording(truth, n_segments=1, seconds=2.0)
+    res = make_result(
+        {"hinge": {family: model_entry(family, {**truth, "stiffness": 0.95 * truth["stiffness"]})}}, rec
+    )
+    res["joints"]["hinge"]["load"] = asdict(LOAD)
+    return truth, rec, res
+
+
+def _ours(rec, res, family: str) -> np.ndarray:
+    params = res["joints"]["hinge"]["models"][family]["params"]
+    sims = simulate(rec, "hinge", family, params, joint_terms=list(FAMILIES[family].joint_terms))
+    return sims[rec.segments[0].name]["q"]
+
+
+@pytest.mark.parametrize("family", FIVE)
+def test_newton_reads_the_budget_from_usd_and_rolls_out_as_we_do(family: str) -> None:
+    import newton
+    from pxr import Sdf, Usd
+
+    truth, rec, res = _case(family)
+    text = render_format(res, rec, "newton.usda")
+    assert BUDGET_API in text and PD_API in text and "NewtonPDControlAPI" not in text
+    layer = Sdf.Layer.CreateAnonymous(".usda")
+    layer.ImportFromString(text)
+    stage = Usd.Stage.Open(layer)
+    assert not [f for f in validate_stage(stage) if f.severity == "error"]  # NEWTON.DJ.001 still passes
+    consumers_newton.register()
+    builder = newton.ModelBuilder()
+    builder.add_usd(stage)
+    model = builder.finalize(device="cpu")
+    (clamp,) = consumers_newton.budget_clamps(model)
+    assert [type(c).__name__ for c in model.actuators[0].clamping] == [
+        "ClampingDCMotor",
+        "ClampingFrictionBudget",
+    ]
+    assert type(model.actuators[0].drive).__name__ == "DrivePD"
+    assert clamp.physics_dt == pytest.approx(DT)
+    got = {k: float(v.numpy()[0]) for k, v in clamp.params.items()}
+    assert got["coulomb_friction"] == pytest.approx(truth["friction"], rel=1e-6)
+    assert got["joint_inertia"] == pytest.approx(LOAD.load_inertia + truth["armature"], rel=1e-6)
+    for term in FAMILIES[family].rich_friction:
+        assert got[term] == pytest.approx(truth[term], rel=1e-6), term
+    assert float(model.joint_friction.numpy()[0]) == 0.0  # the clamp carries Coulomb friction as a hard stop
+    seg = rec.segments[0]
+    theirs = newton_segment(stage, seg, ["hinge"], rec, DT, 1, {})["hinge"]
+    ours = _ours(rec, res, family)
+    motion = float(np.ptp(ours))
+    assert motion > 0.1
+    assert np.abs(theirs - ours).max() <= TOLERANCE, np.abs(theirs - ours).max()
+
+
+@pytest.mark.parametrize("family", FIVE)
+def test_isaaclab_best_class_rolls_out_as_we_do(family: str) -> None:
+    _truth, rec, res = _case(family)
+    ns: dict = {}
+    exec(compile(render_python(res), "isaaclab.py", "exec"), ns)
+    cfg = ns["ACTUATORS_BEST"]["hinge"]
+    assert type(cfg).__module__ == "actuator_sysid.consumers.isaaclab"
+    seg = rec.segments[0]
+    theirs = isaaclab_segment(cfg, LOAD, seg, 0, DT, 1, 0.0, _ext(seg, "hinge"), "hinge")
+    ours = _ours(rec, res, family)
+    assert np.abs(theirs - ours).max() <= TOLERANCE, np.abs(theirs - ours).max()
+
+
+def test_the_replays_count_the_budget_in_both_consumers() -> None:
+    """render_all's replays (what the verdict reads) run the rich family itself in Newton and Isaac Lab."""
+    family = "dcmotor_quadratic_load"
+    _truth, rec, res = _case(family)
+    names = [s.name for s in rec.segments]
+    newton_r = replay(res, rec, "newton.usda", segments=names)
+    assert newton_r["status"] == "ok" and newton_r["joints"]["hinge"]["family"] == family
+    assert newton_r["joints"]["hinge"]["segments"][0]["rmse_replay_vs_ours"] <= TOLERANCE
+    il = replay(res, rec, "isaaclab.json", segments=names)
+    assert il["status"] == "ok" and il["joints"]["hinge (best)"]["family"] == family
+    assert il["joints"]["hinge (best)"]["segments"][0]["rmse_replay_vs_ours"] <= TOLERANCE
+
+
+def test_the_budget_clamp_says_what_it_needs() -> None:
+    """Without the external torque the clamp refuses to guess; bad values name the attribute."""
+    with pytest.raises(ValueError, match="joint_inertia"):
+        consumers_newton.ClampingFrictionBudget.resolve_arguments({"physics_dt": DT, "coulomb_friction": 0.1})
+    with pytest.raises(ValueError, match="load_friction = -0.1"):
+        consumers_newton.ClampingFrictionBudget.resolve_arguments(
+            {"physics_dt": DT, "joint_inertia": 0.01, "load_friction": -0.1}
+        )
+    _truth, rec, res = _case("dcmotor_loadfric")
+    stage, _ = build_stage(res, rec)
+    import newton
+
+    builder = newton.ModelBuilder()
+    builder.add_usd(stage)
+    model = builder.finalize(device="cpu")
+    act = model.actuators[0]
+    state, control = model.state(), model.control()
+    with pytest.raises(RuntimeError, match="actuator_sysid.consumers"):
+        act.step(state, control, act.state(), act.state(), dt=DT)
+
+
+def test_a_stage_read_without_the_package_is_refused_not_run_with_constant_friction(tmp_path: Path) -> None:
+    """A fresh Newton process that never registers the package: add_usd finds no drive and raises."""
+    _truth, rec, res = _case("dcmotor_stribeck")
+    path = tmp_path / "newton.usda"
+    path.write_text(render_format(res, rec, "newton.usda"))
+    code = (
+        "import newton, sys\n"
+        "b = newton.ModelBuilder()\n"
+        "try:\n"
+        f"    b.add_usd({str(path)!r})\n"
+        "except ValueError as e:\n"
+        "    print('REFUSED', e)\n"
+        "    sys.exit(0)\n"
+        "print('LOADED')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "REFUSED" in out.stdout and "no drive schema" in out.stdout, out.stdout + out.stderr
+
+
+def test_isaaclab_cfgs_hold_every_budget_term_of_the_registry() -> None:
+    for name in ("DCMotorBAMFrictionCfg", "DelayedDCMotorBAMFrictionCfg"):
+        fields = set(CFG_CLASSES[name].__dataclass_fields__)
+        assert {*RICH_FRICTION_TERMS, "joint_inertia", "physics_dt", "friction"} <= fields, name
+    assert set(BUDGET_ATTRIBUTES.values()) >= set(RICH_FRICTION_TERMS)
+
+
+def test_no_python_source_in_string_literals_of_the_isaaclab_export() -> None:
+    """export/isaaclab.py writes imports of the consumer package; no class or function hides in a string."""
+    import actuator_sysid.export.isaaclab as module
+
+    tree = ast.parse(Path(module.__file__).read_text())
+    hidden = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "\n" in node.value:
+            try:
+                inner = ast.parse(node.value)
+            except SyntaxError:
+                continue
+            if any(
+                isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(inner)
+            ):
+                hidden.append(node.lineno)
+    assert not hidden, f"Python source in string literals at lines {hidden}"
+    assert actuator_sysid.consumers.BUDGET_API == BUDGET_API
