@@ -39,5 +39,5 @@ COMPONENT = Component(
     switch="load_friction",
     companions={"load_friction_stribeck": M4_TERMS},
     budget=True,
-    newton_doc="— (BAM's friction budget: a finding)",
+    newton_doc="`ActuatorSysidFrictionBudgetAPI` (actuator_sysid.consumers, with the other budget terms)",
 )

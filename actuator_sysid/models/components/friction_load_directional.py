@@ -43,5 +43,5 @@ COMPONENT = Component(
         "load_friction_external_stribeck": M5_TERMS,
     },
     budget=True,
-    newton_doc="— (BAM's friction budget: a finding)",
+    newton_doc="`ActuatorSysidFrictionBudgetAPI` (actuator_sysid.consumers, with the other budget terms)",
 )

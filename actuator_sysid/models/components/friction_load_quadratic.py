@@ -40,5 +40,5 @@ COMPONENT = Component(
     switch="load_friction_quadratic_motor",
     companions={p.name: M6_TERMS for p in PARAMS},
     budget=True,
-    newton_doc="— (BAM's friction budget: a finding)",
+    newton_doc="`ActuatorSysidFrictionBudgetAPI` (actuator_sysid.consumers, with the other budget terms)",
 )

@@ -53,5 +53,5 @@ COMPONENT = Component(
     switch="stribeck_friction",
     companions=dict.fromkeys(TERMS, TERMS),
     budget=True,
-    newton_doc="— (BAM's friction budget: a finding)",
+    newton_doc="`ActuatorSysidFrictionBudgetAPI` (actuator_sysid.consumers, with the other budget terms)",
 )
