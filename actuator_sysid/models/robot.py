@@ -246,6 +246,98 @@ def _import(path: Path, floating: bool):
     return builder
 
 
+def _mesh_bodies(path: Path) -> tuple[list[str], list[str], Path]:
+    """The MJCF bodies whose mass and inertia MuJoCo computes from mesh geoms (no <inertial>, or the compiler's
+    inertiafromgeom="true"), the mesh files the model names, and the folder MuJoCo reads them from."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError):
+        return [], [], path.parent  # Newton's importer names the problem
+    comp = root.find("compiler")
+    from_geom = comp is not None and comp.get("inertiafromgeom", "auto") == "true"
+    meshdir = path.parent / (comp.get("meshdir", "") if comp is not None else "")
+    meshes = {m.get("name") or Path(m.get("file", "")).stem: m.get("file", "") for m in root.iter("mesh")}
+    bodies = [
+        b.get("name", "?")
+        for b in root.iter("body")
+        if (from_geom or b.find("inertial") is None)
+        and any(g.get("mesh") or g.get("type") == "mesh" for g in b.findall("geom"))
+    ]
+    return bodies, [f for f in meshes.values() if f], meshdir
+
+
+def _inertia_from_meshes(path: Path, builder) -> str | None:
+    """Bodies whose inertia comes from their meshes get MuJoCo's own (the compiler reads the meshes, as MuJoCo
+    loads the model); without the mesh files a RobotError names the bodies and the files. Returns the note."""
+    bodies, files, meshdir = _mesh_bodies(path)
+    if not bodies:
+        return None
+    import mujoco
+
+    missing = [f for f in files if not (meshdir / f).is_file()]
+    try:
+        mm = mujoco.MjModel.from_xml_path(str(path))
+    except Exception as e:  # noqa: BLE001 - MuJoCo's compiler raises ValueError with its own text
+        where = f"in {meshdir.name}/ beside it" if meshdir != path.parent else "beside it"
+        why = (
+            f"mesh file(s) {', '.join(missing)} are not {where}"
+            if missing
+            else f"MuJoCo could not compile it: {(str(e).strip().splitlines() or ['?'])[0]}"
+        )
+        raise RobotError(
+            f"{path.name}: body {', '.join(bodies)} take(s) mass and inertia from mesh geoms, but {why}; "
+            "put the meshes beside the model (or in the uploaded zip, as the model names them) or give "
+            "those bodies an <inertial>"
+        ) from None
+    short = [_short(b) for b in builder.body_label]
+    for name in bodies:
+        bid = mujoco.mj_name2id(mm, mujoco.mjtObj.mjOBJ_BODY, name)
+        if bid < 0 or name not in short:
+            continue
+        i = short.index(name)
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, mm.body_iquat[bid])
+        r = rot.reshape(3, 3)
+        inertia = r @ np.diag(mm.body_inertia[bid]) @ r.T
+        mass = float(mm.body_mass[bid])
+        builder.body_mass[i] = mass
+        builder.body_com[i] = type(builder.body_com[i])(*(float(v) for v in mm.body_ipos[bid]))
+        builder.body_inertia[i] = type(builder.body_inertia[i])(*inertia.reshape(-1).tolist())
+        builder.body_inv_mass[i] = 1.0 / mass if mass > 0 else 0.0
+        inv = np.linalg.inv(inertia) if np.linalg.det(inertia) > 0 else np.zeros((3, 3))
+        builder.body_inv_inertia[i] = type(builder.body_inv_inertia[i])(*inv.reshape(-1).tolist())
+    return (
+        f"mass and inertia of {', '.join(bodies)} read from their meshes (MuJoCo's compiler, as MuJoCo loads "
+        "the model)"
+    )
+
+
+def _massless_moving_bodies(builder) -> list[str]:
+    """Bodies on a revolute or prismatic joint with no mass or inertia of their own nor of anything welded to
+    them: MuJoCo refuses such a model (mjMINVAL), so the loader names them first."""
+    import newton
+
+    moving = {int(newton.JointType.REVOLUTE), int(newton.JointType.PRISMATIC)}
+    welded: dict[int, list[int]] = {}
+    for j, jt in enumerate(builder.joint_type):
+        if int(jt) == int(newton.JointType.FIXED):
+            welded.setdefault(int(builder.joint_parent[j]), []).append(int(builder.joint_child[j]))
+
+    def heavy(b: int) -> bool:
+        inertia = np.asarray(builder.body_inertia[b], float).reshape(3, 3)
+        return (builder.body_mass[b] > 1e-12 and np.trace(inertia) > 1e-12) or any(
+            heavy(c) for c in welded.get(b, [])
+        )
+
+    return [
+        _short(builder.body_label[int(builder.joint_child[j])])
+        for j, jt in enumerate(builder.joint_type)
+        if int(jt) in moving and not heavy(int(builder.joint_child[j]))
+    ]
+
+
 def _joint_tree(builder, path: Path) -> tuple[list[str], list[int], list[int], np.ndarray]:
     """The actuated (revolute / prismatic) joints: labels, DoF indices, nearest actuated ancestor, and the
     coupling component (the highest movable joint above each joint; a free base is movable, so with it every
@@ -302,6 +394,14 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
         "visuals, collision shapes and meshes skipped: an in-air fit needs only the joint tree and the "
         "bodies' inertia; contacts are off"
     ]
+    if path.suffix.lower() in MJCF_SUFFIXES and (meshed := _inertia_from_meshes(path, builder)):
+        notes.append(meshed)
+    if light := _massless_moving_bodies(builder):
+        raise RobotError(
+            f"{path}: body {', '.join(light)} move(s) on a joint but has no mass or inertia (MuJoCo needs "
+            "both above mjMINVAL); give it an <inertial> (URDF / MJCF) or MassAPI (USD), or ship the meshes "
+            "its inertia comes from"
+        )
     body_labels = list(builder.body_label)
     base = _short(body_labels[0])
     if fixed_base is not None and fixed_base != base:
