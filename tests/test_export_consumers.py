@@ -491,9 +491,10 @@ def test_replay_without_the_consumer_is_skipped_with_a_note(
 
 
 def test_newton_and_mujoco_write_the_best_fit_they_hold_exactly() -> None:
-    """A joint whose best model a consumer cannot hold (BAM's friction budget in Newton and MuJoCo, the position
-    torque table in MuJoCo) exports the best-ranked fit the consumer runs exactly, says so, and replays within
-    10 %; naming the family exports the best model approximated."""
+    """A joint whose best model a consumer cannot hold (BAM's friction budget and the position torque table in
+    MuJoCo) exports the best-ranked fit the consumer runs exactly, says so, and replays within 10 %; naming the
+    family exports the best model approximated. Newton holds the budget (the consumer package's clamp): it writes
+    the best model itself."""
     from actuator_sysid.export.mjcf import build_mjcf
 
     rec = short_recording(joints=["j_rich", "j_table"])
@@ -513,10 +514,8 @@ def test_newton_and_mujoco_write_the_best_fit_they_hold_exactly() -> None:
     )
     stage, notes = build_stage(res, rec)
     written = dict(stage.GetRootLayer().customLayerData["actuator_sysid"]["families"])
-    assert written == {"j_rich": "dcmotor", "j_table": "remotized_pd"}
-    assert {(f.code, f.where) for f in notes if "not_expressible" in f.code} == {
-        ("EXPORT.NEWTON.best_model_not_expressible", "j_rich")
-    }
+    assert written == {"j_rich": "dcmotor_stribeck", "j_table": "remotized_pd"}
+    assert not {(f.code, f.where) for f in notes if "not_expressible" in f.code}
     _, findings = build_mjcf(res, rec)
     codes = {(f.code, f.where) for f in findings}
     assert {
@@ -525,10 +524,10 @@ def test_newton_and_mujoco_write_the_best_fit_they_hold_exactly() -> None:
     } <= codes
     assert not any(c in ("EXPORT.MJCF.position_table", "EXPORT.MJCF.friction_model") for c, _ in codes)
     names = [s.name for s in rec.segments]
-    for fmt in ("newton.usda", "mjcf.xml"):
+    for fmt, family in (("newton.usda", "dcmotor_stribeck"), ("mjcf.xml", "dcmotor")):
         r = replay(res, rec, fmt, segments=names)
         within_10_percent(r)
-        assert r["joints"]["j_rich"]["family"] == "dcmotor"
+        assert r["joints"]["j_rich"]["family"] == family
     named = replay(
         res,
         rec,
