@@ -20,7 +20,7 @@ from .datasets.recording import DatasetError, JointInfo, Recording, Segment
 
 if TYPE_CHECKING:
     from .fitting.fit import FitRequest
-    from .fitting.result import FitResult
+    from .fitting.result import FitResult, JointFit
 
 EXIT_BAD_INPUT = 2
 
@@ -278,6 +278,8 @@ def _request(args: argparse.Namespace) -> FitRequest:
         "folds": getattr(args, "folds", None),
         "folds_by": getattr(args, "folds_by", None),
         "budget_s": getattr(args, "budget", None),
+        "validate_last": getattr(args, "validate_last", None),
+        "networks": _net_options(args),
     }
     return FitRequest(**{k: v for k, v in given.items() if v is not None})
 
@@ -310,6 +312,31 @@ def device_gain_lines(gains: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
+def ranking_lines(jr: JointFit) -> list[str]:
+    """The joint's ranking, one family a line, in the error it is ranked by: validation torque RMSE (MAE, R²,
+    % of the torque range) when a net learned measured torque, else position RMSE."""
+    out = []
+    for k, row in enumerate(jr.ranking, 1):
+        m = jr.models[row.family]
+        if row.metric == "torque_rmse" and row.torque_rmse is not None:
+            extra = [
+                f"{label} {fmt.format(v)}"
+                for key, label, fmt in (
+                    ("torque_mae", "MAE", "{:.4g} N·m"),
+                    ("torque_r2", "R²", "{:.3f}"),
+                    ("torque_rmse_of_range", "", "{:.1%} of the torque range"),
+                )
+                if (v := m.torque_error(row.split or "validation", key)) is not None
+            ]
+            text = (
+                f"{row.split} torque RMSE {row.torque_rmse:.4g} N·m ({', '.join(x.strip() for x in extra)})"
+            )
+        else:
+            text = f"{row.split} position RMSE {row.position_rmse:.4g} rad"
+        out.append(f"{k}. {row.family}: {text}")
+    return out
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """Fit a log and write the results, the standalone report and the Isaac Lab exports."""
     if getattr(args, "robot", None):
@@ -325,6 +352,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(f"  {'ok' if c.status == 'ok' else c.status:>6}  {c.reason}", file=sys.stderr)
     for joint, jr in result.joints.items():
         print(f"{joint}: best model {jr.best_model}", file=sys.stderr)
+        for line in ranking_lines(jr):
+            print(f"{joint}:   {line}", file=sys.stderr)
         for line in fidelity_gaps(jr.ranking):  # what a consumer-native family gives up
             print(f"{joint}: {line}", file=sys.stderr)
         for line in device_gain_lines(jr.device_gains):
@@ -524,6 +553,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not fit_json.is_file():
         raise DatasetError(f"{fit_json}: not found; pass a fit folder (with fit.json) or the fit.json file")
     result = json.loads(fit_json.read_text())
+    if result.get("kind") == "robot":  # a whole-robot fit: its own exports, from fit.json and the robot model
+        from .export.robot import render_robot_format
+
+        try:
+            robot_text = render_robot_format(result, args.export_format, args.robot)
+        except ExportError as e:
+            print(f"actuator-sysid export: error: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if args.out:
+            Path(args.out).write_text(robot_text)
+        else:
+            sys.stdout.write(robot_text)
+        return 0
     rec = None
     if args.log:
         from .datasets.readers import read_paths
@@ -739,10 +781,89 @@ def _fit_parser(sub: argparse._SubParsersAction) -> None:
         metavar="KEY",
         help="leave-one-value-out cross-validation: one fold per value of metadata KEY (e.g. kp)",
     )
+    f.add_argument(
+        "--validate-last",
+        type=float,
+        metavar="FRACTION",
+        help="split every segment in time: its last FRACTION (e.g. 0.3) validates, a net's history carried "
+        "across the cut",
+    )
+    _net_args(f)
     _robot_args(f)
     _budget_args(f)
     f.add_argument("--out", help="output folder (default out/<log stem>)")
     f.set_defaults(func=cmd_fit)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in _csv(text)]
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in _csv(text)]
+
+
+# every field of fitting.training.NetOptions: (flag, field, type, help)
+NET_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
+    (
+        "--net-history-ms",
+        "history_ms",
+        _floats,
+        "MLP history in ms, e.g. 0,10,20 (default; converted at the log's rate)",
+    ),
+    (
+        "--net-input-idx",
+        "input_idx",
+        _ints,
+        "MLP history in physics steps back (Isaac Lab input_idx), e.g. 0,1,2",
+    ),
+    ("--net-input-order", "input_order", str, "pos_vel (default) or vel_pos"),
+    ("--net-hidden", "hidden", _ints, "MLP layer widths, e.g. 32,32 (default)"),
+    ("--net-activation", "activation", str, "MLP activation: softsign (default), tanh, elu, relu"),
+    ("--net-hidden-size", "hidden_size", int, "LSTM / GRU hidden size (default 16)"),
+    ("--net-layers", "num_layers", int, "LSTM / GRU layers (default 1)"),
+    ("--net-epochs", "epochs", int, "supervised epochs (default 300)"),
+    (
+        "--net-patience",
+        "patience",
+        int,
+        "epochs without a better inner-split loss before stopping (default 60)",
+    ),
+    ("--net-lr", "lr", float, "Adam learning rate (default 3e-3)"),
+    ("--net-batch-size", "batch_size", int, "MLP batch size (default 512)"),
+    ("--net-window", "window", int, "in-the-loop rollout window, samples (default 50)"),
+    ("--net-lstm-window", "lstm_window", int, "LSTM / GRU training sequence, samples (default 100)"),
+    ("--net-burn-in", "burn_in", int, "LSTM / GRU samples before the loss counts (default 20)"),
+    ("--net-in-loop-epochs", "in_loop_epochs", int, "in-the-loop epochs (default 150)"),
+    ("--net-in-loop-lr", "in_loop_lr", float, "in-the-loop learning rate (default lr/3 MLP, lr/30 LSTM)"),
+    ("--net-mode", "mode", str, "auto (default: torque when logged), torque or in_the_loop"),
+    (
+        "--net-inner-fraction",
+        "inner_fraction",
+        float,
+        "last part of each training segment early stopping watches (0.2)",
+    ),
+)
+
+
+def _net_args(f: argparse.ArgumentParser) -> None:
+    """`fit`: the actuator networks' options (fitting.training.NetOptions), one flag each."""
+    for flag, name, kind, text in NET_FLAGS:
+        f.add_argument(flag, dest=f"net_{name}", type=kind, help=text)
+    f.add_argument(
+        "--net-no-gain-normalise",
+        dest="net_gain_normalise",
+        action="store_false",
+        default=None,
+        help="do not scale the position error by the segments' logged kp",
+    )
+
+
+def _net_options(args: argparse.Namespace) -> dict | None:
+    """The `networks` object of the request from the --net-* flags given (None: none given)."""
+    names = [name for _, name, _, _ in NET_FLAGS] + ["gain_normalise"]
+    given = {n: getattr(args, f"net_{n}") for n in names if getattr(args, f"net_{n}", None) is not None}
+    return given or None
 
 
 def _robot_args(f: argparse.ArgumentParser) -> None:

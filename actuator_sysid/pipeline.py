@@ -44,6 +44,9 @@ def compute_fit(
         rec, req
     )  # a stored request may predate a restart: say what is wrong before importing more
     from .export import render_all  # the worker's dependency, not the API's
+    from .fitting.plan import split_in_time
+
+    rec = split_in_time(rec, req.validate_last)  # a time split's pieces are the segments everything reads
 
     result = fit_result(rec, req, progress)
     stage = progress or (lambda _f, _m: None)

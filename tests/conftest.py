@@ -54,6 +54,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_export_isaaclab.py": ("conformance",),
     "test_friction_families.py": ("conformance",),
     "test_nets_gru.py": ("conformance",),
+    "test_nets_torque.py": ("conformance",),
     "test_robot.py": ("conformance",),
     "test_robot_exports.py": ("conformance",),
     "test_robot_import.py": ("conformance",),

@@ -79,7 +79,7 @@ def net_model(
     result: ResultLike, joint: str | None = None, kind: str | None = None
 ) -> tuple[str, str, NetFit]:
     """(joint, kind, result entry) of a fitted network: the named joint (else the only joint with a net) and
-    kind (else the net with the lower validation position error)."""
+    kind (else the best-ranked net: the joint's ranking metric, torque error on a torque log)."""
     nets = {
         j: {k: as_net(m) for k, m in jr.models.items() if k in NET_FAMILIES}
         for j, jr in as_result(result).joints.items()
@@ -97,13 +97,9 @@ def net_model(
         joint = next(iter(nets))
     if joint not in nets:
         raise ExportError(f"joint {joint!r} has no network model; joints with one: {sorted(nets)}")
-    if kind is None:
-
-        def score(m: NetFit) -> float:
-            v = m.metrics.best()
-            return float("inf") if v is None or v.position_rmse is None else float(v.position_rmse)
-
-        kind = min(nets[joint], key=lambda k: score(nets[joint][k]))
+    if kind is None:  # the best-ranked net (by validation torque error where the log measures torque)
+        order = [r.family for r in as_result(result).joints[joint].ranking]
+        kind = min(nets[joint], key=lambda k: order.index(k) if k in order else len(order))
     if kind not in nets[joint]:
         raise ExportError(f"joint {joint!r} has no fitted {kind!r} network; fitted: {sorted(nets[joint])}")
     return joint, kind, nets[joint][kind]
@@ -428,7 +424,7 @@ def render_checkpoint(
 
 
 def checkpoint_files(result: ResultLike) -> dict[str, tuple[str, dict[str, str]]]:
-    """Per joint with a network: (its kind with the lower validation position error, file name per format).
+    """Per joint with a network: (its best-ranked kind, file name per format).
 
     One joint with networks: the plain format names (torchscript.pt, newton.onnx, newton.pt2); several:
     <joint>.<format>. newton.onnx is left out for a net it cannot hold (onnx_unsupported).

@@ -334,8 +334,11 @@ def actuator_cfgs(
         raise ExportError(f"unknown backend {backend!r}: choose from {list(BACKENDS)}")
     per_joint: dict[str, dict] = {}
     typed = as_result(result)
+    net_joints = []
     for joint, jr in typed.joints.items():
-        if jr.nets_only():  # its cfg is ActuatorNetMLPCfg / ActuatorNetLSTMCfg (net_cfgs)
+        named = (families or {}).get(joint)
+        if jr.nets_only() or (named or jr.best_model) in NET_FAMILIES:  # ActuatorNetMLPCfg / LSTMCfg
+            net_joints.append(joint)
             continue
         fam, joint_custom = (families or {}).get(joint), custom
         if not fam:  # a joint fitted with Newton-only families alone gets our subclass
@@ -356,7 +359,7 @@ def actuator_cfgs(
         )
     groups = _grouped(per_joint)
     validate_cfgs(groups)
-    return groups
+    return groups | net_cfgs(typed, net_joints)
 
 
 def best_cfgs(
@@ -369,7 +372,7 @@ def best_cfgs(
     """Each joint's best model with our subclasses where needed; None when ACTUATORS already holds it."""
     typed = as_result(result)
     for joint, jr in typed.joints.items():
-        if jr.nets_only():
+        if jr.nets_only() or jr.best_model in NET_FAMILIES:
             continue
         fam = joint_family(typed, joint, jr.best_model)
         built_in = _exportable(jr)
@@ -410,14 +413,16 @@ NET_NOTE = (
 )
 
 
-def net_cfgs(result: ResultLike) -> dict[str, dict]:
-    """ActuatorNetMLPCfg / ActuatorNetLSTMCfg groups for the joints with a fitted network (each joint's net
-    with the lower validation position error), pointing at the checkpoint file the fit's exports hold."""
+def net_cfgs(result: ResultLike, joints: list[str] | None = None) -> dict[str, dict]:
+    """ActuatorNetMLPCfg / ActuatorNetLSTMCfg groups for the joints with a fitted network (each joint's
+    best-ranked net; `joints`: only those), pointing at the checkpoint file the fit's exports hold."""
     from .checkpoints import as_net, checkpoint_files
 
     groups: dict[str, dict] = {}
     typed = as_result(result)
     for joint, (kind, files) in checkpoint_files(typed).items():
+        if joints is not None and joint not in joints:
+            continue
         if (
             "torchscript.pt" not in files
         ):  # a GRU: Isaac Lab has no class for it (checkpoint_findings says so)
@@ -697,7 +702,11 @@ def _doc(
         "actuators": {
             g: {
                 **s,
-                **({"defined_in": CONSUMER_MODULE} if s["class_type"] not in BUILTIN else {}),
+                **(
+                    {"defined_in": CONSUMER_MODULE}
+                    if s["class_type"] not in (*BUILTIN, *NET_CFG_FIELDS)
+                    else {}
+                ),
                 "cfg": _rename(s["cfg"], s["class_type"], field_names),
             }
             for g, s in groups.items()
@@ -793,7 +802,10 @@ def render_python(
     result = as_result(result)
     groups = actuator_cfgs(result, families, custom=custom, backend=backend, rec=rec, loads=loads)
     best = best_cfgs(result, backend, rec=rec, loads=loads) if families is None and not custom else None
-    used = [g["class_type"] for g in groups.values()] + [g["class_type"] for g in (best or {}).values()]
+    nets = net_cfgs(result)
+    net_classes = sorted({g["class_type"] for g in [*groups.values(), *nets.values()]} & set(NET_CFG_FIELDS))
+    used = [g["class_type"] for g in [*groups.values(), *(best or {}).values()]]
+    used = [c for c in used if c not in NET_CFG_FIELDS]  # imported with the nets below
     customs = [c for c in dict.fromkeys(used) if c not in BUILTIN]
     classes = sorted({c for c in used if c in BUILTIN})
     version = ISAACLAB_VERSION if field_names == "isaaclab-3" else "2.x (field names)"
@@ -820,11 +832,8 @@ def render_python(
             lines.append(f"from isaaclab.actuators import {', '.join(classes)}")
     elif classes:
         lines.append(f"from isaaclab.actuators import {', '.join(classes)}")
-    nets = net_cfgs(result)
-    if nets:
-        lines.append(
-            "from isaaclab.actuators import " + ", ".join(sorted({g["class_type"] for g in nets.values()}))
-        )
+    if net_classes:
+        lines.append("from isaaclab.actuators import " + ", ".join(net_classes))
     lines += ["", "ACTUATORS = {", *_entries(groups, field_names), "}"]
     if nets:
         lines += [

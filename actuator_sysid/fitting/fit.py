@@ -28,9 +28,10 @@ from ..models.families import (
 from ..models.rollout import OperatingPoints, RolloutEngine, SegmentBatch, full_params, operating_points
 from .coverage import beyond_training, demands
 from .objective import LossScales, pool_metrics, segment_metrics
-from .plan import Split, plan_split, recordings, split_segments, validate_request
+from .plan import Split, plan_split, recordings, split_in_time, split_segments, validate_request
 from .request import FitRequest, FitRequestError
 from .result import (
+    TORQUE_METRIC,
     Assumptions,
     Budget,
     FitResult,
@@ -596,8 +597,10 @@ def _rank_joint(models: dict[str, ModelFit], load: dict) -> JointFit:
     """One joint's fits with their ranking and best model (a family an exporter can write), and the best
     model's device-gain conversion at the joint level, for readers and the CLI."""
     ranking = _rank(models)
-    # exporters need a family they can write: a network is best only when nothing else was fitted
-    best = next((r.family for r in ranking if r.family in FAMILIES), ranking[0].family)
+    # ranked by torque, the lowest torque error is best, a net included (its exports are the checkpoints and
+    # Isaac Lab's ActuatorNet cfgs); ranked by position, a network is best only when nothing else was fitted
+    torque = ranking[0].metric == TORQUE_METRIC
+    best = next((r.family for r in ranking if torque or r.family in FAMILIES), ranking[0].family)
     return JointFit(
         models=models, load=load, ranking=ranking, best_model=best, device_gains=models[best].device_gains
     )
@@ -661,6 +664,7 @@ def fit_result(rec: Recording, req: FitRequest, progress: ProgressFn | None = No
     In steps: validate the request, plan the run (fitting/plan.py's split, batches, family order), fit one
     family at a time (nested ones first), add the networks, rank, assemble.
     """
+    rec = split_in_time(rec, req.validate_last)  # validate_last: every segment cut in time (fitting/plan.py)
     validate_request(rec, req)
     t_start = time.perf_counter()
     run = _plan_run(rec, req, progress)
@@ -849,23 +853,45 @@ def family_for(req: FitRequest, name: str) -> Family:
     return family
 
 
+def ranking_metric(models: Mapping[str, ModelFit]) -> str:
+    """What a joint's families are ranked by: open-loop torque RMSE when a net learned from measured torque
+    and every family has that error (the one metric all of them have), else closed-loop position RMSE."""
+    if any(m.torque_supervised for m in models.values()) and all(
+        m.torque_error("validation") is not None or m.torque_error("train") is not None
+        for m in models.values()
+    ):
+        return TORQUE_METRIC
+    return "position_rmse"
+
+
 def _rank(models: Mapping[str, ModelFit]) -> tuple[RankRow, ...]:
-    """Order families by validation position RMSE (train when no validation) with a parameter penalty."""
+    """Order families by their validation error (train when no validation) in the joint's ranking metric,
+    times a parameter penalty. Ranked by torque on validation data, a network's weights are not penalised: its
+    size is chosen, not fitted one by one, and the held-out samples guard it."""
+    metric = ranking_metric(models)
     rows = []
     for fam, m in models.items():
         split = "validation" if m.metrics.validation is not None else "train"
         pooled = m.metrics.validation or m.metrics.train
         assert pooled is not None and pooled.position_rmse is not None and m.n_params is not None, fam
-        err = pooled.position_rmse
+        torque = None
+        if metric == TORQUE_METRIC:
+            split = "validation" if m.torque_error("validation") is not None else "train"
+            torque = m.torque_error(split)
+        err = pooled.position_rmse if torque is None else torque
+        penalised = 0 if metric == TORQUE_METRIC and split == "validation" and m.is_network else m.n_params
+        score = err * (1 + MODEL_PENALTY * penalised) if math.isfinite(err) else math.inf
         rows.append(
             (
-                err * (1 + MODEL_PENALTY * m.n_params),
+                score,
                 RankRow(
                     family=fam,
-                    score=err * (1 + MODEL_PENALTY * m.n_params),
+                    score=score,
                     split=split,
-                    position_rmse=err,
+                    position_rmse=pooled.position_rmse,
                     n_params=m.n_params,
+                    metric=metric if metric == TORQUE_METRIC else None,
+                    torque_rmse=torque,
                 ),
             )
         )
@@ -910,17 +936,14 @@ def envelope(family: str, params: dict[str, float], v_max: float, n: int = 121) 
 def _network_traces(
     rec: Recording, result: FitResult, joint: str, exclude: str
 ) -> tuple[dict | None, str | None]:
-    """Closed-loop traces of the joint's actuator network with the lowest validation position RMSE, if any."""
+    """Closed-loop traces of the joint's best-ranked actuator network, if any."""
     models = result.joints[joint].models
     nets = [k for k in models if k in NET_FAMILIES and k != exclude]
     if not nets:
         return None, None
 
-    def score(k: str) -> float:
-        best = models[k].metrics.best()
-        return math.inf if best is None or best.position_rmse is None else best.position_rmse
-
-    best = min(nets, key=score)
+    order = [r.family for r in result.joints[joint].ranking]
+    best = min(nets, key=lambda k: order.index(k) if k in order else len(order))  # the best-ranked net
     from .training import simulate_net
 
     return simulate_net(rec, joint, models[best], decimation=result.assumptions.decimation), best
@@ -929,6 +952,7 @@ def _network_traces(
 def report_data(rec: Recording, result: ResultLike, max_points: int = 1500) -> dict:
     """Simulated traces and envelope points for the report plots (downsampled, JSON-ready)."""
     result = as_result(result)
+    rec = split_in_time(rec, (result.request or {}).get("validate_last"))  # the segments the fit saw
     val = set(result.split.validation)
     assumed = result.assumptions
     out: dict[str, dict] = {}

@@ -4,7 +4,7 @@ a request against a dataset (`validate_request`) that the CLI, the API and the w
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -12,9 +12,56 @@ from ..datasets.recording import Recording, Segment
 from ..models.families import NET_FAMILIES
 from .request import FitRequest, FitRequestError, check_fields
 
+VALIDATION_SUFFIX = "@validation"  # a time split's validation piece: "<segment>@validation"
+
+
+def split_in_time(rec: Recording, fraction: float | None) -> Recording:
+    """The recording with each segment cut in time (validate_last): its first 1 − fraction trains under its own
+    name, the rest validates as "<name>@validation" (metadata `continues`: the training piece, so a network
+    takes its history across the cut; a parametric rollout starts there from the measured state). Both keep
+    the segment's recording, so no other split separates them. Unchanged without a fraction, or when cut
+    already."""
+    if fraction is None or any("continues" in s.metadata for s in rec.segments):
+        return rec
+    if not 0 < fraction < 1:
+        raise FitRequestError(f"validate_last must be a fraction between 0 and 1, got {fraction}")
+    groups = recordings(rec)
+    owner = {
+        i: rec.segments[g[0]].metadata.get("recording", rec.segments[g[0]].name) for g in groups for i in g
+    }
+    segs = []
+    for i, seg in enumerate(rec.segments):
+        cut = seg.n - int(round(fraction * seg.n))
+        if cut < 2 or seg.n - cut < 2:
+            raise FitRequestError(
+                f"validate_last {fraction:g}: segment {seg.name!r} has {seg.n} samples, too few to keep two "
+                "for training and two for validation"
+            )
+        for sl, name, extra in (
+            (slice(0, cut), seg.name, {}),
+            (slice(cut, None), seg.name + VALIDATION_SUFFIX, {"continues": seg.name}),
+        ):
+            segs.append(
+                replace(
+                    seg,
+                    name=name,
+                    t=seg.t[sl],
+                    q=seg.q[sl],
+                    qd=seg.qd[sl],
+                    q_des=seg.q_des[sl],
+                    qd_des=seg.qd_des[sl],
+                    tau_ff=seg.tau_ff[sl],
+                    tau=None if seg.tau is None else seg.tau[sl],
+                    enable=None if seg.enable is None else seg.enable[sl],
+                    metadata={**seg.metadata, "recording": owner[i], **extra},
+                )
+            )
+    return replace(rec, segments=segs)
+
 
 def validate_request(rec: Recording, req: FitRequest) -> None:
     """Raise FitRequestError naming the problem, before anything is queued or stored."""
+    rec = split_in_time(rec, req.validate_last)
     check_fields(rec, req)
     if (
         any(m in NET_FAMILIES for m in req.families) or req.networks
@@ -199,9 +246,19 @@ def plan_split(rec: Recording, req: FitRequest) -> Split:
     """The request's split, always of whole recordings: by metadata value (holdout), one fold per value (folds_by),
     k-fold (folds), or evenly spaced recordings with those that swing freely kept in training."""
     n = len(rec.segments)
-    given = [k for k in ("holdout", "folds", "folds_by") if getattr(req, k) is not None]
+    given = [k for k in ("holdout", "folds", "folds_by", "validate_last") if getattr(req, k) is not None]
     if len(given) > 1:
         raise FitRequestError(f"{' and '.join(given)} exclude each other: give one of them")
+    if req.validate_last is not None:
+        val = [i for i, s in enumerate(rec.segments) if "continues" in s.metadata]
+        if not val:
+            raise FitRequestError("validate_last: the recording was not split in time (plan.split_in_time)")
+        return Split(
+            f"time split: the last {req.validate_last:.0%} of each segment validates, starting from the "
+            "measured state at the cut (a network's history carried across it)",
+            [i for i in range(n) if i not in val],
+            val,
+        )
     groups = recordings(rec)
     r = len(groups)
     if req.folds is not None:

@@ -51,6 +51,7 @@ class FitRequest:
     folds_by: str | None = (
         None  # metadata KEY: leave-one-value-out folds (e.g. "kp"); final fit on every segment
     )
+    validate_last: float | None = None  # the last fraction of every segment validates (a split in time)
     budget_s: float | None = (
         None  # wall-clock budget for the whole fit: search stops, keeps its best, refines
     )
@@ -139,6 +140,14 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
         raise FitRequestError(f"unknown loss {req.loss!r}: choose from {list(LOSSES)}")
     if req.search_backend not in BACKENDS:
         raise FitRequestError(f"unknown search backend {req.search_backend!r}: choose from {list(BACKENDS)}")
+    if req.validate_last is not None and (
+        isinstance(req.validate_last, bool)
+        or not isinstance(req.validate_last, int | float)
+        or not 0.01 <= req.validate_last <= 0.9
+    ):
+        raise FitRequestError(
+            f"validate_last must be a fraction between 0.01 and 0.9, got {req.validate_last!r}"
+        )
     s0, s1 = BOUNDS["budget_s"]
     if req.budget_s is not None and not s0 < req.budget_s <= s1:
         raise FitRequestError(f"budget.seconds must be between {s0} and {s1} (one day), got {req.budget_s}")

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Self
 from ..models.families import NET_FAMILIES
 
 Json = Any  # a JSON value: dict, list, str, int, float, bool or None
+TORQUE_METRIC = "torque_rmse"  # a joint ranked by open-loop torque error (a net trained on measured torque)
 
 
 class _Mismatch(Exception):
@@ -262,6 +263,17 @@ class ModelFit(Record):
     def is_network(self) -> bool:
         return False
 
+    @property
+    def torque_supervised(self) -> bool:
+        """Whether the fit learned from measured torque (a net in mode torque): it is judged by torque error."""
+        return False
+
+    def torque_error(self, split: str, metric: str = "torque_rmse") -> float | None:
+        """A pooled open-loop torque error on "train" or "validation" (torque_rmse, torque_mae, torque_r2,
+        torque_rmse_of_range), None where the log measured no torque or the split has none."""
+        v = ((self.torque_metrics or {}).get(split) or {}).get(metric)
+        return None if v is None else float(v)
+
 
 @dataclass(frozen=True, kw_only=True)
 class NetFit(ModelFit):
@@ -302,6 +314,10 @@ class NetFit(ModelFit):
     def is_network(self) -> bool:
         return True
 
+    @property
+    def torque_supervised(self) -> bool:
+        return self.training.get("mode") == "torque" and self.torque_metrics is not None
+
 
 def _model(v: Json) -> ModelFit:
     if not isinstance(v, Mapping):
@@ -324,6 +340,15 @@ class RankRow(Record):
     split: str | None = None
     position_rmse: float | None = None
     n_params: int | None = None
+    metric: str | None = None  # what `score` ranks: "torque_rmse" (N·m) or, unset, "position_rmse" (rad)
+    torque_rmse: float | None = None  # open-loop torque RMSE on `split`, where the log measures torque
+
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"metric", "torque_rmse"})
+
+    @property
+    def error(self) -> float | None:
+        """The error this row is ranked by, in its metric's unit."""
+        return self.torque_rmse if self.metric == TORQUE_METRIC else self.position_rmse
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -348,6 +373,10 @@ class JointFit(Record):
     def nets_only(self) -> bool:
         """Whether every fitted family is a network."""
         return bool(self.models) and all(f in NET_FAMILIES for f in self.models)
+
+    def ranked_by(self) -> str:
+        """The metric this joint's families are ranked and judged by: "torque_rmse" or "position_rmse"."""
+        return self.ranking[0].metric or "position_rmse" if self.ranking else "position_rmse"
 
 
 @dataclass(frozen=True, kw_only=True)

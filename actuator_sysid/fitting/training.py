@@ -83,7 +83,9 @@ class NetFitError(FitRequestError):
 class NetOptions:
     """Architecture and training budget of the actuator networks (small by default: CPU, seconds)."""
 
-    input_idx: list[int] | None = None  # physics steps back; default [0, d, 2d] for decimation d
+    input_idx: list[int] | None = None  # physics steps back (Isaac Lab's count); exclusive with history_ms
+    history_ms: list[float] | None = None  # the MLP's history in time, at the log's rate (default HISTORY_MS)
+    inner_fraction: float = 0.2  # the last part in time of each training segment that early stopping watches
     input_order: str = "pos_vel"
     hidden: list[int] = field(default_factory=lambda: [32, 32])
     activation: str = "softsign"
@@ -146,6 +148,25 @@ class NetOptions:
                 0,
                 LIMITS["input_idx_value"],
             )
+        if d.get("history_ms") is not None:
+            if d.get("input_idx") is not None:
+                raise NetFitError("give the network history as history_ms or input_idx, not both")
+            v = d["history_ms"]
+            if (
+                not isinstance(v, list)
+                or not 1 <= len(v) <= LIMITS["input_idx_length"]
+                or not all(
+                    isinstance(x, int | float) and not isinstance(x, bool) and 0 <= x <= 10_000 for x in v
+                )
+            ):
+                raise NetFitError(
+                    f"network history_ms must be a list of 1 to {LIMITS['input_idx_length']} times in ms "
+                    f"between 0 and 10000, got {v!r}"
+                )
+        if "inner_fraction" in d:
+            v = d["inner_fraction"]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 0.5:
+                raise NetFitError(f"network inner_fraction must be a number in [0, 0.5], got {v!r}")
         for name in ("lr", "in_loop_lr"):
             v = d.get(name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1):
@@ -200,6 +221,12 @@ class JointData:
     dt: list[float]  # physics dt
     on: list[torch.Tensor]  # (T,) float32, 1 where the actuator applies torque (torque enabled), else 0
     gain: list[float]  # factor on the position error the net sees: kp of the segment / kp_ref
+    # samples at a segment's start that are history only (the end of the segment it continues in time):
+    # the net sees them, nothing is scored on them, and a closed-loop rollout starts after them
+    carried: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.carried = self.carried or [0] * len(self.names)
 
     def torques(self) -> list[torch.Tensor]:
         """The torque of every segment, for training on it; NetFitError where the data was built without one."""
@@ -224,7 +251,37 @@ class JointData:
             pick(self.dt),
             pick(self.on),
             pick(self.gain),
+            pick(self.carried),
         )
+
+    def cut(self, i: int, start: int, stop: int, carried: int = 0) -> JointData:
+        """Samples start … stop − 1 of segment i as a one-segment JointData, the first `carried` history only."""
+        sl = lambda a: [a[i][start:stop]]  # noqa: E731
+        one = self.subset([i])
+        return dataclasses.replace(
+            one,
+            q=sl(self.q),
+            qd=sl(self.qd),
+            q_des=sl(self.q_des),
+            tau=None if self.tau is None else sl(self.tau),
+            on=sl(self.on),
+            carried=[carried],
+        )
+
+    @staticmethod
+    def joined(parts: list[JointData]) -> JointData:
+        """The segments of several JointData, in order."""
+        out = JointData(*([] for _ in range(12)))  # type: ignore[arg-type]
+        out.tau = [] if parts and all(p.tau is not None for p in parts) else None
+        for p in parts:
+            for f in dataclasses.fields(JointData):
+                v = getattr(p, f.name)
+                if f.name == "tau":
+                    if out.tau is not None and v is not None:
+                        out.tau += v
+                    continue
+                getattr(out, f.name).extend(v)
+        return out
 
 
 def segment_kp(seg) -> float | None:
@@ -267,10 +324,46 @@ def segment_enable(seg, j: int) -> np.ndarray:
 
 
 def joint_data(
-    rec: Recording, joint: str, substeps: int, tau: str = "measured", kp_ref: float | None = None
+    rec: Recording,
+    joint: str,
+    substeps: int,
+    tau: str = "measured",
+    kp_ref: float | None = None,
+    carry: int = 0,
 ) -> JointData:
     """Segments of one joint; tau "measured", "inverse_dynamics" or "none"; with kp_ref, each segment's position
-    error gain kp / kp_ref (1 where the segment logs no kp)."""
+    error gain kp / kp_ref (1 where the segment logs no kp). A segment that continues another in time (metadata
+    `continues`, a time split) starts with up to `carry` samples of that one's end, as history (`carried`)."""
+    data = _joint_data(rec, joint, substeps, tau, kp_ref)
+    if not carry:
+        return data
+    names = [s.name for s in rec.segments]
+    parts = []
+    for i, seg in enumerate(rec.segments):
+        before = seg.metadata.get("continues")
+        if before not in names:
+            parts.append(data.subset([i]))
+            continue
+        k = names.index(str(before))
+        c = min(carry, data.q[k].shape[0])
+        both = JointData.joined([data.subset([k]), data.subset([i])])
+        n_prev = data.q[k].shape[0]
+        glue = lambda a, s0=n_prev - c: [torch.cat([a[0][s0:], a[1]])]  # noqa: E731
+        whole = dataclasses.replace(
+            both.subset([1]),
+            q=glue(both.q),
+            qd=glue(both.qd),
+            q_des=glue(both.q_des),
+            on=glue(both.on),
+            tau=None if both.tau is None else glue(both.tau),
+            carried=[c],
+        )
+        parts.append(whole)
+    return JointData.joined(parts)
+
+
+def _joint_data(rec: Recording, joint: str, substeps: int, tau: str, kp_ref: float | None) -> JointData:
+    """joint_data without the carried history."""
     j = rec.joint_index(joint)
     f32 = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float32))  # noqa: E731
     taus: list[torch.Tensor] = []
@@ -301,6 +394,7 @@ def joint_data(
             taus.append(f32(seg.tau[:, j]))
         elif tau == "inverse_dynamics":
             taus.append(f32(inverse_dynamics(seg.q[:, j], seg.qd[:, j], seg.dt, inertia, mgl, ext)))
+    out.carried = [0] * len(out.names)
     return out
 
 
@@ -355,10 +449,12 @@ def rollout(
     dt: torch.Tensor,
     substeps: int,
     measured: tuple[torch.Tensor, torch.Tensor] | None = None,
+    forced: int | None = None,
 ) -> dict[str, torch.Tensor]:
     """Step B lanes through T samples: the net's effort, then the §F plant (no joint terms), `substeps`
     physics steps per sample with the command held. `on` (B, T) is 1 where the actuator's torque is enabled
-    (0: it applies none, the net still runs). With `measured` (q, qd) the net sees the log (open loop).
+    (0: it applies none, the net still runs). With `measured` (q, qd) the net sees the log (open loop): at
+    every sample, or at the first `forced` ones (a carried history), closed loop after them.
 
     Returns q, qd, applied of shape (B, T); q[:, 0] is the initial state.
     """
@@ -366,7 +462,7 @@ def rollout(
     qs, qds, taus = [], [], []
     n = q_des.shape[1]
     for k in range(n):
-        if measured is not None:
+        if measured is not None and (forced is None or k < forced):
             q, qd = measured[0][:, k], measured[1][:, k]
         qs.append(q)
         qds.append(qd)
@@ -396,13 +492,15 @@ def _lanes(data: JointData, ids: list[int]) -> dict[str, torch.Tensor]:
 def simulate_segments(
     spec: NetSpec, net: torch.nn.Module, data: JointData, substeps: int, open_loop: bool = False
 ) -> list[dict[str, np.ndarray]]:
-    """Each segment rolled out from its first logged state with a freshly reset net (Isaac Lab reset)."""
+    """Each segment rolled out from its first logged state with a freshly reset net (Isaac Lab reset); a segment
+    with a carried history runs it on the log first and is returned from the sample after it (its own first)."""
     out = []
     with torch.no_grad():
         for i in range(len(data.names)):
             lanes = _lanes(data, [i])
             stepper = NetStepper(spec, net, 1, pos_gain=lanes["gain"])
-            meas = (data.q[i][None], data.qd[i][None]) if open_loop else None
+            carried = data.carried[i]
+            meas = (data.q[i][None], data.qd[i][None]) if open_loop or carried else None
             tr = rollout(
                 stepper,
                 data.q[i][:1],
@@ -415,12 +513,39 @@ def simulate_segments(
                 lanes["dt"],
                 substeps,
                 meas,
+                None if open_loop else carried + 1,
             )
-            out.append({k: v[0].numpy().astype(np.float64) for k, v in tr.items()})
+            out.append({k: v[0, carried:].numpy().astype(np.float64) for k, v in tr.items()})
     return out
 
 
 # --- training ---
+
+RECURRENT_CARRY = 200  # samples of a time split's training part an LSTM / GRU runs before the validation part
+
+
+def history_carry(spec: NetSpec, substeps: int) -> int:
+    """Samples of history a net takes across a time split: its MLP history, or RECURRENT_CARRY to warm its
+    state up."""
+    return RECURRENT_CARRY if spec.kind in RECURRENT else max(spec.input_idx) // substeps
+
+
+HISTORY_MS = [0.0, 10.0, 20.0]  # the MLP's default history: now, 10 ms and 20 ms back (BENCHMARKS.md)
+
+
+def history_steps(opts: NetOptions, sample_dt: float, substeps: int) -> list[int]:
+    """The MLP's input_idx in physics steps: given as such, else history_ms (default HISTORY_MS) at the log's
+    sample interval, each lag the nearest whole sample (repeats dropped), times the decimation."""
+    if opts.input_idx is not None:
+        return list(opts.input_idx)
+    ms = opts.history_ms if opts.history_ms is not None else HISTORY_MS
+    samples = dict.fromkeys(int(round(t / 1000.0 / sample_dt)) for t in ms)
+    if max(samples) > LIMITS["input_idx_value"] // substeps:
+        raise NetFitError(
+            f"network history_ms {ms} reaches {max(samples)} samples back at this log's "
+            f"{1 / sample_dt:g} Hz; the limit is {LIMITS['input_idx_value']} physics steps"
+        )
+    return [k * substeps for k in samples]
 
 
 def _lags(spec: NetSpec, substeps: int) -> list[int]:
@@ -438,8 +563,8 @@ def _mlp_table(spec: NetSpec, data: JointData, substeps: int) -> tuple[torch.Ten
     lags = _lags(spec, substeps)
     h = max(lags)
     xs, ys = [], []
-    for q, qd, qdes, tau, free, on, gain in zip(
-        data.q, data.qd, data.q_des, data.torques(), data.free, data.on, data.gain, strict=True
+    for q, qd, qdes, tau, free, on, gain, carried in zip(
+        data.q, data.qd, data.q_des, data.torques(), data.free, data.on, data.gain, data.carried, strict=True
     ):
         if free or q.shape[0] <= h:
             continue
@@ -453,6 +578,7 @@ def _mlp_table(spec: NetSpec, data: JointData, substeps: int) -> tuple[torch.Ten
         full_pos[:, spec.input_idx] = pos
         full_vel[:, spec.input_idx] = vel
         driven = on[h:] > 0  # where the torque was off the actuator applied none: nothing to learn there
+        driven &= torch.arange(h, n) >= carried  # a carried history is input only
         xs.append(mlp_input(spec, full_pos, full_vel)[driven])
         ys.append(tau[h:][driven])
     if not xs:
@@ -494,11 +620,12 @@ def _rnn_sequences(
     """(x (B, T, 2) raw [gain·(q_des − q), qd], tau (B, T), torque-enabled mask (B, T)) windows over the
     segments."""
     xs, ts, ms = [], [], []
-    for q, qd, qdes, tau, free, on, gain in zip(
-        data.q, data.qd, data.q_des, data.torques(), data.free, data.on, data.gain, strict=True
+    for q, qd, qdes, tau, free, on, gain, carried in zip(
+        data.q, data.qd, data.q_des, data.torques(), data.free, data.on, data.gain, data.carried, strict=True
     ):
         if free:
             continue
+        on = on * (torch.arange(q.shape[0]) >= carried)  # a carried history is input only
         n = q.shape[0]
         starts = list(range(0, max(n - length, 0) + 1, stride)) if n >= length else []
         for s in starts:
@@ -581,11 +708,14 @@ def train_supervised(
                 f"the {spec.kind.upper()} needs training segments (not free swing) of at least 4 samples"
             )
         x, y, m = _rnn_sequences(train, length, max(length // 2, 1))
+        b0 = min(opts.burn_in, length // 2)
+        vlen = min([length] + [q.shape[0] for q, f in zip(val.q, val.free, strict=True) if not f])
         try:
-            xv, yv, mv = _rnn_sequences(val, length, length)
+            if vlen <= b0 + 1:
+                raise NetFitError("inner split too short")
+            xv, yv, mv = _rnn_sequences(val, vlen, vlen)
         except NetFitError:
             xv, yv, mv = x, y, m
-        b0 = min(opts.burn_in, length // 2)
         gen = torch.Generator().manual_seed(0)
         batch = max(8, opts.batch_size // 16)
         for epoch in range(opts.epochs):
@@ -707,9 +837,15 @@ def _segment_loss(
     net, batched (shorter segments padded with their last command and masked)."""
     n = max(q.shape[0] for q in data.q)
     pad = lambda a: torch.stack([torch.cat([x, x[-1:].expand(n - x.shape[0])]) for x in a])  # noqa: E731
-    mask = torch.stack([torch.arange(n) < q.shape[0] for q in data.q])[:, 1:]
+    mask = torch.stack(
+        [
+            (torch.arange(n) < q.shape[0]) & (torch.arange(n) >= c)
+            for q, c in zip(data.q, data.carried, strict=True)
+        ]
+    )[:, 1:]
     lanes = _lanes(data, list(range(len(data.names))))
     q, qd = pad(data.q), pad(data.qd)
+    carried = max(data.carried, default=0)  # lanes with less history run closed loop later than they could
     with torch.no_grad():
         tr = rollout(
             NetStepper(spec, net, q.shape[0], pos_gain=lanes["gain"]),
@@ -722,6 +858,8 @@ def _segment_loss(
             pad(data.on),
             lanes["dt"],
             substeps,
+            (q, qd) if carried else None,
+            carried + 1,
         )
     e = ((tr["q"][:, 1:] - q[:, 1:]) / sq) ** 2 + VELOCITY_WEIGHT * ((tr["qd"][:, 1:] - qd[:, 1:]) / sqd) ** 2
     loss = float(e[mask].mean())
@@ -791,8 +929,9 @@ def trajectory_rows(data: JointData, sims: list[dict], val_names: set[str]) -> l
     """Per-segment position/velocity errors of closed-loop rollouts, in objective.segment_metrics' shape."""
     rows = []
     for i, sim in enumerate(sims):
-        eq = sim["q"][1:] - data.q[i][1:].numpy()
-        eqd = sim["qd"][1:] - data.qd[i][1:].numpy()
+        c = data.carried[i]  # simulate_segments returns a segment from its own first sample
+        eq = sim["q"][1:] - data.q[i][c + 1 :].numpy()
+        eqd = sim["qd"][1:] - data.qd[i][c + 1 :].numpy()
         rows.append(
             {
                 "segment": data.names[i],
@@ -812,13 +951,16 @@ def torque_rows(
     """Per-segment open-loop torque errors (the model fed the logged states) against the measured torque."""
     rows = []
     for name, a, t in zip(names, applied, tau, strict=True):
-        e = np.asarray(a, np.float64) - np.asarray(t, np.float64)
+        t = np.asarray(t, np.float64)
+        e = np.asarray(a, np.float64) - t
         rows.append(
             {
                 "segment": name,
                 "samples": int(e.size),
                 "torque_rmse": float(np.sqrt(np.mean(e**2))),
                 "torque_mae": float(np.mean(np.abs(e))),
+                "torque_mean": float(np.mean(t)),  # of the measured torque: the pooled R² needs them
+                "torque_std": float(np.std(t)),
                 "split": "validation" if name in val_names else "train",
             }
         )
@@ -831,13 +973,19 @@ def pool_torque(rows: list[dict], torque_range: float) -> dict | None:
         return None
     n = np.array([r["samples"] for r in rows], float)
     rmse = float(np.sqrt(np.sum(n * np.array([r["torque_rmse"] ** 2 for r in rows])) / n.sum()))
-    return {
+    out: dict[str, float | int | None] = {
         "torque_rmse": rmse,
         "torque_rmse_of_range": rmse / max(torque_range, 1e-12),
         "torque_mae": float(np.sum(n * np.array([r["torque_mae"] for r in rows])) / n.sum()),
         "segments": len(rows),
         "samples": int(n.sum()),
     }
+    if all("torque_std" in r for r in rows):  # R² = 1 − SSE / SST over the pooled measured torque
+        mean = np.array([r["torque_mean"] for r in rows])
+        grand = float(np.sum(n * mean) / n.sum())
+        sst = float(np.sum(n * (np.array([r["torque_std"] for r in rows]) ** 2 + (mean - grand) ** 2)))
+        out["torque_r2"] = 1.0 - rmse**2 * n.sum() / sst if sst > 0 else None
+    return out
 
 
 def split_metrics(rows: list[dict], pool) -> dict:
@@ -921,11 +1069,28 @@ def network_from_result(model: NetEntry) -> tuple[NetSpec, torch.nn.Module]:
 # --- one joint, one kind ---
 
 
+def inner_split(data: JointData, fraction: float, carry: int) -> tuple[JointData, JointData]:
+    """The training segments cut in time: each one's last `fraction` (starting with `carry` samples of history
+    from before the cut) watches early stopping, the rest trains. Segments too short to cut, and free-swing
+    ones, train whole."""
+    fit, inner = [], []
+    for i in range(len(data.names)):
+        n = data.q[i].shape[0]
+        cut = n - int(round(fraction * n))
+        if data.free[i] or cut < 8 or n - cut < 8:
+            fit.append(data.subset([i]))
+            continue
+        fit.append(data.cut(i, 0, cut, min(data.carried[i], cut)))
+        c = min(carry, cut)
+        inner.append(data.cut(i, cut - c, n, c))
+        inner[-1].names[0] = f"{data.names[i]}@inner"
+    return JointData.joined(fit), JointData.joined(inner)
+
+
 def _train(
     spec: NetSpec,
     net: torch.nn.Module,
     train: JointData,
-    val: JointData,
     opts: NetOptions,
     substeps: int,
     mode: str,
@@ -933,7 +1098,9 @@ def _train(
     progress: Callable[[float, str], None] | None,
     deadline: float | None,
 ) -> dict:
-    """Torque pretraining, then (in the loop) closed-loop training; the training record of both phases."""
+    """Torque pretraining, then (in the loop) closed-loop training; the training record of both phases. Early
+    stopping watches an inner split of `train` (inner_split), never the fit's reported validation."""
+    train, val = inner_split(train, opts.inner_fraction, history_carry(spec, substeps))
 
     def report(phase: str, span: tuple[float, float], total: int):
         def f(epoch: int, loss: float) -> None:
@@ -953,6 +1120,12 @@ def _train(
     training = {
         "mode": mode,
         "torque_source": "measured" if mode == "torque" else "inverse dynamics of the load",
+        "early_stopping": (
+            f"inner split: the last {opts.inner_fraction:.0%} in time of {len(val.names)} training segment(s), "
+            "history carried across the cut; the reported validation is not used in training"
+            if val.names
+            else "the training loss (no training segment long enough for an inner split)"
+        ),
         **train_supervised(
             spec, net, train, val, opts, substeps, report("torque", split, opts.epochs), pretrain
         ),
@@ -993,7 +1166,10 @@ def _training_warnings(
             + ": the best weights so far; give budget.seconds more time or fewer epochs"
         )
     if not has_validation:
-        warnings.append("a single segment: no validation segment, early stopping watched the training loss")
+        warnings.append(
+            "no validation segment: every error is on training data (early stopping watched "
+            + ("an inner split of it)" if training["early_stopping"].startswith("inner") else "its loss)")
+        )
     if kp_ref is not None:
         kps = sorted({kp for seg in rec.segments if (kp := segment_kp(seg)) is not None})
         warnings.append(
@@ -1050,7 +1226,7 @@ def net_fit(
             f"the {kind.upper()} steps once per physics step on the log's samples: fit it with decimation 1"
         )
     torch.manual_seed(seed)
-    idx = opts.input_idx if opts.input_idx is not None else [0, substeps, 2 * substeps]
+    idx = history_steps(opts, float(np.median([seg.dt for seg in rec.segments])), substeps)
     kp_ref, gain_units = gain_reference(rec) if opts.gain_normalise else (None, None)
     spec = NetSpec(
         kind,
@@ -1065,11 +1241,14 @@ def net_fit(
     )
     if kind == "mlp":
         _lags(spec, substeps)
-    data = joint_data(rec, joint, substeps, "measured" if mode == "torque" else "inverse_dynamics", kp_ref)
+    tau = "measured" if mode == "torque" else "inverse_dynamics"
+    data = joint_data(rec, joint, substeps, tau, kp_ref, carry=history_carry(spec, substeps))
     spec.sample_dt_s = float(np.median(data.dt))
-    train, val = data.subset(train_ids), data.subset(val_ids)
+    train = data.subset(train_ids)  # the validation segments are scored, never trained or stopped on
     _set_scales(spec, train)
-    active = [i for i in range(len(data.names)) if not data.free[i]]
+    active = [i for i in train_ids if not data.free[i]] or [
+        i for i in range(len(data.names)) if not data.free[i]
+    ]  # the envelope from the training segments (all of them only where none trains driven)
     driven = [data.on[i] > 0 for i in active]
     env = containing_envelope(
         torch.cat([data.qd[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
@@ -1081,7 +1260,7 @@ def net_fit(
     net = build_network(spec)
     warnings: list[str] = []
 
-    training = _train(spec, net, train, val, opts, substeps, mode, f"{kind} {joint}", progress, deadline)
+    training = _train(spec, net, train, opts, substeps, mode, f"{kind} {joint}", progress, deadline)
     warnings = _training_warnings(rec, training, mode, bool(val_ids), kp_ref, gain_units)
     net.eval()
     val_names = {data.names[i] for i in val_ids}
@@ -1121,9 +1300,9 @@ def _open_loop_torque(
     rec: Recording, joint: str, spec: NetSpec, net: torch.nn.Module, substeps: int, val_names: set[str]
 ) -> tuple[dict, float]:
     """A net's open-loop torque errors (fed the logged states) against the measured torque, and its range."""
-    meas = joint_data(rec, joint, substeps, "measured", spec.kp_ref)
-    open_loop = simulate_segments(spec, net, meas, substeps, open_loop=True)
-    taus = [t.numpy() for t in meas.torques()]
+    meas = joint_data(rec, joint, substeps, "measured", spec.kp_ref, carry=history_carry(spec, substeps))
+    open_loop = simulate_segments(spec, net, meas, substeps, open_loop=True)  # from each segment's own start
+    taus = [t[c:].numpy() for t, c in zip(meas.torques(), meas.carried, strict=True)]
     rng = float(max(t.max() for t in taus) - min(t.min() for t in taus))
     rows = torque_rows(meas.names, [s["applied"] for s in open_loop], taus, val_names)
     return split_metrics(rows, lambda r: pool_torque(r, rng)), rng
@@ -1134,7 +1313,7 @@ def simulate_net(rec: Recording, joint: str, model: NetEntry | ModelFit, decimat
     if isinstance(model, ModelFit) and not isinstance(model, NetFit):
         raise NetFitError(f"{model.family} is not a network")
     spec, net = network_from_result(model)
-    data = joint_data(rec, joint, decimation, "none", spec.kp_ref)
+    data = joint_data(rec, joint, decimation, "none", spec.kp_ref, carry=history_carry(spec, decimation))
     sims = simulate_segments(spec, net, data, decimation)
     return {
         name: {"q": s["q"], "qd": s["qd"], "computed": s["applied"], "applied": s["applied"]}
@@ -1199,8 +1378,8 @@ def check_request(rec: Recording, req: FitRequest) -> None:
                 f"the {kind.upper()} steps once per physics step on the log's samples: fit it with "
                 "decimation 1"
             )
-    if "mlp" in kinds:
-        idx = opts.input_idx if opts.input_idx is not None else [0, req.decimation, 2 * req.decimation]
+    if "mlp" in kinds and rec.segments:
+        idx = history_steps(opts, float(np.median([s.dt for s in rec.segments])), req.decimation)
         _lags(
             NetSpec("mlp", input_idx=list(idx), input_order=opts.input_order, activation=opts.activation),
             req.decimation,
