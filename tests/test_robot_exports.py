@@ -418,7 +418,8 @@ def test_a_packaged_mjcf_loads_as_written_and_replays_alike(tmp_path: Path) -> N
 
 def test_a_urdf_robot_gets_a_stage_written_from_its_import(tmp_path: Path) -> None:
     """Newton's example quadruped.urdf (joint frames rotated about their axes): newton.usda is a stage written from
-    Newton's import of it; no mjcf.xml for a URDF; both replays within 10 % of ours, 1e-8 rad from it."""
+    Newton's import of it; mjcf.xml is written into the MJCF MuJoCo's own URDF importer makes of it; every replay
+    within 10 % of ours, 1e-5 rad from it."""
     from robot_sim import QUADRUPED_GROUPS, load_quadruped
 
     quad = load_quadruped()
@@ -434,13 +435,13 @@ def test_a_urdf_robot_gets_a_stage_written_from_its_import(tmp_path: Path) -> No
     result = robot_result(quad, QUADRUPED_GROUPS, values, bias, 1)
     result["validation"]["split_sample"] = 75
     files = write_robot_exports(result, robot_recording(quad, cmd, q, qd), quad, tmp_path)
-    assert files == ["isaaclab.py", "isaaclab.json", "newton.usda"]
-    assert "not an MJCF model" in result["exports"]["mujoco"]["note"]
+    assert files == ["isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"]
+    assert "converted to MJCF by MuJoCo's URDF importer" in result["exports"]["mujoco"]["source"]
     stage = open_stage((tmp_path / "newton.usda").read_text())
     assert validate_stage(stage) == []
     assert readback_mismatches(import_stage(stage), result) == []
     rep = result["replays"]
-    assert set(rep["consumers"]) == {"isaaclab", "newton"} and rep["ours"]["rmse"] > 2e-3, rep
+    assert set(rep["consumers"]) == {"isaaclab", "newton", "mujoco"} and rep["ours"]["rmse"] > 2e-3, rep
     for name, c in rep["consumers"].items():
         assert c["status"] == "ok" and c["within_tolerance"], (name, c)
         assert c["rmse_replay_vs_ours"] < 1e-5, (name, c)  # measured 9e-9 (isaaclab), 1.6e-8 rad (newton)
@@ -507,6 +508,13 @@ def test_cli_fit_robot_writes_the_exports_with_their_replays(
         assert c["status"] == "ok" and c["within_tolerance"], (name, c)
     lab = json.loads((out / "isaaclab.json").read_text())
     assert lab["sim"]["decimation"] == DEC and set(lab["actuators"]) == set(TRUTH)
+    # `export` of the robot fit re-renders the fit's own files (no empty ACTUATORS, the fit's physics step)
+    for name in ("isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"):
+        again = tmp_path / f"again_{name}"
+        assert main(["export", str(out), "--format", name, "--out", str(again)]) == 0
+        assert again.read_text() == (out / name).read_text(), name
+    assert main(["export", str(out), "--format", "isaaclab.yaml"]) != 0
+    assert "is not a whole-robot export" in capsys.readouterr().err
 
 
 def _fit_replay(fit: dict, robot: RobotModel, seg, cmd: np.ndarray, cmd_qd: np.ndarray) -> np.ndarray:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 from ..datasets.recording import Recording
-from ..models.robot import MJCF_SUFFIXES
+from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES
 from .robot_common import bias_of, joint_models, replay_log
-from .selection import prepend_comment
+from .selection import ExportError, prepend_comment
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +63,67 @@ def render_robot_exports(result: dict, robot) -> tuple[dict[str, str], dict]:
         }
     except Exception as e:  # noqa: BLE001 - the other exports stand without it
         info["newton"] = {"status": "not written", "note": f"{type(e).__name__}: {e}"}
-    if robot.path.suffix.lower() in MJCF_SUFFIXES:
-        from .robot_mjcf import render_robot_mjcf
+    from .robot_mjcf import render_robot_mjcf
 
-        try:
-            texts["mjcf.xml"], mj_findings = render_robot_mjcf(result, robot)
-            info["mujoco"] = {"findings": [f.as_dict() for f in mj_findings]}
-        except Exception as e:  # noqa: BLE001 - the other exports stand without it
-            info["mujoco"] = {"status": "not written", "note": f"{type(e).__name__}: {e}"}
-    else:
-        info["mujoco"] = {"status": "not written", "note": f"{robot.path.name} is not an MJCF model"}
+    try:
+        with _as_mjcf(robot) as (mjcf, how):
+            texts["mjcf.xml"], mj_findings = render_robot_mjcf(result, mjcf)
+        info["mujoco"] = {"findings": [f.as_dict() for f in mj_findings], **({"source": how} if how else {})}
+    except Exception as e:  # noqa: BLE001 - the other exports stand without it
+        info["mujoco"] = {"status": "not written", "note": f"{type(e).__name__}: {e}"}
     return texts, info
+
+
+@contextmanager
+def _as_mjcf(robot) -> Iterator[tuple[SimpleNamespace, str | None]]:
+    """The robot's MJCF to write the fitted terms into: its own file, or for a URDF the MJCF MuJoCo's own URDF
+    importer makes of it (saved beside nothing: a temporary file named as the robot); a USD has none."""
+    suffix = robot.path.suffix.lower()
+    if suffix in MJCF_SUFFIXES:
+        yield SimpleNamespace(path=robot.path), None
+        return
+    if suffix not in URDF_SUFFIXES:
+        raise ExportError(f"{robot.path.name} is a USD model: MuJoCo reads no USD, so no mjcf.xml is written")
+    import mujoco
+
+    try:
+        model = mujoco.MjModel.from_xml_path(str(robot.path))
+    except Exception as e:  # noqa: BLE001 - MuJoCo's URDF importer raises ValueError with its own text
+        first = (str(e).strip().splitlines() or ["?"])[0]
+        raise ExportError(f"MuJoCo could not import {robot.path.name} to write its MJCF: {first}") from None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{robot.path.stem}.xml"
+        mujoco.mj_saveLastXML(str(path), model)
+        yield SimpleNamespace(path=path), f"{robot.path.name} converted to MJCF by MuJoCo's URDF importer"
+
+
+ROBOT_FILES = ("isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml")
+
+
+def render_robot_format(result: dict, fmt: str, robot_path: str | Path | None = None) -> str:
+    """One whole-robot export of a stored robot fit, rendered from fit.json and the robot model as the fit
+    rendered its own files; an ExportError says why a format cannot be written (not a robot export, the model
+    not found, or the export's own reason)."""
+    from ..models.robot import RobotError, load_robot
+
+    if fmt not in ROBOT_FILES:
+        raise ExportError(f"{fmt} is not a whole-robot export; a robot fit exports {', '.join(ROBOT_FILES)}")
+    path = Path(robot_path or result["robot"]["path"])
+    if not path.is_file():
+        raise ExportError(
+            f"the fit's robot model {path} is not here: pass --robot MODEL (the file the fit used)"
+        )
+    try:
+        robot = load_robot(path)
+    except RobotError as e:
+        raise ExportError(str(e)) from None
+    texts, info = render_robot_exports(result, robot)
+    if fmt not in texts:
+        key = {"isaaclab.py": "isaaclab", "isaaclab.json": "isaaclab", "newton.usda": "newton"}.get(
+            fmt, "mujoco"
+        )
+        raise ExportError(f"{fmt} was not written: {info.get(key, {}).get('note', 'no reason given')}")
+    return texts[fmt]
 
 
 def _consumer(name: str, fn, say: Callable[[str], None]) -> dict:
