@@ -160,14 +160,16 @@ def isaaclab_segment(
     offset: float = 0.0,
     ext: float = 0.0,
     joint: str = "joint",
+    give_external: bool = True,
 ) -> np.ndarray:
-    """Run one segment: the Isaac Lab actuator once per physics step inside the §F update; measured-frame q."""
+    """Run one segment: the Isaac Lab actuator once per physics step inside the §F update; measured-frame q.
+    A friction budget's actuator gets the external torque each step (`give_external`), else it estimates it."""
     import torch
     from isaaclab.utils.types import ArticulationActions
 
     act = cfg.class_type(cfg, joint_names=[joint], joint_ids=slice(None), num_envs=1, device="cpu")
     implicit = bool(getattr(act, "is_implicit_model", False))
-    given_external = hasattr(act, "set_external_effort")
+    given_external = give_external and hasattr(act, "set_external_effort")
     act.reset(torch.arange(1))
     inertia = info.load_inertia + _value(cfg, "armature")
     mgl = info.gravity_coeff
