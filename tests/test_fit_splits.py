@@ -319,3 +319,71 @@ def test_bam_files_named_like_stretches_are_still_two_recordings(tmp_path: Path)
         (tmp_path / f"sin.{k}.json").write_text(json.dumps(_bam(n=300)))
     rec = read_paths([tmp_path / "sin.1.json", tmp_path / "sin.2.json"])
     assert [s.name for s in rec.segments] == ["sin.1", "sin.2"] and recordings(rec) == [[0], [1]]
+
+
+def _drop_log(tmp_path: Path) -> Path:
+    """A canonical long-form CSV of a DC motor on the Isaac Lab bench: two tracking episodes and two drops whose
+    torque goes off after 0.5 s (an `enable` column), the positions our rollout of the truth makes, torque-off
+    stretches swinging freely."""
+    import numpy as np
+    from export_helpers import TRUTH, short_recording
+
+    from actuator_sysid.fitting.fit import simulate
+
+    rec = short_recording(n_segments=4, n_samples=300)
+    for k, s in enumerate(rec.segments):
+        s.metadata = {"kind": "track" if k < 2 else "drop"}
+        s.enable = np.ones((s.n, 1), bool)
+        if k >= 2:
+            s.enable[100:] = False
+    sims = simulate(rec, "hinge", "dcmotor", {**TRUTH, "delay": 0})
+    for s in rec.segments:
+        s.q, s.qd = (
+            sims[s.name]["q"][:, None].astype(np.float64),
+            sims[s.name]["qd"][:, None].astype(np.float64),
+        )
+    path = tmp_path / "drops.csv"
+    write_table(rec, path)
+    return path
+
+
+def test_enable_is_a_canonical_column_and_folds_by_replays_drops_torque_off(tmp_path: Path) -> None:
+    """The `enable` column is read (not ignored), and `folds_by` replays the drops through every consumer with
+    the torque off where the log has it off: the replays follow our rollout, not a servo holding its target."""
+    from export_helpers import TRUTH, make_result, model_entry
+
+    from actuator_sysid.export import render_all
+
+    rec = read_paths([_drop_log(tmp_path)])
+    assert not any("enable" in w for w in rec.warnings), rec.warnings
+    drops = [s for s in rec.segments if s.metadata["kind"] == "drop"]
+    assert all(s.enable is not None and s.enable[:100].all() and not s.enable[100:].any() for s in drops)
+    split = plan_split(rec, FitRequest(folds_by="kind"))
+    assert split.fold_names == ["kind=drop", "kind=track"]
+    res = make_result({"hinge": {"dcmotor": model_entry("dcmotor", {**TRUTH, "delay": 0})}}, rec)
+    res["split"] = {
+        "train": [s.name for s in rec.segments],
+        "validation": [],
+        "folds": [["2", "3"], ["0", "1"]],
+    }
+    validation = json.loads(render_all(res, rec)["validation.json"])
+    for fmt in ("isaaclab.py", "newton.usda", "mjcf.xml"):
+        r = validation["replay"][fmt]
+        assert r["status"] == "ok" and set(r["segments"]) == {"0", "1", "2", "3"}, r
+        rows = {row["segment"]: row for row in r["joints"]["hinge"]["segments"]}
+        for s in drops:  # a driven replay of a drop holds the target: tenths of a radian away
+            assert rows[s.name]["rmse_replay_vs_ours"] < 1e-2, (fmt, rows[s.name])
+        assert r["within_tolerance"], (fmt, r["joints"])
+
+
+def test_a_bad_enable_value_names_its_row(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from actuator_sysid.datasets.recording import DatasetError
+
+    path = _drop_log(tmp_path)
+    frame = pd.read_csv(path)
+    frame.loc[7, "enable"] = 0.5
+    frame.to_csv(path, index=False)
+    with pytest.raises(DatasetError, match=r"row 8, column 'enable'.*1 where the actuator is driven"):
+        read_paths([path])

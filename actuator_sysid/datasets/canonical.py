@@ -1,9 +1,11 @@
 """Reader and writer for the canonical joint-log table (docs/log-formats.md §1): CSV or Parquet, long or wide.
 
 Long form has one row per joint per sample, with the columns
-``t, joint, q, [qd], [tau], q_des, [qd_des], [tau_ff], [segment]``. Wide form has one row per sample,
-with the columns ``t``, ``<joint>/q``, ``<joint>/qd``, ``<joint>/tau``, ``<joint>/q_des``,
-``<joint>/qd_des``, ``<joint>/tau_ff`` and an optional ``segment``. A ``joint`` column marks the long form.
+``t, joint, q, [qd], [tau], q_des, [qd_des], [tau_ff], [enable], [segment]``. Wide form has one row per
+sample, with the columns ``t``, ``<joint>/q``, ``<joint>/qd``, ``<joint>/tau``, ``<joint>/q_des``,
+``<joint>/qd_des``, ``<joint>/tau_ff``, ``<joint>/enable`` and an optional ``segment``. A ``joint`` column
+marks the long form. ``enable`` is the per-sample torque enable (1 driven, 0 torque off: the joint swings
+freely, `Segment.enable`); a joint without it is driven throughout.
 Row numbers in messages count data rows from 1 (the header is not a row).
 
 Segments: rows are grouped by the ``segment`` column in order of first appearance (names are the values
@@ -65,6 +67,8 @@ from .registry import register_reader
 from .sources import ReadOptions, Source
 
 PARQUET_MAGIC = b"PAR1"
+ENABLE = "enable"  # the per-sample torque enable column: 1 driven, 0 torque off
+READ_CHANNELS = (*TABLE_CHANNELS, ENABLE)
 FORMAT_HINT = (
     "expected a canonical CSV or Parquet table (columns t, q, q_des ... with a joint column in long form, "
     "or t, <joint>/q, <joint>/q_des ... in wide form; see docs/log-formats.md §1)"
@@ -101,6 +105,7 @@ def read_table(
         joints, raws = _parse_long(frame, filename, warnings)
     else:
         joints, raws = _parse_wide(frame, filename, warnings)
+    _check_enable(raws, filename)
     rec = assemble(joints, raws, side, filename, warnings, noun="table")
     rec.source_format = f"canonical-{fmt}-{'long' if long_form else 'wide'}"
     return rec
@@ -161,7 +166,7 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
         _long_columns(names, filename, warnings)
         codes, joints = cols.labels["joint"]
         t = cols.floats.pop("t")
-        chans = {ch: cols.floats.pop(ch) for ch in TABLE_CHANNELS if ch in cols.floats}
+        chans = {ch: cols.floats.pop(ch) for ch in READ_CHANNELS if ch in cols.floats}
         del cols
         raws = _long_raws(filename, joints, codes, t, chans, groups)
     else:  # the channel matrices are already built: a segment is a slice of them (a view)
@@ -173,8 +178,13 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
             rows = np.arange(sel.start, sel.stop) if isinstance(sel, slice) else sel
             check_increasing(t[sel], rows + 1, where(filename, seg))
             seg_data = {ch: cols.floats[ch][sel] for ch in TABLE_CHANNELS if any(present[ch])}
+            if ENABLE in cols.floats:  # a joint without an enable column is driven throughout
+                lacking = [j for j, name in enumerate(joints) if ENABLE not in colmap[name]]
+                seg_data[ENABLE] = cols.floats[ENABLE][sel].copy()
+                seg_data[ENABLE][:, lacking] = 1.0
             raws.append(RawSegment(seg or "", t[sel], rows + 1, seg_data, present, split_by_gap=seg is None))
         del cols
+    _check_enable(raws, filename)
     rec = assemble(joints, raws, side, filename, warnings, noun="table")
     rec.source_format = f"canonical-{kind}-{'long' if long_form else 'wide'}"
     return rec
@@ -409,7 +419,7 @@ def _parse_long(
     codes, uniques = pd.factorize(jl)
     joints = [str(j) for j in uniques]
     t = _numeric(frame["t"], filename, "t", jl)
-    chans = {ch: _numeric(frame[ch], filename, ch, jl) for ch in TABLE_CHANNELS if ch in cols}
+    chans = {ch: _numeric(frame[ch], filename, ch, jl) for ch in READ_CHANNELS if ch in cols}
     return joints, _long_raws(filename, joints, codes, t, chans, _groups(frame, filename))
 
 
@@ -421,7 +431,7 @@ def _long_columns(cols: list[str], filename: str, warnings: list[str]) -> None:
                 f"{filename}: missing required column '{req}'; long-form tables need t, joint, q, q_des "
                 f"(found: {', '.join(cols)})"
             )
-    known = {"t", "joint", "segment", *TABLE_CHANNELS}
+    known = {"t", "joint", "segment", *READ_CHANNELS}
     ignored = [c for c in cols if c not in known]
     if ignored:
         warnings.append(f"columns {ignored} are not part of the canonical long-form table and were ignored")
@@ -471,7 +481,7 @@ def _long_raws(
         plan.append((seg, per_joint))
     present = {ch: [ch in chans] * len(joints) for ch in TABLE_CHANNELS}
     data: list[dict[str, np.ndarray]] = [{} for _ in plan]
-    for ch in [c for c in TABLE_CHANNELS if c in chans]:
+    for ch in [c for c in READ_CHANNELS if c in chans]:
         flat = chans.pop(ch)
         for d, (_, per_joint) in zip(data, plan, strict=True):
             d[ch] = np.stack([flat[jdx] for jdx in per_joint], axis=1)
@@ -480,6 +490,21 @@ def _long_raws(
         RawSegment(seg or "", t[pj[0]], pj[0] + 1, d, present, split_by_gap=seg is None)
         for (seg, pj), d in zip(plan, data, strict=True)
     ]
+
+
+def _check_enable(raws: list[RawSegment], filename: str) -> None:
+    """An enable column holds 1 (driven) or 0 (torque off) at every sample; the error names the row."""
+    for raw in raws:
+        e = raw.data.get(ENABLE)
+        if e is None:
+            continue
+        bad = np.flatnonzero(~np.isin(e, (0.0, 1.0)).all(axis=1))
+        if bad.size:
+            k = int(bad[0])
+            raise DatasetError(
+                f"{where(filename, raw.name)}, row {raw.rows[k]}, column 'enable': {e[k].tolist()} is not a "
+                "torque enable; write 1 where the actuator is driven and 0 where its torque is off"
+            )
 
 
 def _wide_columns(cols: list[str], filename: str, warnings: list[str]) -> dict[str, dict[str, str]]:
@@ -495,7 +520,7 @@ def _wide_columns(cols: list[str], filename: str, warnings: list[str]) -> dict[s
         joint, _, ch = c.rpartition("/")
         if c in ("t", "segment"):
             continue
-        if joint and ch in TABLE_CHANNELS:
+        if joint and ch in READ_CHANNELS:
             colmap.setdefault(joint, {})[ch] = c
         else:
             ignored.append(c)
@@ -549,12 +574,12 @@ def _wide_raws(
         rows = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
         check_increasing(t[idx], rows + 1, where(filename, seg))
     data: list[dict[str, np.ndarray]] = [{} for _ in groups]
-    for ch in TABLE_CHANNELS:
-        if not any(present[ch]):
+    for ch in READ_CHANNELS:
+        if not any(ch in colmap[j] for j in joints):
             continue
         for d, (_, idx) in zip(data, groups, strict=True):
             n = idx.stop - idx.start if isinstance(idx, slice) else idx.size
-            out = np.zeros((n, len(joints)))
+            out = (np.ones if ch == ENABLE else np.zeros)((n, len(joints)))  # no enable column: driven
             for j, name in enumerate(joints):
                 if ch in colmap[name]:
                     out[:, j] = columns[colmap[name][ch]][idx]
@@ -611,6 +636,8 @@ def write_table(
     J = len(names)
     with_tau = bool(rec.segments) and all(s.tau is not None for s in rec.segments)
     channels = [ch for ch in TABLE_CHANNELS if ch != "tau" or with_tau]
+    if any(s.enable is not None for s in rec.segments):
+        channels.append(ENABLE)
     parts = []
     for s in rec.segments:
         if form == "long":
@@ -618,13 +645,11 @@ def write_table(
                 "t": np.repeat(s.t, J),
                 "joint": np.tile(np.array(names, dtype=object), s.n),
             }
-            cols.update({ch: np.asarray(getattr(s, ch), dtype=np.float64).reshape(-1) for ch in channels})
+            cols.update({ch: _channel(s, ch, J).reshape(-1) for ch in channels})
         else:
             cols = {"t": s.t}
             for j, name in enumerate(names):
-                cols.update(
-                    {f"{name}/{ch}": np.asarray(getattr(s, ch), dtype=np.float64)[:, j] for ch in channels}
-                )
+                cols.update({f"{name}/{ch}": _channel(s, ch, J)[:, j] for ch in channels})
         cols["segment"] = [s.name] * len(cols["t"])
         parts.append(pd.DataFrame(cols))
     frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["t", "segment"])
@@ -635,6 +660,14 @@ def write_table(
         frame.to_parquet(path, index=False)
     if sidecar:
         path.with_suffix(".json").write_text(json.dumps(sidecar_for(rec), indent=1))
+
+
+def _channel(s: Segment, ch: str, n_joints: int) -> np.ndarray:
+    """One channel of a segment as written, (T, J) float: the enable as 1/0 (driven throughout when None)."""
+    if ch == ENABLE:
+        e = s.enable if s.enable is not None else np.ones((s.n, n_joints), bool)
+        return np.asarray(e, dtype=np.float64).reshape(s.n, n_joints)
+    return np.asarray(getattr(s, ch), dtype=np.float64)
 
 
 def _jsonable(x: Any) -> Any:

@@ -33,34 +33,52 @@ def _segments(result: FitResult, rec: Recording, segments: list[str] | None) -> 
     return [s for s in rec.segments if s.name in set(names)]
 
 
+Point = dict[str, float] | None  # an operating point to export at (`--at`); None: the fit's reference
+
+
 def _at_operating_point(
     result: FitResult, rec: Recording, segs: list[Segment]
-) -> tuple[list[Segment], str | None]:
-    """The segments an export replays as it is: for a fit of device-unit gains or logged supply voltages, those
-    run at the export's operating point (the fit's reference kp and vin) with the actuator on throughout."""
+) -> tuple[list[tuple[Point, list[Segment]]], str | None]:
+    """The replayed segments grouped by the operating point each was logged at (kp, kd, vin of a fit of
+    device-unit gains or logged supply voltages): each group is replayed through an export at its own point,
+    as `--at` writes it, torque-off stretches included. A segment whose joints run at different points, or
+    (away from the reference) on another load, is left out with the reason."""
     from ..models.rollout import operating_points
 
     refs = result.assumptions.operating_point or {}
     if not refs:
-        return segs, None
+        return [(None, segs)], None
     ops = {j: operating_points(rec, j) for j in refs}
-    keep = [
-        s
-        for s in segs
-        if (s.enable is None or bool(s.enable.all()))
-        and not s.metadata.get("free_swing")
-        and all(ops[j].multipliers(s) == (1.0, 1.0, 1.0, 1.0) for j in refs)
-    ]
-    point = "; ".join(
-        f"{j}: " + ", ".join(f"{k}={v:g}" for k, v in r.items() if v is not None) for j, r in refs.items()
+    groups: dict[tuple, tuple[Point, list[Segment]]] = {}
+    left: list[str] = []
+    for s in segs:
+        points = [_logged_point(ops[j], s) for j in refs]
+        reference = all(ops[j].multipliers(s) == (1.0, 1.0, 1.0, 1.0) for j in refs)
+        other_load = any(_seg_load(rec, s, j) != rec.joints[rec.joint_index(j)] for j in refs)
+        if any(p != points[0] for p in points) or (other_load and not reference):
+            left.append(s.name)
+            continue
+        key = tuple(sorted(points[0].items()))
+        groups.setdefault(key, (None if reference else points[0], []))[1].append(s)
+    note = (
+        f"segments {left} left out: their joints run at different operating points, or on another load "
+        "away from the fit's reference point, which one export cannot state"
+        if left
+        else None
     )
-    return keep, (
-        None
-        if keep
-        else f"no replayed segment runs at the export's operating point ({point}) with "
-        "the actuator on throughout; the consumer holds one kp and supply, so a replay of other points "
-        "would compare different actuators (export with --at for another point)"
-    )
+    return list(groups.values()), note
+
+
+def _logged_point(op, seg: Segment) -> dict[str, float]:
+    """The operating point a segment was logged at, in `--at` keys (export/operating.py)."""
+    point = {}
+    if op.units == "device":
+        point["kp"] = op.kp.get(seg.name)
+        if op.kd_reference:
+            point["kd"] = op.kd.get(seg.name)
+    if op.vin_reference:
+        point["vin"] = op.vin.get(seg.name)
+    return {k: float(v) for k, v in point.items() if v is not None}
 
 
 def _rmse(sim: np.ndarray, meas: np.ndarray) -> float:
@@ -180,6 +198,7 @@ def isaaclab_segment(
     q, qd = float(seg.q[0, j]) - offset, float(seg.qd[0, j])
     n = seg.n
     out = np.empty(n)
+    driven = seg.driven(j)  # torque off: the actuator is stepped (its delay runs on) but applies nothing
     t = lambda x: torch.tensor([[float(x)]], dtype=torch.float32)  # noqa: E731
     for k in range(n):
         out[k] = q + offset
@@ -190,7 +209,7 @@ def isaaclab_segment(
             jt = inertia + dt * visc
             if implicit:  # the solver's own PD, its Kd integrated implicitly (§A.10, docs/models.md)
                 tau = min(max(kp * (q_des - q) + kd * (qd_des - qd) + ff, -lim), lim)
-                jt += dt * kd
+                jt += dt * kd if driven[k] else 0.0
             else:
                 action = ArticulationActions(
                     joint_positions=t(q_des), joint_velocities=t(qd_des), joint_efforts=t(ff)
@@ -198,6 +217,7 @@ def isaaclab_segment(
                 if given_external:  # BAM's friction budget: the bench's external torque, as a user gives it
                     act.set_external_effort(t(ext - mgl * math.sin(q)))
                 tau = float(act.compute(action, t(q), t(qd)).joint_efforts[0, 0])
+            tau = tau if driven[k] else 0.0
             force = tau - mgl * math.sin(q) + ext - visc * qd
             stop = jt / dt * qd + force
             if dfric is not None and float(dfric) != fric:
@@ -421,6 +441,8 @@ def newton_segment(
         ext[dof[joint]] = _ext(seg, joint)
     tq, tqd, ff = (control.joint_target_q.numpy(), control.joint_target_qd.numpy(), control.joint_act.numpy())
     out = {joint: np.empty(seg.n) for joint in joints}
+    driven = {jn: seg.driven(j) for jn, j in cols.items()}
+    off = [[dof[jn] for jn in cols if not driven[jn][k]] for k in range(seg.n)]  # torque off, per sample
     for k in range(seg.n):
         q_now = _joint_q(s0)
         for joint in joints:
@@ -445,6 +467,10 @@ def newton_segment(
                 cur, nxt = a_states[i]
                 a.step(s0, control, cur, nxt, dt=dt)
                 a_states[i] = (nxt, cur)
+            if off[k]:  # the actuators stepped (their delays run on), what they added is taken back
+                f = control.joint_f.numpy()
+                f[off[k]] = ext[off[k]]
+                control.joint_f.assign(f)
             solver.step(s0, s1, control, None, dt)
             s0, s1 = s1, s0
     return out
@@ -528,6 +554,11 @@ def mujoco_segment(
             times = (data.time - model.opt.timestep * np.arange(n_hist)[::-1]).reshape(-1, 1)
             mujoco.mj_initCtrlHistory(model, data, aid[j], times, np.tile(np.array(u, float), (n_hist, 1)))
     out = {j: np.empty(seg.n) for j in joints}
+    gear = {
+        j: {a: float(model.actuator_gear[a, 0]) for a in np.flatnonzero(model.actuator_trnid[:, 0] == jid[j])}
+        for j in joints
+    }
+    driven = {j: seg.driven(c) for j, c in cols.items()}
     for k in range(seg.n):
         for j in joints:
             out[j][k] = data.qpos[model.jnt_qposadr[jid[j]]] + offsets[j]
@@ -536,6 +567,8 @@ def mujoco_segment(
             break
         for j in joints:
             set_ctrl(j, k)
+            for a, g in gear[j].items():  # torque off: no actuator of the joint acts (drive, back-EMF)
+                model.actuator_gear[a, 0] = g if driven[j][k] else 0.0
         for _ in range(sub):
             mujoco.mj_step(model, data)
     return out
@@ -644,20 +677,31 @@ def replay(
                 "note": f"joints {nets} are actuator networks: their NewtonActuator loads the checkpoint from "
                 "beside the .usda, and the replay steps parametric actuators only",
             }
-    segs, note = _at_operating_point(result, rec, _segments(result, rec, segments))
-    if not segs and note:
-        return {"format": fmt, "consumer": consumer, "status": "skipped", "note": note}
+    groups, note = _at_operating_point(result, rec, _segments(result, rec, segments))
+    segs = [x for _, g in groups for x in g]
+    if not segs:
+        return {
+            "format": fmt,
+            "consumer": consumer,
+            "status": "skipped",
+            "note": note or "no segment to replay",
+        }
     a = result.assumptions
     sub = int(a.decimation)
-    dt = float(a.physics_dt if a.has("physics_dt") else segs[0].dt / sub if segs else 0.005)
+    dt = float(a.physics_dt if a.has("physics_dt") else segs[0].dt / sub)
     base = {"format": fmt, "consumer": consumer, "segments": [s.name for s in segs], "tolerance": TOLERANCE}
+    base |= {"note": note} if note else {}
+    if any(at is not None for at, _ in groups):
+        base["operating_points"] = [
+            {"at": at or "reference", "segments": [x.name for x in g]} for at, g in groups
+        ]
     try:
-        if consumer == "isaaclab":
-            joints = _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families)
-        elif consumer == "newton":
-            joints = _replay_newton(result, rec, text, segs, dt, sub, families)
-        else:
-            joints = _replay_mujoco(result, rec, text, segs, sub, families)
+        texts = [_text_at(result, rec, fmt, text, at, families) for at, _ in groups]
+        parts = [
+            _replay_group(result, rec, fmt, consumer, t, g, dt, sub, families)
+            for t, (_, g) in zip(texts, groups, strict=True)
+        ]
+        joints = _merged(parts, segs)
     except Exception as e:  # a replay must never take the export down with it
         return {**base, "status": "failed", "note": f"{type(e).__name__}: {e}"}
     return {
@@ -666,3 +710,55 @@ def replay(
         "joints": joints,
         "within_tolerance": all(v["within_tolerance"] for v in joints.values()),
     }
+
+
+def _text_at(result: FitResult, rec: Recording, fmt: str, text: str, at: Point, families) -> str:
+    """The export as replayed at one operating point: the given text at the fit's reference, else the same
+    format rendered at `at` from the same prepared model (as `export --at` writes it, less its comments)."""
+    if at is None:
+        return text
+    from .formats import RenderArgs, get_format
+    from .operating import at_operating_point
+    from .selection import prepare
+
+    spec = get_format(fmt)
+    assert spec.render is not None  # every replayed format is a text format
+    return spec.render(RenderArgs(prepare(at_operating_point(result, at)[0], rec=rec), rec, families))
+
+
+def _replay_group(result, rec, fmt, consumer, text, segs, dt, sub, families) -> dict:
+    """One consumer's replay of segments at one operating point: the consumer steps `text` (the export at
+    that point) while our rollout runs the fit as stated (it scales each segment to its own point)."""
+    if consumer == "isaaclab":
+        return _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families)
+    if consumer == "newton":
+        return _replay_newton(result, rec, text, segs, dt, sub, families)
+    return _replay_mujoco(result, rec, text, segs, sub, families)
+
+
+def _merged(parts: list[dict], segs: list[Segment]) -> dict:
+    """Per joint, the groups' replays as one: their segment rows together, the RMSEs pooled over them."""
+    if len(parts) == 1:
+        return parts[0]
+    n = {s.name: max(s.n - 1, 0) for s in segs}
+    out: dict[str, dict] = {}
+    for part in parts:
+        for joint, r in part.items():
+            if joint not in out:
+                out[joint] = {**r, "segments": list(r["segments"])}
+                continue
+            o = out[joint]
+            o["segments"] += r["segments"]
+            o["within_tolerance"] = bool(o["within_tolerance"] and r["within_tolerance"])
+    for o in out.values():
+        w = [n.get(row["segment"], 0) for row in o["segments"]]
+        pooled = {
+            k: math.sqrt(
+                sum(row[k] ** 2 * x for row, x in zip(o["segments"], w, strict=True)) / max(sum(w), 1)
+            )
+            for k in ("rmse_replay", "rmse_ours")
+        }
+        o |= pooled
+        ro = pooled["rmse_ours"]
+        o["relative_difference"] = abs(pooled["rmse_replay"] - ro) / ro if ro > 0 else 0.0
+    return out

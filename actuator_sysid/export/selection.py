@@ -257,8 +257,15 @@ def _reason(iv: Interval) -> str:
 
 
 AT_END = (
-    1e-3  # an estimate within this share of its search span from the end where the default lies sits there
+    1e-3  # an estimate this close to an end of its search range (unit coordinate, as searched) sits there
 )
+
+
+def _unit(p, value: float) -> float:
+    """A value's place in its parameter's search range, 0 … 1, in the scale the search moves in (log or linear)."""
+    if p.scale == "log" and value > 0 and p.lower > 0:
+        return (math.log(value) - math.log(p.lower)) / (math.log(p.upper) - math.log(p.lower))
+    return (value - p.lower) / (p.upper - p.lower)
 
 
 def default_fits(name: str, iv: Interval | dict) -> bool:
@@ -277,10 +284,10 @@ def default_fits(name: str, iv: Interval | dict) -> bool:
     p = parameters.get(name)
     if iv.estimate is None or not math.isfinite(float(iv.estimate)):
         return False
-    est, tol = float(iv.estimate), AT_END * (p.upper - p.lower)
+    u = _unit(p, float(iv.estimate))
     if math.isinf(p.neutral):
-        return est >= p.upper - tol
-    return p.neutral == 0.0 and est <= max(p.lower, 0.0) + tol
+        return u >= 1.0 - AT_END
+    return p.neutral == 0.0 and u <= AT_END
 
 
 def _prepared_model(
