@@ -20,6 +20,7 @@ from actuator_sysid.cli import _request, build_parser, ranking_lines
 from actuator_sysid.export import render_all
 from actuator_sysid.fitting.fit import FitRequest, fit_result
 from actuator_sysid.fitting.plan import VALIDATION_SUFFIX, split_in_time
+from actuator_sysid.fitting.request import FitRequestError, check_fields
 from actuator_sysid.fitting.training import (
     HISTORY_MS,
     NetFitError,
@@ -194,3 +195,15 @@ def test_net_only_exports_fill_actuators_and_isaaclab_replays_them(split: str, s
         assert f"{best} torque RMSE" in header and "N·m" in header and "of the torque range" in header
     else:
         assert "none computed" in header  # folds: the final net is fitted on every segment
+
+
+def test_the_api_request_takes_validate_last_and_the_net_options() -> None:
+    from actuator_sysid.service.schemas import FitCreate
+
+    body = {"dataset_id": "d", "families": ["mlp"], "validate_last": 0.3, "networks": {"history_ms": [0, 20]}}
+    req = FitCreate(**body).to_request()
+    assert req.validate_last == 0.3 and req.networks == {"history_ms": [0, 20]}
+    with pytest.raises(FitRequestError, match="validate_last must be a fraction"):
+        check_fields(
+            sea_recording(200.0, seconds=0.5, n_segments=1), dataclasses.replace(req, validate_last=1.5)
+        )

@@ -530,7 +530,7 @@ def history_carry(spec: NetSpec, substeps: int) -> int:
     return RECURRENT_CARRY if spec.kind in RECURRENT else max(spec.input_idx) // substeps
 
 
-HISTORY_MS = [0.0, 10.0, 20.0]  # the MLP's default history: now, 10 ms and 20 ms back (BENCHMARKS.md)
+HISTORY_MS = [0.0, 20.0, 40.0]  # the MLP's default history: now, 20 ms and 40 ms back (BENCHMARKS.md)
 
 
 def history_steps(opts: NetOptions, sample_dt: float, substeps: int) -> list[int]:

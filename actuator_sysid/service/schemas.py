@@ -123,12 +123,19 @@ class FitCreate(BaseModel):
         "parameters come from a fit on every segment",
         examples=["kp"],
     )
+    validate_last: float | None = Field(
+        None,
+        description="a split in time: the last fraction (0.01-0.9) of every segment validates, a network's "
+        "history carried across the cut; excludes holdout, folds and folds_by",
+        examples=[0.3],
+    )
     networks: dict[str, Any] | None = Field(
         None,
-        description="options of the mlp/lstm families: input_idx (physics steps back), hidden, activation, "
-        "hidden_size, num_layers, epochs, patience, lr, window, in_loop_epochs, mode "
-        "(auto | torque | in_the_loop)",
-        examples=[{"input_idx": [0, 2, 4], "hidden": [32, 32]}],
+        description="options of the mlp/lstm/gru families (fitting.training.NetOptions): history_ms (the "
+        "MLP's history in ms, converted at the log's rate) or input_idx (physics steps back), hidden, "
+        "activation, hidden_size, num_layers, epochs, patience, lr, batch_size, window, lstm_window, burn_in, "
+        "in_loop_epochs, in_loop_lr, mode (auto | torque | in_the_loop), gain_normalise, inner_fraction",
+        examples=[{"history_ms": [0, 20, 40], "hidden": [32, 32]}],
     )
 
     @model_validator(mode="after")
@@ -153,6 +160,7 @@ class FitCreate(BaseModel):
             holdout=self.holdout,
             folds=self.folds,
             folds_by=self.folds_by,
+            validate_last=self.validate_last,
             budget_s=self.budget.seconds,
             networks=self.networks,
         )
