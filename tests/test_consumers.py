@@ -1,6 +1,6 @@
 """Issue 25: the consumer package runs BAM's friction budget in Newton 1.8 and Isaac Lab 3.0 as we do.
 
-For each rich family, the exported newton.usda loads through Newton's own `add_usd` into the package's
+For each rich family (the five of the issue and the delayed one), the exported newton.usda loads through Newton's own `add_usd` into the package's
 `ClampingFrictionBudget` with the fitted values, and a closed-loop rollout in Newton (SolverMuJoCo) and one
 through the Isaac Lab class of isaaclab.py's ACTUATORS_BEST (the real Isaac Lab base classes in the §F
 pendulum of export/consumer_replay.py) both match our own rollout within 1e-6 rad. The log comes from the
@@ -38,6 +38,7 @@ FIVE = [
     "dcmotor_stribeck_load",
     "dcmotor_directional_load",
     "dcmotor_quadratic_load",
+    "dcmotor_stribeck_delay",  # the delayed DC-motor class with the same budget
 ]
 TOLERANCE = 1e-6  # rad, the largest difference to our rollout over every sample
 DT = 0.005
