@@ -14,6 +14,7 @@ from robot_sim import simulate_newton_log
 from test_robot_torque import ARM_XML, DEC, LOG_DT, TERMS, TRUTH, multisine
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
+from actuator_sysid.export.robot_common import replay_log
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot, prepare_fit, result_lines
 from actuator_sysid.models.robot import RobotError, RobotModel, load_robot
 
@@ -57,6 +58,8 @@ def test_several_recordings_recover_the_arm_and_validate_whole(arm: RobotModel, 
             assert got == pytest.approx(TRUTH[sim_name][k], rel=0.1), (nm, term, got)
     assert v["rmse"] < 1e-3 and v["model_defaults_rmse"] > 10 * v["rmse"], v
     assert "recordings c" in "\n".join(result_lines(res))
+    lg = replay_log(res, three)  # the exports' replays run on the held-out recording, whole
+    np.testing.assert_array_equal(lg.q, three.segments[2].q)
 
 
 def test_holdout_names_the_validation_recordings_and_bad_splits_are_refused(

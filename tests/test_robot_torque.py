@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from robot_sim import robot_recording, simulate_newton_log
 
+from actuator_sysid.export.robot_common import replay_log
+from actuator_sysid.export.selection import ExportError
 from actuator_sysid.fitting.robot import RobotFitOptions, bound_report, fit_robot, prepare_fit
 from actuator_sysid.models.articulated import ArticulatedRollout, JointTerms, physics_targets
 from actuator_sysid.models.robot import RobotError, RobotModel, load_robot
@@ -140,6 +142,8 @@ def test_torque_driven_arm_recovers_friction_damping_armature(arm: RobotModel, t
     assert res["bounds"]["bounds"]["yaw.friction"][1] > TRUTH["friction"][0]
     v = res["validation"]
     assert v["rmse"] < 0.01 and v["model_defaults_rmse"] > 0.3, v
+    with pytest.raises(ExportError, match="feed-forward effort"):  # said, not replayed without the effort
+        replay_log(res, torque_log["rec"])
 
 
 def test_zero_gains_without_effort_are_refused_and_bounds_are_flagged(

@@ -127,7 +127,19 @@ def replay_log(result: dict, rec: Recording) -> ReplayLog:
     """The log part every replay runs on: the fit's held-out part (its validation split), model joint order,
     with the commands before the split that the fit's delay reaches back to."""
     joints = [j["name"] for j in result["robot"]["joints"]]
-    seg = rec.segments[0]
+    v = result["validation"]
+    seg, start = rec.segments[0], int(v["split_sample"])
+    if v.get("split") == "recordings":  # held-out recordings: the first of them, whole, from its first sample
+        name = v["recordings"]["validation"][0]
+        seg = next((s for s in rec.segments if s.name == name), None)  # type: ignore[assignment]
+        if seg is None:
+            raise ExportError(f"the fit's held-out recording {name!r} is not in this log")
+        start = 0
+    if any(np.any(np.nan_to_num(s.tau_ff)) for s in rec.segments):
+        raise ExportError(
+            "the log drives the joints with a feed-forward effort (tau_ff), which the export replays do not "
+            "feed yet: the exports are written but not replayed"
+        )
     names = list(rec.joint_names) if rec.joint_names else joints
     index = {}
     for k, n in enumerate(names):
@@ -136,7 +148,6 @@ def replay_log(result: dict, rec: Recording) -> ReplayLog:
             raise ExportError(f"log joint {n!r} is not a joint of the fitted robot ({', '.join(joints)})")
         index[key] = k
     perm = [index[j] for j in joints]
-    start = int(result["validation"]["split_sample"])
     dec = int(result["sim"]["decimation"])
     delay = int(result.get("delay_steps", 0) or 0)
     sl = slice(start, seg.n)
