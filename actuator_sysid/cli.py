@@ -354,6 +354,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(f"{joint}: best model {jr.best_model}", file=sys.stderr)
         for line in ranking_lines(jr):
             print(f"{joint}:   {line}", file=sys.stderr)
+        for family, m in jr.models.items():
+            if m.is_network and (how := getattr(m, "training", {}).get("early_stopping")):
+                print(f"{joint}: {family} early stopping watched {how}", file=sys.stderr)
         for line in fidelity_gaps(jr.ranking):  # what a consumer-native family gives up
             print(f"{joint}: {line}", file=sys.stderr)
         for line in device_gain_lines(jr.device_gains):

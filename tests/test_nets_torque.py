@@ -207,3 +207,52 @@ def test_the_api_request_takes_validate_last_and_the_net_options() -> None:
         check_fields(
             sea_recording(200.0, seconds=0.5, n_segments=1), dataclasses.replace(req, validate_last=1.5)
         )
+
+
+@pytest.mark.parametrize("rate", [200.0, 400.0])
+def test_series_elastic_nets_are_ranked_by_torque_the_best_picked_and_judged_good(rate: float) -> None:
+    """Acceptance 1: on the MuJoCo series-elastic log the three nets are ranked by validation torque error, the
+    lowest is the best model, the verdict (with the exports replayed) is good, and the default history spans
+    the same 40 ms at 200 and 400 Hz."""
+    from actuator_sysid.pipeline import compute_fit
+
+    rec = sea_recording(rate, seconds=4.0, n_segments=3, seed=0)
+    res = compute_fit(rec, FitRequest(families=["mlp", "lstm", "gru"], networks={"epochs": 100})).typed
+    jr = res.joints["knee"]
+    torque = {f: m.torque_error("validation") for f, m in jr.models.items()}
+    assert [r.family for r in jr.ranking] == sorted(torque, key=torque.__getitem__)
+    assert jr.best_model == min(torque, key=torque.__getitem__)
+    assert res.verdict is not None and res.verdict.verdict == "good", res.verdict
+    reason = next(c.reason for c in res.verdict.checks if c.check == "validation_error")
+    assert f"{jr.best_model} validation torque RMSE" in reason
+    idx = jr.models["mlp"].network["input_idx"]
+    assert idx[-1] / rate == pytest.approx(max(HISTORY_MS) / 1000.0)
+
+
+def test_cli_time_split_says_early_stopping_used_an_inner_split(tmp_path) -> None:
+    """Acceptance 2 from the shell: fit LOG --families mlp,lstm,gru --validate-last 0.3."""
+    import subprocess
+    import sys
+
+    from actuator_sysid.datasets.canonical import write_table
+
+    log = tmp_path / "sea.csv"
+    write_table(sea_recording(200.0, seconds=3.0, n_segments=1, seed=2), log)
+    cmd = [sys.executable, "-m", "actuator_sysid.cli", "fit", str(log), "--families", "mlp,lstm,gru"]
+    cmd += [
+        "--validate-last",
+        "0.3",
+        "--net-epochs",
+        "4",
+        "--net-hidden-size",
+        "8",
+        "--out",
+        str(tmp_path / "fit"),
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    fit = json.loads((tmp_path / "fit" / "fit.json").read_text())
+    assert fit["split"]["method"].startswith("time split") and fit["split"]["validation"] == ["0@validation"]
+    for kind in ("mlp", "lstm", "gru"):
+        assert f"knee: {kind} early stopping watched inner split" in r.stderr
+    assert "1. " + fit["joints"]["knee"]["best_model"] + ": validation torque RMSE" in r.stderr
