@@ -247,3 +247,19 @@ def test_a_skipped_replay_is_not_checked_and_never_passed() -> None:
     assert ok["reason"] == "mjcf.xml replay through its consumer within tolerance", ok
     full = fit_verdict(res, rec, {"replay": ran, "findings": []})
     assert all_passed(full) and any("every export replays" in r for r in full["reasons"])
+
+
+def test_the_share_of_the_range_is_over_the_validated_segments() -> None:
+    """A one-episode holdout is judged against that episode's motion, not the whole data set's range."""
+    rec = short_recording(n_segments=3, n_samples=300, noise_q=1e-3)
+    entry = model_entry("dcmotor", TRUTH)
+    entry["metrics"]["train"] = {"position_rmse": 0.01}
+    entry["metrics"]["validation"] = {"position_rmse": 0.01, "segments": 1}
+    res = make_result({"hinge": {"dcmotor": entry}}, rec)
+    (held,) = res["split"]["validation"]
+    span = float(np.ptp(next(s for s in rec.segments if s.name == held).q[:, 0]))
+    whole = float(np.ptp(np.concatenate([s.q[:, 0] for s in rec.segments])))
+    assert span < 0.9 * whole  # the held-out episode moves less than the data set does
+    v = fit_verdict(res, rec)
+    (check,) = [c for c in v["checks"] if c["check"] == "validation_error"]
+    assert f"{0.01 / span:.1%} of the {span:.3g} rad motion range" in check["reason"], check

@@ -154,10 +154,25 @@ def _actuator_attrs(m: ChosenModel, dt: float) -> dict[str, str]:
         out["gear"] = _num(g)
     if r := _range(None if lim is None else lim / g):
         out |= {"forcelimited": "true", "forcerange": r}
-    delay = int(round(m.params.get("delay", 0))) if m.family.delay else 0
+    delay = _delay(m)
     if delay >= 1:  # ctrl read `delay` physics steps back from its history (zero-order hold)
         out |= {"delay": _num(delay * dt), "nsample": str(delay + 2)}
     return out
+
+
+def _delay(m: ChosenModel) -> int:
+    """The model's command delay in physics steps (0 for a family without one)."""
+    return int(round(m.params.get("delay", 0))) if m.family.delay else 0
+
+
+# MuJoCo starts an actuator's ctrl history at zero and MJCF cannot fill it; Isaac Lab's and Newton's delays (and
+# the fit) start full of the first command, so the file says how to match them
+DELAY_HISTORY = [
+    "  <!-- DELAY HISTORY: MuJoCo starts a delayed actuator's ctrl history at 0, while the fit (like Isaac Lab's",
+    "       and Newton's delays) starts it full of the first command. Before the first step, fill it with the",
+    "       first ctrl: n = model.actuator_history[a][0]; mujoco.mj_initCtrlHistory(model, data, a,",
+    "       (data.time - model.opt.timestep * np.arange(n)[::-1]).reshape(-1, 1), np.full((n, 1), ctrl0)) -->",
+]
 
 
 def _attrs(d: dict[str, str]) -> str:
@@ -175,6 +190,7 @@ def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: flo
         "set class= on the joint and actuator.",
         "       ctrl = q_des + (kd*qd_des + tau_ff)/kp; a pid actuator takes ctrl = [q_des, qd_des + tau_ff/kd].",
         "       Delays count physics steps of the timestep below. -->",
+        *(DELAY_HISTORY if any(_delay(m) >= 1 for m in models) else []),
         '  <compiler angle="radian" autolimits="true"/>',
         f'  <option timestep="{_num(dt)}" gravity="0 0 {_num(-g)}" '
         f'integrator="{"implicitfast" if implicit_only else "Euler"}"/>',

@@ -528,3 +528,27 @@ def diagnose(
             ),
         }
     ]
+
+
+STEP_COARSE = 0.2  # ω·dt (or half of the damping rate · dt) above which explicit steps bend the fitted gains
+
+
+def coarse_step(params: dict[str, float], inertia: float, dt: float, decimation: int) -> str | None:
+    """A warning when the physics step is coarse for the fitted gains, so the gains fitted at this step would
+    move at another one: the PD's natural frequency ω = √(kp/J) or its damping rate (kd + viscous)/J, times
+    dt, against STEP_COARSE (explicit integration drifts from the continuous law as they grow). None when fine
+    or without a stiffness and a positive inertia."""
+    k = float(params.get("stiffness") or 0.0)
+    j = inertia + float(params.get("armature") or 0.0)
+    if k <= 0 or j <= 0 or not dt > 0:
+        return None
+    w = math.sqrt(k / j) * dt
+    c = (float(params.get("damping") or 0.0) + float(params.get("viscous_friction") or 0.0)) / j * dt
+    if max(w, c / 2) <= STEP_COARSE:
+        return None
+    return (
+        f"the fitted gains depend on the physics step: at dt = {1e3 * dt:.3g} ms (decimation {decimation}) "
+        f"√(kp/J)·dt = {w:.2g} and (kd + viscous)/J·dt = {c:.2g} (coarse above {STEP_COARSE:g}, or "
+        f"{2 * STEP_COARSE:g} for the damping), so explicit steps bend the response the gains were fitted to; "
+        "simulate at this dt, or refit with a larger --decimation (finer steps) to see whether they hold"
+    )

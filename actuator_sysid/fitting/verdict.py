@@ -6,7 +6,8 @@ status — "ok", "usable" (caps the verdict at usable) or "poor" — and a sente
 status ("ok" reads "good"); it builds the Verdict and Check records of fitting/result.py, and `fit_verdict`
 is their JSON, as validation.json and the stored result hold it. Thresholds, per joint on its best model:
 
-- validation position RMSE against the motion's range (max q − min q over the log): ≤ 5 % ok, ≤ 15 % usable,
+- validation position RMSE against the motion's range (max q − min q over the validated segments, which the
+  error is measured on; the whole log with folds or without validation): ≤ 5 % ok, ≤ 15 % usable,
   beyond poor. An RMSE within 3× the position noise floor is ok whatever the range (the model explains all
   but the noise). The noise floor σ_q is estimated from the log as 1.4826·MAD(Δ²q)/√6 (white position noise
   of σ gives second differences of variance 6σ²; the MAD ignores the motion's own rare large accelerations):
@@ -65,12 +66,14 @@ def noise_floor(q: np.ndarray) -> float:
     return 1.4826 * mad / math.sqrt(6.0)
 
 
-def log_stats(rec: Recording) -> dict[str, dict[str, float]]:
-    """Per joint: the motion's range [rad], its noise floor σ_q [rad] and max |q − q_des| [rad] over the log."""
+def log_stats(rec: Recording, segments: set[str] | None = None) -> dict[str, dict[str, float]]:
+    """Per joint: the motion's range [rad], its noise floor σ_q [rad] and max |q − q_des| [rad] over the named
+    segments (the validated ones, which an error is judged against; every segment when None or none match)."""
     out: dict[str, dict[str, float]] = {}
+    segs = [s for s in rec.segments if segments is None or s.name in segments] or rec.segments
     for j, name in enumerate(rec.joint_names):
-        qs = [s.q[:, j] if s.q.ndim > 1 else s.q for s in rec.segments]
-        qds = [s.q_des[:, j] if s.q_des.ndim > 1 else s.q_des for s in rec.segments]
+        qs = [s.q[:, j] if s.q.ndim > 1 else s.q for s in segs]
+        qds = [s.q_des[:, j] if s.q_des.ndim > 1 else s.q_des for s in segs]
         allq = np.concatenate(qs) if qs else np.zeros(0)
         floors = [noise_floor(q) for q in qs if q.size >= 5]
         weights = [q.size for q in qs if q.size >= 5]
@@ -310,6 +313,26 @@ def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) ->
     return out
 
 
+def _step_checks(result: FitResult, rec: Recording | None) -> list[Check]:
+    """Per joint, whether the physics step is coarse for the best model's gains (fitting/diagnostics.py):
+    usable, since the fitted gains then hold at this step only."""
+    from .diagnostics import coarse_step
+
+    out: list[Check] = []
+    if rec is None:
+        return out
+    a = result.assumptions
+    for joint, jr in result.joints.items():
+        model = jr.models.get(jr.best_model)
+        if model is None or model.is_network or joint not in rec.joint_names:
+            continue
+        params = {k: float(v) for k, v in model.params.items() if isinstance(v, int | float)}
+        w = coarse_step(params, rec.joints[rec.joint_index(joint)].load_inertia, a.physics_dt, a.decimation)
+        if w is not None:
+            _check(out, "usable", "physics_step", f"{joint}: {jr.best_model}: {w}")
+    return out
+
+
 def _export_checks(validation: dict | None) -> list[Check]:
     """The exports' checks, from their validation document: replays that failed or stray, validation errors."""
     out: list[Check] = []
@@ -364,8 +387,9 @@ def _export_checks(validation: dict | None) -> list[Check]:
 
 def judge(result: ResultLike, rec: Recording | None = None, validation: dict | None = None) -> Verdict:
     """good | usable | poor, the reasons worst first and every check (Verdict and Check records)."""
-    stats = log_stats(rec) if rec is not None else None
-    checks = _fit_checks(as_result(result), stats) + _export_checks(validation)
+    typed = as_result(result)
+    stats = log_stats(rec, set(typed.split.validation) or None) if rec is not None else None
+    checks = _fit_checks(typed, stats) + _step_checks(typed, rec) + _export_checks(validation)
     checks.sort(key=lambda c: -RANK[c.status])
     worst = max((c.status for c in checks), key=RANK.__getitem__, default="ok")
     return Verdict(
