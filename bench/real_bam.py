@@ -11,6 +11,10 @@
    then without a budget, until a fit's validation MAE is at most BAM's; that fit's wall time over BAM's.
 4. Leave-one-kp-out (100, 200, 800): validation MAE per parametric family (nets: the kp = 800 split only).
 5. The machine, the date and the load average before the run.
+7. The best family (and the best native one) as the consumers run it: its export replayed through Newton
+   (newton.usda; a friction budget through the consumer package's clamp) and Isaac Lab (isaaclab.py, our classes
+   where Isaac Lab has none) on the kp = 800 files, position RMSE beside our rollout's on the same segments
+   (`ours.consumer_replays`; issue 25 asks them to agree within 1 %).
 
 The two MAEs are the same quantity up to bookkeeping: mean |q_sim − q_log| over every sample of the
 validation files, each simulated from its file's first logged state with the commands replayed. BAM counts
@@ -329,6 +333,36 @@ def ours_split(
     out["best_native"], out["best_overall"] = best_families(
         {f: v["validation_position_mae"] for f, v in out["families"].items()}
     )
+    out["consumer_replays"] = {
+        f: consumer_replays(rec, res, f)
+        for f in dict.fromkeys((out["best_overall"], out["best_native"]))
+        if f
+    }
+    return out
+
+
+def consumer_replays(rec: Recording, res: dict, family: str) -> dict:
+    """A family's validation error as Newton (newton.usda, the consumer package's clamp for a friction budget) and
+    Isaac Lab (isaaclab.py, our classes where it has none) run it, beside our rollout's on the same segments:
+    position RMSE (export/consumer_replay.py), and whether the two agree within 1 %."""
+    from actuator_sysid.export import replay
+
+    if family in NET_FAMILIES:
+        return {"note": "a net: its replay is the checkpoint exports' (not measured here)"}
+    out = {}
+    for fmt in ("newton.usda", "isaaclab.py"):
+        r = replay(res, rec, fmt, families=family)
+        joints = r.get("joints") or {}
+        j = next((v for k, v in joints.items() if not k.endswith("(best)")), None)
+        out[fmt] = {"status": r.get("status"), "note": r.get("note"), "segments": r.get("segments")}
+        if j is not None:
+            rel = j["relative_difference"]
+            out[fmt] |= {
+                "validation_rmse_replay": j["rmse_replay"],
+                "validation_rmse_ours": j["rmse_ours"],
+                "relative_difference": rel,
+                "agree_within_1_percent": bool(rel <= 0.01),
+            }
     return out
 
 
@@ -475,6 +509,15 @@ def table(out: dict) -> str:
     for f, v in out["ours"]["families"].items():
         mae = v["validation_position_mae"]
         lines.append(f"{f:28s} {mae if mae is not None else math.nan:12.5f} {v['seconds'] or math.nan:8.2f}")
+    for f, by_fmt in out["ours"].get("consumer_replays", {}).items():
+        for fmt, r in by_fmt.items():
+            if isinstance(r, dict) and "validation_rmse_replay" in r:
+                lines.append(
+                    f"{f} in {fmt}: val RMSE {r['validation_rmse_replay']:.5f} rad, ours "
+                    f"{r['validation_rmse_ours']:.5f} ({100 * r['relative_difference']:.3f} % apart)"
+                )
+            elif isinstance(r, dict):
+                lines.append(f"{f} in {fmt}: {r.get('status')} ({r.get('note')})")
     lines.append(json.dumps(out["acceptance"]))
     return "\n".join(lines)
 
