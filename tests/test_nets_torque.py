@@ -160,6 +160,10 @@ def test_nets_are_ranked_by_validation_torque_and_the_lowest_is_best(sea200) -> 
     lines = ranking_lines(jr)
     assert lines[0].startswith(f"1. {jr.best_model}: validation torque RMSE") and "N·m" in lines[0]
     assert "R²" in lines[0] and "of the torque range" in lines[0]
+    from actuator_sysid.service.report import _ranking_table
+
+    html = _ranking_table(jr.ranking)  # the report's ranking: the torque it is ranked by, not a nan position
+    assert "torque RMSE [N·m]" in html and f"{jr.best_model} wins: its validation torque RMSE" in html
 
 
 SPLITS = {
