@@ -180,6 +180,20 @@ def test_a_stage_read_without_the_package_is_refused_not_run_with_constant_frict
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert "REFUSED" in out.stdout and "no drive schema" in out.stdout, out.stdout + out.stderr
+    assert (
+        "actuator_sysid.consumers.register()" in path.read_text().split("\n)", 1)[0]
+    )  # the layer's doc says why
+
+
+def test_the_exports_still_state_operating_point_physics_dt_and_verdict() -> None:
+    from actuator_sysid.export import render_all
+
+    _truth, rec, res = _case("dcmotor_directional_load")
+    files = render_all(res, rec, replay_exports=False)
+    for name in ("isaaclab.py", "newton.usda"):
+        head = files[name][:3000]
+        assert "physics" in head and "verdict" in head, (name, head[:600])
+    assert "physicsDt = 0.005" in files["newton.usda"]
 
 
 def test_isaaclab_cfgs_hold_every_budget_term_of_the_registry() -> None:

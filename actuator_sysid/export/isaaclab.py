@@ -846,7 +846,7 @@ def render_python(
     if best is not None:
         lines += [
             "",
-            "# Each joint's best-ranked fitted model, with the subclasses above where Isaac Lab has no class.",
+            "# Each joint's best-ranked fitted model, with our classes (imported above) where Isaac Lab has none.",
             "ACTUATORS_BEST = {",
             *_entries(best, field_names),
             "}",

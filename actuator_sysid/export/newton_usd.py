@@ -54,6 +54,10 @@ NEURAL_API = "NewtonNeuralControlAPI"
 JOINT_API = "NewtonJointAPI"
 ACTUATED_JOINT_TYPES = ("PhysicsRevoluteJoint", "PhysicsPrismaticJoint")
 MIN_MASS, MIN_INERTIA = 1e-6, 1e-8  # a massless or inertia-free link is not a simulatable body
+REQUIRES = (
+    f"{BUDGET_API} needs actuator-sysid's consumer package (pip install actuator-sysid): call "
+    "actuator_sysid.consumers.register() before add_usd, else Newton finds no drive on these actuators"
+)
 
 
 def _pxr():
@@ -462,10 +466,10 @@ def build_stage(
     """The export stage and what the exporter noted about it: (stage, findings)."""
     typed = as_result(result)
     models, findings = choose_models(typed, families)
+    rich = [m.joint for m in models if isinstance(m, ChosenModel) and m.family.rich_friction]
     findings += substitutions(typed, models, "Newton", "EXPORT.NEWTON")
     findings += [f for m in models if isinstance(m, ChosenModel) for f in newton_warnings(m)]
     if robot_usd is not None:
-        rich = [m.joint for m in models if isinstance(m, ChosenModel) and m.family.rich_friction]
         inertias = {j: v.load_inertia for j, v in bench_loads(typed, rec, loads).items()} if rich else None
         stage, more = robot_stage(models, robot_usd, inertias, physics_dt(typed))
     else:
@@ -479,6 +483,9 @@ def build_stage(
             "families": {m.joint: m.kind if isinstance(m, NetChoice) else m.family.name for m in models},
         },
     }
+    if rich:  # said where a user opening the file reads first, as Newton's own error will not name us
+        layer.customLayerData = {**dict(layer.customLayerData), "requires": REQUIRES}
+        layer.documentation = REQUIRES
     return stage, findings + more
 
 
