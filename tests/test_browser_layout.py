@@ -200,8 +200,9 @@ def test_export_route_takes_at_as_the_cli_does_and_openapi_lists_its_parameters(
     assert _stiffness_of(stored.text) == pytest.approx(gains["100"], rel=6e-3)
     bad = requests.get(url, params={"at": "kq=800"}, timeout=30)
     assert bad.status_code == 422 and "KEY one of" in bad.json()["detail"], bad.text
-    binary = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/fit.json?at=kp=800", timeout=30)
-    assert binary.status_code == 422 and "served as stored" in binary.json()["detail"], binary.text
+    for stored_only in ("fit.json", "all.zip"):  # never silently ignored
+        r = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/{stored_only}?at=kp=800", timeout=30)
+        assert r.status_code == 422 and "served as stored" in r.json()["detail"], (stored_only, r.text)
     spec = requests.get(server.url + "/openapi.json", timeout=30).json()
     params = spec["paths"]["/api/v1/fits/{fit_id}/export/{name}"]["get"]["parameters"]
     query = {p["name"]: p for p in params if p["in"] == "query"}
@@ -247,6 +248,8 @@ def test_no_page_asks_another_host_or_misses_a_file(browser, site) -> None:  # n
     server, fits = site["server"], site["fits"]
     ctx, off, failed = _context(browser)
     page = ctx.new_page()
+    refused: list[str] = []  # what a Content-Security-Policy stopped before it became a request
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
     try:
         page.set_default_timeout(30_000)
         for path in (
@@ -266,7 +269,9 @@ def test_no_page_asks_another_host_or_misses_a_file(browser, site) -> None:  # n
             if path == "/redoc":
                 page.wait_for_selector("[data-section-id^='operation/']", state="attached")
                 page.wait_for_load_state("networkidle")
-        assert off == [] and failed == [], (off, failed)
+        assert off == [] and failed == [] and refused == [], (off, failed, refused)
+        bundle = requests.get(server.url + "/static/docs/redoc.standalone.js", timeout=30).text
+        assert "Redoc" in bundle and "https://cdn." not in bundle  # its footer logo comes from this server
         icon = requests.get(server.url + "/favicon.ico", timeout=10)
         assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
     finally:

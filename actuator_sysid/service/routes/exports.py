@@ -153,6 +153,12 @@ def export_fit(
     if fit["status"] != "succeeded":
         raise ConflictError(f"fit {fit_id} is {fit['status']}; exports exist once it has succeeded")
     exports = exports_of(repo, fit_id)
+    opts = {"at": at, "set": set or [], "rename": rename or [], "unidentified": unidentified}
+    if any(opts.values()) and name not in TEXT_FORMATS:  # never ignored: all.zip and binaries are as stored
+        raise FitRequestError(
+            f"at, set, rename and unidentified re-render a text export ({', '.join(TEXT_FORMATS)}); "
+            f"{name} is served as stored"
+        )
     if name == "all.zip":  # every export plus the standalone report (issue 15)
         return Response(
             _all_zip(repo, storage, project, fit, exports),
@@ -161,13 +167,7 @@ def export_fit(
         )
     if name not in exports:
         raise NotFoundError(f"unknown export format {name!r}; available: {sorted(exports)} or all.zip")
-    opts = {"at": at, "set": set or [], "rename": rename or [], "unidentified": unidentified}
     if any(opts.values()):
-        if name not in TEXT_FORMATS:
-            raise FitRequestError(
-                f"at, set, rename and unidentified re-render a text export ({', '.join(TEXT_FORMATS)}); "
-                f"{name} is served as stored"
-            )
         robots.refuse_rerender(fit)
         point = "-" + re.sub(r"[^A-Za-z0-9.-]+", "", at.replace(",", "-").replace("=", "")) if at else ""
         return Response(
