@@ -73,3 +73,50 @@ def test_a_coarse_physics_step_for_the_gains_is_said() -> None:
     (coarse,) = checks(0.02)
     assert coarse["status"] == "usable" and "depend on the physics step" in coarse["reason"]
     assert "dt = 20 ms (decimation 1)" in coarse["reason"] and "--decimation" in coarse["reason"]
+
+
+def test_a_plan_is_flagged_in_the_quality_warnings() -> None:
+    from actuator_sysid.datasets.quality import PLAN, quality_report
+
+    rec = short_recording(n_segments=2, n_samples=200)
+    assert not any(w.startswith(PLAN) for w in quality_report(rec)["warnings"])
+    for s in rec.segments:  # q ≡ q_des: a plan, not a recording
+        s.q, s.qd = s.q_des.copy(), s.qd_des.copy()
+    assert any(w.startswith(PLAN) for w in quality_report(rec)["warnings"])
+
+
+def test_the_upload_warnings_are_the_dataset_pages(server, tmp_path) -> None:
+    """An API client sees what the page says: the upload response's and GET's `warnings` are the page's list,
+    the plan flag among them."""
+    import html
+    import json
+    import re
+
+    import requests
+    from conftest import make_recording
+
+    from actuator_sysid.datasets.canonical import sidecar_for, write_table
+    from actuator_sysid.datasets.quality import PLAN
+
+    rec = make_recording(joints=("hip",), seed=0)
+    for s in rec.segments:
+        s.q, s.qd = s.q_des.copy(), s.qd_des.copy()
+    write_table(rec, tmp_path / "plan.csv")
+    with open(tmp_path / "plan.csv", "rb") as f:
+        r = requests.post(
+            server.url + "/api/v1/datasets",
+            files={"file": ("plan.csv", f)},
+            data={"metadata": json.dumps(sidecar_for(rec))},
+            timeout=60,
+        )
+    assert r.status_code == 201, r.text
+    up = r.json()
+    assert any(w.startswith(PLAN) for w in up["warnings"]), up["warnings"]
+    assert (
+        requests.get(f"{server.url}/api/v1/datasets/{up['id']}", timeout=30).json()["warnings"]
+        == up["warnings"]
+    )
+    page = requests.get(f"{server.url}/datasets/{up['id']}", timeout=30).text
+    block = page.split('id="warnings"', 1)[1].split("<h2>", 1)[0]
+    shown = [html.unescape(x) for x in re.findall(r'<div class="warn">(.*?)</div>', block, re.S)]
+    assert shown == up["warnings"], (shown, up["warnings"])

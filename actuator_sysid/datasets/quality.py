@@ -31,6 +31,20 @@ MIN_DURATION_S = 5.0
 STILL_FRACTION = 0.5
 
 
+PLAN = (
+    "this looks like a plan, not a recording"  # the commands-only warning's start (the dataset page's flag)
+)
+
+
+def commands_only(rec: Recording) -> bool:
+    """True when every logged position equals its command (q ≡ q_des): a trajectory plan, not a recording."""
+    segs = [s for s in rec.segments if s.q_des is not None]
+    if not segs:
+        return False
+    span = max(float(np.ptp(s.q_des)) for s in segs) or 1.0
+    return all(np.allclose(s.q, s.q_des, rtol=0.0, atol=1e-9 * span) for s in segs)
+
+
 def _free_swing(s: Segment) -> bool:
     """Whether the segment swings freely anywhere: marked free_swing, or a torque-off stretch (BAM) inside it."""
     return bool(s.metadata.get("free_swing")) or (s.enable is not None and not bool(s.enable.all()))
@@ -177,6 +191,12 @@ def _recording_warnings(
 ) -> list[str]:
     """Whole-log weaknesses: no free swing, low rate, short, gaps, dropped samples, heavy jitter (resampled)."""
     out = []
+    if commands_only(rec):
+        out.append(
+            f"{PLAN}: every logged position q equals its command q_des, so nothing here shows how the "
+            "actuator moved and a fit of it identifies nothing; upload the measured positions (and "
+            "velocities, efforts) instead"
+        )
     if not free:
         out.append(
             "no free-swing segment: friction and armature will be poorly separated (record one with "

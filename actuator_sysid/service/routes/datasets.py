@@ -131,7 +131,15 @@ async def upload_dataset(
     finally:
         tmp.unlink(missing_ok=True)
         shutil.rmtree(out_dir, ignore_errors=True)
-    return dataset_out(row)
+    return _out(row)
+
+
+def _out(d: dict) -> dict[str, Any]:
+    """A dataset as the API shows it: its `warnings` are the dataset page's (the reader's and the quality
+    report's, the plan flag among them), so an API client sees what the page says."""
+    from ..pages import all_warnings
+
+    return {**dataset_out(d), "warnings": all_warnings(d["summary"])}
 
 
 @router.get("/api/v1/datasets", tags=["datasets"], responses={200: {"model": list[DatasetOut]}, **ERRORS})
@@ -143,14 +151,14 @@ async def list_datasets(
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> list[dict[str, Any]]:
     """Datasets newest first; filter by the sidecar's actuator_model / serial."""
-    return [dataset_out(d) for d in repo.list_datasets(project, actuator_model, serial, limit)]
+    return [_out(d) for d in repo.list_datasets(project, actuator_model, serial, limit)]
 
 
 @router.get(
     "/api/v1/datasets/{dataset_id}", tags=["datasets"], responses={200: {"model": DatasetOut}, **ERRORS}
 )
 async def get_dataset(repo: Repo, project: Project, dataset_id: str) -> dict[str, Any]:
-    return dataset_out(repo.get_dataset(dataset_id, project))
+    return _out(repo.get_dataset(dataset_id, project))
 
 
 @router.get(
