@@ -260,3 +260,25 @@ def test_cli_time_split_says_early_stopping_used_an_inner_split(tmp_path) -> Non
     for kind in ("mlp", "lstm", "gru"):
         assert f"knee: {kind} early stopping watched inner split" in r.stderr
     assert "1. " + fit["joints"]["knee"]["best_model"] + ": validation torque RMSE" in r.stderr
+
+
+def test_a_gru_best_joint_gives_isaaclab_its_best_mlp_or_lstm_and_a_gru_alone_is_not_checked(sea200) -> None:
+    """Isaac Lab has no GRU class: where the GRU ranks first, ACTUATORS holds the best-ranked net Isaac Lab runs
+    (its own torchscript file), replayed within tolerance; a GRU alone is a replay skipped, never failed."""
+    res = fit_result(sea200, FitRequest(families=["mlp", "gru"], networks=QUICK))
+    jr = res.joints["knee"]
+    rows = sorted(jr.ranking, key=lambda r: r.family != "gru")  # the GRU first, as on the walking knee
+    forced = dataclasses.replace(
+        res, joints={"knee": dataclasses.replace(jr, ranking=tuple(rows), best_model="gru")}
+    )
+    files = render_all(forced, sea200, replay_exports=True)
+    assert "mlp.torchscript.pt" in files and "newton.onnx" in files and "torchscript.pt" not in files
+    ns: dict = {}
+    exec(compile(files["isaaclab.py"], "isaaclab.py", "exec"), ns)
+    (cfg,) = ns["ACTUATORS"].values()
+    assert type(cfg).__name__ == "ActuatorNetMLPCfg" and cfg.network_file == "mlp.torchscript.pt"
+    r = json.loads(files["validation.json"])["replay"]["isaaclab.py"]
+    assert r["status"] == "ok" and r["joints"]["knee"]["family"] == "mlp" and r["within_tolerance"], r
+    alone = fit_result(sea200, FitRequest(families=["gru"], networks=QUICK))
+    r = json.loads(render_all(alone, sea200, replay_exports=True)["validation.json"])["replay"]["isaaclab.py"]
+    assert r["status"] == "skipped" and "no GRU" in r["note"], r

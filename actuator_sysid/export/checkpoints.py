@@ -439,6 +439,24 @@ def checkpoint_files(result: ResultLike) -> dict[str, tuple[str, dict[str, str]]
     return out
 
 
+def isaaclab_checkpoint(result: ResultLike, joint: str) -> tuple[str, str] | None:
+    """(kind, torchscript file) of the net Isaac Lab runs for a joint: the best-ranked one, else, when that is a
+    GRU (Isaac Lab has no GRU class), the best-ranked MLP or LSTM, in a file of its own; None without one."""
+    typed = as_result(result)
+    files = checkpoint_files(typed)
+    if joint not in files:
+        return None
+    kind, names = files[joint]
+    if "torchscript.pt" in names:
+        return kind, names["torchscript.pt"]
+    order = [r.family for r in typed.joints[joint].ranking]
+    runnable = [k for k in ("mlp", "lstm") if k in typed.joints[joint].models]
+    if not runnable:
+        return None
+    other = min(runnable, key=lambda k: order.index(k) if k in order else len(order))
+    return other, (f"{other}.torchscript.pt" if len(files) == 1 else f"{joint}.{other}.torchscript.pt")
+
+
 def checkpoint_findings(result: ResultLike) -> list[Finding]:
     """Which checkpoint Newton should load: newton.onnx; newton.pt2 works but Newton 1.8 deprecates Torch
     checkpoints (docs/consumer-semantics.md §C.2), and a deeper LSTM has only that one."""
@@ -447,17 +465,21 @@ def checkpoint_findings(result: ResultLike) -> list[Finding]:
     for joint, (kind, names) in checkpoint_files(typed).items():
         net = as_net(typed.model(joint, kind))
         if kind == "gru":
+            isaac = isaaclab_checkpoint(typed, joint)
             findings.append(
                 Finding(
                     "EXPORT.ISAACLAB.no_gru_actuator",
                     "warning",
                     joint,
-                    f"joint {joint!r} (gru): {NO_FORMAT['torchscript.pt']}: no torchscript.pt and no "
-                    "ACTUATORS_NET for it; Newton runs it from newton.onnx (DriveNeuralGRU, "
-                    "explicit effort mode, at the physics step it was trained at, sample_dt_s "
-                    f"{net.network.get('sample_dt_s') or 0:.6g} s); "
-                    "for Isaac Lab fit mlp or lstm and export it with --family "
-                    f"{joint}=mlp|lstm",
+                    f"joint {joint!r} (gru): {NO_FORMAT['torchscript.pt']}: no torchscript.pt of it"
+                    + ("" if isaac else " and no ACTUATORS_NET for it")
+                    + "; Newton runs it from newton.onnx (DriveNeuralGRU, explicit effort mode, at the physics step it "
+                    f"was trained at, sample_dt_s {net.network.get('sample_dt_s') or 0:.6g} s); "
+                    + (
+                        f"Isaac Lab's ACTUATORS hold the best-ranked net it runs, {isaac[0]} ({isaac[1]})"
+                        if isaac
+                        else f"for Isaac Lab fit mlp or lstm and export it with --family {joint}=mlp|lstm"
+                    ),
                 )
             )
             continue
@@ -493,4 +515,7 @@ def render_checkpoints(result: ResultLike) -> dict[str, bytes]:
     for joint, (kind, names) in checkpoint_files(typed).items():
         for fmt, name in names.items():
             files[name] = render_checkpoint(typed, fmt, joint, kind)
+        isaac = isaaclab_checkpoint(typed, joint)
+        if isaac is not None and isaac[1] not in files:  # a GRU's joint: Isaac Lab runs its best MLP / LSTM
+            files[isaac[1]] = render_checkpoint(typed, "torchscript.pt", joint, isaac[0])
     return files

@@ -632,6 +632,20 @@ def _compare(
     }
 
 
+def _isaaclab_netless(result: FitResult, families: dict[str, str] | str | None) -> list[str]:
+    """Joints whose Isaac Lab export is a net Isaac Lab cannot run: a best (or chosen) GRU with no MLP or LSTM."""
+    from .checkpoints import isaaclab_checkpoint
+
+    out = []
+    for joint, jr in result.joints.items():
+        named = families if isinstance(families, str) else (families or {}).get(joint)
+        if (jr.nets_only() or (named or jr.best_model) in NET_FAMILIES) and isaaclab_checkpoint(
+            result, joint
+        ) is None:
+            out.append(joint)
+    return out
+
+
 def replay(
     stored: ResultLike,
     rec: Recording,
@@ -661,6 +675,15 @@ def replay(
             "consumer": consumer,
             "status": "skipped",
             "note": f"consumer not installed ({e.name or module}): replay skipped",
+        }
+    gru_only = _isaaclab_netless(result, families) if consumer == "isaaclab" else []
+    if gru_only:
+        return {
+            "format": fmt,
+            "consumer": consumer,
+            "status": "skipped",
+            "note": f"joints {gru_only} are GRU networks with no MLP or LSTM beside them: Isaac Lab has no GRU "
+            "actuator class, so the export holds no actuator for them (Newton runs newton.onnx)",
         }
     if consumer == "newton":
         from .newton_usd import NetChoice, choose_models

@@ -416,20 +416,18 @@ NET_NOTE = (
 def net_cfgs(result: ResultLike, joints: list[str] | None = None) -> dict[str, dict]:
     """ActuatorNetMLPCfg / ActuatorNetLSTMCfg groups for the joints with a fitted network (each joint's
     best-ranked net; `joints`: only those), pointing at the checkpoint file the fit's exports hold."""
-    from .checkpoints import as_net, checkpoint_files
+    from .checkpoints import as_net, checkpoint_files, isaaclab_checkpoint
 
     groups: dict[str, dict] = {}
     typed = as_result(result)
-    for joint, (kind, files) in checkpoint_files(typed).items():
-        if joints is not None and joint not in joints:
+    for joint in checkpoint_files(typed):
+        isaac = isaaclab_checkpoint(typed, joint)  # a GRU's joint: its best MLP / LSTM (checkpoint_findings)
+        if (joints is not None and joint not in joints) or isaac is None:
             continue
-        if (
-            "torchscript.pt" not in files
-        ):  # a GRU: Isaac Lab has no class for it (checkpoint_findings says so)
-            continue
+        kind, file = isaac
         cls = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg"}[kind]
         spec = as_net(typed.model(joint, kind)).network
-        values = {**spec, "network_file": files["torchscript.pt"]}
+        values = {**spec, "network_file": file}
         cfg: dict = {"joint_names_expr": [re.escape(joint)]}
         for name in NET_CFG_FIELDS[cls]:
             v = values[name]
