@@ -59,10 +59,12 @@ def simulate_newton_log(
     qd0: np.ndarray | None = None,
     effort_mode: str = "explicit",
     tau_ff: np.ndarray | None = None,
+    body_mass: dict[str, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Step the robot in Newton alone under position targets `cmd` (T, J) held for `decimation` physics steps,
     and feed-forward efforts `tau_ff` (T, J) N·m held alike (Newton's DrivePD reads them from control.joint_act
-    and its delay buffer delays them with the targets; kp = kd = 0 makes a torque-driven arm).
+    and its delay buffer delays them with the targets; kp = kd = 0 makes a torque-driven arm). `body_mass`
+    {link: kg} gives links another mass than the model's (a payload), their inertia about the COM scaled alike.
 
     Per joint (scalar or (J,)): armature (kg·m²), damping (viscous, N·m·s/rad), friction (Coulomb frictionloss,
     N·m) — None keeps the model file's; the DC envelope saturation_effort / velocity_limit / effort_limit
@@ -83,6 +85,14 @@ def simulate_newton_log(
     lag = np.broadcast_to(np.asarray(delay, int), (n,))
     builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     builder.add_builder(robot.builder)
+    links = [lab.rsplit("/", 1)[-1] for lab in builder.body_label]
+    for name, m in (body_mass or {}).items():
+        i = links.index(name)
+        scale = m / builder.body_mass[i]
+        inertia = np.asarray(builder.body_inertia[i], float).reshape(3, 3) * scale
+        builder.body_mass[i], builder.body_inv_mass[i] = m, 1.0 / m
+        builder.body_inertia[i] = wp.mat33(*inertia.reshape(-1))
+        builder.body_inv_inertia[i] = wp.mat33(*np.linalg.inv(inertia).reshape(-1))
     for k, d in enumerate(robot.dof):
         builder.joint_armature[d], builder.joint_damping[d], builder.joint_friction[d] = (
             arm[k],

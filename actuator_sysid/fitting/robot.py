@@ -142,6 +142,9 @@ class RobotFitOptions:
     effort_mode: str = "explicit"
     # KEY=VALUE on segment metadata (a joint fit's --holdout): those recordings validate; None: the last ones
     holdout: str | None = None
+    # link inertial corrections: bodies (the model's link names) whose mass is fitted, and their COM with payload_com
+    payload: list[str] | None = None
+    payload_com: bool = False
     progress: Callable[[str], None] | None = None
 
 
@@ -165,9 +168,17 @@ class _Problem:
     bias_bound: np.ndarray | None = None
     scales: dict[str, dict[str, float]] = field(default_factory=dict)
     gains: str = "fitted per group (the log states none)"  # where the PD gains came from, for the result
+    # payload bodies (link inertial corrections): names, builder indices, the model's mass (B,) and COM (B, 3)
+    bodies: list[str] = field(default_factory=list)
+    body_index: np.ndarray | None = None
+    body_mass0: np.ndarray | None = None
+    body_com0: np.ndarray | None = None
+    fit_com: bool = False
 
     def __post_init__(self) -> None:
         self.var_names = [f"{g}.{t}" for g in self.groups for t in self.terms]
+        for b in self.bodies:
+            self.var_names += [f"{b}.mass"] + ([f"{b}.com_{a}" for a in "xyz"] if self.fit_com else [])
         if self.fit_bias:
             self.var_names += [f"{n}.bias" for n in self.names]
 
@@ -184,17 +195,40 @@ class _Problem:
         lo, hi = self.bound(group, term)
         return float(np.clip(math.log10(max(value, 10**lo)), lo, hi))
 
+    @property
+    def per_body(self) -> int:
+        """Search variables per payload body: log10 mass, and the COM offset (cm) with fit_com."""
+        return 4 if self.fit_com else 1
+
+    def body_bounds(self) -> tuple[list[float], list[float]]:
+        """The payload variables' bounds: mass a decade either side of the model's; the COM offset within
+        max(5 cm, twice the model COM's distance from the body frame) per axis."""
+        lo: list[float] = []
+        hi: list[float] = []
+        for k in range(len(self.bodies)):
+            assert self.body_mass0 is not None and self.body_com0 is not None
+            m = math.log10(float(self.body_mass0[k]))
+            lo.append(m - 1.0)
+            hi.append(m + 1.0)
+            if self.fit_com:
+                c = max(0.05, 2.0 * float(np.linalg.norm(self.body_com0[k]))) / BIAS_UNIT
+                lo += [-c] * 3
+                hi += [c] * 3
+        return lo, hi
+
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Every search variable's (lower, upper) bound, in the search's own units."""
         b = self.bias_bound if self.bias_bound is not None else np.full(len(self.names), 0.3)
         bias = list(b / BIAS_UNIT) if self.fit_bias else []
-        lo = [self.bound(g, t)[0] for g in self.groups for t in self.terms] + [-v for v in bias]
-        hi = [self.bound(g, t)[1] for g in self.groups for t in self.terms] + bias
+        blo, bhi = self.body_bounds()
+        lo = [self.bound(g, t)[0] for g in self.groups for t in self.terms] + blo + [-v for v in bias]
+        hi = [self.bound(g, t)[1] for g in self.groups for t in self.terms] + bhi + bias
         return np.array(lo), np.array(hi)
 
     def steps(self) -> np.ndarray:
         nt = len(self.groups) * len(self.terms)
-        return np.array([FD_STEP["log"]] * nt + [FD_STEP["bias"]] * (self.size - nt))
+        body = ([FD_STEP["log"]] + [FD_STEP["bias"]] * (self.per_body - 1)) * len(self.bodies)
+        return np.array([FD_STEP["log"]] * nt + body + [FD_STEP["bias"]] * (self.size - nt - len(body)))
 
     def joint_values(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """(C, d) search variables → per-joint natural values {term: (C, J)}, bias included."""
@@ -208,6 +242,15 @@ class _Problem:
         if self.kp is not None:
             out["stiffness"][:] = self.kp[None]
             out["damping"][:] = self.kd[None] if self.kd is not None else 0.0
+        if self.bodies:
+            assert self.body_com0 is not None
+            nb, pb = len(self.bodies), self.per_body
+            xb = x[:, k : k + nb * pb].reshape(c, nb, pb)
+            out["body_mass"] = 10.0 ** xb[:, :, 0]
+            out["body_com"] = self.body_com0[None] + (
+                xb[:, :, 1:] * BIAS_UNIT if self.fit_com else np.zeros((c, nb, 3))
+            )
+            k += nb * pb
         out["bias"] = x[:, k:] * BIAS_UNIT if self.fit_bias else np.zeros((c, j))
         return out
 
@@ -218,6 +261,7 @@ class _Problem:
     def var_joints(self) -> list[np.ndarray]:
         """Per variable, the joints whose parameters it sets."""
         out = [np.array(idx) for idx in self.groups.values() for _ in self.terms]
+        out += [np.arange(len(self.names))] * (len(self.bodies) * self.per_body)  # a body loads every joint
         if self.fit_bias:
             out += [np.array([i]) for i in range(len(self.names))]
         return out
@@ -305,9 +349,15 @@ def _color(var_comps: list[set[int]]) -> list[list[int]]:
     return [m for _, m in colors]
 
 
-def joint_terms(v: dict[str, np.ndarray], effort_limit: np.ndarray) -> JointTerms:
-    """The rollout's per-world terms from per-joint values {term: (W, J)}; the model's box limit `effort_limit`."""
+def joint_terms(
+    v: dict[str, np.ndarray], effort_limit: np.ndarray, bodies: np.ndarray | None = None
+) -> JointTerms:
+    """The rollout's per-world terms from per-joint values {term: (W, J)}; the model's box limit `effort_limit`;
+    the payload bodies' (builder indices `bodies`) mass (W, B) and COM (W, B, 3) where the values have them."""
     return JointTerms(
+        bodies=bodies if "body_mass" in v else None,
+        body_mass=v.get("body_mass"),
+        body_com=v.get("body_com"),
         kp=v["stiffness"],
         kd=v["damping"],
         armature=v["armature"],
@@ -374,7 +424,7 @@ class _Evaluator:
             )
             for cmd in (self.cmd, self.cmd_qd, self.tau_ff)
         )
-        terms = joint_terms(rep, np.broadcast_to(self.prob.effort_limit, (c * nw, j)))
+        terms = joint_terms(rep, np.broadcast_to(self.prob.effort_limit, (c * nw, j)), self.prob.body_index)
         t0 = time.perf_counter()
         out_q, _ = self.engine(c * nw).run(
             self.q[starts], self.qd[starts], tq, tqd, terms, self.dec, self.dt, tff
@@ -689,6 +739,7 @@ def replay_coupled(
     effort_mode: str = "explicit",
     tau_ff: np.ndarray | None = None,
     spans: list[tuple[int, int, int]] | None = None,
+    bodies: np.ndarray | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Each parameter set replayed alone from the measured state at `start` to the log's end: positions
     (T − start, J) and the share of physics steps at which the motor envelope cut the PD effort (J,); the
@@ -703,7 +754,7 @@ def replay_coupled(
     out = []
     eng = ArticulatedRollout(robot, 1, device="cpu", mujoco_cpu=True, effort_mode=effort_mode)
     for v, d in zip(vals, delays, strict=True):
-        terms = joint_terms({k: x[:1] for k, x in v.items()}, effort[None])
+        terms = joint_terms({k: x[:1] for k, x in v.items()}, effort[None], bodies)
         parts, cut, steps = [], np.zeros(q.shape[1]), 0
         for a, b, first in spans:
             s, f, length = np.array([a]), np.array([first]), b - 1 - a
@@ -775,13 +826,51 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
         + (list(DC_TERMS) if opts.dc_motor else [])
     )
     effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
-    prob = _Problem(names, groups, exprs, terms, opts.fit_bias, kp, kd, effort, np.asarray(robot.component))
+    prob = _Problem(
+        names,
+        groups,
+        exprs,
+        terms,
+        opts.fit_bias,
+        kp,
+        kd,
+        effort,
+        np.asarray(robot.component),
+        **_payload(robot, opts),
+    )
     if opts.effort_mode not in EFFORT_MODES:
         raise RobotError(f"effort_mode {opts.effort_mode!r}: one of {', '.join(EFFORT_MODES)}")
     prob.effort_mode = opts.effort_mode
     prob.term_bounds, prob.bias_bound, prob.scales = model_bounds(robot, prob, data, opts.decimation)
     prob.gains = _gains_note(prob, opts, bool(np.any(data.tau_ff)))
     return data, prob, gains_known
+
+
+def _payload(robot: RobotModel, opts: RobotFitOptions) -> dict:
+    """The payload bodies' _Problem fields: names, builder indices, the model's mass and COM; every name must be
+    a link of the model with a mass (a correction scales it)."""
+    if not opts.payload:
+        return {}
+    builder: Any = robot.builder
+    links = [lab.rsplit("/", 1)[-1] for lab in builder.body_label]
+    missing = [b for b in opts.payload if b not in links]
+    if missing:
+        raise RobotError(
+            f"payload body {', '.join(missing)} is not a link of {robot.path.name}; its links: {', '.join(links)}"
+        )
+    idx = np.array([links.index(b) for b in opts.payload])
+    mass = np.array([float(builder.body_mass[i]) for i in idx])
+    if np.any(mass <= 0):
+        light = [b for b, m in zip(opts.payload, mass, strict=True) if m <= 0]
+        raise RobotError(f"payload body {', '.join(light)} has no mass in the model: give it a nominal one")
+    com = np.array([np.asarray(builder.body_com[i], float) for i in idx])
+    return {
+        "bodies": list(opts.payload),
+        "body_index": idx,
+        "body_mass0": mass,
+        "body_com0": com,
+        "fit_com": opts.payload_com,
+    }
 
 
 def _gains(
@@ -991,6 +1080,9 @@ def _start(
                 "effort_limit": limit,
             }[t]  # envelope: scanned
             x0.append(prob.clip_log(g, t, v))
+    for k in range(len(prob.bodies)):  # payloads start at the model's mass and COM
+        assert prob.body_mass0 is not None
+        x0 += [math.log10(float(prob.body_mass0[k]))] + [0.0] * (prob.per_body - 1)
     x = np.array(x0 + [0.0] * (len(prob.names) if prob.fit_bias else 0))
     if gains_known:
         return x
@@ -1344,16 +1436,17 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         )
 
     ev = evaluator(data.starts)
-    coupled = opts.search == "coupled"
+    if opts.search not in ("decoupled", "coupled"):
+        raise RobotError(f"search {opts.search!r}: 'decoupled' or 'coupled'")
+    # a payload changes the rigid-body efforts the decoupled plants are built on: its fit searches coupled
+    coupled = opts.search == "coupled" or bool(prob.bodies)
     if coupled:  # the gain and delay scans see at most SCAN_WINDOWS windows spread over the training part
         pick = np.linspace(0, data.starts.size - 1, min(SCAN_WINDOWS, data.starts.size)).round().astype(int)
         ev_scan: _Evaluator | _DecoupledEvaluator = evaluator(data.starts[np.unique(pick)])
-    elif opts.search == "decoupled":  # every scan on the decoupled path, over every training window
+    else:  # every scan on the decoupled path, over every training window
         ev_scan = _DecoupledEvaluator(
             robot, prob, data, data.starts, opts.decimation, np.zeros(len(prob.names)), opts.device
         )
-    else:
-        raise RobotError(f"search {opts.search!r}: 'decoupled' or 'coupled'")
 
     def spent() -> bool:
         return opts.budget_s is not None and time.perf_counter() - t_start > opts.budget_s
@@ -1450,6 +1543,7 @@ def replay_validation(
         prob.effort_mode,
         data.tau_ff,
         [(a, b, int(data.first_of(np.array([a]))[0])) for a, b in data.val_pieces] or None,
+        prob.body_index,
     )
 
 
@@ -1583,6 +1677,7 @@ def _result(
         },
         **timing,
         "effort_mode": prob.effort_mode,  # explicit or implicit (Newton's), as the 1-DoF fit's assumptions state
+        **({"bodies": _bodies_out(prob, fitted)} if prob.bodies else {}),
         "assumptions": [
             "coupled rigid-body dynamics: Newton 1.8 SolverMuJoCo (Warp backend for batched candidates, MuJoCo C "
             "for single replays), contacts off, base fixed",
@@ -1603,6 +1698,23 @@ def _result(
     }
 
 
+def _bodies_out(prob: _Problem, fitted: dict[str, np.ndarray]) -> dict:
+    """The payload bodies' fitted mass and COM beside the model's (link inertial corrections)."""
+    assert prob.body_mass0 is not None and prob.body_com0 is not None
+    return {
+        b: {
+            "mass": float(fitted["body_mass"][0, k]),
+            "model_mass": float(prob.body_mass0[k]),
+            "com": [float(v) for v in fitted["body_com"][0, k]],
+            "model_com": [float(v) for v in prob.body_com0[k]],
+            "com_fitted": prob.fit_com,
+            "note": "mass (and COM) fitted, the inertia about the COM scaled with the mass; the exports do not "
+            "write it: set it in the robot model",
+        }
+        for k, b in enumerate(prob.bodies)
+    }
+
+
 def bound_report(prob: _Problem, fitted: dict[str, np.ndarray]) -> dict:
     """The searched terms' bounds (natural units), the terms that ended at one, and the encoder biases beyond a
     plausible calibration (BIAS_PLAUSIBLE): those absorb model error and are named, never exported silently."""
@@ -1616,6 +1728,15 @@ def bound_report(prob: _Problem, fitted: dict[str, np.ndarray]) -> dict:
             for side, b in (("lower", lo), ("upper", hi)):
                 if abs(x - b) <= AT_BOUND * (hi - lo):
                     at.append({"term": f"{g}.{t}", "value": 10**x, "bound": side, "limit": 10**b})
+    if prob.bodies:
+        lo_b, hi_b = prob.body_bounds()
+        for k, body in enumerate(prob.bodies):
+            lo, hi = lo_b[k * prob.per_body], hi_b[k * prob.per_body]
+            bounds[f"{body}.mass"] = [10**lo, 10**hi]
+            x = math.log10(float(fitted["body_mass"][0, k]))
+            for side, lim in (("lower", lo), ("upper", hi)):
+                if abs(x - lim) <= AT_BOUND * (hi - lo):
+                    at.append({"term": f"{body}.mass", "value": 10**x, "bound": side, "limit": 10**lim})
     wide: list[dict] = []
     if prob.fit_bias:
         bb = prob.bias_bound if prob.bias_bound is not None else np.full(len(prob.names), 0.3)

@@ -142,6 +142,11 @@ class JointTerms:
     saturation_effort: np.ndarray | None = None  # DC motor stall effort, N·m; None: no DC clamp
     velocity_limit: np.ndarray | None = None  # DC motor no-load speed, rad/s; None: inf
     motor_effort: np.ndarray | None = None  # the DC clamp's max motor effort, N·m; None: inf
+    # link inertial corrections: builder body indices (B,), their mass (W, B) kg and COM (W, B, 3) m in the body
+    # frame (None: the model's); the inertia about the COM scales with the mass
+    bodies: np.ndarray | None = None
+    body_mass: np.ndarray | None = None
+    body_com: np.ndarray | None = None
 
     def envelope(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(saturation effort, velocity limit, max motor effort), inf where unset, broadcast to the PD gains."""
@@ -348,9 +353,54 @@ class ArticulatedRollout:
         self.clip_fraction = clipped[None] / max(target_q.shape[0], 1)
         return out_q, out_qd
 
+    def _set_bodies(self, terms: JointTerms) -> None:
+        """Write the payload bodies' mass, COM and (mass-scaled) inertia per world, or put the model's back when
+        the terms name none after a run that did, and tell the solver."""
+        import newton
+
+        template = cast("newton.ModelBuilder", self.robot.builder)
+        if terms.bodies is None or terms.body_mass is None:
+            if not getattr(self, "_bodies_set", False):
+                return
+            bodies = np.arange(template.body_count)
+            mass = np.broadcast_to(np.array(template.body_mass, float), (self.worlds, bodies.size))
+            com = None
+        else:
+            bodies = np.asarray(terms.bodies, int)
+            mass = np.broadcast_to(np.asarray(terms.body_mass, float), (self.worlds, bodies.size))
+            com = (
+                None
+                if terms.body_com is None
+                else np.broadcast_to(terms.body_com, (self.worlds, bodies.size, 3))
+            )
+        m0 = np.array(template.body_mass, float)[bodies]
+        i0 = np.array([np.asarray(template.body_inertia[b], float).reshape(3, 3) for b in bodies])
+        c0 = np.array([np.asarray(template.body_com[b], float) for b in bodies])
+        idx = (np.arange(self.worlds)[:, None] * template.body_count + bodies[None]).reshape(-1)
+        scale = (mass / np.where(m0 > 0, m0, 1.0)[None]).reshape(-1)
+        inertia = (i0[None] * (mass / np.where(m0 > 0, m0, 1.0)[None])[..., None, None]).reshape(-1, 3, 3)
+        values = {
+            "body_mass": mass.reshape(-1),
+            "body_inv_mass": np.where(mass > 0, 1.0 / np.where(mass > 0, mass, 1.0), 0.0).reshape(-1),
+            "body_inertia": inertia,
+            "body_inv_inertia": np.linalg.inv(inertia + 1e-30 * np.eye(3)) * (scale > 0)[:, None, None],
+            "body_com": (np.broadcast_to(c0[None], (self.worlds, *c0.shape)) if com is None else com).reshape(
+                -1, 3
+            ),
+        }
+        for name, v in values.items():
+            arr = getattr(self.model, name)
+            host = arr.numpy()
+            host[idx] = v
+            arr.assign(host)
+        self._bodies_set = terms.bodies is not None
+        self.solver.notify_model_changed(newton.ModelFlags.BODY_INERTIAL_PROPERTIES)
+
     def _set_terms(self, terms: JointTerms) -> None:
         """Write armature, damping and frictionloss per world into the model and tell the solver."""
         import newton
+
+        self._set_bodies(terms)
 
         for name, values in (
             ("joint_armature", terms.armature),
