@@ -11,6 +11,7 @@ from fnmatch import fnmatch
 from html import unescape
 from pathlib import Path
 
+import pytest
 from conftest import make_recording
 
 from actuator_sysid.service import pages, report, templating
@@ -205,3 +206,41 @@ def test_the_fit_form_carries_the_requests_own_bounds() -> None:
         assert f'id="err-{field}"' in page  # where its error shows
     for js in (ROOT / "actuator_sysid" / "service" / "static").glob("*.js"):  # messages stay on the page
         assert "alert(" not in js.read_text(), js.name
+
+
+def test_the_device_gain_panel_states_what_the_export_writes_at_each_point() -> None:
+    """A device-unit fit logged at kp 100 and 400 and at 6 and 7.4 V: one panel row per (kp, vin), each the
+    values `export --at` writes there (the SI stiffness scales with kp and the supply, the envelope with the
+    supply), and the parameter table marks the reference point."""
+    import copy
+
+    from actuator_sysid.export import render_format
+
+    result = copy.deepcopy(GOLDEN)
+    joint = result["joints"]["j1"]
+    params = joint["models"][joint["best_model"]]["params"]
+    result["assumptions"].update(
+        operating_point={"j1": {"kp": 100.0, "kd": None, "vin": 7.4}}, gain_units={"j1": "device"}
+    )
+    stiffness = params["stiffness"]
+    joint["device_gains"] = {
+        "units": "device",
+        "kp_reference": 100.0,
+        "gain_scale": stiffness / 100.0,
+        "gain_scale_interval": [0.9 * stiffness / 100.0, 1.1 * stiffness / 100.0],
+        "stiffness_at": {"100": stiffness, "400": 4.0 * stiffness},
+        "vin_reference": 7.4,
+        "saturation_effort_at": {"6": 1.0, "7.4": 1.0},
+    }
+    page = report.render_report(_row("succeeded"), result, None, exports=["isaaclab.json", "isaaclab.py"])
+    rows = re.findall(r'<tr data-at="([^"]+)"[^>]*><td>.*?</td><td>([^<]+)</td>', page)
+    assert [at for at, _ in rows] == ["kp=100,vin=6", "kp=100,vin=7.4", "kp=400,vin=6", "kp=400,vin=7.4"]
+    for at, shown in rows:
+        point = {k: float(v) for k, v in (item.split("=") for item in at.split(","))}
+        text = render_format(result, None, "isaaclab.py", at=point)
+        written = float(re.search(r"^\s*stiffness=([-0-9.e+]+),", text, re.M).group(1))
+        assert float(shown) == pytest.approx(written, rel=6e-3), (at, shown, written)
+        assert float(shown) == pytest.approx(stiffness * point["kp"] / 100 * point["vin"] / 7.4, rel=1e-3)
+    assert 'export/isaaclab.py?at=kp%3D400%2Cvin%3D6"' in page  # the row's download, isaaclab.py first
+    assert "at kp = 100, vin = 7.4 V" in _text(page)  # the table's stiffness, marked
+    assert "(reference)" in _text(page) and "gain_scale" in page

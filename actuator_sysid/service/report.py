@@ -481,7 +481,7 @@ def _device_panel(
             "vin_reference"
         )
         rows.append(row)
-    text = [f for f in exports if f in TEXT_FORMATS]
+    text = [f for f in TEXT_FORMATS if f in exports]  # the registry's order: isaaclab.py first
     return {
         "joint": joint,
         "family": jr.best_model,
