@@ -404,6 +404,8 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
     opts = RobotFitOptions(
         groups=parse_groups(args.groups),
         holdout=getattr(args, "holdout", None),
+        payload=[b.strip() for b in args.payload.split(",") if b.strip()] if args.payload else None,
+        payload_com=args.payload_com,
         decimation=args.decimation or 4,
         delay=delay,
         fit_bias=not args.no_bias,
@@ -894,6 +896,12 @@ def _robot_args(f: argparse.ArgumentParser) -> None:
         "--delay", help="with --robot: command delay in physics steps, or scan (default scan 0..8)"
     )
     f.add_argument("--no-bias", action="store_true", help="with --robot: no per-joint encoder bias")
+    f.add_argument(
+        "--payload",
+        metavar="LINK[,LINK]",
+        help="with --robot: links whose mass is fitted (a payload, a battery; link inertial corrections)",
+    )
+    f.add_argument("--payload-com", action="store_true", help="with --payload: fit those links' COM too")
     f.add_argument(
         "--floating",
         action="store_true",

@@ -849,7 +849,7 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
 def _payload(robot: RobotModel, opts: RobotFitOptions) -> dict:
     """The payload bodies' _Problem fields: names, builder indices, the model's mass and COM; every name must be
     a link of the model with a mass (a correction scales it)."""
-    if not opts.payload:
+    if not opts.payload or robot.builder is None:  # no builder: the service's pre-check, the fit checks
         return {}
     builder: Any = robot.builder
     links = [lab.rsplit("/", 1)[-1] for lab in builder.body_label]
@@ -1023,7 +1023,10 @@ def model_bounds(
     h = data.dt * decimation
     pick = np.unique(np.linspace(0, n - 1, min(200, n)).round().astype(int))
     acc = np.gradient(data.qd[:n], h, axis=0)
-    rigid, diag, _ = joint_space_terms(robot, data.q[pick], data.qd[pick], acc[pick], derivatives=False)
+    if robot.builder is None:  # a model summary (the service's pre-check): no inverse dynamics
+        rigid = diag = np.zeros((pick.size, len(prob.names)))
+    else:
+        rigid, diag, _ = joint_space_terms(robot, data.q[pick], data.qd[pick], acc[pick], derivatives=False)
     limit = np.where(np.isfinite(robot.effort_limit) & (robot.effort_limit < 1e5), robot.effort_limit, 0.0)
     demand = np.quantile(np.abs(_demand(prob, data, n)), 0.999, axis=0)
     effort = np.maximum.reduce(

@@ -94,7 +94,11 @@ class RobotFitIn(BaseModel):
         8, ge=0, le=MAX_DELAY_STEPS, description="the delay scan's upper end (physics steps)"
     )
     kp: float | None = Field(
-        None, gt=0, le=1e4, description="PD stiffness, N·m/rad (default: the log's, else fitted)"
+        None,
+        ge=0,
+        le=1e4,
+        description="PD stiffness, N·m/rad (default: the log's, else fitted); 0 with kd 0 for a torque-driven "
+        "arm whose log carries the commanded effort as tau_ff",
     )
     kd: float | None = Field(None, ge=0, le=1e3, description="PD damping, N·m·s/rad (default: the log's)")
     decimation: int = Field(4, ge=1, le=MAX_DECIMATION, description="physics steps per log sample")
@@ -124,6 +128,18 @@ class RobotFitIn(BaseModel):
         description="explicit (the default in Isaac Lab and Newton), or Newton's implicit effort mode "
         "(set_effort_mode_implicit with a JointSpaceResponse), for stiff gains",
     )
+    holdout: str | None = Field(
+        None,
+        max_length=200,
+        description="KEY=VALUE on segment metadata: those recordings validate, whole (as a joint fit's holdout); "
+        "omit: the last recordings of a log of several, or the last validation_fraction of one in time",
+    )
+    payload: list[str] | None = Field(
+        None,
+        max_length=MAX_GROUPS,
+        description="links of the model whose mass is fitted (a payload, a battery); the fit then searches coupled",
+    )
+    payload_com: bool = Field(False, description="with payload: fit each payload link's COM too")
 
     @field_validator("groups")
     @classmethod
@@ -242,6 +258,9 @@ def fit_options(body: RobotFitIn, progress: Callable[[str], None] | None = None)
         max_iterations=body.iterations,
         budget_s=body.budget_s,
         effort_mode=body.effort_mode,
+        holdout=body.holdout,
+        payload=body.payload,
+        payload_com=body.payload_com,
         progress=progress,
     )
 
