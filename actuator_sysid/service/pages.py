@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
+from ..datasets.quality import commands_only
 from ..files import json_safe
 from ..fitting.request import BOUNDS
 from ..fitting.result import FitResult, as_result
@@ -218,15 +219,6 @@ def all_warnings(summary: dict) -> list[str]:
     """A dataset's warnings: the reader's and the quality report's, each once."""
     quality = summary.get("quality") or {}
     return list(dict.fromkeys([*summary.get("warnings", []), *(quality.get("warnings") or [])]))
-
-
-def commands_only(rec: Any) -> bool:
-    """True when every logged position equals its command (q ≡ q_des): a trajectory plan, not a recording."""
-    segs = [s for s in rec.segments if s.q_des is not None]
-    if not segs:
-        return False
-    span = max(float(np.ptp(s.q_des)) for s in segs) or 1.0
-    return all(np.allclose(s.q, s.q_des, rtol=0.0, atol=1e-9 * span) for s in segs)
 
 
 def _pct(v: Any) -> str:
