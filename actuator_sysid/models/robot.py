@@ -2,7 +2,8 @@
 
 An in-air fit needs the joint tree and the bodies' inertia only: visuals, collision shapes and meshes are
 skipped (a model whose meshes are absent still loads), contacts are off in the rollout, and the base is fixed
-to the world by default (the robot hangs on a stand). The joint terms the model states (armature, viscous
+to the world by default (the robot hangs on a stand). An MJCF body whose mass and inertia MuJoCo computes from
+its mesh geoms gets MuJoCo's own (its compiler reads the meshes); without them it is refused, named. The joint terms the model states (armature, viscous
 damping, frictionloss, limits) are read so a fit can start from them and report against them; the drives it
 states on the fitted joints are zeroed, since the fitted actuators replace them.
 """
