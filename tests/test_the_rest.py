@@ -120,3 +120,60 @@ def test_the_upload_warnings_are_the_dataset_pages(server, tmp_path) -> None:
     block = page.split('id="warnings"', 1)[1].split("<h2>", 1)[0]
     shown = [html.unescape(x) for x in re.findall(r'<div class="warn">(.*?)</div>', block, re.S)]
     assert shown == up["warnings"], (shown, up["warnings"])
+
+
+def _horizontal_log(tmp_path):
+    """A DC motor on the pendulum bench, dropped with the torque off after 0.5 s, logged from the horizontal
+    (q_logged = q − π/2): the positions our rollout of the truth makes; (csv path, sidecar, hanging-frame q)."""
+    from actuator_sysid.datasets.canonical import sidecar_for, write_table
+    from actuator_sysid.fitting.fit import simulate
+
+    rec = short_recording(n_segments=2, n_samples=800)
+    for s in rec.segments:
+        s.enable = np.ones((s.n, 1), bool)
+        s.enable[100:] = False
+    sims = simulate(rec, "hinge", "dcmotor", {**TRUTH, "delay": 0})
+    hanging = {}
+    for s in rec.segments:
+        hanging[s.name] = sims[s.name]["q"].astype(np.float64)
+        s.q = hanging[s.name][:, None] - np.pi / 2
+        s.qd = sims[s.name]["qd"][:, None].astype(np.float64)
+        s.q_des = s.q_des - np.pi / 2
+    path = tmp_path / "horizontal.csv"
+    write_table(rec, path, sidecar=False)
+    return path, sidecar_for(rec), hanging
+
+
+def test_a_log_in_another_frame_is_said_and_zero_angle_puts_it_right(tmp_path) -> None:
+    """The bench plant hangs at q = 0: a log whose drops rest at −π/2 is flagged (quality warning and a
+    verdict check naming the sidecar key), and the sidecar's zero_angle reads it in the plant's frame."""
+    from actuator_sysid.datasets.canonical import read_table
+    from actuator_sysid.datasets.quality import FRAME
+
+    path, side, hanging = _horizontal_log(tmp_path)
+    rec = read_table(path, path.name, side)
+    (w,) = [x for x in rec.quality()["warnings"] if FRAME in x]
+    assert '"zero_angle": {"hinge": 1.57}' in w, w
+    entry = model_entry("dcmotor", TRUTH)
+    entry["metrics"]["validation"] = {"position_rmse": 0.1, "segments": 1}
+    v = fit_verdict(make_result({"hinge": {"dcmotor": entry}}, rec), rec)
+    (frame,) = [c for c in v["checks"] if c["check"] == "frame"]
+    assert frame["status"] == "usable" and "zero_angle" in frame["reason"]
+    fixed = read_table(path, path.name, {**side, "zero_angle": {"hinge": np.pi / 2}})
+    for s in fixed.segments:
+        assert np.allclose(s.q[:, 0], hanging[s.name], atol=1e-9)
+    assert not any(FRAME in x for x in fixed.quality()["warnings"])
+    assert any("zero_angle" in x and "+1.571 rad" in x for x in fixed.warnings), fixed.warnings
+
+
+def test_a_bad_zero_angle_names_the_problem(tmp_path) -> None:
+    import pytest
+
+    from actuator_sysid.datasets.canonical import read_table
+    from actuator_sysid.datasets.recording import DatasetError
+
+    path, side, _ = _horizontal_log(tmp_path)
+    with pytest.raises(DatasetError, match="names joint 'knee', which is not in the table"):
+        read_table(path, path.name, {**side, "zero_angle": {"knee": 1.0}})
+    with pytest.raises(DatasetError, match="must be a finite angle in rad"):
+        read_table(path, path.name, {**side, "zero_angle": {"hinge": "90deg"}})

@@ -27,6 +27,8 @@ Sidecar (a JSON object beside the table, or the ``metadata`` argument; every key
         "<segment name>": {"kp": ..., "kd": ..., <any other metadata>,
                            "joints": {"<joint>": {"inertia": .., "mass": .., ...}}}   # load overrides
       },
+      "zero_angle": {"<joint>": rad},   # the angle of the logged q = 0 from hanging straight down (the
+                                        # bench plant's q = 0); q and q_des are shifted by it on reading
       <any other key>: kept in Recording.metadata
     }
 
@@ -108,7 +110,7 @@ def read_table(
     _check_enable(raws, filename)
     rec = assemble(joints, raws, side, filename, warnings, noun="table")
     rec.source_format = f"canonical-{fmt}-{'long' if long_form else 'wide'}"
-    return rec
+    return at_zero_angle(rec, side, filename)
 
 
 def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | None) -> Recording | None:
@@ -187,6 +189,39 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
     _check_enable(raws, filename)
     rec = assemble(joints, raws, side, filename, warnings, noun="table")
     rec.source_format = f"canonical-{kind}-{'long' if long_form else 'wide'}"
+    return at_zero_angle(rec, side, filename)
+
+
+def at_zero_angle(rec: Recording, side: dict, filename: str) -> Recording:
+    """The recording in the bench plant's frame (q = 0 hanging down): each joint the sidecar's `zero_angle`
+    names has θ [rad, whatever angle_unit says] added to q and q_des, θ being the angle of the logged q = 0
+    from hanging straight down (π/2 for a bench logged from the horizontal, in the direction q grows)."""
+    zero = side.get("zero_angle")
+    if zero is None:
+        return rec
+    if not isinstance(zero, dict):
+        raise DatasetError(
+            f'sidecar for {filename}: "zero_angle" must be an object {{"<joint>": angle in rad}} (the angle of '
+            f"the logged q = 0 from hanging straight down), got {zero!r}"
+        )
+    for joint, theta in zero.items():
+        if joint not in rec.joint_names:
+            raise DatasetError(
+                f'sidecar for {filename}: "zero_angle" names joint {joint!r}, which is not in the table; its '
+                f"joints are {rec.joint_names}"
+            )
+        if isinstance(theta, bool) or not isinstance(theta, int | float) or not np.isfinite(theta):
+            raise DatasetError(
+                f'sidecar for {filename}: "zero_angle".{joint} must be a finite angle in rad, got {theta!r}'
+            )
+        j = rec.joint_index(joint)
+        for seg in rec.segments:
+            seg.q[:, j] += theta
+            seg.q_des[:, j] += theta
+        rec.warnings.append(
+            f"joint '{joint}': positions shifted by {float(theta):+.4g} rad (sidecar zero_angle) so that q = 0 "
+            "hangs down, the frame of the bench plant, the reports and every export"
+        )
     return rec
 
 
@@ -595,7 +630,7 @@ def _wide_raws(
 
 # --------------------------------------------------------------------------------------------- writing
 
-_RESERVED_META = ("source_file", "angle_unit", "timing", "resampling")
+_RESERVED_META = ("source_file", "angle_unit", "timing", "resampling", "zero_angle")  # zero_angle: applied
 
 
 def sidecar_for(rec: Recording) -> dict:

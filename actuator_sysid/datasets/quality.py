@@ -45,6 +45,39 @@ def commands_only(rec: Recording) -> bool:
     return all(np.allclose(s.q, s.q_des, rtol=0.0, atol=1e-9 * span) for s in segs)
 
 
+FRAME = "rests away from hanging with its torque off"  # the wrong-frame warning's key phrase
+REST_RAD = 0.35  # a torque-off rest this far from q = 0 (about 20°) points at another zero than hanging down
+REST_QD = 0.05  # rad/s: slower than this with the torque off counts as at rest
+
+
+def frame_warnings(rec: Recording) -> list[str]:
+    """Per pendulum joint whose torque-off stretches swing and then rest far from q = 0: the bench plant hangs
+    at q = 0, so the log's zero is likely elsewhere (a fit then bends its gains to make up the gravity)."""
+    out = []
+    for j, info in enumerate(rec.joints):
+        if info.joint_type != "revolute" or info.gravity_coeff <= 0:
+            continue
+        rest, swung = [], False
+        for s in rec.segments:
+            free = ~s.driven(j)
+            if free.sum() < 20:
+                continue
+            q, qd = s.q[free, j], s.qd[free, j]
+            swung = swung or float(np.ptp(q)) > 0.2
+            rest += list(q[np.abs(qd) < REST_QD])
+        if not swung or len(rest) < 20:
+            continue
+        at = float(np.median(rest))
+        wrapped = math.remainder(at, 2 * math.pi)
+        if abs(wrapped) > REST_RAD:
+            out.append(
+                f"joint '{info.name}' {FRAME} (median rest q = {wrapped:.3g} rad), while the bench plant hangs "
+                f'at q = 0: if the log\'s q = 0 is not hanging down, give the sidecar "zero_angle": '
+                f'{{"{info.name}": {-wrapped:.3g}}} (a fit in the wrong frame bends its gains to make up gravity)'
+            )
+    return out
+
+
 def _free_swing(s: Segment) -> bool:
     """Whether the segment swings freely anywhere: marked free_swing, or a torque-off stretch (BAM) inside it."""
     return bool(s.metadata.get("free_swing")) or (s.enable is not None and not bool(s.enable.all()))
@@ -197,6 +230,7 @@ def _recording_warnings(
             "actuator moved and a fit of it identifies nothing; upload the measured positions (and "
             "velocities, efforts) instead"
         )
+    out += frame_warnings(rec)
     if not free:
         out.append(
             "no free-swing segment: friction and armature will be poorly separated (record one with "

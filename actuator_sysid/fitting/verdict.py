@@ -28,6 +28,9 @@ is their JSON, as validation.json and the stored result hold it. Thresholds, per
 - the best model's validation recordings ask for more effort than any training recording did, on 5 % or more
   of their driven samples (fitting/coverage.py): a caveat (ok) when the extrapolation held (validation RMSE ≤
   training RMSE, or within NOISE_OK× the noise floor), usable when the extrapolated error is worse.
+- the physics step coarse for the best model's gains (fitting/diagnostics.py `coarse_step`): usable, the gains
+  hold at that step only; a pendulum that rests away from q = 0 with its torque off (datasets/quality.py
+  `frame_warnings`): usable, the log's zero is likely not the plant's (the sidecar's zero_angle gives it).
 - exports: a consumer replay that failed, or strays from our rollout beyond its tolerance (export/consumer_replay.py),
   or a validation error finding: poor. A replay that was skipped is said "not checked", never passed, and a
   page then does not say "passed" (`all_passed`); exports not yet checked (a stored fit's export) are named.
@@ -333,6 +336,17 @@ def _step_checks(result: FitResult, rec: Recording | None) -> list[Check]:
     return out
 
 
+def _frame_checks(rec: Recording | None) -> list[Check]:
+    """A pendulum that rests away from q = 0 with its torque off: the fit ran in another frame than the log's
+    (datasets/quality.py), so it is usable at best and says how to give the zero."""
+    from ..datasets.quality import frame_warnings
+
+    out: list[Check] = []
+    for w in frame_warnings(rec) if rec is not None else []:
+        _check(out, "usable", "frame", w)
+    return out
+
+
 def _export_checks(validation: dict | None) -> list[Check]:
     """The exports' checks, from their validation document: replays that failed or stray, validation errors."""
     out: list[Check] = []
@@ -389,7 +403,9 @@ def judge(result: ResultLike, rec: Recording | None = None, validation: dict | N
     """good | usable | poor, the reasons worst first and every check (Verdict and Check records)."""
     typed = as_result(result)
     stats = log_stats(rec, set(typed.split.validation) or None) if rec is not None else None
-    checks = _fit_checks(typed, stats) + _step_checks(typed, rec) + _export_checks(validation)
+    checks = (
+        _fit_checks(typed, stats) + _step_checks(typed, rec) + _frame_checks(rec) + _export_checks(validation)
+    )
     checks.sort(key=lambda c: -RANK[c.status])
     worst = max((c.status for c in checks), key=RANK.__getitem__, default="ok")
     return Verdict(
