@@ -161,6 +161,10 @@ def test_the_budget_clamp_says_what_it_needs() -> None:
     state, control = model.state(), model.control()
     with pytest.raises(RuntimeError, match="actuator_sysid.consumers"):
         act.step(state, control, act.state(), act.state(), dt=DT)
+    consumers_newton.set_external_effort(model, consumers_newton.external_effort(model, state))
+    act.step(state, control, act.state(), act.state(), dt=DT)  # given: it steps
+    with pytest.raises(RuntimeError, match="every step"):  # used once: the next step needs it again
+        act.step(state, control, act.state(), act.state(), dt=DT)
 
 
 def test_a_stage_read_without_the_package_is_refused_not_run_with_constant_friction(tmp_path: Path) -> None:

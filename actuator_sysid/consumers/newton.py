@@ -108,7 +108,8 @@ class ClampingFrictionBudget(ClampingBase):
         vel_indices: wp.array,
         device: Any = None,
     ) -> None:
-        if self.external is None:
+        external, self.external = self.external, None  # given for this step only: a stale τ_e is no estimate
+        if external is None:
             raise RuntimeError(
                 f"{BUDGET_API} (actuator_sysid.consumers) needs the joints' external torque every step: call "
                 "actuator_sysid.consumers.newton.set_external_effort(model, external_effort(model, state)) "
@@ -121,7 +122,7 @@ class ClampingFrictionBudget(ClampingBase):
             inputs=[
                 velocities,
                 vel_indices,
-                self.external,
+                external,
                 *(p[n] for n in _KERNEL_ARGS),
                 self.physics_dt,
                 src_forces,
@@ -149,7 +150,8 @@ def external_effort(model: Any, state: Any, applied: wp.array | None = None) -> 
 
 
 def set_external_effort(model: Any, external: wp.array) -> None:
-    """Hand τ_e (joint_dof_count values) to every friction-budget clamp of the model for the next actuator step."""
+    """Hand τ_e (joint_dof_count values) to every friction-budget clamp of the model for the next actuator step
+    (used once: give it before every step)."""
     for clamp in budget_clamps(model):
         clamp.external = external
 
