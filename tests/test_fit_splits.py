@@ -387,3 +387,31 @@ def test_a_bad_enable_value_names_its_row(tmp_path: Path) -> None:
     frame.to_csv(path, index=False)
     with pytest.raises(DatasetError, match=r"row 8, column 'enable'.*1 where the actuator is driven"):
         read_paths([path])
+
+
+@pytest.mark.parametrize("form", ["long", "wide"])
+def test_enable_round_trips_through_the_canonical_table(tmp_path: Path, form: str) -> None:
+    """write_table writes the enable, read_table (streamed and whole-file) reads it back; in wide form a joint
+    without its <joint>/enable column is driven throughout."""
+    import numpy as np
+    import pandas as pd
+
+    from actuator_sysid.datasets.canonical import read_table, sidecar_for
+
+    rec = make_recording(joints=("hip", "knee"), segments=2)
+    for s in rec.segments:
+        s.enable = np.ones((s.n, 2), bool)
+        s.enable[s.n // 2 :, 0] = False
+    for suffix in (".csv", ".parquet"):
+        path = tmp_path / f"log_{form}{suffix}"
+        write_table(rec, path, form=form)  # type: ignore[arg-type]
+        back = read_table(path, path.name, sidecar_for(rec))
+        for a, b in zip(rec.segments, back.segments, strict=True):
+            assert b.enable is not None and (a.enable == b.enable).all(), (suffix, b.name)
+    if form == "wide":
+        path = tmp_path / "log_wide.csv"
+        pd.read_csv(path).drop(columns=["knee/enable"]).to_csv(path, index=False)
+        back = read_table(path, path.name, sidecar_for(rec))
+        assert all(
+            s.enable is not None and s.enable[:, 1].all() and not s.enable[-1, 0] for s in back.segments
+        )
