@@ -10,13 +10,13 @@ multi-sine effort only, as a current-controlled arm is logged. The arm is heavy 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from robot_sim import robot_recording, simulate_newton_log
 
-from actuator_sysid.export.robot_common import replay_log
-from actuator_sysid.export.selection import ExportError
+from actuator_sysid.export.robot import write_robot_exports
 from actuator_sysid.fitting.robot import RobotFitOptions, bound_report, fit_robot, prepare_fit
 from actuator_sysid.models.articulated import ArticulatedRollout, JointTerms, physics_targets
 from actuator_sysid.models.robot import RobotError, RobotModel, load_robot
@@ -126,7 +126,9 @@ def test_coupled_rollouts_take_the_feed_forward_effort(arm: RobotModel, torque_l
     np.testing.assert_allclose(imp[:, 0], imp_ref, atol=2e-4)
 
 
-def test_torque_driven_arm_recovers_friction_damping_armature(arm: RobotModel, torque_log: dict) -> None:
+def test_torque_driven_arm_recovers_friction_damping_armature(
+    arm: RobotModel, torque_log: dict, tmp_path: Path
+) -> None:
     """Friction, viscous damping and armature within 10 % on both joints, the delay exact, the gains stated as
     zero, no term at a bound. Measured: every term within 1e-4 relative, held-out RMSE 2e-6 rad against 1.1 rad
     for the model file's own terms, 11 s on the 2 shared cores."""
@@ -142,8 +144,15 @@ def test_torque_driven_arm_recovers_friction_damping_armature(arm: RobotModel, t
     assert res["bounds"]["bounds"]["yaw.friction"][1] > TRUTH["friction"][0]
     v = res["validation"]
     assert v["rmse"] < 0.01 and v["model_defaults_rmse"] > 0.3, v
-    with pytest.raises(ExportError, match="feed-forward effort"):  # said, not replayed without the effort
-        replay_log(res, torque_log["rec"])
+    # every export replayed by its consumer with the logged effort fed as each feeds it (Isaac Lab's
+    # joint_efforts, the NewtonActuator's joint_act, MuJoCo's qfrc_applied), beside our rollout
+    files = write_robot_exports(res, torque_log["rec"], arm, tmp_path)
+    assert set(files) == {"isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"}
+    rep = res["replays"]
+    assert set(rep["consumers"]) == {"isaaclab", "newton", "mujoco"}, rep
+    for name, c in rep["consumers"].items():
+        assert c["status"] == "ok" and c["rmse_replay_vs_ours"] < 1e-4, (name, c)
+    assert rep["ours"]["rmse"] == pytest.approx(v["rmse"], rel=1e-3, abs=1e-6)
 
 
 def test_zero_gains_without_effort_are_refused_and_bounds_are_flagged(

@@ -110,6 +110,27 @@ class ReplayLog:
     # (H, J) the commands of the H samples before the split (the log's first sample before the log starts)
     q_des_before: np.ndarray
     qd_des_before: np.ndarray
+    # the logged feed-forward effort (T, J) N·m over the part and the (H, J) before it; None: the log has none
+    tau_ff: np.ndarray | None = None
+    tau_ff_before: np.ndarray | None = None
+
+    def ff(self, i: int) -> np.ndarray:
+        """The feed-forward effort of log sample i of the part (zeros without one)."""
+        return np.zeros(len(self.joints)) if self.tau_ff is None else self.tau_ff[i]
+
+    def ff_history(self, delay: int) -> list[np.ndarray]:
+        """The feed-forward efforts of physics steps −delay … −1 before the split, as history() gives the targets."""
+        h = self.q_des_before.shape[0]
+        rows = [h + (k // self.decimation) for k in range(-int(delay), 0)]
+        if self.tau_ff_before is None:
+            return [np.zeros(len(self.joints)) for _ in rows]
+        return [self.tau_ff_before[r] for r in rows]
+
+    def ff_all(self) -> np.ndarray:
+        """(H + T, J) the feed-forward effort before and over the part, as the targets' concatenation."""
+        if self.tau_ff is None or self.tau_ff_before is None:
+            return np.zeros((self.q_des_before.shape[0] + self.q.shape[0], len(self.joints)))
+        return np.concatenate([self.tau_ff_before, self.tau_ff])
 
     def history(self, delay: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """(q_des, qd_des) of physics steps −delay … −1 before the split, oldest first: what a delay line of
@@ -135,11 +156,6 @@ def replay_log(result: dict, rec: Recording) -> ReplayLog:
         if seg is None:
             raise ExportError(f"the fit's held-out recording {name!r} is not in this log")
         start = 0
-    if any(np.any(np.nan_to_num(s.tau_ff)) for s in rec.segments):
-        raise ExportError(
-            "the log drives the joints with a feed-forward effort (tau_ff), which the export replays do not "
-            "feed yet: the exports are written but not replayed"
-        )
     names = list(rec.joint_names) if rec.joint_names else joints
     index = {}
     for k, n in enumerate(names):
@@ -163,4 +179,9 @@ def replay_log(result: dict, rec: Recording) -> ReplayLog:
         start,
         seg.q_des[before][:, perm],
         seg.qd_des[before][:, perm],
+        *(
+            (np.nan_to_num(seg.tau_ff[sl][:, perm]), np.nan_to_num(seg.tau_ff[before][:, perm]))
+            if np.any(np.nan_to_num(seg.tau_ff))
+            else (None, None)
+        ),
     )

@@ -125,8 +125,8 @@ def actuator_names(text: str) -> dict[str, str]:
         for a in (act if act is not None else [])
         if a.tag == "general"
         and "joint" in a.attrib
-        and not a.attrib.get("name", "").endswith("_emf")
-        and a.attrib.get("gainprm") != "0"
+        # the back-EMF half (named *_emf, no gain); a torque-driven joint's actuator has gain 0 too (kp = 0)
+        and not (a.attrib.get("name", "").endswith("_emf") and a.attrib.get("gainprm") == "0")
     }
 
 

@@ -88,6 +88,7 @@ def ours(
         _joint_terms(models, bias),
         log.decimation,
         log.dt,
+        physics_targets(log.ff_all(), s, n, log.decimation, delay),
     )
     return q[:, 0]
 
@@ -97,7 +98,7 @@ def _newton_run(
     joints: list[str],
     log: ReplayLog,
     bias: np.ndarray,
-    control_fn: Callable[[np.ndarray, np.ndarray, object, object, np.ndarray, np.ndarray], None],
+    control_fn: Callable[[np.ndarray, np.ndarray, object, object, np.ndarray, np.ndarray, np.ndarray], None],
     delay: int,
 ) -> np.ndarray:
     """Step a Newton model on SolverMuJoCo (MuJoCo C) from the measured state; `control_fn(q_des, qd_des, state,
@@ -120,14 +121,14 @@ def _newton_run(
     s0.joint_q.assign(jq)
     s0.joint_qd.assign(jqd)
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
-    for q_des, qd_des in log.history(delay):
-        control_fn(q_des, qd_des, s0, control, log.q[0], log.qd[0])
+    for (q_des, qd_des), ff in zip(log.history(delay), log.ff_history(delay), strict=True):
+        control_fn(q_des, qd_des, s0, control, log.q[0], log.qd[0], ff)
     out = np.empty_like(log.q)
     out[0] = log.q[0]
     for i in range(log.q.shape[0] - 1):
         for _ in range(log.decimation):
             q_meas, qd = s0.joint_q.numpy()[coord] + bias, s0.joint_qd.numpy()[dof]
-            control_fn(log.q_des[i], log.qd_des[i], s0, control, q_meas, qd)
+            control_fn(log.q_des[i], log.qd_des[i], s0, control, q_meas, qd, log.ff(i))
             solver.step(s0, s1, control, None, log.dt)
             s0, s1 = s1, s0
         out[i + 1] = s0.joint_q.numpy()[coord] + bias
@@ -171,13 +172,19 @@ def isaaclab_run(cfgs: dict, robot, log: ReplayLog, bias: np.ndarray) -> np.ndar
         return torch.tensor(np.asarray(x, np.float32)[None])
 
     def control_fn(
-        q_des: np.ndarray, qd_des: np.ndarray, state, control, q: np.ndarray, qd: np.ndarray
+        q_des: np.ndarray,
+        qd_des: np.ndarray,
+        state,
+        control,
+        q: np.ndarray,
+        qd: np.ndarray,
+        ff: np.ndarray,
     ) -> None:
-        for act, idx in acts.values():
+        for act, idx in acts.values():  # the logged feed-forward effort as Isaac Lab's joint_efforts
             a = ArticulationActions(
                 joint_positions=t(q_des[idx]),
                 joint_velocities=t(qd_des[idx]),
-                joint_efforts=t(np.zeros(len(idx))),
+                joint_efforts=t(ff[idx]),
             )
             f[dof_all[idx]] = act.compute(a, t(q[idx]), t(qd[idx])).joint_efforts[0].numpy()
         control.joint_f.assign(f)
@@ -198,13 +205,21 @@ def newton_run(model, log: ReplayLog, bias: np.ndarray) -> np.ndarray:
     acts = [(a, a.state(), a.state()) for a in model.actuators]
     tq = np.zeros(model.joint_dof_count, np.float32)
     tqd = np.zeros(model.joint_dof_count, np.float32)
+    act = np.zeros(model.joint_dof_count, np.float32)
 
     def control_fn(
-        q_des: np.ndarray, qd_des: np.ndarray, state, control, q: np.ndarray, qd: np.ndarray
+        q_des: np.ndarray,
+        qd_des: np.ndarray,
+        state,
+        control,
+        q: np.ndarray,
+        qd: np.ndarray,
+        ff: np.ndarray,
     ) -> None:
-        tq[dof], tqd[dof] = q_des - bias, qd_des
+        tq[dof], tqd[dof], act[dof] = q_des - bias, qd_des, ff
         control.joint_target_q.assign(tq)
         control.joint_target_qd.assign(tqd)
+        control.joint_act.assign(act)  # the NewtonActuator's feed-forward input
         control.joint_f.zero_()
         for k, (a, cur, nxt) in enumerate(acts):
             a.step(state, control, cur, nxt, dt=log.dt)
@@ -247,15 +262,24 @@ def mujoco_run(
         n_hist = int(model.actuator_history[a][0]) if hasattr(model, "actuator_history") else 0
         if n_hist > 0:
             d = int(round(float(model.actuator_delay[a]) / model.opt.timestep))
-            steps = [ctrl_of(*c)[k] for c in log.history(d)] + [ctrl(0)[k]]  # physics steps −d … 0
+            steps = [ctrl_of(c[0], c[1])[k] for c in log.history(d)] + [ctrl(0)[k]]  # physics steps −d … 0
             values = [steps[0]] * max(0, n_hist - len(steps)) + steps[-n_hist:]  # older ones are never read
             times = (data.time - model.opt.timestep * np.arange(n_hist)[::-1]).reshape(-1, 1)
             mujoco.mj_initCtrlHistory(model, data, a, times, np.array(values, float).reshape(-1, 1))
     out = np.empty_like(log.q)
     out[0] = log.q[0]
+    # the feed-forward effort as qfrc_applied, held back by the actuators' delay as the fit's delay line holds it
+    ff_all, h = log.ff_all(), log.q_des_before.shape[0]
+    lag = (
+        int(round(float(model.actuator_delay[aid[0]]) / model.opt.timestep))
+        if hasattr(model, "actuator_delay")
+        else 0
+    )
     for i in range(log.q.shape[0] - 1):
         data.ctrl[cadr] = ctrl(i)
-        for _ in range(log.decimation):
+        for s in range(log.decimation):
+            if log.tau_ff is not None:
+                data.qfrc_applied[vadr] = ff_all[max(0, h + (i * log.decimation + s - lag) // log.decimation)]
             mujoco.mj_step(model, data)
         out[i + 1] = data.qpos[qadr] + bias
     return out
