@@ -228,16 +228,17 @@ def _identifiability_checks(
             out,
             "usable",
             "unidentified",
-            f"{joint}: {len(lost)} of {len(intervals)} parameters of {best} are not identified one by one "
+            f"{joint}: {len(named)} of {len(intervals)} parameters of {best} are not identified one by one "
             f"({', '.join(named)})"
             + (
-                ": the model predicts the held-out data, so use it for simulation as a whole"
+                ": prediction and identification are two questions, and the model's validation error "
+                "(judged on its own) shows it predicts held-out data, so use it for simulation as a whole"
                 if predicts
                 else ""
             )
-            + f"; do not read or randomise one by one: {', '.join(named)}. Exports keep each fitted value "
-            "flagged NOT IDENTIFIED where its partners keep theirs, else the consumer's default where the data "
-            "allow it; give a datasheet value with --set",
+            + f"; do not read or randomise one by one: {', '.join(named)}. Exports write each fitted value "
+            "flagged NOT IDENTIFIED (the model validated), the consumer's default only for one whose estimate "
+            "sits at it already; give a datasheet value with --set",
         )
     if released and not (many and not predicts):
         _check(
