@@ -714,6 +714,8 @@ def train_supervised(
             if vlen <= b0 + 1:
                 raise NetFitError("inner split too short")
             xv, yv, mv = _rnn_sequences(val, vlen, vlen)
+            if not float(mv[:, b0:].sum()):
+                raise NetFitError("no scored sample in the inner split's windows")
         except NetFitError:
             xv, yv, mv = x, y, m
         gen = torch.Generator().manual_seed(0)
@@ -1070,9 +1072,16 @@ def network_from_result(model: NetEntry) -> tuple[NetSpec, torch.nn.Module]:
 
 
 def inner_split(data: JointData, fraction: float, carry: int) -> tuple[JointData, JointData]:
-    """The training segments cut in time: each one's last `fraction` (starting with `carry` samples of history
-    from before the cut) watches early stopping, the rest trains. Segments too short to cut, and free-swing
-    ones, train whole."""
+    """The training data split for early stopping: with four or more driven training segments, `fraction` of
+    them (rounded up; whole, evenly spaced) watch it, as the fit's own validation segments would; with fewer, each one is cut
+    in time, its last `fraction` (starting with `carry` samples of history from before the cut) watching, the
+    rest training. Segments too short to cut, and free-swing ones, train whole."""
+    driven = [i for i in range(len(data.names)) if not data.free[i]]
+    if fraction > 0 and len(driven) >= 4:
+        k = max(1, math.ceil(fraction * len(driven) - 1e-9))  # one of 7 watched alone proved too noisy
+        held = {driven[j] for j in np.linspace(0, len(driven) - 1, k + 2)[1:-1].round().astype(int)}
+        rest = [i for i in range(len(data.names)) if i not in held]
+        return data.subset(rest), data.subset(sorted(held))
     fit, inner = [], []
     for i in range(len(data.names)):
         n = data.q[i].shape[0]
@@ -1100,7 +1109,9 @@ def _train(
 ) -> dict:
     """Torque pretraining, then (in the loop) closed-loop training; the training record of both phases. Early
     stopping watches an inner split of `train` (inner_split), never the fit's reported validation."""
-    train, val = inner_split(train, opts.inner_fraction, history_carry(spec, substeps))
+    # the inner part's history: the MLP's, or an LSTM / GRU's burn-in (its windows warm up as in training)
+    carry = history_carry(spec, substeps) if spec.kind == "mlp" else opts.burn_in
+    train, val = inner_split(train, opts.inner_fraction, carry)
 
     def report(phase: str, span: tuple[float, float], total: int):
         def f(epoch: int, loss: float) -> None:
@@ -1121,8 +1132,14 @@ def _train(
         "mode": mode,
         "torque_source": "measured" if mode == "torque" else "inverse dynamics of the load",
         "early_stopping": (
-            f"inner split: the last {opts.inner_fraction:.0%} in time of {len(val.names)} training segment(s), "
-            "history carried across the cut; the reported validation is not used in training"
+            "inner split: "
+            + (
+                f"the last {opts.inner_fraction:.0%} in time of {len(val.names)} training segment(s), history "
+                "carried across the cut"
+                if any(n.endswith("@inner") for n in val.names)
+                else f"training segments {val.names}, held out of training"
+            )
+            + "; the reported validation is not used in training"
             if val.names
             else "the training loss (no training segment long enough for an inner split)"
         ),
@@ -1497,7 +1514,11 @@ def add_networks(
                 models[f] = dataclasses.replace(
                     models[f], torque_metrics=_parametric_torque(rec, req, joint, f, models[f], val_names)[1]
                 )
-        best = min(parametric, key=partial(_position_rmse, models, split), default=None)
+        # the parametric model a net is set against: the best by the error the joint is ranked by
+        by_torque = lambda f, m=models: _torque_error(m[f], split) or math.inf  # noqa: E731
+        best = min(
+            parametric, key=by_torque if has_tau else partial(_position_rmse, models, split), default=None
+        )
         for kind, entry in fitted[joint].items():
             models[kind] = (
                 entry
