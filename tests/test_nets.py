@@ -241,6 +241,7 @@ def test_report_compares_networks_with_the_best_parametric_model(net_fit: tuple)
     assert "Actuator networks against dcmotor" in html
     for label in ("closed loop: position RMSE", "open loop: torque RMSE"):
         assert label in html
+    assert "early stopping watched inner split" in html  # never the validation the report shows
     mlp = res["joints"]["j"]["models"]["mlp"]["comparison"]
     assert mlp["parametric_family"] == "dcmotor" and mlp["torque_rmse"]["parametric"] > 0
 

@@ -116,6 +116,7 @@ def _networks(models: Mapping[str, ModelFit]) -> dict[str, Any] | None:
                     f"trained {str(tr.get('mode', '?')).replace('_', ' ')} on {tr.get('torque_source', '')}"
                     f"; {m.n_params if m.has('n_params') else '?'} weights; input "
                     f"{m.network.get('input_idx')} steps back (MLP); {m.assumptions if m.has('assumptions') else ''}"
+                    + (f"; early stopping watched {tr['early_stopping']}" if tr.get("early_stopping") else "")
                 ),
             }
         )
