@@ -64,6 +64,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_robot_payload.py": ("conformance",),
     "test_robot_payload.py::test_a_payload_20_percent_off_comes_back_within_5_percent": ("conformance", "slow"),
     "test_robot_recordings.py": ("conformance",),
+    "test_robot_judge.py": ("conformance",),
+    "test_robot_judge.py::test_interval_coverage_over_seeds": ("conformance", "slow"),
     "test_robot_torque.py": ("conformance",),
     "test_robot.py::test_recovers_group_terms_from_a_newton_log": ("conformance", "slow"),
     "test_robot.py::test_cli_fits_the_real_go2_chirp": ("slow",),

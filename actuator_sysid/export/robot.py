@@ -19,6 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..datasets.recording import Recording
+from ..fitting.robot_judge import robot_verdict
 from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES
 from .robot_common import bias_of, joint_models, replay_log
 from .selection import ExportError, prepend_comment
@@ -290,5 +291,7 @@ def write_robot_exports(
         except Exception as e:  # noqa: BLE001 - the written exports stand without their replays
             log.warning("whole-robot replays failed: %s", e)
             result["replays"] = {"status": "failed", "note": f"{type(e).__name__}: {e}"}
+    if "validation" in result:  # judged again with the replays: one that did not run is not checked
+        result["verdict"] = robot_verdict(result)
     (out / "fit.json").write_text(json.dumps(result, indent=2))
     return list(texts)

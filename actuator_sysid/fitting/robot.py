@@ -65,6 +65,7 @@ from ..models.articulated import (
     physics_targets,
 )
 from ..models.robot import RobotError, RobotModel, map_joints
+from . import robot_judge
 
 log = logging.getLogger(__name__)
 
@@ -1298,6 +1299,34 @@ def _scan_delay(
     return int(ds[np.argmin(sc)])
 
 
+def coupled_jacobian(
+    robot: RobotModel, prob: _Problem, ev: _Evaluator, x: np.ndarray, delay: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(Jacobian (R, d), residuals (R,)) of the coupled residuals at x (search units): forward differences, one
+    candidate per colour (its variables never load each other's joints), all in one batch."""
+    comps = robot.component
+    var_comps = [set(int(c) for c in comps[j]) for j in prob.var_joints()]
+    colors = _color(var_comps)
+    steps, (_, hi) = prob.steps(), prob.bounds()
+    comp_joints = {int(c): np.flatnonzero(comps == c) for c in np.unique(comps)}
+    hs = []
+    for members in colors:
+        h = np.zeros_like(x)
+        for v in members:
+            h[v] = steps[v] if x[v] + steps[v] <= hi[v] else -steps[v]
+        hs.append(h)
+    r = ev.residuals(np.array([x] + [x + h for h in hs]), np.full(len(hs) + 1, delay))  # (1 + colours, J, S)
+    jm = np.zeros((r[0].size, x.size))
+    for ci, members in enumerate(colors):
+        diff = r[ci + 1] - r[0]
+        for v in members:
+            rows = np.zeros(r.shape[1], bool)
+            for c in var_comps[v]:
+                rows[comp_joints[c]] = True
+            jm[:, v] = np.where(rows[:, None], diff / hs[ci][v], 0.0).reshape(-1)
+    return jm, r[0].reshape(-1)
+
+
 def _least_squares(
     robot: RobotModel,
     prob: _Problem,
@@ -1309,12 +1338,8 @@ def _least_squares(
     say: Callable[[str], None],
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Trust-region least squares from x0 with a coloured forward-difference Jacobian; best point and stats."""
-    comps = robot.component
-    var_comps = [set(int(c) for c in comps[j]) for j in prob.var_joints()]
-    colors = _color(var_comps)
-    steps = prob.steps()
+    colors = _color([set(int(c) for c in robot.component[j]) for j in prob.var_joints()])
     lo, hi = prob.bounds()
-    comp_joints = {int(c): np.flatnonzero(comps == c) for c in np.unique(comps)}
     cache: dict[bytes, np.ndarray] = {}
     best: dict[str, Any] = {"x": x0.copy(), "loss": math.inf}
     stats: dict[str, Any] = {
@@ -1341,24 +1366,8 @@ def _least_squares(
 
     def jac(x: np.ndarray) -> np.ndarray:
         check_budget()
-        hs = []
-        for members in colors:  # one candidate per colour: its variables never load each other's joints
-            h = np.zeros_like(x)
-            for v in members:
-                h[v] = steps[v] if x[v] + steps[v] <= hi[v] else -steps[v]
-            hs.append(h)
-        r = ev.residuals(
-            np.array([x] + [x + h for h in hs]), np.full(len(hs) + 1, delay)
-        )  # (1 + colours, J, S)
-        remember(x, r[0].reshape(-1))
-        jm = np.zeros((r[0].size, x.size))
-        for ci, members in enumerate(colors):
-            diff = r[ci + 1] - r[0]
-            for v in members:
-                rows = np.zeros(r.shape[1], bool)
-                for c in var_comps[v]:
-                    rows[comp_joints[c]] = True
-                jm[:, v] = np.where(rows[:, None], diff / hs[ci][v], 0.0).reshape(-1)
+        jm, r0 = coupled_jacobian(robot, prob, ev, x, delay)
+        remember(x, r0)
         stats["jacobians"] += 1
         say(
             f"iteration {stats['jacobians']}: training RMSE {best['loss']:.5f} rad, "
@@ -1486,9 +1495,11 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     validation = _validate(
         robot, prob, data, fitted, delay, gains_known, opts, stats.pop("_decoupled_x", None)
     )
+    validation["motion"] = robot_judge.motion_stats(data.q[data.split :], prob.names)
+    jm, r_opt = coupled_jacobian(robot, prob, ev, x_best, delay)  # the intervals' Jacobian at the optimum
     world_steps = ev.world_steps + (ev_scan.world_steps if isinstance(ev_scan, _Evaluator) else 0)
     coupled_s = ev.seconds + (ev_scan.seconds if isinstance(ev_scan, _Evaluator) else 0.0)
-    return _result(
+    res = _result(
         robot,
         prob,
         data,
@@ -1505,6 +1516,11 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
             "world_steps_per_s": float(world_steps / max(coupled_s, 1e-9)),
         },
     )
+    res |= robot_judge.uncertainty(
+        prob.var_names, x_best, prob.bounds(), jm, r_opt, len(prob.names), BIAS_UNIT
+    )
+    res["verdict"] = robot_judge.robot_verdict(res)
+    return res
 
 
 def replay_validation(
@@ -1836,8 +1852,10 @@ def write_robot_fit(result: dict, out) -> list[str]:
 
 def result_lines(result: dict) -> list[str]:
     """The CLI's summary of a whole-robot fit: mapping, validation error per joint beside the model's defaults."""
-    v = result["validation"]
+    v, verdict = result["validation"], result.get("verdict") or {}
     lines = [
+        f"verdict: {str(verdict.get('verdict', 'not judged')).upper()}",
+        *(f"  {r}" for r in verdict.get("reasons", [])),
         f"robot {result['robot']['path']}: {len(result['robot']['joints'])} joints, base "
         f"{result['robot']['base']} fixed; {result['robot']['notes'][0]}",
         f"joints mapped {result['joint_mapping']}",

@@ -24,9 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..datasets.recording import DatasetError, Recording
 from ..files import json_safe
+from ..fitting.robot_judge import robot_verdict
 from ..models.robot import RobotError, RobotModel
 from . import pages
 from .db import NotFoundError, Repository
+from .report import VERDICT_STYLE
 from .robot_loader import MAX_ZIP_RATIO, unpack
 from .settings import Settings
 from .storage import Storage, new_id
@@ -451,6 +453,7 @@ def compute_robot_fit(
         if body.replay:
             progress(0.97, "replaying each export through its consumer on the held-out part")
             result["replays"] = replay_robot_exports(result, rec, robot, files)
+            result["verdict"] = robot_verdict(result)  # judged again with the replays
         progress(0.98, "replaying the validation span for the report")
         try:
             report = validation_traces(rec, robot, result, opts)
@@ -608,6 +611,7 @@ def render_robot_fit(
             fmt=pages.fmt_num,
             status=pages.status_html,
             standalone=standalone,
+            verdict_style=VERDICT_STYLE,
         )
     )
     plots = pages.plot_script(figs)

@@ -1,0 +1,242 @@
+"""What a whole-robot fit can and cannot tell, and how far to trust it: intervals, identifiability, verdict.
+
+`uncertainty` reads the coupled training residuals r and their Jacobian J (the search's own variables:
+log10 of each group term and payload mass, the encoder bias and COM offset in BIAS_UNIT) at the optimum and
+hands them to fitting/uncertainty.py's `analyse`, the per-joint path's sandwich covariance whose residual
+variance is estimated per block (here one block per joint, all its training windows) and inflated for the
+residuals' lag-1 autocorrelation. It gives 95 % intervals, the correlation matrix and, per term, whether the
+data identify it (narrow interval, not at a search bound, not blind) and why not.
+
+`robot_verdict` judges a robot result (fitting/robot.py) as fitting/verdict.py judges a joint fit, with its
+thresholds and its Check / Verdict records: per joint the validation position RMSE against the validated
+motion's range and noise floor, the terms at a search bound and the encoder biases beyond a plausible
+calibration (robot.py `bound_report`, read, not recomputed), the identifiability, the search budget, and the
+export replays (a replay that did not run is "not checked", never passed).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .result import Check, Verdict
+from .space import SearchSpace
+from .uncertainty import analyse
+from .verdict import (
+    NOISE_OK,
+    NOT_CHECKED,
+    RANGE_OK,
+    RANGE_USABLE,
+    RANK,
+    STILL_RAD,
+    UNIDENTIFIED_POOR,
+    WORD,
+    noise_floor,
+)
+
+LINEAR = (".bias", ".com_x", ".com_y", ".com_z")  # search variables linear in BIAS_UNIT; the others are log10
+
+
+def _linear(names: list[str]) -> np.ndarray:
+    return np.array([n.endswith(LINEAR) for n in names], bool)
+
+
+def search_space(names: list[str], lo: np.ndarray, hi: np.ndarray, unit: float) -> SearchSpace:
+    """The robot's search variables as a SearchSpace in natural units: log-scaled terms and payload masses,
+    linear encoder biases [rad] and COM offsets from the model's COM [m]."""
+    lin = _linear(names)
+    return SearchSpace(
+        tuple(names),
+        np.where(lin, lo * unit, 10.0**lo),
+        np.where(lin, hi * unit, 10.0**hi),
+        ~lin,
+        np.zeros(len(names), bool),
+    )
+
+
+def uncertainty(
+    names: list[str],
+    x: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    jac: np.ndarray,
+    r: np.ndarray,
+    joints: int,
+    unit: float,
+) -> dict[str, Any]:
+    """{"intervals", "correlations", "identifiability"} of the fitted robot terms from the Jacobian `jac` (R, d)
+    of the residuals `r` (R,) (joint-major: J blocks of equal length) at x, all in search units."""
+    lo, hi = bounds
+    lin = _linear(names)
+    space = search_space(names, lo, hi, unit)
+    natural = np.where(lin, x * unit, 10.0**x)
+    jac_unit = jac * (hi - lo)[None, :]  # d r / d u, u = (x − lo) / (hi − lo) the unit-cube coordinate
+    blocks = np.repeat(np.arange(joints), r.size // max(joints, 1))
+    out = analyse(space, natural, jac_unit, r, blocks, np.ones(len(names), bool))
+    lost = {n: iv["reason"] for n, iv in out["intervals"].items() if not iv["identified"]}
+    return {
+        "intervals": out["intervals"],
+        "correlations": out["correlation"],
+        "identifiability": {
+            "identified": [n for n in names if n not in lost],
+            "not_identified": lost,
+            "warnings": out["warnings"],
+            "method": "sandwich covariance from the coupled training residuals' Jacobian at the optimum, the "
+            "residual variance per joint inflated for its lag-1 autocorrelation (fitting/uncertainty.py); "
+            "log-scaled terms' intervals are symmetric in ln(value); COM terms are offsets from the model's COM",
+        },
+    }
+
+
+def motion_stats(q: np.ndarray, names: list[str]) -> dict[str, dict[str, float]]:
+    """Per joint the validated motion's range and position noise floor [rad], which its error is judged against."""
+    return {
+        nm: {"range": float(np.ptp(q[:, k])) if q.shape[0] else 0.0, "noise": noise_floor(q[:, k])}
+        for k, nm in enumerate(names)
+    }
+
+
+def _check(out: list[Check], status: str, check: str, text: str) -> None:
+    out.append(Check(check=check, status=status, reason=text))
+
+
+def _validation_checks(out: list[Check], validation: dict) -> bool:
+    """Each joint's held-out position RMSE against its motion's range and noise (verdict.py's thresholds);
+    returns whether every joint predicts (good or usable)."""
+    stats = validation.get("motion") or {}
+    predicts = True
+    for joint, rmse in (validation.get("per_joint_rmse") or {}).items():
+        st = stats.get(joint)
+        if st is None:
+            _check(out, "usable", "validation_error", f"{joint}: validation RMSE {rmse:.3g} rad, not judged")
+            continue
+        if st["range"] <= STILL_RAD:
+            _check(out, "poor", "still", f"{joint}: the joint does not move in the validated span")
+            predicts = False
+            continue
+        rel, noise = rmse / st["range"], st["noise"]
+        times = rmse / noise if math.isfinite(noise) and noise > 0 else math.inf
+        status = "ok" if rel <= RANGE_OK or times <= NOISE_OK else "usable" if rel <= RANGE_USABLE else "poor"
+        predicts = predicts and status != "poor"
+        floor = f", {times:.3g}× the noise floor σ_q = {noise:.3g} rad" if math.isfinite(times) else ""
+        _check(
+            out,
+            status,
+            "validation_error",
+            f"{joint}: validation position RMSE {rmse:.3g} rad = {rel:.1%} of the {st['range']:.3g} rad "
+            f"motion range{floor} (good ≤ {RANGE_OK:.0%} of the range or ≤ {NOISE_OK:g}× noise; "
+            f"usable ≤ {RANGE_USABLE:.0%})",
+        )
+    return predicts
+
+
+def _bound_checks(out: list[Check], bounds: dict) -> None:
+    """Terms at a search bound and encoder biases beyond a plausible calibration, as robot.py flagged them."""
+    at = bounds.get("at_bound") or []
+    if at:
+        _check(
+            out,
+            "usable",
+            "at_bound",
+            "at a search bound, so not identified (the data push them beyond the range the model and the log "
+            "make plausible): "
+            + "; ".join(
+                f"{e['term']} = {e['value']:.4g} at its {e['bound']} bound {e['limit']:.4g}" for e in at
+            ),
+        )
+    wide = bounds.get("implausible_bias") or []
+    if wide:
+        _check(
+            out,
+            "usable",
+            "implausible_bias",
+            "encoder bias beyond a plausible calibration absorbs model error (gravity, friction or a "
+            "transmission the model lacks), not a calibration: "
+            + "; ".join(f"{w['joint']} {w['bias']:+.4f} rad" for w in wide)
+            + "; refit without bias (--no-bias) to see the model's own error",
+        )
+
+
+def _identifiability_checks(out: list[Check], ident: dict | None, predicts: bool, total: int) -> None:
+    """Unidentified terms: usable when validation shows the fit predicts (use it as a whole), poor when half
+    or more are unidentified without that evidence."""
+    lost = sorted((ident or {}).get("not_identified") or {})
+    if not lost:
+        return
+    many = len(lost) / max(total, 1) >= UNIDENTIFIED_POOR
+    status = "poor" if many and not predicts else "usable"
+    _check(
+        out,
+        status,
+        "unidentified",
+        f"{len(lost)} of {total} fitted terms are not identified one by one ({', '.join(lost)})"
+        + (
+            ": the fit predicts the held-out data, so use it for simulation as a whole; do not read or "
+            "randomise them one by one"
+            if predicts
+            else ": no validation shows the fit predicts, so the log does not determine the model"
+        ),
+    )
+
+
+def _replay_checks(out: list[Check], replays: dict | None) -> None:
+    """The exports replayed through their consumers: failed or outside tolerance is poor; not run, not checked."""
+    if not replays:
+        _check(
+            out,
+            "ok",
+            NOT_CHECKED,
+            "not checked: the exports were not replayed (export the fit to replay them)",
+        )
+        return
+    if replays.get("status") == "failed":
+        _check(out, "poor", "export_replay", f"the export replays failed: {replays.get('note', '')}")
+        return
+    consumers = replays.get("consumers") or {}
+    bad = [
+        f"{n} replays with RMSE {c.get('rmse_replay', math.nan):.3g} rad against ours' "
+        f"{(replays.get('ours') or {}).get('rmse', math.nan):.3g} rad"
+        for n, c in consumers.items()
+        if c.get("status") == "ok" and not c.get("within_tolerance", False)
+    ] + [f"{n} failed ({c.get('note', '')})" for n, c in consumers.items() if c.get("status") == "failed"]
+    skipped = {n: c for n, c in consumers.items() if c.get("status") not in ("ok", "failed")}
+    if bad:
+        _check(out, "poor", "export_replay", "exports replay outside their tolerance: " + "; ".join(bad))
+    if skipped or not consumers:
+        why = "; ".join(f"{n} replay {c.get('status')} ({c.get('note', '')})" for n, c in skipped.items())
+        _check(out, "ok", NOT_CHECKED, "not checked: " + (why or "no export was replayed"))
+    ran = sorted(n for n, c in consumers.items() if c.get("status") == "ok")
+    if ran and not bad:
+        _check(out, "ok", "export_replay", f"{', '.join(ran)} replay the exports within tolerance")
+
+
+def robot_verdict(result: dict) -> dict:
+    """good | usable | poor of a robot fit result, its reasons worst first and every check (Verdict's JSON)."""
+    checks: list[Check] = []
+    predicts = _validation_checks(checks, result.get("validation") or {})
+    _bound_checks(checks, result.get("bounds") or {})
+    _identifiability_checks(
+        checks, result.get("identifiability"), predicts, len(result.get("intervals") or {})
+    )
+    if (result.get("training") or {}).get("stopped_on") == "budget":
+        _check(
+            checks,
+            "usable",
+            "budget",
+            "the search stopped on its time budget before it converged: refit with a larger budget",
+        )
+    _replay_checks(checks, result.get("replays"))
+    checks.sort(key=lambda c: -RANK[c.status])
+    worst = max((c.status for c in checks), key=RANK.__getitem__, default="ok")
+    return Verdict(
+        verdict=WORD[worst],
+        reasons=[c.reason for c in checks],
+        checks=tuple(checks),
+        thresholds={
+            "range_ok": RANGE_OK,
+            "range_usable": RANGE_USABLE,
+            "noise_ok": NOISE_OK,
+            "unidentified_poor": UNIDENTIFIED_POOR,
+        },
+    ).to_json()
