@@ -72,6 +72,9 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_robot_recovery.py": ("conformance", "slow"),
     "test_rollout.py": ("conformance",),
     "test_the_rest.py::test_the_mjcf_states_how_to_fill_its_delay_history": ("conformance",),
+    "test_fit_splits.py::test_enable_is_a_canonical_column_and_folds_by_replays_drops_torque_off": (
+        "conformance",
+    ),
     "test_the_rest.py::test_the_upload_warnings_are_the_dataset_pages": ("service",),
     "test_validate_newton.py": ("conformance",),
     "test_bench.py": ("slow",),
