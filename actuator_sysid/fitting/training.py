@@ -1071,13 +1071,16 @@ def network_from_result(model: NetEntry) -> tuple[NetSpec, torch.nn.Module]:
 # --- one joint, one kind ---
 
 
+WHOLE_INNER = 6  # driven training segments from which early stopping watches whole ones (fewer: cut in time)
+
+
 def inner_split(data: JointData, fraction: float, carry: int) -> tuple[JointData, JointData]:
-    """The training data split for early stopping: with four or more driven training segments, `fraction` of
+    """The training data split for early stopping: with WHOLE_INNER or more driven training segments, `fraction` of
     them (rounded up; whole, evenly spaced) watch it, as the fit's own validation segments would; with fewer, each one is cut
     in time, its last `fraction` (starting with `carry` samples of history from before the cut) watching, the
     rest training. Segments too short to cut, and free-swing ones, train whole."""
     driven = [i for i in range(len(data.names)) if not data.free[i]]
-    if fraction > 0 and len(driven) >= 4:
+    if fraction > 0 and len(driven) >= WHOLE_INNER:
         k = max(1, math.ceil(fraction * len(driven) - 1e-9))  # one of 7 watched alone proved too noisy
         held = {driven[j] for j in np.linspace(0, len(driven) - 1, k + 2)[1:-1].round().astype(int)}
         rest = [i for i in range(len(data.names)) if i not in held]
