@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from conftest import ROOT, pythonpath
 
 
@@ -69,3 +72,31 @@ def test_fit_worker_priority_covers_every_thread_and_a_spawned_worker() -> None:
     lines = out.stdout.split("\n")
     assert lines[0] == "idle idle", out.stdout
     assert lines[1] == f"[{os.SCHED_IDLE}] {os.SCHED_IDLE}", out.stdout
+
+
+@pytest.mark.parametrize("priority", ["idle", "normal"])
+def test_the_worker_priority_setting_picks_a_spawned_workers_policy(priority: str, tmp_path: Path) -> None:
+    """worker_priority (ACTUATOR_SYSID_WORKER_PRIORITY): idle, the default, spawns a local fit worker SCHED_IDLE;
+    normal leaves it SCHED_OTHER, so the test servers' workers are not starved past their lease on a busy machine."""
+    import multiprocessing as mp
+    import os
+
+    from actuator_sysid.service.jobs import LocalExecutor
+    from actuator_sysid.service.settings import Settings
+
+    if not hasattr(os, "SCHED_IDLE"):
+        pytest.skip("SCHED_IDLE is Linux only")
+    assert Settings(data_dir=tmp_path).worker_priority == "idle"
+    executor = LocalExecutor(Settings(data_dir=tmp_path, worker_priority=priority))
+    executor.launch({"id": "no-such-fit", "claim": "c"})
+    try:
+        (worker,) = [p for p in mp.active_children() if p.name == "fit-no-such-"]
+        assert worker.pid is not None
+        policy = os.sched_getscheduler(worker.pid)
+        with contextlib.suppress(
+            OSError
+        ):  # an idle worker stops slowly on a busy machine: not the point here
+            os.sched_setscheduler(worker.pid, os.SCHED_OTHER, os.sched_param(0))
+    finally:
+        executor.shutdown()
+    assert policy == (os.SCHED_IDLE if priority == "idle" else os.SCHED_OTHER), policy

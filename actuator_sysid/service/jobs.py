@@ -153,7 +153,7 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, watch_parent: bool 
     The user sees messages, not tracebacks; a traceback goes to the worker's log only.
     """
     _configure_worker_logging(settings)
-    if watch_parent:  # a local worker shares the machine with the API: batch work yields to requests
+    if watch_parent and settings.worker_priority == "idle":  # a local worker yields to the API's requests
         yield_cpu_to_requests()
     repo = Repository(settings.database_url, run_migrations=False)
     reporter: _Reporter | None = None
@@ -245,7 +245,8 @@ class LocalExecutor:
             name=f"fit-{fit['id'][:8]}",
         )
         proc.start()
-        if proc.pid is not None:  # from its first instruction: its imports alone take seconds of CPU
+        # idle from its first instruction: its imports alone take seconds of CPU
+        if proc.pid is not None and self.settings.worker_priority == "idle":
             yield_cpu_to_requests(proc.pid)
         self._procs[fit["id"]] = (proc, fit["claim"])
 

@@ -40,6 +40,8 @@ class Settings(BaseSettings):
     lease_s: float = Field(
         60.0, ge=1
     )  # a running fit whose worker stayed silent this long is re-queued/failed
+    # local fit workers: idle (SCHED_IDLE, never delays a request) or normal, where other load would starve them
+    worker_priority: Literal["idle", "normal"] = "idle"
     auth: Literal["auto", "required", "off"] = "auto"  # auto: tokens required when bound beyond loopback
     log_format: Literal["json", "text"] = "json"
     parse_workers: int = Field(1, ge=1)  # processes that parse uploads (large files never load in the API)
