@@ -417,7 +417,12 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
         effort_mode=getattr(args, "effort_mode", None) or "explicit",
         progress=lambda m: print(m, file=sys.stderr, flush=True),
     )
-    result = fit_robot(rec, robot, opts)
+    if getattr(args, "select", False):  # the configuration chosen on the training part alone
+        from .fitting.robot_select import select_robot_fit
+
+        result = select_robot_fit(rec, robot, opts)
+    else:
+        result = fit_robot(rec, robot, opts)
     if rec.metadata.get("joint_names_from") == "robot":
         result["joint_mapping"] = "unnamed log taken in the model's actuated-joint order: " + ", ".join(
             robot.joint_names
@@ -896,6 +901,12 @@ def _robot_args(f: argparse.ArgumentParser) -> None:
         "--delay", help="with --robot: command delay in physics steps, or scan (default scan 0..8)"
     )
     f.add_argument("--no-bias", action="store_true", help="with --robot: no per-joint encoder bias")
+    f.add_argument(
+        "--select",
+        action="store_true",
+        help="with --robot: choose gains given/fitted, bias on/off, per joint/group and the window length "
+        "on an inner split of the training part (train earlier, validate later), then refit the best",
+    )
     f.add_argument(
         "--payload",
         metavar="LINK[,LINK]",

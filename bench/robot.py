@@ -8,11 +8,15 @@ Sections, every figure measured in this one process:
   delay and a per-joint encoder bias; fitted by us and by mujoco.sysid (bench/robot_peer.py) on the same log,
   model, windows and split (last 30 % held out);
 - `real` (acceptance 5): the real Go2 train log (../shared/data/go2-in-air/) fitted by our CLI as it is and with
-  the README's gains, beside mujoco.sysid per group, per joint and per joint + position offset, same split.
+  the README's gains, beside mujoco.sysid per group, per joint and per joint + position offset, same split;
+- `extrapolation` (issue 23 acceptance 7): the first 50 % of the same file trains, the rest validates (faster
+  motion than training, as a policy asks); ours with its configuration chosen on the training part alone
+  (fitting/robot_select.py) beside mujoco.sysid per joint with the log's gains, with and without its offset;
+  per-joint RMSE, wall times and ours/peer ratios.
 Both fits' held-out errors are also replayed by one judge (MuJoCo, bench/robot_peer.py), from the measured state
 at the split. The machine is shared: the load average is recorded before and after.
 
-Usage: python bench/robot.py [--quick] [--sections rollout,synthetic,real] [--skip-peer] [--out FILE]
+Usage: python bench/robot.py [--quick] [--sections rollout,synthetic,real,extrapolation] [--skip-peer] [--out FILE]
 Prints one JSON object (and writes it to --out).
 """
 
@@ -458,6 +462,87 @@ def real_section(robot: RobotModel, quick: bool, skip_peer: bool) -> dict:
     return out
 
 
+EXTRAPOLATION_SPLIT = 0.5  # the extrapolation protocol: the first half of the shared file trains
+INNER_ITERATIONS = 4  # each selection candidate's search budget on the inner split
+
+
+def _per_joint_ratios(ours: dict[str, float], theirs: dict[str, float]) -> dict[str, float]:
+    return {j: round(ours[j] / theirs[j], 3) for j in ours}
+
+
+def extrapolation_section(robot: RobotModel, quick: bool, skip_peer: bool) -> dict:
+    """Acceptance 7: the first 50 % of the shared Go2 file trains, the rest (faster motion) validates; ours
+    (configuration chosen on the training part alone, robot_select) beside mujoco.sysid per joint with the log's
+    gains, with and without its offset; one judge (MuJoCo) replays both from the measured state at the split."""
+    from actuator_sysid.fitting.robot_select import candidate_axes, select_robot_fit
+
+    log, rec = real_log(robot)
+    n = log.q.shape[0]
+    split = int(round(n * (1.0 - EXTRAPOLATION_SPLIT)))
+    length = max(2, int(round(WINDOW_S / LOG_DT)))
+    starts = np.arange(0, split - length, length)
+    xml = peer.in_air_xml(GO2_XML, KP, KD, LOG_DT / DECIMATION)
+    opts = RobotFitOptions(
+        decimation=DECIMATION,
+        validation_fraction=EXTRAPOLATION_SPLIT,
+        kp=KP,
+        kd=KD,
+        max_iterations=1 if quick else 12,
+        progress=say,
+    )
+    t0 = time.perf_counter()
+    axes = candidate_axes(rec, robot, opts)  # type: ignore[arg-type]
+    if quick:  # a smoke run: the bias axis alone
+        axes = [a for a in axes if a[0].name.startswith("bias")]
+    res = select_robot_fit(rec, robot, opts, inner_iterations=1 if quick else INNER_ITERATIONS, axes=axes)  # type: ignore[arg-type]
+    wall = time.perf_counter() - t0
+    judged = _ours_judged(xml, log, res, split)
+    say(f"ours (selected: {res['selection']['chosen']}): {judged['rmse']:.5f} rad by the judge, {wall:.1f} s")
+    out: dict = {
+        "log": {
+            "file": GO2_LOG.name,
+            "samples": int(n),
+            "split_sample": split,
+            "split_time_s": round(split * LOG_DT, 3),
+            "training_windows_peer": int(starts.size),
+            "validation": "the rest of the shared file, replayed from the measured state at the split",
+        },
+        "defaults_rmse_by_peer_judge": peer.replay_rmse(xml, log, None, split)["rmse"],
+        "ours": {
+            **summary_ours(res, wall),
+            "heldout_rmse_by_peer_judge": judged["rmse"],
+            "heldout_per_joint_rmse_by_peer_judge": judged["per_joint_rmse"],
+            "selection": res["selection"],
+            "wall_s": round(wall, 1),
+        },
+    }
+    if skip_peer:
+        return out
+    configs = {"per_joint": False, "per_joint_offset": True}
+    if quick:
+        configs = {"per_joint": False}
+    out["mujoco_sysid"] = {
+        name: peer_run(
+            xml, log, split, starts, length, None, offset=o, delay=False, max_iters=1 if quick else 200
+        )
+        for name, o in configs.items()
+    }
+    out["ratios"], out["acceptance"] = {}, {}
+    for name, r in out["mujoco_sysid"].items():
+        pj = _per_joint_ratios(judged["per_joint_rmse"], r["heldout_per_joint_rmse"])
+        out["ratios"][name] = {
+            "rmse_ours_over_peer": round(judged["rmse"] / r["heldout_rmse"], 3),
+            "per_joint_rmse_ours_over_peer": pj,
+            "wall_ours_over_peer": round(wall / r["wall_s"], 3),
+        }
+        out["acceptance"][name] = {
+            "per_joint_rmse_le_peer": all(v <= 1.0 for v in pj.values()),
+            "joints_above_peer": [j for j, v in pj.items() if v > 1.0],
+            "wall_le_peer": wall <= r["wall_s"],
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes and budgets: a smoke run, not a timing")
@@ -472,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
             "rollout": lambda: rollout_section(robot, args.quick),
             "synthetic": lambda: synthetic_section(robot, args.quick, args.skip_peer),
             "real": lambda: real_section(robot, args.quick, args.skip_peer),
+            "extrapolation": lambda: extrapolation_section(robot, args.quick, args.skip_peer),
         }
         for name in args.sections.split(","):
             t0 = time.perf_counter()

@@ -70,6 +70,11 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_robot_judge.py": ("conformance",),
     "test_robot_judge.py::test_interval_coverage_over_seeds": ("conformance", "slow"),
     "test_robot_torque.py": ("conformance",),
+    "test_robot_select.py": ("conformance",),
+    "test_robot_select.py::test_selection_prefers_the_bias_the_log_has_and_never_reads_the_validation_part": (
+        "conformance",
+        "slow",
+    ),
     "test_robot.py::test_recovers_group_terms_from_a_newton_log": ("conformance", "slow"),
     "test_robot.py::test_cli_fits_the_real_go2_chirp": ("slow",),
     "test_robot_recovery.py": ("conformance", "slow"),

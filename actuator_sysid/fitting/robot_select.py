@@ -1,0 +1,224 @@
+"""A robot fit's configuration chosen by its training data alone, by a protocol that extrapolates as use does.
+
+The training part of the log (what `fit_robot` trains on: the first 1 − validation_fraction of one recording, or
+the training recordings) is split again: its earlier part trains, its later part validates, replayed from the
+measured state at the inner split (or the last training recordings validate, whole). On a chirp whose frequency
+rises with time, as a policy asks for faster motion than any log, the inner validation is extrapolation too.
+Candidate configurations vary one axis at a time from the current best (greedy coordinate search): PD gains as
+given (the user's or the log's) versus fitted; the encoder bias on versus off; per joint versus per group (the
+user's groups, or joints sharing a name after their first token, e.g. `FL_calf_joint` and `RR_calf_joint`);
+the training window (the restart interval of the rollouts: the given one and twice it). The first candidate
+scans the command delay; the later ones hold its delay, and the chosen one's refit scans again. The lowest
+inner-validation RMSE wins; the winner is refitted on the whole training part and validated as `fit_robot` does.
+The result is `fit_robot`'s with `selection` {protocol, inner_split, candidates [{name, options,
+inner_validation_rmse, inner_validation_per_joint_rmse, wall_s}], chosen, chosen_options, skipped, wall_s}.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..datasets.recording import Recording, Segment
+from ..models.robot import RobotError, RobotModel
+from .robot import RobotFitOptions, fit_robot, prepare_fit
+
+INNER_FRACTION = 0.3  # the later share of the training part that validates each candidate
+WINDOW_FACTORS = (2.0,)  # longer restart intervals tried beside the given window (each costs its length)
+INNER_ITERATIONS = 6  # each candidate's search budget (refinement rounds / Jacobians), at most the fit's own
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration: a name, the RobotFitOptions fields it sets, and whether the log's gains are ignored."""
+
+    name: str
+    changes: dict[str, Any] = field(default_factory=dict)
+    fit_gains: bool = False  # the log's kp / kd metadata dropped so the gains are fitted
+
+    def described(self) -> dict:
+        """The options as the result states them (JSON-ready)."""
+        return {**self.changes, "gains": "fitted" if self.fit_gains else "given"}
+
+
+def name_groups(names: list[str]) -> dict[str, str] | None:
+    """Groups of joints that share a name after their first `_` token (a leg's hip, thigh, calf), as regexes;
+    None when no two joints share one."""
+    rest: dict[str, list[str]] = {}
+    for n in names:
+        head, sep, tail = n.partition("_")
+        rest.setdefault(tail if sep and tail else n, []).append(n)
+    if all(len(v) == 1 for v in rest.values()):
+        return None
+    return {k.removesuffix("_joint") or k: "|".join(map(re.escape, v)) for k, v in rest.items()}
+
+
+def _gains_given(rec: Recording, opts: RobotFitOptions) -> bool:
+    """Whether the options or the log's metadata state PD gains."""
+    return opts.kp is not None or any("kp" in s.metadata for s in rec.segments)
+
+
+def candidate_axes(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> list[list[Candidate]]:
+    """The axes searched, each a list whose first entry is the start (the options as given)."""
+    axes: list[list[Candidate]] = []
+    if _gains_given(rec, opts):
+        axes.append([Candidate("gains given"), Candidate("gains fitted", {"kp": None, "kd": None}, True)])
+    axes.append(
+        [
+            Candidate("bias on" if opts.fit_bias else "bias off"),
+            Candidate("bias off" if opts.fit_bias else "bias on", {"fit_bias": not opts.fit_bias}),
+        ]
+    )
+    grouped = opts.groups if opts.groups is not None else name_groups(list(robot.joint_names))
+    if grouped is not None:
+        per = Candidate("per joint", {"groups": None})
+        by = Candidate("per group", {"groups": grouped})
+        axes.append([per, by] if opts.groups is None else [by, per])
+    axes.append(
+        [Candidate(f"window {opts.window_s:g} s")]
+        + [
+            Candidate(f"window {opts.window_s * f:g} s", {"window_s": opts.window_s * f})
+            for f in WINDOW_FACTORS
+        ]
+    )
+    return axes
+
+
+def _segment(seg: Segment, a: int, b: int, drop_gains: bool) -> Segment:
+    """Samples [a, b) of a segment (its metadata copied, kp / kd dropped when asked)."""
+    meta = {k: v for k, v in seg.metadata.items() if not (drop_gains and k in ("kp", "kd"))}
+
+    def cut(x: np.ndarray | None) -> np.ndarray | None:
+        return None if x is None else x[a:b]
+
+    return dataclasses.replace(
+        seg,
+        t=seg.t[a:b],
+        q=seg.q[a:b],
+        qd=seg.qd[a:b],
+        q_des=seg.q_des[a:b],
+        qd_des=seg.qd_des[a:b],
+        tau_ff=seg.tau_ff[a:b],
+        tau=cut(seg.tau),
+        enable=cut(seg.enable),
+        metadata=meta,
+    )
+
+
+def _with_segments(rec: Recording, segs: list[Segment]) -> Recording:
+    return dataclasses.replace(rec, segments=segs, metadata=dict(rec.metadata))
+
+
+def training_part(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tuple[Recording, str]:
+    """The log `fit_robot` trains on (the validation part removed), and how it was cut."""
+    if len(rec.segments) == 1 and not opts.holdout:
+        seg = rec.segments[0]
+        split = int(round(seg.n * (1.0 - opts.validation_fraction)))
+        return _with_segments(rec, [_segment(seg, 0, split, False)]), f"samples 0–{split - 1} of {seg.n}"
+    data, _, _ = prepare_fit(rec, robot, opts)
+    names = set(data.recordings["training"])
+    segs = [s for s in rec.segments if s.name in names]
+    return _with_segments(rec, segs), "the training recordings " + ", ".join(data.recordings["training"])
+
+
+def _drop_gains(rec: Recording) -> Recording:
+    return _with_segments(rec, [_segment(s, 0, s.n, True) for s in rec.segments])
+
+
+def _combine(chosen: list[Candidate]) -> Candidate:
+    """One candidate from a choice on each axis."""
+    changes: dict[str, Any] = {}
+    for c in chosen:
+        changes |= c.changes
+    return Candidate(", ".join(c.name for c in chosen), changes, any(c.fit_gains for c in chosen))
+
+
+def select_robot_fit(
+    rec: Recording,
+    robot: RobotModel,
+    opts: RobotFitOptions | None = None,
+    *,
+    inner_fraction: float = INNER_FRACTION,
+    inner_iterations: int = INNER_ITERATIONS,
+    budget_s: float | None = None,
+    axes: list[list[Candidate]] | None = None,
+) -> dict:
+    """Choose the configuration on the training part alone (inner split, greedy over `axes`), refit it on the
+    whole training part with `fit_robot`; its result with `selection`. `budget_s` caps the candidates' search
+    (the chosen refit always runs)."""
+    opts = opts or RobotFitOptions()
+    if not 0.05 <= inner_fraction <= 0.6:
+        raise RobotError(f"inner_fraction {inner_fraction}: between 0.05 and 0.6 of the training part")
+    t0 = time.perf_counter()
+    say: Callable[[str], None] = opts.progress or (lambda m: None)
+    train, cut = training_part(rec, robot, opts)
+    axes = axes if axes is not None else candidate_axes(rec, robot, opts)
+    tried: dict[str, dict] = {}
+    skipped: list[str] = []
+    delay = [0]  # the first candidate's delay, held by the later ones (the refit scans again)
+
+    def score(c: Candidate) -> float:
+        if c.name in tried:
+            return float(tried[c.name]["inner_validation_rmse"])
+        left = None if budget_s is None else budget_s - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            skipped.append(c.name)
+            return float("inf")
+        inner = dataclasses.replace(
+            opts,
+            **c.changes,
+            delay=opts.delay if opts.delay is not None or not tried else delay[0],
+            validation_fraction=inner_fraction,
+            holdout=None,
+            max_iterations=min(opts.max_iterations, inner_iterations),
+            budget_s=left,
+            progress=None,
+        )
+        t1 = time.perf_counter()
+        res = fit_robot(_drop_gains(train) if c.fit_gains else train, robot, inner)
+        v = res["validation"]
+        delay[:] = [int(res["delay_steps"])]
+        tried[c.name] = {
+            "name": c.name,
+            "options": c.described(),
+            "inner_validation_rmse": float(v["rmse"]),
+            "inner_validation_per_joint_rmse": v["per_joint_rmse"],
+            "inner_training_rmse": float(res["training"]["rmse"]),
+            "wall_s": round(time.perf_counter() - t1, 2),
+        }
+        say(f"select: {c.name}: inner validation {v['rmse']:.5f} rad ({tried[c.name]['wall_s']:.1f} s)")
+        return float(v["rmse"])
+
+    choice = [a[0] for a in axes]
+    best = score(_combine(choice))
+    for k, axis in enumerate(axes):
+        for alt in axis[1:]:
+            trial = choice[:k] + [alt] + choice[k + 1 :]
+            s = score(_combine(trial))
+            if s < best:
+                best, choice = s, trial
+    chosen = _combine(choice)
+    if not np.isfinite(best):
+        raise RobotError("the selection budget ran out before one candidate was fitted: give a longer budget")
+    say(f"select: chosen {chosen.name} (inner validation {best:.5f} rad); refitting on the training part")
+    final = dataclasses.replace(opts, **chosen.changes)
+    res = fit_robot(_drop_gains(rec) if chosen.fit_gains else rec, robot, final)
+    res["selection"] = {
+        "protocol": f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
+        f"the later {inner_fraction:.0%} validates (train earlier, validate later); one axis at a time from "
+        f"the options as given; each candidate searched for at most "
+        f"{min(opts.max_iterations, inner_iterations)} iterations at the first candidate's delay; the lowest inner-validation RMSE is refitted on the whole training part",
+        "inner_fraction": inner_fraction,
+        "candidates": list(tried.values()),
+        "chosen": chosen.name,
+        "chosen_options": chosen.described(),
+        "skipped": skipped,
+        "wall_s": round(time.perf_counter() - t0, 2),
+    }
+    return res
