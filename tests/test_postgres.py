@@ -15,7 +15,7 @@ import psycopg
 import pytest
 import requests
 from conftest import start_server
-from test_service_flow import run_fit_suite
+from test_service_flow import IDLE_WORKERS, run_fit_suite
 
 from actuator_sysid.service.db import Repository
 
@@ -64,7 +64,7 @@ def test_migrations_run_and_are_idempotent(pg_url: str) -> None:
 
 
 def test_fit_suite_postgres_local(pg_url: str, tmp_path: Path) -> None:
-    server = start_server(tmp_path / "data", {"ACTUATOR_SYSID_DATABASE_URL": pg_url})
+    server = start_server(tmp_path / "data", {"ACTUATOR_SYSID_DATABASE_URL": pg_url, **IDLE_WORKERS})
     try:
         assert requests.get(server.url + "/healthz", timeout=10).json() == {"status": "ok"}
         run_fit_suite(server, tmp_path)
