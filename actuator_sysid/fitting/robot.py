@@ -42,6 +42,7 @@ The result (`fit_robot`, JSON-ready; SI units):
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import math
@@ -1327,6 +1328,19 @@ def coupled_jacobian(
     return jm, r[0].reshape(-1)
 
 
+def initial_state_effect(ev: _Evaluator, x: np.ndarray, delay: int, h: float = 1e-3) -> np.ndarray:
+    """(J, W, L, J): how each window's simulated positions move per radian of its measured initial position of
+    each joint (a noisy input the fit takes as given; the intervals count its noise), one batch per joint."""
+    base = ev.simulate(x[None], np.array([delay]))[0, :, 1:]
+    out = []
+    for j in range(base.shape[2]):
+        pert = copy.copy(ev)  # the same Newton models, another initial state
+        pert.q = ev.q.copy()
+        pert.q[ev.starts, j] += h
+        out.append((pert.simulate(x[None], np.array([delay]))[0, :, 1:] - base) / h)
+    return np.stack(out)
+
+
 def _least_squares(
     robot: RobotModel,
     prob: _Problem,
@@ -1497,6 +1511,7 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     )
     validation["motion"] = robot_judge.motion_stats(data.q[data.split :], prob.names)
     jm, r_opt = coupled_jacobian(robot, prob, ev, x_best, delay)  # the intervals' Jacobian at the optimum
+    effect0 = initial_state_effect(ev, x_best, delay)
     world_steps = ev.world_steps + (ev_scan.world_steps if isinstance(ev_scan, _Evaluator) else 0)
     coupled_s = ev.seconds + (ev_scan.seconds if isinstance(ev_scan, _Evaluator) else 0.0)
     res = _result(
@@ -1517,7 +1532,7 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         },
     )
     res |= robot_judge.uncertainty(
-        prob.var_names, x_best, prob.bounds(), jm, r_opt, len(prob.names), BIAS_UNIT
+        prob.var_names, x_best, prob.bounds(), jm, r_opt, BIAS_UNIT, (effect0, data.q[: data.split])
     )
     res["verdict"] = robot_judge.robot_verdict(res)
     return res

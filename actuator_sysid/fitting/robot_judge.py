@@ -4,7 +4,8 @@
 log10 of each group term and payload mass, the encoder bias and COM offset in BIAS_UNIT) at the optimum and
 hands them to fitting/uncertainty.py's `analyse`, the per-joint path's sandwich covariance whose residual
 variance is estimated per block (here one block per joint, all its training windows) and inflated for the
-residuals' lag-1 autocorrelation. It gives 95 % intervals, the correlation matrix and, per term, whether the
+residuals' lag-1 autocorrelation, with the noise of each window's measured initial positions as a nuisance
+input (the rollouts start from them; robot.py `initial_state_effect`). It gives 95 % intervals, the correlation matrix and, per term, whether the
 data identify it (narrow interval, not at a search bound, not blind) and why not.
 
 `robot_verdict` judges a robot result (fitting/robot.py) as fitting/verdict.py judges a joint fit, with its
@@ -56,24 +57,53 @@ def search_space(names: list[str], lo: np.ndarray, hi: np.ndarray, unit: float) 
     )
 
 
+def position_noise(q: np.ndarray) -> float:
+    """σ [rad] of white position noise, the smaller of the second- and fourth-difference MAD estimates: smooth
+    motion inflates the second differences (verdict.py's noise floor) far more than the fourth."""
+    d4 = np.diff(np.asarray(q, float), 4)
+    if d4.size < 5:
+        return noise_floor(q)
+    mad = float(np.median(np.abs(d4 - np.median(d4))))
+    return min(noise_floor(q), 1.4826 * mad / math.sqrt(70.0))  # var(Δ⁴ε) = 70 σ²
+
+
+def _initial_state_nuisance(
+    jac_unit: np.ndarray, effect: np.ndarray, q_train: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(nuisance Jacobian (R, d), variances (d,)) equivalent to every window's measured initial positions: their
+    noise (σ per joint from the training log) moves the estimate through gᵀ = Jᵀ·J_n. The (R, J·W) J_n is folded
+    to rank d: jac (JᵀJ)⁺ U √S with U S Uᵀ = g diag(σ²) gᵀ, which analyse turns back into the same term."""
+    src, w, length, joints = effect.shape
+    ju = jac_unit.reshape(joints, w, length, -1)
+    g = np.einsum("kwld,jwlk->djw", ju, effect).reshape(ju.shape[-1], src * w)
+    var = np.repeat([position_noise(q_train[:, j]) ** 2 for j in range(src)], w)
+    s, u = np.linalg.eigh((g * var[None]) @ g.T)
+    fold = u * np.sqrt(np.clip(s, 0.0, None))[None]
+    return jac_unit @ (np.linalg.pinv(jac_unit.T @ jac_unit, rcond=1e-10) @ fold), np.ones(fold.shape[1])
+
+
 def uncertainty(
     names: list[str],
     x: np.ndarray,
     bounds: tuple[np.ndarray, np.ndarray],
     jac: np.ndarray,
     r: np.ndarray,
-    joints: int,
     unit: float,
+    initial: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """{"intervals", "correlations", "identifiability"} of the fitted robot terms from the Jacobian `jac` (R, d)
-    of the residuals `r` (R,) (joint-major: J blocks of equal length) at x, all in search units."""
+    of the residuals `r` (R,) at x, all in search units; rows joint-major, (J, W windows, L samples). `initial`
+    (effect (J, W, L, J) of each window's initial position on its simulated positions, the training log's q)
+    adds the noise of the measured initial states the rollouts start from."""
     lo, hi = bounds
     lin = _linear(names)
     space = search_space(names, lo, hi, unit)
     natural = np.where(lin, x * unit, 10.0**x)
     jac_unit = jac * (hi - lo)[None, :]  # d r / d u, u = (x − lo) / (hi − lo) the unit-cube coordinate
-    blocks = np.repeat(np.arange(joints), r.size // max(joints, 1))
-    out = analyse(space, natural, jac_unit, r, blocks, np.ones(len(names), bool))
+    joints = initial[0].shape[0] if initial is not None else 1
+    blocks = np.repeat(np.arange(joints), r.size // joints)
+    nj, nv = _initial_state_nuisance(jac_unit, *initial) if initial is not None else (None, None)
+    out = analyse(space, natural, jac_unit, r, blocks, np.ones(len(names), bool), nj, nv)
     lost = {n: iv["reason"] for n, iv in out["intervals"].items() if not iv["identified"]}
     return {
         "intervals": out["intervals"],
@@ -83,7 +113,8 @@ def uncertainty(
             "not_identified": lost,
             "warnings": out["warnings"],
             "method": "sandwich covariance from the coupled training residuals' Jacobian at the optimum, the "
-            "residual variance per joint inflated for its lag-1 autocorrelation (fitting/uncertainty.py); "
+            "residual variance per joint inflated for its lag-1 autocorrelation, and the noise of each window's measured "
+            "initial positions (velocities taken as logged) (fitting/uncertainty.py); "
             "log-scaled terms' intervals are symmetric in ln(value); COM terms are offsets from the model's COM",
         },
     }
