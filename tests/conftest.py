@@ -123,11 +123,48 @@ def markers_for(item: pytest.Item) -> tuple[str, ...]:
     return MARKERS.get(f"{item.path.name}::{name}", MARKERS.get(item.path.name, default))
 
 
+# The files that take longest, longest first (seconds of one worker in a loaded `make test`): `--dist loadfile`
+# hands whole files to the workers in collection order (pytest_configure turns off xdist's reorder, which puts
+# the files with most tests first and so the long one-test service files last), so these start first and the
+# run does not end on one long file while the other worker idles. Every other file follows in its usual order.
+LONG_FIRST = (
+    "test_browser_pages.py",  # 307
+    "test_browser_layout.py",  # about 200
+    "test_robot_implicit.py",  # 201
+    "test_nets.py",  # 155
+    "test_golden.py",  # 139
+    "test_faults.py",  # 132
+    "test_robot_recovery.py",  # 124
+    "test_splits_real.py",  # 108
+    "test_ray.py",  # 100
+    "test_bench_robot.py",  # 84
+    "test_postgres.py",  # 81
+    "test_security.py",  # 75
+    "test_recovery.py",  # 58
+    "test_e2e_isaaclab.py",  # 54
+    "test_service_bench.py",  # 53
+    "test_browser.py",  # 50
+    "test_service_flow.py",  # 49
+    "test_robot_service.py",  # 45
+    "test_robot_exports.py",  # 44
+    "test_bench.py",  # 42
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the collection order (LONG_FIRST) as the order xdist hands out files (its --no-loadscope-reorder)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test from MARKERS so `-m` selects without per-test decorators."""
+    """Mark every test from MARKERS so `-m` selects without per-test decorators, and put the LONG_FIRST files
+    first (a stable sort: each file's tests stay together and in their order)."""
     for item in items:
         for marker in markers_for(item):
             item.add_marker(getattr(pytest.mark, marker))
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FIRST)))
 
 
 def make_recording(
