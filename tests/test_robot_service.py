@@ -215,9 +215,14 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
     }
     r = requests.post(server.url + "/api/v1/fits", json=body, timeout=60)
     assert r.status_code == 202, r.text
+    live = requests.get(server.url + f"/fits/{r.json()['id']}", timeout=30).text  # still loading the robot
+    for part in ('data-action="cancel"', 'id="live-log"', 'id="live-loss"', "RMSE (live)", "/events"):
+        assert part in live, part  # what a running joint fit's page shows
+    assert 'http-equiv="refresh"' not in live
     fit, seen = wait_for(server, r.json()["id"])
     assert fit["status"] == "succeeded", (fit.get("error"), seen)
     assert any(s == "running" and 0 < p < 1 and m for s, p, m in seen), seen  # progress like any fit
+    _assert_no_server_path(server, fit)
     res = fit["result"]
     assert res["kind"] == "robot" and res["robot_id"] == robot["id"] and res["delay_steps"] == 0
     assert set(res["groups"]) == set(GROUPS) and res["groups"]["calf"]["joints"] == [
@@ -273,6 +278,7 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
         drawn = np.sqrt(np.mean((np.array(trace["y"]) - q[split:, 0]) ** 2))
         assert drawn == pytest.approx(err["FL_hip_joint"], rel=1e-6)  # the replay the error is of
     _assert_decoupled_beside_coupled(page, traces, v, res)
+    assert f'href="/api/v1/fits/{fit["id"]}/export/all.zip"' in page and 'id="live-log"' not in page
     for other in (
         f"/api/v1/fits/{fit['id']}/export/all.zip",
         f"/compare?a={fit['id']}&b={fit['id']}",
@@ -295,6 +301,25 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
     robot_page = requests.get(server.url + f"/robots/{robot['id']}", timeout=30).text
     refused(requests.delete(server.url + f"/api/v1/robots/{robot['id']}", timeout=30), 409, fit["id"])
     assert fit["id"][:8] in robot_page and f'<option value="{ds["id"]}">' in robot_page  # fit form offers it
+
+
+def _assert_no_server_path(server: Server, fit: dict) -> None:
+    """Every robot export downloaded over HTTP names the uploaded model by its file name, never a server path."""
+    names = sorted({a["name"] for a in fit["artifacts"]} - {"report_data.json"})
+    roots = {str(server.data_dir.resolve()), str(server.data_dir), "/tmp/", str(GO2_DIR)}
+    for name in [*names, "all.zip"]:
+        r = requests.get(server.url + f"/api/v1/fits/{fit['id']}/export/{name}", timeout=60)
+        assert r.status_code == 200, (name, r.text[:200])
+        if name == "all.zip":
+            z = zipfile.ZipFile(io.BytesIO(r.content))
+            texts = [z.read(n).decode("utf-8", "replace") for n in z.namelist()]
+        else:
+            texts = [r.content.decode("utf-8", "replace")]
+        for text in texts:
+            for root in roots:
+                assert root not in text, (name, root)
+    lab = requests.get(server.url + f"/api/v1/fits/{fit['id']}/export/isaaclab.py", timeout=30).text
+    assert "robot go2.xml" in lab  # the model's file name instead
 
 
 def _assert_decoupled_beside_coupled(page: str, figures: list[dict], v: dict, res: dict) -> None:

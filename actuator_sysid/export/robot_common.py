@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -76,7 +77,7 @@ def provenance_lines(result: dict, what: str) -> list[str]:
     sim = result["sim"]
     bias = result.get("encoder_bias") or {}
     lines = [
-        f"actuator-sysid whole-robot export ({what}) · robot {result['robot']['path']} · exported "
+        f"actuator-sysid whole-robot export ({what}) · robot {Path(str(result['robot']['path'])).name} · exported "
         f"{datetime.now(UTC).strftime('%Y-%m-%d')}",
         f"joints mapped {result.get('joint_mapping', 'by name')}",
         f"validation position RMSE (coupled, last {float(v.get('fraction', 0)):.0%} of the log in time): "

@@ -201,7 +201,7 @@ def build_robot_stage(result: dict, robot) -> tuple[Any, list[Finding]]:
     if robot.path.suffix.lower() in USD_SUFFIXES:
         stage, found = stage_over_usd(robot.path, dt)
         prims = _user_joints(stage, found, list(models), findings)
-        how = f"a layer over {robot.path.resolve()} (sublayered by path: keep that file where it is)"
+        how = f"a layer over {robot.path.name} (sublayered by its path where it was exported: keep that file there)"
     else:
         stage, prims = stage_from_builder(robot, dt)
         how = (
@@ -218,7 +218,7 @@ def build_robot_stage(result: dict, robot) -> tuple[Any, list[Finding]]:
             "physics_dt": dt,
             "decimation": int(result["sim"]["decimation"]),
             "delay_unit": "physics steps",
-            "robot": str(robot.path),
+            "robot": robot.path.name,  # the file name: the export never carries a server path
             "stage": how,
             "encoder_bias": dict(result.get("encoder_bias") or {}),
             "effort_mode": str(result.get("effort_mode") or "explicit"),

@@ -213,6 +213,18 @@ def robot_out(r: dict) -> dict[str, Any]:
     }
 
 
+def form_bounds() -> dict[str, tuple[float, float]]:
+    """Each bounded number of RobotFitIn as (min, max), read from its JSON schema: the robot fit form checks the
+    bounds the API checks, so the two cannot drift."""
+    out: dict[str, tuple[float, float]] = {}
+    for name, prop in RobotFitIn.model_json_schema()["properties"].items():
+        for p in [prop, *prop.get("anyOf", [])]:
+            lo = p.get("minimum", p.get("exclusiveMinimum"))
+            if lo is not None and "maximum" in p:
+                out[name] = (lo, p["maximum"])
+    return out
+
+
 # --- the checks a robot fit passes before it is queued ---
 
 
@@ -449,6 +461,8 @@ def compute_robot_fit(
                 robot.joint_names
             )
         progress(0.96, "fit done: rendering the whole-robot exports")
+        # the exports name the uploaded file, not the worker's temp folder
+        result["robot"]["path"] = row["name"]
         files, result["exports"] = render_robot_exports(result, robot)
         if body.replay:
             progress(0.97, "replaying each export through its consumer on the held-out part")
@@ -618,5 +632,4 @@ def render_robot_fit(
     if standalone and plots:
         js = pages.plotly_js_path().read_text(encoding="utf-8").replace("</script", "<\\/script")
         plots = plots.replace(f'<script src="{pages.PLOTLY_URL}"></script>', f"<script>{js}</script>", 1)
-    head = '<meta http-equiv="refresh" content="3">' if fit["status"] in ("queued", "running") else ""
-    return pages.page(f"robot fit {fit['id'][:8]}", body + plots, head=head, nav=not standalone)
+    return pages.page(f"robot fit {fit['id'][:8]}", body + plots, nav=not standalone)

@@ -22,6 +22,10 @@ from ..storage import new_id
 from .common import dataset_out, discard, display_name
 
 MAX_UPLOAD_JOINT_NAMES = 256  # names an upload's joint_names field may give
+NAMES_FROM_ROBOT = (
+    "upload the robot model at /robots (POST /api/v1/robots) and give its id, and the log is read in that model's "
+    "actuated-joint order"
+)
 
 router = APIRouter()
 
@@ -118,9 +122,14 @@ async def upload_dataset(
         if size == 0:
             raise DatasetError(f"{name}: the uploaded file is empty; choose a file with a header and rows")
         parse = partial(parser.parse, tmp, name, sidecar, fmt or None, out_dir, any_format=True)
-        parsed = await (
-            robots.parse_for_robot(parse, robot) if robot and names is None else parse(joint_names=names)
-        )
+        try:
+            parsed = await (
+                robots.parse_for_robot(parse, robot) if robot and names is None else parse(joint_names=names)
+            )
+        except DatasetError as e:
+            if robot is None and names is None and "no joint names" in str(e):
+                raise DatasetError(f"{e}, or the robot_id form field: {NAMES_FROM_ROBOT}") from None
+            raise
         arts = await run_in_threadpool(storage.put_folder, out_dir)
         arts["original"] = await run_in_threadpool(storage.put_file, tmp, sha)
         row = await run_in_threadpool(

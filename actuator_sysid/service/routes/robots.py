@@ -132,6 +132,7 @@ def robot_page(repo: Repo, project: Project, robot_id: str) -> str:
             fits=fits,
             datasets=repo.list_datasets(project, limit=200),
             fmt=pages.fmt_num,
+            bounds=robots.form_bounds(),
         )
     )
     return pages.page(f"robot {r['name']}", body, nav=True)

@@ -1,0 +1,106 @@
+"""The robot pages (issue 23, "The pages") over a real server with the shared Go2 MJCF: the upload form takes a
+robot_id and a PACE log without names is refused naming that field; the robot fit form carries every option with
+the request's own bounds; and in headless Chromium its errors show beside their field, with no dialog."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import requests
+from conftest import Server, start_server
+from test_browser import browser  # noqa: F401  (the module-scoped Chromium fixture)
+from test_robot_service import GO2_XML, pace_bytes
+
+from actuator_sysid.service.robots import RobotFitIn
+
+pytestmark = pytest.mark.skipif(not GO2_XML.is_file(), reason="shared/data/go2-in-air is not here")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """A server with the Go2 and a short unnamed PACE log read in its joint order (no fit runs)."""
+    server = start_server(tmp_path_factory.mktemp("robot_pages") / "data")
+    try:
+        r = requests.post(
+            server.url + "/api/v1/robots", files={"file": ("go2.xml", GO2_XML.read_bytes())}, timeout=180
+        )
+        assert r.status_code == 201, r.text
+        robot = r.json()
+        t = np.arange(400) * 0.005
+        cmd = 0.2 * np.sin(2 * np.pi * 0.7 * t)[:, None] * np.ones(12)
+        up = requests.post(
+            server.url + "/api/v1/datasets",
+            files={"file": ("go2.pt", pace_bytes(cmd, cmd + 0.01))},
+            data={"robot_id": robot["id"]},
+            timeout=60,
+        )
+        assert up.status_code == 201, up.text
+        yield {"server": server, "robot": robot, "dataset": up.json()}
+    finally:
+        server.stop()
+
+
+def test_upload_form_takes_robot_id_and_the_pt_error_names_it(site: dict) -> None:
+    server: Server = site["server"]
+    assert 'name="robot_id"' in requests.get(server.url + "/", timeout=30).text
+    cmd = np.zeros((50, 12))
+    r = requests.post(
+        server.url + "/api/v1/datasets", files={"file": ("nonames.pt", pace_bytes(cmd, cmd))}, timeout=60
+    )
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert "no joint names" in detail and "robot_id" in detail and "/robots" in detail, detail
+    assert site["dataset"]["joints"] == [j["name"] for j in site["robot"]["joints"]]
+
+
+def test_robot_fit_form_carries_every_option_with_the_requests_bounds(site: dict) -> None:
+    server: Server = site["server"]
+    page = requests.get(server.url + f"/robots/{site['robot']['id']}", timeout=30).text
+    props = RobotFitIn.model_json_schema()["properties"]
+    kp = next(p for p in props["kp"]["anyOf"] if "maximum" in p)
+    delay = next(p for p in props["delay"]["anyOf"] if "maximum" in p)
+    for field, hi in (
+        ("kp", kp["maximum"]),
+        ("delay", delay["maximum"]),
+        ("decimation", props["decimation"]["maximum"]),
+    ):
+        tag = page.split(f'id="rf-{field}"', 1)[1].split(">", 1)[0]
+        assert f'max="{hi}"' in tag, (field, tag)
+    for field in ("kd", "groups", "fit_bias", "holdout", "payload", "effort_mode", "budget_s"):
+        assert f'id="rf-{field}"' in page, field
+    assert "alert(" not in page
+
+
+def test_robot_fit_form_errors_show_beside_their_field_without_a_dialog(browser, site: dict) -> None:  # noqa: F811
+    server: Server = site["server"]
+    ctx = browser.new_context(viewport={"width": 800, "height": 900})
+    page = ctx.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    before = len(requests.get(server.url + "/api/v1/fits", timeout=10).json())
+    try:
+        page.set_default_timeout(30_000)
+        page.goto(f"{server.url}/robots/{site['robot']['id']}")
+        page.fill("#rf-kp", "20000")
+        page.click("#robot-fit button[type=submit]")
+        err = page.locator("#err-rf-kp")
+        err.wait_for(state="visible")
+        assert "between 0 and 10000" in err.inner_text(), err.inner_text()
+        assert posts == []  # checked before sending
+        box, field = err.bounding_box(), page.locator("#rf-kp").bounding_box()
+        assert abs(box["x"] - field["x"]) < 300 and 0 <= box["y"] - field["y"] < 80, (box, field)
+        page.fill("#rf-kp", "20")
+        page.fill("#rf-groups", '{"hip": "no_such_joint"}')  # only the server knows the model's joints
+        page.click("#robot-fit button[type=submit]")
+        groups = page.locator("#err-rf-groups")
+        groups.wait_for(state="visible")
+        assert "no_such_joint" in groups.inner_text(), groups.inner_text()
+        assert page.locator("#err-rf-kp").is_hidden() and len(posts) == 1
+        assert dialogs == [] and "/robots/" in page.url
+        assert len(requests.get(server.url + "/api/v1/fits", timeout=10).json()) == before
+    finally:
+        ctx.close()
