@@ -60,6 +60,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_robot_exports.py": ("conformance",),
     "test_robot_import.py": ("conformance",),
     "test_robot_service.py": ("service",),
+    "test_robot_pages.py": ("service", "slow"),
     "test_robot_meshes.py": ("conformance",),
     "test_robot_payload.py": ("conformance",),
     "test_robot_payload.py::test_a_payload_20_percent_off_comes_back_within_5_percent": (
@@ -148,6 +149,7 @@ LONG_FIRST = (
     "test_robot_service.py",  # 45
     "test_robot_exports.py",  # 44
     "test_bench.py",  # 42
+    "test_robot_pages.py",  # 40 alone
 )
 
 
