@@ -126,12 +126,14 @@ class BAMFrictionMixin:
     (a held joint shows its load only to within `friction`), and lags one step.
     joint_inertia is the bench load plus armature the fit assumed; on a robot set it to the joint-space inertia.
     physics_dt must be the simulation step, and compute() must run once per physics step (Isaac Lab does).
+    `set_torque_enabled` switches the servo's torque off and on (per env and joint), as BAM's torque_enable.
     `friction_effort` and `external_effort` hold the added torque and τ_e; `applied_effort` stays the motor's
     clipped effort, the joint efforts sent to the simulation are their sum.
     """
 
     cfg: Any
     computed_effort: torch.Tensor
+    applied_effort: torch.Tensor
 
     def __init__(self, cfg: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(cfg, *args, **kwargs)  # type: ignore[call-arg]
@@ -152,6 +154,14 @@ class BAMFrictionMixin:
         self._prev_vel, self._prev_out, self._prev_engine = zeros.clone(), zeros.clone(), zeros.clone()
         self._has_prev = torch.zeros_like(self.computed_effort, dtype=torch.bool)
         self._given_external: torch.Tensor | None = None
+        self._enabled = torch.ones_like(self.computed_effort, dtype=torch.bool)
+
+    def set_torque_enabled(self, enabled: torch.Tensor | bool) -> None:
+        """The servo's torque enable, (num_envs, num_joints) or one for all, kept until changed: while off the
+        motor applies nothing (its commands and delay run on) and the budget still holds the joint against the
+        load, with τ_m = 0 (BAM's torque_enable = false)."""
+        flags = torch.as_tensor(enabled, dtype=torch.bool, device=self.computed_effort.device)
+        self._enabled = flags.expand_as(self.computed_effort).clone()
 
     def set_external_effort(self, external: torch.Tensor) -> None:
         """τ_e for the next compute() [N·m], (num_envs, num_joints): used once, in place of the estimate."""
@@ -190,6 +200,11 @@ class BAMFrictionMixin:
 
     def compute(self, control_action: Any, joint_pos: torch.Tensor, joint_vel: torch.Tensor) -> Any:
         control_action = super().compute(control_action, joint_pos, joint_vel)  # type: ignore[misc]
+        off = ~self._enabled
+        if bool(off.any()):  # torque off: the motor's efforts are zero, its friction is not
+            self.computed_effort = self.computed_effort.masked_fill(off, 0.0)
+            self.applied_effort = self.applied_effort.masked_fill(off, 0.0)
+            control_action.joint_efforts = control_action.joint_efforts.masked_fill(off, 0.0)
         motor = control_action.joint_efforts
         dt = self.cfg.physics_dt
         given, self._given_external = self._given_external, None

@@ -17,12 +17,20 @@ import math
 from typing import Any, ClassVar
 
 import newton
+import numpy as np
 import warp as wp
 from newton.actuators import ClampingBase, ComponentKind, DrivePD, register_actuator_component
 
 from .schema import BUDGET_API, BUDGET_ATTRIBUTES, PD_API, register_usd_schemas
 
-__all__ = ["ClampingFrictionBudget", "external_effort", "register", "set_external_effort"]
+__all__ = [
+    "ClampingFrictionBudget",
+    "budget_dofs",
+    "external_effort",
+    "register",
+    "set_external_effort",
+    "set_torque_enabled",
+]
 
 _KERNEL_ARGS = tuple(k for k in BUDGET_ATTRIBUTES.values() if k != "physics_dt")  # the kernel's order
 _NONNEGATIVE = tuple(k for k in BUDGET_ATTRIBUTES.values() if k not in ("stribeck_velocity", "physics_dt"))
@@ -33,6 +41,7 @@ def _friction_budget_kernel(
     velocities: wp.array[float],
     vel_indices: wp.array[wp.uint32],
     external: wp.array[float],
+    enabled: wp.array[wp.int32],
     coulomb: wp.array[float],
     stribeck: wp.array[float],
     stribeck_velocity: wp.array[float],
@@ -53,6 +62,8 @@ def _friction_budget_kernel(
     dof = vel_indices[i]
     qd = velocities[dof]
     motor = src[i]
+    if enabled[dof] == 0:  # torque off: no motor effort, the friction still holds the joint against the load
+        motor = 0.0
     ext = external[dof]
     s = wp.exp(-wp.pow(wp.abs(qd / stribeck_velocity[i]), stribeck_exponent[i]))
     budget = coulomb[i] + stribeck[i] * s
@@ -97,6 +108,7 @@ class ClampingFrictionBudget(ClampingBase):
         self.physics_dt = float(physics_dt)
         self.params = params
         self.external: wp.array | None = None
+        self.enabled: wp.array | None = None  # per DOF, 0 = torque off (set_torque_enabled); None: all on
 
     def modify_forces(
         self,
@@ -115,6 +127,8 @@ class ClampingFrictionBudget(ClampingBase):
                 "actuator_sysid.consumers.newton.set_external_effort(model, external_effort(model, state)) "
                 "before stepping the actuators"
             )
+        if self.enabled is None or self.enabled.shape[0] != velocities.shape[0]:
+            self.enabled = wp.ones(velocities.shape[0], dtype=wp.int32, device=velocities.device)
         p = self.params
         wp.launch(
             _friction_budget_kernel,
@@ -123,6 +137,7 @@ class ClampingFrictionBudget(ClampingBase):
                 velocities,
                 vel_indices,
                 external,
+                self.enabled,
                 *(p[n] for n in _KERNEL_ARGS),
                 self.physics_dt,
                 src_forces,
@@ -154,6 +169,30 @@ def set_external_effort(model: Any, external: wp.array) -> None:
     (used once: give it before every step)."""
     for clamp in budget_clamps(model):
         clamp.external = external
+
+
+def budget_dofs(model: Any) -> list[int]:
+    """The DOF indices whose actuators end in a friction-budget clamp."""
+    return [
+        int(i)
+        for a in model.actuators
+        if any(isinstance(c, ClampingFrictionBudget) for c in a.clamping)
+        for i in a.indices.numpy()
+    ]
+
+
+def set_torque_enabled(model: Any, enabled: Any) -> None:
+    """The servos' torque enable per DOF (joint_dof_count booleans, kept until changed; all on by default): a
+    friction-budget joint whose torque is off gets no motor effort, only the budget's friction against the load
+    (BAM's torque_enable = false); its drive and delay run on."""
+    flags = np.asarray(enabled, dtype=bool).reshape(-1)
+    if flags.shape[0] != model.joint_dof_count:
+        raise ValueError(
+            f"set_torque_enabled takes {model.joint_dof_count} values (one per DOF), got {flags.shape[0]}"
+        )
+    arr: wp.array = wp.array(flags.astype(np.int32), dtype=wp.int32, device=model.device)
+    for clamp in budget_clamps(model):
+        clamp.enabled = arr
 
 
 _registered = False

@@ -188,6 +188,7 @@ def isaaclab_segment(
     act = cfg.class_type(cfg, joint_names=[joint], joint_ids=slice(None), num_envs=1, device="cpu")
     implicit = bool(getattr(act, "is_implicit_model", False))
     given_external = give_external and hasattr(act, "set_external_effort")
+    switch = hasattr(act, "set_torque_enabled")  # a friction budget keeps its friction with the torque off
     act.reset(torch.arange(1))
     inertia = info.load_inertia + _value(cfg, "armature")
     mgl = info.gravity_coeff
@@ -204,6 +205,8 @@ def isaaclab_segment(
         out[k] = q + offset
         if k == n - 1:
             break
+        if switch:
+            act.set_torque_enabled(bool(driven[k]))
         for _ in range(sub):
             q_des, qd_des, ff = seg.q_des[k, j], seg.qd_des[k, j], seg.tau_ff[k, j]
             jt = inertia + dt * visc
@@ -217,7 +220,7 @@ def isaaclab_segment(
                 if given_external:  # BAM's friction budget: the bench's external torque, as a user gives it
                     act.set_external_effort(t(ext - mgl * math.sin(q)))
                 tau = float(act.compute(action, t(q), t(qd)).joint_efforts[0, 0])
-            tau = tau if driven[k] else 0.0
+            tau = tau if driven[k] or switch else 0.0
             force = tau - mgl * math.sin(q) + ext - visc * qd
             stop = jt / dt * qd + force
             if dfric is not None and float(dfric) != fric:
@@ -443,21 +446,29 @@ def newton_segment(
     out = {joint: np.empty(seg.n) for joint in joints}
     driven = {jn: seg.driven(j) for jn, j in cols.items()}
     off = [[dof[jn] for jn in cols if not driven[jn][k]] for k in range(seg.n)]  # torque off, per sample
+    switched = set(consumers_newton.budget_dofs(model))  # a budget clamp zeroes its motor, keeps its friction
+    enabled = np.ones(model.joint_dof_count, bool)
     for k in range(seg.n):
         q_now = _joint_q(s0)
         for joint in joints:
             out[joint][k] = q_now[coord[joint]] + offsets.get(joint, 0.0)
         if k == seg.n - 1:
             break
+        # the stage's joint is the true one: its target is the log's less the encoder offset
         for joint, j in cols.items():
             tq[dof[joint]], tqd[dof[joint]], ff[dof[joint]] = (
-                seg.q_des[k, j],
+                seg.q_des[k, j] - offsets.get(joint, 0.0),
                 seg.qd_des[k, j],
                 seg.tau_ff[k, j],
             )
         control.joint_target_q.assign(tq)
         control.joint_target_qd.assign(tqd)
         control.joint_act.assign(ff)
+        if switched:
+            enabled[:] = True
+            enabled[off[k]] = False
+            consumers_newton.set_torque_enabled(model, enabled)
+        taken = [d for d in off[k] if d not in switched]
         for _ in range(sub):
             control.joint_f.assign(ext)  # zeroed (plus any constant external torque) before the actuators add
             if budgets:  # τ_e: the constant external torque minus gravity and Coriolis at this state
@@ -467,9 +478,9 @@ def newton_segment(
                 cur, nxt = a_states[i]
                 a.step(s0, control, cur, nxt, dt=dt)
                 a_states[i] = (nxt, cur)
-            if off[k]:  # the actuators stepped (their delays run on), what they added is taken back
+            if taken:  # the actuators stepped (their delays run on), what they added is taken back
                 f = control.joint_f.numpy()
-                f[off[k]] = ext[off[k]]
+                f[taken] = ext[taken]
                 control.joint_f.assign(f)
             solver.step(s0, s1, control, None, dt)
             s0, s1 = s1, s0
