@@ -19,6 +19,8 @@ from robot_sim import chirp_targets, robot_recording, simulate_newton_log
 
 from actuator_sysid.cli import main
 from actuator_sysid.models.robot import RobotModel, load_robot
+from actuator_sysid.service import pages, robots
+from actuator_sysid.service.report import VERDICT_STYLE
 
 GO2_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "go2-in-air"
 GO2_XML = GO2_DIR / "go2.xml"
@@ -223,6 +225,7 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
     assert fit["status"] == "succeeded", (fit.get("error"), seen)
     assert any(s == "running" and 0 < p < 1 and m for s, p, m in seen), seen  # progress like any fit
     _assert_no_server_path(server, fit)
+    _assert_flags_and_selection_render(fit)
     res = fit["result"]
     assert res["kind"] == "robot" and res["robot_id"] == robot["id"] and res["delay_steps"] == 0
     assert set(res["groups"]) == set(GROUPS) and res["groups"]["calf"]["joints"] == [
@@ -301,6 +304,52 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
     robot_page = requests.get(server.url + f"/robots/{robot['id']}", timeout=30).text
     refused(requests.delete(server.url + f"/api/v1/robots/{robot['id']}", timeout=30), 409, fit["id"])
     assert fit["id"][:8] in robot_page and f'<option value="{ds["id"]}">' in robot_page  # fit form offers it
+
+
+def _assert_flags_and_selection_render(fit: dict) -> None:
+    """The robot report shows each at-bound term and implausible bias, and a selection's candidates with the
+    chosen one, when the result carries them (this fit's result, given flags and a selection in their shapes)."""
+    res = json.loads(json.dumps(fit["result"]))
+    res["bounds"] = {
+        **(res.get("bounds") or {}),
+        "at_bound": [{"term": "calf.friction", "value": 2.5, "bound": "upper", "limit": 2.5}],
+        "implausible_bias": [{"joint": "FL_calf_joint", "bias": 0.29}],
+    }
+    cands = [
+        {
+            "name": n,
+            "options": {"fit_bias": b},
+            "inner_validation_rmse": e,
+            "inner_training_rmse": e / 2,
+            "wall_s": 1,
+        }
+        for n, b, e in (("bias on", True, 0.0123), ("bias off", False, 0.0456))
+    ]
+    res["selection"] = {"protocol": "inner split", "candidates": cands, "chosen": "bias on", "skipped": []}
+    html = (
+        robots.templates()
+        .get_template("robot_fit.html")
+        .render(
+            fit={**fit, "result": res},
+            result=res,
+            v=res["validation"],
+            coupling=robots.coupling_change(res["validation"]),
+            exports=["fit.json"],
+            robot=None,
+            figures=[],
+            traces=False,
+            fmt=pages.fmt_num,
+            status=pages.status_html,
+            standalone=False,
+            verdict_style=VERDICT_STYLE,
+        )
+    )
+    flags = html.split('id="bound-flags"', 1)[1].split("</table>", 1)[0]
+    assert "calf.friction" in flags and "upper search bound" in flags and "FL_calf_joint.bias" in flags
+    assert "absorbs model error" in flags
+    table = html.split('id="selection"', 1)[1].split("</table>", 1)[0]
+    assert "0.0123" in table and "0.0456" in table and table.count("(chosen)") == 1
+    assert table.index("(chosen)") < table.index("bias off")
 
 
 def _assert_no_server_path(server: Server, fit: dict) -> None:
