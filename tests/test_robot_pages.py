@@ -4,6 +4,7 @@ the request's own bounds; and in headless Chromium its errors show beside their 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -102,5 +103,37 @@ def test_robot_fit_form_errors_show_beside_their_field_without_a_dialog(browser,
         assert page.locator("#err-rf-kp").is_hidden() and len(posts) == 1
         assert dialogs == [] and "/robots/" in page.url
         assert len(requests.get(server.url + "/api/v1/fits", timeout=10).json()) == before
+    finally:
+        ctx.close()
+
+
+def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> None:  # noqa: F811
+    """The running fit's page streams its status and log, and its cancel button stops the fit."""
+    server: Server = site["server"]
+    body = {
+        "dataset_id": site["dataset"]["id"],
+        "robot_id": site["robot"]["id"],
+        "robot": {"kp": 20, "kd": 1.5, "decimation": 2, "iterations": 12, "budget_s": 120, "replay": False},
+    }
+    r = requests.post(server.url + "/api/v1/fits", json=body, timeout=60)
+    assert r.status_code == 202, r.text
+    fid = r.json()["id"]
+    ctx = browser.new_context(viewport={"width": 800, "height": 900})
+    page = ctx.new_page()
+    page.on("dialog", lambda d: d.accept())  # the cancel button asks first
+    try:
+        page.set_default_timeout(90_000)
+        page.goto(f"{server.url}/fits/{fid}")
+        page.wait_for_function("document.getElementById('live-status').textContent.includes('running')")
+        page.click("button[data-action=cancel]")
+        deadline = time.monotonic() + 90
+        while requests.get(server.url + f"/api/v1/fits/{fid}", timeout=30).json()["status"] != "cancelled":
+            assert time.monotonic() < deadline, "the robot fit was not cancelled within 90 s"
+            time.sleep(1)
+        # the page reloads at the stream's end: the live part gone, the status stated
+        page.wait_for_function("document.getElementById('status').textContent.includes('cancelled')")
+        assert (
+            page.locator("#live-log").count() == 0 and page.locator("button[data-action=retry]").count() == 1
+        )
     finally:
         ctx.close()
