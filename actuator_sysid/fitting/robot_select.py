@@ -11,7 +11,7 @@ the training window (the restart interval of the rollouts: the given one and twi
 scans the command delay; the later ones hold its delay, and the chosen one's refit scans again. The lowest
 inner-validation RMSE wins; the winner is refitted on the whole training part and validated as `fit_robot` does.
 The result is `fit_robot`'s with `selection` {protocol, inner_split, candidates [{name, options,
-inner_validation_rmse, inner_validation_per_joint_rmse, wall_s}], chosen, chosen_options, skipped, wall_s}.
+inner_validation_rmse, inner_validation_per_joint_rmse, wall_s}], chosen, chosen_options, skipped, search_s, wall_s}.
 """
 
 from __future__ import annotations
@@ -207,6 +207,7 @@ def select_robot_fit(
     if not np.isfinite(best):
         raise RobotError("the selection budget ran out before one candidate was fitted: give a longer budget")
     say(f"select: chosen {chosen.name} (inner validation {best:.5f} rad); refitting on the training part")
+    search_s = time.perf_counter() - t0
     final = dataclasses.replace(opts, **chosen.changes)
     res = fit_robot(_drop_gains(rec) if chosen.fit_gains else rec, robot, final)
     res["selection"] = {
@@ -219,6 +220,7 @@ def select_robot_fit(
         "chosen": chosen.name,
         "chosen_options": chosen.described(),
         "skipped": skipped,
+        "search_s": round(search_s, 2),  # the candidates; wall_s adds the chosen one's refit
         "wall_s": round(time.perf_counter() - t0, 2),
     }
     return res
