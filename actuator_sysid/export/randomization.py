@@ -26,6 +26,7 @@ from ..models import parameters
 from .selection import choose
 
 DEFAULT_RELATIVE = 0.10
+STANDS_ALONE = 0.999  # a conditional factor above this: the parameter's own interval is its range
 
 
 def conditional_factors(correlation: Mapping) -> dict[str, float]:
@@ -49,6 +50,8 @@ def _joint_interval(name: str, value: float, iv: Interval, factor: float) -> tup
     `factor`, in ln(value) for a log-scaled parameter (whose interval is symmetric there)."""
     assert iv.interval95 is not None
     lo, hi = (float(x) for x in iv.interval95)
+    if factor > STANDS_ALONE:
+        return lo, hi  # correlated with none: its own interval, as stated
     est = float(iv.estimate) if iv.estimate is not None else value
     if parameters.get(name).scale == "log" and est > 0 and lo > 0:
         return est * (lo / est) ** factor, est * (hi / est) ** factor
@@ -91,7 +94,7 @@ def _ranges(result: ResultLike, families: dict[str, str] | str | None) -> dict[s
                 lo, hi = _joint_interval(name, float(v), iv, f)
                 src = (
                     "interval95"
-                    if f > 0.999
+                    if f > STANDS_ALONE
                     else f"joint interval95: its partners held at their fitted values ({f:.2g}× its own)"
                 )
             elif len(peers) > 1 and max(peers) > min(peers):
