@@ -612,35 +612,9 @@ def _compare(
     result: FitResult, rec: Recording, m: ChosenModel, segs: list[Segment], runs: dict[str, np.ndarray]
 ) -> dict:
     ours = _ours(result, rec, m, segs)
-    j = rec.joint_index(m.joint)
-    rows = []
-    se_r = se_o = n = 0.0
-    motion = 0.0
-    for s in segs:
-        meas = s.q[:, j]
-        r, o = _rmse(runs[s.name], meas), _rmse(ours[s.name], meas)
-        rows.append(
-            {
-                "segment": s.name,
-                "rmse_replay": r,
-                "rmse_ours": o,
-                "rmse_replay_vs_ours": _rmse(runs[s.name], ours[s.name]),
-            }
-        )
-        se_r += r * r * (s.n - 1)
-        se_o += o * o * (s.n - 1)
-        n += s.n - 1
-        motion = max(motion, float(np.ptp(meas)))
-    rr, ro = math.sqrt(se_r / max(n, 1)), math.sqrt(se_o / max(n, 1))
-    rel = abs(rr - ro) / ro if ro > 0 else (0.0 if rr == 0 else math.inf)
-    return {
-        "family": m.family.name,
-        "rmse_replay": rr,
-        "rmse_ours": ro,
-        "relative_difference": rel,
-        "within_tolerance": bool(abs(rr - ro) <= max(TOLERANCE * ro, RMSE_FLOOR * motion)),
-        "segments": rows,
-    }
+    out = _compare_runs(m.family.name, segs, rec.joint_index(m.joint), runs, ours, "q")
+    del out["metric"]  # a parametric model's replay is judged by position alone
+    return out
 
 
 def _isaaclab_netless(result: FitResult, families: dict[str, str] | str | None) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .result import Check, Verdict
+from .result import Check
 from .space import SearchSpace
 from .uncertainty import analyse
 from .verdict import (
@@ -30,11 +30,10 @@ from .verdict import (
     NOT_CHECKED,
     RANGE_OK,
     RANGE_USABLE,
-    RANK,
     STILL_RAD,
     UNIDENTIFIED_POOR,
-    WORD,
     noise_floor,
+    verdict_of,
 )
 
 LINEAR = (".bias", ".com_x", ".com_y", ".com_z")  # search variables linear in BIAS_UNIT; the others are log10
@@ -258,16 +257,4 @@ def robot_verdict(result: dict) -> dict:
             "the search stopped on its time budget before it converged: refit with a larger budget",
         )
     _replay_checks(checks, result.get("replays"))
-    checks.sort(key=lambda c: -RANK[c.status])
-    worst = max((c.status for c in checks), key=RANK.__getitem__, default="ok")
-    return Verdict(
-        verdict=WORD[worst],
-        reasons=[c.reason for c in checks],
-        checks=tuple(checks),
-        thresholds={
-            "range_ok": RANGE_OK,
-            "range_usable": RANGE_USABLE,
-            "noise_ok": NOISE_OK,
-            "unidentified_poor": UNIDENTIFIED_POOR,
-        },
-    ).to_json()
+    return verdict_of(checks).to_json()

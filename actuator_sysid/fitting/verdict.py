@@ -407,7 +407,12 @@ def judge(result: ResultLike, rec: Recording | None = None, validation: dict | N
     checks = (
         _fit_checks(typed, stats) + _step_checks(typed, rec) + _frame_checks(rec) + _export_checks(validation)
     )
-    checks.sort(key=lambda c: -RANK[c.status])
+    return verdict_of(checks)
+
+
+def verdict_of(checks: list[Check]) -> Verdict:
+    """The verdict of a set of checks, a joint fit's or a robot fit's: the worst status, its reasons worst first."""
+    checks = sorted(checks, key=lambda c: -RANK[c.status])
     worst = max((c.status for c in checks), key=RANK.__getitem__, default="ok")
     return Verdict(
         verdict=WORD[worst],
