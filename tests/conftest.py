@@ -287,7 +287,7 @@ def start_server(data_dir: Path, env: dict[str, str] | None = None, timeout: flo
         try:
             if requests.get(server.url + "/healthz", timeout=1).ok:
                 return server
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not listening yet, or still starting up
             pass
         time.sleep(0.1)
     server.stop()
