@@ -64,10 +64,11 @@ def test_dcmotor_parameters_are_recovered(dcmotor_log: Path) -> None:
 
 
 def test_optuna_driver_recovers_too(dcmotor_log: Path) -> None:
-    """The same batched ask/tell through an Optuna CmaEsSampler study reaches the same answer."""
+    """The same batched ask/tell through an Optuna CmaEsSampler study reaches the same answer: 30 generations
+    of 12 land every tight parameter within 5 % (the search starts from the least-squares warm start)."""
     rec = read_log(dcmotor_log)
     result = fit_recording(
-        rec, FitRequest(models=["dcmotor"], generations=120, population=12, search_backend="optuna")
+        rec, FitRequest(models=["dcmotor"], generations=30, population=12, search_backend="optuna")
     )
     fitted = result["joints"]["hinge"]["models"]["dcmotor"]["params"]
     for k in TIGHT:
@@ -77,9 +78,14 @@ def test_optuna_driver_recovers_too(dcmotor_log: Path) -> None:
 
 def test_same_seed_same_answer(dcmotor_log: Path) -> None:
     rec = read_log(dcmotor_log)
-    req = FitRequest(models=["ideal_pd"], generations=30, population=8, seed=7)
-    a, b = fit_recording(rec, req), fit_recording(rec, req)
-    assert (
-        a["joints"]["hinge"]["models"]["ideal_pd"]["params"]
-        == b["joints"]["hinge"]["models"]["ideal_pd"]["params"]
-    )
+    req = FitRequest(models=["ideal_pd"], generations=10, population=8, seed=7)
+    a, b = (fit_recording(rec, req)["joints"]["hinge"]["models"]["ideal_pd"] for _ in range(2))
+    assert a["params"] == b["params"]
+
+    # the search itself repeats (its evaluations and convergence, which another seed changes), not only
+    # the optimum the least-squares warm start already finds for any seed
+    def path(m: dict) -> dict:
+        search = {k: v for k, v in m["search"].items() if k != "seconds"}
+        return {**search, "local_solve": {k: v for k, v in search["local_solve"].items() if k != "seconds"}}
+
+    assert path(a) == path(b) and path(a)["evaluations"] > 0
