@@ -42,7 +42,6 @@ The result (`fit_robot`, JSON-ready; SI units):
 
 from __future__ import annotations
 
-import copy
 import itertools
 import logging
 import math
@@ -408,8 +407,9 @@ class _Evaluator:
             )
         return self._models[worlds]
 
-    def simulate(self, x: np.ndarray, delays: np.ndarray) -> np.ndarray:
-        """(C, d) candidates with (C,) delays → measured positions (C, windows, length + 1, J)."""
+    def simulate(self, x: np.ndarray, delays: np.ndarray, q0: np.ndarray | None = None) -> np.ndarray:
+        """(C, d) candidates with (C,) delays → measured positions (C, windows, length + 1, J); `q0` (C, windows,
+        J) starts each candidate's windows from other measured positions than the log's."""
         c, nw, j = x.shape[0], self.starts.size, len(self.prob.names)
         vals = self.prob.joint_values(x)
         rep = {k: np.repeat(v, nw, axis=0) for k, v in vals.items()}  # world = candidate · nw + window
@@ -428,9 +428,8 @@ class _Evaluator:
         )
         terms = joint_terms(rep, np.broadcast_to(self.prob.effort_limit, (c * nw, j)), self.prob.body_index)
         t0 = time.perf_counter()
-        out_q, _ = self.engine(c * nw).run(
-            self.q[starts], self.qd[starts], tq, tqd, terms, self.dec, self.dt, tff
-        )
+        start_q = self.q[starts] if q0 is None else np.asarray(q0, float).reshape(c * nw, j)
+        out_q, _ = self.engine(c * nw).run(start_q, self.qd[starts], tq, tqd, terms, self.dec, self.dt, tff)
         self.seconds += time.perf_counter() - t0
         self.world_steps += c * nw * self.length * self.dec
         return out_q.transpose(1, 0, 2).reshape(c, nw, self.length + 1, j)
@@ -1330,15 +1329,13 @@ def coupled_jacobian(
 
 def initial_state_effect(ev: _Evaluator, x: np.ndarray, delay: int, h: float = 1e-3) -> np.ndarray:
     """(J, W, L, J): how each window's simulated positions move per radian of its measured initial position of
-    each joint (a noisy input the fit takes as given; the intervals count its noise), one batch per joint."""
-    base = ev.simulate(x[None], np.array([delay]))[0, :, 1:]
-    out = []
-    for j in range(base.shape[2]):
-        pert = copy.copy(ev)  # the same Newton models, another initial state
-        pert.q = ev.q.copy()
-        pert.q[ev.starts, j] += h
-        out.append((pert.simulate(x[None], np.array([delay]))[0, :, 1:] - base) / h)
-    return np.stack(out)
+    each joint (a noisy input the fit takes as given; the intervals count its noise): the unperturbed start and
+    one perturbed start per joint, all in one batch."""
+    j = ev.q.shape[1]
+    q0 = np.repeat(ev.q[ev.starts][None], j + 1, axis=0)  # (1 + J, W, J)
+    q0[1 + np.arange(j), :, np.arange(j)] += h
+    sim = ev.simulate(np.repeat(x[None], j + 1, axis=0), np.full(j + 1, delay), q0)[:, :, 1:]
+    return (sim[1:] - sim[:1]) / h
 
 
 def _least_squares(
