@@ -23,6 +23,9 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q -e '.[dev]'
 	# The real consumer package, for conformance tests: its actuator modules need only torch/warp/numpy.
 	$(BIN)/pip install -q --no-deps --ignore-requires-python isaaclab==3.0.0
+	# The peer, for recovery on logs its own simulator makes: bam.simulate needs only numpy and colorama
+	# (mujoco[sysid] brings it); 1.0.2 declares Python 3.12 and runs on 3.11 (bench/bam_env.sh).
+	$(BIN)/pip install -q --no-deps --ignore-requires-python better-actuator-models==1.0.2
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -94,6 +94,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_nets.py": ("slow",),
     "test_readers_bench.py": ("slow",),
     "test_real_bam.py": ("slow",),
+    "test_bam_sim_recovery.py": ("slow",),
     "test_recovery.py": ("slow",),
     "test_repeatability.py": ("slow",),
     "test_diagnostics.py::test_a_command_delay_is_named_with_its_shift": ("slow",),
