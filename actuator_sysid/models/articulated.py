@@ -1,4 +1,6 @@
-"""Candidates × windows rolled out through a whole robot's coupled dynamics: Newton 1.8's SolverMuJoCo on Warp.
+"""Candidates × windows rolled out through a whole robot's coupled dynamics: Newton 1.8's SolverMuJoCo on Warp,
+or on MuJoCo's C backend (the MuJoCo model Newton's solver converts, one copy per world's terms, one MjData per
+world), which on the CPU steps a world several times faster than Warp's launches do.
 
 One Newton model holds one world per (candidate, window); each world is the robot with its own armature,
 viscous damping and frictionloss on every actuated joint (MuJoCo's joint terms, set per world) and our PD
@@ -216,8 +218,10 @@ def _req(a: wp.array | None) -> wp.array:
 
 
 class ArticulatedRollout:
-    """A Newton model of `worlds` copies of the robot and its SolverMuJoCo (Warp, CPU unless told; MuJoCo's C
-    backend with `mujoco_cpu`, one world); `effort_mode` "explicit" or Newton's "implicit"."""
+    """A Newton model of `worlds` copies of the robot and its SolverMuJoCo (Warp, CPU unless told); with
+    `mujoco_cpu`, MuJoCo's C backend: one Newton world whose converted MuJoCo model is copied per distinct set
+    of joint terms, each world its own MjData (explicit mode at any world count, implicit at one);
+    `effort_mode` "explicit" or Newton's "implicit"."""
 
     def __init__(
         self,
@@ -236,8 +240,10 @@ class ArticulatedRollout:
         self.effort_mode = effort_mode
         self.robot, self.worlds, self.device = robot, int(worlds), device
         template = cast("newton.ModelBuilder", robot.builder)
+        if mujoco_cpu and effort_mode == "implicit" and self.worlds != 1:
+            raise RobotError("MuJoCo's C backend steps one world in implicit mode")
         builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
-        builder.replicate(template, self.worlds)
+        builder.replicate(template, 1 if mujoco_cpu else self.worlds)  # C: one world, copied per terms
         self.model = builder.finalize(device=device)
         self.solver = newton.solvers.SolverMuJoCo(
             self.model,
@@ -249,7 +255,7 @@ class ArticulatedRollout:
         self.dofs_per_world = template.joint_dof_count
         self.coords_per_world = template.joint_coord_count
         j = len(robot.joint_names)
-        w = np.arange(self.worlds)[:, None]
+        w = np.arange(self.model.world_count)[:, None]
         self.dof_flat = (w * self.dofs_per_world + robot.dof[None, :]).reshape(-1)  # (W·J,)
         q_start = np.array(template.joint_q_start)
         qd_start = np.array(template.joint_qd_start)
@@ -258,7 +264,7 @@ class ArticulatedRollout:
             w * self.coords_per_world + np.array([coord_of_dof[int(d)] for d in robot.dof])[None, :]
         ).reshape(-1)
         self._coord_wp: wp.array = wp.array(self.coord_flat.astype(np.int32), dtype=wp.int32, device=device)
-        self.n = self.worlds * j
+        self.n = self.model.world_count * j
         if not np.array_equal(self.coord_flat, self.dof_flat):
             raise RobotError(
                 f"{robot.path.name}: coordinates and DoFs differ (a free base); this version rolls out "
@@ -267,8 +273,7 @@ class ArticulatedRollout:
         self.steps_run = 0
         self.clip_fraction = np.zeros((self.worlds, j))  # of the last run's physics steps, the envelope cut
         self.mujoco_cpu = mujoco_cpu
-        if mujoco_cpu and self.worlds != 1:
-            raise RobotError("MuJoCo's C backend steps one world")
+        self._c_datas: list = []  # MuJoCo C: one MjData per world, kept between runs
         self._response: newton.actuators.JointSpaceResponse | None = None
 
     def _solve_inverse(self) -> Callable[[wp.array2d, wp.array2d], None]:
@@ -293,6 +298,46 @@ class ArticulatedRollout:
 
         return solve_warp
 
+    def _c_models(self, terms: JointTerms, dt: float) -> list:
+        """One MuJoCo model per world: the solver's converted model after Newton's notify_model_changed with that
+        world's joint and body terms, copied once per distinct set (worlds of one candidate share it)."""
+        import copy
+
+        w = self.worlds
+        per_world = [
+            np.broadcast_to(np.asarray(x, float), (w, len(self.robot.joint_names)))
+            for x in (terms.armature, terms.damping, terms.friction)
+        ]
+        if terms.bodies is not None and terms.body_mass is not None:
+            nb = np.size(terms.bodies)
+            per_world.append(np.broadcast_to(np.asarray(terms.body_mass, float), (w, nb)))
+            if terms.body_com is not None:
+                per_world.append(
+                    np.broadcast_to(np.asarray(terms.body_com, float), (w, nb, 3)).reshape(w, -1)
+                )
+        key = np.concatenate([np.asarray(x).reshape(w, -1) for x in per_world], axis=1)
+        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        models = []
+        for k in first:
+            one = slice(int(k), int(k) + 1)
+            self._set_terms(
+                JointTerms(
+                    kp=terms.kp,
+                    kd=terms.kd,
+                    armature=per_world[0][one],
+                    damping=per_world[1][one],
+                    friction=per_world[2][one],
+                    bias=terms.bias,
+                    effort_limit=terms.effort_limit,
+                    bodies=terms.bodies,
+                    body_mass=None if terms.body_mass is None else per_world[3][one],
+                    body_com=None if terms.body_com is None else per_world[4][one].reshape(1, -1, 3),
+                )
+            )
+            self.solver.mj_model.opt.timestep = dt
+            models.append(self.solver.mj_model if w == 1 else copy.copy(self.solver.mj_model))
+        return [models[int(i)] for i in np.ravel(inverse)]
+
     def _run_c(
         self,
         q0: np.ndarray,
@@ -304,53 +349,66 @@ class ArticulatedRollout:
         dt: float,
         target_ff: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """run() on MuJoCo's C backend: the MuJoCo model and data Newton's SolverMuJoCo holds, stepped as its own
-        step() does (the effort as qfrc_applied, then mj_step), without the per-step copies between Newton's
-        state and MuJoCo's data (one world: the state lives in MuJoCo's data). Same PD and clamps as
-        _pd_kernel, in float64."""
+        """run() on MuJoCo's C backend: the MuJoCo model Newton's SolverMuJoCo converts (one per world's terms) and
+        one MjData per world, each stepped as the solver's step() does (the effort as qfrc_applied, then mj_step),
+        without Newton's per-step copies between its state and MuJoCo's data (the state lives in MuJoCo's data).
+        Same PD and clamps as _pd_kernel, in float64, over every world at once."""
         import mujoco
 
-        mm, md = self.solver.mj_model, self.solver.mj_data
+        models = self._c_models(terms, dt)
+        mm = self.solver.mj_model
+        if len(self._c_datas) != self.worlds:
+            self._c_datas = [self.solver.mj_data] + [mujoco.MjData(mm) for _ in range(self.worlds - 1)]
+        datas = self._c_datas
         mapping = self.solver.mjc_dof_to_newton_dof
         if mapping is None:
             raise RobotError(f"{self.robot.path.name}: Newton's MuJoCo model has no DoF mapping")
         col = {int(d): k for k, d in enumerate(self.robot.dof)}
         cols = np.array([col[int(n)] for n in np.asarray(mapping.numpy())[0]])  # type: ignore[attr-defined]
-        qadr = mm.jnt_qposadr[mm.dof_jntid]
         order = np.argsort(cols)  # our joint k is MuJoCo DoF order[k]
-        j = len(self.robot.joint_names)
+        qidx = mm.jnt_qposadr[mm.dof_jntid][order]
+        w, j = self.worlds, len(self.robot.joint_names)
         kp, kd, lim, bias, sat, vlim, motor = (
-            np.broadcast_to(np.asarray(x, float), (1, j))[0]
+            np.broadcast_to(np.asarray(x, float), (w, j))
             for x in (terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope())
         )
         dc = sat < 1.0e30
-        mujoco.mj_resetData(mm, md)
-        mm.opt.timestep = dt
-        md.qpos[qadr[order]] = np.asarray(q0, float)[0] - bias
-        md.qvel[order] = np.asarray(qd0, float)[0]
+        any_dc = bool(dc.any())
+        q_now, v_now = np.zeros((w, j)), np.zeros((w, j))
+        start_q = np.asarray(q0, float).reshape(w, j) - bias
+        start_v = np.asarray(qd0, float).reshape(w, j)
+        pairs = list(zip(models, datas, strict=True))
+        for i, (m, d) in enumerate(pairs):
+            mujoco.mj_resetData(m, d)
+            d.qpos[qidx] = start_q[i]
+            d.qvel[order] = start_v[i]
+            q_now[i], v_now[i] = d.qpos[qidx], d.qvel[order]
         samples = target_q.shape[0] // decimation
-        out_q, out_qd = np.zeros((samples + 1, 1, j)), np.zeros((samples + 1, 1, j))
-        out_q[0, 0], out_qd[0, 0] = md.qpos[qadr[order]] + bias, md.qvel[order]
-        clipped = np.zeros(j)
+        out_q, out_qd = np.zeros((samples + 1, w, j)), np.zeros((samples + 1, w, j))
+        out_q[0], out_qd[0] = q_now + bias, v_now
+        clipped = np.zeros((w, j))
+        step = mujoco.mj_step
         with np.errstate(invalid="ignore", divide="ignore"):
             corner = vlim * (1.0 + motor / sat)
             for k in range(target_q.shape[0]):
-                qn, vn = md.qpos[qadr[order]], md.qvel[order]
-                tau = target_ff[k, 0] + kp * (target_q[k, 0] - (qn + bias)) + kd * (target_qd[k, 0] - vn)
+                tau = target_ff[k] + kp * (target_q[k] - (q_now + bias)) + kd * (target_qd[k] - v_now)
                 f = np.clip(tau, -motor, motor)
-                if dc.any():
-                    v = np.clip(vn, -corner, corner)
+                if any_dc:
+                    v = np.clip(v_now, -corner, corner)
                     hi = np.minimum(sat * (1.0 - v / vlim), motor)
                     lo = np.maximum(sat * (-1.0 - v / vlim), -motor)
                     f = np.where(dc, np.clip(tau, lo, hi), f)
                 clipped += f != tau
-                md.qfrc_applied[order] = np.clip(f, -lim, lim)
-                mujoco.mj_step(mm, md)
+                f = np.clip(f, -lim, lim)
+                for i, (m, d) in enumerate(pairs):
+                    d.qfrc_applied[order] = f[i]
+                    step(m, d)
+                    q_now[i], v_now[i] = d.qpos[qidx], d.qvel[order]
                 if (k + 1) % decimation == 0:
                     r = (k + 1) // decimation
-                    out_q[r, 0], out_qd[r, 0] = md.qpos[qadr[order]] + bias, md.qvel[order]
+                    out_q[r], out_qd[r] = q_now + bias, v_now
         self.steps_run += target_q.shape[0]
-        self.clip_fraction = clipped[None] / max(target_q.shape[0], 1)
+        self.clip_fraction = clipped / max(target_q.shape[0], 1)
         return out_q, out_qd
 
     def _set_bodies(self, terms: JointTerms) -> None:
@@ -359,24 +417,21 @@ class ArticulatedRollout:
         import newton
 
         template = cast("newton.ModelBuilder", self.robot.builder)
+        nw = self.model.world_count
         if terms.bodies is None or terms.body_mass is None:
             if not getattr(self, "_bodies_set", False):
                 return
             bodies = np.arange(template.body_count)
-            mass = np.broadcast_to(np.array(template.body_mass, float), (self.worlds, bodies.size))
+            mass = np.broadcast_to(np.array(template.body_mass, float), (nw, bodies.size))
             com = None
         else:
             bodies = np.asarray(terms.bodies, int)
-            mass = np.broadcast_to(np.asarray(terms.body_mass, float), (self.worlds, bodies.size))
-            com = (
-                None
-                if terms.body_com is None
-                else np.broadcast_to(terms.body_com, (self.worlds, bodies.size, 3))
-            )
+            mass = np.broadcast_to(np.asarray(terms.body_mass, float), (nw, bodies.size))
+            com = None if terms.body_com is None else np.broadcast_to(terms.body_com, (nw, bodies.size, 3))
         m0 = np.array(template.body_mass, float)[bodies]
         i0 = np.array([np.asarray(template.body_inertia[b], float).reshape(3, 3) for b in bodies])
         c0 = np.array([np.asarray(template.body_com[b], float) for b in bodies])
-        idx = (np.arange(self.worlds)[:, None] * template.body_count + bodies[None]).reshape(-1)
+        idx = (np.arange(nw)[:, None] * template.body_count + bodies[None]).reshape(-1)
         scale = (mass / np.where(m0 > 0, m0, 1.0)[None]).reshape(-1)
         inertia = (i0[None] * (mass / np.where(m0 > 0, m0, 1.0)[None])[..., None, None]).reshape(-1, 3, 3)
         values = {
@@ -384,9 +439,7 @@ class ArticulatedRollout:
             "body_inv_mass": np.where(mass > 0, 1.0 / np.where(mass > 0, mass, 1.0), 0.0).reshape(-1),
             "body_inertia": inertia,
             "body_inv_inertia": np.linalg.inv(inertia + 1e-30 * np.eye(3)) * (scale > 0)[:, None, None],
-            "body_com": (np.broadcast_to(c0[None], (self.worlds, *c0.shape)) if com is None else com).reshape(
-                -1, 3
-            ),
+            "body_com": (np.broadcast_to(c0[None], (nw, *c0.shape)) if com is None else com).reshape(-1, 3),
         }
         for name, v in values.items():
             arr = getattr(self.model, name)
@@ -457,12 +510,12 @@ class ArticulatedRollout:
         """
         w, j = self.worlds, len(self.robot.joint_names)
         samples = target_q.shape[0] // decimation
-        self._set_terms(terms)
         ff = np.zeros(np.shape(target_q)) if target_ff is None else np.asarray(target_ff, float)
+        if self.mujoco_cpu and self.effort_mode == "explicit":
+            return self._run_c(q0, qd0, target_q, target_qd, terms, decimation, dt, ff)
+        self._set_terms(terms)
         if self.effort_mode == "implicit":
             return self._run_implicit(q0, qd0, target_q, target_qd, terms, decimation, dt, ff)
-        if self.mujoco_cpu:
-            return self._run_c(q0, qd0, target_q, target_qd, terms, decimation, dt, ff)
         tq, tqd, tff = self._dev(target_q), self._dev(target_qd), self._dev(ff)
         kp, kd, lim, bias, sat, vlim, motor = (
             self._dev(np.broadcast_to(x, (w, j)))
