@@ -444,11 +444,15 @@ class _Evaluator:
 
     def residuals(self, x: np.ndarray, delays: np.ndarray) -> np.ndarray:
         """(C, J, windows·length) simulated minus measured positions after each window's first sample."""
-        sim = self.simulate(x, delays)[:, :, 1:]
+        return self.residuals_of(self.simulate(x, delays))
+
+    def residuals_of(self, positions: np.ndarray) -> np.ndarray:
+        """residuals() of simulated positions (C, windows, length + 1, J)."""
+        sim = positions[:, :, 1:]
         idx = self.starts[:, None] + np.arange(1, self.length + 1)[None]
         meas = self.q[idx]  # (nw, L, J)
         r = sim - meas[None]
-        return np.nan_to_num(r.transpose(0, 3, 1, 2).reshape(x.shape[0], len(self.prob.names), -1), nan=1.0)
+        return np.nan_to_num(r.transpose(0, 3, 1, 2).reshape(sim.shape[0], len(self.prob.names), -1), nan=1.0)
 
 
 class _DecoupledEvaluator:
@@ -1307,23 +1311,32 @@ def _scan_delay(
     return int(ds[np.argmin(sc)])
 
 
-def coupled_jacobian(
-    robot: RobotModel, prob: _Problem, ev: _Evaluator, x: np.ndarray, delay: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(Jacobian (R, d), residuals (R,)) of the coupled residuals at x (search units): forward differences, one
-    candidate per colour (its variables never load each other's joints), all in one batch."""
-    comps = robot.component
-    var_comps = [set(int(c) for c in comps[j]) for j in prob.var_joints()]
-    colors = _color(var_comps)
+def _fd_steps(robot: RobotModel, prob: _Problem, x: np.ndarray) -> tuple[list[list[int]], list[np.ndarray]]:
+    """The colours (variables that never load each other's joints) and one forward step per colour at x."""
+    colors = _color([set(int(c) for c in robot.component[j]) for j in prob.var_joints()])
     steps, (_, hi) = prob.steps(), prob.bounds()
-    comp_joints = {int(c): np.flatnonzero(comps == c) for c in np.unique(comps)}
     hs = []
     for members in colors:
         h = np.zeros_like(x)
         for v in members:
             h[v] = steps[v] if x[v] + steps[v] <= hi[v] else -steps[v]
         hs.append(h)
-    r = ev.residuals(np.array([x] + [x + h for h in hs]), np.full(len(hs) + 1, delay))  # (1 + colours, J, S)
+    return colors, hs
+
+
+def _fd_jacobian(
+    robot: RobotModel,
+    prob: _Problem,
+    x: np.ndarray,
+    colors: list[list[int]],
+    hs: list[np.ndarray],
+    r: np.ndarray,
+) -> np.ndarray:
+    """The (R, d) Jacobian from residuals r (1 + colours, J, S) at x and at each colour's step: a variable's
+    column holds only the rows of the joints it loads."""
+    comps = robot.component
+    var_comps = [set(int(c) for c in comps[j]) for j in prob.var_joints()]
+    comp_joints = {int(c): np.flatnonzero(comps == c) for c in np.unique(comps)}
     jm = np.zeros((r[0].size, x.size))
     for ci, members in enumerate(colors):
         diff = r[ci + 1] - r[0]
@@ -1332,18 +1345,34 @@ def coupled_jacobian(
             for c in var_comps[v]:
                 rows[comp_joints[c]] = True
             jm[:, v] = np.where(rows[:, None], diff / hs[ci][v], 0.0).reshape(-1)
-    return jm, r[0].reshape(-1)
+    return jm
 
 
-def initial_state_effect(ev: _Evaluator, x: np.ndarray, delay: int, h: float = 1e-3) -> np.ndarray:
-    """(J, W, L, J): how each window's simulated positions move per radian of its measured initial position of
-    each joint (a noisy input the fit takes as given; the intervals count its noise): the unperturbed start and
-    one perturbed start per joint, all in one batch."""
-    j = ev.q.shape[1]
-    q0 = np.repeat(ev.q[ev.starts][None], j + 1, axis=0)  # (1 + J, W, J)
-    q0[1 + np.arange(j), :, np.arange(j)] += h
-    sim = ev.simulate(np.repeat(x[None], j + 1, axis=0), np.full(j + 1, delay), q0)[:, :, 1:]
-    return (sim[1:] - sim[:1]) / h
+def coupled_jacobian(
+    robot: RobotModel, prob: _Problem, ev: _Evaluator, x: np.ndarray, delay: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(Jacobian (R, d), residuals (R,)) of the coupled residuals at x (search units): forward differences, one
+    candidate per colour (its variables never load each other's joints), all in one batch."""
+    colors, hs = _fd_steps(robot, prob, x)
+    r = ev.residuals(np.array([x] + [x + h for h in hs]), np.full(len(hs) + 1, delay))  # (1 + colours, J, S)
+    return _fd_jacobian(robot, prob, x, colors, hs, r), r[0].reshape(-1)
+
+
+def jacobian_and_initial_state_effect(
+    robot: RobotModel, prob: _Problem, ev: _Evaluator, x: np.ndarray, delay: int, h: float = 1e-3
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """coupled_jacobian() at x, and (J, W, L, J): how each window's simulated positions move per radian of its
+    measured initial position of each joint (a noisy input the fit takes as given; the intervals count its
+    noise), from one coupled batch: x, its colour steps, and x from each joint's measured start moved by h."""
+    colors, hs = _fd_steps(robot, prob, x)
+    j, nc = ev.q.shape[1], 1 + len(hs)
+    q0 = np.repeat(ev.q[ev.starts][None], nc + j, axis=0)  # (1 + colours + J, W, J)
+    q0[nc + np.arange(j), :, np.arange(j)] += h
+    cand = np.array([x] + [x + s for s in hs] + [x] * j)
+    sim = ev.simulate(cand, np.full(nc + j, delay), q0)
+    r = ev.residuals_of(sim[:nc])
+    effect = (sim[nc:, :, 1:] - sim[:1, :, 1:]) / h
+    return _fd_jacobian(robot, prob, x, colors, hs, r), r[0].reshape(-1), effect
 
 
 def _least_squares(
@@ -1515,8 +1544,8 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         robot, prob, data, fitted, delay, gains_known, opts, stats.pop("_decoupled_x", None)
     )
     validation["motion"] = robot_judge.motion_stats(data.q[data.split :], prob.names)
-    jm, r_opt = coupled_jacobian(robot, prob, ev, x_best, delay)  # the intervals' Jacobian at the optimum
-    effect0 = initial_state_effect(ev, x_best, delay)
+    # the intervals' Jacobian at the optimum and the effect of the measured initial states, one batch
+    jm, r_opt, effect0 = jacobian_and_initial_state_effect(robot, prob, ev, x_best, delay)
     world_steps = ev.world_steps + (ev_scan.world_steps if isinstance(ev_scan, _Evaluator) else 0)
     coupled_s = ev.seconds + (ev_scan.seconds if isinstance(ev_scan, _Evaluator) else 0.0)
     res = _result(

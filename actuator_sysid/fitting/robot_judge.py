@@ -5,7 +5,7 @@ log10 of each group term and payload mass, the encoder bias and COM offset in BI
 hands them to fitting/uncertainty.py's `analyse`, the per-joint path's sandwich covariance whose residual
 variance is estimated per block (here one block per joint, all its training windows) and inflated for the
 residuals' lag-1 autocorrelation, with the noise of each window's measured initial positions as a nuisance
-input (the rollouts start from them; robot.py `initial_state_effect`). It gives 95 % intervals, the correlation matrix and, per term, whether the
+input (the rollouts start from them; robot.py `jacobian_and_initial_state_effect`). It gives 95 % intervals, the correlation matrix and, per term, whether the
 data identify it (narrow interval, not at a search bound, not blind) and why not.
 
 `robot_verdict` judges a robot result (fitting/robot.py) as fitting/verdict.py judges a joint fit, with its
