@@ -180,6 +180,12 @@ def test_rollout_matches_newton_actuators(go2: RobotModel) -> None:
     assert np.abs(ref1_q - ref_q).max() > 0.01  # the second world's terms did change the motion
     assert np.abs(ref2_q - ref1_q).max() > 0.01  # and the envelope did
     assert ro.clip_fraction[2].min() > 0.05 and ro.clip_fraction[1].max() == 0.0, ro.clip_fraction
+    # the fit's CPU path: MuJoCo's C backend, a model copy per world's terms, all three worlds in one run
+    c = ArticulatedRollout(go2, 3, mujoco_cpu=True)
+    ours_c, _ = c.run(q0, np.zeros((3, 12)), tq, np.zeros_like(tq), terms, dec, LOG_DT / dec)
+    for w, ref in enumerate((ref_q, ref1_q, ref2_q)):
+        np.testing.assert_allclose(ours_c[:, w], ref, atol=2e-5, err_msg=f"world {w}")
+    np.testing.assert_allclose(c.clip_fraction, ro.clip_fraction, atol=0.01)
 
 
 @needs_go2
