@@ -2,7 +2,8 @@
 its firmware P law and one of BAM's friction models M1–M6, written as BAM's processed JSON files.
 
 BAM's `Simulator.step` broadcasts over numpy arrays, so every log of a run is stepped side by side. It steps
-at a finer dt than it logs (the bench logs at 5 ms), so what a fit meets is the law, not BAM's integrator.
+at a finer dt than it logs (the bench logs at 5 ms), so what a fit meets is the law, not BAM's integrator; the
+goal is sent at the log's rate and held between samples, as the bench sends it.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def write_logs(folder: Path, name: str, params: dict[str, float]) -> list[Path]:
     enable = np.zeros((steps + 1, len(runs)), bool)
     for i, (_, traj) in enumerate(runs):
         for k in range(steps + 1):
-            goal[k, i], enable[k, i] = trajectories[traj](k * dt)
+            goal[k, i], enable[k, i] = trajectories[traj]((k // SUBSTEPS) * LOG_DT)
     q = np.zeros((steps + 1, len(runs)))
     qd = np.zeros((steps + 1, len(runs)))
     for k in range(steps + 1):
