@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import ROOT, free_port, pythonpath, start_server
+from conftest import ROOT, Server, free_port, pythonpath, start_server
 from test_service_flow import run_fit_suite, upload_log, wait_status
 
 RAY = Path(sys.executable).with_name("ray")
@@ -119,52 +119,60 @@ def with_group_gone(pgid: int, timeout: float = 10) -> None:
         pass
 
 
-def ray_server(data_dir: Path, address: str, **extra: str) -> object:
+def ray_server(data_dir: Path, address: str, **extra: str) -> Server:
     env = {"ACTUATOR_SYSID_EXECUTOR": "ray", "ACTUATOR_SYSID_RAY_ADDRESS": address, **LOOPBACK_ONLY, **extra}
     return start_server(data_dir, env, timeout=90)
 
 
-def test_fit_suite_sqlite_ray(ray_head: str, tmp_path: Path) -> None:
-    server = ray_server(tmp_path / "data", ray_head)
+@pytest.fixture(scope="module")
+def ray_api(ray_head: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One API server on the head for the file, two attempts a fit (the killed worker's fit runs again): the
+    fit suite runs first, so its counts (one succeeded, one cancelled fit) are the server's own, and the
+    kill test's fit finds the Ray worker the suite's fits warmed."""
+    server = ray_server(
+        tmp_path_factory.mktemp("ray-api") / "data", ray_head, ACTUATOR_SYSID_FIT_ATTEMPTS="2"
+    )
     try:
-        run_fit_suite(server, tmp_path)
-        fits = requests.get(server.url + "/api/v1/fits", timeout=10).json()
-        assert fits == [] or all(f["executor"] == "ray" for f in fits)
+        yield server
     finally:
         server.stop()
 
 
-def test_ray_worker_killed_mid_fit_is_retried(ray_head: str, tmp_path: Path) -> None:
+def test_fit_suite_sqlite_ray(ray_api: Server, tmp_path: Path) -> None:
+    server = ray_api
+    run_fit_suite(server, tmp_path)
+    fits = requests.get(server.url + "/api/v1/fits", timeout=10).json()
+    assert fits == [] or all(f["executor"] == "ray" for f in fits)
+
+
+def test_ray_worker_killed_mid_fit_is_retried(ray_api: Server, tmp_path: Path) -> None:
     """SIGKILL the Ray worker process running a fit: the queue re-runs it (2 attempts allowed) to success."""
-    server = ray_server(tmp_path / "data", ray_head, ACTUATOR_SYSID_FIT_ATTEMPTS="2")
-    try:
-        ds = upload_log(server, tmp_path)
-        r = requests.post(
-            server.url + "/api/v1/fits",
-            timeout=30,
-            json={
-                "dataset_id": ds["id"],
-                "joints": ["knee"],
-                "models": ["dcmotor"],
-                "budget": {"generations": 60, "population": 8},
-                "seed": 2,
-            },
-        )
-        fit_id = r.json()["id"]
-        deadline = time.monotonic() + 90
-        while True:  # wait until the Ray worker has reported progress under its own pid
-            fit = requests.get(f"{server.url}/api/v1/fits/{fit_id}", timeout=10).json()
-            if fit["status"] == "running" and fit["progress"] > 0 and fit["worker"]:
-                break
-            assert fit["status"] in ("queued", "running") and time.monotonic() < deadline, fit
-            time.sleep(0.1)
-        host, pid = fit["worker"].rsplit(":", 1)
-        assert int(pid) != server.proc.pid
-        os.kill(int(pid), signal.SIGKILL)
-        done = wait_status(server, fit_id, ("succeeded", "failed"), timeout=180)
-        assert done["status"] == "succeeded", done
-        assert done["attempts"] == 2
-        events = requests.get(f"{server.url}/api/v1/fits/{fit_id}/events", timeout=60).text
-        assert "Ray worker running the fit died" in events and "queued again (attempt 2 of 2)" in events
-    finally:
-        server.stop()
+    server = ray_api
+    ds = upload_log(server, tmp_path)
+    r = requests.post(
+        server.url + "/api/v1/fits",
+        timeout=30,
+        json={
+            "dataset_id": ds["id"],
+            "joints": ["knee"],
+            "models": ["dcmotor"],
+            "budget": {"generations": 60, "population": 8},
+            "seed": 2,
+        },
+    )
+    fit_id = r.json()["id"]
+    deadline = time.monotonic() + 90
+    while True:  # wait until the Ray worker has reported progress under its own pid
+        fit = requests.get(f"{server.url}/api/v1/fits/{fit_id}", timeout=10).json()
+        if fit["status"] == "running" and fit["progress"] > 0 and fit["worker"]:
+            break
+        assert fit["status"] in ("queued", "running") and time.monotonic() < deadline, fit
+        time.sleep(0.1)
+    host, pid = fit["worker"].rsplit(":", 1)
+    assert int(pid) != server.proc.pid
+    os.kill(int(pid), signal.SIGKILL)
+    done = wait_status(server, fit_id, ("succeeded", "failed"), timeout=180)
+    assert done["status"] == "succeeded", done
+    assert done["attempts"] == 2
+    events = requests.get(f"{server.url}/api/v1/fits/{fit_id}/events", timeout=60).text
+    assert "Ray worker running the fit died" in events and "queued again (attempt 2 of 2)" in events
