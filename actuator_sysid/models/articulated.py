@@ -20,6 +20,7 @@ decimation. Contacts are off (the robot hangs); rigid-body dynamics are Newton's
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -910,9 +911,22 @@ class DecoupledRollout:
         return res
 
 
+_ID_MODELS: dict[int, tuple] = {}  # id(robot) -> _id_model's answer, dropped with the robot
+
+
 def _id_model(robot: RobotModel):
     """MuJoCo's model and data as Newton's SolverMuJoCo converts the bare robot (no armature, damping,
-    frictionloss, constraints), and the column of each MuJoCo DoF among the actuated joints."""
+    frictionloss, constraints), and the column of each MuJoCo DoF among the actuated joints; converted once per
+    robot (a fit asks several times; every caller sets the data's state before it reads)."""
+    key = id(robot)
+    if key not in _ID_MODELS:
+        _ID_MODELS[key] = _convert_bare(robot)
+        weakref.finalize(robot, _ID_MODELS.pop, key, None)
+    return _ID_MODELS[key]
+
+
+def _convert_bare(robot: RobotModel):
+    """_id_model's conversion."""
     import mujoco
     import newton
 
