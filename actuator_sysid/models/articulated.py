@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from newton.actuators import Actuator
 
 EFFORT_MODES = ("explicit", "implicit")
+C_THREADS_FROM = 16  # MuJoCo C rollouts of at least this many worlds step on two threads
 
 wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)  # no per-module load lines
 
@@ -373,41 +374,59 @@ class ArticulatedRollout:
             np.broadcast_to(np.asarray(x, float), (w, j))
             for x in (terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope())
         )
-        dc = sat < 1.0e30
-        any_dc = bool(dc.any())
-        q_now, v_now = np.zeros((w, j)), np.zeros((w, j))
         start_q = np.asarray(q0, float).reshape(w, j) - bias
         start_v = np.asarray(qd0, float).reshape(w, j)
-        pairs = list(zip(models, datas, strict=True))
-        for i, (m, d) in enumerate(pairs):
-            mujoco.mj_resetData(m, d)
-            d.qpos[qidx] = start_q[i]
-            d.qvel[order] = start_v[i]
-            q_now[i], v_now[i] = d.qpos[qidx], d.qvel[order]
         samples = target_q.shape[0] // decimation
         out_q, out_qd = np.zeros((samples + 1, w, j)), np.zeros((samples + 1, w, j))
-        out_q[0], out_qd[0] = q_now + bias, v_now
         clipped = np.zeros((w, j))
         step = mujoco.mj_step
-        with np.errstate(invalid="ignore", divide="ignore"):
-            corner = vlim * (1.0 + motor / sat)
-            for k in range(target_q.shape[0]):
-                tau = target_ff[k] + kp * (target_q[k] - (q_now + bias)) + kd * (target_qd[k] - v_now)
-                f = np.clip(tau, -motor, motor)
-                if any_dc:
-                    v = np.clip(v_now, -corner, corner)
-                    hi = np.minimum(sat * (1.0 - v / vlim), motor)
-                    lo = np.maximum(sat * (-1.0 - v / vlim), -motor)
-                    f = np.where(dc, np.clip(tau, lo, hi), f)
-                clipped += f != tau
-                f = np.clip(f, -lim, lim)
-                for i, (m, d) in enumerate(pairs):
-                    d.qfrc_applied[order] = f[i]
-                    step(m, d)
-                    q_now[i], v_now[i] = d.qpos[qidx], d.qvel[order]
-                if (k + 1) % decimation == 0:
-                    r = (k + 1) // decimation
-                    out_q[r], out_qd[r] = q_now + bias, v_now
+
+        def worlds(a: int, b: int) -> None:  # worlds a..b from start to end (mj_step releases the GIL)
+            pairs = list(zip(models[a:b], datas[a:b], strict=True))
+            q_now, v_now = np.zeros((b - a, j)), np.zeros((b - a, j))
+            for i, (m, d) in enumerate(pairs):
+                mujoco.mj_resetData(m, d)
+                d.qpos[qidx] = start_q[a + i]
+                d.qvel[order] = start_v[a + i]
+                q_now[i], v_now[i] = d.qpos[qidx], d.qvel[order]
+            kp_, kd_, lim_, bias_, sat_, vlim_, motor_ = (
+                x[a:b] for x in (kp, kd, lim, bias, sat, vlim, motor)
+            )
+            dc = sat_ < 1.0e30
+            any_dc = bool(dc.any())
+            out_q[0, a:b], out_qd[0, a:b] = q_now + bias_, v_now
+            with np.errstate(invalid="ignore", divide="ignore"):
+                corner = vlim_ * (1.0 + motor_ / sat_)
+                for k in range(target_q.shape[0]):
+                    tau = (
+                        target_ff[k, a:b]
+                        + kp_ * (target_q[k, a:b] - (q_now + bias_))
+                        + kd_ * (target_qd[k, a:b] - v_now)
+                    )
+                    f = np.clip(tau, -motor_, motor_)
+                    if any_dc:
+                        v = np.clip(v_now, -corner, corner)
+                        hi = np.minimum(sat_ * (1.0 - v / vlim_), motor_)
+                        lo = np.maximum(sat_ * (-1.0 - v / vlim_), -motor_)
+                        f = np.where(dc, np.clip(tau, lo, hi), f)
+                    clipped[a:b] += f != tau
+                    f = np.clip(f, -lim_, lim_)
+                    for i, (m, d) in enumerate(pairs):
+                        d.qfrc_applied[order] = f[i]
+                        step(m, d)
+                        q_now[i], v_now[i] = d.qpos[qidx], d.qvel[order]
+                    if (k + 1) % decimation == 0:
+                        r = (k + 1) // decimation
+                        out_q[r, a:b], out_qd[r, a:b] = q_now + bias_, v_now
+
+        # worlds are independent: two threads each step half of them through the whole run
+        parts = 2 if w >= C_THREADS_FROM and len(os.sched_getaffinity(0)) > 1 else 1
+        cuts = np.linspace(0, w, parts + 1).round().astype(int)
+        if parts > 1:
+            with ThreadPoolExecutor(parts) as pool:
+                list(pool.map(worlds, cuts[:-1], cuts[1:]))
+        else:
+            worlds(0, w)
         self.steps_run += target_q.shape[0]
         self.clip_fraction = clipped / max(target_q.shape[0], 1)
         return out_q, out_qd
