@@ -493,30 +493,37 @@ def simulate_segments(
     spec: NetSpec, net: torch.nn.Module, data: JointData, substeps: int, open_loop: bool = False
 ) -> list[dict[str, np.ndarray]]:
     """Each segment rolled out from its first logged state with a freshly reset net (Isaac Lab reset); a segment
-    with a carried history runs it on the log first and is returned from the sample after it (its own first)."""
-    out = []
+    with a carried history runs it on the log first and is returned from the sample after it (its own first).
+    Segments of one length and one carried history step together as lanes of one rollout (the per-sample loop
+    is the cost), each lane its own segment's."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i in range(len(data.names)):
+        groups.setdefault((int(data.q[i].shape[0]), data.carried[i]), []).append(i)
+    out: dict[int, dict[str, np.ndarray]] = {}
     with torch.no_grad():
-        for i in range(len(data.names)):
-            lanes = _lanes(data, [i])
-            stepper = NetStepper(spec, net, 1, pos_gain=lanes["gain"])
-            carried = data.carried[i]
-            meas = (data.q[i][None], data.qd[i][None]) if open_loop or carried else None
+        for (_n, carried), ids in groups.items():
+            lanes = _lanes(data, ids)
+            stepper = NetStepper(spec, net, len(ids), pos_gain=lanes["gain"])
+            q = torch.stack([data.q[i] for i in ids])
+            qd = torch.stack([data.qd[i] for i in ids])
+            meas = (q, qd) if open_loop or carried else None
             tr = rollout(
                 stepper,
-                data.q[i][:1],
-                data.qd[i][:1],
-                data.q_des[i][None],
+                q[:, 0],
+                qd[:, 0],
+                torch.stack([data.q_des[i] for i in ids]),
                 lanes["inertia"],
                 lanes["mgl"],
                 lanes["ext"],
-                data.on[i][None],
+                torch.stack([data.on[i] for i in ids]),
                 lanes["dt"],
                 substeps,
                 meas,
                 None if open_loop else carried + 1,
             )
-            out.append({k: v[0, carried:].numpy().astype(np.float64) for k, v in tr.items()})
-    return out
+            for lane, i in enumerate(ids):
+                out[i] = {k: v[lane, carried:].numpy().astype(np.float64) for k, v in tr.items()}
+    return [out[i] for i in range(len(data.names))]
 
 
 # --- training ---
