@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     )  # a running fit whose worker stayed silent this long is re-queued/failed
     # local fit workers: idle (SCHED_IDLE, never delays a request) or normal, where other load would starve them
     worker_priority: Literal["idle", "normal"] = "idle"
+    # local fit workers start warm (forked from a process that already imported the fitting stack) or spawned
+    # cold; auto: warm unless an NVIDIA GPU is present (a fork of a process that touched CUDA cannot use it)
+    worker_start: Literal["auto", "warm", "spawn"] = "auto"
     auth: Literal["auto", "required", "off"] = "auto"  # auto: tokens required when bound beyond loopback
     log_format: Literal["json", "text"] = "json"
     parse_workers: int = Field(1, ge=1)  # processes that parse uploads (large files never load in the API)
