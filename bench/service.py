@@ -264,11 +264,8 @@ def upload_phase(url: str, pid: int, path: Path) -> dict:
     }
 
 
-def queue_fits(url: str) -> tuple[str, list[str]]:
-    """Upload the small log and queue several all-family fits with a large budget; wait until one runs.
-
-    Fits stop when they stall and the local executor runs them one after another; on a quiet machine one fit
-    takes about 10 s, so with eight queued a fit computes for the whole load phase."""
+def upload_small_log(url: str) -> dict:
+    """Upload small_log() with its sidecar; the created dataset."""
     log, side = small_log()
     resp = requests.post(
         url + "/api/v1/datasets",
@@ -278,7 +275,15 @@ def queue_fits(url: str) -> tuple[str, list[str]]:
     )
     if resp.status_code != 201:
         raise RuntimeError(f"the small log's upload failed: {resp.status_code} {resp.text[:500]}")
-    ds = resp.json()
+    return resp.json()
+
+
+def queue_fits(url: str) -> tuple[str, list[str]]:
+    """Upload the small log and queue several all-family fits with a large budget; wait until one runs.
+
+    Fits stop when they stall and the local executor runs them one after another; on a quiet machine one fit
+    takes about 10 s, so with eight queued a fit computes for the whole load phase."""
+    ds = upload_small_log(url)
     body = {
         "dataset_id": ds["id"],
         "models": ["implicit", "ideal_pd", "dcmotor", "delayed_pd", "dcmotor_delay", "remotized_pd", "pid"],

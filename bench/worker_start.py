@@ -24,7 +24,7 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from service import small_log, start_server  # noqa: E402
+from service import start_server, upload_small_log  # noqa: E402
 
 BODY = {"models": ["dcmotor"], "budget": {"generations": 5, "population": 8}}
 FIT_TIMEOUT_S = 300
@@ -37,13 +37,7 @@ def one_mode(mode: str, fits: int, work: Path) -> list[float]:
     data.mkdir(parents=True)
     proc, url = start_server(data, 10 * 1024 * 1024)
     try:
-        log, side = small_log()
-        ds = requests.post(
-            url + "/api/v1/datasets",
-            files={"file": ("small.csv", log)},
-            data={"metadata": json.dumps(side)},
-            timeout=60,
-        ).json()["id"]
+        ds = upload_small_log(url)["id"]
         out = []
         for _ in range(fits):
             t0 = time.perf_counter()

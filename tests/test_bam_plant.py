@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bam_logs import our_truth
 
 from actuator_sysid.datasets.bam import VOLTAGE_SERVOS
 from actuator_sysid.datasets.readers import read_paths
@@ -52,17 +53,11 @@ def rec() -> Recording:
 def bam_params(rec: Recording, bam: dict[str, float]) -> dict[str, float]:
     """BAM's kt, R, … as our parameters: K = (kt/R)·vin·duty at the reference kp, D = kt²/R; BAM adds q_offset
     to the angle the load sees, we subtract the encoder offset from the measured one."""
-    op = operating_points(rec, "xl330")
-    duty = VOLTAGE_SERVOS["xl330"]["duty_per_kp_rad"] * op.kp_reference
-    k, d = bam["kt"] / bam["R"] * op.vin_reference * duty, bam["kt"] ** 2 / bam["R"]
+    ours = our_truth(rec, bam)
     return {
-        "stiffness": k,
-        "damping": d,
-        "armature": bam["armature"],
-        "friction": bam["friction_base"],
-        "viscous_friction": bam["friction_viscous"],
+        **ours,
         "encoder_offset": -bam["q_offset"],
-        **op.tied_envelope(k, d),
+        **operating_points(rec, "xl330").tied_envelope(ours["stiffness"], ours["damping"]),
     }
 
 
