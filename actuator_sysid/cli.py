@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -424,16 +424,17 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
     else:
         result = fit_robot(rec, robot, opts)
     if rec.metadata.get("joint_names_from") == "robot":
-        result["joint_mapping"] = "unnamed log taken in the model's actuated-joint order: " + ", ".join(
-            robot.joint_names
+        result = replace(
+            result,
+            joint_mapping="unnamed log taken in the model's actuated-joint order: "
+            + ", ".join(robot.joint_names),
         )
     out = Path(args.out) if args.out else Path("out") / Path(args.log[0]).stem
     files = write_robot_fit(result, out)
     from .export.robot import export_lines, write_robot_exports  # the whole-robot exports, replayed
 
-    files += [
-        f for f in write_robot_exports(result, rec, robot, out, progress=opts.progress) if f not in files
-    ]
+    result, written = write_robot_exports(result, rec, robot, out, progress=opts.progress)
+    files += [f for f in written if f not in files]
     for line in result_lines(result) + export_lines(result):
         print(line, file=sys.stderr)
     print(f"wrote {out}/{', '.join(files)}", file=sys.stderr)

@@ -215,17 +215,16 @@ def test_recovers_group_terms_from_a_newton_log(go2: RobotModel) -> None:
     # measured: every term back within 1e-5 (relative) after these 4 Jacobians from the equation-error start
     # (0.6 % from the model file's terms before it); 5 % leaves room for another machine's float32 rounding
     for g, (a, d, f) in truth.items():
-        e = res["groups"][g]
-        assert e["armature"] == pytest.approx(a, rel=0.05), (g, e)
-        assert e["viscous_friction"] == pytest.approx(d, rel=0.05), (g, e)
-        assert e["friction"] == pytest.approx(f, rel=0.05), (g, e)
-    v = res["validation"]
-    assert v["rmse"] < 1e-3 and v["model_defaults_rmse"] > 5 * v["rmse"], v
-    assert res["training"]["start"].startswith("equation error"), res["training"]
-    side = v["decoupled_fit"]  # the decoupled fit beside the coupled one, replayed coupled on the same split
-    assert (
-        set(side["per_joint_rmse"]) == set(go2.joint_names) and side["rmse"] < 0.2 * v["model_defaults_rmse"]
-    ), side
+        e = res.groups[g]
+        assert e.armature == pytest.approx(a, rel=0.05), (g, e)
+        assert e.viscous_friction == pytest.approx(d, rel=0.05), (g, e)
+        assert e.friction == pytest.approx(f, rel=0.05), (g, e)
+    v = res.validation
+    assert v.rmse < 1e-3 and v.model_defaults_rmse > 5 * v.rmse, v
+    assert res.training.start.startswith("equation error"), res.training
+    side = v.decoupled_fit  # the decoupled fit beside the coupled one, replayed coupled on the same split
+    assert side is not None
+    assert set(side.per_joint_rmse) == set(go2.joint_names) and side.rmse < 0.2 * v.model_defaults_rmse, side
     lab = isaaclab_dict(res)
     assert lab["actuators"]["calf"]["joint_names_expr"] == [".*_calf_joint"]
     assert lab["sim"] == {"dt": pytest.approx(LOG_DT / dec), "decimation": dec}

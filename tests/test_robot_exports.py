@@ -22,6 +22,7 @@ from actuator_sysid.export.robot import write_robot_exports
 from actuator_sysid.export.robot_mjcf import actuator_names, replay_model
 from actuator_sysid.export.robot_usd import import_stage, readback_mismatches
 from actuator_sysid.export.validate import open_stage, validate_stage
+from actuator_sysid.fitting.result import as_robot_result
 from actuator_sysid.models.robot import RobotModel, load_robot
 
 GO2_XML = Path(__file__).resolve().parents[2] / "shared" / "data" / "go2-in-air" / "go2.xml"
@@ -82,6 +83,12 @@ def robot_result(
     }
 
 
+def written(result: dict, rec, robot: RobotModel, out: Path) -> tuple[dict, list[str]]:
+    """write_robot_exports on a hand-written result read as a stored one: fit.json's dict and the files."""
+    res, files = write_robot_exports(as_robot_result(result), rec, robot, out)
+    return res.to_json(), files
+
+
 @pytest.fixture(scope="module")
 def go2() -> RobotModel:
     return load_robot(GO2_XML)
@@ -110,7 +117,7 @@ def go2_case(go2: RobotModel, tmp_path_factory: pytest.TempPathFactory) -> dict:
     values = {g: tuple(v * m for v, m in zip(t, MISFIT, strict=True)) for g, t in TRUTH.items()}
     result = robot_result(go2, {g: f".*_{g}_joint" for g in TRUTH}, values, bias, DELAY)
     out = tmp_path_factory.mktemp("go2_exports")
-    files = write_robot_exports(result, rec, go2, out)
+    result, files = written(result, rec, go2, out)
     return {
         "result": result,
         "rec": rec,
@@ -174,7 +181,7 @@ def test_newton_usd_imports_with_add_usd_and_reads_back_equal(go2_case: dict) ->
     stage = open_stage(text)
     assert validate_stage(stage) == []  # NEWTON.DJ.001
     model = import_stage(stage)
-    assert readback_mismatches(model, result) == []
+    assert readback_mismatches(model, as_robot_result(result)) == []
     labels = [lab.rsplit("/", 1)[-1] for lab in model.joint_label]
     d = int(model.joint_qd_start.numpy()[labels.index("RL_calf_joint")])
     arm, visc, fric = go2_case["values"]["calf"]
@@ -249,7 +256,7 @@ def test_each_export_replays_on_the_whole_robot_within_10_percent(go2_case: dict
     arm = go2_case["values"]["calf"][0]
     bad = text.replace(f'armature="{arm:.9g}"', f'armature="{3 * arm:.9g}"')
     assert bad != text
-    result, rec = go2_case["result"], go2_case["rec"]
+    result, rec = as_robot_result(go2_case["result"]), go2_case["rec"]
     lg = replay_log(result, rec)
     q = rr.mujoco_run(
         replay_model(bad, GO2_XML.parent),
@@ -275,7 +282,7 @@ def test_every_replay_starts_its_delay_line_with_the_commands_before_the_split(
     cmd = go2_case["cmd"].copy()
     cmd[SPLIT - 1] += 0.25
     rec = robot_recording(go2, cmd, go2_case["q"], go2_case["qd"], kp=KP, kd=KD)
-    write_robot_exports(result, rec, go2, tmp_path)
+    result, _ = written(result, rec, go2, tmp_path)
     rep = result["replays"]
     seg = rec.segments[0]
     fit_q = _fit_replay(result, go2, seg, seg.q_des, seg.qd_des)
@@ -305,7 +312,7 @@ def test_velocity_targets_are_delayed_as_every_consumer_delays_them(
     seg = rec.segments[0]
     seg.qd_des = np.gradient(seg.q_des, seg.t, axis=0)
     seg.qd_des[SPLIT - 1 :: 7] += 3.0  # rad/s: every 7th sample from the last one before the split
-    write_robot_exports(result, rec, go2, tmp_path)
+    result, _ = written(result, rec, go2, tmp_path)
     rep = result["replays"]
     assert set(rep["consumers"]) == {"isaaclab", "newton", "mujoco"}
     for name, c in rep["consumers"].items():
@@ -334,7 +341,7 @@ def test_a_dc_envelope_with_a_delay_replays_alike_in_every_consumer(go2_case: di
         e.update(
             saturation_effort=3.0, velocity_limit=6.0, model_effort_limit=e["effort_limit"], effort_limit=2.5
         )
-    write_robot_exports(result, go2_case["rec"], load_robot(GO2_XML), tmp_path)
+    result, _ = written(result, go2_case["rec"], load_robot(GO2_XML), tmp_path)
     py = (tmp_path / "isaaclab.py").read_text()
     assert "from actuator_sysid.consumers.isaaclab import DelayedDCMotorCfg" in py  # the consumer package's
     assert result["exports"]["newton"]["readback_equal"] and result["exports"]["newton"]["dj001"] == []
@@ -367,14 +374,14 @@ def test_a_usd_robot_gets_a_layer_over_its_own_file(tmp_path: Path) -> None:
     )
     values = {g: tuple(v * m for v, m in zip(t, MISFIT, strict=True)) for g, t in truth.items()}
     result = robot_result(ant, groups, values, bias, 1)
-    files = write_robot_exports(result, robot_recording(ant, cmd, q, qd), ant, tmp_path)
+    result, files = written(result, robot_recording(ant, cmd, q, qd), ant, tmp_path)
     assert files == ["isaaclab.py", "isaaclab.json", "newton.usda"]
     assert result["exports"]["mujoco"]["status"] == "not written"
     text = (tmp_path / "newton.usda").read_text()
     assert f"subLayers = [\n        @{usd.resolve()}@" in text or f"@{usd.resolve()}@" in text
     stage = open_stage(text)
     assert [f for f in validate_stage(stage) if f.severity == "error"] == []
-    assert readback_mismatches(import_stage(stage), result) == []
+    assert readback_mismatches(import_stage(stage), as_robot_result(result)) == []
     rep = result["replays"]
     assert set(rep["consumers"]) == {"isaaclab", "newton"}
     assert rep["ours"]["rmse"] > 1e-3, rep
@@ -403,7 +410,7 @@ def test_a_packaged_mjcf_loads_as_written_and_replays_alike(tmp_path: Path) -> N
     for e in result["groups"].values():
         e["stiffness"], e["damping"] = 5.0, 0.2
     result["validation"]["split_sample"] = 75
-    files = write_robot_exports(result, robot_recording(ant, cmd, q, qd), ant, tmp_path)
+    result, files = written(result, robot_recording(ant, cmd, q, qd), ant, tmp_path)
     assert files == ["isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"]
     model = mujoco.MjModel.from_xml_path(str(tmp_path / "mjcf.xml"))  # as written: no mesh is missing here
     assert model.nu == 8 and math.isclose(model.opt.timestep, DT)
@@ -434,12 +441,12 @@ def test_a_urdf_robot_gets_a_stage_written_from_its_import(tmp_path: Path) -> No
     values = {g: tuple(v * m for v, m in zip(t, MISFIT, strict=True)) for g, t in truth.items()}
     result = robot_result(quad, QUADRUPED_GROUPS, values, bias, 1)
     result["validation"]["split_sample"] = 75
-    files = write_robot_exports(result, robot_recording(quad, cmd, q, qd), quad, tmp_path)
+    result, files = written(result, robot_recording(quad, cmd, q, qd), quad, tmp_path)
     assert files == ["isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"]
     assert "converted to MJCF by MuJoCo's URDF importer" in result["exports"]["mujoco"]["source"]
     stage = open_stage((tmp_path / "newton.usda").read_text())
     assert validate_stage(stage) == []
-    assert readback_mismatches(import_stage(stage), result) == []
+    assert readback_mismatches(import_stage(stage), as_robot_result(result)) == []
     rep = result["replays"]
     assert set(rep["consumers"]) == {"isaaclab", "newton", "mujoco"} and rep["ours"]["rmse"] > 2e-3, rep
     for name, c in rep["consumers"].items():

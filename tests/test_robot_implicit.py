@@ -154,15 +154,15 @@ def test_an_implicit_fit_recovers_the_joint_terms_of_an_implicit_log(quad: Robot
         max_iterations=7,
     )
     result = fit_robot(rec, quad, opts)
-    assert result["effort_mode"] == "implicit"
-    assert any("Newton's implicit effort mode" in a for a in result["assumptions"])
+    assert result.effort_mode == "implicit"
+    assert any("Newton's implicit effort mode" in a for a in result.assumptions)
     truth = {"haa": 0, "hfe": 1, "kfe": 2}
     for g, k in truth.items():
-        got = result["groups"][g]
-        np.testing.assert_allclose(got["armature"], ARM[k], rtol=0.1, err_msg=g)
-        np.testing.assert_allclose(got["viscous_friction"], DAMP[k], rtol=0.1, err_msg=g)
-        np.testing.assert_allclose(got["friction"], FRIC[k], rtol=0.1, err_msg=g)
-    assert result["validation"]["rmse"] < 1e-4, result["validation"]  # measured 2e-7 rad
+        got = result.groups[g]
+        np.testing.assert_allclose(got.armature, ARM[k], rtol=0.1, err_msg=g)
+        np.testing.assert_allclose(got.viscous_friction, DAMP[k], rtol=0.1, err_msg=g)
+        np.testing.assert_allclose(got.friction, FRIC[k], rtol=0.1, err_msg=g)
+    assert result.validation.rmse < 1e-4, result.validation  # measured 2e-7 rad
     # the exports' replay runs our rollout in the fit's mode, so it reproduces the fit's validation; the
     # consumers replay explicitly, which the replay says
     from actuator_sysid.export.robot import render_robot_exports, replay_robot_exports
@@ -175,5 +175,5 @@ def test_an_implicit_fit_recovers_the_joint_terms_of_an_implicit_log(quad: Robot
     )
     replays = replay_robot_exports(result, rec, quad, texts)
     assert replays["ours"]["effort_mode"] == "implicit"
-    np.testing.assert_allclose(replays["ours"]["rmse"], result["validation"]["rmse"], rtol=1e-3, atol=1e-9)
+    np.testing.assert_allclose(replays["ours"]["rmse"], result.validation.rmse, rtol=1e-3, atol=1e-9)
     assert "explicit mode" in replays["note"]

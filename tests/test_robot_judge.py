@@ -10,6 +10,7 @@ simulator's armature, viscous damping and Coulomb friction per joint.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from robot_sim import robot_recording, simulate_newton_log
 from test_robot_torque import ARM_XML, DEC, TERMS, TRUTH, multisine
 
 from actuator_sysid.export.robot import write_robot_exports
+from actuator_sysid.fitting.result import RobotResult, as_robot_result
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot
 from actuator_sysid.fitting.robot_judge import robot_verdict
 from actuator_sysid.fitting.verdict import NOT_CHECKED, all_passed
@@ -33,7 +35,7 @@ def arm(tmp_path_factory: pytest.TempPathFactory) -> RobotModel:
     return load_robot(path)
 
 
-def noisy_fit(arm: RobotModel, seed: int, samples: int = 600, bias: np.ndarray | None = None) -> dict:
+def noisy_fit(arm: RobotModel, seed: int, samples: int = 600, bias: np.ndarray | None = None) -> RobotResult:
     """A Newton-made log of the arm (seeded targets and encoder noise), fitted at the logged gains and delay."""
     cmd = multisine(samples, (0.8, 0.6), seed=seed)
     q, qd = simulate_newton_log(
@@ -46,47 +48,50 @@ def noisy_fit(arm: RobotModel, seed: int, samples: int = 600, bias: np.ndarray |
     return fit_robot(robot_recording(arm, cmd, q, qd, kp=KP, kd=KD), arm, opts)
 
 
-def covered(res: dict, arm: RobotModel) -> list[bool]:
+def covered(res: RobotResult, arm: RobotModel) -> list[bool]:
     """Per true term, whether the fit's 95 % interval holds it."""
     out = []
     for k, nm in enumerate(arm.joint_names):
         for sim_name, term in TERMS.items():
-            lo, hi = res["intervals"][f"{nm}.{term}"]["interval95"]
+            lo, hi = res.intervals[f"{nm}.{term}"].interval95
             out.append(bool(lo <= TRUTH[sim_name][k] <= hi))
     return out
 
 
 @pytest.fixture(scope="module")
-def fit(arm: RobotModel) -> dict:
+def fit(arm: RobotModel) -> RobotResult:
     return noisy_fit(arm, seed=0)
 
 
-def test_a_robot_fit_has_intervals_that_hold_the_truth_and_a_verdict(fit: dict, arm: RobotModel) -> None:
+def test_a_robot_fit_has_intervals_that_hold_the_truth_and_a_verdict(
+    fit: RobotResult, arm: RobotModel
+) -> None:
     """Every fitted term has a 95 % interval holding the simulator's value, is identified, and the correlation
     matrix covers every term; the verdict is good, with every joint judged, and says the exports are not checked."""
     names = [f"{nm}.{t}" for nm in arm.joint_names for t in TERMS.values()]
-    assert sorted(fit["intervals"]) == sorted(names)
-    assert all(covered(fit, arm)), fit["intervals"]
-    assert fit["identifiability"]["identified"] and not fit["identifiability"]["not_identified"]
-    corr = np.array(fit["correlations"]["matrix"])
-    assert sorted(fit["correlations"]["names"]) == sorted(names) and corr.shape == (6, 6)
+    assert sorted(fit.intervals) == sorted(names)
+    assert all(covered(fit, arm)), fit.intervals
+    assert fit.identifiability.identified and not fit.identifiability.not_identified
+    corr = np.array(fit.correlations["matrix"])
+    assert sorted(fit.correlations["names"]) == sorted(names) and corr.shape == (6, 6)
     assert np.allclose(np.diag(corr), 1.0) and np.all(np.abs(corr) <= 1.0 + 1e-9)
-    v = fit["verdict"]
-    assert v["verdict"] == "good", v
-    judged = [c["reason"] for c in v["checks"] if c["check"] == "validation_error"]
+    v = fit.verdict
+    assert v.verdict == "good", v
+    judged = [c.reason for c in v.checks if c.check == "validation_error"]
     assert {r.split(":")[0] for r in judged} == set(arm.joint_names)
-    assert any(c["check"] == NOT_CHECKED for c in v["checks"]) and not all_passed(v)
-    json.dumps(fit)  # fit.json holds it as it is
+    assert any(c.check == NOT_CHECKED for c in v.checks) and not all_passed(v)
+    json.dumps(fit.to_json())  # fit.json holds it as it is
 
 
-def test_the_exports_replayed_change_the_verdict_to_checked(fit: dict, arm: RobotModel, tmp_path) -> None:
+def test_the_exports_replayed_change_the_verdict_to_checked(
+    fit: RobotResult, arm: RobotModel, tmp_path: Path
+) -> None:
     """After the exports are written and replayed, fit.json's verdict reads the replays: a replay that did not
     run is 'not checked', one that ran within tolerance is said so; and the robot fit page shows the verdict
     first, then the intervals."""
-    res = json.loads(json.dumps(fit))
     cmd = multisine(600, (0.8, 0.6), seed=0)
     q, qd = simulate_newton_log(arm, cmd, decimation=DEC, delay=DELAY, kp=KP, kd=KD, q0=np.zeros(2), **TRUTH)
-    write_robot_exports(res, robot_recording(arm, cmd, q, qd, kp=KP, kd=KD), arm, tmp_path)
+    write_robot_exports(fit, robot_recording(arm, cmd, q, qd, kp=KP, kd=KD), arm, tmp_path)
     stored = json.loads((tmp_path / "fit.json").read_text())
     checks = {c["check"]: c for c in stored["verdict"]["checks"]}
     ran = [n for n, c in stored["replays"]["consumers"].items() if c.get("status") == "ok"]
@@ -118,26 +123,32 @@ def test_a_bias_beyond_its_bound_is_flagged_at_bound_absorbing_and_unidentified(
     """A log whose pitch encoder reads 0.4 rad off, beyond the 0.3 rad bias bound of a joint without range: the
     fitted bias ends at its bound, flagged in `bounds`, as an implausible calibration and as not identified."""
     res = noisy_fit(arm, seed=1, samples=300, bias=np.array([0.0, 0.4]))
-    at = {e["term"]: e for e in res["bounds"]["at_bound"]}
-    assert at["pitch.bias"]["bound"] == "upper" and at["pitch.bias"]["limit"] == pytest.approx(0.3)
-    iv = res["intervals"]["pitch.bias"]
-    assert not iv["identified"] and "upper search bound" in iv["reason"], iv
-    assert "pitch.bias" in res["identifiability"]["not_identified"]
-    checks = {c["check"]: c for c in res["verdict"]["checks"]}
-    assert checks["at_bound"]["status"] == "usable" and "pitch.bias" in checks["at_bound"]["reason"]
-    assert "absorbs model error" in checks["implausible_bias"]["reason"]
-    assert res["verdict"]["verdict"] in ("usable", "poor")
+    at = {e.term: e for e in res.bounds.at_bound}
+    assert at["pitch.bias"].bound == "upper" and at["pitch.bias"].limit == pytest.approx(0.3)
+    iv = res.intervals["pitch.bias"]
+    assert not iv.identified and "upper search bound" in iv.reason, iv
+    assert "pitch.bias" in res.identifiability.not_identified
+    checks = {c.check: c for c in res.verdict.checks}
+    assert checks["at_bound"].status == "usable" and "pitch.bias" in checks["at_bound"].reason
+    assert "absorbs model error" in checks["implausible_bias"].reason
+    assert res.verdict.verdict in ("usable", "poor")
 
 
-def _result(replays: dict | None, per_joint: float = 0.01) -> dict:
-    return {
-        "validation": {"per_joint_rmse": {"a": per_joint}, "motion": {"a": {"range": 1.0, "noise": 1e-3}}},
-        "bounds": {},
-        "intervals": {"a.armature": {"identified": True}},
-        "identifiability": {"not_identified": {}},
-        "training": {"stopped_on": "converged"},
-        "replays": replays,
-    }
+def _result(replays: dict | None, per_joint: float = 0.01) -> RobotResult:
+    """A stored robot result with just what the verdict reads."""
+    return as_robot_result(
+        {
+            "validation": {
+                "per_joint_rmse": {"a": per_joint},
+                "motion": {"a": {"range": 1.0, "noise": 1e-3}},
+            },
+            "bounds": {},
+            "intervals": {"a.armature": {"identified": True}},
+            "identifiability": {"not_identified": {}},
+            "training": {"stopped_on": "converged"},
+            "replays": replays,
+        }
+    )
 
 
 def test_a_skipped_replay_is_not_checked_and_a_failed_or_stray_one_is_poor() -> None:
@@ -148,14 +159,14 @@ def test_a_skipped_replay_is_not_checked_and_a_failed_or_stray_one_is_poor() -> 
     skipped = robot_verdict(
         _result({"consumers": {"newton": ok, "isaaclab": {"status": "skipped", "note": "x"}}})
     )
-    assert skipped["verdict"] == "good" and not all_passed(skipped)
-    assert any(c["check"] == NOT_CHECKED and "isaaclab" in c["reason"] for c in skipped["checks"])
+    assert skipped.verdict == "good" and not all_passed(skipped)
+    assert any(c.check == NOT_CHECKED and "isaaclab" in c.reason for c in skipped.checks)
     assert all_passed(robot_verdict(_result({"consumers": {"newton": ok}})))
     stray = {**ok, "within_tolerance": False}
-    assert robot_verdict(_result({"consumers": {"newton": stray}}))["verdict"] == "poor"
-    assert robot_verdict(_result({"status": "failed", "note": "boom"}))["verdict"] == "poor"
-    assert robot_verdict(_result(None, per_joint=0.1))["verdict"] == "usable"  # 10 % of the range
-    assert robot_verdict(_result(None, per_joint=0.2))["verdict"] == "poor"
+    assert robot_verdict(_result({"consumers": {"newton": stray}})).verdict == "poor"
+    assert robot_verdict(_result({"status": "failed", "note": "boom"})).verdict == "poor"
+    assert robot_verdict(_result(None, per_joint=0.1)).verdict == "usable"  # 10 % of the range
+    assert robot_verdict(_result(None, per_joint=0.2)).verdict == "poor"
 
 
 def test_interval_coverage_over_seeds(arm: RobotModel) -> None:

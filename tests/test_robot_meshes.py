@@ -76,13 +76,13 @@ def test_mesh_inertia_is_read_and_the_arm_is_fitted(shipped: Path) -> None:
         arm,
         RobotFitOptions(decimation=2, delay=0, max_iterations=2, fit_bias=False),
     )
-    g = res["groups"]["j1"]
+    g = res.groups["j1"]
     for sim_name, term in (
         ("armature", "armature"),
         ("damping", "viscous_friction"),
         ("friction", "friction"),
     ):
-        assert g[term] == pytest.approx(truth[sim_name], rel=0.1), (term, g[term])
+        assert getattr(g, term) == pytest.approx(truth[sim_name], rel=0.1), (term, g)
 
 
 def test_missing_meshes_and_massless_bodies_are_refused_by_name(shipped: Path, tmp_path: Path) -> None:

@@ -46,16 +46,16 @@ def test_a_payload_20_percent_off_comes_back_within_5_percent(arm: RobotModel) -
         arm,
         RobotFitOptions(decimation=DEC, payload=["link2"], max_iterations=6, fit_bias=False),
     )
-    body = res["bodies"]["link2"]
+    body = res.bodies["link2"]
     assert body["model_mass"] == MODEL_MASS
     assert body["mass"] == pytest.approx(TRUE_MASS, rel=0.05), body
-    assert res["delay_steps"] == DELAY and res["training"]["search"] == "coupled"
+    assert res.delay_steps == DELAY and res.training.search == "coupled"
     for k, nm in enumerate(arm.joint_names):
         for sim_name, term in TERMS.items():
-            assert res["groups"][nm][term] == pytest.approx(TRUTH[sim_name][k], rel=0.1), (nm, term)
-    v = res["validation"]
-    assert v["rmse"] < 1e-3 and v["model_defaults_rmse"] > 10 * v["rmse"], v
-    assert res["bounds"]["bounds"]["link2.mass"] == pytest.approx([0.5, 50.0])
+            assert getattr(res.groups[nm], term) == pytest.approx(TRUTH[sim_name][k], rel=0.1), (nm, term)
+    v = res.validation
+    assert v.rmse < 1e-3 and v.model_defaults_rmse > 10 * v.rmse, v
+    assert res.bounds.bounds["link2.mass"] == pytest.approx([0.5, 50.0])
 
 
 def test_payload_bodies_must_be_links_with_mass(arm: RobotModel) -> None:

@@ -50,15 +50,15 @@ def test_several_recordings_recover_the_arm_and_validate_whole(arm: RobotModel, 
     recordings; the third, replayed whole from its own start, validates. Measured: every term within 1e-3
     relative, held-out RMSE 1e-5 rad against 0.05 rad for the model file's own terms."""
     res = fit_robot(three, arm, RobotFitOptions(decimation=DEC, max_iterations=3))
-    v = res["validation"]
-    assert v["split"] == "recordings"
-    assert v["recordings"]["training"] == ["a", "b"] and v["recordings"]["validation"] == ["c"]
-    assert res["delay_steps"] == DELAY and res["gains"] == "from the log"
+    v = res.validation
+    assert v.split == "recordings"
+    assert v.recordings["training"] == ["a", "b"] and v.validated_recordings == ["c"]
+    assert res.delay_steps == DELAY and res.gains == "from the log"
     for k, nm in enumerate(arm.joint_names):
         for sim_name, term in TERMS.items():
-            got = res["groups"][nm][term]
+            got = getattr(res.groups[nm], term)
             assert got == pytest.approx(TRUTH[sim_name][k], rel=0.1), (nm, term, got)
-    assert v["rmse"] < 1e-3 and v["model_defaults_rmse"] > 10 * v["rmse"], v
+    assert v.rmse < 1e-3 and v.model_defaults_rmse > 10 * v.rmse, v
     assert "recordings c" in "\n".join(result_lines(res))
     lg = replay_log(res, three)  # the exports' replays run on the held-out recording, whole
     np.testing.assert_array_equal(lg.q, three.segments[2].q)

@@ -22,6 +22,7 @@ from robot_sim import QUADRUPED_GROUPS, chirp_targets, load_quadruped, robot_rec
 
 from actuator_sysid.export import render_format
 from actuator_sysid.fitting.fit import FitRequest, fit_recording
+from actuator_sysid.fitting.result import RobotResult
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot, isaaclab_dict
 from actuator_sysid.models.robot import RobotModel
 
@@ -77,7 +78,7 @@ def newton_log(quad: RobotModel) -> dict:
 
 
 @pytest.fixture(scope="module")
-def coupled(quad: RobotModel, newton_log: dict) -> dict:
+def coupled(quad: RobotModel, newton_log: dict) -> RobotResult:
     return fit_robot(
         newton_log["rec"],
         quad,
@@ -87,27 +88,27 @@ def coupled(quad: RobotModel, newton_log: dict) -> dict:
     )
 
 
-def test_recovers_every_term_through_newton(coupled: dict, newton_log: dict) -> None:
+def test_recovers_every_term_through_newton(coupled: RobotResult, newton_log: dict) -> None:
     """Armature, Coulomb and viscous friction within 10 %, the DC envelope within 2 %, the delay exact, the bias
     within 1 mrad. Measured after 6 Jacobians: every term within 0.18 %, bias within 6e-5 rad, held-out RMSE
     2.5e-4 rad; the fit took 51 s on the 2 shared cores under load (load average ~10)."""
-    assert coupled["motor_envelope"] == "dc_motor" and coupled["gains"] == "from the log"
-    assert coupled["delay_steps"] == DELAY
+    assert coupled.motor_envelope == "dc_motor" and coupled.gains == "from the log"
+    assert coupled.delay_steps == DELAY
     for g, true in TRUTH.items():
-        e = coupled["groups"][g]
+        e = coupled.groups[g]
         for t, v, tol in zip(TERMS, true, (0.1, 0.1, 0.1, 0.02, 0.02, 0.02), strict=True):
-            assert e[t] == pytest.approx(v, rel=tol), (g, t, e[t], v)
-        assert e["stiffness"] == KP and e["damping"] == KD
-        assert e["envelope_active"] > 0.1, e  # the log did reach the envelope
-    bias = np.array([coupled["encoder_bias"][n] for n in newton_log["rec"].joint_names])
+            assert getattr(e, t) == pytest.approx(v, rel=tol), (g, t, getattr(e, t), v)
+        assert e.stiffness == KP and e.damping == KD
+        assert e.envelope_active > 0.1, e  # the log did reach the envelope
+    bias = np.array([coupled.encoder_bias[n] for n in newton_log["rec"].joint_names])
     np.testing.assert_allclose(bias, newton_log["bias"], atol=1e-3)
-    v = coupled["validation"]
-    assert v["rmse"] < 1e-3 and v["model_defaults_rmse"] > 0.05, v
+    v = coupled.validation
+    assert v.rmse < 1e-3 and v.model_defaults_rmse > 0.05, v
     kfe = isaaclab_dict(coupled)["actuators"]["kfe"]  # the envelope and the delay together: DelayedDCMotorCfg
     assert kfe["class_type"] == "DelayedDCMotorCfg" and kfe["min_delay"] == DELAY
-    assert kfe["saturation_effort"] == coupled["groups"]["kfe"]["saturation_effort"]
-    assert kfe["actuator_velocity_limit"] == coupled["groups"]["kfe"]["velocity_limit"]
-    assert kfe["actuator_effort_limit"] == coupled["groups"]["kfe"]["effort_limit"]
+    assert kfe["saturation_effort"] == coupled.groups["kfe"].saturation_effort
+    assert kfe["actuator_velocity_limit"] == coupled.groups["kfe"].velocity_limit
+    assert kfe["actuator_effort_limit"] == coupled.groups["kfe"].effort_limit
 
 
 def _replay(
@@ -171,18 +172,19 @@ def _pendulum_export(quad: RobotModel, log: dict, split: int) -> tuple[dict[str,
 
 
 def test_coupled_fit_replays_better_than_per_joint_pendulum_fits(
-    quad: RobotModel, newton_log: dict, coupled: dict
+    quad: RobotModel, newton_log: dict, coupled: RobotResult
 ) -> None:
     """Both exports replayed on the whole robot by Newton alone over the held-out 30 %: the pendulum fits miss
     by more than 0.2 rad (measured 0.70: with no load their effort limits hold no leg against gravity), the
     coupled fit by at most half that (measured 0.0006 rad)."""
-    split = int(coupled["validation"]["split_sample"])
+    split = int(coupled.validation.split_sample)
     groups = [_group(n) for n in quad.joint_names]
     mine = {
-        a: np.array([coupled["groups"][g][t] for g in groups]) for a, t in zip(SIM_ARGS, TERMS, strict=True)
+        a: np.array([getattr(coupled.groups[g], t) for g in groups])
+        for a, t in zip(SIM_ARGS, TERMS, strict=True)
     }
-    bias = np.array([coupled["encoder_bias"][n] for n in quad.joint_names])
-    rmse_coupled = _replay(quad, newton_log, split, mine, int(coupled["delay_steps"]), bias)
+    bias = np.array([coupled.encoder_bias[n] for n in quad.joint_names])
+    rmse_coupled = _replay(quad, newton_log, split, mine, int(coupled.delay_steps), bias)
     pend, pend_delay = _pendulum_export(quad, newton_log, split)
     rmse_pend = _replay(quad, newton_log, split, pend, pend_delay, np.zeros(len(groups)))
     figures = f"held-out replay RMSE: per-joint pendulum fits {rmse_pend:.4f} rad, coupled fit {rmse_coupled:.5f} rad"

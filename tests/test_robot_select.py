@@ -83,20 +83,20 @@ def test_selection_prefers_the_bias_the_log_has_and_never_reads_the_validation_p
     opts = RobotFitOptions(decimation=DEC, fit_bias=False, max_iterations=2, delay=DELAY)
     axes = [[Candidate("bias off"), Candidate("bias on", {"fit_bias": True})]]
     res = select_robot_fit(biased, arm, opts, inner_iterations=2, axes=axes)
-    sel = res["selection"]
+    sel = res.selection
     by = {c["name"]: c for c in sel["candidates"]}
     assert set(by) == {"bias off", "bias on"} and sel["chosen"] == "bias on", sel
     assert by["bias on"]["inner_validation_rmse"] < 0.5 * by["bias off"]["inner_validation_rmse"], by
     assert set(by["bias on"]["inner_validation_per_joint_rmse"]) == set(arm.joint_names)
     # the refit on the whole training part finds the pitch's bias (gravity shows it; the yaw's PD hides its own)
-    assert res["encoder_bias"]["pitch"] == pytest.approx(BIAS[1], abs=5e-3), res["encoder_bias"]
-    assert res["validation"]["rmse"] < by["bias off"]["inner_validation_rmse"]
+    assert res.encoder_bias["pitch"] == pytest.approx(BIAS[1], abs=5e-3), res.encoder_bias
+    assert res.validation.rmse < by["bias off"]["inner_validation_rmse"]
     seg = biased.segments[0]
     split = round(seg.n * 0.7)
     other = seg.q.copy()
     other[split:] = other[split:][::-1] + 0.2  # the validation part, another motion entirely
     changed = dataclasses.replace(biased, segments=[dataclasses.replace(seg, q=other)])
-    again = select_robot_fit(changed, arm, opts, inner_iterations=2, axes=axes)["selection"]
+    again = select_robot_fit(changed, arm, opts, inner_iterations=2, axes=axes).selection
     assert [c["inner_validation_rmse"] for c in again["candidates"]] == [
         c["inner_validation_rmse"] for c in sel["candidates"]
     ]

@@ -135,26 +135,26 @@ def test_torque_driven_arm_recovers_friction_damping_armature(
     zero, no term at a bound. Measured: every term within 1e-4 relative, held-out RMSE 2e-6 rad against 1.1 rad
     for the model file's own terms, 11 s on the 2 shared cores."""
     res = fit_robot(torque_log["rec"], arm, RobotFitOptions(decimation=DEC, max_iterations=3))
-    assert res["gains"].startswith("zero (kp = kd = 0)"), res["gains"]
-    assert res["delay_steps"] == DELAY
+    assert res.gains.startswith("zero (kp = kd = 0)"), res.gains
+    assert res.delay_steps == DELAY
     for k, nm in enumerate(arm.joint_names):
-        e = res["groups"][nm]
-        assert e["stiffness"] == 0.0 and e["damping"] == 0.0
+        e = res.groups[nm]
+        assert e.stiffness == 0.0 and e.damping == 0.0
         for sim_name, term in TERMS.items():
-            assert e[term] == pytest.approx(TRUTH[sim_name][k], rel=0.1), (nm, term, e[term])
-    assert res["bounds"]["at_bound"] == [], res["bounds"]["at_bound"]
-    assert res["bounds"]["bounds"]["yaw.friction"][1] > TRUTH["friction"][0]
-    v = res["validation"]
-    assert v["rmse"] < 0.01 and v["model_defaults_rmse"] > 0.3, v
+            assert getattr(e, term) == pytest.approx(TRUTH[sim_name][k], rel=0.1), (nm, term, e)
+    assert res.bounds.at_bound == (), res.bounds.at_bound
+    assert res.bounds.bounds["yaw.friction"][1] > TRUTH["friction"][0]
+    v = res.validation
+    assert v.rmse < 0.01 and v.model_defaults_rmse > 0.3, v
     # every export replayed by its consumer with the logged effort fed as each feeds it (Isaac Lab's
     # joint_efforts, the NewtonActuator's joint_act, MuJoCo's qfrc_applied), beside our rollout
-    files = write_robot_exports(res, torque_log["rec"], arm, tmp_path)
+    res, files = write_robot_exports(res, torque_log["rec"], arm, tmp_path)
     assert set(files) == {"isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"}
-    rep = res["replays"]
+    rep = res.replays
     assert set(rep["consumers"]) == {"isaaclab", "newton", "mujoco"}, rep
     for name, c in rep["consumers"].items():
         assert c["status"] == "ok" and c["rmse_replay_vs_ours"] < 1e-4, (name, c)
-    assert rep["ours"]["rmse"] == pytest.approx(v["rmse"], rel=1e-3, abs=1e-6)
+    assert rep["ours"]["rmse"] == pytest.approx(v.rmse, rel=1e-3, abs=1e-6)
 
 
 def test_zero_gains_without_effort_are_refused_and_bounds_are_flagged(
@@ -174,6 +174,6 @@ def test_zero_gains_without_effort_are_refused_and_bounds_are_flagged(
     fitted["friction"] = np.array([[10**hi, 1.5]])
     fitted["bias"] = np.array([[0.0, 0.2]])
     rep = bound_report(prob, fitted)
-    assert [(e["term"], e["bound"]) for e in rep["at_bound"]] == [("yaw.friction", "upper")]
-    assert rep["implausible_bias"] == [{"joint": "pitch", "bias": 0.2}]
-    assert any("absorbs model error" in n for n in rep["notes"])
+    assert [(e.term, e.bound) for e in rep.at_bound] == [("yaw.friction", "upper")]
+    assert [w.to_json() for w in rep.implausible_bias] == [{"joint": "pitch", "bias": 0.2}]
+    assert any("absorbs model error" in n for n in rep.notes)

@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from ..datasets.recording import Recording
+from ..fitting.result import RobotResult, RobotResultLike, as_robot_result
 from ..fitting.robot_judge import robot_verdict
 from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES
 from .robot_common import bias_of, joint_models, replay_log
@@ -27,7 +30,7 @@ from .selection import ExportError, prepend_comment
 log = logging.getLogger(__name__)
 
 
-def render_robot_exports(result: dict, robot) -> tuple[dict[str, str], dict]:
+def render_robot_exports(result: RobotResult, robot) -> tuple[dict[str, str], dict]:
     """{file name: text} of every whole-robot export this robot allows, and per file what it noted."""
     from .robot_common import provenance_lines
     from .robot_isaaclab import build_cfgs, render_json, render_python
@@ -101,15 +104,17 @@ def _as_mjcf(robot) -> Iterator[tuple[SimpleNamespace, str | None]]:
 ROBOT_FILES = ("isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml")
 
 
-def render_robot_format(result: dict, fmt: str, robot_path: str | Path | None = None) -> str:
+def render_robot_format(stored: RobotResultLike, fmt: str, robot_path: str | Path | None = None) -> str:
     """One whole-robot export of a stored robot fit, rendered from fit.json and the robot model as the fit
     rendered its own files; an ExportError says why a format cannot be written (not a robot export, the model
     not found, or the export's own reason)."""
     from ..models.robot import RobotError, load_robot
 
+    result = as_robot_result(stored)  # fit.json read back
+
     if fmt not in ROBOT_FILES:
         raise ExportError(f"{fmt} is not a whole-robot export; a robot fit exports {', '.join(ROBOT_FILES)}")
-    path = Path(robot_path or result["robot"]["path"])
+    path = Path(robot_path or result.robot["path"])
     if not path.is_file():
         raise ExportError(
             f"the fit's robot model {path} is not here: pass --robot MODEL (the file the fit used)"
@@ -139,7 +144,11 @@ def _consumer(name: str, fn, say: Callable[[str], None]) -> dict:
 
 
 def replay_robot_exports(
-    result: dict, rec: Recording, robot, texts: dict[str, str], progress: Callable[[str], None] | None = None
+    result: RobotResult,
+    rec: Recording,
+    robot,
+    texts: dict[str, str],
+    progress: Callable[[str], None] | None = None,
 ) -> dict:
     """Every written export replayed by its consumer on the held-out part, beside our coupled rollout."""
     from . import robot_replay as rr
@@ -149,8 +158,8 @@ def replay_robot_exports(
     lg = replay_log(result, rec)
     models = joint_models(result)
     bias = bias_of(result, lg.joints)
-    delay = int(result.get("delay_steps", 0) or 0)
-    mode = str(result.get("effort_mode") or "explicit")
+    delay = int(result.delay_steps or 0)
+    mode = str(result.effort_mode or "explicit")
     ours_q, ours_s = rr.timed(lambda: rr.ours(models, robot, lg, bias, delay, mode))
     runs: dict[str, dict] = {}
 
@@ -187,7 +196,8 @@ def replay_robot_exports(
     between = {
         f"{a} vs {b}": rr.rmse(traces[a], traces[b]) for i, a in enumerate(names) for b in names[i + 1 :]
     }
-    fit_v = float(result["validation"]["rmse"])
+    assert result.validation.rmse is not None  # every fit states its held-out error
+    fit_v = float(result.validation.rmse)
     return {
         "part": {
             "from_sample": lg.start,
@@ -222,7 +232,7 @@ IMPLICIT_NOTE = (
 )
 
 
-def replay_lines(replays: dict) -> list[str]:
+def replay_lines(replays: Mapping[str, Any]) -> list[str]:
     """The CLI's lines: each consumer's held-out RMSE beside our rollout's."""
     if replays.get("status") == "failed":
         return [f"exports not replayed: {replays['note']}"]
@@ -248,13 +258,13 @@ def replay_lines(replays: dict) -> list[str]:
     return lines
 
 
-def export_lines(result: dict) -> list[str]:
+def export_lines(result: RobotResult) -> list[str]:
     """The CLI's lines about the whole-robot exports: what was not written, DJ.001 and read-back, the replays."""
     lines = []
-    for name, i in (result.get("exports") or {}).items():
+    for name, i in (result.exports or {}).items():
         if i.get("status") == "not written":
             lines.append(f"{name} export not written: {i['note']}")
-    nw = (result.get("exports") or {}).get("newton") or {}
+    nw = (result.exports or {}).get("newton") or {}
     if "dj001" in nw:
         lines.append(
             f"newton.usda: {len(nw['dj001'])} NEWTON.DJ.001 finding(s); Newton's add_usd reads the "
@@ -265,33 +275,48 @@ def export_lines(result: dict) -> list[str]:
                 else "DIFFERENT: " + "; ".join(nw["readback_mismatches"][:4])
             )
         )
-    if result.get("replays"):
-        lines += replay_lines(result["replays"])
+    if result.replays:
+        lines += replay_lines(result.replays)
     return lines
 
 
-def write_robot_exports(
-    result: dict,
+def with_exports(
+    result: RobotResult,
     rec: Recording,
     robot,
-    out,
     replay: bool = True,
     progress: Callable[[str], None] | None = None,
-) -> list[str]:
-    """Write the whole-robot exports into `out`, replay them, and rewrite fit.json with `replays` and `exports`."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+) -> tuple[RobotResult, dict[str, str]]:
+    """The whole-robot exports ({file name: text}) and the result with what they noted (`exports`), their
+    replays (`replays`) and the verdict judged again with them."""
     texts, info = render_robot_exports(result, robot)
-    for name, text in texts.items():
-        (out / name).write_text(text)
-    result["exports"] = info
+    result = replace(result, exports=info)
     if replay:
         try:
-            result["replays"] = replay_robot_exports(result, rec, robot, texts, progress)
+            replays = replay_robot_exports(result, rec, robot, texts, progress)
         except Exception as e:  # noqa: BLE001 - the written exports stand without their replays
             log.warning("whole-robot replays failed: %s", e)
-            result["replays"] = {"status": "failed", "note": f"{type(e).__name__}: {e}"}
-    if "validation" in result:  # judged again with the replays: one that did not run is not checked
-        result["verdict"] = robot_verdict(result)
-    (out / "fit.json").write_text(json.dumps(result, indent=2))
-    return list(texts)
+            replays = {"status": "failed", "note": f"{type(e).__name__}: {e}"}
+        result = replace(result, replays=replays)
+    if result.has("validation"):  # judged again with the replays: one that did not run is not checked
+        result = replace(result, verdict=robot_verdict(result))
+    return result, texts
+
+
+def write_robot_exports(
+    result: RobotResult,
+    rec: Recording,
+    robot,
+    out: str | Path,
+    replay: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[RobotResult, list[str]]:
+    """Write the whole-robot exports into `out`, replay them, and rewrite fit.json with `replays` and `exports`;
+    returns the result as fit.json now holds it, and the exports' file names."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    result, texts = with_exports(result, rec, robot, replay, progress)
+    for name, text in texts.items():
+        (out / name).write_text(text)
+    (out / "fit.json").write_text(json.dumps(result.to_json(), indent=2))
+    return result, list(texts)

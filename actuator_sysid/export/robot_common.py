@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets.recording import Recording
+from ..fitting.result import RobotResult
 from ..fitting.robot import has_envelope
 from ..models.families import get_family
 from .selection import ChosenModel, ExportError
@@ -38,53 +39,62 @@ def _finite(v) -> bool:
     return isinstance(v, int | float) and math.isfinite(float(v))
 
 
-def joint_models(result: dict) -> dict[str, ChosenModel]:
+def _or_nan(v: float | None) -> float:
+    return math.nan if v is None else float(v)
+
+
+def joint_models(result: RobotResult) -> dict[str, ChosenModel]:
     """Each model joint's exported model, in the model's joint order: the family and SI values of its group."""
-    if result.get("kind") != "robot":
+    if result.kind != "robot":
         raise ExportError("not a whole-robot fit result (kind 'robot'): use the per-joint exports")
-    delay = int(result.get("delay_steps", 0) or 0)
+    delay = int(result.delay_steps or 0)
     out: dict[str, ChosenModel] = {}
-    for g, e in result["groups"].items():
+    for g, e in result.groups.items():
         dc = has_envelope(e)
         name = ("dcmotor_delay" if delay else "dcmotor") if dc else ("delayed_pd" if delay else "ideal_pd")
-        params = {p: float(e[k]) for k, p in GROUP_PARAMS.items() if _finite(e.get(k))}
-        box = e.get("model_effort_limit")
-        if dc and _finite(box) and float(box) < params.get("actuator_effort_limit", math.inf):
+        values = e.to_json()
+        params = {p: float(values[k]) for k, p in GROUP_PARAMS.items() if _finite(values.get(k))}
+        box = e.model_effort_limit
+        if (
+            dc
+            and box is not None
+            and _finite(box)
+            and float(box) < params.get("actuator_effort_limit", math.inf)
+        ):
             # the model's box after the envelope is the envelope at the smaller max motor effort (§C.2 maths)
             params["actuator_effort_limit"] = float(box)
         if delay:
             params["delay"] = float(delay)
-        for joint in e["joints"]:
+        for joint in e.joints:
             out[joint] = ChosenModel(joint, get_family(name), dict(params), notes=[f"group {g}"])
-    order = [j["name"] for j in result["robot"]["joints"]]
+    order = result.joint_names
     missing = [j for j in order if j not in out]
     if missing:
         raise ExportError(f"joints {missing} are in no group of the fit")
     return {j: out[j] for j in order}
 
 
-def bias_of(result: dict, joints: list[str]) -> np.ndarray:
+def bias_of(result: RobotResult, joints: list[str]) -> np.ndarray:
     """(J,) encoder bias per joint, rad (0 where the fit has none)."""
-    b = result.get("encoder_bias") or {}
+    b = result.encoder_bias or {}
     return np.array([float(b.get(j, 0.0)) for j in joints])
 
 
-def provenance_lines(result: dict, what: str) -> list[str]:
+def provenance_lines(result: RobotResult, what: str) -> list[str]:
     """The export's header: what it is, the robot and the log, the fit's validation error, the step delays count."""
     from datetime import UTC, datetime
 
-    v = result.get("validation") or {}
-    sim = result["sim"]
-    bias = result.get("encoder_bias") or {}
+    v = result.validation
+    bias = result.encoder_bias or {}
     lines = [
-        f"actuator-sysid whole-robot export ({what}) · robot {Path(str(result['robot']['path'])).name} · exported "
+        f"actuator-sysid whole-robot export ({what}) · robot {Path(str(result.robot['path'])).name} · exported "
         f"{datetime.now(UTC).strftime('%Y-%m-%d')}",
-        f"joints mapped {result.get('joint_mapping', 'by name')}",
-        f"validation position RMSE (coupled, last {float(v.get('fraction', 0)):.0%} of the log in time): "
-        f"{float(v.get('rmse', math.nan)):.4g} rad; the model file's own joint terms: "
-        f"{float(v.get('model_defaults_rmse', math.nan)):.4g} rad",
-        f"physics dt {float(sim['dt']):.6g} s, decimation {int(sim['decimation'])}: the delay "
-        f"({int(result.get('delay_steps', 0))}) counts physics steps",
+        f"joints mapped {result.joint_mapping if result.has('joint_mapping') else 'by name'}",
+        f"validation position RMSE (coupled, last {float(v.fraction or 0):.0%} of the log in time): "
+        f"{_or_nan(v.rmse):.4g} rad; the model file's own joint terms: "
+        f"{_or_nan(v.model_defaults_rmse):.4g} rad",
+        f"physics dt {result.physics_dt:.6g} s, decimation {result.decimation}: the delay "
+        f"({int(result.delay_steps)}) counts physics steps",
     ]
     if any(abs(float(x)) > 0 for x in bias.values()):
         lines.append(
@@ -145,14 +155,14 @@ class ReplayLog:
         return [(self.q_des_before[r], self.qd_des_before[r]) for r in rows]
 
 
-def replay_log(result: dict, rec: Recording) -> ReplayLog:
+def replay_log(result: RobotResult, rec: Recording) -> ReplayLog:
     """The log part every replay runs on: the fit's held-out part (its validation split), model joint order,
     with the commands before the split that the fit's delay reaches back to."""
-    joints = [j["name"] for j in result["robot"]["joints"]]
-    v = result["validation"]
-    seg, start = rec.segments[0], int(v["split_sample"])
-    if v.get("split") == "recordings":  # held-out recordings: the first of them, whole, from its first sample
-        name = v["recordings"]["validation"][0]
+    joints = result.joint_names
+    v = result.validation
+    seg, start = rec.segments[0], int(v.split_sample)
+    if v.split == "recordings":  # held-out recordings: the first of them, whole, from its first sample
+        name = v.validated_recordings[0]
         seg = next((s for s in rec.segments if s.name == name), None)  # type: ignore[assignment]
         if seg is None:
             raise ExportError(f"the fit's held-out recording {name!r} is not in this log")
@@ -165,8 +175,8 @@ def replay_log(result: dict, rec: Recording) -> ReplayLog:
             raise ExportError(f"log joint {n!r} is not a joint of the fitted robot ({', '.join(joints)})")
         index[key] = k
     perm = [index[j] for j in joints]
-    dec = int(result["sim"]["decimation"])
-    delay = int(result.get("delay_steps", 0) or 0)
+    dec = result.decimation
+    delay = int(result.delay_steps or 0)
     sl = slice(start, seg.n)
     before = np.clip(np.arange(start - -(-delay // dec), start), 0, seg.n - 1)  # ⌈delay/dec⌉ samples
     return ReplayLog(
@@ -175,7 +185,7 @@ def replay_log(result: dict, rec: Recording) -> ReplayLog:
         seg.qd[sl][:, perm],
         seg.q_des[sl][:, perm],
         seg.qd_des[sl][:, perm],
-        float(result["sim"]["dt"]),
+        result.physics_dt,
         dec,
         start,
         seg.q_des[before][:, perm],

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import re
 
+from ..fitting.result import RobotResult
 from .isaaclab import CFG_FIELDS, CONSUMER_MODULE, validate_cfgs
 from .robot_common import provenance_lines
 from .selection import ExportError, prepend_comment
 
 
-def robot_doc(result: dict) -> dict:
+def robot_doc(result: RobotResult) -> dict:
     """The whole-robot dict (`actuators`, `sim`, `encoder_bias`) with its provenance, checked as Isaac Lab would."""
     from ..fitting.robot import isaaclab_dict
 
@@ -32,7 +33,7 @@ def _cfg_fields(spec: dict) -> dict:
     return {k: v for k, v in spec.items() if k != "class_type"}
 
 
-def render_json(result: dict) -> str:
+def render_json(result: RobotResult) -> str:
     """isaaclab.json: `DCMotorCfg(**{k: v for k, v in group.items() if k != "class_type"})` builds each group."""
     return json.dumps(robot_doc(result), indent=2) + "\n"
 
@@ -50,7 +51,7 @@ def _customs(doc: dict) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def render_python(result: dict) -> str:
+def render_python(result: RobotResult) -> str:
     """isaaclab.py: `ArticulationCfg(actuators=ACTUATORS)`, with the physics step the delays count (`SIM`)."""
     doc = robot_doc(result)
     customs = _customs(doc)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..fitting.result import RobotResult
 from ..models.robot import MJCF_SUFFIXES
 from .mjcf import _actuator_attrs, _joint_attrs, dc_slope
 from .robot_common import joint_models, provenance_lines
@@ -47,7 +48,7 @@ def _set_option(root: ET.Element, dt: float) -> None:
     opt.set("timestep", _fmt(dt))
 
 
-def render_robot_mjcf(result: dict, robot) -> tuple[str, list[Finding]]:
+def render_robot_mjcf(result: RobotResult, robot) -> tuple[str, list[Finding]]:
     """(mjcf.xml text, findings): the user's MJCF with every fitted joint's terms and actuator updated."""
     if robot.path.suffix.lower() not in MJCF_SUFFIXES:
         raise ExportError(
@@ -56,7 +57,7 @@ def render_robot_mjcf(result: dict, robot) -> tuple[str, list[Finding]]:
     tree = ET.parse(robot.path)
     root = tree.getroot()
     models = joint_models(result)
-    dt = float(result["sim"]["dt"])
+    dt = result.physics_dt
     joints = _joints(root)
     missing = [j for j in models if j not in joints]
     if missing:

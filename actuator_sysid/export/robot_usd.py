@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..fitting.result import RobotResult
 from ..models.robot import USD_SUFFIXES
 from .newton_usd import _new_stage, _pxr, author_joint, prim_name
 from .robot_common import joint_models
@@ -193,10 +194,10 @@ def _user_joints(stage, found: dict[str, list], joints: list[str], findings: lis
     return prims
 
 
-def build_robot_stage(result: dict, robot) -> tuple[Any, list[Finding]]:
+def build_robot_stage(result: RobotResult, robot) -> tuple[Any, list[Finding]]:
     """The Newton USD stage of the whole robot with one NewtonActuator per actuated joint: (stage, findings)."""
     models = joint_models(result)
-    dt = float(result["sim"]["dt"])
+    dt = result.physics_dt
     findings: list[Finding] = []
     if robot.path.suffix.lower() in USD_SUFFIXES:
         stage, found = stage_over_usd(robot.path, dt)
@@ -216,16 +217,16 @@ def build_robot_stage(result: dict, robot) -> tuple[Any, list[Finding]]:
         **dict(layer.customLayerData),
         "actuator_sysid": {
             "physics_dt": dt,
-            "decimation": int(result["sim"]["decimation"]),
+            "decimation": result.decimation,
             "delay_unit": "physics steps",
             "robot": robot.path.name,  # the file name: the export never carries a server path
             "stage": how,
-            "encoder_bias": dict(result.get("encoder_bias") or {}),
-            "effort_mode": str(result.get("effort_mode") or "explicit"),
+            "encoder_bias": dict(result.encoder_bias or {}),
+            "effort_mode": str(result.effort_mode or "explicit"),
         },
     }
     findings.append(Finding("EXPORT.NEWTON.robot_stage", "info", "/", how))
-    if result.get("effort_mode") == "implicit":  # NewtonActuator has no attribute for it
+    if result.effort_mode == "implicit":  # NewtonActuator has no attribute for it
         findings.append(
             Finding(
                 "EXPORT.NEWTON.effort_mode_implicit",
@@ -256,7 +257,7 @@ def import_stage(stage, floating: bool = False):
     return b.finalize(device="cpu")
 
 
-def readback(model, result: dict) -> dict[str, dict[str, float]]:
+def readback(model, result: RobotResult) -> dict[str, dict[str, float]]:
     """Per joint, what Newton's importer made of the export: gains, clamps, delay and joint terms (SI, float32)."""
     labels = [lab.rsplit("/", 1)[-1] for lab in model.joint_label]
     qd_start = model.joint_qd_start.numpy()
@@ -291,7 +292,7 @@ def readback(model, result: dict) -> dict[str, dict[str, float]]:
     return out
 
 
-def readback_mismatches(model, result: dict, rtol: float = 1e-5) -> list[str]:
+def readback_mismatches(model, result: RobotResult, rtol: float = 1e-5) -> list[str]:
     """Every exported value Newton did not read back as the fit states it (float32 rounding allowed)."""
     back = readback(model, result)
     bad = []

@@ -15,7 +15,7 @@ leaves out the fields a fit writes only when they apply (`OMIT_UNSET`) while the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, Self
 
 from ..models.families import NET_FAMILIES
@@ -479,3 +479,264 @@ def as_result(result: ResultLike) -> FitResult:
     """The typed result of a stored one (a result already typed passes through): the edge where readers that
     still receive the dict convert it."""
     return result if isinstance(result, FitResult) else FitResult.from_json(result)
+
+
+# --- a whole-robot fit (fitting/robot.py) ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RobotGroup(Record):
+    """One joint group's fitted values (SI): its Isaac Lab regex and joints, the joint terms, the PD gains, the
+    motor's effort limit and, with a DC envelope, its saturation effort and velocity limit (else None)."""
+
+    joint_names_expr: str = ""
+    joints: list[str] = field(default_factory=list)
+    armature: float | None = None  # kg·m²
+    viscous_friction: float | None = None  # N·m·s/rad
+    friction: float | None = None  # N·m, MuJoCo's frictionloss
+    stiffness: float | None = None  # N·m/rad
+    damping: float | None = None  # N·m·s/rad, the PD's kd
+    effort_limit: float | None = None  # N·m: the fitted max motor effort with an envelope, else the model's
+    saturation_effort: float | None = None
+    velocity_limit: float | None = None  # rad/s
+    model_effort_limit: float | None = None  # the model file's joint limit, a box after the envelope
+    envelope_active: float | None = None  # share of held-out physics steps the envelope cut the PD effort
+
+    def envelope_velocity(self) -> Json:
+        """The envelope's velocity limit as the group states it (a hand-written group may name it
+        `actuator_velocity_limit`, Isaac Lab's spelling)."""
+        return (
+            self.velocity_limit if self.has("velocity_limit") else self.extra.get("actuator_velocity_limit")
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecoupledFit(Record):
+    """The decoupled search's fit (each joint's own 1-DoF fit) at the chosen delay, replayed coupled beside the
+    coupled fit: its errors [rad], joint terms per group, encoder bias [rad] and delay [physics steps]."""
+
+    rmse: float | None = None
+    per_joint_rmse: Mapping[str, float] = field(default_factory=dict)
+    groups: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    encoder_bias: Mapping[str, float] = field(default_factory=dict)
+    delay_steps: int = 0
+    note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RobotValidation(Record):
+    """The held-out replay: how the log was split, the fit's and the model file's own position errors [rad],
+    the envelope's share per joint, the decoupled fit beside them and the validated motion's range and noise."""
+
+    split: str = "time"  # "time" (one recording cut) or "recordings" (held-out recordings, whole)
+    split_sample: int = 0
+    split_time_s: float = 0.0
+    fraction: float = 0.0
+    recordings: Mapping[str, Json] | None = None  # {method, training, validation} with split "recordings"
+    rmse: float | None = None
+    per_joint_rmse: Mapping[str, float] = field(default_factory=dict)
+    model_defaults_rmse: float | None = None
+    model_defaults_per_joint_rmse: Mapping[str, float] = field(default_factory=dict)
+    model_defaults: str = ""
+    replay: str = ""
+    envelope_active_per_joint: Mapping[str, float] = field(default_factory=dict)
+    decoupled_fit: DecoupledFit | None = None
+    motion: Mapping[str, Mapping[str, float]] | None = None  # {joint: {range, noise}} rad
+
+    CODECS: ClassVar[dict[str, Codec]] = {"decoupled_fit": _optional(_record(DecoupledFit))}
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"recordings", "decoupled_fit", "motion"})
+
+    @property
+    def validated_recordings(self) -> list[str]:
+        """The held-out recordings' names (none on a time split)."""
+        return list((self.recordings or {}).get("validation") or [])
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoundHit(Record):
+    """A search variable that ended at a search bound: the term, its value, which bound and the bound's value."""
+
+    term: str = ""
+    value: float | None = None
+    bound: str = ""  # "lower" or "upper"
+    limit: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WideBias(Record):
+    """An encoder bias beyond a plausible calibration [rad]."""
+
+    joint: str = ""
+    bias: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RobotBounds(Record):
+    """The searched terms' bounds (natural units), the terms that ended at one, the implausible encoder biases,
+    the notes naming them and the scales the bounds were drawn from."""
+
+    bounds: Mapping[str, list[float]] = field(default_factory=dict)
+    at_bound: tuple[BoundHit, ...] = ()
+    implausible_bias: tuple[WideBias, ...] = ()
+    notes: list[str] = field(default_factory=list)
+    scales: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    CODECS: ClassVar[dict[str, Codec]] = {
+        "at_bound": _list_of(_record(BoundHit)),
+        "implausible_bias": _list_of(_record(WideBias)),
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RobotTraining(Record):
+    """The search's record: training windows and their length [s], the path, Jacobians and rollout batches,
+    why it stopped, the coupled training RMSE [rad] before and after, the time it took and its start; the
+    decoupled path adds the training RMSE at each delay, decoupled and coupled."""
+
+    windows: int = 0
+    window_s: float = 0.0
+    search: str = ""
+    jacobians: int = 0
+    decoupled_jacobians: int | None = None
+    coupled_batches: int | None = None
+    refinement_rounds: int | None = None
+    fd_candidates_per_jacobian: int | None = None
+    stopped_on: str = ""
+    initial_rmse: float | None = None
+    rmse: float | None = None
+    delay_decoupled_rmse: Mapping[str, float] | None = None
+    delay_coupled_rmse: Mapping[str, float] | None = None
+    search_s: float | None = None
+    start: str = ""
+
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset(
+        {
+            "decoupled_jacobians",
+            "coupled_batches",
+            "refinement_rounds",
+            "delay_decoupled_rmse",
+            "delay_coupled_rmse",
+        }
+    )
+
+    def _built_keys(self, named: dict[str, Any]) -> list[str]:
+        """The coupled path (scipy's least squares) states its search after the figures, as it always has."""
+        keys = super()._built_keys(named)
+        if self.search == "coupled":
+            keys.remove("search")
+            keys.insert(keys.index("search_s"), "search")
+        return keys
+
+
+@dataclass(frozen=True, kw_only=True)
+class RobotIdentifiability(Record):
+    """Which fitted robot terms the log identifies, why the others are not, the warnings and the method."""
+
+    identified: list[str] = field(default_factory=list)
+    not_identified: Mapping[str, str] = field(default_factory=dict)  # term → why not
+    warnings: list[str] = field(default_factory=list)
+    method: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RobotUncertainty(Record):
+    """What the coupled training residuals' Jacobian says of the fitted terms (fitting/robot_judge.py)."""
+
+    intervals: Mapping[str, Interval] = field(default_factory=dict)
+    correlations: Mapping[str, Json] = field(default_factory=dict)  # {names, matrix}
+    identifiability: RobotIdentifiability = field(default_factory=RobotIdentifiability)
+
+    CODECS: ClassVar[dict[str, Codec]] = {
+        "intervals": _dict_of(_record(Interval)),
+        "identifiability": _record(RobotIdentifiability),
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RobotResult(Record):
+    """A whole-robot fit (fitting/robot.py `fit_robot`), SI: the robot and how the log's joints met it, the
+    groups' values, encoder bias and delay, the search bounds, the physics step, the held-out validation, the
+    search's record, the intervals and the verdict; then what later steps add (the selection, the exports and
+    their replays, the service's robot id)."""
+
+    kind: str = "robot"
+    robot: Mapping[str, Json] = field(default_factory=dict)  # models/robot.py summary(): path, base, joints…
+    joint_mapping: str = ""
+    groups: Mapping[str, RobotGroup] = field(default_factory=dict)
+    motor_envelope: str = "off"  # "dc_motor" or "off"
+    gains: str = ""  # where the PD gains came from
+    bounds: RobotBounds = field(default_factory=RobotBounds)
+    encoder_bias: Mapping[str, float] = field(default_factory=dict)  # rad
+    delay_steps: int = 0  # physics steps
+    delay: str = ""  # how the delay was found
+    sim: Mapping[str, Json] = field(default_factory=dict)  # {dt: physics step s, decimation}
+    validation: RobotValidation = field(default_factory=RobotValidation)
+    training: RobotTraining = field(default_factory=RobotTraining)
+    wall_s: float | None = None
+    world_steps: int | None = None
+    world_steps_per_s: float | None = None
+    effort_mode: str = "explicit"  # every coupled rollout's: "explicit" or Newton's "implicit"
+    bodies: Mapping[str, Mapping[str, Json]] | None = None  # payload links: fitted and model mass and COM
+    assumptions: list[str] = field(default_factory=list)
+    intervals: Mapping[str, Interval] | None = None
+    correlations: Mapping[str, Json] | None = None
+    identifiability: RobotIdentifiability | None = None
+    verdict: Verdict | None = None
+    selection: Mapping[str, Json] | None = None  # fitting/robot_select.py: the candidates and the chosen one
+    exports: Mapping[str, Json] | None = None  # what each whole-robot export noted (export/robot.py)
+    replays: Mapping[str, Json] | None = None  # each export replayed by its consumer
+    robot_id: str | None = None  # the service's stored robot model
+
+    CODECS: ClassVar[dict[str, Codec]] = {
+        "groups": _dict_of(_record(RobotGroup)),
+        "bounds": _record(RobotBounds),
+        "validation": _record(RobotValidation),
+        "training": _record(RobotTraining),
+        "intervals": _optional(_dict_of(_record(Interval))),
+        "identifiability": _optional(_record(RobotIdentifiability)),
+        "verdict": _optional(_record(Verdict)),
+    }
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset(
+        {
+            "bodies",
+            "intervals",
+            "correlations",
+            "identifiability",
+            "verdict",
+            "selection",
+            "exports",
+            "replays",
+            "robot_id",
+        }
+    )
+
+    @property
+    def physics_dt(self) -> float:
+        """The physics step [s] the delay counts."""
+        return float(self.sim["dt"])
+
+    @property
+    def decimation(self) -> int:
+        return int(self.sim["decimation"])
+
+    @property
+    def joint_names(self) -> list[str]:
+        """The model's joints, in its order."""
+        return [str(j["name"]) for j in self.robot.get("joints") or []]
+
+    def with_uncertainty(self, u: RobotUncertainty) -> RobotResult:
+        """This result with the intervals, correlations and identifiability of `u`."""
+        return replace(
+            self, intervals=u.intervals, correlations=u.correlations, identifiability=u.identifiability
+        )
+
+
+RobotResultLike = (
+    RobotResult | Mapping[str, Json]
+)  # a stored robot result (a service row, fit.json) or the record
+
+
+def as_robot_result(result: RobotResultLike) -> RobotResult:
+    """The typed robot result of a stored one (a result already typed passes through): the edge where a stored
+    fit.json or service row is read."""
+    return result if isinstance(result, RobotResult) else RobotResult.from_json(result)

@@ -19,7 +19,7 @@ envelope starts from the equation-error regression, or a coarse scan scaled by t
 `validation_fraction` is replayed from the measured state at the split, and that replay gives the reported
 error, beside the model file's own joint terms on the same split.
 
-The result (`fit_robot`, JSON-ready; SI units):
+The result (`fit_robot`: a RobotResult, fitting/result.py; `to_json()` is fit.json's; SI units):
 - `kind` "robot"; `robot` (models/robot.py `summary()`); `joint_mapping` (how log joints met model joints);
 - `groups`: {group: {`joint_names_expr`, `joints` [names], `armature` kg·m², `viscous_friction` N·m·s/rad,
   `friction` N·m (frictionloss), `stiffness` N·m/rad, `damping` N·m·s/rad (PD kd), `effort_limit` N·m or None
@@ -48,7 +48,8 @@ import math
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,17 @@ from ..models.articulated import (
 )
 from ..models.robot import RobotError, RobotModel, map_joints
 from . import robot_judge
+from .result import (
+    BoundHit,
+    DecoupledFit,
+    RobotBounds,
+    RobotGroup,
+    RobotResult,
+    RobotTraining,
+    RobotValidation,
+    Verdict,
+    WideBias,
+)
 
 log = logging.getLogger(__name__)
 
@@ -1471,8 +1483,8 @@ def _search_coupled(
     return x_best, delay, delay_note, stats
 
 
-def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = None) -> dict:
-    """Fit the robot's actuators to the log through coupled rollouts; returns the fit result (JSON-ready)."""
+def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = None) -> RobotResult:
+    """Fit the robot's actuators to the log through coupled rollouts; returns the fit result."""
     opts = opts or RobotFitOptions()
     t_start = time.perf_counter()
     say = opts.progress or (lambda m: log.info(m))
@@ -1543,7 +1555,7 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     validation = _validate(
         robot, prob, data, fitted, delay, gains_known, opts, stats.pop("_decoupled_x", None)
     )
-    validation["motion"] = robot_judge.motion_stats(data.q[data.split :], prob.names)
+    validation = replace(validation, motion=robot_judge.motion_stats(data.q[data.split :], prob.names))
     # the intervals' Jacobian at the optimum and the effect of the measured initial states, one batch
     jm, r_opt, effect0 = jacobian_and_initial_state_effect(robot, prob, ev, x_best, delay)
     world_steps = ev.world_steps + (ev_scan.world_steps if isinstance(ev_scan, _Evaluator) else 0)
@@ -1555,7 +1567,6 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
         fitted,
         delay,
         delay_note,
-        gains_known,
         validation,
         stats,
         opts,
@@ -1565,11 +1576,12 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
             "world_steps_per_s": float(world_steps / max(coupled_s, 1e-9)),
         },
     )
-    res |= robot_judge.uncertainty(
-        prob.var_names, x_best, prob.bounds(), jm, r_opt, BIAS_UNIT, (effect0, data.q[: data.split])
+    res = res.with_uncertainty(
+        robot_judge.uncertainty(
+            prob.var_names, x_best, prob.bounds(), jm, r_opt, BIAS_UNIT, (effect0, data.q[: data.split])
+        )
     )
-    res["verdict"] = robot_judge.robot_verdict(res)
-    return res
+    return replace(res, verdict=robot_judge.robot_verdict(res))
 
 
 def replay_validation(
@@ -1632,7 +1644,7 @@ def _validate(
     gains_known: bool,
     opts: RobotFitOptions,
     decoupled_x: np.ndarray | None = None,
-) -> dict:
+) -> RobotValidation:
     """Replay from the measured state at the split: the fit, and the model file's joint terms, per joint RMSE;
     with the decoupled search's point, that too (`decoupled_fit`), in the same replay."""
     names = prob.names
@@ -1642,59 +1654,70 @@ def _validate(
     meas = data.q[data.split :]
     val, val_j = _rmse(rep_fit, meas, names)
     dval, dval_j = _rmse(rep_def, meas, names)
-    out = {
-        "split": "time" if data.recordings.get("method", "time") == "time" else "recordings",
-        "split_sample": int(data.split),
-        "split_time_s": float(data.t[data.split] - data.t[0]),
-        "fraction": float(opts.validation_fraction),
-        **(
-            {}
-            if data.recordings.get("method", "time") == "time"
-            else {
-                "recordings": data.recordings,
-                "fraction": float(data.q.shape[0] - data.split) / data.q.shape[0],
-            }
+    by_time = data.recordings.get("method", "time") == "time"
+    return RobotValidation(
+        split="time" if by_time else "recordings",
+        split_sample=int(data.split),
+        split_time_s=float(data.t[data.split] - data.t[0]),
+        fraction=(
+            float(opts.validation_fraction)
+            if by_time
+            else float(data.q.shape[0] - data.split) / data.q.shape[0]
         ),
-        "rmse": val,
-        "per_joint_rmse": val_j,
-        "model_defaults_rmse": dval,
-        "model_defaults_per_joint_rmse": dval_j,
-        "model_defaults": "the model file's armature, damping and frictionloss; gains "
+        recordings=None if by_time else data.recordings,
+        rmse=val,
+        per_joint_rmse=val_j,
+        model_defaults_rmse=dval,
+        model_defaults_per_joint_rmse=dval_j,
+        model_defaults="the model file's armature, damping and frictionloss; gains "
         + ("from the log" if gains_known else "as fitted")
         + "; no delay, no encoder bias",
-        "replay": (
+        replay=(
             "from the measured state at the split"
-            if data.recordings.get("method", "time") == "time"
+            if by_time
             else "each held-out recording whole, from its own first measured state"
         )
         + ", coupled, Newton SolverMuJoCo",
-        "envelope_active_per_joint": {nm: float(cut[k]) for k, nm in enumerate(names)},
-    }
-    if dec is not None:
-        out["decoupled_fit"] = _decoupled_beside(prob, dec[0], _rmse(reps[2][0], meas, names), delay)
-    return out
+        envelope_active_per_joint={nm: float(cut[k]) for k, nm in enumerate(names)},
+        decoupled_fit=(
+            None if dec is None else _decoupled_beside(prob, dec[0], _rmse(reps[2][0], meas, names), delay)
+        ),
+    )
 
 
 def _decoupled_beside(
     prob: _Problem, v: dict[str, np.ndarray], errors: tuple[float, dict[str, float]], delay: int
-) -> dict:
+) -> DecoupledFit:
     """The decoupled fit (each joint's own 1-DoF fit along the measured motion, at the chosen delay) and its
     errors replayed coupled over the validation span like the fit, so the report shows what coupling changed."""
-    return {
-        "rmse": errors[0],
-        "per_joint_rmse": errors[1],
-        "groups": {
+    return DecoupledFit(
+        rmse=errors[0],
+        per_joint_rmse=errors[1],
+        groups={
             g: {
                 t: float(v[t][0, idx[0]])
                 for t in ("armature", "viscous_friction", "friction", "stiffness", "damping")
             }
             for g, idx in prob.groups.items()
         },
-        "encoder_bias": {nm: float(v["bias"][0, k]) for k, nm in enumerate(prob.names)},
-        "delay_steps": int(delay),
-        "note": "each joint's own 1-DoF fit along the measured motion (Newton's joint-space inertia and "
+        encoder_bias={nm: float(v["bias"][0, k]) for k, nm in enumerate(prob.names)},
+        delay_steps=int(delay),
+        note="each joint's own 1-DoF fit along the measured motion (Newton's joint-space inertia and "
         "coupling efforts), before any coupled refinement; replayed coupled from the split",
-    }
+    )
+
+
+def _training(data: _Data, opts: RobotFitOptions, stats: dict[str, Any]) -> RobotTraining:
+    """The search's record: the training windows and the search statistics (a stat this version does not name
+    is kept in `extra`)."""
+    named = {f.name for f in fields(RobotTraining)}
+    values: dict[str, Any] = {k: (float(v) if isinstance(v, float) else v) for k, v in stats.items()}
+    return RobotTraining(
+        windows=int(data.starts.size),
+        window_s=float(data.length * data.dt * opts.decimation),
+        **{k: v for k, v in values.items() if k in named and k not in ("extra", "key_order")},
+        extra={k: v for k, v in values.items() if k not in named},
+    )
 
 
 def _result(
@@ -1704,49 +1727,50 @@ def _result(
     fitted: dict[str, np.ndarray],
     delay: int,
     delay_note: str,
-    gains_known: bool,
-    validation: dict,
+    validation: RobotValidation,
     stats: dict,
     opts: RobotFitOptions,
-    timing: dict,
-) -> dict:
-    """The JSON-ready fit result: groups with their values, bias, delay, sim step, validation, assumptions."""
+    timing: dict[str, Any],
+) -> RobotResult:
+    """The fit result: groups with their values, bias, delay, sim step, validation, assumptions."""
     names, effort = prob.names, prob.effort_limit
     group_out = {}
-    cut = validation["envelope_active_per_joint"]
+    cut = validation.envelope_active_per_joint
     for g, idx in prob.groups.items():
-        entry: dict = {"joint_names_expr": prob.exprs[g], "joints": [names[i] for i in idx]}
-        for t in ("armature", "viscous_friction", "friction", "stiffness", "damping"):
-            entry[t] = float(fitted[t][0, idx[0]])
+        at = idx[0]
         model_limit = float(effort[idx].max()) if np.all(effort[idx] < 1e6) else None
-        entry["effort_limit"] = float(fitted["effort_limit"][0, idx[0]]) if prob.dc_motor else model_limit
-        for t in ("saturation_effort", "velocity_limit"):
-            entry[t] = float(fitted[t][0, idx[0]]) if prob.dc_motor else None
-        entry["model_effort_limit"] = model_limit
-        entry["envelope_active"] = float(np.mean([cut[names[i]] for i in idx]))
-        group_out[g] = entry
-    return {
-        "kind": "robot",
-        "robot": robot.summary(),
-        "joint_mapping": data.how,
-        "groups": group_out,
-        "motor_envelope": "dc_motor" if prob.dc_motor else "off",
-        "gains": prob.gains,
-        "bounds": bound_report(prob, fitted),
-        "encoder_bias": {nm: float(fitted["bias"][0, k]) for k, nm in enumerate(names)},
-        "delay_steps": int(delay),
-        "delay": delay_note,
-        "sim": {"dt": float(data.dt), "decimation": int(opts.decimation)},
-        "validation": validation,
-        "training": {
-            "windows": int(data.starts.size),
-            "window_s": float(data.length * data.dt * opts.decimation),
-            **{k: (float(v) if isinstance(v, float) else v) for k, v in stats.items()},
-        },
+        envelope = {t: float(fitted[t][0, at]) if prob.dc_motor else None for t in DC_TERMS}
+        group_out[g] = RobotGroup(
+            joint_names_expr=prob.exprs[g],
+            joints=[names[i] for i in idx],
+            armature=float(fitted["armature"][0, at]),
+            viscous_friction=float(fitted["viscous_friction"][0, at]),
+            friction=float(fitted["friction"][0, at]),
+            stiffness=float(fitted["stiffness"][0, at]),
+            damping=float(fitted["damping"][0, at]),
+            effort_limit=envelope["effort_limit"] if prob.dc_motor else model_limit,
+            saturation_effort=envelope["saturation_effort"],
+            velocity_limit=envelope["velocity_limit"],
+            model_effort_limit=model_limit,
+            envelope_active=float(np.mean([cut[names[i]] for i in idx])),
+        )
+    return RobotResult(
+        robot=robot.summary(),
+        joint_mapping=data.how,
+        groups=group_out,
+        motor_envelope="dc_motor" if prob.dc_motor else "off",
+        gains=prob.gains,
+        bounds=bound_report(prob, fitted),
+        encoder_bias={nm: float(fitted["bias"][0, k]) for k, nm in enumerate(names)},
+        delay_steps=int(delay),
+        delay=delay_note,
+        sim={"dt": float(data.dt), "decimation": int(opts.decimation)},
+        validation=validation,
+        training=_training(data, opts, stats),
         **timing,
-        "effort_mode": prob.effort_mode,  # explicit or implicit (Newton's), as the 1-DoF fit's assumptions state
-        **({"bodies": _bodies_out(prob, fitted)} if prob.bodies else {}),
-        "assumptions": [
+        effort_mode=prob.effort_mode,  # explicit or implicit (Newton's), as the 1-DoF fit's assumptions state
+        bodies=_bodies_out(prob, fitted) if prob.bodies else None,
+        assumptions=[
             "coupled rigid-body dynamics: Newton 1.8 SolverMuJoCo (Warp backend for batched candidates, MuJoCo C "
             "for single replays), contacts off, base fixed",
             "visuals, collision shapes and meshes skipped",
@@ -1763,7 +1787,7 @@ def _result(
             "viscous_friction, friction on its Newton backend)",
             "encoder bias: the encoder reads the true angle plus the bias; the PD acts on that reading",
         ],
-    }
+    )
 
 
 def _bodies_out(prob: _Problem, fitted: dict[str, np.ndarray]) -> dict:
@@ -1783,11 +1807,11 @@ def _bodies_out(prob: _Problem, fitted: dict[str, np.ndarray]) -> dict:
     }
 
 
-def bound_report(prob: _Problem, fitted: dict[str, np.ndarray]) -> dict:
+def bound_report(prob: _Problem, fitted: dict[str, np.ndarray]) -> RobotBounds:
     """The searched terms' bounds (natural units), the terms that ended at one, and the encoder biases beyond a
     plausible calibration (BIAS_PLAUSIBLE): those absorb model error and are named, never exported silently."""
     bounds: dict[str, list[float]] = {}
-    at: list[dict] = []
+    at: list[BoundHit] = []
     for g, idx in prob.groups.items():
         for t in prob.terms:
             lo, hi = prob.bound(g, t)
@@ -1795,7 +1819,7 @@ def bound_report(prob: _Problem, fitted: dict[str, np.ndarray]) -> dict:
             x = math.log10(max(float(fitted[t][0, idx[0]]), 1e-300))
             for side, b in (("lower", lo), ("upper", hi)):
                 if abs(x - b) <= AT_BOUND * (hi - lo):
-                    at.append({"term": f"{g}.{t}", "value": 10**x, "bound": side, "limit": 10**b})
+                    at.append(BoundHit(term=f"{g}.{t}", value=10**x, bound=side, limit=10**b))
     if prob.bodies:
         lo_b, hi_b = prob.body_bounds()
         for k, body in enumerate(prob.bodies):
@@ -1804,72 +1828,67 @@ def bound_report(prob: _Problem, fitted: dict[str, np.ndarray]) -> dict:
             x = math.log10(float(fitted["body_mass"][0, k]))
             for side, lim in (("lower", lo), ("upper", hi)):
                 if abs(x - lim) <= AT_BOUND * (hi - lo):
-                    at.append({"term": f"{body}.mass", "value": 10**x, "bound": side, "limit": 10**lim})
-    wide: list[dict] = []
+                    at.append(BoundHit(term=f"{body}.mass", value=10**x, bound=side, limit=10**lim))
+    wide: list[WideBias] = []
     if prob.fit_bias:
         bb = prob.bias_bound if prob.bias_bound is not None else np.full(len(prob.names), 0.3)
         for k, nm in enumerate(prob.names):
             b, v = float(bb[k]), float(fitted["bias"][0, k])
             bounds[f"{nm}.bias"] = [-b, b]
             if abs(abs(v) - b) <= AT_BOUND * 2 * b:
-                at.append(
-                    {"term": f"{nm}.bias", "value": v, "bound": "upper" if v > 0 else "lower", "limit": b}
-                )
+                at.append(BoundHit(term=f"{nm}.bias", value=v, bound="upper" if v > 0 else "lower", limit=b))
             if abs(v) > BIAS_PLAUSIBLE:
-                wide.append({"joint": nm, "bias": v})
+                wide.append(WideBias(joint=nm, bias=v))
     notes = [
-        f"{e['term']} ended at its {e['bound']} bound ({e['limit']:.4g}): the data push it beyond the range "
+        f"{e.term} ended at its {e.bound} bound ({e.limit:.4g}): the data push it beyond the range "
         "the model and the log make plausible; treat the value as unidentified"
         for e in at
     ] + [
-        f"{w['joint']}: encoder bias {w['bias']:+.4f} rad is beyond a plausible calibration "
+        f"{w.joint}: encoder bias {w.bias:+.4f} rad is beyond a plausible calibration "
         f"({BIAS_PLAUSIBLE} rad): it absorbs model error (gravity, friction or transmission the model lacks)"
         for w in wide
     ]
-    return {"bounds": bounds, "at_bound": at, "implausible_bias": wide, "notes": notes, "scales": prob.scales}
+    return RobotBounds(
+        bounds=bounds, at_bound=tuple(at), implausible_bias=tuple(wide), notes=notes, scales=prob.scales
+    )
 
 
-def has_envelope(group: dict) -> bool:
+def has_envelope(group: RobotGroup) -> bool:
     """Whether a result group states a DC-motor envelope (a saturation effort and a finite, positive velocity
     limit): the one test the Isaac Lab dict and the USD/MJCF exports and replays pick their class by."""
-    sat, vlim = (
-        group.get("saturation_effort"),
-        group.get("velocity_limit", group.get("actuator_velocity_limit")),
-    )
+    sat, vlim = group.saturation_effort, group.envelope_velocity()
     finite = [isinstance(v, int | float) and math.isfinite(v) for v in (sat, vlim)]
     return all(finite) and isinstance(vlim, int | float) and vlim > 0
 
 
-def isaaclab_dict(result: dict) -> dict:
+def isaaclab_dict(result: RobotResult) -> dict:
     """The whole-robot `actuators={...}` dict of an ArticulationCfg, one entry per group, and `sim`."""
-    delay = int(result["delay_steps"])
+    delay = int(result.delay_steps)
     acts = {}
-    for g, e in result["groups"].items():
+    for g, e in result.groups.items():
         dc = has_envelope(e)
         cls = (
             ("DelayedDCMotorCfg" if delay else "DCMotorCfg")
             if dc
             else ("DelayedPDActuatorCfg" if delay else "IdealPDActuatorCfg")
         )
-        cfg = {
+        cfg: dict[str, Any] = {
             "class_type": cls,
-            "joint_names_expr": [e["joint_names_expr"]],
-            "stiffness": e["stiffness"],
-            "damping": e["damping"],
-            "armature": e["armature"],
-            "friction": e["friction"],
-            "viscous_friction": e["viscous_friction"],
+            "joint_names_expr": [e.joint_names_expr],
+            "stiffness": e.stiffness,
+            "damping": e.damping,
+            "armature": e.armature,
+            "friction": e.friction,
+            "viscous_friction": e.viscous_friction,
         }
-        if e.get("effort_limit") is not None:
-            cfg["actuator_effort_limit"] = e["effort_limit"]
-        box = e.get(
-            "model_effort_limit"
-        )  # after the envelope, the model's box clips at the smaller of the two
+        if e.effort_limit is not None:
+            cfg["actuator_effort_limit"] = e.effort_limit
+        box = e.model_effort_limit  # after the envelope, the model's box clips at the smaller of the two
         if dc and isinstance(box, int | float) and box < cfg.get("actuator_effort_limit", math.inf):
             cfg["actuator_effort_limit"] = float(box)
         if dc:
-            cfg["saturation_effort"] = e["saturation_effort"]
-            cfg["actuator_velocity_limit"] = e["velocity_limit"]
+            cfg["saturation_effort"] = e.saturation_effort
+            cfg["actuator_velocity_limit"] = e.envelope_velocity()
         if delay:
             cfg["min_delay"] = cfg["max_delay"] = delay
         acts[g] = cfg
@@ -1881,59 +1900,58 @@ def isaaclab_dict(result: dict) -> dict:
         )
     return {
         "actuators": acts,
-        "sim": dict(result["sim"]),
-        "encoder_bias": dict(result["encoder_bias"]),
+        "sim": dict(result.sim),
+        "encoder_bias": dict(result.encoder_bias),
         "note": note,
     }
 
 
-def write_robot_fit(result: dict, out) -> list[str]:
+def write_robot_fit(result: RobotResult, out: str | Path) -> list[str]:
     """Write fit.json (the whole result) and isaaclab.json (the whole-robot actuators dict) into `out`."""
     import json
-    from pathlib import Path
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "fit.json").write_text(json.dumps(result, indent=2))
+    (out / "fit.json").write_text(json.dumps(result.to_json(), indent=2))
     (out / "isaaclab.json").write_text(json.dumps(isaaclab_dict(result), indent=2))
     return ["fit.json", "isaaclab.json"]
 
 
-def result_lines(result: dict) -> list[str]:
+def result_lines(result: RobotResult) -> list[str]:
     """The CLI's summary of a whole-robot fit: mapping, validation error per joint beside the model's defaults."""
-    v, verdict = result["validation"], result.get("verdict") or {}
+    v, verdict, robot = result.validation, result.verdict or Verdict(), result.robot
     lines = [
-        f"verdict: {str(verdict.get('verdict', 'not judged')).upper()}",
-        *(f"  {r}" for r in verdict.get("reasons", [])),
-        f"robot {result['robot']['path']}: {len(result['robot']['joints'])} joints, base "
-        f"{result['robot']['base']} fixed; {result['robot']['notes'][0]}",
-        f"joints mapped {result['joint_mapping']}",
+        f"verdict: {verdict.verdict.upper()}",
+        *(f"  {r}" for r in verdict.reasons),
+        f"robot {robot['path']}: {len(robot['joints'])} joints, base "
+        f"{robot['base']} fixed; {robot['notes'][0]}",
+        f"joints mapped {result.joint_mapping}",
         (
-            f"held-out RMSE (last {v['fraction']:.0%} of the log in time, replayed from the measured state at "
-            f"{v['split_time_s']:.2f} s)"
-            if v.get("split", "time") == "time"
-            else f"held-out RMSE (recordings {', '.join(v['recordings']['validation'])}, "
-            f"{v['recordings']['method']}, each replayed whole)"
+            f"held-out RMSE (last {v.fraction:.0%} of the log in time, replayed from the measured state at "
+            f"{v.split_time_s:.2f} s)"
+            if v.split == "time"
+            else f"held-out RMSE (recordings {', '.join(v.validated_recordings)}, "
+            f"{(v.recordings or {}).get('method')}, each replayed whole)"
         )
-        + f": {v['rmse']:.4f} rad; the model file's joint terms: {v['model_defaults_rmse']:.4f} rad",
+        + f": {v.rmse:.4f} rad; the model file's joint terms: {v.model_defaults_rmse:.4f} rad",
     ]
-    dec = v.get("decoupled_fit")
+    dec = v.decoupled_fit
     if dec:
         lines.append(
             f"the decoupled fit (each joint's own 1-DoF fit, before the coupled check), replayed coupled: "
-            f"{dec['rmse']:.4f} rad"
+            f"{dec.rmse:.4f} rad"
         )
-    for nm, e in v["per_joint_rmse"].items():
+    for nm, e in v.per_joint_rmse.items():
         lines.append(
-            f"  {nm}: {e:.4f} rad (model defaults {v['model_defaults_per_joint_rmse'][nm]:.4f}"
-            + (f", decoupled fit {dec['per_joint_rmse'][nm]:.4f})" if dec else ")")
+            f"  {nm}: {e:.4f} rad (model defaults {v.model_defaults_per_joint_rmse[nm]:.4f}"
+            + (f", decoupled fit {dec.per_joint_rmse[nm]:.4f})" if dec else ")")
         )
-    for note in result.get("bounds", {}).get("notes", []):
+    for note in result.bounds.notes:
         lines.append(f"  flag: {note}")
-    t = result["training"]
+    t = result.training
     lines.append(
-        f"delay {result['delay_steps']} physics steps; sim dt {result['sim']['dt']:.6g} s, decimation "
-        f"{result['sim']['decimation']}; {t['jacobians']} Jacobians, stopped on {t['stopped_on']}; "
-        f"{result['world_steps_per_s']:.0f} world-steps/s; {result['wall_s']:.0f} s"
+        f"delay {result.delay_steps} physics steps; sim dt {result.physics_dt:.6g} s, decimation "
+        f"{result.decimation}; {t.jacobians} Jacobians, stopped on {t.stopped_on}; "
+        f"{result.world_steps_per_s:.0f} world-steps/s; {result.wall_s:.0f} s"
     )
     return lines

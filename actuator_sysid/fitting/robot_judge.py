@@ -18,11 +18,21 @@ export replays (a replay that did not run is "not checked", never passed).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from .result import Check
+from .result import (
+    Check,
+    Interval,
+    RobotBounds,
+    RobotIdentifiability,
+    RobotResult,
+    RobotUncertainty,
+    RobotValidation,
+    Verdict,
+)
 from .space import SearchSpace
 from .uncertainty import analyse
 from .verdict import (
@@ -89,8 +99,8 @@ def uncertainty(
     r: np.ndarray,
     unit: float,
     initial: tuple[np.ndarray, np.ndarray] | None = None,
-) -> dict[str, Any]:
-    """{"intervals", "correlations", "identifiability"} of the fitted robot terms from the Jacobian `jac` (R, d)
+) -> RobotUncertainty:
+    """The intervals, correlations and identifiability of the fitted robot terms from the Jacobian `jac` (R, d)
     of the residuals `r` (R,) at x, all in search units; rows joint-major, (J, W windows, L samples). `initial`
     (effect (J, W, L, J) of each window's initial position on its simulated positions, the training log's q)
     adds the noise of the measured initial states the rollouts start from."""
@@ -104,19 +114,19 @@ def uncertainty(
     nj, nv = _initial_state_nuisance(jac_unit, *initial) if initial is not None else (None, None)
     out = analyse(space, natural, jac_unit, r, blocks, np.ones(len(names), bool), nj, nv)
     lost = {n: iv["reason"] for n, iv in out["intervals"].items() if not iv["identified"]}
-    return {
-        "intervals": out["intervals"],
-        "correlations": out["correlation"],
-        "identifiability": {
-            "identified": [n for n in names if n not in lost],
-            "not_identified": lost,
-            "warnings": out["warnings"],
-            "method": "sandwich covariance from the coupled training residuals' Jacobian at the optimum, the "
+    return RobotUncertainty(
+        intervals={n: Interval.from_json(iv) for n, iv in out["intervals"].items()},
+        correlations=out["correlation"],
+        identifiability=RobotIdentifiability(
+            identified=[n for n in names if n not in lost],
+            not_identified=lost,
+            warnings=out["warnings"],
+            method="sandwich covariance from the coupled training residuals' Jacobian at the optimum, the "
             "residual variance per joint inflated for its lag-1 autocorrelation, and the noise of each window's measured "
             "initial positions (velocities taken as logged) (fitting/uncertainty.py); "
             "log-scaled terms' intervals are symmetric in ln(value); COM terms are offsets from the model's COM",
-        },
-    }
+        ),
+    )
 
 
 def motion_stats(q: np.ndarray, names: list[str]) -> dict[str, dict[str, float]]:
@@ -131,12 +141,12 @@ def _check(out: list[Check], status: str, check: str, text: str) -> None:
     out.append(Check(check=check, status=status, reason=text))
 
 
-def _validation_checks(out: list[Check], validation: dict) -> bool:
+def _validation_checks(out: list[Check], validation: RobotValidation) -> bool:
     """Each joint's held-out position RMSE against its motion's range and noise (verdict.py's thresholds);
     returns whether every joint predicts (good or usable)."""
-    stats = validation.get("motion") or {}
+    stats = validation.motion or {}
     predicts = True
-    for joint, rmse in (validation.get("per_joint_rmse") or {}).items():
+    for joint, rmse in (validation.per_joint_rmse or {}).items():
         st = stats.get(joint)
         if st is None:
             _check(out, "usable", "validation_error", f"{joint}: validation RMSE {rmse:.3g} rad, not judged")
@@ -161,9 +171,9 @@ def _validation_checks(out: list[Check], validation: dict) -> bool:
     return predicts
 
 
-def _bound_checks(out: list[Check], bounds: dict) -> None:
+def _bound_checks(out: list[Check], bounds: RobotBounds) -> None:
     """Terms at a search bound and encoder biases beyond a plausible calibration, as robot.py flagged them."""
-    at = bounds.get("at_bound") or []
+    at = bounds.at_bound
     if at:
         _check(
             out,
@@ -171,11 +181,9 @@ def _bound_checks(out: list[Check], bounds: dict) -> None:
             "at_bound",
             "at a search bound, so not identified (the data push them beyond the range the model and the log "
             "make plausible): "
-            + "; ".join(
-                f"{e['term']} = {e['value']:.4g} at its {e['bound']} bound {e['limit']:.4g}" for e in at
-            ),
+            + "; ".join(f"{e.term} = {e.value:.4g} at its {e.bound} bound {e.limit:.4g}" for e in at),
         )
-    wide = bounds.get("implausible_bias") or []
+    wide = bounds.implausible_bias
     if wide:
         _check(
             out,
@@ -183,15 +191,17 @@ def _bound_checks(out: list[Check], bounds: dict) -> None:
             "implausible_bias",
             "encoder bias beyond a plausible calibration absorbs model error (gravity, friction or a "
             "transmission the model lacks), not a calibration: "
-            + "; ".join(f"{w['joint']} {w['bias']:+.4f} rad" for w in wide)
+            + "; ".join(f"{w.joint} {w.bias:+.4f} rad" for w in wide)
             + "; refit without bias (--no-bias) to see the model's own error",
         )
 
 
-def _identifiability_checks(out: list[Check], ident: dict | None, predicts: bool, total: int) -> None:
+def _identifiability_checks(
+    out: list[Check], ident: RobotIdentifiability | None, predicts: bool, total: int
+) -> None:
     """Unidentified terms: usable when validation shows the fit predicts (use it as a whole), poor when half
     or more are unidentified without that evidence."""
-    lost = sorted((ident or {}).get("not_identified") or {})
+    lost = sorted(ident.not_identified if ident is not None else {})
     if not lost:
         return
     many = len(lost) / max(total, 1) >= UNIDENTIFIED_POOR
@@ -210,7 +220,7 @@ def _identifiability_checks(out: list[Check], ident: dict | None, predicts: bool
     )
 
 
-def _replay_checks(out: list[Check], replays: dict | None) -> None:
+def _replay_checks(out: list[Check], replays: Mapping[str, Any] | None) -> None:
     """The exports replayed through their consumers: failed or outside tolerance is poor; not run, not checked."""
     if not replays:
         _check(
@@ -241,20 +251,18 @@ def _replay_checks(out: list[Check], replays: dict | None) -> None:
         _check(out, "ok", "export_replay", f"{', '.join(ran)} replay the exports within tolerance")
 
 
-def robot_verdict(result: dict) -> dict:
-    """good | usable | poor of a robot fit result, its reasons worst first and every check (Verdict's JSON)."""
+def robot_verdict(result: RobotResult) -> Verdict:
+    """good | usable | poor of a robot fit result, its reasons worst first and every check."""
     checks: list[Check] = []
-    predicts = _validation_checks(checks, result.get("validation") or {})
-    _bound_checks(checks, result.get("bounds") or {})
-    _identifiability_checks(
-        checks, result.get("identifiability"), predicts, len(result.get("intervals") or {})
-    )
-    if (result.get("training") or {}).get("stopped_on") == "budget":
+    predicts = _validation_checks(checks, result.validation)
+    _bound_checks(checks, result.bounds)
+    _identifiability_checks(checks, result.identifiability, predicts, len(result.intervals or {}))
+    if result.training.stopped_on == "budget":
         _check(
             checks,
             "usable",
             "budget",
             "the search stopped on its time budget before it converged: refit with a larger budget",
         )
-    _replay_checks(checks, result.get("replays"))
-    return verdict_of(checks).to_json()
+    _replay_checks(checks, result.replays)
+    return verdict_of(checks)

@@ -20,13 +20,14 @@ import dataclasses
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..datasets.recording import Recording, Segment
 from ..models.robot import RobotError, RobotModel
+from .result import RobotResult
 from .robot import RobotFitOptions, fit_robot, prepare_fit
 
 INNER_FRACTION = 0.3  # the later share of the training part that validates each candidate
@@ -148,7 +149,7 @@ def select_robot_fit(
     inner_iterations: int = INNER_ITERATIONS,
     budget_s: float | None = None,
     axes: list[list[Candidate]] | None = None,
-) -> dict:
+) -> RobotResult:
     """Choose the configuration on the training part alone (inner split, greedy over `axes`), refit it on the
     whole training part with `fit_robot`; its result with `selection`. `budget_s` caps the candidates' search
     (the chosen refit always runs)."""
@@ -182,18 +183,19 @@ def select_robot_fit(
         )
         t1 = time.perf_counter()
         res = fit_robot(_drop_gains(train) if c.fit_gains else train, robot, inner)
-        v = res["validation"]
-        delay[:] = [int(res["delay_steps"])]
+        v = res.validation
+        assert v.rmse is not None and res.training.rmse is not None  # fit_robot states both
+        delay[:] = [int(res.delay_steps)]
         tried[c.name] = {
             "name": c.name,
             "options": c.described(),
-            "inner_validation_rmse": float(v["rmse"]),
-            "inner_validation_per_joint_rmse": v["per_joint_rmse"],
-            "inner_training_rmse": float(res["training"]["rmse"]),
+            "inner_validation_rmse": float(v.rmse),
+            "inner_validation_per_joint_rmse": v.per_joint_rmse,
+            "inner_training_rmse": float(res.training.rmse),
             "wall_s": round(time.perf_counter() - t1, 2),
         }
-        say(f"select: {c.name}: inner validation {v['rmse']:.5f} rad ({tried[c.name]['wall_s']:.1f} s)")
-        return float(v["rmse"])
+        say(f"select: {c.name}: inner validation {v.rmse:.5f} rad ({tried[c.name]['wall_s']:.1f} s)")
+        return float(v.rmse)
 
     choice = [a[0] for a in axes]
     best = score(_combine(choice))
@@ -210,7 +212,7 @@ def select_robot_fit(
     search_s = time.perf_counter() - t0
     final = dataclasses.replace(opts, **chosen.changes)
     res = fit_robot(_drop_gains(rec) if chosen.fit_gains else rec, robot, final)
-    res["selection"] = {
+    selection = {
         "protocol": f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
         f"the later {inner_fraction:.0%} validates (train earlier, validate later); one axis at a time from "
         f"the options as given; each candidate searched for at most "
@@ -223,4 +225,4 @@ def select_robot_fit(
         "search_s": round(search_s, 2),  # the candidates; wall_s adds the chosen one's refit
         "wall_s": round(time.perf_counter() - t0, 2),
     }
-    return res
+    return replace(res, selection=selection)

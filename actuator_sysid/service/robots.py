@@ -15,7 +15,8 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..datasets.recording import DatasetError, Recording
 from ..files import json_safe
+from ..fitting.result import RobotResult
 from ..fitting.robot_judge import robot_verdict
 from ..models.robot import RobotError, RobotModel
 from . import pages
@@ -372,28 +374,35 @@ def _stored_robot(storage: Storage, robot: dict, work: Path, limit: int) -> Robo
     return load_robot(model, fixed_base=robot["options"].get("fixed_base"))
 
 
-def _fitted_values(result: dict, names: list[str]) -> dict[str, np.ndarray]:
-    """Per-joint fitted values {term: (1, J)} from the result's groups and encoder bias."""
+def _fitted_values(
+    groups: Mapping[str, Mapping[str, Any]],
+    joints: Mapping[str, list[str]],
+    bias: Mapping[str, float],
+    names: list[str],
+) -> dict[str, np.ndarray]:
+    """Per-joint fitted values {term: (1, J)} from each group's values and joints, and the encoder bias."""
     index = {n: k for k, n in enumerate(names)}
     out: dict[str, np.ndarray] = {}
-    for entry in result["groups"].values():
+    for g, entry in groups.items():
         for term, v in entry.items():
             if isinstance(v, int | float) and not isinstance(v, bool):
-                out.setdefault(term, np.zeros((1, len(names))))[0, [index[j] for j in entry["joints"]]] = v
-    out["bias"] = np.array([[result["encoder_bias"].get(n, 0.0) for n in names]])
+                out.setdefault(term, np.zeros((1, len(names))))[0, [index[j] for j in joints[g]]] = v
+    out["bias"] = np.array([[bias.get(n, 0.0) for n in names]])
     return out
 
 
-def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any) -> dict[str, Any]:
+def validation_traces(rec: Recording, robot: RobotModel, result: RobotResult, opts: Any) -> dict[str, Any]:
     """Measured vs simulated (the fit, and the model file's own joint terms) per joint on the validation span.
 
     fitting/robot.py reports only the errors of this replay; the page draws it, so it is replayed once more."""
     from ..fitting.robot import prepare_fit, replay_validation
 
     data, prob, _known = prepare_fit(rec, robot, opts)
-    fitted = _fitted_values(result, prob.names)
+    joints = {g: e.joints for g, e in result.groups.items()}
+    groups = {g: e.to_json() for g, e in result.groups.items()}
+    fitted = _fitted_values(groups, joints, result.encoder_bias, prob.names)
     dec = _decoupled_values(result, prob.names)
-    reps = replay_validation(robot, prob, data, fitted, int(result["delay_steps"]), opts.decimation, dec)
+    reps = replay_validation(robot, prob, data, fitted, int(result.delay_steps), opts.decimation, dec)
     (sim_fit, _), (sim_def, _) = reps[:2]
     sim_dec = reps[2][0] if dec is not None else None
     step = max(1, (data.q.shape[0] - data.split) // TRACE_POINTS)
@@ -413,16 +422,15 @@ def validation_traces(rec: Recording, robot: RobotModel, result: dict, opts: Any
     }
 
 
-def _decoupled_values(result: dict, names: list[str]) -> tuple[dict[str, np.ndarray], int] | None:
+def _decoupled_values(result: RobotResult, names: list[str]) -> tuple[dict[str, np.ndarray], int] | None:
     """The decoupled fit the result states beside the coupled one (validation.decoupled_fit) as replay values and
     its delay, for replay_validation to replay as it did for the fit's errors; None without one, or with a motor
     envelope (the result keeps only the decoupled fit's joint terms, not its envelope)."""
-    dec = (result.get("validation") or {}).get("decoupled_fit")
-    if not dec or result.get("motor_envelope", "off") != "off":
+    dec = result.validation.decoupled_fit
+    if not dec or result.motor_envelope != "off":
         return None
-    groups = {g: {**e, "joints": result["groups"][g]["joints"]} for g, e in dec["groups"].items()}
-    values = _fitted_values({"groups": groups, "encoder_bias": dec["encoder_bias"]}, names)
-    return values, int(dec["delay_steps"])
+    joints = {g: result.groups[g].joints for g in dec.groups}
+    return _fitted_values(dec.groups, joints, dec.encoder_bias, names), int(dec.delay_steps)
 
 
 def compute_robot_fit(
@@ -457,17 +465,20 @@ def compute_robot_fit(
         opts = fit_options(body, say)
         result = fit_robot(rec, robot, opts)
         if str(rec.metadata.get("joint_names_from", "")).startswith("robot"):  # as the CLI states it
-            result["joint_mapping"] = "unnamed log taken in the model's actuated-joint order: " + ", ".join(
-                robot.joint_names
+            result = replace(
+                result,
+                joint_mapping="unnamed log taken in the model's actuated-joint order: "
+                + ", ".join(robot.joint_names),
             )
         progress(0.96, "fit done: rendering the whole-robot exports")
         # the exports name the uploaded file, not the worker's temp folder
-        result["robot"]["path"] = row["name"]
-        files, result["exports"] = render_robot_exports(result, robot)
+        result = replace(result, robot={**result.robot, "path": row["name"]})
+        files, exports = render_robot_exports(result, robot)
+        result = replace(result, exports=exports)
         if body.replay:
             progress(0.97, "replaying each export through its consumer on the held-out part")
-            result["replays"] = replay_robot_exports(result, rec, robot, files)
-            result["verdict"] = robot_verdict(result)  # judged again with the replays
+            result = replace(result, replays=replay_robot_exports(result, rec, robot, files))
+            result = replace(result, verdict=robot_verdict(result))  # judged again with the replays
         progress(0.98, "replaying the validation span for the report")
         try:
             report = validation_traces(rec, robot, result, opts)
@@ -476,9 +487,8 @@ def compute_robot_fit(
             report = {}
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result["robot_id"] = req["robot_id"]
-    result["robot"]["path"] = row["name"]  # not the worker's temp folder
-    return json_safe(result), json_safe(report), files
+    result = replace(result, robot_id=req["robot_id"])
+    return json_safe(result.to_json()), json_safe(report), files
 
 
 # --- pages ---
