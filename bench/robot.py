@@ -42,6 +42,7 @@ import robot_peer as peer  # noqa: E402
 import robot_sim  # noqa: E402  (tests/robot_sim.py: the robot stepped by Newton alone)
 import warp as wp  # noqa: E402
 
+from actuator_sysid.fitting.result import RobotResult, as_robot_result  # noqa: E402
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot, resolve_groups  # noqa: E402
 from actuator_sysid.models.articulated import ArticulatedRollout, JointTerms, physics_targets  # noqa: E402
 from actuator_sysid.models.robot import RobotModel, load_robot  # noqa: E402
@@ -223,11 +224,11 @@ def ours_fit(robot: RobotModel, log: peer.PeerLog, opts: RobotFitOptions) -> dic
     t0 = time.perf_counter()
     res = fit_robot(rec, robot, opts)
     wall = time.perf_counter() - t0
-    say(f"ours: held-out RMSE {res['validation']['rmse']:.5f} rad, {wall:.1f} s")
+    say(f"ours: held-out RMSE {res.validation.rmse:.5f} rad, {wall:.1f} s")
     return {"result": res, "wall_s": wall}
 
 
-def _ours_judged(xml: str, log: peer.PeerLog, res: dict, split: int) -> dict:
+def _ours_judged(xml: str, log: peer.PeerLog, res: RobotResult, split: int) -> dict:
     """Our fitted values replayed by the peer's judge (MuJoCo C, position actuators), from the split."""
     names = log.joints
     terms = {
@@ -236,32 +237,32 @@ def _ours_judged(xml: str, log: peer.PeerLog, res: dict, split: int) -> dict:
         "frictionloss": np.zeros(len(names)),
     }
     kp, kd = np.zeros(len(names)), np.zeros(len(names))
-    for e in res["groups"].values():
-        for nm in e["joints"]:
+    for e in res.groups.values():
+        for nm in e.joints:
             k = names.index(nm)
-            terms["armature"][k], terms["damping"][k] = e["armature"], e["viscous_friction"]
-            terms["frictionloss"][k], kp[k], kd[k] = e["friction"], e["stiffness"], e["damping"]
-    offsets = np.array([res["encoder_bias"][n] for n in names])
+            terms["armature"][k], terms["damping"][k] = e.armature, e.viscous_friction
+            terms["frictionloss"][k], kp[k], kd[k] = e.friction, e.stiffness, e.damping
+    offsets = np.array([res.encoder_bias[n] for n in names])
     return peer.replay_terms(
-        xml, log, split, terms, offsets, res["delay_steps"] * log.dt_log / log.decimation, gains=(kp, kd)
+        xml, log, split, terms, offsets, res.delay_steps * log.dt_log / log.decimation, gains=(kp, kd)
     )
 
 
-def summary_ours(res: dict, wall: float) -> dict:
+def summary_ours(res: RobotResult, wall: float) -> dict:
     """Our fit's figures for the JSON: held-out RMSE, wall, delay, groups, iterations."""
-    v = res["validation"]
+    v, training = res.validation, res.training.to_json()
     return {
-        "heldout_rmse": v["rmse"],
-        "heldout_per_joint_rmse": v["per_joint_rmse"],
-        "model_defaults_rmse": v["model_defaults_rmse"],
+        "heldout_rmse": v.rmse,
+        "heldout_per_joint_rmse": v.per_joint_rmse,
+        "model_defaults_rmse": v.model_defaults_rmse,
         "wall_s": round(wall, 1),
-        "delay_steps": res["delay_steps"],
-        "jacobians": res["training"]["jacobians"],
-        "stopped_on": res["training"]["stopped_on"],
-        "world_steps_per_s": round(res["world_steps_per_s"], 1),
-        "training_rmse": res["training"]["rmse"],
+        "delay_steps": res.delay_steps,
+        "jacobians": res.training.jacobians,
+        "stopped_on": res.training.stopped_on,
+        "world_steps_per_s": round(res.world_steps_per_s or 0.0, 1),
+        "training_rmse": res.training.rmse,
         "search": {
-            k: res["training"][k]
+            k: training[k]
             for k in (
                 "search",
                 "decoupled_jacobians",
@@ -270,13 +271,15 @@ def summary_ours(res: dict, wall: float) -> dict:
                 "delay_decoupled_rmse",
                 "delay_coupled_rmse",
             )
-            if k in res["training"]
+            if k in training
         },
         "groups": {
-            g: {k: e[k] for k in ("armature", "viscous_friction", "friction", "stiffness", "damping")}
-            for g, e in res["groups"].items()
+            g: {
+                k: getattr(e, k) for k in ("armature", "viscous_friction", "friction", "stiffness", "damping")
+            }
+            for g, e in res.groups.items()
         },
-        "encoder_bias": res["encoder_bias"],
+        "encoder_bias": res.encoder_bias,
     }
 
 
@@ -317,22 +320,22 @@ def peer_run(
     }
 
 
-def _recovery(truth: dict, res: dict, peer_values: dict | None) -> dict:
+def _recovery(truth: dict, res: RobotResult, peer_values: dict | None) -> dict:
     """Relative error of each group term against the truth, ours and the peer's; the delay each found."""
     out: dict = {"ours": {}, "peer": {}}
     ours_key = {"armature": "armature", "damping": "viscous_friction", "frictionloss": "friction"}
     for g, tv in truth["groups"].items():
         for t, v in tv.items():
-            out["ours"][f"{g}.{t}"] = round(res["groups"][g][ours_key[t]] / v - 1.0, 4)
+            out["ours"][f"{g}.{t}"] = round(getattr(res.groups[g], ours_key[t]) / v - 1.0, 4)
             if peer_values is not None:
                 out["peer"][f"{g}.{t}"] = round(peer_values[f"{g}.{t}"] / v - 1.0, 4)
     b = np.array(truth["bias"])
-    out["ours_bias_max_error_rad"] = float(np.abs(np.array(list(res["encoder_bias"].values())) - b).max())
+    out["ours_bias_max_error_rad"] = float(np.abs(np.array(list(res.encoder_bias.values())) - b).max())
     if peer_values is not None:
-        pb = np.array([peer_values[f"{n}.offset"] for n in res["encoder_bias"]])
+        pb = np.array([peer_values[f"{n}.offset"] for n in res.encoder_bias])
         out["peer_offset_max_error_rad"] = float(np.abs(pb - b).max())
         out["peer_delay_s"] = peer_values.get("delay")
-    out["ours_delay_steps"] = res["delay_steps"]
+    out["ours_delay_steps"] = res.delay_steps
     return out
 
 
@@ -395,8 +398,8 @@ def real_log(robot: RobotModel) -> tuple[peer.PeerLog, object]:
     return peer.PeerLog(seg.q, seg.qd, seg.q_des, seg.dt, DECIMATION, list(robot.joint_names)), rec
 
 
-def _cli_fit(args: list[str]) -> tuple[dict, float]:
-    """`actuator-sysid fit` in this process (its progress to our stderr); fit.json and the wall time."""
+def _cli_fit(args: list[str]) -> tuple[RobotResult, float]:
+    """`actuator-sysid fit` in this process (its progress to our stderr); fit.json read back and the wall time."""
     from actuator_sysid.cli import main
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -406,7 +409,7 @@ def _cli_fit(args: list[str]) -> tuple[dict, float]:
         wall = time.perf_counter() - t0
         if rc != 0:
             raise RuntimeError(f"actuator-sysid fit {' '.join(args)} exited {rc}")
-        return json.loads((Path(tmp) / "fit.json").read_text()), wall
+        return as_robot_result(json.loads((Path(tmp) / "fit.json").read_text())), wall
 
 
 def real_section(robot: RobotModel, quick: bool, skip_peer: bool) -> dict:
@@ -441,7 +444,7 @@ def real_section(robot: RobotModel, quick: bool, skip_peer: bool) -> dict:
     }
     for name, extra in runs.items():
         res, wall = _cli_fit(extra + budget)
-        say(f"ours {name}: held-out RMSE {res['validation']['rmse']:.5f} rad, {wall:.1f} s")
+        say(f"ours {name}: held-out RMSE {res.validation.rmse:.5f} rad, {wall:.1f} s")
         out["ours"][name] = summary_ours(res, wall)
         out["ours"][name]["heldout_rmse_by_peer_judge"] = _ours_judged(xml, log, res, split)["rmse"]
     if skip_peer:
@@ -497,7 +500,9 @@ def extrapolation_section(robot: RobotModel, quick: bool, skip_peer: bool) -> di
     res = select_robot_fit(rec, robot, opts, inner_iterations=1 if quick else INNER_ITERATIONS, axes=axes)  # type: ignore[arg-type]
     wall = time.perf_counter() - t0
     judged = _ours_judged(xml, log, res, split)
-    say(f"ours (selected: {res['selection']['chosen']}): {judged['rmse']:.5f} rad by the judge, {wall:.1f} s")
+    say(
+        f"ours (selected: {(res.selection or {})['chosen']}): {judged['rmse']:.5f} rad by the judge, {wall:.1f} s"
+    )
     out: dict = {
         "log": {
             "file": GO2_LOG.name,
@@ -512,7 +517,7 @@ def extrapolation_section(robot: RobotModel, quick: bool, skip_peer: bool) -> di
             **summary_ours(res, wall),
             "heldout_rmse_by_peer_judge": judged["rmse"],
             "heldout_per_joint_rmse_by_peer_judge": judged["per_joint_rmse"],
-            "selection": res["selection"],
+            "selection": res.selection,
             "wall_s": round(wall, 1),
         },
     }

@@ -71,6 +71,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "test_robot_judge.py": ("conformance",),
     "test_robot_judge.py::test_interval_coverage_over_seeds": ("conformance", "slow"),
     "test_robot_torque.py": ("conformance",),
+    "test_robot_result.py": ("conformance",),
     "test_robot_select.py": ("conformance",),
     "test_robot_select.py::test_selection_prefers_the_bias_the_log_has_and_never_reads_the_validation_part": (
         "conformance",
