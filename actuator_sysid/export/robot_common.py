@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 import numpy as np
 
@@ -35,7 +36,7 @@ GROUP_PARAMS = {
 }
 
 
-def _finite(v) -> bool:
+def _finite(v: object) -> TypeGuard[float]:
     return isinstance(v, int | float) and math.isfinite(float(v))
 
 
@@ -55,12 +56,7 @@ def joint_models(result: RobotResult) -> dict[str, ChosenModel]:
         values = e.to_json()
         params = {p: float(values[k]) for k, p in GROUP_PARAMS.items() if _finite(values.get(k))}
         box = e.model_effort_limit
-        if (
-            dc
-            and box is not None
-            and _finite(box)
-            and float(box) < params.get("actuator_effort_limit", math.inf)
-        ):
+        if dc and _finite(box) and float(box) < params.get("actuator_effort_limit", math.inf):
             # the model's box after the envelope is the envelope at the smaller max motor effort (§C.2 maths)
             params["actuator_effort_limit"] = float(box)
         if delay:
