@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -367,9 +367,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 def cmd_fit_robot(args: argparse.Namespace) -> int:
     """`fit LOG --robot MODEL`: a coupled fit of every actuator through the robot's own model (fitting/robot.py)."""
+    from .fitting.result import RobotResult
     from .fitting.robot import (
         RobotFitOptions,
-        fit_robot,
         parse_groups,
         require_stand,
         result_lines,
@@ -415,26 +415,27 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
         dc_motor=args.dc_motor,
         max_iterations=args.generations or 12,
         effort_mode=getattr(args, "effort_mode", None) or "explicit",
-        progress=lambda m: print(m, file=sys.stderr, flush=True),
     )
-    if getattr(args, "select", False):  # the configuration chosen on the training part alone
-        from .fitting.robot_select import select_robot_fit
+    from .pipeline import compute_robot_fit  # the worker's path too
 
-        result = select_robot_fit(rec, robot, opts)
-    else:
-        result = fit_robot(rec, robot, opts)
-    if rec.metadata.get("joint_names_from") == "robot":
-        result = replace(
-            result,
-            joint_mapping="unnamed log taken in the model's actuated-joint order: "
-            + ", ".join(robot.joint_names),
-        )
+    # the CLI writes no robot report: the validation traces' extra replay would go unread
+    fit = compute_robot_fit(
+        rec,
+        robot,
+        opts,
+        lambda _f, m: print(m, file=sys.stderr, flush=True),
+        select=getattr(args, "select", False),  # the configuration chosen on the training part alone
+        traces=False,
+    )
+    assert isinstance(fit.typed, RobotResult)
+    result = fit.typed
     out = Path(args.out) if args.out else Path("out") / Path(args.log[0]).stem
-    files = write_robot_fit(result, out)
-    from .export.robot import export_lines, write_robot_exports  # the whole-robot exports, replayed
+    files = write_robot_fit(result, out)  # fit.json as the result writes it, and the bare actuators dict
+    for name, text in fit.exports.items():  # the rendered exports, isaaclab.json among them
+        (out / name).write_text(text)
+    files += [f for f in fit.exports if f not in files]
+    from .export.robot import export_lines
 
-    result, written = write_robot_exports(result, rec, robot, out, progress=opts.progress)
-    files += [f for f in written if f not in files]
     for line in result_lines(result) + export_lines(result):
         print(line, file=sys.stderr)
     print(f"wrote {out}/{', '.join(files)}", file=sys.stderr)

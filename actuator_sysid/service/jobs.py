@@ -28,13 +28,9 @@ from typing import Any, Protocol
 
 from ..datasets.recording import DatasetError
 from ..files import dumps
-from ..fitting.fit import (
-    FitRequest,
-    FitRequestError,
-)
-from ..pipeline import FitOutputs, compute_fit
+from ..fitting.fit import FitRequestError
 from .db import STOPPED, NotFoundError, Repository, worker_name
-from .robots import ROBOT_FIT
+from .kinds import kind_of
 from .settings import Settings
 from .storage import Storage
 
@@ -191,17 +187,7 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, server: int | None 
             storage = Storage(settings.data_dir)
             rec = storage.load_recording(repo.artifacts("dataset", fit["dataset_id"]))
             started = time.monotonic()
-            if fit["request"].get("kind") == ROBOT_FIT:  # a whole-robot fit (issue 16): service/robots.py
-                from .robots import compute_robot_fit
-
-                out = FitOutputs(*compute_robot_fit(repo, storage, settings, fit, rec, reporter))
-            else:
-                out = compute_fit(
-                    rec,
-                    FitRequest.from_dict(fit["request"]),
-                    reporter,
-                    {"fit_id": fit_id, "dataset": fit["dataset_id"]},
-                )
+            out = kind_of(fit["request"]).compute(repo, storage, settings, fit, rec, reporter)
             blobs = storage.save_files({**out.files(), "report_data.json": dumps(out.report)})
             if repo.finish_fit(fit_id, out.result, blobs, claim):
                 repo.add_event(fit_id, f"fit took {time.monotonic() - started:.1f} s")

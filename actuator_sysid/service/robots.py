@@ -5,17 +5,15 @@ The routes are in service/routes/robots.py and the model loader in service/robot
 imported with Newton in a separate process, as uploads are parsed (parsing.py), and a model that does not import
 is a 422 with nothing stored. A robot fit is queued like any fit (routes/fits.py hands `POST /api/v1/fits`
 requests that name a `robot_id` to `queue_robot_fit`); its worker (jobs.py) calls `compute_robot_fit`, which
-runs fitting/robot.py's `fit_robot` and returns fit.json, the whole-robot exports and the report's traces.
+runs pipeline.py's `compute_robot_fit` (the CLI's path too) on the stored model.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import shutil
 import tempfile
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -26,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..datasets.recording import DatasetError, Recording
 from ..files import json_safe
 from ..fitting.result import RobotResult
-from ..fitting.robot_judge import robot_verdict
 from ..models.robot import RobotError, RobotModel
+from ..pipeline import FitOutputs
 from . import pages
 from .db import NotFoundError, Repository
 from .report import VERDICT_STYLE
@@ -36,8 +34,6 @@ from .settings import Settings
 from .storage import Storage, new_id
 from .templating import templates  # the pages' one Jinja2 environment (routes/robots.py uses it too)
 
-log = logging.getLogger("actuator_sysid.service")
-
 MAX_GROUPS = 64
 MAX_EXPR_CHARS = 200
 MAX_DELAY_STEPS = 64
@@ -45,7 +41,6 @@ MAX_ITERATIONS = 100
 MAX_DECIMATION = 32
 MAX_WINDOWS = 400  # training windows of one fit: each is a batched world per candidate
 MAX_BUDGET_S = 3600.0
-TRACE_POINTS = 600  # samples per joint drawn on the robot fit page
 ROBOT_FIT = "robot"  # a fit request's "kind" for whole-robot fits
 
 
@@ -325,13 +320,18 @@ def queue_robot_fit(
     return {"id": fit["id"], "status": fit["status"]}
 
 
+RERENDER_REFUSED = (
+    "set, rename and unidentified re-render the exports of a joint fit; a robot fit's "
+    "exports are served as written (fit again with other options to change them)"
+)
+
+
 def refuse_rerender(fit: dict) -> None:
-    """`set`, `rename` and `unidentified` re-render a joint fit's exports; a robot fit's are served as written."""
+    """`set`, `rename` and `unidentified` re-render a joint fit's exports; a robot fit's are served as written.
+
+    routes/exports.py's check until it asks kinds.py's `kind_of(request).refuse_rerender`, which says the same."""
     if fit["request"].get("kind") == ROBOT_FIT:
-        raise RobotError(
-            "set, rename and unidentified re-render the exports of a joint fit; a robot fit's "
-            "exports are served as written (fit again with other options to change them)"
-        )
+        raise RobotError(RERENDER_REFUSED)
 
 
 def export_validation(fit: dict) -> dict[str, Any]:
@@ -374,121 +374,34 @@ def _stored_robot(storage: Storage, robot: dict, work: Path, limit: int) -> Robo
     return load_robot(model, fixed_base=robot["options"].get("fixed_base"))
 
 
-def _fitted_values(
-    groups: Mapping[str, Mapping[str, Any]],
-    joints: Mapping[str, list[str]],
-    bias: Mapping[str, float],
-    names: list[str],
-) -> dict[str, np.ndarray]:
-    """Per-joint fitted values {term: (1, J)} from each group's values and joints, and the encoder bias."""
-    index = {n: k for k, n in enumerate(names)}
-    out: dict[str, np.ndarray] = {}
-    for g, entry in groups.items():
-        for term, v in entry.items():
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                out.setdefault(term, np.zeros((1, len(names))))[0, [index[j] for j in joints[g]]] = v
-    out["bias"] = np.array([[bias.get(n, 0.0) for n in names]])
-    return out
-
-
-def validation_traces(rec: Recording, robot: RobotModel, result: RobotResult, opts: Any) -> dict[str, Any]:
-    """Measured vs simulated (the fit, and the model file's own joint terms) per joint on the validation span.
-
-    fitting/robot.py reports only the errors of this replay; the page draws it, so it is replayed once more."""
-    from ..fitting.robot import prepare_fit, replay_validation
-
-    data, prob, _known = prepare_fit(rec, robot, opts)
-    joints = {g: e.joints for g, e in result.groups.items()}
-    groups = {g: e.to_json() for g, e in result.groups.items()}
-    fitted = _fitted_values(groups, joints, result.encoder_bias, prob.names)
-    dec = _decoupled_values(result, prob.names)
-    reps = replay_validation(robot, prob, data, fitted, int(result.delay_steps), opts.decimation, dec)
-    (sim_fit, _), (sim_def, _) = reps[:2]
-    sim_dec = reps[2][0] if dec is not None else None
-    step = max(1, (data.q.shape[0] - data.split) // TRACE_POINTS)
-    t = data.t[data.split :: step] - data.t[0]
-    return {
-        "t": t,
-        "joints": {
-            n: {
-                "measured": data.q[data.split :: step, k],
-                "commanded": data.cmd[data.split :: step, k],
-                "fit": sim_fit[::step, k],
-                "model_defaults": sim_def[::step, k],
-                **({} if sim_dec is None else {"decoupled": sim_dec[::step, k]}),
-            }
-            for k, n in enumerate(prob.names)
-        },
-    }
-
-
-def _decoupled_values(result: RobotResult, names: list[str]) -> tuple[dict[str, np.ndarray], int] | None:
-    """The decoupled fit the result states beside the coupled one (validation.decoupled_fit) as replay values and
-    its delay, for replay_validation to replay as it did for the fit's errors; None without one, or with a motor
-    envelope (the result keeps only the decoupled fit's joint terms, not its envelope)."""
-    dec = result.validation.decoupled_fit
-    if not dec or result.motor_envelope != "off":
-        return None
-    joints = {g: result.groups[g].joints for g in dec.groups}
-    return _fitted_values(dec.groups, joints, dec.encoder_bias, names), int(dec.delay_steps)
-
-
-def compute_robot_fit(
+def worker_fit(
     repo: Repository,
     storage: Storage,
     settings: Settings,
     fit: dict,
     rec: Recording,
     progress: Callable[[float, str], None],
-) -> tuple[dict, dict, dict[str, str]]:
-    """Worker entry for a robot fit: (result, report data, export files by name) of fit_robot on the dataset."""
-    from ..export.robot import render_robot_exports, replay_robot_exports
-    from ..fitting.robot import fit_robot
+) -> FitOutputs:
+    """The worker's edge of a robot fit: the stored model imported into a temporary folder, pipeline.py's
+    `compute_robot_fit` with the request's options, the uploaded file's name in place of the temporary path
+    and the robot's id in the result."""
+    from ..pipeline import compute_robot_fit
 
     req = fit["request"]
     body = RobotFitIn(**{k: v for k, v in req.items() if k in RobotFitIn.model_fields})
     row = repo.get_robot(req["robot_id"])
     work = Path(tempfile.mkdtemp(dir=storage.tmp))
-    started, calls = time.monotonic(), [0]
-
-    def say(
-        message: str,
-    ) -> None:  # fit_robot reports scans and iterations; progress counts them and the budget
-        calls[0] += 1
-        by_steps = calls[0] / (body.iterations + 3)
-        by_time = (time.monotonic() - started) / body.budget_s
-        progress(min(0.95, max(by_steps, by_time)), message)
-
     try:
         robot = _stored_robot(storage, row, work, settings.max_upload_bytes * MAX_ZIP_RATIO)
         progress(0.0, f"robot {row['name']} loaded: {len(robot.joint_names)} joints")
-        opts = fit_options(body, say)
-        result = fit_robot(rec, robot, opts)
-        if str(rec.metadata.get("joint_names_from", "")).startswith("robot"):  # as the CLI states it
-            result = replace(
-                result,
-                joint_mapping="unnamed log taken in the model's actuated-joint order: "
-                + ", ".join(robot.joint_names),
-            )
-        progress(0.96, "fit done: rendering the whole-robot exports")
-        # the exports name the uploaded file, not the worker's temp folder
-        result = replace(result, robot={**result.robot, "path": row["name"]})
-        files, exports = render_robot_exports(result, robot)
-        result = replace(result, exports=exports)
-        if body.replay:
-            progress(0.97, "replaying each export through its consumer on the held-out part")
-            result = replace(result, replays=replay_robot_exports(result, rec, robot, files))
-            result = replace(result, verdict=robot_verdict(result))  # judged again with the replays
-        progress(0.98, "replaying the validation span for the report")
-        try:
-            report = validation_traces(rec, robot, result, opts)
-        except Exception:  # the page then says so; the fit and its exports stand
-            log.exception("robot fit %s: validation traces failed", fit["id"])
-            report = {}
+        out = compute_robot_fit(
+            rec, robot, fit_options(body), progress, replay=body.replay, model_name=row["name"]
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result = replace(result, robot_id=req["robot_id"])
-    return json_safe(result.to_json()), json_safe(report), files
+    assert isinstance(out.typed, RobotResult)
+    result = replace(out.typed, robot_id=req["robot_id"])
+    return replace(out, result=json_safe(result.to_json()), typed=result)
 
 
 # --- pages ---

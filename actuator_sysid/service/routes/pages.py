@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from .. import fleet, pages, robots
+from .. import pages
 from ..deps import Project, Repo, Store
-from ..report import render_report
+from ..kinds import kind_of
 from .common import exports_of, fit_context, form_defaults, form_families, stored_json
 
 router = APIRouter()
@@ -35,16 +35,6 @@ def dataset_page(repo: Repo, storage: Store, project: Project, dataset_id: str) 
 @router.get("/fits/{fit_id}", response_class=HTMLResponse, include_in_schema=False)
 def report_page(repo: Repo, storage: Store, project: Project, fit_id: str) -> str:
     fit, plots = fit_context(repo, storage, fit_id, project)
-    if fit["request"].get("kind") == robots.ROBOT_FIT:
-        return robots.render_robot_fit(fit, plots, sorted(exports_of(repo, fit_id)), repo, project)
-    warnings: list[str] = []
-    if fit["status"] == "succeeded" and fit.get("actuator_model"):
-        warnings = fleet.warnings_for(fit_id, repo.fleet_fits(fit["actuator_model"], project))
-    return render_report(
-        fit,
-        fit.get("result"),
-        plots,
-        exports=sorted(exports_of(repo, fit_id)),
-        fleet_warnings=warnings,
-        validation=stored_json(repo, storage, fit, "validation.json"),
-    )
+    validation = stored_json(repo, storage, fit, "validation.json")
+    exports = sorted(exports_of(repo, fit_id))
+    return kind_of(fit["request"]).render(repo, project, fit, plots, exports, validation, False)

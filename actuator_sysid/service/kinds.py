@@ -1,0 +1,119 @@
+"""The kinds of fit the service runs, one object each: what the worker computes, which page renders the fit,
+what its exports' validation document is and whether its exports render again with other values.
+
+A fit request names its kind (`"kind": "robot"` for a whole robot; none for a joint fit); `kind_of(request)` is
+the one lookup the worker, the pages and the export routes read it through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..datasets.recording import Recording
+from ..fitting.fit import FitRequest, FitRequestError
+from ..models.robot import RobotError
+from ..pipeline import FitOutputs, compute_fit
+from . import fleet, robots
+from .db import Repository
+from .report import render_report
+from .settings import Settings
+from .storage import Storage
+
+JOINT_FIT = "joint"  # a request without a "kind": each joint fitted alone
+
+# (repo, storage, settings, fit row, recording, progress) → what the fit produces
+Compute = Callable[[Repository, Storage, Settings, dict, Recording, Callable[[float, str], None]], FitOutputs]
+# (repo, project, fit row, report data, export names, stored validation.json, standalone) → the fit's page
+Render = Callable[[Repository, str | None, dict, dict | None, list[str], dict | None, bool], str]
+# (fit row, stored validation.json) → the exports' validation document, None where there is none
+Validation = Callable[[dict, dict | None], dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class FitKind:
+    """What differs between kinds of fit, for the worker (`compute`), the fit page and all.zip's report
+    (`render`), `GET /api/v1/fits/{id}/validation` (`validation`) and the export routes (`rerender_refused`:
+    why its exports cannot render again with other values; None where they can)."""
+
+    name: str
+    label: str  # how pages name it
+    compute: Compute
+    render: Render
+    validation: Validation
+    rerender_refused: str | None = None
+
+    def refuse_rerender(self) -> None:
+        """Raise (a 4xx) where this kind's exports are served only as written."""
+        if self.rerender_refused is not None:
+            raise RobotError(self.rerender_refused)
+
+
+def _compute_joint(
+    _repo: Repository,
+    _storage: Storage,
+    _settings: Settings,
+    fit: dict,
+    rec: Recording,
+    progress: Callable[[float, str], None],
+) -> FitOutputs:
+    info = {"fit_id": fit["id"], "dataset": fit["dataset_id"]}
+    return compute_fit(rec, FitRequest.from_dict(fit["request"]), progress, info)
+
+
+def _render_joint(
+    repo: Repository,
+    project: str | None,
+    fit: dict,
+    plots: dict | None,
+    exports: list[str],
+    validation: dict | None,
+    standalone: bool,
+) -> str:
+    if standalone:  # all.zip's report.html: the files lie beside it
+        return render_report(fit, fit.get("result"), plots, standalone=True, validation=validation)
+    warnings: list[str] = []
+    if fit["status"] == "succeeded" and fit.get("actuator_model"):
+        warnings = fleet.warnings_for(fit["id"], repo.fleet_fits(fit["actuator_model"], project))
+    return render_report(
+        fit, fit.get("result"), plots, exports=exports, fleet_warnings=warnings, validation=validation
+    )
+
+
+def _render_robot(
+    repo: Repository,
+    project: str | None,
+    fit: dict,
+    plots: dict | None,
+    exports: list[str],
+    _validation: dict | None,
+    standalone: bool,
+) -> str:
+    return robots.render_robot_fit(fit, plots, exports, repo, project, standalone=standalone)
+
+
+JOINT = FitKind(
+    name=JOINT_FIT,
+    label="joint",
+    compute=_compute_joint,
+    render=_render_joint,
+    validation=lambda _fit, stored: stored,  # validation.json, as render_all wrote it
+)
+ROBOT = FitKind(
+    name=robots.ROBOT_FIT,
+    label="whole-robot",
+    compute=robots.worker_fit,
+    render=_render_robot,
+    validation=lambda fit, _stored: robots.export_validation(fit),  # the result holds its exports' checks
+    rerender_refused=robots.RERENDER_REFUSED,
+)
+KINDS = {k.name: k for k in (JOINT, ROBOT)}
+
+
+def kind_of(request: Mapping[str, Any] | None) -> FitKind:
+    """The kind a fit request asks for; a request without one is a joint fit."""
+    name = (request or {}).get("kind") or JOINT_FIT
+    if name not in KINDS:
+        raise FitRequestError(f"fit kind {str(name)[:40]!r} is unknown; the kinds are {', '.join(KINDS)}")
+    return KINDS[name]
