@@ -109,9 +109,8 @@ def compute_robot_fit(
     stage = progress or (lambda _f, _m: None)
     started, calls = time.monotonic(), [0]
 
-    def say(
-        message: str,
-    ) -> None:  # fit_robot reports scans and iterations; progress counts them and the budget
+    # fit_robot reports scans and iterations; progress counts them and the budget
+    def say(message: str) -> None:
         calls[0] += 1
         by_steps = calls[0] / (opts.max_iterations + 3)
         by_time = (time.monotonic() - started) / opts.budget_s if opts.budget_s else 0.0
@@ -134,9 +133,8 @@ def compute_robot_fit(
     if traces:
         stage(0.98, STAGE_ROBOT_TRACES)
         report = _robot_traces(rec, robot, result, opts)
-    stage(
-        1.0, STAGE_STORE
-    )  # a cancel asked while the exports replayed stops the fit here, before it is stored
+    # a cancel asked while the exports replayed (with_exports states a stopped replay as failed) stops it here
+    stage(1.0, STAGE_STORE)
     return FitOutputs(
         result=json_safe(result.to_json()), report=json_safe(report), exports=files, typed=result
     )

@@ -2,7 +2,8 @@
 what its exports' validation document is and whether its exports render again with other values.
 
 A fit request names its kind (`"kind": "robot"` for a whole robot; none for a joint fit); `kind_of(request)` is
-the one lookup the worker, the pages and the export routes read it through.
+the one lookup the worker and the fit page read it through; `render(standalone=True)`, `validation` and
+`refuse_rerender` are what the export routes ask.
 """
 
 from __future__ import annotations
