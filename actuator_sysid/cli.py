@@ -555,7 +555,8 @@ def _families(text: str | None) -> dict[str, str] | str | None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Render one export of a stored fit (fit.json); the recording gives the bench load if needed."""
+    """Render one export of a stored fit (fit.json), a joint fit's or a whole-robot fit's (through its robot
+    model); the recording gives the bench load if needed."""
     import json
 
     from .export import BINARY_FORMATS, ExportError, render_bytes, render_format
@@ -565,19 +566,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not fit_json.is_file():
         raise DatasetError(f"{fit_json}: not found; pass a fit folder (with fit.json) or the fit.json file")
     result = json.loads(fit_json.read_text())
-    if result.get("kind") == "robot":  # a whole-robot fit: its own exports, from fit.json and the robot model
-        from .export.robot import render_robot_format
-
-        try:
-            robot_text = render_robot_format(result, args.export_format, args.robot)
-        except ExportError as e:
-            print(f"actuator-sysid export: error: {e}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        if args.out:
-            Path(args.out).write_text(robot_text)
-        else:
-            sys.stdout.write(robot_text)
-        return 0
     rec = None
     if args.log:
         from .datasets.readers import read_paths
@@ -587,7 +575,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     bench = fit_json.parent / "validation.json"
     if rec is None and bench.is_file():
         loads = json.loads(bench.read_text()).get("bench") or None
-    robot = Path(args.robot).read_bytes() if args.robot else None
     if args.export_format in BINARY_FORMATS:  # a network checkpoint: bytes, to a file
         try:
             data = render_bytes(result, args.export_format, families=_families(args.family))
@@ -612,7 +599,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             field_names=args.field_names,
             backend=args.backend,
             loads=loads,
-            robot_usd=robot,
+            robot=args.robot,
             unidentified=args.unidentified,
             given=parse_assignments(args.set),
             rename=parse_rename(args.rename),
@@ -1018,7 +1005,6 @@ def _export_parser(sub: argparse._SubParsersAction) -> None:
     x.add_argument(
         "--unidentified",
         choices=["omit", "comment"],
-        default="omit",
         help="a parameter the fit did not identify: omit leaves it at the consumer's default where the "
         "consumer has one (default); comment writes the estimate with a NOT IDENTIFIED comment",
     )
@@ -1053,7 +1039,9 @@ def _export_parser(sub: argparse._SubParsersAction) -> None:
     )
     x.add_argument("--sidecar", help="metadata JSON of the log")
     x.add_argument(
-        "--robot", help="robot USD whose joints (matched by prim name) get the fitted NewtonActuators"
+        "--robot",
+        help="the robot model: a whole-robot fit's exports are written into it (default: the file fit.json "
+        "names); for a joint fit, a robot USD whose joints (matched by prim name) get the fitted NewtonActuators",
     )
     x.set_defaults(func=cmd_export)
 

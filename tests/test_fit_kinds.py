@@ -12,7 +12,7 @@ from actuator_sysid.files import json_safe
 from actuator_sysid.fitting.fit import FitRequestError
 from actuator_sysid.fitting.result import RobotResult
 from actuator_sysid.fitting.robot import RobotFitOptions
-from actuator_sysid.models.robot import RobotError, load_robot
+from actuator_sysid.models.robot import load_robot
 from actuator_sysid.pipeline import STAGE_STORE, compute_robot_fit
 from actuator_sysid.service import robots
 from actuator_sysid.service.kinds import JOINT, ROBOT, kind_of
@@ -70,9 +70,6 @@ def test_kind_of_reads_the_request() -> None:
     assert kind_of({}) is JOINT and kind_of(None) is JOINT and kind_of({"kind": "robot"}) is ROBOT
     with pytest.raises(FitRequestError, match="'arm' is unknown; the kinds are joint, robot"):
         kind_of({"kind": "arm"})
-    JOINT.refuse_rerender()
-    with pytest.raises(RobotError, match="served as written"):
-        ROBOT.refuse_rerender()
     stored = {"verdict": {"verdict": "good"}}
     fit = {
         "result": {

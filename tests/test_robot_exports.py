@@ -354,8 +354,9 @@ def test_a_dc_envelope_with_a_delay_replays_alike_in_every_consumer(go2_case: di
         assert c["rmse_replay_vs_ours"] < 1e-5, (name, c)  # measured 1e-8 … 3e-7 rad
 
 
-def test_a_usd_robot_gets_a_layer_over_its_own_file(tmp_path: Path) -> None:
-    """Newton's example ant.usda as the user's robot: a layer that sublayers it, its joints' actuators authored."""
+def test_a_usd_robot_gets_a_layer_over_its_own_file(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Newton's example ant.usda as the user's robot: a layer that sublayers it, its joints' actuators authored;
+    re-exported from fit.json as written, and no mjcf.xml (MuJoCo reads no USD)."""
     import newton
 
     usd = Path(newton.__file__).parent / "examples" / "assets" / "ant.usda"
@@ -377,6 +378,15 @@ def test_a_usd_robot_gets_a_layer_over_its_own_file(tmp_path: Path) -> None:
     result, files = written(result, robot_recording(ant, cmd, q, qd), ant, tmp_path)
     assert files == ["isaaclab.py", "isaaclab.json", "newton.usda"]
     assert result["exports"]["mujoco"]["status"] == "not written"
+    for (
+        name
+    ) in files:  # `export` of this fit.json writes the fit's own files; mjcf.xml it refuses, saying why
+        again = tmp_path / f"again_{name}"
+        assert main(["export", str(tmp_path), "--format", name, "--out", str(again)]) == 0
+        assert again.read_bytes() == (tmp_path / name).read_bytes(), name
+    assert main(["export", str(tmp_path), "--format", "mjcf.xml"]) == 2
+    err = capsys.readouterr().err
+    assert "mjcf.xml was not written" in err and "ant.usda is a USD model: MuJoCo reads no USD" in err, err
     text = (tmp_path / "newton.usda").read_text()
     assert f"subLayers = [\n        @{usd.resolve()}@" in text or f"@{usd.resolve()}@" in text
     stage = open_stage(text)
@@ -545,3 +555,76 @@ def _fit_replay(fit: dict, robot: RobotModel, seg, cmd: np.ndarray, cmd_qd: np.n
         robot, [vals], [fit["delay_steps"]], seg.q, seg.qd, cmd, cmd_qd, split, DEC, DT, effort
     )
     return q
+
+
+def test_export_of_a_cli_robot_fit_is_the_fits_own_file_or_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A short `fit LOG --robot arm2.xml` (a two-link MJCF arm, a PACE-style log made by Newton alone): `export
+    fit.json --format F --robot arm2.xml` gives the fit's own F byte for byte for every whole-robot format, its
+    date the one fit.json noted; a format the robot fit has not, re-render options, or the model missing fail
+    with exit code 2 and the reason, never a traceback."""
+    import torch
+    from test_robot_torque import ARM_XML, multisine
+
+    from actuator_sysid.export import ROBOT_FORMATS, formats_for
+
+    model = tmp_path / "arm2.xml"
+    model.write_text(ARM_XML)
+    arm = load_robot(model)
+    kp, kd = 150.0, 4.0
+    cmd = multisine(200, (0.8, 0.6), seed=7)
+    q, _ = simulate_newton_log(
+        arm, cmd, decimation=DEC, delay=DELAY, kp=kp, kd=kd, q0=np.zeros(2), armature=0.1, damping=0.5
+    )
+    log = tmp_path / "arm.pt"
+    time = torch.arange(q.shape[0], dtype=torch.float64) * LOG_DT
+    torch.save({"time": time, "dof_pos": torch.tensor(q), "des_dof_pos": torch.tensor(cmd)}, log)
+    out = tmp_path / "fit"
+    fit_args = ["fit", str(log), "--robot", str(model), "--decimation", str(DEC), "--delay", str(DELAY)]
+    rc = main([*fit_args, "--kp", str(kp), "--kd", str(kd), "--generations", "1", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    fit = json.loads((out / "fit.json").read_text())
+    assert (
+        list(formats_for(fit))
+        == list(ROBOT_FORMATS)
+        == ["isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"]
+    )
+    assert all(c["status"] == "ok" for c in fit["replays"]["consumers"].values()), fit["replays"]
+    dates = {c: fit["exports"][c]["exported"] for c in ("isaaclab", "newton", "mujoco")}
+    for name in ROBOT_FORMATS:
+        for robot in ([], ["--robot", str(model)]):  # fit.json's model path, or the one given
+            again = tmp_path / f"again_{name}"
+            assert main(["export", str(out / "fit.json"), "--format", name, *robot, "--out", str(again)]) == 0
+            assert again.read_bytes() == (out / name).read_bytes(), name
+    # the date each file states is fit.json's, not today's: a fit written on another day re-exports as it was
+    for c in dates:
+        fit["exports"][c]["exported"] = "2001-02-03"
+    (out / "fit.json").write_text(json.dumps(fit, indent=2))
+    capsys.readouterr()
+    for name, consumer in (("isaaclab.py", "isaaclab"), ("newton.usda", "newton"), ("mjcf.xml", "mujoco")):
+        assert main(["export", str(out), "--format", name]) == 0
+        stated = capsys.readouterr().out
+        own = (out / name).read_text()
+        assert f"exported {dates[consumer]}" in own and "exported 2001-02-03" not in own
+        assert stated == own.replace(f"exported {dates[consumer]}", "exported 2001-02-03"), name
+
+    def refused(args: list[str], *reason: str) -> None:
+        assert main(["export", str(out), *args]) == 2, args
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and all(r in err for r in reason), (args, err)
+
+    refused(["--format", "isaaclab.yaml"], "isaaclab.yaml is not a whole-robot export", "mjcf.xml")
+    refused(["--format", "newton.onnx"], "newton.onnx is not a whole-robot export")
+    refused(
+        ["--format", "isaaclab.py", "--set", "stiffness=3"],
+        "a robot fit's exports are served as written",
+        "set",
+    )
+    refused(
+        ["--format", "mjcf.xml", "--robot", str(tmp_path / "gone.xml")],
+        "gone.xml is not here",
+        "--robot MODEL",
+    )
+    model.rename(tmp_path / "moved.xml")
+    refused(["--format", "newton.usda"], f"the fit's robot model {model} is not here")

@@ -3,15 +3,18 @@
 `render_all(result, rec)` gives every export file by name plus `validation.json`: the NEWTON.DJ.001
 findings on the Newton stage, the semantic hazards of each export (docs/consumer-semantics.md §A.11), what each
 format approximates, and each export replayed through its consumer next to our own rollout.
+`render_format(result, rec, fmt)` renders one export of a joint fit or of a whole-robot fit (export/robot.py).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
+from typing import cast
 
 from ..datasets.recording import Recording
-from ..fitting.result import ResultLike, as_result
+from ..fitting.result import ResultLike, RobotResultLike, as_result
 
 # every format is one writer module plus one registration in export/formats.py; binary ones are network
 # checkpoints (export/checkpoints.py, render_bytes)
@@ -20,12 +23,15 @@ from .formats import (
     FORMATS,
     REGISTRY,
     REPLAYED,
+    ROBOT_FORMATS,
     TEXT_FORMATS,
     ExportFormat,
     RenderArgs,
     format_help,
+    formats_for,
     get_format,
     media_type,
+    whole_robot,
 )
 from .selection import ExportError, Finding, bench_loads, load_dict
 
@@ -34,17 +40,20 @@ __all__ = [
     "FORMATS",
     "REGISTRY",
     "REPLAYED",
+    "ROBOT_FORMATS",
     "TEXT_FORMATS",
     "ExportError",
     "ExportFormat",
     "Finding",
     "format_help",
+    "formats_for",
     "media_type",
     "render_all",
     "render_bytes",
     "render_format",
     "replay",
     "validate_export",
+    "whole_robot",
 ]
 
 
@@ -53,6 +62,10 @@ def render_bytes(result: ResultLike, fmt: str, *, families: dict[str, str] | str
     `families` names (joint=mlp|lstm, or the kind alone when one joint has networks)."""
     from .checkpoints import render_checkpoint
 
+    if whole_robot(result):
+        raise ExportError(
+            f"{fmt} is not a whole-robot export; a robot fit exports {', '.join(ROBOT_FORMATS)}"
+        )
     joint = kind = None
     if isinstance(families, str):
         kind = families
@@ -68,7 +81,7 @@ def render_bytes(result: ResultLike, fmt: str, *, families: dict[str, str] | str
 
 
 def render_format(
-    result: ResultLike,
+    result: ResultLike | RobotResultLike,
     rec: Recording | None,
     fmt: str,
     *,
@@ -77,26 +90,56 @@ def render_format(
     backend: str = "newton",
     loads: dict[str, dict] | None = None,
     robot_usd: str | bytes | None = None,
+    robot: str | Path | None = None,
     at: dict[str, float] | None = None,
-    unidentified: str = "omit",
+    unidentified: str | None = None,
     given: dict[str, float] | None = None,
     rename: dict[str, str] | None = None,
     info: dict | None = None,
 ) -> str:
-    """One export as text. Isaac Lab formats take `families` per joint (default: best built-in class).
+    """One export as text, of a joint fit or a whole-robot fit. Isaac Lab formats take `families` per joint
+    (default: best built-in class).
+
+    `robot` is the robot model file: a whole-robot fit's export is written into it by the format's registered
+    writer, as the fit wrote its own file (default: the model fit.json names); a joint fit's newton.usda puts its
+    actuators on this USD's joints (as `robot_usd`, its text). The options below re-render a joint fit's exports
+    only: a whole-robot fit given one is refused with the reason.
 
     `at` ({"kp": 400, "vin": 7.4}) is the operating point of a device-unit fit (export/operating.py); the
     export states the point it used whenever the fit has one. An unidentified parameter is left at the
-    consumer's default (`unidentified="omit"`) or written flagged (`"comment"`); `given` values replace fitted
-    ones; `rename` maps fit joint names to robot joint names (selection.prepare). Every export states its
-    provenance (`info`: fit_id, dataset, verdict where the caller knows them) and physics dt (selection.stamp)."""
+    consumer's default (`unidentified="omit"`, the default) or written flagged (`"comment"`); `given` values
+    replace fitted ones; `rename` maps fit joint names to robot joint names (selection.prepare). Every export
+    states its provenance (`info`: fit_id, dataset, verdict where the caller knows them) and physics dt
+    (selection.stamp)."""
     from .operating import annotate, at_operating_point
     from .selection import prepare, provenance, stamp, unidentified_notes
 
+    if whole_robot(result):
+        from .robot import render_robot_format
+
+        options = {
+            "at": at,
+            "set": given,
+            "rename": rename,
+            "unidentified": unidentified,
+            "family": families,
+            "field names": field_names != "isaaclab-3",
+            "backend": backend != "newton",
+        }
+        if any(options.values()):
+            raise ExportError(
+                "set, rename and unidentified re-render the exports of a joint fit; a robot fit's exports are "
+                "served as written (fit again with other options to change them); given: "
+                + ", ".join(k for k, v in options.items() if v)
+            )
+        return render_robot_format(cast(RobotResultLike, result), fmt, robot)
     if fmt in BINARY_FORMATS:
         raise ExportError(f"{fmt} is binary: use render_bytes")
+    if robot is not None and robot_usd is None:
+        robot_usd = _model_bytes(robot)
+    result = as_result(cast(ResultLike, result))  # a joint fit's, as stored or typed
     at_point, points = at_operating_point(result, at)
-    result = prepare(at_point, unidentified=unidentified, given=given, rename=rename, rec=rec)
+    result = prepare(at_point, unidentified=unidentified or "omit", given=given, rename=rename, rec=rec)
     if rename:
         families = (
             {rename.get(j, j): f for j, f in families.items()} if isinstance(families, dict) else families
@@ -120,6 +163,14 @@ def render_format(
         unidentified_notes(result, families, _expresses(fmt), with_best=fmt.startswith("isaaclab")),
     )
     return annotate(fmt, text, points)  # the operating point first: the values below are stated at it
+
+
+def _model_bytes(path: str | Path) -> bytes:
+    """The robot model file a joint fit's newton.usda is authored on."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise ExportError(f"the robot model {path} cannot be read: {e.strerror or e}") from None
 
 
 def _expresses(fmt: str):

@@ -1,20 +1,29 @@
 """The export registry: each export is one writer module plus one `ExportFormat` here — its file name, media
 type, help text, renderer, the findings it contributes to validation.json, the family test that picks its model
-per joint, and the consumer that replays it. Format lists (export.FORMATS, the CLI's `export --format`), media
-types and help texts are read from here.
+per joint, the consumer that replays it, and for a whole-robot fit its `RobotWriter`. Format lists
+(export.FORMATS, the CLI's `export --format`), media types and help texts are read from here, and
+`formats_for(result)` says which formats a fit (joint or robot) exports.
 
 Renderers and findings import their writer module when called, so importing the registry stays cheap.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..datasets.recording import Recording
-from ..fitting.result import ResultLike, as_result
+from ..fitting.result import ResultLike, RobotResult, RobotResultLike, as_result
 from ..models.families import Family
 from .selection import ExportError, Finding
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..models.robot import RobotModel
+    from .robot_common import ReplayLog
+    from .selection import ChosenModel
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,32 @@ Findings = Callable[[ResultLike, Recording | None, dict[str, str]], list[Finding
 
 
 @dataclass(frozen=True)
+class RobotArgs:
+    """What a whole-robot writer uses: the fit, the robot model it was fitted through, and the date its files
+    state (the fit's own when re-rendered from fit.json, export/robot.py `exported_on`)."""
+
+    result: RobotResult
+    robot: RobotModel
+    exported: str  # YYYY-MM-DD
+
+
+# (replayed text, robot, the held-out log part, encoder bias per joint, each joint's model) → positions (T, J)
+RobotReplay = Callable[[str, "RobotModel", "ReplayLog", "np.ndarray", "dict[str, ChosenModel]"], "np.ndarray"]
+
+
+@dataclass(frozen=True)
+class RobotWriter:
+    """How one consumer's files of a whole-robot fit are written (together: isaaclab.json is checked against
+    isaaclab.py) and replayed on the whole robot. fit.json keeps what it noted under `exports[consumer]` and
+    its replay under `replays.consumers[consumer]`."""
+
+    consumer: str  # isaaclab, newton, mujoco
+    render: Callable[[RobotArgs], tuple[dict[str, str], dict[str, Any]]]  # → {file: text}, what it noted
+    replays: str  # the file its replay reads
+    replay: RobotReplay
+
+
+@dataclass(frozen=True)
 class ExportFormat:
     """One export format, registered once."""
 
@@ -52,6 +87,7 @@ class ExportFormat:
     expresses: Callable[[Family], bool] | None = None  # which fitted family it writes per joint (None: best)
     consumer: str = ""  # the consumer that replays it (consumer_replay.py): isaaclab, newton, mujoco, or ""
     replayed_on_store: bool = True  # render_all replays it (False: another format's replay covers it)
+    robot: RobotWriter | None = None  # how a whole-robot fit writes and replays it (None: no robot export)
 
     @property
     def binary(self) -> bool:
@@ -162,6 +198,20 @@ def _mjcf_expresses(fam: Family) -> bool:
     return expresses(fam)
 
 
+def _robot_writer(module: str, consumer: str, replays: str) -> RobotWriter:
+    """The writer module's `render_robot` and `replay_robot`, imported when called."""
+    from importlib import import_module
+
+    def render(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
+        return import_module(f"{__package__}.{module}").render_robot(a)
+
+    def replay(text: str, robot: RobotModel, lg: ReplayLog, bias: np.ndarray, models: dict) -> np.ndarray:
+        return import_module(f"{__package__}.{module}").replay_robot(text, robot, lg, bias, models)
+
+    return RobotWriter(consumer, render, replays, replay)
+
+
+_ROBOT_ISAACLAB = _robot_writer("robot_isaaclab", "isaaclab", "isaaclab.py")
 _NET = "a fitted network's checkpoint, written to --out or a file of that name"
 # the order is validation.json's findings order (Isaac Lab, Newton, checkpoints, MuJoCo)
 REGISTRY: dict[str, ExportFormat] = {
@@ -175,6 +225,7 @@ REGISTRY: dict[str, ExportFormat] = {
             _isaaclab_findings,
             _isaaclab_expresses,
             "isaaclab",
+            robot=_ROBOT_ISAACLAB,
         ),
         ExportFormat(
             "isaaclab.json",
@@ -183,6 +234,7 @@ REGISTRY: dict[str, ExportFormat] = {
             _isaaclab("json"),
             expresses=_isaaclab_expresses,
             consumer="isaaclab",
+            robot=_ROBOT_ISAACLAB,
         ),
         ExportFormat(
             "isaaclab.yaml",
@@ -201,6 +253,7 @@ REGISTRY: dict[str, ExportFormat] = {
             _newton_findings,
             _newton_expresses,
             "newton",
+            robot=_robot_writer("robot_usd", "newton", "newton.usda"),
         ),
         ExportFormat(
             "torchscript.pt",
@@ -224,6 +277,7 @@ REGISTRY: dict[str, ExportFormat] = {
             _mjcf_findings,
             _mjcf_expresses,
             "mujoco",
+            robot=_robot_writer("robot_mjcf", "mujoco", "mjcf.xml"),
         ),
         ExportFormat(
             "randomization.json",
@@ -238,6 +292,24 @@ BINARY_FORMATS = tuple(n for n, f in REGISTRY.items() if f.binary)
 FORMATS = TEXT_FORMATS + BINARY_FORMATS
 REPLAYED = tuple(n for n, f in REGISTRY.items() if f.consumer and f.replayed_on_store)
 CONSUMERS = {n: f.consumer for n, f in REGISTRY.items() if f.consumer}
+ROBOT_FORMATS = tuple(n for n, f in REGISTRY.items() if f.robot is not None)
+# consumer → its whole-robot writer, in registry order (each written once, with all its files)
+ROBOT_WRITERS = {f.robot.consumer: f.robot for f in REGISTRY.values() if f.robot is not None}
+
+
+def whole_robot(result: ResultLike | RobotResultLike) -> bool:
+    """Whether a fit result (typed, or as fit.json / the service stores it) is a whole-robot fit."""
+    if isinstance(result, RobotResult):
+        return True
+    return isinstance(result, Mapping) and result.get("kind") == "robot"
+
+
+def formats_for(result: ResultLike | RobotResultLike) -> dict[str, ExportFormat]:
+    """The formats a fit exports, by name, and how: a whole-robot fit's through each one's `robot` writer
+    (whether this robot allows it, the writer says), a joint fit's through `render` (text) or render_bytes."""
+    if whole_robot(result):
+        return {n: REGISTRY[n] for n in ROBOT_FORMATS}
+    return dict(REGISTRY)
 
 
 def get_format(name: str) -> ExportFormat:

@@ -1,9 +1,9 @@
 """Whole-robot exports of a coupled fit (fitting/robot.py), each replayed on the whole robot by its consumer.
 
-`write_robot_exports` writes isaaclab.py / isaaclab.json (export/robot_isaaclab.py), newton.usda
-(export/robot_usd.py, NEWTON.DJ.001-validated, read back through Newton's `add_usd`) and, for an MJCF robot,
-mjcf.xml (export/robot_mjcf.py); then replays each through its consumer on the fit's held-out part of the log
-(export/robot_replay.py) and puts the figures into the result as `replays` (and what each export noted as
+`write_robot_exports` writes every format the export registry (export/formats.py) gives a `RobotWriter`:
+isaaclab.py / isaaclab.json (export/robot_isaaclab.py), newton.usda (export/robot_usd.py, NEWTON.DJ.001-validated,
+read back through Newton's `add_usd`) and, for an MJCF or URDF robot, mjcf.xml (export/robot_mjcf.py); then
+replays each through its consumer on the fit's held-out part of the log (export/robot_replay.py) and puts the figures into the result as `replays` (and what each export noted as
 `exports`), as the 1-DoF fits carry theirs. A consumer that fails is reported as failed with the reason; it
 never takes the fit's other outputs down.
 """
@@ -12,109 +12,64 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from ..datasets.recording import Recording
 from ..fitting.result import RobotResult, RobotResultLike, as_robot_result
 from ..fitting.robot_judge import robot_verdict
-from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES
-from .robot_common import bias_of, joint_models, replay_log
-from .selection import ExportError, prepend_comment
+from .formats import REGISTRY, ROBOT_FORMATS, ROBOT_WRITERS, RobotArgs
+from .robot_common import bias_of, joint_models, replay_log, today
+from .selection import ExportError
 
 log = logging.getLogger(__name__)
 
 
 def render_robot_exports(result: RobotResult, robot) -> tuple[dict[str, str], dict]:
-    """{file name: text} of every whole-robot export this robot allows, and per file what it noted."""
-    from .robot_common import provenance_lines
-    from .robot_isaaclab import build_cfgs, render_json, render_python
-
+    """{file name: text} of every whole-robot export this robot allows, each written by its registered
+    `RobotWriter` (export/formats.py), and per consumer what it noted (with the date its files state)."""
     texts: dict[str, str] = {}
     info: dict[str, dict] = {}
-    try:
-        texts["isaaclab.py"], texts["isaaclab.json"] = render_python(result), render_json(result)
-        py = build_cfgs(texts["isaaclab.py"], "isaaclab.py")
-        js = build_cfgs(texts["isaaclab.json"], "isaaclab.json", texts["isaaclab.py"])
-        info["isaaclab"] = {
-            "groups": {g: type(c).__name__ for g, c in py.items()},
-            "json_equals_py": all(js[g].to_dict() == c.to_dict() for g, c in py.items()),
-        }
-    except Exception as e:  # noqa: BLE001 - the other exports stand without it
-        texts.pop("isaaclab.py", None), texts.pop("isaaclab.json", None)
-        info["isaaclab"] = {"status": "not written", "note": f"{type(e).__name__}: {e}"}
-    try:
-        from .robot_usd import build_robot_stage, import_stage, readback_mismatches
-        from .validate import validate_stage
-
-        stage, findings = build_robot_stage(result, robot)
-        dj = validate_stage(stage)
-        text = stage.GetRootLayer().ExportToString()
-        texts["newton.usda"] = prepend_comment(
-            "newton.usda", text, provenance_lines(result, "Newton 1.8 USD")
-        )
-        mismatches = readback_mismatches(import_stage(stage), result)
-        info["newton"] = {
-            "findings": [f.as_dict() for f in findings],
-            "dj001": [f.as_dict() for f in dj],
-            "readback_mismatches": mismatches,
-            "readback_equal": not mismatches,
-        }
-    except Exception as e:  # noqa: BLE001 - the other exports stand without it
-        info["newton"] = {"status": "not written", "note": f"{type(e).__name__}: {e}"}
-    from .robot_mjcf import render_robot_mjcf
-
-    try:
-        with _as_mjcf(robot) as (mjcf, how):
-            texts["mjcf.xml"], mj_findings = render_robot_mjcf(result, mjcf)
-        info["mujoco"] = {"findings": [f.as_dict() for f in mj_findings], **({"source": how} if how else {})}
-    except Exception as e:  # noqa: BLE001 - the other exports stand without it
-        info["mujoco"] = {"status": "not written", "note": f"{type(e).__name__}: {e}"}
+    for consumer, writer in ROBOT_WRITERS.items():
+        exported = exported_on(result, consumer)
+        try:
+            files, notes = writer.render(RobotArgs(result, robot, exported))
+        except Exception as e:  # noqa: BLE001 - the other exports stand without it
+            info[consumer] = {"status": "not written", "note": _note(e)}
+            continue
+        texts |= files
+        info[consumer] = {**notes, "exported": exported}
     return texts, info
 
 
-@contextmanager
-def _as_mjcf(robot) -> Iterator[tuple[SimpleNamespace, str | None]]:
-    """The robot's MJCF to write the fitted terms into: its own file, or for a URDF the MJCF MuJoCo's own URDF
-    importer makes of it (saved beside nothing: a temporary file named as the robot); a USD has none."""
-    suffix = robot.path.suffix.lower()
-    if suffix in MJCF_SUFFIXES:
-        yield SimpleNamespace(path=robot.path), None
-        return
-    if suffix not in URDF_SUFFIXES:
-        raise ExportError(f"{robot.path.name} is a USD model: MuJoCo reads no USD, so no mjcf.xml is written")
-    import mujoco
-
-    try:
-        model = mujoco.MjModel.from_xml_path(str(robot.path))
-    except Exception as e:  # noqa: BLE001 - MuJoCo's URDF importer raises ValueError with its own text
-        first = (str(e).strip().splitlines() or ["?"])[0]
-        raise ExportError(f"MuJoCo could not import {robot.path.name} to write its MJCF: {first}") from None
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{robot.path.stem}.xml"
-        mujoco.mj_saveLastXML(str(path), model)
-        yield SimpleNamespace(path=path), f"{robot.path.name} converted to MJCF by MuJoCo's URDF importer"
+def _note(e: Exception) -> str:
+    return f"{type(e).__name__}: {e}"
 
 
-ROBOT_FILES = ("isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml")
+def exported_on(result: RobotResult, consumer: str) -> str:
+    """The date a consumer's files state: the one fit.json noted when the fit wrote them (so a re-export is
+    the fit's own file), else today."""
+    noted = (result.exports or {}).get(consumer)
+    stored = noted.get("exported") if isinstance(noted, Mapping) else None
+    return str(stored) if stored else today()
 
 
 def render_robot_format(stored: RobotResultLike, fmt: str, robot_path: str | Path | None = None) -> str:
-    """One whole-robot export of a stored robot fit, rendered from fit.json and the robot model as the fit
-    rendered its own files; an ExportError says why a format cannot be written (not a robot export, the model
-    not found, or the export's own reason)."""
+    """One whole-robot export of a stored robot fit, rendered by the format's registered writer from fit.json and
+    the robot model as the fit rendered its own files; an ExportError says why a format cannot be written (not a
+    robot export, the model not found, or the export's own reason)."""
     from ..models.robot import RobotError, load_robot
 
     result = as_robot_result(stored)  # fit.json read back
-
-    if fmt not in ROBOT_FILES:
-        raise ExportError(f"{fmt} is not a whole-robot export; a robot fit exports {', '.join(ROBOT_FILES)}")
-    path = Path(robot_path or result.robot["path"])
+    writer = REGISTRY[fmt].robot if fmt in REGISTRY else None
+    if writer is None:
+        raise ExportError(
+            f"{fmt} is not a whole-robot export; a robot fit exports {', '.join(ROBOT_FORMATS)}"
+        )
+    path = Path(robot_path or str(result.robot.get("path") or "?"))
     if not path.is_file():
         raise ExportError(
             f"the fit's robot model {path} is not here: pass --robot MODEL (the file the fit used)"
@@ -123,13 +78,11 @@ def render_robot_format(stored: RobotResultLike, fmt: str, robot_path: str | Pat
         robot = load_robot(path)
     except RobotError as e:
         raise ExportError(str(e)) from None
-    texts, info = render_robot_exports(result, robot)
-    if fmt not in texts:
-        key = {"isaaclab.py": "isaaclab", "isaaclab.json": "isaaclab", "newton.usda": "newton"}.get(
-            fmt, "mujoco"
-        )
-        raise ExportError(f"{fmt} was not written: {info.get(key, {}).get('note', 'no reason given')}")
-    return texts[fmt]
+    try:
+        files, _ = writer.render(RobotArgs(result, robot, exported_on(result, writer.consumer)))
+    except Exception as e:  # noqa: BLE001 - said as the fit notes a file it did not write
+        raise ExportError(f"{fmt} was not written: {_note(e)}") from None
+    return files[fmt]
 
 
 def _consumer(name: str, fn, say: Callable[[str], None]) -> dict:
@@ -162,34 +115,10 @@ def replay_robot_exports(
     mode = str(result.effort_mode or "explicit")
     ours_q, ours_s = rr.timed(lambda: rr.ours(models, robot, lg, bias, delay, mode))
     runs: dict[str, dict] = {}
-
-    def isaaclab():
-        from .robot_isaaclab import build_cfgs
-
-        return rr.isaaclab_run(build_cfgs(texts["isaaclab.py"], "isaaclab.py"), robot, lg, bias)
-
-    if "isaaclab.py" in texts:
-        runs["isaaclab"] = _consumer("isaaclab", isaaclab, say)
-    if "newton.usda" in texts:
-        from .robot_usd import import_stage
-        from .validate import open_stage
-
-        runs["newton"] = _consumer(
-            "newton", lambda: rr.newton_run(import_stage(open_stage(texts["newton.usda"])), lg, bias), say
-        )
-    if "mjcf.xml" in texts:
-        from .robot_mjcf import actuator_names, replay_model
-
-        base = (
-            robot.path.parent.resolve()
-        )  # a model MuJoCo cannot load fails this replay alone, as the others
-        runs["mujoco"] = _consumer(
-            "mujoco",
-            lambda: rr.mujoco_run(
-                replay_model(texts["mjcf.xml"], base), lg, bias, models, actuator_names(texts["mjcf.xml"])
-            ),
-            say,
-        )
+    for consumer, writer in ROBOT_WRITERS.items():  # each consumer replays the file it reads, if written
+        if writer.replays in texts:
+            run = partial(writer.replay, texts[writer.replays], robot, lg, bias, models)
+            runs[consumer] = _consumer(consumer, run, say)
     consumers = {k: (rr.compare(lg, ours_q, *v["run"]) if "run" in v else v) for k, v in runs.items()}
     traces = {"ours": ours_q, **{k: v["run"][0] for k, v in runs.items() if "run" in v}}
     names = list(traces)

@@ -76,15 +76,21 @@ def bias_of(result: RobotResult, joints: list[str]) -> np.ndarray:
     return np.array([float(b.get(j, 0.0)) for j in joints])
 
 
-def provenance_lines(result: RobotResult, what: str) -> list[str]:
-    """The export's header: what it is, the robot and the log, the fit's validation error, the step delays count."""
+def today() -> str:
+    """The date an export states when it is written (UTC, YYYY-MM-DD)."""
     from datetime import UTC, datetime
 
+    return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+def provenance_lines(result: RobotResult, what: str, exported: str | None = None) -> list[str]:
+    """The export's header: what it is, the robot and the log, the fit's validation error, the step delays count,
+    and the date it was `exported` (default today)."""
     v = result.validation
     bias = result.encoder_bias or {}
     lines = [
         f"actuator-sysid whole-robot export ({what}) · robot {Path(str(result.robot['path'])).name} · exported "
-        f"{datetime.now(UTC).strftime('%Y-%m-%d')}",
+        f"{exported or today()}",
         f"joints mapped {result.joint_mapping if result.has('joint_mapping') else 'by name'}",
         f"validation position RMSE (coupled, last {float(v.fraction or 0):.0%} of the log in time): "
         f"{_or_nan(v.rmse):.4g} rad; the model file's own joint terms: "

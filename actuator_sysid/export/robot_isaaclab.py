@@ -11,14 +11,44 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING, Any
 
 from ..fitting.result import RobotResult
 from .isaaclab import CFG_FIELDS, CONSUMER_MODULE, validate_cfgs
-from .robot_common import provenance_lines
-from .selection import ExportError, prepend_comment
+from .robot_common import ReplayLog, provenance_lines
+from .selection import ChosenModel, ExportError, prepend_comment
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .formats import RobotArgs
 
 
-def robot_doc(result: RobotResult) -> dict:
+def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
+    """isaaclab.py and isaaclab.json, each built with the real Isaac Lab classes, and what they noted (the
+    class per group, and whether the JSON builds the same cfgs as the Python)."""
+    texts = {
+        "isaaclab.py": render_python(a.result, a.exported),
+        "isaaclab.json": render_json(a.result, a.exported),
+    }
+    py = build_cfgs(texts["isaaclab.py"], "isaaclab.py")
+    js = build_cfgs(texts["isaaclab.json"], "isaaclab.json", texts["isaaclab.py"])
+    return texts, {
+        "groups": {g: type(c).__name__ for g, c in py.items()},
+        "json_equals_py": all(js[g].to_dict() == c.to_dict() for g, c in py.items()),
+    }
+
+
+def replay_robot(
+    text: str, robot, lg: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel]
+) -> np.ndarray:
+    """isaaclab.py's actuators stepped on the whole robot (export/robot_replay.py `isaaclab_run`)."""
+    from .robot_replay import isaaclab_run
+
+    return isaaclab_run(build_cfgs(text, "isaaclab.py"), robot, lg, bias)
+
+
+def robot_doc(result: RobotResult, exported: str | None = None) -> dict:
     """The whole-robot dict (`actuators`, `sim`, `encoder_bias`) with its provenance, checked as Isaac Lab would."""
     from ..fitting.robot import isaaclab_dict
 
@@ -26,16 +56,16 @@ def robot_doc(result: RobotResult) -> dict:
     validate_cfgs(
         {g: {"class_type": s["class_type"], "cfg": _cfg_fields(s)} for g, s in doc["actuators"].items()}
     )
-    return {"provenance": provenance_lines(result, "Isaac Lab 3.0 actuators"), **doc}
+    return {"provenance": provenance_lines(result, "Isaac Lab 3.0 actuators", exported), **doc}
 
 
 def _cfg_fields(spec: dict) -> dict:
     return {k: v for k, v in spec.items() if k != "class_type"}
 
 
-def render_json(result: RobotResult) -> str:
+def render_json(result: RobotResult, exported: str | None = None) -> str:
     """isaaclab.json: `DCMotorCfg(**{k: v for k, v in group.items() if k != "class_type"})` builds each group."""
-    return json.dumps(robot_doc(result), indent=2) + "\n"
+    return json.dumps(robot_doc(result, exported), indent=2) + "\n"
 
 
 def _customs(doc: dict) -> list[str]:
@@ -51,9 +81,9 @@ def _customs(doc: dict) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def render_python(result: RobotResult) -> str:
+def render_python(result: RobotResult, exported: str | None = None) -> str:
     """isaaclab.py: `ArticulationCfg(actuators=ACTUATORS)`, with the physics step the delays count (`SIM`)."""
-    doc = robot_doc(result)
+    doc = robot_doc(result, exported)
     customs = _customs(doc)
     builtin = sorted({s["class_type"] for s in doc["actuators"].values()} - set(customs))
     lines = [

@@ -14,16 +14,71 @@ fitted encoder bias b, ctrl = q_des − b + kd·qd_des/kp (MuJoCo's actuator rea
 
 from __future__ import annotations
 
+import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from ..fitting.result import RobotResult
-from ..models.robot import MJCF_SUFFIXES
+from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES
 from .mjcf import _actuator_attrs, _joint_attrs, dc_slope
-from .robot_common import joint_models, provenance_lines
-from .selection import ExportError, Finding, prepend_comment
+from .robot_common import ReplayLog, joint_models, provenance_lines
+from .selection import ChosenModel, ExportError, Finding, prepend_comment
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .formats import RobotArgs
 
 ACTUATOR_TAGS = ("motor", "position", "velocity", "general", "intvelocity", "damper", "cylinder", "muscle")
+
+
+def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
+    """mjcf.xml written into the robot's MJCF (a URDF's through MuJoCo's importer; a USD has none), and what it
+    noted (its findings, and where the MJCF came from when it is not the robot's own)."""
+    with as_mjcf(a.robot) as (mjcf, how):
+        text, findings = render_robot_mjcf(a.result, mjcf, a.exported)
+    return {"mjcf.xml": text}, {
+        "findings": [f.as_dict() for f in findings],
+        **({"source": how} if how else {}),
+    }
+
+
+def replay_robot(
+    text: str, robot, lg: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel]
+) -> np.ndarray:
+    """mjcf.xml stepped by MuJoCo, its meshes read beside the robot's file (export/robot_replay.py `mujoco_run`);
+    a model MuJoCo cannot load fails this replay alone."""
+    from .robot_replay import mujoco_run
+
+    model = replay_model(text, robot.path.parent.resolve())
+    return mujoco_run(model, lg, bias, models, actuator_names(text))
+
+
+@contextmanager
+def as_mjcf(robot) -> Iterator[tuple[SimpleNamespace, str | None]]:
+    """The robot's MJCF to write the fitted terms into: its own file, or for a URDF the MJCF MuJoCo's own URDF
+    importer makes of it (saved beside nothing: a temporary file named as the robot); a USD has none."""
+    suffix = robot.path.suffix.lower()
+    if suffix in MJCF_SUFFIXES:
+        yield SimpleNamespace(path=robot.path), None
+        return
+    if suffix not in URDF_SUFFIXES:
+        raise ExportError(f"{robot.path.name} is a USD model: MuJoCo reads no USD, so no mjcf.xml is written")
+    import mujoco
+
+    try:
+        model = mujoco.MjModel.from_xml_path(str(robot.path))
+    except Exception as e:  # noqa: BLE001 - MuJoCo's URDF importer raises ValueError with its own text
+        first = (str(e).strip().splitlines() or ["?"])[0]
+        raise ExportError(f"MuJoCo could not import {robot.path.name} to write its MJCF: {first}") from None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{robot.path.stem}.xml"
+        mujoco.mj_saveLastXML(str(path), model)
+        yield SimpleNamespace(path=path), f"{robot.path.name} converted to MJCF by MuJoCo's URDF importer"
 
 
 def _fmt(x: float) -> str:
@@ -48,7 +103,7 @@ def _set_option(root: ET.Element, dt: float) -> None:
     opt.set("timestep", _fmt(dt))
 
 
-def render_robot_mjcf(result: RobotResult, robot) -> tuple[str, list[Finding]]:
+def render_robot_mjcf(result: RobotResult, robot, exported: str | None = None) -> tuple[str, list[Finding]]:
     """(mjcf.xml text, findings): the user's MJCF with every fitted joint's terms and actuator updated."""
     if robot.path.suffix.lower() not in MJCF_SUFFIXES:
         raise ExportError(
@@ -109,7 +164,7 @@ def render_robot_mjcf(result: RobotResult, robot) -> tuple[str, list[Finding]]:
     _set_option(root, dt)
     ET.indent(tree, space="    ")
     text = ET.tostring(root, encoding="unicode") + "\n"
-    lines = provenance_lines(result, "MuJoCo MJCF") + [
+    lines = provenance_lines(result, "MuJoCo MJCF", exported) + [
         f"the fitted terms and actuators of {len(models)} joints are written into {robot.path.name}; the rest is "
         "the model's own: mesh and asset paths are relative to it (put this file beside it)",
         "ctrl = q_des - encoder_bias + kd*qd_des/kp (a virtual target: kp*(q_des - q) + kd*(qd_des - qd))",

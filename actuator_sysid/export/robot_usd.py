@@ -11,15 +11,46 @@ delay), written by export/newton_usd.py's `author_joint` (docs/consumer-semantic
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..fitting.result import RobotResult
 from ..models.robot import USD_SUFFIXES
 from .newton_usd import _new_stage, _pxr, author_joint, prim_name
-from .robot_common import joint_models
-from .selection import ExportError, Finding
+from .robot_common import ReplayLog, joint_models, provenance_lines
+from .selection import ChosenModel, ExportError, Finding, prepend_comment
+
+if TYPE_CHECKING:
+    from .formats import RobotArgs
+
+
+def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
+    """newton.usda, NEWTON.DJ.001-validated and read back through Newton's add_usd, and what it noted (the
+    writer's findings, DJ.001's, and every value Newton did not read back as the fit states it)."""
+    from .validate import validate_stage
+
+    stage, findings = build_robot_stage(a.result, a.robot)
+    dj = validate_stage(stage)
+    text = stage.GetRootLayer().ExportToString()
+    text = prepend_comment("newton.usda", text, provenance_lines(a.result, "Newton 1.8 USD", a.exported))
+    mismatches = readback_mismatches(import_stage(stage), a.result)
+    return {"newton.usda": text}, {
+        "findings": [f.as_dict() for f in findings],
+        "dj001": [f.as_dict() for f in dj],
+        "readback_mismatches": mismatches,
+        "readback_equal": not mismatches,
+    }
+
+
+def replay_robot(
+    text: str, robot, lg: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel]
+) -> np.ndarray:
+    """newton.usda imported by add_usd, its NewtonActuators stepped (export/robot_replay.py `newton_run`)."""
+    from .robot_replay import newton_run
+    from .validate import open_stage
+
+    return newton_run(import_stage(open_stage(text)), lg, bias)
 
 
 def _quat(q_xyzw, Gf):

@@ -2,8 +2,9 @@
 what its exports' validation document is and whether its exports render again with other values.
 
 A fit request names its kind (`"kind": "robot"` for a whole robot; none for a joint fit); `kind_of(request)` is
-the one lookup the worker and the fit page read it through; `render(standalone=True)`, `validation` and
-`refuse_rerender` are what the export routes ask.
+the one lookup the worker, the fit page and the export routes read it through (`render(standalone=True)` for
+all.zip's report, `validation` for the exports' checks). Whether an export renders again with other values is
+the export registry's answer (export.render_format), not the kind's.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any
 
 from ..datasets.recording import Recording
 from ..fitting.fit import FitRequest, FitRequestError
-from ..models.robot import RobotError
 from ..pipeline import FitOutputs, compute_fit
 from . import fleet, robots
 from .db import Repository
@@ -35,20 +35,13 @@ Validation = Callable[[dict, dict | None], dict[str, Any] | None]
 @dataclass(frozen=True)
 class FitKind:
     """What differs between kinds of fit, for the worker (`compute`), the fit page and all.zip's report
-    (`render`), `GET /api/v1/fits/{id}/validation` (`validation`) and the export routes (`rerender_refused`:
-    why its exports cannot render again with other values; None where they can)."""
+    (`render`), `GET /api/v1/fits/{id}/validation` (`validation`) and all.zip."""
 
     name: str
     label: str  # how pages name it
     compute: Compute
     render: Render
     validation: Validation
-    rerender_refused: str | None = None
-
-    def refuse_rerender(self) -> None:
-        """Raise (a 4xx) where this kind's exports are served only as written."""
-        if self.rerender_refused is not None:
-            raise RobotError(self.rerender_refused)
 
 
 def _compute_joint(
@@ -107,7 +100,6 @@ ROBOT = FitKind(
     compute=robots.worker_fit,
     render=_render_robot,
     validation=lambda fit, _stored: robots.export_validation(fit),  # the result holds its exports' checks
-    rerender_refused=robots.RERENDER_REFUSED,
 )
 KINDS = {k.name: k for k in (JOINT, ROBOT)}
 

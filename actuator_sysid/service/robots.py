@@ -320,20 +320,6 @@ def queue_robot_fit(
     return {"id": fit["id"], "status": fit["status"]}
 
 
-RERENDER_REFUSED = (
-    "set, rename and unidentified re-render the exports of a joint fit; a robot fit's "
-    "exports are served as written (fit again with other options to change them)"
-)
-
-
-def refuse_rerender(fit: dict) -> None:
-    """`set`, `rename` and `unidentified` re-render a joint fit's exports; a robot fit's are served as written.
-
-    routes/exports.py's check until it asks kinds.py's `kind_of(request).refuse_rerender`, which says the same."""
-    if fit["request"].get("kind") == ROBOT_FIT:
-        raise RobotError(RERENDER_REFUSED)
-
-
 def export_validation(fit: dict) -> dict[str, Any]:
     """A robot fit's export checks: what each whole-robot export noted (DJ.001, read-back) and its replays."""
     result = fit.get("result") or {}

@@ -1,5 +1,7 @@
 """A succeeded fit's exports over HTTP: their stored validation, each export as a download (rendered again
-with given values, joint names or flagged estimates on request), and all.zip with a standalone report."""
+with given values, joint names or flagged estimates on request), and all.zip with a standalone report.
+What a fit's kind shows (service/kinds.py) and what re-rendering allows (the export registry: export.render_format)
+are each answered once."""
 
 from __future__ import annotations
 
@@ -13,10 +15,9 @@ from fastapi.responses import Response
 
 from ...export.formats import TEXT_FORMATS, media_type
 from ...fitting.fit import FitRequestError
-from .. import robots
 from ..db import ConflictError, NotFoundError, Repository
 from ..deps import Project, Repo, Store
-from ..report import render_report
+from ..kinds import kind_of
 from ..schemas import ERRORS, Problem
 from ..storage import Storage
 from .common import exports_of, fit_context, stored_json
@@ -31,9 +32,7 @@ def fit_validation(repo: Repo, storage: Store, project: Project, fit_id: str) ->
     fit = repo.get_fit(fit_id, project)
     if fit["status"] != "succeeded":
         raise ConflictError(f"fit {fit_id} is {fit['status']}; exports are validated once it has succeeded")
-    if fit["request"].get("kind") == robots.ROBOT_FIT:  # its exports' notes and replays are in its result
-        return robots.export_validation(fit)
-    validation = stored_json(repo, storage, fit, "validation.json")
+    validation = kind_of(fit["request"]).validation(fit, stored_json(repo, storage, fit, "validation.json"))
     if validation is None:
         raise NotFoundError(f"fit {fit_id} has no stored export validation")
     return validation
@@ -48,7 +47,8 @@ def _rendered(
 ) -> bytes:
     """A text export rendered again at an operating point (`at`, as the CLI's --at), with the user's values
     (`set`), joint names (`rename`) and handling of unidentified parameters (`unidentified`: omit | comment),
-    from the stored result and bench loads."""
+    from the stored result and bench loads; a whole-robot fit's exports are served as written, so the registry
+    refuses to re-render them (422)."""
     from ...export import ExportError, render_format
     from ...export.operating import parse_at
     from ...export.selection import parse_assignments, parse_rename
@@ -61,7 +61,7 @@ def _rendered(
             name,
             loads=loads,
             at=parse_at(opts["at"]),
-            unidentified=opts["unidentified"] or "omit",
+            unidentified=opts["unidentified"],
             given=parse_assignments(opts["set"]),
             rename=parse_rename(opts["rename"]),
             info={"fit_id": fit["id"], "dataset": fit["dataset_id"]},
@@ -76,16 +76,8 @@ def _all_zip(
 ) -> bytes:
     """A zip of every stored export of a fit and its report as one standalone report.html."""
     ctx, plots = fit_context(repo, storage, fit["id"], project)
-    if ctx["request"].get("kind") == robots.ROBOT_FIT:
-        html = robots.render_robot_fit(ctx, plots, sorted(exports), repo, project, standalone=True)
-    else:
-        html = render_report(
-            ctx,
-            ctx.get("result"),
-            plots,
-            standalone=True,
-            validation=stored_json(repo, storage, fit, "validation.json"),
-        )
+    validation = stored_json(repo, storage, fit, "validation.json")
+    html = kind_of(fit["request"]).render(repo, project, ctx, plots, sorted(exports), validation, True)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for n, a in sorted(exports.items()):
@@ -167,8 +159,7 @@ def export_fit(
         )
     if name not in exports:
         raise NotFoundError(f"unknown export format {name!r}; available: {sorted(exports)} or all.zip")
-    if any(opts.values()):
-        robots.refuse_rerender(fit)
+    if any(opts.values()):  # render_format refuses a robot fit's, with the reason
         point = "-" + re.sub(r"[^A-Za-z0-9.-]+", "", at.replace(",", "-").replace("=", "")) if at else ""
         return Response(
             _rendered(repo, storage, fit, name, opts),
