@@ -199,14 +199,16 @@ def _mjcf_expresses(fam: Family) -> bool:
 
 
 def _robot_writer(module: str, consumer: str, replays: str) -> RobotWriter:
-    """The writer module's `render_robot` and `replay_robot`, imported when called."""
+    """The writer module's `render_robot`, and robot_replay.py's `replay_<consumer>`, imported when called."""
     from importlib import import_module
 
     def render(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
         return import_module(f"{__package__}.{module}").render_robot(a)
 
     def replay(text: str, robot: RobotModel, lg: ReplayLog, bias: np.ndarray, models: dict) -> np.ndarray:
-        return import_module(f"{__package__}.{module}").replay_robot(text, robot, lg, bias, models)
+        return getattr(import_module(f"{__package__}.robot_replay"), f"replay_{consumer}")(
+            text, robot, lg, bias, models
+        )
 
     return RobotWriter(consumer, render, replays, replay)
 

@@ -15,12 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..fitting.result import RobotResult
 from .isaaclab import CFG_FIELDS, CONSUMER_MODULE, validate_cfgs
-from .robot_common import ReplayLog, provenance_lines
-from .selection import ChosenModel, ExportError, prepend_comment
+from .robot_common import provenance_lines
+from .selection import ExportError, prepend_comment
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from .formats import RobotArgs
 
 
@@ -37,15 +35,6 @@ def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
         "groups": {g: type(c).__name__ for g, c in py.items()},
         "json_equals_py": all(js[g].to_dict() == c.to_dict() for g, c in py.items()),
     }
-
-
-def replay_robot(
-    text: str, robot, lg: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel]
-) -> np.ndarray:
-    """isaaclab.py's actuators stepped on the whole robot (export/robot_replay.py `isaaclab_run`)."""
-    from .robot_replay import isaaclab_run
-
-    return isaaclab_run(build_cfgs(text, "isaaclab.py"), robot, lg, bias)
 
 
 def robot_doc(result: RobotResult, exported: str | None = None) -> dict:

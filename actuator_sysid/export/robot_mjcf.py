@@ -25,12 +25,10 @@ from typing import TYPE_CHECKING, Any
 from ..fitting.result import RobotResult
 from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES
 from .mjcf import _actuator_attrs, _joint_attrs, dc_slope
-from .robot_common import ReplayLog, joint_models, provenance_lines
-from .selection import ChosenModel, ExportError, Finding, prepend_comment
+from .robot_common import joint_models, provenance_lines
+from .selection import ExportError, Finding, prepend_comment
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from .formats import RobotArgs
 
 ACTUATOR_TAGS = ("motor", "position", "velocity", "general", "intvelocity", "damper", "cylinder", "muscle")
@@ -45,17 +43,6 @@ def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
         "findings": [f.as_dict() for f in findings],
         **({"source": how} if how else {}),
     }
-
-
-def replay_robot(
-    text: str, robot, lg: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel]
-) -> np.ndarray:
-    """mjcf.xml stepped by MuJoCo, its meshes read beside the robot's file (export/robot_replay.py `mujoco_run`);
-    a model MuJoCo cannot load fails this replay alone."""
-    from .robot_replay import mujoco_run
-
-    model = replay_model(text, robot.path.parent.resolve())
-    return mujoco_run(model, lg, bias, models, actuator_names(text))
 
 
 @contextmanager

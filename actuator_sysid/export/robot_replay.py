@@ -310,3 +310,35 @@ def timed(fn: Callable[[], np.ndarray]) -> tuple[np.ndarray, float]:
     t0 = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t0
+
+
+# --- each consumer's replay of its file, as the export registry names them (formats.RobotWriter.replay) ---
+
+
+def replay_isaaclab(
+    text: str, robot, lg: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel]
+) -> np.ndarray:
+    """isaaclab.py's actuators built with the real classes and stepped on the whole robot."""
+    from .robot_isaaclab import build_cfgs
+
+    return isaaclab_run(build_cfgs(text, "isaaclab.py"), robot, lg, bias)
+
+
+def replay_newton(
+    text: str, robot, lg: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel]
+) -> np.ndarray:
+    """newton.usda imported by Newton's add_usd, its NewtonActuators stepped."""
+    from .robot_usd import import_stage
+    from .validate import open_stage
+
+    return newton_run(import_stage(open_stage(text)), lg, bias)
+
+
+def replay_mujoco(
+    text: str, robot, lg: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel]
+) -> np.ndarray:
+    """mjcf.xml stepped by MuJoCo, its meshes read beside the robot's file; a model MuJoCo cannot load fails
+    this replay alone."""
+    from .robot_mjcf import actuator_names, replay_model
+
+    return mujoco_run(replay_model(text, robot.path.parent.resolve()), lg, bias, models, actuator_names(text))

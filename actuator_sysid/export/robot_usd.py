@@ -18,8 +18,8 @@ import numpy as np
 from ..fitting.result import RobotResult
 from ..models.robot import USD_SUFFIXES
 from .newton_usd import _new_stage, _pxr, author_joint, prim_name
-from .robot_common import ReplayLog, joint_models, provenance_lines
-from .selection import ChosenModel, ExportError, Finding, prepend_comment
+from .robot_common import joint_models, provenance_lines
+from .selection import ExportError, Finding, prepend_comment
 
 if TYPE_CHECKING:
     from .formats import RobotArgs
@@ -41,16 +41,6 @@ def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
         "readback_mismatches": mismatches,
         "readback_equal": not mismatches,
     }
-
-
-def replay_robot(
-    text: str, robot, lg: ReplayLog, bias: np.ndarray, models: dict[str, ChosenModel]
-) -> np.ndarray:
-    """newton.usda imported by add_usd, its NewtonActuators stepped (export/robot_replay.py `newton_run`)."""
-    from .robot_replay import newton_run
-    from .validate import open_stage
-
-    return newton_run(import_stage(open_stage(text)), lg, bias)
 
 
 def _quat(q_xyzw, Gf):
