@@ -6,7 +6,25 @@ from __future__ import annotations
 import contextlib
 import importlib
 
-WARM_IMPORTS = ("actuator_sysid.service.jobs", "torch", "newton", "mujoco")
+# the fitting stack, then what the exports' validation imports after the search: the writers, the consumers'
+# classes and Newton's SolverMuJoCo, which imports mujoco_warp even for its C backend
+WARM_IMPORTS = (
+    "actuator_sysid.service.jobs",
+    "torch",
+    "newton",
+    "mujoco",
+    "mujoco_warp",
+    "actuator_sysid.pipeline",
+    "actuator_sysid.export.consumer_replay",
+    "actuator_sysid.export.checkpoints",
+    "actuator_sysid.export.isaaclab",
+    "actuator_sysid.export.newton_usd",
+    "actuator_sysid.export.mjcf",
+    "actuator_sysid.export.validate",
+    "actuator_sysid.consumers.newton",
+    "actuator_sysid.consumers.isaaclab",
+    "actuator_sysid.models.networks",
+)
 
 for _name in WARM_IMPORTS:
     with contextlib.suppress(Exception):
