@@ -3,8 +3,8 @@
 `write_robot_exports` writes every format the export registry (export/formats.py) gives a `RobotWriter`:
 isaaclab.py / isaaclab.json (export/robot_isaaclab.py), newton.usda (export/robot_usd.py, NEWTON.DJ.001-validated,
 read back through Newton's `add_usd`) and, for an MJCF or URDF robot, mjcf.xml (export/robot_mjcf.py); then
-replays each through its consumer on the fit's held-out part of the log (export/robot_replay.py) and puts the figures into the result as `replays` (and what each export noted as
-`exports`), as the 1-DoF fits carry theirs. A consumer that fails is reported as failed with the reason; it
+replays each through its consumer on the fit's held-out part of the log (export/robot_replay.py) and puts the
+figures into the result as `replays` (and what each export noted as `exports`), as the 1-DoF fits carry theirs. A consumer that fails is reported as failed with the reason; it
 never takes the fit's other outputs down.
 """
 
@@ -46,6 +46,7 @@ def render_robot_exports(result: RobotResult, robot) -> tuple[dict[str, str], di
 
 
 def _note(e: Exception) -> str:
+    """An exception as a note in fit.json: its type and message."""
     return f"{type(e).__name__}: {e}"
 
 
@@ -93,7 +94,7 @@ def _consumer(name: str, fn, say: Callable[[str], None]) -> dict:
         return {"run": timed(fn)}
     except Exception as e:  # noqa: BLE001 - a replay must never take the exports down with it
         log.warning("%s replay failed: %s", name, e)
-        return {"status": "failed", "note": f"{type(e).__name__}: {e}"}
+        return {"status": "failed", "note": _note(e)}
 
 
 def replay_robot_exports(
@@ -225,7 +226,7 @@ def with_exports(
             replays = replay_robot_exports(result, rec, robot, texts, progress)
         except Exception as e:  # noqa: BLE001 - the written exports stand without their replays
             log.warning("whole-robot replays failed: %s", e)
-            replays = {"status": "failed", "note": f"{type(e).__name__}: {e}"}
+            replays = {"status": "failed", "note": _note(e)}
         result = replace(result, replays=replays)
     if result.has("validation"):  # judged again with the replays: one that did not run is not checked
         result = replace(result, verdict=robot_verdict(result))

@@ -1,5 +1,5 @@
-"""The kinds of fit the service runs, one object each: what the worker computes, which page renders the fit,
-what its exports' validation document is and whether its exports render again with other values.
+"""The kinds of fit the service runs, one object each: what the worker computes, which page renders the fit and
+what its exports' validation document is.
 
 A fit request names its kind (`"kind": "robot"` for a whole robot; none for a joint fit); `kind_of(request)` is
 the one lookup the worker, the fit page and the export routes read it through (`render(standalone=True)` for
@@ -35,10 +35,9 @@ Validation = Callable[[dict, dict | None], dict[str, Any] | None]
 @dataclass(frozen=True)
 class FitKind:
     """What differs between kinds of fit, for the worker (`compute`), the fit page and all.zip's report
-    (`render`), `GET /api/v1/fits/{id}/validation` (`validation`) and all.zip."""
+    (`render`) and `GET /api/v1/fits/{id}/validation` (`validation`)."""
 
     name: str
-    label: str  # how pages name it
     compute: Compute
     render: Render
     validation: Validation
@@ -89,14 +88,12 @@ def _render_robot(
 
 JOINT = FitKind(
     name=JOINT_FIT,
-    label="joint",
     compute=_compute_joint,
     render=_render_joint,
     validation=lambda _fit, stored: stored,  # validation.json, as render_all wrote it
 )
 ROBOT = FitKind(
     name=robots.ROBOT_FIT,
-    label="whole-robot",
     compute=robots.worker_fit,
     render=_render_robot,
     validation=lambda fit, _stored: robots.export_validation(fit),  # the result holds its exports' checks
