@@ -6,13 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from robot_sim import robot_recording, simulate_newton_log
-from test_robot_torque import ARM_XML, DEC, TRUTH, multisine
+from test_robot_torque import DEC, TRUTH, load_arm, multisine
 
 from actuator_sysid.files import json_safe
 from actuator_sysid.fitting.fit import FitRequestError
 from actuator_sysid.fitting.result import RobotResult
 from actuator_sysid.fitting.robot import RobotFitOptions
-from actuator_sysid.models.robot import load_robot
 from actuator_sysid.pipeline import STAGE_STORE, compute_robot_fit
 from actuator_sysid.service import robots
 from actuator_sysid.service.kinds import JOINT, ROBOT, kind_of
@@ -23,9 +22,7 @@ KP, KD, DELAY = 150.0, 4.0, 2
 @pytest.fixture(scope="module")
 def arm_log(tmp_path_factory: pytest.TempPathFactory):
     """The two-link arm of test_robot_torque.py and a Newton-made log of it, joints unnamed in the log."""
-    path = tmp_path_factory.mktemp("arm") / "arm2.xml"
-    path.write_text(ARM_XML)
-    arm = load_robot(path)
+    arm = load_arm(tmp_path_factory.mktemp("arm"))
     cmd = multisine(400, (0.8, 0.6), seed=3)
     q, qd = simulate_newton_log(arm, cmd, decimation=DEC, delay=DELAY, kp=KP, kd=KD, q0=np.zeros(2), **TRUTH)
     rec = robot_recording(arm, cmd, q, qd, kp=KP, kd=KD)

@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from robot_sim import robot_recording, simulate_newton_log
-from test_robot_torque import ARM_XML, DEC, TERMS, TRUTH, multisine
+from test_robot_torque import DEC, TERMS, TRUTH, load_arm, multisine
 
 from actuator_sysid.export.robot import write_robot_exports
 from actuator_sysid.fitting.result import RobotResult, as_robot_result
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot
 from actuator_sysid.fitting.robot_judge import robot_verdict
 from actuator_sysid.fitting.verdict import NOT_CHECKED, all_passed
-from actuator_sysid.models.robot import RobotModel, load_robot
+from actuator_sysid.models.robot import RobotModel
 from actuator_sysid.service.templating import templates
 
 KP, KD, DELAY, NOISE = 150.0, 4.0, 2, 1e-3
@@ -30,9 +30,7 @@ KP, KD, DELAY, NOISE = 150.0, 4.0, 2, 1e-3
 
 @pytest.fixture(scope="module")
 def arm(tmp_path_factory: pytest.TempPathFactory) -> RobotModel:
-    path = tmp_path_factory.mktemp("arm") / "arm2.xml"
-    path.write_text(ARM_XML)
-    return load_robot(path)
+    return load_arm(tmp_path_factory.mktemp("arm"))
 
 
 def noisy_fit(arm: RobotModel, seed: int, samples: int = 600, bias: np.ndarray | None = None) -> RobotResult:

@@ -11,19 +11,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from robot_sim import robot_recording, simulate_newton_log
-from test_robot_torque import ARM_XML, DEC, TERMS, TRUTH, multisine
+from test_robot_torque import DEC, TERMS, TRUTH, load_arm, multisine
 
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot, prepare_fit
-from actuator_sysid.models.robot import RobotError, RobotModel, load_robot
+from actuator_sysid.models.robot import RobotError, RobotModel
 
 KP, KD, DELAY, MODEL_MASS, TRUE_MASS = 150.0, 4.0, 2, 5.0, 6.0
 
 
 @pytest.fixture(scope="module")
 def arm(tmp_path_factory: pytest.TempPathFactory) -> RobotModel:
-    path = tmp_path_factory.mktemp("arm") / "arm2.xml"
-    path.write_text(ARM_XML)
-    return load_robot(path)
+    return load_arm(tmp_path_factory.mktemp("arm"))
 
 
 def test_a_payload_20_percent_off_comes_back_within_5_percent(arm: RobotModel) -> None:

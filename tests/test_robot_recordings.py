@@ -13,21 +13,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from robot_sim import simulate_newton_log
-from test_robot_torque import ARM_XML, DEC, LOG_DT, TERMS, TRUTH, multisine
+from test_robot_torque import DEC, LOG_DT, TERMS, TRUTH, load_arm, multisine
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
 from actuator_sysid.export.robot_common import replay_log
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot, prepare_fit, result_lines
-from actuator_sysid.models.robot import RobotError, RobotModel, load_robot
+from actuator_sysid.models.robot import RobotError, RobotModel
 
 KP, KD, DELAY, SAMPLES = 150.0, 4.0, 3, 300
 
 
 @pytest.fixture(scope="module")
 def arm(tmp_path_factory: pytest.TempPathFactory) -> RobotModel:
-    path = tmp_path_factory.mktemp("arm") / "arm2.xml"
-    path.write_text(ARM_XML)
-    return load_robot(path)
+    return load_arm(tmp_path_factory.mktemp("arm"))
 
 
 @pytest.fixture(scope="module")

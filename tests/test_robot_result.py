@@ -12,12 +12,12 @@ import json
 import numpy as np
 import pytest
 from robot_sim import robot_recording, simulate_newton_log
-from test_robot_torque import ARM_XML, DEC, TRUTH, multisine
+from test_robot_torque import DEC, TRUTH, load_arm, multisine
 
 from actuator_sysid.datasets.recording import Recording
 from actuator_sysid.fitting.result import BoundHit, RobotGroup, RobotResult, Verdict, as_robot_result
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot, isaaclab_dict
-from actuator_sysid.models.robot import RobotModel, load_robot
+from actuator_sysid.models.robot import RobotModel
 
 KP, KD, DELAY = 150.0, 4.0, 2
 TOP = [  # fit.json's top-level keys of a fit_robot result, in the order the fit has always written them
@@ -48,9 +48,7 @@ TOP = [  # fit.json's top-level keys of a fit_robot result, in the order the fit
 
 @pytest.fixture(scope="module")
 def arm(tmp_path_factory: pytest.TempPathFactory) -> RobotModel:
-    path = tmp_path_factory.mktemp("arm") / "arm2.xml"
-    path.write_text(ARM_XML)
-    return load_robot(path)
+    return load_arm(tmp_path_factory.mktemp("arm"))
 
 
 @pytest.fixture(scope="module")

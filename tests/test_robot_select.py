@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 import pytest
 from robot_sim import robot_recording, simulate_newton_log
-from test_robot_torque import ARM_XML, DEC, LOG_DT, TRUTH, multisine
+from test_robot_torque import DEC, LOG_DT, TRUTH, load_arm, multisine
 
 from actuator_sysid.datasets.recording import Recording
 from actuator_sysid.fitting.robot import RobotFitOptions
@@ -24,7 +24,7 @@ from actuator_sysid.fitting.robot_select import (
     select_robot_fit,
     training_part,
 )
-from actuator_sysid.models.robot import RobotError, RobotModel, load_robot
+from actuator_sysid.models.robot import RobotError, RobotModel
 
 KP, KD, DELAY, SAMPLES = 150.0, 4.0, 2, 300
 BIAS = np.array([0.04, -0.03])  # rad, what the encoders add to the true angle
@@ -32,9 +32,7 @@ BIAS = np.array([0.04, -0.03])  # rad, what the encoders add to the true angle
 
 @pytest.fixture(scope="module")
 def arm(tmp_path_factory: pytest.TempPathFactory) -> RobotModel:
-    path = tmp_path_factory.mktemp("arm") / "arm2.xml"
-    path.write_text(ARM_XML)
-    return load_robot(path)
+    return load_arm(tmp_path_factory.mktemp("arm"))
 
 
 @pytest.fixture(scope="module")

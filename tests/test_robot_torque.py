@@ -45,11 +45,16 @@ TRUTH = {  # per joint (yaw, pitch): armature kg·m², viscous N·m·s/rad, Coul
 TERMS = {"armature": "armature", "damping": "viscous_friction", "friction": "friction"}
 
 
-@pytest.fixture(scope="module")
-def arm(tmp_path_factory: pytest.TempPathFactory) -> RobotModel:
-    path = tmp_path_factory.mktemp("arm") / "arm2.xml"
+def load_arm(folder: Path) -> RobotModel:
+    """The two-link arm of ARM_XML, written into `folder` and loaded as the fit would load it."""
+    path = folder / "arm2.xml"
     path.write_text(ARM_XML)
     return load_robot(path)
+
+
+@pytest.fixture(scope="module")
+def arm(tmp_path_factory: pytest.TempPathFactory) -> RobotModel:
+    return load_arm(tmp_path_factory.mktemp("arm"))
 
 
 def multisine(samples: int, amplitude: tuple[float, ...], seed: int = 0) -> np.ndarray:
