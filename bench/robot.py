@@ -124,13 +124,13 @@ def rollout_rate(robot: RobotModel, worlds: int, steps: int, device: str = "cpu"
     j = len(robot.joint_names)
     cmd = robot_sim.chirp_targets(robot, steps, amplitude=0.2, center=_posture(robot))
     terms = JointTerms(
-        kp=np.full((worlds, j), KP),
-        kd=np.full((worlds, j), KD),
+        stiffness=np.full((worlds, j), KP),
+        damping=np.full((worlds, j), KD),
         armature=np.broadcast_to(robot.armature, (worlds, j)),
-        damping=np.broadcast_to(robot.damping, (worlds, j)),
+        viscous_friction=np.broadcast_to(robot.viscous_friction, (worlds, j)),
         friction=np.broadcast_to(robot.friction, (worlds, j)),
-        bias=np.zeros((worlds, j)),
-        effort_limit=np.broadcast_to(robot.effort_limit, (worlds, j)),
+        encoder_offset=np.zeros((worlds, j)),
+        joint_effort_limit=np.broadcast_to(robot.effort_limit, (worlds, j)),
     )
     q0 = np.broadcast_to(cmd[0], (worlds, j))
     tq = physics_targets(cmd, np.zeros(worlds, int), steps, 1, 0)

@@ -77,7 +77,7 @@ def simulate_newton_log(
     """
     n = len(robot.joint_names)
     arm = _per_joint(armature, n, 0.0) if armature is not None else robot.armature.copy()
-    damp = _per_joint(damping, n, 0.0) if damping is not None else robot.damping.copy()
+    damp = _per_joint(damping, n, 0.0) if damping is not None else robot.viscous_friction.copy()
     fric = _per_joint(friction, n, 0.0) if friction is not None else robot.friction.copy()
     sat, vlim, elim = (_per_joint(v, n, math.inf) for v in (saturation_effort, velocity_limit, effort_limit))
     box = _per_joint(max_effort, n, math.inf) if max_effort is not None else robot.effort_limit.copy()

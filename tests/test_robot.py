@@ -88,7 +88,7 @@ def test_go2_loads_without_meshes(go2: RobotModel) -> None:
     assert go2.builder.shape_count == 0
     assert "visuals, collision shapes and meshes skipped" in go2.summary()["notes"][0]
     np.testing.assert_allclose(go2.armature, 0.01)
-    np.testing.assert_allclose(go2.damping, 0.6)
+    np.testing.assert_allclose(go2.viscous_friction, 0.6)
     np.testing.assert_allclose(go2.friction, 0.2)
     np.testing.assert_allclose(go2.effort_limit, [23.7, 23.7, 45.43] * 4)
     np.testing.assert_allclose(go2.lower[2], -2.7227, atol=1e-4)
@@ -137,7 +137,7 @@ def test_rollout_matches_newton_actuators(go2: RobotModel) -> None:
         np.array([2.0, 3.0, 2.0] * 4),
         np.array([1.0, 3.0, 1.2] * 4),
     )
-    ref_q, _ = newton_reference(go2, cmd, dec, delay, go2.armature, go2.damping, go2.friction)
+    ref_q, _ = newton_reference(go2, cmd, dec, delay, go2.armature, go2.viscous_friction, go2.friction)
     # world 1: other joint terms and an encoder bias; world 2: and a DC envelope (Newton's ClampingDCMotor)
     ref1_q, _ = newton_reference(go2, cmd, dec, delay, arm, damp, fric, bias=bias)
     ref2_q, _ = newton_reference(
@@ -158,16 +158,16 @@ def test_rollout_matches_newton_actuators(go2: RobotModel) -> None:
     tq = physics_targets(cmd, starts, samples, dec, delay)
     inf = np.full(12, np.inf)
     terms = JointTerms(
-        kp=np.full((3, 12), KP),
-        kd=np.full((3, 12), KD),
+        stiffness=np.full((3, 12), KP),
+        damping=np.full((3, 12), KD),
         armature=np.stack([go2.armature, arm, arm]),
-        damping=np.stack([go2.damping, damp, damp]),
+        viscous_friction=np.stack([go2.viscous_friction, damp, damp]),
         friction=np.stack([go2.friction, fric, fric]),
-        bias=np.stack([np.zeros(12), bias, bias]),
-        effort_limit=np.stack([go2.effort_limit] * 3),
+        encoder_offset=np.stack([np.zeros(12), bias, bias]),
+        joint_effort_limit=np.stack([go2.effort_limit] * 3),
         saturation_effort=np.stack([inf, inf, sat]),
-        velocity_limit=np.stack([inf, inf, vlim]),
-        motor_effort=np.stack([inf, inf, motor]),
+        actuator_velocity_limit=np.stack([inf, inf, vlim]),
+        actuator_effort_limit=np.stack([inf, inf, motor]),
     )
     q0 = np.stack([cmd[0]] * 3)  # measured; worlds 1-2's true angle is cmd[0] − bias, as Newton's start
     ours, _ = ro.run(q0, np.zeros((3, 12)), tq, np.zeros_like(tq), terms, dec, LOG_DT / dec)
@@ -324,7 +324,7 @@ def test_decoupled_rollout_follows_a_newton_log(go2: RobotModel) -> None:
         return np.stack([np.full(12, KP), np.full(12, KD), a, d, f, bias, go2.effort_limit, *env], axis=1)
 
     res = dr.run(
-        np.stack([par(arm, damp, fric, True), par(go2.armature, go2.damping, go2.friction, False)]),
+        np.stack([par(arm, damp, fric, True), par(go2.armature, go2.viscous_friction, go2.friction, False)]),
         np.array([delay, delay]),
         starts,
         length,
@@ -335,16 +335,16 @@ def test_decoupled_rollout_follows_a_newton_log(go2: RobotModel) -> None:
     assert truth < 0.01 * defaults, (truth, defaults)  # measured 1.1e-4 against 0.055 rad
     eng = ArticulatedRollout(go2, 1, mujoco_cpu=True)
     terms = JointTerms(
-        kp=np.full((1, 12), KP),
-        kd=np.full((1, 12), KD),
+        stiffness=np.full((1, 12), KP),
+        damping=np.full((1, 12), KD),
         armature=arm[None],
-        damping=damp[None],
+        viscous_friction=damp[None],
         friction=fric[None],
-        bias=bias[None],
-        effort_limit=go2.effort_limit[None],
+        encoder_offset=bias[None],
+        joint_effort_limit=go2.effort_limit[None],
         saturation_effort=sat[None],
-        velocity_limit=vlim[None],
-        motor_effort=motor[None],
+        actuator_velocity_limit=vlim[None],
+        actuator_effort_limit=motor[None],
     )
     tq = physics_targets(cmd, np.zeros(1, int), samples, dec, delay)
     c_q, _ = eng.run(q[:1], qd[:1], tq, np.zeros_like(tq), terms, dec, LOG_DT / dec)

@@ -542,14 +542,14 @@ def _fit_replay(fit: dict, robot: RobotModel, seg, cmd: np.ndarray, cmd_qd: np.n
     split, j = fit["validation"]["split_sample"], len(robot.joint_names)
     vals = {
         k: np.zeros((1, j))
-        for k in ("armature", "viscous_friction", "friction", "stiffness", "damping", "bias")
+        for k in ("armature", "viscous_friction", "friction", "stiffness", "damping", "encoder_offset")
     }
     for e in fit["groups"].values():
         for n in e["joints"]:
             k = robot.joint_names.index(n)
             for t in ("armature", "viscous_friction", "friction", "stiffness", "damping"):
                 vals[t][0, k] = e[t]
-    vals["bias"][0] = [fit["encoder_bias"][n] for n in robot.joint_names]
+    vals["encoder_offset"][0] = [fit["encoder_bias"][n] for n in robot.joint_names]
     effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
     ((q, _),) = replay_coupled(
         robot, [vals], [fit["delay_steps"]], seg.q, seg.qd, cmd, cmd_qd, split, DEC, DT, effort

@@ -61,16 +61,16 @@ def _newton(robot: RobotModel, cmd: np.ndarray, mode: str, envelope: bool) -> np
 def _terms(robot: RobotModel, worlds: int, envelope: list[bool]) -> JointTerms:
     inf = np.full(J, np.inf)
     return JointTerms(
-        kp=np.full((worlds, J), KP),
-        kd=np.full((worlds, J), KD),
+        stiffness=np.full((worlds, J), KP),
+        damping=np.full((worlds, J), KD),
         armature=np.tile(ARM, (worlds, 1)),
-        damping=np.tile(DAMP, (worlds, 1)),
+        viscous_friction=np.tile(DAMP, (worlds, 1)),
         friction=np.tile(FRIC, (worlds, 1)),
-        bias=np.tile(BIAS, (worlds, 1)),
-        effort_limit=np.tile(robot.effort_limit, (worlds, 1)),
+        encoder_offset=np.tile(BIAS, (worlds, 1)),
+        joint_effort_limit=np.tile(robot.effort_limit, (worlds, 1)),
         saturation_effort=np.stack([SAT if e else inf for e in envelope]),
-        velocity_limit=np.stack([VLIM if e else inf for e in envelope]),
-        motor_effort=np.stack([MOTOR if e else inf for e in envelope]),
+        actuator_velocity_limit=np.stack([VLIM if e else inf for e in envelope]),
+        actuator_effort_limit=np.stack([MOTOR if e else inf for e in envelope]),
     )
 
 

@@ -97,13 +97,13 @@ def test_coupled_rollouts_take_the_feed_forward_effort(arm: RobotModel, torque_l
     ref_q = torque_log["q"][: n + 1]
     z = np.zeros((1, 2))
     terms = JointTerms(
-        kp=z,
-        kd=z,
+        stiffness=z,
+        damping=z,
         armature=TRUTH["armature"][None],
-        damping=TRUTH["damping"][None],
+        viscous_friction=TRUTH["damping"][None],
         friction=TRUTH["friction"][None],
-        bias=z,
-        effort_limit=np.full((1, 2), 1e6),
+        encoder_offset=z,
+        joint_effort_limit=np.full((1, 2), 1e6),
     )
     s = np.zeros(1, int)
     tq, tff = physics_targets(cmd, s, n, DEC, DELAY), physics_targets(ff, s, n, DEC, DELAY)
@@ -177,7 +177,7 @@ def test_zero_gains_without_effort_are_refused_and_bounds_are_flagged(
     assert 10**lo < 0.01 and 10**hi > 20.0  # 2 × the effort the log demands (20 N·m of multi-sine)
     fitted = {t: np.array([[0.1, 0.05]]) for t in ("armature", "viscous_friction", "friction")}
     fitted["friction"] = np.array([[10**hi, 1.5]])
-    fitted["bias"] = np.array([[0.0, 0.2]])
+    fitted["encoder_offset"] = np.array([[0.0, 0.2]])
     rep = bound_report(prob, fitted)
     assert [(e.term, e.bound) for e in rep.at_bound] == [("yaw.friction", "upper")]
     assert [w.to_json() for w in rep.implausible_bias] == [{"joint": "pitch", "bias": 0.2}]

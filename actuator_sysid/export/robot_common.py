@@ -22,19 +22,6 @@ from ..fitting.robot import has_envelope
 from ..models.families import get_family
 from .selection import ChosenModel, ExportError
 
-# result group key → registry parameter name (fitting/robot.py names the envelope's speed either way)
-GROUP_PARAMS = {
-    "stiffness": "stiffness",
-    "damping": "damping",
-    "armature": "armature",
-    "friction": "friction",
-    "viscous_friction": "viscous_friction",
-    "effort_limit": "actuator_effort_limit",
-    "saturation_effort": "saturation_effort",
-    "velocity_limit": "actuator_velocity_limit",
-    "actuator_velocity_limit": "actuator_velocity_limit",
-}
-
 
 def _finite(v: object) -> TypeGuard[float]:
     return isinstance(v, int | float) and math.isfinite(float(v))
@@ -53,8 +40,7 @@ def joint_models(result: RobotResult) -> dict[str, ChosenModel]:
     for g, e in result.groups.items():
         dc = has_envelope(e)
         name = ("dcmotor_delay" if delay else "dcmotor") if dc else ("delayed_pd" if delay else "ideal_pd")
-        values = e.to_json()
-        params = {p: float(values[k]) for k, p in GROUP_PARAMS.items() if _finite(values.get(k))}
+        params = e.params()
         box = e.model_effort_limit
         if dc and _finite(box) and float(box) < params.get("actuator_effort_limit", math.inf):
             # the model's box after the envelope is the envelope at the smaller max motor effort (§C.2 maths)

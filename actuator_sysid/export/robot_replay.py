@@ -22,6 +22,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,37 +30,29 @@ from .robot_common import ReplayLog
 from .selection import ChosenModel, ExportError
 
 TOLERANCE = 0.10
-# JointTerms field → the exported model's parameter (models/articulated.py names; registry names)
-_TERMS = {
-    "kp": "stiffness",
-    "kd": "damping",
-    "armature": "armature",
-    "damping": "viscous_friction",
-    "friction": "friction",
-    "effort_limit": "actuator_effort_limit",
-    "saturation_effort": "saturation_effort",
-    "velocity_limit": "actuator_velocity_limit",
-    "motor_effort": "actuator_effort_limit",
-}
 
 
 def _joint_terms(models: dict[str, ChosenModel], bias: np.ndarray):
-    """models/articulated.py's JointTerms for one world from the exported models (fields it adds, when it has)."""
+    """models/articulated.py's JointTerms for one world from the exported models: its fields are registry names,
+    the joint's box is the exported effort limit (none: no box) and an unstated envelope is no clamp."""
     from ..models.articulated import JointTerms
 
-    values = {}
+    def row(name: str, default: float | None = None) -> np.ndarray | None:
+        if not all(name in m.params for m in models.values()) and default is None:
+            return None
+        return np.array([[m.params.get(name, default) for m in models.values()]])
+
+    values: dict[str, Any] = {
+        "encoder_offset": bias[None],
+        "joint_effort_limit": row("actuator_effort_limit", 1e6),
+    }
     for f in dataclasses.fields(JointTerms):
-        if f.name == "bias":
-            values["bias"] = bias[None]
+        if f.name in values or f.name.startswith("body") or f.name == "bodies":
             continue
-        optional = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        name = _TERMS.get(f.name)
-        if name is None or not all(name in m.params for m in models.values()):
-            if optional:
-                continue  # the rollout's neutral value: no such clamp
-            if name != "actuator_effort_limit":
-                raise ExportError(f"our rollout needs {f.name!r}, which the export does not state")
-        values[f.name] = np.array([[m.params.get(name, 1e6) for m in models.values()]])
+        optional = f.default is not dataclasses.MISSING
+        if (v := row(f.name)) is None and not optional:
+            raise ExportError(f"our rollout needs {f.name!r}, which the export does not state")
+        values[f.name] = v
     return JointTerms(**values)
 
 
@@ -155,7 +148,7 @@ def isaaclab_run(cfgs: dict, robot, log: ReplayLog, bias: np.ndarray) -> np.ndar
             for attr, name, own in (
                 ("joint_armature", "armature", robot.armature),
                 ("joint_friction", "friction", robot.friction),
-                ("joint_damping", "viscous_friction", robot.damping),
+                ("joint_damping", "viscous_friction", robot.viscous_friction),
             ):
                 v = getattr(cfg, name, None)
                 getattr(b, attr)[d] = float(own[k] if v is None else v)

@@ -14,6 +14,7 @@ leaves out the fields a fit writes only when they apply (`OMIT_UNSET`) while the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, Self
@@ -484,6 +485,11 @@ def as_result(result: ResultLike) -> FitResult:
 # --- a whole-robot fit (fitting/robot.py) ----------------------------------------------------------------------
 
 
+# a robot group's fit.json keys that are not registry names (models/parameters.py): the one translation, read by
+# the fit, its reports and its exports; every other group key is its registry name
+GROUP_KEYS = {"actuator_effort_limit": "effort_limit", "actuator_velocity_limit": "velocity_limit"}
+
+
 @dataclass(frozen=True, kw_only=True)
 class RobotGroup(Record):
     """One joint group's fitted values (SI): its Isaac Lab regex and joints, the joint terms, the PD gains, the
@@ -501,6 +507,21 @@ class RobotGroup(Record):
     velocity_limit: float | None = None  # rad/s
     model_effort_limit: float | None = None  # the model file's joint limit, a box after the envelope
     envelope_active: float | None = None  # share of held-out physics steps the envelope cut the PD effort
+
+    def params(self) -> dict[str, float]:
+        """The group's stated values by registry name (SI); a term it does not state, or states infinite, is left
+        out."""
+        values: dict[str, Json] = {
+            k: getattr(self, k)
+            for k in ("stiffness", "damping", "armature", "friction", "viscous_friction", "saturation_effort")
+        }
+        values |= {name: getattr(self, key) for name, key in GROUP_KEYS.items()}
+        values["actuator_velocity_limit"] = self.envelope_velocity()
+        return {
+            k: float(v)
+            for k, v in values.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        }
 
     def envelope_velocity(self) -> Json:
         """The envelope's velocity limit as the group states it (a hand-written group may name it

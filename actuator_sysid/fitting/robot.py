@@ -53,9 +53,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from ..datasets.recording import Recording, Segment
+from ..models import parameters
 from ..models.articulated import (
     EFFORT_MODES,
     ArticulatedRollout,
@@ -65,9 +65,11 @@ from ..models.articulated import (
     joint_space_terms,
     physics_targets,
 )
+from ..models.families import Family, get_family
 from ..models.robot import RobotError, RobotModel, map_joints
 from . import robot_judge
 from .result import (
+    GROUP_KEYS,
     BoundHit,
     DecoupledFit,
     RobotBounds,
@@ -78,38 +80,31 @@ from .result import (
     Verdict,
     WideBias,
 )
+from .search import Tolerances, batched_lm, trust_region
+from .space import SearchSpace, plant_range
+from .warmstart import fit_dc_envelope
 
 log = logging.getLogger(__name__)
 
-# Bounds are scaled per group to the model and the log (model_bounds): E the effort scale (the model's effort
-# limit, the PD + feed-forward effort the log demands, the rigid-body effort its motion needs, the largest), v the
-# fastest logged speed, a the largest logged acceleration, M the largest joint-space inertia (links). Per term:
-# the upper bound as (multiple, quantity) and the span below it in decades (log10 search).
-BOUND_RULES = {
-    "armature": ("10·E/a or 10·M", 6.0),
-    "viscous_friction": ("10·E/v", 6.0),
-    "friction": ("2·E", 5.5),
-    "stiffness": ("E/(5 mrad)", 5.0),
-    "damping": ("10·E/v", 5.0),
-    "saturation_effort": ("20·E", 4.5),
-    "velocity_limit": ("100·v (lower 0.05·v)", None),
-    "effort_limit": ("20·E", 4.5),
-}
-BIAS_RANGE_SHARE = (
-    0.15  # the encoder bias bound: this share of the joint's range (0.3 rad without a finite one)
-)
+# Every searched term is a registry parameter (models/parameters.py) of the group's family (ideal_pd, or
+# dcmotor with the envelope), bounded by its `plant` rule: scaled per group to the model and the log
+# (model_bounds), never a fixed cap.
+ENVELOPE_FAMILY = {False: "ideal_pd", True: "dcmotor"}
 BIAS_PLAUSIBLE = 0.05  # rad; a fitted bias beyond this is flagged as absorbing model error, not a calibration
 AT_BOUND = 1e-3  # a search variable within this share of its range from a bound is reported at that bound
 DC_TERMS = (
     "saturation_effort",
-    "velocity_limit",
-    "effort_limit",
-)  # the envelope; effort_limit: max motor effort
+    "actuator_velocity_limit",
+    "actuator_effort_limit",
+)  # the envelope (Newton's)
+# every group term in search order; the PD gains are searched when the log does not state them, the envelope with
+# dc_motor, and the family's actuator_effort_limit without an envelope is the model file's joint limit (fixed)
 ALL_TERMS = ("armature", "viscous_friction", "friction", "stiffness", "damping", *DC_TERMS)
+OFFSET = "encoder_offset"  # the registry's encoder bias; fit.json names it encoder_bias
 BIAS_UNIT = 0.01  # the search sees the bias in centiradians so every variable is O(1)
 FD_STEP = {"log": 0.02, "bias": 0.1}
 SCAN_WINDOWS = 4
-LM_TOL = 1e-3  # the decoupled least squares stops once no problem's loss falls by this share in an iteration
+LM_TOL = 1e-3  # the decoupled least squares stops a problem once its loss falls by less than this share
 STEPS = (0.5, 1.0, 2.0)  # the coupled refinement tries these multiples of each space-mapping step
 DELAY_TIE = (
     0.05  # delays whose decoupled training loss is within this share of the best are all rolled out coupled
@@ -120,6 +115,8 @@ _EFFORT_TEXT = {
     "implicit": "Newton's implicit effort mode (Newton's own DrivePD and clamps, solved at the predicted "
     "end-of-step state through newton.actuators.JointSpaceResponse.refresh_from_solve, the solver's inertia)",
 }
+# a few costly Jacobians: loose tolerances, in the search's own units (log10 and centiradians, all O(1))
+COUPLED_TOLERANCES = Tolerances(xtol=1e-6, ftol=1e-6, gtol=1e-8, tr_solver=None, unit_cube=False)
 MIN_GAIN = 0.005  # no coupled refinement round when a Gauss-Newton step would lower the coupled RMS less
 # the envelope's start scan, per group: max motor effort × the largest PD effort the log demands, saturation
 # effort × that, velocity limit × the fastest logged speed
@@ -189,11 +186,20 @@ class _Problem:
     fit_com: bool = False
 
     def __post_init__(self) -> None:
-        self.var_names = [f"{g}.{t}" for g in self.groups for t in self.terms]
+        self.var_names = [self.var_name(g, t) for g in self.groups for t in self.terms]
         for b in self.bodies:
             self.var_names += [f"{b}.mass"] + ([f"{b}.com_{a}" for a in "xyz"] if self.fit_com else [])
         if self.fit_bias:
             self.var_names += [f"{n}.bias" for n in self.names]
+
+    @staticmethod
+    def var_name(group: str, term: str) -> str:
+        """A group term's search variable as the result names it ("FR_hip.effort_limit")."""
+        return f"{group}.{GROUP_KEYS.get(term, term)}"
+
+    def var(self, group: str, term: str) -> int:
+        """A group term's position among the search variables."""
+        return self.var_names.index(self.var_name(group, term))
 
     @property
     def size(self) -> int:
@@ -238,6 +244,14 @@ class _Problem:
         hi = [self.bound(g, t)[1] for g in self.groups for t in self.terms] + bhi + bias
         return np.array(lo), np.array(hi)
 
+    def space(self) -> SearchSpace:
+        """The search variables as a SearchSpace in the search's own units (log10 of group terms and masses,
+        centiradians and centimetres of biases and COM offsets), linear in them."""
+        lo, hi = self.bounds()
+        return SearchSpace(
+            tuple(self.var_names), lo, hi, np.zeros(self.size, bool), np.zeros(self.size, bool)
+        )
+
     def steps(self) -> np.ndarray:
         nt = len(self.groups) * len(self.terms)
         body = ([FD_STEP["log"]] + [FD_STEP["bias"]] * (self.per_body - 1)) * len(self.bodies)
@@ -246,7 +260,7 @@ class _Problem:
     def joint_values(self, x: np.ndarray) -> dict[str, np.ndarray]:
         """(C, d) search variables → per-joint natural values {term: (C, J)}, bias included."""
         c, j = x.shape[0], len(self.names)
-        out = {t: np.full((c, j), np.inf if t in DC_TERMS else 0.0) for t in ALL_TERMS}
+        out = {t: np.full((c, j), parameters.get(t).neutral) for t in ALL_TERMS}
         k = 0
         for idx in self.groups.values():
             for t in self.terms:
@@ -264,7 +278,7 @@ class _Problem:
                 xb[:, :, 1:] * BIAS_UNIT if self.fit_com else np.zeros((c, nb, 3))
             )
             k += nb * pb
-        out["bias"] = x[:, k:] * BIAS_UNIT if self.fit_bias else np.zeros((c, j))
+        out[OFFSET] = x[:, k:] * BIAS_UNIT if self.fit_bias else np.zeros((c, j))
         return out
 
     @property
@@ -368,19 +382,19 @@ def joint_terms(
     """The rollout's per-world terms from per-joint values {term: (W, J)}; the model's box limit `effort_limit`;
     the payload bodies' (builder indices `bodies`) mass (W, B) and COM (W, B, 3) where the values have them."""
     return JointTerms(
+        stiffness=v["stiffness"],
+        damping=v["damping"],
+        armature=v["armature"],
+        viscous_friction=v["viscous_friction"],
+        friction=v["friction"],
+        encoder_offset=v[OFFSET],
+        joint_effort_limit=effort_limit,
+        saturation_effort=v.get("saturation_effort"),
+        actuator_velocity_limit=v.get("actuator_velocity_limit"),
+        actuator_effort_limit=v.get("actuator_effort_limit"),
         bodies=bodies if "body_mass" in v else None,
         body_mass=v.get("body_mass"),
         body_com=v.get("body_com"),
-        kp=v["stiffness"],
-        kd=v["damping"],
-        armature=v["armature"],
-        damping=v["viscous_friction"],
-        friction=v["friction"],
-        bias=v["bias"],
-        effort_limit=effort_limit,
-        saturation_effort=v.get("saturation_effort"),
-        velocity_limit=v.get("velocity_limit"),
-        motor_effort=v.get("effort_limit"),
     )
 
 
@@ -503,21 +517,8 @@ class _DecoupledEvaluator:
         """(C, J, windows·length) simulated minus measured positions, as _Evaluator.residuals."""
         v = self.prob.joint_values(x)
         c, j = x.shape[0], len(self.prob.names)
-        par = np.stack(
-            [
-                v["stiffness"],
-                v["damping"],
-                v["armature"],
-                v["viscous_friction"],
-                v["friction"],
-                v["bias"],
-                np.broadcast_to(self.prob.effort_limit, (c, j)),
-                v["saturation_effort"],
-                v["velocity_limit"],
-                v["effort_limit"],
-            ],
-            axis=2,
-        )
+        v["joint_effort_limit"] = np.broadcast_to(self.prob.effort_limit, (c, j))
+        par = np.stack([v[t] for t in DecoupledRollout.COLUMNS], axis=2)
         r = self.roll.run(
             par, np.asarray(delays), self.starts, self.data.length, self.dec, self.data.dt, self.first
         )
@@ -567,55 +568,21 @@ def _decoupled_lm(
     offset: np.ndarray | None = None,
     prune: tuple[int, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Levenberg–Marquardt on the decoupled residuals (+ `offset`, (P, N)), one problem per row of xs with its own
-    delay, in lockstep: per iteration one batch for the coloured forward-difference Jacobians of the problems
-    still moving and one for four damping trials each. `prune` (n, f): after n iterations, problems whose loss
-    is above f × the best stop (a delay that cannot win). Returns the points, their losses (RMS) and the number
-    of Jacobian batches."""
-    prob = dev.prob
-    p, d = xs.shape
-    lo, hi = prob.bounds()
-    nj = len(prob.names)
-    off = np.zeros((p, nj, 1)) if offset is None else offset.reshape(p, nj, -1)
-    x = xs.copy()
-    r0 = dev.residuals(x, delays) + off
-    loss = np.sqrt(np.mean(r0**2, axis=(1, 2)))
-    lam = np.full(p, 1e-3)
-    done = np.zeros(p, bool)
-    trials = np.array([0.1, 1.0, 10.0, 100.0])
-    jacobians = 0
-    for it in range(iterations):
-        if prune is not None and it == prune[0]:
-            done |= loss > prune[1] * loss.min()
-        act = np.flatnonzero(~done)
-        if act.size == 0:
-            break
-        jm = _decoupled_jacobian(dev, x[act], delays[act], r0[act])
-        jacobians += 1
-        a = np.einsum("pnd,pne->pde", jm, jm)
-        g = np.einsum("pnd,pn->pd", jm, r0[act].reshape(act.size, -1))
-        diag = np.einsum("pdd->pd", a) + 1e-12
-        cand = np.zeros((act.size, trials.size, d))
-        for ti, t in enumerate(trials):
-            m = a + (lam[act, None] * t * diag)[:, :, None] * np.eye(d)[None]
-            cand[:, ti] = np.clip(x[act] - np.linalg.solve(m, g[..., None])[..., 0], lo, hi)
-        rt = (
-            dev.residuals(cand.reshape(-1, d), np.repeat(delays[act], trials.size)).reshape(
-                act.size, trials.size, nj, -1
-            )
-            + off[act][:, None]
-        )
-        lt = np.sqrt(np.mean(rt**2, axis=(2, 3)))  # (active, trials)
-        for i, k in enumerate(act):
-            b_ = int(np.argmin(lt[i]))
-            if lt[i, b_] < loss[k]:
-                done[k] = lt[i, b_] > (1.0 - LM_TOL) * loss[k]
-                x[k], loss[k], r0[k] = cand[i, b_], lt[i, b_], rt[i, b_]
-                lam[k] = max(lam[k] * trials[b_] / 3.0, 1e-7)
-            else:
-                lam[k] = min(lam[k] * 1e3, 1e6)
-                done[k] = lam[k] >= 1e6
-    return x, loss, jacobians
+    """Levenberg–Marquardt (fitting/search.py batched_lm) on the decoupled residuals (+ `offset`, (P, N)), one
+    problem per row of xs with its own delay, with coloured forward-difference Jacobians. `prune` (n, f): after
+    n iterations, problems whose loss is above f × the best stop (a delay that cannot win). Returns the points,
+    their losses (RMS) and the number of Jacobian batches."""
+    nj = len(dev.prob.names)
+    off = np.zeros((xs.shape[0], nj, 1)) if offset is None else offset.reshape(xs.shape[0], nj, -1)
+
+    def residuals(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return (dev.residuals(x, delays[rows]) + off[rows]).reshape(x.shape[0], -1)
+
+    def jacobian(x: np.ndarray, rows: np.ndarray, r: np.ndarray) -> np.ndarray:
+        return _decoupled_jacobian(dev, x, delays[rows], r.reshape(x.shape[0], nj, -1))
+
+    lo, hi = dev.prob.bounds()
+    return batched_lm(residuals, jacobian, xs, lo, hi, iterations, prune, LM_TOL)
 
 
 def _predicted_gain(jm: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -827,6 +794,18 @@ class _Data:
         return np.zeros(len(starts), int) if self.first is None else self.first[np.asarray(starts, int)]
 
 
+def family_terms(family: Family, gains_known: bool) -> list[str]:
+    """The group terms a robot fit searches of a registry family, in search order: the PD gains only where the
+    log states none; the effort limit only inside a DC envelope (else the model file's joint limit holds it)."""
+    held = {"stiffness", "damping"} if gains_known else set()
+    if "saturation_effort" not in family.params:
+        held.add("actuator_effort_limit")
+    unknown = [p for p in family.params if p not in ALL_TERMS and p != "delay"]
+    if unknown:
+        raise RobotError(f"family {family.name}: a whole-robot fit cannot search {', '.join(unknown)}")
+    return [t for t in ALL_TERMS if t in family.params and t not in held]
+
+
 def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tuple[_Data, _Problem, bool]:
     """Map the log onto the model, resolve groups and gains, split it (in time for one recording, else by whole
     recordings); returns data, problem, gains known."""
@@ -845,11 +824,7 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
                 "effort (tau_ff) for them, so nothing drives them; give the gains the robot ran "
                 "(--kp / --kd, or kp / kd in the log's metadata) or log the commanded effort as tau_ff"
             )
-    terms = (
-        ["armature", "viscous_friction", "friction"]
-        + ([] if gains_known else ["stiffness", "damping"])
-        + (list(DC_TERMS) if opts.dc_motor else [])
-    )
+    terms = family_terms(get_family(ENVELOPE_FAMILY[opts.dc_motor]), gains_known)
     effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
     prob = _Problem(
         names,
@@ -1039,8 +1014,9 @@ def _demand(prob: _Problem, data: _Data, n: int) -> np.ndarray:
 def model_bounds(
     robot: RobotModel, prob: _Problem, data: _Data, decimation: int
 ) -> tuple[dict[str, dict[str, tuple[float, float]]], np.ndarray, dict[str, dict[str, float]]]:
-    """Per group the log10 bounds of every term (BOUND_RULES), scaled to the model and the training log; per
-    joint the encoder bias bound (BIAS_RANGE_SHARE of its range); and the scales used, for the result.
+    """Per group the log10 bounds of every term (the registry's plant rules, fitting/space.py plant_range),
+    scaled to the model and the training log; per joint the encoder bias bound (the registry's share of its
+    range); and the scales used, for the result.
 
     The rigid-body effort and the joint-space inertia come from Newton's (MuJoCo's) inverse dynamics along at
     most 200 training samples, so a heavy arm's friction or a light finger's armature is inside the bounds."""
@@ -1065,22 +1041,20 @@ def model_bounds(
     scales: dict[str, dict[str, float]] = {}
     for g, idx in prob.groups.items():
         e, v, a, m = (float(x[idx].max()) for x in (effort, speed, accel, inertia))
-        vm = float(vmax[idx].max())
-        top = {
-            "armature": max(10 * e / a, 10 * m),
-            "viscous_friction": 10 * e / v,
-            "friction": 2 * e,
-            "stiffness": e / 0.005,
-            "damping": 10 * e / v,
-            "saturation_effort": 20 * e,
-            "effort_limit": 20 * e,
+        scales[g] = {
+            "effort": e,
+            "speed": v,
+            "max_speed": float(vmax[idx].max()),
+            "acceleration": a,
+            "inertia": m,
         }
-        out[g] = {t: (math.log10(top[t]) - BOUND_RULES[t][1], math.log10(top[t])) for t in top}  # type: ignore[operator]
-        out[g]["velocity_limit"] = (math.log10(0.05 * vm), math.log10(100 * vm))
-        scales[g] = {"effort": e, "speed": v, "max_speed": vm, "acceleration": a, "inertia": m}
+        out[g] = {t: tuple(math.log10(b) for b in plant_range(t, scales[g])) for t in ALL_TERMS}  # type: ignore[misc]
     span = robot.upper - robot.lower
     finite = np.isfinite(span) & (span > 0) & (span < 1e3)
-    bias = np.where(finite, BIAS_RANGE_SHARE * np.where(finite, span, 0.0), 0.3)
+    offset = parameters.get(OFFSET)
+    assert offset.plant is not None
+    # a share of the joint's range; the registry's range where the joint has no finite one
+    bias = np.where(finite, offset.plant.multiple * np.where(finite, span, 0.0), offset.upper)
     return out, np.maximum(bias, 0.01), scales
 
 
@@ -1099,13 +1073,13 @@ def _start(
             limit = float(np.min(prob.effort_limit[idx]))
             v = {
                 "armature": robot.armature[idx].mean(),
-                "viscous_friction": robot.damping[idx].mean(),
+                "viscous_friction": robot.viscous_friction[idx].mean(),
                 "friction": robot.friction[idx].mean(),
                 "stiffness": 20.0,
                 "damping": 1.0,
                 "saturation_effort": limit,
-                "velocity_limit": 100.0,
-                "effort_limit": limit,
+                "actuator_velocity_limit": 100.0,
+                "actuator_effort_limit": limit,
             }[t]  # envelope: scanned
             x0.append(prob.clip_log(g, t, v))
     for k in range(len(prob.bodies)):  # payloads start at the model's mass and COM
@@ -1179,39 +1153,6 @@ def _regress_group(
     return coef, y - rows @ coef, sigma
 
 
-def _fit_envelope(
-    u: np.ndarray, y: np.ndarray, y_all: np.ndarray, u_all: np.ndarray
-) -> tuple[float, float, float]:
-    """(saturation effort, velocity limit, max motor effort) of the DC envelope through clipped samples: the effort
-    y the motor gave against the speed u, both signed along the demand (Newton's ClampingDCMotor, upper branch).
-    With few clipped samples, a flat envelope just above every effort the motor gave (y_all, at speeds u_all)."""
-    if y.size < 20:
-        top = float(np.quantile(np.abs(y_all), 0.995))
-        return 2.0 * top, 3.0 * float(np.abs(u_all).max()), top
-    elim = float(np.quantile(y, 0.9))
-    fast = y < 0.9 * elim
-    if fast.sum() >= 5 and np.ptp(u[fast]) > 0:
-        slope, sat = np.polyfit(u[fast], y[fast], 1)
-        vlim = sat / -slope if slope < 0 and sat > 0 else 3.0 * float(np.abs(u).max())
-    else:
-        sat, vlim = 1.5 * elim, 3.0 * float(np.abs(u).max())
-    sat = max(float(sat), 1.05 * elim)
-
-    def model(p: np.ndarray) -> np.ndarray:
-        s_, v_, e_ = 10.0**p
-        c = v_ * (1.0 + e_ / s_)
-        return np.minimum(s_ * (1.0 - np.clip(u, -c, c) / v_), e_) - y
-
-    sol = least_squares(
-        model,
-        np.log10([sat, max(vlim, 1e-2), max(elim, 1e-3)]),
-        loss="soft_l1",
-        f_scale=max(0.02 * elim, 1e-6),
-    )
-    s_, v_, e_ = (float(v) for v in 10.0**sol.x)
-    return s_, v_, e_
-
-
 def _equation_error_start(
     robot: RobotModel,
     prob: _Problem,
@@ -1259,15 +1200,15 @@ def _ee_point(prob: _Problem, x0: np.ndarray, fits: list, demand: np.ndarray, ve
     for idx, coef, res, sigma in fits:
         g = next(name for name, members in prob.groups.items() if members == idx)
         for t, v in zip(("armature", "viscous_friction", "friction"), coef[:3], strict=True):
-            x[prob.var_names.index(f"{g}.{t}")] = prob.clip_log(g, t, v)
+            x[prob.var(g, t)] = prob.clip_log(g, t, v)
         if prob.dc_motor:
             sign = np.sign(demand[:, idx])
             given = demand[:, idx] - res  # the effort the motor gave
             # the PD asked for clearly more than the motor gave (5 % of its largest effort, beyond the fit's noise)
             clipped = res * sign > max(4.0 * sigma, 0.05 * float(np.quantile(np.abs(given), 0.99)))
-            env = _fit_envelope((sign * vel[:, idx])[clipped], (sign * given)[clipped], given, vel[:, idx])
+            env = fit_dc_envelope((sign * vel[:, idx])[clipped], (sign * given)[clipped], given, vel[:, idx])
             for t, v in zip(DC_TERMS, env, strict=True):
-                x[prob.var_names.index(f"{g}.{t}")] = prob.clip_log(g, t, v)
+                x[prob.var(g, t)] = prob.clip_log(g, t, v)
     return x
 
 
@@ -1297,11 +1238,11 @@ def _scan_envelope(
         for g, idx in prob.groups.items():
             top, vmax = max(float(demand[:, idx].max()), 1e-3), max(float(speed[:, idx].max()), 1e-2)
             for t, val in (
-                ("effort_limit", e * top),
+                ("actuator_effort_limit", e * top),
                 ("saturation_effort", r * e * top),
-                ("velocity_limit", sp * vmax),
+                ("actuator_velocity_limit", sp * vmax),
             ):
-                xs[gi, prob.var_names.index(f"{g}.{t}")] = prob.clip_log(g, t, val)
+                xs[gi, prob.var(g, t)] = prob.clip_log(g, t, val)
     scan = _rms(ev_scan.residuals(xs, np.full(len(grid), delay)))
     best = int(np.argmin(scan))
     say(
@@ -1397,9 +1338,9 @@ def _least_squares(
     spent: Callable[[], bool],
     say: Callable[[str], None],
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Trust-region least squares from x0 with a coloured forward-difference Jacobian; best point and stats."""
+    """Trust-region least squares (fitting/search.py) from x0 with a coloured forward-difference Jacobian; the
+    best point evaluated and stats."""
     colors = _color([set(int(c) for c in robot.component[j]) for j in prob.var_joints()])
-    lo, hi = prob.bounds()
     cache: dict[bytes, np.ndarray] = {}
     best: dict[str, Any] = {"x": x0.copy(), "loss": math.inf}
     stats: dict[str, Any] = {
@@ -1440,18 +1381,16 @@ def _least_squares(
     stats["initial_rmse"] = best["loss"]
     try:
         check_budget()
-        sol = least_squares(
-            fun,
+        sol = trust_region(
+            lambda xs: fun(xs[0])[None],
+            prob.space(),
             x0,
+            max_nfev,
+            FD_STEP["log"],
             jac=jac,
-            bounds=(lo, hi),
-            method="trf",
-            x_scale="jac",
-            max_nfev=max_nfev,
-            xtol=1e-6,
-            ftol=1e-6,
+            tol=COUPLED_TOLERANCES,
         )
-        stats["stopped_on"] = "converged" if sol.status > 0 else "iterations"
+        stats["stopped_on"] = "converged" if sol.converged else "iterations"
     except BudgetSpent:
         stats["stopped_on"] = "budget"
     stats["rmse"] = best["loss"]
@@ -1598,11 +1537,11 @@ def replay_validation(
     (positions, envelope-cut share per joint), in that order."""
     defaults = {
         "armature": robot.armature[None],
-        "viscous_friction": robot.damping[None],
+        "viscous_friction": robot.viscous_friction[None],
         "friction": robot.friction[None],
         "stiffness": fitted["stiffness"],
         "damping": fitted["damping"],
-        "bias": np.zeros((1, len(prob.names))),
+        OFFSET: np.zeros((1, len(prob.names))),
     }
     vals, delays = [fitted, defaults], [delay, 0]
     if decoupled is not None:
@@ -1700,7 +1639,7 @@ def _decoupled_beside(
             }
             for g, idx in prob.groups.items()
         },
-        encoder_bias={nm: float(v["bias"][0, k]) for k, nm in enumerate(prob.names)},
+        encoder_bias={nm: float(v[OFFSET][0, k]) for k, nm in enumerate(prob.names)},
         delay_steps=int(delay),
         note="each joint's own 1-DoF fit along the measured motion (Newton's joint-space inertia and "
         "coupling efforts), before any coupled refinement; replayed coupled from the split",
@@ -1739,7 +1678,9 @@ def _result(
     for g, idx in prob.groups.items():
         at = idx[0]
         model_limit = float(effort[idx].max()) if np.all(effort[idx] < 1e6) else None
-        envelope = {t: float(fitted[t][0, at]) if prob.dc_motor else None for t in DC_TERMS}
+        envelope = {
+            GROUP_KEYS.get(t, t): float(fitted[t][0, at]) if prob.dc_motor else None for t in DC_TERMS
+        }
         group_out[g] = RobotGroup(
             joint_names_expr=prob.exprs[g],
             joints=[names[i] for i in idx],
@@ -1761,7 +1702,7 @@ def _result(
         motor_envelope="dc_motor" if prob.dc_motor else "off",
         gains=prob.gains,
         bounds=bound_report(prob, fitted),
-        encoder_bias={nm: float(fitted["bias"][0, k]) for k, nm in enumerate(names)},
+        encoder_bias={nm: float(fitted[OFFSET][0, k]) for k, nm in enumerate(names)},
         delay_steps=int(delay),
         delay=delay_note,
         sim={"dt": float(data.dt), "decimation": int(opts.decimation)},
@@ -1815,11 +1756,12 @@ def bound_report(prob: _Problem, fitted: dict[str, np.ndarray]) -> RobotBounds:
     for g, idx in prob.groups.items():
         for t in prob.terms:
             lo, hi = prob.bound(g, t)
-            bounds[f"{g}.{t}"] = [10**lo, 10**hi]
+            key = prob.var_name(g, t)
+            bounds[key] = [10**lo, 10**hi]
             x = math.log10(max(float(fitted[t][0, idx[0]]), 1e-300))
             for side, b in (("lower", lo), ("upper", hi)):
                 if abs(x - b) <= AT_BOUND * (hi - lo):
-                    at.append(BoundHit(term=f"{g}.{t}", value=10**x, bound=side, limit=10**b))
+                    at.append(BoundHit(term=key, value=10**x, bound=side, limit=10**b))
     if prob.bodies:
         lo_b, hi_b = prob.body_bounds()
         for k, body in enumerate(prob.bodies):
@@ -1833,7 +1775,7 @@ def bound_report(prob: _Problem, fitted: dict[str, np.ndarray]) -> RobotBounds:
     if prob.fit_bias:
         bb = prob.bias_bound if prob.bias_bound is not None else np.full(len(prob.names), 0.3)
         for k, nm in enumerate(prob.names):
-            b, v = float(bb[k]), float(fitted["bias"][0, k])
+            b, v = float(bb[k]), float(fitted[OFFSET][0, k])
             bounds[f"{nm}.bias"] = [-b, b]
             if abs(abs(v) - b) <= AT_BOUND * 2 * b:
                 at.append(BoundHit(term=f"{nm}.bias", value=v, bound="upper" if v > 0 else "lower", limit=b))

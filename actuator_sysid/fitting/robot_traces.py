@@ -26,14 +26,15 @@ def fitted_values(
     bias: Mapping[str, float],
     names: list[str],
 ) -> dict[str, np.ndarray]:
-    """Per-joint fitted values {term: (1, J)} from each group's values and joints, and the encoder bias."""
+    """Per-joint fitted values {registry name: (1, J)} from each group's values (by registry name) and joints,
+    and the encoder bias."""
     index = {n: k for k, n in enumerate(names)}
     out: dict[str, np.ndarray] = {}
     for g, entry in groups.items():
         for term, v in entry.items():
             if isinstance(v, int | float) and not isinstance(v, bool):
                 out.setdefault(term, np.zeros((1, len(names))))[0, [index[j] for j in joints[g]]] = v
-    out["bias"] = np.array([[bias.get(n, 0.0) for n in names]])
+    out["encoder_offset"] = np.array([[bias.get(n, 0.0) for n in names]])
     return out
 
 
@@ -55,7 +56,7 @@ def validation_traces(
     decoupled fit) on the validation span, at most TRACE_POINTS samples each."""
     data, prob, _known = prepare_fit(rec, robot, opts)
     joints = {g: e.joints for g, e in result.groups.items()}
-    groups = {g: e.to_json() for g, e in result.groups.items()}
+    groups = {g: e.params() for g, e in result.groups.items()}
     fitted = fitted_values(groups, joints, result.encoder_bias, prob.names)
     dec = decoupled_values(result, prob.names)
     reps = replay_validation(robot, prob, data, fitted, int(result.delay_steps), opts.decimation, dec)

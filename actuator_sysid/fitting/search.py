@@ -95,6 +95,114 @@ def residual_fn(
     return run
 
 
+@dataclass(frozen=True)
+class Tolerances:
+    """scipy least_squares' stopping tolerances and trust-region solver for one kind of problem."""
+
+    xtol: float = 1e-10
+    ftol: float = 1e-12
+    gtol: float = 1e-10
+    tr_solver: str | None = "lsmr"
+    # solve in the unit cube (a registry space, log or linear per parameter); False: in the space's own units,
+    # for a space already linear in well-scaled search units (the trust region starts from their magnitude)
+    unit_cube: bool = True
+
+
+# tight tolerances for a joint: with noisy initial states the optimum sits in a shallow valley that a loose xtol
+# leaves early (measured: 6 % above the loss at the true parameters)
+JOINT_TOLERANCES = Tolerances()
+
+
+class LeastSquares(NamedTuple):
+    """A trust-region solve's point (natural units), its loss (sum of squares) and whether scipy converged."""
+
+    x: np.ndarray
+    loss: float
+    converged: bool
+
+
+def trust_region(
+    run: Callable[[np.ndarray], np.ndarray],
+    space: SearchSpace,
+    x_start: np.ndarray,
+    budget: int,
+    step: float,
+    give_up: float = math.inf,
+    jac: Callable[[np.ndarray], np.ndarray] | None = None,
+    tol: Tolerances = JOINT_TOLERANCES,
+) -> LeastSquares:
+    """Trust-region least squares over the continuous dimensions of `space` from x_start (integers held): the
+    residuals of natural-unit candidates from `run`, the Jacobian a forward difference of unit-cube `step` as
+    one launch, or `jac(x)` (residual rows × every dimension, natural units) where the caller has a cheaper one.
+    A solve whose loss is still above `give_up` after ABANDON_ITERATIONS iterations stops there."""
+    cont = ~space.integer
+    if not cont.any():
+        return LeastSquares(x_start, float(np.sum(run(x_start[None])[0] ** 2)), True)
+    if not tol.unit_cube:
+        return _trust_region_natural(run, space, x_start, budget, jac, tol)
+    u0 = space.to_unit(x_start)
+
+    def full(uc: np.ndarray) -> np.ndarray:
+        u = np.repeat(u0[None], uc.shape[0], axis=0)
+        u[:, cont] = uc
+        return space.from_unit(u)
+
+    def unit_jac(uc: np.ndarray) -> np.ndarray:
+        u = u0.copy()
+        u[cont] = uc
+        if jac is None:
+            return fd_jacobian(run, space, u, cont, step)[1]
+        x = space.from_unit(u)
+        return jac(x)[:, cont] * space.dx_du(x)[cont]
+
+    def hopeless(intermediate_result: OptimizeResult) -> None:  # scipy's name; its cost is half the loss
+        if intermediate_result.nit >= ABANDON_ITERATIONS and 2.0 * intermediate_result.cost > give_up:
+            raise StopIteration
+
+    sol = least_squares(
+        lambda uc: run(full(uc[None]))[0],
+        u0[cont],
+        jac=unit_jac,
+        bounds=(0.0, 1.0),
+        method="trf",
+        x_scale="jac",
+        max_nfev=budget,
+        xtol=tol.xtol,
+        ftol=tol.ftol,
+        gtol=tol.gtol,
+        tr_solver=tol.tr_solver,
+        callback=hopeless if give_up < math.inf else None,
+    )
+    return LeastSquares(full(sol.x[None])[0], float(np.sum(sol.fun**2)), bool(sol.status > 0))
+
+
+def _trust_region_natural(
+    run: Callable[[np.ndarray], np.ndarray],
+    space: SearchSpace,
+    x_start: np.ndarray,
+    budget: int,
+    jac: Callable[[np.ndarray], np.ndarray] | None,
+    tol: Tolerances,
+) -> LeastSquares:
+    """trust_region in the space's own (linear) units, every dimension continuous."""
+    if jac is None or space.log.any() or space.integer.any():
+        raise ValueError("a trust region in natural units needs a linear, continuous space and a Jacobian")
+    sol = least_squares(
+        lambda x: run(x[None])[0],
+        x_start,
+        jac=jac,
+        bounds=(space.lower, space.upper),
+        method="trf",
+        x_scale="jac",
+        max_nfev=budget,
+        xtol=tol.xtol,
+        ftol=tol.ftol,
+        gtol=tol.gtol,
+        tr_solver=tol.tr_solver,
+    )
+    return LeastSquares(sol.x, float(np.sum(sol.fun**2)), bool(sol.status > 0))
+
+
 def solve_least_squares(
     run: Callable[[np.ndarray], np.ndarray],
     space: SearchSpace,
@@ -103,45 +211,63 @@ def solve_least_squares(
     step: float,
     give_up: float = math.inf,
 ) -> tuple[np.ndarray, float]:
-    """Trust-region least squares over the continuous dimensions from x_start (integers held), with the
-    forward-difference Jacobian of unit-cube `step` as one launch; returns (x, loss). A solve whose loss is
-    still above `give_up` after ABANDON_ITERATIONS iterations stops there (a start that is clearly worse)."""
-    cont = ~space.integer
-    if not cont.any():
-        return x_start, float(np.sum(run(x_start[None])[0] ** 2))
-    u0 = space.to_unit(x_start)
+    """trust_region with a joint's tolerances and the forward-difference Jacobian; returns (x, loss)."""
+    x, loss, _ = trust_region(run, space, x_start, budget, step, give_up)
+    return x, loss
 
-    def full(uc: np.ndarray) -> np.ndarray:
-        u = np.repeat(u0[None], uc.shape[0], axis=0)
-        u[:, cont] = uc
-        return space.from_unit(u)
 
-    def jac(uc: np.ndarray) -> np.ndarray:
-        u = u0.copy()
-        u[cont] = uc
-        return fd_jacobian(run, space, u, cont, step)[1]
+def batched_lm(
+    residuals: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    jacobian: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    iterations: int,
+    prune: tuple[int, float] | None = None,
+    tol: float = 1e-3,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Levenberg–Marquardt on many independent problems at once, one per row of x0 (P, d), inside the bounds.
 
-    # tight tolerances: with noisy initial states the optimum sits in a shallow valley that a
-    # loose xtol leaves early (measured: 6 % above the loss at the true parameters)
-    def hopeless(intermediate_result: OptimizeResult) -> None:  # scipy's name; its cost is half the loss
-        if intermediate_result.nit >= ABANDON_ITERATIONS and 2.0 * intermediate_result.cost > give_up:
-            raise StopIteration
-
-    sol = least_squares(
-        lambda uc: run(full(uc[None]))[0],
-        u0[cont],
-        jac=jac,
-        bounds=(0.0, 1.0),
-        method="trf",
-        x_scale="jac",
-        max_nfev=budget,
-        xtol=1e-10,
-        ftol=1e-12,
-        gtol=1e-10,
-        tr_solver="lsmr",
-        callback=hopeless if give_up < math.inf else None,
-    )
-    return full(sol.x[None])[0], float(np.sum(sol.fun**2))
+    `residuals(x, rows)` gives the residuals (P', N) of problems `rows` at x (P', d) as one batch, `jacobian(x,
+    rows, r)` their Jacobians (P', N, d) at x, where the residuals are r. Per iteration: one batch for the
+    Jacobians of the problems still moving, one for four damping trials each. A problem stops when its loss
+    falls by less than `tol` (relative) or its damping saturates; `prune` (n, f): after n iterations, problems
+    whose loss is above f × the best stop. Returns the points, their losses (RMS) and the Jacobian batches."""
+    p, d = x0.shape
+    x = x0.copy()
+    r0 = residuals(x, np.arange(p))
+    loss = np.sqrt(np.mean(r0**2, axis=1))
+    lam = np.full(p, 1e-3)
+    done = np.zeros(p, bool)
+    trials = np.array([0.1, 1.0, 10.0, 100.0])
+    jacobians = 0
+    for it in range(iterations):
+        if prune is not None and it == prune[0]:
+            done |= loss > prune[1] * loss.min()
+        act = np.flatnonzero(~done)
+        if act.size == 0:
+            break
+        jm = jacobian(x[act], act, r0[act])
+        jacobians += 1
+        a = np.einsum("pnd,pne->pde", jm, jm)
+        g = np.einsum("pnd,pn->pd", jm, r0[act])
+        diag = np.einsum("pdd->pd", a) + 1e-12
+        cand = np.zeros((act.size, trials.size, d))
+        for ti, t in enumerate(trials):
+            m = a + (lam[act, None] * t * diag)[:, :, None] * np.eye(d)[None]
+            cand[:, ti] = np.clip(x[act] - np.linalg.solve(m, g[..., None])[..., 0], lower, upper)
+        rt = residuals(cand.reshape(-1, d), np.repeat(act, trials.size)).reshape(act.size, trials.size, -1)
+        lt = np.sqrt(np.mean(rt**2, axis=2))  # (active, trials)
+        for i, k in enumerate(act):
+            b_ = int(np.argmin(lt[i]))
+            if lt[i, b_] < loss[k]:
+                done[k] = lt[i, b_] > (1.0 - tol) * loss[k]
+                x[k], loss[k], r0[k] = cand[i, b_], lt[i, b_], rt[i, b_]
+                lam[k] = max(lam[k] * trials[b_] / 3.0, 1e-7)
+            else:
+                lam[k] = min(lam[k] * 1e3, 1e6)
+                done[k] = lam[k] >= 1e6
+    return x, loss, jacobians
 
 
 class LocalSolve(NamedTuple):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,5 +59,32 @@ class SearchSpace:
             lg = self.lower * (self.upper / self.lower) ** u
         return np.where(self.integer, np.round(lin), np.where(self.log, lg, lin))
 
+    def dx_du(self, x: np.ndarray) -> np.ndarray:
+        """The derivative of natural units by the unit-cube coordinate at x (the chain rule for a Jacobian)."""
+        x = np.asarray(x, float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lg = x * np.log(self.upper / self.lower)
+        return np.where(self.log, lg, self.upper - self.lower)
+
     def as_dict(self, x: np.ndarray) -> dict[str, float]:
         return {n: float(v) for n, v in zip(self.names, x, strict=True)}
+
+
+def _quantity(of: str, scales: Mapping[str, float]) -> float:
+    """A plant quantity by name, or a ratio of two ("effort/speed")."""
+    top, _, bottom = of.partition("/")
+    return scales[top] / scales[bottom] if bottom else scales[top]
+
+
+def plant_range(name: str, scales: Mapping[str, float]) -> tuple[float, float]:
+    """A registry parameter's (lower, upper) on one plant: its `plant` rule on the plant's scales (a robot
+    group's effort, speeds, acceleration and inertia), so a heavy arm's friction or a light finger's armature is
+    inside it."""
+    p = parameters.get(name)
+    if p.plant is None:
+        raise KeyError(f"parameter {name!r} has no plant-scaled range (models/components: Param.plant)")
+    upper = p.plant.multiple * max(_quantity(q, scales) for q in p.plant.of)
+    lower = (
+        p.plant.lower * upper / p.plant.multiple if p.plant.lower is not None else upper / 10**p.plant.decades
+    )
+    return lower, upper

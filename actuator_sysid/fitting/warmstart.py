@@ -8,7 +8,7 @@ from. Effort limits start from the largest effort the motion implies.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import lsq_linear
+from scipy.optimize import least_squares, lsq_linear
 from scipy.signal import savgol_filter
 
 from ..models import parameters
@@ -181,3 +181,37 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
     # a registry parameter with no guess above (a component's new term) starts at its neutral value, clipped
     guess |= {p.name: p.neutral for p in parameters.PARAMS if p.name not in guess}
     return {k: parameters.get(k).clip(v) for k, v in guess.items()}
+
+
+def fit_dc_envelope(
+    u: np.ndarray, y: np.ndarray, y_all: np.ndarray, u_all: np.ndarray
+) -> tuple[float, float, float]:
+    """(saturation effort, velocity limit, max motor effort) of the DC envelope through clipped samples: the effort
+    y the motor gave against the speed u, both signed along the demand (Newton's ClampingDCMotor, upper branch);
+    a robust fit (soft L1), the whole-robot fit's start for a group's envelope.
+    With few clipped samples, a flat envelope just above every effort the motor gave (y_all, at speeds u_all)."""
+    if y.size < 20:
+        top = float(np.quantile(np.abs(y_all), 0.995))
+        return 2.0 * top, 3.0 * float(np.abs(u_all).max()), top
+    elim = float(np.quantile(y, 0.9))
+    fast = y < 0.9 * elim
+    if fast.sum() >= 5 and np.ptp(u[fast]) > 0:
+        slope, sat = np.polyfit(u[fast], y[fast], 1)
+        vlim = sat / -slope if slope < 0 and sat > 0 else 3.0 * float(np.abs(u).max())
+    else:
+        sat, vlim = 1.5 * elim, 3.0 * float(np.abs(u).max())
+    sat = max(float(sat), 1.05 * elim)
+
+    def model(p: np.ndarray) -> np.ndarray:
+        s_, v_, e_ = 10.0**p
+        c = v_ * (1.0 + e_ / s_)
+        return np.minimum(s_ * (1.0 - np.clip(u, -c, c) / v_), e_) - y
+
+    sol = least_squares(
+        model,
+        np.log10([sat, max(vlim, 1e-2), max(elim, 1e-3)]),
+        loss="soft_l1",
+        f_scale=max(0.02 * elim, 1e-6),
+    )
+    s_, v_, e_ = (float(v) for v in 10.0**sol.x)
+    return s_, v_, e_

@@ -134,18 +134,19 @@ def _implicit_clip_kernel(
 
 @dataclass
 class JointTerms:
-    """Per-world, per-joint parameters of one batched rollout; every array is (W, J) in SI units."""
+    """Per-world, per-joint parameters of one batched rollout; every array is (W, J) in SI units. The names are
+    the registry's (models/parameters.py), and the model file's own joint effort limit beside them."""
 
-    kp: np.ndarray
-    kd: np.ndarray
+    stiffness: np.ndarray  # PD kp, N·m/rad
+    damping: np.ndarray  # PD kd, N·m·s/rad
     armature: np.ndarray
-    damping: np.ndarray  # viscous, N·m·s/rad
+    viscous_friction: np.ndarray  # the joint's viscous damping, N·m·s/rad
     friction: np.ndarray  # frictionloss, N·m
-    bias: np.ndarray  # encoder bias, rad
-    effort_limit: np.ndarray  # the model's joint effort limit (a box after the motor's envelope), N·m
+    encoder_offset: np.ndarray  # rad: the encoder reads the true angle plus it
+    joint_effort_limit: np.ndarray  # the model's joint effort limit (a box after the motor's envelope), N·m
     saturation_effort: np.ndarray | None = None  # DC motor stall effort, N·m; None: no DC clamp
-    velocity_limit: np.ndarray | None = None  # DC motor no-load speed, rad/s; None: inf
-    motor_effort: np.ndarray | None = None  # the DC clamp's max motor effort, N·m; None: inf
+    actuator_velocity_limit: np.ndarray | None = None  # DC motor no-load speed, rad/s; None: inf
+    actuator_effort_limit: np.ndarray | None = None  # the DC clamp's max motor effort, N·m; None: inf
     # link inertial corrections: builder body indices (B,), their mass (W, B) kg and COM (W, B, 3) m in the body
     # frame (None: the model's); the inertia about the COM scales with the mass
     bodies: np.ndarray | None = None
@@ -154,10 +155,10 @@ class JointTerms:
 
     def envelope(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(saturation effort, velocity limit, max motor effort), inf where unset, broadcast to the PD gains."""
-        shape = np.shape(self.kp)
+        shape = np.shape(self.stiffness)
         return tuple(
             np.broadcast_to(np.inf if x is None else np.asarray(x, float), shape)  # type: ignore[return-value]
-            for x in (self.saturation_effort, self.velocity_limit, self.motor_effort)
+            for x in (self.saturation_effort, self.actuator_velocity_limit, self.actuator_effort_limit)
         )
 
 
@@ -169,7 +170,7 @@ def newton_actuator(dofs: np.ndarray, terms: JointTerms, device: str) -> Actuato
     solves each articulation's DoFs as one coupled system, as it does for an actuator group the builder made."""
     from newton.actuators import Actuator, ClampingDCMotor, ClampingMaxEffort, DrivePD
 
-    shape = np.shape(terms.kp)
+    shape = np.shape(terms.stiffness)
 
     def arr(x: np.ndarray | float) -> wp.array:
         flat = np.ascontiguousarray(np.broadcast_to(np.asarray(x, float), shape).reshape(-1), np.float32)
@@ -179,12 +180,12 @@ def newton_actuator(dofs: np.ndarray, terms: JointTerms, device: str) -> Actuato
     vlim = np.where(np.isfinite(sat), vlim, np.inf)  # no saturation: no speed limit (Newton's rule, inf·0)
     return Actuator(
         indices=wp.array(np.asarray(dofs, np.uint32), dtype=wp.uint32, device=device),
-        drive=DrivePD(kp=arr(terms.kp), kd=arr(terms.kd)),
+        drive=DrivePD(kp=arr(terms.stiffness), kd=arr(terms.damping)),
         clamping=[
             ClampingDCMotor(
                 saturation_effort=arr(sat), velocity_limit=arr(vlim), max_motor_effort=arr(motor)
             ),
-            ClampingMaxEffort(max_effort=arr(terms.effort_limit)),
+            ClampingMaxEffort(max_effort=arr(terms.joint_effort_limit)),
         ],
         control_feedforward_attr="joint_act",
         control_computed_output_attr="joint_computed",
@@ -308,7 +309,7 @@ class ArticulatedRollout:
         w = self.worlds
         per_world = [
             np.broadcast_to(np.asarray(x, float), (w, len(self.robot.joint_names)))
-            for x in (terms.armature, terms.damping, terms.friction)
+            for x in (terms.armature, terms.viscous_friction, terms.friction)
         ]
         if terms.bodies is not None and terms.body_mass is not None:
             nb = np.size(terms.bodies)
@@ -324,13 +325,13 @@ class ArticulatedRollout:
             one = slice(int(k), int(k) + 1)
             self._set_terms(
                 JointTerms(
-                    kp=terms.kp,
-                    kd=terms.kd,
+                    stiffness=terms.stiffness,
+                    damping=terms.damping,
                     armature=per_world[0][one],
-                    damping=per_world[1][one],
+                    viscous_friction=per_world[1][one],
                     friction=per_world[2][one],
-                    bias=terms.bias,
-                    effort_limit=terms.effort_limit,
+                    encoder_offset=terms.encoder_offset,
+                    joint_effort_limit=terms.joint_effort_limit,
                     bodies=terms.bodies,
                     body_mass=None if terms.body_mass is None else per_world[3][one],
                     body_com=None if terms.body_com is None else per_world[4][one].reshape(1, -1, 3),
@@ -372,7 +373,13 @@ class ArticulatedRollout:
         w, j = self.worlds, len(self.robot.joint_names)
         kp, kd, lim, bias, sat, vlim, motor = (
             np.broadcast_to(np.asarray(x, float), (w, j))
-            for x in (terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope())
+            for x in (
+                terms.stiffness,
+                terms.damping,
+                terms.joint_effort_limit,
+                terms.encoder_offset,
+                *terms.envelope(),
+            )
         )
         start_q = np.asarray(q0, float).reshape(w, j) - bias
         start_v = np.asarray(qd0, float).reshape(w, j)
@@ -477,7 +484,7 @@ class ArticulatedRollout:
 
         for name, values in (
             ("joint_armature", terms.armature),
-            ("joint_damping", terms.damping),
+            ("joint_damping", terms.viscous_friction),
             ("joint_friction", terms.friction),
         ):
             arr = getattr(self.model, name)
@@ -539,9 +546,15 @@ class ArticulatedRollout:
         tq, tqd, tff = self._dev(target_q), self._dev(target_qd), self._dev(ff)
         kp, kd, lim, bias, sat, vlim, motor = (
             self._dev(np.broadcast_to(x, (w, j)))
-            for x in (terms.kp, terms.kd, terms.effort_limit, terms.bias, *terms.envelope())
+            for x in (
+                terms.stiffness,
+                terms.damping,
+                terms.joint_effort_limit,
+                terms.encoder_offset,
+                *terms.envelope(),
+            )
         )
-        s0 = self._initial_state(q0, qd0, np.broadcast_to(terms.bias, (w, j)))
+        s0 = self._initial_state(q0, qd0, np.broadcast_to(terms.encoder_offset, (w, j)))
         s1 = self.model.state()
         control = self.model.control()
         joint_f = _req(control.joint_f)
@@ -618,7 +631,7 @@ class ArticulatedRollout:
         actuator = newton_actuator(self.dof_flat, terms, dev)
         actuator.set_effort_mode_implicit(response)
         tq, tqd, tff = self._dev(target_q), self._dev(target_qd), self._dev(target_ff)
-        bias_np = np.broadcast_to(terms.bias, (w, j))
+        bias_np = np.broadcast_to(terms.encoder_offset, (w, j))
         bias = self._dev(bias_np)
         s0, s1 = self._initial_state(q0, qd0, bias_np), self.model.state()
         control = self.model.control()
@@ -816,7 +829,20 @@ class DecoupledRollout:
     other joints move as measured). A fast search path: every reported figure still comes from coupled rollouts.
     """
 
-    PARAMS = 10
+    # a candidate's parameter columns, JointTerms' names in the kernel's order
+    COLUMNS = (
+        "stiffness",
+        "damping",
+        "armature",
+        "viscous_friction",
+        "friction",
+        "encoder_offset",
+        "joint_effort_limit",
+        "saturation_effort",
+        "actuator_velocity_limit",
+        "actuator_effort_limit",
+    )
+    PARAMS = len(COLUMNS)
 
     def __init__(
         self,

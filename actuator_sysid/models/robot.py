@@ -43,7 +43,7 @@ class RobotModel:
     lower: np.ndarray  # (J,) rad, joint limits as the model states them
     upper: np.ndarray
     armature: np.ndarray  # (J,) kg·m²
-    damping: np.ndarray  # (J,) N·m·s/rad, passive viscous damping
+    viscous_friction: np.ndarray  # (J,) N·m·s/rad, passive viscous damping (the model file's joint damping)
     friction: np.ndarray  # (J,) N·m, frictionloss (dry friction)
     effort_limit: np.ndarray  # (J,) N·m, the joint's limit and its MuJoCo actuators' (geared); inf where none
     base: str  # the root link's name
@@ -72,7 +72,7 @@ class RobotModel:
                     self.lower,
                     self.upper,
                     self.armature,
-                    self.damping,
+                    self.viscous_friction,
                     self.friction,
                     self.effort_limit,
                     strict=True,
@@ -442,7 +442,7 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
         lower=np.array(builder.joint_limit_lower, float)[dof],
         upper=np.array(builder.joint_limit_upper, float)[dof],
         armature=np.array(builder.joint_armature, float)[dof],
-        damping=np.array(builder.joint_damping, float)[dof],
+        viscous_friction=np.array(builder.joint_damping, float)[dof],
         friction=np.array(builder.joint_friction, float)[dof],
         effort_limit=effort,
         base=base,

@@ -244,7 +244,7 @@ def robot_from_summary(r: dict) -> RobotModel:
         lower=limits[:, 0],
         upper=limits[:, 1],
         armature=arr["armature"],
-        damping=arr["damping"],
+        viscous_friction=arr["damping"],
         friction=arr["frictionloss"],
         effort_limit=effort,
         base=r["summary"].get("base", ""),

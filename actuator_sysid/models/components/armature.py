@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Component, Model, Param
+from .base import Component, Model, Param, PlantBound
 
 ARMATURE = Param(
     "armature",
@@ -13,6 +13,7 @@ ARMATURE = Param(
     0.0,
     "newton:armature",
     "Reflected rotor inertia added to the joint's inertia.",
+    plant=PlantBound(10.0, ("effort/acceleration", "inertia"), decades=6.0),
 )
 
 

@@ -22,6 +22,21 @@ CONSUMERS = ("isaaclab", "newton", "mjcf")
 
 
 @dataclass(frozen=True)
+class PlantBound:
+    """A range scaled to the plant a fit runs on, for a whole-robot fit, where a fixed range would be a cap.
+
+    The upper bound is `multiple` × the largest of the plant's quantities `of` (a name, or "a/b" for a ratio:
+    effort, speed, max_speed, acceleration, inertia, range); the lower bound is `decades` below it, or
+    `lower` × the same quantity. fitting/space.py evaluates it on the plant's scales.
+    """
+
+    multiple: float
+    of: tuple[str, ...]
+    decades: float = 0.0
+    lower: float | None = None
+
+
+@dataclass(frozen=True)
 class Param:
     """One fitted quantity: how it is named, measured, bounded and searched."""
 
@@ -34,6 +49,7 @@ class Param:
     newton: str  # Newton attribute the exporter writes ("newton:…"; "" where Newton has none)
     doc: str
     integer: bool = False
+    plant: PlantBound | None = None  # the range a whole-robot fit searches, scaled to its model and log
 
     def clip(self, value: float) -> float:
         """Keep a value inside the registry bounds."""

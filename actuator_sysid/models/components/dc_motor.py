@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Component, Model, Param
+from .base import Component, Model, Param, PlantBound
 
 SATURATION = Param(
     "saturation_effort",
@@ -22,6 +22,7 @@ SATURATION = Param(
     math.inf,
     "newton:saturationEffort",
     "DC-motor stall effort: the torque–speed line's intercept at zero velocity.",
+    plant=PlantBound(20.0, ("effort",), decades=4.5),
 )
 VELOCITY_LIMIT = Param(
     "actuator_velocity_limit",
@@ -32,6 +33,7 @@ VELOCITY_LIMIT = Param(
     math.inf,
     "newton:velocityLimit",
     "DC-motor no-load speed: where the torque–speed line reaches zero torque.",
+    plant=PlantBound(100.0, ("max_speed",), lower=0.05),
 )
 EFFORT_LIMIT = Param(
     "actuator_effort_limit",
@@ -42,6 +44,7 @@ EFFORT_LIMIT = Param(
     math.inf,
     "newton:maxEffort",
     "Rated (continuous) effort: the box clip of the model output (newton:maxMotorEffort in a DC clamp).",
+    plant=PlantBound(20.0, ("effort",), decades=4.5),
 )
 # the clamp's attributes by parameter: Param.newton, except that inside NewtonDCMotorClampingAPI the rated effort
 # is `newton:maxMotorEffort` (§C.3; `newton:maxEffort` is the box clamp's)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Component, Model, Note, Param
+from .base import Component, Model, Note, Param, PlantBound
 
 OFFSET = Param(
     "encoder_offset",
@@ -13,6 +13,7 @@ OFFSET = Param(
     0.0,
     "",
     "Constant encoder bias: measured q = true q + offset; the controller sees the measured q.",
+    plant=PlantBound(0.15, ("range",)),
 )
 
 

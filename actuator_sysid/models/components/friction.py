@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Component, Model, Param
+from .base import Component, Model, Param, PlantBound
 
 FRICTION = Param(
     "friction",
@@ -14,6 +14,7 @@ FRICTION = Param(
     "newton:friction",
     "Coulomb (dry) friction effort, applied as a stopping constraint as MuJoCo's frictionloss; "
     "with PhysX-style friction, the static (breakaway) effort.",
+    plant=PlantBound(2.0, ("effort",), decades=5.5),
 )
 
 

@@ -4,13 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Component, Model, Param
+from .base import Component, Model, Param, PlantBound
 
 STIFFNESS = Param(
-    "stiffness", "N·m/rad", 1e-2, 1e4, "log", 0.0, "newton:kp", "PD proportional gain Kp acting on q_des − q."
+    "stiffness",
+    "N·m/rad",
+    1e-2,
+    1e4,
+    "log",
+    0.0,
+    "newton:kp",
+    "PD proportional gain Kp acting on q_des − q.",
+    plant=PlantBound(200.0, ("effort",), decades=5.0),  # up to the plant's effort scale at 5 mrad of error
 )
 DAMPING = Param(
-    "damping", "N·m·s/rad", 1e-4, 1e2, "log", 0.0, "newton:kd", "PD derivative gain Kd acting on qd_des − qd."
+    "damping",
+    "N·m·s/rad",
+    1e-4,
+    1e2,
+    "log",
+    0.0,
+    "newton:kd",
+    "PD derivative gain Kd acting on qd_des − qd.",
+    plant=PlantBound(10.0, ("effort/speed",), decades=5.0),
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .base import Component, Model, Param
+from .base import Component, Model, Param, PlantBound
 
 VISCOUS = Param(
     "viscous_friction",
@@ -15,6 +15,7 @@ VISCOUS = Param(
     0.0,
     "newton:damping",
     "Passive viscous joint damping, integrated implicitly (the USD attribute is per degree).",
+    plant=PlantBound(10.0, ("effort/speed",), decades=6.0),
 )
 RAD_PER_DEG = math.pi / 180.0  # Newton's importer multiplies an angular joint's damping by 180/π (§C.4)
 
