@@ -1,6 +1,8 @@
 """The whole-robot fit is a fit of registry families: its terms are a family's registry parameters, its bounds
 the registry's plant rules scaled to the model and the log, its solvers fitting/search.py's, and it says when
 its validation asks for more than training did (fitting/coverage.py's rule, as a joint fit's).
+
+The logs are made by Newton alone (tests/robot_sim.py) on the two-link arm of tests/test_robot_torque.py.
 """
 
 from __future__ import annotations
@@ -10,10 +12,13 @@ import math
 
 import numpy as np
 import pytest
-from test_robot_torque import load_arm
+from robot_sim import robot_recording, simulate_newton_log
+from test_robot_torque import DEC, TRUTH, load_arm, multisine
 
+from actuator_sysid.fitting.coverage import robot_beyond_training
 from actuator_sysid.fitting.result import GROUP_KEYS, RobotGroup
-from actuator_sysid.fitting.robot import family_terms
+from actuator_sysid.fitting.robot import RobotFitOptions, family_terms, fit_robot
+from actuator_sysid.fitting.robot_judge import robot_verdict
 from actuator_sysid.fitting.search import Tolerances, batched_lm, trust_region
 from actuator_sysid.fitting.space import SearchSpace, plant_range
 from actuator_sysid.models import parameters
@@ -126,3 +131,38 @@ def test_trust_region_with_the_callers_jacobian_in_either_coordinates(unit_cube:
     )
     np.testing.assert_allclose(sol.x, truth, rtol=1e-6)
     assert sol.loss < 1e-12 and sol.converged
+
+
+def _arm_log(arm: RobotModel, amplitude: tuple[float, float], split_amplitude: tuple[float, float]):
+    """A Newton-made arm log whose last third is driven at `split_amplitude` instead of `amplitude`."""
+    first = multisine(400, amplitude, seed=3)
+    last = multisine(200, split_amplitude, seed=4)
+    cmd = np.concatenate([first, last + (first[-1] - last[0])])
+    q, qd = simulate_newton_log(arm, cmd, decimation=DEC, delay=0, kp=KP, kd=KD, q0=np.zeros(2), **TRUTH)
+    return robot_recording(arm, cmd, q, qd, kp=KP, kd=KD)
+
+
+def test_a_robot_fit_says_when_validation_asks_beyond_training(arm: RobotModel) -> None:
+    """Validation driven three times harder than training: the result names the joints beyond training and the
+    verdict carries the check (ok only when the extrapolation held); the same amplitude throughout: no warning."""
+    opts = RobotFitOptions(decimation=DEC, delay=0, max_iterations=3, validation_fraction=1 / 3)
+    harder = fit_robot(_arm_log(arm, (0.3, 0.2), (0.9, 0.6)), arm, opts)
+    warning = harder.validation.beyond_training
+    assert warning is not None and ("yaw effort" in warning or "pitch effort" in warning), warning
+    checks = {c.check: c for c in robot_verdict(harder).checks}
+    assert "beyond_training" in checks and checks["beyond_training"].status in ("ok", "usable")
+    same = fit_robot(_arm_log(arm, (0.6, 0.4), (0.6, 0.4)), arm, opts)
+    assert same.validation.beyond_training is None
+    assert "beyond_training" not in {c.check for c in robot_verdict(same).checks}
+    assert "beyond_training" not in same.to_json()["validation"]
+
+
+def test_the_coverage_rule_on_its_own() -> None:
+    """Five percent of validation samples above the training top flags a joint; fewer does not."""
+    rng = np.random.default_rng(0)
+    train = rng.uniform(-1, 1, (1000, 2))
+    val = rng.uniform(-1, 1, (1000, 2))
+    val[:100, 1] *= 3.0  # joint b: 10 % of its validation samples can exceed the training top
+    w = robot_beyond_training(["a", "b"], np.vstack([train, val]), np.zeros((2000, 2)), 1000)
+    assert w is not None and "b effort" in w and "a effort" not in w
+    assert robot_beyond_training(["a", "b"], np.vstack([train, train]), np.zeros((2000, 2)), 1000) is None

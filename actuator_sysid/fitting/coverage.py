@@ -79,3 +79,35 @@ def extrapolation_held(
             f"validation position RMSE {validation:.3g} rad within {times:g}× the noise floor {noise:.3g} rad"
         )
     return None
+
+
+def robot_beyond_training(names: list[str], demand: np.ndarray, speed: np.ndarray, split: int) -> str | None:
+    """A whole-robot fit's warning when a joint's validated span (samples from `split` on) asks, on at least
+    MIN_SHARE of its samples, for more |effort| `demand` (T, J) (the fitted PD law and the log's feed-forward on
+    the logged states) or more |speed| (T, J) than its training span's top (TRAINING_QUANTILE); None otherwise."""
+    found = []
+    for what, unit, x in (("effort", "N·m", np.abs(demand)), ("speed", "rad/s", np.abs(speed))):
+        for k, name in enumerate(names):
+            train, val = x[:split, k], x[split:, k]
+            if not train.size or not val.size:
+                continue
+            top = float(np.quantile(train, TRAINING_QUANTILE))
+            share = float(np.mean(val > top))
+            if top > 0 and share >= MIN_SHARE:
+                found.append(
+                    (
+                        share,
+                        f"{name} {what} on {100 * share:.0f} %, up to {float(val.max()) / top:.1f}× "
+                        f"the training top {top:.3g} {unit}",
+                    )
+                )
+    if not found:
+        return None
+    found.sort(key=lambda f: -f[0])
+    return (
+        "the validated span asks for more effort or speed than the training span did ("
+        + "; ".join(f for _, f in found[:6])
+        + (f"; {len(found) - 6} more" if len(found) > 6 else "")
+        + "). There the effort limits and the friction are extrapolated, not measured, so the validation error "
+        "says how well the model extrapolates"
+    )

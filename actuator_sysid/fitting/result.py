@@ -563,9 +563,13 @@ class RobotValidation(Record):
     envelope_active_per_joint: Mapping[str, float] = field(default_factory=dict)
     decoupled_fit: DecoupledFit | None = None
     motion: Mapping[str, Mapping[str, float]] | None = None  # {joint: {range, noise}} rad
+    # the joints whose validated span asks for more effort or speed than training (fitting/coverage.py's rule)
+    beyond_training: str | None = None
 
     CODECS: ClassVar[dict[str, Codec]] = {"decoupled_fit": _optional(_record(DecoupledFit))}
-    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"recordings", "decoupled_fit", "motion"})
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset(
+        {"recordings", "decoupled_fit", "motion", "beyond_training"}
+    )
 
     @property
     def validated_recordings(self) -> list[str]:

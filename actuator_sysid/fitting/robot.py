@@ -68,6 +68,7 @@ from ..models.articulated import (
 from ..models.families import Family, get_family
 from ..models.robot import RobotError, RobotModel, map_joints
 from . import robot_judge
+from .coverage import robot_beyond_training
 from .result import (
     GROUP_KEYS,
     BoundHit,
@@ -1618,10 +1619,18 @@ def _validate(
         )
         + ", coupled, Newton SolverMuJoCo",
         envelope_active_per_joint={nm: float(cut[k]) for k, nm in enumerate(names)},
+        beyond_training=robot_beyond_training(names, _fitted_demand(data, fitted), data.qd, int(data.split)),
         decoupled_fit=(
             None if dec is None else _decoupled_beside(prob, dec[0], _rmse(reps[2][0], meas, names), delay)
         ),
     )
+
+
+def _fitted_demand(data: _Data, fitted: dict[str, np.ndarray]) -> np.ndarray:
+    """(T, J) the effort the fitted PD law and the log's feed-forward ask at each logged state (open loop, no
+    delay), N·m: what the coverage check compares between training and validation."""
+    kp, kd = fitted["stiffness"][0], fitted["damping"][0]
+    return data.tau_ff + kp * (data.cmd - data.q) + kd * (data.cmd_qd - data.qd)
 
 
 def _decoupled_beside(

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .coverage import extrapolation_held
 from .result import (
     Check,
     Interval,
@@ -265,4 +266,23 @@ def robot_verdict(result: RobotResult) -> Verdict:
             "the search stopped on its time budget before it converged: refit with a larger budget",
         )
     _replay_checks(checks, result.replays)
+    _coverage_check(checks, result)
     return verdict_of(checks)
+
+
+def _coverage_check(out: list[Check], result: RobotResult) -> None:
+    """Validation beyond the training span: a caveat when the extrapolation held (validation RMSE at or below
+    training, or within the noise floor), else usable at best (fitting/coverage.py's rule, as a joint fit's)."""
+    warning = result.validation.beyond_training
+    if not warning:
+        return
+    noise = [
+        float(m["noise"]) for m in (result.validation.motion or {}).values() if math.isfinite(m["noise"])
+    ]
+    held = extrapolation_held(
+        result.training.rmse, result.validation.rmse, float(np.median(noise)) if noise else math.nan, NOISE_OK
+    )
+    if held:
+        _check(out, "ok", "beyond_training", f"tested beyond training and held ({held}). {warning}")
+    else:
+        _check(out, "usable", "beyond_training", f"{warning}; its validation error is worse than training")
