@@ -580,7 +580,8 @@ def _decoupled_lm(
         return (dev.residuals(x, delays[rows]) + off[rows]).reshape(x.shape[0], -1)
 
     def jacobian(x: np.ndarray, rows: np.ndarray, r: np.ndarray) -> np.ndarray:
-        return _decoupled_jacobian(dev, x, delays[rows], r.reshape(x.shape[0], nj, -1))
+        # the offset is constant in x: the Jacobian is the decoupled residuals' own, differenced without it
+        return _decoupled_jacobian(dev, x, delays[rows], r.reshape(x.shape[0], nj, -1) - off[rows])
 
     lo, hi = dev.prob.bounds()
     return batched_lm(residuals, jacobian, xs, lo, hi, iterations, prune, LM_TOL)
