@@ -19,8 +19,9 @@ from robot_sim import chirp_targets, robot_recording, simulate_newton_log
 
 from actuator_sysid.cli import main
 from actuator_sysid.models.robot import RobotModel, load_robot
-from actuator_sysid.service import pages, robots
+from actuator_sysid.service import pages, robot_page
 from actuator_sysid.service.report import VERDICT_STYLE
+from actuator_sysid.service.templating import templates
 
 GO2_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "go2-in-air"
 GO2_XML = GO2_DIR / "go2.xml"
@@ -327,13 +328,13 @@ def _assert_flags_and_selection_render(fit: dict) -> None:
     ]
     res["selection"] = {"protocol": "inner split", "candidates": cands, "chosen": "bias on", "skipped": []}
     html = (
-        robots.templates()
+        templates()
         .get_template("robot_fit.html")
         .render(
             fit={**fit, "result": res},
             result=res,
             v=res["validation"],
-            coupling=robots.coupling_change(res["validation"]),
+            coupling=robot_page.coupling_change(res["validation"]),
             exports=["fit.json"],
             robot=None,
             figures=[],

@@ -16,7 +16,7 @@ from typing import Any
 from ..datasets.recording import Recording
 from ..fitting.fit import FitRequest, FitRequestError
 from ..pipeline import FitOutputs, compute_fit
-from . import fleet, robots
+from . import fleet, robot_page, robots
 from .db import Repository
 from .report import render_report
 from .settings import Settings
@@ -83,7 +83,7 @@ def _render_robot(
     _validation: dict | None,
     standalone: bool,
 ) -> str:
-    return robots.render_robot_fit(fit, plots, exports, repo, project, standalone=standalone)
+    return robot_page.render_robot_fit(fit, plots, exports, repo, project, standalone=standalone)
 
 
 JOINT = FitKind(

@@ -1,4 +1,5 @@
-"""HTML pages of the service: the page shell, dashboard, dataset, compare, fleet, error and login pages.
+"""HTML pages of the service: dashboard, dataset, compare, fleet, error and login pages (the page shell is
+templating.py's).
 
 Each page is a Jinja2 template of service/templates/ (autoescaped; templating.py); this module gathers what
 a page shows and builds its Plotly figures as dicts, which the templates' `plots` macro draws. The CSS and JS
@@ -15,30 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from markupsafe import Markup
 
 from ..datasets.quality import commands_only
 from ..files import json_safe
 from ..fitting.request import BOUNDS
 from ..fitting.result import FitResult, as_result
 from ..models import parameters
-from .templating import fmt_num as fmt_num  # re-exported: robots.py and the tests format cells with it
-from .templating import macro, num_text, render, static_text
+from .templating import fmt_num as fmt_num  # re-exported: the tests format cells with it
+from .templating import num_text, render, static_text
 from .templating import script_json as script_json
 from .templating import status_html as status_html
-
-PLOTLY_URL = "/static/plotly.min.js"
-
-
-def plotly_js_path() -> Path:
-    """plotly.min.js shipped inside the installed plotly package (served locally; no CDN)."""
-    return Path(str(resources.files("plotly") / "package_data" / "plotly.min.js"))
-
-
-def plotly_inline() -> Markup:
-    """plotly.min.js as the text of an inline <script> (a standalone file needs no server)."""
-    return Markup(plotly_js_path().read_text(encoding="utf-8").replace("</script", "<\\/script"))
-
 
 DOCS_ASSETS = {
     "swagger-ui-bundle.js": "text/javascript",
@@ -96,17 +83,6 @@ def render_error(status: int, detail: str) -> str:
     return render(
         "error.html", title=f"{status} {title}", nav=True, status=status, heading=title, detail=detail
     )
-
-
-def page(title: str, body: str, head: str = "", nav: bool = False) -> str:
-    """A complete HTML document (templates/layout.html) around `body`, HTML that a template rendered (the
-    robot pages), with the site navigation when `nav`."""
-    return render("layout.html", title=title, body=Markup(body), head=Markup(head), nav=nav)
-
-
-def plot_script(figures: list[dict]) -> str:
-    """Plotly (served locally) and the code drawing `figures` ({id, data, layout}) into their divs."""
-    return str(macro("_macros.html", "plots")(figures))
 
 
 DEFAULT_MODELS = ("dcmotor", "dcmotor_delay", "delayed_pd")  # ticked in the form: a DC motor with and without

@@ -29,8 +29,8 @@ from ..fitting.result import (
 )
 from ..models import parameters
 from ..models.families import FAMILIES
-from .pages import asked_rows, plotly_inline, split_text
-from .templating import macro, render
+from .pages import asked_rows, split_text
+from .templating import macro, plotly_inline, render
 
 _COLORS = {
     "measured": "#222222",

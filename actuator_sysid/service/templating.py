@@ -1,14 +1,17 @@
-"""The pages' Jinja2 environment: templates from service/templates/ (autoescaped), the CSS and JS files of
-service/static/ inlined (a standalone report loads nothing), and the filters every template shares.
+"""The pages' Jinja2 environment and shell: templates from service/templates/ (autoescaped), the CSS and JS files
+of service/static/ inlined (a standalone report loads nothing), the filters every template shares, the page
+layout and Plotly, served from /static or inlined.
 
-Plots stay Plotly figures built as dicts by Python helpers (pages.py, report.py, robots.py); the templates
-place their divs and the script that draws them (the `plots` macro of _macros.html)."""
+Plots stay Plotly figures built as dicts by Python helpers (pages.py, report.py, robot_page.py); the templates
+place their divs and the script that draws them (the `plots` macro of _macros.html). The shell is here, below
+every page module, so that pages.py can read the fit kinds (kinds.py) whose pages use it."""
 
 from __future__ import annotations
 
 import json
 from functools import cache, lru_cache
 from html import escape
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +80,25 @@ def render(name: str, **context: Any) -> str:
 def macro(template: str, name: str) -> Any:
     """One macro of a template, callable from Python (e.g. report.py's section tables); returns Markup."""
     return getattr(templates().get_template(template).module, name)
+
+
+def plotly_js_path() -> Path:
+    """plotly.min.js shipped inside the installed plotly package (served locally; no CDN)."""
+    return Path(str(resources.files("plotly") / "package_data" / "plotly.min.js"))
+
+
+def plotly_inline() -> Markup:
+    """plotly.min.js as the text of an inline <script> (a standalone file needs no server)."""
+    return Markup(plotly_js_path().read_text(encoding="utf-8").replace("</script", "<\\/script"))
+
+
+def page(title: str, body: str, head: str = "", nav: bool = False) -> str:
+    """A complete HTML document (templates/layout.html) around `body`, HTML that a template rendered (the
+    robot pages), with the site navigation when `nav`."""
+    return render("layout.html", title=title, body=Markup(body), head=Markup(head), nav=nav)
+
+
+def plot_script(figures: list[dict], plotly_js: Markup | None = None) -> str:
+    """Plotly (served locally, or `plotly_js` inlined) and the code drawing `figures` ({id, data, layout}) into
+    their divs."""
+    return str(macro("_macros.html", "plots")(figures, plotly_js))

@@ -13,6 +13,7 @@ from ..auth import COOKIE, safe_next
 from ..db import NotFoundError
 from ..deps import MetricsDep, Repo
 from ..schemas import ERRORS, Problem
+from ..templating import plotly_js_path
 
 DOCS_CSP = (
     "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
@@ -148,7 +149,7 @@ def favicon() -> Response:
 @router.get("/static/plotly.min.js", include_in_schema=False)
 def plotly_js() -> FileResponse:
     return FileResponse(
-        pages.plotly_js_path(),
+        plotly_js_path(),
         media_type="text/javascript",
         headers={"Cache-Control": "public, max-age=86400"},
     )

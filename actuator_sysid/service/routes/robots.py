@@ -12,10 +12,12 @@ from starlette.concurrency import run_in_threadpool
 
 from ...fitting.robot import require_stand
 from ...models.robot import USD_SUFFIXES, RobotError
-from .. import pages, robots
+from .. import robots
 from ..deps import Conf, Loader, Owner, Project, Repo, Store
 from ..robot_loader import MAX_ZIP_RATIO, MODEL_SUFFIXES
+from ..robot_page import joint_depths
 from ..storage import new_id
+from ..templating import fmt_num, page, templates
 from .common import discard, display_name
 
 router = APIRouter()
@@ -124,22 +126,22 @@ def robot_page(repo: Repo, project: Project, robot_id: str) -> str:
     r = robots.robot_out(repo.get_robot(robot_id, project))
     fits = [f for f in repo.list_fits(project=project, limit=500) if f["request"].get("robot_id") == robot_id]
     body = (
-        robots.templates()
+        templates()
         .get_template("robot.html")
         .render(
             robot=r,
-            depth=robots.joint_depths(r["joints"]),
+            depth=joint_depths(r["joints"]),
             fits=fits,
             datasets=repo.list_datasets(project, limit=200),
-            fmt=pages.fmt_num,
+            fmt=fmt_num,
             bounds=robots.form_bounds(),
         )
     )
-    return pages.page(f"robot {r['name']}", body, nav=True)
+    return page(f"robot {r['name']}", body, nav=True)
 
 
 @router.get("/robots", response_class=HTMLResponse, include_in_schema=False)
 def robots_page(repo: Repo, project: Project) -> str:
     """Every robot, and the upload form."""
     rows = [robots.robot_out(r) for r in repo.list_robots(project, limit=200)]
-    return pages.page("robots", robots.templates().get_template("robots.html").render(robots=rows), nav=True)
+    return page("robots", templates().get_template("robots.html").render(robots=rows), nav=True)

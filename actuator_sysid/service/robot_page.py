@@ -1,0 +1,156 @@
+"""The whole-robot pages' parts: a robot fit's page (small multiples per joint, the error bars, what coupling
+changed) and the robot page's joint-tree depths. The request checks, queueing and the worker step are in
+robots.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .db import NotFoundError, Repository
+from .report import VERDICT_STYLE
+from .templating import fmt_num, page, plot_script, plotly_inline, render, status_html
+
+
+def joint_depths(joints: list[dict]) -> list[int]:
+    """Each joint's depth in the joint tree (0 at a root), for the page's indentation."""
+    index = {j["name"]: k for k, j in enumerate(joints)}
+    out: list[int] = []
+    for j in joints:
+        d, p = 0, j["parent"]
+        while p is not None and d < len(joints):
+            d, p = d + 1, joints[index[p]]["parent"]
+        out.append(d)
+    return out
+
+
+def coupling_change(v: dict) -> dict | None:
+    """What coupling changed, from the result's validation: the coupled fit's held-out RMSE over the decoupled
+    fit's (both replayed coupled on the same span), overall and on the joint it changed most; None without one."""
+    dec = v.get("decoupled_fit")
+    if not dec or not v.get("per_joint_rmse"):
+        return None
+    ratio = {
+        n: e / dec["per_joint_rmse"][n]
+        for n, e in v["per_joint_rmse"].items()
+        if dec["per_joint_rmse"][n] > 0 and e > 0
+    }
+    # the joint whose error coupling changed by the largest factor, better or worse
+    joint = max(ratio, key=lambda n: abs(np.log(ratio[n]))) if ratio else None
+    return {
+        "coupled": v["rmse"],
+        "decoupled": dec["rmse"],
+        "ratio": v["rmse"] / dec["rmse"] if dec["rmse"] > 0 else None,
+        "joint": joint,
+        "joint_ratio": ratio.get(joint) if joint else None,
+    }
+
+
+def _small_multiples(traces: dict) -> list[dict]:
+    """One figure per joint on the validation span: measured, the coupled fit, the decoupled fit (when the
+    traces have it) and the model file's own terms."""
+    figs: list[dict] = []
+    t = traces.get("t", [])
+    for k, (name, tr) in enumerate(traces.get("joints", {}).items()):
+        data = [
+            {
+                "x": t,
+                "y": tr[key],
+                "name": label,
+                "mode": "lines",
+                "showlegend": k == 0,
+                "line": {"color": color, "width": 1.2, "dash": dash},
+            }
+            for key, label, color, dash in (
+                ("measured", "measured", "#222222", "solid"),
+                ("fit", "simulated (fit)", "#d62728", "solid"),
+                ("decoupled", "simulated (decoupled fit)", "#1f77b4", "dash"),
+                ("model_defaults", "simulated (model file's terms)", "#9aa0a6", "dot"),
+            )
+            if key in tr
+        ]
+        figs.append(
+            {
+                "id": f"joint-{k}",
+                "data": data,
+                "layout": {
+                    "title": {"text": name, "font": {"size": 12}},
+                    "height": 220,
+                    "margin": {"l": 45, "r": 10, "t": 30, "b": 30},
+                    "xaxis": {"title": {"text": "t [s]"}},
+                    "yaxis": {"title": {"text": "q [rad]"}},
+                    "legend": {"orientation": "h", "y": -0.35},
+                },
+            }
+        )
+    return figs
+
+
+def _figures(traces: dict, v: dict) -> list[dict]:
+    """Small multiples, one per joint, and the per-joint error bars: the coupled fit beside the decoupled fit
+    (validation.decoupled_fit, when the result has one) and the model file's terms, grouped per joint."""
+    per_joint, defaults = v.get("per_joint_rmse", {}), v.get("model_defaults_per_joint_rmse", {})
+    decoupled = (v.get("decoupled_fit") or {}).get("per_joint_rmse")
+    names = list(per_joint)
+    series = [("coupled fit", per_joint, "#d62728")]
+    if decoupled:
+        series.append(("decoupled fit (replayed coupled)", decoupled, "#1f77b4"))
+    series.append(("model file's joint terms", defaults, "#9aa0a6"))
+    errors = {
+        "id": "errors",
+        "data": [
+            {
+                "type": "bar",
+                "x": names,
+                "y": [values.get(n) for n in names],
+                "name": label,
+                "marker": {"color": color},
+            }
+            for label, values, color in series
+        ],
+        "layout": {
+            "barmode": "group",
+            "height": 320,
+            "yaxis": {"title": {"text": "validation RMSE [rad]"}},
+            "margin": {"l": 60, "r": 10, "t": 20, "b": 90},
+            "legend": {"orientation": "h", "y": 1.12},
+        },
+    }
+    return [*_small_multiples(traces), errors]
+
+
+def render_robot_fit(
+    fit: dict,
+    traces: dict | None,
+    exports: list[str],
+    repo: Repository,
+    project: str | None,
+    standalone: bool = False,
+) -> str:
+    """The robot fit page: per-joint small multiples on the validation span, per-joint error bars of the coupled
+    fit beside the decoupled fit and the model file's own terms, what coupling changed, the groups with their
+    values (and the decoupled fit's), the delay and the encoder bias. `standalone` (the
+    report.html of all.zip) inlines Plotly and links the exports beside it."""
+    result = fit.get("result") or {}
+    v = result.get("validation") or {}
+    figs = _figures(traces or {}, v) if result else []
+    try:
+        robot: dict | None = repo.get_robot(fit["request"]["robot_id"], project)
+    except NotFoundError:
+        robot = None
+    body = render(
+        "robot_fit.html",
+        fit=fit,
+        result=result,
+        v=v,
+        coupling=coupling_change(v) if result else None,
+        exports=exports,
+        robot=robot,
+        figures=figs,
+        traces=bool(traces),
+        fmt=fmt_num,
+        status=status_html,
+        standalone=standalone,
+        verdict_style=VERDICT_STYLE,
+    )
+    plots = plot_script(figs, plotly_inline() if standalone else None)
+    return page(f"robot fit {fit['id'][:8]}", body + plots, nav=not standalone)
