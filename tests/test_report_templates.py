@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import make_recording
 
-from actuator_sysid.service import pages, report, templating
+from actuator_sysid.service import pages, report, robot_page, robots, templating
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((ROOT / "tests" / "golden" / "fit.json").read_text())
@@ -168,18 +168,40 @@ def test_every_header_states_the_split_and_what_was_asked() -> None:
 
 def test_compare_across_kinds_says_they_cannot_be_compared() -> None:
     joint = {**_row("succeeded", request=GOLDEN["request"]), "result": GOLDEN}
-    robot_request = {
-        "kind": "robot",
-        "robot_id": "r" * 32,
-        "robot": {"validation_fraction": 0.25, "budget_s": 300},
-    }
+    asked = robots.RobotFitIn(
+        validation_fraction=0.25, budget_s=300, groups={"hip": ".*_hip"}, kp=20.0, delay=1
+    )
+    robot_request = robots.stored_request("r" * 32, asked)  # as queue_robot_fit stores it
     robot = {**_row("succeeded", request=robot_request), "result": {"kind": "robot", "validation": {}}}
     for a, b in ((robot, joint), (joint, robot)):
         text = _text(pages.render_compare((a, None), (b, None)))
         assert "cannot be compared" in text and "whole-robot fit" in text, text[:800]
         assert "None" not in text and "Validation error" not in text
         assert "the last 25 % of the log validates" in text and "300 s" in text
+        assert "options delay=1, groups={'hip': '.*_hip'}, kp=20.0, validation_fraction=0.25 " in text, text
+    both = _text(pages.render_compare((robot, None), (robot, None)))
+    assert "Two whole-robot fits are compared on their own pages" in both
     assert "cannot be compared" not in _text(pages.render_compare((joint, None), (joint, None)))
+
+
+def test_a_robot_fits_split_is_the_one_its_result_states() -> None:
+    """Once run, a robot fit's header states the split its validation made: a time cut, or whole recordings
+    (a log of several, whose split the request's validation_fraction does not describe)."""
+    request = robots.stored_request("r" * 32, robots.RobotFitIn(validation_fraction=0.25))
+    fit = {**_row("succeeded", request=request)}
+    by_time = {"split": "time", "fraction": 0.25}
+    assert robot_page.split_text({**fit, "result": {"validation": by_time}}).startswith(
+        "time split: the last 25 % of the log validates"
+    )
+    recs = {"method": "the last 1 of 3 recordings", "validation": ["run3"], "training": ["run1", "run2"]}
+    by_recs = {"split": "recordings", "fraction": 0.31, "recordings": recs}
+    text = robot_page.split_text({**fit, "result": {"validation": by_recs}})
+    assert text == "the last 1 of 3 recordings: recordings run3 validate, whole", text
+    held = robots.stored_request("r" * 32, robots.RobotFitIn(holdout="kp=20"))
+    assert (
+        robot_page.split_text(_row("queued", request=held))
+        == "holdout kp=20: those recordings validate, whole (asked)"
+    )
 
 
 def test_report_plots_label_their_axes_legibly() -> None:

@@ -8,6 +8,7 @@ import io
 import json
 import time
 import zipfile
+from html import unescape
 from pathlib import Path
 
 import numpy as np
@@ -332,6 +333,7 @@ def _assert_flags_and_selection_render(fit: dict) -> None:
         .get_template("robot_fit.html")
         .render(
             fit={**fit, "result": res},
+            split=robot_page.split_text({**fit, "result": res}),
             result=res,
             v=res["validation"],
             coupling=robot_page.coupling_change(res["validation"]),
@@ -485,3 +487,49 @@ def test_bad_fits_are_4xx_naming_the_problem_and_store_nothing(
         "without a robot_id",
     )
     assert stored(server) == before
+
+
+def test_a_robot_fits_pages_state_what_it_was_asked(server: Server, robot: dict, newton_log: tuple) -> None:
+    """A robot fit's options stand at the top of its stored request, and its page's split and /compare's header
+    read them there: the last 25 % validates, and the groups, gains, bias and delay asked are named."""
+    cmd, q, _qd = newton_log
+    up = requests.post(
+        server.url + "/api/v1/datasets",
+        files={"file": ("go2_chirp.pt", pace_bytes(cmd, q))},
+        data={"robot_id": robot["id"]},
+        timeout=60,
+    )
+    assert up.status_code == 201, up.text
+    options = {
+        "groups": GROUPS,
+        "kp": KP,
+        "kd": KD,
+        "decimation": DEC,
+        "delay": 1,
+        "fit_bias": False,
+        "validation_fraction": 0.25,
+        "iterations": 1,
+        "budget_s": 60,
+    }
+    r = requests.post(
+        server.url + "/api/v1/fits",
+        json={"dataset_id": up.json()["id"], "robot_id": robot["id"], "robot": options},
+        timeout=60,
+    )
+    assert r.status_code == 202, r.text
+    fit_id = r.json()["id"]
+    try:
+        request = requests.get(server.url + f"/api/v1/fits/{fit_id}", timeout=30).json()["request"]
+        assert "robot" not in request and {k: request[k] for k in options} == options, request
+        page = requests.get(server.url + f"/fits/{fit_id}", timeout=30).text
+        split = page.split('id="fit-split">', 1)[1].split("</td>", 1)[0]
+        assert "the last 25 % of the log validates" in split, split
+        heads = unescape(requests.get(server.url + f"/compare?a={fit_id}&b={fit_id}", timeout=30).text)
+        assert "the last 25 % of the log validates" in heads and "60 s" in heads
+        asked = heads.split("<th>options</th><td>", 1)[1].split("</td>", 1)[0]
+        for part in (f"groups={GROUPS}", f"kp={KP}", f"kd={KD}", "delay=1", "fit_bias=False", "decimation=2"):
+            assert part in asked, (part, asked)
+        assert "replay=" not in asked and "budget_s" not in asked  # defaults, and the budget has its own row
+    finally:
+        requests.post(server.url + f"/api/v1/fits/{fit_id}/cancel", timeout=30)
+        wait_for(server, fit_id)

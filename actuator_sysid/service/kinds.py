@@ -1,8 +1,9 @@
-"""The kinds of fit the service runs, one object each: what the worker computes, which page renders the fit and
-what its exports' validation document is.
+"""The kinds of fit the service runs, one object each: what the worker computes, which page renders the fit, what
+its page headers say of its split and request, whether /compare sets it beside another, and what its exports'
+validation document is.
 
 A fit request names its kind (`"kind": "robot"` for a whole robot; none for a joint fit); `kind_of(request)` is
-the one lookup the worker, the fit page and the export routes read it through (`render(standalone=True)` for
+the one lookup the worker, the pages and the export routes read it through (`render(standalone=True)` for
 all.zip's report, `validation` for the exports' checks). Whether an export renders again with other values is
 the export registry's answer (export.render_format), not the kind's.
 """
@@ -16,9 +17,8 @@ from typing import Any
 from ..datasets.recording import Recording
 from ..fitting.fit import FitRequest, FitRequestError
 from ..pipeline import FitOutputs, compute_fit
-from . import fleet, robot_page, robots
+from . import fleet, report, robot_page, robots
 from .db import Repository
-from .report import render_report
 from .settings import Settings
 from .storage import Storage
 
@@ -30,16 +30,25 @@ Compute = Callable[[Repository, Storage, Settings, dict, Recording, Callable[[fl
 Render = Callable[[Repository, str | None, dict, dict | None, list[str], dict | None, bool], str]
 # (fit row, stored validation.json) → the exports' validation document, None where there is none
 Validation = Callable[[dict, dict | None], dict[str, Any] | None]
+# fit row → how it was split (what its result states, else what its request asks), for the page headers
+SplitText = Callable[[dict], str]
+# fit row → what it was asked, as (name, value) header rows
+AskedRows = Callable[[dict], list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
 class FitKind:
     """What differs between kinds of fit, for the worker (`compute`), the fit page and all.zip's report
-    (`render`) and `GET /api/v1/fits/{id}/validation` (`validation`)."""
+    (`render`), the headers of the fit page and /compare (`split_text`, `asked_rows`), /compare (`label`,
+    `comparable`) and `GET /api/v1/fits/{id}/validation` (`validation`)."""
 
     name: str
+    label: str  # how the pages name it: "a {label} fit"
+    comparable: bool  # /compare sets two such fits side by side: the result is a FitResult of joints
     compute: Compute
     render: Render
+    split_text: SplitText
+    asked_rows: AskedRows
     validation: Validation
 
 
@@ -65,11 +74,11 @@ def _render_joint(
     standalone: bool,
 ) -> str:
     if standalone:  # all.zip's report.html: the files lie beside it
-        return render_report(fit, fit.get("result"), plots, standalone=True, validation=validation)
+        return report.render_report(fit, fit.get("result"), plots, standalone=True, validation=validation)
     warnings: list[str] = []
     if fit["status"] == "succeeded" and fit.get("actuator_model"):
         warnings = fleet.warnings_for(fit["id"], repo.fleet_fits(fit["actuator_model"], project))
-    return render_report(
+    return report.render_report(
         fit, fit.get("result"), plots, exports=exports, fleet_warnings=warnings, validation=validation
     )
 
@@ -88,14 +97,22 @@ def _render_robot(
 
 JOINT = FitKind(
     name=JOINT_FIT,
+    label="joint",
+    comparable=True,
     compute=_compute_joint,
     render=_render_joint,
+    split_text=report.split_text,
+    asked_rows=report.asked_rows,
     validation=lambda _fit, stored: stored,  # validation.json, as render_all wrote it
 )
 ROBOT = FitKind(
     name=robots.ROBOT_FIT,
+    label="whole-robot",
+    comparable=False,  # its result is per group, through the coupled model: compared on its own page
     compute=robots.worker_fit,
     render=_render_robot,
+    split_text=robot_page.split_text,
+    asked_rows=robot_page.asked_rows,
     validation=lambda fit, _stored: robots.export_validation(fit),  # the result holds its exports' checks
 )
 KINDS = {k.name: k for k in (JOINT, ROBOT)}

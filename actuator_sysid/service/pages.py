@@ -1,5 +1,5 @@
 """HTML pages of the service: dashboard, dataset, compare, fleet, error and login pages (the page shell is
-templating.py's).
+templating.py's, a fit's own page its kind's: kinds.py).
 
 Each page is a Jinja2 template of service/templates/ (autoescaped; templating.py); this module gathers what
 a page shows and builds its Plotly figures as dicts, which the templates' `plots` macro draws. The CSS and JS
@@ -22,6 +22,7 @@ from ..files import json_safe
 from ..fitting.request import BOUNDS
 from ..fitting.result import FitResult, as_result
 from ..models import parameters
+from .kinds import FitKind, kind_of
 from .templating import fmt_num as fmt_num  # re-exported: the tests format cells with it
 from .templating import num_text, render, static_text
 from .templating import script_json as script_json
@@ -103,65 +104,6 @@ def _form(families: list[str], defaults: dict) -> dict[str, Any]:
         "presets": PRESETS,
         "bounds": BOUNDS,  # the request's own bounds (fitting/request.py), so the form and the API agree
     }
-
-
-def split_text(fit: dict) -> str:
-    """How a fit was split, for every page's header: the plan the fit ran (its result) or, before it ran, the
-    split its request asked for."""
-    req = fit.get("request") or {}
-    result = fit.get("result") or {}
-    if req.get("kind") == "robot":
-        frac = (req.get("robot") or {}).get("validation_fraction", 0.3)
-        return f"time split: the last {100 * float(frac):.0f} % of the log validates, the rest trains"
-    split = result.get("split") or {}
-    if split:
-        text = str(split.get("method") or "")
-        n_train, n_val = len(split.get("train") or []), len(split.get("validation") or [])
-        folds = split.get("folds")
-        text += f" · {n_train} training, {n_val} validation segments"
-        if folds:
-            text += f" · {len(folds)} folds" + (f" by {split['folds_by']}" if split.get("folds_by") else "")
-        return text
-    if req.get("holdout"):
-        return f"holdout {req['holdout']}: those recordings validate (asked)"
-    if req.get("folds_by"):
-        return f"leave-one-value-out folds by {req['folds_by']} (asked)"
-    if req.get("folds"):
-        return f"{req['folds']} folds over whole recordings (asked)"
-    return "default: evenly spaced recordings validate (asked)"
-
-
-def asked_rows(fit: dict) -> list[tuple[str, str]]:
-    """What a fit was asked, as header rows: families, joints, budget, seed and the options that change it."""
-    req = fit.get("request") or {}
-    if req.get("kind") == "robot":
-        opts = req.get("robot") or {}
-        return [
-            ("kind", "whole-robot fit"),
-            ("robot", str(req.get("robot_id") or "")),
-            ("budget", f"{num_text(opts.get('budget_s'))} s" if opts.get("budget_s") else "—"),
-            (
-                "options",
-                ", ".join(f"{k}={v}" for k, v in sorted(opts.items()) if k != "budget_s") or "defaults",
-            ),
-        ]
-    budget = f"{req.get('generations', '?')} generations × {req.get('population', '?')}"
-    if req.get("budget_s"):
-        budget += f", at most {num_text(req['budget_s'])} s"
-    rows = [
-        ("families", ", ".join(req.get("families") or req.get("models") or [])),
-        ("joints", ", ".join(req["joints"]) if req.get("joints") else "all"),
-        ("budget", budget),
-        ("seed", str(req.get("seed", ""))),
-    ]
-    options = {
-        k: req[k]
-        for k in ("decimation", "effort_mode", "joint_terms", "add_terms", "loss")
-        if req.get(k) not in (None, [], 1, "explicit", "mse")
-    }
-    if options:
-        rows.append(("options", ", ".join(f"{k}={v}" for k, v in options.items())))
-    return rows
 
 
 def render_index(
@@ -416,15 +358,17 @@ def render_dataset(d: dict, rec: Any, fits: list[dict], families: list[str], def
     )
 
 
-def _typed(result: dict | None) -> FitResult | None:
-    """A stored actuator fit's result as records; None for no result or a whole-robot fit (its own shape)."""
-    return None if not result or result.get("kind") == "robot" else as_result(result)
+def _typed(fit: dict) -> FitResult | None:
+    """A fit's result as records where its kind is comparable (a FitResult of joints); None for no result or a
+    kind whose result has another shape."""
+    result = fit.get("result")
+    return as_result(result) if result and kind_of(fit.get("request")).comparable else None
 
 
-def _best_params(result: dict | None) -> dict[tuple[str, str], tuple[str, Any, list[float] | None]]:
+def _best_params(fit: dict) -> dict[tuple[str, str], tuple[str, Any, list[float] | None]]:
     """(joint, parameter) → (best family, value, its 95 % interval where identified)."""
     out = {}
-    for joint, jr in r.joints.items() if (r := _typed(result)) else ():
+    for joint, jr in r.joints.items() if (r := _typed(fit)) else ():
         model = jr.models.get(jr.best_model) if jr.best_model else None
         for name, value in model.params.items() if model else ():
             iv = model.intervals.get(name) if model else None
@@ -438,7 +382,7 @@ def _validation_errors(fa: dict, fb: dict) -> list[tuple[str, dict, dict]]:
 
     def errs(f: dict) -> dict[str, dict]:
         out = {}
-        for joint, jr in r.joints.items() if (r := _typed(f.get("result"))) else ():
+        for joint, jr in r.joints.items() if (r := _typed(f)) else ():
             model = jr.models.get(jr.best_model) if jr.best_model else None
             val = model.metrics.validation if model else None
             out[joint] = val.to_json() if val is not None else {}
@@ -510,7 +454,7 @@ def _trajectory_figures(joints: list[str], pa: dict | None, pb: dict | None) -> 
 
 def _param_rows(fa: dict, fb: dict) -> list[dict[str, Any]]:
     """Best-model parameters of both fits per (joint, parameter), with the relative difference B vs A."""
-    ka, kb = _best_params(fa.get("result")), _best_params(fb.get("result"))
+    ka, kb = _best_params(fa), _best_params(fb)
     rows = []
     for key in sorted(set(ka) | set(kb)):
         va, vb = ka.get(key, (None, None, None)), kb.get(key, (None, None, None))
@@ -560,25 +504,30 @@ def _envelope_figures(joints: list[str], pa: dict | None, pb: dict | None) -> li
 
 
 def incomparable(fa: dict, fb: dict) -> str | None:
-    """Why two fits cannot be compared side by side (a whole-robot fit and a joint fit, or two robot fits,
-    whose results have other shapes), or None."""
-    kinds = ["whole-robot" if (f.get("request") or {}).get("kind") == "robot" else "joint" for f in (fa, fb)]
-    if kinds == ["joint", "joint"]:
+    """Why two fits cannot be compared side by side (a whole-robot fit and a joint fit, or two fits of a kind
+    that is not comparable, whose results have other shapes), or None."""
+    ka, kb = (kind_of(f.get("request")) for f in (fa, fb))
+    if ka is kb and ka.comparable:
         return None
-    if kinds[0] != kinds[1]:
+    if ka is not kb:
         return (
-            f"A is a {kinds[0]} fit and B a {kinds[1]} fit: one fits each joint alone, the other every "
+            f"A is a {ka.label} fit and B a {kb.label} fit: one fits each joint alone, the other every "
             "actuator through the robot's coupled dynamics, so their parameters, errors and traces cannot "
             "be compared. Open each fit's own page."
         )
-    return "Two whole-robot fits are compared on their own pages: this page compares joint fits."
+    return f"Two {ka.label} fits are compared on their own pages: this page compares joint fits."
+
+
+def _head(fit: dict, kind: FitKind) -> dict[str, Any]:
+    """A fit's header on /compare: the split and what was asked, as its kind states them."""
+    return {"fit": fit, "split": kind.split_text(fit), "asked": kind.asked_rows(fit)}
 
 
 def render_compare(a: tuple[dict, dict | None], b: tuple[dict, dict | None]) -> str:
     """Two fits side by side: headers with each fit's split, the validation errors, best-model parameters
     with the relative difference, each fit's own traces and the envelopes overlaid; or why they cannot be."""
     (fa, pa), (fb, pb) = a, b
-    heads = [{"fit": f, "split": split_text(f), "asked": asked_rows(f)} for f in (fa, fb)]
+    heads = [_head(f, kind_of(f.get("request"))) for f in (fa, fb)]
     why = incomparable(fa, fb)
     if why is not None:
         return render(

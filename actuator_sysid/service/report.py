@@ -29,8 +29,7 @@ from ..fitting.result import (
 )
 from ..models import parameters
 from ..models.families import FAMILIES
-from .pages import asked_rows, split_text
-from .templating import macro, plotly_inline, render
+from .templating import macro, num_text, plotly_inline, render
 
 _COLORS = {
     "measured": "#222222",
@@ -583,6 +582,51 @@ def _verdict(typed: FitResult, result: dict | None, validation: dict | None) -> 
 
         verdict = fit_verdict(typed, None, validation)
     return verdict
+
+
+def split_text(fit: dict) -> str:
+    """How a joint fit was split, for its page's and /compare's header: the plan the fit ran (its result) or,
+    before it ran, the split its request asked for."""
+    req = fit.get("request") or {}
+    result = fit.get("result") or {}
+    split = result.get("split") or {}
+    if split:
+        text = str(split.get("method") or "")
+        n_train, n_val = len(split.get("train") or []), len(split.get("validation") or [])
+        folds = split.get("folds")
+        text += f" · {n_train} training, {n_val} validation segments"
+        if folds:
+            text += f" · {len(folds)} folds" + (f" by {split['folds_by']}" if split.get("folds_by") else "")
+        return text
+    if req.get("holdout"):
+        return f"holdout {req['holdout']}: those recordings validate (asked)"
+    if req.get("folds_by"):
+        return f"leave-one-value-out folds by {req['folds_by']} (asked)"
+    if req.get("folds"):
+        return f"{req['folds']} folds over whole recordings (asked)"
+    return "default: evenly spaced recordings validate (asked)"
+
+
+def asked_rows(fit: dict) -> list[tuple[str, str]]:
+    """What a joint fit was asked, as header rows: families, joints, budget, seed and the options that change it."""
+    req = fit.get("request") or {}
+    budget = f"{req.get('generations', '?')} generations × {req.get('population', '?')}"
+    if req.get("budget_s"):
+        budget += f", at most {num_text(req['budget_s'])} s"
+    rows = [
+        ("families", ", ".join(req.get("families") or req.get("models") or [])),
+        ("joints", ", ".join(req["joints"]) if req.get("joints") else "all"),
+        ("budget", budget),
+        ("seed", str(req.get("seed", ""))),
+    ]
+    options = {
+        k: req[k]
+        for k in ("decimation", "effort_mode", "joint_terms", "add_terms", "loss")
+        if req.get(k) not in (None, [], 1, "explicit", "mse")
+    }
+    if options:
+        rows.append(("options", ", ".join(f"{k}={v}" for k, v in options.items())))
+    return rows
 
 
 def render_report(

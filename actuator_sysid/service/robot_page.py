@@ -1,6 +1,6 @@
 """The whole-robot pages' parts: a robot fit's page (small multiples per joint, the error bars, what coupling
-changed) and the robot page's joint-tree depths. The request checks, queueing and the worker step are in
-robots.py."""
+changed), its header's split and asked rows (the fit kind's answers for /compare too), and the robot page's
+joint-tree depths. The request checks, queueing and the worker step are in robots.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,40 @@ import numpy as np
 
 from .db import NotFoundError, Repository
 from .report import VERDICT_STYLE
-from .templating import fmt_num, page, plot_script, plotly_inline, render, status_html
+from .robots import RobotFitIn
+from .templating import fmt_num, num_text, page, plot_script, plotly_inline, render, status_html
+
+
+def split_text(fit: dict) -> str:
+    """How a robot fit was split: the split its result's validation states or, before it ran, the one its
+    request asks for (a robot fit's options stand at the top of its request, as queue_robot_fit stores them)."""
+    req = fit.get("request") or {}
+    v = (fit.get("result") or {}).get("validation") or {}
+    if v.get("split") == "recordings":
+        recs = v.get("recordings") or {}
+        return f"{recs.get('method')}: recordings {', '.join(recs.get('validation') or [])} validate, whole"
+    if v.get("fraction"):
+        return (
+            f"time split: the last {100 * float(v['fraction']):.0f} % of the log validates, the rest trains"
+        )
+    if req.get("holdout"):
+        return f"holdout {req['holdout']}: those recordings validate, whole (asked)"
+    frac = float(req.get("validation_fraction", RobotFitIn.model_fields["validation_fraction"].default))
+    return f"time split: the last {100 * frac:.0f} % of the log validates, the rest trains (asked)"
+
+
+def asked_rows(fit: dict) -> list[tuple[str, str]]:
+    """What a robot fit was asked, as header rows: the robot, the budget and every option it set otherwise than
+    RobotFitIn's defaults (groups, gains, bias, delay, ...)."""
+    req = fit.get("request") or {}
+    defaults = RobotFitIn().model_dump()
+    options = {k: req[k] for k in sorted(defaults) if k != "budget_s" and k in req and req[k] != defaults[k]}
+    return [
+        ("kind", "whole-robot fit"),
+        ("robot", str(req.get("robot_id") or "")),
+        ("budget", f"{num_text(req.get('budget_s'))} s" if req.get("budget_s") else "—"),
+        ("options", ", ".join(f"{k}={v}" for k, v in options.items()) or "defaults"),
+    ]
 
 
 def joint_depths(joints: list[dict]) -> list[int]:
@@ -140,6 +173,7 @@ def render_robot_fit(
     body = render(
         "robot_fit.html",
         fit=fit,
+        split=split_text(fit),
         result=result,
         v=v,
         coupling=coupling_change(v) if result else None,

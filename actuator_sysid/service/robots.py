@@ -290,6 +290,12 @@ def check_robot_fit(rec: Recording, robot: dict, body: RobotFitIn, settings: Set
         )
 
 
+def stored_request(robot_id: str, body: RobotFitIn) -> dict[str, Any]:
+    """A robot fit's request as the fit row stores it: its kind and robot, and every option of `body` at the top
+    level (the worker and the pages read them there), defaults filled in."""
+    return {"kind": ROBOT_FIT, "robot_id": robot_id, "device": "cpu", **body.model_dump()}
+
+
 def queue_robot_fit(
     repo: Repository,
     storage: Storage,
@@ -311,8 +317,7 @@ def queue_robot_fit(
     robot = repo.get_robot(robot_id, project)
     rec = storage.load_recording(repo.artifacts("dataset", dataset_id))
     check_robot_fit(rec, robot, body, settings)
-    request = {"kind": ROBOT_FIT, "robot_id": robot_id, "device": "cpu", **body.model_dump()}
-    fit = repo.create_fit(new_id(), dataset_id, request, project=owner)
+    fit = repo.create_fit(new_id(), dataset_id, stored_request(robot_id, body), project=owner)
     runner.submit(fit["id"])
     return {"id": fit["id"], "status": fit["status"]}
 
