@@ -353,6 +353,32 @@ def _assert_flags_and_selection_render(fit: dict) -> None:
     table = html.split('id="selection"', 1)[1].split("</table>", 1)[0]
     assert "0.0123" in table and "0.0456" in table and table.count("(chosen)") == 1
     assert table.index("(chosen)") < table.index("bias off")
+    held = {
+        **res["validation"],
+        "split": "recordings",
+        "recordings": {"method": "holdout", "training": ["a"], "validation": ["walk_fast"]},
+    }
+    html = (
+        templates()
+        .get_template("robot_fit.html")
+        .render(
+            fit={**fit, "result": {**res, "validation": held}},
+            split="",
+            result={**res, "validation": held},
+            v=held,
+            coupling=None,
+            exports=[],
+            robot=None,
+            figures=[],
+            traces=False,
+            fmt=pages.fmt_num,
+            status=pages.status_html,
+            standalone=False,
+            verdict_style=VERDICT_STYLE,
+        )
+    )
+    para = html.split('id="validation"', 1)[1].split("</p>", 1)[0]
+    assert "held-out recordings" in para and "walk_fast" in para and "in time" not in para
 
 
 def _assert_no_server_path(server: Server, fit: dict) -> None:
