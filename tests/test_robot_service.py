@@ -308,6 +308,29 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
     assert fit["id"][:8] in robot_page and f'<option value="{ds["id"]}">' in robot_page  # fit form offers it
 
 
+def _render_fit_page(fit: dict, res: dict) -> str:
+    """The robot fit page of `fit` with the result `res`, as the fit route renders it."""
+    return (
+        templates()
+        .get_template("robot_fit.html")
+        .render(
+            fit={**fit, "result": res},
+            split=robot_page.split_text({**fit, "result": res}),
+            result=res,
+            v=res["validation"],
+            coupling=robot_page.coupling_change(res["validation"]),
+            exports=["fit.json"],
+            robot=None,
+            figures=[],
+            traces=False,
+            fmt=pages.fmt_num,
+            status=pages.status_html,
+            standalone=False,
+            verdict_style=VERDICT_STYLE,
+        )
+    )
+
+
 def _assert_flags_and_selection_render(fit: dict) -> None:
     """The robot report shows each at-bound term and implausible bias, and a selection's candidates with the
     chosen one, when the result carries them (this fit's result, given flags and a selection in their shapes)."""
@@ -328,25 +351,7 @@ def _assert_flags_and_selection_render(fit: dict) -> None:
         for n, b, e in (("bias on", True, 0.0123), ("bias off", False, 0.0456))
     ]
     res["selection"] = {"protocol": "inner split", "candidates": cands, "chosen": "bias on", "skipped": []}
-    html = (
-        templates()
-        .get_template("robot_fit.html")
-        .render(
-            fit={**fit, "result": res},
-            split=robot_page.split_text({**fit, "result": res}),
-            result=res,
-            v=res["validation"],
-            coupling=robot_page.coupling_change(res["validation"]),
-            exports=["fit.json"],
-            robot=None,
-            figures=[],
-            traces=False,
-            fmt=pages.fmt_num,
-            status=pages.status_html,
-            standalone=False,
-            verdict_style=VERDICT_STYLE,
-        )
-    )
+    html = _render_fit_page(fit, res)
     flags = html.split('id="bound-flags"', 1)[1].split("</table>", 1)[0]
     assert "calf.friction" in flags and "upper search bound" in flags and "FL_calf_joint.bias" in flags
     assert "absorbs model error" in flags
@@ -358,25 +363,7 @@ def _assert_flags_and_selection_render(fit: dict) -> None:
         "split": "recordings",
         "recordings": {"method": "holdout", "training": ["a"], "validation": ["walk_fast"]},
     }
-    html = (
-        templates()
-        .get_template("robot_fit.html")
-        .render(
-            fit={**fit, "result": {**res, "validation": held}},
-            split="",
-            result={**res, "validation": held},
-            v=held,
-            coupling=None,
-            exports=[],
-            robot=None,
-            figures=[],
-            traces=False,
-            fmt=pages.fmt_num,
-            status=pages.status_html,
-            standalone=False,
-            verdict_style=VERDICT_STYLE,
-        )
-    )
+    html = _render_fit_page(fit, {**res, "validation": held})
     para = html.split('id="validation"', 1)[1].split("</p>", 1)[0]
     assert "held-out recordings" in para and "walk_fast" in para and "in time" not in para
 

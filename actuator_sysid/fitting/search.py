@@ -159,11 +159,33 @@ def trust_region(
         if intermediate_result.nit >= ABANDON_ITERATIONS and 2.0 * intermediate_result.cost > give_up:
             raise StopIteration
 
-    sol = least_squares(
+    sol = _trf(
         lambda uc: run(full(uc[None]))[0],
         u0[cont],
-        jac=unit_jac,
-        bounds=(0.0, 1.0),
+        unit_jac,
+        (0.0, 1.0),
+        budget,
+        tol,
+        hopeless if give_up < math.inf else None,
+    )
+    return LeastSquares(full(sol.x[None])[0], float(np.sum(sol.fun**2)), bool(sol.status > 0))
+
+
+def _trf(
+    fun: Callable[[np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    jac: Callable[[np.ndarray], np.ndarray],
+    bounds: tuple,
+    budget: int,
+    tol: Tolerances,
+    callback: Callable[[OptimizeResult], None] | None = None,
+) -> OptimizeResult:
+    """scipy's bounded trust-region reflective least squares, variables scaled by the Jacobian's columns."""
+    return least_squares(
+        fun,
+        x0,
+        jac=jac,
+        bounds=bounds,
         method="trf",
         x_scale="jac",
         max_nfev=budget,
@@ -171,9 +193,8 @@ def trust_region(
         ftol=tol.ftol,
         gtol=tol.gtol,
         tr_solver=tol.tr_solver,
-        callback=hopeless if give_up < math.inf else None,
+        callback=callback,
     )
-    return LeastSquares(full(sol.x[None])[0], float(np.sum(sol.fun**2)), bool(sol.status > 0))
 
 
 def _trust_region_natural(
@@ -187,19 +208,7 @@ def _trust_region_natural(
     """trust_region in the space's own (linear) units, every dimension continuous."""
     if jac is None or space.log.any() or space.integer.any():
         raise ValueError("a trust region in natural units needs a linear, continuous space and a Jacobian")
-    sol = least_squares(
-        lambda x: run(x[None])[0],
-        x_start,
-        jac=jac,
-        bounds=(space.lower, space.upper),
-        method="trf",
-        x_scale="jac",
-        max_nfev=budget,
-        xtol=tol.xtol,
-        ftol=tol.ftol,
-        gtol=tol.gtol,
-        tr_solver=tol.tr_solver,
-    )
+    sol = _trf(lambda x: run(x[None])[0], x_start, jac, (space.lower, space.upper), budget, tol)
     return LeastSquares(sol.x, float(np.sum(sol.fun**2)), bool(sol.status > 0))
 
 
