@@ -188,11 +188,8 @@ def wait_for(
     raise AssertionError(f"fit {fit_id} did not finish in {timeout} s: {seen[-3:]}")
 
 
-def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
-    server: Server, robot: dict, newton_log: tuple
-) -> None:
-    """An unnamed PACE log read in the robot's joint order, fitted through the coupled model (groups, gains
-    given, delay fixed): progress shows, the result and isaaclab.json come back, the page draws every joint."""
+def _upload_log(server: Server, robot: dict, newton_log: tuple) -> requests.Response:
+    """The Newton-made log uploaded as an unnamed PACE file for the robot; the upload's answer (201 asserted)."""
     cmd, q, _qd = newton_log
     up = requests.post(
         server.url + "/api/v1/datasets",
@@ -201,6 +198,16 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
         timeout=60,
     )
     assert up.status_code == 201, up.text
+    return up
+
+
+def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
+    server: Server, robot: dict, newton_log: tuple
+) -> None:
+    """An unnamed PACE log read in the robot's joint order, fitted through the coupled model (groups, gains
+    given, delay fixed): progress shows, the result and isaaclab.json come back, the page draws every joint."""
+    q = newton_log[1]
+    up = _upload_log(server, robot, newton_log)
     ds = up.json()
     assert ds["joints"] == [j["name"] for j in robot["joints"]]
     body = {
@@ -505,14 +512,7 @@ def test_bad_fits_are_4xx_naming_the_problem_and_store_nothing(
 def test_a_robot_fits_pages_state_what_it_was_asked(server: Server, robot: dict, newton_log: tuple) -> None:
     """A robot fit's options stand at the top of its stored request, and its page's split and /compare's header
     read them there: the last 25 % validates, and the groups, gains, bias and delay asked are named."""
-    cmd, q, _qd = newton_log
-    up = requests.post(
-        server.url + "/api/v1/datasets",
-        files={"file": ("go2_chirp.pt", pace_bytes(cmd, q))},
-        data={"robot_id": robot["id"]},
-        timeout=60,
-    )
-    assert up.status_code == 201, up.text
+    up = _upload_log(server, robot, newton_log)
     options = {
         "groups": GROUPS,
         "kp": KP,
