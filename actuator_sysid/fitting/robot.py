@@ -1,23 +1,25 @@
 """A coupled fit of every actuator of a robot hanging in the air, through the robot's own model (Newton).
 
-Joints are grouped by regex as Isaac Lab's `joint_names_expr` (per joint by default); each group gets an
-armature, a viscous damping and a frictionloss (and PD gains when the log does not state them), optionally a
-DC-motor envelope (`dc_motor=True`: saturation effort, velocity limit, max motor effort — Newton's
-ClampingDCMotor, Isaac Lab's DCMotor clip, docs/consumer-semantics.md §A.4 / §C.2), each joint an encoder bias;
-the command delay is one integer for the robot, over physics steps 0..max_delay. Training windows restart from
-the measured state. The search (search="decoupled", the default) fits, at every candidate delay at once, each
-joint's own 1-DoF rollout with the joint-space inertia and the coupling and gravity efforts Newton computes along
-the measured motion (models/articulated.py DecoupledRollout) by Levenberg–Marquardt; the delays that decoupled
-training loss ranks first (and any it cannot tell apart) are rolled out coupled, the two best refined by output
-space mapping (the decoupled fit plus the coupled rollouts' own mismatch, one coupled batch a round) while a
-Gauss-Newton step promises a gain, and by coupled least squares when that stalls; the lower coupled training loss
-picks the delay. search="coupled" is the former path: scipy's trust-region least squares on batched coupled
-rollouts, the delay scanned at fixed parameters before and after. Either way the finite-difference Jacobian
-perturbs parameters that cannot load each other (joints in different coupling components, e.g. two legs on a
-fixed base) in the same candidate, which is exact, and every reported figure comes from coupled rollouts. The
-envelope starts from the equation-error regression, or a coarse scan scaled by the PD effort the log demands. A single-segment log is split in time: the last
-`validation_fraction` is replayed from the measured state at the split, and that replay gives the reported
-error, beside the model file's own joint terms on the same split.
+Joints are grouped by regex as Isaac Lab's `joint_names_expr` (per joint by default); each group gets an armature,
+a viscous damping and a frictionloss (and PD gains when the log does not state them), optionally a DC-motor
+envelope (`dc_motor=True`: saturation effort, velocity limit, max motor effort — Newton's ClampingDCMotor, Isaac
+Lab's DCMotor clip, docs/consumer-semantics.md §A.4 / §C.2), each joint an encoder bias; the command delay is one
+integer for the robot, over physics steps 0..max_delay. Training windows restart from the measured state. The
+search (search="decoupled", the default) fits, at every candidate delay at once, each joint's own 1-DoF rollout
+with the joint-space inertia and the coupling and gravity efforts Newton computes along the measured motion
+(models/articulated.py DecoupledRollout) by Levenberg–Marquardt (fitting/search.py batched_lm); the delays that
+decoupled training loss ranks first (and any it cannot tell apart) are rolled out coupled, the two best refined by
+output space mapping (the decoupled fit plus the coupled rollouts' own mismatch, one coupled batch a round) while
+a Gauss-Newton step promises a gain, and by coupled least squares when that stalls; the lower coupled training
+loss picks the delay. search="coupled" is the plain path: trust-region least squares (fitting/search.py
+trust_region) on batched coupled rollouts, the delay scanned at fixed parameters before and after. Either way the
+finite-difference Jacobian perturbs parameters that cannot load each other (joints in different coupling
+components, e.g. two legs on a fixed base) in the same candidate, which is exact, and every reported figure comes
+from coupled rollouts. The envelope starts from the equation-error regression, or a coarse scan scaled by the PD
+effort the log demands. The group terms are a registry family's parameters (family_terms: ideal_pd, or dcmotor
+with the envelope), bounded by the registry's plant rules scaled to the model and the log (model_bounds). A
+single-segment log is split in time: the last `validation_fraction` is replayed from the measured state at the
+split, and that replay gives the reported error, beside the model file's own joint terms on the same split.
 
 The result (`fit_robot`: a RobotResult, fitting/result.py; `to_json()` is fit.json's; SI units):
 - `kind` "robot"; `robot` (models/robot.py `summary()`); `joint_mapping` (how log joints met model joints);
