@@ -50,11 +50,11 @@ def beyond_training(per_segment: Mapping[str, np.ndarray], validation: set[str])
     val = [a for name, a in per_segment.items() if name in validation and a.size]
     if not train or not val:
         return None
-    top = float(np.quantile(np.concatenate(train), TRAINING_QUANTILE))
     pooled = np.concatenate(val)
-    share = float(np.mean(pooled > top))
-    if share < MIN_SHARE or top <= 0:
+    found = _exceeds(np.concatenate(train), pooled)
+    if found is None:
         return None
+    share, top = found
     return (
         f"{BEYOND_TRAINING}: {100 * share:.0f} % of their driven samples ask for more than the training "
         f"recordings' top of {top:.3g} N·m, up to {float(pooled.max()) / top:.1f}× it (the fitted law on the "
@@ -62,6 +62,14 @@ def beyond_training(per_segment: Mapping[str, np.ndarray], validation: set[str])
         f"validation error says how well the model extrapolates. Training recordings that reach those efforts "
         f"(a higher gain, a heavier load, a stall test) would measure them"
     )
+
+
+def _exceeds(train: np.ndarray, val: np.ndarray) -> tuple[float, float] | None:
+    """(share of `val` above the training top, that top) when the share is at least MIN_SHARE; None otherwise.
+    The training top is its TRAINING_QUANTILE, so one spike does not widen it."""
+    top = float(np.quantile(train, TRAINING_QUANTILE))
+    share = float(np.mean(val > top))
+    return (share, top) if share >= MIN_SHARE and top > 0 else None
 
 
 def extrapolation_held(
@@ -89,11 +97,8 @@ def robot_beyond_training(names: list[str], demand: np.ndarray, speed: np.ndarra
     for what, unit, x in (("effort", "N·m", np.abs(demand)), ("speed", "rad/s", np.abs(speed))):
         for k, name in enumerate(names):
             train, val = x[:split, k], x[split:, k]
-            if not train.size or not val.size:
-                continue
-            top = float(np.quantile(train, TRAINING_QUANTILE))
-            share = float(np.mean(val > top))
-            if top > 0 and share >= MIN_SHARE:
+            if train.size and val.size and (hit := _exceeds(train, val)) is not None:
+                share, top = hit
                 found.append(
                     (
                         share,

@@ -1007,12 +1007,18 @@ def _gains_note(prob: _Problem, opts: RobotFitOptions, feed_forward: bool) -> st
 
 
 def _demand(prob: _Problem, data: _Data, n: int) -> np.ndarray:
-    """(n, J) the effort the log asks of each joint over its first n samples: the feed-forward effort plus the
-    PD effort at the known gains (no delay, no bias), N·m."""
+    """(n, J) the effort the log asks of each joint over its first n samples at the known gains, N·m."""
     j = len(prob.names)
     kp = prob.kp if prob.kp is not None else np.zeros(j)
     kd = prob.kd if prob.kd is not None else np.zeros(j)
-    return data.tau_ff[:n] + kp * (data.cmd[:n] - data.q[:n]) + kd * (data.cmd_qd[:n] - data.qd[:n])
+    return _pd_effort(data, kp, kd, n)
+
+
+def _pd_effort(data: _Data, kp: np.ndarray, kd: np.ndarray, n: int | None = None) -> np.ndarray:
+    """(n, J) the feed-forward effort plus the PD effort at gains kp, kd (J,) on the logged states and commands
+    of the first n samples (all by default): open loop, no delay; the PD acts on the reading, bias included."""
+    sl = slice(None, n)
+    return data.tau_ff[sl] + kp * (data.cmd[sl] - data.q[sl]) + kd * (data.cmd_qd[sl] - data.qd[sl])
 
 
 def model_bounds(
@@ -1622,18 +1628,13 @@ def _validate(
         )
         + ", coupled, Newton SolverMuJoCo",
         envelope_active_per_joint={nm: float(cut[k]) for k, nm in enumerate(names)},
-        beyond_training=robot_beyond_training(names, _fitted_demand(data, fitted), data.qd, int(data.split)),
+        beyond_training=robot_beyond_training(
+            names, _pd_effort(data, fitted["stiffness"][0], fitted["damping"][0]), data.qd, int(data.split)
+        ),
         decoupled_fit=(
             None if dec is None else _decoupled_beside(prob, dec[0], _rmse(reps[2][0], meas, names), delay)
         ),
     )
-
-
-def _fitted_demand(data: _Data, fitted: dict[str, np.ndarray]) -> np.ndarray:
-    """(T, J) the effort the fitted PD law and the log's feed-forward ask at each logged state (open loop, no
-    delay), N·m: what the coverage check compares between training and validation."""
-    kp, kd = fitted["stiffness"][0], fitted["damping"][0]
-    return data.tau_ff + kp * (data.cmd - data.q) + kd * (data.cmd_qd - data.qd)
 
 
 def _decoupled_beside(
