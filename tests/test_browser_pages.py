@@ -25,7 +25,7 @@ ENCODER_OFFSET = 0.1  # [rad] in the site's log: a fit claims it, MuJoCo's expor
 QUICK = {"models": ["dcmotor"], "budget": {"generations": 8, "population": 6}}
 
 
-def _wait(server: Server, fid: str, timeout: float = 120) -> dict:
+def _wait(server: Server, fid: str, timeout: float = 300) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         fit = requests.get(f"{server.url}/api/v1/fits/{fid}", timeout=10).json()
