@@ -126,32 +126,38 @@ def markers_for(item: pytest.Item) -> tuple[str, ...]:
     return MARKERS.get(f"{item.path.name}::{name}", MARKERS.get(item.path.name, default))
 
 
-# The files that take longest, longest first (seconds of one worker in a loaded `make test`): `--dist loadfile`
-# hands whole files to the workers in collection order (pytest_configure turns off xdist's reorder, which puts
-# the files with most tests first and so the long one-test service files last), so these start first and the
-# run does not end on one long file while the other worker idles. Every other file follows in its usual order.
+# The files that take longest, longest first (one worker's seconds in a warm `make test`, BENCHMARKS.md):
+# `--dist loadfile` hands whole files to the workers in collection order (pytest_configure turns off xdist's
+# reorder, which puts the files with most tests first and so the long one-test service files last), so these
+# start first and the run does not end on one long file while the other worker idles. Every other file follows
+# in its usual order.
 LONG_FIRST = (
-    "test_browser_pages.py",  # 307
-    "test_browser_layout.py",  # about 200
-    "test_robot_implicit.py",  # 201
-    "test_nets.py",  # 155
-    "test_golden.py",  # 139
-    "test_faults.py",  # 132
-    "test_robot_recovery.py",  # 124
-    "test_splits_real.py",  # 108
-    "test_ray.py",  # 100
-    "test_bench_robot.py",  # 84
-    "test_postgres.py",  # 81
-    "test_security.py",  # 75
-    "test_recovery.py",  # 58
-    "test_e2e_isaaclab.py",  # 54
-    "test_service_bench.py",  # 53
-    "test_browser.py",  # 50
-    "test_service_flow.py",  # 49
-    "test_robot_service.py",  # 45
-    "test_robot_exports.py",  # 44
-    "test_bench.py",  # 42
-    "test_robot_pages.py",  # 40 alone
+    "test_nets.py",
+    "test_browser_layout.py",
+    "test_faults.py",
+    "test_nets_torque.py",
+    "test_bam_sim_recovery.py",
+    "test_rollout.py",
+    "test_browser_pages.py",
+    "test_robot_implicit.py",
+    "test_cli.py",
+    "test_ray.py",
+    "test_security.py",
+    "test_bench.py",
+    "test_service_bench.py",
+    "test_splits_real.py",
+    "test_service.py",
+    "test_real_bam.py",
+    "test_search.py",
+    "test_verdict.py",
+    "test_robot_service.py",
+    "test_pages.py",
+    "test_browser.py",
+    "test_robot_pages.py",
+    "test_bench_robot.py",
+    "test_postgres.py",
+    "test_e2e_isaaclab.py",
+    "test_service_flow.py",
 )
 
 
