@@ -10,7 +10,6 @@ import json
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -252,7 +251,7 @@ def run_fit(rec: Recording, req: FitRequest, out: Path, label: str) -> FitResult
         "status": "succeeded",
         "dataset_name": label,
         "request": asdict(req),
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created_at": fit.result["created_at"],  # the one the exports state, set by compute_fit
     }
     validation = json.loads(fit.exports["validation.json"]) if "validation.json" in fit.exports else None
     html = render_report(row, fit.result, fit.report, standalone=True, validation=validation)
@@ -430,10 +429,7 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
     assert isinstance(fit.typed, RobotResult)
     result = fit.typed
     out = Path(args.out) if args.out else Path("out") / Path(args.log[0]).stem
-    files = write_robot_fit(result, out)  # fit.json as the result writes it, and the bare actuators dict
-    for name, text in fit.exports.items():  # the rendered exports, isaaclab.json among them
-        (out / name).write_text(text)
-    files += [f for f in fit.exports if f not in files]
+    files = write_robot_fit(result, fit.exports, out)  # fit.json and the rendered exports, each once
     from .export.robot import export_lines
 
     for line in result_lines(result) + export_lines(result):

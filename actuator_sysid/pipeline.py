@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .datasets.recording import Recording
 from .files import dumps, json_safe
 from .fitting.fit import FitRequest, ProgressFn, fit_result, report_data, validate_request
-from .fitting.result import FitResult, RobotResult, Verdict
+from .fitting.result import FitResult, RobotResult, Verdict, utc_stamp
 
 if TYPE_CHECKING:
     from .fitting.robot import RobotFitOptions
@@ -46,10 +46,16 @@ class FitOutputs:
 
 
 def compute_fit(
-    rec: Recording, req: FitRequest, progress: ProgressFn | None = None, info: dict | None = None
+    rec: Recording,
+    req: FitRequest,
+    progress: ProgressFn | None = None,
+    info: dict | None = None,
+    created_at: str | None = None,
 ) -> FitOutputs:
     """Fit, collect the report data and render every export with its validation (from the unsanitised result);
-    the result carries the fit's verdict (fitting/verdict.py), `info` (fit_id, dataset) the exports' provenance."""
+    the result carries the fit's verdict (fitting/verdict.py), `info` (fit_id, dataset) the exports' provenance,
+    and `created_at` (the service's fit row's creation time; None: now, in UTC) the date every export states."""
+    created_at = utc_stamp(created_at)
     validate_request(
         rec, req
     )  # a stored request may predate a restart: say what is wrong before importing more
@@ -63,6 +69,7 @@ def compute_fit(
     stage(1.0, STAGE_REPORT)  # the search is done; what follows takes seconds and is shown as its own stage
     report = report_data(rec, result)
     stage(1.0, STAGE_EXPORTS)
+    result = replace(result, created_at=created_at)
     if info:
         result = replace(
             result, origin=dict(info)
@@ -94,6 +101,7 @@ def compute_robot_fit(
     replay: bool = True,
     traces: bool = True,
     model_name: str | None = None,
+    created_at: str | None = None,
 ) -> FitOutputs:
     """A whole-robot fit: the fit (`select`: the configuration chosen on the training part first), the exports
     rendered and (`replay`) replayed by their consumers, the verdict judged again with them, and (`traces`) the
@@ -101,11 +109,13 @@ def compute_robot_fit(
 
     `progress` gets each of fit_robot's messages with a fraction of the iterations or of the budget, whichever
     is further; `model_name` is the model's name in the result and the exports where `robot.path` is a temporary
-    copy. A failed replay or trace is stated in the result or left out of the report; the fit stands."""
+    copy; `created_at` (the service's fit row's creation time; None: now, in UTC) the date every export states.
+    A failed replay or trace is stated in the result or left out of the report; the fit stands."""
     from .export.robot import with_exports
     from .fitting.robot import fit_robot
     from .fitting.robot_select import select_robot_fit
 
+    created_at = utc_stamp(created_at)
     stage = progress or (lambda _f, _m: None)
     started, calls = time.monotonic(), [0]
 
@@ -126,6 +136,7 @@ def compute_robot_fit(
         )
     if model_name is not None:
         result = replace(result, robot={**result.robot, "path": model_name})
+    result = replace(result, created_at=created_at)
     stage(0.96, STAGE_ROBOT_EXPORTS)
     # each replay says which consumer runs
     result, files = with_exports(result, rec, robot, replay, lambda m: stage(0.97, m))

@@ -51,12 +51,11 @@ Findings = Callable[[ResultLike, Recording | None, dict[str, str]], list[Finding
 
 @dataclass(frozen=True)
 class RobotArgs:
-    """What a whole-robot writer uses: the fit, the robot model it was fitted through, and the date its files
-    state (the fit's own when re-rendered from fit.json, export/robot.py `exported_on`)."""
+    """What a whole-robot writer uses: the fit (whose creation date its files state, export/robot_common.py
+    `fitted_on`) and the robot model it was fitted through."""
 
     result: RobotResult
     robot: RobotModel
-    exported: str  # YYYY-MM-DD
 
 
 # (replayed text, robot, the held-out log part, encoder bias per joint, each joint's model) → positions (T, J)

@@ -22,7 +22,7 @@ from ..datasets.recording import Recording
 from ..fitting.result import RobotResult, RobotResultLike, as_robot_result
 from ..fitting.robot_judge import robot_verdict
 from .formats import REGISTRY, ROBOT_FORMATS, ROBOT_WRITERS, RobotArgs
-from .robot_common import bias_of, joint_models, replay_log, today
+from .robot_common import bias_of, joint_models, replay_log
 from .selection import ExportError
 
 log = logging.getLogger(__name__)
@@ -30,32 +30,23 @@ log = logging.getLogger(__name__)
 
 def render_robot_exports(result: RobotResult, robot) -> tuple[dict[str, str], dict]:
     """{file name: text} of every whole-robot export this robot allows, each written by its registered
-    `RobotWriter` (export/formats.py), and per consumer what it noted (with the date its files state)."""
+    `RobotWriter` (export/formats.py), and per consumer what it noted; every file states the fit's date."""
     texts: dict[str, str] = {}
     info: dict[str, dict] = {}
     for consumer, writer in ROBOT_WRITERS.items():
-        exported = exported_on(result, consumer)
         try:
-            files, notes = writer.render(RobotArgs(result, robot, exported))
+            files, notes = writer.render(RobotArgs(result, robot))
         except Exception as e:  # noqa: BLE001 - the other exports stand without it
             info[consumer] = {"status": "not written", "note": _note(e)}
             continue
         texts |= files
-        info[consumer] = {**notes, "exported": exported}
+        info[consumer] = notes
     return texts, info
 
 
 def _note(e: Exception) -> str:
     """An exception as a note in fit.json: its type and message."""
     return f"{type(e).__name__}: {e}"
-
-
-def exported_on(result: RobotResult, consumer: str) -> str:
-    """The date a consumer's files state: the one fit.json noted when the fit wrote them (so a re-export is
-    the fit's own file), else today."""
-    noted = (result.exports or {}).get(consumer)
-    stored = noted.get("exported") if isinstance(noted, Mapping) else None
-    return str(stored) if stored else today()
 
 
 def render_robot_format(stored: RobotResultLike, fmt: str, robot_path: str | Path | None = None) -> str:
@@ -80,7 +71,7 @@ def render_robot_format(stored: RobotResultLike, fmt: str, robot_path: str | Pat
     except RobotError as e:
         raise ExportError(str(e)) from None
     try:
-        files, _ = writer.render(RobotArgs(result, robot, exported_on(result, writer.consumer)))
+        files, _ = writer.render(RobotArgs(result, robot))
     except Exception as e:  # noqa: BLE001 - said as the fit notes a file it did not write
         raise ExportError(f"{fmt} was not written: {_note(e)}") from None
     return files[fmt]

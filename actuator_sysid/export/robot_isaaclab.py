@@ -26,8 +26,8 @@ def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
     """isaaclab.py and isaaclab.json, each built with the real Isaac Lab classes, and what they noted (the
     class per group, and whether the JSON builds the same cfgs as the Python)."""
     texts = {
-        "isaaclab.py": render_python(a.result, a.exported),
-        "isaaclab.json": render_json(a.result, a.exported),
+        "isaaclab.py": render_python(a.result),
+        "isaaclab.json": render_json(a.result),
     }
     py = build_cfgs(texts["isaaclab.py"], "isaaclab.py")
     js = build_cfgs(texts["isaaclab.json"], "isaaclab.json", texts["isaaclab.py"])
@@ -37,7 +37,7 @@ def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
     }
 
 
-def robot_doc(result: RobotResult, exported: str | None = None) -> dict:
+def robot_doc(result: RobotResult) -> dict:
     """The whole-robot dict (`actuators`, `sim`, `encoder_bias`) with its provenance, checked as Isaac Lab would."""
     from ..fitting.robot import isaaclab_dict
 
@@ -45,16 +45,16 @@ def robot_doc(result: RobotResult, exported: str | None = None) -> dict:
     validate_cfgs(
         {g: {"class_type": s["class_type"], "cfg": _cfg_fields(s)} for g, s in doc["actuators"].items()}
     )
-    return {"provenance": provenance_lines(result, "Isaac Lab 3.0 actuators", exported), **doc}
+    return {"provenance": provenance_lines(result, "Isaac Lab 3.0 actuators"), **doc}
 
 
 def _cfg_fields(spec: dict) -> dict:
     return {k: v for k, v in spec.items() if k != "class_type"}
 
 
-def render_json(result: RobotResult, exported: str | None = None) -> str:
+def render_json(result: RobotResult) -> str:
     """isaaclab.json: `DCMotorCfg(**{k: v for k, v in group.items() if k != "class_type"})` builds each group."""
-    return json.dumps(robot_doc(result, exported), indent=2) + "\n"
+    return json.dumps(robot_doc(result), indent=2) + "\n"
 
 
 def _customs(doc: dict) -> list[str]:
@@ -70,9 +70,9 @@ def _customs(doc: dict) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def render_python(result: RobotResult, exported: str | None = None) -> str:
+def render_python(result: RobotResult) -> str:
     """isaaclab.py: `ArticulationCfg(actuators=ACTUATORS)`, with the physics step the delays count (`SIM`)."""
-    doc = robot_doc(result, exported)
+    doc = robot_doc(result)
     customs = _customs(doc)
     builtin = sorted({s["class_type"] for s in doc["actuators"].values()} - set(customs))
     lines = [

@@ -38,7 +38,7 @@ def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
     """mjcf.xml written into the robot's MJCF (a URDF's through MuJoCo's importer; a USD has none), and what it
     noted (its findings, and where the MJCF came from when it is not the robot's own)."""
     with as_mjcf(a.robot) as (mjcf, how):
-        text, findings = render_robot_mjcf(a.result, mjcf, a.exported)
+        text, findings = render_robot_mjcf(a.result, mjcf)
     return {"mjcf.xml": text}, {
         "findings": [f.as_dict() for f in findings],
         **({"source": how} if how else {}),
@@ -90,7 +90,7 @@ def _set_option(root: ET.Element, dt: float) -> None:
     opt.set("timestep", _fmt(dt))
 
 
-def render_robot_mjcf(result: RobotResult, robot, exported: str | None = None) -> tuple[str, list[Finding]]:
+def render_robot_mjcf(result: RobotResult, robot) -> tuple[str, list[Finding]]:
     """(mjcf.xml text, findings): the user's MJCF with every fitted joint's terms and actuator updated."""
     if robot.path.suffix.lower() not in MJCF_SUFFIXES:
         raise ExportError(
@@ -151,7 +151,7 @@ def render_robot_mjcf(result: RobotResult, robot, exported: str | None = None) -
     _set_option(root, dt)
     ET.indent(tree, space="    ")
     text = ET.tostring(root, encoding="unicode") + "\n"
-    lines = provenance_lines(result, "MuJoCo MJCF", exported) + [
+    lines = provenance_lines(result, "MuJoCo MJCF") + [
         f"the fitted terms and actuators of {len(models)} joints are written into {robot.path.name}; the rest is "
         "the model's own: mesh and asset paths are relative to it (put this file beside it)",
         "ctrl = q_des - encoder_bias + kd*qd_des/kp (a virtual target: kp*(q_des - q) + kd*(qd_des - qd))",

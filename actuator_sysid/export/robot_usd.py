@@ -33,7 +33,7 @@ def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
     stage, findings = build_robot_stage(a.result, a.robot)
     dj = validate_stage(stage)
     text = stage.GetRootLayer().ExportToString()
-    text = prepend_comment("newton.usda", text, provenance_lines(a.result, "Newton 1.8 USD", a.exported))
+    text = prepend_comment("newton.usda", text, provenance_lines(a.result, "Newton 1.8 USD"))
     mismatches = readback_mismatches(import_stage(stage), a.result)
     return {"newton.usda": text}, {
         "findings": [f.as_dict() for f in findings],

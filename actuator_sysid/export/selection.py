@@ -428,10 +428,9 @@ def unidentified_notes(
 
 
 def provenance(result: ResultLike, info: dict | None = None) -> dict:
-    """Where an export comes from: fit id and dataset where known, the date, each joint's validation error, the
-    verdict, and the physics dt and decimation its delays count in."""
-    from datetime import UTC, datetime
-
+    """Where an export comes from: fit id and dataset where known, the date of the fit (`fitted`, UTC: a
+    re-export states the fit's date, not the day it is rendered), each joint's validation error, the verdict, and
+    the physics dt and decimation its delays count in."""
     r = as_result(result)
     info = {**(r.origin or {}), **(info or {})}
     errors = {}
@@ -456,7 +455,7 @@ def provenance(result: ResultLike, info: dict | None = None) -> dict:
         "dataset": info.pop("dataset", None)
         or {k: ds[k] for k in ("source_format", "joints", "segments", "duration_s") if k in ds}
         or None,
-        "exported": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "fitted": r.fitted_on,
         "validation_error": errors or None,
         "verdict": verdict.get("verdict", "not judged"),
         "verdict_reasons": [
@@ -503,7 +502,7 @@ def provenance_lines(prov: dict) -> list[str]:
     )
     lines = [
         f"actuator-sysid export · fit {prov.get('fit_id', 'unknown')} · dataset {ds_text or 'unknown'} · "
-        f"exported {prov['exported']}",
+        f"fitted {prov['fitted']}",
         f"{what}: {err} · verdict: {str(prov['verdict']).upper()}",
         *(f"  verdict reason: {r}" for r in prov.get("verdict_reasons", [])),
         f"physics dt {prov['physics_dt_s']:g} s, decimation {prov['decimation']}: delays count physics steps",

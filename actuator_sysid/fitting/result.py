@@ -17,12 +17,27 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Self
 
 from ..models.families import NET_FAMILIES
 
 Json = Any  # a JSON value: dict, list, str, int, float, bool or None
 TORQUE_METRIC = "torque_rmse"  # a joint ranked by open-loop torque error (a net trained on measured torque)
+
+
+def utc_stamp(when: str | datetime | None = None) -> str:
+    """A fit's creation time as results store it: UTC, ISO 8601 to the second (None: now); a naive time is UTC."""
+    if when is None:
+        t = datetime.now(UTC)
+    else:
+        t = when if isinstance(when, datetime) else datetime.fromisoformat(when)
+    return (t if t.tzinfo else t.replace(tzinfo=UTC)).astimezone(UTC).isoformat(timespec="seconds")
+
+
+def fit_day(created_at: str | None) -> str:
+    """The UTC date (YYYY-MM-DD) of a stored creation time; today's where none is stored."""
+    return utc_stamp(created_at)[:10]
 
 
 class _Mismatch(Exception):
@@ -458,6 +473,7 @@ class FitResult(Record):
     verdict: Verdict | None = None
     fit_id: str | None = None
     renamed: Mapping[str, str] | None = None
+    created_at: str | None = None  # the fit's UTC creation time, ISO 8601 to the second (pipeline.py sets it)
 
     CODECS: ClassVar[dict[str, Codec]] = {
         "joints": _dict_of(_record(JointFit)),
@@ -466,7 +482,15 @@ class FitResult(Record):
         "assumptions": _record(Assumptions),
         "verdict": _optional(_record(Verdict)),
     }
-    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"budget", "origin", "verdict", "fit_id", "renamed"})
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset(
+        {"budget", "origin", "verdict", "fit_id", "renamed", "created_at"}
+    )
+
+    @property
+    def fitted_on(self) -> str:
+        """The UTC date (YYYY-MM-DD) of the fit, the one every export states; today's for a result stored
+        without `created_at` (a fit.json written before the result recorded it)."""
+        return fit_day(self.created_at)
 
     def model(self, joint: str, family: str) -> ModelFit:
         """One joint's fit of one family."""
@@ -711,6 +735,7 @@ class RobotResult(Record):
     exports: Mapping[str, Json] | None = None  # what each whole-robot export noted (export/robot.py)
     replays: Mapping[str, Json] | None = None  # each export replayed by its consumer
     robot_id: str | None = None  # the service's stored robot model
+    created_at: str | None = None  # the fit's UTC creation time, ISO 8601 to the second (pipeline.py sets it)
 
     CODECS: ClassVar[dict[str, Codec]] = {
         "groups": _dict_of(_record(RobotGroup)),
@@ -732,8 +757,15 @@ class RobotResult(Record):
             "exports",
             "replays",
             "robot_id",
+            "created_at",
         }
     )
+
+    @property
+    def fitted_on(self) -> str:
+        """The UTC date (YYYY-MM-DD) of the fit, the one every whole-robot export states; today's for a result
+        stored without `created_at` (a fit.json written before the result recorded it)."""
+        return fit_day(self.created_at)
 
     @property
     def physics_dt(self) -> float:

@@ -49,7 +49,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -1861,15 +1861,17 @@ def isaaclab_dict(result: RobotResult) -> dict:
     }
 
 
-def write_robot_fit(result: RobotResult, out: str | Path) -> list[str]:
-    """Write fit.json (the whole result) and isaaclab.json (the whole-robot actuators dict) into `out`."""
+def write_robot_fit(result: RobotResult, exports: Mapping[str, str], out: str | Path) -> list[str]:
+    """Write fit.json (the whole result) and the rendered whole-robot exports ({file name: text}, export/robot.py,
+    isaaclab.json among them where it was written) into `out`; the names written, fit.json first."""
     import json
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "fit.json").write_text(json.dumps(result.to_json(), indent=2))
-    (out / "isaaclab.json").write_text(json.dumps(isaaclab_dict(result), indent=2))
-    return ["fit.json", "isaaclab.json"]
+    for name, text in exports.items():
+        (out / name).write_text(text)
+    return ["fit.json", *exports]
 
 
 def result_lines(result: RobotResult) -> list[str]:

@@ -61,7 +61,7 @@ def _compute_joint(
     progress: Callable[[float, str], None],
 ) -> FitOutputs:
     info = {"fit_id": fit["id"], "dataset": fit["dataset_id"]}
-    return compute_fit(rec, FitRequest.from_dict(fit["request"]), progress, info)
+    return compute_fit(rec, FitRequest.from_dict(fit["request"]), progress, info, fit.get("created_at"))
 
 
 def _render_joint(

@@ -383,7 +383,13 @@ def worker_fit(
         robot = _stored_robot(storage, row, work, settings.max_upload_bytes * MAX_ZIP_RATIO)
         progress(0.0, f"robot {row['name']} loaded: {len(robot.joint_names)} joints")
         out = compute_robot_fit(
-            rec, robot, fit_options(body), progress, replay=body.replay, model_name=row["name"]
+            rec,
+            robot,
+            fit_options(body),
+            progress,
+            replay=body.replay,
+            model_name=row["name"],
+            created_at=fit.get("created_at"),
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
