@@ -116,3 +116,74 @@ def test_randomization_from_intervals_spread_or_default() -> None:
         [0.18, 0.22]
     )
     assert doc["isaaclab"]["actuator_cfg"] == {"hip": {"min_delay": 2, "max_delay": 4}}
+
+
+TEXT_EXPORTS = (
+    "isaaclab.py",
+    "isaaclab.json",
+    "isaaclab.yaml",
+    "newton.usda",
+    "mjcf.xml",
+    "randomization.json",
+)
+EARLIER = "2001-02-03"
+
+
+def test_exports_state_the_fits_date_and_re_export_is_the_fits_own_file(tmp_path: Path, capsys) -> None:
+    """A real `fit` of a small log records its UTC creation time in fit.json and every export states that day;
+    `export` of the folder gives the fit's own files byte for byte, and after fit.json's time is set to an
+    earlier day the re-export states that day (nothing else changes). A fit.json without it states today."""
+    from datetime import UTC, datetime
+
+    from conftest import make_recording
+
+    from actuator_sysid.datasets.canonical import write_table
+
+    write_table(make_recording(segments=2, n=150, seed=0), tmp_path / "log.csv")
+    out = tmp_path / "fit"
+    fit_args = ["--families", "dcmotor,ideal_pd", "--generations", "2", "--population", "6", "--seed", "0"]
+    assert main(["fit", str(tmp_path / "log.csv"), *fit_args, "--out", str(out)]) == 0
+    fit = json.loads((out / "fit.json").read_text())
+    created = datetime.fromisoformat(fit["created_at"])
+    assert created.utcoffset() is not None and created.utcoffset().total_seconds() == 0
+    day = fit["created_at"][:10]
+    assert json.loads((out / "isaaclab.json").read_text())["provenance"]["fitted"] == day
+    own = {name: (out / name).read_text() for name in TEXT_EXPORTS}
+    for name in ("isaaclab.py", "isaaclab.yaml", "newton.usda", "mjcf.xml"):
+        assert f"fitted {day}" in own[name], name
+
+    def exported(name: str) -> str:
+        target = tmp_path / "again" / name
+        assert main(["export", str(out), "--format", name, "--out", str(target)]) == 0
+        return target.read_text()
+
+    for name in TEXT_EXPORTS:
+        assert exported(name).encode() == (out / name).read_bytes(), name
+
+    (out / "fit.json").write_text(json.dumps({**fit, "created_at": f"{EARLIER}T04:05:06+00:00"}, indent=1))
+    for name in TEXT_EXPORTS:
+        assert exported(name) == own[name].replace(day, EARLIER), name
+    assert json.loads(exported("isaaclab.json"))["provenance"]["fitted"] == EARLIER
+
+    del fit["created_at"]  # a fit.json from before results recorded it
+    (out / "fit.json").write_text(json.dumps(fit, indent=1))
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    assert f"fitted {today}" in exported("isaaclab.py")
+    capsys.readouterr()
+
+
+def test_the_compute_path_stores_the_creation_time_it_is_given_in_utc() -> None:
+    """pipeline.compute_fit (the CLI's and the service worker's path) keeps the creation time it is given (the
+    service's fit row's) as UTC to the second, and the exports it renders state that day, not today."""
+    from conftest import make_recording
+
+    from actuator_sysid.fitting.fit import FitRequest
+    from actuator_sysid.fitting.result import as_result
+    from actuator_sysid.pipeline import compute_fit
+
+    req = FitRequest(families=["ideal_pd"], generations=2, population=6, seed=0)
+    out = compute_fit(make_recording(segments=2, n=150), req, created_at="2001-02-04T01:05:06.789+02:00")
+    assert out.result["created_at"] == "2001-02-03T23:05:06+00:00"
+    assert as_result(out.result).fitted_on == EARLIER
+    assert f"fitted {EARLIER}" in out.exports["isaaclab.py"]
+    assert json.loads(out.exports["isaaclab.json"])["provenance"]["fitted"] == EARLIER

@@ -562,7 +562,7 @@ def test_export_of_a_cli_robot_fit_is_the_fits_own_file_or_says_why(
 ) -> None:
     """A short `fit LOG --robot arm2.xml` (a two-link MJCF arm, a PACE-style log made by Newton alone): `export
     fit.json --format F --robot arm2.xml` gives the fit's own F byte for byte for every whole-robot format, its
-    date the one fit.json noted; a format the robot fit has not, re-render options, or the model missing fail
+    date the fit's creation day in fit.json (on any day it is exported); a format the robot fit has not, re-render options, or the model missing fail
     with exit code 2 and the reason, never a traceback."""
     import torch
     from test_robot_torque import ARM_XML, multisine
@@ -591,23 +591,29 @@ def test_export_of_a_cli_robot_fit_is_the_fits_own_file_or_says_why(
         == ["isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"]
     )
     assert all(c["status"] == "ok" for c in fit["replays"]["consumers"].values()), fit["replays"]
-    dates = {c: fit["exports"][c]["exported"] for c in ("isaaclab", "newton", "mujoco")}
+    day = fit["created_at"][:10]  # the fit's UTC creation date, the one every export states
+    assert json.loads((out / "isaaclab.json").read_text())["provenance"][0].endswith(f"fitted {day}")
     for name in ROBOT_FORMATS:
         for robot in ([], ["--robot", str(model)]):  # fit.json's model path, or the one given
             again = tmp_path / f"again_{name}"
             assert main(["export", str(out / "fit.json"), "--format", name, *robot, "--out", str(again)]) == 0
             assert again.read_bytes() == (out / name).read_bytes(), name
-    # the date each file states is fit.json's, not today's: a fit written on another day re-exports as it was
-    for c in dates:
-        fit["exports"][c]["exported"] = "2001-02-03"
-    (out / "fit.json").write_text(json.dumps(fit, indent=2))
+    # the date each file states is the fit's, not today's: a fit made on another day re-exports as it was
+    (out / "fit.json").write_text(json.dumps({**fit, "created_at": "2001-02-03T04:05:06+00:00"}, indent=2))
     capsys.readouterr()
-    for name, consumer in (("isaaclab.py", "isaaclab"), ("newton.usda", "newton"), ("mjcf.xml", "mujoco")):
+    for name in ROBOT_FORMATS:
         assert main(["export", str(out), "--format", name]) == 0
         stated = capsys.readouterr().out
         own = (out / name).read_text()
-        assert f"exported {dates[consumer]}" in own and "exported 2001-02-03" not in own
-        assert stated == own.replace(f"exported {dates[consumer]}", "exported 2001-02-03"), name
+        assert f"fitted {day}" in own and "2001-02-03" not in own, name
+        assert stated == own.replace(f"fitted {day}", "fitted 2001-02-03"), name
+    # a fit.json from before results recorded the time: the date its exports noted when they were written
+    older = {k: v for k, v in fit.items() if k != "created_at"}
+    older["exports"] = {c: {**i, "exported": "2001-02-05"} for c, i in fit["exports"].items()}
+    (out / "fit.json").write_text(json.dumps(older, indent=2))
+    assert main(["export", str(out), "--format", "mjcf.xml"]) == 0
+    assert "fitted 2001-02-05" in capsys.readouterr().out
+    (out / "fit.json").write_text(json.dumps(fit, indent=2))
 
     def refused(args: list[str], *reason: str) -> None:
         assert main(["export", str(out), *args]) == 2, args
