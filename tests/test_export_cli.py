@@ -15,6 +15,17 @@ from actuator_sysid.export.validate import validate_usd
 LOAD = {"mass": 1.0, "com_distance": 0.25, "inertia": 0.0, "gravity": 9.81, "joint_type": "revolute"}
 
 
+# every text export a fit folder holds
+TEXT_EXPORTS = (
+    "isaaclab.py",
+    "isaaclab.json",
+    "isaaclab.yaml",
+    "newton.usda",
+    "mjcf.xml",
+    "randomization.json",
+)
+
+
 @pytest.fixture()
 def fit_dir(tmp_path: Path) -> Path:
     """A fit folder as the CLI and the service write it: fit.json plus validation.json with the bench load."""
@@ -28,14 +39,7 @@ def test_export_every_format_from_a_fit_folder(fit_dir: Path, capsys) -> None:
     import mujoco
     import yaml
 
-    for fmt in (
-        "isaaclab.py",
-        "isaaclab.json",
-        "isaaclab.yaml",
-        "newton.usda",
-        "mjcf.xml",
-        "randomization.json",
-    ):
+    for fmt in TEXT_EXPORTS:
         out = fit_dir / "out" / fmt
         assert main(["export", str(fit_dir), "--format", fmt, "--out", str(out)]) == 0
         assert out.stat().st_size > 0
@@ -118,14 +122,6 @@ def test_randomization_from_intervals_spread_or_default() -> None:
     assert doc["isaaclab"]["actuator_cfg"] == {"hip": {"min_delay": 2, "max_delay": 4}}
 
 
-TEXT_EXPORTS = (
-    "isaaclab.py",
-    "isaaclab.json",
-    "isaaclab.yaml",
-    "newton.usda",
-    "mjcf.xml",
-    "randomization.json",
-)
 EARLIER = "2001-02-03"
 
 
