@@ -7,6 +7,16 @@ from actuator_sysid.fitting.fit import split_segments
 from actuator_sysid.models.families import FAMILIES
 from actuator_sysid.models.rollout import default_knots
 
+# every text export a per-joint fit writes (export/formats.py TEXT_FORMATS, spelled out as the tests expect)
+TEXT_EXPORTS = (
+    "isaaclab.py",
+    "isaaclab.json",
+    "isaaclab.yaml",
+    "newton.usda",
+    "mjcf.xml",
+    "randomization.json",
+)
+
 TRUTH = {
     "stiffness": 25.0,
     "damping": 0.6,

@@ -6,24 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from export_helpers import MISFIT, TRUTH, make_result, model_entry
+from export_helpers import MISFIT, TEXT_EXPORTS, TRUTH, make_result, model_entry
 
 from actuator_sysid.cli import main
 from actuator_sysid.export.randomization import randomization
 from actuator_sysid.export.validate import validate_usd
 
 LOAD = {"mass": 1.0, "com_distance": 0.25, "inertia": 0.0, "gravity": 9.81, "joint_type": "revolute"}
-
-
-# every text export a fit folder holds
-TEXT_EXPORTS = (
-    "isaaclab.py",
-    "isaaclab.json",
-    "isaaclab.yaml",
-    "newton.usda",
-    "mjcf.xml",
-    "randomization.json",
-)
 
 
 @pytest.fixture()

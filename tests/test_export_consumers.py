@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from export_helpers import MISFIT, TRUTH, make_result, model_entry, short_recording
+from export_helpers import MISFIT, TEXT_EXPORTS, TRUTH, make_result, model_entry, short_recording
 from isaaclab import actuators as ila
 from isaaclab.utils.types import ArticulationActions
 
@@ -440,15 +440,7 @@ def test_render_all_offers_every_format_with_its_validation(rec: Recording) -> N
     )
     res["joints"]["j_dcmotor"]["best_model"] = "dcmotor_delay"
     files = render_all(res, rec_one(rec, "j_dcmotor"))
-    assert set(files) == {
-        "isaaclab.py",
-        "isaaclab.json",
-        "isaaclab.yaml",
-        "newton.usda",
-        "mjcf.xml",
-        "randomization.json",
-        "validation.json",
-    }
+    assert set(files) == {*TEXT_EXPORTS, "validation.json"}
     val = json.loads(files["validation.json"])
     assert val["passed"] and val["errors"] == 0
     assert {r["status"] for r in val["replay"].values()} == {"ok"}

@@ -51,8 +51,8 @@ Findings = Callable[[ResultLike, Recording | None, dict[str, str]], list[Finding
 
 @dataclass(frozen=True)
 class RobotArgs:
-    """What a whole-robot writer uses: the fit (whose creation date its files state, export/robot_common.py
-    `fitted_on`) and the robot model it was fitted through."""
+    """What a whole-robot writer uses: the fit (whose creation date its files state, RobotResult.fitted_on)
+    and the robot model it was fitted through."""
 
     result: RobotResult
     robot: RobotModel

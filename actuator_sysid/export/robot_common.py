@@ -10,7 +10,6 @@ every replay applies it as the fit means it (the PD and the log see the true ang
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeGuard
@@ -63,28 +62,14 @@ def bias_of(result: RobotResult, joints: list[str]) -> np.ndarray:
     return np.array([float(b.get(j, 0.0)) for j in joints])
 
 
-def fitted_on(result: RobotResult) -> str:
-    """The date (UTC, YYYY-MM-DD) every export of the fit states: the fit's creation date, so a re-export from
-    fit.json is the fit's own file on any day. A fit.json written before the result recorded `created_at` gives
-    the date its exports noted when they were written, else today's."""
-    if result.created_at:
-        return result.fitted_on
-    noted = [
-        str(i["exported"])
-        for i in (result.exports or {}).values()
-        if isinstance(i, Mapping) and i.get("exported")
-    ]
-    return noted[0] if noted else result.fitted_on
-
-
 def provenance_lines(result: RobotResult, what: str) -> list[str]:
-    """The export's header: what it is, the robot, the date of the fit (`fitted_on`), how the log's joints were
-    mapped, the fit's validation error, and the physics step its delays count."""
+    """The export's header: what it is, the robot, the date of the fit (`RobotResult.fitted_on`), how the log's
+    joints were mapped, the fit's validation error, and the physics step its delays count."""
     v = result.validation
     bias = result.encoder_bias or {}
     lines = [
         f"actuator-sysid whole-robot export ({what}) · robot {Path(str(result.robot['path'])).name} · fitted "
-        f"{fitted_on(result)}",
+        f"{result.fitted_on}",
         f"joints mapped {result.joint_mapping if result.has('joint_mapping') else 'by name'}",
         f"validation position RMSE (coupled, last {float(v.fraction or 0):.0%} of the log in time): "
         f"{_or_nan(v.rmse):.4g} rad; the model file's own joint terms: "

@@ -763,8 +763,13 @@ class RobotResult(Record):
 
     @property
     def fitted_on(self) -> str:
-        """The UTC date (YYYY-MM-DD) of the fit, the one every whole-robot export states; today's for a result
-        stored without `created_at` (a fit.json written before the result recorded it)."""
+        """The UTC date (YYYY-MM-DD) of the fit, the one every whole-robot export states. A fit.json written
+        before the result recorded `created_at` gives the date its exports noted when they were written, else
+        today's."""
+        if not self.created_at:
+            for noted in (self.exports or {}).values():
+                if isinstance(noted, Mapping) and noted.get("exported"):
+                    return str(noted["exported"])
         return fit_day(self.created_at)
 
     @property
