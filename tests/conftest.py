@@ -323,9 +323,38 @@ def recording_factory() -> Callable[..., Recording]:
     return make_recording
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One server per test module, with a small upload limit so the 413 case is cheap to test."""
+def settle(server: Server, timeout: float = 120.0) -> None:
+    """Cancel every queued or running fit and wait until none is left in flight: the next module starts on a
+    quiet server, as it would on a fresh one."""
+    fits = requests.get(server.url + "/api/v1/fits", timeout=30).json()
+    live = [f["id"] for f in fits if f["status"] in ("queued", "running")]
+    for fid in live:
+        requests.post(f"{server.url}/api/v1/fits/{fid}/cancel", timeout=30)
+    deadline = time.monotonic() + timeout
+    while live and time.monotonic() < deadline:
+        time.sleep(0.2)
+        live = [
+            fid
+            for fid in live
+            if requests.get(f"{server.url}/api/v1/fits/{fid}", timeout=30).json()["status"]
+            in ("queued", "running")
+        ]
+    assert not live, f"fits {live} still in flight {timeout} s after their cancel"
+
+
+@pytest.fixture(scope="session")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server per test worker, with a small upload limit so the 413 case is cheap to test. A server's
+    start-up (its app, its fit workers' preloaded stack) is CPU the modules share instead of paying each."""
     s = start_server(tmp_path_factory.mktemp("svc") / "data", {"ACTUATOR_SYSID_MAX_UPLOAD_BYTES": "1000000"})
     yield s
     s.stop()
+
+
+@pytest.fixture(scope="module")
+def server(shared_server: Server) -> Iterator[Server]:
+    """The worker's shared server, left with no fit in flight when the module ends. Its tests compare what is
+    stored before and after, never against an empty server."""
+    assert shared_server.proc.poll() is None, f"the shared server died:\n{shared_server.log.read_text()}"
+    yield shared_server
+    settle(shared_server)
