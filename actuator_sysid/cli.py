@@ -408,6 +408,7 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
         decimation=args.decimation or 4,
         delay=delay,
         fit_bias=not args.no_bias,
+        position_friction=args.position_friction,
         kp=args.kp,
         kd=args.kd,
         budget_s=args.budget,
@@ -886,6 +887,13 @@ def _robot_args(f: argparse.ArgumentParser) -> None:
         "--delay", help="with --robot: command delay in physics steps, or scan (default scan 0..8)"
     )
     f.add_argument("--no-bias", action="store_true", help="with --robot: no per-joint encoder bias")
+    f.add_argument(
+        "--position-friction",
+        action="store_true",
+        help="with --robot: Coulomb friction linear along each joint's stroke (friction_upper at the upper "
+        "limit); with --select, tried against constant friction. No consumer holds it: exports carry the "
+        "mid-stroke friction",
+    )
     f.add_argument(
         "--select",
         action="store_true",

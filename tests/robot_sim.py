@@ -60,6 +60,7 @@ def simulate_newton_log(
     effort_mode: str = "explicit",
     tau_ff: np.ndarray | None = None,
     body_mass: dict[str, float] | None = None,
+    friction_upper: float | np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Step the robot in Newton alone under position targets `cmd` (T, J) held for `decimation` physics steps,
     and feed-forward efforts `tau_ff` (T, J) N·m held alike (Newton's DrivePD reads them from control.joint_act
@@ -74,6 +75,9 @@ def simulate_newton_log(
     (physics steps, one or per joint). Starts from the measured q0 / qd0 (the true angle q0 − bias), default at
     rest at the reading cmd[0]. Returns the measured (q + bias, qd) at every log sample, (T, J) each, row 0 the
     start. `effort_mode` "implicit": every Newton actuator in Newton's implicit effort mode (see _implicit).
+    `friction_upper` (scalar or (J,)): the frictionloss at each joint's upper limit, `friction` then being the
+    one at its lower limit, linear between: Newton's joint_friction set from the angle before every physics step
+    (notify_model_changed).
     """
     n = len(robot.joint_names)
     arm = _per_joint(armature, n, 0.0) if armature is not None else robot.armature.copy()
@@ -134,6 +138,10 @@ def simulate_newton_log(
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
     states = [(a, a.state(), a.state()) for a in model.actuators]
     refresh = _implicit(model, solver, s0) if effort_mode == "implicit" else None
+    stroke = None
+    if friction_upper is not None:
+        up = _per_joint(friction_upper, n, 0.0)
+        stroke = (robot.lower, robot.upper - robot.lower, fric, up, model.joint_friction.numpy())
     out_q, out_qd = [s0.joint_q.numpy()[robot.dof] + b], [s0.joint_qd.numpy()[robot.dof]]
     dt = log_dt / decimation
     target = control.joint_target_q.numpy()
@@ -146,6 +154,12 @@ def simulate_newton_log(
                 act[robot.dof] = tau_ff[k // decimation]
                 control.joint_act.assign(act)
         control.joint_f.zero_()
+        if stroke is not None:  # the frictionloss at the angle, through Newton's model
+            lo, span, f_lo, f_up, per_dof = stroke
+            at = np.clip((s0.joint_q.numpy()[robot.dof] - lo) / span, 0.0, 1.0)
+            per_dof[robot.dof] = f_lo + (f_up - f_lo) * at
+            model.joint_friction.assign(per_dof)
+            solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_PROPERTIES)
         for i, (a, sa, sb) in enumerate(states):
             a.step(s0, control, sa, sb, dt=dt)
             states[i] = (a, sb, sa)

@@ -14,7 +14,7 @@ from actuator_sysid.export.isaaclab import BUILTIN, CFG_FIELDS
 from actuator_sysid.export.selection import ChosenModel
 from actuator_sysid.fitting.fit import envelope
 from actuator_sysid.models.components import COMPONENTS, get
-from actuator_sysid.models.families import FAMILIES, JOINT_TERMS
+from actuator_sysid.models.families import FAMILIES, JOINT_TERMS, ROBOT_TERMS
 from actuator_sysid.models.parameters import BY_NAME, PARAMS
 
 
@@ -45,7 +45,9 @@ def test_registry_is_the_components_parameters_in_rank_order() -> None:
         assert fam.flags == sum(
             c.flag for c in fam.components if c.kind != "joint" or c.switch in fam.joint_terms
         )
-    assert set(JOINT_TERMS) == {p for c in COMPONENTS if c.kind == "joint" for p in c.params}
+    joint = [c for c in COMPONENTS if c.kind == "joint"]
+    assert set(JOINT_TERMS) == {p for c in joint if not c.robot_only for p in c.params}
+    assert set(ROBOT_TERMS) == {p for c in joint if c.robot_only for p in c.params} == {"friction_upper"}
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))

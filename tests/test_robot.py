@@ -321,7 +321,7 @@ def test_decoupled_rollout_follows_a_newton_log(go2: RobotModel) -> None:
 
     def par(a: np.ndarray, d: np.ndarray, f: np.ndarray, envelope: bool) -> np.ndarray:
         env = (sat, vlim, motor) if envelope else (np.full(12, np.inf),) * 3
-        return np.stack([np.full(12, KP), np.full(12, KD), a, d, f, bias, go2.effort_limit, *env], axis=1)
+        return np.stack([np.full(12, KP), np.full(12, KD), a, d, f, bias, go2.effort_limit, *env, f], axis=1)
 
     res = dr.run(
         np.stack([par(arm, damp, fric, True), par(go2.armature, go2.viscous_friction, go2.friction, False)]),

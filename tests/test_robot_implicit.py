@@ -117,7 +117,7 @@ def test_the_decoupled_search_path_follows_an_implicit_log_in_implicit_mode(quad
         bias=BIAS, log_dt=LOG_DT, effort_mode="implicit", **env,  # type: ignore[arg-type]
     )  # fmt: skip
     par = np.stack(
-        [np.full(J, KP), np.full(J, KD), ARM, DAMP, FRIC, BIAS, quad.effort_limit, SAT, VLIM, MOTOR], 1
+        [np.full(J, KP), np.full(J, KD), ARM, DAMP, FRIC, BIAS, quad.effort_limit, SAT, VLIM, MOTOR, FRIC], 1
     )
     starts, length = np.array([0, 70, 140, 210]), 60
     rms = {}

@@ -19,6 +19,7 @@ import numpy as np
 from ..datasets.recording import Recording
 from ..fitting.result import RobotResult
 from ..fitting.robot import has_envelope
+from ..models.components.friction_position import mid_stroke
 from ..models.families import get_family
 from .selection import ChosenModel, ExportError
 
@@ -47,8 +48,16 @@ def joint_models(result: RobotResult) -> dict[str, ChosenModel]:
             params["actuator_effort_limit"] = float(box)
         if delay:
             params["delay"] = float(delay)
+        notes = [f"group {g}"]
+        if "friction_upper" in params:  # no consumer holds it: the mid-stroke friction
+            lo, hi = params["friction"], params.pop("friction_upper")
+            params["friction"] = mid_stroke(lo, hi)
+            notes.append(
+                f"friction {params['friction']:.4g} N·m at mid-stroke of the fitted {lo:.4g} (lower limit) to "
+                f"{hi:.4g} N·m (upper limit): no consumer holds a friction that changes along the stroke"
+            )
         for joint in e.joints:
-            out[joint] = ChosenModel(joint, get_family(name), dict(params), notes=[f"group {g}"])
+            out[joint] = ChosenModel(joint, get_family(name), dict(params), notes=list(notes))
     order = result.joint_names
     missing = [j for j in order if j not in out]
     if missing:

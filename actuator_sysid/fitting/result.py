@@ -519,11 +519,13 @@ class RobotGroup(Record):
     """One joint group's fitted values (SI): its Isaac Lab regex and joints, the joint terms, the PD gains, the
     motor's effort limit and, with a DC envelope, its saturation effort and velocity limit (else None)."""
 
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset({"friction_upper"})  # with position_friction only
     joint_names_expr: str = ""
     joints: list[str] = field(default_factory=list)
     armature: float | None = None  # kg·m²
     viscous_friction: float | None = None  # N·m·s/rad
-    friction: float | None = None  # N·m, MuJoCo's frictionloss
+    friction: float | None = None  # N·m, MuJoCo's frictionloss (at the lower limit with friction_upper)
+    friction_upper: float | None = None  # N·m at the joint's upper limit, linear between; None: constant
     stiffness: float | None = None  # N·m/rad
     damping: float | None = None  # N·m·s/rad, the PD's kd
     effort_limit: float | None = None  # N·m: the fitted max motor effort with an envelope, else the model's
@@ -537,7 +539,15 @@ class RobotGroup(Record):
         out."""
         values: dict[str, Json] = {
             k: getattr(self, k)
-            for k in ("stiffness", "damping", "armature", "friction", "viscous_friction", "saturation_effort")
+            for k in (
+                "stiffness",
+                "damping",
+                "armature",
+                "friction",
+                "friction_upper",
+                "viscous_friction",
+                "saturation_effort",
+            )
         }
         values |= {name: getattr(self, key) for name, key in GROUP_KEYS.items()}
         values["actuator_velocity_limit"] = self.envelope_velocity()

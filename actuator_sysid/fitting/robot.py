@@ -67,6 +67,7 @@ from ..models.articulated import (
     joint_space_terms,
     physics_targets,
 )
+from ..models.components.friction_position import mid_stroke
 from ..models.families import Family, get_family
 from ..models.robot import RobotError, RobotModel, map_joints
 from . import robot_judge
@@ -102,7 +103,10 @@ DC_TERMS = (
 )  # the envelope (Newton's)
 # every group term in search order; the PD gains are searched when the log does not state them, the envelope with
 # dc_motor, and the family's actuator_effort_limit without an envelope is the model file's joint limit (fixed)
-ALL_TERMS = ("armature", "viscous_friction", "friction", "stiffness", "damping", *DC_TERMS)
+ALL_TERMS = ("armature", "viscous_friction", "friction", "friction_upper", "stiffness", "damping", *DC_TERMS)
+POSITION_FRICTION = (
+    "friction_upper"  # with position_friction: friction at the upper limit, `friction` at the lower
+)
 OFFSET = "encoder_offset"  # the registry's encoder bias; fit.json names it encoder_bias
 BIAS_UNIT = 0.01  # the search sees the bias in centiradians so every variable is O(1)
 FD_STEP = {"log": 0.02, "bias": 0.1}
@@ -158,6 +162,8 @@ class RobotFitOptions:
     # link inertial corrections: bodies (the model's link names) whose mass is fitted, and their COM with payload_com
     payload: list[str] | None = None
     payload_com: bool = False
+    # Coulomb friction linear along each joint's stroke (friction at the lower limit, friction_upper at the upper)
+    position_friction: bool = False
     progress: Callable[[str], None] | None = None
 
 
@@ -269,6 +275,8 @@ class _Problem:
             for t in self.terms:
                 out[t][:, idx] = (10.0 ** x[:, k])[:, None]
                 k += 1
+        if POSITION_FRICTION not in self.terms:  # constant along the stroke
+            out[POSITION_FRICTION] = out["friction"].copy()
         if self.kp is not None:
             out["stiffness"][:] = self.kp[None]
             out["damping"][:] = self.kd[None] if self.kd is not None else 0.0
@@ -390,6 +398,7 @@ def joint_terms(
         armature=v["armature"],
         viscous_friction=v["viscous_friction"],
         friction=v["friction"],
+        friction_upper=v.get(POSITION_FRICTION),
         encoder_offset=v[OFFSET],
         joint_effort_limit=effort_limit,
         saturation_effort=v.get("saturation_effort"),
@@ -829,6 +838,15 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
                 "(--kp / --kd, or kp / kd in the log's metadata) or log the commanded effort as tau_ff"
             )
     terms = family_terms(get_family(ENVELOPE_FAMILY[opts.dc_motor]), gains_known)
+    if opts.position_friction:
+        span = robot.upper - robot.lower
+        open_ = [n for k, n in enumerate(names) if not (np.isfinite(span[k]) and 0 < span[k] < 1e3)]
+        if open_:
+            raise RobotError(
+                f"joint(s) {', '.join(open_)}: position-dependent friction runs between the joint's limits, and "
+                "these have none in the model; fit without it"
+            )
+        terms.insert(terms.index("friction") + 1, POSITION_FRICTION)
     effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
     prob = _Problem(
         names,
@@ -1085,6 +1103,7 @@ def _start(
                 "armature": robot.armature[idx].mean(),
                 "viscous_friction": robot.viscous_friction[idx].mean(),
                 "friction": robot.friction[idx].mean(),
+                "friction_upper": robot.friction[idx].mean(),
                 "stiffness": 20.0,
                 "damping": 1.0,
                 "saturation_effort": limit,
@@ -1211,6 +1230,8 @@ def _ee_point(prob: _Problem, x0: np.ndarray, fits: list, demand: np.ndarray, ve
         g = next(name for name, members in prob.groups.items() if members == idx)
         for t, v in zip(("armature", "viscous_friction", "friction"), coef[:3], strict=True):
             x[prob.var(g, t)] = prob.clip_log(g, t, v)
+        if POSITION_FRICTION in prob.terms:  # constant along the stroke to start
+            x[prob.var(g, POSITION_FRICTION)] = x[prob.var(g, "friction")]
         if prob.dc_motor:
             sign = np.sign(demand[:, idx])
             given = demand[:, idx] - res  # the effort the motor gave
@@ -1700,6 +1721,9 @@ def _result(
             armature=float(fitted["armature"][0, at]),
             viscous_friction=float(fitted["viscous_friction"][0, at]),
             friction=float(fitted["friction"][0, at]),
+            friction_upper=float(fitted[POSITION_FRICTION][0, at])
+            if POSITION_FRICTION in prob.terms
+            else None,
             stiffness=float(fitted["stiffness"][0, at]),
             damping=float(fitted["damping"][0, at]),
             effort_limit=envelope["effort_limit"] if prob.dc_motor else model_limit,
@@ -1833,7 +1857,11 @@ def isaaclab_dict(result: RobotResult) -> dict:
             "stiffness": e.stiffness,
             "damping": e.damping,
             "armature": e.armature,
-            "friction": e.friction,
+            "friction": (
+                mid_stroke(e.friction, e.friction_upper)
+                if e.friction is not None and e.friction_upper is not None
+                else e.friction
+            ),
             "viscous_friction": e.viscous_friction,
         }
         if e.effort_limit is not None:
@@ -1848,6 +1876,12 @@ def isaaclab_dict(result: RobotResult) -> dict:
             cfg["min_delay"] = cfg["max_delay"] = delay
         acts[g] = cfg
     note = "the encoder bias is not an Isaac Lab actuator field: add it to the measured joint positions"
+    moving = [g for g, e in result.groups.items() if e.friction_upper is not None]
+    if moving:
+        note += (
+            f"; the friction of {', '.join(moving)} changes along the stroke, which no Isaac Lab field holds: "
+            "friction is its mid-stroke value"
+        )
     if delay and any(a["class_type"] == "DelayedDCMotorCfg" for a in acts.values()):
         note += (
             "; DelayedDCMotorCfg (DC envelope and delay together) is not an Isaac Lab class: it is the one "

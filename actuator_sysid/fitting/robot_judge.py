@@ -267,6 +267,15 @@ def robot_verdict(result: RobotResult) -> Verdict:
         )
     _replay_checks(checks, result.replays)
     _coverage_check(checks, result)
+    moving = [g for g, e in result.groups.items() if e.friction_upper is not None]
+    if moving:
+        _check(
+            checks,
+            "usable",
+            "friction_position",
+            f"the friction of {', '.join(moving)} changes along the stroke (friction_upper), which no consumer "
+            "holds: the Isaac Lab, Newton and MuJoCo exports carry its mid-stroke value",
+        )
     return verdict_of(checks)
 
 

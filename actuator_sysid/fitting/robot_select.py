@@ -7,7 +7,8 @@ rises with time, as a policy asks for faster motion than any log, the inner vali
 Candidate configurations vary one axis at a time from the current best (greedy coordinate search): PD gains as
 given (the user's or the log's) versus fitted; the encoder bias on versus off; per joint versus per group (the
 user's groups, or joints sharing a name after their first token, e.g. `FL_calf_joint` and `RR_calf_joint`);
-the training window (the restart interval of the rollouts: the given one and twice it). The first candidate
+the training window (the restart interval of the rollouts: the given one and twice it); with position_friction,
+the Coulomb friction linear along each joint's stroke versus constant. The first candidate
 scans the command delay; the later ones hold its delay, and the chosen one's refit scans again. The lowest
 inner-validation RMSE wins; the winner is refitted on the whole training part and validated as `fit_robot` does.
 The result is `fit_robot`'s with `selection` {protocol, inner_split, candidates [{name, options,
@@ -81,6 +82,9 @@ def candidate_axes(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> 
         per = Candidate("per joint", {"groups": None})
         by = Candidate("per group", {"groups": grouped})
         axes.append([per, by] if opts.groups is None else [by, per])
+    if opts.position_friction:  # asked for: the protocol decides (no consumer holds it; exports get the mean)
+        moving = Candidate("friction by position")
+        axes.append([moving, Candidate("friction constant", {"position_friction": False})])
     axes.append(
         [Candidate(f"window {opts.window_s:g} s")]
         + [

@@ -141,7 +141,7 @@ class JointTerms:
     damping: np.ndarray  # PD kd, N·m·s/rad
     armature: np.ndarray
     viscous_friction: np.ndarray  # the joint's viscous damping, N·m·s/rad
-    friction: np.ndarray  # frictionloss, N·m
+    friction: np.ndarray  # frictionloss, N·m (at the joint's lower limit where friction_upper is given)
     encoder_offset: np.ndarray  # rad: the encoder reads the true angle plus it
     joint_effort_limit: np.ndarray  # the model's joint effort limit (a box after the motor's envelope), N·m
     saturation_effort: np.ndarray | None = None  # DC motor stall effort, N·m; None: no DC clamp
@@ -152,6 +152,15 @@ class JointTerms:
     bodies: np.ndarray | None = None
     body_mass: np.ndarray | None = None
     body_com: np.ndarray | None = None
+    # frictionloss at the joint's upper limit (W, J), linear along the stroke from `friction` at the lower one;
+    # None: constant
+    friction_upper: np.ndarray | None = None
+
+    def position_friction(self) -> bool:
+        """Whether the friction changes along any joint's stroke."""
+        return self.friction_upper is not None and not np.array_equal(
+            np.broadcast_to(self.friction_upper, np.shape(self.friction)), self.friction
+        )
 
     def envelope(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(saturation effort, velocity limit, max motor effort), inf where unset, broadcast to the PD gains."""
@@ -190,6 +199,34 @@ def newton_actuator(dofs: np.ndarray, terms: JointTerms, device: str) -> Actuato
         control_feedforward_attr="joint_act",
         control_computed_output_attr="joint_computed",
     )
+
+
+def stroke(robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
+    """(J,) each joint's lower limit and range, rad (0 and 1 where the model gives none): where a
+    position-dependent friction runs from `friction` to `friction_upper`."""
+    lo, hi = np.asarray(robot.lower, float), np.asarray(robot.upper, float)
+    span = hi - lo
+    ok = np.isfinite(span) & (span > 0) & (span < 1e3)
+    return np.where(ok, lo, 0.0), np.where(ok, span, 1.0)
+
+
+def stroke_friction(
+    robot: RobotModel, terms: JointTerms, worlds: int
+) -> Callable[[np.ndarray, int, int], np.ndarray] | None:
+    """For terms whose friction changes along the stroke: worlds a..b's true angles (b − a, J) → their
+    frictionloss (b − a, J), linear from `friction` at the lower limit to `friction_upper` at the upper; else
+    None."""
+    if not terms.position_friction():
+        return None
+    j = len(robot.joint_names)
+    f_lo = np.broadcast_to(np.asarray(terms.friction, float), (worlds, j))
+    f_up = np.broadcast_to(np.asarray(terms.friction_upper, float), (worlds, j))
+    lo, span = stroke(robot)
+
+    def along(q: np.ndarray, a: int, b: int) -> np.ndarray:
+        return f_lo[a:b] + (f_up[a:b] - f_lo[a:b]) * np.clip((q - lo) / span, 0.0, 1.0)
+
+    return along
 
 
 def physics_targets(
@@ -319,6 +356,8 @@ class ArticulatedRollout:
                     np.broadcast_to(np.asarray(terms.body_com, float), (w, nb, 3)).reshape(w, -1)
                 )
         key = np.concatenate([np.asarray(x).reshape(w, -1) for x in per_world], axis=1)
+        if terms.position_friction():  # each world sets its own frictionloss every step
+            key = np.arange(w)[:, None]
         _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
         models = []
         for k in first:
@@ -338,7 +377,8 @@ class ArticulatedRollout:
                 )
             )
             self.solver.mj_model.opt.timestep = dt
-            models.append(self.solver.mj_model if w == 1 else copy.copy(self.solver.mj_model))
+            own = w == 1 and not terms.position_friction()
+            models.append(self.solver.mj_model if own else copy.copy(self.solver.mj_model))
         return [models[int(i)] for i in np.ravel(inverse)]
 
     def _run_c(
@@ -383,6 +423,7 @@ class ArticulatedRollout:
         )
         start_q = np.asarray(q0, float).reshape(w, j) - bias
         start_v = np.asarray(qd0, float).reshape(w, j)
+        along = stroke_friction(self.robot, terms, w)
         samples = target_q.shape[0] // decimation
         out_q, out_qd = np.zeros((samples + 1, w, j)), np.zeros((samples + 1, w, j))
         clipped = np.zeros((w, j))
@@ -418,8 +459,11 @@ class ArticulatedRollout:
                         f = np.where(dc, np.clip(tau, lo, hi), f)
                     clipped[a:b] += f != tau
                     f = np.clip(f, -lim_, lim_)
+                    fc = None if along is None else along(q_now, a, b)  # the frictionloss at each angle
                     for i, (m, d) in enumerate(pairs):
                         d.qfrc_applied[order] = f[i]
+                        if fc is not None:
+                            m.dof_frictionloss[order] = fc[i]
                         step(m, d)
                         q_now[i], v_now[i] = d.qpos[qidx], d.qvel[order]
                     if (k + 1) % decimation == 0:
@@ -540,6 +584,10 @@ class ArticulatedRollout:
         ff = np.zeros(np.shape(target_q)) if target_ff is None else np.asarray(target_ff, float)
         if self.mujoco_cpu and self.effort_mode == "explicit":
             return self._run_c(q0, qd0, target_q, target_qd, terms, decimation, dt, ff)
+        if terms.position_friction():
+            raise RobotError(
+                "position-dependent friction runs on MuJoCo's C backend (the CPU, explicit effort) only"
+            )
         self._set_terms(terms)
         if self.effort_mode == "implicit":
             return self._run_implicit(q0, qd0, target_q, target_qd, terms, decimation, dt, ff)
@@ -745,6 +793,8 @@ def _decoupled_kernel(
     firsts: wp.array(dtype=wp.int32),
     delay: wp.array(dtype=wp.int32),
     par: wp.array3d(dtype=wp.float32),
+    q_lo: wp.array(dtype=wp.float32),
+    q_span: wp.array(dtype=wp.float32),
     length: int,
     dec: int,
     h: float,
@@ -762,7 +812,8 @@ def _decoupled_kernel(
     candidate's encoder biases `shift`; the PD and its clamps as _pd_kernel, MuJoCo's implicit damping
     (implicitfast) and its soft frictionloss constraint (reference −b_ref·v, regulariser `leak`/mass); with
     `implicit`, the effort in Newton's implicit mode on this 1-DoF plant (_implicit_pd).
-    par[c, j] = kp, kd, armature, damping, friction, bias, limit, saturation, velocity limit, motor effort.
+    par[c, j] = kp, kd, armature, damping, friction, bias, limit, saturation, velocity limit, motor effort,
+    friction at the upper limit (the friction runs linearly from the lower limit `q_lo` over the stroke `q_span`).
     """
     i = wp.tid()
     c = int(i / (n_w * n_j))  # type: ignore[operator]  # Warp: integer division; wp.tid()'s stub is a union
@@ -772,6 +823,7 @@ def _decoupled_kernel(
     st = starts[w]
     kp, kd, arm, visc, fric = par[c, j, 0], par[c, j, 1], par[c, j, 2], par[c, j, 3], par[c, j, 4]
     limit, sat, vlim, motor = par[c, j, 6], par[c, j, 7], par[c, j, 8], par[c, j, 9]
+    fric_up, bias = par[c, j, 10], par[c, j, 5]
     y = y_meas[st, j]
     v = v_meas[st, j]
     last = y_meas.shape[0] - 1
@@ -793,7 +845,10 @@ def _decoupled_kernel(
         ext = _lerp(load, s, j, fr) + (1.0 - fr) * shift[c, s, j] + fr * shift[c, s + 1, j]
         ext = ext + _lerp(stiff, s, j, fr) * (y - _lerp(y_meas, s, j, fr))
         a_free = (f - ext - visc * v) / m
-        ff = wp.clamp(-(a_free + b_ref * v) * m / (1.0 + leak), -fric, fric)  # MuJoCo's soft frictionloss
+        fc = fric + (fric_up - fric) * wp.clamp(
+            (y - bias - q_lo[j]) / q_span[j], 0.0, 1.0
+        )  # along the stroke
+        ff = wp.clamp(-(a_free + b_ref * v) * m / (1.0 + leak), -fc, fc)  # MuJoCo's soft frictionloss
         acc = a_free + ff / m
         v = v + h * m * acc / (m + h * visc)  # implicitfast: (M + h·D) Δv = h·M·qacc
         y = y + h * v
@@ -841,6 +896,7 @@ class DecoupledRollout:
         "saturation_effort",
         "actuator_velocity_limit",
         "actuator_effort_limit",
+        "friction_upper",
     )
     PARAMS = len(COLUMNS)
 
@@ -881,6 +937,10 @@ class DecoupledRollout:
         self._arrays: list[wp.array] = [
             wp.array(np.ascontiguousarray(a, np.float32), dtype=wp.float32, device=device) for a in arrays
         ]
+        lo, span = stroke(robot)
+        self._stroke: list[wp.array] = [
+            wp.array(x.astype(np.float32), dtype=wp.float32, device=device) for x in (lo, span)
+        ]
         self.seconds = 0.0
         self.joint_steps = 0
         self.threads = max(1, min(2, len(os.sched_getaffinity(0))))  # one kernel launch per core, at most two
@@ -901,6 +961,8 @@ class DecoupledRollout:
         import time
 
         t0 = time.perf_counter()
+        if par.ndim != 3 or par.shape[2] != self.PARAMS:
+            raise ValueError(f"par {par.shape}: (candidates, joints, {self.PARAMS}) columns {self.COLUMNS}")
         c, w = par.shape[0], starts.size
         delays = np.asarray(delays)
         db = par[:, :, 5] - self.bias0[None]
@@ -929,6 +991,7 @@ class DecoupledRollout:
                         dtype=wp.float32,
                         device=dev,
                     ),
+                    *self._stroke,
                     int(length),
                     int(decimation),
                     float(dt),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .components import COMPONENTS, Component
-from .families import DEFAULT_TERMS, FAMILIES, JOINT_TERMS
+from .families import DEFAULT_TERMS, FAMILIES, JOINT_TERMS, ROBOT_TERMS
 from .parameters import BY_NAME, PARAMS, TABLE_KNOTS
 
 
@@ -79,6 +79,8 @@ def render() -> str:
         fams = ", ".join(users) if users else ""
         if optional:
             fams = (fams + "; " if fams else "") + "any family, as an extra joint term"
+        if p.name in ROBOT_TERMS:
+            fams = (fams + "; " if fams else "") + "a whole-robot fit's extra term (position_friction)"
         lines.append(
             f"| `{p.name}` | {('`' + p.newton + '`') if p.newton else '—'} | {p.unit} | "
             f"[{_num(p.lower)}, {_num(p.upper)}] | {p.scale}{' (integer)' if p.integer else ''} | "
@@ -117,6 +119,8 @@ def render() -> str:
     lines += [
         "",
         "Joint terms a fit may swap in for any family: " + ", ".join(f"`{t}`" for t in JOINT_TERMS) + ".",
+        "A whole-robot fit's own: " + ", ".join(f"`{t}`" for t in ROBOT_TERMS) + " (its decoupled kernel and",
+        "coupled MuJoCo C rollout set each joint's frictionloss from its angle every physics step).",
         "With `dynamic_friction` the friction is PhysX-style (stick below `friction`, slide at",
         "`dynamic_friction`); without it, Coulomb friction as Newton/MuJoCo apply `joint_friction`.",
         "",

@@ -47,7 +47,10 @@ CLAMPS: dict[str, Component] = {c.name: c for c in of_kind("clamp")}
 DELAY = get("delay")
 JOINT_COMPONENTS = of_kind("joint")
 CLAMP_ORDER = tuple(CLAMPS)
-JOINT_TERMS = tuple(p for c in JOINT_COMPONENTS for p in c.params)
+# the joint terms a per-joint fit takes; ALL_JOINT_TERMS adds a whole-robot fit's own (models/components robot_only)
+JOINT_TERMS = tuple(p for c in JOINT_COMPONENTS if not c.robot_only for p in c.params)
+ALL_JOINT_TERMS = tuple(p for c in JOINT_COMPONENTS for p in c.params)
+ROBOT_TERMS = tuple(p for c in JOINT_COMPONENTS if c.robot_only for p in c.params)
 TERM_COMPONENT: dict[str, Component] = {p: c for c in JOINT_COMPONENTS for p in c.params}
 DEFAULT_TERMS = ("armature", "friction", "viscous_friction")
 STRIBECK_TERMS = get("friction_stribeck").params
@@ -89,7 +92,7 @@ class Family:
     def __post_init__(self) -> None:
         assert self.drive in DRIVES, self.drive
         assert list(self.clamps) == [c for c in CLAMP_ORDER if c in self.clamps], "clamps in kernel order"
-        assert set(self.joint_terms) <= set(JOINT_TERMS), self.joint_terms
+        assert set(self.joint_terms) <= set(ALL_JOINT_TERMS), self.joint_terms
         assert all(set(_COMPANIONS.get(t, ())) <= set(self.joint_terms) for t in self.joint_terms), (
             self.joint_terms
         )
@@ -127,7 +130,7 @@ class Family:
     def with_terms(self, joint_terms: tuple[str, ...]) -> Family:
         """The same family with other joint terms (friction model, encoder offset), companions included."""
         wanted = set(joint_terms).union(*(_COMPANIONS.get(t, ()) for t in joint_terms))
-        return replace(self, joint_terms=tuple(t for t in JOINT_TERMS if t in wanted))
+        return replace(self, joint_terms=tuple(t for t in ALL_JOINT_TERMS if t in wanted))
 
 
 FAMILIES: dict[str, Family] = {

@@ -75,6 +75,11 @@ class RobotFitIn(BaseModel):
         ),
     )
     fit_bias: bool = Field(True, description="fit an encoder bias per joint")
+    position_friction: bool = Field(
+        False,
+        description="Coulomb friction linear along each joint's stroke (friction_upper at the upper limit); with "
+        "select, tried against constant friction. No consumer holds it: the exports carry the mid-stroke friction",
+    )
     dc_motor: bool = Field(
         False,
         description="fit a DC-motor envelope (saturation effort, velocity limit) per "
@@ -258,6 +263,7 @@ def fit_options(body: RobotFitIn, progress: Callable[[str], None] | None = None)
         validation_fraction=body.validation_fraction,
         window_s=body.window_s,
         fit_bias=body.fit_bias,
+        position_friction=body.position_friction,
         dc_motor=body.dc_motor,
         delay=body.delay,
         max_delay=body.max_delay,

@@ -101,6 +101,7 @@ class Component:
     )  # a drive: other components' fields its class names
     newton_api: str = ""  # the Newton API schema it applies (docs/consumer-semantics.md §C.3)
     newton_doc: str = ""  # docs/models.md: how Newton USD holds it, where what it writes does not say
+    robot_only: bool = False  # a whole-robot fit's term: the per-joint kernel has no maths for it
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, self.kind

@@ -17,7 +17,7 @@ function boundsError(){for(const input of form.querySelectorAll('input[type=numb
   if(v.stepMismatch)return [name,`${name} must be a whole number, got ${input.value}`];
   return [name,`${name} must be a number`]}return null}
 function body(){const val=k=>document.getElementById('rf-'+k).value.trim(),on=k=>document.getElementById('rf-'+k).checked;
-  const opts={fit_bias:on('fit_bias'),dc_motor:on('dc_motor'),effort_mode:val('effort_mode'),payload_com:on('payload_com')};
+  const opts={fit_bias:on('fit_bias'),dc_motor:on('dc_motor'),position_friction:on('position_friction'),effort_mode:val('effort_mode'),payload_com:on('payload_com')};
   for(const k of ['kp','kd','delay','decimation','budget_s','validation_fraction'])if(val(k))opts[k]=+val(k);
   if(val('holdout'))opts.holdout=val('holdout');
   if(val('payload'))opts.payload=val('payload').split(',').map(s=>s.trim()).filter(s=>s);
