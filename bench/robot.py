@@ -237,14 +237,24 @@ def _ours_judged(xml: str, log: peer.PeerLog, res: RobotResult, split: int) -> d
         "frictionloss": np.zeros(len(names)),
     }
     kp, kd = np.zeros(len(names)), np.zeros(len(names))
+    upper = np.zeros(len(names))
     for e in res.groups.values():
         for nm in e.joints:
             k = names.index(nm)
             terms["armature"][k], terms["damping"][k] = e.armature, e.viscous_friction
             terms["frictionloss"][k], kp[k], kd[k] = e.friction, e.stiffness, e.damping
+            upper[k] = e.friction if e.friction_upper is None else e.friction_upper
     offsets = np.array([res.encoder_bias[n] for n in names])
+    moving = any(e.friction_upper is not None for e in res.groups.values())
     return peer.replay_terms(
-        xml, log, split, terms, offsets, res.delay_steps * log.dt_log / log.decimation, gains=(kp, kd)
+        xml,
+        log,
+        split,
+        terms,
+        offsets,
+        res.delay_steps * log.dt_log / log.decimation,
+        gains=(kp, kd),
+        friction_upper=upper if moving else None,
     )
 
 
@@ -275,7 +285,15 @@ def summary_ours(res: RobotResult, wall: float) -> dict:
         },
         "groups": {
             g: {
-                k: getattr(e, k) for k in ("armature", "viscous_friction", "friction", "stiffness", "damping")
+                k: getattr(e, k)
+                for k in (
+                    "armature",
+                    "viscous_friction",
+                    "friction",
+                    "friction_upper",
+                    "stiffness",
+                    "damping",
+                )
             }
             for g, e in res.groups.items()
         },
@@ -491,6 +509,7 @@ def extrapolation_section(robot: RobotModel, quick: bool, skip_peer: bool) -> di
         kp=KP,
         kd=KD,
         max_iterations=1 if quick else 12,
+        position_friction=True,  # the selection tries it against constant friction
         progress=say,
     )
     t0 = time.perf_counter()

@@ -265,9 +265,11 @@ def replay_terms(
     offsets: np.ndarray,
     delay: float,
     gains: tuple[np.ndarray, np.ndarray] | None = None,
+    friction_upper: np.ndarray | None = None,
 ) -> dict:
     """Per-joint armature / damping / frictionloss, offsets (rad), a delay (s) and, when given, per-joint PD
-    gains (kp, kd) replayed by the same judge."""
+    gains (kp, kd) and the frictionloss at each joint's upper limit (linear from `frictionloss` at the lower)
+    replayed by the same judge."""
     spec = mujoco.MjSpec.from_string(xml)
     for k, j in enumerate(log.joints):
         for t, v in terms.items():
@@ -277,17 +279,44 @@ def replay_terms(
         for act in spec.actuators:  # position actuators, one per joint (in_air_xml)
             k = log.joints.index(act.target)
             act.gainprm[0], act.biasprm[1], act.biasprm[2] = gains[0][k], -gains[0][k], -gains[1][k]
-    return _replay(spec, log, start, delay)
+    stroke = None if friction_upper is None else (terms["frictionloss"], friction_upper)
+    return _replay(spec, log, start, delay, stroke)
 
 
-def _replay(spec: mujoco.MjSpec, log: PeerLog, start: int, delay: float) -> dict:
-    """Roll out from the measured state at `start` to the log's end through MuJoCo: RMSE overall and per joint."""
+def _stepped(model: mujoco.MjModel, x0: np.ndarray, u: np.ndarray, log: PeerLog, stroke: tuple) -> np.ndarray:
+    """mj_rollout.rollout's states (1, steps, state) stepped one at a time, each step's frictionloss set from
+    the joints' true angles (the reading less the bias, which replay_terms writes as the joint's ref) first: `stroke` = (friction at the lower limit, at the upper limit) per joint (J,)."""
+    lo_f, hi_f = (np.asarray(x, float) for x in stroke)
+    jid = [model.joint(j).id for j in log.joints]
+    qadr = np.array([model.jnt_qposadr[i] for i in jid])
+    dadr = np.array([model.jnt_dofadr[i] for i in jid])
+    lo, hi = model.jnt_range[jid, 0], model.jnt_range[jid, 1]
+    ref = model.qpos0[qadr]  # the encoder bias as the joint's ref: the true angle is qpos − ref
+    data = mujoco.MjData(model)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    mujoco.mj_setState(model, data, x0, spec)
+    out = np.zeros((u.shape[0], mujoco.mj_stateSize(model, spec)))
+    for k in range(u.shape[0]):
+        at = np.clip((data.qpos[qadr] - ref - lo) / (hi - lo), 0.0, 1.0)
+        model.dof_frictionloss[dadr] = lo_f + (hi_f - lo_f) * at
+        data.ctrl[:] = u[k]
+        mujoco.mj_step(model, data)
+        mujoco.mj_getState(model, data, out[k], spec)
+    return out[None]
+
+
+def _replay(spec: mujoco.MjSpec, log: PeerLog, start: int, delay: float, stroke: tuple | None = None) -> dict:
+    """Roll out from the measured state at `start` to the log's end through MuJoCo: RMSE overall and per joint;
+    with `stroke`, a friction linear along each joint's range (_stepped)."""
     model = spec.compile()
     length = log.q.shape[0] - 1 - start
     ctrl = _controls(log, start, length, model)
     u = ctrl.interpolate(ctrl.times - delay)[:-1]
     x0 = sysid.create_initial_state(model, log.q[start], log.qd[start])
-    state, _ = mj_rollout.rollout(model, mujoco.MjData(model), x0, u)
+    if stroke is None:
+        state, _ = mj_rollout.rollout(model, mujoco.MjData(model), x0, u)
+    else:
+        state = _stepped(model, x0, u, log, stroke)
     qadr = np.array([model.joint(j).qposadr[0] for j in log.joints])
     sim = np.squeeze(state, 0)[
         log.decimation - 1 :: log.decimation, 1 + qadr
