@@ -8,21 +8,17 @@ and MuJoCo get the friction at mid-stroke, the mean of the two, with a finding t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from .base import Component, Model, Note, Param, PlantBound
+from .base import Component, Model, Note
 from .friction import FRICTION
 
-FRICTION_UPPER = Param(
-    "friction_upper",
-    "N·m",
-    1e-5,
-    1e2,
-    "log",
-    0.0,
-    "",
-    "Coulomb friction at the joint's upper limit; friction is then the one at its lower limit, linear between.",
-    plant=PlantBound(2.0, ("effort",), decades=5.5),
+FRICTION_UPPER = replace(  # friction's units, range and plant rule: the same friction at the other end
+    FRICTION,
+    name="friction_upper",
+    newton="",
+    doc="Coulomb friction at the joint's upper limit; friction is then the one at its lower limit, linear between.",
 )
 
 
