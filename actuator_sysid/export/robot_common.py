@@ -19,7 +19,6 @@ import numpy as np
 from ..datasets.recording import Recording
 from ..fitting.result import RobotResult
 from ..fitting.robot import has_envelope
-from ..models.components.friction_position import mid_stroke
 from ..models.families import get_family
 from .selection import ChosenModel, ExportError
 
@@ -49,9 +48,10 @@ def joint_models(result: RobotResult) -> dict[str, ChosenModel]:
         if delay:
             params["delay"] = float(delay)
         notes = [f"group {g}"]
-        if "friction_upper" in params:  # no consumer holds it: the mid-stroke friction
+        held = e.consumer_friction()
+        if "friction_upper" in params and held is not None:  # no consumer holds it: the mid-stroke friction
             lo, hi = params["friction"], params.pop("friction_upper")
-            params["friction"] = mid_stroke(lo, hi)
+            params["friction"] = held
             notes.append(
                 f"friction {params['friction']:.4g} N·m at mid-stroke of the fitted {lo:.4g} (lower limit) to "
                 f"{hi:.4g} N·m (upper limit): no consumer holds a friction that changes along the stroke"

@@ -20,6 +20,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Self
 
+from ..models.components.friction_position import mid_stroke
 from ..models.families import NET_FAMILIES
 
 Json = Any  # a JSON value: dict, list, str, int, float, bool or None
@@ -557,6 +558,12 @@ class RobotGroup(Record):
             if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
         }
 
+    def consumer_friction(self) -> float | None:
+        """The one Coulomb friction a consumer holds [N·m]: the mid-stroke value of a friction along the stroke."""
+        if self.friction is None or self.friction_upper is None:
+            return self.friction
+        return mid_stroke(self.friction, self.friction_upper)
+
     def envelope_velocity(self) -> Json:
         """The envelope's velocity limit as the group states it (a hand-written group may name it
         `actuator_velocity_limit`, Isaac Lab's spelling)."""
@@ -781,6 +788,11 @@ class RobotResult(Record):
                 if isinstance(noted, Mapping) and noted.get("exported"):
                     return str(noted["exported"])
         return fit_day(self.created_at)
+
+    @property
+    def stroke_friction_groups(self) -> list[str]:
+        """The groups whose friction changes along the stroke (friction_upper), which no consumer holds."""
+        return [g for g, e in self.groups.items() if e.friction_upper is not None]
 
     @property
     def physics_dt(self) -> float:

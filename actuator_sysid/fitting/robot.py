@@ -65,9 +65,9 @@ from ..models.articulated import (
     JointTerms,
     inverse_dynamics,
     joint_space_terms,
+    limited,
     physics_targets,
 )
-from ..models.components.friction_position import mid_stroke
 from ..models.families import Family, get_family
 from ..models.robot import RobotError, RobotModel, map_joints
 from . import robot_judge
@@ -839,8 +839,7 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
             )
     terms = family_terms(get_family(ENVELOPE_FAMILY[opts.dc_motor]), gains_known)
     if opts.position_friction:
-        span = robot.upper - robot.lower
-        open_ = [n for k, n in enumerate(names) if not (np.isfinite(span[k]) and 0 < span[k] < 1e3)]
+        open_ = [n for n, ok in zip(names, limited(robot), strict=True) if not ok]
         if open_:
             raise RobotError(
                 f"joint(s) {', '.join(open_)}: position-dependent friction runs between the joint's limits, and "
@@ -1078,7 +1077,7 @@ def model_bounds(
         }
         out[g] = {t: tuple(math.log10(b) for b in plant_range(t, scales[g])) for t in ALL_TERMS}  # type: ignore[misc]
     span = robot.upper - robot.lower
-    finite = np.isfinite(span) & (span > 0) & (span < 1e3)
+    finite = limited(robot)
     offset = parameters.get(OFFSET)
     assert offset.plant is not None
     # a share of the joint's range; the registry's range where the joint has no finite one
@@ -1857,11 +1856,7 @@ def isaaclab_dict(result: RobotResult) -> dict:
             "stiffness": e.stiffness,
             "damping": e.damping,
             "armature": e.armature,
-            "friction": (
-                mid_stroke(e.friction, e.friction_upper)
-                if e.friction is not None and e.friction_upper is not None
-                else e.friction
-            ),
+            "friction": e.consumer_friction(),
             "viscous_friction": e.viscous_friction,
         }
         if e.effort_limit is not None:
@@ -1876,8 +1871,7 @@ def isaaclab_dict(result: RobotResult) -> dict:
             cfg["min_delay"] = cfg["max_delay"] = delay
         acts[g] = cfg
     note = "the encoder bias is not an Isaac Lab actuator field: add it to the measured joint positions"
-    moving = [g for g, e in result.groups.items() if e.friction_upper is not None]
-    if moving:
+    if moving := result.stroke_friction_groups:
         note += (
             f"; the friction of {', '.join(moving)} changes along the stroke, which no Isaac Lab field holds: "
             "friction is its mid-stroke value"

@@ -267,8 +267,7 @@ def robot_verdict(result: RobotResult) -> Verdict:
         )
     _replay_checks(checks, result.replays)
     _coverage_check(checks, result)
-    moving = [g for g, e in result.groups.items() if e.friction_upper is not None]
-    if moving:
+    if moving := result.stroke_friction_groups:
         _check(
             checks,
             "usable",

@@ -201,13 +201,18 @@ def newton_actuator(dofs: np.ndarray, terms: JointTerms, device: str) -> Actuato
     )
 
 
+def limited(robot: RobotModel) -> np.ndarray:
+    """(J,) whether each joint has a finite range in the model (an importer's ±1e10 "unlimited" is none)."""
+    span = np.asarray(robot.upper, float) - np.asarray(robot.lower, float)
+    return np.isfinite(span) & (span > 0) & (span < 1e3)
+
+
 def stroke(robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
     """(J,) each joint's lower limit and range, rad (0 and 1 where the model gives none): where a
     position-dependent friction runs from `friction` to `friction_upper`."""
     lo, hi = np.asarray(robot.lower, float), np.asarray(robot.upper, float)
-    span = hi - lo
-    ok = np.isfinite(span) & (span > 0) & (span < 1e3)
-    return np.where(ok, lo, 0.0), np.where(ok, span, 1.0)
+    ok = limited(robot)
+    return np.where(ok, lo, 0.0), np.where(ok, hi - lo, 1.0)
 
 
 def stroke_friction(
