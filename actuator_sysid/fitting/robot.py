@@ -164,6 +164,9 @@ class RobotFitOptions:
     payload_com: bool = False
     # Coulomb friction linear along each joint's stroke (friction at the lower limit, friction_upper at the upper)
     position_friction: bool = False
+    # the intervals, the verdict and the replays beside the fit (model defaults, decoupled): off for a selection
+    # candidate, which is ranked by its validation RMSE alone
+    judge: bool = True
     progress: Callable[[str], None] | None = None
 
 
@@ -1521,12 +1524,11 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     stats["search_s"] = time.perf_counter() - t_start
     stats["start"] = start_note
     fitted = prob.joint_values(x_best[None])
-    validation = _validate(
-        robot, prob, data, fitted, delay, gains_known, opts, stats.pop("_decoupled_x", None)
-    )
+    decoupled_x = stats.pop("_decoupled_x", None)
+    validation = _validate(robot, prob, data, fitted, delay, gains_known, opts, decoupled_x)
     validation = replace(validation, motion=robot_judge.motion_stats(data.q[data.split :], prob.names))
-    # the intervals' Jacobian at the optimum and the effect of the measured initial states, one batch
-    jm, r_opt, effect0 = jacobian_and_initial_state_effect(robot, prob, ev, x_best, delay)
+    if opts.judge:  # the intervals' Jacobian at the optimum and the effect of the measured initial states
+        jm, r_opt, effect0 = jacobian_and_initial_state_effect(robot, prob, ev, x_best, delay)
     world_steps = ev.world_steps + (ev_scan.world_steps if isinstance(ev_scan, _Evaluator) else 0)
     coupled_s = ev.seconds + (ev_scan.seconds if isinstance(ev_scan, _Evaluator) else 0.0)
     res = _result(
@@ -1545,6 +1547,8 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
             "world_steps_per_s": float(world_steps / max(coupled_s, 1e-9)),
         },
     )
+    if not opts.judge:
+        return res
     res = res.with_uncertainty(
         robot_judge.uncertainty(
             prob.var_names, x_best, prob.bounds(), jm, r_opt, BIAS_UNIT, (effect0, data.q[: data.split])
@@ -1561,10 +1565,11 @@ def replay_validation(
     delay: int,
     decimation: int,
     decoupled: tuple[dict[str, np.ndarray], int] | None = None,
+    beside: bool = True,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """The validation span replayed from the measured state at the split with the fit, with the model file's own
-    joint terms (the fit's gains, no bias, no delay) and, given its (values, delay), the decoupled fit: each
-    (positions, envelope-cut share per joint), in that order."""
+    joint terms (the fit's gains, no bias, no delay; unless not `beside`) and, given its (values, delay), the
+    decoupled fit: each (positions, envelope-cut share per joint), in that order."""
     defaults = {
         "armature": robot.armature[None],
         "viscous_friction": robot.viscous_friction[None],
@@ -1573,7 +1578,7 @@ def replay_validation(
         "damping": fitted["damping"],
         OFFSET: np.zeros((1, len(prob.names))),
     }
-    vals, delays = [fitted, defaults], [delay, 0]
+    vals, delays = ([fitted, defaults], [delay, 0]) if beside else ([fitted], [delay])
     if decoupled is not None:
         vals.append(decoupled[0])
         delays.append(decoupled[1])
@@ -1617,12 +1622,12 @@ def _validate(
     """Replay from the measured state at the split: the fit, and the model file's joint terms, per joint RMSE;
     with the decoupled search's point, that too (`decoupled_fit`), in the same replay."""
     names = prob.names
-    dec = None if decoupled_x is None else (prob.joint_values(decoupled_x[None]), delay)
-    reps = replay_validation(robot, prob, data, fitted, delay, opts.decimation, dec)
-    (rep_fit, cut), (rep_def, _) = reps[:2]
+    dec = None if decoupled_x is None or not opts.judge else (prob.joint_values(decoupled_x[None]), delay)
+    reps = replay_validation(robot, prob, data, fitted, delay, opts.decimation, dec, opts.judge)
+    rep_fit, cut = reps[0]
     meas = data.q[data.split :]
     val, val_j = _rmse(rep_fit, meas, names)
-    dval, dval_j = _rmse(rep_def, meas, names)
+    dval, dval_j = _rmse(reps[1][0], meas, names) if opts.judge else (None, {})
     by_time = data.recordings.get("method", "time") == "time"
     return RobotValidation(
         split="time" if by_time else "recordings",
@@ -1638,9 +1643,13 @@ def _validate(
         per_joint_rmse=val_j,
         model_defaults_rmse=dval,
         model_defaults_per_joint_rmse=dval_j,
-        model_defaults="the model file's armature, damping and frictionloss; gains "
-        + ("from the log" if gains_known else "as fitted")
-        + "; no delay, no encoder bias",
+        model_defaults=(
+            "the model file's armature, damping and frictionloss; gains "
+            + ("from the log" if gains_known else "as fitted")
+            + "; no delay, no encoder bias"
+        )
+        if opts.judge
+        else "",
         replay=(
             "from the measured state at the split"
             if by_time
@@ -1652,7 +1661,7 @@ def _validate(
             names, _pd_effort(data, fitted["stiffness"][0], fitted["damping"][0]), data.qd, int(data.split)
         ),
         decoupled_fit=(
-            None if dec is None else _decoupled_beside(prob, dec[0], _rmse(reps[2][0], meas, names), delay)
+            None if dec is None else _decoupled_beside(prob, dec[0], _rmse(reps[-1][0], meas, names), delay)
         ),
     )
 

@@ -183,6 +183,7 @@ def select_robot_fit(
             holdout=None,
             max_iterations=min(opts.max_iterations, inner_iterations),
             budget_s=left,
+            judge=False,
             progress=None,
         )
         t1 = time.perf_counter()
