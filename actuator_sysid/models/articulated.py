@@ -345,7 +345,8 @@ class ArticulatedRollout:
 
     def _c_models(self, terms: JointTerms, dt: float) -> list:
         """One MuJoCo model per world: the solver's converted model after Newton's notify_model_changed with that
-        world's joint and body terms, copied once per distinct set (worlds of one candidate share it)."""
+        world's joint and body terms, copied once per distinct set (worlds of one candidate share it; with friction
+        along the stroke every world has its own copy, and the frictionloss is not part of the set)."""
         import copy
 
         w = self.worlds
@@ -360,9 +361,9 @@ class ArticulatedRollout:
                 per_world.append(
                     np.broadcast_to(np.asarray(terms.body_com, float), (w, nb, 3)).reshape(w, -1)
                 )
-        key = np.concatenate([np.asarray(x).reshape(w, -1) for x in per_world], axis=1)
-        if terms.position_friction():  # each world sets its own frictionloss every step
-            key = np.arange(w)[:, None]
+        along = terms.position_friction()  # each world writes its own frictionloss before every step
+        parts = [x for k, x in enumerate(per_world) if not (along and k == 2)]
+        key = np.concatenate([np.asarray(x).reshape(w, -1) for x in parts], axis=1)
         _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
         models = []
         for k in first:
@@ -382,8 +383,9 @@ class ArticulatedRollout:
                 )
             )
             self.solver.mj_model.opt.timestep = dt
-            own = w == 1 and not terms.position_friction()
-            models.append(self.solver.mj_model if own else copy.copy(self.solver.mj_model))
+            models.append(self.solver.mj_model if w == 1 and not along else copy.copy(self.solver.mj_model))
+        if along:  # one model per world, since each holds its own frictionloss
+            return [copy.copy(models[int(i)]) for i in np.ravel(inverse)]
         return [models[int(i)] for i in np.ravel(inverse)]
 
     def _run_c(
