@@ -408,6 +408,7 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
         decimation=args.decimation or 4,
         delay=delay,
         fit_bias=not args.no_bias,
+        bias_limit=args.bias_limit,
         position_friction=args.position_friction,
         kp=args.kp,
         kd=args.kd,
@@ -887,6 +888,12 @@ def _robot_args(f: argparse.ArgumentParser) -> None:
         "--delay", help="with --robot: command delay in physics steps, or scan (default scan 0..8)"
     )
     f.add_argument("--no-bias", action="store_true", help="with --robot: no per-joint encoder bias")
+    f.add_argument(
+        "--bias-limit",
+        type=float,
+        help="with --robot: cap every joint's encoder bias at ± this many rad (a plausible calibration, "
+        "0.001..0.3); with --select, tried against the uncapped bias",
+    )
     f.add_argument(
         "--position-friction",
         action="store_true",

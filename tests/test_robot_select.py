@@ -16,7 +16,7 @@ from robot_sim import robot_recording, simulate_newton_log
 from test_robot_torque import DEC, LOG_DT, TRUTH, load_arm, multisine
 
 from actuator_sysid.datasets.recording import Recording
-from actuator_sysid.fitting.robot import RobotFitOptions
+from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot
 from actuator_sysid.fitting.robot_select import (
     Candidate,
     candidate_axes,
@@ -56,10 +56,26 @@ def test_name_groups_and_the_default_axes(arm: RobotModel, biased: Recording) ->
     axes = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC))
     assert [[c.name for c in a] for a in axes] == [
         ["gains given", "gains fitted"],
-        ["bias on", "bias off"],
+        ["bias on", "bias off", "bias within ±0.05 rad"],
         ["window 0.5 s", "window 1 s"],
     ]
     assert axes[0][1].fit_gains and axes[0][1].changes == {"kp": None, "kd": None}
+    assert axes[1][2].changes == {"fit_bias": True, "bias_limit": 0.05}
+    capped = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC, bias_limit=0.02))[1]
+    assert [c.name for c in capped] == ["bias within ±0.02 rad", "bias on", "bias off"]
+    assert capped[1].changes == {"fit_bias": True, "bias_limit": None}
+
+
+def test_bias_limit_caps_every_bias_and_flags_the_one_it_holds(arm: RobotModel, biased: Recording) -> None:
+    """The pitch encoder reads 0.03 rad off; capped at 0.01 rad, its bias ends at the cap, flagged at bound, and
+    no joint's bias passes the cap. A cap outside 0.001..0.3 rad is refused."""
+    opts = RobotFitOptions(decimation=DEC, max_iterations=2, delay=DELAY, bias_limit=0.01)
+    res = fit_robot(biased, arm, opts)
+    assert all(abs(b) <= 0.01 + 1e-9 for b in res.encoder_bias.values()), res.encoder_bias
+    at = {e.term: e for e in res.bounds.at_bound}
+    assert at["pitch.bias"].bound == "lower" and at["pitch.bias"].limit == pytest.approx(0.01), at
+    with pytest.raises(RobotError, match="bias_limit"):
+        fit_robot(biased, arm, dataclasses.replace(opts, bias_limit=0.5))
 
 
 def test_training_part_is_the_fit_s_own(biased: Recording, arm: RobotModel) -> None:

@@ -130,6 +130,19 @@ MIN_GAIN = 0.005  # no coupled refinement round when a Gauss-Newton step would l
 ENVELOPE_GRID = {"effort": (0.15, 0.25, 0.4, 0.6, 0.9), "ratio": (1.2, 2.0, 4.0), "speed": (1.2, 2.0, 4.0)}
 
 
+_C_ROLLOUT: list[
+    tuple[RobotModel, ArticulatedRollout]
+] = []  # the last robot's, shared by its fits' evaluators
+
+
+def c_rollout(robot: RobotModel) -> ArticulatedRollout:
+    """The explicit-mode MuJoCo C rollout of `robot`, converted once per robot object (a selection fits one robot
+    many times); only the last robot's is kept."""
+    if not _C_ROLLOUT or _C_ROLLOUT[0][0] is not robot:
+        _C_ROLLOUT[:] = [(robot, ArticulatedRollout(robot, 1, device="cpu", mujoco_cpu=True))]
+    return _C_ROLLOUT[0][1]
+
+
 class BudgetSpent(Exception):
     """Raised inside the least-squares residual when the time budget is spent; the best point so far stands."""
 
@@ -143,6 +156,9 @@ class RobotFitOptions:
     validation_fraction: float = 0.3
     window_s: float = 0.5  # training rollouts restart from the measured state this often
     fit_bias: bool = True
+    bias_limit: float | None = (
+        None  # rad; caps every joint's bias (a plausible calibration); None: the registry's
+    )
     dc_motor: bool = False  # fit a DC-motor envelope per group; off: the log must not saturate the motors
     delay: int | None = None  # physics steps; None: scanned over 0..max_delay
     max_delay: int = 8
@@ -445,14 +461,15 @@ class _Evaluator:
         """The rollout for `worlds` worlds: on the CPU in explicit mode MuJoCo's C backend of the same Newton
         solver (it steps a world several times faster than Warp's CPU backend, whose cost is kernel launches),
         else Newton's SolverMuJoCo on Warp."""
+        explicit_cpu = self.prob.effort_mode == "explicit" and str(self.device).startswith("cpu")
+        if explicit_cpu:
+            return c_rollout(self.robot).at_worlds(worlds)
         if worlds not in self._models:
-            explicit_cpu = self.prob.effort_mode == "explicit" and str(self.device).startswith("cpu")
             self._models[worlds] = ArticulatedRollout(
                 self.robot,
                 worlds,
                 device=self.device,
                 effort_mode=self.prob.effort_mode,
-                mujoco_cpu=explicit_cpu,
             )
         return self._models[worlds]
 
@@ -866,6 +883,10 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
         raise RobotError(f"effort_mode {opts.effort_mode!r}: one of {', '.join(EFFORT_MODES)}")
     prob.effort_mode = opts.effort_mode
     prob.term_bounds, prob.bias_bound, prob.scales = model_bounds(robot, prob, data, opts.decimation)
+    if opts.bias_limit is not None:
+        if not 0.001 <= opts.bias_limit <= 0.3:
+            raise RobotError(f"bias_limit {opts.bias_limit} rad: between 0.001 and 0.3")
+        prob.bias_bound = np.minimum(prob.bias_bound, opts.bias_limit)
     prob.gains = _gains_note(prob, opts, bool(np.any(data.tau_ff)))
     return data, prob, gains_known
 

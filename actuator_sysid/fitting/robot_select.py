@@ -5,8 +5,9 @@ the training recordings) is split again: its earlier part trains, its later part
 measured state at the inner split (or the last training recordings validate, whole). On a chirp whose frequency
 rises with time, as a policy asks for faster motion than any log, the inner validation is extrapolation too.
 Candidate configurations vary one axis at a time from the current best (greedy coordinate search): PD gains as
-given (the user's or the log's) versus fitted; the encoder bias on versus off; per joint versus per group (the
-user's groups, or joints sharing a name after their first token, e.g. `FL_calf_joint` and `RR_calf_joint`);
+given (the user's or the log's) versus fitted; the encoder bias on, off or within a plausible calibration
+(BIAS_PLAUSIBLE); per joint versus per group (the user's groups, or joints sharing a name after their first
+token, e.g. `FL_calf_joint` and `RR_calf_joint`);
 the training window (the restart interval of the rollouts: the given one and twice it); with position_friction,
 the Coulomb friction linear along each joint's stroke versus constant. The first candidate
 scans the command delay; the later ones hold its delay, and the chosen one's refit scans again. The lowest
@@ -29,7 +30,7 @@ import numpy as np
 from ..datasets.recording import Recording, Segment
 from ..models.robot import RobotError, RobotModel
 from .result import RobotResult
-from .robot import RobotFitOptions, fit_robot, prepare_fit
+from .robot import BIAS_PLAUSIBLE, RobotFitOptions, fit_robot, prepare_fit
 
 INNER_FRACTION = 0.3  # the later share of the training part that validates each candidate
 WINDOW_FACTORS = (2.0,)  # longer restart intervals tried beside the given window (each costs its length)
@@ -71,12 +72,14 @@ def candidate_axes(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> 
     axes: list[list[Candidate]] = []
     if _gains_given(rec, opts):
         axes.append([Candidate("gains given"), Candidate("gains fitted", {"kp": None, "kd": None}, True)])
-    axes.append(
-        [
-            Candidate("bias on" if opts.fit_bias else "bias off"),
-            Candidate("bias off" if opts.fit_bias else "bias on", {"fit_bias": not opts.fit_bias}),
-        ]
-    )
+    limit = opts.bias_limit if opts.bias_limit is not None else BIAS_PLAUSIBLE
+    bias = {
+        "bias on": Candidate("bias on", {"fit_bias": True, "bias_limit": None}),
+        "bias off": Candidate("bias off", {"fit_bias": False}),
+        "bias capped": Candidate(f"bias within ±{limit:g} rad", {"fit_bias": True, "bias_limit": limit}),
+    }
+    start = "bias off" if not opts.fit_bias else "bias on" if opts.bias_limit is None else "bias capped"
+    axes.append([Candidate(bias[start].name)] + [c for k, c in bias.items() if k != start])
     grouped = opts.groups if opts.groups is not None else name_groups(list(robot.joint_names))
     if grouped is not None:
         per = Candidate("per joint", {"groups": None})

@@ -321,6 +321,16 @@ class ArticulatedRollout:
         self._c_datas: list = []  # MuJoCo C: one MjData per world, kept between runs
         self._response: newton.actuators.JointSpaceResponse | None = None
 
+    def at_worlds(self, worlds: int) -> ArticulatedRollout:
+        """This C-backend rollout stepping `worlds` worlds from its next run: one converted model serves any count
+        (each world is a copy of it with its own MjData), so fits of one robot need not convert it again."""
+        if not self.mujoco_cpu:
+            raise RobotError("only MuJoCo's C backend changes its world count")
+        if self.effort_mode == "implicit" and worlds != 1:
+            raise RobotError("MuJoCo's C backend steps one world in implicit mode")
+        self.worlds = int(worlds)
+        return self
+
     def _solve_inverse(self) -> Callable[[wp.array2d, wp.array2d], None]:
         """x = M⁻¹ y from the factorisation the solver made at its last step's start (MuJoCo's qLD, armature in),
         (worlds, nv) in MuJoCo's DoF order: mujoco_warp's solve_m, or mj_solveM on the C backend."""
@@ -407,9 +417,10 @@ class ArticulatedRollout:
 
         models = self._c_models(terms, dt)
         mm = self.solver.mj_model
-        if len(self._c_datas) != self.worlds:
-            self._c_datas = [self.solver.mj_data] + [mujoco.MjData(mm) for _ in range(self.worlds - 1)]
-        datas = self._c_datas
+        if not self._c_datas:
+            self._c_datas.append(self.solver.mj_data)
+        self._c_datas.extend(mujoco.MjData(mm) for _ in range(self.worlds - len(self._c_datas)))
+        datas = self._c_datas[: self.worlds]
         mapping = self.solver.mjc_dof_to_newton_dof
         if mapping is None:
             raise RobotError(f"{self.robot.path.name}: Newton's MuJoCo model has no DoF mapping")

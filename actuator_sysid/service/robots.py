@@ -75,6 +75,13 @@ class RobotFitIn(BaseModel):
         ),
     )
     fit_bias: bool = Field(True, description="fit an encoder bias per joint")
+    bias_limit: float | None = Field(
+        None,
+        ge=0.001,
+        le=0.3,
+        description="rad: cap every joint's encoder bias (a plausible calibration); with select, tried against "
+        "the uncapped bias; omit for the bound the model's strokes give",
+    )
     position_friction: bool = Field(
         False,
         description="Coulomb friction linear along each joint's stroke (friction_upper at the upper limit); with "
@@ -263,6 +270,7 @@ def fit_options(body: RobotFitIn, progress: Callable[[str], None] | None = None)
         validation_fraction=body.validation_fraction,
         window_s=body.window_s,
         fit_bias=body.fit_bias,
+        bias_limit=body.bias_limit,
         position_friction=body.position_friction,
         dc_motor=body.dc_motor,
         delay=body.delay,

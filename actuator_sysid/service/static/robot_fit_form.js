@@ -3,7 +3,7 @@
 // the request's words for each field, longest first: a server message names its field, the error goes beside it
 const WORDS=[['budget_s','budget_s'],['budget','budget_s'],['validation_fraction','validation_fraction'],
   ['payload_com','payload'],['payload','payload'],['holdout','holdout'],['decimation','decimation'],['effort_mode','effort_mode'],
-  ['groups','groups'],['group','groups'],['delay','delay'],['kp','kp'],['kd','kd'],['window','budget_s'],['dataset','dataset_id']];
+  ['bias_limit','bias_limit'],['groups','groups'],['group','groups'],['delay','delay'],['kp','kp'],['kd','kd'],['window','budget_s'],['dataset','dataset_id']];
 function fieldOf(msg){let best=null,at=Infinity;for(const [w,id] of WORDS){const i=msg.indexOf(w);if(i>=0&&i<at){at=i;best=id}}return best}
 function clear(){for(const e of form.querySelectorAll('.field-error')){e.textContent='';e.hidden=true}
   for(const e of form.querySelectorAll('.invalid'))e.classList.remove('invalid');out.textContent=''}
@@ -18,7 +18,7 @@ function boundsError(){for(const input of form.querySelectorAll('input[type=numb
   return [name,`${name} must be a number`]}return null}
 function body(){const val=k=>document.getElementById('rf-'+k).value.trim(),on=k=>document.getElementById('rf-'+k).checked;
   const opts={fit_bias:on('fit_bias'),dc_motor:on('dc_motor'),position_friction:on('position_friction'),effort_mode:val('effort_mode'),payload_com:on('payload_com')};
-  for(const k of ['kp','kd','delay','decimation','budget_s','validation_fraction'])if(val(k))opts[k]=+val(k);
+  for(const k of ['kp','kd','bias_limit','delay','decimation','budget_s','validation_fraction'])if(val(k))opts[k]=+val(k);
   if(val('holdout'))opts.holdout=val('holdout');
   if(val('payload'))opts.payload=val('payload').split(',').map(s=>s.trim()).filter(s=>s);
   if(val('groups')){try{opts.groups=JSON.parse(val('groups'))}
