@@ -57,10 +57,13 @@ def test_name_groups_and_the_default_axes(arm: RobotModel, biased: Recording) ->
     assert [[c.name for c in a] for a in axes] == [
         ["gains given", "gains fitted"],
         ["bias on", "bias off", "bias within ±0.05 rad"],
-        ["window 0.5 s", "window 1 s"],
+        ["window 0.5 s"],  # 1 s does not fit in the inner split's 0.735 s of training
     ]
     assert axes[0][1].fit_gains and axes[0][1].changes == {"kp": None, "kd": None}
     assert axes[1][2].changes == {"fit_bias": True, "bias_limit": 0.05}
+    short = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC, window_s=0.1))[-1]
+    assert [c.name for c in short] == ["window 0.1 s", "window 0.2 s", "window 0.4 s"]
+    assert [c.ordered for c in short] == [False, True, True]
     capped = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC, bias_limit=0.02))[1]
     assert [c.name for c in capped] == ["bias within ±0.02 rad", "bias on", "bias off"]
     assert capped[1].changes == {"fit_bias": True, "bias_limit": None}
@@ -114,3 +117,20 @@ def test_selection_prefers_the_bias_the_log_has_and_never_reads_the_validation_p
     assert [c["inner_validation_rmse"] for c in again["candidates"]] == [
         c["inner_validation_rmse"] for c in sel["candidates"]
     ]
+
+
+def test_an_ordered_axis_stops_at_its_first_step_that_loses(arm: RobotModel, biased: Recording) -> None:
+    """Along an ordered axis the next step is tried only while the one before won: bias off loses on a biased
+    log, so the step after it is never fitted."""
+    opts = RobotFitOptions(decimation=DEC, max_iterations=2, delay=DELAY)
+    axes = [
+        [
+            Candidate("bias on"),
+            Candidate("bias off", {"fit_bias": False}, ordered=True),
+            Candidate("bias on, capped", {"bias_limit": 0.1}, ordered=True),
+        ]
+    ]
+    sel = select_robot_fit(biased, arm, opts, inner_iterations=2, axes=axes).selection
+    assert [c["name"] for c in sel["candidates"]] == ["bias on", "bias off"] and sel["chosen"] == "bias on", (
+        sel
+    )

@@ -8,7 +8,8 @@ Candidate configurations vary one axis at a time from the current best (greedy c
 given (the user's or the log's) versus fitted; the encoder bias on, off or within a plausible calibration
 (BIAS_PLAUSIBLE); per joint versus per group (the user's groups, or joints sharing a name after their first
 token, e.g. `FL_calf_joint` and `RR_calf_joint`);
-the training window (the restart interval of the rollouts: the given one and twice it); with position_friction,
+the training window (the restart interval of the rollouts: the given one, then twice, four and eight times it
+while each beats the one before and fits in the inner training part); with position_friction,
 the Coulomb friction linear along each joint's stroke versus constant. The first candidate
 scans the command delay; the later ones hold its delay, and the chosen one's refit scans again. The lowest
 inner-validation RMSE wins; the winner is refitted on the whole training part and validated as `fit_robot` does.
@@ -33,7 +34,8 @@ from .result import RobotResult
 from .robot import BIAS_PLAUSIBLE, RobotFitOptions, fit_robot, prepare_fit
 
 INNER_FRACTION = 0.3  # the later share of the training part that validates each candidate
-WINDOW_FACTORS = (2.0,)  # longer restart intervals tried beside the given window (each costs its length)
+# longer restart intervals, in turn while each beats the one before (the peer rolls out the whole stretch)
+WINDOW_FACTORS = (2.0, 4.0, 8.0)
 INNER_ITERATIONS = 6  # each candidate's search budget (refinement rounds / Jacobians), at most the fit's own
 
 
@@ -44,6 +46,7 @@ class Candidate:
     name: str
     changes: dict[str, Any] = field(default_factory=dict)
     fit_gains: bool = False  # the log's kp / kd metadata dropped so the gains are fitted
+    ordered: bool = False  # a step along an ordered axis: tried only while the step before it won
 
     def described(self) -> dict:
         """The options as the result states them (JSON-ready)."""
@@ -88,11 +91,16 @@ def candidate_axes(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> 
     if opts.position_friction:  # asked for: the protocol decides (no consumer holds it; exports get the mean)
         moving = Candidate("friction by position")
         axes.append([moving, Candidate("friction constant", {"position_friction": False})])
+    train, _ = training_part(rec, robot, opts)  # a window fits in the inner split's training part
+    room = max(s.n * s.dt for s in train.segments) * (
+        1.0 - INNER_FRACTION if len(train.segments) == 1 else 1.0
+    )
     axes.append(
         [Candidate(f"window {opts.window_s:g} s")]
         + [
-            Candidate(f"window {opts.window_s * f:g} s", {"window_s": opts.window_s * f})
+            Candidate(f"window {opts.window_s * f:g} s", {"window_s": opts.window_s * f}, ordered=True)
             for f in WINDOW_FACTORS
+            if opts.window_s * f <= room
         ]
     )
     return axes
@@ -213,6 +221,8 @@ def select_robot_fit(
             s = score(_combine(trial))
             if s < best:
                 best, choice = s, trial
+            elif alt.ordered:
+                break
     chosen = _combine(choice)
     if not np.isfinite(best):
         raise RobotError("the selection budget ran out before one candidate was fitted: give a longer budget")
