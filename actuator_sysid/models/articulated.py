@@ -321,6 +321,16 @@ class ArticulatedRollout:
         self._c_datas: list = []  # MuJoCo C: one MjData per world, kept between runs
         self._response: newton.actuators.JointSpaceResponse | None = None
 
+    def _c_data(self) -> list:
+        """One MjData per world (the solver's own first), kept between runs and grown when the count grows."""
+        import mujoco
+
+        if not self._c_datas:
+            self._c_datas.append(self.solver.mj_data)
+        mm = self.solver.mj_model
+        self._c_datas.extend(mujoco.MjData(mm) for _ in range(self.worlds - len(self._c_datas)))
+        return self._c_datas[: self.worlds]
+
     def at_worlds(self, worlds: int) -> ArticulatedRollout:
         """This C-backend rollout stepping `worlds` worlds from its next run: one converted model serves any count
         (each world is a copy of it with its own MjData), so fits of one robot need not convert it again."""
@@ -417,10 +427,7 @@ class ArticulatedRollout:
 
         models = self._c_models(terms, dt)
         mm = self.solver.mj_model
-        if not self._c_datas:
-            self._c_datas.append(self.solver.mj_data)
-        self._c_datas.extend(mujoco.MjData(mm) for _ in range(self.worlds - len(self._c_datas)))
-        datas = self._c_datas[: self.worlds]
+        datas = self._c_data()
         mapping = self.solver.mjc_dof_to_newton_dof
         if mapping is None:
             raise RobotError(f"{self.robot.path.name}: Newton's MuJoCo model has no DoF mapping")
