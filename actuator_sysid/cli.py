@@ -904,7 +904,7 @@ def _robot_args(f: argparse.ArgumentParser) -> None:
     f.add_argument(
         "--select",
         action="store_true",
-        help="with --robot: choose gains given/fitted, bias on/off, per joint/group and the window length "
+        help="with --robot: choose gains given/fitted, bias on/off/within ±0.05 rad, per joint/group and the window length "
         "on an inner split of the training part (train earlier, validate later), then refit the best",
     )
     f.add_argument(

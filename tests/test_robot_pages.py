@@ -62,8 +62,10 @@ def test_robot_fit_form_carries_every_option_with_the_requests_bounds(site: dict
     props = RobotFitIn.model_json_schema()["properties"]
     kp = next(p for p in props["kp"]["anyOf"] if "maximum" in p)
     delay = next(p for p in props["delay"]["anyOf"] if "maximum" in p)
+    bias_limit = next(p for p in props["bias_limit"]["anyOf"] if "maximum" in p)
     for field, hi in (
         ("kp", kp["maximum"]),
+        ("bias_limit", bias_limit["maximum"]),
         ("delay", delay["maximum"]),
         ("decimation", props["decimation"]["maximum"]),
     ):

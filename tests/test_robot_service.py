@@ -480,6 +480,7 @@ def test_bad_fits_are_4xx_naming_the_problem_and_store_nothing(
         ({"delay": 500}, 422, ("robot.delay", "64")),
         ({"decimation": 100}, 422, ("robot.decimation", "32")),
         ({"window_s": 0.001}, 422, ("robot.window_s", "0.05")),
+        ({"bias_limit": 0.5}, 422, ("robot.bias_limit", "0.3")),
         ({"groups": {f"g{i}": f"x{i}" for i in range(65)}}, 422, ("robot.groups", "64")),
         ({"groups": {"hip": "x" * 201}}, 422, ("201 characters", "200")),
         ({"groups": {"hip": "(unclosed"}}, 422, ("not a regular expression",)),
