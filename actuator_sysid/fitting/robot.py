@@ -130,9 +130,8 @@ MIN_GAIN = 0.005  # no coupled refinement round when a Gauss-Newton step would l
 ENVELOPE_GRID = {"effort": (0.15, 0.25, 0.4, 0.6, 0.9), "ratio": (1.2, 2.0, 4.0), "speed": (1.2, 2.0, 4.0)}
 
 
-_C_ROLLOUT: list[
-    tuple[RobotModel, ArticulatedRollout]
-] = []  # the last robot's, shared by its fits' evaluators
+# the last robot's explicit C rollout, shared by its fits' evaluators
+_C_ROLLOUT: list[tuple[RobotModel, ArticulatedRollout]] = []
 
 
 def c_rollout(robot: RobotModel) -> ArticulatedRollout:
@@ -156,9 +155,8 @@ class RobotFitOptions:
     validation_fraction: float = 0.3
     window_s: float = 0.5  # training rollouts restart from the measured state this often
     fit_bias: bool = True
-    bias_limit: float | None = (
-        None  # rad; caps every joint's bias (a plausible calibration); None: the registry's
-    )
+    # rad: caps every joint's bias (a plausible calibration); None: the bound the registry gives each joint
+    bias_limit: float | None = None
     dc_motor: bool = False  # fit a DC-motor envelope per group; off: the log must not saturate the motors
     delay: int | None = None  # physics steps; None: scanned over 0..max_delay
     max_delay: int = 8

@@ -70,8 +70,15 @@ def _gains_given(rec: Recording, opts: RobotFitOptions) -> bool:
     return opts.kp is not None or any("kp" in s.metadata for s in rec.segments)
 
 
-def candidate_axes(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> list[list[Candidate]]:
-    """The axes searched, each a list whose first entry is the start (the options as given)."""
+def candidate_axes(
+    rec: Recording,
+    robot: RobotModel,
+    opts: RobotFitOptions,
+    inner_fraction: float = INNER_FRACTION,
+    train: Recording | None = None,
+) -> list[list[Candidate]]:
+    """The axes searched, each a list whose first entry is the start (the options as given); `train`, the
+    training part when the caller has it (`training_part`)."""
     axes: list[list[Candidate]] = []
     if _gains_given(rec, opts):
         axes.append([Candidate("gains given"), Candidate("gains fitted", {"kp": None, "kd": None}, True)])
@@ -91,10 +98,9 @@ def candidate_axes(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> 
     if opts.position_friction:  # asked for: the protocol decides (no consumer holds it; exports get the mean)
         moving = Candidate("friction by position")
         axes.append([moving, Candidate("friction constant", {"position_friction": False})])
-    train, _ = training_part(rec, robot, opts)  # a window fits in the inner split's training part
-    room = max(s.n * s.dt for s in train.segments) * (
-        1.0 - INNER_FRACTION if len(train.segments) == 1 else 1.0
-    )
+    train = train if train is not None else training_part(rec, robot, opts)[0]
+    one = len(train.segments) == 1  # a window fits in the inner split's training part
+    room = max(s.n * s.dt for s in train.segments) * (1.0 - inner_fraction if one else 1.0)
     axes.append(
         [Candidate(f"window {opts.window_s:g} s")]
         + [
@@ -174,7 +180,7 @@ def select_robot_fit(
     t0 = time.perf_counter()
     say: Callable[[str], None] = opts.progress or (lambda m: None)
     train, cut = training_part(rec, robot, opts)
-    axes = axes if axes is not None else candidate_axes(rec, robot, opts)
+    axes = axes if axes is not None else candidate_axes(rec, robot, opts, inner_fraction, train)
     tried: dict[str, dict] = {}
     skipped: list[str] = []
     delay = [0]  # the first candidate's delay, held by the later ones (the refit scans again)

@@ -382,11 +382,11 @@ class ArticulatedRollout:
                     np.broadcast_to(np.asarray(terms.body_com, float), (w, nb, 3)).reshape(w, -1)
                 )
         along = terms.position_friction()  # each world writes its own frictionloss before every step
-        parts = [x for k, x in enumerate(per_world) if not (along and k == 2)]
+        parts = per_world[:2] + per_world[3:] if along else per_world  # frictionloss out of the set
         key = np.concatenate([np.asarray(x).reshape(w, -1) for x in parts], axis=1)
         _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        models = []
-        for k in first:
+        models: list = [None] * w
+        for n, k in enumerate(first):
             one = slice(int(k), int(k) + 1)
             self._set_terms(
                 JointTerms(
@@ -402,11 +402,15 @@ class ArticulatedRollout:
                     body_com=None if terms.body_com is None else per_world[4][one].reshape(1, -1, 3),
                 )
             )
-            self.solver.mj_model.opt.timestep = dt
-            models.append(self.solver.mj_model if w == 1 and not along else copy.copy(self.solver.mj_model))
-        if along:  # one model per world, since each holds its own frictionloss
-            return [copy.copy(models[int(i)]) for i in np.ravel(inverse)]
-        return [models[int(i)] for i in np.ravel(inverse)]
+            mm = self.solver.mj_model
+            mm.opt.timestep = dt
+            mine = np.flatnonzero(np.ravel(inverse) == n)
+            shared = None if along else mm if w == 1 else copy.copy(mm)
+            for (
+                i
+            ) in mine:  # with friction along the stroke each world holds its own frictionloss: its own copy
+                models[i] = copy.copy(mm) if shared is None else shared
+        return models
 
     def _run_c(
         self,
