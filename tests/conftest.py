@@ -230,6 +230,30 @@ def pythonpath() -> str:
     return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
 
 
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`actuator-sysid ARGS` through `cli.main` in this process, stdout and stderr captured, as a subprocess
+    would report it; the xdist worker has the stack imported already. tests/test_cli.py runs the real entry
+    point (`python -m actuator_sysid.cli`) in a fresh interpreter too."""
+    import contextlib
+    import io
+
+    from actuator_sysid.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    here = Path.cwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(list(args))
+            except SystemExit as e:  # argparse's usage errors
+                rc = e.code if isinstance(e.code, int) else 1
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["actuator-sysid", *args], rc, out.getvalue(), err.getvalue())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

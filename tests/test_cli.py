@@ -1,4 +1,6 @@
-"""The `actuator-sysid` command run as a real subprocess: output, exit codes and files."""
+"""The `actuator-sysid` command: output, exit codes and files. `cli` runs `cli.main` in this process (the worker
+has the stack imported); `entry_point` runs the installed module as a real subprocess, for what only a fresh
+interpreter shows (the exit status `python -m actuator_sysid.cli` returns)."""
 
 from __future__ import annotations
 
@@ -8,12 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, good_rows, long_csv, make_recording, pythonpath
+from conftest import ROOT, good_rows, long_csv, make_recording, pythonpath, run_cli
 
 from actuator_sysid.datasets.canonical import write_table
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return run_cli(*args, cwd=cwd)
+
+
+def entry_point(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": pythonpath()}
     return subprocess.run(
         [sys.executable, "-m", "actuator_sysid.cli", *args],
@@ -47,7 +53,7 @@ def test_inspect_bad_log_exits_2_with_message(tmp_path: Path) -> None:
     rows = good_rows(30)
     rows[12][0] = 0.05  # t goes backwards at data row 13
     (tmp_path / "bad.csv").write_bytes(long_csv(rows))
-    r = cli("inspect", str(tmp_path / "bad.csv"))
+    r = entry_point("inspect", str(tmp_path / "bad.csv"))  # the real process: its exit status and stderr
     assert r.returncode == 2
     assert "bad.csv" in r.stderr and "not increasing at row 13" in r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""

@@ -4,13 +4,12 @@ nonlinear actuator (tests/net_logs.py), determinism, progress, bad options, expo
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from conftest import run_cli
 from net_logs import TRUTH, nonlinear_recording
 
 from actuator_sysid.datasets.canonical import write_table
@@ -194,18 +193,14 @@ def test_a_fit_of_networks_alone_still_exports_and_reports() -> None:
 
 
 def test_cli_fits_and_exports_networks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`fit` as the shell runs it; the exports of its folder through the same CLI's main, in this process."""
+    """`fit` through the CLI's main, its output captured; the exports of its folder through the same main."""
     from actuator_sysid.cli import main
 
     rec = nonlinear_recording(n_segments=2, seconds=0.6, torque=True)
     log = tmp_path / "log.csv"
     write_table(rec, log)  # with the log.json sidecar: the load the plant steps
     out = tmp_path / "fit"
-    r = subprocess.run(
-        [sys.executable, "-m", "actuator_sysid.cli", "fit", str(log), "--models", "mlp", "--out", str(out)],
-        capture_output=True,
-        text=True,
-    )
+    r = run_cli("fit", str(log), "--models", "mlp", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert all((out / name).is_file() for name in ("torchscript.pt", "newton.onnx", "newton.pt2"))
     code = main(["export", str(out), "--format", "newton.onnx", "--out", str(tmp_path / "n.onnx")])

@@ -234,15 +234,14 @@ def test_series_elastic_nets_are_ranked_by_torque_the_best_picked_and_judged_goo
 
 
 def test_cli_time_split_says_early_stopping_used_an_inner_split(tmp_path) -> None:
-    """Acceptance 2 from the shell: fit LOG --families mlp,lstm,gru --validate-last 0.3."""
-    import subprocess
-    import sys
+    """Acceptance 2 through the CLI: fit LOG --families mlp,lstm,gru --validate-last 0.3, its stderr read."""
+    from conftest import run_cli
 
     from actuator_sysid.datasets.canonical import write_table
 
     log = tmp_path / "sea.csv"
     write_table(sea_recording(200.0, seconds=3.0, n_segments=1, seed=2), log)
-    cmd = [sys.executable, "-m", "actuator_sysid.cli", "fit", str(log), "--families", "mlp,lstm,gru"]
+    cmd = ["fit", str(log), "--families", "mlp,lstm,gru"]
     cmd += [
         "--validate-last",
         "0.3",
@@ -253,7 +252,7 @@ def test_cli_time_split_says_early_stopping_used_an_inner_split(tmp_path) -> Non
         "--out",
         str(tmp_path / "fit"),
     ]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = run_cli(*cmd)
     assert r.returncode == 0, r.stderr
     fit = json.loads((tmp_path / "fit" / "fit.json").read_text())
     assert fit["split"]["method"].startswith("time split") and fit["split"]["validation"] == ["0@validation"]

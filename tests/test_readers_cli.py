@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, make_recording, pythonpath
+from conftest import ROOT, make_recording, run_cli
 from test_readers import _bam, _hdf5, _lerobot_table, _pace, _rl_sar, _state_and_command, _write_mcap
 
 from actuator_sysid.cli import main
@@ -62,15 +59,7 @@ def test_inspect_every_format(tmp_path: Path, capsys: pytest.CaptureFixture) -> 
 
 def test_inspect_bad_inputs_exit_2_naming_the_problem(tmp_path: Path) -> None:
     _pace(tmp_path, J=2)
-    env = {**os.environ, "PYTHONPATH": pythonpath()}
-    r = subprocess.run(
-        [sys.executable, "-m", "actuator_sysid.cli", "inspect", str(tmp_path / "chirp.pt")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    r = run_cli("inspect", str(tmp_path / "chirp.pt"), cwd=ROOT)
     assert r.returncode == 2 and "chirp.pt" in r.stderr and "--joint-names" in r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
     d = _bam(n=40)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / ".." / "shared" / "data" / "bam-xl330" / "processed"
@@ -29,9 +29,6 @@ def bam_fit(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
         pytest.skip(f"the BAM XL330 logs are not here ({DATA.resolve()} has no *.json)")
     out = tmp_path_factory.mktemp("bam") / "fit"
     cmd = [
-        sys.executable,
-        "-m",
-        "actuator_sysid.cli",
         "fit",
         *map(str, files),
         "--holdout",
@@ -43,7 +40,7 @@ def bam_fit(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
         "--out",
         str(out),
     ]  # 80: the same optimum as 200, faster
-    run = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    run = run_cli(*cmd, cwd=REPO)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads((out / "fit.json").read_text()), run.stderr
 

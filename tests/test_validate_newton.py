@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import math
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, pythonpath
+from conftest import ROOT, run_cli
 
 from actuator_sysid.export.newton_usd import _pxr
 from actuator_sysid.export.validate import validate_stage
@@ -270,17 +269,7 @@ def test_newton_agrees_with_the_validator(case: str, accepted: bool) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    import os
-
-    env = {**os.environ, "PYTHONPATH": pythonpath()}
-    return subprocess.run(
-        [sys.executable, "-m", "actuator_sysid.cli", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(*args, cwd=ROOT)
 
 
 def test_cli_validate_prints_code_and_prim_and_exits_nonzero_on_error(tmp_path: Path) -> None:
