@@ -22,6 +22,10 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "folds": (2, 100),
     "budget_s": (0, 86_400),
 }
+# a whole-robot fit's option bounds, read by fitting/robot.py and the service's request model alike
+ROBOT_BOUNDS: dict[str, tuple[float, float]] = {
+    "bias_limit": (0.001, 0.3),  # rad: a cap on every joint's encoder bias, from a tight calibration to 17°
+}
 
 
 class FitRequestError(ValueError):

@@ -72,6 +72,7 @@ from ..models.families import Family, get_family
 from ..models.robot import RobotError, RobotModel, map_joints
 from . import robot_judge
 from .coverage import robot_beyond_training
+from .request import ROBOT_BOUNDS
 from .result import (
     GROUP_KEYS,
     BoundHit,
@@ -882,8 +883,9 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
     prob.effort_mode = opts.effort_mode
     prob.term_bounds, prob.bias_bound, prob.scales = model_bounds(robot, prob, data, opts.decimation)
     if opts.bias_limit is not None:
-        if not 0.001 <= opts.bias_limit <= 0.3:
-            raise RobotError(f"bias_limit {opts.bias_limit} rad: between 0.001 and 0.3")
+        lo, hi = ROBOT_BOUNDS["bias_limit"]
+        if not lo <= opts.bias_limit <= hi:
+            raise RobotError(f"bias_limit {opts.bias_limit} rad: between {lo:g} and {hi:g}")
         prob.bias_bound = np.minimum(prob.bias_bound, opts.bias_limit)
     prob.gains = _gains_note(prob, opts, bool(np.any(data.tau_ff)))
     return data, prob, gains_known

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..datasets.recording import DatasetError, Recording
 from ..files import json_safe
+from ..fitting.request import ROBOT_BOUNDS
 from ..fitting.result import RobotResult
 from ..models.robot import RobotError, RobotModel
 from ..pipeline import FitOutputs
@@ -77,8 +78,8 @@ class RobotFitIn(BaseModel):
     fit_bias: bool = Field(True, description="fit an encoder bias per joint")
     bias_limit: float | None = Field(
         None,
-        ge=0.001,
-        le=0.3,
+        ge=ROBOT_BOUNDS["bias_limit"][0],
+        le=ROBOT_BOUNDS["bias_limit"][1],
         description="rad: cap every joint's encoder bias (a plausible calibration); with select, tried against "
         "the uncapped bias; omit for the bound the model's strokes give",
     )
