@@ -412,6 +412,17 @@ class ArticulatedRollout:
                 models[i] = copy.copy(mm) if shared is None else shared
         return models
 
+    def _c_indices(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where our joints sit in MuJoCo's model: joint k is MuJoCo DoF order[k], its coordinate qpos[qidx[k]]."""
+        mm = self.solver.mj_model
+        mapping = self.solver.mjc_dof_to_newton_dof
+        if mapping is None:
+            raise RobotError(f"{self.robot.path.name}: Newton's MuJoCo model has no DoF mapping")
+        col = {int(d): k for k, d in enumerate(self.robot.dof)}
+        cols = np.array([col[int(n)] for n in np.asarray(mapping.numpy())[0]])  # type: ignore[attr-defined]
+        order = np.argsort(cols)
+        return order, mm.jnt_qposadr[mm.dof_jntid][order]
+
     def _run_c(
         self,
         q0: np.ndarray,
@@ -430,15 +441,9 @@ class ArticulatedRollout:
         import mujoco
 
         models = self._c_models(terms, dt)
-        mm = self.solver.mj_model
         datas = self._c_data()
-        mapping = self.solver.mjc_dof_to_newton_dof
-        if mapping is None:
-            raise RobotError(f"{self.robot.path.name}: Newton's MuJoCo model has no DoF mapping")
-        col = {int(d): k for k, d in enumerate(self.robot.dof)}
-        cols = np.array([col[int(n)] for n in np.asarray(mapping.numpy())[0]])  # type: ignore[attr-defined]
-        order = np.argsort(cols)  # our joint k is MuJoCo DoF order[k]
-        qidx = mm.jnt_qposadr[mm.dof_jntid][order]
+        order, qidx = self._c_indices()
+        dofs, coords = _as_slice(order), _as_slice(qidx)  # a basic slice where contiguous: no index copies
         w, j = self.worlds, len(self.robot.joint_names)
         kp, kd, lim, bias, sat, vlim, motor = (
             np.broadcast_to(np.asarray(x, float), (w, j))
@@ -466,6 +471,8 @@ class ArticulatedRollout:
                 d.qpos[qidx] = start_q[a + i]
                 d.qvel[order] = start_v[a + i]
                 q_now[i], v_now[i] = d.qpos[qidx], d.qvel[order]
+            # each world's arrays fetched once: an MjData attribute builds a new array object on every access
+            views = [(m, d, m.dof_frictionloss, d.qfrc_applied, d.qpos, d.qvel) for m, d in pairs]
             kp_, kd_, lim_, bias_, sat_, vlim_, motor_ = (
                 x[a:b] for x in (kp, kd, lim, bias, sat, vlim, motor)
             )
@@ -489,12 +496,13 @@ class ArticulatedRollout:
                     clipped[a:b] += f != tau
                     f = np.clip(f, -lim_, lim_)
                     fc = None if along is None else along(q_now, a, b)  # the frictionloss at each angle
-                    for i, (m, d) in enumerate(pairs):
-                        d.qfrc_applied[order] = f[i]
+                    for i, (m, d, loss, applied, qpos, qvel) in enumerate(views):
+                        applied[dofs] = f[i]
                         if fc is not None:
-                            m.dof_frictionloss[order] = fc[i]
+                            loss[dofs] = fc[i]
                         step(m, d)
-                        q_now[i], v_now[i] = d.qpos[qidx], d.qvel[order]
+                        q_now[i] = qpos[coords]
+                        v_now[i] = qvel[dofs]
                     if (k + 1) % decimation == 0:
                         r = (k + 1) // decimation
                         out_q[r, a:b], out_qd[r, a:b] = q_now + bias_, v_now
@@ -1046,6 +1054,14 @@ class DecoupledRollout:
         self.seconds += time.perf_counter() - t0
         self.joint_steps += c * w * self.j * length * decimation
         return res
+
+
+def _as_slice(index: np.ndarray) -> slice | np.ndarray:
+    """An index array as the basic slice it is when it counts up by one (a view, not a copy), else itself."""
+    index = np.asarray(index, int)
+    if index.size and np.array_equal(index, np.arange(index[0], index[0] + index.size)):
+        return slice(int(index[0]), int(index[0]) + index.size)
+    return index
 
 
 _ID_MODELS: dict[int, tuple] = {}  # id(robot) -> _id_model's answer, dropped with the robot
