@@ -404,11 +404,9 @@ class ArticulatedRollout:
             )
             mm = self.solver.mj_model
             mm.opt.timestep = dt
-            mine = np.flatnonzero(np.ravel(inverse) == n)
+            # with friction along the stroke each world holds its own frictionloss, so its own copy
             shared = None if along else mm if w == 1 else copy.copy(mm)
-            for (
-                i
-            ) in mine:  # with friction along the stroke each world holds its own frictionloss: its own copy
+            for i in np.flatnonzero(np.ravel(inverse) == n):
                 models[i] = copy.copy(mm) if shared is None else shared
         return models
 
@@ -442,8 +440,8 @@ class ArticulatedRollout:
 
         models = self._c_models(terms, dt)
         datas = self._c_data()
-        order, qidx = self._c_indices()
-        dofs, coords = _as_slice(order), _as_slice(qidx)  # a basic slice where contiguous: no index copies
+        # our joints' MuJoCo DoFs and coordinates, a basic slice where contiguous: no index copies per step
+        dofs, coords = (_as_slice(x) for x in self._c_indices())
         w, j = self.worlds, len(self.robot.joint_names)
         kp, kd, lim, bias, sat, vlim, motor = (
             np.broadcast_to(np.asarray(x, float), (w, j))
@@ -464,15 +462,17 @@ class ArticulatedRollout:
         step = mujoco.mj_step
 
         def worlds(a: int, b: int) -> None:  # worlds a..b from start to end (mj_step releases the GIL)
-            pairs = list(zip(models[a:b], datas[a:b], strict=True))
-            q_now, v_now = np.zeros((b - a, j)), np.zeros((b - a, j))
-            for i, (m, d) in enumerate(pairs):
-                mujoco.mj_resetData(m, d)
-                d.qpos[qidx] = start_q[a + i]
-                d.qvel[order] = start_v[a + i]
-                q_now[i], v_now[i] = d.qpos[qidx], d.qvel[order]
             # each world's arrays fetched once: an MjData attribute builds a new array object on every access
-            views = [(m, d, m.dof_frictionloss, d.qfrc_applied, d.qpos, d.qvel) for m, d in pairs]
+            views = [
+                (m, d, m.dof_frictionloss, d.qfrc_applied, d.qpos, d.qvel)
+                for m, d in zip(models[a:b], datas[a:b], strict=True)
+            ]
+            q_now, v_now = np.zeros((b - a, j)), np.zeros((b - a, j))
+            for i, (m, d, _, _, qpos, qvel) in enumerate(views):
+                mujoco.mj_resetData(m, d)
+                qpos[coords] = start_q[a + i]
+                qvel[dofs] = start_v[a + i]
+                q_now[i], v_now[i] = qpos[coords], qvel[dofs]
             kp_, kd_, lim_, bias_, sat_, vlim_, motor_ = (
                 x[a:b] for x in (kp, kd, lim, bias, sat, vlim, motor)
             )
