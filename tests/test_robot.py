@@ -186,6 +186,22 @@ def test_rollout_matches_newton_actuators(go2: RobotModel) -> None:
     for w, ref in enumerate((ref_q, ref1_q, ref2_q)):
         np.testing.assert_allclose(ours_c[:, w], ref, atol=2e-5, err_msg=f"world {w}")
     np.testing.assert_allclose(c.clip_fraction, ro.clip_fraction, atol=0.01)
+    # enough worlds for two native launches (C_THREADS_FROM): each world as it was alone, to the last bit
+    many = ArticulatedRollout(go2, 18, mujoco_cpu=True)
+    tile = JointTerms(
+        **{k: None if v is None else np.tile(v, (6, 1)) for k, v in vars(terms).items()}
+    )  # no bodies
+    ours_many, _ = many.run(
+        np.tile(q0, (6, 1)),
+        np.zeros((18, 12)),
+        np.tile(tq, (1, 6, 1)),
+        np.zeros((tq.shape[0], 18, 12)),
+        tile,
+        dec,
+        LOG_DT / dec,
+    )
+    np.testing.assert_array_equal(ours_many, np.tile(ours_c, (1, 6, 1)))
+    np.testing.assert_array_equal(many.clip_fraction, np.tile(c.clip_fraction, (6, 1)))
 
 
 @needs_go2

@@ -31,6 +31,7 @@ import numpy as np
 import warp as wp
 
 from .kernels import dc_motor_clip
+from .mujoco_c import ROWS, step_worlds
 from .robot import RobotError, RobotModel
 
 if TYPE_CHECKING:
@@ -213,25 +214,6 @@ def stroke(robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
     lo, hi = np.asarray(robot.lower, float), np.asarray(robot.upper, float)
     ok = limited(robot)
     return np.where(ok, lo, 0.0), np.where(ok, hi - lo, 1.0)
-
-
-def stroke_friction(
-    robot: RobotModel, terms: JointTerms, worlds: int
-) -> Callable[[np.ndarray, int, int], np.ndarray] | None:
-    """For terms whose friction changes along the stroke: worlds a..b's true angles (b − a, J) → their
-    frictionloss (b − a, J), linear from `friction` at the lower limit to `friction_upper` at the upper; else
-    None."""
-    if not terms.position_friction():
-        return None
-    j = len(robot.joint_names)
-    f_lo = np.broadcast_to(np.asarray(terms.friction, float), (worlds, j))
-    f_up = np.broadcast_to(np.asarray(terms.friction_upper, float), (worlds, j))
-    lo, span = stroke(robot)
-
-    def along(q: np.ndarray, a: int, b: int) -> np.ndarray:
-        return f_lo[a:b] + (f_up[a:b] - f_lo[a:b]) * np.clip((q - lo) / span, 0.0, 1.0)
-
-    return along
 
 
 def physics_targets(
@@ -435,89 +417,45 @@ class ArticulatedRollout:
         """run() on MuJoCo's C backend: the MuJoCo model Newton's SolverMuJoCo converts (one per world's terms) and
         one MjData per world, each stepped as the solver's step() does (the effort as qfrc_applied, then mj_step),
         without Newton's per-step copies between its state and MuJoCo's data (the state lives in MuJoCo's data).
-        Same PD and clamps as _pd_kernel, in float64, over every world at once."""
+        Same PD and clamps as _pd_kernel, in float64, stepped in native code (models/mujoco_c.py)."""
         import mujoco
 
         models = self._c_models(terms, dt)
-        datas = self._c_data()
-        # our joints' MuJoCo DoFs and coordinates, a basic slice where contiguous: no index copies per step
-        dofs, coords = (_as_slice(x) for x in self._c_indices())
+        datas = self._c_data()[: self.worlds]
+        order, qidx = self._c_indices()
         w, j = self.worlds, len(self.robot.joint_names)
-        kp, kd, lim, bias, sat, vlim, motor = (
-            np.broadcast_to(np.asarray(x, float), (w, j))
-            for x in (
-                terms.stiffness,
-                terms.damping,
-                terms.joint_effort_limit,
-                terms.encoder_offset,
-                *terms.envelope(),
-            )
+        rows = (
+            terms.stiffness,
+            terms.damping,
+            terms.joint_effort_limit,
+            terms.encoder_offset,
+            *terms.envelope(),
+            terms.friction,
+            terms.friction if terms.friction_upper is None else terms.friction_upper,
         )
-        start_q = np.asarray(q0, float).reshape(w, j) - bias
+        params = np.stack([np.broadcast_to(np.asarray(x, float), (w, j)) for x in rows], axis=1)
+        start_q = np.asarray(q0, float).reshape(w, j) - params[:, ROWS.index("bias")]
         start_v = np.asarray(qd0, float).reshape(w, j)
-        along = stroke_friction(self.robot, terms, w)
-        samples = target_q.shape[0] // decimation
-        out_q, out_qd = np.zeros((samples + 1, w, j)), np.zeros((samples + 1, w, j))
-        clipped = np.zeros((w, j))
-        step = mujoco.mj_step
-
-        def worlds(a: int, b: int) -> None:  # worlds a..b from start to end (mj_step releases the GIL)
-            # each world's arrays fetched once: an MjData attribute builds a new array object on every access
-            views = [
-                (m, d, m.dof_frictionloss, d.qfrc_applied, d.qpos, d.qvel)
-                for m, d in zip(models[a:b], datas[a:b], strict=True)
-            ]
-            q_now, v_now = np.zeros((b - a, j)), np.zeros((b - a, j))
-            for i, (m, d, _, _, qpos, qvel) in enumerate(views):
-                mujoco.mj_resetData(m, d)
-                qpos[coords] = start_q[a + i]
-                qvel[dofs] = start_v[a + i]
-                q_now[i], v_now[i] = qpos[coords], qvel[dofs]
-            kp_, kd_, lim_, bias_, sat_, vlim_, motor_ = (
-                x[a:b] for x in (kp, kd, lim, bias, sat, vlim, motor)
-            )
-            dc = sat_ < 1.0e30
-            any_dc = bool(dc.any())
-            out_q[0, a:b], out_qd[0, a:b] = q_now + bias_, v_now
-            with np.errstate(invalid="ignore", divide="ignore"):
-                corner = vlim_ * (1.0 + motor_ / sat_)
-                for k in range(target_q.shape[0]):
-                    tau = (
-                        target_ff[k, a:b]
-                        + kp_ * (target_q[k, a:b] - (q_now + bias_))
-                        + kd_ * (target_qd[k, a:b] - v_now)
-                    )
-                    f = np.clip(tau, -motor_, motor_)
-                    if any_dc:
-                        v = np.clip(v_now, -corner, corner)
-                        hi = np.minimum(sat_ * (1.0 - v / vlim_), motor_)
-                        lo = np.maximum(sat_ * (-1.0 - v / vlim_), -motor_)
-                        f = np.where(dc, np.clip(tau, lo, hi), f)
-                    clipped[a:b] += f != tau
-                    f = np.clip(f, -lim_, lim_)
-                    fc = None if along is None else along(q_now, a, b)  # the frictionloss at each angle
-                    for i, (m, d, loss, applied, qpos, qvel) in enumerate(views):
-                        applied[dofs] = f[i]
-                        if fc is not None:
-                            loss[dofs] = fc[i]
-                        step(m, d)
-                        q_now[i] = qpos[coords]
-                        v_now[i] = qvel[dofs]
-                    if (k + 1) % decimation == 0:
-                        r = (k + 1) // decimation
-                        out_q[r, a:b], out_qd[r, a:b] = q_now + bias_, v_now
-
-        # worlds are independent: two threads each step half of them through the whole run
-        parts = 2 if w >= C_THREADS_FROM and len(os.sched_getaffinity(0)) > 1 else 1
-        cuts = np.linspace(0, w, parts + 1).round().astype(int)
-        if parts > 1:
-            with ThreadPoolExecutor(parts) as pool:
-                list(pool.map(worlds, cuts[:-1], cuts[1:]))
-        else:
-            worlds(0, w)
+        for i, (m, d) in enumerate(zip(models, datas, strict=True)):
+            mujoco.mj_resetData(m, d)
+            d.qpos[qidx] = start_q[i]
+            d.qvel[order] = start_v[i]
+        along = np.stack(stroke(self.robot)) if terms.position_friction() else None
+        # worlds are independent: two launches each step half of them through the whole run
+        threads = 2 if w >= C_THREADS_FROM and len(os.sched_getaffinity(0)) > 1 else 1
+        run = step_worlds(
+            list(zip(models, datas, strict=True)),
+            order,
+            qidx,
+            params,
+            along,
+            (target_q, target_qd, target_ff),
+            decimation,
+            threads,
+        )
         self.steps_run += target_q.shape[0]
-        self.clip_fraction = clipped / max(target_q.shape[0], 1)
-        return out_q, out_qd
+        self.clip_fraction = run.cut_steps / max(target_q.shape[0], 1)
+        return run.q, run.qd
 
     def _set_bodies(self, terms: JointTerms) -> None:
         """Write the payload bodies' mass, COM and (mass-scaled) inertia per world, or put the model's back when
@@ -1054,14 +992,6 @@ class DecoupledRollout:
         self.seconds += time.perf_counter() - t0
         self.joint_steps += c * w * self.j * length * decimation
         return res
-
-
-def _as_slice(index: np.ndarray) -> slice | np.ndarray:
-    """An index array as the basic slice it is when it counts up by one (a view, not a copy), else itself."""
-    index = np.asarray(index, int)
-    if index.size and np.array_equal(index, np.arange(index[0], index[0] + index.size)):
-        return slice(int(index[0]), int(index[0]) + index.size)
-    return index
 
 
 _ID_MODELS: dict[int, tuple] = {}  # id(robot) -> _id_model's answer, dropped with the robot
