@@ -186,7 +186,7 @@ def test_rollout_matches_newton_actuators(go2: RobotModel) -> None:
     for w, ref in enumerate((ref_q, ref1_q, ref2_q)):
         np.testing.assert_allclose(ours_c[:, w], ref, atol=2e-5, err_msg=f"world {w}")
     np.testing.assert_allclose(c.clip_fraction, ro.clip_fraction, atol=0.01)
-    # enough worlds for two native launches (C_THREADS_FROM): each world as it was alone, to the last bit
+    # worlds shared by one native launch per core: each world as it was alone, to the last bit
     many = ArticulatedRollout(go2, 18, mujoco_cpu=True)
     tile = JointTerms(
         **{k: None if v is None else np.tile(v, (6, 1)) for k, v in vars(terms).items()}

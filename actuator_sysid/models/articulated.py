@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from newton.actuators import Actuator
 
 EFFORT_MODES = ("explicit", "implicit")
-C_THREADS_FROM = 16  # MuJoCo C rollouts of at least this many worlds step on two threads
 
 wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)  # no per-module load lines
 
@@ -441,8 +440,8 @@ class ArticulatedRollout:
             d.qpos[qidx] = start_q[i]
             d.qvel[order] = start_v[i]
         along = np.stack(stroke(self.robot)) if terms.position_friction() else None
-        # worlds are independent: two launches each step half of them through the whole run
-        threads = 2 if w >= C_THREADS_FROM and len(os.sched_getaffinity(0)) > 1 else 1
+        # worlds are independent: one launch per core this process may use, each stepping its share of them
+        threads = min(len(os.sched_getaffinity(0)), w)
         run = step_worlds(
             list(zip(models, datas, strict=True)),
             order,

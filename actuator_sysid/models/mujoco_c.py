@@ -4,7 +4,8 @@ One Warp CPU kernel thread holds one world. It runs every physics step of the wo
 (the same formulas as models/articulated.py's `_pd_kernel`, consumer-semantics §A.3, §A.4, §C.2), the effort
 written as `qfrc_applied`, then MuJoCo's own `mj_step` on that world's MjModel and MjData, called through its
 address in libmujoco. Rigid-body dynamics stay MuJoCo's. Python only launches. Warp's CPU launch releases the
-GIL, so two launches over halves of the worlds use two cores. Values are float64, as MuJoCo's data are.
+GIL, so one launch per core, each over its share of the worlds, uses every core. Values are float64, as
+MuJoCo's data are.
 """
 
 from __future__ import annotations
