@@ -118,9 +118,12 @@ def pinned(cores: int):
         os.sched_setaffinity(0, old)
 
 
-def rollout_rate(robot: RobotModel, worlds: int, steps: int, device: str = "cpu") -> float:
-    """World-steps per second of one ArticulatedRollout.run over `steps` physics steps (after a warm-up)."""
-    eng = ArticulatedRollout(robot, worlds, device=device)
+def rollout_rate(
+    robot: RobotModel, worlds: int, steps: int, device: str = "cpu", mujoco_cpu: bool = False
+) -> float:
+    """World-steps per second of one ArticulatedRollout.run over `steps` physics steps (after a warm-up); on
+    MuJoCo's C backend with `mujoco_cpu` (the fit's CPU path)."""
+    eng = ArticulatedRollout(robot, worlds, device=device, mujoco_cpu=mujoco_cpu)
     j = len(robot.joint_names)
     cmd = robot_sim.chirp_targets(robot, steps, amplitude=0.2, center=_posture(robot))
     terms = JointTerms(
@@ -148,14 +151,18 @@ def rollout_section(robot: RobotModel, quick: bool) -> dict:
     out: dict = {
         "steps": steps,
         "worlds": worlds,
-        "note": "Warp CPU kernels and MuJoCo-Warp on CPU run on one "
-        "thread: a second core helps only other work",
+        "note": "cpu_*: Newton SolverMuJoCo on Warp (one thread: a second core helps only other work); "
+        "ours_mujoco_c_*: the fit's CPU path (models/mujoco_c.py); mujoco_c_*: mujoco.rollout, the peer's",
     }
     xml = peer.in_air_xml(GO2_XML, KP, KD, LOG_DT / DECIMATION)
     q0 = _posture(robot)
     for cores in (1, 2):
         with pinned(cores):
             out[f"cpu_{cores}core"] = {str(w): round(rollout_rate(robot, w, steps), 1) for w in worlds}
+            # the fit's CPU path: our PD between MuJoCo C steps, one native launch per core
+            out[f"ours_mujoco_c_{cores}core"] = {
+                str(w): round(rollout_rate(robot, w, steps, mujoco_cpu=True), 1) for w in worlds
+            }
             # the peer's engine on the same robot and step: MuJoCo C through mujoco.rollout, one MjData per core
             out[f"mujoco_c_{cores}core"] = {
                 str(w): round(peer.rollout_rate(xml, q0, w, steps, cores), 1) for w in worlds
@@ -484,7 +491,6 @@ def real_section(robot: RobotModel, quick: bool, skip_peer: bool) -> dict:
 
 
 EXTRAPOLATION_SPLIT = 0.5  # the extrapolation protocol: the first half of the shared file trains
-INNER_ITERATIONS = 4  # each selection candidate's search budget on the inner split
 
 
 def _per_joint_ratios(ours: dict[str, float], theirs: dict[str, float]) -> dict[str, float]:
@@ -516,7 +522,9 @@ def extrapolation_section(robot: RobotModel, quick: bool, skip_peer: bool) -> di
     axes = candidate_axes(rec, robot, opts)  # type: ignore[arg-type]
     if quick:  # a smoke run: the bias axis alone
         axes = [a for a in axes if a[0].name.startswith("bias")]
-    res = select_robot_fit(rec, robot, opts, inner_iterations=1 if quick else INNER_ITERATIONS, axes=axes)  # type: ignore[arg-type]
+    # the product's own selection budget per candidate (robot_select.INNER_ITERATIONS), as the CLI and worker run it
+    inner = {"inner_iterations": 1} if quick else {}
+    res = select_robot_fit(rec, robot, opts, axes=axes, **inner)  # type: ignore[arg-type]
     wall = time.perf_counter() - t0
     judged = _ours_judged(xml, log, res, split)
     say(
