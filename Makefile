@@ -26,6 +26,8 @@ $(STAMP): pyproject.toml Makefile
 	# The peer, for recovery on logs its own simulator makes: bam.simulate needs only numpy and colorama
 	# (mujoco[sysid] brings it); 1.0.2 declares Python 3.12 and runs on 3.11 (bench/bam_env.sh).
 	$(BIN)/pip install -q --no-deps --ignore-requires-python better-actuator-models==1.0.2
+	# Warp builds a kernel module when it first runs: build the CPU fits' modules now, not in the first fit.
+	$(BIN)/actuator-sysid warmup
 	touch $(STAMP)
 
 run: $(STAMP)

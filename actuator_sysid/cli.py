@@ -649,6 +649,7 @@ def build_parser() -> argparse.ArgumentParser:
         _demo_parser,
         _export_parser,
         _validate_parser,
+        _warmup_parser,
     ):
         add(sub)
     return p
@@ -1062,6 +1063,24 @@ def _validate_parser(sub: argparse._SubParsersAction) -> None:
     v = sub.add_parser("validate", help="check a USD file's Newton actuation (rule NEWTON.DJ.001)")
     v.add_argument("usd", help="USD file (.usda, .usdc, .usd)")
     v.set_defaults(func=cmd_validate)
+
+
+def _warmup_parser(sub: argparse._SubParsersAction) -> None:
+    """`warmup`: Warp's kernel builds, once per machine."""
+    w = sub.add_parser(
+        "warmup",
+        help="compile the Warp kernels CPU fits launch, so the first fit does not (make install runs it)",
+    )
+    w.set_defaults(func=cmd_warmup)
+
+
+def cmd_warmup(args: argparse.Namespace) -> int:
+    """Build (or load from Warp's cache) the CPU fits' kernel modules and say how long it took."""
+    from .models.warmup import compile_kernels
+
+    done = compile_kernels()
+    print(f"{len(done.modules)} Warp kernel modules built or loaded from the cache in {done.seconds:.1f} s")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

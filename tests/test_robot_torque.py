@@ -9,17 +9,24 @@ multi-sine effort only, as a current-controlled arm is logged. The arm is heavy 
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import pythonpath
 from robot_sim import robot_recording, simulate_newton_log
 
 from actuator_sysid.export.robot import write_robot_exports
 from actuator_sysid.fitting.robot import RobotFitOptions, bound_report, fit_robot, prepare_fit
 from actuator_sysid.models.articulated import ArticulatedRollout, JointTerms, physics_targets
 from actuator_sysid.models.robot import RobotError, RobotModel, load_robot
+from actuator_sysid.models.warmup import compile_kernels
 
 ARM_XML = """<mujoco model="arm2">
   <worldbody>
@@ -182,3 +189,48 @@ def test_zero_gains_without_effort_are_refused_and_bounds_are_flagged(
     assert [(e.term, e.bound) for e in rep.at_bound] == [("yaw.friction", "upper")]
     assert [w.to_json() for w in rep.implausible_bias] == [{"joint": "pitch", "bias": 0.2}]
     assert any("absorbs model error" in n for n in rep.notes)
+
+
+# a fresh interpreter fits the pickled log and writes the exports, then names every Warp module it ran on the CPU
+_FIT_AND_LIST = """
+import json, pickle, sys
+import warp as wp
+import warp._src.context as ctx
+from actuator_sysid.export.robot import write_robot_exports
+from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot
+from actuator_sysid.models.robot import load_robot
+wp.config.quiet = True
+rec = pickle.loads(open(sys.argv[1], "rb").read())
+arm = load_robot(sys.argv[2])
+res = fit_robot(rec, arm, RobotFitOptions(decimation=int(sys.argv[4]), max_iterations=1))
+write_robot_exports(res, rec, arm, sys.argv[3])
+print(json.dumps(sorted(m.name for m in ctx.user_modules.values() if m.execs)))
+"""
+
+
+def test_the_warmup_builds_every_kernel_a_robot_fit_and_its_replays_run(
+    torque_log: dict, tmp_path: Path
+) -> None:
+    """`actuator-sysid warmup` (run by `make install`) must build every Warp module a CPU robot fit and its
+    exports' replays load, or the first fit after install compiles the rest itself."""
+    (tmp_path / "rec.pkl").write_bytes(pickle.dumps(torque_log["rec"]))
+    load_arm(tmp_path)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _FIT_AND_LIST,
+            str(tmp_path / "rec.pkl"),
+            str(tmp_path / "arm2.xml"),
+            str(tmp_path / "out"),
+            str(DEC),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": pythonpath()},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    loaded = set(json.loads(run.stdout.strip().splitlines()[-1]))
+    assert {"actuator_sysid.models.mujoco_c", "newton._src.solvers.mujoco.kernels"} <= loaded, loaded
+    assert loaded <= set(compile_kernels().modules), loaded - set(compile_kernels().modules)
