@@ -91,9 +91,13 @@ def pid_gone(pid: int, timeout: float) -> bool:
     return False
 
 
+# the upload test's servers run no fit: spawned workers, so none imports the fitting stack in the background
+NO_FITS = {"ACTUATOR_SYSID_WORKER_START": "spawn"}
+
+
 def test_sigkill_during_upload_and_parse_lists_nothing_partial(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    server = start_server(data)
+    server = start_server(data, NO_FITS)
     try:
         kept = upload_log(server, tmp_path)  # one good dataset that must survive everything
         ctype, body = multipart(big_csv(120_000))  # ~4 MB
@@ -103,7 +107,7 @@ def test_sigkill_during_upload_and_parse_lists_nothing_partial(tmp_path: Path) -
         time.sleep(0.5)
         sigkill(server)
         sock.close()
-        server = start_server(data)
+        server = start_server(data, NO_FITS)
         assert [d["id"] for d in requests.get(server.url + "/api/v1/datasets", timeout=10).json()] == [
             kept["id"]
         ]
@@ -135,7 +139,7 @@ def test_sigkill_during_upload_and_parse_lists_nothing_partial(tmp_path: Path) -
             time.sleep(0.02)
         sigkill(server)
         t.join(30)
-        server = start_server(data)
+        server = start_server(data, NO_FITS)
         listed = requests.get(server.url + "/api/v1/datasets", timeout=10).json()
         assert kept["id"] in [d["id"] for d in listed]
         if "r" in result:  # the upload beat the kill: then it is complete
