@@ -22,28 +22,38 @@ import warp as wp
 # parameter rows per world, in this order: the PD, the clamps, the frictionloss at either end of the stroke
 ROWS = ("kp", "kd", "limit", "bias", "saturation", "velocity_limit", "motor", "friction", "friction_upper")
 
+# ADDRESSES: what the kernel's `addresses` points to, one uint64 each; SIZES: its `sizes`, one int64 each
+ADDRESSES = (
+    "mj_step", "worlds", "dofs", "coords", "params", "stroke", "target_q", "target_qd", "target_ff", "out_q",
+    "out_qd", "clipped", "scratch",
+)  # fmt: skip
+SIZES = ("nw", "nj", "steps", "decimation", "along")
+
 _SNIPPET = r"""
+const unsigned long long* a = (const unsigned long long*)addresses;
+const long long* n = (const long long*)sizes;
+const int nw = (int)n[0], nj = (int)n[1], steps = (int)n[2], decimation = (int)n[3], along = (int)n[4];
 const int w = first + tid;  // this thread's world
 typedef void (*step_fn)(const void*, void*);
-const step_fn mj_step = (step_fn)step;
-const unsigned long long* p = (const unsigned long long*)worlds + 6 * w;  // model, data, qpos, qvel, qfrc, floss
+const step_fn mj_step = (step_fn)a[0];
+const unsigned long long* p = (const unsigned long long*)a[1] + 6 * w;  // model, data, qpos, qvel, qfrc, floss
 const void* m = (const void*)p[0];
 void* d = (void*)p[1];
 const double* qpos = (const double*)p[2];
 const double* qvel = (const double*)p[3];
 double* qfrc = (double*)p[4];
 double* floss = (double*)p[5];
-const int* dof = (const int*)dofs;
-const int* crd = (const int*)coords;
-const double* par = (const double*)params + (long long)w * 9 * nj;
-const double* lo_span = (const double*)stroke;
-const double* tq = (const double*)target_q;
-const double* tqd = (const double*)target_qd;
-const double* tff = (const double*)target_ff;
-double* oq = (double*)out_q;
-double* oqd = (double*)out_qd;
-double* cut = (double*)clipped + (long long)w * nj;
-double* qn = (double*)scratch + (long long)w * 2 * nj;
+const int* dof = (const int*)a[2];
+const int* crd = (const int*)a[3];
+const double* par = (const double*)a[4] + (long long)w * 9 * nj;
+const double* lo_span = (const double*)a[5];
+const double* tq = (const double*)a[6];
+const double* tqd = (const double*)a[7];
+const double* tff = (const double*)a[8];
+double* oq = (double*)a[9];
+double* oqd = (double*)a[10];
+double* cut = (double*)a[11] + (long long)w * nj;
+double* qn = (double*)a[12] + (long long)w * 2 * nj;
 double* vn = qn + nj;
 for (int k = 0; k < nj; ++k) {
   qn[k] = qpos[crd[k]];
@@ -94,57 +104,12 @@ for (int s = 0; s < steps; ++s) {
 
 
 @wp.func_native(_SNIPPET)
-def _world(
-    step: wp.uint64,
-    worlds: wp.uint64,
-    dofs: wp.uint64,
-    coords: wp.uint64,
-    params: wp.uint64,
-    stroke: wp.uint64,
-    target_q: wp.uint64,
-    target_qd: wp.uint64,
-    target_ff: wp.uint64,
-    out_q: wp.uint64,
-    out_qd: wp.uint64,
-    clipped: wp.uint64,
-    scratch: wp.uint64,
-    first: int,
-    tid: int,
-    nw: int,
-    nj: int,
-    steps: int,
-    decimation: int,
-    along: int,
-): ...
+def _world(addresses: wp.uint64, sizes: wp.uint64, first: int, tid: int): ...
 
 
 @wp.kernel
-def _worlds_kernel(
-    step: wp.uint64,
-    worlds: wp.uint64,
-    dofs: wp.uint64,
-    coords: wp.uint64,
-    params: wp.uint64,
-    stroke: wp.uint64,
-    target_q: wp.uint64,
-    target_qd: wp.uint64,
-    target_ff: wp.uint64,
-    out_q: wp.uint64,
-    out_qd: wp.uint64,
-    clipped: wp.uint64,
-    scratch: wp.uint64,
-    first: int,
-    nw: int,
-    nj: int,
-    steps: int,
-    decimation: int,
-    along: int,
-):
-    i = wp.tid()  # this thread steps world first + i through the whole run
-    _world(
-        step, worlds, dofs, coords, params, stroke, target_q, target_qd, target_ff, out_q, out_qd, clipped,
-        scratch, first, i, nw, nj, steps, decimation, along,
-    )  # fmt: skip
+def _worlds_kernel(addresses: wp.uint64, sizes: wp.uint64, first: int):
+    _world(addresses, sizes, first, wp.tid())  # this thread steps world first + tid through the whole run
 
 
 @functools.cache
@@ -216,15 +181,12 @@ def step_worlds(
         cut,
         scratch,
     ]
-    address = [int(x.ctypes.data) for x in own]
+    addresses = np.array([_mj_step_address(), *(x.ctypes.data for x in own)], np.uint64)
+    sizes = np.array([w, j, steps, decimation, stroke is not None], np.int64)
+    assert addresses.size == len(ADDRESSES) and sizes.size == len(SIZES)
 
     def launch(a: int, b: int) -> None:
-        wp.launch(
-            _worlds_kernel,
-            b - a,
-            [_mj_step_address(), *address, a, w, j, steps, int(decimation), int(stroke is not None)],
-            device="cpu",
-        )
+        wp.launch(_worlds_kernel, b - a, [addresses.ctypes.data, sizes.ctypes.data, a], device="cpu")
 
     cuts = np.linspace(0, w, max(1, min(threads, w)) + 1).round().astype(int)
     if cuts.size > 2:
