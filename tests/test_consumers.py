@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +25,7 @@ from actuator_sysid.consumers import newton as consumers_newton
 from actuator_sysid.consumers.isaaclab import CFG_CLASSES
 from actuator_sysid.consumers.schema import BUDGET_API, BUDGET_ATTRIBUTES, PD_API
 from actuator_sysid.export import render_format, replay
-from actuator_sysid.export.consumer_replay import _ext, isaaclab_segment, newton_segment
+from actuator_sysid.export.consumer_replay import _ext, isaaclab_segment, newton_segment, newton_segments
 from actuator_sysid.export.isaaclab import render_python
 from actuator_sysid.export.newton_usd import build_stage
 from actuator_sysid.export.validate import validate_stage
@@ -97,6 +97,43 @@ def test_newton_reads_the_budget_from_usd_and_rolls_out_as_we_do(family: str) ->
     motion = float(np.ptp(ours))
     assert motion > 0.1
     assert np.abs(theirs - ours).max() <= TOLERANCE, np.abs(theirs - ours).max()
+
+
+def test_segments_side_by_side_in_one_newton_model_run_as_each_alone() -> None:
+    """The export replay steps every segment in one Newton model (a copy of the stage each): each copy's motion
+    is, to the last bit, that segment's run alone, with a friction budget, segments of different lengths, one
+    whose torque goes off partway, and another external torque on each."""
+    from pxr import Sdf, Usd
+
+    family = "dcmotor_directional_load"
+    truth = {k: BAM[k] for k in FAMILIES[family].params}
+    rec = stribeck_recording(truth, n_segments=3, seconds=1.5)
+    res = make_result({"hinge": {family: model_entry(family, truth)}}, rec)
+    res["joints"]["hinge"]["load"] = asdict(LOAD)
+    a, b, c = rec.segments
+    off = np.ones((a.n, 1), bool)
+    off[a.n // 2 :] = False
+    cut = slice(0, b.n * 2 // 3)
+    segs = [
+        replace(a, enable=off, metadata={**a.metadata, "external_torque": 0.02}),
+        replace(b, t=b.t[cut], q=b.q[cut], qd=b.qd[cut], q_des=b.q_des[cut], qd_des=b.qd_des[cut],
+                tau_ff=b.tau_ff[cut]),
+        replace(c, metadata={**c.metadata, "external_torque": -0.03}),
+    ]  # fmt: skip
+    text = render_format(res, rec, "newton.usda")
+
+    def stage():
+        layer = Sdf.Layer.CreateAnonymous(".usda")
+        layer.ImportFromString(text)
+        return Usd.Stage.Open(layer)
+
+    offsets = {"hinge": 0.01}
+    together = newton_segments([stage() for _ in segs], segs, ["hinge"], rec, DT, 2, offsets)
+    assert [x["hinge"].shape for x in together] == [(s.n,) for s in segs]
+    for seg, got in zip(segs, together, strict=True):
+        alone = newton_segment(stage(), seg, ["hinge"], rec, DT, 2, offsets)["hinge"]
+        assert np.ptp(alone) > 0.05
+        np.testing.assert_array_equal(got["hinge"], alone)
 
 
 @pytest.mark.parametrize("family", FIVE)

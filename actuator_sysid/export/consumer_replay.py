@@ -3,7 +3,8 @@
 - Isaac Lab cfgs (isaaclab.py / .json / .yaml): the real Isaac Lab actuator classes, built from the export,
   inside a small numpy pendulum written here from docs/consumer-semantics.md §F, independently of the kernel.
 - Newton USD: the exported stage through Newton 1.8 `ModelBuilder.add_usd` and
-  `SolverMuJoCo(use_mujoco_cpu=True)`, its NewtonActuators stepped once per physics step (§E).
+  `SolverMuJoCo(use_mujoco_cpu=True)`, its NewtonActuators stepped once per physics step (§E); every segment
+  in one model, a copy of the stage each.
 - MJCF: the exported model through `mujoco`.
 
 Every replay reports the position RMSE against the log, per segment and pooled, next to the RMSE of our
@@ -397,28 +398,69 @@ def _joint_q(state) -> np.ndarray:
 def newton_segment(
     stage, seg: Segment, joints: list[str], rec: Recording, dt: float, sub: int, offsets: dict[str, float]
 ) -> dict[str, np.ndarray]:
-    """Run one segment of every joint in the stage through Newton; measured-frame q per joint. A friction
-    budget's clamp (actuator_sysid.consumers) gets the joints' external torque every step, as its user gives it."""
+    """Run one segment of every joint in the stage through Newton; measured-frame q per joint."""
+    return newton_segments([stage], [seg], joints, rec, dt, sub, offsets)[0]
+
+
+def _parts_model(stages: list):
+    """One finalized Newton model holding a copy of each stage (Newton's own `add_usd`), labelled under `p{i}/`."""
     import newton
 
     from ..consumers import newton as consumers_newton
-    from .newton_usd import prim_name
 
     consumers_newton.register()
     builder = newton.ModelBuilder()
-    builder.add_usd(stage)
-    model = builder.finalize(device="cpu")
+    for i, stage in enumerate(stages):
+        part = newton.ModelBuilder()
+        part.add_usd(stage)
+        builder.add_builder(part, label_prefix=f"p{i}")
+    return builder.finalize(device="cpu")
+
+
+def _part_indices(model, joints: list[str], parts: int) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
+    """Per part (its labels under `p{i}/`), each joint's DoF and coordinate index in a finalized model, joints
+    matched by prim name."""
+    from .newton_usd import prim_name
+
     # a model with joints always allocates these (Newton types them optional)
     assert model.joint_qd_start is not None and model.joint_q_start is not None
     labels = list(model.joint_label)
-    qd_start = model.joint_qd_start.numpy()
-    q_start = model.joint_q_start.numpy()
-    dof, coord = {}, {}
-    for joint in joints:
-        idx = [i for i, lab in enumerate(labels) if lab.rsplit("/", 1)[-1] == prim_name(joint)]
-        if not idx:
-            raise ExportError(f"joint {joint!r} not found in the Newton model")
-        dof[joint], coord[joint] = int(qd_start[idx[0]]), int(q_start[idx[0]])
+    qd_start, q_start = model.joint_qd_start.numpy(), model.joint_q_start.numpy()
+    dof: list[dict[str, int]] = [{} for _ in range(parts)]
+    coord: list[dict[str, int]] = [{} for _ in range(parts)]
+    for w in range(parts):
+        for joint in joints:
+            idx = [
+                i
+                for i, lab in enumerate(labels)
+                if lab.startswith(f"p{w}/") and lab.rsplit("/", 1)[-1] == prim_name(joint)
+            ]
+            if not idx:
+                raise ExportError(f"joint {joint!r} not found in the Newton model")
+            dof[w][joint], coord[w][joint] = int(qd_start[idx[0]]), int(q_start[idx[0]])
+    return dof, coord
+
+
+def newton_segments(
+    stages: list,
+    segs: list[Segment],
+    joints: list[str],
+    rec: Recording,
+    dt: float,
+    sub: int,
+    offsets: dict[str, float],
+) -> list[dict[str, np.ndarray]]:
+    """Run segments side by side through Newton, segment i on a copy of stages[i] (labels under `p{i}/`), all
+    in one model stepped by one solver: SolverMuJoCo's C backend steps one world, and with contacts off the
+    copies exert nothing on each other. Measured-frame q per segment and joint. A copy whose segment has ended
+    holds its last targets until the longest ends. A friction budget's clamp (actuator_sysid.consumers) gets the
+    joints' external torque every step, as its user gives it."""
+    import newton
+
+    from ..consumers import newton as consumers_newton
+
+    model = _parts_model(stages)
+    dof, coord = _part_indices(model, joints, len(segs))
     solver = newton.solvers.SolverMuJoCo(model, use_mujoco_cpu=True, disable_contacts=True)
     s0, s1 = model.state(), model.state()
     control = model.control()
@@ -430,37 +472,46 @@ def newton_segment(
     )
     jq, jqd = s0.joint_q.numpy(), s0.joint_qd.numpy()
     cols = {joint: rec.joint_index(joint) for joint in joints}
-    for joint, j in cols.items():
-        jq[coord[joint]] = seg.q[0, j] - offsets.get(joint, 0.0)
-        jqd[dof[joint]] = seg.qd[0, j]
+    ext = np.zeros(model.joint_dof_count, np.float32)
+    for w, seg in enumerate(segs):
+        for joint, j in cols.items():
+            jq[coord[w][joint]] = seg.q[0, j] - offsets.get(joint, 0.0)
+            jqd[dof[w][joint]] = seg.qd[0, j]
+            ext[dof[w][joint]] = _ext(seg, joint)
     s0.joint_q.assign(jq)
     s0.joint_qd.assign(jqd)
     newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
     acts = list(model.actuators)
     budgets = bool(consumers_newton.budget_clamps(model))
     a_states = [(a.state(), a.state()) for a in acts]
-    ext = np.zeros(model.joint_dof_count, np.float32)
-    for joint in joints:
-        ext[dof[joint]] = _ext(seg, joint)
     tq, tqd, ff = (control.joint_target_q.numpy(), control.joint_target_qd.numpy(), control.joint_act.numpy())
-    out = {joint: np.empty(seg.n) for joint in joints}
-    driven = {jn: seg.driven(j) for jn, j in cols.items()}
-    off = [[dof[jn] for jn in cols if not driven[jn][k]] for k in range(seg.n)]  # torque off, per sample
+    out = [{joint: np.empty(seg.n) for joint in joints} for seg in segs]
+    driven = [{jn: seg.driven(j) for jn, j in cols.items()} for seg in segs]
+    steps = max(seg.n for seg in segs)
+    # torque off, per sample, over every world still running its segment
+    off = [
+        [dof[w][jn] for w, seg in enumerate(segs) if k < seg.n for jn in cols if not driven[w][jn][k]]
+        for k in range(steps)
+    ]
     switched = set(consumers_newton.budget_dofs(model))  # a budget clamp zeroes its motor, keeps its friction
     enabled = np.ones(model.joint_dof_count, bool)
-    for k in range(seg.n):
+    for k in range(steps):
         q_now = _joint_q(s0)
-        for joint in joints:
-            out[joint][k] = q_now[coord[joint]] + offsets.get(joint, 0.0)
-        if k == seg.n - 1:
+        for w, seg in enumerate(segs):
+            if k < seg.n:
+                for joint in joints:
+                    out[w][joint][k] = q_now[coord[w][joint]] + offsets.get(joint, 0.0)
+        if k == steps - 1:
             break
         # the stage's joint is the true one: its target is the log's less the encoder offset
-        for joint, j in cols.items():
-            tq[dof[joint]], tqd[dof[joint]], ff[dof[joint]] = (
-                seg.q_des[k, j] - offsets.get(joint, 0.0),
-                seg.qd_des[k, j],
-                seg.tau_ff[k, j],
-            )
+        for w, seg in enumerate(segs):
+            if k < seg.n - 1:
+                for joint, j in cols.items():
+                    tq[dof[w][joint]], tqd[dof[w][joint]], ff[dof[w][joint]] = (
+                        seg.q_des[k, j] - offsets.get(joint, 0.0),
+                        seg.qd_des[k, j],
+                        seg.tau_ff[k, j],
+                    )
         control.joint_target_q.assign(tq)
         control.joint_target_qd.assign(tqd)
         control.joint_act.assign(ff)
@@ -495,21 +546,22 @@ def _replay_newton(result, rec, text, segs, dt, sub, families) -> dict:
     models = choose(result, families, expresses)
     joints = [m.joint for m in models]
     offsets = {m.joint: m.value("encoder_offset") or 0.0 for m in models}
-    runs: dict[str, dict[str, np.ndarray]] = {j: {} for j in joints}
+    stages = []
     for seg in segs:
         loads = {j: _seg_load(rec, seg, j) for j in joints}
         if all(loads[j] == rec.joints[rec.joint_index(j)] for j in joints) and text:
             layer = Sdf.Layer.CreateAnonymous(".usda")
             layer.ImportFromString(text)
-            stage = Usd.Stage.Open(layer)
+            stages.append(Usd.Stage.Open(layer))
         else:  # this segment's bench carries another load: the same export for that load
             stage, _ = build_stage(
                 result,
                 families=families,
                 loads={j: {k: getattr(v, k) for k in v.__dataclass_fields__} for j, v in loads.items()},
             )
-        for joint, q in newton_segment(stage, seg, joints, rec, dt, sub, offsets).items():
-            runs[joint][seg.name] = q
+            stages.append(stage)
+    done = newton_segments(stages, segs, joints, rec, dt, sub, offsets)  # every segment in one model
+    runs = {j: {seg.name: q[j] for seg, q in zip(segs, done, strict=True)} for j in joints}
     return {m.joint: _compare(result, rec, m, segs, runs[m.joint]) for m in models}
 
 
