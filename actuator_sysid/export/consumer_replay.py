@@ -546,13 +546,15 @@ def _replay_newton(result, rec, text, segs, dt, sub, families) -> dict:
     models = choose(result, families, expresses)
     joints = [m.joint for m in models]
     offsets = {m.joint: m.value("encoder_offset") or 0.0 for m in models}
-    stages = []
+    stages, exported = [], None
     for seg in segs:
         loads = {j: _seg_load(rec, seg, j) for j in joints}
         if all(loads[j] == rec.joints[rec.joint_index(j)] for j in joints) and text:
-            layer = Sdf.Layer.CreateAnonymous(".usda")
-            layer.ImportFromString(text)
-            stages.append(Usd.Stage.Open(layer))
+            if exported is None:  # the export itself, opened once: every segment at its load reads it
+                layer = Sdf.Layer.CreateAnonymous(".usda")
+                layer.ImportFromString(text)
+                exported = Usd.Stage.Open(layer)
+            stages.append(exported)
         else:  # this segment's bench carries another load: the same export for that load
             stage, _ = build_stage(
                 result,

@@ -44,17 +44,25 @@ class Compiled:
     seconds: float
 
 
-def compile_kernels(device: str = "cpu", workers: int | None = None) -> Compiled:
-    """Build (or load from the cache) every module above on `device`, `workers` at once (default: the cores)."""
+def kernel_modules() -> list:
+    """The Warp modules above (their Python modules imported), built or not."""
     import warp as wp
 
-    wp.init()
     mods = []
     for name in MODULES:
         importlib.import_module(name)
         mods.append(wp.get_module(name))
     for name, kernel in UNIQUE_KERNELS:
         mods.append(getattr(importlib.import_module(name), kernel).module)
+    return mods
+
+
+def compile_kernels(device: str = "cpu", workers: int | None = None) -> Compiled:
+    """Build (or load from the cache) every module above on `device`, `workers` at once (default: the cores)."""
+    import warp as wp
+
+    wp.init()
+    mods = kernel_modules()
     start = time.perf_counter()
     wp.force_load(device=device, modules=mods, max_workers=workers or len(os.sched_getaffinity(0)))
     return Compiled(tuple(m.name for m in mods), time.perf_counter() - start)
