@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .names import quote_name
 from .quality import DEGREES_RANGE
-from .recording import DatasetError, JointInfo, Recording, Segment
+from .recording import DatasetError, JointInfo, Recording, Segment, check_names
 
 MIN_SAMPLES = 10
 """A segment shorter than this cannot support a fit."""
@@ -109,17 +110,19 @@ def check_load_fields(d: dict, where_: str, warnings: list[str], allowed: dict[s
     out = {}
     for k, v in d.items():
         if k not in allowed:
-            warnings.append(f"{where_}: unknown key {k!r} ignored (known: {', '.join(allowed)})")
+            warnings.append(f"{where_}: unknown key {quote_name(k)} ignored (known: {', '.join(allowed)})")
             continue
         if k == "type":
             if v not in JOINT_TYPES:
-                raise DatasetError(f'{where_}: invalid type {v!r}; use "revolute" or "prismatic"')
+                raise DatasetError(f'{where_}: invalid type {quote_name(v)}; use "revolute" or "prismatic"')
             out["joint_type"] = v
             continue
         ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
         if not ok or (k != "gravity" and v < 0):
             bound = "" if k == "gravity" else " ≥ 0"
-            raise DatasetError(f"{where_}: {k} must be a finite number{bound} in {allowed[k]}, got {v!r}")
+            raise DatasetError(
+                f"{where_}: {k} must be a finite number{bound} in {allowed[k]}, got {quote_name(v)}"
+            )
         out[k] = float(v)
     return out
 
@@ -221,7 +224,9 @@ def assemble(
     segments come from gaps or torque-off stretches, not from the user). `joint_defaults`: per-joint
     fields the file itself gave (the sidecar's win). `noun`: what messages call the file ("table", "log").
     """
+    check_names(joints, [], filename)  # before any work: a name reaches generated files
     segs = _split_segments(raws, filename, warnings, drop_short)
+    check_names([], [s.name for s in segs], filename)
     infos = _joint_infos(joints, side, filename, warnings, joint_defaults, noun)
     side_segs = side.get("segments", {})
     _check_segment_sidecar(side_segs, segs, joints, filename, warnings, noun)

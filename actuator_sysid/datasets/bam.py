@@ -27,6 +27,8 @@ from typing import Literal, overload
 import numpy as np
 
 from .assemble import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
+from .jsontext import check_depth
+from .names import safe_name
 from .recording import DatasetError, Recording
 from .registry import register_reader
 from .sources import ReadOptions, Source, head_text
@@ -151,7 +153,9 @@ def _load(src: Source) -> dict:
     """One BAM file's JSON, checked to be a run with a non-empty list of entry objects."""
     fn = src.name
     try:
-        d = json.loads(src.read_bytes().decode("utf-8-sig"))
+        text = src.read_bytes().decode("utf-8-sig")
+        check_depth(text, fn)  # before json.loads, which recurses once per level
+        d = json.loads(text)
     except UnicodeDecodeError:
         raise DatasetError(f"{fn}: not UTF-8 text; a BAM log is a JSON file") from None
     except json.JSONDecodeError as e:
@@ -202,7 +206,8 @@ def _segment(src: Source, d: dict, info: dict, joint: str) -> tuple[RawSegment, 
     if qd is not None:
         data["qd"] = qd[:, None]
     present = {ch: [ch in data] for ch in TABLE_CHANNELS}
-    return RawSegment(src.stem, t, rows, data, present, split_by_gap=True, metadata=meta, unit="entry"), load
+    name = safe_name(src.stem)  # named after its file: made a name, not refused
+    return RawSegment(name, t, rows, data, present, split_by_gap=True, metadata=meta, unit="entry"), load
 
 
 def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:

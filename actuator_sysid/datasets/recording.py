@@ -11,12 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import DatasetError
+from .names import check_name
+
 CHANNELS = ("q", "qd", "q_des", "qd_des", "tau_ff", "tau")
 """Per-sample channels, each an array of shape (T, J) in joint order."""
-
-
-class DatasetError(ValueError):
-    """A problem with user-supplied data; the message says what, where and how to fix it."""
 
 
 @dataclass
@@ -91,6 +90,12 @@ class Recording:
     @property
     def joint_names(self) -> list[str]:
         return [j.name for j in self.joints]
+
+    def check_names(self, where: str = "") -> Recording:
+        """The recording itself when every joint and segment name follows the name rule (datasets/names.py),
+        else DatasetError naming the first that does not: names reach generated files."""
+        check_names([j.name for j in self.joints], [s.name for s in self.segments], where)
+        return self
 
     def joint_index(self, name: str) -> int:
         """Index of a joint by name, with a helpful error for an unknown one."""
@@ -198,3 +203,12 @@ class Recording:
         over = segment.metadata.get("joints", {}).get(info.name, {})
         merged = JointInfo(**{**asdict(info), **{k: v for k, v in over.items() if k in asdict(info)}})
         return merged.load_inertia, merged.gravity_coeff
+
+
+def check_names(joints: list[str], segments: list[str], where: str = "") -> None:
+    """Every joint and segment name follows the name rule (datasets/names.py): the check every reader's
+    recording passes (datasets/assemble.py) before any name can reach an export."""
+    for name in joints:
+        check_name(name, "joint name", where)
+    for name in segments:
+        check_name(name, "segment name", where)

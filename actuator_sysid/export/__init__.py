@@ -91,6 +91,7 @@ def render_format(
     loads: dict[str, dict] | None = None,
     robot_usd: str | bytes | None = None,
     robot: str | Path | None = None,
+    package_roots: tuple[Path, ...] = (),
     at: dict[str, float] | None = None,
     unidentified: str | None = None,
     given: dict[str, float] | None = None,
@@ -101,7 +102,8 @@ def render_format(
     (default: best built-in class).
 
     `robot` is the robot model file: a whole-robot fit's export is written into it by the format's registered
-    writer, as the fit wrote its own file (default: the model fit.json names); a joint fit's newton.usda puts its
+    writer, as the fit wrote its own file (default: the model fit.json names), reading files only inside its
+    folder or `package_roots`; a joint fit's newton.usda puts its
     actuators on this USD's joints (as `robot_usd`, its text). The options below re-render a joint fit's exports
     only: a whole-robot fit given one is refused with the reason.
 
@@ -132,7 +134,7 @@ def render_format(
                 "served as written (fit again with other options to change them); given: "
                 + ", ".join(k for k, v in options.items() if v)
             )
-        return render_robot_format(cast(RobotResultLike, result), fmt, robot)
+        return render_robot_format(cast(RobotResultLike, result), fmt, robot, package_roots)
     if fmt in BINARY_FORMATS:
         raise ExportError(f"{fmt} is binary: use render_bytes")
     if robot is not None and robot_usd is None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -431,11 +432,25 @@ def checkpoint_files(result: ResultLike) -> dict[str, tuple[str, dict[str, str]]
     """
     typed = as_result(result)
     joints = [j for j, jr in typed.joints.items() if any(k in NET_FAMILIES for k in jr.models)]
+    stems = file_stems(joints)
     out = {}
     for joint in joints:
         _, kind, model = net_model(typed, joint)
         formats = [f for f in KIND_FORMATS[kind] if f != "newton.onnx" or onnx_unsupported(model) is None]
-        out[joint] = (kind, {fmt: fmt if len(joints) == 1 else f"{joint}.{fmt}" for fmt in formats})
+        out[joint] = (kind, {fmt: fmt if len(joints) == 1 else f"{stems[joint]}.{fmt}" for fmt in formats})
+    return out
+
+
+def file_stems(joints: list[str]) -> dict[str, str]:
+    """Each joint's name as a file name stem: ASCII letters, digits, '_' and '-' only (a name's '/' or '..' never
+    becomes a path), distinct per joint."""
+    out: dict[str, str] = {}
+    for joint in joints:
+        stem = re.sub(r"[^A-Za-z0-9_-]", "_", joint) or "joint"
+        base, k = stem, 2
+        while stem in out.values():
+            stem, k = f"{base}_{k}", k + 1
+        out[joint] = stem
     return out
 
 
@@ -454,7 +469,8 @@ def isaaclab_checkpoint(result: ResultLike, joint: str) -> tuple[str, str] | Non
     if not runnable:
         return None
     other = min(runnable, key=lambda k: order.index(k) if k in order else len(order))
-    return other, (f"{other}.torchscript.pt" if len(files) == 1 else f"{joint}.{other}.torchscript.pt")
+    stem = file_stems(list(files))[joint]
+    return other, (f"{other}.torchscript.pt" if len(files) == 1 else f"{stem}.{other}.torchscript.pt")
 
 
 def checkpoint_findings(result: ResultLike) -> list[Finding]:

@@ -132,8 +132,9 @@ def isaaclab_actuators(text: str, fmt: str, python_source: str | None = None) ->
     from ..consumers.isaaclab import CFG_CLASSES
 
     if fmt == "isaaclab.py":
-        ns: dict = {}
-        exec(compile(text, "isaaclab.py", "exec"), ns)  # our own generated source
+        from .safe_source import load_source
+
+        ns = load_source(text, "isaaclab.py")  # read as data, never run
         return {k: ns[k] for k in ("ACTUATORS", "ACTUATORS_BEST") if k in ns}
     import json
 
@@ -146,8 +147,11 @@ def isaaclab_actuators(text: str, fmt: str, python_source: str | None = None) ->
             continue
         out[name] = {}
         for g, spec in doc[key].items():
-            cls = getattr(ila, spec["class_type"], None) or CFG_CLASSES.get(spec["class_type"])
-            if cls is None:
+            cls_name = str(spec["class_type"])
+            cls = (getattr(ila, cls_name, None) if cls_name.endswith("Cfg") else None) or CFG_CLASSES.get(
+                cls_name
+            )
+            if not isinstance(cls, type):
                 raise ExportError(
                     f"{spec['class_type']} is neither an Isaac Lab class nor the consumer package's"
                 )

@@ -40,7 +40,15 @@ from ..models.families import (
     Family,
     get_family,
 )
-from .selection import ChosenModel, ExportError, Finding, bench_loads, joint_family, physics_dt
+from .selection import (
+    ChosenModel,
+    ExportError,
+    Finding,
+    bench_loads,
+    comment_line,
+    joint_family,
+    physics_dt,
+)
 
 __all__ = [
     "ExportError",
@@ -762,10 +770,20 @@ def render_yaml(
     )
 
 
+def code_name(name: str, what: str) -> str:
+    """`name` where it is written as Python code (a class or keyword): only an identifier, never other text."""
+    if not (isinstance(name, str) and name.isidentifier() and name.isascii()):
+        raise ExportError(f"{what} {name!r} is not a Python identifier; it cannot be written as code")
+    return name
+
+
 def _entries(groups: dict[str, dict], field_names: str) -> list[str]:
+    """The dict entries of a cfg group table as Python source: names and values as literals (repr), the class
+    and field names as checked identifiers, free text only inside one-line comments."""
     lines = []
     for name, g in groups.items():
-        lines.append(f"    {name!r}: {g['class_type']}(  # family {g['family']}")
+        cls = code_name(g["class_type"], "cfg class")
+        lines.append(f"    {str(name)!r}: {cls}(  # {comment_line('family ' + str(g['family']))}")
         marks = g.get("unidentified") or {}
         for orig, (field, v) in zip(
             g["cfg"], _rename(g["cfg"], g["class_type"], field_names).items(), strict=True
@@ -773,9 +791,13 @@ def _entries(groups: dict[str, dict], field_names: str) -> list[str]:
             unit = f"  # {_UNITS[field]}" if field in _UNITS else ""
             if orig in marks:
                 unit = (
-                    unit or "  #"
-                ) + f" — {marks[orig]} (the fit's estimate: give the datasheet value with --set)"
-            lines.append(f"        {field}={v!r},{unit}")
+                    (unit or "  #")
+                    + " "
+                    + comment_line(
+                        f"— {marks[orig]} (the fit's estimate: give the datasheet value with --set)"
+                    )
+                )
+            lines.append(f"        {code_name(field, 'cfg field')}={v!r},{unit}")
         lines.append("    ),")
     return lines
 

@@ -28,7 +28,7 @@ from ..datasets.recording import JointInfo, Recording
 from ..fitting.result import ResultLike, as_result
 from ..models.families import Family
 from .newton_usd import MIN_INERTIA, MIN_MASS, prim_name
-from .selection import ChosenModel, Finding, bench_loads, choose, physics_dt, substitutions
+from .selection import ChosenModel, Finding, bench_loads, choose, comment_line, physics_dt, substitutions
 
 
 def _num(x: float) -> str:
@@ -180,7 +180,8 @@ def _attrs(d: dict[str, str]) -> str:
 
 
 def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: float) -> str:
-    """The MJCF document: defaults per joint, one pendulum per joint, one actuator per joint."""
+    """The MJCF document: defaults per joint, one pendulum per joint, one actuator per joint. Every name in it is
+    prim_name's (ASCII letters, digits, '_'), every other value quoteattr's: no joint name is written as XML."""
     implicit_only = all(m.family.drive == "implicit" for m in models)
     gravities = [loads[m.joint].gravity for m in models if loads[m.joint].gravity_coeff > 0]
     g = gravities[0] if gravities else 9.81
@@ -199,7 +200,7 @@ def render_model(models: list[ChosenModel], loads: dict[str, JointInfo], dt: flo
     for m in models:
         name = prim_name(m.joint)
         lines += [
-            f'    <default class="{name}_fit">  <!-- family {m.family.name} -->',
+            f'    <default class="{name}_fit">  <!-- {comment_line("family " + m.family.name, xml=True)} -->',
             f"      <joint {_attrs(_joint_attrs(m))}/>",
             f"      <general {_attrs(_actuator_attrs(m, dt))}/>",
             "    </default>",

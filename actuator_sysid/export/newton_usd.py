@@ -72,8 +72,9 @@ def _pxr():
 
 
 def prim_name(joint: str) -> str:
-    """A valid USD prim name for a joint name."""
-    name = re.sub(r"\W", "_", joint) or "joint"
+    """A valid USD prim name (and MJCF/XML name) for a joint name: ASCII letters, digits and '_' only, so no
+    character of the name is USD, XML or path syntax, and USD builds of any age read it."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", str(joint)) or "joint"
     return "_" + name if name[0].isdigit() else name
 
 

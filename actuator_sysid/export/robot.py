@@ -49,7 +49,12 @@ def _note(e: Exception) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def render_robot_format(stored: RobotResultLike, fmt: str, robot_path: str | Path | None = None) -> str:
+def render_robot_format(
+    stored: RobotResultLike,
+    fmt: str,
+    robot_path: str | Path | None = None,
+    package_roots: tuple[Path, ...] = (),
+) -> str:
     """One whole-robot export of a stored robot fit, rendered by the format's registered writer from fit.json and
     the robot model as the fit rendered its own files; an ExportError says why a format cannot be written (not a
     robot export, the model not found, or the export's own reason)."""
@@ -67,7 +72,7 @@ def render_robot_format(stored: RobotResultLike, fmt: str, robot_path: str | Pat
             f"the fit's robot model {path} is not here: pass --robot MODEL (the file the fit used)"
         )
     try:
-        robot = load_robot(path)
+        robot = load_robot(path, package_roots=package_roots)  # the folders the fit read it from
     except RobotError as e:
         raise ExportError(str(e)) from None
     try:

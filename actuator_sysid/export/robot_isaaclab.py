@@ -14,8 +14,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..fitting.result import RobotResult
-from .isaaclab import CFG_FIELDS, CONSUMER_MODULE, validate_cfgs
+from .isaaclab import CFG_FIELDS, CONSUMER_MODULE, code_name, validate_cfgs
 from .robot_common import provenance_lines
+from .safe_source import load_source
 from .selection import ExportError, prepend_comment
 
 if TYPE_CHECKING:
@@ -94,8 +95,8 @@ def render_python(result: RobotResult) -> str:
         lines.append(f"from isaaclab.actuators import {', '.join(builtin)}")
     lines += ["", "ACTUATORS = {"]
     for g, spec in doc["actuators"].items():
-        lines.append(f"    {g!r}: {spec['class_type']}(")
-        lines += [f"        {k}={v!r}," for k, v in _cfg_fields(spec).items()]
+        lines.append(f"    {str(g)!r}: {code_name(spec['class_type'], 'cfg class')}(")
+        lines += [f"        {code_name(k, 'cfg field')}={v!r}," for k, v in _cfg_fields(spec).items()]
         lines.append("    ),")
     lines += [
         "}",
@@ -113,18 +114,18 @@ def build_cfgs(text: str, fmt: str, python_source: str | None = None) -> dict:
     from isaaclab import actuators as ila
 
     if fmt.endswith(".py"):
-        ns: dict = {}
-        exec(compile(text, "isaaclab.py", "exec"), ns)  # our own generated source
+        ns = load_source(text, "isaaclab.py")  # read as data, never run
+        if not isinstance(ns.get("ACTUATORS"), dict):
+            raise ExportError("isaaclab.py assigns no ACTUATORS dict")
         cfgs = dict(ns["ACTUATORS"])
     else:
         doc = json.loads(text)
-        source_ns: dict = {}
-        if python_source is not None:
-            exec(compile(python_source, "isaaclab.py", "exec"), source_ns)
+        source_ns = load_source(python_source, "isaaclab.py") if python_source is not None else {}
         cfgs = {}
         for g, spec in doc["actuators"].items():
-            cls = getattr(ila, spec["class_type"], None) or source_ns.get(spec["class_type"])
-            if cls is None:
+            name = str(spec["class_type"])
+            cls = (getattr(ila, name, None) if name.endswith("Cfg") else None) or source_ns.get(name)
+            if not isinstance(cls, type):
                 raise ExportError(
                     f"group {g}: {spec['class_type']} is defined in isaaclab.py; build from that file"
                 )

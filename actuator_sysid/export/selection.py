@@ -8,10 +8,12 @@ Isaac Lab names, SI units (docs/consumer-semantics.md §A.1, §C.3, §D).
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TypeVar
 
+from ..datasets.names import NAME_RULE, name_problem, quote_name
 from ..datasets.recording import JointInfo, Recording
 from ..fitting.result import FitResult, Interval, ModelFit, ResultLike, as_result
 from ..models.families import NET_FAMILIES, RICH_FRICTION_TERMS, Family, get_family
@@ -235,9 +237,18 @@ def parse_rename(items: list[str] | str | None) -> dict[str, str]:
     for item in (p for p in parts if p):
         old, sep, new = (s.strip() for s in item.partition("="))
         if not sep or not old or not new:
-            raise ExportError(f"--rename takes FIT_JOINT=ROBOT_JOINT, got {item!r}")
-        out[old] = new
+            raise ExportError(f"--rename takes FIT_JOINT=ROBOT_JOINT, got {quote_name(item)}")
+        out[old] = check_rename(new)
     return out
+
+
+def check_rename(new: object) -> str:
+    """A rename target (a robot joint name every export then writes) under the name rule (datasets/names.py):
+    ExportError (the CLI's message, the service's 422) naming the character otherwise."""
+    problem = name_problem(new)
+    if problem is not None:
+        raise ExportError(f"--rename target {quote_name(new)}: {problem}; a joint name has {NAME_RULE}")
+    return str(new)
 
 
 def round_to_interval(value: float, estimate: float, interval: list[float] | None) -> float:
@@ -354,7 +365,7 @@ def prepare(
             f"--set {', '.join(bad)}: name a registry parameter (docs/models.md), e.g. "
             "actuator_effort_limit=0.6 or knee/actuator_effort_limit=0.6"
         )
-    rename = dict(rename or {})
+    rename = {str(j): check_rename(new) for j, new in (rename or {}).items()}
     unknown = [j for j in rename if j not in r.joints]
     unknown += [k.partition("/")[0] for k in given if "/" in k and k.partition("/")[0] not in r.joints]
     if unknown:
@@ -526,7 +537,7 @@ def stamp(fmt: str, text: str, prov: dict, notes: list[str]) -> str:
     if fmt.endswith(".yaml"):
         import yaml
 
-        head = "".join(f"# {line}\n" for line in lines)
+        head = "".join(f"# {comment_line(line)}\n" for line in lines)
         return (
             head
             + yaml.safe_dump(
@@ -537,11 +548,29 @@ def stamp(fmt: str, text: str, prov: dict, notes: list[str]) -> str:
     return prepend_comment(fmt, text, lines)
 
 
+def comment_line(text: object, xml: bool = False) -> str:
+    """`text` as one line of a comment, whatever it holds: every control, format or line-separator character
+    (a newline would end the comment and start code) written as its escape, e.g. \\n or \\u2028; xml: no
+    `--` and no trailing `-` either (they end an XML comment or make it invalid)."""
+    out = "".join(
+        repr(ch)[1:-1] if unicodedata.category(ch) in _UNSAFE_IN_COMMENT else ch for ch in str(text)
+    )
+    if xml:
+        while "--" in out:
+            out = out.replace("--", "–")
+        if out.endswith("-"):
+            out += " "
+    return out
+
+
+_UNSAFE_IN_COMMENT = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
 def prepend_comment(fmt: str, text: str, lines: list[str]) -> str:
     """`lines` as a comment at the top of an export (.py, .yaml, .usda, .xml): after an XML declaration or the
-    #usda header, which must stay first."""
+    #usda header, which must stay first. Each line stays one comment line whatever it holds (comment_line)."""
     if fmt.endswith(".xml"):
-        body = "\n       ".join(line.replace("--", "–") for line in lines)
+        body = "\n       ".join(comment_line(line, xml=True) for line in lines)
         comment = f"<!-- {body} -->\n"
         if text.startswith("<?xml"):
             head, _, rest = text.partition("\n")
@@ -549,5 +578,5 @@ def prepend_comment(fmt: str, text: str, lines: list[str]) -> str:
         return comment + text
     if fmt.endswith(".usda"):
         head, _, rest = text.partition("\n")
-        return head + "\n" + "".join(f"# {line}\n" for line in lines) + rest
-    return "".join(f"# {line}\n" for line in lines) + text
+        return head + "\n" + "".join(f"# {comment_line(line)}\n" for line in lines) + rest
+    return "".join(f"# {comment_line(line)}\n" for line in lines) + text

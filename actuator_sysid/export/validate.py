@@ -25,6 +25,7 @@ finalize when every DOF of the group has 0).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from .selection import Finding
@@ -316,13 +317,23 @@ def open_stage(text: str):
     return Usd.Stage.Open(layer)
 
 
+def _usd_reason(e: Exception) -> str:
+    """The first quoted reason in a pxr error's text (which also names C++ files and line numbers)."""
+    found = re.findall(r" : '(.+?)'(?:\n|$)", str(e), re.DOTALL)
+    text = found[0] if found else str(e).strip() or type(e).__name__
+    return " ".join(text.split())[:300]
+
+
 def validate_usd(source: str | Path) -> list[Finding]:
     """Validate a USD file path (any format usd-core opens) or .usda text."""
     from .newton_usd import _pxr
 
     _Gf, _Sdf, Usd, _UsdGeom, _UsdPhysics = _pxr()
     if isinstance(source, Path):
-        stage = Usd.Stage.Open(str(source))
+        try:
+            stage = Usd.Stage.Open(str(source))
+        except RuntimeError as e:  # pxr.Tf.ErrorException: not a USD layer, or a damaged one
+            raise ValueError(f"{source}: usd-core could not open it ({_usd_reason(e)})") from None
         if stage is None:
             raise ValueError(f"{source}: usd-core could not open it")
         return validate_stage(stage)

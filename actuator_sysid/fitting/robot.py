@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from ..datasets.names import check_name, quote_name
 from ..datasets.recording import Recording, Segment
 from ..models import parameters
 from ..models.articulated import (
@@ -323,6 +324,10 @@ class _Problem:
         return out
 
 
+MAX_GROUP_REGEX = 1000
+"""Characters a group's regex may have."""
+
+
 def resolve_groups(
     names: list[str], groups: dict[str, str] | None
 ) -> tuple[dict[str, list[int]], dict[str, str]]:
@@ -332,6 +337,11 @@ def resolve_groups(
     out: dict[str, list[int]] = {}
     owner: dict[int, str] = {}
     for g, expr in groups.items():
+        check_name(g, "group name", "groups")  # a group name reaches every export; its regex is data, quoted
+        if not isinstance(expr, str) or len(expr) > MAX_GROUP_REGEX:
+            raise RobotError(
+                f"group {g}: the regex must be text of at most {MAX_GROUP_REGEX} characters, got {quote_name(expr)}"
+            )
         try:
             pat = re.compile(expr)
         except re.error as e:
@@ -894,6 +904,8 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
 def _payload(robot: RobotModel, opts: RobotFitOptions) -> dict:
     """The payload bodies' _Problem fields: names, builder indices, the model's mass and COM; every name must be
     a link of the model with a mass (a correction scales it)."""
+    for b in opts.payload or []:  # a payload body's name reaches the result and its exports
+        check_name(b, "payload body name", "payload")
     if not opts.payload or robot.builder is None:  # no builder: the service's pre-check, the fit checks
         return {}
     builder: Any = robot.builder

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..datasets.names import check_name
 from ..datasets.recording import DatasetError
+from .model_files import ModelFileError, check_model_files
 
 log = logging.getLogger(__name__)
 
@@ -201,8 +203,9 @@ def _zero_own_drives(builder, dofs: np.ndarray, names: list[str], actuators: lis
     )
 
 
-def _import(path: Path, floating: bool):
-    """A Newton ModelBuilder holding the model file, visuals, collisions and meshes skipped."""
+def _import(path: Path, floating: bool, urdf_text: str | None = None):
+    """A Newton ModelBuilder holding the model file, visuals, collisions and meshes skipped (a URDF from
+    `urdf_text`, its file names checked and resolved, when given)."""
     import newton
 
     suffix = path.suffix.lower()
@@ -219,7 +222,7 @@ def _import(path: Path, floating: bool):
                 hide_visuals=True,
             )
         elif suffix in URDF_SUFFIXES:
-            builder.add_urdf(str(path), floating=floating, hide_visuals=True)
+            builder.add_urdf(urdf_text or str(path), floating=floating, hide_visuals=True)
         elif suffix in USD_SUFFIXES:
             builder.add_usd(
                 str(path),
@@ -377,11 +380,18 @@ def _joint_tree(builder, path: Path) -> tuple[list[str], list[int], list[int], n
     return labels, dofs, parents_j, comp.astype(int)
 
 
-def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool = False) -> RobotModel:
+def load_robot(
+    path: str | Path,
+    fixed_base: str | None = None,
+    floating: bool = False,
+    root: Path | None = None,
+    package_roots: tuple[Path, ...] = (),
+) -> RobotModel:
     """Import a robot model file with Newton, skipping visuals and collisions; the root link fixed by default.
 
     `fixed_base` names the link expected to be fixed (it must be the root in this version); `floating=True`
-    keeps a free base instead (its joints are then not actuated and are not fitted).
+    keeps a free base instead (its joints are then not actuated and are not fitted). Every file the model names
+    must lie inside `root` (default: the model's folder) or one of `package_roots` (models/model_files.py).
     """
     import warp as wp
 
@@ -390,7 +400,11 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
     path = Path(path)
     if not path.is_file():
         raise RobotError(f"{path}: robot model not found")
-    builder = _import(path, floating)
+    try:  # before any importer opens a file the model names
+        urdf_text = check_model_files(path, root, package_roots)
+    except ModelFileError as e:
+        raise RobotError(str(e)) from None
+    builder = _import(path, floating, urdf_text)
     notes = [
         "visuals, collision shapes and meshes skipped: an in-air fit needs only the joint tree and the "
         "bodies' inertia; contacts are off"
@@ -418,6 +432,8 @@ def load_robot(path: str | Path, fixed_base: str | None = None, floating: bool =
     if len(set(names)) != len(names):
         names = list(labels)
         notes.append("joint short names repeat; full labels used as names")
+    for name in names:  # a model's joint names reach every export (group names, regexes, comments)
+        check_name(name, "joint name", path.name)
     effort = np.array([_stated(e) for e in builder.joint_effort_limit])[
         dof
     ]  # actuatorfrcrange, URDF / USD limit

@@ -374,7 +374,7 @@ def _stored_robot(storage: Storage, robot: dict, work: Path, limit: int) -> Robo
     model, _ = unpack(
         storage.blob_path(robot["sha256"]), robot["name"], work, robot["options"].get("model"), limit
     )
-    return load_robot(model, fixed_base=robot["options"].get("fixed_base"))
+    return load_robot(model, fixed_base=robot["options"].get("fixed_base"), root=work)
 
 
 def worker_fit(
