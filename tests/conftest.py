@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
 
 import numpy as np  # noqa: E402
+import psycopg
 import pytest
 import requests
 
@@ -382,3 +384,27 @@ def server(shared_server: Server) -> Iterator[Server]:
     assert shared_server.proc.poll() is None, f"the shared server died:\n{shared_server.log.read_text()}"
     yield shared_server
     settle(shared_server)
+
+
+ADMIN_URL = os.environ.get("ACTUATOR_SYSID_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+"""The PostgreSQL server's maintenance database the tests make their own databases from."""
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    """A new, empty database on the PostgreSQL server; dropped (connections forced out) at the end."""
+    try:
+        admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as e:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"PostgreSQL not answering at {ADMIN_URL}: {e}")
+    name = f"asid_test_{uuid.uuid4().hex[:12]}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield (
+                ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1) + "/" + name
+            )
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -6,40 +6,14 @@ maintenance database comes from ACTUATOR_SYSID_TEST_PG (default: postgres@127.0.
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
-import pytest
 import requests
 from conftest import start_server
 from test_service_flow import IDLE_WORKERS, run_fit_suite
 
 from actuator_sysid.service.db import Repository
-
-ADMIN_URL = os.environ.get("ACTUATOR_SYSID_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    """A new, empty database on the PostgreSQL server; dropped (connections forced out) at the end."""
-    try:
-        admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as e:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"PostgreSQL not answering at {ADMIN_URL}: {e}")
-    name = f"asid_test_{uuid.uuid4().hex[:12]}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield (
-                ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1) + "/" + name
-            )
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_migrations_run_and_are_idempotent(pg_url: str) -> None:

@@ -64,6 +64,8 @@ from .assemble import (
     check_increasing,
     where,
 )
+from .jsontext import check_depth
+from .names import clip_text, quote_name
 from .recording import CHANNELS, DatasetError, JointInfo, Recording, Segment
 from .registry import register_reader
 from .sources import ReadOptions, Source
@@ -97,6 +99,7 @@ def read_table(
     rec = _read_streamed(data, filename, side, fmt)
     if rec is not None:
         return rec
+    _check_text_lines(data, filename)
     if isinstance(data, Path):
         data = data.read_bytes()
     frame, fmt = _read_frame(bytes(data), filename, fmt)
@@ -116,15 +119,11 @@ def read_table(
 def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | None) -> Recording | None:
     """A clean table decoded block by block (datasets/tablestream.py); None sends the file to the whole-file
     parser, which names what is wrong with it."""
-    from .tablestream import Unclean, decode
+    from .tablestream import Unclean, check_lines, decode
 
     try:
         size = data.stat().st_size if isinstance(data, Path) else len(data)
-        if isinstance(data, Path):
-            with open(data, "rb") as f:
-                head = f.read(4096)
-        else:
-            head = bytes(data[:4096])
+        head = _head(data)
     except OSError:
         return None
     is_parquet = head[:4] == PARQUET_MAGIC
@@ -148,6 +147,8 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
         return {c: (ch, joints.index(j), len(joints)) for j, m in colmap.items() for ch, c in m.items()}
 
     try:
+        if kind == "csv":  # a header too long is refused here, before anything holds it
+            check_lines(data if isinstance(data, Path) else bytes(data), filename, lines=1)
         cols = decode(data if isinstance(data, Path) else bytes(data), kind, size, layout)
     except Unclean:
         return None
@@ -190,6 +191,27 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
     rec = assemble(joints, raws, side, filename, warnings, noun="table")
     rec.source_format = f"canonical-{kind}-{'long' if long_form else 'wide'}"
     return at_zero_angle(rec, side, filename)
+
+
+def _head(data: bytes | Path) -> bytes:
+    """The first 4 KiB of a table, in memory or on disk: enough to tell Parquet, text and binary apart."""
+    if isinstance(data, Path):
+        with open(data, "rb") as f:
+            return f.read(4096)
+    return bytes(data[:4096])
+
+
+def _check_text_lines(data: bytes | Path, filename: str) -> None:
+    """Before the whole-file parser holds a text table: no line of it may be longer than MAX_LINE_BYTES
+    (checked by streaming through the file). Parquet and binary files are left to the parser's own errors."""
+    from .tablestream import check_lines
+
+    try:
+        head = _head(data)
+    except OSError:
+        return
+    if head[:4] != PARQUET_MAGIC and b"\x00" not in head:
+        check_lines(data if isinstance(data, Path) else bytes(data), filename)
 
 
 def at_zero_angle(rec: Recording, side: dict, filename: str) -> Recording:
@@ -244,6 +266,7 @@ def load_sidecar(src: dict | str | bytes | Path | None) -> dict:
                 raise DatasetError(f"{label}: not UTF-8 text; save the sidecar as UTF-8 JSON") from None
         if not src.strip():
             return {}
+        check_depth(src, label)  # before json.loads, which recurses once per level
         try:
             src = json.loads(src)
         except json.JSONDecodeError as e:
@@ -301,7 +324,9 @@ def _read_frame(data: bytes, filename: str, fmt: str | None) -> tuple[pd.DataFra
     cols = {str(c).strip() for c in frame.columns}
     canonical = {"t", "joint", "q", "q_des"} & cols or {c for c in cols if c.endswith(("/q", "/q_des"))}
     if not canonical:
-        shown = ", ".join(sorted(cols)[:8]) + (" ..." if len(cols) > 8 else "")
+        shown = clip_text(
+            ", ".join(clip_text(c, 60) for c in sorted(cols)[:8]) + (" ..." if len(cols) > 8 else "")
+        )
         raise DatasetError(
             f"{filename}: unknown format: no canonical columns (found: {shown}); {FORMAT_HINT}"
         )
@@ -320,7 +345,9 @@ def _read_parquet(data: bytes, filename: str) -> pd.DataFrame:
     try:
         return pq.read_table(io.BytesIO(data)).to_pandas()
     except (pa.ArrowException, OSError, ValueError) as e:
-        raise DatasetError(f"{filename}: cannot read the Parquet file ({e}); re-export it") from None
+        raise DatasetError(
+            f"{filename}: cannot read the Parquet file ({clip_text(e)}); re-export it"
+        ) from None
 
 
 def _read_csv(data: bytes, filename: str) -> pd.DataFrame:
@@ -348,7 +375,7 @@ def _read_csv(data: bytes, filename: str) -> pd.DataFrame:
         ) from None
     except (pd.errors.ParserError, ValueError) as e:
         raise DatasetError(
-            f"{filename}: cannot parse the CSV ({str(e).strip()}); "
+            f"{filename}: cannot parse the CSV ({clip_text(str(e).strip())}); "
             "every row needs as many fields as the header"
         ) from None
 
@@ -401,7 +428,7 @@ def _numeric(col: pd.Series, filename: str, column: str, joints: np.ndarray | No
         try:
             problem = f"the value is {float(text.iloc[k])!r}".replace("nan", "NaN")
         except ValueError:
-            problem = f"{text.iloc[k]!r} is not a number"
+            problem = f"{quote_name(text.iloc[k], 80)} is not a number"
     who = f" (joint '{joints[k]}')" if joints is not None else ""
     more = f"; {bad.size - 1} more bad value(s) in this column" if bad.size > 1 else ""
     raise DatasetError(
@@ -464,12 +491,14 @@ def _long_columns(cols: list[str], filename: str, warnings: list[str]) -> None:
         if req not in cols:
             raise DatasetError(
                 f"{filename}: missing required column '{req}'; long-form tables need t, joint, q, q_des "
-                f"(found: {', '.join(cols)})"
+                f"(found: {clip_text(', '.join(cols))})"
             )
     known = {"t", "joint", "segment", *READ_CHANNELS}
     ignored = [c for c in cols if c not in known]
     if ignored:
-        warnings.append(f"columns {ignored} are not part of the canonical long-form table and were ignored")
+        warnings.append(
+            f"columns {clip_text(ignored)} are not part of the canonical long-form table and were ignored"
+        )
 
 
 def _long_raws(
@@ -547,7 +576,7 @@ def _wide_columns(cols: list[str], filename: str, warnings: list[str]) -> dict[s
     if "t" not in cols:
         raise DatasetError(
             f"{filename}: missing required column 't' (time in seconds); wide-form tables need t, "
-            f"<joint>/q and <joint>/q_des (found: {', '.join(cols)})"
+            f"<joint>/q and <joint>/q_des (found: {clip_text(', '.join(cols))})"
         )
     colmap: dict[str, dict[str, str]] = {}
     ignored = []
@@ -561,7 +590,7 @@ def _wide_columns(cols: list[str], filename: str, warnings: list[str]) -> dict[s
             ignored.append(c)
     if ignored:
         warnings.append(
-            f"columns {ignored} are not canonical wide-form columns (<joint>/q, <joint>/qd, ...) "
+            f"columns {clip_text(ignored)} are not canonical wide-form columns (<joint>/q, <joint>/qd, ...) "
             "and were ignored"
         )
     if not colmap:

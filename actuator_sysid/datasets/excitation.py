@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .names import check_name, quote_name
 from .recording import DatasetError, JointInfo, Recording, Segment
 
 KINDS = ("chirp", "multisine", "steps", "prbs", "sin_time_square", "lift_and_drop", "up_and_down", "bam")
@@ -31,6 +32,26 @@ MARGIN = 0.98
 """Designs aim at this fraction of each bound, so rounding never crosses it."""
 MAX_DURATION_S, MAX_RATE_HZ, MAX_SAMPLES, MAX_RANGE = 3600.0, 10_000.0, 500_000, 100.0
 """Limits on a request, so that any request is answered in seconds."""
+MAX_PREDICT_SAMPLES, MAX_PREDICT_WORK, MAX_FAMILIES = 50_000, 200_000, 16
+"""Predicted identifiability simulates every family on the whole plan and holds its finite-difference Jacobian
+(about 16 KB per sample, a second per 20 000 samples, per family): a prediction covers at most
+MAX_PREDICT_SAMPLES samples, and samples × families is at most MAX_PREDICT_WORK."""
+LIMITS: dict[str, tuple[float, float, str]] = {
+    "qd_max": (0.0, 1e4, "rad/s"),
+    "tau_max": (0.0, 1e6, "N·m"),
+    "f_min": (0.0, 1e4, "Hz"),
+    "f_max": (0.0, 1e4, "Hz"),
+    "inertia": (0.0, 1e3, "kg·m²"),
+    "mass": (0.0, 1e4, "kg"),
+    "com_distance": (0.0, 10.0, "m"),
+    "gravity": (-100.0, 100.0, "m/s²"),
+    "kp": (0.0, 1e5, "N·m/rad"),
+    "kd": (0.0, 1e4, "N·m·s/rad"),
+    "noise_q": (0.0, 10.0, "rad"),
+    "noise_qd": (0.0, 1e4, "rad/s"),
+    "seed": (0, 2**32 - 1, ""),
+}
+"""(lowest, highest, unit) of each number a request may give besides duration, rate and the position range."""
 
 
 class ExcitationError(DatasetError):
@@ -112,8 +133,8 @@ class ExcitationSpec:
             raise ExcitationError(f"the position range must lie within ±{MAX_RANGE:g} rad")
         if self.f_max / self.f_min > 1e4:
             raise ExcitationError("f_max / f_min must be at most 10 000 (four decades)")
-        if not self.joint or not isinstance(self.joint, str):
-            raise ExcitationError("joint must be a non-empty name")
+        check_name(self.joint, "joint", "excitation")
+        self._check_limits()
         for k in ("noise_q", "noise_qd"):
             v = getattr(self, k)
             if not (v is None and k == "noise_qd") and not (
@@ -124,6 +145,52 @@ class ExcitationSpec:
             raise ExcitationError(f"families must be a list of model family names, got {self.families!r}")
         if len(set(self.families)) != len(self.families):  # each is predicted once: a repeat only costs work
             raise ExcitationError("families lists a family more than once; name each once")
+        self._check_work()
+
+    def _check_limits(self) -> None:
+        """Every number within LIMITS (so no arithmetic on it overflows), each message naming field and limit."""
+        for k, (lo, hi, unit) in LIMITS.items():
+            v = getattr(self, k)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise ExcitationError(f"{k} must be a finite number, got {quote_name(v)}")
+            if k == "seed" and v != int(v):
+                raise ExcitationError(f"seed must be a whole number, got {v!r}")
+            if v < lo or v > hi:
+                raise ExcitationError(f"{k} must be between {lo:g} and {hi:g} {unit}, got {v:g}".rstrip())
+        if self.nominal is not None and (not isinstance(self.nominal, dict) or len(self.nominal) > 64):
+            raise ExcitationError("nominal must be an object of at most 64 parameter values")
+
+    @property
+    def samples(self) -> int:
+        """Samples of the whole plan (each of the BAM set's three trajectories has `duration`)."""
+        return (int(round(self.duration * self.rate)) + 1) * (3 if self.kind == "bam" else 1)
+
+    def _check_work(self) -> None:
+        """The plan's samples within MAX_SAMPLES in all; the predicted identifiability's work within
+        MAX_PREDICT_SAMPLES and MAX_PREDICT_WORK."""
+        n, fams = self.samples, len(self.families)
+        if n > MAX_SAMPLES:  # the BAM set: three trajectories
+            raise ExcitationError(
+                f"duration × rate: the plan has {n} samples in all; the limit is {MAX_SAMPLES}; shorten the "
+                "duration or lower the rate"
+            )
+        if fams > MAX_FAMILIES:
+            raise ExcitationError(f"families names {fams} families; the limit is {MAX_FAMILIES}")
+        if not fams:
+            return
+        if n > MAX_PREDICT_SAMPLES:
+            raise ExcitationError(
+                f"duration × rate: the plan has {n} samples; a prediction of identifiability covers at most "
+                f"{MAX_PREDICT_SAMPLES}; shorten the duration, lower the rate, or ask for no prediction "
+                "(families: [])"
+            )
+        if n * fams > MAX_PREDICT_WORK:
+            raise ExcitationError(
+                f"families: {fams} families × {n} samples is {n * fams} sample-predictions; the limit is "
+                f"{MAX_PREDICT_WORK}; name fewer families, or shorten the duration or lower the rate"
+            )
 
     @property
     def J(self) -> float:

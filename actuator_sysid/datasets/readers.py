@@ -11,22 +11,26 @@ files use the same name. A folder or zip holding a ROS 2 bag (``metadata.yaml``)
 
 from __future__ import annotations
 
-import json
+import tempfile
 import zipfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 # every reader module registers its format on import (datasets/registry.py); this line is what loads them
 from . import bam, canonical, isaaclab_hdf5, lerobot, pace, registry, ros, walk_these_ways  # noqa: F401
+from .jsontext import loads_bounded
+from .names import clip_text, quote_name, safe_name
 from .recording import DatasetError, Recording
-from .sources import ReadOptions, Source, is_zip
+from .sources import ReadOptions, Source, is_zip, open_zip, unpack_member
 
 FORMATS = registry.formats()
 """Names accepted by --format and the upload's format field (from the registry, in rank order; the functions
 below ask the registry itself, so a reader registered later is read too)."""
-MAX_UNPACKED_BYTES = 8 * 2**30
-"""A zip may unpack to at most this much (guards against zip bombs)."""
+MAX_UNPACKED_BYTES = 2**30
+"""A zip may unpack to at most this much (to a temporary folder, never into memory), guarding against zip bombs;
+checked from its table of contents before unpacking and again while unpacking."""
 JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 
 
@@ -42,7 +46,7 @@ def normalize_format(fmt: str | None) -> str | None:
     if f in aliases:
         return aliases[f]
     raise DatasetError(
-        f"unknown format {fmt!r}; use one of {', '.join(names)}, or leave it empty to detect "
+        f"unknown format {quote_name(fmt)}; use one of {', '.join(names)}, or leave it empty to detect "
         "it from the content"
     )
 
@@ -140,8 +144,8 @@ def _sidecar_beside(path: Path) -> Path | None:
     for cand in (path.with_name(path.name + ".json"), path.with_suffix(".json")):
         if cand != path and cand.is_file():
             try:
-                obj = json.loads(cand.read_bytes())
-            except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+                obj = loads_bounded(cand.read_bytes(), cand.name)
+            except (DatasetError, OSError):
                 return cand  # load_sidecar reports the problem
             if not (isinstance(obj, dict) and "entries" in obj):
                 return cand
@@ -198,10 +202,7 @@ def read_sources(sources: list[Source], side: dict | None, opts: ReadOptions, la
         return _read_one(bag[0], side, opts, "mcap" if bag[0].name.endswith(".mcap") else "rosbag")
     info_src = next((s for s in sources if s.name.endswith("meta/info.json")), None)
     if info_src is not None and opts.fmt in (None, "lerobot"):
-        try:
-            info = json.loads(info_src.read_bytes())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise DatasetError(f"{info_src.name}: invalid JSON ({e})") from None
+        info = loads_bounded(info_src.read_bytes(), info_src.name)
         parquets = [s for s in sources if s.name.endswith(".parquet")]
         if not parquets:
             raise DatasetError(
@@ -249,13 +250,13 @@ def read_sources(sources: list[Source], side: dict | None, opts: ReadOptions, la
             own = file_side
             if s.name in sidecars:
                 own = {**file_side, **canonical.load_sidecar(sidecars[s.name].read_bytes())}
-            parts.append((s.stem, _read_one(s, own, opts, kind)))
+            parts.append((safe_name(s.stem), _read_one(s, own, opts, kind)))  # a file name: made a name
     if not parts:
         raise DatasetError(f"{label}: no joint log among the inputs")
     rec = parts[0][1] if len(parts) == 1 else merge(parts)
     if seg_side:
         _apply_segment_side(rec, seg_side, label)
-    return rec
+    return rec.check_names(label)  # merged segment names too
 
 
 def _read_one(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recording:
@@ -274,30 +275,37 @@ def _read_one(src: Source, side: dict, opts: ReadOptions, kind: str) -> Recordin
 
 
 def _read_zip(src: Source, side: dict, opts: ReadOptions) -> Recording:
-    """Unpack a zip in memory (names checked, size capped) and read its files as one set."""
-    try:
-        z = zipfile.ZipFile(src.open())
-    except zipfile.BadZipFile:
-        raise DatasetError(f"{src.name}: cannot open the zip file; is it complete?") from None
-    with z:
+    """Unpack a zip to a temporary folder and read its files as one set.
+
+    Bounded before anything is unpacked (the table of contents: MAX_ZIP_MEMBERS files, MAX_UNPACKED_BYTES in
+    all) and while unpacking (each file is copied block by block and stops at what is left of the limit)."""
+    with open_zip(src) as z, tempfile.TemporaryDirectory(prefix="actuator-sysid-zip-") as tmp:
         infos = [i for i in z.infolist() if not i.is_dir() and not _junk(i.filename)]
         if not infos:
             raise DatasetError(f"{src.name}: the zip holds no files")
         total = sum(i.file_size for i in infos)
         if total > MAX_UNPACKED_BYTES:
             raise DatasetError(
-                f"{src.name}: unpacks to {total} bytes, over the {MAX_UNPACKED_BYTES} byte limit"
+                f"{src.name}: unpacks to {total} bytes, over the {MAX_UNPACKED_BYTES} byte limit; "
+                "upload fewer or smaller files at once"
             )
-        names = [i.filename for i in infos]
-        prefix = _common_folder(names)
-        inner = []
-        for i in infos:
+        prefix = _common_folder([i.filename for i in infos])
+        inner, left = [], MAX_UNPACKED_BYTES
+        for k, i in enumerate(infos):
+            suffix = PurePosixPath(i.filename).suffix
+            path = Path(tmp) / f"{k}{suffix if suffix[1:].isalnum() and len(suffix) <= 16 else ''}"
             try:
-                data = z.read(i)
-            except (zipfile.BadZipFile, OSError, ValueError) as e:
-                raise DatasetError(f"{src.name}: cannot unpack {i.filename} ({e})") from None
-            inner.append(Source(f"{src.name}:{i.filename[len(prefix) :]}", data=data))
-    return read_sources(inner, side, opts, label=src.name)
+                left -= unpack_member(z, i, path, left, src.name)
+            except DatasetError:
+                raise
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error) as e:
+                raise DatasetError(
+                    f"{src.name}: cannot unpack {clip_text(i.filename, 200)} ({clip_text(e, 200)})"
+                ) from None
+            inner.append(Source(f"{src.name}:{i.filename[len(prefix) :]}", path=path))
+        if len(inner) == 1 and detect_format(inner[0]) == "zip":
+            raise DatasetError(f"{inner[0].name}: a zip inside a zip; upload the inner zip itself")
+        return read_sources(inner, side, opts, label=src.name)
 
 
 def _common_folder(names: list[str]) -> str:
@@ -318,7 +326,7 @@ def merge(parts: list[tuple[str, Recording]]) -> Recording:
     for label, rec in parts[1:]:
         if sorted(rec.joint_names) != sorted(names):
             raise DatasetError(
-                f"{label}: joints {rec.joint_names} differ from {first_label}'s {names}; every file "
+                f"{label}: joints {clip_text(rec.joint_names, 200)} differ from {first_label}'s {clip_text(names, 200)}; every file "
                 "of one dataset must log the same joints"
             )
     all_names = [s.name for _, r in parts for s in r.segments]
@@ -381,7 +389,7 @@ def _apply_segment_side(rec: Recording, seg_side: dict, label: str) -> None:
     for name, meta in seg_side.items():
         if name not in names:
             raise DatasetError(
-                f"sidecar for {label}: segment {name!r} does not exist; the segments are {names}"
+                f"sidecar for {label}: segment {quote_name(name)} does not exist; the segments are {clip_text(names, 300)}"
             )
         seg = rec.segments[names.index(name)]
         seg.metadata = {**seg.metadata, **meta}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import struct
 import tempfile
 import zipfile
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import IO
 
+from .names import clip_text, quote_name
 from .recording import DatasetError
 
 
@@ -99,11 +101,15 @@ class ReadOptions:
         """These options, with unset fields taken from `side["reader"]` (validated)."""
         extra = side.get("reader", {})
         if not isinstance(extra, dict):
-            raise DatasetError(f'{label}: "reader" must be an object of reader options, got {extra!r}')
+            raise DatasetError(
+                f'{label}: "reader" must be an object of reader options, got {clip_text(repr(extra), 200)}'
+            )
         known = {f.name for f in fields(self)}
         unknown = sorted(set(extra) - known - {"format"})
         if unknown:
-            raise DatasetError(f"{label}: unknown reader option(s) {unknown}; known: {sorted(known)}")
+            raise DatasetError(
+                f"{label}: unknown reader option(s) {clip_text(unknown, 200)}; known: {sorted(known)}"
+            )
         given = {("fmt" if k == "format" else k): v for k, v in extra.items()}
         out = replace(self, **{k: v for k, v in given.items() if getattr(self, k) is None})
         out.validate(label)
@@ -117,21 +123,23 @@ class ReadOptions:
                 isinstance(n, str) and n.strip() for n in self.joint_names
             ):
                 raise DatasetError(
-                    f"{label}: joint_names must be a list of non-empty names, got {self.joint_names!r}"
+                    f"{label}: joint_names must be a list of non-empty names, got {clip_text(repr(self.joint_names), 200)}"
                 )
             self.joint_names = [n.strip() for n in self.joint_names]
             dup = sorted({n for n in self.joint_names if self.joint_names.count(n) > 1})
             if dup:
-                raise DatasetError(f"{label}: joint_names repeats {dup}; each joint needs its own name")
+                raise DatasetError(
+                    f"{label}: joint_names repeats {clip_text(dup, 200)}; each joint needs its own name"
+                )
         for k in ("state_topic", "command_topic", "positions", "targets", "velocities", "fmt"):
             v = getattr(self, k)
             if v is not None and not isinstance(v, str):
-                raise DatasetError(f"{label}: {k} must be a string, got {v!r}")
+                raise DatasetError(f"{label}: {k} must be a string, got {quote_name(v)}")
         if self.rate_hz is not None:
             r = self.rate_hz
             if isinstance(r, bool) or not isinstance(r, int | float) or not math.isfinite(r) or r <= 0:
                 raise DatasetError(
-                    f"{label}: rate_hz must be a positive number of samples per second, got {r!r}"
+                    f"{label}: rate_hz must be a positive number of samples per second, got {quote_name(r)}"
                 )
             self.rate_hz = float(r)
 
@@ -154,7 +162,7 @@ def need_names(opts: ReadOptions, count: int, filename: str, what: str) -> list[
     if len(opts.joint_names) != count:
         raise DatasetError(
             f"{filename}: {what} has {count} joint column(s) but {len(opts.joint_names)} joint name(s) were "
-            f"given ({', '.join(opts.joint_names)}); give exactly {count}"
+            f"given ({clip_text(', '.join(opts.joint_names), 200)}); give exactly {count}"
         )
     return list(opts.joint_names)
 
@@ -168,15 +176,80 @@ def is_zip(head: bytes) -> bool:
     return head.startswith(ZIP_MAGICS)
 
 
+MAX_ZIP_MEMBERS = 4096
+"""Files (and folders) one zip may list."""
+MAX_ZIP_DIRECTORY_BYTES = 4 << 20
+"""Bytes a zip's table of contents may take (it is read whole when the zip is opened)."""
+
+
+def _zip_directory(f: IO[bytes]) -> tuple[int, int] | None:
+    """(entries, table-of-contents bytes) from a zip's end record (zip64 too), or None when it has none."""
+    f.seek(0, 2)
+    size = f.tell()
+    n = min(size, 22 + 65535)
+    f.seek(size - n)
+    tail = f.read(n)
+    i = tail.rfind(b"PK\x05\x06")
+    if i < 0 or len(tail) - i < 22:
+        return None
+    entries, cd_bytes = struct.unpack("<HI", tail[i + 10 : i + 16])
+    if (entries == 0xFFFF or cd_bytes == 0xFFFFFFFF) and i >= 20 and tail[i - 20 : i - 16] == b"PK\x06\x07":
+        (offset,) = struct.unpack("<Q", tail[i - 12 : i - 4])
+        f.seek(offset)
+        rec = f.read(56)
+        if rec[:4] == b"PK\x06\x06":
+            entries, cd_bytes = struct.unpack("<QQ", rec[32:48])
+    return entries, cd_bytes
+
+
+@contextmanager
+def open_zip(src: Source) -> Iterator[zipfile.ZipFile]:
+    """The zip file, opened once its table of contents is known to be small: at most MAX_ZIP_MEMBERS entries
+    in MAX_ZIP_DIRECTORY_BYTES (read from its end record before anything else); a damaged zip says so."""
+    with src.open() as f:
+        try:
+            found = _zip_directory(f)
+            f.seek(0)
+            if found is None or (found[0] <= MAX_ZIP_MEMBERS and found[1] <= MAX_ZIP_DIRECTORY_BYTES):
+                z = zipfile.ZipFile(f)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, struct.error):
+            raise DatasetError(
+                f"{src.name}: looks like a zip file but cannot be opened; is it complete?"
+            ) from None
+        if found is not None and found[0] > MAX_ZIP_MEMBERS:
+            raise DatasetError(
+                f"{src.name}: the zip lists {found[0]} files; the limit is {MAX_ZIP_MEMBERS}; "
+                "upload fewer files at once"
+            )
+        if found is not None and found[1] > MAX_ZIP_DIRECTORY_BYTES:
+            raise DatasetError(
+                f"{src.name}: the zip's table of contents takes {found[1]} bytes; the limit is "
+                f"{MAX_ZIP_DIRECTORY_BYTES}"
+            )
+        with z:
+            yield z
+
+
+def unpack_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, budget: int, label: str) -> int:
+    """Copy one member of `z` to `dest` block by block; DatasetError as soon as more than `budget` bytes come
+    out (a zip's table of contents may understate them). Returns the bytes written."""
+    n = 0
+    with z.open(info) as r, open(dest, "wb") as w:
+        while block := r.read(1 << 20):
+            n += len(block)
+            if n > budget:
+                raise DatasetError(
+                    f"{label}: unpacks to more than its limit of {budget} bytes at "
+                    f"{clip_text(info.filename, 200)}; zip fewer or smaller files"
+                )
+            w.write(block)
+    return n
+
+
 def zip_names(src: Source) -> list[str]:
-    """The member names of a zip file; a damaged zip is an error that says so."""
-    try:
-        with zipfile.ZipFile(src.open()) as z:
-            return z.namelist()
-    except zipfile.BadZipFile:
-        raise DatasetError(
-            f"{src.name}: looks like a zip file but cannot be opened; is it complete?"
-        ) from None
+    """The member names of a zip file; a damaged or oversized zip is an error that says so."""
+    with open_zip(src) as z:
+        return z.namelist()
 
 
 def head_text(head: bytes) -> str:

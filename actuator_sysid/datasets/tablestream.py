@@ -20,9 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .recording import DatasetError
+
 LABELS = ("joint", "segment")
 CSV_BLOCK_BYTES = 1 << 20
 PARQUET_BATCH_ROWS = 8_192
+MAX_LINE_BYTES = CSV_BLOCK_BYTES
+"""A CSV line (the header too) may be at most this long: a wide table of 256 joints needs under a tenth of it,
+and a longer line is refused while streaming, before it is held whole."""
 
 
 class Unclean(Exception):
@@ -90,6 +95,62 @@ class Columns:
     floats: dict[str, np.ndarray]
     labels: dict[str, tuple[np.ndarray, list[str]]]
     rows: int
+
+
+def long_line(
+    source: Path | bytes, limit: int = MAX_LINE_BYTES, lines: int | None = None
+) -> tuple[int, int] | None:
+    """(line number from 1, its length so far) of the first line longer than `limit` bytes among the first
+    `lines` (None: all), else None. The file is scanned in blocks, so a line of any length is found without
+    holding it."""
+    f = open(source, "rb") if isinstance(source, Path) else None
+    view = memoryview(source) if isinstance(source, bytes) else None
+    line, run, pos = 1, 0, 0  # run: bytes of the current line seen so far
+    try:
+        while True:
+            block: bytes | memoryview
+            if f is not None:
+                block = f.read(CSV_BLOCK_BYTES)
+            else:
+                assert view is not None
+                block = view[pos : pos + CSV_BLOCK_BYTES]
+                pos += len(block)
+            if not len(block):
+                return None
+            ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+            if ends.size == 0:
+                run += len(block)
+                if run > limit:
+                    return line, run
+                continue
+            lengths = np.diff(ends, prepend=-1) - 1
+            lengths[0] += run
+            over = np.flatnonzero(lengths > limit)
+            if over.size:
+                return line + int(over[0]), int(lengths[over[0]])
+            line += ends.size
+            if lines is not None and line > lines:
+                return None
+            run = len(block) - int(ends[-1]) - 1
+            if run > limit:
+                return line, run
+    finally:
+        if f is not None:
+            f.close()
+
+
+def check_lines(
+    source: Path | bytes, filename: str, limit: int = MAX_LINE_BYTES, lines: int | None = None
+) -> None:
+    """DatasetError when one of the first `lines` lines (None: any) of a CSV is longer than `limit` bytes."""
+    found = long_line(source, limit, lines)
+    if found is not None:
+        line, length = found
+        what = "the header (line 1)" if line == 1 else f"line {line}"
+        raise DatasetError(
+            f"{filename}: {what} is longer than {limit} bytes ({length} bytes or more); a canonical CSV has one "
+            "sample per line and a header of column names; is this a CSV log?"
+        )
 
 
 def _csv_header(head: bytes) -> tuple[list[str], str]:

@@ -41,13 +41,14 @@ class Services:
     def build(cls, settings: Settings) -> Services:
         """Open the store and database and make the (not yet started) runner and process pools."""
         repo = Repository(settings.database_url)
+        storage = Storage(settings.data_dir)
         return cls(
             settings=settings,
-            storage=Storage(settings.data_dir),
+            storage=storage,
             repo=repo,
             runner=JobRunner(settings, repo),
-            parser=ParserPool(settings.parse_workers),
-            robot_loader=RobotLoader(1),
+            parser=ParserPool(settings.parse_workers, timeout_s=settings.parse_timeout_s, tmp=storage.tmp),
+            robot_loader=RobotLoader(1, timeout_s=settings.parse_timeout_s, tmp=storage.tmp),
             metrics=Metrics(repo),
         )
 

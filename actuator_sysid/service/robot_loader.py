@@ -3,15 +3,15 @@ as uploads are parsed (parsing.py): the zip checks, the model pick inside a zip,
 
 from __future__ import annotations
 
-import asyncio
+import os
 import re
 import shutil
 import tempfile
 import zipfile
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from ..datasets.names import clip_text
 from ..files import json_safe
 from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES, USD_SUFFIXES, RobotError
 from .parsing import ParserPool
@@ -102,12 +102,12 @@ def load_summary(
     work = Path(tempfile.mkdtemp(prefix="robot-"))
     try:
         model, inside = unpack(Path(path), name, work, entry, limit)
-        robot = load_robot(model, fixed_base=fixed_base)
+        robot = load_robot(model, fixed_base=fixed_base, root=work)  # reads nothing outside the upload
         summary = robot.summary()
         summary["path"] = name if inside is None else f"{name}/{inside}"  # not the loader's temp folder
         return {"summary": json_safe(summary), "options": {"model": inside, "fixed_base": fixed_base}}
-    except RobotError:
-        raise
+    except RobotError as e:  # named by the upload's own paths, never the loader's temp folder
+        raise RobotError(str(e).replace(f"{work}{os.sep}", "").replace(str(work), name)) from None
     except (OSError, zipfile.BadZipFile, ValueError) as e:
         raise RobotError(f"{name}: cannot unpack this robot model ({type(e).__name__}: {e})") from None
     finally:
@@ -120,17 +120,10 @@ class RobotLoader(ParserPool):
     async def load(
         self, path: Path, name: str, entry: str | None, fixed_base: str | None, limit: int
     ) -> dict[str, Any]:
-        pool = self._get()
-        try:
-            return await asyncio.wrap_future(
-                pool.submit(load_summary, str(path), name, entry, fixed_base, limit)
-            )
-        except BrokenProcessPool:
-            with self._lock:
-                if self._pool is pool:
-                    self._pool = None
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise RobotError(
-                f"{name}: the model loader process stopped while importing this model (out of "
-                "memory or a damaged file)"
-            ) from None
+        """Import the model in a loader process: RobotError as the importer says, 503 when the loader is stuck."""
+        died = RobotError(
+            f"{clip_text(name, 200)}: the model loader process stopped while importing this model (out of "
+            "memory or a damaged file)"
+        )
+        args = (str(path), name, entry, fixed_base, limit)
+        return await self.call(load_summary, *args, name=name, died=died)

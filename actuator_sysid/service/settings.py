@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     auth: Literal["auto", "required", "off"] = "auto"  # auto: tokens required when bound beyond loopback
     log_format: Literal["json", "text"] = "json"
     parse_workers: int = Field(1, ge=1)  # processes that parse uploads (large files never load in the API)
+    # an upload's parse (or an excitation's design) not done this long after it was sent: the parser pool is
+    # rebuilt and the request answered 503
+    parse_timeout_s: float = Field(600.0, gt=0)
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

@@ -12,6 +12,7 @@ from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import FileResponse
 from starlette.concurrency import run_in_threadpool
 
+from ...datasets.jsontext import check_depth
 from ...datasets.recording import DatasetError
 from ...datasets.sources import parse_names
 from .. import robots
@@ -34,6 +35,7 @@ def _parse_metadata(text: str | None) -> dict | None:
     """The `metadata` form field: empty → None; otherwise it must be one JSON object."""
     if text is None or not text.strip():
         return None
+    check_depth(text, "metadata")  # before json.loads, which recurses once per level
     try:
         meta = json.loads(text)
     except json.JSONDecodeError as e:
