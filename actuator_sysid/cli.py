@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,63 @@ if TYPE_CHECKING:
     from .fitting.result import FitResult, JointFit
 
 EXIT_BAD_INPUT = 2
+
+
+class UsageError(ValueError):
+    """A flag or setting the user gave that the command refuses; main prints it and exits with EXIT_BAD_INPUT."""
+
+
+def _invalid(e: Any, names: Mapping[str, str]) -> UsageError:
+    """A pydantic ValidationError as one line per problem, each under the flag (`names`) that gave the value."""
+    parts = []
+    for err in e.errors():
+        field = str(err["loc"][0]) if err["loc"] else ""
+        where = names.get(field, f"ACTUATOR_SYSID_{field.upper()}" if field else "value")
+        parts.append(f"{where}: {err['msg']}, got {str(err.get('input'))[:80]!r}")
+    return UsageError("; ".join(parts))
+
+
+SETTINGS_FLAGS = {
+    "host": "--host",
+    "port": "--port",
+    "data_dir": "--data-dir",
+    "database_url": "--database-url",
+    "executor": "--executor",
+    "ray_address": "--ray-address",
+    "workers": "--workers",
+}
+
+
+def _settings(given: dict[str, Any]) -> Any:
+    """The service's Settings from the flags given (None: left out) over ACTUATOR_SYSID_* variables; a value
+    either refuses (a port past 65535, no workers) is a UsageError naming the flag or the variable."""
+    from pydantic import ValidationError
+
+    from .service.settings import Settings
+
+    try:
+        return Settings(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as e:
+        names = {k: f"{flag} (or ACTUATOR_SYSID_{k.upper()})" for k, flag in SETTINGS_FLAGS.items()}
+        raise _invalid(e, names) from None
+
+
+@contextmanager
+def _database(url: str) -> Iterator[None]:
+    """Opening the service's database at `url`: a URL SQLAlchemy cannot use, or a database it cannot reach, is
+    a UsageError that says which."""
+    from sqlalchemy.exc import ArgumentError, OperationalError
+
+    shown = url.split("@")[-1] if "@" in url else url  # no password in the message
+    try:
+        yield
+    except ArgumentError as e:
+        raise UsageError(
+            f"--database-url {shown[:120]!r}: {e}; use e.g. postgresql+psycopg://user@host/db or sqlite:///path"
+        ) from None
+    except OperationalError as e:
+        reason = str(e.orig or e).strip().splitlines()[0][:200]
+        raise UsageError(f"--database-url {shown[:120]!r}: cannot open the database ({reason})") from None
 
 
 def _csv(text: str) -> list[str]:
@@ -58,19 +116,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .service.logs import configure_logging
     from .service.settings import Settings
 
-    given = {
-        "host": args.host,
-        "port": args.port,
-        "data_dir": args.data_dir,
-        "database_url": args.database_url,
-        "executor": args.executor,
-        "ray_address": args.ray_address,
-        "workers": args.workers,
-    }
-    settings = Settings(**{k: v for k, v in given.items() if v is not None})
+    settings: Settings = _settings({k: getattr(args, k) for k in SETTINGS_FLAGS})
     configure_logging(settings.log_format)
+    with _database(settings.database_url):
+        app = create_app(settings)
     uvicorn.run(
-        create_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         log_config=None,
@@ -82,12 +133,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_token(args: argparse.Namespace) -> int:
     """Create, list or revoke API tokens in the service's database (only a hash of each token is kept)."""
+    settings = _settings({"data_dir": args.data_dir, "database_url": args.database_url})
     from .service.db import Repository
-    from .service.settings import Settings
 
-    given = {"data_dir": args.data_dir, "database_url": args.database_url}
-    settings = Settings(**{k: v for k, v in given.items() if v is not None})
-    repo = Repository(settings.database_url)
+    with _database(settings.database_url):
+        repo = Repository(settings.database_url)
     try:
         if args.action == "create":
             print(repo.create_token(args.project, args.name or ""))
@@ -95,7 +145,9 @@ def cmd_token(args: argparse.Namespace) -> int:
         elif args.action == "list":
             for t in repo.list_tokens():
                 print(f"{t['id']}  {t['project']:<20} {t['created_at'][:19]}  {t['name']}")
-        elif not repo.revoke_token(args.id or ""):
+        elif not args.id:
+            raise UsageError("token revoke: give the id of the token to revoke (see `token list`)")
+        elif not repo.revoke_token(args.id):
             print(
                 f"actuator-sysid token revoke: no token with id {args.id!r} (see `token list`)",
                 file=sys.stderr,
@@ -364,6 +416,39 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+ROBOT_FLAGS = {  # RobotFitIn's field → the `fit --robot` flag that gives it
+    "kp": "--kp",
+    "kd": "--kd",
+    "delay": "--delay",
+    "decimation": "--decimation",
+    "iterations": "--generations",
+    "budget_s": "--budget",
+    "bias_limit": "--bias-limit",
+}
+
+
+def _check_robot_flags(args: argparse.Namespace) -> None:
+    """The robot fit's numeric flags against the API's own model of a robot fit's options (RobotFitIn): one set
+    of bounds and messages for both; a UsageError naming the flag."""
+    from pydantic import ValidationError
+
+    from .service.robots import RobotFitIn
+
+    given = {
+        "kp": args.kp,
+        "kd": args.kd,
+        "delay": None if args.delay in (None, "scan") else args.delay,
+        "decimation": args.decimation,
+        "iterations": args.generations,
+        "budget_s": args.budget,
+        "bias_limit": args.bias_limit,
+    }
+    try:
+        RobotFitIn(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as e:
+        raise _invalid(e, ROBOT_FLAGS) from None
+
+
 def cmd_fit_robot(args: argparse.Namespace) -> int:
     """`fit LOG --robot MODEL`: a coupled fit of every actuator through the robot's own model (fitting/robot.py)."""
     from .fitting.result import RobotResult
@@ -376,8 +461,10 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
     )
     from .models.robot import RobotError, load_robot
 
+    _check_robot_flags(args)
     stand = require_stand(args.floating, args.fixed_base)
-    robot = load_robot(args.robot, fixed_base=args.fixed_base)
+    packages = tuple(Path(p) for p in args.package_root or ())
+    robot = load_robot(args.robot, fixed_base=args.fixed_base, package_roots=packages)
     if stand:
         robot.notes.append(stand)
     try:
@@ -510,9 +597,12 @@ def make_demo_recording(seed: int = 0, rate_hz: float = 200.0, seconds: float = 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Simulate a pendulum log from stated DCMotor parameters, fit it, and print truth next to the fit."""
     from .datasets.canonical import write_table
+    from .fitting.request import check_numbers
     from .models import parameters
 
     out = Path(args.out)
+    req = _request(args)
+    check_numbers(req)  # the seed seeds the demo log too: refused before it is made
     rec = make_demo_recording(args.seed)
     write_table(rec, out / "demo_log.csv")
     print(
@@ -520,7 +610,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"{rec.duration_s:.1f} s at {rec.rate_hz:.0f} Hz",
         file=sys.stderr,
     )
-    req = _request(args)
     req.families = ["ideal_pd", DEMO_FAMILY]
     result = run_fit(rec, req, out, "demo pendulum")
     jr = result.joints["pendulum"]
@@ -555,15 +644,16 @@ def _families(text: str | None) -> dict[str, str] | str | None:
 def cmd_export(args: argparse.Namespace) -> int:
     """Render one export of a stored fit (fit.json), a joint fit's or a whole-robot fit's (through its robot
     model); the recording gives the bench load if needed."""
-    import json
-
+    from .datasets.jsontext import loads_bounded
     from .export import BINARY_FORMATS, ExportError, render_bytes, render_format
 
     src = Path(args.fit)
     fit_json = src / "fit.json" if src.is_dir() else src
     if not fit_json.is_file():
         raise DatasetError(f"{fit_json}: not found; pass a fit folder (with fit.json) or the fit.json file")
-    result = json.loads(fit_json.read_text())
+    result = loads_bounded(fit_json.read_bytes(), str(fit_json))  # a damaged file: a message, not a traceback
+    if not isinstance(result, dict):
+        raise DatasetError(f"{fit_json}: not a fit result (a JSON object); pass the fit.json a fit wrote")
     rec = None
     if args.log:
         from .datasets.readers import read_paths
@@ -572,7 +662,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     loads = None
     bench = fit_json.parent / "validation.json"
     if rec is None and bench.is_file():
-        loads = json.loads(bench.read_text()).get("bench") or None
+        loads = loads_bounded(bench.read_bytes(), str(bench)).get("bench") or None
     if args.export_format in BINARY_FORMATS:  # a network checkpoint: bytes, to a file
         try:
             data = render_bytes(result, args.export_format, families=_families(args.family))
@@ -598,6 +688,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             backend=args.backend,
             loads=loads,
             robot=args.robot,
+            package_roots=tuple(Path(p) for p in args.package_root or ()),
             unidentified=args.unidentified,
             given=parse_assignments(args.set),
             rename=parse_rename(args.rename),
@@ -614,6 +705,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+USD_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """Check a USD file's Newton actuation (NEWTON.DJ.001); exit 1 when there is an error finding."""
     from .export.validate import validate_usd
@@ -621,6 +715,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     path = Path(args.usd)
     if not path.is_file():
         raise DatasetError(f"{path}: not found")
+    if path.suffix.lower() not in USD_SUFFIXES:
+        raise DatasetError(f"{path}: not a USD file; validate reads {', '.join(USD_SUFFIXES)} files")
     try:
         findings = validate_usd(path)
     except ValueError as e:
@@ -875,6 +971,13 @@ def _robot_args(f: argparse.ArgumentParser) -> None:
         "--fixed-base", metavar="LINK", help="with --robot: the link fixed to the world (default the root)"
     )
     f.add_argument(
+        "--package-root",
+        metavar="DIR",
+        action="append",
+        help="with --robot: a folder the model may read files from besides its own (repeatable); a URDF's "
+        "package://NAME/... is looked up in DIR/NAME, or DIR itself when it is named NAME",
+    )
+    f.add_argument(
         "--groups",
         help="with --robot: parameter sharing by joint-name regex, e.g. "
         "hip='.*_hip_joint',calf='.*_calf_joint' (default: per joint)",
@@ -1055,6 +1158,12 @@ def _export_parser(sub: argparse._SubParsersAction) -> None:
         help="the robot model: a whole-robot fit's exports are written into it (default: the file fit.json "
         "names); for a joint fit, a robot USD whose joints (matched by prim name) get the fitted NewtonActuators",
     )
+    x.add_argument(
+        "--package-root",
+        metavar="DIR",
+        action="append",
+        help="a folder the robot model may read files from besides its own, as `fit --package-root`",
+    )
     x.set_defaults(func=cmd_export)
 
 
@@ -1085,12 +1194,13 @@ def cmd_warmup(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry: run a subcommand; user errors → message on stderr and exit code 2."""
+    from .export.selection import ExportError
     from .fitting.fit import FitRequestError
 
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (DatasetError, FitRequestError) as e:
+    except (DatasetError, FitRequestError, ExportError, UsageError) as e:  # RobotError is a DatasetError
         print(f"actuator-sysid {args.command}: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as e:

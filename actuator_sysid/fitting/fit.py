@@ -327,8 +327,9 @@ def _generation_reporter(run: _Run, label: str, deadline: float | None) -> Calla
     def on_gen(g: int, best: np.ndarray) -> None:
         if progress:
             unit = (g + 1) / req.generations
-            if deadline is not None:
-                unit = max(unit, (time.perf_counter() - clock.unit_start) / (deadline - clock.unit_start))
+            if deadline is not None:  # a search begun with no time left is at its deadline at once
+                span = deadline - clock.unit_start
+                unit = 1.0 if span <= 0 else max(unit, (time.perf_counter() - clock.unit_start) / span)
             frac = clock.fraction(unit)
             progress(
                 frac,

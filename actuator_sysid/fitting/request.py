@@ -6,6 +6,7 @@ them: `fitting.plan.validate_request` runs all of them, in one place, before any
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import InitVar, dataclass, field, fields
 
@@ -20,8 +21,10 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "population": (4, 4096),
     "decimation": (1, 64),
     "folds": (2, 100),
-    "budget_s": (0, 86_400),
+    "budget_s": (0.1, 86_400),  # under a tenth of a second no search generation fits
+    "seed": (0, 2**32 - 1),  # what numpy's SeedSequence takes
 }
+DEVICE_PATTERN = r"cpu|cuda(:\d{1,2})?"  # the fit request's `device`; the service's model reads it too
 # a whole-robot fit's option bounds, read by fitting/robot.py and the service's request model alike
 ROBOT_BOUNDS: dict[str, tuple[float, float]] = {
     "bias_limit": (0.001, 0.3),  # rad: a cap on every joint's encoder bias, from a tight calibration to 17°
@@ -152,6 +155,42 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
         raise FitRequestError(
             f"validate_last must be a fraction between 0.01 and 0.9, got {req.validate_last!r}"
         )
+    check_numbers(req)
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def check_numbers(req: FitRequest) -> None:
+    """The seed, the budget and the device: a value numpy, the clock or Warp would refuse mid-fit, refused now."""
     s0, s1 = BOUNDS["budget_s"]
-    if req.budget_s is not None and not s0 < req.budget_s <= s1:
-        raise FitRequestError(f"budget.seconds must be between {s0} and {s1} (one day), got {req.budget_s}")
+    if req.budget_s is not None and (not _number(req.budget_s) or not s0 <= req.budget_s <= s1):
+        raise FitRequestError(
+            f"budget.seconds must be between {s0:g} and {s1:g} (one day) or null, got {req.budget_s!r}"
+        )
+    lo, hi = (int(b) for b in BOUNDS["seed"])
+    if not isinstance(req.seed, int) or isinstance(req.seed, bool) or not lo <= req.seed <= hi:
+        raise FitRequestError(f"seed must be an integer between {lo} and {hi} (2^32 - 1), got {req.seed!r}")
+    if not isinstance(req.device, str) or not re.fullmatch(DEVICE_PATTERN, req.device):
+        raise FitRequestError(f"device must be cpu, cuda or cuda:N, got {str(req.device)[:40]!r}")
+
+
+def cuda_device_count() -> int:
+    """CUDA devices Warp sees on this machine (0 without a driver or GPU)."""
+    import warp as wp
+
+    from ..models import kernels  # noqa: F401  (initialises Warp quietly)
+
+    return int(wp.get_cuda_device_count())
+
+
+def check_device(device: str) -> None:
+    """Refuse a CUDA device this machine does not have (FitRequestError), before a fit is queued or run."""
+    if not device.startswith("cuda"):
+        return
+    count = cuda_device_count()
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        have = "no CUDA GPU" if count == 0 else f"{count} CUDA device(s), cuda:0..cuda:{count - 1}"
+        raise FitRequestError(f"device {device!r} is not available: this machine has {have}; use device cpu")

@@ -23,15 +23,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
+from ..datasets.names import clip_text
 from ..datasets.recording import DatasetError
 from ..fitting.fit import FitRequestError
 from . import pages
 from .auth import AuthMiddleware
 from .db import ConflictError, NotFoundError
 from .deps import Services
+from .parsing import ParserBusyError
 from .routes import ROBOTS, ROUTERS
 from .settings import Settings
-from .storage import UploadTooLargeError
+from .storage import StorageFullError, UploadTooLargeError, out_of_space
 
 log = logging.getLogger("actuator_sysid.service")
 
@@ -99,9 +101,19 @@ class BodyLimitMiddleware:
 # --- errors, mapped once ---
 
 
+MAX_DETAIL_CHARS = 4000
+"""Characters of an error message a response carries: messages quote input in short pieces, and this is the
+backstop, so no answer echoes a whole upload or body."""
+
+
+def _detail(exc: object) -> str:
+    return clip_text(exc, MAX_DETAIL_CHARS)
+
+
 def _handler(code: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
     async def handle(_request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=code)
+        headers = {"Retry-After": "30"} if code == 503 else None
+        return JSONResponse({"detail": _detail(exc)}, status_code=code, headers=headers)
 
     return handle
 
@@ -109,9 +121,12 @@ def _handler(code: int) -> Callable[[Request, Exception], Awaitable[JSONResponse
 async def _invalid(request: Request, exc: RequestValidationError) -> Response:
     """A request that fails validation: every error in `detail`, a page for a browser on a page route."""
     errors = exc.errors()
-    text = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}" for e in errors
+    text = _detail(
+        "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}" for e in errors
+        )
     )
+    errors = [{k: v for k, v in e.items() if k != "input"} for e in errors[:50]]  # never echo the body back
     if pages.wants_html(request.url.path, request.headers.get("accept", "")):  # e.g. /compare without b
         return HTMLResponse(pages.render_error(422, text), status_code=422)
     return JSONResponse({"detail": text, "errors": jsonable_encoder(errors)}, status_code=422)
@@ -130,17 +145,38 @@ async def _http(request: Request, exc: StarletteHTTPException) -> Response:
 async def _not_found(request: Request, exc: Exception) -> Response:
     """A missing id: a page for a browser on a page route, a JSON problem for everything else."""
     if pages.wants_html(request.url.path, request.headers.get("accept", "")):
-        return HTMLResponse(pages.render_error(404, str(exc)), status_code=404)
-    return JSONResponse({"detail": str(exc)}, status_code=404)
+        return HTMLResponse(pages.render_error(404, _detail(exc)), status_code=404)
+    return JSONResponse({"detail": _detail(exc)}, status_code=404)
+
+
+def _disk_full(request: Request, exc: Exception) -> JSONResponse:
+    """A write the disk (the data folder's or the database's) had no room for: 507 saying so; nothing was
+    stored, since every write is whole or not at all."""
+    log.error("disk full on %s %s: %s", request.method, request.url.path, exc)
+    if isinstance(exc, StorageFullError):
+        text = str(exc)
+    elif isinstance(exc, OSError):
+        text = str(StorageFullError("the request's files", exc))
+    else:
+        text = "the server's database is out of disk space; nothing was stored. Try again once space is freed"
+    return JSONResponse({"detail": text}, status_code=507)
 
 
 async def _internal(request: Request, exc: Exception) -> JSONResponse:
-    """Anything unexpected: logged with its traceback, answered as a 500 that names only its type."""
+    """Anything unexpected: logged with its traceback, answered as a 500 that names only its type; a full disk
+    is a 507 that says so."""
+    if out_of_space(exc):
+        return _disk_full(request, exc)
     log.exception("internal error on %s %s", request.method, request.url.path)
     return JSONResponse(
         {"detail": f"internal server error ({type(exc).__name__}); the server log has details"},
         status_code=500,
     )
+
+
+async def _os_error(request: Request, exc: Exception) -> JSONResponse:
+    """An OSError: a full disk is a 507 (answered here, before the catch-all), anything else internal."""
+    return _disk_full(request, exc) if out_of_space(exc) else await _internal(request, exc)
 
 
 def add_error_handlers(app: FastAPI) -> None:
@@ -151,11 +187,13 @@ def add_error_handlers(app: FastAPI) -> None:
         (ConflictError, 409),
         (PayloadTooLargeError, 413),
         (UploadTooLargeError, 413),
+        (ParserBusyError, 503),
     ):
         app.add_exception_handler(exc_type, _handler(code))
     app.exception_handler(RequestValidationError)(_invalid)
     app.exception_handler(StarletteHTTPException)(_http)
     app.exception_handler(NotFoundError)(_not_found)
+    app.exception_handler(OSError)(_os_error)
     app.exception_handler(Exception)(_internal)
 
 

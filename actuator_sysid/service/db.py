@@ -244,13 +244,40 @@ def _fit_dict(row: FitRow | Row[Any], with_result: bool = True) -> dict[str, Any
     return d
 
 
+NUL_STAND_IN = "\ufffd"  # what a NUL in a bound string becomes: PostgreSQL text cannot hold U+0000
+
+
+def _no_nul(value: Any) -> Any:
+    """A bound parameter (or a row, or a batch of rows) with NUL in its strings replaced by NUL_STAND_IN."""
+    if isinstance(value, str):
+        return value.replace("\x00", NUL_STAND_IN) if "\x00" in value else value
+    if isinstance(value, dict):
+        return {k: _no_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_no_nul(v) for v in value)
+    return value
+
+
+def _guard_nul(engine: Engine) -> None:
+    """Every statement's string parameters without NUL: an id or filter a user sent with one (a%00b) matches
+    nothing (404, an empty list) instead of PostgreSQL's DataError, and no text written can fail on it. No
+    stored id, name or filter value holds a NUL (names.py refuses control characters), so nothing is lost."""
+
+    @event.listens_for(engine, "before_cursor_execute", retval=True)
+    def _clean(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool) -> Any:
+        return statement, _no_nul(parameters)
+
+
 def _engine(url: str) -> Engine:
     """An engine; for SQLite, WAL mode so the API reads while worker processes write progress."""
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        _guard_nul(engine)
+        return engine
     engine = create_engine(
         url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=20, max_overflow=40
     )
+    _guard_nul(engine)
     if engine.url.database and engine.url.database != ":memory:":
         Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
 

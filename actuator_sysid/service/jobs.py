@@ -29,14 +29,20 @@ from typing import Any, Protocol
 from ..datasets.recording import DatasetError
 from ..files import dumps
 from ..fitting.fit import FitRequestError
+from ..fitting.request import check_device
 from .db import STOPPED, NotFoundError, Repository, worker_name
 from .kinds import kind_of
 from .settings import Settings
-from .storage import Storage
+from .storage import Storage, StorageFullError, out_of_space
 
 log = logging.getLogger("actuator_sysid.service")
 
 PROGRESS_INTERVAL_S = 0.2
+DISK_FULL_EXIT = 28  # a worker's exit code when not even its failure could be written (28: ENOSPC)
+DISK_FULL_REASON = (
+    "the fit's worker could not write its results or progress: the server's disk is full (the data folder or "
+    "the database); free space and retry the fit"
+)
 KILL_GRACE_S = 10.0  # after a cancel or the time limit, how long a worker has to stop by itself
 WORKER_NICE = 10  # CPU priority offset of local fit workers where SCHED_IDLE is unavailable
 
@@ -185,6 +191,7 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, server: int | None 
         reporter = _Reporter(repo, fit_id, claim, settings, server)
         try:
             storage = Storage(settings.data_dir)
+            check_device(str((fit.get("request") or {}).get("device") or "cpu"))
             rec = storage.load_recording(repo.artifacts("dataset", fit["dataset_id"]))
             started = time.monotonic()
             out = kind_of(fit["request"]).compute(repo, storage, settings, fit, rec, reporter)
@@ -207,12 +214,40 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, server: int | None 
         except (DatasetError, FitRequestError, NotFoundError) as e:
             repo.fail_fit(fit_id, str(e), claim)
         except Exception as e:
+            if out_of_space(e):  # the fit's files or the database had no room; the user can act on it
+                _failout_of_space(repo, fit_id, e, claim)
+                return
             log.exception("fit %s failed", fit_id)
             repo.fail_fit(fit_id, f"internal error during the fit: {type(e).__name__}: {e}", claim)
+    except Exception as e:  # claiming the fit or starting its reporter wrote to a full database
+        if not out_of_space(e):
+            raise
+        _failout_of_space(repo, fit_id, e, claim)
     finally:
         if reporter is not None:
             reporter.close()
         repo.close()
+
+
+def _failout_of_space(repo: Repository, fit_id: str, e: Exception, claim: str, tries: int = 4) -> None:
+    """Fail the fit saying the disk is full, retrying a few seconds: the database may share that disk (the
+    fit's partial files were removed, which may be room enough). When it stays full the worker exits with
+    DISK_FULL_EXIT and the dispatcher records the reason once the database takes writes again."""
+    if isinstance(e, OSError):
+        why = e if isinstance(e, StorageFullError) else StorageFullError("the fit's results", e)
+        reason = f"the fit could not be stored: {why}"
+    else:
+        reason = DISK_FULL_REASON
+    for k in range(tries):
+        try:
+            repo.fail_fit(fit_id, reason, claim)
+            return
+        except Exception as again:
+            if not out_of_space(again):
+                raise
+            time.sleep(0.5 * 2**k)
+    log.error("fit %s: the disk is full; not even its failure could be recorded", fit_id)
+    raise SystemExit(DISK_FULL_EXIT)
 
 
 def run_ray_fit_job(settings: Settings, fit_id: str, claim: str) -> None:
@@ -290,6 +325,8 @@ class LocalExecutor:
             reason = (
                 None
                 if proc.exitcode == 0
+                else DISK_FULL_REASON
+                if proc.exitcode == DISK_FULL_EXIT
                 else (
                     f"the fit worker process stopped unexpectedly (exit code {proc.exitcode}); the server log has "
                     "details"
@@ -407,6 +444,7 @@ class JobRunner:
         ] = {}  # fit id → monotonic time after which a stopping worker is killed
         self._thread = threading.Thread(target=self._loop, name="fit-dispatcher", daemon=True)
         self._last_sweep = 0.0
+        self._unrecorded: list[tuple[str, str, str]] = []  # (fit id, claim, reason) the database refused
 
     def start(self) -> None:
         """Apply the restart policy, connect the executor, then start dispatching."""
@@ -455,8 +493,18 @@ class JobRunner:
         for fit_id, claim, reason in ex.poll():
             self._kill_at.pop(fit_id, None)
             if reason is not None:
+                self._unrecorded.append((fit_id, claim, reason))
+        while self._unrecorded:  # oldest first; kept while the database refuses the write for want of space
+            fit_id, claim, reason = self._unrecorded[0]
+            try:
                 status = self.repo.worker_lost(fit_id, claim, reason, self.settings.fit_attempts)
-                log.warning("fit %s: %s → %s", fit_id, reason, status)
+            except Exception as e:
+                if out_of_space(e):
+                    break  # the next tick tries again
+                self._unrecorded.pop(0)
+                raise
+            self._unrecorded.pop(0)
+            log.warning("fit %s: %s → %s", fit_id, reason, status)
         now = time.monotonic()
         if now - self._last_sweep > min(1.0, self.settings.lease_s / 4):
             self._last_sweep = now

@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.config import JsonDict
 
+from ..datasets.excitation import ExcitationSpec
 from ..fitting.fit import FitRequest
+from ..fitting.request import BOUNDS, DEVICE_PATTERN
 from ..models.families import FAMILIES
 from . import robots
 
@@ -26,7 +28,8 @@ class Budget(BaseModel):
     population: int = Field(DEFAULT_REQUEST.population, description="CMA-ES population size", examples=[16])
     seconds: float | None = Field(
         None,
-        description="wall-clock budget for the whole fit: the search stops with "
+        description="wall-clock budget for the whole fit, "
+        f"{BOUNDS['budget_s'][0]:g}..{BOUNDS['budget_s'][1]:g} s: the search stops with "
         "its best so far and refines it briefly",
         examples=[60],
     )
@@ -75,12 +78,15 @@ class FitCreate(BaseModel):
         description="deprecated alias of `families` (give one of the two)",
     )
     budget: Budget = Field(default_factory=Budget)
-    seed: int = DEFAULT_REQUEST.seed
+    seed: int = Field(
+        DEFAULT_REQUEST.seed,
+        description=f"random seed, {int(BOUNDS['seed'][0])}..{int(BOUNDS['seed'][1])} (what numpy takes)",
+    )
     device: str = Field(
         "cpu",
-        pattern=r"^(cpu|cuda(:\d+)?)$",
+        pattern=rf"^({DEVICE_PATTERN})$",
         description="where the fit computes; cuda needs a GPU worker (the Ray executor gives "
-        "such a fit one GPU)",
+        "such a fit one GPU; the local executor refuses it with a 422 on a machine without one)",
     )
 
     decimation: int = Field(
@@ -238,3 +244,14 @@ class Problem(BaseModel):
 
 # the problems every id-taking route may answer with (token missing or wrong, id not found)
 ERRORS: dict[int | str, dict[str, Any]] = {c: {"model": Problem} for c in (401, 404)}
+
+
+def _checked_excitation(spec: ExcitationSpec) -> ExcitationSpec:
+    """The excitation request's own check (datasets/excitation.py: every number within LIMITS, the samples
+    and the prediction's work bounded), run while the body is validated: a 422 naming the field and limit."""
+    spec.check()
+    return spec
+
+
+ExcitationIn = Annotated[ExcitationSpec, AfterValidator(_checked_excitation)]
+"""The body of POST /api/v1/excitations: an ExcitationSpec that passed its check."""

@@ -10,6 +10,7 @@ their hash and temporary files by a random id.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -32,6 +33,53 @@ Blob = tuple[str, int]  # (sha256, size)
 
 class UploadTooLargeError(ValueError):
     """An upload stream longer than the configured limit."""
+
+
+FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+class StorageFullError(OSError):
+    """The data folder's disk (or quota) is full: nothing was stored; the service answers 507."""
+
+    def __init__(self, what: str, cause: OSError) -> None:
+        super().__init__(
+            cause.errno,
+            f"the server's data folder is full ({cause.strerror or cause}): cannot store {what}; "
+            "nothing was stored. Free space in the data folder and try again",
+        )
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def disk_full(e: BaseException) -> bool:
+    """Whether `e` is a write that failed for want of space (no space left, quota exceeded)."""
+    return isinstance(e, OSError) and e.errno in FULL_ERRNOS
+
+
+def out_of_space(e: BaseException) -> bool:
+    """Whether a write failed for want of space: a file (ENOSPC, quota) or the database (SQLite's "database or
+    disk is full", PostgreSQL's disk-full error), whichever layer raised it."""
+    if isinstance(e, OSError):
+        return disk_full(e)
+    text = str(e).lower()
+    return type(e).__name__ in ("OperationalError", "DiskFull") and (
+        "disk is full" in text or "no space left" in text
+    )
+
+
+# temp entries are named <TEMP_PREFIX><pid>-<uuid>: at start-up those of processes gone from this host are swept
+TEMP_PREFIX = f"t{hashlib.sha1(os.uname().nodename.encode()).hexdigest()[:8]}-"
+
+
+def process_tempdir(tmp: Path) -> Path:
+    """This process's own folder in the store's temp folder, made Python's default temp folder (`tempfile`), so
+    whatever libraries spool there (multipart uploads, unpacked zips) is swept at start-up once the process is
+    gone, as `temp_path` files are."""
+    folder = tmp / f"{TEMP_PREFIX}{os.getpid()}-proc"
+    folder.mkdir(parents=True, exist_ok=True)
+    tempfile.tempdir = str(folder)
+    return folder
 
 
 def new_id() -> str:
@@ -64,8 +112,13 @@ class Storage:
         return self.blobs / sha[:2] / sha
 
     def temp_path(self, suffix: str = "") -> Path:
-        """A fresh path in the store's temp folder (same filesystem as the blobs, so renames are atomic)."""
-        return self.tmp / f"{uuid.uuid4().hex}{suffix}"
+        """A fresh path in the store's temp folder (same filesystem as the blobs, so renames are atomic), named
+        after this process so a restart can sweep what a killed one left."""
+        return self.tmp / f"{TEMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}{suffix}"
+
+    def temp_dir(self) -> Path:
+        """A fresh folder in the temp folder, named as `temp_path` names files."""
+        return Path(tempfile.mkdtemp(dir=self.tmp, prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
 
     def put_file(self, path: Path, sha: str | None = None) -> Blob:
         """Move a finished temp file into the store under its hash; identical content is kept once."""
@@ -88,6 +141,10 @@ class Storage:
                 f.flush()
                 os.fsync(f.fileno())
             return self.put_file(tmp, hashlib.sha256(raw).hexdigest())
+        except OSError as e:
+            if disk_full(e) and not isinstance(e, StorageFullError):
+                raise StorageFullError(f"a file of {len(raw)} bytes", e) from None
+            raise
         finally:
             tmp.unlink(missing_ok=True)
 
@@ -123,8 +180,10 @@ class Storage:
                     f.write(chunk)
                 f.flush()
                 os.fsync(f.fileno())
-        except BaseException:
+        except BaseException as e:
             tmp.unlink(missing_ok=True)
+            if isinstance(e, OSError) and disk_full(e):
+                raise StorageFullError(f"the upload ({size} bytes received)", e) from None
             raise
         return tmp, (h.hexdigest(), size)
 
@@ -136,10 +195,14 @@ class Storage:
 
     def save_recording(self, rec: Recording) -> dict[str, Blob]:
         """Store a parsed recording (recording.json + arrays.npz)."""
-        folder = Path(tempfile.mkdtemp(dir=self.tmp))
+        folder = self.temp_dir()
         try:
             rec.save(folder)
             return self.put_folder(folder)
+        except OSError as e:
+            if disk_full(e) and not isinstance(e, StorageFullError):
+                raise StorageFullError("the recording", e) from None
+            raise
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -152,7 +215,7 @@ class Storage:
         missing = [n for n in ("recording.json", "arrays.npz") if n not in artifacts]
         if missing:
             raise NotFoundError(f"the dataset's stored recording lacks {missing}")
-        folder = Path(tempfile.mkdtemp(dir=self.tmp))
+        folder = self.temp_dir()
         try:
             for name in ("recording.json", "arrays.npz"):
                 src = self.blob_path(artifacts[name]["sha256"])
@@ -166,7 +229,22 @@ class Storage:
             shutil.rmtree(folder, ignore_errors=True)
 
     def save_files(self, files: dict[str, str | bytes]) -> dict[str, Blob]:
-        return {name: self.put_bytes(data) for name, data in files.items()}
+        """Store every file, or none: on a failed write (a full disk) the blobs this call added are removed,
+        giving their space back for the database to record why."""
+        saved: dict[str, Blob] = {}
+        added: list[str] = []
+        try:
+            for name, data in files.items():
+                raw = data.encode() if isinstance(data, str) else data
+                sha = hashlib.sha256(raw).hexdigest()
+                if not self.blob_path(sha).exists():
+                    added.append(sha)
+                saved[name] = self.put_bytes(raw)
+        except BaseException:
+            for sha in added:
+                self.blob_path(sha).unlink(missing_ok=True)
+            raise
+        return saved
 
     # --- housekeeping ---
 
@@ -179,7 +257,9 @@ class Storage:
         removed = 0
         for p in list(self.tmp.iterdir()):
             try:
-                if p.lstat().st_mtime < cutoff:
+                # a live process's own folder stays whatever its age; anything else goes once old or orphaned
+                old = p.lstat().st_mtime < cutoff and not p.name.endswith("-proc")
+                if old or _orphan(p.name):
                     shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
                     removed += 1
             except FileNotFoundError:
@@ -198,3 +278,19 @@ class Storage:
         if not _ID.fullmatch(item_id):
             raise NotFoundError(f"{kind} {item_id!r} not found: ids are 32 lowercase hex digits")
         return item_id
+
+
+def _orphan(name: str) -> bool:
+    """Whether a temp entry belongs to a process of this host that has ended (killed mid-upload or mid-fit)."""
+    if not name.startswith(TEMP_PREFIX):
+        return False
+    pid = name[len(TEMP_PREFIX) :].partition("-")[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
 from ...fitting.fit import validate_request
+from ...fitting.request import check_device
 from .. import robots
 from ..db import TERMINAL
 from ..deps import Conf, Owner, Project, Repo, Runner, Store
@@ -52,6 +53,8 @@ def create_fit(
     repo.get_dataset(body.dataset_id, project)
     req = body.to_request()
     validate_request(storage.load_recording(repo.artifacts("dataset", body.dataset_id)), req)
+    if settings.executor != "ray":  # local workers compute here; Ray puts a cuda fit on a GPU node
+        check_device(req.device)
     fit = repo.create_fit(new_id(), body.dataset_id, asdict(req), project=owner)
     runner.submit(fit["id"])
     return {"id": fit["id"], "status": fit["status"]}
