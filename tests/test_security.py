@@ -260,7 +260,7 @@ def test_hostile_names_and_bodies_are_4xx_and_touch_no_path(secured: tuple, tmp_
 
 
 def test_schemathesis_finds_no_server_errors(secured: tuple, tmp_path: Path) -> None:
-    """Bounded: 25 examples per operation, loopback only, with a token of its own (empty) project so that
+    """Bounded: 60 examples per operation, loopback only, with a token of its own (empty) project so that
     it cannot start long fits on real data or wait on their event streams."""
     server, tokens, _ds, _fit = secured
     st = Path(sys.executable).with_name("schemathesis")
@@ -272,7 +272,7 @@ def test_schemathesis_finds_no_server_errors(secured: tuple, tmp_path: Path) -> 
             "--checks",
             "not_a_server_error",
             "--max-examples",
-            "25",
+            "60",
             "--header",
             f"Authorization: {tokens['fuzz']['Authorization']}",
             "--workers",
