@@ -20,7 +20,7 @@ from test_robot_torque import DEC, TERMS, TRUTH, load_arm, multisine
 from actuator_sysid.export.robot import write_robot_exports
 from actuator_sysid.fitting.result import RobotResult, as_robot_result
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot
-from actuator_sysid.fitting.robot_judge import robot_verdict
+from actuator_sysid.fitting.robot_judge import GAINS_GUESSED, robot_verdict
 from actuator_sysid.fitting.verdict import NOT_CHECKED, all_passed
 from actuator_sysid.models.robot import RobotModel
 from actuator_sysid.service.templating import templates
@@ -132,10 +132,11 @@ def test_a_bias_beyond_its_bound_is_flagged_at_bound_absorbing_and_unidentified(
     assert res.verdict.verdict in ("usable", "poor")
 
 
-def _result(replays: dict | None, per_joint: float = 0.01) -> RobotResult:
+def _result(replays: dict | None, per_joint: float = 0.01, gains: str = "from the log") -> RobotResult:
     """A stored robot result with just what the verdict reads."""
     return as_robot_result(
         {
+            "gains": gains,
             "validation": {
                 "per_joint_rmse": {"a": per_joint},
                 "motion": {"a": {"range": 1.0, "noise": 1e-3}},
@@ -165,6 +166,15 @@ def test_a_skipped_replay_is_not_checked_and_a_failed_or_stray_one_is_poor() -> 
     assert robot_verdict(_result({"status": "failed", "note": "boom"})).verdict == "poor"
     assert robot_verdict(_result(None, per_joint=0.1)).verdict == "usable"  # 10 % of the range
     assert robot_verdict(_result(None, per_joint=0.2)).verdict == "poor"
+
+
+def test_guessed_gains_cap_the_verdict_and_name_the_flags() -> None:
+    """A log that states no PD gains: the fit guessed them, so the verdict is usable at best and names --kp and
+    --kd; given or logged gains leave it good."""
+    guessed = robot_verdict(_result(None, gains=GAINS_GUESSED))
+    assert guessed.verdict == "usable" and "--kp and --kd" in guessed.reasons[0], guessed.reasons
+    for note in ("from the log", "as given (kp / kd options)"):
+        assert robot_verdict(_result(None, gains=note)).verdict == "good"
 
 
 def test_interval_coverage_over_seeds(arm: RobotModel) -> None:

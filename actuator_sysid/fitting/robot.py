@@ -1051,7 +1051,7 @@ def _assemble(rec: Recording, perm: np.ndarray, opts: RobotFitOptions, how: str)
 def _gains_note(prob: _Problem, opts: RobotFitOptions, feed_forward: bool) -> str:
     """Where the PD gains came from, and whether the log's feed-forward effort drives the joints."""
     if prob.kp is None:
-        note = "fitted per group (the log states none)"
+        note = robot_judge.GAINS_GUESSED
     elif not np.any(prob.kp) and (prob.kd is None or not np.any(prob.kd)):
         return "zero (kp = kd = 0): the log's feed-forward effort (tau_ff) drives the joints"
     else:

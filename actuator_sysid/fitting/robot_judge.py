@@ -252,6 +252,10 @@ def _replay_checks(out: list[Check], replays: Mapping[str, Any] | None) -> None:
         _check(out, "ok", "export_replay", f"{', '.join(ran)} replay the exports within tolerance")
 
 
+GAINS_GUESSED = "fitted per group (the log states none)"
+"""The gains note (RobotResult.gains) of a fit whose log states no PD gains: the fit guessed them."""
+
+
 def robot_verdict(result: RobotResult) -> Verdict:
     """good | usable | poor of a robot fit result, its reasons worst first and every check."""
     checks: list[Check] = []
@@ -267,6 +271,15 @@ def robot_verdict(result: RobotResult) -> Verdict:
         )
     _replay_checks(checks, result.replays)
     _coverage_check(checks, result)
+    if result.gains.startswith(GAINS_GUESSED):
+        _check(
+            checks,
+            "usable",
+            "gains_guessed",
+            "the log states no PD gains, so the fit guessed them (fitted per group): the exported stiffness and "
+            "damping need not be the controller's, and fitted gains extrapolate worse than the real ones. Give "
+            "the controller's gains: --kp and --kd on the CLI, kp and kd in the API and on the robot page",
+        )
     if moving := result.stroke_friction_groups:
         _check(
             checks,
