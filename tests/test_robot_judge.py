@@ -115,6 +115,9 @@ def test_the_exports_replayed_change_the_verdict_to_checked(
     )
     assert page.index('id="verdict"') < page.index('id="validation"') < page.index('id="intervals"')
     assert f"verdict: {stored['verdict']['verdict']}" in page and "yaw.friction" in page
+    table = page[page.index('id="replay-table"') :].split("</table>")[0]
+    assert "True" not in table and "False" not in table, table  # yes / no, not Python's literals
+    assert ("<td>yes</td>" in table or "<b>no</b>" in table) == bool(ran), table
 
 
 def test_a_bias_beyond_its_bound_is_flagged_at_bound_absorbing_and_unidentified(arm: RobotModel) -> None:
