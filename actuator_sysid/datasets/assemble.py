@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +29,9 @@ GAP_PERIODS = 5.0
 """Without a segment column, a time step longer than this many median periods starts a new segment."""
 JITTER_TOL = 0.02
 """A segment whose steps stray more than this fraction from the median step is resampled."""
+SKIP_TOL = 0.25
+"""A step within this many median periods of k ≥ 2 periods (k ≤ GAP_PERIODS) skipped k − 1 samples; a step
+between (1.5 periods, say) is an uneven clock, not a missing sample."""
 
 VELOCITY_METHOD = "differentiated from q: second-order central differences (numpy.gradient)"
 """What Recording.velocity_source says when qd was computed here."""
@@ -57,6 +61,7 @@ class RawSegment:
     unit: str = "row"  # what `rows` counts, for messages: "row", "entry", "message", "sample"
     dropped: int = 0  # samples the reader dropped (NaN / empty arrays) before this point
     gap_before: float = 0.0  # s of missing time before this segment when a gap split it off
+    repeated: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # rows of dropped repeats
 
 
 # --------------------------------------------------------------------------------------------- checks
@@ -78,6 +83,22 @@ def check_increasing(t: np.ndarray, rows: np.ndarray, where: str, unit: str = "r
         f"{where}: t is not increasing at {unit} {rows[k + 1]} (t = {float(t[k + 1])!r} after "
         f"{float(t[k])!r}); sort the {unit}s by t, or add a 'segment' column if the clock restarts there"
     )
+
+
+def repeated_records(t: np.ndarray, channels: Iterable[np.ndarray]) -> np.ndarray:
+    """(n,) bool: samples that repeat the one before exactly (same stamp, same value in every channel): the
+    logger wrote one sample twice, so the copy can go; a repeated stamp with other values stays an error.
+    `channels` is read only when a stamp repeats (a generator spares the copies of a clean log)."""
+    rep = np.zeros(t.size, bool)
+    if t.size < 2:
+        return rep
+    rep[1:] = t[1:] == t[:-1]
+    if not rep.any():
+        return rep
+    for v in channels:
+        a = np.asarray(v).reshape(t.size, -1)
+        rep[1:] &= ((a[1:] == a[:-1]) | (np.isnan(a[1:]) & np.isnan(a[:-1]))).all(axis=1)
+    return rep
 
 
 def where(filename: str, segment: str | None = None, joint: str | None = None) -> str:
@@ -161,23 +182,43 @@ def _piece(raw: RawSegment, name: str, a: int, b: int, gap: float) -> RawSegment
         raw.unit,
         raw.dropped if a == 0 else 0,
         gap,
+        raw.repeated[
+            (raw.repeated > raw.rows[a]) & (raw.repeated < (raw.rows[b] if b < raw.rows.size else np.inf))
+        ],
     )
 
 
+def skipped_steps(t: np.ndarray) -> np.ndarray:
+    """(n − 1,) int: how many samples each step skipped (k − 1 for a step of k ± SKIP_TOL median periods,
+    2 ≤ k ≤ GAP_PERIODS); longer steps are gaps, reported as such."""
+    if t.size < 2:
+        return np.zeros(0, np.int64)
+    dt = np.diff(t)
+    periods = dt / float(np.median(dt))
+    k = np.rint(periods)
+    skip = (k >= 2) & (periods <= GAP_PERIODS) & (np.abs(periods - k) <= SKIP_TOL)
+    return np.where(skip, k - 1, 0).astype(np.int64)
+
+
 def jitter(t: np.ndarray) -> tuple[float, float, float]:
-    """(median step, standard deviation of the steps, largest deviation from the median) in s."""
+    """(median step, standard deviation of the steps, largest deviation from the median) in s; steps that
+    skipped whole samples are left out (they are counted as skipped samples, not as jitter)."""
     if t.size < 2:
         return 0.0, 0.0, 0.0
     dt = np.diff(t)
     med = float(np.median(dt))
+    dt = dt[skipped_steps(t) == 0]
     return med, float(np.std(dt)), float(np.max(np.abs(dt - med)))
 
 
 def resample(raw: RawSegment, filename: str) -> tuple[np.ndarray, dict[str, np.ndarray], str | None]:
-    """Uniform-grid copy of a jittered segment (linear interpolation at the median rate), with a warning."""
+    """Uniform-grid copy of a jittered segment or one with skipped samples (linear interpolation at the median
+    rate); a warning for jitter or a bridged gap (skipped samples are the quality report's, stated once)."""
     t = raw.t
     med, _, dev = jitter(t)
-    if dev <= JITTER_TOL * med:
+    skipped = skipped_steps(t)
+    uneven = dev > JITTER_TOL * med
+    if not uneven and not skipped.any():
         return t, raw.data, None
     n = int(math.floor((t[-1] - t[0]) / med + 1e-9)) + 1
     grid = t[0] + med * np.arange(n, dtype=np.float64)
@@ -188,6 +229,8 @@ def resample(raw: RawSegment, filename: str) -> tuple[np.ndarray, dict[str, np.n
         for j in range(v.shape[1]):
             out[:, j] = np.interp(grid, t, v[:, j])
         data[ch] = out
+    if not uneven:
+        return grid, data, None
     msg = (
         f"{where(filename, raw.name)}: time stamps are not uniform (largest step deviation "
         f"{100 * dev / med:.0f} % of the median {1e3 * med:.4g} ms); resampled by linear interpolation "
@@ -257,10 +300,12 @@ def assemble(
         del s
 
     velocity_source = _channel_warnings(joints, present, side, warnings, noun)
-    if unit == "rad":
+    if unit == "rad" and "angle_unit" not in side:  # a declared rad is taken at its word: the joint turns
         _degree_warnings(infos, out, warnings)
     extras = {k: v for k, v in side.items() if k not in SIDECAR_KEYS}
-    meta = {"source_file": filename, "angle_unit": unit, **extras, "timing": timing}
+    declared = "angle_unit" in side
+    meta = {"source_file": filename, "angle_unit": unit, "angle_unit_declared": declared, **extras}
+    meta["timing"] = timing
     if resampled_rates:
         meta["resampling"] = {
             "method": RESAMPLE_METHOD,
@@ -390,16 +435,25 @@ def _build_segment(
     t, data, note = resample(s, filename)
     if note:
         warnings.append(note)
+    if t is not s.t:
         resampled_rates.append(1.0 / med)
+    skipped = skipped_steps(s.t)
     timing[s.name] = {
         "source_samples": int(s.t.size),
         "source_rate_hz": 1.0 / med if med > 0 else 0.0,
         "jitter_ms": 1e3 * std,
         "max_step_deviation_ms": 1e3 * dev,
-        "resampled": note is not None,
+        "resampled": t is not s.t,
         "samples_dropped": int(s.dropped),
         "gap_before_s": float(s.gap_before),
+        "skipped_samples": int(skipped.sum()),
+        "repeated_stamps": int(s.repeated.size),
+        "unit": s.unit,
     }
+    if skipped.any():  # the first sample after a skip, as the file counts it
+        timing[s.name]["first_skip"] = int(s.rows[int(np.flatnonzero(skipped)[0]) + 1])
+    if s.repeated.size:
+        timing[s.name]["first_repeat"] = int(s.repeated[0])
     if scale is not None:
         data = {ch: v * scale if ch in ANGLE_CHANNELS else v for ch, v in data.items()}
     missing_qd = [j for j in range(J) if not present["qd"][j]]

@@ -12,7 +12,9 @@ Segments: rows are grouped by the ``segment`` column in order of first appearanc
 as text); without it a new segment starts at each time gap longer than 5 median sample periods, named
 "0", "1", ... Missing ``qd`` is differentiated from ``q``; missing ``qd_des`` / ``tau_ff`` are zero;
 missing ``tau`` leaves ``Segment.tau = None``. A segment with jittered time stamps (any step more than
-2 % away from the median step) is resampled linearly onto a uniform grid at the median rate.
+2 % away from the median step) or skipped samples (a step of about 2, 3, ... periods) is resampled linearly onto
+a uniform grid at the median rate. A sample logged twice (its stamp and every value repeat the row before) is
+dropped and counted; a repeated stamp with other values is an error.
 
 Sidecar (a JSON object beside the table, or the ``metadata`` argument; every key is optional)::
 
@@ -62,6 +64,7 @@ from .assemble import (
     RawSegment,
     assemble,
     check_increasing,
+    repeated_records,
     where,
 )
 from .jsontext import check_depth
@@ -177,7 +180,9 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
         t = cols.floats["t"]
         present = {ch: [ch in colmap[j] for j in joints] for ch in TABLE_CHANNELS}
         raws = []
-        for seg, sel in groups:
+        matrices = [cols.floats[ch] for ch in (*TABLE_CHANNELS, ENABLE) if ch in cols.floats]
+        groups, repeats = _drop_repeats(t, matrices, groups)
+        for (seg, sel), rep in zip(groups, repeats, strict=True):
             rows = np.arange(sel.start, sel.stop) if isinstance(sel, slice) else sel
             check_increasing(t[sel], rows + 1, where(filename, seg))
             seg_data = {ch: cols.floats[ch][sel] for ch in TABLE_CHANNELS if any(present[ch])}
@@ -185,7 +190,11 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
                 lacking = [j for j, name in enumerate(joints) if ENABLE not in colmap[name]]
                 seg_data[ENABLE] = cols.floats[ENABLE][sel].copy()
                 seg_data[ENABLE][:, lacking] = 1.0
-            raws.append(RawSegment(seg or "", t[sel], rows + 1, seg_data, present, split_by_gap=seg is None))
+            raws.append(
+                RawSegment(
+                    seg or "", t[sel], rows + 1, seg_data, present, split_by_gap=seg is None, repeated=rep
+                )
+            )
         del cols
     _check_enable(raws, filename)
     rec = assemble(joints, raws, side, filename, warnings, noun="table")
@@ -515,6 +524,7 @@ def _long_raws(
     table is held about once (a streamed file's columns are the only copy).
     """
     plan = []
+    repeats = []
     for seg, idx in groups:
         idx = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
         per_joint = []
@@ -525,6 +535,10 @@ def _long_raws(
                     f"{where(filename, seg)}: joint '{name}' has no rows; every joint needs a row at "
                     "every time stamp of every segment"
                 )
+            rep = repeated_records(t[jdx], (c[jdx] for c in chans.values()))
+            if j == 0:
+                repeats.append(jdx[rep] + 1)
+            jdx = jdx[~rep]
             check_increasing(t[jdx], jdx + 1, where(filename, seg, name))
             per_joint.append(jdx)
         ref = per_joint[0]
@@ -551,8 +565,8 @@ def _long_raws(
             d[ch] = np.stack([flat[jdx] for jdx in per_joint], axis=1)
         del flat
     return [
-        RawSegment(seg or "", t[pj[0]], pj[0] + 1, d, present, split_by_gap=seg is None)
-        for (seg, pj), d in zip(plan, data, strict=True)
+        RawSegment(seg or "", t[pj[0]], pj[0] + 1, d, present, split_by_gap=seg is None, repeated=rep)
+        for (seg, pj), d, rep in zip(plan, data, repeats, strict=True)
     ]
 
 
@@ -634,6 +648,7 @@ def _wide_raws(
     """Wide-form columns → one RawSegment per group; each column is dropped from `columns` once copied."""
     joints = list(colmap)
     present = {ch: [ch in colmap[j] for j in joints] for ch in TABLE_CHANNELS}
+    groups, repeats = _drop_repeats(t, [columns[c] for m in colmap.values() for c in m.values()], groups)
     for seg, idx in groups:
         rows = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
         check_increasing(t[idx], rows + 1, where(filename, seg))
@@ -651,15 +666,43 @@ def _wide_raws(
         for name in joints:
             columns.pop(colmap[name].get(ch, ""), None)
     raws = []
-    for (seg, idx), d in zip(groups, data, strict=True):
+    for (seg, idx), d, rep in zip(groups, data, repeats, strict=True):
         rows = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
-        raws.append(RawSegment(seg or "", t[idx], rows + 1, d, present, split_by_gap=seg is None))
+        raws.append(
+            RawSegment(seg or "", t[idx], rows + 1, d, present, split_by_gap=seg is None, repeated=rep)
+        )
     return raws
+
+
+def _drop_repeats(
+    t: np.ndarray, columns: list[np.ndarray], groups: list[tuple[str | None, np.ndarray | slice]]
+) -> tuple[list[tuple[str | None, np.ndarray | slice]], list[np.ndarray]]:
+    """The groups without the samples that repeat the one before exactly (stamp and every value: one sample
+    logged twice), and per group the 1-based rows of the repeats dropped."""
+    out: list[tuple[str | None, np.ndarray | slice]] = []
+    repeats = []
+    for seg, idx in groups:
+        rep = repeated_records(t[idx], (c[idx] for c in columns))
+        if rep.any():
+            rows = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
+            out.append((seg, rows[~rep]))
+            repeats.append(rows[rep] + 1)
+        else:
+            out.append((seg, idx))
+            repeats.append(np.zeros(0, np.int64))
+    return out, repeats
 
 
 # --------------------------------------------------------------------------------------------- writing
 
-_RESERVED_META = ("source_file", "angle_unit", "timing", "resampling", "zero_angle")  # zero_angle: applied
+_RESERVED_META = (
+    "source_file",
+    "angle_unit",
+    "angle_unit_declared",
+    "timing",
+    "resampling",
+    "zero_angle",
+)  # zero_angle: applied
 
 
 def sidecar_for(rec: Recording) -> dict:

@@ -36,10 +36,21 @@ PLAN = (
 )
 
 
+def torque_driven(s: Segment) -> bool:
+    """Whether a segment is driven by effort, not by its position command: a feed-forward effort (tau_ff) or
+    zero stiffness (kp 0, one value or every joint's). Such a log often writes q_des = q."""
+    if s.tau_ff is not None and np.any(s.tau_ff):
+        return True
+    kp = s.metadata.get("kp")
+    values = list(kp.values()) if isinstance(kp, dict) else [kp]
+    return kp is not None and all(isinstance(v, int | float) and v == 0 for v in values)
+
+
 def commands_only(rec: Recording) -> bool:
-    """True when every logged position equals its command (q ≡ q_des): a trajectory plan, not a recording."""
+    """True when every logged position equals its command (q ≡ q_des): a trajectory plan, not a recording. A
+    torque-driven log (torque_driven) is never called a plan: its q_des is no command."""
     segs = [s for s in rec.segments if s.q_des is not None]
-    if not segs:
+    if not segs or any(torque_driven(s) for s in segs):
         return False
     span = max(float(np.ptp(s.q_des)) for s in segs) or 1.0
     return all(np.allclose(s.q, s.q_des, rtol=0.0, atol=1e-9 * span) for s in segs)
@@ -265,6 +276,195 @@ def _recording_warnings(
     return out
 
 
+FROZEN_S = 0.5
+"""A channel exactly constant for this long (or FROZEN_FRACTION of its segment, whichever is shorter) ..."""
+FROZEN_FRACTION = 0.1
+FROZEN_MIN_SAMPLES = 10
+"""... and at least this many samples, while a channel that tracks it moves, is frozen."""
+WITNESS_MOVE = 0.2
+"""A witness moves in a stretch when its range there is at least this fraction of its segment's range."""
+WITNESSES = {
+    "q": ("qd", "q_des"),
+    "qd": ("q",),
+    "tau": ("q", "qd"),
+    "q_des": ("qd_des",),
+    "qd_des": ("q_des",),
+}
+"""Per channel, the channels of the same joint whose motion shows it should have moved too. Commands are
+judged only by each other: a held setpoint while the joint settles (a step test) is normal."""
+
+
+def _runs(x: np.ndarray, min_len: int) -> list[tuple[int, int]]:
+    """[start, stop) of the stretches of at least `min_len` samples where x stays exactly constant."""
+    bounds = np.concatenate([[0], np.flatnonzero(x[1:] != x[:-1]) + 1, [x.size]])
+    long = np.flatnonzero(np.diff(bounds) >= min_len)
+    return [(int(bounds[k]), int(bounds[k + 1])) for k in long]
+
+
+def _effort_held(s: Segment, j: int, a: int, b: int) -> bool:
+    """Whether measured effort may stay still over [a, b): at its extreme (saturation, the limit check's), with
+    the torque off, or following a feed-forward step that holds still too (a torque-driven log)."""
+    tau, ff = s.tau[:, j] if s.tau is not None else None, s.tau_ff[:, j]
+    if tau is None or not s.driven(j)[a:b].all():
+        return True
+    saturated = abs(float(tau[a])) >= LIMIT_BAND * float(np.abs(tau).max())
+    return saturated or (float(np.ptp(ff)) > 0 and float(np.ptp(ff[a:b])) == 0)
+
+
+def _frozen(s: Segment, j: int, ch: str, min_len: int) -> list[tuple[int, int, str]]:
+    """(start, stop, witness) of the stretches where channel `ch` of joint j sits still while a witness moves;
+    a channel that never moves in the segment, or effort that may hold (`_effort_held`), is not frozen."""
+    x = getattr(s, ch)
+    if x is None:
+        return []
+    x = x[:, j]
+    runs = _runs(x, min_len)
+    if not runs or len(runs) == 1 and runs[0] == (0, x.size):  # never moves in the segment: not frozen
+        return []
+    driven = s.driven(j)
+    out: list[tuple[int, int, str]] = []
+    for a, b in runs:
+        if ch == "tau" and _effort_held(s, j, a, b):
+            continue
+        for w in WITNESSES[ch]:
+            if w in ("q_des", "qd_des") and not driven[a:b].all():  # a command moves nothing with torque off
+                continue
+            y = getattr(s, w)[:, j]
+            span = float(np.ptp(y))
+            if span > 0 and float(np.ptp(y[a:b])) >= WITNESS_MOVE * span:
+                out.append((a, b, w))
+                break
+    return out
+
+
+def frozen_warnings(rec: Recording) -> list[str]:
+    """One warning per joint and channel that sits exactly still for a stretch while a channel that tracks it
+    moves (a stream that starts late or stalls): a fit would learn that the actuator ignored its input there."""
+    found: dict[tuple[int, str], list[str]] = {}
+    for s in rec.segments:
+        dt = s.dt
+        if s.n < 2 or dt <= 0:
+            continue
+        min_len = max(FROZEN_MIN_SAMPLES, min(round(FROZEN_S / dt), math.ceil(FROZEN_FRACTION * s.n)))
+        t0 = float(s.t[0])
+        for j in range(len(rec.joints)):
+            for ch in WITNESSES:
+                for a, b, w in _frozen(s, j, ch, min_len):
+                    start, length = float(s.t[a]) - t0, (b - a) * dt
+                    found.setdefault((j, ch), []).append(
+                        f"segment {s.name} {start:.3g}–{start + length:.3g} s ({length:.3g} s, while {w} moves)"
+                    )
+    out = []
+    for j, info in enumerate(rec.joints):
+        for ch in WITNESSES:
+            where = found.get((j, ch), [])
+            if where:
+                more = f"; and {len(where) - 3} more" if len(where) > 3 else ""
+                out.append(
+                    f"joint '{info.name}': {ch} is frozen (exactly constant) in {'; '.join(where[:3])}{more}; "
+                    "a stalled or late stream — trim those samples or fix the logger"
+                )
+    return out
+
+
+def stamp_warnings(rec: Recording) -> list[str]:
+    """One warning for skipped samples and one for repeated stamps over all segments, found by the readers in
+    the stamps as logged (before resampling hides them), each with its count, where, and the log's rate."""
+    timing = rec.metadata.get("timing", {})
+    rate = rec.rate_hz
+    out = []
+    for key, first, text in (
+        (
+            "skipped_samples",
+            "first_skip",
+            "skipped sample(s) (steps of 2 or more periods at {rate:.6g} Hz) in {where}; the missing samples "
+            "were filled by linear interpolation",
+        ),
+        (
+            "repeated_stamps",
+            "first_repeat",
+            "repeated time stamp(s) (a sample logged twice, at {rate:.6g} Hz) in {where}; the copies were "
+            "dropped",
+        ),
+    ):
+        segs = [(name, tm) for name, tm in timing.items() if tm.get(key)]
+        if not segs:
+            continue
+        count = sum(int(tm[key]) for _, tm in segs)
+        where = ", ".join(
+            f"segment {name} ({tm[key]}, first at {tm.get('unit', 'row')} {tm[first]})"
+            for name, tm in segs[:3]
+        ) + (f" and {len(segs) - 3} more segments" if len(segs) > 3 else "")
+        out.append(f"time stamps: {count} " + text.format(rate=rate, where=where))
+    return out
+
+
+LAG_MAX = 3
+"""The largest lag of the effort label looked for, in samples."""
+LAG_FIT = 0.2
+"""The shifted inputs must explain at least this fraction of the effort's sample-to-sample changes (sensor
+noise dominates the changes of a real log, so this is low) ..."""
+LAG_GAIN = 0.5
+"""... and the shift must halve what is left unexplained (a clean log) or double what is explained (a noisy
+one); a real actuator's sub-sample lag does neither."""
+LAG_MIN_SAMPLES = 100
+LAG_MAX_SAMPLES = 200_000
+"""The regression reads at most this many samples per joint (the first ones): a lag shows long before."""
+
+
+def _lag_fits(rec: Recording, j: int) -> np.ndarray | None:
+    """R² of joint j's effort changes Δtau[k] regressed on the changes of its inputs (position error, velocity,
+    velocity command, feed-forward) at k − L, for L = 0..LAG_MAX; driven segments with effort only. Changes,
+    not levels: a one-sample shift of a smooth signal barely moves its level, but it moves its changes."""
+    gram = np.zeros((LAG_MAX + 1, 4, 4))
+    cross = np.zeros((LAG_MAX + 1, 4))
+    sst, rows, room = 0.0, 0, LAG_MAX_SAMPLES
+    for s in rec.segments:
+        if s.tau is None or s.n < 4 * LAG_MAX or room < 4 * LAG_MAX or not s.driven(j).all():
+            continue
+        n = min(s.n, room)
+        room -= n
+        x = np.diff(
+            np.stack([s.q_des[:n, j] - s.q[:n, j], s.qd[:n, j], s.qd_des[:n, j], s.tau_ff[:n, j]], 1), axis=0
+        )
+        y = np.diff(s.tau[:n, j])[LAG_MAX:]
+        sst += float(y @ y)
+        rows += y.size
+        for lag in range(LAG_MAX + 1):
+            xl = x[LAG_MAX - lag : x.shape[0] - lag]
+            gram[lag] += xl.T @ xl
+            cross[lag] += xl.T @ y
+    if rows < LAG_MIN_SAMPLES or sst <= 0:
+        return None
+    r2 = np.zeros(LAG_MAX + 1)
+    for lag in range(LAG_MAX + 1):  # least squares from the normal equations: explained = cross · coef
+        coef = np.linalg.lstsq(gram[lag], cross[lag], rcond=1e-12)[0]
+        r2[lag] = float(cross[lag] @ coef) / sst
+    return r2
+
+
+def lag_warnings(rec: Recording) -> list[str]:
+    """Per joint whose measured effort is explained much better by its inputs some samples earlier than by
+    those of its own sample: the label lags (logged late, or a real actuator delay the fit will have to take)."""
+    out = []
+    period_ms = 1e3 / rec.rate_hz if rec.rate_hz > 0 else 0.0
+    for j, info in enumerate(rec.joints):
+        r2 = _lag_fits(rec, j)
+        if r2 is None:
+            continue
+        lag = int(np.argmax(r2))
+        clear = 1.0 - r2[lag] <= LAG_GAIN * (1.0 - r2[0]) or r2[0] <= LAG_GAIN * r2[lag]
+        if lag == 0 or r2[lag] < LAG_FIT or not clear:
+            continue
+        out.append(
+            f"joint '{info.name}': tau lags its inputs by {lag} sample{'s' if lag > 1 else ''} "
+            f"({lag * period_ms:.3g} ms): the commands and state {lag} sample(s) earlier explain its changes "
+            f"(R² {r2[lag]:.2f} against {r2[0]:.2f} unshifted); if the logger writes tau late, shift it back "
+            "— otherwise a fit takes the lag for actuator delay"
+        )
+    return out
+
+
 def quality_report(rec: Recording) -> dict:
     """The report as a plain dict (JSON-ready); see the module docstring."""
     limits = rec.metadata.get("limits", {}) if isinstance(rec.metadata.get("limits"), dict) else {}
@@ -274,14 +474,17 @@ def quality_report(rec: Recording) -> dict:
     free = [s.name for s in rec.segments if _free_swing(s)]
     driven = [s for s in rec.segments if _driven_fraction(s) > 0]
     unit = rec.metadata.get("angle_unit", "rad")
+    declared = bool(rec.metadata.get("angle_unit_declared", False))
     warnings: list[str] = []
     joints: dict[str, dict] = {}
     for j, info in enumerate(rec.joints):
         lim = limits.get(info.name, {}) if isinstance(limits.get(info.name), dict) else {}
         joints[info.name] = _joint_coverage(rec, j, lim, driven)
-        revolute_rad = info.joint_type == "revolute" and unit == "rad"
+        # a declared rad is taken at its word: a joint may turn many times
+        revolute_rad = info.joint_type == "revolute" and unit == "rad" and not declared
         warnings += _joint_warnings(f"joint '{info.name}'", revolute_rad, joints[info.name], bool(driven))
     warnings += _recording_warnings(rec, segs, free, gaps, dropped)
+    warnings += stamp_warnings(rec) + frozen_warnings(rec) + lag_warnings(rec)
     return {
         "rate_hz": rec.rate_hz,
         "duration_s": rec.duration_s,
