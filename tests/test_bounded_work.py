@@ -99,6 +99,9 @@ def test_bombs_get_a_short_4xx_within_bounded_memory(sqlite_server: Server) -> N
             return upload(s, name, data)
 
         r, grew = peak_growth(s, send)
+        print(
+            f"{name}: {r.status_code}, body {len(r.content)} B, server and parser grew {grew / 2**20:.0f} MB"
+        )
         assert 400 <= r.status_code < 500, (name, r.status_code, r.text[:300])
         assert len(r.content) <= MAX_BODY, (name, len(r.content))
         assert "longer than" in r.json()["detail"], r.text[:300]
