@@ -215,21 +215,21 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, server: int | None 
             repo.fail_fit(fit_id, str(e), claim)
         except Exception as e:
             if out_of_space(e):  # the fit's files or the database had no room; the user can act on it
-                _failout_of_space(repo, fit_id, e, claim)
+                _fail_out_of_space(repo, fit_id, e, claim)
                 return
             log.exception("fit %s failed", fit_id)
             repo.fail_fit(fit_id, f"internal error during the fit: {type(e).__name__}: {e}", claim)
     except Exception as e:  # claiming the fit or starting its reporter wrote to a full database
         if not out_of_space(e):
             raise
-        _failout_of_space(repo, fit_id, e, claim)
+        _fail_out_of_space(repo, fit_id, e, claim)
     finally:
         if reporter is not None:
             reporter.close()
         repo.close()
 
 
-def _failout_of_space(repo: Repository, fit_id: str, e: Exception, claim: str, tries: int = 4) -> None:
+def _fail_out_of_space(repo: Repository, fit_id: str, e: Exception, claim: str, tries: int = 4) -> None:
     """Fail the fit saying the disk is full, retrying a few seconds: the database may share that disk (the
     fit's partial files were removed, which may be room enough). When it stays full the worker exits with
     DISK_FULL_EXIT and the dispatcher records the reason once the database takes writes again."""
