@@ -35,8 +35,8 @@ URDF = (
     '<joint name="j1" type="revolute"><parent link="base"/><child link="link"/><axis xyz="0 1 0"/>'
     '<limit lower="-1" upper="1" effort="5" velocity="10"/></joint></robot>'
 )
-# a package:// name the importer resolves without reading the file (a texture is kept as a path): Newton reads
-# URDF meshes through trimesh, which this environment lacks
+# a package:// name the importer resolves without reading the file (a texture is kept as a path); a URDF with
+# package:// meshes is fitted as shipped in tests/test_urdf_as_shipped.py
 PACKAGE_TEXTURE = '<material name="skin"><texture filename="package://arm_pkg/textures/skin.png"/></material>'
 
 

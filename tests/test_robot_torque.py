@@ -159,7 +159,7 @@ def test_torque_driven_arm_recovers_friction_damping_armature(
     v = res.validation
     assert v.rmse < 0.01 and v.model_defaults_rmse > 0.3, v
     # every export replayed by its consumer with the logged effort fed as each feeds it (Isaac Lab's
-    # joint_efforts, the NewtonActuator's joint_act, MuJoCo's qfrc_applied), beside our rollout
+    # joint_efforts, the NewtonActuator's joint_act, MuJoCo's actuators with ctrl = tau_ff), beside our rollout
     res, files = write_robot_exports(res, torque_log["rec"], arm, tmp_path)
     assert set(files) == {"isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"}
     rep = res.replays

@@ -80,7 +80,7 @@ def provenance_lines(result: RobotResult, what: str) -> list[str]:
         f"actuator-sysid whole-robot export ({what}) · robot {Path(str(result.robot['path'])).name} · fitted "
         f"{result.fitted_on}",
         f"joints mapped {result.joint_mapping if result.has('joint_mapping') else 'by name'}",
-        f"validation position RMSE (coupled, last {float(v.fraction or 0):.0%} of the log in time): "
+        f"validation position RMSE (coupled, {v.held_out()}): "
         f"{_or_nan(v.rmse):.4g} rad; the model file's own joint terms: "
         f"{_or_nan(v.model_defaults_rmse):.4g} rad",
         f"physics dt {result.physics_dt:.6g} s, decimation {result.decimation}: the delay "

@@ -9,7 +9,9 @@ kp, biasprm = [0, −kp, −kd], forcerange = the motor's effort limit, `delay` 
 mesh and asset paths stay relative to where their model lives (put mjcf.xml beside it).
 
 The control is a virtual target: ctrl = q_des + kd·qd_des/kp gives kp·(q_des − q) + kd·(qd_des − qd); with the
-fitted encoder bias b, ctrl = q_des − b + kd·qd_des/kp (MuJoCo's actuator reads the true angle).
+fitted encoder bias b, ctrl = q_des − b + kd·qd_des/kp (MuJoCo's actuator reads the true angle). A torque-driven
+joint (kp = kd = 0: the log's feed-forward effort drives it) gets the same actuator with gain 1 instead, so ctrl
+is that torque in N·m, delayed and clamped to the fitted effort limit as the fit's rollout clamps it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ..fitting.result import RobotResult
 from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES
 from .mjcf import _actuator_attrs, _joint_attrs, dc_slope
 from .robot_common import joint_models, provenance_lines
-from .selection import ExportError, Finding, prepend_comment
+from .selection import ChosenModel, ExportError, Finding, prepend_comment
 
 if TYPE_CHECKING:
     from .formats import RobotArgs
@@ -48,7 +50,8 @@ def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
 @contextmanager
 def as_mjcf(robot) -> Iterator[tuple[SimpleNamespace, str | None]]:
     """The robot's MJCF to write the fitted terms into: its own file, or for a URDF the MJCF MuJoCo's own URDF
-    importer makes of it (saved beside nothing: a temporary file named as the robot); a USD has none."""
+    importer makes of the text the fit imported (its meshes skipped where an <inertial> holds the mass; saved
+    beside nothing: a temporary file named as the robot); a USD has none."""
     suffix = robot.path.suffix.lower()
     if suffix in MJCF_SUFFIXES:
         yield SimpleNamespace(path=robot.path), None
@@ -57,8 +60,19 @@ def as_mjcf(robot) -> Iterator[tuple[SimpleNamespace, str | None]]:
         raise ExportError(f"{robot.path.name} is a USD model: MuJoCo reads no USD, so no mjcf.xml is written")
     import mujoco
 
+    text = getattr(robot, "source_text", None)  # checked file names; visuals and unused collisions removed
+    if text is not None and "<mesh" in text:
+        raise ExportError(
+            f"{robot.path.name}: a link takes its mass from collision meshes (no <inertial> mass); the MJCF "
+            "MuJoCo makes of it would hold neither that mass nor portable mesh paths: give those links an "
+            "<inertial> to export mjcf.xml"
+        )
     try:
-        model = mujoco.MjModel.from_xml_path(str(robot.path))
+        model = (
+            mujoco.MjModel.from_xml_path(str(robot.path))
+            if text is None
+            else mujoco.MjModel.from_xml_string(text)
+        )
     except Exception as e:  # noqa: BLE001 - MuJoCo's URDF importer raises ValueError with its own text
         first = (str(e).strip().splitlines() or ["?"])[0]
         raise ExportError(f"MuJoCo could not import {robot.path.name} to write its MJCF: {first}") from None
@@ -132,7 +146,10 @@ def render_robot_mjcf(result: RobotResult, robot) -> tuple[str, list[Finding]]:
                     f"{len(old)} actuators drove {j}; one fitted actuator {name!r} replaces them",
                 )
             )
-        new = ET.Element("general", {"name": name, "joint": j, **_actuator_attrs(m, dt)})
+        attrs = _actuator_attrs(m, dt)
+        if torque_driven(m):  # ctrl is the feed-forward torque: gain 1 (÷ the gear _actuator_attrs may set)
+            attrs["gainprm"] = _fmt(1.0 / float(attrs.get("gear", 1.0)))
+        new = ET.Element("general", {"name": name, "joint": j, **attrs})
         act_root.insert(pos, new)
         if dc_slope(m) > 0:  # the back-EMF half of the DC envelope (export/mjcf.py)
             act_root.insert(
@@ -154,9 +171,37 @@ def render_robot_mjcf(result: RobotResult, robot) -> tuple[str, list[Finding]]:
     lines = provenance_lines(result, "MuJoCo MJCF") + [
         f"the fitted terms and actuators of {len(models)} joints are written into {robot.path.name}; the rest is "
         "the model's own: mesh and asset paths are relative to it (put this file beside it)",
-        "ctrl = q_des - encoder_bias + kd*qd_des/kp (a virtual target: kp*(q_des - q) + kd*(qd_des - qd))",
+        *ctrl_lines(models),
     ]
     return prepend_comment("mjcf.xml", text, lines), findings
+
+
+def torque_driven(m: ChosenModel) -> bool:
+    """A joint the fit drives by the logged feed-forward effort alone (kp = kd = 0): its actuator passes ctrl
+    as torque."""
+    return not (m.value("stiffness") or 0.0) and not (m.value("damping") or 0.0)
+
+
+def ctrl_lines(models: dict[str, ChosenModel]) -> list[str]:
+    """The header's ctrl formula for each kind of joint the file drives (never a division by kp = 0)."""
+    torque = [j for j, m in models.items() if torque_driven(m)]
+    pd = [j for j in models if j not in torque]
+    out = []
+    if pd:
+        out.append(
+            "ctrl = q_des - encoder_bias + kd*qd_des/kp (a virtual target: kp*(q_des - q) + kd*(qd_des - qd))"
+            + (
+                f" for {', '.join(pd)}; a logged feed-forward torque is added as qfrc_applied"
+                if torque
+                else ""
+            )
+        )
+    if torque:
+        out.append(
+            f"ctrl = tau_ff, the feed-forward torque in N·m (gain 1, no position or velocity gain: kp = kd = 0) "
+            f"for {', '.join(torque)}; forcerange is the fitted effort limit"
+        )
+    return out
 
 
 def actuator_names(text: str) -> dict[str, str]:
@@ -168,7 +213,7 @@ def actuator_names(text: str) -> dict[str, str]:
         for a in (act if act is not None else [])
         if a.tag == "general"
         and "joint" in a.attrib
-        # the back-EMF half (named *_emf, no gain); a torque-driven joint's actuator has gain 0 too (kp = 0)
+        # the back-EMF half (named *_emf, no gain); a torque-driven joint's actuator has gain 1 (ctrl = torque)
         and not (a.attrib.get("name", "").endswith("_emf") and a.attrib.get("gainprm") == "0")
     }
 

@@ -11,8 +11,8 @@ pooled) and against our rollout:
   the cfgs' armature, friction and viscous_friction (Isaac Lab writes them to the joints, §A.11, §D);
 - newton: the exported stage through Newton's `add_usd`, its NewtonActuators stepped once per physics step
   (§C.1), SolverMuJoCo; the encoder bias as the target shifted by −bias (a PD law sees q + b − q_des);
-- mujoco: `mj_step` on the exported MJCF with its ctrl as robot_mjcf.py states it, the base welded and
-  contacts off as in the fit.
+- mujoco: `mj_step` on the exported MJCF with its ctrl as robot_mjcf.py states it (a torque-driven joint's ctrl
+  the logged feed-forward torque), the base welded and contacts off as in the fit.
 "Within 10 %" means the replay's RMSE against the log is within 10 % of our rollout's (TOLERANCE).
 """
 
@@ -228,6 +228,8 @@ def mujoco_run(
     """mj_step on the exported MJCF (as robot_mjcf.replay_model prepares it): measured positions (T, J)."""
     import mujoco
 
+    from .robot_mjcf import torque_driven
+
     model = mujoco.MjModel.from_xml_string(xml)
     if not math.isclose(model.opt.timestep, log.dt, rel_tol=1e-6):
         raise ExportError(f"the MJCF timestep {model.opt.timestep} is not the fit's physics step {log.dt}")
@@ -240,14 +242,16 @@ def mujoco_run(
     qadr, vadr = model.jnt_qposadr[jid], model.jnt_dofadr[jid]
     kp = np.array([models[j].value("stiffness") or 0.0 for j in log.joints])
     kd = np.array([models[j].value("damping") or 0.0 for j in log.joints])
+    torque = np.array([torque_driven(models[j]) for j in log.joints])  # ctrl = tau_ff (robot_mjcf.py)
     data.qpos[qadr], data.qvel[vadr] = log.q[0] - bias, log.qd[0]
     cadr = model.actuator_ctrladr[aid] if hasattr(model, "actuator_ctrladr") else np.array(aid)
 
-    def ctrl_of(q_des: np.ndarray, qd_des: np.ndarray) -> np.ndarray:
-        return q_des - bias + np.where(kp > 0, kd * qd_des / np.where(kp > 0, kp, 1.0), 0.0)
+    def ctrl_of(q_des: np.ndarray, qd_des: np.ndarray, ff: np.ndarray) -> np.ndarray:
+        target = q_des - bias + np.where(kp > 0, kd * qd_des / np.where(kp > 0, kp, 1.0), 0.0)
+        return np.where(torque, ff, target)
 
     def ctrl(i: int) -> np.ndarray:
-        return ctrl_of(log.q_des[i], log.qd_des[i])
+        return ctrl_of(log.q_des[i], log.qd_des[i], log.ff(i))
 
     data.ctrl[cadr] = ctrl(0)
     # the delay history holds the commands before the split, as the fit's validation feeds them
@@ -255,14 +259,16 @@ def mujoco_run(
         n_hist = int(model.actuator_history[a][0]) if hasattr(model, "actuator_history") else 0
         if n_hist > 0:
             d = int(round(float(model.actuator_delay[a]) / model.opt.timestep))
-            steps = [ctrl_of(c[0], c[1])[k] for c in log.history(d)] + [ctrl(0)[k]]  # physics steps −d … 0
+            before = zip(log.history(d), log.ff_history(d), strict=True)
+            steps = [ctrl_of(c[0], c[1], f)[k] for c, f in before] + [ctrl(0)[k]]  # physics steps −d … 0
             values = [steps[0]] * max(0, n_hist - len(steps)) + steps[-n_hist:]  # older ones are never read
             times = (data.time - model.opt.timestep * np.arange(n_hist)[::-1]).reshape(-1, 1)
             mujoco.mj_initCtrlHistory(model, data, a, times, np.array(values, float).reshape(-1, 1))
     out = np.empty_like(log.q)
     out[0] = log.q[0]
-    # the feed-forward effort as qfrc_applied, held back by the actuators' delay as the fit's delay line holds it
-    ff_all, h = log.ff_all(), log.q_des_before.shape[0]
+    # a position-PD joint's feed-forward effort as qfrc_applied, held back by the actuators' delay as the fit's
+    # delay line holds it (a torque-driven joint's goes through its actuator's ctrl)
+    ff_all, h = log.ff_all() * ~torque, log.q_des_before.shape[0]
     lag = (
         int(round(float(model.actuator_delay[aid[0]]) / model.opt.timestep))
         if hasattr(model, "actuator_delay")

@@ -617,6 +617,19 @@ class RobotValidation(Record):
         """The held-out recordings' names (none on a time split)."""
         return list((self.recordings or {}).get("validation") or [])
 
+    def held_out(self) -> str:
+        """What was held out, as the fit split the log: the last part in time, or whole recordings by name."""
+        if self.split == "time":
+            return (
+                f"the last {float(self.fraction or 0):.0%} of the log in time, from {self.split_time_s:.2f} s"
+            )
+        names = self.validated_recordings
+        method = (self.recordings or {}).get("method")
+        return (
+            f"held-out recording{'s' if len(names) != 1 else ''} {', '.join(names)}, each replayed whole"
+            + (f" ({method})" if method else "")
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class BoundHit(Record):

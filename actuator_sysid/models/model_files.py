@@ -249,22 +249,17 @@ def _urdf_target(roots: Roots, ref: str, where: str) -> Path:
 
 def check_urdf(roots: Roots) -> str | None:
     """Every URDF file name (meshes, textures) inside the roots; the URDF text with them rewritten to the
-    checked paths when any is a `package://` or `file://` URI (for the importer to read), else None."""
+    checked absolute paths (for the importers to read from text, where a relative name has no folder), or None
+    when the file does not parse (the importer names the error)."""
     try:
         tree = ET.parse(roots.model)
     except (ET.ParseError, OSError):
         return None  # the importer names the parse error
-    uris, count = False, 0
     for elem in tree.getroot().iter():
         ref = elem.get("filename")
         if ref is None:
             continue
-        count += 1
-        target = _urdf_target(roots, ref, f"<{elem.tag} filename={{}}>")
-        uris = uris or ref.startswith("package://") or ref.lower().startswith("file:")
-        elem.set("filename", str(target))
-    if not uris:
-        return None
+        elem.set("filename", str(_urdf_target(roots, ref, f"<{elem.tag} filename={{}}>")))
     return ET.tostring(tree.getroot(), encoding="unicode")
 
 
@@ -378,8 +373,9 @@ def check_usd(roots: Roots) -> None:
 
 def check_model_files(path: Path, root: Path | None = None, package_roots: Sequence[Path] = ()) -> str | None:
     """Check every file the model at `path` refers to lies inside `root` (default: the model's folder) or a
-    package root; a ModelFileError names the first reference refused. Returns the URDF text to import instead
-    of the file when its package:// or file:// names were rewritten to the checked paths, else None."""
+    package root; a ModelFileError names the first reference refused. Returns a URDF's text to import instead
+    of the file, its file names rewritten to the checked paths (None for other formats, or a URDF that does
+    not parse)."""
     for p in package_roots:
         if not p.is_dir():
             raise ModelFileError(f"--package-root {p}: not a folder")

@@ -2,10 +2,12 @@
 
 An in-air fit needs the joint tree and the bodies' inertia only: visuals, collision shapes and meshes are
 skipped (a model whose meshes are absent still loads), contacts are off in the rollout, and the base is fixed
-to the world by default (the robot hangs on a stand). An MJCF body whose mass and inertia MuJoCo computes from
-its mesh geoms gets MuJoCo's own (its compiler reads the meshes); without them it is refused, named. The joint terms the model states (armature, viscous
-damping, frictionloss, limits) are read so a fit can start from them and report against them; the drives it
-states on the fitted joints are zeroed, since the fitted actuators replace them.
+to the world by default (the robot hangs on a stand). A URDF link keeps its collision shapes only where they
+carry its mass (no <inertial> mass): Newton then reads their meshes through trimesh. An MJCF body whose mass
+and inertia MuJoCo computes from its mesh geoms gets MuJoCo's own (its compiler reads the meshes); without them
+it is refused, named. The joint terms the model states (armature, viscous damping, frictionloss, limits) are
+read so a fit can start from them and report against them; the drives it states on the fitted joints are
+zeroed, since the fitted actuators replace them.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ class RobotModel:
     base: str  # the root link's name
     fixed_base: bool = True
     notes: list[str] = field(default_factory=list)
+    # a URDF as the importers read it (urdf_for_fit): file names checked and absolute, visuals and the collision
+    # shapes of links whose <inertial> states the mass removed; None for other formats
+    source_text: str | None = None
 
     def summary(self) -> dict:
         """What was loaded and how, for the fit result and the CLI."""
@@ -201,6 +206,28 @@ def _zero_own_drives(builder, dofs: np.ndarray, names: list[str], actuators: lis
         "the model's own drives zeroed on the fitted joints — " + "; ".join(parts) + ": the fitted actuators "
         "replace them, as Isaac Lab does for explicit actuators, and the rollout sets no drive targets"
     )
+
+
+def urdf_for_fit(text: str) -> tuple[str, list[str]]:
+    """A checked URDF text with what no in-air fit reads removed, and the links whose mass still comes from their
+    collision shapes. Visuals carry no mass (Newton gives them density 0); an <inertial> with a <mass> overrides
+    the shapes' mass, centre and inertia (Newton's and MuJoCo's URDF importers alike), so those links' collision
+    shapes go too and their meshes are never opened. Links without one keep theirs: their mass is the shapes'."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(text)
+    shaped = []
+    for link in root.iter("link"):
+        for visual in link.findall("visual"):
+            link.remove(visual)
+        inertial = link.find("inertial")
+        collisions = link.findall("collision")
+        if inertial is not None and inertial.find("mass") is not None:
+            for c in collisions:
+                link.remove(c)
+        elif collisions:
+            shaped.append(link.get("name", "?"))
+    return ET.tostring(root, encoding="unicode"), shaped
 
 
 def _import(path: Path, floating: bool, urdf_text: str | None = None):
@@ -404,11 +431,19 @@ def load_robot(
         urdf_text = check_model_files(path, root, package_roots)
     except ModelFileError as e:
         raise RobotError(str(e)) from None
+    shaped: list[str] = []
+    if urdf_text is not None:
+        urdf_text, shaped = urdf_for_fit(urdf_text)
     builder = _import(path, floating, urdf_text)
     notes = [
         "visuals, collision shapes and meshes skipped: an in-air fit needs only the joint tree and the "
         "bodies' inertia; contacts are off"
     ]
+    if shaped:
+        notes[0] += (
+            f"; link(s) {', '.join(shaped)} state no <inertial> mass: their collision shapes (meshes "
+            "included) are kept for their mass at Newton's default density"
+        )
     if path.suffix.lower() in MJCF_SUFFIXES and (meshed := _inertia_from_meshes(path, builder)):
         notes.append(meshed)
     if light := _massless_moving_bodies(builder):
@@ -464,6 +499,7 @@ def load_robot(
         base=base,
         fixed_base=not floating,
         notes=notes,
+        source_text=urdf_text,
     )
 
 
