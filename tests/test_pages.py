@@ -175,7 +175,7 @@ def test_dataset_page_shows_every_warning_and_the_quality_report(server: Server,
     assert "plan, not a recording" not in html
     every = set(quality_warnings) | set(body["warnings"])  # the dashboard counts them all, each once
     assert (
-        f"<td>{len(every)}</td><td>{body['created_at'][:19]}</td>"
+        f'<td>{len(every)}</td><td class="when">{body["created_at"][:19].replace("T", " ")}</td>'
         in requests.get(server.url + "/", timeout=10).text
     )
 

@@ -9,6 +9,7 @@ every page module, so that pages.py can read the fit kinds (kinds.py) whose page
 from __future__ import annotations
 
 import json
+import math
 from functools import cache, lru_cache
 from html import escape
 from importlib import resources
@@ -45,6 +46,47 @@ def num_text(v: Any) -> str:
     return str(v)
 
 
+INTERVAL_MAX = 1e6  # a 95 % bound beyond this magnitude is no bound an actuator has
+INTERVAL_DECADES = 3.0  # nor are bounds of one sign further apart than this many decades
+INTERVAL_WIDTH = 1e3  # nor an interval wider than this many times its estimate
+
+
+def interval_unidentified(low: float, high: float, estimate: float | None = None) -> str | None:
+    """Why a 95 % interval identifies nothing (a bound not finite or beyond INTERVAL_MAX, bounds of one sign
+    spanning more than INTERVAL_DECADES decades, a width over INTERVAL_WIDTH times a non-zero estimate), or None
+    where it is a statement worth printing."""
+    lo, hi = float(low), float(high)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "unbounded"
+    if lo * hi > 0 and (decades := abs(math.log10(hi / lo))) > INTERVAL_DECADES:
+        return f"spans {decades:.0f} decades"
+    if max(abs(lo), abs(hi)) > INTERVAL_MAX:
+        return "a bound beyond 10⁶"
+    if estimate is not None and estimate != 0 and hi - lo > INTERVAL_WIDTH * abs(estimate):
+        return f"wider than {INTERVAL_WIDTH:.0f} × its value"
+    return None
+
+
+def interval_text(low: Any, high: Any, estimate: Any = None) -> str:
+    """A 95 % interval as the pages print it: "[low, high]" (4 significant digits), or "not identified (why)"
+    where it identifies nothing (interval_unidentified); None bounds as a dash."""
+    if low is None or high is None:
+        return "—"
+    est = float(estimate) if isinstance(estimate, int | float) and not isinstance(estimate, bool) else None
+    why = interval_unidentified(low, high, est)
+    if why:
+        return f"not identified ({why})"
+    return f"[{num_text(low)}, {num_text(high)}]"
+
+
+def interval_html(low: Any, high: Any, estimate: Any = None) -> Markup:
+    """interval_text in a span that never wraps (class "iv"), marked "unidentified" where it reads not
+    identified: the templates' `interval`, the one formatter of every page's intervals."""
+    text = interval_text(low, high, estimate)
+    cls = "iv unidentified" if text.startswith("not identified") else "iv"
+    return Markup(f'<span class="{cls}">{escape(text)}</span>')
+
+
 def fmt_num(v: Any) -> str:
     """num_text, HTML-escaped, for pages that still join HTML in Python (robots.py passes it to templates)."""
     return escape(num_text(v))
@@ -68,7 +110,7 @@ def templates() -> jinja2.Environment:
     env.filters.update(
         num=num_text, status=lambda s: Markup(status_html(s)), script_json=lambda o: Markup(script_json(o))
     )
-    env.globals.update(inline=lambda name: Markup(static_text(name)))
+    env.globals.update(inline=lambda name: Markup(static_text(name)), interval=interval_html)
     return env
 
 

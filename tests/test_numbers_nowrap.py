@@ -1,0 +1,228 @@
+"""Pages an engineer reads at a glance: no number breaks across lines, at 800 and 1280 px, on the XL330 fit report,
+the dashboard, the Go2 robot page and a Go2 robot fit report, in real headless Chromium; long ids are shown short
+with the whole id on hover and in the copied text; and no 95 % interval prints a bound beyond 1e6 (an interval
+spanning decades reads "not identified").
+
+The XL330 fits, the dataset and the Go2 come from tests/test_browser_layout.py's `site`. The robot fit report is
+the fit route's own renderer (robot_page.render_robot_fit) over a stored Go2 result in the shapes a robot fit
+stores, with long values in its tables (errors of four digits, values such as 1.018e+04 and -0.837) and one
+interval spanning 80 decades, so the page is drawn without running a fit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import requests
+from test_browser import browser  # noqa: F401  (the module-scoped Chromium fixture)
+from test_browser_layout import WIDTHS, site  # noqa: F401  (the XL330 fits and the Go2 of the layout checks)
+
+from actuator_sysid.service.db import Repository
+from actuator_sysid.service.robot_page import render_robot_fit
+from actuator_sysid.service.templating import interval_text
+
+# every table cell whose whole text is a number, an id, an "a/b" form or an interval, and whether each renders
+# on one line: the client rects of the cell's contents (Range.getClientRects), lines of boxes that do not overlap
+CELLS_JS = r"""() => {
+  const NUM = String.raw`[-+−]?(?:\d[\d,]*\.?\d*|\.\d+)(?:e[-+]?\d+)?%?`;
+  const ID = String.raw`[0-9a-f]{8,64}`;
+  const pat = new RegExp(String.raw`^(?:${NUM}(?:\s*[/×]\s*${NUM})?|${ID}|\[\s*${NUM},\s*${NUM}\s*\])$`, 'i');
+  const out = [];
+  for (const td of document.querySelectorAll('td, th')) {
+    if (!td.getClientRects().length) continue;
+    const text = td.textContent.replace(/\s+/g, ' ').trim();
+    if (!pat.test(text)) continue;
+    const range = document.createRange();
+    range.selectNodeContents(td);
+    // a rect starts a new line where it lies wholly below every rect before it (boxes of one line overlap)
+    const rects = [...range.getClientRects()].filter(r => r.width > 0 && r.height > 0).sort((a, b) => a.top - b.top);
+    let lines = 0, bottom = -Infinity;
+    for (const r of rects) {
+      if (r.top >= bottom - 1) { lines += 1; bottom = r.bottom; } else bottom = Math.max(bottom, r.bottom);
+    }
+    out.push({text, lines, table: (td.closest('table') || {}).id || ''});
+  }
+  return out;
+}"""
+
+# the visible text of every interval "[lo, hi]" with an exponent beyond ±6
+EXPONENT_JS = r"""() => (document.body.innerText.match(/\[[^\]\n]*\]/g) || [])
+  .filter(s => /\d\.?\d*e[-+]?0*([7-9]|\d\d)/i.test(s))"""
+
+# every id link: shown short, the whole id in its title and in the text a copy takes
+IDS_JS = r"""() => [...document.querySelectorAll('code.id')].filter(c => c.getClientRects().length).map(c => ({
+  text: c.textContent, title: (c.closest('[title]') || {}).title || '',
+  shown: c.getBoundingClientRect().width, full: c.scrollWidth}))"""
+
+
+def _go2_result(joints: list[str]) -> dict:
+    """A Go2 robot fit's result in the shapes a robot fit stores (the fields the robot fit page reads)."""
+    groups = {
+        g: {
+            "joint_names_expr": f".*_{g}_joint",
+            "joints": [j for j in joints if f"_{g}_" in j],
+            "armature": 0.026963,
+            "viscous_friction": -0.83712,
+            "friction": 0.17634,
+            "stiffness": 10183.0,
+            "damping": 1.0181,
+            "saturation_effort": 23.7,
+            "velocity_limit": 30.1,
+            "effort_limit": 23.7,
+        }
+        for g in ("hip", "thigh", "calf")
+    }
+    per_joint = {j: 0.0026963 + 1e-5 * k for k, j in enumerate(joints)}
+    intervals = {
+        f"{g}.{t}": {
+            "estimate": 0.17634,
+            "interval95": [0.17634 - 0.0123, 0.17634 + 0.0123],
+            "identified": True,
+        }
+        for g in groups
+        for t in ("armature", "viscous_friction", "friction")
+    }
+    intervals["calf.friction"] = {
+        "estimate": 0.0012,
+        "interval95": [1.611e-41, 6.998e39],
+        "identified": False,
+        "reason": "the log does not excite it",
+    }
+    decoupled = {
+        "note": "each joint fitted alone",
+        "rmse": 0.0041,
+        "per_joint_rmse": {j: 0.0041 + 1e-5 * k for k, j in enumerate(joints)},
+        "groups": {
+            g: {t: e[t] * 1.1 for t in ("armature", "friction", "damping")} for g, e in groups.items()
+        },
+        "delay_steps": 2,
+    }
+    return {
+        "kind": "robot",
+        "verdict": {
+            "verdict": "usable",
+            "checks": [{"check": "validation_error", "status": "ok", "reason": "ok"}],
+        },
+        "bounds": {"at_bound": [{"term": "hip.armature", "value": 0.5, "bound": "upper", "limit": 0.5}]},
+        "validation": {
+            "split": "time",
+            "fraction": 0.3,
+            "split_time_s": 1.4,
+            "replay": "coupled",
+            "rmse": 0.0026963,
+            "model_defaults_rmse": 0.01254,
+            "model_defaults": "the MJCF's terms",
+            "per_joint_rmse": per_joint,
+            "model_defaults_per_joint_rmse": {j: 0.01254 for j in joints},
+            "decoupled_fit": decoupled,
+        },
+        "encoder_bias": {j: -0.0008371 for j in joints},
+        "groups": groups,
+        "intervals": intervals,
+        "identifiability": {"method": "Gauss-Newton covariance", "warnings": []},
+        "delay_steps": 2,
+        "delay": "scanned",
+        "sim": {"dt": 0.00125, "decimation": 4},
+        "gains": "from the log",
+        "joint_mapping": "by name",
+        "training": {"jacobians": 3, "stopped_on": "budget"},
+        "world_steps_per_s": 10183.0,
+        "wall_s": 61.8,
+        "replays": {
+            "part": {"duration_s": 0.6, "what": "the last 30 %"},
+            "ours": {"rmse": 0.0026963},
+            "definition": "relative difference",
+            "consumers": {
+                "isaaclab": {
+                    "status": "ok",
+                    "rmse_replay": 0.0027,
+                    "relative_difference": 0.01,
+                    "within_tolerance": True,
+                }
+            },
+        },
+        "exports": {},
+        "assumptions": ["rigid links"],
+    }
+
+
+@pytest.fixture(scope="module")
+def robot_report(site, tmp_path_factory: pytest.TempPathFactory) -> str:  # noqa: F811
+    """The Go2 robot fit page, as the fit route renders it, over a stored result."""
+    server = site["server"]
+    robot = requests.get(f"{server.url}/api/v1/robots/{site['robot']}", timeout=30).json()
+    joints = [j["name"] for j in robot["joints"]]
+    fit = {
+        "id": "0123456789abcdef0123456789abcdef",
+        "status": "succeeded",
+        "progress": 1.0,
+        "message": "done",
+        "request": {"robot_id": "f" * 32, "robot": {}},
+        "dataset_id": "d" * 32,
+        "dataset_name": "go2.pt",
+        "created_at": "2026-12-05T09:00:00",
+        "result": _go2_result(joints),
+    }
+    repo = Repository(f"sqlite:///{Path(tmp_path_factory.mktemp('nowrap')) / 'r.db'}")
+    try:
+        return render_robot_fit(fit, None, ["fit.json", "isaaclab.py"], repo, None)
+    finally:
+        repo.close()
+
+
+def test_no_number_wraps_and_no_interval_prints_beyond_1e6(browser, site, robot_report: str) -> None:  # noqa: F811
+    server = site["server"]
+    pages = {
+        "XL330 report": f"/fits/{site['fits']['holdout']['id']}",
+        "dashboard": "/",
+        "robot page": f"/robots/{site['robot']}",
+        "robot fit report": None,
+    }
+    broken: list = []
+    exponents: list = []
+    long_ids: list = []
+    spans_decades = ""
+    for width in WIDTHS:
+        ctx = browser.new_context(viewport={"width": width, "height": 900})
+        page = ctx.new_page()
+        try:
+            page.set_default_timeout(30_000)
+            for name, path in pages.items():
+                if path is None:
+                    page.goto(server.url + "/robots", wait_until="load")
+                    page.set_content(robot_report, wait_until="load")
+                else:
+                    page.goto(server.url + path, wait_until="load")
+                cells = page.evaluate(CELLS_JS)
+                assert len(cells) >= 5, (name, cells)  # the regex finds the tables' numbers
+                broken += [(width, name, c["table"], c["text"], c["lines"]) for c in cells if c["lines"] != 1]
+                exponents += [(width, name, e) for e in page.evaluate(EXPONENT_JS)]
+                ids = page.evaluate(IDS_JS)
+                if name == "dashboard" and len(ids) < 3:  # the datasets' and fits' ids
+                    long_ids.append((width, name, "no short ids"))
+                long_ids += [  # shown short; the title and a copy hold the whole id
+                    (width, name, i)
+                    for i in ids
+                    if not (len(i["text"]) == 32 and i["title"] == i["text"] and i["shown"] < 0.5 * i["full"])
+                ]
+                if name == "robot fit report":
+                    spans_decades = page.locator("#intervals tr:has-text('calf.friction')").inner_text()
+        finally:
+            ctx.close()
+    assert broken == [], broken
+    assert exponents == [], exponents
+    assert long_ids == [], long_ids
+    assert "not identified (spans 81 decades)" in spans_decades, spans_decades
+
+
+def test_interval_text_reads_not_identified_when_it_spans_decades() -> None:
+    assert interval_text(0.1, 0.2) == "[0.1, 0.2]"
+    assert interval_text(-0.5, 0.7, 0.1) == "[-0.5, 0.7]"
+    for lo, hi, est in (
+        (1.611e-41, 6.998e39, 0.0012),
+        (1e-3, 2.0, None),
+        (-3e6, 1.0, None),
+        (-5e3, 5e3, 1.0),
+    ):
+        assert interval_text(lo, hi, est).startswith("not identified"), (lo, hi, est)
+    assert interval_text(1e4, 1.1e4, 1.05e4) == "[1e+04, 1.1e+04]"  # a large, tight value stays a number
