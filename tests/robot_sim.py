@@ -236,6 +236,28 @@ def robot_recording(
     return Recording(joints, [seg])
 
 
+def torque_driven_log(
+    robot: RobotModel, ff: np.ndarray, truth: dict, *, log_dt: float, decimation: int, delay: int
+) -> dict:
+    """A Newton-made log of `robot` driven by the feed-forward efforts `ff` (T + 1, J) alone (kp = kd = 0, the
+    position command held at zero), with the joint terms `truth`: {ff, cmd, q, qd, rec}."""
+    cmd = np.zeros_like(ff)
+    q, qd = simulate_newton_log(
+        robot,
+        cmd,
+        decimation=decimation,
+        delay=delay,
+        kp=0.0,
+        kd=0.0,
+        log_dt=log_dt,
+        tau_ff=ff,
+        q0=np.zeros(ff.shape[1]),
+        **truth,
+    )
+    rec = robot_recording(robot, cmd, q, qd, log_dt=log_dt, kp=0.0, kd=0.0, tau_ff=ff)
+    return {"ff": ff, "cmd": cmd, "q": q, "qd": qd, "rec": rec}
+
+
 def chirp_targets(
     robot: RobotModel,
     samples: int,

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import pythonpath
-from robot_sim import robot_recording, simulate_newton_log
+from robot_sim import robot_recording, simulate_newton_log, torque_driven_log
 
 from actuator_sysid.export.robot import write_robot_exports
 from actuator_sysid.fitting.robot import RobotFitOptions, bound_report, fit_robot, prepare_fit
@@ -78,21 +78,7 @@ def multisine(samples: int, amplitude: tuple[float, ...], seed: int = 0) -> np.n
 @pytest.fixture(scope="module")
 def torque_log(arm: RobotModel) -> dict:
     ff = multisine(SAMPLES, (20.0, 10.0))
-    cmd = np.zeros_like(ff)
-    q, qd = simulate_newton_log(
-        arm,
-        cmd,
-        decimation=DEC,
-        delay=DELAY,
-        kp=0.0,
-        kd=0.0,
-        log_dt=LOG_DT,
-        tau_ff=ff,
-        q0=np.zeros(2),
-        **TRUTH,
-    )
-    rec = robot_recording(arm, cmd, q, qd, log_dt=LOG_DT, kp=0.0, kd=0.0, tau_ff=ff)
-    return {"ff": ff, "cmd": cmd, "q": q, "qd": qd, "rec": rec}
+    return torque_driven_log(arm, ff, TRUTH, log_dt=LOG_DT, decimation=DEC, delay=DELAY)
 
 
 def test_coupled_rollouts_take_the_feed_forward_effort(arm: RobotModel, torque_log: dict) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import requests
 from conftest import Server, run_cli
-from robot_sim import robot_recording, simulate_newton_log
+from robot_sim import torque_driven_log
 
 from actuator_sysid.datasets.canonical import write_table
 from actuator_sysid.export.robot_common import bias_of, joint_models, provenance_lines, replay_log
@@ -95,21 +95,9 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> dict:
     ws = tmp_path_factory.mktemp("ws")
     urdf = write_package(ws)
     arm = load_robot(urdf, package_roots=(ws,))
-    ff = multisine(SAMPLES, (8.0, 4.0))
-    cmd = np.zeros_like(ff)
-    q, qd = simulate_newton_log(
-        arm,
-        cmd,
-        decimation=DEC,
-        delay=DELAY,
-        kp=0.0,
-        kd=0.0,
-        log_dt=LOG_DT,
-        tau_ff=ff,
-        q0=np.zeros(2),
-        **TRUTH,
-    )
-    rec = robot_recording(arm, cmd, q, qd, log_dt=LOG_DT, kp=0.0, kd=0.0, tau_ff=ff)
+    rec = torque_driven_log(
+        arm, multisine(SAMPLES, (8.0, 4.0)), TRUTH, log_dt=LOG_DT, decimation=DEC, delay=DELAY
+    )["rec"]
     write_table(rec, ws / "log.csv")
     return {"ws": ws, "urdf": urdf, "arm": arm, "rec": rec}
 
