@@ -55,6 +55,42 @@ IDS_JS = r"""() => [...document.querySelectorAll('code.id')].filter(c => c.getCl
   shown: c.getBoundingClientRect().width, full: c.scrollWidth}))"""
 
 
+# the 54 terms of a Go2 fit (12 joints' bias, 3 groups' 14 terms) that the log does not identify, named in one reason
+UNIDENTIFIED = [f"{g}.term{k}" for g in ("hip", "thigh", "calf") for k in range(14)] + [
+    f"bias{k}" for k in range(12)
+]
+
+
+def _go2_verdict(joints: list[str]) -> dict:
+    """A Go2 robot fit's verdict in the shape robot_judge stores: 17 checks worst first, one naming 54 terms."""
+    checks = [
+        {
+            "check": "identifiability",
+            "status": "usable",
+            "reason": f"{len(UNIDENTIFIED)} terms are not identified by this log: " + ", ".join(UNIDENTIFIED),
+        },
+        {
+            "check": "at_bound",
+            "status": "usable",
+            "reason": "hip.armature sits at its upper search bound (0.5)",
+        },
+    ]
+    checks += [
+        {
+            "check": "validation_error",
+            "status": "ok",
+            "reason": f"{j}: validation RMSE 0.0027 rad, 1 % of its range",
+        }
+        for j in joints[:12]
+    ]
+    checks += [
+        {"check": "delay", "status": "ok", "reason": "the delay was scanned: 2 steps"},
+        {"check": "gains", "status": "ok", "reason": "the PD gains are the log's own"},
+        {"check": "export_replay", "status": "ok", "reason": "isaaclab replays the exports within tolerance"},
+    ]
+    return {"verdict": "usable", "reasons": [c["reason"] for c in checks], "checks": checks}
+
+
 def _go2_result(joints: list[str]) -> dict:
     """A Go2 robot fit's result in the shapes a robot fit stores (the fields the robot fit page reads)."""
     groups = {
@@ -99,10 +135,7 @@ def _go2_result(joints: list[str]) -> dict:
     }
     return {
         "kind": "robot",
-        "verdict": {
-            "verdict": "usable",
-            "checks": [{"check": "validation_error", "status": "ok", "reason": "ok"}],
-        },
+        "verdict": _go2_verdict(joints),
         "bounds": {"at_bound": [{"term": "hip.armature", "value": 0.5, "bound": "upper", "limit": 0.5}]},
         "validation": {
             "split": "time",
@@ -226,3 +259,54 @@ def test_interval_text_reads_not_identified_when_it_spans_decades() -> None:
     ):
         assert interval_text(lo, hi, est).startswith("not identified"), (lo, hi, est)
     assert interval_text(1e4, 1.1e4, 1.05e4) == "[1e+04, 1.1e+04]"  # a large, tight value stays a number
+
+
+# the robot verdict block's lines (the client rects of its text nodes, lines counted as CELLS_JS counts a cell's;
+# an element's own rect would cover the lines inside it), its bottom edge and its visible text
+VERDICT_JS = r"""() => {
+  const el = document.querySelector('#verdict');
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  const rects = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const range = document.createRange();
+    range.selectNodeContents(n);
+    rects.push(...[...range.getClientRects()].filter(r => r.width > 0 && r.height > 0));
+  }
+  rects.sort((a, b) => a.top - b.top);
+  let lines = 0, bottom = -Infinity;
+  for (const r of rects) {
+    if (r.top >= bottom - 1) { lines += 1; bottom = r.bottom; } else bottom = Math.max(bottom, r.bottom);
+  }
+  const details = document.querySelector('#verdict-details');
+  return {lines, bottom: el.getBoundingClientRect().bottom, viewport: window.innerHeight, text: el.innerText,
+          details: details ? {open: details.open, text: details.textContent} : null};
+}"""
+
+
+def test_the_robot_verdict_reads_at_a_glance(browser, site, robot_report: str) -> None:  # noqa: F811
+    """The Go2 robot report's verdict, at 800 and 1280 px: at most five lines, above the fold, with the headline
+    figure (the held-out RMSE beside the model file's own terms', as the page prints them) and the worst reasons
+    cut to a line; every check, the 54 unidentified terms whole among them, in a collapsed list below."""
+    v = _go2_result([])["validation"]
+    figure = [f"{v['rmse']:.4f} rad", f"{v['model_defaults_rmse']:.4f} rad"]
+    long_reason = ", ".join(UNIDENTIFIED)
+    seen = {}
+    for width in WIDTHS:
+        ctx = browser.new_context(viewport={"width": width, "height": 900})
+        page = ctx.new_page()
+        try:
+            page.goto(site["server"].url + "/robots", wait_until="load")
+            page.set_content(robot_report, wait_until="load")
+            seen[width] = page.evaluate(VERDICT_JS)
+        finally:
+            ctx.close()
+    for width, got in seen.items():
+        text = " ".join(got["text"].split())
+        assert 2 <= got["lines"] <= 5, (width, got["lines"], text)
+        assert got["bottom"] <= got["viewport"], (width, got["bottom"])
+        assert "verdict: usable" in text and all(f in text for f in figure), (width, text)
+        assert "last 30 % of the log in time" in text, (width, text)  # the stated split
+        assert "54 terms are not identified" in text and long_reason not in text, (width, text)
+        assert got["details"] is not None and not got["details"]["open"], (width, got["details"])
+        details = " ".join(got["details"]["text"].split())
+        assert long_reason in details and "isaaclab replays the exports within tolerance" in details, details

@@ -23,6 +23,7 @@ from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot
 from actuator_sysid.fitting.robot_judge import GAINS_GUESSED, robot_verdict
 from actuator_sysid.fitting.verdict import NOT_CHECKED, all_passed
 from actuator_sysid.models.robot import RobotModel
+from actuator_sysid.service.robot_page import verdict_summary
 from actuator_sysid.service.templating import templates
 
 KP, KD, DELAY, NOISE = 150.0, 4.0, 2, 1e-3
@@ -111,6 +112,7 @@ def test_the_exports_replayed_change_the_verdict_to_checked(
             status=str,
             standalone=False,
             verdict_style={},
+            summary=verdict_summary(stored),
         )
     )
     assert page.index('id="verdict"') < page.index('id="validation"') < page.index('id="intervals"')

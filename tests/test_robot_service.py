@@ -334,6 +334,7 @@ def _render_fit_page(fit: dict, res: dict) -> str:
             status=pages.status_html,
             standalone=False,
             verdict_style=VERDICT_STYLE,
+            summary=robot_page.verdict_summary(res),
         )
     )
 

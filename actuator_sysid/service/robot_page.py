@@ -78,6 +78,46 @@ def coupling_change(v: dict) -> dict | None:
     }
 
 
+# a reason in the verdict's summary is cut to about a line; the whole of it is in the list of checks below
+REASON_CHARS = 90
+
+
+def short_reason(text: str, limit: int = REASON_CHARS) -> str:
+    """A reason cut to `limit` characters at a word (a list of names cut after a whole name), marked with "…"."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    return f"{cut} …"
+
+
+def verdict_summary(result: dict) -> dict | None:
+    """The robot verdict at a glance: its word, the headline figure (the held-out RMSE beside the model file's own
+    terms', on the stated split), the worst one or two reasons cut to a line, and every check for the list below."""
+    verdict = result.get("verdict")
+    if not verdict:
+        return None
+    checks = [
+        {"status": str(c.get("status", "")), "reason": str(c.get("reason", ""))}
+        for c in verdict.get("checks") or []
+    ] or [{"status": "", "reason": str(r)} for r in verdict.get("reasons") or []]
+    worst = [c for c in checks if c["status"] != "ok"][:2] or checks[:1]
+    v = result.get("validation") or {}
+    if v.get("split") == "recordings":
+        names = (v.get("recordings") or {}).get("validation") or []
+        span = f"the held-out recording{'s' if len(names) != 1 else ''} {', '.join(names)}"
+    else:
+        span = f"the last {100 * float(v.get('fraction') or 0):.0f} % of the log in time"
+    return {
+        "word": str(verdict.get("verdict", "?")),
+        "rmse": v.get("rmse"),
+        "defaults_rmse": v.get("model_defaults_rmse"),
+        "span": span,
+        "top": [{"status": c["status"], "reason": short_reason(c["reason"])} for c in worst],
+        "checks": checks,
+    }
+
+
 def _small_multiples(traces: dict) -> list[dict]:
     """One figure per joint on the validation span: measured, the coupled fit, the decoupled fit (when the
     traces have it) and the model file's own terms."""
@@ -185,6 +225,7 @@ def render_robot_fit(
         status=status_html,
         standalone=standalone,
         verdict_style=VERDICT_STYLE,
+        summary=verdict_summary(result) if result else None,
     )
     plots = plot_script(figs, plotly_inline() if standalone else None)
     return page(f"robot fit {fit['id'][:8]}", body + plots, nav=not standalone)
