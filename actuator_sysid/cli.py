@@ -434,15 +434,9 @@ def _check_robot_flags(args: argparse.Namespace) -> None:
 
     from .service.robots import RobotFitIn
 
-    given = {
-        "kp": args.kp,
-        "kd": args.kd,
-        "delay": None if args.delay in (None, "scan") else args.delay,
-        "decimation": args.decimation,
-        "iterations": args.generations,
-        "budget_s": args.budget,
-        "bias_limit": args.bias_limit,
-    }
+    given = {field: getattr(args, flag[2:].replace("-", "_")) for field, flag in ROBOT_FLAGS.items()}
+    if given["delay"] == "scan":  # the flag's word for "no fixed delay"
+        given["delay"] = None
     try:
         RobotFitIn(**{k: v for k, v in given.items() if v is not None})
     except ValidationError as e:

@@ -174,11 +174,6 @@ async def _internal(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def _os_error(request: Request, exc: Exception) -> JSONResponse:
-    """An OSError: a full disk is a 507 (answered here, before the catch-all), anything else internal."""
-    return _disk_full(request, exc) if out_of_space(exc) else await _internal(request, exc)
-
-
 def add_error_handlers(app: FastAPI) -> None:
     """Map the core's errors to status codes once: bad input 422, conflicts 409, too large 413, missing 404."""
     for exc_type, code in (
@@ -193,7 +188,7 @@ def add_error_handlers(app: FastAPI) -> None:
     app.exception_handler(RequestValidationError)(_invalid)
     app.exception_handler(StarletteHTTPException)(_http)
     app.exception_handler(NotFoundError)(_not_found)
-    app.exception_handler(OSError)(_os_error)
+    app.exception_handler(OSError)(_internal)  # answered here, as handled, not re-raised by the catch-all
     app.exception_handler(Exception)(_internal)
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from ..datasets.names import clip_text
+from ..datasets.sources import Source, open_zip, unpack_member
 from ..files import json_safe
 from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES, USD_SUFFIXES, RobotError
 from .parsing import ParserPool
 
 MODEL_SUFFIXES = MJCF_SUFFIXES + URDF_SUFFIXES + USD_SUFFIXES
-MAX_ZIP_MEMBERS = 4096  # files one robot zip may hold
 MAX_ZIP_RATIO = 20  # a zip may unpack to at most this many times the upload limit (a compression bomb stops)
 
 
@@ -28,10 +28,9 @@ def _safe_name(name: str) -> str:
 
 
 def _zip_members(z: zipfile.ZipFile, name: str, limit: int) -> list[zipfile.ZipInfo]:
-    """The zip's files, refused when they are too many, unpack too large, or step outside the folder."""
+    """The zip's files, refused when they unpack too large or step outside the folder (open_zip bounds how
+    many it lists)."""
     infos = [i for i in z.infolist() if not i.is_dir()]
-    if len(infos) > MAX_ZIP_MEMBERS:
-        raise RobotError(f"{name}: the zip holds {len(infos)} files; the limit is {MAX_ZIP_MEMBERS}")
     total = sum(i.file_size for i in infos)
     if total > limit:
         raise RobotError(f"{name}: the zip unpacks to {total} bytes; the limit is {limit} bytes")
@@ -85,11 +84,14 @@ def unpack(src: Path, name: str, dest: Path, entry: str | None, limit: int) -> t
         target = dest / _safe_name(name)
         shutil.copyfile(src, target)
         return target, None
-    with zipfile.ZipFile(src) as z:
+    with open_zip(Source(name, path=src)) as z:  # its table of contents bounded before it is read
         infos = _zip_members(z, name, limit)
         model = _pick_model([i.filename for i in infos], name, entry)
-        for i in infos:
-            z.extract(i, dest)
+        left = limit
+        for i in infos:  # block by block under the limit: the table of contents may understate the sizes
+            target = dest / i.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            left -= unpack_member(z, i, target, left, name)
     return dest / model, model
 
 
