@@ -336,3 +336,74 @@ def test_compare_draws_each_fits_own_traces_and_states_its_split(browser, site) 
             assert t["split"] == want, t
     finally:
         ctx.close()
+
+
+# the runs table's visible rows, top to bottom: id, verdict and the validation error it sorts by
+RUNS_JS = """() => [...document.querySelectorAll('#runs tbody tr[id^="fit-"]')].filter(r => !r.hidden).map(r => ({
+  id: r.id.slice(4), verdict: r.dataset.verdict, error: r.querySelector('td.err').dataset.v}))"""
+
+
+def test_runs_table_sorts_by_validation_error_filters_by_verdict_and_compares_two(browser, site) -> None:  # noqa: F811
+    """The dashboard's runs table, as an engineer used to W&B reads it: named and tagged runs (PATCH), sorted by
+    validation error either way with unfinished runs last, filtered by verdict, kind and text, and two ticked
+    rows opened in /compare."""
+    server, fits = site["server"], site["fits"]
+    a, b = fits["holdout"], fits["default"]
+    named = requests.patch(
+        f"{server.url}/api/v1/fits/{a['id']}",
+        json={"name": "xl330 kp800 held out", "tags": ["xl330", "kp800"]},
+    )
+    assert named.status_code == 200 and named.json()["tags"] == ["xl330", "kp800"], named.text
+    bad = requests.patch(f"{server.url}/api/v1/fits/{b['id']}", json={"tags": ["ok", "<b>"]})
+    assert bad.status_code == 422 and "tag 2" in bad.json()["detail"], bad.text
+    q = requests.post(server.url + "/api/v1/fits", json={"dataset_id": site["dataset"], **CHEAP}, timeout=30)
+    assert q.status_code == 202, q.text
+    cancelled = q.json()["id"]
+    requests.post(f"{server.url}/api/v1/fits/{cancelled}/cancel", timeout=30)
+    assert _wait(server, cancelled)["status"] == "cancelled"
+    summaries = {f["id"]: f["summary"] for f in requests.get(server.url + "/api/v1/fits", timeout=30).json()}
+    errors = {fid: summaries[fid]["error"] for fid in (a["id"], b["id"])}
+    assert all(isinstance(e, float) and e > 0 for e in errors.values()), summaries
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    try:
+        page.set_default_timeout(30_000)
+        page.goto(server.url + "/")
+        header = page.locator("#runs th", has_text="val. error")
+        header.click()
+        up = page.evaluate(RUNS_JS)
+        header.click()
+        down = page.evaluate(RUNS_JS)
+        by_error = sorted(errors, key=errors.__getitem__)
+        assert [r["id"] for r in up][:2] == by_error and [r["id"] for r in down][:2] == by_error[::-1], (
+            up,
+            down,
+        )
+        assert up[-1]["id"] == cancelled and down[-1]["id"] == cancelled  # no error: last either way
+        verdict = summaries[a["id"]]["verdict"]
+        page.select_option("#runs-verdict", verdict)
+        shown = page.evaluate(RUNS_JS)
+        assert shown and all(r["verdict"] == verdict for r in shown), shown
+        assert {r["id"] for r in shown} == {
+            f for f in (a["id"], b["id"]) if summaries[f]["verdict"] == verdict
+        }
+        page.select_option("#runs-verdict", "-")
+        assert [r["id"] for r in page.evaluate(RUNS_JS)] == [cancelled]
+        page.select_option("#runs-verdict", "")
+        page.fill("#runs-filter", "kp800")  # a tag
+        assert [r["id"] for r in page.evaluate(RUNS_JS)] == [a["id"]]
+        assert "1 of 3 runs" in page.locator("#runs-count").inner_text()
+        page.select_option("#runs-kind", "whole-robot")
+        assert page.evaluate(RUNS_JS) == [] and page.locator("#runs-empty").is_visible()
+        page.select_option("#runs-kind", "")
+        page.fill("#runs-filter", "")
+        row = page.locator(f"#fit-{a['id']}")
+        assert "xl330 kp800 held out" in row.inner_text() and "kp800" in row.locator("td.tags").inner_text()
+        page.check(f"#fit-{a['id']} input.pick")
+        page.check(f"#fit-{b['id']} input.pick")
+        page.click("#compare")
+        page.wait_for_url("**/compare?*")
+        assert a["id"] in page.url and b["id"] in page.url
+    finally:
+        ctx.close()
+        requests.delete(f"{server.url}/api/v1/fits/{cancelled}", timeout=30)

@@ -34,7 +34,7 @@ def test_migrations_run_and_are_idempotent(pg_url: str) -> None:
         tables = {r[0] for r in conn.execute("select tablename from pg_tables where schemaname = 'public'")}
         version = conn.execute("select version_num from alembic_version").fetchone()
     assert {"datasets", "fits", "artifacts", "fit_events", "tokens", "robots", "alembic_version"} <= tables
-    assert version is not None and version[0] == "0002"
+    assert version is not None and version[0] == "0003"
 
 
 def test_fit_suite_postgres_local(pg_url: str, tmp_path: Path) -> None:

@@ -139,3 +139,102 @@ def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> 
         )
     finally:
         ctx.close()
+
+
+def test_a_robot_log_is_uploaded_and_fitted_with_selection_from_the_pages_alone(
+    browser,  # noqa: F811
+    site: dict,
+    tmp_path,
+) -> None:
+    """From the robot page alone: a PACE log (no joint names) uploaded for the robot, the page again with that log
+    chosen among only the logs of this model's joints; its dataset page names the robot and offers the fit through
+    it (the joint-by-joint fit folded away); and a robot fit with selection, named and tagged, run to its report,
+    which lists the alternatives the selection tried."""
+    server: Server = site["server"]
+    robot = site["robot"]
+    t = np.arange(600) * 0.005
+    cmd = 0.25 * np.sin(2 * np.pi * (0.5 + 0.4 * t))[:, None] * np.linspace(0.6, 1.0, 12)
+    log = tmp_path / "go2_chirp.pt"
+    log.write_bytes(pace_bytes(cmd, cmd + 0.01 * np.sin(7 * t)[:, None]))
+    one = requests.post(  # a servo's log: not this robot's, not offered on its page
+        server.url + "/api/v1/datasets",
+        files={
+            "file": (
+                "servo.csv",
+                "t,joint,q,q_des\n" + "".join(f"{k / 100},servo,{k / 50},{k / 50}\n" for k in range(60)),
+            )
+        },
+        timeout=60,
+    )
+    assert one.status_code == 201, one.text
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    try:
+        page.set_default_timeout(60_000)
+        page.goto(f"{server.url}/robots/{robot['id']}")
+        page.set_input_files("#robot-upload input[type=file]", str(log))
+        page.click("#robot-upload button[type=submit]")
+        page.wait_for_url("**?dataset=*")
+        new_id = page.url.split("dataset=")[1].split("#")[0]
+        stored = requests.get(f"{server.url}/api/v1/datasets/{new_id}", timeout=30).json()
+        assert stored["robot_id"] == robot["id"] and stored["joints"] == [j["name"] for j in robot["joints"]]
+        options = page.eval_on_selector_all(
+            "#rf-dataset_id option", "os => os.map(o => [o.value, o.selected])"
+        )
+        assert [new_id, True] in options, options
+        assert one.json()["id"] not in [v for v, _ in options], options  # a servo's log is not this model's
+        # the dataset page says whose log it is and offers that fit first
+        page.goto(f"{server.url}/datasets/{new_id}")
+        assert robot["name"] in page.locator("#robot-of").inner_text()
+        assert page.locator("#joint-fit").get_attribute("open") is None  # the joint-by-joint fit folded away
+        page.click("a.fit-robot")
+        page.wait_for_url(f"**/robots/{robot['id']}?dataset={new_id}*")
+        page.fill("#rf-name", "go2 chirp selected")
+        page.fill("#rf-tags", "go2, selection")
+        page.fill("#rf-kp", "20")
+        page.fill("#rf-kd", "1.5")
+        page.fill("#rf-decimation", "2")
+        page.fill("#rf-iterations", "2")
+        page.fill("#rf-budget_s", "60")
+        page.check("#rf-select")
+        page.uncheck("#rf-replay")
+        page.click("#robot-fit button[type=submit]")
+        page.wait_for_url("**/fits/*")
+        fid = page.url.rsplit("/", 1)[1]
+        deadline = time.monotonic() + 240
+        while (fit := requests.get(f"{server.url}/api/v1/fits/{fid}", timeout=30).json())["status"] in (
+            "queued",
+            "running",
+        ):
+            assert time.monotonic() < deadline, "the selected robot fit did not finish within 240 s"
+            time.sleep(1)
+        assert fit["status"] == "succeeded", fit.get("error")
+        req = fit["request"]
+        assert req["select"] is True and req["replay"] is False and req["iterations"] == 2, req
+        assert fit["name"] == "go2 chirp selected" and fit["tags"] == ["go2", "selection"], fit
+        candidates = fit["result"]["selection"]["candidates"]
+        assert len(candidates) >= 2, candidates
+        page.goto(f"{server.url}/fits/{fid}")
+        rows = page.locator("#selection tr").count()
+        assert rows == len(candidates) + 1, rows  # each alternative with its figures
+        assert dialogs == []
+    finally:
+        ctx.close()
+
+
+def test_a_log_uploaded_for_a_robot_names_only_its_joints(site: dict) -> None:
+    server: Server = site["server"]
+    body = "t,joint,q,q_des\n" + "".join(
+        f"{k / 100},{j},{k / 50},{k / 50}\n" for j in ("FL_hip_joint", "wheel") for k in range(60)
+    )
+    r = requests.post(
+        server.url + "/api/v1/datasets",
+        files={"file": ("mixed.csv", body)},
+        data={"robot_id": site["robot"]["id"]},
+        timeout=60,
+    )
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert "wheel" in detail and "FL_hip_joint" not in detail.split("whose joints are")[0], detail

@@ -114,6 +114,7 @@ class DatasetRow(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     actuator_model: Mapped[str | None] = mapped_column(String(255), index=True, nullable=True)
     serial: Mapped[str | None] = mapped_column(String(255), index=True, nullable=True)
+    robot_id: Mapped[str | None] = mapped_column(String(32), index=True, nullable=True)  # uploaded for it
 
 
 class RobotRow(Base):
@@ -154,6 +155,9 @@ class FitRow(Base):
     claim: Mapped[str | None] = mapped_column(String(32), nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    name: Mapped[str | None] = mapped_column(String(255), nullable=True)  # the user's name for the run
+    tags: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    summary: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # the runs table's figures (runs.py)
 
 
 class ArtifactRow(Base):
@@ -204,6 +208,7 @@ def _dataset_dict(row: DatasetRow | Row[Any]) -> dict[str, Any]:
         "size": row.size,
         "actuator_model": row.actuator_model,
         "serial": row.serial,
+        "robot_id": row.robot_id,
     }
 
 
@@ -238,6 +243,9 @@ def _fit_dict(row: FitRow | Row[Any], with_result: bool = True) -> dict[str, Any
         "executor": row.executor,
         "worker": row.worker,
         "cancel_requested": bool(row.cancel_requested),
+        "name": row.name,
+        "tags": list(row.tags or []),
+        "summary": row.summary,
     }
     if with_result:
         d["result"] = row.result
@@ -409,8 +417,10 @@ class Repository:
         project: str = DEFAULT_PROJECT,
         metadata: dict | None = None,
         original: str = "original",
+        robot_id: str | None = None,
     ) -> dict[str, Any]:
-        """One dataset row and its artifacts (name → (sha256, size)) in one transaction."""
+        """One dataset row and its artifacts (name → (sha256, size)) in one transaction; `robot_id`: the robot
+        it was uploaded for."""
         meta = metadata or {}
         sha, size = artifacts[original]
 
@@ -430,6 +440,7 @@ class Repository:
                 created_at=_now(),
                 actuator_model=label("actuator_model"),
                 serial=label("serial"),
+                robot_id=robot_id,
             )
             s.add(row)
             s.flush()
@@ -595,7 +606,14 @@ class Repository:
     # --- fits ---
 
     def create_fit(
-        self, fit_id: str, dataset_id: str, request: dict, *, project: str = DEFAULT_PROJECT
+        self,
+        fit_id: str,
+        dataset_id: str,
+        request: dict,
+        *,
+        project: str = DEFAULT_PROJECT,
+        name: str | None = None,
+        tags: list[str] | None = None,
     ) -> dict[str, Any]:
         with self._session.begin() as s:
             now = _now()
@@ -611,6 +629,8 @@ class Repository:
                 updated_at=now,
                 attempts=0,
                 cancel_requested=False,
+                name=name,
+                tags=list(tags or []),
             )
             s.add(row)
             s.add(FitEventRow(fit_id=fit_id, ts=now, message="queued"))
@@ -636,6 +656,23 @@ class Repository:
                 c, FitRow, limit, ("result",), dataset_id=dataset_id, project=project, status=status
             )
         return [_fit_dict(r, with_result=False) for r in rows]
+
+    def label_fit(
+        self, fit_id: str, project: str | None, name: str | None = None, tags: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Rename or retag a fit (None leaves a field as it is; "" clears the name)."""
+        with self._session.begin() as s:
+            row = self._fit_row(s, fit_id, project)
+            if name is not None:
+                row.name = name or None
+            if tags is not None:
+                row.tags = list(tags)
+            return _fit_dict(row, with_result=False)
+
+    def set_fit_summary(self, fit_id: str, summary: dict) -> None:
+        """Store a finished fit's runs-table figures (computed once from its result)."""
+        with self._session.begin() as s:
+            s.execute(update(FitRow).where(FitRow.id == fit_id).values(summary=summary))
 
     def fleet_fits(self, actuator_model: str, project: str | None = None) -> list[dict[str, Any]]:
         """Succeeded fits of datasets of one actuator model, oldest first, each with its dataset's serial."""
@@ -793,9 +830,10 @@ class Repository:
         result: dict,
         artifacts: dict[str, tuple[str, int]] | None = None,
         claim: str | None = None,
+        summary: dict | None = None,
     ) -> bool:
-        """running → succeeded with the result and its artifact rows, in one transaction; not once a cancel
-        was asked (False: the caller records the cancel)."""
+        """running → succeeded with the result, its runs-table summary and its artifact rows, in one
+        transaction; not once a cancel was asked (False: the caller records the cancel)."""
         now = _now()
         with self._session.begin() as s:
             owned = [*self._owned(fit_id, claim), FitRow.cancel_requested.is_not(True)]
@@ -808,6 +846,7 @@ class Repository:
                     progress=1.0,
                     message="done",
                     result=result,
+                    summary=summary,
                     error=None,
                     updated_at=now,
                     finished_at=now,

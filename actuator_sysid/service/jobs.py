@@ -32,6 +32,7 @@ from ..fitting.fit import FitRequestError
 from ..fitting.request import check_device
 from .db import STOPPED, NotFoundError, Repository, worker_name
 from .kinds import kind_of
+from .runs import run_summary
 from .settings import Settings
 from .storage import Storage, StorageFullError, out_of_space
 
@@ -196,7 +197,7 @@ def run_fit_job(settings: Settings, fit_id: str, claim: str, server: int | None 
             started = time.monotonic()
             out = kind_of(fit["request"]).compute(repo, storage, settings, fit, rec, reporter)
             blobs = storage.save_files({**out.files(), "report_data.json": dumps(out.report)})
-            if repo.finish_fit(fit_id, out.result, blobs, claim):
+            if repo.finish_fit(fit_id, out.result, blobs, claim, summary=run_summary(fit, out.result)):
                 repo.add_event(fit_id, f"fit took {time.monotonic() - started:.1f} s")
             elif repo.get_fit(fit_id)["cancel_requested"]:  # cancel asked while the files were stored
                 repo.mark_cancelled(fit_id, claim)

@@ -23,6 +23,7 @@ from ..fitting.request import BOUNDS
 from ..fitting.result import FitResult, as_result
 from ..models import parameters
 from .kinds import FitKind, kind_of
+from .runs import run_rows
 from .templating import fmt_num as fmt_num  # re-exported: the tests format cells with it
 from .templating import num_text, render, static_text
 from .templating import script_json as script_json
@@ -114,14 +115,17 @@ def render_index(
     counts: dict[str, int] | None = None,
     models: list[tuple[str, int]] | None = None,
 ) -> str:
-    """The dashboard: counts, upload form, datasets (start fit, delete) and fits (live progress, compare)."""
+    """The dashboard: counts, upload form, datasets (start fit, delete) and the runs table (live progress, sort,
+    filter, compare)."""
+    names = {d["id"]: d["name"] for d in datasets}
     return render(
         "index.html",
         title="actuator-sysid",
         nav=True,
         datasets=datasets,
         fits=fits,
-        names={d["id"]: d["name"] for d in datasets},
+        runs=run_rows(fits, names),
+        names=names,
         models=models or [],
         cards=[("datasets", len(datasets)), *(counts or {}).items()],
         warnings=[all_warnings(d["summary"]) for d in datasets],
@@ -338,14 +342,18 @@ def _segment_figures(rec: Any) -> list[dict]:
     return json_safe(figures)
 
 
-def render_dataset(d: dict, rec: Any, fits: list[dict], families: list[str], defaults: dict) -> str:
+def render_dataset(
+    d: dict, rec: Any, fits: list[dict], families: list[str], defaults: dict, robots: list[dict] | None = None
+) -> str:
     """A dataset: summary, every warning, the quality report, metadata, q/q_des and qd/τ per segment, its
-    fits, fit and delete."""
+    fits, fit and delete; a log of a robot (`robots`: the one it was uploaded for, or those whose model has its
+    joints) offers the fit through that robot first, the joint-by-joint fit below it."""
     return render(
         "dataset.html",
         title=f"dataset {d['name']}",
         nav=True,
         d=d,
+        robots=robots or [],
         plan=commands_only(rec),
         warnings=all_warnings(d["summary"]),
         quality=_quality(d["summary"], rec),

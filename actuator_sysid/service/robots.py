@@ -149,6 +149,12 @@ class RobotFitIn(BaseModel):
         description="links of the model whose mass is fitted (a payload, a battery); the fit then searches coupled",
     )
     payload_com: bool = Field(False, description="with payload: fit each payload link's COM too")
+    select: bool = Field(
+        False,
+        description="choose the configuration on the training part first (fitted or given gains, bias capped or "
+        "free, friction constant or along the stroke), as the CLI's fit --select; the report lists each "
+        "alternative's figures",
+    )
 
     @field_validator("groups")
     @classmethod
@@ -321,6 +327,8 @@ def queue_robot_fit(
     body: RobotFitIn | None,
     owner: str,
     project: str | None,
+    name: str | None = None,
+    tags: list[str] | None = None,
 ) -> dict[str, Any]:
     """POST /api/v1/fits with a robot_id: check the dataset against the robot, then queue a robot fit."""
     if robot_id is None:
@@ -332,7 +340,9 @@ def queue_robot_fit(
     robot = repo.get_robot(robot_id, project)
     rec = storage.load_recording(repo.artifacts("dataset", dataset_id))
     check_robot_fit(rec, robot, body, settings)
-    fit = repo.create_fit(new_id(), dataset_id, stored_request(robot_id, body), project=owner)
+    fit = repo.create_fit(
+        new_id(), dataset_id, stored_request(robot_id, body), project=owner, name=name, tags=tags
+    )
     runner.submit(fit["id"])
     return {"id": fit["id"], "status": fit["status"]}
 
@@ -341,6 +351,30 @@ def export_validation(fit: dict) -> dict[str, Any]:
     """A robot fit's export checks: what each whole-robot export noted (DJ.001, read-back) and its replays."""
     result = fit.get("result") or {}
     return {"kind": ROBOT_FIT, "exports": result.get("exports") or {}, "replays": result.get("replays")}
+
+
+def robot_joint_names(robot: dict) -> list[str]:
+    """A stored robot's actuated joints, in the model's order."""
+    return [j["name"] for j in robot["summary"]["joints"]]
+
+
+def joints_match(joints: list[str], robot: dict) -> bool:
+    """Whether a log's joints are all joints of the robot's model (a log of some of them is a match)."""
+    names = set(robot_joint_names(robot))
+    return bool(joints) and all(j in names for j in joints)
+
+
+def check_joints_of(joints: list[str], robot: dict) -> None:
+    """A log uploaded for a robot names only the model's joints; else a RobotError naming the strangers."""
+    names = robot_joint_names(robot)
+    strangers = [j for j in joints if j not in set(names)]
+    if strangers:
+        shown = ", ".join(strangers[:8]) + (f" and {len(strangers) - 8} more" if len(strangers) > 8 else "")
+        raise RobotError(
+            f"the log's joint(s) {shown} are not actuated joints of robot {robot['name']} ({robot['id']}), "
+            f"whose joints are {', '.join(names)}; rename them (sidecar joints, or the export's rename) or "
+            "upload without robot_id"
+        )
 
 
 async def parse_for_robot(parse: Callable[..., Awaitable[dict[str, Any]]], robot: dict) -> dict[str, Any]:
@@ -402,6 +436,7 @@ def worker_fit(
             robot,
             fit_options(body),
             progress,
+            select=body.select,
             replay=body.replay,
             model_name=row["name"],
             created_at=fit.get("created_at"),

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
 from ..datasets.excitation import ExcitationSpec
+from ..datasets.names import NAME_RULE, name_problem
 from ..fitting.fit import FitRequest
 from ..fitting.request import BOUNDS, DEVICE_PATTERN
 from ..models.families import FAMILIES
@@ -18,6 +19,43 @@ from . import robots
 
 DEFAULT_REQUEST = FitRequest()  # the defaults a fit request body starts from (and the pages' fit form shows)
 MAX_FIT_JOINTS = 64  # joints one fit request may name (fitting/fit.py validate_request says the same)
+MAX_TAGS = 16  # tags one fit may carry
+
+
+def _run_name(v: str | None) -> str | None:
+    """A run's name: empty clears it; otherwise the rule every name follows."""
+    if v is None or v == "":
+        return v
+    problem = name_problem(v)
+    if problem:
+        raise ValueError(f"{problem}; a run name has {NAME_RULE}")
+    return v
+
+
+def _run_tags(v: list[str] | None) -> list[str] | None:
+    """A run's tags: each follows the name rule, each once, in the order given."""
+    if v is None:
+        return v
+    for k, tag in enumerate(v):
+        problem = name_problem(tag)
+        if problem:
+            raise ValueError(f"tag {k + 1}: {problem}; a tag has {NAME_RULE}")
+    return list(dict.fromkeys(v))
+
+
+class RunLabel(BaseModel):
+    """A fit's name and tags, as the runs table shows, sorts and filters them."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"name": "go2 kp20", "tags": ["go2"]}]}
+    )
+    name: str | None = Field(None, description="the run's name; empty clears it; omit to keep it")
+    tags: list[str] | None = Field(
+        None, max_length=MAX_TAGS, description=f"the run's tags (at most {MAX_TAGS}); omit to keep them"
+    )
+
+    _name = field_validator("name")(classmethod(lambda _cls, v: _run_name(v)))
+    _tags = field_validator("tags")(classmethod(lambda _cls, v: _run_tags(v)))
 
 
 class Budget(BaseModel):
@@ -52,6 +90,12 @@ class FitCreate(BaseModel):
         },
     )
     dataset_id: str = Field(description="id from POST /api/v1/datasets")
+    name: str | None = Field(None, description="a name for the run, shown in the runs table")
+    tags: list[str] | None = Field(
+        None,
+        max_length=MAX_TAGS,
+        description=f"tags for the run (at most {MAX_TAGS}), to filter the runs table",
+    )
     joints: list[str] | None = Field(
         None,
         max_length=MAX_FIT_JOINTS,
@@ -143,6 +187,9 @@ class FitCreate(BaseModel):
         "in_loop_epochs, in_loop_lr, mode (auto | torque | in_the_loop), gain_normalise, inner_fraction",
         examples=[{"history_ms": [0, 20, 40], "hidden": [32, 32]}],
     )
+
+    _name = field_validator("name")(classmethod(lambda _cls, v: _run_name(v)))
+    _tags = field_validator("tags")(classmethod(lambda _cls, v: _run_tags(v)))
 
     @model_validator(mode="after")
     def _one_family_field(self) -> FitCreate:

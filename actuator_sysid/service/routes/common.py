@@ -27,6 +27,7 @@ def dataset_out(d: dict) -> dict[str, Any]:
         "size": d["size"],
         "actuator_model": d["actuator_model"],
         "serial": d["serial"],
+        "robot_id": d.get("robot_id"),
     }
 
 
@@ -49,6 +50,9 @@ def fit_out(f: dict, artifacts: dict[str, dict] | None = None) -> dict[str, Any]
             "attempts",
             "executor",
             "worker",
+            "name",
+            "tags",
+            "summary",
         )
     }
     for k in ("result", "error"):

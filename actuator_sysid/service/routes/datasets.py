@@ -108,8 +108,9 @@ async def upload_dataset(
         str | None,
         Form(
             max_length=64,
-            description="id from POST /api/v1/robots: a log "
-            "without joint names is read in that model's actuated-joint order",
+            description="id from POST /api/v1/robots: the log is uploaded for that robot (its joints must be "
+            "the model's; a log without joint names is read in the model's actuated-joint order), and the robot's "
+            "page lists it",
         ),
     ] = None,
 ) -> dict[str, Any]:
@@ -132,11 +133,19 @@ async def upload_dataset(
             if robot is None and names is None and "no joint names" in str(e):
                 raise DatasetError(f"{e}, or the robot_id form field: {NAMES_FROM_ROBOT}") from None
             raise
+        if robot is not None:
+            robots.check_joints_of(parsed["summary"].get("joints") or [], robot)
         arts = await run_in_threadpool(storage.put_folder, out_dir)
         arts["original"] = await run_in_threadpool(storage.put_file, tmp, sha)
         row = await run_in_threadpool(
             lambda: repo.create_dataset(
-                new_id(), name, parsed["summary"], arts, project=owner, metadata=parsed["metadata"]
+                new_id(),
+                name,
+                parsed["summary"],
+                arts,
+                project=owner,
+                metadata=parsed["metadata"],
+                robot_id=robot["id"] if robot else None,
             )
         )
     finally:

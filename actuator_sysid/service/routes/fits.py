@@ -18,7 +18,7 @@ from ...fitting.request import check_device
 from .. import robots
 from ..db import TERMINAL
 from ..deps import Conf, Owner, Project, Repo, Runner, Store
-from ..schemas import ERRORS, FitAccepted, FitCreate, FitOut, Problem
+from ..schemas import ERRORS, FitAccepted, FitCreate, FitOut, Problem, RunLabel
 from ..storage import new_id
 from .common import discard, fit_out
 
@@ -48,14 +48,26 @@ def create_fit(
     """Check the request against the dataset, then queue it (the durable queue in the database)."""
     if body.robot_id is not None or body.robot is not None:  # a whole-robot fit (issue 16)
         return robots.queue_robot_fit(
-            repo, storage, runner, settings, body.dataset_id, body.robot_id, body.robot, owner, project
+            repo,
+            storage,
+            runner,
+            settings,
+            body.dataset_id,
+            body.robot_id,
+            body.robot,
+            owner,
+            project,
+            name=body.name or None,
+            tags=body.tags,
         )
     repo.get_dataset(body.dataset_id, project)
     req = body.to_request()
     validate_request(storage.load_recording(repo.artifacts("dataset", body.dataset_id)), req)
     if settings.executor != "ray":  # local workers compute here; Ray puts a cuda fit on a GPU node
         check_device(req.device)
-    fit = repo.create_fit(new_id(), body.dataset_id, asdict(req), project=owner)
+    fit = repo.create_fit(
+        new_id(), body.dataset_id, asdict(req), project=owner, name=body.name or None, tags=body.tags
+    )
     runner.submit(fit["id"])
     return {"id": fit["id"], "status": fit["status"]}
 
@@ -76,6 +88,16 @@ async def list_fits(
 async def get_fit(repo: Repo, project: Project, fit_id: str) -> dict[str, Any]:
     """One fit with its result (when succeeded), error (when failed) and stored artifacts."""
     return fit_out(repo.get_fit(fit_id, project), repo.artifacts("fit", fit_id))
+
+
+@router.patch(
+    "/api/v1/fits/{fit_id}",
+    tags=["fits"],
+    responses={200: {"model": FitOut}, 422: {"model": Problem}, **ERRORS},
+)
+def label_fit(repo: Repo, project: Project, fit_id: str, body: RunLabel) -> dict[str, Any]:
+    """Name or tag a fit (the runs table sorts and filters by them); fields left out stay as they are."""
+    return fit_out(repo.label_fit(fit_id, project, body.name, body.tags))
 
 
 @router.post(

@@ -121,10 +121,18 @@ def delete_robot(repo: Repo, storage: Store, project: Project, robot_id: str) ->
 
 
 @router.get("/robots/{robot_id}", response_class=HTMLResponse, include_in_schema=False)
-def robot_page(repo: Repo, project: Project, robot_id: str) -> str:
-    """A robot: its joint tree with limits and joint terms, the notes of its import, and its fits."""
-    r = robots.robot_out(repo.get_robot(robot_id, project))
+def robot_page(repo: Repo, project: Project, robot_id: str, dataset: str | None = None) -> str:
+    """A robot: its joint tree with limits and joint terms, the notes of its import, an upload for it, the fit
+    form over the logs whose joints are its own (`dataset` preselected), and its fits."""
+    row = repo.get_robot(robot_id, project)
+    r = robots.robot_out(row)
     fits = [f for f in repo.list_fits(project=project, limit=500) if f["request"].get("robot_id") == robot_id]
+    logs = [
+        d
+        for d in repo.list_datasets(project, limit=200)
+        if d.get("robot_id") == robot_id or robots.joints_match(d["summary"].get("joints") or [], row)
+    ]
+    logs.sort(key=lambda d: d.get("robot_id") != robot_id)  # those uploaded for it first, newest first
     body = (
         templates()
         .get_template("robot.html")
@@ -132,7 +140,8 @@ def robot_page(repo: Repo, project: Project, robot_id: str) -> str:
             robot=r,
             depth=joint_depths(r["joints"]),
             fits=fits,
-            datasets=repo.list_datasets(project, limit=200),
+            datasets=logs,
+            chosen=dataset,
             fmt=fmt_num,
             bounds=robots.form_bounds(),
         )
