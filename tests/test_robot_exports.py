@@ -634,3 +634,162 @@ def test_export_of_a_cli_robot_fit_is_the_fits_own_file_or_says_why(
     )
     model.rename(tmp_path / "moved.xml")
     refused(["--format", "newton.usda"], f"the fit's robot model {model} is not here")
+
+
+def _comments_after(root) -> dict[str, list[str]]:
+    """{name of the element a comment follows: [the comments after it]} of an XML tree read with its comments."""
+    import xml.etree.ElementTree as ET
+
+    out: dict[str, list[str]] = {}
+    for parent in root.iter():
+        last = None
+        for child in parent:
+            if child.tag is ET.Comment:
+                out.setdefault(str(last), []).append(str(child.text))
+            else:
+                last = child.attrib.get("name")
+    return out
+
+
+def test_every_export_states_the_verdict_and_marks_what_the_fit_did_not_identify(tmp_path: Path) -> None:
+    """A robot fit (the two-link arm) whose log left the yaw group's armature, the pitch group's saturation effort
+    and pitch's encoder bias unidentified, its yaw stiffness and yaw bias identified: every export states the
+    verdict, the held-out RMSE beside the model file's own and the split, and marks each unidentified value NOT
+    IDENTIFIED beside it in the format's own syntax (a Python comment, the JSON's `unidentified`, an XML comment
+    after its element, the USD attribute's doc), and nothing the fit identified; every file still builds."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    import mujoco
+    from test_robot_torque import load_arm
+
+    from actuator_sysid.export.robot import render_robot_exports
+    from actuator_sysid.export.robot_isaaclab import build_cfgs
+
+    arm = load_arm(tmp_path)
+    result = robot_result(
+        arm,
+        {"yaw": "yaw", "pitch": "pitch"},
+        {"yaw": (0.1, 0.5, 1.0), "pitch": (0.05, 0.3, 0.5)},
+        [0.01, -0.02],
+        1,
+    )
+    result["groups"]["pitch"] |= {"effort_limit": 30.0, "saturation_effort": 40.0, "velocity_limit": 8.0}
+    result["validation"] |= {
+        "fraction": 0.3,
+        "split_time_s": 1.0,
+        "rmse": 0.0123,
+        "model_defaults_rmse": 0.0456,
+    }
+    result["intervals"] = {
+        "yaw.armature": {"estimate": 0.1, "identified": False, "reason": "its 95 % interval spans 3 decades"},
+        "yaw.stiffness": {"value": KP, "estimate": KP, "identified": True},
+        "pitch.saturation_effort": {"estimate": 40.0, "identified": False, "reason": "at its upper bound"},
+        "pitch.bias": {"estimate": -0.02, "identified": False, "reason": "sloppy with pitch.armature"},
+        "yaw.bias": {"estimate": 0.01, "identified": True},
+    }
+    unmoved = "the yaw group's stiffness is identified"  # an ok check: no reason stated
+    result["verdict"] = {
+        "verdict": "usable",
+        "checks": [
+            {"check": "unidentified", "status": "usable", "reason": "3 of 5 fitted terms are not identified"},
+            {"check": "validation_error", "status": "ok", "reason": unmoved},
+        ],
+    }
+    texts, _ = render_robot_exports(as_robot_result(result), arm)
+    assert set(texts) == {"isaaclab.py", "isaaclab.json", "newton.usda", "mjcf.xml"}
+    # the verdict and its headline figure, on the split they were held out by (the JSON's in its provenance)
+    for name, text in texts.items():
+        if name.endswith(".json"):
+            text = "\n".join(json.loads(text)["provenance"])
+        assert re.search(
+            r"verdict: USABLE · validation position RMSE \(coupled, the last 30% of the log in time, from 1\.00 "
+            r"s\): 0\.0123 rad; the model file's own joint terms: 0\.0456 rad",
+            text,
+        ), name
+        assert "verdict reason: 3 of 5 fitted terms are not identified" in text and unmoved not in text, name
+        assert "yaw.stiffness" not in text and "yaw.bias" not in text, name  # identified: never marked
+
+    # isaaclab.py: a comment beside each unidentified cfg field and bias, none beside the others
+    py = texts["isaaclab.py"]
+    group, beside = "", {}
+    for line in py.split('"""')[-1].splitlines():
+        if m := re.fullmatch(r"    '(\w+)': \w+\(", line):
+            group = m[1]
+        elif m := re.fullmatch(r"        (\w+)=.*?,(?:  # (.*))?", line):
+            beside[(group, m[1])] = m[2]
+        elif m := re.fullmatch(r"    '(\w+)': -?[\d.e-]+,(?:  # (.*))?", line):
+            beside[("ENCODER_BIAS", m[1])] = m[2]
+    assert {k: v for k, v in beside.items() if v} == {
+        ("yaw", "armature"): "NOT IDENTIFIED (yaw.armature): its 95 % interval spans 3 decades",
+        ("pitch", "saturation_effort"): "NOT IDENTIFIED (pitch.saturation_effort): at its upper bound",
+        ("ENCODER_BIAS", "pitch"): "NOT IDENTIFIED (pitch.bias): sloppy with pitch.armature",
+    }
+    assert ("yaw", "stiffness") in beside and ("ENCODER_BIAS", "yaw") in beside  # read, and unmarked
+    cfgs = build_cfgs(py, "isaaclab.py")  # the safe loader reads it as data still
+    assert cfgs["yaw"].armature == 0.1 and cfgs["pitch"].saturation_effort == 40.0
+
+    # isaaclab.json: no comments in JSON, so an `unidentified` key beside `actuators`
+    doc = json.loads(texts["isaaclab.json"])
+    assert doc["unidentified"] == {
+        "actuators": {
+            "yaw": {"armature": "NOT IDENTIFIED (yaw.armature): its 95 % interval spans 3 decades"},
+            "pitch": {"saturation_effort": "NOT IDENTIFIED (pitch.saturation_effort): at its upper bound"},
+        },
+        "encoder_bias": {"pitch": "NOT IDENTIFIED (pitch.bias): sloppy with pitch.armature"},
+    }
+    assert sorted(build_cfgs(texts["isaaclab.json"], "isaaclab.json", py)) == ["pitch", "yaw"]
+
+    # mjcf.xml: a comment right after the element holding the value, naming the attribute
+    xml = texts["mjcf.xml"]
+    after = _comments_after(
+        ET.fromstring(xml, parser=ET.XMLParser(target=ET.TreeBuilder(insert_comments=True)))
+    )
+    assert set(after) == {"yaw", "pitch_actuator", "pitch_actuator_emf"}, after
+    (yaw,) = after["yaw"]
+    assert yaw.strip().startswith("NOT IDENTIFIED (yaw.armature)") and 'armature="0.1"' in yaw
+    (act,) = after["pitch_actuator"]
+    assert "NOT IDENTIFIED (pitch.saturation_effort)" in act and 'forcerange="-20 20"' in act
+    assert "NOT IDENTIFIED (pitch.saturation_effort)" in after["pitch_actuator_emf"][0]
+    assert mujoco.MjModel.from_xml_string(xml).nu == 3
+
+    # newton.usda: the doc of each attribute the unidentified value sets, and the layer's not_identified
+    stage = open_stage(texts["newton.usda"])
+    docs = {
+        (p.GetName(), a.GetName()): a.GetDocumentation()
+        for p in stage.Traverse()
+        for a in p.GetAttributes()
+        if a.HasAuthoredDocumentation()
+    }
+    assert docs == {
+        ("yaw", "newton:armature"): "NOT IDENTIFIED (yaw.armature): its 95 % interval spans 3 decades",
+        (
+            "pitch_actuator",
+            "newton:saturationEffort",
+        ): "NOT IDENTIFIED (pitch.saturation_effort): at its upper bound",
+    }
+    noted = dict(stage.GetRootLayer().customLayerData)["actuator_sysid"]["not_identified"]
+    assert set(noted) == {"yaw", "pitch", "encoder_bias"} and set(noted["encoder_bias"]) == {"pitch"}
+    assert (
+        validate_stage(stage) == []
+        and readback_mismatches(import_stage(stage), as_robot_result(result)) == []
+    )
+
+
+@needs_go2
+def test_the_exports_state_the_verdict_judged_with_their_replays(go2_case: dict) -> None:
+    """The replays judge the verdict after the files are first rendered: every written file states the verdict
+    fit.json holds (the hand-written result was not judged before), as `export` of that fit.json renders it,
+    and a fit whose intervals say nothing is unidentified marks nothing."""
+    from actuator_sysid.export.robot import render_robot_format
+
+    fit = go2_case["result"]
+    word = fit["verdict"]["verdict"]
+    assert word in ("good", "usable", "poor")
+    for name in go2_case["files"]:
+        text = (go2_case["out"] / name).read_text()
+        assert render_robot_format(fit, name) == text, name
+        if name.endswith(".json"):
+            text = "\n".join(json.loads(text)["provenance"])
+        assert f"verdict: {word.upper()} · validation position RMSE" in text, name
+        assert "NOT JUDGED" not in text and "NOT IDENTIFIED" not in text, name

@@ -5,7 +5,8 @@ isaaclab.py / isaaclab.json (export/robot_isaaclab.py), newton.usda (export/robo
 read back through Newton's `add_usd`) and, for an MJCF or URDF robot, mjcf.xml (export/robot_mjcf.py); then
 replays each through its consumer on the fit's held-out part of the log (export/robot_replay.py) and puts the
 figures into the result as `replays` (and what each export noted as `exports`), as the 1-DoF fits carry theirs. A consumer that fails is reported as failed with the reason; it
-never takes the fit's other outputs down.
+never takes the fit's other outputs down. Every file's header states the verdict judged with those replays, the
+one fit.json holds (export/robot_common.py `verdict_lines`), and marks what the log did not identify.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..datasets.recording import Recording
 from ..fitting.result import RobotResult, RobotResultLike, as_robot_result
 from ..fitting.robot_judge import robot_verdict
 from .formats import REGISTRY, ROBOT_FORMATS, ROBOT_WRITERS, RobotArgs
-from .robot_common import bias_of, joint_models, replay_log
+from .robot_common import bias_of, joint_models, replay_log, verdict_lines
 from .selection import ExportError
 
 log = logging.getLogger(__name__)
@@ -214,7 +215,9 @@ def with_exports(
     progress: Callable[[str], None] | None = None,
 ) -> tuple[RobotResult, dict[str, str]]:
     """The whole-robot exports ({file name: text}) and the result with what they noted (`exports`), their
-    replays (`replays`) and the verdict judged again with them."""
+    replays (`replays`) and the verdict judged again with them. The replays judge the verdict, so the files are
+    rendered once more when it changed what their headers state: every file states the verdict fit.json holds
+    (as `export` of that fit.json renders it), and the replayed files differ from them in comments alone."""
     texts, info = render_robot_exports(result, robot)
     result = replace(result, exports=info)
     if replay:
@@ -225,7 +228,10 @@ def with_exports(
             replays = {"status": "failed", "note": _note(e)}
         result = replace(result, replays=replays)
     if result.has("validation"):  # judged again with the replays: one that did not run is not checked
+        before = verdict_lines(result)
         result = replace(result, verdict=robot_verdict(result))
+        if verdict_lines(result) != before:
+            texts, _ = render_robot_exports(result, robot)
     return result, texts
 
 

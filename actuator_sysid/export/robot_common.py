@@ -5,22 +5,29 @@ A whole-robot fit result (fitting/robot.py) states its values per group; every e
 effort clip, a DC-motor envelope when the fit states one, a delay in physics steps when it is ≥ 1
 (docs/consumer-semantics.md §A.3–§A.5, §C.2). The encoder bias is no consumer's field: every export says so and
 every replay applies it as the fit means it (the PD and the log see the true angle plus the bias).
+
+Every export states the fit's verdict with its headline figure in its header, and marks each value the log did
+not identify (the result's `intervals` with identified False) NOT IDENTIFIED: listed in the header, and beside
+the value in the format's own way (`unidentified_groups`, `unidentified_bias`, `joint_marks`, `written_by`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeGuard
 
 import numpy as np
 
 from ..datasets.recording import Recording
-from ..fitting.result import RobotResult
-from ..fitting.robot import has_envelope
+from ..fitting.result import GROUP_KEYS, RobotResult
+from ..fitting.robot import ALL_TERMS, POSITION_FRICTION, has_envelope
 from ..models.families import get_family
 from .selection import ChosenModel, ExportError
+
+NOT_IDENTIFIED = "NOT IDENTIFIED"  # the mark beside every exported value the log does not identify
 
 
 def _finite(v: object) -> TypeGuard[float]:
@@ -73,26 +80,120 @@ def bias_of(result: RobotResult, joints: list[str]) -> np.ndarray:
 
 def provenance_lines(result: RobotResult, what: str) -> list[str]:
     """The export's header: what it is, the robot, the date of the fit (`RobotResult.fitted_on`), how the log's
-    joints were mapped, the fit's validation error, and the physics step its delays count."""
-    v = result.validation
+    joints were mapped, the fit's verdict with its held-out error beside the model file's own and the split, the
+    physics step its delays count, the encoder bias, and every exported value the fit did not identify."""
     bias = result.encoder_bias or {}
     lines = [
         f"actuator-sysid whole-robot export ({what}) · robot {Path(str(result.robot['path'])).name} · fitted "
         f"{result.fitted_on}",
         f"joints mapped {result.joint_mapping if result.has('joint_mapping') else 'by name'}",
-        f"validation position RMSE (coupled, {v.held_out()}): "
-        f"{_or_nan(v.rmse):.4g} rad; the model file's own joint terms: "
-        f"{_or_nan(v.model_defaults_rmse):.4g} rad",
+        *verdict_lines(result),
         f"physics dt {result.physics_dt:.6g} s, decimation {result.decimation}: the delay "
         f"({int(result.delay_steps)}) counts physics steps",
     ]
     if any(abs(float(x)) > 0 for x in bias.values()):
+        lost = unidentified_bias(result)
         lines.append(
             "encoder bias per joint (rad) is no simulator field: add it to the simulated joint positions "
             "the actuators and the policy read (equivalently, subtract it from the position targets): "
-            + ", ".join(f"{j} {float(x):+.4g}" for j, x in bias.items())
+            + ", ".join(
+                f"{j} {float(x):+.4g}" + (f" ({NOT_IDENTIFIED})" if j in lost else "")
+                for j, x in bias.items()
+            )
         )
+    return lines + unidentified_lines(result)
+
+
+def verdict_lines(result: RobotResult) -> list[str]:
+    """The fit's verdict (as fit.json states it: judged again with the export replays) and its headline figure —
+    the coupled held-out position RMSE beside the model file's own joint terms', on the split it was held out
+    by — then the reason of every check that did not pass."""
+    v = result.validation
+    word = result.verdict.verdict if result.verdict is not None else "not judged"
+    lines = [
+        f"verdict: {word.upper()} · validation position RMSE (coupled, {v.held_out()}): "
+        f"{_or_nan(v.rmse):.4g} rad; the model file's own joint terms: {_or_nan(v.model_defaults_rmse):.4g} rad"
+    ]
+    checks = result.verdict.checks if result.verdict is not None else ()
+    return lines + [f"  verdict reason: {c.reason}" for c in checks if c.status != "ok"]
+
+
+def _mark(name: str, reason: str | None) -> str:
+    """A value's mark: NOT IDENTIFIED, the fit's name of the term, and why the log does not identify it."""
+    return f"{NOT_IDENTIFIED} ({name}): {reason or 'the log does not determine it'}"
+
+
+def unidentified_groups(result: RobotResult) -> dict[str, dict[str, str]]:
+    """{group: {registry parameter as the exports write it: its mark}} for every group term whose interval says
+    the log does not identify it. A friction along the stroke is written as its mid-stroke value, so either end
+    unidentified marks it; an effort limit written as the model file's smaller box is the model's, not marked."""
+    intervals = result.intervals or {}
+    out: dict[str, dict[str, str]] = {}
+    for g, e in result.groups.items():
+        marks: dict[str, list[str]] = {}
+        for term in ALL_TERMS:
+            name = f"{g}.{GROUP_KEYS.get(term, term)}"
+            iv = intervals.get(name)
+            if iv is None or iv.identified:
+                continue
+            param = "friction" if term == POSITION_FRICTION else term
+            box = e.model_effort_limit
+            if (
+                param == "actuator_effort_limit"
+                and has_envelope(e)
+                and _finite(box)
+                and _finite(e.effort_limit)
+                and float(box) < float(e.effort_limit)
+            ):
+                continue
+            marks.setdefault(param, []).append(_mark(name, iv.reason))
+        if marks:
+            out[g] = {p: "; ".join(m) for p, m in marks.items()}
+    return out
+
+
+def unidentified_bias(result: RobotResult) -> dict[str, str]:
+    """{joint: mark} of every fitted encoder bias the log does not identify."""
+    intervals = result.intervals or {}
+    out = {}
+    for j in result.encoder_bias or {}:
+        iv = intervals.get(f"{j}.bias")
+        if iv is not None and not iv.identified:
+            out[j] = _mark(f"{j}.bias", iv.reason)
+    return out
+
+
+def joint_marks(result: RobotResult) -> dict[str, dict[str, str]]:
+    """{model joint: {registry parameter: mark}}: its group's unidentified terms, each joint of it."""
+    groups = unidentified_groups(result)
+    return {j: dict(groups[g]) for g, e in result.groups.items() if g in groups for j in e.joints}
+
+
+def unidentified_lines(result: RobotResult) -> list[str]:
+    """The header's NOT IDENTIFIED lines: every exported value the log does not identify, with its value."""
+    lines = []
+    for g, marks in unidentified_groups(result).items():
+        params = result.groups[g].params()
+        for p, mark in marks.items():
+            value = result.groups[g].consumer_friction() if p == "friction" else params.get(p)
+            shown = f"{float(value):.4g}" if _finite(value) else "not written"
+            lines.append(f"{mark} · group {g} {p} = {shown}, the fit's estimate")
+    bias = result.encoder_bias or {}
+    lines += [
+        f"{mark} · encoder bias {j} = {float(bias[j]):+.4g} rad, the fit's estimate"
+        for j, mark in unidentified_bias(result).items()
+    ]
     return lines
+
+
+def written_by(m: ChosenModel, name: str, write: Callable[[ChosenModel], Mapping[str, object]]) -> list[str]:
+    """The keys of what `write` makes of the model that its value `name` sets: those that change with it."""
+    v = m.params.get(name)
+    if v is None:
+        return []
+    base = write(m)
+    moved = write(replace(m, params={**m.params, name: float(v) * 2.0 if v else 1.0}))
+    return [k for k in dict.fromkeys([*base, *moved]) if base.get(k) != moved.get(k)]
 
 
 @dataclass

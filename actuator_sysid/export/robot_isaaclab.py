@@ -2,7 +2,8 @@
 
 The groups and their cfg values are the fit result's own (`fitting.robot.isaaclab_dict`: one group per fit
 group, `joint_names_expr` its regex, values SI); this module states where they come from (a provenance header),
-renders them as ready-to-paste Python (`ACTUATORS`, `SIM`, `ENCODER_BIAS`) and JSON, and builds every group with
+renders them as ready-to-paste Python (`ACTUATORS`, `SIM`, `ENCODER_BIAS`) and JSON, each value the log does not
+identify marked NOT IDENTIFIED (a comment beside it; the JSON's `unidentified`), and builds every group with
 the real Isaac Lab 3.0 classes (docs/consumer-semantics.md §A.1, §B). A class Isaac Lab lacks (a DC envelope with
 a delay) is our subclass from the consumer package (actuator_sysid.consumers.isaaclab), which the Python source imports.
 """
@@ -15,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..fitting.result import RobotResult
 from .isaaclab import CFG_FIELDS, CONSUMER_MODULE, code_name, validate_cfgs
-from .robot_common import provenance_lines
+from .robot_common import provenance_lines, unidentified_bias, unidentified_groups
 from .safe_source import load_source
-from .selection import ExportError, prepend_comment
+from .selection import ExportError, comment_line, prepend_comment
 
 if TYPE_CHECKING:
     from .formats import RobotArgs
@@ -39,14 +40,29 @@ def render_robot(a: RobotArgs) -> tuple[dict[str, str], dict[str, Any]]:
 
 
 def robot_doc(result: RobotResult) -> dict:
-    """The whole-robot dict (`actuators`, `sim`, `encoder_bias`) with its provenance, checked as Isaac Lab would."""
+    """The whole-robot dict (`actuators`, `sim`, `encoder_bias`) with its provenance, checked as Isaac Lab would,
+    and what the log does not identify of it (`unidentified`: per group each cfg field's mark, per joint its
+    encoder bias's)."""
     from ..fitting.robot import isaaclab_dict
 
     doc = isaaclab_dict(result)  # a DC group's effort limit is already the smaller of envelope and model box
     validate_cfgs(
         {g: {"class_type": s["class_type"], "cfg": _cfg_fields(s)} for g, s in doc["actuators"].items()}
     )
-    return {"provenance": provenance_lines(result, "Isaac Lab 3.0 actuators"), **doc}
+    groups = unidentified_groups(result)
+    unidentified = {
+        "actuators": {
+            g: {k: m for k, m in groups[g].items() if k in spec}
+            for g, spec in doc["actuators"].items()
+            if g in groups
+        },
+        "encoder_bias": unidentified_bias(result),
+    }
+    return {
+        "provenance": provenance_lines(result, "Isaac Lab 3.0 actuators"),
+        **doc,
+        "unidentified": unidentified,
+    }
 
 
 def _cfg_fields(spec: dict) -> dict:
@@ -93,10 +109,14 @@ def render_python(result: RobotResult) -> str:
         lines += [f"from {CONSUMER_MODULE} import {', '.join(customs)}  # pip install actuator-sysid"]
     if builtin:
         lines.append(f"from isaaclab.actuators import {', '.join(builtin)}")
+    marks = doc["unidentified"]
     lines += ["", "ACTUATORS = {"]
     for g, spec in doc["actuators"].items():
         lines.append(f"    {str(g)!r}: {code_name(spec['class_type'], 'cfg class')}(")
-        lines += [f"        {code_name(k, 'cfg field')}={v!r}," for k, v in _cfg_fields(spec).items()]
+        lines += [
+            f"        {code_name(k, 'cfg field')}={v!r},{_beside(marks['actuators'].get(g, {}).get(k))}"
+            for k, v in _cfg_fields(spec).items()
+        ]
         lines.append("    ),")
     lines += [
         "}",
@@ -104,9 +124,22 @@ def render_python(result: RobotResult) -> str:
         f"SIM = {doc['sim']!r}",
         "",
         "# encoder bias (rad): add it to the simulated joint positions the actuators and policy read",
-        f"ENCODER_BIAS = {doc['encoder_bias']!r}",
     ]
+    if doc["encoder_bias"]:  # one joint a line, so that a bias the log does not identify is marked beside it
+        lines.append("ENCODER_BIAS = {")
+        lines += [
+            f"    {str(j)!r}: {b!r},{_beside(marks['encoder_bias'].get(j))}"
+            for j, b in doc["encoder_bias"].items()
+        ]
+        lines.append("}")
+    else:
+        lines.append("ENCODER_BIAS = {}")
     return prepend_comment("isaaclab.py", "\n".join(lines) + "\n", doc["provenance"])
+
+
+def _beside(mark: str | None) -> str:
+    """A value's NOT IDENTIFIED mark as a one-line comment after it (nothing for an identified value)."""
+    return f"  # {comment_line(mark)}" if mark else ""
 
 
 def build_cfgs(text: str, fmt: str, python_source: str | None = None) -> dict:

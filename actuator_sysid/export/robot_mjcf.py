@@ -12,13 +12,16 @@ The control is a virtual target: ctrl = q_des + kd·qd_des/kp gives kp·(q_des �
 fitted encoder bias b, ctrl = q_des − b + kd·qd_des/kp (MuJoCo's actuator reads the true angle). A torque-driven
 joint (kp = kd = 0: the log's feed-forward effort drives it) gets the same actuator with gain 1 instead, so ctrl
 is that torque in N·m, delayed and clamped to the fitted effort limit as the fit's rollout clamps it.
+
+A value the log does not identify is marked by an XML comment right after the element that holds it (the joint
+or its actuator), naming the attribute: `<!-- NOT IDENTIFIED (hip.armature): … · FL_hip_joint armature … -->`.
 """
 
 from __future__ import annotations
 
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 from ..fitting.result import RobotResult
 from ..models.robot import MJCF_SUFFIXES, URDF_SUFFIXES
 from .mjcf import _actuator_attrs, _joint_attrs, dc_slope
-from .robot_common import joint_models, provenance_lines
-from .selection import ChosenModel, ExportError, Finding, prepend_comment
+from .robot_common import joint_marks, joint_models, provenance_lines, written_by
+from .selection import ChosenModel, ExportError, Finding, comment_line, prepend_comment
 
 if TYPE_CHECKING:
     from .formats import RobotArgs
@@ -119,11 +122,14 @@ def render_robot_mjcf(result: RobotResult, robot) -> tuple[str, list[Finding]]:
     if missing:
         raise ExportError(f"joints {missing} are not named in {robot.path.name}")
     findings: list[Finding] = []
+    marks = joint_marks(result)
+    parents = {c: p for wb in root.findall("worldbody") for p in wb.iter() for c in p}
     for j, m in models.items():
         for k, v in _joint_attrs(m).items():
             joints[j].set(k, v)
         for k in ("armature", "damping", "frictionloss"):  # a term the fit leaves at 0 is written as 0
             joints[j].attrib.setdefault(k, "0")
+        _mark_after(parents[joints[j]], joints[j], marks.get(j, {}), m, _joint_attrs)
     act_root = root.find("actuator")
     if act_root is None:
         act_root = ET.SubElement(root, "actuator")
@@ -151,20 +157,15 @@ def render_robot_mjcf(result: RobotResult, robot) -> tuple[str, list[Finding]]:
             attrs["gainprm"] = _fmt(1.0 / float(attrs.get("gear", 1.0)))
         new = ET.Element("general", {"name": name, "joint": j, **attrs})
         act_root.insert(pos, new)
-        if dc_slope(m) > 0:  # the back-EMF half of the DC envelope (export/mjcf.py)
-            act_root.insert(
-                pos + 1,
-                ET.Element(
-                    "general",
-                    {
-                        "name": f"{name}_emf",
-                        "joint": j,
-                        "gainprm": "0",
-                        "biastype": "affine",
-                        "biasprm": f"0 0 {_fmt(-dc_slope(m))}",
-                    },
-                ),
+        _mark_after(act_root, new, marks.get(j, {}), m, lambda c: _actuator_attrs(c, dt))
+        # the back-EMF half of the DC envelope (export/mjcf.py), after its actuator and that one's marks
+        if dc_slope(m) > 0:
+            emf = ET.Element(
+                "general",
+                {"name": f"{name}_emf", "joint": j, "gainprm": "0", "biastype": "affine", "biasprm": _emf(m)},
             )
+            act_root.insert(list(act_root).index(new) + _marked(act_root, new) + 1, emf)
+            _mark_after(act_root, emf, marks.get(j, {}), m, lambda c: {"biasprm": _emf(c)})
     _set_option(root, dt)
     ET.indent(tree, space="    ")
     text = ET.tostring(root, encoding="unicode") + "\n"
@@ -174,6 +175,38 @@ def render_robot_mjcf(result: RobotResult, robot) -> tuple[str, list[Finding]]:
         *ctrl_lines(models),
     ]
     return prepend_comment("mjcf.xml", text, lines), findings
+
+
+def _emf(m: ChosenModel) -> str:
+    """The back-EMF actuator's biasprm: −c·qd, c the envelope's slope."""
+    return f"0 0 {_fmt(-dc_slope(m))}"
+
+
+def _mark_after(
+    parent: ET.Element,
+    el: ET.Element,
+    marks: dict[str, str],
+    m: ChosenModel,
+    write: Callable[[ChosenModel], Mapping[str, object]],
+) -> None:
+    """An XML comment after `el` for each value of `marks` that sets one of its attributes (as `write` writes
+    them), naming the joint and the attribute: the mark beside the value it concerns."""
+    at = list(parent).index(el)
+    for param, mark in marks.items():
+        keys = [k for k in written_by(m, param, write) if k in el.attrib]
+        if keys:
+            at += 1
+            text = f"{mark} · {m.joint} " + ", ".join(f'{k}="{el.attrib[k]}"' for k in keys)
+            parent.insert(at, ET.Comment(f" {comment_line(text, xml=True)} "))
+
+
+def _marked(parent: ET.Element, el: ET.Element) -> int:
+    """How many mark comments follow `el` in `parent`."""
+    kids = list(parent)
+    n, at = 0, kids.index(el) + 1
+    while at + n < len(kids) and kids[at + n].tag is ET.Comment:
+        n += 1
+    return n
 
 
 def torque_driven(m: ChosenModel) -> bool:

@@ -5,11 +5,14 @@ prims); for an MJCF or URDF robot, a physics stage written from what Newton's im
 with their mass, centre of mass and principal inertia, the joint tree with each joint's frames, axis and limits,
 the root welded to the world as the fit had it); visuals and collisions are skipped, as the fit skipped them.
 Each actuated joint gets its fitted joint terms (NewtonJointAPI) and one NewtonActuator (PD, its clamps, the
-delay), written by export/newton_usd.py's `author_joint` (docs/consumer-semantics.md §C.3–§C.4).
+delay), written by export/newton_usd.py's `author_joint` (docs/consumer-semantics.md §C.3–§C.4). A value the log
+does not identify says so in its attribute's `doc` ("NOT IDENTIFIED (hip.armature): …"), beside the value; the
+header lists them all, and the layer's customLayerData `not_identified` names each (encoder biases too).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +20,16 @@ import numpy as np
 
 from ..fitting.result import RobotResult
 from ..models.robot import USD_SUFFIXES
-from .newton_usd import _new_stage, _pxr, author_joint, prim_name
-from .robot_common import joint_models, provenance_lines
-from .selection import ExportError, Finding, prepend_comment
+from .newton_usd import _new_stage, _pxr, actuator_attributes, author_joint, joint_attributes, prim_name
+from .robot_common import (
+    joint_marks,
+    joint_models,
+    provenance_lines,
+    unidentified_bias,
+    unidentified_groups,
+    written_by,
+)
+from .selection import ChosenModel, ExportError, Finding, comment_line, prepend_comment
 
 if TYPE_CHECKING:
     from .formats import RobotArgs
@@ -230,10 +240,16 @@ def build_robot_stage(result: RobotResult, robot) -> tuple[Any, list[Finding]]:
             f"a physics stage written from Newton's import of {robot.path.name} (bodies' mass and inertia, joint "
             "frames, axes and limits; visuals and collisions skipped)"
         )
+    marks = joint_marks(result)
     for joint, m in models.items():
         jp = prims[joint]
-        author_joint(stage, jp, m, f"{jp.GetParent().GetPath()}/{prim_name(joint)}_actuator")
+        path = f"{jp.GetParent().GetPath()}/{prim_name(joint)}_actuator"
+        author_joint(stage, jp, m, path)
+        _mark(jp, stage.GetPrimAtPath(path), m, marks.get(joint, {}))
     layer = stage.GetRootLayer()
+    not_identified = {g: dict(v) for g, v in unidentified_groups(result).items()}
+    if bias := unidentified_bias(result):
+        not_identified["encoder_bias"] = bias
     layer.customLayerData = {
         **dict(layer.customLayerData),
         "actuator_sysid": {
@@ -244,6 +260,7 @@ def build_robot_stage(result: RobotResult, robot) -> tuple[Any, list[Finding]]:
             "stage": how,
             "encoder_bias": dict(result.encoder_bias or {}),
             "effort_mode": str(result.effort_mode or "explicit"),
+            "not_identified": not_identified,
         },
     }
     findings.append(Finding("EXPORT.NEWTON.robot_stage", "info", "/", how))
@@ -259,6 +276,23 @@ def build_robot_stage(result: RobotResult, robot) -> tuple[Any, list[Finding]]:
             )
         )
     return stage, findings
+
+
+def _mark(joint_prim, actuator_prim, m: ChosenModel, marks: dict[str, str]) -> None:
+    """Each unidentified value's mark as the `doc` of the `newton:` attributes it sets on the joint prim and its
+    NewtonActuator (those that change with it)."""
+    angular = joint_prim.GetTypeName() == "PhysicsRevoluteJoint"
+    writers: list[tuple[Any, Callable[[ChosenModel], Mapping[str, object]]]] = [
+        (joint_prim, lambda c: joint_attributes(c, angular))
+    ]
+    if actuator_prim and actuator_prim.IsValid():
+        writers.append((actuator_prim, lambda c: actuator_attributes(c)[1]))
+    for param, mark in marks.items():
+        for prim, write in writers:
+            for k in written_by(m, param, write):
+                attr = prim.GetAttribute(f"newton:{k}")
+                if attr:
+                    attr.SetDocumentation(comment_line(mark))
 
 
 def import_stage(stage, floating: bool = False):
