@@ -87,3 +87,44 @@ def test_compare_shows_intervals_units_validation_errors_and_trajectories() -> N
     rmse = GOLDEN["joints"]["j1"]["models"]["ideal_pd"]["metrics"]["validation"]["position_rmse"]
     assert "Validation error of each joint" in html and pages.fmt_num(rmse) in html
     assert "cmp-q-0" in html and "A simulated" in html and "B simulated" in html
+
+
+def test_an_unidentified_value_is_drawn_apart_and_never_drift() -> None:
+    """A serial's stiffness of 12 where the log did not identify it (its interval says so) is not drift beside
+    8.0–8.02: the fleet plots it hollow and grey, off the serial's line, and warns of nothing."""
+    fits = [
+        stored_fit("a", "SN-1", 8.0, "ideal_pd", recorded="2026-01-05", uploaded="2026-11-01T00:00:00+00:00"),
+        stored_fit("b", "SN-1", 8.01, "ideal_pd", recorded="2026-02-05", uploaded="2026-11-02T00:00:00+00:00"),
+        stored_fit("c", "SN-2", 8.02, "ideal_pd", recorded="2026-02-07", uploaded="2026-11-03T00:00:00+00:00"),
+        stored_fit("d", "SN-2", 12.0, "ideal_pd", recorded="2026-03-05", uploaded="2026-11-04T00:00:00+00:00"),
+    ]
+    iv = fits[3]["result"]["joints"]["j1"]["models"]["ideal_pd"]["intervals"]["stiffness"]
+    iv.update(identified=False, value=None, reason="the log does not excite it")
+    summary = fleet.fleet_summary("bench-motor", fits)
+    assert [w for w in summary["warnings"] if w["param"] == "stiffness"] == []
+    stiff = next(s for s in summary["series"] if s["param"] == "stiffness")
+    assert [p["identified"] for p in stiff["points"]] == [True, True, True, False]
+    fig = next(f for f in pages._fleet_figures(summary) if f["layout"]["title"]["text"].startswith("stiffness"))
+    lines = {t["name"]: t for t in fig["data"]}
+    assert 12.0 not in lines["serial SN-2"]["y"] and lines["serial SN-2"]["y"] == [8.02]
+    loose = lines["not identified"]
+    assert loose["y"] == [12.0] and loose["marker"]["symbol"] == "circle-open" and "drift" not in lines
+    assert fleet.warnings_for("d" * 8, fits) == []
+
+
+def test_compare_says_a_fit_failed_instead_of_comparing_recordings() -> None:
+    a = stored_fit("a", "SN-1", 8.0, "ideal_pd", recorded=None, uploaded="2026-11-01T00:00:00+00:00")
+    a.update(request=GOLDEN["request"], dataset_name="log")
+    failed = {
+        **a,
+        "id": "b" * 8,
+        "status": "failed",
+        "result": None,
+        "error": "the fit exceeded the time limit of 60 s",
+    }
+    html = pages.render_compare((a, None), (failed, None))
+    text = " ".join(html.split())
+    assert "cannot be compared" in text and "B failed: the fit exceeded the time limit of 60 s" in text, text
+    assert "different recordings" not in text and "Validation error of each joint" not in text
+    running = {**failed, "status": "running", "progress": 0.42, "error": None}
+    assert "B is still running (42 %)" in " ".join(pages.render_compare((a, None), (running, None)).split())

@@ -32,7 +32,7 @@ def _when(f: dict[str, Any]) -> tuple[str | None, str]:
 
 def _points(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One point per (fit, joint, parameter of the joint's best family), in the fits' order (oldest first),
-    with its 95 % interval where the fit identified the parameter."""
+    with its 95 % interval where the fit identified the parameter, and whether it did."""
     out = []
     for f in fits:
         when, source = _when(f)
@@ -43,6 +43,9 @@ def _points(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     iv = model.intervals.get(name) if model is not None else None
                     band = iv.interval95 if iv is not None and iv.identified and iv.interval95 else None
+                    identified = not (iv is not None and not iv.identified) and name not in (
+                        model.unidentified or []
+                    )
                     out.append(
                         {
                             "fit_id": f["id"],
@@ -57,6 +60,7 @@ def _points(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:
                             "unit": parameters.unit(name),
                             "low": float(band[0]) if band else None,
                             "high": float(band[1]) if band else None,
+                            "identified": identified,
                         }
                     )
     return out
@@ -69,10 +73,13 @@ def _band(values: list[float]) -> tuple[float, float]:
 
 
 def drift(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Points that leave the band of the earlier points of the same parameter (whichever family fitted it)."""
+    """Points that leave the band of the earlier points of the same parameter (whichever family fitted it); a value
+    the log did not identify is neither judged nor part of the band."""
     seen: dict[str, list[float]] = {}
     flagged = []
     for p in points:
+        if not p.get("identified", True):
+            continue
         history = seen.setdefault(p["param"], [])
         if len(history) >= MIN_HISTORY:
             lo, hi = _band(history)
@@ -116,6 +123,7 @@ def fleet_summary(actuator_model: str, fits: list[dict[str, Any]]) -> dict[str, 
                     "joint",
                     "family",
                     "fit_id",
+                    "identified",
                 )
             }
         )

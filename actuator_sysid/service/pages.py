@@ -513,7 +513,18 @@ def _envelope_figures(joints: list[str], pa: dict | None, pb: dict | None) -> li
 
 def incomparable(fa: dict, fb: dict) -> str | None:
     """Why two fits cannot be compared side by side (a whole-robot fit and a joint fit, or two fits of a kind
-    that is not comparable, whose results have other shapes), or None."""
+    that is not comparable, whose results have other shapes; a fit that has not succeeded), or None."""
+    unfinished = [
+        f"{label} {_ended(f)}"
+        for label, f in (("A", fa), ("B", fb))
+        if f.get("status", "succeeded") != "succeeded"
+    ]
+    if unfinished:
+        return (
+            "; ".join(unfinished)
+            + ". Only succeeded fits have parameters and traces to compare: open its page to see why, and retry it "
+            "there."
+        )
     ka, kb = (kind_of(f.get("request")) for f in (fa, fb))
     if ka is kb and ka.comparable:
         return None
@@ -524,6 +535,16 @@ def incomparable(fa: dict, fb: dict) -> str | None:
             "be compared. Open each fit's own page."
         )
     return f"Two {ka.label} fits are compared on their own pages: this page compares joint fits."
+
+
+def _ended(fit: dict) -> str:
+    """How a fit that has not succeeded stands, in words: failed (with its error), cancelled, or still running."""
+    status = fit.get("status")
+    if status == "failed":
+        return f"failed: {fit.get('error') or 'no error was recorded'}"
+    if status == "cancelled":
+        return "was cancelled"
+    return f"is still {status} ({100 * float(fit.get('progress') or 0):.0f} %)"
 
 
 def _head(fit: dict, kind: FitKind) -> dict[str, Any]:
@@ -581,14 +602,35 @@ def _fleet_trace(serial: str, pts: list[dict]) -> dict[str, Any]:
 
 
 def _fleet_figures(summary: dict) -> list[dict[str, Any]]:
-    """Per parameter: every serial's values over time (95 % intervals as error bars) and the drift marked."""
+    """Per parameter: every serial's identified values over time (95 % intervals as error bars), the drift marked,
+    and the values a log did not identify apart, hollow and grey."""
     flagged = {(w["fit_id"], w["param"], w["joint"]) for w in summary["warnings"]}
     figures: list[dict[str, Any]] = []
     for k, s in enumerate(summary["series"]):
         by_serial: dict[str, list[dict]] = {}
         for p in s["points"]:
             by_serial.setdefault(str(p["serial"] or "?"), []).append(p)
-        data: list[dict[str, Any]] = [_fleet_trace(serial, pts) for serial, pts in sorted(by_serial.items())]
+        data: list[dict[str, Any]] = [
+            _fleet_trace(serial, [p for p in pts if p.get("identified", True)])
+            for serial, pts in sorted(by_serial.items())
+            if any(p.get("identified", True) for p in pts)
+        ]
+        loose = [p for p in s["points"] if not p.get("identified", True)]
+        if loose:  # not identified by its log: hollow and grey, off the serials' lines, never drift
+            data.append(
+                {
+                    "x": [p["time"] for p in loose],
+                    "y": [p["value"] for p in loose],
+                    "name": "not identified",
+                    "type": "scatter",
+                    "mode": "markers",
+                    "marker": {"size": 9, "symbol": "circle-open", "color": "#999"},
+                    "text": [
+                        f"{p['fit_id'][:8]} · serial {p['serial'] or '?'} · not identified by its log"
+                        for p in loose
+                    ],
+                }
+            )
         bad = [p for p in s["points"] if (p["fit_id"], s["param"], p["joint"]) in flagged]
         if bad:
             data.append(
