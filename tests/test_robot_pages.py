@@ -109,8 +109,21 @@ def test_robot_fit_form_errors_show_beside_their_field_without_a_dialog(browser,
         ctx.close()
 
 
+# a running robot fit's page: the header's and the live line's percentages, the live loss values and the y ticks
+LIVE_JS = """() => { const d = document.getElementById('live-loss');
+  return {header: document.querySelector('[data-live=pct]').textContent.trim(),
+          line: document.getElementById('live-pct').textContent.trim(), ys: d.data[0].y,
+          ticks: [...d.querySelectorAll('.ytick text')].map(t => +t.textContent.replace('−', '-'))}; }"""
+
+
+WIDE_JS = """() => [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 801)
+  .slice(0, 8).map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))"""
+
+
 def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> None:  # noqa: F811
-    """The running fit's page streams its status and log, and its cancel button stops the fit."""
+    """The running fit's page streams its status and log, its header agreeing with the live line; its live loss
+    chart has y ticks where the curve lies and follows the window from 1280 to 800 px; its cancel button stops the
+    fit."""
     server: Server = site["server"]
     body = {
         "dataset_id": site["dataset"]["id"],
@@ -120,13 +133,26 @@ def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> 
     r = requests.post(server.url + "/api/v1/fits", json=body, timeout=60)
     assert r.status_code == 202, r.text
     fid = r.json()["id"]
-    ctx = browser.new_context(viewport={"width": 800, "height": 900})
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
     page = ctx.new_page()
     page.on("dialog", lambda d: d.accept())  # the cancel button asks first
     try:
         page.set_default_timeout(90_000)
         page.goto(f"{server.url}/fits/{fid}")
         page.wait_for_function("document.getElementById('live-status').textContent.includes('running')")
+        # the live loss has points; the header says what the live line says; the axis is marked where they lie
+        page.wait_for_function("(document.getElementById('live-loss').data || [{}])[0].y?.length >= 2")
+        live = page.evaluate(LIVE_JS)
+        assert live["header"] == live["line"], live
+        ys = live["ys"]
+        inside = [t for t in live["ticks"] if min(ys) / 1.5 <= t <= max(ys) * 1.5]
+        assert len(inside) >= 2, live
+        page.set_viewport_size({"width": 800, "height": 900})  # the chart follows the window
+        page.wait_for_function(
+            "document.querySelector('#live-loss .main-svg').getBoundingClientRect().width <= 800",
+            timeout=10_000,
+        )
+        assert page.evaluate("document.documentElement.scrollWidth") <= 801, page.evaluate(WIDE_JS)
         page.click("button[data-action=cancel]")
         deadline = time.monotonic() + 90
         while requests.get(server.url + f"/api/v1/fits/{fid}", timeout=30).json()["status"] != "cancelled":

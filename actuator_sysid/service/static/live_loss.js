@@ -8,5 +8,7 @@ function point(){const m=/^(.+?): generation (\d+)\/\d+, best loss ([^,]+),/.exe
   if(!m||!isFinite(+m[3]))return;const label=m[1];
   if(!(label in traces)){traces[label]=Object.keys(traces).length;
     Plotly.addTraces(div,{x:[],y:[],name:label,type:'scatter',mode:'lines+markers'})}
-  Plotly.extendTraces(div,{x:[[+m[2]]],y:[[+m[3]]]},[traces[label]])}
+  Plotly.extendTraces(div,{x:[[+m[2]]],y:[[+m[3]]]},[traces[label]]);
+  const ticks=logTicks(div.data.flatMap(t=>t.y));if(ticks)Plotly.relayout(div,ticks)}
+window.addEventListener('resize',()=>Plotly.Plots.resize(div));
 point();new MutationObserver(point).observe(msg,{childList:true,characterData:true,subtree:true})})();
