@@ -118,44 +118,117 @@ def verdict_summary(result: dict) -> dict | None:
     }
 
 
+# the small multiples' lines, in the legend above them: (trace key, label, colour, dash)
+MULTIPLE_LINES = (
+    ("measured", "measured", "#222222", "solid"),
+    ("fit", "simulated (fit)", "#d62728", "solid"),
+    ("decoupled", "simulated (decoupled fit)", "#1f77b4", "dash"),
+    ("model_defaults", "simulated (model file's terms)", "#9aa0a6", "dot"),
+)
+
+
 def _small_multiples(traces: dict) -> list[dict]:
-    """One figure per joint on the validation span: measured, the coupled fit, the decoupled fit (when the
-    traces have it) and the model file's own terms."""
+    """One figure per joint on the validation span: measured, the coupled fit, the decoupled fit (when the traces
+    have it) and the model file's own terms above, each simulation's residual (simulated − measured) below. One
+    legend for all, above the grid (multiple_legend), so no figure gives up its plot to a legend."""
     figs: list[dict] = []
     t = traces.get("t", [])
     for k, (name, tr) in enumerate(traces.get("joints", {}).items()):
-        data = [
-            {
-                "x": t,
-                "y": tr[key],
-                "name": label,
-                "mode": "lines",
-                "showlegend": k == 0,
-                "line": {"color": color, "width": 1.2, "dash": dash},
-            }
-            for key, label, color, dash in (
-                ("measured", "measured", "#222222", "solid"),
-                ("fit", "simulated (fit)", "#d62728", "solid"),
-                ("decoupled", "simulated (decoupled fit)", "#1f77b4", "dash"),
-                ("model_defaults", "simulated (model file's terms)", "#9aa0a6", "dot"),
+        measured = np.asarray(tr.get("measured", []), float)
+        data = []
+        for key, label, color, dash in MULTIPLE_LINES:
+            if key not in tr:
+                continue
+            line = {"color": color, "width": 1.2, "dash": dash}
+            data.append(
+                {"x": t, "y": tr[key], "name": label, "mode": "lines", "showlegend": False, "line": line}
             )
-            if key in tr
-        ]
+            if key != "measured" and len(tr[key]) == len(measured):
+                residual = np.round(np.asarray(tr[key], float) - measured, 6)
+                data.append(
+                    {
+                        "x": t,
+                        "y": residual.tolist(),
+                        "name": f"{label} − measured",
+                        "mode": "lines",
+                        "yaxis": "y2",
+                        "showlegend": False,
+                        "line": line,
+                    }
+                )
         figs.append(
             {
                 "id": f"joint-{k}",
                 "data": data,
                 "layout": {
-                    "title": {"text": name, "font": {"size": 12}},
-                    "height": 220,
-                    "margin": {"l": 45, "r": 10, "t": 30, "b": 30},
-                    "xaxis": {"title": {"text": "t [s]"}},
-                    "yaxis": {"title": {"text": "q [rad]"}},
-                    "legend": {"orientation": "h", "y": -0.35},
+                    "title": {"text": name, "font": {"size": 12}, "x": 0.02, "xanchor": "left"},
+                    "height": 260,
+                    "showlegend": False,
+                    "margin": {"l": 50, "r": 10, "t": 28, "b": 30},
+                    "xaxis": {"title": {"text": "t [s]"}, "anchor": "y2"},
+                    "yaxis": {"title": {"text": "q [rad]"}, "domain": [0.4, 1.0]},
+                    "yaxis2": {"title": {"text": "residual"}, "domain": [0.0, 0.3], "zeroline": True},
                 },
             }
         )
     return figs
+
+
+def multiple_legend(traces: dict | None) -> list[dict[str, str]]:
+    """The small multiples' one legend: each line they draw, with its colour and dash."""
+    joints = list(((traces or {}).get("joints") or {}).values())
+    keys = set(joints[0]) if joints else set()
+    return [{"label": label, "color": c, "dash": d} for key, label, c, d in MULTIPLE_LINES if key in keys]
+
+
+def joint_rows(result: dict) -> list[dict]:
+    """The per-joint table: each joint's group, held-out errors, encoder bias, its group's terms with their
+    intervals, and its flags (a term at a search bound, an implausible bias); a term the log did not identify
+    is marked, with its reason on hover."""
+    v = result.get("validation") or {}
+    intervals = result.get("intervals") or {}
+    bounds = result.get("bounds") or {}
+    at_bound = {e.get("term") for e in bounds.get("at_bound") or []}
+    implausible = {w.get("joint") for w in bounds.get("implausible_bias") or []}
+    group_of = {j: g for g, e in (result.get("groups") or {}).items() for j in e.get("joints") or []}
+    dec = (v.get("decoupled_fit") or {}).get("per_joint_rmse") or {}
+    rows = []
+    for name, err in (v.get("per_joint_rmse") or {}).items():
+        g = group_of.get(name, "")
+        group = (result.get("groups") or {}).get(g) or {}
+        terms = []
+        for term in JOINT_TERMS:
+            iv = intervals.get(f"{g}.{term}") or {}
+            terms.append(
+                {
+                    "value": group.get(term),
+                    "identified": iv.get("identified", True),
+                    "reason": iv.get("reason") or "",
+                    "interval": iv.get("interval95"),
+                }
+            )
+        bias_iv = intervals.get(f"{name}.bias") or {}
+        flags = [f"{t} at a search bound" for t in sorted(at_bound) if t.startswith(f"{g}.")]
+        if name in implausible:
+            flags.append("bias beyond a plausible calibration")
+        rows.append(
+            {
+                "joint": name,
+                "group": g,
+                "rmse": err,
+                "decoupled": dec.get(name),
+                "defaults": (v.get("model_defaults_per_joint_rmse") or {}).get(name),
+                "bias": (result.get("encoder_bias") or {}).get(name),
+                "bias_identified": bias_iv.get("identified", True),
+                "bias_reason": bias_iv.get("reason") or "",
+                "terms": terms,
+                "flags": flags,
+            }
+        )
+    return rows
+
+
+JOINT_TERMS = ("armature", "viscous_friction", "friction")  # the per-joint table's group terms
 
 
 def _figures(traces: dict, v: dict) -> list[dict]:
@@ -226,6 +299,9 @@ def render_robot_fit(
         standalone=standalone,
         verdict_style=VERDICT_STYLE,
         summary=verdict_summary(result) if result else None,
+        joint_rows=joint_rows(result) if result else [],
+        joint_terms=JOINT_TERMS,
+        legend=multiple_legend(traces),
     )
     plots = plot_script(figs, plotly_inline() if standalone else None)
     return page(f"robot fit {fit['id'][:8]}", body + plots, nav=not standalone)
