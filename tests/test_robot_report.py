@@ -100,3 +100,22 @@ def test_small_multiples_carry_residuals_and_leave_the_legend_to_the_page(tmp_pa
         assert f["layout"]["showlegend"] is False and not any(d["showlegend"] for d in f["data"])
     legend = _page(tmp_path).split('id="multiples-legend"', 1)[1].split("</p>", 1)[0]
     assert "measured" in legend and "simulated (fit)" in legend and "residual" in legend
+
+
+def test_dataset_plots_give_each_joint_one_colour_and_one_legend_entry_beside_the_axes() -> None:
+    """A 12-joint log's segment plots: a joint's q and q_des (and qd, τ) share its colour, twelve joints twelve
+    colours, one legend entry each, the legend right of the axes (not over the time axis' title)."""
+    from conftest import make_recording
+
+    from actuator_sysid.service.pages import _segment_figures
+
+    rec = make_recording(joints=tuple(JOINTS), segments=1, n=50)
+    for fig in _segment_figures(rec):
+        colours: dict[str, set[str]] = {}
+        for d in fig["data"]:
+            colours.setdefault(d["name"], set()).add(d["line"]["color"])
+        assert list(colours) == JOINTS and all(len(c) == 1 for c in colours.values()), colours
+        assert len({next(iter(c)) for c in colours.values()}) == 12
+        assert [d["name"] for d in fig["data"] if d["showlegend"]] == JOINTS
+        legend = fig["layout"]["legend"]
+        assert legend["orientation"] == "v" and legend["x"] > 1.0 and legend["xanchor"] == "left"

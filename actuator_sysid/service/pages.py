@@ -261,83 +261,89 @@ def _plotted(x: np.ndarray) -> np.ndarray:
 MAX_SEGMENT_PLOTS = 40  # segments drawn on the dataset page; the quality tables list every one
 
 
+# one colour per joint, distinct for up to 20 joints (then they repeat, each joint still named in the legend)
+JOINT_COLORS = (
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
+    "#393b79", "#ad494a", "#637939", "#e7ba52", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#843c39",
+)  # fmt: skip
+
+
+def _joint_line(
+    t: np.ndarray, y: np.ndarray, joint: str, color: str, dash: str, first: bool, **kw: Any
+) -> dict:
+    """One joint's trace: its colour, its dash for the quantity, one legend entry per joint (its first trace)."""
+    return {
+        "x": t,
+        "y": _plotted(y),
+        "name": joint,
+        "legendgroup": joint,
+        "showlegend": first,
+        "type": "scatter",
+        "mode": "lines",
+        "line": {"color": color, "dash": dash, "width": 1.3},
+        **kw,
+    }
+
+
 def _segment_figures(rec: Any) -> list[dict]:
-    """Per segment: q and q_des, then qd and (when logged) τ on a second axis."""
+    """Per segment: q (solid) and q_des (dashed), then qd (solid) and, when logged, τ (dotted) on a second axis;
+    one colour per joint, one legend entry per joint beside the axes (clicking it hides that joint's lines)."""
     figures = []
-    margin = {"t": 40, "l": 60, "r": 60, "b": 40}
+    # the legend stands right of the plot (past τ's axis where there is one), never over an axis title
+    legend = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1.0, "font": {"size": 11}}
     for k, seg in enumerate(rec.segments[:MAX_SEGMENT_PLOTS]):
         sl = _downsample(seg.n)
         t = _plotted(seg.t[sl])
         pos, vel = [], []
         for j, joint in enumerate(rec.joint_names):
-            pos.append(
-                {
-                    "x": t,
-                    "y": _plotted(seg.q[sl, j]),
-                    "name": f"{joint} q",
-                    "type": "scatter",
-                    "mode": "lines",
-                }
-            )
+            color = JOINT_COLORS[j % len(JOINT_COLORS)]
+            pos.append(_joint_line(t, seg.q[sl, j], joint, color, "solid", True, hovertemplate="q %{y}"))
             if seg.q_des is not None:
                 pos.append(
-                    {
-                        "x": t,
-                        "y": _plotted(seg.q_des[sl, j]),
-                        "name": f"{joint} q_des",
-                        "type": "scatter",
-                        "mode": "lines",
-                        "line": {"dash": "dash"},
-                    }
+                    _joint_line(t, seg.q_des[sl, j], joint, color, "dash", False, hovertemplate="q_des %{y}")
                 )
-            vel.append(
-                {
-                    "x": t,
-                    "y": _plotted(seg.qd[sl, j]),
-                    "name": f"{joint} qd",
-                    "type": "scatter",
-                    "mode": "lines",
-                }
-            )
+            vel.append(_joint_line(t, seg.qd[sl, j], joint, color, "solid", True, hovertemplate="qd %{y}"))
             if seg.tau is not None:
                 vel.append(
-                    {
-                        "x": t,
-                        "y": _plotted(seg.tau[sl, j]),
-                        "name": f"{joint} τ",
-                        "type": "scatter",
-                        "mode": "lines",
-                        "yaxis": "y2",
-                        "line": {"dash": "dot"},
-                    }
+                    _joint_line(
+                        t, seg.tau[sl, j], joint, color, "dot", False, yaxis="y2", hovertemplate="τ %{y}"
+                    )
                 )
+        what = "q solid" + (", q_des dashed" if seg.q_des is not None else "")
         figures.append(
             {
                 "id": f"seg-{k}",
                 "data": pos,
                 "layout": {
-                    "title": {"text": f"segment {escape(seg.name)} · position"},
+                    "title": {
+                        "text": f"segment {escape(seg.name)} · position ({what})",
+                        "font": {"size": 13},
+                    },
                     "xaxis": {"title": {"text": "t [s]"}},
                     "yaxis": {"title": {"text": "q, q_des [rad]"}},
-                    "margin": margin,
-                    "legend": {"orientation": "h"},
+                    "margin": {"t": 40, "l": 60, "r": 20, "b": 40},
+                    "legend": legend,
                     "height": 300,
                 },
             }
         )
+        what = "qd solid" + (", τ dotted" if seg.tau is not None else "")
         layout: dict[str, Any] = {
             "title": {
                 "text": f"segment {escape(seg.name)} · velocity"
                 + (" and effort" if seg.tau is not None else "")
+                + f" ({what})",
+                "font": {"size": 13},
             },
             "xaxis": {"title": {"text": "t [s]"}},
             "yaxis": {"title": {"text": "qd [rad/s]"}},
-            "margin": margin,
-            "legend": {"orientation": "h"},
+            "margin": {"t": 40, "l": 60, "r": 20, "b": 40},
+            "legend": legend,
             "height": 260,
         }
         if seg.tau is not None:
             layout["yaxis2"] = {"title": {"text": "τ [N·m]"}, "overlaying": "y", "side": "right"}
+            layout["legend"] = {**legend, "x": 1.12}
         figures.append({"id": f"segv-{k}", "data": vel, "layout": layout})
     return json_safe(figures)
 
