@@ -258,3 +258,12 @@ def test_real_bam_dataset_page_lists_segments_gains_trajectories_and_quality_war
     free = ds["quality"]["free_swing_segments"]
     assert len(free) == 3 and all(cells[n][9] == "lift_and_drop" and cells[n][3] == "yes" for n in free)
     assert "plan, not a recording" not in html
+
+
+def test_without_auth_the_navigation_offers_no_log_out_and_no_raw_metrics(server: Server) -> None:
+    """With auth off there is nothing to log out of, and the Prometheus text is for scrapers: the navigation
+    offers neither (the dashboard's API line still links /metrics, named as what it is)."""
+    for path in ("/", "/robots", "/fleet"):
+        html = requests.get(server.url + path, timeout=30).text
+        nav = html.split("<nav>", 1)[1].split("</nav>", 1)[0]
+        assert "/logout" not in nav and "/metrics" not in nav and "/robots" in nav, (path, nav)

@@ -137,7 +137,8 @@ def test_login_form_sets_a_cookie_that_opens_the_pages(secured: tuple) -> None:
     assert r.status_code == 303 and r.headers["location"] == "/"  # no open redirect
     cookie = r.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie
-    assert ds["name"] in s.get(server.url + "/", timeout=10).text
+    dashboard = s.get(server.url + "/", timeout=10).text
+    assert ds["name"] in dashboard and 'action="/logout"' in dashboard  # tokens: a log out to press
     assert s.get(f"{server.url}/fits/{fit['id']}", timeout=10).status_code == 200
     assert s.get(f"{server.url}/api/v1/fits/{fit['id']}", timeout=10).status_code == 200
 

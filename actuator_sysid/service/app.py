@@ -34,6 +34,7 @@ from .parsing import ParserBusyError
 from .routes import ROBOTS, ROUTERS
 from .settings import Settings
 from .storage import StorageFullError, UploadTooLargeError, out_of_space
+from .templating import SITE
 
 log = logging.getLogger("actuator_sysid.service")
 
@@ -198,6 +199,7 @@ def add_error_handlers(app: FastAPI) -> None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The service app: JSON API under /api/v1, HTML pages, Plotly from /static, health and metrics."""
     settings = settings or Settings()
+    SITE["auth"] = settings.auth_required
     services = Services.build(settings)
     storage, repo, runner = services.storage, services.repo, services.runner
 

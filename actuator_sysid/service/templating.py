@@ -97,6 +97,11 @@ def status_html(status: str) -> str:
     return f'<span class="status-{escape(status)}">{escape(status)}</span>'
 
 
+SITE: dict[str, Any] = {"auth": False}
+"""What the navigation shows of the serving app: `auth` (log out only where there are tokens to log out of);
+create_app sets it, one app per server process."""
+
+
 @lru_cache(maxsize=1)
 def templates() -> jinja2.Environment:
     """The one environment of every page: service/templates/ through the package loader (an installed wheel
@@ -110,7 +115,7 @@ def templates() -> jinja2.Environment:
     env.filters.update(
         num=num_text, status=lambda s: Markup(status_html(s)), script_json=lambda o: Markup(script_json(o))
     )
-    env.globals.update(inline=lambda name: Markup(static_text(name)), interval=interval_html)
+    env.globals.update(inline=lambda name: Markup(static_text(name)), interval=interval_html, site=SITE)
     return env
 
 
