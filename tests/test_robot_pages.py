@@ -71,8 +71,9 @@ def test_robot_fit_form_carries_every_option_with_the_requests_bounds(site: dict
     ):
         tag = page.split(f'id="rf-{field}"', 1)[1].split(">", 1)[0]
         assert f'max="{hi}"' in tag, (field, tag)
-    for field in ("kd", "groups", "fit_bias", "holdout", "payload", "effort_mode", "budget_s"):
-        assert f'id="rf-{field}"' in page, field
+    missing = [f for f in RobotFitIn.model_fields if f'id="rf-{f}"' not in page]
+    assert missing == [], missing  # every option the API takes, the selection among them
+    assert 'id="rf-name"' in page and 'id="rf-tags"' in page  # and the run's name and tags
     assert "alert(" not in page
 
 
