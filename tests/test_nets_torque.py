@@ -281,3 +281,30 @@ def test_a_gru_best_joint_gives_isaaclab_its_best_mlp_or_lstm_and_a_gru_alone_is
     alone = fit_result(sea200, FitRequest(families=["gru"], networks=QUICK))
     r = json.loads(render_all(alone, sea200, replay_exports=True)["validation.json"])["replay"]["isaaclab.py"]
     assert r["status"] == "skipped" and "no GRU" in r["note"], r
+
+
+def test_a_one_epoch_net_and_a_net_no_better_than_zero_are_judged_poor(sea200) -> None:
+    """Every torque net is set against the trivial predictors on its own validation samples (zero, the command
+    where the log states it, the best parametric family): a net trained one epoch, and a net whose error is
+    that of predicting zero, are poor; the reason says by how much each predictor is beaten."""
+    from actuator_sysid.fitting.verdict import BEAT, judge
+
+    res = fit_result(sea200, FitRequest(families=["mlp"], networks={**QUICK, "epochs": 1}, validate_last=0.3))
+    net = res.joints["knee"].models["mlp"]
+    zero = net.torque_error("validation", "zero_rmse")
+    rms = float(
+        np.sqrt(np.mean(np.concatenate([s.tau[s.n - int(0.3 * s.n) :, 0] for s in sea200.segments]) ** 2))
+    )
+    assert zero is not None and zero == pytest.approx(rms, rel=0.05)  # the measured torque's RMS
+    verdict = judge(res, sea200)
+    check = next(c for c in verdict.checks if c.check == "baselines")
+    assert net.torque_error("validation") > BEAT * zero and check.status == "poor", check
+    assert verdict.verdict == "poor" and "predicting zero" in check.reason, verdict
+    # a net whose error is the measured torque's RMS: what predicting zero gives
+    val = {**net.torque_metrics["validation"], "torque_rmse": zero}
+    flat = dataclasses.replace(net, torque_metrics={**net.torque_metrics, "validation": val})
+    jr = dataclasses.replace(res.joints["knee"], models={"mlp": flat})
+    as_zero = judge(dataclasses.replace(res, joints={"knee": jr}), sea200)
+    assert as_zero.verdict == "poor" and "1.00× the best trivial predictor, predicting zero" in " ".join(
+        as_zero.reasons
+    ), as_zero

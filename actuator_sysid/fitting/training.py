@@ -954,25 +954,69 @@ def trajectory_rows(data: JointData, sims: list[dict], val_names: set[str]) -> l
     return rows
 
 
+def _si_gain(seg: Any, key: str, joint: str) -> float | None:
+    """A segment's logged gain for one joint in SI (a number, or a {joint: value} map), None where the log states
+    none or states it in device units."""
+    units = str(seg.metadata.get("gain_units", "device" if "bam" in seg.metadata else "SI"))
+    v = seg.metadata.get(key)
+    v = v.get(joint) if isinstance(v, Mapping) else v
+    if units != "SI" or not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _command(seg: Any, joint: str, j: int) -> np.ndarray | None:
+    """What the drive was commanded, as torque on the log's samples: τ_ff plus, with SI gains in the log,
+    kp·(q_des − q) + kd·(qd_des − qd); None where the log states neither (no gains in SI and no τ_ff)."""
+    ff = np.asarray(seg.tau_ff[:, j], np.float64)
+    kp, kd = _si_gain(seg, "kp", joint), _si_gain(seg, "kd", joint)
+    if kp is None and not np.any(ff != 0):
+        return None
+    pd = (
+        0.0
+        if kp is None
+        else kp * (seg.q_des[:, j] - seg.q[:, j]) + (kd or 0.0) * (seg.qd_des[:, j] - seg.qd[:, j])
+    )
+    return ff + pd
+
+
+def recording_commands(rec: Recording, joint: str, names: list[str]) -> list[np.ndarray | None]:
+    """The commanded torque (command_torque) of the named segments of one joint, for the torque baselines."""
+    j = rec.joint_index(joint)
+    by_name = {s.name: s for s in rec.segments}
+    return [_command(by_name[n], joint, j) if n in by_name else None for n in names]
+
+
 def torque_rows(
-    names: list[str], applied: list[np.ndarray], tau: list[np.ndarray], val_names: set[str]
+    names: list[str],
+    applied: list[np.ndarray],
+    tau: list[np.ndarray],
+    val_names: set[str],
+    commands: list[np.ndarray | None] | None = None,
 ) -> list[dict]:
-    """Per-segment open-loop torque errors (the model fed the logged states) against the measured torque."""
+    """Per-segment open-loop torque errors (the model fed the logged states) against the measured torque, and
+    the trivial predictors' on the same samples: zero (the measured torque's RMS) and, where the log states
+    it, the commanded torque (`commands`, aligned to the segment's end)."""
     rows = []
-    for name, a, t in zip(names, applied, tau, strict=True):
+    for k, (name, a, t) in enumerate(zip(names, applied, tau, strict=True)):
         t = np.asarray(t, np.float64)
         e = np.asarray(a, np.float64) - t
-        rows.append(
-            {
-                "segment": name,
-                "samples": int(e.size),
-                "torque_rmse": float(np.sqrt(np.mean(e**2))),
-                "torque_mae": float(np.mean(np.abs(e))),
-                "torque_mean": float(np.mean(t)),  # of the measured torque: the pooled R² needs them
-                "torque_std": float(np.std(t)),
-                "split": "validation" if name in val_names else "train",
-            }
-        )
+        row = {
+            "segment": name,
+            "samples": int(e.size),
+            "torque_rmse": float(np.sqrt(np.mean(e**2))),
+            "torque_mae": float(np.mean(np.abs(e))),
+            "torque_mean": float(np.mean(t)),  # of the measured torque: the pooled R² needs them
+            "torque_std": float(np.std(t)),
+            "zero_rmse": float(np.sqrt(np.mean(t**2))),
+            "split": "validation" if name in val_names else "train",
+        }
+        c = None if commands is None else commands[k]
+        if c is not None and len(c) >= t.size:
+            row["command_rmse"] = float(
+                np.sqrt(np.mean((np.asarray(c[len(c) - t.size :], np.float64) - t) ** 2))
+            )
+        rows.append(row)
     return rows
 
 
@@ -989,6 +1033,9 @@ def pool_torque(rows: list[dict], torque_range: float) -> dict | None:
         "segments": len(rows),
         "samples": int(n.sum()),
     }
+    for base in ("zero_rmse", "command_rmse"):  # the trivial predictors, pooled as the model's error is
+        if all(base in r for r in rows):
+            out[base] = float(np.sqrt(np.sum(n * np.array([r[base] ** 2 for r in rows])) / n.sum()))
     if all("torque_std" in r for r in rows):  # R² = 1 − SSE / SST over the pooled measured torque
         mean = np.array([r["torque_mean"] for r in rows])
         grand = float(np.sum(n * mean) / n.sum())
@@ -1331,7 +1378,8 @@ def _open_loop_torque(
     open_loop = simulate_segments(spec, net, meas, substeps, open_loop=True)  # from each segment's own start
     taus = [t[c:].numpy() for t, c in zip(meas.torques(), meas.carried, strict=True)]
     rng = float(max(t.max() for t in taus) - min(t.min() for t in taus))
-    rows = torque_rows(meas.names, [s["applied"] for s in open_loop], taus, val_names)
+    commands = recording_commands(rec, joint, meas.names)
+    rows = torque_rows(meas.names, [s["applied"] for s in open_loop], taus, val_names, commands)
     return split_metrics(rows, lambda r: pool_torque(r, rng)), rng
 
 
@@ -1437,7 +1485,7 @@ def _parametric_torque(
         if seg.tau is None:  # add_networks asks only when every segment logs torque
             raise NetFitError(f"segment {n!r} logs no torque (tau): no open-loop torque comparison")
         taus.append(seg.tau[:, j])
-    rows = torque_rows(names, applied, taus, val_names)
+    rows = torque_rows(names, applied, taus, val_names, recording_commands(rec, joint, names))
     rng = float(max(t.max() for t in taus) - min(t.min() for t in taus))
     return rows, split_metrics(rows, lambda r: pool_torque(r, rng))
 

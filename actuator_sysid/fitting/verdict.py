@@ -12,6 +12,11 @@ is their JSON, as validation.json and the stored result hold it. Thresholds, per
   but the noise). The noise floor σ_q is estimated from the log as 1.4826·MAD(Δ²q)/√6 (white position noise
   of σ gives second differences of variance 6σ²; the MAD ignores the motion's own rare large accelerations):
   an upper bound, since smooth motion adds to it.
+- a net that learned measured torque is judged by its validation torque RMSE against the torque range (same
+  bounds), and against the trivial predictors on the same samples: zero (the measured torque's RMS), the
+  commanded torque (τ_ff and the PD law at the log's SI gains, where the log states them) and the best parametric
+  family; above BEAT × the best of them it is poor (it learned nothing they do not give), and the reason says how
+  each compares.
 - a joint that never moves (range ≤ 1e-6 rad), or a log whose positions equal their commands (max |q − q_des|
   ≤ 1e-9 rad: a plan, not a recording): poor.
 - no validation segment (the error is measured on the data fitted): usable; with folds, the folds' pooled
@@ -55,6 +60,7 @@ STILL_RAD = 1e-6  # a range at or below this: the joint never moves
 PLAN_RAD = 1e-9  # max |q − q_des| at or below this: the log's positions are its commands
 UNIDENTIFIED_POOR = 0.5  # this share of the best model's parameters unidentified or more: poor
 RANK = {"ok": 0, "usable": 1, "poor": 2}
+BEAT = 0.8  # a net's validation torque RMSE at most this share of the best trivial predictor's, else poor
 NOT_CHECKED = "exports_not_checked"  # an ok-status check that says a check did not run: nothing "passed"
 WORD = {"ok": "good", "usable": "usable", "poor": "poor"}
 
@@ -121,9 +127,58 @@ def _motion_checks(out: list[Check], joint: str, st: dict[str, float] | None) ->
         )
 
 
-def _torque_check(out: list[Check], joint: str, best: str, model: ModelFit) -> str:
+def torque_baselines(model: ModelFit, jr: JointFit | None = None) -> dict[str, float]:
+    """The trivial predictors' validation torque RMSE on the net's own samples, by what they are: zero, the
+    commanded torque (τ_ff and the PD law at the log's SI gains) and the best parametric family of the joint."""
+    out = {}
+    zero, cmd = (
+        model.torque_error("validation", "zero_rmse"),
+        model.torque_error("validation", "command_rmse"),
+    )
+    if zero is not None:
+        out["predicting zero"] = zero
+    if cmd is not None:
+        out["the command (τ_ff + the PD law at the log's gains)"] = cmd
+    families = [
+        (m.torque_error("validation"), f)
+        for f, m in (jr.models.items() if jr is not None else [])
+        if not m.is_network and m.torque_error("validation") is not None
+    ]
+    if families:
+        err, fam = min(families)
+        out[f"the best parametric family ({fam})"] = float(err)  # type: ignore[arg-type]
+    return out
+
+
+def _baseline_check(out: list[Check], joint: str, best: str, rmse: float, baselines: dict[str, float]) -> str:
+    """A net must beat the best trivial predictor clearly (its RMSE at most BEAT of theirs), else it is poor:
+    it learned nothing a constant or the command does not already give."""
+    if not baselines:
+        return "ok"
+    name, base = min(baselines.items(), key=lambda kv: kv[1])
+    ratio = rmse / base if base > 0 else math.inf
+    status = "ok" if ratio <= BEAT else "poor"
+    each = ", ".join(
+        f"{n} {v:.3g} N·m ({rmse / v:.2f}×)" if v > 0 else f"{n} 0 N·m" for n, v in baselines.items()
+    )
+    _check(
+        out,
+        status,
+        "baselines",
+        f"{joint}: {best} validation torque RMSE {rmse:.3g} N·m is {ratio:.2f}× the best trivial predictor, "
+        f"{name} ({base:.3g} N·m)"
+        + (f"; a net must be at most {BEAT:.0%} of it" if status == "poor" else "")
+        + f" — on the same samples: {each}",
+    )
+    return status
+
+
+def _torque_check(
+    out: list[Check], joint: str, best: str, model: ModelFit, jr: JointFit | None = None
+) -> str:
     """A torque-supervised net's validation torque RMSE judged against the measured torque range, with the
-    same bounds as a position error against the motion range."""
+    same bounds as a position error against the motion range, and against the trivial predictors on the same
+    samples (torque_baselines), which it must beat clearly."""
     rmse, rel = model.torque_error("validation"), model.torque_error("validation", "torque_rmse_of_range")
     assert rmse is not None and rel is not None  # _error_checks asks only when the validation has them
     mae, r2 = model.torque_error("validation", "torque_mae"), model.torque_error("validation", "torque_r2")
@@ -137,7 +192,8 @@ def _torque_check(out: list[Check], joint: str, best: str, model: ModelFit) -> s
         + (f", R² {r2:.3f}" if r2 is not None else "")
         + f" (open loop on the logged states; good ≤ {RANGE_OK:.0%} of the range, usable ≤ {RANGE_USABLE:.0%})",
     )
-    return status
+    beaten = _baseline_check(out, joint, best, rmse, torque_baselines(model, jr))
+    return beaten if RANK[beaten] > RANK[status] else status
 
 
 def _error_checks(
@@ -147,12 +203,13 @@ def _error_checks(
     model: ModelFit | None,
     st: dict[str, float] | None,
     has_validation: bool,
+    jr: JointFit | None = None,
 ) -> str | None:
     """The best model's validation position RMSE judged against the motion's range and the noise floor (or,
     without validation data, its training RMSE, said to be no validation error). Returns the status of the
     validation error judged against the log, None where none was."""
     if model is not None and model.torque_supervised and model.torque_error("validation") is not None:
-        return _torque_check(out, joint, best, model)  # a net that learned measured torque: judged by it
+        return _torque_check(out, joint, best, model, jr)  # a net that learned measured torque: judged by it
     rmse = _validation_rmse(model)
     if rmse is None:
         train = model.metrics.train.position_rmse if model is not None and model.metrics.train else None
@@ -309,7 +366,7 @@ def _fit_checks(result: FitResult, stats: dict[str, dict[str, float]] | None) ->
         model = jr.models.get(best)
         st = (stats or {}).get(joint)
         _motion_checks(out, joint, st)
-        status = _error_checks(out, joint, best, model, st, bool(split.validation or split.folds))
+        status = _error_checks(out, joint, best, model, st, bool(split.validation or split.folds), jr)
         recorded = st is None or st["tracking_max"] > PLAN_RAD  # a plan's "prediction" shows nothing
         _identifiability_checks(out, joint, best, model, recorded and status in ("ok", "usable"))
         _optimum_checks(out, joint, jr)
