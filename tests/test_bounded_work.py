@@ -124,7 +124,7 @@ def test_long_cell_and_name_are_cut_in_messages(sqlite_server: Server) -> None:
     rows[3][2] = "y" * 500_000
     r = upload(sqlite_server, "cell.csv", long_csv(rows))
     assert r.status_code == 422, r.text[:300]
-    assert "row 4" in r.json()["detail"] and len(r.content) <= MAX_BODY, len(r.content)
+    assert "line 5 (" in r.json()["detail"] and len(r.content) <= MAX_BODY, len(r.content)
 
 
 def burst(server: Server, tag: str, in_a_row: int = 300, at_once: int = 40) -> float:

@@ -51,11 +51,11 @@ def test_inspect_reports_warnings(tmp_path: Path) -> None:
 
 def test_inspect_bad_log_exits_2_with_message(tmp_path: Path) -> None:
     rows = good_rows(30)
-    rows[12][0] = 0.05  # t goes backwards at data row 13
+    rows[12][0] = 0.05  # t goes backwards at data row 13, the file's line 14
     (tmp_path / "bad.csv").write_bytes(long_csv(rows))
     r = entry_point("inspect", str(tmp_path / "bad.csv"))  # the real process: its exit status and stderr
     assert r.returncode == 2
-    assert "bad.csv" in r.stderr and "not increasing at row 13" in r.stderr
+    assert "bad.csv" in r.stderr and "not increasing at line 14 " in r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
 
 

@@ -226,8 +226,9 @@ def test_resamples_jittered_timestamps(tmp_path: Path) -> None:
     assert s.t[0] == t[0] and s.t[-1] <= t[-1]
     np.testing.assert_allclose(s.q[:, 0], np.sin(3 * s.t), atol=1e-4)
     np.testing.assert_allclose(s.q_des[:, 0], s.t, atol=1e-12)
-    msg = next(w for w in rec.warnings if "resampled" in w)
-    assert "linear interpolation" in msg and "Hz" in msg and "segment 0" in msg
+    msg = next(w for w in rec.quality()["warnings"] if "resampled" in w)
+    assert "linear interpolation" in msg and "median rate: 200.4" in msg and "1 of 1 segment(s) (0)" in msg
+    assert not any("resampled" in w for w in rec.warnings)  # stated once, by the quality report
 
 
 def test_gap_inside_declared_segment_is_bridged_with_warning(tmp_path: Path) -> None:
@@ -235,7 +236,10 @@ def test_gap_inside_declared_segment_is_bridged_with_warning(tmp_path: Path) -> 
     frame = pd.DataFrame({"t": t, "j/q": t, "j/q_des": t, "segment": "run"})
     rec = read_log(_write_csv(tmp_path, frame))
     assert [s.n for s in rec.segments] == [55]
-    assert any("bridged a gap" in w and "row 16" in w for w in rec.warnings)
+    # the first sample after the gap is data row 16, on line 17 below the header
+    assert any(
+        "bridged a gap" in w and "segment run" in w and "at line 17)" in w for w in rec.quality()["warnings"]
+    )
 
 
 def test_unknown_sidecar_key_warns(tmp_path: Path) -> None:
@@ -334,28 +338,32 @@ def test_error_missing_q_des_wide_names_joint(tmp_path: Path) -> None:
 def test_error_t_not_increasing(tmp_path: Path) -> None:
     t = np.arange(20) / RATE
     t[12] = t[10] - 0.001
-    msg = _raises("log.csv|t is not increasing at row 13", read_log, _csv_text(tmp_path, _simple_csv(t=t)))
+    msg = _raises("log.csv|t is not increasing at line 14 ", read_log, _csv_text(tmp_path, _simple_csv(t=t)))
     assert "(t = 0.049 after 0.055)" in msg
 
 
 def test_error_t_not_increasing_in_segment_and_joint(tmp_path: Path) -> None:
     frame = _long_frame(20)
     frame["segment"] = 3
-    frame.loc[31, "t"] = 0.0  # row 32: knee at sample 15
-    msg = _raises("segment 3|joint 'knee'|not increasing at row 32", read_log, _write_csv(tmp_path, frame))
+    frame.loc[31, "t"] = 0.0  # data row 32 (line 33): knee at sample 15
+    msg = _raises("segment 3|joint 'knee'|not increasing at line 33 ", read_log, _write_csv(tmp_path, frame))
     assert "t = 0.0 after" in msg
 
 
 def test_error_duplicate_t(tmp_path: Path) -> None:
     t = np.arange(20) / RATE
     t[6] = t[5]
-    _raises("duplicate t = 0.025|rows 6 and 7", read_log, _csv_text(tmp_path, _simple_csv(t=t)))
+    _raises("duplicate t = 0.025|at line 7 and line 8;", read_log, _csv_text(tmp_path, _simple_csv(t=t)))
 
 
 def test_error_long_form_timestamps_differ(tmp_path: Path) -> None:
     frame = _long_frame(20)
     frame.loc[frame.joint == "knee", "t"] += 0.001
-    _raises("joint 'knee'|same time stamps|row 2", read_log, _write_csv(tmp_path, frame))
+    _raises(
+        "joint 'knee'|same time stamps|at line 3 where joint 'hip'|(line 2)",
+        read_log,
+        _write_csv(tmp_path, frame),
+    )
     frame = _long_frame(20)
     frame["segment"] = "s1"
     frame = frame.drop(index=5)
@@ -368,7 +376,7 @@ def test_error_nan_or_inf(tmp_path: Path, bad: str) -> None:
     cells = lines[8].split(",")
     cells[1] = bad
     lines[8] = ",".join(cells)
-    msg = _raises("log.csv|row 8|column 'a/q'", read_log, _csv_text(tmp_path, "\n".join(lines)))
+    msg = _raises("log.csv, line 9, column 'a/q'", read_log, _csv_text(tmp_path, "\n".join(lines)))
     assert ("empty" if bad == "" else bad.lstrip("-").lower()) in msg.lower()
 
 
@@ -376,12 +384,12 @@ def test_error_nan_in_parquet(tmp_path: Path) -> None:
     frame = _long_frame()
     frame.loc[17, "tau"] = np.nan
     frame.to_parquet(tmp_path / "log.parquet", index=False)
-    _raises("row 18|joint 'knee'|column 'tau'|NaN", read_log, tmp_path / "log.parquet")
+    _raises("data row 18 (0-based 17) (joint 'knee')|column 'tau'|NaN", read_log, tmp_path / "log.parquet")
 
 
 def test_error_non_numeric(tmp_path: Path) -> None:
     text = _simple_csv().replace("\n0.025,", "\n0.025s,", 1)
-    _raises("row 6|column 't'|'0.025s' is not a number", read_log, _csv_text(tmp_path, text))
+    _raises("line 7, column 't'|'0.025s' is not a number", read_log, _csv_text(tmp_path, text))
 
 
 def test_error_ragged_csv(tmp_path: Path) -> None:
@@ -407,7 +415,7 @@ def test_error_sidecar_unknown_segment(tmp_path: Path) -> None:
 def test_error_short_segment(tmp_path: Path) -> None:
     t = np.concatenate([np.arange(30), 60 + np.arange(4)]) / RATE
     _raises(
-        "segment 1|rows 31–34|only 4 samples|at least 10", read_log, _csv_text(tmp_path, _simple_csv(t=t))
+        "segment 1|lines 32–35)|only 4 samples|at least 10", read_log, _csv_text(tmp_path, _simple_csv(t=t))
     )
     frame = _long_frame(30)
     frame["segment"] = ["a"] * 42 + ["b"] * 18

@@ -385,7 +385,7 @@ def test_a_bad_enable_value_names_its_row(tmp_path: Path) -> None:
     frame = pd.read_csv(path)
     frame.loc[7, "enable"] = 0.5
     frame.to_csv(path, index=False)
-    with pytest.raises(DatasetError, match=r"row 8, column 'enable'.*1 where the actuator is driven"):
+    with pytest.raises(DatasetError, match=r"line 9, column 'enable'.*1 where the actuator is driven"):
         read_paths([path])
 
 

@@ -88,4 +88,5 @@ def test_jitter_gaps_and_resampling_are_reported(tmp_path: Path) -> None:
     )
     assert all(s["resampled"] and s["jitter_ms"] > 0.3 for s in q["segments"])
     text = " | ".join(q["warnings"])
-    assert "1 time gap(s)" in text and "were resampled" in text
+    assert "1 time gap(s)" in text and "2 of 2 segment(s) (0, 1)" in text and "were resampled" not in text
+    assert sum("resampled by linear interpolation" in w for w in q["warnings"]) == 1

@@ -569,13 +569,31 @@ def test_actuator_net_csv(tmp_path: Path) -> None:
     assert rec.joint_names == ["FL_hip", "FL_thigh"] and rec.rate_hz == pytest.approx(100)
 
 
+def test_many_files_saying_the_same_thing_give_one_warning_naming_them(tmp_path: Path) -> None:
+    """Five actuator-net logs without a time column, uploaded as one zip: one warning naming how many files
+    (a few of them), not five that differ only in the file name."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for k in range(5):
+            z.writestr(f"motors/motor_{k}.csv", _rl_sar())
+    rec = read_upload(buf.getvalue(), "motors.zip")
+    assert len(rec.segments) == 5
+    timing = [w for w in rec.warnings if "no time column" in w]
+    assert timing == [
+        "5 files (motors.zip:motor_0.csv, motors.zip:motor_1.csv, motors.zip:motor_2.csv and 2 more): no time "
+        "column; rows are taken as 50 Hz samples (the policy rate; set rate_hz if yours differs)"
+    ], rec.warnings
+    (tmp_path / "one.csv").write_text(_rl_sar())
+    assert any(w.startswith("one.csv: no time column") for w in _read(tmp_path / "one.csv").warnings)
+
+
 def test_actuator_net_malformed(tmp_path: Path) -> None:
     text = _rl_sar().splitlines()
     row = text[6].split(",")
     row[5] = "abc"
     text[6] = ",".join(row)
     (tmp_path / "bad.csv").write_text("\n".join(text))
-    _raises("bad.csv, row 6, column 'joint_pos_1'|'abc' is not a number", _read, tmp_path / "bad.csv")
+    _raises("bad.csv, line 7, column 'joint_pos_1'|'abc' is not a number", _read, tmp_path / "bad.csv")
     (tmp_path / "few.csv").write_text(_rl_sar().replace("joint_pos_target_1", "foo"))
     _raises("few.csv|joint_pos_target columns are numbered [0]", _read, tmp_path / "few.csv")
 
@@ -673,7 +691,7 @@ def test_lerobot_malformed(tmp_path: Path) -> None:
     bad = table.set_column(0, "observation.state", pa.array(state, type=pa.list_(pa.float32())))
     pq.write_table(bad, tmp_path / "ragged.parquet")
     _raises(
-        "ragged.parquet, row 5, column 'observation.state'|2 values where row 1 has 3",
+        "ragged.parquet, data row 5 (0-based 4), column 'observation.state'|2 values where data row 1 (0-based 0) has 3",
         _read,
         tmp_path / "ragged.parquet",
         joint_names=["a", "b", "c"],
@@ -683,7 +701,7 @@ def test_lerobot_malformed(tmp_path: Path) -> None:
     bad = table.set_column(0, "observation.state", pa.array(state, type=pa.list_(pa.float32())))
     pq.write_table(bad, tmp_path / "nan.parquet")
     _raises(
-        "nan.parquet|'observation.state'|row 9|NaN",
+        "nan.parquet|'observation.state', data row 9 (0-based 8), column 1|NaN",
         _read,
         tmp_path / "nan.parquet",
         joint_names=["a", "b", "c"],

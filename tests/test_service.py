@@ -135,7 +135,7 @@ BAD_UPLOADS = {
         long_csv(_ROWS[:12] + [[0.05, "j1", 0, 1, 0, "a"]] + _ROWS[13:]),
         {},
         422,
-        ["not increasing", "row 13"],
+        ["not increasing", "line 14 "],
     ),
     "duplicate t": (
         long_csv(_ROWS[:12] + [[_ROWS[11][0], "j1", 0, 1, 0, "a"]] + _ROWS[13:]),
@@ -147,13 +147,13 @@ BAD_UPLOADS = {
         long_csv(_ROWS[:5] + [[0.05, "j1", "nan", 1, 0, "a"]] + _ROWS[6:]),
         {},
         422,
-        ["row 6", "'q'", "NaN"],
+        ["line 7 (", "'q'", "NaN"],
     ),
     "inf": (
         long_csv(_ROWS[:5] + [[0.05, "j1", 0, "inf", 0, "a"]] + _ROWS[6:]),
         {},
         422,
-        ["row 6", "'qd'", "inf"],
+        ["line 7 (", "'qd'", "inf"],
     ),
     "missing q": (
         long_csv([[r[0], r[1], r[3], r[4], r[5]] for r in _ROWS], "t,joint,qd,q_des,segment"),

@@ -122,7 +122,7 @@ def test_unclean_tables_still_name_the_row(tmp_path: Path) -> None:
     lines[120] = ",".join(cells)
     (tmp_path / "bad.csv").write_text("\n".join(lines) + "\n")
     _raises(
-        "bad.csv, row 120, column 'hip/qd'|'oops' is not a number",
+        "bad.csv, line 121, column 'hip/qd'|'oops' is not a number",
         read_table,
         tmp_path / "bad.csv",
         "bad.csv",
@@ -133,7 +133,12 @@ def test_unclean_tables_still_name_the_row(tmp_path: Path) -> None:
         table.set_column(table.schema.get_field_index("knee/q"), "knee/q", pa.array(col)),
         tmp_path / "nan.parquet",
     )
-    _raises("nan.parquet, row 78, column 'knee/q'|NaN", read_table, tmp_path / "nan.parquet", "nan.parquet")
+    _raises(
+        "nan.parquet, data row 78 (0-based 77), column 'knee/q'|NaN",
+        read_table,
+        tmp_path / "nan.parquet",
+        "nan.parquet",
+    )
     _raises(
         "no joint columns",
         read_table,

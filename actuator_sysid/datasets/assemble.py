@@ -6,21 +6,23 @@ sidecar, splits at gaps, converts units, resamples jittered time onto a uniform 
 missing velocity and builds the canonical `Recording`. So every format gets the same checks, the same
 resampling and the same wording in its warnings.
 
-Per-segment reading facts (raw rate, jitter, resampling, gaps, dropped samples) go into
-``Recording.metadata["timing"][<segment name>]`` for the data-quality report.
+Per-segment reading facts (raw rate, jitter, uneven stamps, resampling, bridged and split gaps, skipped,
+repeated and dropped samples) go into ``Recording.metadata["timing"][<segment name>]``; the data-quality report
+states them once per kind for the whole recording, however many files and segments it has.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import cite
 from .names import quote_name
-from .quality import DEGREES_RANGE
+from .quality import DEGREES_RANGE, median_rate
 from .recording import DatasetError, JointInfo, Recording, Segment, check_names
 
 MIN_SAMPLES = 10
@@ -58,29 +60,38 @@ class RawSegment:
     present: dict[str, list[bool]]  # channel -> per joint: did the file have it
     split_by_gap: bool = False
     metadata: dict = field(default_factory=dict)  # reader-made segment metadata (the sidecar's wins)
-    unit: str = "row"  # what `rows` counts, for messages: "row", "entry", "message", "sample"
+    unit: str = "row"  # what messages call a place: "line", "data row" (DATA_ROW), "entry", "message", ...
     dropped: int = 0  # samples the reader dropped (NaN / empty arrays) before this point
     gap_before: float = 0.0  # s of missing time before this segment when a gap split it off
     repeated: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # rows of dropped repeats
+    lines: Callable[[int], int] | None = None  # a text table's `rows` → its own lines (tablestream.LineMap)
+
+    def place(self, row: int) -> int:
+        """The file's own number of a value of `rows` (its line in a text table), as messages cite it."""
+        return int(self.lines(int(row))) if self.lines is not None else int(row)
 
 
 # --------------------------------------------------------------------------------------------- checks
 
 
-def check_increasing(t: np.ndarray, rows: np.ndarray, where: str, unit: str = "row") -> None:
-    """t must strictly increase; the error names the row (entry, message) and both times."""
+def check_increasing(
+    t: np.ndarray, rows: np.ndarray, where: str, unit: str = "row", lines: Callable[[int], int] | None = None
+) -> None:
+    """t must strictly increase; the error names the place (line, entry, message; `lines` maps a text table's
+    data rows to its lines) and both times."""
     dt = np.diff(t)
     bad = np.flatnonzero(dt <= 0)
     if bad.size == 0:
         return
     k = int(bad[0])
+    a, b = (int(lines(int(r))) if lines is not None else int(r) for r in (rows[k], rows[k + 1]))
     if dt[k] == 0:
         raise DatasetError(
-            f"{where}: duplicate t = {float(t[k])!r} at {unit}s {rows[k]} and {rows[k + 1]}; "
-            f"each time stamp may appear once (per joint) in a segment — remove the repeated {unit}"
+            f"{where}: duplicate t = {float(t[k])!r} at {cite(unit, a)} and {cite(unit, b)}; each time "
+            f"stamp may appear once (per joint) in a segment — remove the repeated {unit}"
         )
     raise DatasetError(
-        f"{where}: t is not increasing at {unit} {rows[k + 1]} (t = {float(t[k + 1])!r} after "
+        f"{where}: t is not increasing at {cite(unit, b)} (t = {float(t[k + 1])!r} after "
         f"{float(t[k])!r}); sort the {unit}s by t, or add a 'segment' column if the clock restarts there"
     )
 
@@ -121,7 +132,7 @@ def finite(values: np.ndarray, filename: str, field_name: str, unit: str = "row"
         col = f", column {int(np.flatnonzero(~np.isfinite(arr[k]))[0])}"
     shown = "NaN" if math.isnan(v) else repr(float(v))
     raise DatasetError(
-        f"{filename}, {field_name}, {unit} {k + base}{col}: the value is {shown}; every value of "
+        f"{filename}, {field_name}, {cite(unit, k + base)}{col}: the value is {shown}; every value of "
         f"{field_name} must be a finite number ({int(flat.size)} bad {unit}(s) in all)"
     )
 
@@ -185,6 +196,7 @@ def _piece(raw: RawSegment, name: str, a: int, b: int, gap: float) -> RawSegment
         raw.repeated[
             (raw.repeated > raw.rows[a]) & (raw.repeated < (raw.rows[b] if b < raw.rows.size else np.inf))
         ],
+        raw.lines,
     )
 
 
@@ -211,15 +223,18 @@ def jitter(t: np.ndarray) -> tuple[float, float, float]:
     return med, float(np.std(dt)), float(np.max(np.abs(dt - med)))
 
 
-def resample(raw: RawSegment, filename: str) -> tuple[np.ndarray, dict[str, np.ndarray], str | None]:
+def resample(raw: RawSegment) -> tuple[np.ndarray, dict[str, np.ndarray], dict]:
     """Uniform-grid copy of a jittered segment or one with skipped samples (linear interpolation at the median
-    rate); a warning for jitter or a bridged gap (skipped samples are the quality report's, stated once)."""
+    rate), and its facts for the timing record: whether the stamps were uneven, and a gap the grid bridged
+    inside a declared segment. The quality report states them once per kind over all segments
+    (quality.stamp_warnings), so a log of many files or segments gets one warning, not one per segment."""
     t = raw.t
     med, _, dev = jitter(t)
     skipped = skipped_steps(t)
-    uneven = dev > JITTER_TOL * med
+    uneven = bool(dev > JITTER_TOL * med)
+    facts: dict = {"uneven": uneven}
     if not uneven and not skipped.any():
-        return t, raw.data, None
+        return t, raw.data, facts
     n = int(math.floor((t[-1] - t[0]) / med + 1e-9)) + 1
     grid = t[0] + med * np.arange(n, dtype=np.float64)
     data = {}
@@ -229,22 +244,27 @@ def resample(raw: RawSegment, filename: str) -> tuple[np.ndarray, dict[str, np.n
         for j in range(v.shape[1]):
             out[:, j] = np.interp(grid, t, v[:, j])
         data[ch] = out
-    if not uneven:
-        return grid, data, None
-    msg = (
-        f"{where(filename, raw.name)}: time stamps are not uniform (largest step deviation "
-        f"{100 * dev / med:.0f} % of the median {1e3 * med:.4g} ms); resampled by linear interpolation "
-        f"onto a uniform {1 / med:.6g} Hz grid ({raw.t.size} -> {n} samples)"
-    )
     dt = np.diff(t)
     big = np.flatnonzero(dt > GAP_PERIODS * med)
-    if not raw.split_by_gap and big.size:
+    if uneven and not raw.split_by_gap and big.size:
         k = int(big[0])
-        msg += (
-            f"; this bridged a gap of {dt[k]:.4g} s at {raw.unit} {raw.rows[k + 1]} — give the rows after it "
-            "another segment id if the data is not continuous there"
-        )
-    return grid, data, msg
+        facts.update(bridged_gap_s=float(dt[k]), bridged_at=raw.place(raw.rows[k + 1]))
+    return grid, data, facts
+
+
+def resampling_meta(timing: dict[str, dict]) -> dict | None:
+    """The recording's `resampling` record from its segments' timing: the method, one rate (that of the
+    resampled segments' median period, each segment on its own grid) with their range, and which segments."""
+    done = {name: tm for name, tm in timing.items() if tm.get("resampled")}
+    rates = [float(tm["source_rate_hz"]) for tm in done.values() if tm.get("source_rate_hz")]
+    if not rates:
+        return None
+    return {
+        "method": RESAMPLE_METHOD,
+        "rate_hz": median_rate(rates),
+        "rate_range_hz": [min(rates), max(rates)],
+        "segments": list(done),
+    }
 
 
 # --------------------------------------------------------------------------------------------- assembly
@@ -281,22 +301,9 @@ def assemble(
     present = segs[0].present
     out: list[Segment] = []
     timing: dict[str, dict] = {}
-    resampled_rates: list[float] = []
     while segs:
         s = segs.pop(0)  # let the raw arrays go as soon as their segment is built
-        out.append(
-            _build_segment(
-                s,
-                len(joints),
-                filename,
-                warnings,
-                timing,
-                resampled_rates,
-                scale,
-                present,
-                side_segs.get(s.name, {}),
-            )
-        )
+        out.append(_build_segment(s, len(joints), timing, scale, present, side_segs.get(s.name, {})))
         del s
 
     velocity_source = _channel_warnings(joints, present, side, warnings, noun)
@@ -306,12 +313,9 @@ def assemble(
     declared = "angle_unit" in side
     meta = {"source_file": filename, "angle_unit": unit, "angle_unit_declared": declared, **extras}
     meta["timing"] = timing
-    if resampled_rates:
-        meta["resampling"] = {
-            "method": RESAMPLE_METHOD,
-            "rate_hz": float(np.median(resampled_rates)),
-            "segments": [n for n, tm in timing.items() if tm["resampled"]],
-        }
+    resampling = resampling_meta(timing)
+    if resampling:
+        meta["resampling"] = resampling
     return Recording(
         joints=infos,
         segments=out,
@@ -336,8 +340,8 @@ def _split_segments(
         short = [s for s in segs if s.t.size < MIN_SAMPLES]
         for s in short:
             warnings.append(
-                f"{where(filename, s.name)} ({s.unit}s {s.rows[0]}–{s.rows[-1]}): only {s.t.size} samples "
-                f"(fewer than {MIN_SAMPLES}); dropped"
+                f"{where(filename, s.name)} ({cite(s.unit, s.place(s.rows[0]), s.place(s.rows[-1]))}): only "
+                f"{s.t.size} samples (fewer than {MIN_SAMPLES}); dropped"
             )
         segs = [s for s in segs if s.t.size >= MIN_SAMPLES]
         if not segs:
@@ -412,19 +416,16 @@ def _check_lengths(segs: list[RawSegment], filename: str) -> None:
         if s.t.size < MIN_SAMPLES:
             why = " (segments are split at time gaps > 5 sample periods)" if s.split_by_gap else ""
             raise DatasetError(
-                f"{where(filename, s.name)} ({s.unit}s {s.rows[0]}–{s.rows[-1]}): only {s.t.size} samples"
-                f"{why}; a segment needs at least {MIN_SAMPLES} — drop these {s.unit}s or join them to a "
-                "neighbouring segment"
+                f"{where(filename, s.name)} ({cite(s.unit, s.place(s.rows[0]), s.place(s.rows[-1]))}): only "
+                f"{s.t.size} samples{why}; a segment needs at least {MIN_SAMPLES} — drop these {s.unit}s or "
+                "join them to a neighbouring segment"
             )
 
 
 def _build_segment(
     s: RawSegment,
     J: int,
-    filename: str,
-    warnings: list[str],
     timing: dict[str, dict],
-    resampled_rates: list[float],
     scale: np.ndarray | None,
     present: dict[str, list[bool]],
     side_meta: dict,
@@ -432,11 +433,7 @@ def _build_segment(
     """One canonical Segment: resampled when jittered (its timing facts recorded), angles in rad, a missing
     qd differentiated, the sidecar's segment metadata over the reader's."""
     med, std, dev = jitter(s.t)
-    t, data, note = resample(s, filename)
-    if note:
-        warnings.append(note)
-    if t is not s.t:
-        resampled_rates.append(1.0 / med)
+    t, data, facts = resample(s)
     skipped = skipped_steps(s.t)
     timing[s.name] = {
         "source_samples": int(s.t.size),
@@ -449,11 +446,12 @@ def _build_segment(
         "skipped_samples": int(skipped.sum()),
         "repeated_stamps": int(s.repeated.size),
         "unit": s.unit,
+        **facts,
     }
     if skipped.any():  # the first sample after a skip, as the file counts it
-        timing[s.name]["first_skip"] = int(s.rows[int(np.flatnonzero(skipped)[0]) + 1])
+        timing[s.name]["first_skip"] = s.place(s.rows[int(np.flatnonzero(skipped)[0]) + 1])
     if s.repeated.size:
-        timing[s.name]["first_repeat"] = int(s.repeated[0])
+        timing[s.name]["first_repeat"] = s.place(s.repeated[0])
     if scale is not None:
         data = {ch: v * scale if ch in ANGLE_CHANNELS else v for ch, v in data.items()}
     missing_qd = [j for j in range(J) if not present["qd"][j]]

@@ -6,7 +6,8 @@ sample, with the columns ``t``, ``<joint>/q``, ``<joint>/qd``, ``<joint>/tau``, 
 ``<joint>/qd_des``, ``<joint>/tau_ff``, ``<joint>/enable`` and an optional ``segment``. A ``joint`` column
 marks the long form. ``enable`` is the per-sample torque enable (1 driven, 0 torque off: the joint swings
 freely, `Segment.enable`); a joint without it is driven throughout.
-Row numbers in messages count data rows from 1 (the header is not a row).
+Messages name a CSV's own line (the header, blank lines and every line of a quoted field counted, as an editor
+numbers them) and a Parquet table's data row, counted from 1 with the 0-based index beside it.
 
 Segments: rows are grouped by the ``segment`` column in order of first appearance (names are the values
 as text); without it a new segment starts at each time gap longer than 5 median sample periods, named
@@ -67,11 +68,13 @@ from .assemble import (
     repeated_records,
     where,
 )
+from .errors import DATA_ROW, cite
 from .jsontext import check_depth
 from .names import clip_text, quote_name
 from .recording import CHANNELS, DatasetError, JointInfo, Recording, Segment
 from .registry import register_reader
 from .sources import ReadOptions, Source
+from .tablestream import LineMap
 
 PARQUET_MAGIC = b"PAR1"
 ENABLE = "enable"  # the per-sample torque enable column: 1 driven, 0 torque off
@@ -108,11 +111,12 @@ def read_table(
     frame, fmt = _read_frame(bytes(data), filename, fmt)
     frame.columns = [str(c).strip() for c in frame.columns]
     warnings: list[str] = []
+    lines = _line_map(data, fmt)
     long_form = "joint" in frame.columns
     if long_form:
-        joints, raws = _parse_long(frame, filename, warnings)
+        joints, raws = _parse_long(frame, filename, warnings, lines)
     else:
-        joints, raws = _parse_wide(frame, filename, warnings)
+        joints, raws = _parse_wide(frame, filename, warnings, lines)
     _check_enable(raws, filename)
     rec = assemble(joints, raws, side, filename, warnings, noun="table")
     rec.source_format = f"canonical-{fmt}-{'long' if long_form else 'wide'}"
@@ -168,13 +172,15 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
                 (name, slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == idx.size else idx)
             )
     long_form = "joint" in names
+    lines = LineMap(data) if kind == "csv" else None  # scanned only if a message names a line
+    unit = "line" if lines is not None else DATA_ROW
     if long_form:
         _long_columns(names, filename, warnings)
         codes, joints = cols.labels["joint"]
         t = cols.floats.pop("t")
         chans = {ch: cols.floats.pop(ch) for ch in READ_CHANNELS if ch in cols.floats}
         del cols
-        raws = _long_raws(filename, joints, codes, t, chans, groups)
+        raws = _long_raws(filename, joints, codes, t, chans, groups, lines)
     else:  # the channel matrices are already built: a segment is a slice of them (a view)
         joints = list(colmap)
         t = cols.floats["t"]
@@ -184,7 +190,7 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
         groups, repeats = _drop_repeats(t, matrices, groups)
         for (seg, sel), rep in zip(groups, repeats, strict=True):
             rows = np.arange(sel.start, sel.stop) if isinstance(sel, slice) else sel
-            check_increasing(t[sel], rows + 1, where(filename, seg))
+            check_increasing(t[sel], rows + 1, where(filename, seg), unit, lines)
             seg_data = {ch: cols.floats[ch][sel] for ch in TABLE_CHANNELS if any(present[ch])}
             if ENABLE in cols.floats:  # a joint without an enable column is driven throughout
                 lacking = [j for j, name in enumerate(joints) if ENABLE not in colmap[name]]
@@ -192,7 +198,15 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
                 seg_data[ENABLE][:, lacking] = 1.0
             raws.append(
                 RawSegment(
-                    seg or "", t[sel], rows + 1, seg_data, present, split_by_gap=seg is None, repeated=rep
+                    seg or "",
+                    t[sel],
+                    rows + 1,
+                    seg_data,
+                    present,
+                    split_by_gap=seg is None,
+                    unit=unit,
+                    repeated=rep,
+                    lines=lines,
                 )
             )
         del cols
@@ -200,6 +214,17 @@ def _read_streamed(data: bytes | Path, filename: str, side: dict, fmt: str | Non
     rec = assemble(joints, raws, side, filename, warnings, noun="table")
     rec.source_format = f"canonical-{kind}-{'long' if long_form else 'wide'}"
     return at_zero_angle(rec, side, filename)
+
+
+def _line_map(data: bytes, fmt: str) -> LineMap | None:
+    """A CSV's data rows → its own lines (scanned only if a message names one); None for Parquet."""
+    return LineMap(data) if fmt == "csv" else None
+
+
+def at_row(lines: LineMap | None, row: int) -> str:
+    """Data row `row` (1-based) of a table as messages name it: its line in a CSV file (`lines`), its data row
+    in a table without lines."""
+    return cite("line", int(lines(row))) if lines is not None else cite(DATA_ROW, row)
 
 
 def _head(data: bytes | Path) -> bytes:
@@ -417,8 +442,15 @@ def _read_csv_fast(data: bytes, sep: str) -> pd.DataFrame | None:
     return table.to_pandas()
 
 
-def _numeric(col: pd.Series, filename: str, column: str, joints: np.ndarray | None = None) -> np.ndarray:
-    """A column as float64; the first empty, non-numeric, NaN or inf value is an error naming its row."""
+def _numeric(
+    col: pd.Series,
+    filename: str,
+    column: str,
+    joints: np.ndarray | None = None,
+    lines: LineMap | None = None,
+) -> np.ndarray:
+    """A column as float64; the first empty, non-numeric, NaN or inf value is an error naming its line (a CSV's,
+    through `lines`) or data row."""
     if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
         arr = col.to_numpy(dtype=np.float64, na_value=np.nan)
         text = None
@@ -441,7 +473,7 @@ def _numeric(col: pd.Series, filename: str, column: str, joints: np.ndarray | No
     who = f" (joint '{joints[k]}')" if joints is not None else ""
     more = f"; {bad.size - 1} more bad value(s) in this column" if bad.size > 1 else ""
     raise DatasetError(
-        f"{filename}, row {k + 1}{who}, column '{column}': {problem}{more}; "
+        f"{filename}, {at_row(lines, k + 1)}{who}, column '{column}': {problem}{more}; "
         f"every value in '{column}' must be a finite number — fix or delete the row"
     )
 
@@ -451,19 +483,23 @@ def _labels(col: pd.Series) -> np.ndarray:
     return np.array(["" if pd.isna(v) else str(v).strip() for v in col.tolist()], dtype=object)
 
 
-def _groups(frame: pd.DataFrame, filename: str) -> list[tuple[str | None, np.ndarray | slice]]:
+def _groups(
+    frame: pd.DataFrame, filename: str, lines: LineMap | None
+) -> list[tuple[str | None, np.ndarray | slice]]:
     """(segment name, row indices) in first-appearance order; one unnamed group without a segment column."""
     if "segment" not in frame.columns:
         return [(None, slice(0, len(frame)))]
-    return _label_groups(_labels(frame["segment"]), filename)
+    return _label_groups(_labels(frame["segment"]), filename, lines)
 
 
-def _label_groups(seg: np.ndarray, filename: str) -> list[tuple[str | None, np.ndarray | slice]]:
+def _label_groups(
+    seg: np.ndarray, filename: str, lines: LineMap | None
+) -> list[tuple[str | None, np.ndarray | slice]]:
     """Rows of each segment label in first-appearance order; a contiguous run is a slice (a view, no copy)."""
     empty = np.flatnonzero(seg == "")
     if empty.size:
         raise DatasetError(
-            f"{filename}, row {empty[0] + 1}, column 'segment': the value is empty; "
+            f"{filename}, {at_row(lines, int(empty[0]) + 1)}, column 'segment': the value is empty; "
             "give every row a segment id, or drop the segment column to split at time gaps"
         )
     out: list[tuple[str | None, np.ndarray | slice]] = []
@@ -476,7 +512,7 @@ def _label_groups(seg: np.ndarray, filename: str) -> list[tuple[str | None, np.n
 
 
 def _parse_long(
-    frame: pd.DataFrame, filename: str, warnings: list[str]
+    frame: pd.DataFrame, filename: str, warnings: list[str], lines: LineMap | None
 ) -> tuple[list[str], list[RawSegment]]:
     """Long form: one row per joint per sample; every joint must share the time stamps of its segment."""
     cols = list(frame.columns)
@@ -485,13 +521,15 @@ def _parse_long(
     empty = np.flatnonzero(jl == "")
     if empty.size:
         raise DatasetError(
-            f"{filename}, row {empty[0] + 1}, column 'joint': the joint name is empty; name the joint"
+            f"{filename}, {at_row(lines, int(empty[0]) + 1)}, column 'joint': the joint name is empty; name "
+            "the joint"
         )
     codes, uniques = pd.factorize(jl)
     joints = [str(j) for j in uniques]
-    t = _numeric(frame["t"], filename, "t", jl)
-    chans = {ch: _numeric(frame[ch], filename, ch, jl) for ch in READ_CHANNELS if ch in cols}
-    return joints, _long_raws(filename, joints, codes, t, chans, _groups(frame, filename))
+    t = _numeric(frame["t"], filename, "t", jl, lines)
+    chans = {ch: _numeric(frame[ch], filename, ch, jl, lines) for ch in READ_CHANNELS if ch in cols}
+    groups = _groups(frame, filename, lines)
+    return joints, _long_raws(filename, joints, codes, t, chans, groups, lines)
 
 
 def _long_columns(cols: list[str], filename: str, warnings: list[str]) -> None:
@@ -517,14 +555,17 @@ def _long_raws(
     t: np.ndarray,
     chans: dict[str, np.ndarray],
     groups: list[tuple[str | None, np.ndarray | slice]],
+    lines: LineMap | None,
 ) -> list[RawSegment]:
-    """Long-form rows (joint codes `jl` index `joints`) → one RawSegment per group, checked.
+    """Long-form rows (joint codes `jl` index `joints`) → one RawSegment per group, checked; `lines` maps a
+    CSV's data rows to its lines for messages (None: a Parquet table's data rows).
 
     Channels are stacked one at a time and each flat column is dropped from `chans` once stacked, so the
     table is held about once (a streamed file's columns are the only copy).
     """
     plan = []
     repeats = []
+    unit = "line" if lines is not None else DATA_ROW
     for seg, idx in groups:
         idx = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
         per_joint = []
@@ -539,7 +580,7 @@ def _long_raws(
             if j == 0:
                 repeats.append(jdx[rep] + 1)
             jdx = jdx[~rep]
-            check_increasing(t[jdx], jdx + 1, where(filename, seg, name))
+            check_increasing(t[jdx], jdx + 1, where(filename, seg, name), unit, lines)
             per_joint.append(jdx)
         ref = per_joint[0]
         for name, jdx in zip(joints[1:], per_joint[1:], strict=True):
@@ -552,9 +593,9 @@ def _long_raws(
             if off.size:
                 k = int(off[0])
                 raise DatasetError(
-                    f"{where(filename, seg, name)}: t = {float(t[jdx[k]])!r} at row {jdx[k] + 1} where joint "
-                    f"'{joints[0]}' has t = {float(t[ref[k]])!r} (row {ref[k] + 1}); every joint needs rows "
-                    "at the same time stamps in a segment"
+                    f"{where(filename, seg, name)}: t = {float(t[jdx[k]])!r} at {at_row(lines, int(jdx[k]) + 1)} "
+                    f"where joint '{joints[0]}' has t = {float(t[ref[k]])!r} ({at_row(lines, int(ref[k]) + 1)}); "
+                    "every joint needs rows at the same time stamps in a segment"
                 )
         plan.append((seg, per_joint))
     present = {ch: [ch in chans] * len(joints) for ch in TABLE_CHANNELS}
@@ -565,13 +606,15 @@ def _long_raws(
             d[ch] = np.stack([flat[jdx] for jdx in per_joint], axis=1)
         del flat
     return [
-        RawSegment(seg or "", t[pj[0]], pj[0] + 1, d, present, split_by_gap=seg is None, repeated=rep)
+        RawSegment(
+            seg or "", t[pj[0]], pj[0] + 1, d, present, seg is None, unit=unit, repeated=rep, lines=lines
+        )
         for (seg, pj), d, rep in zip(plan, data, repeats, strict=True)
     ]
 
 
 def _check_enable(raws: list[RawSegment], filename: str) -> None:
-    """An enable column holds 1 (driven) or 0 (torque off) at every sample; the error names the row."""
+    """An enable column holds 1 (driven) or 0 (torque off) at every sample; the error names the line (row)."""
     for raw in raws:
         e = raw.data.get(ENABLE)
         if e is None:
@@ -580,8 +623,9 @@ def _check_enable(raws: list[RawSegment], filename: str) -> None:
         if bad.size:
             k = int(bad[0])
             raise DatasetError(
-                f"{where(filename, raw.name)}, row {raw.rows[k]}, column 'enable': {e[k].tolist()} is not a "
-                "torque enable; write 1 where the actuator is driven and 0 where its torque is off"
+                f"{where(filename, raw.name)}, {cite(raw.unit, raw.place(raw.rows[k]))}, column 'enable': "
+                f"{e[k].tolist()} is not a torque enable; write 1 where the actuator is driven and 0 where its "
+                "torque is off"
             )
 
 
@@ -629,13 +673,13 @@ def _wide_columns(cols: list[str], filename: str, warnings: list[str]) -> dict[s
 
 
 def _parse_wide(
-    frame: pd.DataFrame, filename: str, warnings: list[str]
+    frame: pd.DataFrame, filename: str, warnings: list[str], lines: LineMap | None
 ) -> tuple[list[str], list[RawSegment]]:
     """Wide form: one row per sample, `<joint>/<channel>` columns."""
     colmap = _wide_columns(list(frame.columns), filename, warnings)
-    t = _numeric(frame["t"], filename, "t")
-    columns = {c: _numeric(frame[c], filename, c) for m in colmap.values() for c in m.values()}
-    return list(colmap), _wide_raws(filename, colmap, t, columns, _groups(frame, filename))
+    t = _numeric(frame["t"], filename, "t", lines=lines)
+    columns = {c: _numeric(frame[c], filename, c, lines=lines) for m in colmap.values() for c in m.values()}
+    return list(colmap), _wide_raws(filename, colmap, t, columns, _groups(frame, filename, lines), lines)
 
 
 def _wide_raws(
@@ -644,14 +688,16 @@ def _wide_raws(
     t: np.ndarray,
     columns: dict[str, np.ndarray],
     groups: list[tuple[str | None, np.ndarray | slice]],
+    lines: LineMap | None,
 ) -> list[RawSegment]:
     """Wide-form columns → one RawSegment per group; each column is dropped from `columns` once copied."""
     joints = list(colmap)
+    unit = "line" if lines is not None else DATA_ROW
     present = {ch: [ch in colmap[j] for j in joints] for ch in TABLE_CHANNELS}
     groups, repeats = _drop_repeats(t, [columns[c] for m in colmap.values() for c in m.values()], groups)
     for seg, idx in groups:
         rows = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
-        check_increasing(t[idx], rows + 1, where(filename, seg))
+        check_increasing(t[idx], rows + 1, where(filename, seg), unit, lines)
     data: list[dict[str, np.ndarray]] = [{} for _ in groups]
     for ch in READ_CHANNELS:
         if not any(ch in colmap[j] for j in joints):
@@ -669,7 +715,9 @@ def _wide_raws(
     for (seg, idx), d, rep in zip(groups, data, repeats, strict=True):
         rows = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
         raws.append(
-            RawSegment(seg or "", t[idx], rows + 1, d, present, split_by_gap=seg is None, repeated=rep)
+            RawSegment(
+                seg or "", t[idx], rows + 1, d, present, seg is None, unit=unit, repeated=rep, lines=lines
+            )
         )
     return raws
 

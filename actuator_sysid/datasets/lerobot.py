@@ -16,6 +16,7 @@ import numpy as np
 
 from .assemble import TABLE_CHANNELS, RawSegment, assemble, check_increasing, finite
 from .canonical import PARQUET_MAGIC
+from .errors import DATA_ROW, cite
 from .recording import DatasetError, Recording
 from .registry import register_reader
 from .sources import ReadOptions, Source, need_names
@@ -52,8 +53,8 @@ def _matrix(table, column: str, filename: str) -> np.ndarray:
         if lengths.size and (lengths != lengths[0]).any():
             k = int(np.flatnonzero(lengths != lengths[0])[0])
             raise DatasetError(
-                f"{filename}, row {k + 1}, column {column!r}: {int(lengths[k])} values where "
-                f"row 1 has {int(lengths[0])}; every frame needs the same number"
+                f"{filename}, {cite(DATA_ROW, k + 1)}, column {column!r}: {int(lengths[k])} values where "
+                f"{cite(DATA_ROW, 1)} has {int(lengths[0])}; every frame needs the same number"
             )
         width = int(lengths[0]) if lengths.size else 0
     else:
@@ -62,7 +63,7 @@ def _matrix(table, column: str, filename: str) -> np.ndarray:
         )
     flat = pc.list_flatten(col).to_numpy(zero_copy_only=False).astype(np.float64)
     out = flat.reshape(len(col), width)
-    finite(out, filename, f"column {column!r}", unit="row", base=1)
+    finite(out, filename, f"column {column!r}", unit=DATA_ROW, base=1)
     return out
 
 
@@ -113,7 +114,7 @@ def _frame_times(
     )
     if "timestamp" in cols:
         t_all = table.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
-        finite(t_all, fn, "column 'timestamp'")
+        finite(t_all, fn, "column 'timestamp'", unit=DATA_ROW)
     elif frame is not None and fps:
         t_all = frame / fps
     else:
@@ -174,10 +175,10 @@ def _episode_segments(
         sel = order[sorted_ep == ep_id]
         rows = sel + 1
         t = t_all[sel]
-        check_increasing(t, rows, f"{fn}, episode {int(ep_id)}, column 'timestamp'")
+        check_increasing(t, rows, f"{fn}, episode {int(ep_id)}, column 'timestamp'", DATA_ROW)
         data = {ch: v[sel] for ch, v in channels.items()}
         present = {ch: [ch in data] * width for ch in TABLE_CHANNELS}
-        raws.append(RawSegment(f"episode_{int(ep_id)}", t, rows, data, present, split_by_gap=True))
+        raws.append(RawSegment(f"episode_{int(ep_id)}", t, rows, data, present, True, unit=DATA_ROW))
     return raws
 
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .errors import cite
+
 if TYPE_CHECKING:  # annotations only: Recording.quality() imports this module, so no runtime edge back
     from .recording import Recording, Segment
 
@@ -230,10 +232,8 @@ def _joint_warnings(name: str, revolute_rad: bool, rep: dict, driven: bool) -> l
     return out
 
 
-def _recording_warnings(
-    rec: Recording, segs: list[dict], free: list[str], gaps: list[float], dropped: int
-) -> list[str]:
-    """Whole-log weaknesses: no free swing, low rate, short, gaps, dropped samples, heavy jitter (resampled)."""
+def _recording_warnings(rec: Recording, free: list[str], gaps: list[float], dropped: int) -> list[str]:
+    """Whole-log weaknesses: a plan, the wrong frame, no free swing, low rate, short, gaps, dropped samples."""
     out = []
     if commands_only(rec):
         out.append(
@@ -266,14 +266,7 @@ def _recording_warnings(
             f"{dropped} sample(s) were dropped while reading (missing values, empty arrays or times "
             "without a command)"
         )
-    res = rec.metadata.get("resampling")
-    worst = max((x["jitter_ms"] or 0.0) * x["rate_hz"] / 1e3 for x in segs) if segs else 0.0
-    if res and worst > 0.1:
-        out.append(
-            f"time stamps jitter by up to {100 * worst:.0f} % of a period; segments {res['segments']} "
-            f"were resampled ({res['method']}, {res['rate_hz']:.6g} Hz)"
-        )
-    return out
+    return out  # uneven stamps and resampling: stamp_warnings, once for every segment
 
 
 FROZEN_S = 0.5
@@ -367,34 +360,89 @@ def frozen_warnings(rec: Recording) -> list[str]:
     return out
 
 
+def _rate_text(rates: list[float]) -> str:
+    """One rate for several segments: that of their median period (as `Recording.rate_hz` takes it, so it is
+    the dataset's rate when every segment is concerned), with the range when the segments' rates differ."""
+    med, lo, hi = median_rate(rates), min(rates), max(rates)
+    if f"{lo:.4g}" == f"{hi:.4g}":
+        return f"{med:.6g} Hz"
+    return f"{med:.6g} Hz (median; {lo:.4g}–{hi:.4g} Hz across the segments)"
+
+
+def median_rate(rates: list[float]) -> float:
+    """The rate of the median sample period of several segments' rates [Hz] (0 for none)."""
+    periods = [1.0 / r for r in rates if r > 0]
+    return float(1.0 / np.median(periods)) if periods else 0.0
+
+
+def _rate(s: Segment, tm: dict) -> float:
+    """A segment's rate as logged (its timing record), else as it is now."""
+    return float(tm.get("source_rate_hz") or (1.0 / s.dt if s.dt > 0 else 0.0))
+
+
+def _some(items: list[str], shown: int = 3) -> str:
+    """The first few of a list, and how many more."""
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
+
+
 def stamp_warnings(rec: Recording) -> list[str]:
-    """One warning for skipped samples and one for repeated stamps over all segments, found by the readers in
-    the stamps as logged (before resampling hides them), each with its count, where, and the log's rate."""
+    """One warning per kind of time-stamp trouble over all segments (and files): uneven stamps (resampled),
+    gaps bridged inside a declared segment, skipped samples, repeated stamps. The readers found them in the
+    stamps as logged (before resampling hides them); each warning gives its count, the segments it concerns
+    (a few named) and one rate, so a log of many files reads as one dataset, not a screen of near-copies."""
     timing = rec.metadata.get("timing", {})
-    rate = rec.rate_hz
+    segs = [(s, timing.get(s.name, {})) for s in rec.segments]
     out = []
+    uneven = [
+        (s, tm) for s, tm in segs if tm.get("uneven", tm.get("resampled") and not tm.get("skipped_samples"))
+    ]
+    if uneven:
+        worst = max(
+            tm.get("max_step_deviation_ms", 0.0) * tm.get("source_rate_hz", 0.0) / 10 for _, tm in uneven
+        )
+        before = sum(int(tm.get("source_samples", s.n)) for s, tm in uneven)
+        out.append(
+            f"time stamps are not uniform in {len(uneven)} of {len(segs)} segment(s) "
+            f"({_some([s.name for s, _ in uneven])}): steps stray up to {worst:.0f} % from their segment's "
+            "median step; resampled by linear interpolation onto a uniform grid at each segment's median rate: "
+            f"{_rate_text([_rate(s, tm) for s, tm in uneven])} "
+            f"({before} -> {sum(s.n for s, _ in uneven)} samples)"
+        )
+    bridged = [(s, tm) for s, tm in segs if tm.get("bridged_gap_s")]
+    if bridged:
+        places = [
+            f"segment {s.name} ({tm['bridged_gap_s']:.4g} s at {cite(tm.get('unit', 'row'), tm['bridged_at'])})"
+            for s, tm in bridged
+        ]
+        out.append(
+            f"time stamps: resampling bridged a gap in {len(bridged)} declared segment(s) ({_some(places)}); "
+            "give the rows after a gap another segment id if the data is not continuous there"
+        )
     for key, first, text in (
         (
             "skipped_samples",
             "first_skip",
-            "skipped sample(s) (steps of 2 or more periods at {rate:.6g} Hz) in {where}; the missing samples "
+            "skipped sample(s) (steps of 2 or more periods at {rate}) in {where}; the missing samples "
             "were filled by linear interpolation",
         ),
         (
             "repeated_stamps",
             "first_repeat",
-            "repeated time stamp(s) (a sample logged twice, at {rate:.6g} Hz) in {where}; the copies were "
-            "dropped",
+            "repeated time stamp(s) (a sample logged twice, at {rate}) in {where}; the copies were dropped",
         ),
     ):
-        segs = [(name, tm) for name, tm in timing.items() if tm.get(key)]
-        if not segs:
+        hit = [(s, tm) for s, tm in segs if tm.get(key)]
+        if not hit:
             continue
-        count = sum(int(tm[key]) for _, tm in segs)
-        where = ", ".join(
-            f"segment {name} ({tm[key]}, first at {tm.get('unit', 'row')} {tm[first]})"
-            for name, tm in segs[:3]
-        ) + (f" and {len(segs) - 3} more segments" if len(segs) > 3 else "")
+        count = sum(int(tm[key]) for _, tm in hit)
+        where = _some(
+            [
+                f"segment {s.name} ({tm[key]}, first at {cite(tm.get('unit', 'row'), tm[first])})"
+                for s, tm in hit
+            ]
+        )
+        rate = _rate_text([_rate(s, tm) for s, tm in hit])
         out.append(f"time stamps: {count} " + text.format(rate=rate, where=where))
     return out
 
@@ -483,7 +531,7 @@ def quality_report(rec: Recording) -> dict:
         # a declared rad is taken at its word: a joint may turn many times
         revolute_rad = info.joint_type == "revolute" and unit == "rad" and not declared
         warnings += _joint_warnings(f"joint '{info.name}'", revolute_rad, joints[info.name], bool(driven))
-    warnings += _recording_warnings(rec, segs, free, gaps, dropped)
+    warnings += _recording_warnings(rec, free, gaps, dropped)
     warnings += stamp_warnings(rec) + frozen_warnings(rec) + lag_warnings(rec)
     return {
         "rate_hz": rec.rate_hz,

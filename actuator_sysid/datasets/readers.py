@@ -20,6 +20,7 @@ from typing import Any
 
 # every reader module registers its format on import (datasets/registry.py); this line is what loads them
 from . import bam, canonical, isaaclab_hdf5, lerobot, pace, registry, ros, walk_these_ways  # noqa: F401
+from .assemble import resampling_meta
 from .jsontext import loads_bounded
 from .names import clip_text, quote_name, safe_name
 from .recording import DatasetError, Recording
@@ -333,7 +334,7 @@ def merge(parts: list[tuple[str, Recording]]) -> Recording:
     clash = len(set(all_names)) != len(all_names)
     runs = [{str(s.metadata.get("recording", s.name)) for s in r.segments} for _, r in parts]
     shared_runs = {x for i, a in enumerate(runs) for b in runs[i + 1 :] for x in a & b}
-    segments, timing, warnings = [], {}, []
+    segments, timing = [], {}
     formats, velocity = [], []
     for label, rec in parts:
         order = [rec.joint_index(n) for n in names]
@@ -362,7 +363,6 @@ def merge(parts: list[tuple[str, Recording]]) -> Recording:
             timing[new] = rec.metadata.get("timing", {}).get(s.name, {})
             s.name = new
             segments.append(s)
-        warnings.extend(rec.warnings)
         formats.append(rec.source_format)
         velocity.append(rec.velocity_source)
     fmts = sorted(set(formats))
@@ -370,18 +370,39 @@ def merge(parts: list[tuple[str, Recording]]) -> Recording:
     meta = {k: v for k, v in first.metadata.items() if k not in ("timing", "resampling", "source_file")}
     meta["source_file"] = [label for label, _ in parts]
     meta["timing"] = timing
-    rates = [r.metadata["resampling"]["rate_hz"] for _, r in parts if "resampling" in r.metadata]
-    if rates:
-        res = next(r.metadata["resampling"] for _, r in parts if "resampling" in r.metadata)
-        meta["resampling"] = {**res, "segments": [n for n, t in timing.items() if t.get("resampled")]}
+    resampling = resampling_meta(timing)  # one rate over every file's segments, not the first file's
+    if resampling:
+        meta["resampling"] = resampling
     return Recording(
         joints=first.joints,
         segments=segments,
         source_format=fmts[0] if len(fmts) == 1 else "mixed: " + ", ".join(fmts),
         velocity_source=vel[0] if len(vel) == 1 else "; ".join(vel),
-        warnings=warnings,
+        warnings=merge_warnings(parts),
         metadata=meta,
     )
+
+
+def merge_warnings(parts: list[tuple[str, Recording]]) -> list[str]:
+    """The files' warnings, each once: one that several files give in the same words but for the file's own
+    name is given once, naming how many files and a few of them, so a log of many files reads as one dataset."""
+    files: dict[str, list[str]] = {}  # the warning with its file's name as a hole -> the files that gave it
+    for _, rec in parts:
+        source = rec.metadata.get("source_file")
+        src = source if isinstance(source, str) and source else None
+        for w in rec.warnings:
+            named = src is not None and src in w
+            key = w.replace(src, "\0") if src is not None and named else w
+            seen = files.setdefault(key, [])
+            if src is not None and named and src not in seen:
+                seen.append(src)
+    out = []
+    for key, names in files.items():
+        if len(names) > 1:
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            key = key.replace("\0", f"{len(names)} files ({shown})", 1)
+        out.append(key.replace("\0", names[0] if len(names) == 1 else "each"))
+    return out
 
 
 def _apply_segment_side(rec: Recording, seg_side: dict, label: str) -> None:

@@ -8,7 +8,7 @@ plus one block, instead of the file, its text parse and several copies.
 
 Only clean tables stream: every cell a finite number except the labels. Anything else (an empty or
 non-numeric cell, NaN, a repeated column name) raises `Unclean`, and the caller reads the file with the
-whole-file text parser, whose errors name the file, column and row.
+whole-file text parser, whose errors name the file, column and line (`LineMap`: a data row's own line).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import csv
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
@@ -151,6 +152,105 @@ def check_lines(
             f"{filename}: {what} is longer than {limit} bytes ({length} bytes or more); a canonical CSV has one "
             "sample per line and a header of column names; is this a CSV log?"
         )
+
+
+class LineMap:
+    """The file's own line number of each data row of a CSV table, as an editor shows it: the header, blank
+    lines (whitespace only, which the text parser skips) and the extra lines of a quoted field that spans lines
+    all count. Messages name lines, not data rows, so a user can go to the line.
+
+    The file is scanned on first use only (a clean table never needs it), block by block, and held as the data
+    rows where the count jumps (a blank line, a multi-line field): a clean file is one entry.
+    """
+
+    def __init__(self, source: Path | bytes) -> None:
+        self.source = source
+        self._rows: np.ndarray | None = None  # data rows (0: the header) where the line offset changes
+        self._offsets = np.zeros(0, np.int64)  # line − data row from each of them on
+
+    @overload
+    def __call__(self, rows: int) -> int: ...
+    @overload
+    def __call__(self, rows: np.ndarray) -> np.ndarray: ...
+    def __call__(self, rows: int | np.ndarray) -> int | np.ndarray:
+        """1-based data row(s) → 1-based file line(s)."""
+        if self._rows is None:
+            self._rows, self._offsets = _scan_lines(self.source)
+        r = np.asarray(rows, dtype=np.int64)
+        k = np.maximum(np.searchsorted(self._rows, r, side="right") - 1, 0)
+        out = r + (self._offsets[k] if self._offsets.size else 1)
+        return int(out) if out.ndim == 0 else out
+
+
+def _line_blocks(source: Path | bytes, end: bytes) -> Iterator[bytes]:
+    """A file's bytes in blocks of whole lines ending in `end` (the last block may end without one)."""
+    f = open(source, "rb") if isinstance(source, Path) else None
+    try:
+        pos, tail = 0, b""
+        while True:
+            if f is not None:
+                block = f.read(CSV_BLOCK_BYTES)
+            else:
+                assert isinstance(source, bytes)
+                block = source[pos : pos + CSV_BLOCK_BYTES]
+                pos += len(block)
+            if not block:
+                if tail:
+                    yield tail
+                return
+            block = tail + block
+            cut = block.rfind(end) + 1
+            block, tail = block[:cut], block[cut:]
+            if block:
+                yield block
+    finally:
+        if f is not None:
+            f.close()
+
+
+def _scan_lines(source: Path | bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(data rows, offsets) of `LineMap`: where line − data row changes, over the whole file."""
+    if isinstance(source, Path):
+        with open(source, "rb") as f:
+            head = f.read(65536)
+    else:
+        head = source[:65536]
+    end = b"\n" if b"\n" in head or b"\r" not in head else b"\r"  # an old Mac file ends lines with CR alone
+    header = head.lstrip().split(end, 1)[0]
+    sep = b"," if b"," in header else b";" if b";" in header else b"\t" if b"\t" in header else b","
+    blank_chars = b" \t\r\n".replace(sep, b"")  # white space, less the separator: a line of them is skipped
+    white = np.frombuffer(blank_chars, np.uint8)
+    line, record, quotes, last = 0, 0, 0, -1  # lines and records so far, quote parity, the last offset
+    rows: list[np.ndarray] = [np.zeros(0, np.int64)]
+    offsets: list[np.ndarray] = [np.zeros(0, np.int64)]
+    for k, block in enumerate(_line_blocks(source, end)):
+        if k == 0 and block.startswith(b"\xef\xbb\xbf"):
+            block = b"   " + block[3:]  # the byte order mark is not text
+        buf = np.frombuffer(block, np.uint8)
+        ends = np.flatnonzero(buf == end[0])
+        if ends.size == 0 or ends[-1] != buf.size - 1:
+            ends = np.append(ends, buf.size)  # the file's last line, without a line end
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        q = np.flatnonzero(buf == ord('"'))
+        inside = (np.searchsorted(q, starts) + quotes) % 2 == 1  # the line starts inside a quoted field
+        quotes = (quotes + q.size) % 2
+        first = np.where(starts < ends, buf[np.minimum(starts, buf.size - 1)], white[0])
+        blank = np.zeros(starts.size, bool)
+        maybe = np.flatnonzero(
+            np.isin(first, white) & ~inside
+        )  # few lines start with white space: check those
+        for i in maybe.tolist():
+            blank[i] = not block[starts[i] : ends[i]].strip(blank_chars)
+        at = np.flatnonzero(~inside & ~blank)  # the lines where a record starts
+        data_row = record + np.arange(at.size)  # record 1 (the header) is data row 0
+        off = line + at + 1 - data_row
+        change = np.flatnonzero(np.diff(off, prepend=last) != 0)
+        rows.append(data_row[change])
+        offsets.append(off[change])
+        last = int(off[-1]) if off.size else last
+        line += starts.size
+        record += at.size
+    return np.concatenate(rows), np.concatenate(offsets)
 
 
 def _csv_header(head: bytes) -> tuple[list[str], str]:

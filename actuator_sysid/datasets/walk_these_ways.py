@@ -20,6 +20,7 @@ from .canonical import _numeric, _read_csv
 from .recording import DatasetError, Recording
 from .registry import register_reader
 from .sources import ReadOptions, Source, head_text
+from .tablestream import LineMap
 
 DEFAULT_RATE_HZ = 50.0
 COLUMN = re.compile(r"^(tau_est|tau_cal|joint_pos_target|joint_pos|joint_vel)_(\d+)$")
@@ -34,7 +35,9 @@ def looks_like_actuator_net(header: str) -> bool:
 def read_actuator_net(src: Source, side: dict, opts: ReadOptions) -> Recording:
     """Read an actuator-net CSV into a Recording (one segment, split at time gaps when there is a time column)."""
     fn = src.name
-    frame = _read_csv(src.read_bytes(), fn)
+    body = src.read_bytes()
+    frame = _read_csv(body, fn)
+    lines = LineMap(body)  # messages name the file's own lines
     frame.columns = [str(c).strip() for c in frame.columns]
     cols: dict[str, dict[int, str]] = {}
     ignored = []
@@ -80,8 +83,8 @@ def read_actuator_net(src: Source, side: dict, opts: ReadOptions) -> Recording:
     rows = np.arange(1, n + 1)
     tcol = next((c for c in TIME_COLUMNS if c in frame.columns), None)
     if tcol is not None:
-        t = _numeric(frame[tcol], fn, tcol)
-        check_increasing(t, rows, fn)
+        t = _numeric(frame[tcol], fn, tcol, lines=lines)
+        check_increasing(t, rows, fn, "line", lines)
     else:
         rate = opts.rate_hz or DEFAULT_RATE_HZ
         t = np.arange(n, dtype=np.float64) / rate
@@ -92,9 +95,11 @@ def read_actuator_net(src: Source, side: dict, opts: ReadOptions) -> Recording:
     data = {}
     for kind, ch in CHANNEL.items():
         if kind in cols:
-            data[ch] = np.stack([_numeric(frame[cols[kind][i]], fn, cols[kind][i]) for i in idx], axis=1)
+            data[ch] = np.stack(
+                [_numeric(frame[cols[kind][i]], fn, cols[kind][i], lines=lines) for i in idx], axis=1
+            )
     present = {ch: [ch in data] * J for ch in TABLE_CHANNELS}
-    raw = RawSegment("", t, rows, data, present, split_by_gap=True)
+    raw = RawSegment("", t, rows, data, present, split_by_gap=True, unit="line", lines=lines)
     rec = assemble(
         names,
         [raw],
