@@ -407,3 +407,29 @@ def test_runs_table_sorts_by_validation_error_filters_by_verdict_and_compares_tw
     finally:
         ctx.close()
         requests.delete(f"{server.url}/api/v1/fits/{cancelled}", timeout=30)
+
+
+def test_upload_errors_read_as_errors_on_the_dashboard_and_the_robot_page(browser, site, tmp_path) -> None:  # noqa: F811
+    """A refused upload says why in the error colour, announced (role alert), on both upload forms."""
+    bad = tmp_path / "broken.csv"
+    bad.write_text("t,joint,q,q_des\n0,knee,not-a-number,0\n")
+    ctx = browser.new_context(viewport={"width": 800, "height": 900})
+    page = ctx.new_page()
+    try:
+        page.set_default_timeout(30_000)
+        for path, form, out in (
+            ("/", "#upload", "#upload-msg"),
+            (f"/robots/{site['robot']}", "#robot-upload", "#robot-upload-msg"),
+        ):
+            page.goto(site["server"].url + path)
+            page.set_input_files(f"{form} input[type=file]", str(bad))
+            page.click(f"{form} button[type=submit]")
+            page.wait_for_function(f"document.querySelector('{out}').textContent.startsWith('Upload failed')")
+            msg = page.locator(out)
+            assert "line 2" in msg.inner_text() or "not-a-number" in msg.inner_text(), msg.inner_text()
+            assert msg.get_attribute("role") == "alert" and "form-error" in (msg.get_attribute("class") or "")
+            assert (
+                page.evaluate(f"getComputedStyle(document.querySelector('{out}')).color") == "rgb(170, 0, 0)"
+            )
+    finally:
+        ctx.close()

@@ -167,7 +167,13 @@ def test_dataset_page_shows_every_warning_and_the_quality_report(server: Server,
     figures = {f["id"]: f for f in json.loads(re.search(r"const FIGURES = (.*?);\n", html).group(1))}
     assert 'id="segv-0"' in html and {"seg-0", "segv-0", "segv-2"} <= set(figures)
     vel = figures["segv-0"]
-    assert [t["name"] for t in vel["data"]] == ["hip qd", "hip τ", "knee qd", "knee τ"]
+    lines = [(t["name"], t["line"]["dash"], t.get("yaxis", "y"), t["showlegend"]) for t in vel["data"]]
+    assert lines == [  # one colour and one legend entry per joint: qd solid, τ dotted on its own axis
+        ("hip", "solid", "y", True),
+        ("hip", "dot", "y2", False),
+        ("knee", "solid", "y", True),
+        ("knee", "dot", "y2", False),
+    ]
     assert (
         vel["layout"]["yaxis"]["title"]["text"] == "qd [rad/s]"
         and vel["layout"]["yaxis2"]["title"]["text"] == "τ [N·m]"

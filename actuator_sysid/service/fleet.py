@@ -43,9 +43,8 @@ def _points(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     iv = model.intervals.get(name) if model is not None else None
                     band = iv.interval95 if iv is not None and iv.identified and iv.interval95 else None
-                    identified = not (iv is not None and not iv.identified) and name not in (
-                        model.unidentified or []
-                    )
+                    unidentified = (model.unidentified if model is not None else None) or {}
+                    identified = not (iv is not None and not iv.identified) and name not in unidentified
                     out.append(
                         {
                             "fit_id": f["id"],
