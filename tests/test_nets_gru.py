@@ -30,6 +30,7 @@ from actuator_sysid.export.checkpoints import (
     metadata,
     onnx_bytes,
     pt2_bytes,
+    render_checkpoint,
     torchscript_bytes,
 )
 from actuator_sysid.fitting.fit import FitRequest, FitRequestError, fit_recording
@@ -127,6 +128,13 @@ def test_a_gru_has_no_isaaclab_or_torch_checkpoint(grus: dict) -> None:
             render(entry)
     (finding,) = checkpoint_findings({"joints": {"j": {"models": {"gru": entry}}}})
     assert finding.code == "EXPORT.ISAACLAB.no_gru_actuator" and "ACTUATORS_NET" in finding.message
+    # the export of a GRU pick names the alternative: the joint's MLP beside it, or fitting one
+    mlp = {**entry, "family": "mlp"}
+    ranked = {"models": {"gru": entry, "mlp": mlp}, "ranking": [{"family": "gru"}, {"family": "mlp"}]}
+    with pytest.raises(ExportError, match=r"mlp net has it: export it with --family j=mlp"):
+        render_checkpoint({"joints": {"j": ranked}}, "torchscript.pt")
+    with pytest.raises(ExportError, match=r"fit an mlp or lstm beside it \(--families gru,mlp\)"):
+        render_checkpoint({"joints": {"j": {"models": {"gru": entry}}}}, "newton.pt2")
 
 
 def test_newton_usda_gru_joint_loads_and_runs_the_onnx(grus: dict, tmp_path: Path) -> None:

@@ -413,8 +413,22 @@ def onnx_bytes(model: NetEntry) -> bytes:
 def render_checkpoint(
     result: ResultLike, fmt: str, joint: str | None = None, kind: str | None = None
 ) -> bytes:
-    """One checkpoint format of one joint's network, as bytes."""
-    _, _, model = net_model(result, joint, kind)
+    """One checkpoint format of one joint's network, as bytes; a format the net's kind has no consumer for is
+    refused naming the joint's fitted nets that have it (and how to pick one)."""
+    joint, kind, model = net_model(result, joint, kind)
+    if fmt in NO_FORMAT and fmt not in KIND_FORMATS[kind]:
+        fitted = [f for f in as_result(result).joints[joint].models if f in NET_FAMILIES]
+        others = [f for f in fitted if fmt in KIND_FORMATS[f]]
+        how = (
+            f"this joint's {' and '.join(others)} net{'s have' if len(others) > 1 else ' has'} it: export it with "
+            f"--family {joint}={others[0]}"
+            if others
+            else f"fit an mlp or lstm beside it (--families {','.join([*fitted, 'mlp'])})"
+        )
+        raise ExportError(
+            f"joint {joint!r}: its {kind} net has no {fmt}: {NO_FORMAT[fmt]}; {how}; Newton runs this {kind} from "
+            "newton.onnx"
+        )
     if fmt == "torchscript.pt":
         return torchscript_bytes(model)
     if fmt == "newton.pt2":
