@@ -929,7 +929,8 @@ NET_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
         "--net-inner-fraction",
         "inner_fraction",
         float,
-        "last part of each training segment early stopping watches (0.2)",
+        "share of the training data early stopping watches (0.2): whole, evenly spaced training segments when "
+        "there are 6 or more driven ones, else the last part in time of each",
     ),
 )
 

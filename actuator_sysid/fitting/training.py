@@ -85,7 +85,7 @@ class NetOptions:
 
     input_idx: list[int] | None = None  # physics steps back (Isaac Lab's count); exclusive with history_ms
     history_ms: list[float] | None = None  # the MLP's history in time, at the log's rate (default HISTORY_MS)
-    inner_fraction: float = 0.2  # the last part in time of each training segment that early stopping watches
+    inner_fraction: float = 0.2  # watched by early stopping: whole segments (WHOLE_INNER+), else their ends
     input_order: str = "pos_vel"
     hidden: list[int] = field(default_factory=lambda: [32, 32])
     activation: str = "softsign"
