@@ -91,7 +91,7 @@ def test_upload_fit_export_construct_report(tmp_path: Path) -> None:
 
         page = requests.get(f"{server.url}/fits/{fit_id}", timeout=10)
         assert page.status_code == 200 and "saturation_effort" in page.text
-        assert '<script src="/static/plotly.min.js"></script>' in page.text
+        assert 'PLOTLY_URL = "/static/plotly.min.js"' in page.text
         assert 'id="plot-0-envelope"' in page.text and 'id="plot-0-seg-5"' in page.text
         # issue 5's report additions: intervals, ranking, convergence, correlation and residuals per segment
         assert "95 % interval" in page.text and "Model ranking" in page.text

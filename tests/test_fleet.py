@@ -94,9 +94,15 @@ def test_an_unidentified_value_is_drawn_apart_and_never_drift() -> None:
     8.0–8.02: the fleet plots it hollow and grey, off the serial's line, and warns of nothing."""
     fits = [
         stored_fit("a", "SN-1", 8.0, "ideal_pd", recorded="2026-01-05", uploaded="2026-11-01T00:00:00+00:00"),
-        stored_fit("b", "SN-1", 8.01, "ideal_pd", recorded="2026-02-05", uploaded="2026-11-02T00:00:00+00:00"),
-        stored_fit("c", "SN-2", 8.02, "ideal_pd", recorded="2026-02-07", uploaded="2026-11-03T00:00:00+00:00"),
-        stored_fit("d", "SN-2", 12.0, "ideal_pd", recorded="2026-03-05", uploaded="2026-11-04T00:00:00+00:00"),
+        stored_fit(
+            "b", "SN-1", 8.01, "ideal_pd", recorded="2026-02-05", uploaded="2026-11-02T00:00:00+00:00"
+        ),
+        stored_fit(
+            "c", "SN-2", 8.02, "ideal_pd", recorded="2026-02-07", uploaded="2026-11-03T00:00:00+00:00"
+        ),
+        stored_fit(
+            "d", "SN-2", 12.0, "ideal_pd", recorded="2026-03-05", uploaded="2026-11-04T00:00:00+00:00"
+        ),
     ]
     iv = fits[3]["result"]["joints"]["j1"]["models"]["ideal_pd"]["intervals"]["stiffness"]
     iv.update(identified=False, value=None, reason="the log does not excite it")
@@ -104,7 +110,9 @@ def test_an_unidentified_value_is_drawn_apart_and_never_drift() -> None:
     assert [w for w in summary["warnings"] if w["param"] == "stiffness"] == []
     stiff = next(s for s in summary["series"] if s["param"] == "stiffness")
     assert [p["identified"] for p in stiff["points"]] == [True, True, True, False]
-    fig = next(f for f in pages._fleet_figures(summary) if f["layout"]["title"]["text"].startswith("stiffness"))
+    fig = next(
+        f for f in pages._fleet_figures(summary) if f["layout"]["title"]["text"].startswith("stiffness")
+    )
     lines = {t["name"]: t for t in fig["data"]}
     assert 12.0 not in lines["serial SN-2"]["y"] and lines["serial SN-2"]["y"] == [8.02]
     loose = lines["not identified"]

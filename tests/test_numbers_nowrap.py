@@ -6,10 +6,17 @@ spanning decades reads "not identified").
 The XL330 fits, the dataset and the Go2 come from tests/test_browser_layout.py's `site`. The robot fit report is
 the fit route's own renderer (robot_page.render_robot_fit) over a stored Go2 result in the shapes a robot fit
 stores, with long values in its tables (errors of four digits, values such as 1.018e+04 and -0.837) and one
-interval spanning 80 decades, so the page is drawn without running a fit."""
+interval spanning 80 decades, so the page is drawn without running a fit.
+
+No page shows a Python literal (True, False, None) as a table cell's or a value's text. The XL330 report is light:
+its HTML holds no traces (its plots load them from GET /api/v1/fits/{id}/figures, and Plotly once the page has
+loaded), and still draws every plot; the standalone report of the same stored fit holds Plotly and the same
+figures inline and draws with the network cut off."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +25,10 @@ from test_browser import browser  # noqa: F401  (the module-scoped Chromium fixt
 from test_browser_layout import WIDTHS, site  # noqa: F401  (the XL330 fits and the Go2 of the layout checks)
 
 from actuator_sysid.service.db import Repository
+from actuator_sysid.service.report import render_report
 from actuator_sysid.service.robot_page import render_robot_fit
+from actuator_sysid.service.routes.common import fit_context
+from actuator_sysid.service.storage import Storage
 from actuator_sysid.service.templating import interval_text
 
 # every table cell whose whole text is a number, an id, an "a/b" form or an interval, and whether each renders
@@ -53,6 +63,24 @@ EXPONENT_JS = r"""() => (document.body.innerText.match(/\[[^\]\n]*\]/g) || [])
 IDS_JS = r"""() => [...document.querySelectorAll('code.id')].filter(c => c.getClientRects().length).map(c => ({
   text: c.textContent, title: (c.closest('[title]') || {}).title || '',
   shown: c.getBoundingClientRect().width, full: c.scrollWidth}))"""
+
+
+# a Python literal shown as data: a cell, a value or a definition whose whole text is True/False/None, or a
+# "key: None" / "key=None" item in a line (a sentence that says "None of ..." is no literal)
+LITERALS_JS = r"""() => {
+  const whole = /^(True|False|None)$/, item = /(?:^|[\s(,;])[\w.]+(?::|\s?=)\s?(True|False|None)(?=$|[\s),;])/;
+  const out = [];
+  for (const el of document.querySelectorAll('td, th, dd, dt, li, code, b, strong, span, option, label, p')) {
+    if (!el.getClientRects().length) continue;
+    const text = el.innerText.replace(/\s+/g, ' ').trim();
+    if (whole.test(text) || (el.children.length === 0 && item.test(text))) out.push(el.tagName + ': ' + text.slice(0, 120));
+  }
+  return out;
+}"""
+
+# every .plot div (the live-loss plot of a running fit aside) holds a drawn Plotly graph
+DRAWN_JS = """() => { const divs = [...document.querySelectorAll('.plot')];
+  return divs.length > 0 && divs.every(d => d.querySelector('.main-svg')); }"""
 
 
 # the 54 terms of a Go2 fit (12 joints' bias, 3 groups' 14 terms) that the log does not identify, named in one reason
@@ -203,16 +231,18 @@ def robot_report(site, tmp_path_factory: pytest.TempPathFactory) -> str:  # noqa
         repo.close()
 
 
-def test_no_number_wraps_and_no_interval_prints_beyond_1e6(browser, site, robot_report: str) -> None:  # noqa: F811
+def test_no_number_wraps_nor_wide_interval_nor_python_literal(browser, site, robot_report: str) -> None:  # noqa: F811
     server = site["server"]
     pages = {
         "XL330 report": f"/fits/{site['fits']['holdout']['id']}",
         "dashboard": "/",
         "robot page": f"/robots/{site['robot']}",
+        "dataset page": f"/datasets/{site['dataset']}",
         "robot fit report": None,
     }
     broken: list = []
     exponents: list = []
+    literals: list = []
     long_ids: list = []
     spans_decades = ""
     for width in WIDTHS:
@@ -230,6 +260,7 @@ def test_no_number_wraps_and_no_interval_prints_beyond_1e6(browser, site, robot_
                 assert len(cells) >= 5, (name, cells)  # the regex finds the tables' numbers
                 broken += [(width, name, c["table"], c["text"], c["lines"]) for c in cells if c["lines"] != 1]
                 exponents += [(width, name, e) for e in page.evaluate(EXPONENT_JS)]
+                literals += [(width, name, t) for t in page.evaluate(LITERALS_JS)]
                 ids = page.evaluate(IDS_JS)
                 if name == "dashboard" and len(ids) < 3:  # the datasets' and fits' ids
                     long_ids.append((width, name, "no short ids"))
@@ -244,6 +275,7 @@ def test_no_number_wraps_and_no_interval_prints_beyond_1e6(browser, site, robot_
             ctx.close()
     assert broken == [], broken
     assert exponents == [], exponents
+    assert literals == [], literals
     assert long_ids == [], long_ids
     assert "not identified (spans 81 decades)" in spans_decades, spans_decades
 
@@ -310,3 +342,109 @@ def test_the_robot_verdict_reads_at_a_glance(browser, site, robot_report: str) -
         assert got["details"] is not None and not got["details"]["open"], (width, got["details"])
         details = " ".join(got["details"]["text"].split())
         assert long_reason in details and "isaaclab replays the exports within tolerance" in details, details
+
+
+def test_the_literal_check_finds_python_literals_and_passes_sentences(browser) -> None:  # noqa: F811
+    """LITERALS_JS flags a cell or a "key: None" item, and not a sentence that says "None"."""
+    page = browser.new_page()
+    try:
+        page.set_content(
+            "<table><tr><td>None</td><td>0.5</td><td> False </td></tr></table><ul><li>stopped_on_budget: True</li>"
+            "<li>the gains: none given</li></ul><p>None of the recordings validates; True to its log.</p>"
+        )
+        found = page.evaluate(LITERALS_JS)
+    finally:
+        page.close()
+    assert found == ["TD: None", "TD: False", "LI: stopped_on_budget: True"], found
+
+
+def _figure_divs(html: str) -> list[str]:
+    return re.findall(r'<div class="plot" id="([^"]+)"', html)
+
+
+def test_the_xl330_report_is_light_and_still_draws_every_plot(browser, site) -> None:  # noqa: F811
+    """The served XL330 report: at most 500 KB of HTML, no trace inline; GET .../figures answers the figures of
+    its plot divs, in their order, with the segments' traces; in Chromium every plot is drawn from them."""
+    server, fit = site["server"], site["fits"]["holdout"]
+    r = requests.get(f"{server.url}/fits/{fit['id']}", timeout=60)
+    assert r.status_code == 200 and len(r.content) <= 500_000, len(r.content)
+    html = r.text
+    assert "const FIGURES = null;" in html and f"/api/v1/fits/{fit['id']}/figures" in html
+    divs = _figure_divs(html)
+    assert len(divs) >= 12 + 3, divs  # 12 segments, the envelope, convergence, correlation, residuals ...
+    got = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/figures", timeout=60)
+    assert got.status_code == 200 and got.headers["content-type"].startswith("application/json")
+    assert got.headers.get("content-encoding") == "gzip"  # requests asks for it; the figures are megabytes
+    figures = got.json()
+    assert [f["id"] for f in figures] == divs
+    segments = [f for f in figures if f["id"].startswith("plot-0-seg-")]
+    assert len(segments) == 12
+    for f in segments:  # measured and simulated position, each a trace of the same times
+        traces = {t["name"]: t for t in f["data"]}
+        assert (
+            len(traces["measured"]["y"])
+            == len(traces["simulated"]["y"])
+            == len(traces["measured"]["x"])
+            > 100
+        )
+        assert traces["measured"]["y"] != traces["simulated"]["y"]
+    envelope = next(f for f in figures if f["id"] == "plot-0-envelope")
+    assert envelope["data"][0]["type"] == "scatter" and 100 < len(envelope["data"][0]["x"]) <= 2000
+    for bad, code in (("0" * 32, 404), ("no-such-fit", 404)):
+        miss = requests.get(f"{server.url}/api/v1/fits/{bad}/figures", timeout=30)
+        assert miss.status_code == code and "detail" in miss.json(), miss.text
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    failed: list[str] = []
+    page.on(
+        "response", lambda resp: failed.append(f"{resp.status} {resp.url}") if resp.status >= 400 else None
+    )
+    try:
+        page.set_default_timeout(60_000)
+        page.goto(f"{server.url}/fits/{fit['id']}", wait_until="load")
+        page.wait_for_function(DRAWN_JS)
+        drawn = page.evaluate("() => [...document.querySelectorAll('.plot')].map(d => [d.id, d.data.length])")
+        assert [d for d, _n in drawn] == divs
+        assert all(n == len(f["data"]) for (_d, n), f in zip(drawn, figures, strict=True)), drawn
+        assert page.locator(".plot .main-svg").count() >= len(divs)
+        text = page.inner_text("body")
+    finally:
+        ctx.close()
+    assert failed == [], failed
+    assert "--set" not in text  # the page's advice in the page's words
+    if any("--set" in c["reason"] for c in fit["result"]["verdict"]["checks"]):
+        assert "the export's set=PARAM=VALUE query" in text
+
+
+def test_the_standalone_report_holds_its_figures_and_draws_offline(browser, site) -> None:  # noqa: F811
+    """render_report(standalone=True) over the stored XL330 fit: Plotly and the figures the API serves, inline;
+    in Chromium with every request refused, each plot is drawn."""
+    server, fid = site["server"], site["fits"]["holdout"]["id"]
+    repo = Repository(f"sqlite:///{server.data_dir / 'actuator_sysid.db'}")
+    try:
+        fit, plots = fit_context(repo, Storage(server.data_dir), fid, None)
+    finally:
+        repo.close()
+    assert plots is not None
+    html = render_report(fit, fit["result"], plots, standalone=True)
+    inline = json.loads(re.search(r"const FIGURES = (.*?);\n", html).group(1))
+    served = requests.get(f"{server.url}/api/v1/fits/{fid}/figures", timeout=60).json()
+    assert inline == served and [f["id"] for f in inline] == _figure_divs(html)
+    assert "/static/" not in html and "/api/v1/fits" not in html
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    asked: list[str] = []
+
+    def refuse(route) -> None:
+        asked.append(route.request.url)
+        route.abort()
+
+    ctx.route("**/*", refuse)
+    page = ctx.new_page()
+    try:
+        page.set_default_timeout(60_000)
+        page.set_content(html, wait_until="load")
+        page.wait_for_function(DRAWN_JS)
+        assert page.locator(".plot .main-svg").count() >= len(inline)
+    finally:
+        ctx.close()
+    assert asked == [], asked

@@ -11,6 +11,7 @@ from fnmatch import fnmatch
 from html import unescape
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import make_recording
 
@@ -83,7 +84,10 @@ def test_every_page_escapes_what_it_shows() -> None:
         f'href="/fleet?actuator_model={"%3Cscript%3Ealert%28%27x%27%29%3C/script%3E%20%26%20%22q%22"}"'
         in html["index"]
     )  # a query string quoted, not HTML-escaped
-    assert '"segment &lt;script' in html["dataset"]  # a Plotly title: escaped inside the figure's JSON
+    titles = [
+        f["layout"]["title"]["text"] for f in pages.segment_figures(rec)
+    ]  # what its figures route serves
+    assert titles[0].startswith("segment &lt;script"), titles[0]  # a Plotly title: escaped inside the JSON
 
 
 def test_the_report_header_names_the_families_under_either_request_spelling() -> None:
@@ -98,19 +102,61 @@ def test_the_report_header_names_the_families_under_either_request_spelling() ->
         assert cmp.count("<tr><th>families</th><td>dcmotor, ideal_pd</td></tr>") == 2, key
 
 
-def test_a_standalone_report_inlines_plotly_and_the_served_one_links_it() -> None:
+def _inline_figures(page: str) -> list | None:
+    """The figures a page holds inline (`const FIGURES = ...`); None where it loads them from the API."""
+    return json.loads(re.search(r"const FIGURES = (.*?);\n", page).group(1))
+
+
+def test_a_standalone_report_inlines_plotly_and_figures_and_the_served_one_loads_them() -> None:
     rec = make_recording()
     from actuator_sysid.fitting.fit import report_data
 
     plots = report_data(rec, GOLDEN)
-    served = report.render_report(_row("succeeded"), GOLDEN, plots, exports=["isaaclab.py"])
-    alone = report.render_report(_row("succeeded"), GOLDEN, plots, standalone=True)
-    assert '<script src="/static/plotly.min.js"></script>' in served and "/static/plotly.min.js" not in alone
+    row = _row("succeeded")
+    served = report.render_report(row, GOLDEN, plots, exports=["isaaclab.py"])
+    alone = report.render_report(row, GOLDEN, plots, standalone=True)
+    figures = report.report_figures(GOLDEN, plots)
+    assert figures and all(f'id="{f["id"]}"' in served and f'id="{f["id"]}"' in alone for f in figures)
+    # served: neither Plotly nor the traces in the HTML; the page asks the API and /static for them
+    assert _inline_figures(served) is None and f'FIGURES_URL = "/api/v1/fits/{row["id"]}/figures"' in served
+    assert 'PLOTLY_URL = "/static/plotly.min.js"' in served and "<script src=" not in served
+    assert len(served) < 100_000, len(served)
+    # standalone: Plotly and every figure inline, nothing asked of a server
+    assert "/static/plotly.min.js" not in alone and "/api/v1/" not in alone
     assert len(alone) - len(served) > 1_000_000  # plotly.min.js itself
-    for page in (served, alone):
-        figures = json.loads(re.search(r"const FIGURES = (.*?);\n", page).group(1))
-        assert figures and all(f'id="{f["id"]}"' in page for f in figures)  # each figure has its div
+    assert _inline_figures(alone) == json.loads(report.figures_json(figures))
     assert "data-action" in served and "data-action" not in alone and "<nav>" not in alone
+
+
+def test_the_served_reports_advice_names_what_the_page_offers_not_cli_flags() -> None:
+    """The stored verdict tells the CLI user "give a datasheet value with --set"; the served page says the
+    export's `set` query (what its download links and the API take), the standalone file keeps the flag."""
+    checks = GOLDEN["verdict"]["checks"]
+    assert sum("with --set" in c["reason"] for c in checks) == 2  # the stored text names the flag
+    served = _text(report.render_report(_row("succeeded"), GOLDEN, None, exports=["isaaclab.py"]))
+    alone = _text(report.render_report(_row("succeeded"), GOLDEN, None, standalone=True))
+    assert "verdict: usable" in served and "--set" not in served, served
+    assert served.count("the export's set=PARAM=VALUE query on its download link") == 2, served
+    assert "give a datasheet value with --set" in alone  # the CLI's file, in the CLI's words
+    assert report.page_words("refit with a larger --decimation (finer steps)") == (
+        "refit with a larger decimation (finer steps)"
+    )
+    assert report.page_words("--at kp=800: no such kp") == "at kp=800: no such kp"
+    assert report.page_words("a --settle-time flag") == "a --settle-time flag"  # another flag, left alone
+
+
+def test_a_scatter_cloud_is_thinned_to_its_shape_and_extremes() -> None:
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=30_000), rng.normal(size=30_000)
+    x[123], y[4567] = 40.0, -55.0  # two outliers that must stay drawn
+    tx, ty = report.thin_cloud(x.tolist(), y.tolist())
+    assert 500 < len(tx) == len(ty) <= report.CLOUD_POINTS
+    assert max(tx) == 40.0 and min(ty) == -55.0 and min(tx) == x.min() and max(ty) == y.max()
+    pairs = set(zip(x.tolist(), y.tolist(), strict=True))
+    assert all(p in pairs for p in zip(tx, ty, strict=True))  # points of the cloud, not made-up ones
+    assert report.thin_cloud([1.0, 2.0], [3.0, None]) == ([1.0, 2.0], [3.0, None])  # small: as it is
+    env = report._envelope_figure("e", "j", {}, {"velocity": x.tolist(), "effort": y.tolist()})
+    assert env["data"][0]["type"] == "scatter" and len(env["data"][0]["x"]) <= report.CLOUD_POINTS
 
 
 def test_templates_and_static_files_ship_in_the_wheel() -> None:
@@ -207,8 +253,7 @@ def test_a_robot_fits_split_is_the_one_its_result_states() -> None:
 def test_report_plots_label_their_axes_legibly() -> None:
     from actuator_sysid.fitting.fit import report_data
 
-    page = report.render_report(_row("succeeded"), GOLDEN, report_data(make_recording(), GOLDEN))
-    figures = {f["id"]: f for f in json.loads(re.search(r"const FIGURES = (.*?);\n", page).group(1))}
+    figures = {f["id"]: f for f in report.report_figures(GOLDEN, report_data(make_recording(), GOLDEN))}
     log_axis = figures["plot-0-convergence"]["layout"]["yaxis"]
     assert log_axis["type"] == "log" and log_axis["tickformat"]  # full numbers, not Plotly's bare digits
     bars = figures["plot-0-residuals"]["layout"]

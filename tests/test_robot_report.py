@@ -107,10 +107,10 @@ def test_dataset_plots_give_each_joint_one_colour_and_one_legend_entry_beside_th
     colours, one legend entry each, the legend right of the axes (not over the time axis' title)."""
     from conftest import make_recording
 
-    from actuator_sysid.service.pages import _segment_figures
+    from actuator_sysid.service.pages import segment_figures
 
     rec = make_recording(joints=tuple(JOINTS), segments=1, n=50)
-    for fig in _segment_figures(rec):
+    for fig in segment_figures(rec):
         colours: dict[str, set[str]] = {}
         for d in fig["data"]:
             colours.setdefault(d["name"], set()).add(d["line"]["color"])

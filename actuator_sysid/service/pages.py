@@ -285,7 +285,7 @@ def _joint_line(
     }
 
 
-def _segment_figures(rec: Any) -> list[dict]:
+def segment_figures(rec: Any) -> list[dict]:
     """Per segment: q (solid) and q_des (dashed), then qd (solid) and, when logged, τ (dotted) on a second axis;
     one colour per joint, one legend entry per joint beside the axes (clicking it hides that joint's lines)."""
     figures = []
@@ -364,7 +364,7 @@ def render_dataset(
         warnings=all_warnings(d["summary"]),
         quality=_quality(d["summary"], rec),
         fits=fits,
-        figures=_segment_figures(rec),
+        figures=segment_figures(rec),
         shown=MAX_SEGMENT_PLOTS,
         more=len(rec.segments) - MAX_SEGMENT_PLOTS,
         meta=json.dumps(d.get("metadata") or {}, indent=1),

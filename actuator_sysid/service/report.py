@@ -1,16 +1,23 @@
 """The fit report as one HTML page (templates/report.html): parameter and metric tables per joint, and
 Plotly plots.
 
-Served by the app (Plotly linked from /static/plotly.min.js) and written by the CLI as a standalone file
-(Plotly inlined), from the same function, so both work without internet. This module gathers what each
-section shows and builds the Plotly figures as dicts; the sections' HTML is in templates/_report.html.
+Served by the app and written by the CLI as a standalone file, from the same function, so both work without
+internet. The served page stays small: its plots' figures come from GET /api/v1/fits/{id}/figures
+(routes/figures.py, `report_figures`) and Plotly from /static/plotly.min.js once the page has loaded; the
+standalone file holds both inline. This module gathers what each section shows and builds the Plotly figures as
+dicts; the sections' HTML is in templates/_report.html.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
-from html import escape
+from html import escape, unescape
 from typing import Any
+from urllib.parse import quote
+
+import numpy as np
 
 from ..export.formats import TEXT_FORMATS
 from ..export.operating import at_operating_point
@@ -166,6 +173,37 @@ def fidelity_gaps(ranking: Sequence[RankRow | Mapping[str, Any]]) -> list[str]:
     return out
 
 
+CLOUD_POINTS = 2000  # the most points a report's scatter cloud draws: SVG markers, quick to draw
+
+
+def thin_cloud(x: Sequence[Any], y: Sequence[Any], max_points: int = CLOUD_POINTS) -> tuple[list, list]:
+    """A scatter cloud of at most `max_points` (in its order): one point per occupied cell of the finest grid
+    over its extent that keeps under the cap, and its outermost points, so its shape and extremes still show.
+
+    A cloud of every logged sample (the envelope's tens of thousands) would need WebGL and weigh megabytes."""
+    n = min(len(x), len(y))
+    if n <= max_points:
+        return list(x[:n]), list(y[:n])
+    xa, ya = np.array(x[:n], dtype=float), np.array(y[:n], dtype=float)  # None → NaN
+    ok = np.flatnonzero(np.isfinite(xa) & np.isfinite(ya))
+    if ok.size == 0:
+        return [], []
+    extremes = {int(ok[f(v[ok])]) for v in (xa, ya) for f in (np.argmin, np.argmax)}
+    span = [(v[ok].min(), max(float(v[ok].max() - v[ok].min()), 1e-300)) for v in (xa, ya)]
+    first = ok[:0]
+    for cells in (512, 256, 128, 64, 32, 16, 8, 4, 2, 1):
+        ix, iy = (
+            np.minimum(((v[ok] - lo) / width * cells).astype(np.int64), cells - 1)
+            for v, (lo, width) in zip((xa, ya), span, strict=True)
+        )
+        _, where = np.unique(ix * cells + iy, return_index=True)
+        first = ok[where]
+        if first.size + len(extremes) <= max_points:
+            break
+    keep = np.array(sorted(set(first.tolist()) | extremes))
+    return [x[k] for k in keep], [y[k] for k in keep]
+
+
 def _convergence_figure(div: str, joint: str, models: Mapping[str, ModelFit]) -> dict:
     """Best loss of every family's fit (log scale): the start, least squares from it, each CMA-ES generation,
     and the final refine."""
@@ -256,17 +294,19 @@ def _residual_findings(
     for k, f in enumerate(findings):
         div = f"plot-{j}-diag-{k}"
         p = f["plot"]
-        data = [
-            {
-                "type": "scattergl" if t["mode"] == "markers" and len(t["x"]) > 5000 else "scatter",
-                "mode": t["mode"],
-                "name": t["name"],
-                "x": t["x"],
-                "y": t["y"],
-                "marker": {"size": 3, "opacity": 0.4},
-            }
-            for t in p["traces"]
-        ]
+        data = []
+        for t in p["traces"]:
+            x, y = thin_cloud(t["x"], t["y"]) if t["mode"] == "markers" else (t["x"], t["y"])
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": t["mode"],
+                    "name": t["name"],
+                    "x": x,
+                    "y": y,
+                    "marker": {"size": 3, "opacity": 0.4},
+                }
+            )
         figures.append(
             {
                 "id": div,
@@ -282,8 +322,26 @@ def _residual_findings(
                 },
             }
         )
-        items.append({"kind": f["kind"], "strength": f["strength"], "sentence": f["sentence"], "div": div})
+        items.append(
+            {
+                "kind": f["kind"],
+                "strength": f["strength"],
+                "sentence": f["sentence"],
+                "div": div,
+                "label": figure_label(figures[-1]),
+            }
+        )
     return {"joint": joint, "family": family, "items": items}, figures
+
+
+def figure_label(figure: Mapping[str, Any]) -> str:
+    """What a plot shows, in words, for its div's aria-label: its title and its traces' names (read by a screen
+    reader, and there before the plot is drawn)."""
+    title = unescape(
+        re.sub(r"<[^>]+>", "", str(((figure.get("layout") or {}).get("title") or {}).get("text", "")))
+    )
+    names = list(dict.fromkeys(str(t["name"]) for t in figure.get("data") or [] if t.get("name")))
+    return f"{title}: {', '.join(names)}" if names else title
 
 
 SPLITS = ("train", "validation")
@@ -352,12 +410,12 @@ def _segment_figure(div: str, joint: str, seg: dict) -> dict:
 def _envelope_figure(div: str, joint: str, envelope: dict, points: dict) -> dict:
     """The fitted torque–speed envelope (effort_max / effort_min vs velocity) over the (velocity, effort) points."""
     source = points.get("source", "measured")
-    velocity = points.get("velocity", [])
+    velocity, effort = thin_cloud(points.get("velocity", []), points.get("effort", []))
     data = [
         {
             "x": velocity,
-            "y": points.get("effort", []),
-            "type": "scattergl" if len(velocity) > 5000 else "scatter",
+            "y": effort,
+            "type": "scatter",
             "mode": "markers",
             "name": f"{source} (velocity, effort)",
             "marker": {"size": 3, "opacity": 0.35, "color": "#555"},
@@ -567,11 +625,17 @@ def _joint(
     for f in figures:  # the findings stand just before the residual plot, else after the joint's plots
         if findings is not None and f["id"] == f"plot-{j}-residuals":
             plots.append(("findings", findings))
-        plots.append(("div", f["id"]))
+        plots.append(("div", {"id": f["id"], "label": figure_label(f)}))
     if findings is not None and not any(kind == "findings" for kind, _ in plots):
         plots.append(("findings", findings))
     view["plots"] = plots
-    return view, figures + diag
+    order = [
+        i
+        for kind, item in plots
+        for i in ([d["div"] for d in item["items"]] if kind == "findings" else [item["id"]])
+    ]
+    by_id = {f["id"]: f for f in figures + diag}
+    return view, [by_id[i] for i in order]  # in the order of the page's plot divs
 
 
 def _verdict(typed: FitResult, result: dict | None, validation: dict | None) -> dict | None:
@@ -629,6 +693,80 @@ def asked_rows(fit: dict) -> list[tuple[str, str]]:
     return rows
 
 
+def _sections(
+    result: dict | None, report_data: dict | None, exports: Sequence[str]
+) -> tuple[FitResult, list[dict], list[dict]]:
+    """A done fit's result, typed, each joint's section (the joint macro's input) and every figure, in the
+    page's order (the order of the plot divs)."""
+    typed = as_result(result or {})
+    joints, figures = [], []
+    for j, joint in enumerate(typed.joints):
+        view, figs = _joint(j, joint, typed, (report_data or {}).get("joints", {}).get(joint), exports)
+        joints.append(view)
+        figures += figs
+    return typed, joints, figures
+
+
+def report_figures(result: dict | None, report_data: dict | None) -> list[dict]:
+    """The Plotly figures ({id, data, layout}) a done joint fit's report draws, in the order of its plot divs:
+    what GET /api/v1/fits/{id}/figures serves to the page and a standalone report holds inline."""
+    return _sections(result, report_data, ())[2]
+
+
+def figures_json(figures: list[dict]) -> str:
+    """The figures as compact strict JSON; non-finite numbers become null (the common case, plain floats
+    only, skips json_safe's walk over every point)."""
+    try:
+        return json.dumps(figures, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return json.dumps(json_safe(figures), allow_nan=False, separators=(",", ":"))
+
+
+# a CLI flag that a stored sentence names (a verdict's reason, a warning, a finding, an export's refusal), as the
+# served page says it: the export's query on its download link (`?set=`, `?at=`) and the fit form's fields
+_PAGE_WORDS = (
+    (re.compile(r"(?<![\w-])with --set\b"), "with the export's set=PARAM=VALUE query on its download link"),
+    (re.compile(r"(?<![\w-])--set\b"), "the export's set query"),
+    (re.compile(r"(?<![\w-])--at\b"), "at"),
+    (re.compile(r"(?<![\w-])--(decimation|holdout)\b"), r"\1"),
+)
+
+
+def page_words(text: str) -> str:
+    """A stored sentence in the served page's words: the CLI's flags (the verdict's "give a datasheet value
+    with --set") become what the page and its API offer (the export's `set` query). The CLI and the standalone
+    report keep the flags."""
+    for pattern, words in _PAGE_WORDS:
+        text = pattern.sub(words, text)
+    return text
+
+
+def _verdict_in_page_words(verdict: dict | None) -> dict | None:
+    """The verdict with its reasons and checks in the page's words (page_words)."""
+    if not verdict:
+        return verdict
+    out = dict(verdict)
+    if isinstance(out.get("reasons"), list):
+        out["reasons"] = [page_words(str(r)) for r in out["reasons"]]
+    if isinstance(out.get("checks"), list):
+        out["checks"] = [
+            {**c, "reason": page_words(str(c.get("reason", "")))} if isinstance(c, dict) else c
+            for c in out["checks"]
+        ]
+    return out
+
+
+def _joint_in_page_words(view: dict[str, Any]) -> None:
+    """A joint section's warnings, residual findings and device-panel refusals in the page's words."""
+    view["warnings"] = [page_words(w) for w in view["warnings"]]
+    for kind, item in view["plots"] or []:
+        if kind == "findings":
+            for f in item["items"]:
+                f["sentence"] = page_words(str(f["sentence"]))
+    for row in (view["device"] or {}).get("rows", []):
+        row["error"] = page_words(row["error"])
+
+
 def render_report(
     fit: dict,
     result: dict | None,
@@ -642,14 +780,18 @@ def render_report(
     """The report page of one fit (a fit row dict): live progress (Server-Sent Events) while queued/running,
     the error when failed, else tables, plots, downloads and fleet drift warnings.
 
-    standalone=True (the CLI's report.html) inlines plotly.min.js and leaves out the live parts and buttons.
+    Served (standalone=False), the page stays small: its plots load their figures from
+    GET /api/v1/fits/{id}/figures, and Plotly once the page has loaded; its advice names what the page and the
+    API offer, not CLI flags. standalone=True (the CLI's report.html, all.zip's) inlines plotly.min.js and the
+    figures, so it draws offline, and leaves out the live parts and buttons.
     """
     status = fit.get("status", "succeeded")
-    title = fit.get("title") or f"fit {str(fit.get('id') or '')[:8]}".strip()
+    fid = str(fit.get("id") or "")
+    title = fit.get("title") or f"fit {fid[:8]}".strip()
     page: dict[str, Any] = {
         "title": title,
         "nav": not standalone,
-        "fit_id": str(fit.get("id") or ""),
+        "fit_id": fid,
         "fit": fit,
         "standalone": standalone,
         "exports": exports or [],
@@ -661,21 +803,21 @@ def render_report(
         return render("report.html", state="live", progress=float(fit.get("progress") or 0.0), **page)
     if status in ("failed", "cancelled"):
         return render("report.html", state="ended", **page)
-    typed = as_result(result or {})
+    typed, joints, figures = _sections(result, report_data, exports or [])
     verdict = _verdict(typed, result, validation)
-    joints, figures = [], []
-    for j, joint in enumerate(typed.joints):
-        view, figs = _joint(j, joint, typed, (report_data or {}).get("joints", {}).get(joint), exports or [])
-        joints.append(view)
-        figures += figs
+    if not standalone:
+        for view in joints:
+            _joint_in_page_words(view)
+    from_api = not standalone and bool(fid)  # the served page of a stored fit: GET .../figures has them
     return render(
         "report.html",
         state="done",
-        **{**page, "verdict": verdict},
+        **{**page, "verdict": verdict if standalone else _verdict_in_page_words(verdict)},
         verdict_style=VERDICT_STYLE,
         fleet_warnings=fleet_warnings or [],
         joints=joints,
-        figures=json_safe(figures),
+        figures=[] if from_api else json_safe(figures),
+        figures_url=f"/api/v1/fits/{quote(fid, safe='')}/figures" if from_api and figures else None,
         validation=_validation(validation, verdict) if validation else None,
         plotly_js=plotly_inline() if standalone and figures else None,
     )

@@ -34,11 +34,12 @@ def script_json(obj: Any) -> str:
 
 
 def num_text(v: Any) -> str:
-    """A number as a table cell's text: 4 significant digits; None as a dash; anything else as text."""
+    """A number as a table cell's text: 4 significant digits; None as a dash; a flag as yes or no (never Python's
+    True / False); anything else as text."""
     if v is None:
         return "—"
     if isinstance(v, bool):
-        return str(v)
+        return "yes" if v else "no"
     if isinstance(v, int | float):
         return f"{v:.4g}"
     if isinstance(v, list | dict):

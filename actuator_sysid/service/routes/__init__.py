@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from . import datasets, excitations, exports, fits, fleet, ops, pages, robots
+from . import datasets, excitations, exports, figures, fits, fleet, ops, pages, robots
 
 ROUTERS: tuple[APIRouter, ...] = (
     datasets.router,
     excitations.router,
     fits.router,
     exports.router,
+    figures.router,
     fleet.router,
     ops.router,
     pages.router,
