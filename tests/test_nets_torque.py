@@ -308,3 +308,20 @@ def test_a_one_epoch_net_and_a_net_no_better_than_zero_are_judged_poor(sea200) -
     assert as_zero.verdict == "poor" and "1.00× the best trivial predictor, predicting zero" in " ".join(
         as_zero.reasons
     ), as_zero
+
+
+def test_the_mlps_history_is_stated_and_a_short_one_or_an_unfinished_training_is_said() -> None:
+    """At 50 Hz the default 0–40 ms history is two samples back: the fit states its lags in samples and ms and
+    says how to ask for a longer span; a training cut by its epoch count while still improving says so."""
+    rec = sea_recording(50.0, seconds=4.0, n_segments=3, seed=2)
+    res = fit_result(rec, FitRequest(families=["mlp"], networks={**QUICK, "epochs": 4}, validate_last=0.3))
+    net = res.joints["knee"].models["mlp"]
+    assert net.training["history"] == "lags 0, 1, 2 samples (0, 20, 40 ms at 50 Hz)", net.training
+    text = " ".join(net.warnings or [])
+    assert "2 sample(s) back at this rate" in text and "networks.history_ms" in text, text
+    if net.training["stopped_on"] == "epochs" and net.training["best_epoch"] >= 4:
+        assert "still falling" in text, text
+    given = fit_result(
+        rec, FitRequest(families=["mlp"], networks={**QUICK, "epochs": 4, "history_ms": [0, 40, 80]})
+    )
+    assert "samples back at this rate" not in " ".join(given.joints["knee"].models["mlp"].warnings or [])

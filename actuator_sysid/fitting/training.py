@@ -1223,6 +1223,32 @@ def _train(
     return training
 
 
+COARSE_HISTORY_SAMPLES = 4  # a default history reaching fewer log samples back than this is said to be coarse
+STILL_FALLING = 0.9  # best epoch at or past this share of all epochs, run to their end: still improving
+
+
+def history_text(input_idx: list[int], substeps: int, sample_dt: float) -> str:
+    """The MLP's history as the user reads it: lags in log samples and in ms at the log's rate."""
+    lags = [i // substeps for i in input_idx]
+    ms = ", ".join(f"{k * sample_dt * 1000:.3g}" for k in lags)
+    return f"lags {', '.join(map(str, lags))} samples ({ms} ms at {1 / sample_dt:.4g} Hz)"
+
+
+def _history_warnings(opts: NetOptions, input_idx: list[int], substeps: int, sample_dt: float) -> list[str]:
+    """The default history at a slow log: a few samples back only, said with how to ask for a longer span."""
+    if opts.input_idx is not None or opts.history_ms is not None:
+        return []
+    reach = max(input_idx) // substeps
+    if reach >= COARSE_HISTORY_SAMPLES:
+        return []
+    return [
+        f"the MLP's default history ({', '.join(f'{t:g}' for t in HISTORY_MS)} ms) is "
+        f"{history_text(input_idx, substeps, sample_dt)}: {reach} sample(s) back at this rate; a drive with "
+        "slower dynamics may need a longer span (networks.history_ms, e.g. [0, 30, 60, 90]); compare them on the "
+        "validation error"
+    ]
+
+
 def _training_warnings(
     rec: Recording,
     training: dict,
@@ -1238,6 +1264,11 @@ def _training_warnings(
             f"training stopped on the fit's time budget after {training['epochs']} epochs"
             + (f" and {training['in_loop_epochs']} in the loop" if mode == "in_the_loop" else "")
             + ": the best weights so far; give budget.seconds more time or fewer epochs"
+        )
+    if training["stopped_on"] == "epochs" and training["best_epoch"] >= STILL_FALLING * training["epochs"]:
+        warnings.append(
+            f"training ran all {training['epochs']} epochs with its watched loss still falling (best at epoch "
+            f"{training['best_epoch']}): early stopping never said stop; give more epochs (networks.epochs)"
         )
     if not has_validation:
         warnings.append(
@@ -1336,6 +1367,10 @@ def net_fit(
 
     training = _train(spec, net, train, opts, substeps, mode, f"{kind} {joint}", progress, deadline)
     warnings = _training_warnings(rec, training, mode, bool(val_ids), kp_ref, gain_units)
+    if kind == "mlp":
+        sample_dt = float(np.median([seg.dt for seg in rec.segments]))
+        training["history"] = history_text(spec.input_idx, substeps, sample_dt)
+        warnings += _history_warnings(opts, spec.input_idx, substeps, sample_dt)
     net.eval()
     val_names = {data.names[i] for i in val_ids}
     sims = simulate_segments(spec, net, data, substeps)
