@@ -311,3 +311,14 @@ def test_the_device_gain_panel_states_what_the_export_writes_at_each_point() -> 
     assert 'export/isaaclab.py?at=kp%3D400%2Cvin%3D6"' in page  # the row's download, isaaclab.py first
     assert "at kp = 100, vin = 7.4 V" in _text(page)  # the table's stiffness, marked
     assert "(reference)" in _text(page) and "gain_scale" in page
+
+
+def test_the_torque_speed_cloud_is_one_shade_with_one_legend_entry_above_the_axes() -> None:
+    """Translucent points darkened where they overlap, reading as two greys for one legend entry: the cloud is
+    one opaque shade, and the legend stands above the plot, clear of the axis titles."""
+    env = {"velocity": [-1.0, 1.0], "effort_max": [1.0, 0.5], "effort_min": [-0.5, -1.0]}
+    fig = report._envelope_figure("e", "knee", env, {"velocity": [0.1, 0.1, 0.2], "effort": [0.3, 0.3, 0.1]})
+    cloud = fig["data"][0]
+    assert cloud["mode"] == "markers" and cloud["marker"]["opacity"] == 1.0
+    assert [d["name"] for d in fig["data"]].count(cloud["name"]) == 1
+    assert fig["layout"]["legend"]["y"] >= 1.0 and fig["layout"]["legend"]["yanchor"] == "bottom"

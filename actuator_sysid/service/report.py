@@ -418,7 +418,7 @@ def _envelope_figure(div: str, joint: str, envelope: dict, points: dict) -> dict
             "type": "scatter",
             "mode": "markers",
             "name": f"{source} (velocity, effort)",
-            "marker": {"size": 3, "opacity": 0.35, "color": "#555"},
+            "marker": {"size": 3, "opacity": 1.0, "color": "#b0b0b0"},  # one shade: overlaps do not darken
         },
         {
             "x": envelope.get("velocity", []),
@@ -441,8 +441,8 @@ def _envelope_figure(div: str, joint: str, envelope: dict, points: dict) -> dict
         "title": {"text": f"{escape(joint)} · torque–speed envelope"},
         "xaxis": {"title": {"text": "velocity [rad/s]"}, "zeroline": True},
         "yaxis": {"title": {"text": "effort [N·m]"}, "zeroline": True},
-        "margin": {"t": 50, "l": 60, "r": 20, "b": 40},
-        "legend": {"orientation": "h"},
+        "margin": {"t": 70, "l": 60, "r": 20, "b": 40},
+        "legend": {"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
     }
     return {"id": div, "data": data, "layout": layout}
 
