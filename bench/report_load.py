@@ -94,8 +94,8 @@ def _zip() -> bytes:
     return buf.getvalue()
 
 
-def _fit(url: str, timeout: float = 300.0) -> str:
-    """Upload the XL330 zip, start the cheap fit and wait for it: the fit's id."""
+def _fit(url: str, timeout: float = 300.0) -> tuple[str, str]:
+    """Upload the XL330 zip, start the cheap fit and wait for it: the dataset's and the fit's ids."""
     r = requests.post(url + "/api/v1/datasets", files={"file": ("bam-xl330.zip", _zip())}, timeout=120)
     r.raise_for_status()
     q = requests.post(url + "/api/v1/fits", json={"dataset_id": r.json()["id"], **FIT}, timeout=30)
@@ -107,7 +107,7 @@ def _fit(url: str, timeout: float = 300.0) -> str:
         if fit["status"] not in ("queued", "running"):
             if fit["status"] != "succeeded":
                 raise RuntimeError(f"fit {fid} {fit['status']}: {fit.get('error')}")
-            return fid
+            return str(r.json()["id"]), fid
         time.sleep(0.3)
     raise RuntimeError(f"fit {fid} still running after {timeout} s")
 
@@ -129,7 +129,7 @@ def _figures_text(url: str, fid: str, html: str) -> tuple[str, str, float | None
     return r.text, "api", ms
 
 
-def _browser_loads(url: str, fid: str, n: int, figures: str) -> list[dict]:
+def _browser_loads(url: str, fid: str, n: int, figures: str, ds: str) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
@@ -148,6 +148,16 @@ def _browser_loads(url: str, fid: str, n: int, figures: str) -> list[dict]:
                     drawn = (time.perf_counter() - t0) * 1e3
                     row = {"wall_load_ms": load, "wall_plots_ms": drawn, **page.evaluate(TIMING_JS)}
                     row.update(page.evaluate(PARSE_DRAW_JS, figures))
+                finally:
+                    ctx.close()
+                ctx = browser.new_context(viewport={"width": 1280, "height": 900})  # the dataset's page
+                page = ctx.new_page()
+                try:
+                    t0 = time.perf_counter()
+                    page.goto(f"{url}/datasets/{ds}", wait_until="load", timeout=60_000)
+                    row["dataset_load_ms"] = (time.perf_counter() - t0) * 1e3
+                    page.wait_for_function(DRAWN_JS, timeout=60_000, polling=10)
+                    row["dataset_plots_ms"] = (time.perf_counter() - t0) * 1e3
                 finally:
                     ctx.close()
                 ctx = browser.new_context()  # another fresh one: Plotly not cached
@@ -176,13 +186,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = start_server(Path(tmp) / "data", {"ACTUATOR_SYSID_WORKERS": "1"})
         try:
-            fid = _fit(server.url)
+            ds, fid = _fit(server.url)
+            ds_ms, ds_page = _get(f"{server.url}/datasets/{ds}")
+            ds_page.raise_for_status()
             first_ms, r = _get(f"{server.url}/fits/{fid}")
             r.raise_for_status()
             html = r.text
             again = statistics.median(_get(f"{server.url}/fits/{fid}")[0] for _ in range(5))
             figures, source, route_ms = _figures_text(server.url, fid, html)
-            rows = _browser_loads(server.url, fid, loads, figures)
+            rows = _browser_loads(server.url, fid, loads, figures, ds)
         finally:
             server.stop()
 
@@ -198,6 +210,10 @@ def main() -> None:
         "figures_route_ms": route_ms,
         "first_load": rows[0],
         "median": {k: med(k) for k, _label in PHASES},
+        "dataset_html_kb": len(ds_page.content) / 1e3,
+        "dataset_first_get_ms": ds_ms,
+        "dataset_load_ms": med("dataset_load_ms"),
+        "dataset_plots_ms": med("dataset_plots_ms"),
         "loads": loads,
         "machine": f"{_cpu()}, {os.cpu_count()} cores",
     }
@@ -211,6 +227,11 @@ def main() -> None:
     print(f"  {'browser first load':28s} {'first':>9s} {'median':>9s}  [ms]")
     for key, label in PHASES:
         print(f"  {label:28s} {float(rows[0][key]):9.1f} {med(key):9.1f}")
+    print(
+        f"XL330 dataset page: HTML {figures_out['dataset_html_kb']:.1f} KB, server first GET {ds_ms:.1f} ms; "
+        f"browser load event {figures_out['dataset_load_ms']:.1f} ms, plots drawn "
+        f"{figures_out['dataset_plots_ms']:.1f} ms (medians)"
+    )
     print(json.dumps(figures_out))
 
 
