@@ -45,7 +45,8 @@ DRAWN_JS = """() => { const divs = [...document.querySelectorAll('.plot')];
 # the navigation's phases [ms from its start]
 TIMING_JS = """() => { const n = performance.getEntriesByType('navigation')[0];
   return {ttfb: n.responseStart, response_end: n.responseEnd, dom_content_loaded: n.domContentLoadedEventEnd,
-          load: n.loadEventEnd, plots: document.querySelectorAll('.plot').length}; }"""
+          load: n.loadEventEnd, plots: document.querySelectorAll('.plot').length,
+          in_view: (performance.getEntriesByName('plots-in-view')[0] || {startTime: null}).startTime}; }"""
 
 # parse the figures' JSON text and draw every figure again into a detached div: the browser's share of each
 PARSE_DRAW_JS = """async text => {
@@ -68,6 +69,7 @@ PHASES = (
     ("response_end", "response end"),
     ("dom_content_loaded", "DOMContentLoaded"),
     ("load", "load event"),
+    ("in_view", "the plots in view drawn"),
     ("wall_plots_ms", "every plot drawn"),
     ("parse_ms", "JSON.parse of the figures"),
     ("plotly_script_ms", "plotly.min.js: fetch + run"),

@@ -25,6 +25,10 @@ ARGS = [
 ]
 
 
+# a page's plots are all drawn: plots.js marks it once the last one is (those in view first, then the rest)
+PLOTS_DRAWN = "() => performance.getEntriesByName('plots-drawn').length > 0"
+
+
 @pytest.fixture(scope="module")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 import pytest
 import requests
 from conftest import Server, start_server
-from test_browser import browser  # noqa: F401  (the module-scoped Chromium fixture)
+from test_browser import PLOTS_DRAWN, browser  # noqa: F401  (the module-scoped Chromium fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 BAM = ROOT.parent / "shared" / "data" / "bam-xl330" / "processed"
@@ -145,6 +145,8 @@ def test_actions_fit_the_viewport_at_800_and_1280_px(browser, site) -> None:  # 
             for path, ready in pages.items():
                 page.goto(server.url + path, wait_until="load")
                 page.wait_for_selector(ready)
+                if "main-svg" in ready:
+                    page.wait_for_function(PLOTS_DRAWN)
                 assert page.locator("button, a.download").count() > 0, path
                 assert page.evaluate(LAYOUT_JS) == [], (width, path)
         finally:
@@ -287,7 +289,7 @@ def test_no_page_asks_another_host_or_misses_a_file(browser, site) -> None:  # n
 def _report_traces(page, url: str) -> dict[str, list[float]]:
     """A fit's own report: the simulated position trace of every segment, by segment name."""
     page.goto(url)
-    page.wait_for_selector("#plot-0-seg-0 .main-svg")
+    page.wait_for_function(PLOTS_DRAWN)
     return page.evaluate(
         """() => { const out = {};
         for (const d of document.querySelectorAll('div[id^="plot-0-seg-"]')) {
@@ -306,7 +308,7 @@ def test_compare_draws_each_fits_own_traces_and_states_its_split(browser, site) 
     try:
         page.set_default_timeout(30_000)
         page.goto(f"{server.url}/compare?a={a['id']}&b={b['id']}")
-        page.wait_for_selector("div[id^='cmp-q-'] .main-svg")
+        page.wait_for_function(PLOTS_DRAWN)
         drawn = page.evaluate(
             """() => [...document.querySelectorAll('div[id^="cmp-q-"]')].flatMap(d =>
                  d.data.filter(t => t.meta).map(t => ({...t.meta, y: t.y})))"""

@@ -15,7 +15,7 @@ import pytest
 import requests
 from conftest import Server, make_recording, start_server, upload_recording
 from export_helpers import short_recording
-from test_browser import browser  # noqa: F401  (the module-scoped Chromium fixture)
+from test_browser import PLOTS_DRAWN, browser  # noqa: F401  (the module-scoped Chromium fixture)
 
 from actuator_sysid.datasets.canonical import sidecar_for, write_table
 from actuator_sysid.models.families import FAMILIES
@@ -142,6 +142,8 @@ def test_no_page_scrolls_sideways_at_800_px(browser, site) -> None:  # noqa: F81
         for path, ready in pages.items():
             page.goto(server.url + path, wait_until="load")
             page.wait_for_selector(ready)
+            if "main-svg" in ready:
+                page.wait_for_function(PLOTS_DRAWN)
             widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
             assert widths[0] <= widths[1], (path, widths)
             if path.startswith("/datasets/"):  # a log without free swing says so on its page

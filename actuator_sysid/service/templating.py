@@ -130,9 +130,15 @@ def macro(template: str, name: str) -> Any:
     return getattr(templates().get_template(template).module, name)
 
 
+PLOTLY_BUNDLE = "plotly-cartesian.min.js"
+"""plotly.js 4.1.1's cartesian bundle (npm plotly.js-cartesian-dist-min, MIT: plotly-cartesian.LICENSE beside
+it): every trace the pages draw (scatter with error bars, bar, heatmap, log axes) in 1.5 MB where the full
+plotly.min.js of the plotly package is 4.8 MB, so a page's plots appear a second sooner."""
+
+
 def plotly_js_path() -> Path:
-    """plotly.min.js shipped inside the installed plotly package (served locally; no CDN)."""
-    return Path(str(resources.files("plotly") / "package_data" / "plotly.min.js"))
+    """The Plotly bundle the pages load from /static/plotly.min.js and a standalone report inlines (no CDN)."""
+    return Path(str(resources.files("actuator_sysid.service") / "static" / PLOTLY_BUNDLE))
 
 
 def plotly_inline() -> Markup:

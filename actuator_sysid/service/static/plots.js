@@ -1,6 +1,7 @@
 // Draw FIGURES (or the figures GET FIGURES_URL answers) into their divs with Plotly. Plotly inlined (a standalone
 // file) draws at once; else PLOTLY_URL loads after the page's load event, so the tables show first, while the
-// figures are fetched alongside. Every figure is drawn in one go, in order. A plot that cannot be drawn says why.
+// figures are fetched alongside. The plots in view are drawn first, the rest after. A plot that cannot be drawn
+// says why.
 (() => {
   const figures = FIGURES !== null ? Promise.resolve(FIGURES)
     : fetch(FIGURES_URL, {headers: {Accept: 'application/json'}}).then(r => {
@@ -15,8 +16,18 @@
     s.onerror = () => fail(new Error('Plotly did not load'));
     document.head.appendChild(s);
   });
-  const draw = figs => {
-    for (const f of figs) Plotly.newPlot(f.id, f.data, f.layout, {responsive: true, displaylogo: false});
+  // the plots in (or near) the window first, each painted before the next, then the rest in the page's order
+  const near = f => { const d = document.getElementById(f.id); if (!d) return false;
+    const r = d.getBoundingClientRect(); return r.bottom > -200 && r.top < innerHeight + 200; };
+  const frame = () => new Promise(done => requestAnimationFrame(() => setTimeout(done, 0)));
+  const draw = async figs => {
+    const first = figs.filter(near), rest = figs.filter(f => !near(f));
+    for (const f of first) Plotly.newPlot(f.id, f.data, f.layout, {responsive: true, displaylogo: false});
+    performance.mark('plots-in-view');
+    for (const f of rest) {
+      await frame();
+      Plotly.newPlot(f.id, f.data, f.layout, {responsive: true, displaylogo: false});
+    }
     performance.mark('plots-drawn');
   };
   const failed = e => {
