@@ -107,7 +107,7 @@ def test_dataset_plots_give_each_joint_one_colour_and_one_legend_entry_beside_th
     colours, one legend entry each, the legend right of the axes (not over the time axis' title)."""
     from conftest import make_recording
 
-    from actuator_sysid.service.pages import segment_figures
+    from actuator_sysid.service.pages import GROUP_SHADES, joint_colours, segment_figures
 
     rec = make_recording(joints=tuple(JOINTS), segments=1, n=50)
     for fig in segment_figures(rec):
@@ -116,6 +116,10 @@ def test_dataset_plots_give_each_joint_one_colour_and_one_legend_entry_beside_th
             colours.setdefault(d["name"], set()).add(d["line"]["color"])
         assert list(colours) == JOINTS and all(len(c) == 1 for c in colours.values()), colours
         assert len({next(iter(c)) for c in colours.values()}) == 12
+        for leg in ("FR", "FL", "RR", "RL"):  # many joints read by leg: one hue per leg, a shade per joint
+            shades = {next(iter(c)) for j, c in colours.items() if j.startswith(leg)}
+            assert any(shades <= set(hue) for hue in GROUP_SHADES), (leg, shades)
         assert [d["name"] for d in fig["data"] if d["showlegend"]] == JOINTS
         legend = fig["layout"]["legend"]
+        assert len(set(joint_colours(["a", "b", "c"]))) == 3  # a few joints: distinct colours
         assert legend["orientation"] == "v" and legend["x"] > 1.0 and legend["xanchor"] == "left"

@@ -268,6 +268,42 @@ JOINT_COLORS = (
 )  # fmt: skip
 
 
+# shades per group (dark to light) for a robot's joints grouped by leg or limb: blue, red, green, orange, purple,
+# brown, teal, grey
+GROUP_SHADES = (
+    ("#08519c", "#3182bd", "#6baed6", "#9ecae1"),
+    ("#a50f15", "#de2d26", "#fb6a4a", "#fc9272"),
+    ("#006d2c", "#31a354", "#74c476", "#a1d99b"),
+    ("#a63603", "#e6550d", "#fd8d3c", "#fdae6b"),
+    ("#54278f", "#756bb1", "#9e9ac8", "#bcbddc"),
+    ("#5b3a1e", "#8c564b", "#b4816f", "#d2ab99"),
+    ("#01665e", "#35978f", "#80cdc1", "#a6dbd0"),
+    ("#252525", "#636363", "#969696", "#bdbdbd"),
+)
+MANY_JOINTS = 6  # more joints than this, grouped by their name's first token (a leg), get a hue per group
+
+
+def joint_colours(names: list[str]) -> list[str]:
+    """One colour per joint: distinct colours for a few joints; for many joints whose names group by their first
+    token (FL_hip, FL_thigh, ... on a quadruped), one hue per group and a shade per joint in it, so the legend
+    and the lines read by leg."""
+    groups: dict[str, list[int]] = {}
+    for k, n in enumerate(names):
+        groups.setdefault(n.split("_", 1)[0] if "_" in n else n, []).append(k)
+    grouped = len(names) > MANY_JOINTS and 2 <= len(groups) <= len(GROUP_SHADES)
+    if (
+        not grouped
+        or max(len(v) for v in groups.values()) > len(GROUP_SHADES[0])
+        or min(len(v) for v in groups.values()) < 2
+    ):
+        return [JOINT_COLORS[k % len(JOINT_COLORS)] for k in range(len(names))]
+    out = [""] * len(names)
+    for g, members in enumerate(groups.values()):
+        for shade, k in enumerate(members):
+            out[k] = GROUP_SHADES[g][shade]
+    return out
+
+
 def _joint_line(
     t: np.ndarray, y: np.ndarray, joint: str, color: str, dash: str, first: bool, **kw: Any
 ) -> dict:
@@ -295,8 +331,9 @@ def segment_figures(rec: Any) -> list[dict]:
         sl = _downsample(seg.n)
         t = _plotted(seg.t[sl])
         pos, vel = [], []
+        colours = joint_colours(list(rec.joint_names))
         for j, joint in enumerate(rec.joint_names):
-            color = JOINT_COLORS[j % len(JOINT_COLORS)]
+            color = colours[j]
             pos.append(_joint_line(t, seg.q[sl, j], joint, color, "solid", True, hovertemplate="q %{y}"))
             if seg.q_des is not None:
                 pos.append(
