@@ -444,7 +444,7 @@ def _check_robot_flags(args: argparse.Namespace) -> None:
 
 
 def cmd_fit_robot(args: argparse.Namespace) -> int:
-    """`fit LOG --robot MODEL`: a coupled fit of every actuator through the robot's own model (fitting/robot.py)."""
+    """`fit LOG --robot MODEL`: a coupled fit of every actuator through the robot's own model (fitting/robot/)."""
     from .fitting.result import RobotResult
     from .fitting.robot import (
         RobotFitOptions,
@@ -481,22 +481,15 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
             "--folds / --folds-by: a robot fit validates on held-out recordings (the last ones, or "
             "--holdout KEY=VALUE); this version does not cross-validate"
         )
-    opts = RobotFitOptions(
-        groups=parse_groups(args.groups),
-        holdout=getattr(args, "holdout", None),
-        payload=[b.strip() for b in args.payload.split(",") if b.strip()] if args.payload else None,
-        payload_com=args.payload_com,
-        decimation=args.decimation or 4,
-        delay=delay,
-        fit_bias=not args.no_bias,
-        bias_limit=args.bias_limit,
-        position_friction=args.position_friction,
-        kp=args.kp,
-        kd=args.kd,
-        budget_s=args.budget,
-        dc_motor=args.dc_motor,
-        max_iterations=args.generations or 12,
-        effort_mode=getattr(args, "effort_mode", None) or "explicit",
+    # the flags by the options' names (RobotFitOptions.from_fields); those whose text the fit does not read as is
+    opts = RobotFitOptions.from_fields(
+        vars(args)
+        | {
+            "groups": parse_groups(args.groups),
+            "payload": [b.strip() for b in args.payload.split(",") if b.strip()] if args.payload else None,
+            "delay": delay,
+            "fit_bias": not args.no_bias,
+        }
     )
     from .pipeline import compute_robot_fit  # the worker's path too
 

@@ -219,7 +219,7 @@ def synthetic_log(robot: RobotModel, seconds: float, seed: int = 0) -> tuple[dic
 
 
 def windows(n: int) -> tuple[int, np.ndarray, int]:
-    """The split sample and the training windows, as fitting/robot.py makes them (0.5 s, last 30 % held out)."""
+    """The split sample and the training windows, as fitting/robot/ makes them (0.5 s, last 30 % held out)."""
     split = int(round(n * (1.0 - VALIDATION)))
     length = max(2, int(round(WINDOW_S / LOG_DT)))
     return split, np.arange(0, split - length, length), length

@@ -28,7 +28,7 @@ from mujoco import sysid  # noqa: I001  (needs mujoco[sysid]: colorama, tabulate
 absl_logging.set_verbosity(absl_logging.ERROR)  # one "sensor data dimension" warning per window otherwise
 
 TERMS = {"armature": (0.0, 0.2), "damping": (0.0, 5.0), "frictionloss": (0.0, 3.0)}
-OFFSET_BOUND = 0.3  # rad, as ours (fitting/robot.py BIAS_BOUND)
+OFFSET_BOUND = 0.3  # rad, as ours (fitting/robot/ BIAS_BOUND)
 DELAY_BOUND = 0.02  # s
 
 

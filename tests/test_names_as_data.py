@@ -165,7 +165,8 @@ def test_rename_query_with_code_is_4xx(server: Server, stored_fit: dict, tmp_pat
 def test_group_and_payload_names_follow_the_rule() -> None:
     from types import SimpleNamespace
 
-    from actuator_sysid.fitting.robot import RobotFitOptions, _payload, resolve_groups
+    from actuator_sysid.fitting.robot import RobotFitOptions, resolve_groups
+    from actuator_sysid.fitting.robot.data import _payload
 
     names = ["hip_joint", "knee_joint"]
     no_builder = SimpleNamespace(builder=None)  # the service's pre-check: the model's summary alone

@@ -45,7 +45,7 @@ def robot_result(
     bias: np.ndarray,
     delay: int,
 ) -> dict:
-    """A whole-robot fit result in fitting/robot.py's layout, from stated values (no fit)."""
+    """A whole-robot fit result in fitting/robot/'s layout, from stated values (no fit)."""
     import re
 
     out = {}
@@ -275,7 +275,7 @@ def test_every_replay_starts_its_delay_line_with_the_commands_before_the_split(
 ) -> None:
     """A command jump on the sample just before the split, which the delay (2 physics steps, decimation 2) still
     applies after it: every consumer's replay starts its delay line with it as the fit's validation replay does
-    (fitting/robot.py replay_coupled over the whole log), and ours is that replay."""
+    (fitting/robot/ replay_coupled over the whole log), and ours is that replay."""
     result = json.loads(
         json.dumps({k: v for k, v in go2_case["result"].items() if k not in ("replays", "exports")})
     )
@@ -535,7 +535,7 @@ def test_cli_fit_robot_writes_the_exports_with_their_replays(
 
 
 def _fit_replay(fit: dict, robot: RobotModel, seg, cmd: np.ndarray, cmd_qd: np.ndarray) -> np.ndarray:
-    """fit.json's values replayed by the fit's own validation replay (fitting/robot.py replay_coupled) from the
+    """fit.json's values replayed by the fit's own validation replay (fitting/robot/ replay_coupled) from the
     split under the log's commands `cmd` (the whole log: the delay line reads the commands before the split)."""
     from actuator_sysid.fitting.robot import replay_coupled
 

@@ -2,7 +2,7 @@
 
 The log is made by Newton alone (tests/robot_sim.py: DrivePD → ClampingDCMotor → ClampingMaxEffort, Newton's
 delay buffer, joint armature / frictionloss / damping set in the builder, MuJoCo's C solver) on Newton's example
-quadruped fixed at its base, every joint chirped at once. The coupled fit (fitting/robot.py, batched coupled
+quadruped fixed at its base, every joint chirped at once. The coupled fit (fitting/robot/, batched coupled
 rollouts) must bring every value back; the per-joint pendulum fit a user without the robot model would run
 (fitting.fit, one 1-DoF model per joint), exported and replayed on the whole robot in Newton, must miss the
 held-out part by at least twice what the coupled fit's replay misses, both replayed through the same Newton path.

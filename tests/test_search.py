@@ -123,3 +123,39 @@ def test_abandoned_only_when_every_joint_gives_up() -> None:
     )
     assert not ruled.abandoned and ruled.after[0] > alone.after[0]
     np.testing.assert_array_equal(ruled.best[1], alone.best[1])
+
+
+def test_the_one_finite_difference_jacobian_groups_variables_exactly() -> None:
+    """fd_jacobian with `rows` (the residual rows each variable moves) perturbs variables of disjoint rows in one
+    candidate: the same Jacobian as one variable at a time, in fewer candidates, at one point and at several;
+    a step that would pass the upper bound is taken backwards."""
+    from actuator_sysid.fitting.search import fd_colors, fd_jacobian
+
+    a = np.array([[1.0, 2.0], [0.5, -1.0], [3.0, 0.2]])  # rows 0-1 move with x0, x1; rows 2-3 with x2, x3
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([a[0] * x[:2] ** 2 + a[1] * x[:2], [np.sin(x[2]) + x[3] ** 3, x[2] * x[3]]])
+
+    calls: list[int] = []
+
+    def run(points: np.ndarray, _problem: np.ndarray) -> np.ndarray:
+        calls.append(len(points))
+        return np.stack([residuals(p) for p in points])
+
+    x = np.array([0.3, -0.2, 0.7, 0.9])
+    rows = [np.array([0, 1]), np.array([0, 1]), np.array([2, 3]), np.array([2, 3])]
+    assert fd_colors(rows) == [[0, 2], [1, 3]]
+    r, grouped = fd_jacobian(run, x, 1e-6, 0.9 + 5e-7, rows=rows)
+    _, single = fd_jacobian(run, x, 1e-6, 0.9 + 5e-7)
+    assert calls == [3, 5]  # x and two shared candidates, against x and one per variable
+    assert np.allclose(r, residuals(x)) and np.allclose(grouped, single, atol=1e-9)
+    exact = np.zeros((4, 4))
+    exact[0, 0], exact[1, 0] = 2 * a[0, 0] * x[0] + a[1, 0], 0.0
+    exact[1, 1] = 2 * a[0, 1] * x[1] + a[1, 1]
+    exact[2, 2], exact[2, 3] = np.cos(x[2]), 3 * x[3] ** 2
+    exact[3, 2], exact[3, 3] = x[3], x[2]
+    assert np.allclose(grouped, exact, atol=1e-5)  # x3 at its bound: differenced backwards, still right
+    many = np.stack([x, x + 0.1])
+    rs, jac = fd_jacobian(run, many, 1e-6, 10.0, rows=rows)
+    assert rs.shape == (2, 4) and jac.shape == (2, 4, 4)
+    assert np.allclose(jac[1], fd_jacobian(run, many[1], 1e-6, 10.0)[1], atol=1e-9)

@@ -1,4 +1,4 @@
-"""Whole-robot exports of a coupled fit (fitting/robot.py), each replayed on the whole robot by its consumer.
+"""Whole-robot exports of a coupled fit (fitting/robot/), each replayed on the whole robot by its consumer.
 
 `write_robot_exports` writes every format the export registry (export/formats.py) gives a `RobotWriter`:
 isaaclab.py / isaaclab.json (export/robot_isaaclab.py), newton.usda (export/robot_usd.py, NEWTON.DJ.001-validated,

@@ -1,6 +1,6 @@
 """What the whole-robot exports share: each joint's fitted model, the provenance header, the replayed log part.
 
-A whole-robot fit result (fitting/robot.py) states its values per group; every export writes them per joint
+A whole-robot fit result (fitting/robot/) states its values per group; every export writes them per joint
 (the group's values on each of its joints), as the family the values describe: a PD drive with the motor's
 effort clip, a DC-motor envelope when the fit states one, a delay in physics steps when it is ≥ 1
 (docs/consumer-semantics.md §A.3–§A.5, §C.2). The encoder bias is no consumer's field: every export says so and
@@ -236,7 +236,7 @@ class ReplayLog:
 
     def history(self, delay: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """(q_des, qd_des) of physics steps −delay … −1 before the split, oldest first: what a delay line of
-        `delay` physics steps holds when the replay starts, as fitting/robot.py's physics_targets reads the log."""
+        `delay` physics steps holds when the replay starts, as fitting/robot/'s physics_targets reads the log."""
         h = self.q_des_before.shape[0]
         rows = [h + (k // self.decimation) for k in range(-int(delay), 0)]
         if rows and rows[0] < 0:

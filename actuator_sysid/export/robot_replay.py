@@ -2,7 +2,7 @@
 
 All run the fit's held-out part of the log from the measured state at the split, open loop on the logged
 commands, each delay line starting with the log's commands from before the split (as the fit's validation
-replay, fitting/robot.py replay_coupled, reads them), and report the position RMSE against the log (per joint and
+replay, fitting/robot/ replay_coupled, reads them), and report the position RMSE against the log (per joint and
 pooled) and against our rollout:
 - ours: models/articulated.py's rollout (our PD, delay and bias) on MuJoCo's C model inside Newton's
   SolverMuJoCo (`mujoco_cpu`, one world), exactly as the fit's validation replay runs;
@@ -65,7 +65,7 @@ def ours(
     effort_mode: str = "explicit",
 ) -> np.ndarray:
     """Our coupled rollout of the exported values over the replayed part, as the fit's validation replay runs it
-    (fitting/robot.py replay_coupled: MuJoCo's C backend, the delay line holding the commands before the split,
+    (fitting/robot/ replay_coupled: MuJoCo's C backend, the delay line holding the commands before the split,
     the fit's effort mode): measured positions (T, J)."""
     from ..models.articulated import ArticulatedRollout, physics_targets
 

@@ -240,7 +240,7 @@ def predict_family(
     blocks = residual_blocks(batch, 0)
     r_noise = _noise_residuals(blocks, scales, noise_q, noise_qd)
     analysis: dict = {"intervals": {}, "warnings": []}
-    r_clean, jac = fd_jacobian(run, space, space.to_unit(x), cont, COV_STEP)
+    r_clean, jac = fd_jacobian(lambda us, _: run(space.from_unit(us)), space.to_unit(x), COV_STEP, 1.0, cont)
     if cont.any():
         jac_n, _ = initial_state_sensitivity(engine, family, space, scales, x, r_clean, blocks)
         var_n = np.tile([noise_q**2, noise_qd**2], batch.n_segments)

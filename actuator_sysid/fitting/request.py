@@ -25,7 +25,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "seed": (0, 2**32 - 1),  # what numpy's SeedSequence takes
 }
 DEVICE_PATTERN = r"cpu|cuda(:\d{1,2})?"  # the fit request's `device`; the service's model reads it too
-# a whole-robot fit's option bounds, read by fitting/robot.py and the service's request model alike
+# a whole-robot fit's option bounds, read by fitting/robot/ and the service's request model alike
 ROBOT_BOUNDS: dict[str, tuple[float, float]] = {
     "bias_limit": (0.001, 0.3),  # rad: a cap on every joint's encoder bias, from a tight calibration to 17°
 }

@@ -507,7 +507,7 @@ def as_result(result: ResultLike) -> FitResult:
     return result if isinstance(result, FitResult) else FitResult.from_json(result)
 
 
-# --- a whole-robot fit (fitting/robot.py) ----------------------------------------------------------------------
+# --- a whole-robot fit (fitting/robot/) ----------------------------------------------------------------------
 
 
 # a robot group's fit.json keys that are not registry names (models/parameters.py): the one translation, read by
@@ -733,7 +733,7 @@ class RobotUncertainty(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class RobotResult(Record):
-    """A whole-robot fit (fitting/robot.py `fit_robot`), SI: the robot and how the log's joints met it, the
+    """A whole-robot fit (fitting/robot/ `fit_robot`), SI: the robot and how the log's joints met it, the
     groups' values, encoder bias and delay, the search bounds, the physics step, the held-out validation, the
     search's record, the intervals and the verdict; then what later steps add (the selection, the exports and
     their replays, the service's robot id)."""

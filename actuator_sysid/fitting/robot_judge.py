@@ -5,13 +5,13 @@ log10 of each group term and payload mass, the encoder bias and COM offset in BI
 hands them to fitting/uncertainty.py's `analyse`, the per-joint path's sandwich covariance whose residual
 variance is estimated per block (here one block per joint, all its training windows) and inflated for the
 residuals' lag-1 autocorrelation, with the noise of each window's measured initial positions as a nuisance
-input (the rollouts start from them; robot.py `jacobian_and_initial_state_effect`). It gives 95 % intervals, the correlation matrix and, per term, whether the
+input (the rollouts start from them; robot/jacobian.py `jacobian_and_initial_state_effect`). It gives 95 % intervals, the correlation matrix and, per term, whether the
 data identify it (narrow interval, not at a search bound, not blind) and why not.
 
-`robot_verdict` judges a robot result (fitting/robot.py) as fitting/verdict.py judges a joint fit, with its
+`robot_verdict` judges a robot result (fitting/robot/) as fitting/verdict.py judges a joint fit, with its
 thresholds and its Check / Verdict records: per joint the validation position RMSE against the validated
 motion's range and noise floor, the terms at a search bound and the encoder biases beyond a plausible
-calibration (robot.py `bound_report`, read, not recomputed), the identifiability, the search budget, and the
+calibration (robot/result.py `bound_report`, read, not recomputed), the identifiability, the search budget, and the
 export replays (a replay that did not run is "not checked", never passed).
 """
 
@@ -173,7 +173,7 @@ def _validation_checks(out: list[Check], validation: RobotValidation) -> bool:
 
 
 def _bound_checks(out: list[Check], bounds: RobotBounds) -> None:
-    """Terms at a search bound and encoder biases beyond a plausible calibration, as robot.py flagged them."""
+    """Terms at a search bound and encoder biases beyond a plausible calibration, as robot/result.py flagged them."""
     at = bounds.at_bound
     if at:
         _check(

@@ -1,6 +1,6 @@
 """A robot fit's validation traces for its report: measured vs simulated per joint on the validation span.
 
-fitting/robot.py reports only the errors of its validation replay; the report draws the positions, so the span
+fitting/robot/ reports only the errors of its validation replay; the report draws the positions, so the span
 is replayed once more here, with the fit, the model file's own joint terms and, where the result states one, the
 decoupled fit.
 """

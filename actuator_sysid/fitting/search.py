@@ -13,7 +13,7 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -57,17 +57,72 @@ def _stalled(history: list[float], generations: int, rtol: float) -> bool:
     return len(history) > generations and history[-generations - 1] - history[-1] <= rtol * abs(history[-1])
 
 
-def fd_jacobian(
-    run: Callable[[np.ndarray], np.ndarray], space: SearchSpace, u: np.ndarray, dims: np.ndarray, step: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Residuals at u and their forward-difference Jacobian over the unit-cube dimensions `dims`.
+def fd_colors(rows: Sequence[np.ndarray]) -> list[list[int]]:
+    """Variables that may share one finite-difference candidate, by position in `rows` (per variable, the residual
+    rows it can move): greedily, each joins the first colour whose rows are disjoint from its own."""
+    colors: list[tuple[set[int], list[int]]] = []
+    for v, r in enumerate(rows):
+        own = {int(k) for k in r}
+        for used, members in colors:
+            if not used & own:
+                used |= own
+                members.append(v)
+                break
+        else:
+            colors.append((own, [v]))
+    return [m for _, m in colors]
 
-    All perturbed candidates go to `run` (natural units in, residual rows out) as one batched launch;
-    a step that would leave the cube is taken backwards.
-    """
-    h = np.where(u + step <= 1.0, step, -step) * dims
-    r = run(space.from_unit(np.vstack([u[None], u[None] + np.diag(h)[dims]])))
-    return r[0], ((r[1:] - r[0]) / h[dims][:, None]).T
+
+def fd_jacobian(
+    run: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    x: np.ndarray,
+    step: np.ndarray | float,
+    upper: np.ndarray | float,
+    dims: np.ndarray | None = None,
+    rows: Sequence[np.ndarray] | None = None,
+    r0: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Residuals at x and their forward-difference Jacobian over the dimensions `dims` (a mask; default all): the
+    one finite-difference Jacobian of the fitters, at one point x (d,) or at a point per problem (P, d).
+
+    `run(points, problem)` gives the residuals (N, ...) of points (N, d), each of problem `problem` (N,): every
+    perturbed candidate of every problem goes to it as one batch, problem by problem, x itself first unless its
+    residuals `r0` are given. A step that would pass `upper` is taken backwards. With `rows` (per variable, the
+    indices along the residuals' first axis it can move; its column is zero elsewhere), variables whose rows are
+    disjoint share one candidate (fd_colors), which is exact. Returns (residuals at x, Jacobian (R, dims) of the
+    flattened residuals), each with a leading problem axis for several points."""
+    xs = np.atleast_2d(x)
+    p, d = xs.shape
+    mask = np.ones(d, bool) if dims is None else np.asarray(dims, bool)
+    cols = np.flatnonzero(mask)
+    h = np.where(xs + step <= upper, step, -step) * mask  # (P, d)
+    if rows is None:
+        colors = [[int(v)] for v in cols]
+    else:
+        colors = [[int(cols[i]) for i in c] for c in fd_colors([rows[int(v)] for v in cols])]
+    shift = np.zeros((p, len(colors), d))
+    for ci, members in enumerate(colors):
+        shift[:, ci, members] = h[:, members]
+    cand = xs[:, None, :] + shift
+    if r0 is None:
+        cand = np.concatenate([xs[:, None, :], cand], axis=1)
+    k = cand.shape[1]
+    r = np.asarray(run(cand.reshape(p * k, d), np.repeat(np.arange(p), k)))
+    r = r.reshape(p, k, *r.shape[1:])
+    base = r[:, 0] if r0 is None else np.asarray(r0).reshape(p, *r.shape[2:])
+    moved = r[:, 1:] if r0 is None else r
+    jt = np.zeros((p, cols.size, *base.shape[1:]))
+    at = {int(v): i for i, v in enumerate(cols)}
+    for ci, members in enumerate(colors):
+        diff = moved[:, ci] - base
+        for v in members:
+            scale = h[:, v].reshape(p, *([1] * (diff.ndim - 1)))
+            if rows is None:
+                jt[:, at[v]] = diff / scale
+            else:
+                jt[:, at[v], rows[v]] = diff[:, rows[v]] / scale
+    jac = jt.reshape(p, cols.size, -1).transpose(0, 2, 1)
+    return (base[0], jac[0]) if x.ndim == 1 else (base, jac)
 
 
 def candidate_params(family: Family, space: SearchSpace, x: np.ndarray) -> np.ndarray:
@@ -151,7 +206,7 @@ def trust_region(
         u = u0.copy()
         u[cont] = uc
         if jac is None:
-            return fd_jacobian(run, space, u, cont, step)[1]
+            return fd_jacobian(lambda us, _: run(space.from_unit(us)), u, step, 1.0, cont)[1]
         x = space.from_unit(u)
         return jac(x)[:, cont] * space.dx_du(x)[cont]
 
@@ -825,7 +880,9 @@ def _uncertainty(
     if cont.any():
         cov_sc = dataclasses.replace(sc, position_mae=False)
         run_cov = residual_fn(sub, family, space, cov_sc, count) if sc.position_mae else run
-        r0, jac_c = fd_jacobian(run_cov, space, space.to_unit(x), cont, COV_STEP)
+        r0, jac_c = fd_jacobian(
+            lambda us, _: run_cov(space.from_unit(us)), space.to_unit(x), COV_STEP, 1.0, cont
+        )
         blocks = residual_blocks(sub.batch, 0)
         jac_n, var_n = initial_state_sensitivity(sub, family, space, cov_sc, x, r0, blocks)
         # a run's end point in one launch: its loss only bounds its own optimum's from above, so one within the

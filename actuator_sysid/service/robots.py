@@ -52,7 +52,7 @@ class Submitter(Protocol):
 
 
 class RobotFitIn(BaseModel):
-    """Options of a whole-robot fit (fitting/robot.py RobotFitOptions); every field that sizes work is bounded."""
+    """Options of a whole-robot fit (fitting/robot/ RobotFitOptions); every field that sizes work is bounded."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -268,30 +268,10 @@ def robot_from_summary(r: dict) -> RobotModel:
 
 
 def fit_options(body: RobotFitIn, progress: Callable[[str], None] | None = None) -> Any:
-    """The request's options as fitting/robot.py's RobotFitOptions."""
+    """The request's options as fitting/robot/'s RobotFitOptions, field by field under the options' own names."""
     from ..fitting.robot import RobotFitOptions
 
-    return RobotFitOptions(
-        groups=body.groups,
-        decimation=body.decimation,
-        validation_fraction=body.validation_fraction,
-        window_s=body.window_s,
-        fit_bias=body.fit_bias,
-        bias_limit=body.bias_limit,
-        position_friction=body.position_friction,
-        dc_motor=body.dc_motor,
-        delay=body.delay,
-        max_delay=body.max_delay,
-        kp=body.kp,
-        kd=body.kd,
-        max_iterations=body.iterations,
-        budget_s=body.budget_s,
-        effort_mode=body.effort_mode,
-        holdout=body.holdout,
-        payload=body.payload,
-        payload_com=body.payload_com,
-        progress=progress,
-    )
+    return RobotFitOptions.from_fields({**dict(body), "progress": progress})
 
 
 def check_robot_fit(rec: Recording, robot: dict, body: RobotFitIn, settings: Settings) -> None:

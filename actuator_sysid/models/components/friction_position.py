@@ -1,9 +1,9 @@
 """Coulomb friction that changes along the joint's stroke: `friction` at the joint's lower limit,
 `friction_upper` at its upper limit, linear between (a linkage or a cable whose preload changes with the angle).
 
-A whole-robot fit holds it (fitting/robot.py's decoupled kernel and the coupled MuJoCo C rollout set MuJoCo's
+A whole-robot fit holds it (fitting/robot/'s decoupled kernel and the coupled MuJoCo C rollout set MuJoCo's
 frictionloss from the angle each physics step); it is robot_only, so no per-joint family takes it. No consumer
-holds a position-dependent friction: the whole-robot exports (export/robot_common.py joint_models, fitting/robot.py
+holds a position-dependent friction: the whole-robot exports (export/robot_common.py joint_models, fitting/robot/
 isaaclab_dict) give Isaac Lab, Newton and MuJoCo the friction at mid-stroke (RobotGroup.consumer_friction), with
 a note that says so.
 """
