@@ -277,13 +277,16 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
     assert '"id": "errors"' in page and "model file's joint terms" in page and "joint_names_expr" in page
     assert f"{v['rmse']:.4f}" in page and "Delay: <b>0</b>" in page and 'id="replay-table"' in page
     traces = json.loads(page.split("const FIGURES = ", 1)[1].split(";\n", 1)[0])
-    fl = next(f for f in traces if f["id"] == "joint-0")["data"]
+    drawn_all = next(f for f in traces if f["id"] == "joint-0")["data"]
+    fl = [d for d in drawn_all if d.get("yaxis") != "y2"]  # the traces; each simulation's residual below them
     assert [d["name"] for d in fl] == [
         "measured",
         "simulated (fit)",
         "simulated (decoupled fit)",
         "simulated (model file's terms)",
     ]
+    residual = next(d for d in drawn_all if d["name"] == "simulated (fit) − measured")
+    assert np.allclose(residual["y"], np.array(fl[1]["y"]) - np.array(fl[0]["y"]), atol=2e-6)
     split = int(round(q.shape[0] * 0.7))
     assert np.allclose(fl[0]["y"], q[split:, 0], atol=1e-9)  # measured, from the split on
     for trace, err in ((fl[1], v["per_joint_rmse"]), (fl[2], v["decoupled_fit"]["per_joint_rmse"])):

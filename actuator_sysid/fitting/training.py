@@ -1249,6 +1249,17 @@ def _history_warnings(opts: NetOptions, input_idx: list[int], substeps: int, sam
     ]
 
 
+def _state_history(
+    rec: Recording, spec: NetSpec, opts: NetOptions, substeps: int, training: dict
+) -> list[str]:
+    """An MLP's history stated in its training record (lags in samples and ms) and, when short, a warning."""
+    if spec.kind != "mlp":
+        return []
+    sample_dt = float(np.median([seg.dt for seg in rec.segments]))
+    training["history"] = history_text(spec.input_idx, substeps, sample_dt)
+    return _history_warnings(opts, spec.input_idx, substeps, sample_dt)
+
+
 def _training_warnings(
     rec: Recording,
     training: dict,
@@ -1367,10 +1378,7 @@ def net_fit(
 
     training = _train(spec, net, train, opts, substeps, mode, f"{kind} {joint}", progress, deadline)
     warnings = _training_warnings(rec, training, mode, bool(val_ids), kp_ref, gain_units)
-    if kind == "mlp":
-        sample_dt = float(np.median([seg.dt for seg in rec.segments]))
-        training["history"] = history_text(spec.input_idx, substeps, sample_dt)
-        warnings += _history_warnings(opts, spec.input_idx, substeps, sample_dt)
+    warnings += _state_history(rec, spec, opts, substeps, training)
     net.eval()
     val_names = {data.names[i] for i in val_ids}
     sims = simulate_segments(spec, net, data, substeps)
