@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..numbers import is_real
 from .errors import cite
 from .names import quote_name
 from .quality import DEGREES_RANGE, median_rate
@@ -149,7 +150,7 @@ def check_load_fields(d: dict, where_: str, warnings: list[str], allowed: dict[s
                 raise DatasetError(f'{where_}: invalid type {quote_name(v)}; use "revolute" or "prismatic"')
             out["joint_type"] = v
             continue
-        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        ok = is_real(v)
         if not ok or (k != "gravity" and v < 0):
             bound = "" if k == "gravity" else " ≥ 0"
             raise DatasetError(

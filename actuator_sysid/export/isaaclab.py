@@ -40,6 +40,7 @@ from ..models.families import (
     Family,
     get_family,
 )
+from ..numbers import is_real
 from .selection import (
     ChosenModel,
     ExportError,
@@ -171,10 +172,6 @@ BACKEND_NOTES = {
 
 def _group_name(joint: str) -> str:
     return re.sub(r"\W+", "_", joint).strip("_") or "joint"
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _joint_cfg(
@@ -488,7 +485,7 @@ def validate_cfgs(groups: dict[str, dict]) -> None:
                 if angles != sorted(angles):
                     problems.append(f"{g}: joint_parameter_lookup angles must be sorted ascending")
             elif name == "encoder_offset":
-                if not _finite(v):
+                if not is_real(v):
                     problems.append(f"{g}: encoder_offset = {v!r} must be finite")
             elif not (isinstance(v, float) and math.isfinite(v) and v >= 0):
                 problems.append(f"{g}: {name} = {v!r} must be a finite, non-negative number")
@@ -497,7 +494,7 @@ def validate_cfgs(groups: dict[str, dict]) -> None:
         problems += [
             f"{g}: {name} must be > 0"
             for name in ("joint_inertia", "physics_dt", "stribeck_velocity")
-            if name in _fields(cls) and _finite(cfg.get(name)) and cfg[name] <= 0
+            if name in _fields(cls) and is_real(cfg.get(name)) and cfg[name] <= 0
         ]
         if cfg.get("min_delay", 0) > cfg.get("max_delay", 0):
             problems.append(f"{g}: min_delay must not exceed max_delay")

@@ -14,7 +14,6 @@ leaves out the fields a fit writes only when they apply (`OMIT_UNSET`) while the
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from typing import Any, ClassVar, Self
 
 from ..models.components.friction_position import mid_stroke
 from ..models.families import NET_FAMILIES
+from ..numbers import is_real
 
 Json = Any  # a JSON value: dict, list, str, int, float, bool or None
 TORQUE_METRIC = "torque_rmse"  # a joint ranked by open-loop torque error (a net trained on measured torque)
@@ -552,11 +552,7 @@ class RobotGroup(Record):
         }
         values |= {name: getattr(self, key) for name, key in GROUP_KEYS.items()}
         values["actuator_velocity_limit"] = self.envelope_velocity()
-        return {
-            k: float(v)
-            for k, v in values.items()
-            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-        }
+        return {k: float(v) for k, v in values.items() if is_real(v)}
 
     def consumer_friction(self) -> float | None:
         """The one Coulomb friction a consumer holds [N·m]: the mid-stroke value of a friction along the stroke."""

@@ -47,6 +47,7 @@ from ..models.networks import (
     recurrent_core,
 )
 from ..models.rollout import RolloutEngine, SegmentBatch, full_params
+from ..numbers import is_real
 from .objective import VELOCITY_WEIGHT, pool_metrics
 from .request import FitRequest, FitRequestError
 from .result import Metrics, ModelFit, NetFit, SegmentMetrics, SplitMetrics
@@ -287,7 +288,7 @@ class JointData:
 def segment_kp(seg) -> float | None:
     """The controller gain a segment was logged at: metadata kp (BAM: also its file's bam.kp), None if unknown."""
     for v in (seg.metadata.get("kp"), (seg.metadata.get("bam") or {}).get("kp")):
-        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+        if is_real(v) and v > 0:
             return float(v)
     return None
 
@@ -960,7 +961,7 @@ def _si_gain(seg: Any, key: str, joint: str) -> float | None:
     units = str(seg.metadata.get("gain_units", "device" if "bam" in seg.metadata else "SI"))
     v = seg.metadata.get(key)
     v = v.get(joint) if isinstance(v, Mapping) else v
-    if units != "SI" or not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
+    if units != "SI" or not is_real(v):
         return None
     return float(v)
 

@@ -4,19 +4,15 @@ summarised once, when it finishes (`run_summary`), and stored beside it."""
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Any
 
 from ..fitting.result import TORQUE_METRIC, as_result
+from ..numbers import is_real
 from .db import Repository
 from .kinds import JOINT_FIT, kind_of
 
 BACKFILL_PER_PAGE = 50  # finished fits stored before summaries existed, summarised per dashboard load
-
-
-def _finite(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
 def _joint_error(result: dict) -> tuple[float | None, str, str]:
@@ -27,7 +23,7 @@ def _joint_error(result: dict) -> tuple[float | None, str, str]:
         if not jf.ranking:
             continue
         row = jf.ranking[0]
-        err = _finite(row.error)
+        err = float(row.error) if is_real(row.error) else None
         if err is None:
             continue
         unit = "N·m" if row.metric == TORQUE_METRIC else "rad"
@@ -45,7 +41,8 @@ def run_summary(fit: dict, result: dict | None) -> dict[str, Any]:
     if kind.name == JOINT_FIT:
         error, unit, on = _joint_error(result) if result.get("joints") else (None, "", "")
     else:
-        error, unit, on = _finite((result.get("validation") or {}).get("rmse")), "rad", "validation"
+        rmse = (result.get("validation") or {}).get("rmse")
+        error, unit, on = (float(rmse) if is_real(rmse) else None), "rad", "validation"
     return {
         "verdict": verdict or "not judged",
         "error": error,
