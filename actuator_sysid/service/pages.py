@@ -644,6 +644,18 @@ def _fleet_trace(serial: str, pts: list[dict]) -> dict[str, Any]:
     return trace
 
 
+def _fleet_marks(pts: list[dict], name: str, marker: dict[str, Any]) -> dict[str, Any]:
+    """Points marked apart from the serials' lines (drift, values not identified), as a markers-only trace."""
+    return {
+        "x": [p["time"] for p in pts],
+        "y": [p["value"] for p in pts],
+        "name": name,
+        "type": "scatter",
+        "mode": "markers",
+        "marker": marker,
+    }
+
+
 def _fleet_figures(summary: dict) -> list[dict[str, Any]]:
     """Per parameter: every serial's identified values over time (95 % intervals as error bars), the drift marked,
     and the values a log did not identify apart, hollow and grey."""
@@ -660,32 +672,15 @@ def _fleet_figures(summary: dict) -> list[dict[str, Any]]:
         ]
         loose = [p for p in s["points"] if not p.get("identified", True)]
         if loose:  # not identified by its log: hollow and grey, off the serials' lines, never drift
-            data.append(
-                {
-                    "x": [p["time"] for p in loose],
-                    "y": [p["value"] for p in loose],
-                    "name": "not identified",
-                    "type": "scatter",
-                    "mode": "markers",
-                    "marker": {"size": 9, "symbol": "circle-open", "color": "#999"},
-                    "text": [
-                        f"{p['fit_id'][:8]} · serial {p['serial'] or '?'} · not identified by its log"
-                        for p in loose
-                    ],
-                }
-            )
+            text = [
+                f"{p['fit_id'][:8]} · serial {p['serial'] or '?'} · not identified by its log" for p in loose
+            ]
+            marker = {"size": 9, "symbol": "circle-open", "color": "#999"}
+            data.append({**_fleet_marks(loose, "not identified", marker), "text": text})
         bad = [p for p in s["points"] if (p["fit_id"], s["param"], p["joint"]) in flagged]
         if bad:
-            data.append(
-                {
-                    "x": [p["time"] for p in bad],
-                    "y": [p["value"] for p in bad],
-                    "name": "drift",
-                    "type": "scatter",
-                    "mode": "markers",
-                    "marker": {"size": 14, "symbol": "circle-open", "color": "#e0a000", "line": {"width": 3}},
-                }
-            )
+            marker = {"size": 14, "symbol": "circle-open", "color": "#e0a000", "line": {"width": 3}}
+            data.append(_fleet_marks(bad, "drift", marker))
         sources = sorted({p["time_source"] for p in s["points"]})
         unit = f" [{s['unit']}]" if s.get("unit") else ""
         figures.append(

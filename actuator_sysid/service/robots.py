@@ -347,7 +347,8 @@ def joints_match(joints: list[str], robot: dict) -> bool:
 def check_joints_of(joints: list[str], robot: dict) -> None:
     """A log uploaded for a robot names only the model's joints; else a RobotError naming the strangers."""
     names = robot_joint_names(robot)
-    strangers = [j for j in joints if j not in set(names)]
+    known = set(names)
+    strangers = [j for j in joints if j not in known]
     if strangers:
         shown = ", ".join(strangers[:8]) + (f" and {len(strangers) - 8} more" if len(strangers) > 8 else "")
         raise RobotError(
@@ -365,7 +366,7 @@ async def parse_for_robot(parse: Callable[..., Awaitable[dict[str, Any]]], robot
     except DatasetError as e:
         if "no joint names" not in str(e):
             raise
-    names = [j["name"] for j in robot["summary"]["joints"]]
+    names = robot_joint_names(robot)
     try:
         parsed = await parse(joint_names=names)
     except DatasetError as e:
