@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # and service.
 MARKERS: dict[str, tuple[str, ...]] = {
     "test_browser.py": ("service", "slow"),
+    "test_servo_mjcf.py": ("conformance",),
     "test_browser_pages.py": ("service", "slow"),
     "test_browser_layout.py": ("service", "slow"),
     "test_e2e_isaaclab.py": ("service", "conformance"),

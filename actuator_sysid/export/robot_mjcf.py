@@ -172,6 +172,8 @@ def render_robot_mjcf(result: RobotResult, robot) -> tuple[str, list[Finding]]:
     lines = provenance_lines(result, "MuJoCo MJCF") + [
         f"the fitted terms and actuators of {len(models)} joints are written into {robot.path.name}; the rest is "
         "the model's own: mesh and asset paths are relative to it (put this file beside it)",
+        "each fitted joint's own actuators are replaced whole: gains, bias, activation dynamics (dyntype) and "
+        "force range become the fitted PD and its effort limit",
         *ctrl_lines(models),
     ]
     return prepend_comment("mjcf.xml", text, lines), findings
@@ -255,11 +257,13 @@ def replay_model(text: str, base_dir: Path) -> str:
     """The exported MJCF as the in-air replay runs it: the root welded (its free joint removed), contacts off, and
     what an in-air replay needs neither of — mesh geoms and mesh, height-field and texture files (they may be
     absent, as the fit skipped them), keyframes (sized for the free joint), sensors and contact pairs — dropped.
-    Every other element (bodies' inertials, primitive geoms, tendons, equality constraints) stays the model's."""
+    Every other element (bodies' inertials, primitive geoms, tendons, equality constraints) stays the model's; a
+    body whose mass and inertia MuJoCo computes from its mesh geoms gets them as an <inertial> first."""
     root = ET.fromstring(text)
     wb = root.find("worldbody")
     if wb is None:
         raise ExportError("the MJCF has no worldbody")
+    _inertials_from_meshes(root, text, base_dir)
     for body in wb.findall("body"):
         for fj in list(body.findall("freejoint")) + [
             j for j in body.findall("joint") if j.attrib.get("type") == "free"
@@ -289,3 +293,53 @@ def replay_model(text: str, base_dir: Path) -> str:
         flag = ET.SubElement(opt, "flag")
     flag.set("contact", "disable")
     return ET.tostring(root, encoding="unicode")
+
+
+def _inertials_from_meshes(root: ET.Element, text: str, base_dir: Path) -> None:
+    """Write MuJoCo's own mass, COM and inertia as an <inertial> into each body whose inertia comes from mesh
+    geoms (no <inertial>, or the compiler's inertiafromgeom="true": then every body, and the flag set "auto"),
+    compiling `text` with its meshes read beside the robot: dropping the meshes would leave those bodies
+    massless (MuJoCo's mjMINVAL). Without the mesh files ExportError names the bodies."""
+    import mujoco
+
+    comp = root.find("compiler")
+    from_geom = comp is not None and comp.get("inertiafromgeom", "auto") == "true"
+    bodies = list(root.find("worldbody").iter("body"))  # type: ignore[union-attr]
+    meshed = [
+        b
+        for b in bodies
+        if (from_geom or b.find("inertial") is None)
+        and any("mesh" in g.attrib or g.get("type") == "mesh" for g in b.findall("geom"))
+    ]
+    if not meshed:
+        return
+    names = ", ".join(b.get("name", "?") for b in meshed)
+    try:
+        spec = mujoco.MjSpec.from_string(text)
+        spec.modelfiledir = str(base_dir)
+        model = spec.compile()
+    except Exception as e:  # noqa: BLE001 - MuJoCo's compiler raises ValueError with its own text
+        first = (str(e).strip().splitlines() or ["?"])[0]
+        raise ExportError(
+            f"body {names} take(s) mass and inertia from mesh geoms, but MuJoCo could not read the meshes "
+            f"beside the robot in {base_dir}: {first}"
+        ) from None
+    if model.nbody != len(bodies) + 1:
+        raise ExportError(f"the MJCF's bodies ({len(bodies)}) are not MuJoCo's ({model.nbody - 1})")
+    for i, body in enumerate(bodies, start=1):
+        if body not in meshed and not (from_geom and model.body_mass[i] > 0):
+            continue  # without mass from any geom, "auto" computes what "true" did: nothing
+        for old in body.findall("inertial"):
+            body.remove(old)
+        inertial = ET.Element(
+            "inertial",
+            {
+                "pos": " ".join(_fmt(v) for v in model.body_ipos[i]),
+                "quat": " ".join(_fmt(v) for v in model.body_iquat[i]),
+                "mass": _fmt(model.body_mass[i]),
+                "diaginertia": " ".join(_fmt(v) for v in model.body_inertia[i]),
+            },
+        )
+        body.insert(0, inertial)
+    if from_geom:
+        comp.set("inertiafromgeom", "auto")  # type: ignore[union-attr]

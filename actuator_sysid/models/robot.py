@@ -7,7 +7,8 @@ carry its mass (no <inertial> mass): Newton then reads their meshes through trim
 and inertia MuJoCo computes from its mesh geoms gets MuJoCo's own (its compiler reads the meshes); without them
 it is refused, named. The joint terms the model states (armature, viscous damping, frictionloss, limits) are
 read so a fit can start from them and report against them; the drives it states on the fitted joints are
-zeroed, since the fitted actuators replace them.
+zeroed, since the fitted actuators replace them: a position servo whole (gains, bias, activation dynamics), its
+force range only the start of a fitted effort limit.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ log = logging.getLogger(__name__)
 MJCF_SUFFIXES = (".xml", ".mjcf")
 URDF_SUFFIXES = (".urdf",)
 USD_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
+
+
+# how the notes on what became of the model's own drives begin (the CLI shows them beside the verdict)
+OWN_ACTUATOR_NOTES = ("the model's own drives zeroed", "the force range of the model's position servos")
 
 
 class RobotError(DatasetError):
@@ -56,6 +61,16 @@ class RobotModel:
     # a URDF as the importers read it (urdf_for_fit): file names checked and absolute, visuals and the collision
     # shapes of links whose <inertial> states the mass removed; None for other formats
     source_text: str | None = None
+    # (J,) N·m: the model's position servos' force range (inf where none) and the limit without it; a fit replaces
+    # those servos, so it fits their effort limit from there and holds only the rest as a box; None: no servos
+    servo_effort_limit: np.ndarray | None = None
+    box_effort_limit: np.ndarray | None = None
+
+    def servo_limits(self) -> np.ndarray:
+        """(J,) the position servos' force range per joint, inf where none."""
+        if self.servo_effort_limit is None:
+            return np.full(len(self.joint_names), np.inf)
+        return np.asarray(self.servo_effort_limit, float)
 
     def summary(self) -> dict:
         """What was loaded and how, for the fit result and the CLI."""
@@ -72,8 +87,9 @@ class RobotModel:
                     "damping": float(d),
                     "frictionloss": float(f),
                     "effort_limit": None if not np.isfinite(e) else float(e),
+                    **({"servo_force_range": float(s)} if np.isfinite(s) else {}),
                 }
-                for n, p, lo, hi, a, d, f, e in zip(
+                for n, p, lo, hi, a, d, f, e, s in zip(
                     self.joint_names,
                     self.parent,
                     self.lower,
@@ -82,6 +98,7 @@ class RobotModel:
                     self.viscous_friction,
                     self.friction,
                     self.effort_limit,
+                    self.servo_limits(),
                     strict=True,
                 )
             ],
@@ -130,8 +147,14 @@ def _limited(act: dict, kind: str) -> bool:
     return bool(act.get(f"has_{kind}range", 0)) if flag == _AUTO else flag == 1
 
 
-def _actuator_effort_limits(actuators: list[dict]) -> dict[int, float]:
-    """DoF index → the most joint torque the model's actuators can apply there, by MuJoCo's rules.
+def _is_servo(act: dict) -> bool:
+    """A position servo on a joint (a bias: <position>, or <general> so written); the fitted PD replaces it."""
+    return int(act.get("trntype", 0)) in _TRN_JOINT and bool(np.any(np.asarray(act["biasprm"], float)))
+
+
+def _actuator_effort_limits(actuators: list[dict], servos: bool = False) -> dict[int, float]:
+    """DoF index → the most joint torque the model's actuators (the position servos with `servos`, else the
+    others) can apply there, by MuJoCo's rules.
 
     Per actuator (MuJoCo XML reference, actuator / force limits): the control is clamped to ctrlrange, so a force
     gain·ctrl with no bias and no activation dynamics (a <motor>) is bounded by |gain|·|ctrlrange|; the force is
@@ -143,6 +166,8 @@ def _actuator_effort_limits(actuators: list[dict]) -> dict[int, float]:
     for act in actuators:
         gear = abs(_stated(act.get("gear", [1.0])[0]))
         if int(act.get("trntype", 0)) not in _TRN_JOINT or gear == 0.0:  # a zero gear moves nothing
+            continue
+        if _is_servo(act) != servos:
             continue
         dof = int(act["trnid"][0])
         bound = np.inf
@@ -166,28 +191,26 @@ def _zero_own_drives(builder, dofs: np.ndarray, names: list[str], actuators: lis
     §D): our rollout never sets drive targets, so a kept drive (a USD DriveAPI, an MJCF position servo, both
     Newton's joint_target_ke / kd) would pull toward 0 while a Newton log's drive follows the command. MJCF
     actuators driven directly by ctrl (left at 0) apply only their bias: one with a bias (a servo written as
-    <general>) has its gain and bias zeroed too; a <motor> (no bias) applies nothing and is left as it is.
+    <general>, a filtered one included) has its gain and bias zeroed too, so its activation dynamics drive
+    nothing; a <motor> (no bias) applies nothing and is left as it is.
     """
     ke = np.array(builder.joint_target_ke, float)[dofs]
     kd = np.array(builder.joint_target_kd, float)[dofs]
     for d in dofs:
         builder.joint_target_ke[int(d)] = builder.joint_target_kd[int(d)] = 0.0
-    fitted, biased = {int(d): n for d, n in zip(dofs, names, strict=True)}, set()
+    fitted, biased, filtered = {int(d): n for d, n in zip(dofs, names, strict=True)}, set(), set()
     gain_attr, bias_attr = (
         builder.custom_attributes.get(f"mujoco:actuator_{k}") for k in ("gainprm", "biasprm")
     )
     for i, act in enumerate(actuators):
         dof = int(act["trnid"][0])
-        if (
-            int(act.get("trntype", 0)) in _TRN_JOINT
-            and dof in fitted
-            and int(act.get("ctrl_source", 1)) == _CTRL
-            and np.any(np.asarray(act["biasprm"], float))
-        ):
+        if _is_servo(act) and dof in fitted and int(act.get("ctrl_source", 1)) == _CTRL:
             for attr in (gain_attr, bias_attr):
                 attr.values.extend([None] * (i + 1 - len(attr.values)))
                 attr.values[i] = attr.dtype()  # zeros
             biased.add(fitted[dof])
+            if int(act.get("dyntype", 0)) != _DYN_NONE:
+                filtered.add(fitted[dof])
     parts = []
     if np.any(ke) or np.any(kd):
         on = [n for n, p, v in zip(names, ke, kd, strict=True) if p or v]
@@ -200,6 +223,9 @@ def _zero_own_drives(builder, dofs: np.ndarray, names: list[str], actuators: lis
             f"MJCF actuators' gain and bias on {len(biased)} joint(s): "
             f"{', '.join(n for n in names if n in biased)}"
         )
+    if filtered:  # the fitted PD has no activation state; its command delay is searched instead
+        idle = ", ".join(n for n in names if n in filtered)
+        parts.append(f"their activation dynamics (dyntype filter / integrator), idle at zero gain, on {idle}")
     if not parts:
         return None
     return (
@@ -407,6 +433,33 @@ def _joint_tree(builder, path: Path) -> tuple[list[str], list[int], list[int], n
     return labels, dofs, parents_j, comp.astype(int)
 
 
+def _effort_limits(
+    builder, dof: np.ndarray, names: list[str], actuators: list[dict], notes: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per fitted joint: the model's effort limit (its own and its MuJoCo actuators'), the part a fit holds as a
+    box (without the position servos' force range), and that force range (None: no servos); notes said."""
+    # actuatorfrcrange, the URDF / USD limit; the importers' "no limit" is 1e6
+    own = np.array([_stated(e) for e in builder.joint_effort_limit])[dof]
+    own = np.where(own >= 1e5, np.inf, own)
+    motors, servos = (_actuator_effort_limits(actuators, servos=s) for s in (False, True))
+    if motors or servos:
+        notes.append(
+            "effort limits include the model's MuJoCo actuators: gear × min(|gain|·|ctrlrange| for a "
+            "motor, |forcerange|), summed per joint, within the joint's actuatorfrcrange"
+        )
+    box = np.array([min(e, motors.get(int(d), np.inf)) for e, d in zip(own, dof, strict=True)])
+    servo_limit = np.array([servos.get(int(d), np.inf) for d in dof]) if servos else None
+    both = {d: motors.get(d, 0.0) + servos.get(d, 0.0) for d in {*motors, *servos}}
+    effort = np.array([min(e, both.get(int(d), np.inf)) for e, d in zip(own, dof, strict=True)])
+    if servo_limit is not None and np.isfinite(servo_limit).any():
+        on = [n for n, v in zip(names, servo_limit, strict=True) if np.isfinite(v)]
+        notes.append(
+            f"the force range of the model's position servos on {', '.join(on)} is replaced with them: the fit "
+            "starts its effort limit there and fits it (a box), within the joint's own limit"
+        )
+    return effort, box, servo_limit
+
+
 def load_robot(
     path: str | Path,
     fixed_base: str | None = None,
@@ -469,17 +522,8 @@ def load_robot(
         notes.append("joint short names repeat; full labels used as names")
     for name in names:  # a model's joint names reach every export (group names, regexes, comments)
         check_name(name, "joint name", path.name)
-    effort = np.array([_stated(e) for e in builder.joint_effort_limit])[
-        dof
-    ]  # actuatorfrcrange, URDF / USD limit
-    effort = np.where(effort >= 1e5, np.inf, effort)  # the importers' "no limit" is 1e6
     actuators = _mujoco_actuators(builder)
-    if by_dof := _actuator_effort_limits(actuators):
-        effort = np.array([min(e, by_dof.get(int(d), np.inf)) for e, d in zip(effort, dof, strict=True)])
-        notes.append(
-            "effort limits include the model's MuJoCo actuators: gear × min(|gain|·|ctrlrange| for a "
-            "motor, |forcerange|), summed per joint, within the joint's actuatorfrcrange"
-        )
+    effort, box, servo_limit = _effort_limits(builder, dof, names, actuators, notes)
     if zeroed := _zero_own_drives(builder, dof, names, actuators):
         notes.append(zeroed)
     return RobotModel(
@@ -500,6 +544,8 @@ def load_robot(
         fixed_base=not floating,
         notes=notes,
         source_text=urdf_text,
+        servo_effort_limit=servo_limit,
+        box_effort_limit=None if servo_limit is None else box,
     )
 
 

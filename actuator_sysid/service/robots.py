@@ -249,6 +249,8 @@ def robot_from_summary(r: dict) -> RobotModel:
     arr = {k: np.array([j[k] for j in joints], float) for k in ("armature", "damping", "frictionloss")}
     limits = np.array([j["limits"] for j in joints], float).reshape(-1, 2)
     effort = np.array([np.inf if j["effort_limit"] is None else j["effort_limit"] for j in joints], float)
+    servo = np.array([j.get("servo_force_range", np.inf) for j in joints], float)  # a servo the fit replaces
+    has_servo = bool(np.isfinite(servo).any())
     return RobotModel(
         path=Path(r["name"]),
         builder=None,
@@ -264,6 +266,8 @@ def robot_from_summary(r: dict) -> RobotModel:
         friction=arr["frictionloss"],
         effort_limit=effort,
         base=r["summary"].get("base", ""),
+        servo_effort_limit=servo if has_servo else None,
+        box_effort_limit=np.where(np.isfinite(servo), np.inf, effort) if has_servo else None,
     )
 
 

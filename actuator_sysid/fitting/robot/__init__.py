@@ -25,7 +25,8 @@ The result (`fit_robot`: a RobotResult, fitting/result.py; `to_json()` is fit.js
 - `kind` "robot"; `robot` (models/robot.py `summary()`); `joint_mapping` (how log joints met model joints);
 - `groups`: {group: {`joint_names_expr`, `joints` [names], `armature` kg·m², `viscous_friction` N·m·s/rad,
   `friction` N·m (frictionloss), `stiffness` N·m/rad, `damping` N·m·s/rad (PD kd), `effort_limit` N·m or None
-  (the fitted max motor effort when the envelope is fitted, else the model's limit), `saturation_effort` N·m,
+  (the fitted max motor effort when the envelope is fitted, or a fitted box where the model's position servos
+  state a force range, which the fit replaces with them; else the model's limit), `saturation_effort` N·m,
   `velocity_limit` rad/s (None when no envelope is fitted), `model_effort_limit` N·m or None (the model file's
   joint limit, a box after the envelope), `envelope_active` (share of held-out physics steps at which the
   envelope cut the PD effort, 0 without one)}};

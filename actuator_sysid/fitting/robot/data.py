@@ -75,7 +75,8 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
                 "effort (tau_ff) for them, so nothing drives them; give the gains the robot ran "
                 "(--kp / --kd, or kp / kd in the log's metadata) or log the commanded effort as tau_ff"
             )
-    terms = family_terms(get_family(ENVELOPE_FAMILY[opts.dc_motor]), gains_known)
+    servo = bool(np.isfinite(robot.servo_limits()).any())
+    terms = family_terms(get_family(ENVELOPE_FAMILY[opts.dc_motor]), gains_known, servo_limit=servo)
     if opts.position_friction:
         open_ = [n for n, ok in zip(names, limited(robot), strict=True) if not ok]
         if open_:
@@ -84,7 +85,9 @@ def prepare_fit(rec: Recording, robot: RobotModel, opts: RobotFitOptions) -> tup
                 "these have none in the model; fit without it"
             )
         terms.insert(terms.index("friction") + 1, POSITION_FRICTION)
-    effort = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, 1e6)
+    # a replaced servo's force range is searched (family_terms), not held as a box
+    box = robot.effort_limit if robot.box_effort_limit is None else robot.box_effort_limit
+    effort = np.where(np.isfinite(box), box, 1e6)
     prob = Problem(
         names,
         groups,

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...models.robot import OWN_ACTUATOR_NOTES
 from ..result import RobotGroup, RobotResult, Verdict
 
 
@@ -89,6 +90,7 @@ def result_lines(result: RobotResult) -> list[str]:
         *(f"  {r}" for r in verdict.reasons),
         f"robot {robot['path']}: {len(robot['joints'])} joints, base "
         f"{robot['base']} fixed; {robot['notes'][0]}",
+        *(f"  {n}" for n in robot["notes"] if n.startswith(OWN_ACTUATOR_NOTES)),
         f"joints mapped {result.joint_mapping}",
         (
             f"held-out RMSE (last {v.fraction:.0%} of the log in time, replayed from the measured state at "

@@ -27,6 +27,7 @@ DC_TERMS = (
 )  # the envelope (Newton's)
 # every group term in search order; the PD gains are searched when the log does not state them, the envelope with
 # dc_motor, and the family's actuator_effort_limit without an envelope is the model file's joint limit (fixed)
+# unless the model's own position servos state one (then it is theirs, replaced: searched as a box)
 ALL_TERMS = ("armature", "viscous_friction", "friction", "friction_upper", "stiffness", "damping", *DC_TERMS)
 POSITION_FRICTION = (
     "friction_upper"  # with position_friction: friction at the upper limit, `friction` at the lower
@@ -241,11 +242,12 @@ def parse_groups(text: str | None) -> dict[str, str] | None:
     return out
 
 
-def family_terms(family: Family, gains_known: bool) -> list[str]:
+def family_terms(family: Family, gains_known: bool, servo_limit: bool = False) -> list[str]:
     """The group terms a robot fit searches of a registry family, in search order: the PD gains only where the
-    log states none; the effort limit only inside a DC envelope (else the model file's joint limit holds it)."""
+    log states none; the effort limit inside a DC envelope, or as a box where the model's position servos state
+    a force range (`servo_limit`: the fit replaces them), else the model file's joint limit holds it."""
     held = {"stiffness", "damping"} if gains_known else set()
-    if "saturation_effort" not in family.params:
+    if "saturation_effort" not in family.params and not servo_limit:
         held.add("actuator_effort_limit")
     unknown = [p for p in family.params if p not in ALL_TERMS and p != "delay"]
     if unknown:

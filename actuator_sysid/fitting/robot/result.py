@@ -62,6 +62,7 @@ def build_result(
     names, effort = prob.names, prob.effort_limit
     group_out = {}
     cut = validation.envelope_active_per_joint
+    boxed = "actuator_effort_limit" in prob.terms  # a DC envelope's, or the replaced servos' force range
     for g, idx in prob.groups.items():
         at = idx[0]
         model_limit = float(effort[idx].max()) if np.all(effort[idx] < 1e6) else None
@@ -79,7 +80,7 @@ def build_result(
             else None,
             stiffness=float(fitted["stiffness"][0, at]),
             damping=float(fitted["damping"][0, at]),
-            effort_limit=envelope["effort_limit"] if prob.dc_motor else model_limit,
+            effort_limit=float(fitted["actuator_effort_limit"][0, at]) if boxed else model_limit,
             saturation_effort=envelope["saturation_effort"],
             velocity_limit=envelope["velocity_limit"],
             model_effort_limit=model_limit,
@@ -112,6 +113,11 @@ def build_result(
                 "limit, max motor effort), then "
                 if prob.dc_motor
                 else "no motor envelope (dc_motor off), "
+                + (
+                    "clipped at a fitted effort limit (the model's position servos' force range, replaced), "
+                    if "actuator_effort_limit" in prob.terms
+                    else ""
+                )
             )
             + "clipped at the model's joint effort limits",
             "armature, viscous damping and frictionloss are MuJoCo's joint terms (Isaac Lab armature, "

@@ -33,7 +33,7 @@ def start_point(
     x0 = []
     for g, idx in prob.groups.items():
         for t in prob.terms:
-            limit = float(np.min(prob.effort_limit[idx]))
+            limit = float(np.min(np.minimum(prob.effort_limit[idx], robot.servo_limits()[idx])))
             v = {
                 "armature": robot.armature[idx].mean(),
                 "viscous_friction": robot.viscous_friction[idx].mean(),
@@ -52,18 +52,23 @@ def start_point(
     x = np.array(x0 + [0.0] * (len(prob.names) if prob.fit_bias else 0))
     if gains_known:
         return x
-    grid = [
-        (a, b) for a in (5.0, 10.0, 20.0, 40.0, 80.0) for b in (0.3, 1.0, 3.0)
-    ]  # (kp, kd) for every group
+    # (kp, kd) for every group, and (natural frequency rad/s, damping ratio) on each group's own inertia, so a
+    # light servo horn or a heavy leg each has gains in scale with it
+    grid = [("gains", a, b) for a in (5.0, 10.0, 20.0, 40.0, 80.0) for b in (0.3, 1.0, 3.0)]
+    grid += [("scaled", w, z) for w in (5.0, 10.0, 20.0, 40.0) for z in (0.3, 0.7, 1.5)]
     xs = np.repeat(x[None], len(grid), axis=0)
-    for gi, (a, b) in enumerate(grid):
+    for gi, (kind, a, b) in enumerate(grid):
         for k, vn in enumerate(prob.var_names):
             g, _, t = vn.rpartition(".")
             if t in ("stiffness", "damping"):
-                xs[gi, k] = prob.clip_log(g, t, a if t == "stiffness" else b)
+                m = prob.scales[g]["inertia"] if kind == "scaled" else 1.0
+                kp, kd = (m * a * a, 2.0 * b * m * a) if kind == "scaled" else (a, b)
+                xs[gi, k] = prob.clip_log(g, t, kp if t == "stiffness" else kd)
     scan = rms(ev_scan.residuals(xs, np.full(len(grid), delay)))
     best = int(np.argmin(scan))
-    say(f"gain scan: best kp {grid[best][0]}, kd {grid[best][1]} (training RMSE {scan.min():.4f} rad)")
+    kind, a, b = grid[best]
+    said = f"kp {a}, kd {b}" if kind == "gains" else f"{a} rad/s at damping ratio {b} on each group's inertia"
+    say(f"gain scan: best {said} (training RMSE {scan.min():.4f} rad)")
     return xs[best]
 
 
