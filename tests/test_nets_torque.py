@@ -69,6 +69,7 @@ def test_every_network_option_has_a_cli_flag() -> None:
         "--net-patience", "3", "--net-lr", "0.01", "--net-batch-size", "64", "--net-window", "20",
         "--net-lstm-window", "30", "--net-burn-in", "5", "--net-in-loop-epochs", "9", "--net-in-loop-lr",
         "0.001", "--net-mode", "torque", "--net-inner-fraction", "0.25", "--net-no-gain-normalise",
+        "--net-inputs", "pos_error,vel_error,tau_cmd",
     ]  # fmt: skip
     args = build_parser().parse_args(
         ["fit", "log.csv", "--families", "mlp", "--validate-last", "0.3", *flags]
@@ -79,6 +80,7 @@ def test_every_network_option_has_a_cli_flag() -> None:
     assert opts.history_ms == [0, 5, 15] and opts.hidden == [8, 8] and opts.num_layers == 2
     assert (opts.epochs, opts.patience, opts.batch_size, opts.inner_fraction) == (7, 3, 64, 0.25)
     assert opts.mode == "torque" and opts.gain_normalise is False and opts.in_loop_lr == 0.001
+    assert opts.inputs == ["pos_error", "vel_error", "tau_cmd"]
     named = {name for name in NetOptions.__dataclass_fields__}
     given = set(req.networks) | {"input_idx"}  # input_idx: --net-input-idx (exclusive with --net-history-ms)
     assert named == given

@@ -1,6 +1,7 @@
 """Isaac Lab 3.0 actuator classes and cfgs for the models Isaac Lab has no class for.
 
-`DelayedDCMotor` (family dcmotor_delay), `DelayedPIDActuator` (pid), BAM's friction budget on the DC-motor
+`DelayedDCMotor` (family dcmotor_delay), `DelayedPIDActuator` (pid), nets that read the drive's commands
+(`ActuatorNetMLPCommands`, `ActuatorNetLSTMCommands`), BAM's friction budget on the DC-motor
 classes (`DCMotorBAMFriction`, `DelayedDCMotorBAMFriction`, families dcmotor_stribeck … dcmotor_stribeck_delay,
 docs/prior-art.md M2–M6) and an encoder offset on any of them (`…WithEncoderOffset`). They reuse Isaac Lab's own
 buffers and clip code, so the maths stays Isaac Lab's (docs/consumer-semantics.md §A.3–§A.5; PID as Newton's
@@ -16,6 +17,10 @@ from typing import Any
 
 import torch
 from isaaclab.actuators import (
+    ActuatorNetLSTM,
+    ActuatorNetLSTMCfg,
+    ActuatorNetMLP,
+    ActuatorNetMLPCfg,
     DCMotor,
     DCMotorCfg,
     DelayedPDActuator,
@@ -26,9 +31,13 @@ from isaaclab.actuators import (
     RemotizedPDActuatorCfg,
 )
 from isaaclab.actuators.actuator_base import resolve_joint_parameter
-from isaaclab.utils import configclass
+from isaaclab.utils import configclass, index_fill_
 
 __all__ = [
+    "ActuatorNetLSTMCommands",
+    "ActuatorNetLSTMCommandsCfg",
+    "ActuatorNetMLPCommands",
+    "ActuatorNetMLPCommandsCfg",
     "BAMFrictionMixin",
     "DCMotorBAMFriction",
     "DCMotorBAMFrictionCfg",
@@ -355,6 +364,136 @@ class DCMotorBAMFrictionWithEncoderOffsetCfg(DCMotorBAMFrictionCfg):
 class DelayedDCMotorBAMFrictionWithEncoderOffsetCfg(DelayedDCMotorBAMFrictionCfg):
     class_type: type = DelayedDCMotorBAMFrictionWithEncoderOffset
     encoder_offset: float = 0.0  # rad
+
+
+COMMAND_CHANNELS = ("tau_ff", "tau_cmd", "kp", "kd")  # channels after [pos_error, vel | vel_error], in order
+
+
+def _check_inputs(inputs: list[str]) -> list[str]:
+    """The cfg's input layout, checked: pos_error, vel or vel_error, then COMMAND_CHANNELS in order."""
+    inputs = list(inputs)
+    rest = inputs[2:]
+    ok = inputs[:1] == ["pos_error"] and inputs[1:2] in (["vel"], ["vel_error"])
+    if not ok or rest != [c for c in COMMAND_CHANNELS if c in rest]:
+        raise ValueError(
+            f"inputs must be 'pos_error', then 'vel' or 'vel_error', then any of {list(COMMAND_CHANNELS)} in "
+            f"that order, got {inputs!r}"
+        )
+    return inputs
+
+
+def command_channels(
+    act: Any, action: Any, joint_pos: torch.Tensor, joint_vel: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+    """(q_des − q, velocity channel, further channels), (num_envs, num_joints) each, from the articulation's
+    targets: position, velocity (qd_des; none given: 0) and effort (τ_ff; none: 0), and the joint's stiffness
+    and damping as the gains (MIT mode: kp, kd of the command); tau_cmd = kp·(q_des − q) + kd·(qd_des − qd) + τ_ff."""
+    zero = torch.zeros_like(joint_pos)
+    qd_des = zero if action.joint_velocities is None else action.joint_velocities
+    tau_ff = zero if action.joint_efforts is None else action.joint_efforts
+    err = action.joint_positions - joint_pos
+    kp, kd = act.stiffness, act.damping
+    named = {"tau_ff": tau_ff, "tau_cmd": kp * err + kd * (qd_des - joint_vel) + tau_ff, "kp": kp, "kd": kd}
+    vel = joint_vel if act.cfg.inputs[1] == "vel" else qd_des - joint_vel
+    return err, vel, [named[c] for c in act.cfg.inputs[2:]]
+
+
+def _finish(act: Any, control_action: Any, joint_vel: torch.Tensor) -> Any:
+    """Isaac Lab's ending of a net's compute: the DC-motor clip, the efforts out, no position or velocity target."""
+    act.applied_effort = act._clip_effort(act.computed_effort, joint_vel)
+    control_action.joint_efforts = act.applied_effort
+    control_action.joint_positions = None
+    control_action.joint_velocities = None
+    return control_action
+
+
+class ActuatorNetMLPCommands(ActuatorNetMLP):
+    """ActuatorNetMLP for a net that also reads the drive's commands.
+
+    Its input is Isaac Lab's [pos, vel] blocks (input_order), the velocity channel qd or qd_des − qd, then one
+    block per further channel (cfg.inputs: tau_ff, tau_cmd, kp, kd), each its history at input_idx times
+    cfg.command_scales[channel]. The gains are the joint's stiffness and damping."""
+
+    cfg: ActuatorNetMLPCommandsCfg
+    _joint_pos_error_history: torch.Tensor  # Isaac Lab's own buffers, typed for the checker
+    _joint_vel_history: torch.Tensor
+
+    def __init__(self, cfg: ActuatorNetMLPCommandsCfg, *args: Any, **kwargs: Any) -> None:
+        _check_inputs(cfg.inputs)
+        super().__init__(cfg, *args, **kwargs)
+        extra = len(cfg.inputs) - 2
+        h = self._joint_pos_error_history.shape[1]
+        self._command_history = torch.zeros(self._num_envs, h, self.num_joints, extra, device=self._device)
+
+    def reset(self, env_ids: Any) -> None:
+        super().reset(env_ids)
+        index_fill_(self._command_history, env_ids, 0.0)
+
+    def compute(self, control_action: Any, joint_pos: torch.Tensor, joint_vel: torch.Tensor) -> Any:
+        err, vel, extra = command_channels(self, control_action, joint_pos, joint_vel)
+        self._joint_pos_error_history = self._joint_pos_error_history.roll(1, 1)
+        self._joint_pos_error_history[:, 0] = err
+        self._joint_vel_history = self._joint_vel_history.roll(1, 1)
+        self._joint_vel_history[:, 0] = vel
+        self._command_history = self._command_history.roll(1, 1)
+        if extra:
+            self._command_history[:, 0] = torch.stack(extra, dim=-1)
+        n = self._num_envs * self.num_joints
+
+        def block(hist: torch.Tensor) -> torch.Tensor:  # (envs, H, joints) → (envs·joints, K)
+            return torch.stack([hist[:, i] for i in self.cfg.input_idx], dim=2).reshape(n, -1)
+
+        pos = block(self._joint_pos_error_history) * self.cfg.pos_scale
+        vel_in = block(self._joint_vel_history) * self.cfg.vel_scale
+        blocks = [pos, vel_in] if self.cfg.input_order == "pos_vel" else [vel_in, pos]
+        for c, name in enumerate(self.cfg.inputs[2:]):
+            blocks.append(block(self._command_history[..., c]) * self.cfg.command_scales[name])
+        with torch.inference_mode():
+            torques = self.network(torch.cat(blocks, dim=1))
+        self.computed_effort = torques.reshape(self._num_envs, self.num_joints) * self.cfg.torque_scale
+        return _finish(self, control_action, joint_vel)
+
+
+@configclass
+class ActuatorNetMLPCommandsCfg(ActuatorNetMLPCfg):
+    """ActuatorNetMLPCfg with the net's input channels (NetSpec.inputs) and the further channels' scales."""
+
+    class_type: type = ActuatorNetMLPCommands
+    inputs: list[str] = MISSING  # type: ignore[assignment]
+    command_scales: dict[str, float] = MISSING  # type: ignore[assignment]
+
+
+class ActuatorNetLSTMCommands(ActuatorNetLSTM):
+    """ActuatorNetLSTM for a net that also reads the drive's commands: its input per step is the raw
+    [q_des − q, qd or qd_des − qd, further channels] (cfg.inputs); the module scales them itself."""
+
+    cfg: ActuatorNetLSTMCommandsCfg
+
+    def __init__(self, cfg: ActuatorNetLSTMCommandsCfg, *args: Any, **kwargs: Any) -> None:
+        _check_inputs(cfg.inputs)
+        super().__init__(cfg, *args, **kwargs)
+        self.sea_input = torch.zeros(
+            self._num_envs * self.num_joints, 1, len(cfg.inputs), device=self._device
+        )
+
+    def compute(self, control_action: Any, joint_pos: torch.Tensor, joint_vel: torch.Tensor) -> Any:
+        err, vel, extra = command_channels(self, control_action, joint_pos, joint_vel)
+        for c, x in enumerate([err, vel, *extra]):
+            self.sea_input[:, 0, c] = x.flatten()
+        with torch.inference_mode():
+            torques, (self.sea_hidden_state[:], self.sea_cell_state[:]) = self.network(
+                self.sea_input, (self.sea_hidden_state, self.sea_cell_state)
+            )
+        self.computed_effort = torques.reshape(self._num_envs, self.num_joints)
+        return _finish(self, control_action, joint_vel)
+
+
+@configclass
+class ActuatorNetLSTMCommandsCfg(ActuatorNetLSTMCfg):
+    """ActuatorNetLSTMCfg with the net's input channels (NetSpec.inputs); its scales are in the module."""
+
+    class_type: type = ActuatorNetLSTMCommands
+    inputs: list[str] = MISSING  # type: ignore[assignment]
 
 
 CFG_CLASSES: dict[str, type] = {

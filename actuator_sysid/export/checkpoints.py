@@ -21,6 +21,12 @@ torchscript.pt, no ACTUATORS_NET, and a finding says so.
 
 A gain-normalised net (fitting/training.py) is written for the kp it was normalised to, the most logged one;
 the metadata's `gain` says which, and `fitting.training.at_gain` refolds it for another kp.
+
+A net that reads the drive's commands (NetSpec.inputs beyond [q_des − q, qd]) takes C input channels: the MLP
+(N, C·K), the LSTM / GRU (·, N, C); the metadata's `inputs` and `input_scales` name them. Isaac Lab runs it with
+consumers/isaaclab.py ActuatorNetMLPCommands / ActuatorNetLSTMCommands. Newton's DriveNeuralMLP / DriveNeuralLSTM
+cannot feed it (NEWTON_NO_COMMANDS): its newton.pt2 and newton.onnx are refused with that reason. Newton's
+DriveNeuralGRU can where the channels beyond its built-in features are one (its one custom input, §C.8).
 """
 
 from __future__ import annotations
@@ -53,6 +59,13 @@ NO_FORMAT = {
     "newton.pt2": "Newton 1.8's DriveNeuralGRU runs ONNX checkpoints only",
 }
 GRU_INPUT_COLUMNS = ["position_error", "velocity"]  # DriveNeuralGRU's names for q_des − q and qd
+GRU_COLUMN = {"pos_error": "position_error", "vel": "velocity", "vel_error": "velocity_error"}  # built-in
+NEWTON_NO_COMMANDS = (
+    "Newton 1.8's DriveNeuralMLP and DriveNeuralLSTM compute their inputs themselves, q_des − q and qd only "
+    "(drive_neural_mlp.py / drive_neural_lstm.py _compute_inputs_kernel), and pass neither the feed-forward "
+    "effort, the target velocity nor any gain to the net, nor take custom inputs; Newton's DriveNeuralGRU reads "
+    "velocity_error and one custom input column (fit a gru for Newton; docs/consumer-semantics.md §C.8)"
+)
 # tensor names of the ONNX LSTM, which DriveNeuralLSTM reads from the metadata (drive_neural_lstm.py)
 ONNX_LSTM_NAMES = {
     "input_name": "input",
@@ -122,6 +135,24 @@ def gain_metadata(model: NetEntry) -> dict:
     }
 
 
+def input_metadata(model: NetEntry) -> dict:
+    """The `inputs` block of a net that reads the drive's commands: channels in order, their meaning and the
+    MLP's scales of the further channels (empty for today's [q_des − q, qd])."""
+    from ..models.networks import BASE_INPUTS, INPUT_MEANING
+
+    spec = as_net(model).network
+    inputs = list(spec.get("inputs") or BASE_INPUTS)
+    if inputs == list(BASE_INPUTS):
+        return {}
+    return {
+        "inputs": inputs,
+        "input_meaning": {c: INPUT_MEANING[c] for c in inputs},
+        "command_scales": dict(spec.get("command_scales") or {}),
+        "commands_note": "gains are the drive's kp / kd in SI (Isaac Lab: the actuator's stiffness / damping); "
+        "the velocity channel is qd_des - qd where inputs name vel_error",
+    }
+
+
 def metadata(model: NetEntry) -> dict:
     """Checkpoint metadata the consumers read (Isaac Lab §A.11 keys plus Newton's required ones)."""
     net = as_net(model)
@@ -138,32 +169,10 @@ def metadata(model: NetEntry) -> dict:
             "pos_error": "q_des - q",
             "velocity": "qd (measured)",
             **gain_metadata(model),
+            **input_metadata(model),
         }
     if spec["kind"] == "gru":
-        pos, vel = net.weights["in_scale"]["data"]
-        if not spec.get("sample_dt_s"):
-            raise ExportError(
-                "this GRU has no sample_dt_s (fitted before it was recorded): Newton's DriveNeuralGRU "
-                "needs the physics step it was trained at; refit it"
-            )
-        return {
-            "model_type": "gru",
-            "num_layers": spec["num_layers"],
-            "hidden_size": spec["hidden_size"],
-            "input_columns": list(GRU_INPUT_COLUMNS),
-            "normalization": {
-                "inputs": {
-                    "mean": {"position_error": 0.0, "velocity": 0.0},
-                    "std": {"position_error": 1.0 / pos, "velocity": 1.0 / vel},
-                },
-                "targets": {"mean": {"torque": 0.0}, "std": {"torque": 1.0}},
-            },
-            "sample_dt_s": float(spec["sample_dt_s"]),
-            "pos_error": "q_des - q",
-            "velocity": "qd (measured)",
-            "note": "the output scale is the graph's final Mul",
-            **gain_metadata(model),
-        }
+        return _gru_metadata(model)
     return {
         "model_type": "lstm",
         "num_layers": spec["num_layers"],
@@ -175,7 +184,75 @@ def metadata(model: NetEntry) -> dict:
         "velocity": "qd (measured)",
         "note": "input and output scales are inside the module",
         **gain_metadata(model),
+        **input_metadata(model),
     }
+
+
+def gru_columns(model: NetEntry) -> tuple[list[str], list[str]]:
+    """(input_columns, custom_inputs) of a GRU for Newton's DriveNeuralGRU: built-in features by Newton's name,
+    the further channels (tau_ff, tau_cmd, kp, kd) as custom inputs under their own name."""
+    from ..models.networks import BASE_INPUTS
+
+    inputs = list(as_net(model).network.get("inputs") or BASE_INPUTS)
+    return [GRU_COLUMN.get(c, c) for c in inputs], [c for c in inputs if c not in GRU_COLUMN]
+
+
+def _gru_metadata(model: NetEntry) -> dict:
+    """DriveNeuralGRU's metadata: input columns, their normalisation (std = 1 / our scale), sample_dt_s."""
+    net = as_net(model)
+    spec = net.network
+    scales = list(net.weights["in_scale"]["data"])
+    if not spec.get("sample_dt_s"):
+        raise ExportError(
+            "this GRU has no sample_dt_s (fitted before it was recorded): Newton's DriveNeuralGRU "
+            "needs the physics step it was trained at; refit it"
+        )
+    columns, custom = gru_columns(model)
+    return {
+        "model_type": "gru",
+        "num_layers": spec["num_layers"],
+        "hidden_size": spec["hidden_size"],
+        "input_columns": columns,
+        **({"custom_inputs": custom} if custom else {}),
+        "normalization": {
+            "inputs": {
+                "mean": dict.fromkeys(columns, 0.0),
+                "std": {c: 1.0 / x for c, x in zip(columns, scales, strict=True)},
+            },
+            "targets": {"mean": {"torque": 0.0}, "std": {"torque": 1.0}},
+        },
+        "sample_dt_s": float(spec["sample_dt_s"]),
+        "pos_error": "q_des - q",
+        "velocity": "qd (measured)",
+        "note": "the output scale is the graph's final Mul",
+        **gain_metadata(model),
+        **input_metadata(model),
+    }
+
+
+def newton_unsupported(model: NetEntry) -> str | None:
+    """Why Newton 1.8 cannot run this net from any checkpoint (None when it can): a commands-reading MLP or
+    LSTM (NEWTON_NO_COMMANDS), or a GRU whose channels beyond Newton's built-in features are more than the one
+    custom input DriveNeuralGRU takes."""
+    spec = as_net(model).network
+    inputs = list(spec.get("inputs") or ["pos_error", "vel"])
+    if inputs == ["pos_error", "vel"]:
+        return None
+    if spec["kind"] != "gru":
+        return f"this {spec['kind']} net reads {inputs}: {NEWTON_NO_COMMANDS}"
+    custom = gru_columns(model)[1]
+    if len(custom) > 1:
+        return (
+            f"this gru reads {inputs}: Newton 1.8's DriveNeuralGRU takes at most one custom input column "
+            f"(drive_neural_gru.py _parse_custom_input_names), and {custom} are {len(custom)}; refit with "
+            "networks.inputs 'auto' (tau_cmd carries the gains) for Newton"
+        )
+    return None
+
+
+def _n_channels(spec: Mapping[str, Any]) -> int:
+    """Input channels of a net's spec (2: [q_des − q, qd], a net fitted before channels were named)."""
+    return len(spec.get("inputs") or GRU_INPUT_COLUMNS)
 
 
 def _consumer_check(model: NetEntry, fmt: str) -> None:
@@ -183,6 +260,8 @@ def _consumer_check(model: NetEntry, fmt: str) -> None:
     kind = as_net(model).network["kind"]
     if fmt not in KIND_FORMATS[kind]:
         raise ExportError(f"a {kind} net has no {fmt}: {NO_FORMAT[fmt]}; give Newton newton.onnx")
+    if fmt != "torchscript.pt" and (why := newton_unsupported(model)) is not None:
+        raise ExportError(f"no {fmt}: {why}")
 
 
 def _module(model: NetEntry) -> tuple[torch.nn.Module, str]:
@@ -210,12 +289,13 @@ def pt2_bytes(model: NetEntry) -> bytes:
     net, kind = _module(model)
     batch = torch.export.Dim("batch", min=1, max=1 << 20)
     spec = as_net(model).network
+    n_ch = _n_channels(spec)
     if kind == "mlp":
-        args: tuple = (torch.zeros(2, 2 * len(spec["input_idx"])),)
+        args: tuple = (torch.zeros(2, n_ch * len(spec["input_idx"])),)
         dynamic: tuple = ({0: batch},)
     else:
         shape = (spec["num_layers"], 2, spec["hidden_size"])
-        args = (torch.zeros(2, 1, 2), (torch.zeros(shape), torch.zeros(shape)))
+        args = (torch.zeros(2, 1, n_ch), (torch.zeros(shape), torch.zeros(shape)))
         dynamic = ({0: batch}, ({1: batch}, {1: batch}))
     with torch.no_grad(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The tensor attributes")  # nn.LSTM's flat weights, harmless
@@ -235,7 +315,7 @@ def _onnx_lstm(net: ActuatorLSTM, meta: dict) -> ModelProto:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    lstm, hid = net.lstm, net.lstm.hidden_size
+    lstm, hid, n_ch = net.lstm, net.lstm.hidden_size, net.lstm.input_size
     order = torch.cat([torch.arange(0, hid), torch.arange(3 * hid, 4 * hid), torch.arange(hid, 3 * hid)])
 
     def p(name: str) -> torch.Tensor:
@@ -273,7 +353,7 @@ def _onnx_lstm(net: ActuatorLSTM, meta: dict) -> ModelProto:
         nodes,
         "actuator_lstm",
         [
-            io(n["input_name"], f32, [1, "batch", 2]),
+            io(n["input_name"], f32, [1, "batch", n_ch]),
             io(n["hidden_in_name"], f32, [1, "batch", hid]),
             io(n["cell_in_name"], f32, [1, "batch", hid]),
         ],
@@ -314,7 +394,7 @@ def _onnx_gru(net: ActuatorGRU) -> ModelProto:
     }
     nodes, f32 = [], TensorProto.FLOAT
     io = helper.make_tensor_value_info
-    inputs = [io("input", f32, [1, "batch", 2])]
+    inputs = [io("input", f32, [1, "batch", gru.input_size])]
     outputs = [io("effort", f32, ["batch", 1])]
     x = "input"
     for k in range(gru.num_layers):
@@ -380,7 +460,10 @@ def _onnx_mlp(net: torch.nn.Module, n_inputs: int) -> ModelProto:
 
 
 def onnx_unsupported(model: NetEntry) -> str | None:
-    """Why this net has no newton.onnx export (None when it has one): Newton 1.8 runs one-layer ONNX LSTMs."""
+    """Why this net has no newton.onnx export (None when it has one): Newton 1.8 runs one-layer ONNX LSTMs, and
+    no commands-reading net but a GRU with one custom column (newton_unsupported)."""
+    if (why := newton_unsupported(model)) is not None:
+        return why
     spec = as_net(model).network
     if spec["kind"] == "lstm" and spec["num_layers"] != 1:
         return (
@@ -403,7 +486,7 @@ def onnx_bytes(model: NetEntry) -> bytes:
         meta |= ONNX_LSTM_NAMES
         proto = _onnx_lstm(net, meta)
     else:
-        proto = _onnx_mlp(net, 2 * len(spec["input_idx"]))
+        proto = _onnx_mlp(net, _n_channels(spec) * len(spec["input_idx"]))
     del proto.metadata_props[:]
     prop = proto.metadata_props.add()
     prop.key, prop.value = "metadata", json.dumps(meta)
@@ -450,7 +533,12 @@ def checkpoint_files(result: ResultLike) -> dict[str, tuple[str, dict[str, str]]
     out = {}
     for joint in joints:
         _, kind, model = net_model(typed, joint)
-        formats = [f for f in KIND_FORMATS[kind] if f != "newton.onnx" or onnx_unsupported(model) is None]
+        formats = [
+            f
+            for f in KIND_FORMATS[kind]
+            if (f != "newton.onnx" or onnx_unsupported(model) is None)
+            and (f != "newton.pt2" or newton_unsupported(model) is None)
+        ]
         out[joint] = (kind, {fmt: fmt if len(joints) == 1 else f"{stems[joint]}.{fmt}" for fmt in formats})
     return out
 
@@ -494,6 +582,18 @@ def checkpoint_findings(result: ResultLike) -> list[Finding]:
     typed = as_result(result)
     for joint, (kind, names) in checkpoint_files(typed).items():
         net = as_net(typed.model(joint, kind))
+        if (why := newton_unsupported(net)) is not None:
+            findings.append(
+                Finding(
+                    "EXPORT.NEWTON.net_reads_commands",
+                    "warning",
+                    joint,
+                    f"joint {joint!r} ({kind}): no Newton checkpoint: {why}; Isaac Lab runs "
+                    f"{names.get('torchscript.pt', 'its torchscript.pt')} with actuator_sysid.consumers.isaaclab "
+                    "ActuatorNetMLPCommands / ActuatorNetLSTMCommands",
+                )
+            )
+            continue
         if kind == "gru":
             isaac = isaaclab_checkpoint(typed, joint)
             findings.append(

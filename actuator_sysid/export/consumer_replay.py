@@ -321,12 +321,21 @@ def _isaaclab_open_loop(cfg, seg: Segment, j: int, sub: int, joint: str) -> np.n
     import torch
     from isaaclab.utils.types import ArticulationActions
 
+    from ..fitting.net_inputs import logged_gain
+
+    if "inputs" in cfg.__dataclass_fields__:  # a net that reads the drive's commands: this segment's gains
+        gains = {"stiffness": logged_gain(seg, "kp", joint), "damping": logged_gain(seg, "kd", joint)}
+        cfg = cfg.replace(**{k: v or 0.0 for k, v in gains.items()})
     act = cfg.class_type(cfg, joint_names=[joint], joint_ids=slice(None), num_envs=1, device="cpu")
     act.reset(torch.arange(1))
     t = lambda x: torch.tensor([[float(x)]], dtype=torch.float32)  # noqa: E731
     out = np.empty(seg.n)
     for k in range(seg.n):
-        action = ArticulationActions(joint_positions=t(seg.q_des[k, j]))
+        action = ArticulationActions(  # the articulation's targets: position, velocity and effort (τ_ff)
+            joint_positions=t(seg.q_des[k, j]),
+            joint_velocities=t(seg.qd_des[k, j]),
+            joint_efforts=t(seg.tau_ff[k, j]),
+        )
         for r in range(sub):
             act.compute(action, t(seg.q[k, j]), t(seg.qd[k, j]))
             if r == 0:

@@ -409,6 +409,12 @@ NET_CFG_FIELDS: dict[str, tuple[str, ...]] = {
         "actuator_effort_limit",
     ),
 }
+# nets that read the drive's commands (NetSpec.inputs): our subclasses (consumers/isaaclab.py)
+COMMAND_NET_CFGS = ("ActuatorNetMLPCommandsCfg", "ActuatorNetLSTMCommandsCfg")
+NET_CFG_FIELDS |= {
+    "ActuatorNetMLPCommandsCfg": (*NET_CFG_FIELDS["ActuatorNetMLPCfg"], "inputs", "command_scales"),
+    "ActuatorNetLSTMCommandsCfg": (*NET_CFG_FIELDS["ActuatorNetLSTMCfg"], "inputs"),
+}
 NET_NOTE = (
     "Actuator networks (consumer-semantics §A.7-A.9): network_file is the TorchScript export of this fit\n"
     "(place it next to this file or give an absolute path). Inputs: position error q_des - q and the measured\n"
@@ -430,12 +436,18 @@ def net_cfgs(result: ResultLike, joints: list[str] | None = None) -> dict[str, d
         if (joints is not None and joint not in joints) or isaac is None:
             continue
         kind, file = isaac
-        cls = {"mlp": "ActuatorNetMLPCfg", "lstm": "ActuatorNetLSTMCfg"}[kind]
         spec = as_net(typed.model(joint, kind)).network
+        commands = list(spec.get("inputs") or ["pos_error", "vel"]) != ["pos_error", "vel"]
+        cls = {"mlp": "ActuatorNetMLP", "lstm": "ActuatorNetLSTM"}[kind] + (
+            "CommandsCfg" if commands else "Cfg"
+        )
         values = {**spec, "network_file": file}
         cfg: dict = {"joint_names_expr": [re.escape(joint)]}
         for name in NET_CFG_FIELDS[cls]:
             v = values[name]
+            if isinstance(v, dict):  # command_scales
+                cfg[name] = {str(k): float(x) for k, x in v.items()}
+                continue
             cfg[name] = list(v) if isinstance(v, list) else v if isinstance(v, str) else float(v)
         name = _group_name(joint) + "_" + kind
         groups[name] = {"class_type": cls, "family": kind, "cfg": cfg}
@@ -543,7 +555,7 @@ def _value_hazards(g: str, cls: str, base: str, cfg: dict) -> list[Finding]:
                 )
             )
     if (
-        base in (*_DC_CLASSES, "ActuatorNetMLPCfg", "ActuatorNetLSTMCfg")
+        base in (*_DC_CLASSES, *NET_CFG_FIELDS)
         and cfg.get("actuator_velocity_limit", cfg.get("velocity_limit")) is None
     ):
         out.append(
@@ -707,7 +719,8 @@ def _doc(
                 **s,
                 **(
                     {"defined_in": CONSUMER_MODULE}
-                    if s["class_type"] not in (*BUILTIN, *NET_CFG_FIELDS)
+                    if s["class_type"] in COMMAND_NET_CFGS
+                    or s["class_type"] not in (*BUILTIN, *NET_CFG_FIELDS)
                     else {}
                 ),
                 "cfg": _rename(s["cfg"], s["class_type"], field_names),
@@ -849,8 +862,12 @@ def render_python(
             lines.append(f"from isaaclab.actuators import {', '.join(classes)}")
     elif classes:
         lines.append(f"from isaaclab.actuators import {', '.join(classes)}")
-    if net_classes:
-        lines.append("from isaaclab.actuators import " + ", ".join(net_classes))
+    builtin_nets = [c for c in net_classes if c not in COMMAND_NET_CFGS]
+    our_nets = [c for c in net_classes if c in COMMAND_NET_CFGS]  # nets that read the drive's commands
+    if builtin_nets:
+        lines.append("from isaaclab.actuators import " + ", ".join(builtin_nets))
+    if our_nets:
+        lines.append(f"from {CONSUMER_MODULE} import " + ", ".join(our_nets))
     lines += ["", "ACTUATORS = {", *_entries(groups, field_names), "}"]
     if nets:
         lines += [

@@ -42,12 +42,15 @@ from ..models.networks import (
     NetStepper,
     as_recurrent,
     build_network,
+    channels,
+    check_inputs,
     count_parameters,
     mlp_input,
     recurrent_core,
 )
 from ..models.rollout import RolloutEngine, SegmentBatch, full_params
 from ..numbers import is_real
+from .net_inputs import INPUT_CHOICES, command_inputs, inputs_note, segment_commands
 from .objective import VELOCITY_WEIGHT, pool_metrics
 from .request import FitRequest, FitRequestError
 from .result import Metrics, ModelFit, NetFit, SegmentMetrics, SplitMetrics
@@ -103,6 +106,8 @@ class NetOptions:
     in_loop_lr: float | None = None  # default: lr / 3 (MLP), lr / 30 (LSTM, whose state makes BPTT touchier)
     mode: str = "auto"  # "auto": torque when the log has it; "torque"; "in_the_loop"
     gain_normalise: bool = True  # position error × kp_s / kp_ref per segment when segments log their kp
+    inputs: str | list[str] = "auto"  # "auto": the drive's commands too when the log has them; "error";
+    # "commands"; or the channels themselves (models/networks.py INPUT_MEANING)
 
     @classmethod
     def from_dict(cls, d: dict | None) -> NetOptions:
@@ -180,7 +185,22 @@ class NetOptions:
         opts = cls(**d)
         if opts.mode not in ("auto", "torque", "in_the_loop"):
             raise NetFitError(f"network mode must be auto, torque or in_the_loop, got {opts.mode!r}")
+        _check_inputs(opts.inputs)
         return opts
+
+
+def _check_inputs(v: object) -> None:
+    """Refuse a `networks.inputs` that is neither a layout choice nor a valid list of channels."""
+    if isinstance(v, str) and v in INPUT_CHOICES:
+        return
+    try:
+        if not isinstance(v, list) or not all(isinstance(c, str) for c in v):
+            raise ValueError("not a list of channel names")
+        check_inputs(v)
+    except ValueError as e:
+        raise NetFitError(
+            f"network inputs must be one of {list(INPUT_CHOICES)} or a list of channels ({e}), got {v!r}"
+        ) from None
 
 
 def _bounded_int(name: str, v: object, lo: int, hi: int) -> None:
@@ -225,9 +245,11 @@ class JointData:
     # samples at a segment's start that are history only (the end of the segment it continues in time):
     # the net sees them, nothing is scored on them, and a closed-loop rollout starts after them
     carried: list[int] = field(default_factory=list)
+    cmd: list[torch.Tensor] = field(default_factory=list)  # (T, 4) COMMANDS: qd_des, tau_ff, kp, kd
 
     def __post_init__(self) -> None:
         self.carried = self.carried or [0] * len(self.names)
+        self.cmd = self.cmd or [torch.zeros(q.shape[0], 4) for q in self.q]
 
     def torques(self) -> list[torch.Tensor]:
         """The torque of every segment, for training on it; NetFitError where the data was built without one."""
@@ -253,6 +275,7 @@ class JointData:
             pick(self.on),
             pick(self.gain),
             pick(self.carried),
+            pick(self.cmd),
         )
 
     def cut(self, i: int, start: int, stop: int, carried: int = 0) -> JointData:
@@ -267,6 +290,7 @@ class JointData:
             tau=None if self.tau is None else sl(self.tau),
             on=sl(self.on),
             carried=[carried],
+            cmd=sl(self.cmd),
         )
 
     @staticmethod
@@ -358,6 +382,7 @@ def joint_data(
             on=glue(both.on),
             tau=None if both.tau is None else glue(both.tau),
             carried=[c],
+            cmd=glue(both.cmd),
         )
         parts.append(whole)
     return JointData.joined(parts)
@@ -389,6 +414,7 @@ def _joint_data(rec: Recording, joint: str, substeps: int, tau: str, kp_ref: flo
         kp = segment_kp(seg)
         out.gain.append(kp / kp_ref if kp_ref and kp is not None else 1.0)
         out.dt.append(seg.dt / substeps)
+        out.cmd.append(torch.as_tensor(segment_commands(seg, j, joint)))
         if tau == "measured":
             if seg.tau is None:
                 raise NetFitError(f"segment {seg.name!r} logs no torque (tau): fit the network in_the_loop")
@@ -451,11 +477,13 @@ def rollout(
     substeps: int,
     measured: tuple[torch.Tensor, torch.Tensor] | None = None,
     forced: int | None = None,
+    cmd: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """Step B lanes through T samples: the net's effort, then the §F plant (no joint terms), `substeps`
     physics steps per sample with the command held. `on` (B, T) is 1 where the actuator's torque is enabled
     (0: it applies none, the net still runs). With `measured` (q, qd) the net sees the log (open loop): at
-    every sample, or at the first `forced` ones (a carried history), closed loop after them.
+    every sample, or at the first `forced` ones (a carried history), closed loop after them. `cmd` (B, T, 4):
+    the drive's COMMANDS per sample, for a net that reads them.
 
     Returns q, qd, applied of shape (B, T); q[:, 0] is the initial state.
     """
@@ -468,7 +496,7 @@ def rollout(
         qs.append(q)
         qds.append(qd)
         for r in range(substeps if k < n - 1 else 1):
-            _, applied = stepper.step(q_des[:, k], q, qd)
+            _, applied = stepper.step(q_des[:, k], q, qd, None if cmd is None else cmd[:, k])
             applied = applied * on[:, k]
             if r == 0:
                 taus.append(applied)
@@ -521,6 +549,7 @@ def simulate_segments(
                 substeps,
                 meas,
                 None if open_loop else carried + 1,
+                torch.stack([data.cmd[i] for i in ids]),
             )
             for lane, i in enumerate(ids):
                 out[i] = {k: v[lane, carried:].numpy().astype(np.float64) for k, v in tr.items()}
@@ -566,28 +595,35 @@ def _lags(spec: NetSpec, substeps: int) -> list[int]:
     return [i // substeps for i in spec.input_idx]
 
 
+def seg_channels(spec: NetSpec, data: JointData, i: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Segment i's unscaled input channels on the log: position error (times its gain), the velocity channel
+    (T,) and the further channels (T, C − 2), as NetStepper computes them."""
+    return channels(spec, data.q_des[i] - data.q[i], data.qd[i], data.cmd[i], data.gain[i])
+
+
 def _mlp_table(spec: NetSpec, data: JointData, substeps: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(features, torque) of every sample with a full history, scaled as the network sees them."""
     lags = _lags(spec, substeps)
     h = max(lags)
     xs, ys = [], []
-    for q, qd, qdes, tau, free, on, gain, carried in zip(
-        data.q, data.qd, data.q_des, data.torques(), data.free, data.on, data.gain, data.carried, strict=True
+    for i, (q, tau, free, on, carried) in enumerate(
+        zip(data.q, data.torques(), data.free, data.on, data.carried, strict=True)
     ):
         if free or q.shape[0] <= h:
             continue
-        err = (qdes - q) * gain
+        err, vel, extra = seg_channels(spec, data, i)
         n = q.shape[0]
-        pos = torch.stack([err[h - lag : n - lag] for lag in lags], 1)
-        vel = torch.stack([qd[h - lag : n - lag] for lag in lags], 1)
-        # a (B, H) history whose columns are the lags themselves
+        # (B, H) histories whose columns are the lags themselves (commands: (B, C − 2, H))
         full_pos = torch.zeros(n - h, spec.history_length)
         full_vel = torch.zeros(n - h, spec.history_length)
-        full_pos[:, spec.input_idx] = pos
-        full_vel[:, spec.input_idx] = vel
+        full_cmd = torch.zeros(n - h, extra.shape[1], spec.history_length)
+        for lag, col in zip(lags, spec.input_idx, strict=True):
+            full_pos[:, col] = err[h - lag : n - lag]
+            full_vel[:, col] = vel[h - lag : n - lag]
+            full_cmd[:, :, col] = extra[h - lag : n - lag]
         driven = on[h:] > 0  # where the torque was off the actuator applied none: nothing to learn there
         driven &= torch.arange(h, n) >= carried  # a carried history is input only
-        xs.append(mlp_input(spec, full_pos, full_vel)[driven])
+        xs.append(mlp_input(spec, full_pos, full_vel, full_cmd)[driven])
         ys.append(tau[h:][driven])
     if not xs:
         raise NetFitError("no segment is long enough for the network's input history (or all are free swing)")
@@ -595,12 +631,19 @@ def _mlp_table(spec: NetSpec, data: JointData, substeps: int) -> tuple[torch.Ten
 
 
 def _set_scales(spec: NetSpec, data: JointData) -> None:
-    err = torch.cat([(d - q) * g for d, q, g in zip(data.q_des, data.q, data.gain, strict=True)])
-    qd = torch.cat(data.qd)
+    """Input scales 1 / std of each channel (a gain: 1 / its RMS, its spread across runs may be small), torque
+    scale its std."""
+    parts = [seg_channels(spec, data, i) for i in range(len(data.names))]
+    err, vel = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
     tau = torch.cat(data.tau) if data.tau else torch.ones(1)
     spec.pos_scale = float(1.0 / max(float(err.std()), 1e-4))
-    spec.vel_scale = float(1.0 / max(float(qd.std()), 1e-4))
+    spec.vel_scale = float(1.0 / max(float(vel.std()), 1e-4))
     spec.torque_scale = float(max(float(tau.std()), 1e-4))
+    extra = torch.cat([p[2] for p in parts])
+    for c, name in enumerate(spec.inputs[2:]):
+        col = extra[:, c]
+        spread = float(torch.sqrt(torch.mean(col**2))) if name in ("kp", "kd") else float(col.std())
+        spec.command_scales[name] = float(1.0 / max(spread, 1e-4))
 
 
 class _Stopper:
@@ -622,22 +665,29 @@ class _Stopper:
             self.net.load_state_dict(self.state)
 
 
+def raw_inputs(spec: NetSpec, data: JointData, i: int) -> torch.Tensor:
+    """(T, C) raw input channels of segment i, as an LSTM / GRU takes them (its scales are inside)."""
+    err, vel, extra = seg_channels(spec, data, i)
+    return torch.cat([err[:, None], vel[:, None], extra], 1)
+
+
 def _rnn_sequences(
-    data: JointData, length: int, stride: int
+    spec: NetSpec, data: JointData, length: int, stride: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(x (B, T, 2) raw [gain·(q_des − q), qd], tau (B, T), torque-enabled mask (B, T)) windows over the
-    segments."""
+    """(x (B, T, C) raw [gain·(q_des − q), qd, commands…], tau (B, T), torque-enabled mask (B, T)) windows over
+    the segments."""
     xs, ts, ms = [], [], []
-    for q, qd, qdes, tau, free, on, gain, carried in zip(
-        data.q, data.qd, data.q_des, data.torques(), data.free, data.on, data.gain, data.carried, strict=True
+    for i, (q, tau, free, on, carried) in enumerate(
+        zip(data.q, data.torques(), data.free, data.on, data.carried, strict=True)
     ):
         if free:
             continue
         on = on * (torch.arange(q.shape[0]) >= carried)  # a carried history is input only
         n = q.shape[0]
         starts = list(range(0, max(n - length, 0) + 1, stride)) if n >= length else []
+        x = raw_inputs(spec, data, i)
         for s in starts:
-            xs.append(torch.stack([(qdes[s : s + length] - q[s : s + length]) * gain, qd[s : s + length]], 1))
+            xs.append(x[s : s + length])
             ts.append(tau[s : s + length])
             ms.append(on[s : s + length])
     if not xs:
@@ -646,7 +696,7 @@ def _rnn_sequences(
 
 
 def _rnn_forward(net: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """Torque of every step of (B, T, 2) sequences from a zero state: the same maths as stepping one at a time."""
+    """Torque of every step of (B, T, C) sequences from a zero state: the same maths as stepping one at a time."""
     rnn = as_recurrent(net)
     y, _ = recurrent_core(rnn)(x * rnn.in_scale)
     return rnn.linear(y)[..., 0] * rnn.out_scale
@@ -715,13 +765,13 @@ def train_supervised(
             raise NetFitError(
                 f"the {spec.kind.upper()} needs training segments (not free swing) of at least 4 samples"
             )
-        x, y, m = _rnn_sequences(train, length, max(length // 2, 1))
+        x, y, m = _rnn_sequences(spec, train, length, max(length // 2, 1))
         b0 = min(opts.burn_in, length // 2)
         vlen = min([length] + [q.shape[0] for q, f in zip(val.q, val.free, strict=True) if not f])
         try:
             if vlen <= b0 + 1:
                 raise NetFitError("inner split too short")
-            xv, yv, mv = _rnn_sequences(val, vlen, vlen)
+            xv, yv, mv = _rnn_sequences(spec, val, vlen, vlen)
             if not float(mv[:, b0:].sum()):
                 raise NetFitError("no scored sample in the inner split's windows")
         except NetFitError:
@@ -778,12 +828,13 @@ def _windows(data: JointData, length: int, substeps: int, spec: NetSpec, ids: li
         rows += [(i, w0, w0 + t) for w0 in starts]
     h = spec.history_length
     pos_h, vel_h = torch.zeros(len(rows), h), torch.zeros(len(rows), h)
+    cmd_h = torch.zeros(len(rows), spec.n_channels - 2, h)
+    seg = {i: seg_channels(spec, data, i) for i in {i for i, _, _ in rows}}
     for r, (i, w0, _) in enumerate(rows):
         for c in range(h):  # column c: the step c+1 physics steps before the first one pushed
             k = w0 - math.ceil((c + 1) / substeps)
             if k >= 0:
-                pos_h[r, c] = (data.q_des[i][k] - data.q[i][k]) * data.gain[i]
-                vel_h[r, c] = data.qd[i][k]
+                pos_h[r, c], vel_h[r, c], cmd_h[r, :, c] = seg[i][0][k], seg[i][1][k], seg[i][2][k]
     pick = lambda a: torch.stack([a[i][w0 : w0 + t] for i, w0, _ in rows])  # noqa: E731
     lanes = _lanes(data, [i for i, _, _ in rows])
     return {
@@ -793,6 +844,8 @@ def _windows(data: JointData, length: int, substeps: int, spec: NetSpec, ids: li
         "on": pick(data.on),
         "pos_h": pos_h,
         "vel_h": vel_h,
+        "cmd_h": cmd_h,
+        "cmd": pick(data.cmd),
         "rows": rows,
         **lanes,
     }
@@ -810,16 +863,14 @@ def _window_loss(
 ) -> torch.Tensor:
     stepper = NetStepper(spec, net, w["q"].shape[0], pos_gain=w["gain"])
     if spec.kind == "mlp":
-        stepper.reset(w["pos_h"], w["vel_h"])
+        stepper.reset(w["pos_h"], w["vel_h"], w["cmd_h"])
     elif burn:
         with torch.no_grad():  # truncated BPTT: the LSTM / GRU state comes from the log before the window
             xs = []
             for i, w0, _ in w["rows"]:
                 s = max(0, w0 - burn)
-                seq = torch.stack(
-                    [(data.q_des[i][s:w0] - data.q[i][s:w0]) * data.gain[i], data.qd[i][s:w0]], 1
-                )
-                xs.append(torch.cat([torch.zeros(burn - (w0 - s), 2), seq]))
+                seq = raw_inputs(spec, data, i)[s:w0]
+                xs.append(torch.cat([torch.zeros(burn - (w0 - s), spec.n_channels), seq]))
             _, stepper.state = recurrent_core(net)(
                 torch.stack(xs) * as_recurrent(net).in_scale, stepper.state
             )
@@ -834,6 +885,7 @@ def _window_loss(
         w["on"],
         w["dt"],
         substeps,
+        cmd=w["cmd"],
     )
     eq = (tr["q"][:, 1:] - w["q"][:, 1:]) / sq
     eqd = (tr["qd"][:, 1:] - w["qd"][:, 1:]) / sqd
@@ -870,6 +922,7 @@ def _segment_loss(
             substeps,
             (q, qd) if carried else None,
             carried + 1,
+            torch.stack([torch.cat([x, x[-1:].expand(n - x.shape[0], -1)]) for x in data.cmd]),
         )
     e = ((tr["q"][:, 1:] - q[:, 1:]) / sq) ** 2 + VELOCITY_WEIGHT * ((tr["qd"][:, 1:] - qd[:, 1:]) / sqd) ** 2
     loss = float(e[mask].mean())
@@ -961,7 +1014,7 @@ def _si_gain(seg: Any, key: str, joint: str) -> float | None:
     units = str(seg.metadata.get("gain_units", "device" if "bam" in seg.metadata else "SI"))
     v = seg.metadata.get(key)
     v = v.get(joint) if isinstance(v, Mapping) else v
-    if units != "SI" or not is_real(v):
+    if units.lower() != "si" or not is_real(v):
         return None
     return float(v)
 
@@ -1344,7 +1397,10 @@ def net_fit(
         )
     torch.manual_seed(seed)
     idx = history_steps(opts, float(np.median([seg.dt for seg in rec.segments])), substeps)
-    kp_ref, gain_units = gain_reference(rec) if opts.gain_normalise else (None, None)
+    inputs = command_inputs(rec, joint, opts.inputs, opts.gain_normalise)
+    # a kp the net reads (itself or in the drive's law) is not folded into the position error as well
+    normalise = opts.gain_normalise and not {"kp", "tau_cmd"} & set(inputs)
+    kp_ref, gain_units = gain_reference(rec) if normalise else (None, None)
     spec = NetSpec(
         kind,
         input_idx=list(idx),
@@ -1355,6 +1411,7 @@ def net_fit(
         num_layers=opts.num_layers,
         kp_ref=kp_ref,
         gain_units=gain_units,
+        inputs=inputs,
     )
     if kind == "mlp":
         _lags(spec, substeps)
@@ -1363,23 +1420,14 @@ def net_fit(
     spec.sample_dt_s = float(np.median(data.dt))
     train = data.subset(train_ids)  # the validation segments are scored, never trained or stopped on
     _set_scales(spec, train)
-    active = [i for i in train_ids if not data.free[i]] or [
-        i for i in range(len(data.names)) if not data.free[i]
-    ]  # the envelope from the training segments (all of them only where none trains driven)
-    driven = [data.on[i] > 0 for i in active]
-    env = containing_envelope(
-        torch.cat([data.qd[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
-        torch.cat([data.torques()[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
-        margin=0.02 if mode == "torque" else 0.05,
-    )
-    for k, v in env.items():
-        setattr(spec, k, v)
+    _set_envelope(spec, data, train_ids, mode)
     net = build_network(spec)
-    warnings: list[str] = []
-
     training = _train(spec, net, train, opts, substeps, mode, f"{kind} {joint}", progress, deadline)
     warnings = _training_warnings(rec, training, mode, bool(val_ids), kp_ref, gain_units)
     warnings += _state_history(rec, spec, opts, substeps, training)
+    if (note := inputs_note(inputs, opts.inputs)) is not None:
+        training["inputs"] = list(inputs)
+        warnings.append(note)
     net.eval()
     val_names = {data.names[i] for i in val_ids}
     sims = simulate_segments(spec, net, data, substeps)
@@ -1412,6 +1460,22 @@ def net_fit(
         torque_metrics, rng = _open_loop_torque(rec, joint, spec, net, substeps, val_names)
         entry = dataclasses.replace(entry, torque_metrics=torque_metrics, torque_range=rng)
     return entry
+
+
+def _set_envelope(spec: NetSpec, data: JointData, train_ids: list[int], mode: str) -> None:
+    """The DC-motor envelope the consumers clip the net with, just containing the training segments' driven
+    samples (every segment's only where none trains driven)."""
+    active = [i for i in train_ids if not data.free[i]] or [
+        i for i in range(len(data.names)) if not data.free[i]
+    ]
+    driven = [data.on[i] > 0 for i in active]
+    env = containing_envelope(
+        torch.cat([data.qd[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
+        torch.cat([data.torques()[i][d] for i, d in zip(active, driven, strict=True)]).numpy(),
+        margin=0.02 if mode == "torque" else 0.05,
+    )
+    for k, v in env.items():
+        setattr(spec, k, v)
 
 
 def _open_loop_torque(
@@ -1483,7 +1547,7 @@ def fit_networks(
 def check_request(rec: Recording, req: FitRequest) -> None:
     """Reject network options or logs the requested nets cannot use, before anything runs."""
     opts = NetOptions.from_dict(req.networks)  # every size bounded, even when no net is requested
-    kinds = [m for m in req.families if m in NET_FAMILIES]
+    kinds = [m for m in req.families or [] if m in NET_FAMILIES]
     if not kinds:
         return
     if opts.mode == "torque" and not all(s.tau is not None for s in rec.segments):
@@ -1590,8 +1654,8 @@ def add_networks(
     the same validation segments: closed loop (position) and, with measured torque, open loop (torque), which
     the parametric fits then carry too. Training ends by `deadline` (perf_counter; the fit's budget.seconds);
     returns whether that cut any net short."""
-    kinds = [m for m in req.families if m in NET_FAMILIES]
-    start = 1 - len(kinds) / len(req.families)
+    kinds = [m for m in req.families or [] if m in NET_FAMILIES]
+    start = 1 - len(kinds) / len(req.families or kinds)
     fitted = fit_networks(
         rec,
         joints,
