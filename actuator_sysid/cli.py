@@ -332,7 +332,10 @@ def _request(args: argparse.Namespace) -> FitRequest:
         "validate_last": getattr(args, "validate_last", None),
         "networks": _net_options(args),
     }
-    return FitRequest(**{k: v for k, v in given.items() if v is not None})
+    req = FitRequest(**{k: v for k, v in given.items() if v is not None})
+    if hasattr(args, "families") and args.families is None:  # no family named: the default ladder
+        req.families = None
+    return req
 
 
 def device_gain_lines(gains: Mapping[str, Any] | None) -> list[str]:
@@ -388,6 +391,14 @@ def ranking_lines(jr: JointFit) -> list[str]:
     return out
 
 
+def ladder_lines(result: FitResult) -> list[str]:
+    """What a fit with no family named tried and what each rung bought (fitting/ladder.py); none otherwise."""
+    ladder = result.extra.get("ladder")
+    if not isinstance(ladder, Mapping):
+        return []
+    return [f"ladder (no --families): {ladder.get('rule', '')}", *(f"  {n}" for n in ladder.get("notes", []))]
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """Fit a log and write the results, the standalone report and the Isaac Lab exports."""
     if getattr(args, "robot", None):
@@ -401,6 +412,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     print(f"verdict: {(verdict.verdict if verdict else 'not judged').upper()}", file=sys.stderr)
     for c in verdict.checks if verdict else ():
         print(f"  {'ok' if c.status == 'ok' else c.status:>6}  {c.reason}", file=sys.stderr)
+    for line in ladder_lines(result):
+        print(line, file=sys.stderr)
     for joint, jr in result.joints.items():
         print(f"{joint}: best model {jr.best_model}", file=sys.stderr)
         for line in ranking_lines(jr):
@@ -828,8 +841,10 @@ def _fit_parser(sub: argparse._SubParsersAction) -> None:
         "--families",
         "--models",
         dest="families",
-        help="comma-separated model families, e.g. dcmotor,ideal_pd (default dcmotor); mlp,lstm,gru fit "
-        "actuator networks (--models is the deprecated spelling)",
+        help="comma-separated model families, e.g. dcmotor,ideal_pd; mlp,lstm,gru fit actuator networks "
+        "(--models is the deprecated spelling). Default (or auto): climb the ladder dcmotor, dcmotor_delay, "
+        "the friction families, each kept only when it buys the ladder's stated margin on validation (the fit "
+        "prints the rule and what each rung bought)",
     )
     f.add_argument("--joints", help="comma-separated joints to fit (default: all)")
     f.add_argument("--decimation", type=int, help="physics steps per log sample (default 1)")
@@ -884,6 +899,11 @@ def _floats(text: str) -> list[float]:
     return [float(x) for x in _csv(text)]
 
 
+def _net_inputs(text: str) -> str | list[str]:
+    """--net-inputs: a layout choice (auto, error, commands) or the channels themselves, comma-separated."""
+    return _csv(text) if "," in text else text
+
+
 # every field of fitting.training.NetOptions: (flag, field, type, help)
 NET_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     (
@@ -918,6 +938,14 @@ NET_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--net-in-loop-epochs", "in_loop_epochs", int, "in-the-loop epochs (default 150)"),
     ("--net-in-loop-lr", "in_loop_lr", float, "in-the-loop learning rate (default lr/3 MLP, lr/30 LSTM)"),
     ("--net-mode", "mode", str, "auto (default: torque when logged), torque or in_the_loop"),
+    (
+        "--net-inputs",
+        "inputs",
+        _net_inputs,
+        "what the net reads: auto (default: the drive's commands too where the log has tau_ff, qd_des or a kd "
+        "that varies), error (q_des - q and qd only), commands (every command, raw gains too) or the channels, "
+        "e.g. pos_error,vel_error,tau_cmd",
+    ),
     (
         "--net-inner-fraction",
         "inner_fraction",

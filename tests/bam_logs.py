@@ -1,5 +1,6 @@
 """Logs made by BAM's own simulator (the peer's package, `better-actuator-models`): an XL330 on a pendulum,
-its firmware P law and one of BAM's friction models M1–M6, written as BAM's processed JSON files.
+its firmware P law and one of BAM's friction models M1–M6, written as BAM's processed JSON files; and a Feetech
+STS3215 (its velocity-limited goal included) by `write_feetech_logs`.
 
 BAM's `Simulator.step` broadcasts over numpy arrays, so every log of a run is stepped side by side. It steps
 at a finer dt than it logs (the bench logs at 5 ms), so what a fit meets is the law, not BAM's integrator; the
@@ -13,8 +14,10 @@ from pathlib import Path
 
 import numpy as np
 from bam.actuators import actuators
+from bam.feetech.actuator import STS3215Actuator
 from bam.model import models
 from bam.simulate import Simulator
+from bam.testbench import Pendulum
 from bam.trajectory import trajectories
 
 from actuator_sysid.datasets.bam import VOLTAGE_SERVOS
@@ -58,14 +61,51 @@ def bam_model(name: str, params: dict[str, float]):
 def write_logs(folder: Path, name: str, params: dict[str, float]) -> list[Path]:
     """One file per (kp, trajectory), each stepped by BAM's Simulator with the firmware law closing the loop
     on the simulated state (`rollout_log(simulate_control=True)`), sampled every LOG_DT."""
-    runs = [(kp, traj) for kp in KPS for traj in TRAJECTORIES]
+    return _simulate(folder, bam_model(name, params), name, "xl330", KPS, TRAJECTORIES, PENDULUM)
+
+
+def write_feetech_logs(
+    folder: Path,
+    params: dict[str, float],
+    motor: str = "sts3215",
+    kps: tuple[int, ...] = (16, 32),
+    runs: tuple[str, ...] = TRAJECTORIES,
+    pendulum: dict[str, float] | None = None,
+    error_gain: float | None = None,
+    max_pwm: float | None = None,
+) -> list[Path]:
+    """BAM's STS3215Actuator (M1 friction) through BAM's Simulator: its duty law, duty clip and velocity-limited
+    goal (`max_velocity` in `params`). `error_gain` / `max_pwm` other than BAM's make a servo of another law,
+    logged under the name `motor`."""
+    model = models["m1"]()
+    actuator = STS3215Actuator(Pendulum)
+    model.set_actuator(actuator)
+    if error_gain is not None:
+        actuator.error_gain = error_gain
+    if max_pwm is not None:
+        actuator.max_pwm = max_pwm
+    for key, value in params.items():
+        getattr(model, key).value = value
+    return _simulate(folder, model, "m1", motor, kps, runs, pendulum or PENDULUM)
+
+
+def _simulate(
+    folder: Path,
+    model,
+    name: str,
+    motor: str,
+    kps: tuple[int, ...],
+    runs_of: tuple[str, ...],
+    pendulum: dict[str, float],
+) -> list[Path]:
+    """Every (kp, trajectory) run stepped side by side by BAM's Simulator, written as BAM's JSON files."""
+    runs = [(kp, traj) for kp in kps for traj in runs_of]
     dt = LOG_DT / SUBSTEPS
-    steps = round(max(trajectories[t].duration for t in TRAJECTORIES) / dt)
-    model = bam_model(name, params)
+    steps = round(max(trajectories[t].duration for t in runs_of) / dt)
     actuator = model.actuator
     sim = Simulator(model)
     sim.reset(np.zeros(len(runs)), np.zeros(len(runs)))
-    actuator.load_log({**PENDULUM, "kp": np.array([kp for kp, _ in runs], float), "vin": VIN})
+    actuator.load_log({**pendulum, "kp": np.array([kp for kp, _ in runs], float), "vin": VIN})
     goal = np.zeros((steps + 1, len(runs)))
     enable = np.zeros((steps + 1, len(runs)), bool)
     for i, (_, traj) in enumerate(runs):
@@ -89,7 +129,7 @@ def write_logs(folder: Path, name: str, params: dict[str, float]) -> list[Path]:
             }
             for k in rows
         ]
-        log = {**PENDULUM, "kp": kp, "vin": VIN, "motor": "xl330", "trajectory": traj, "dt": LOG_DT}
+        log = {**pendulum, "kp": kp, "vin": VIN, "motor": motor, "trajectory": traj, "dt": LOG_DT}
         path = folder / f"{name}_kp{kp}_{traj}.json"
         path.write_text(json.dumps({**log, "entries": entries}))
         paths.append(path)

@@ -15,6 +15,7 @@ TEXT_EXPORTS = (
     "newton.usda",
     "mjcf.xml",
     "randomization.json",
+    "mjlab_cfg.py",
 )
 
 TRUTH = {

@@ -24,13 +24,13 @@ from actuator_sysid.export.isaaclab import actuator_cfgs, cfg_hazards, render_js
 from actuator_sysid.export.newton_usd import build_stage
 from actuator_sysid.export.validate import validate_stage
 from actuator_sysid.fitting.fit import FitRequest, fit_recording
-from actuator_sysid.models.families import FAMILIES
+from actuator_sysid.models.families import FAMILIES, is_mujoco_dcmotor
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params
 
 # implicit, ideal_pd, dcmotor, delayed_pd, dcmotor_delay, remotized_pd, pid; BAM friction families export as
 # these with findings in ACTUATORS (tests/test_friction_families.py), and run exactly only through the consumer
 # package's classes (tests/test_consumers.py)
-ALL = [f for f in FAMILIES if not FAMILIES[f].rich_friction]
+ALL = [f for f in FAMILIES if not FAMILIES[f].rich_friction and not is_mujoco_dcmotor(FAMILIES[f])]
 MJCF_EXACT = (
     "implicit",
     "ideal_pd",
@@ -394,24 +394,24 @@ def test_mjcf_loads_and_states_what_it_approximates(result: dict, rec: Recording
 
     text, findings = build_mjcf(result, rec)
     model = mujoco.MjModel.from_xml_string(text)
-    assert model.nu == len(ALL) + 2 + 1 and model.njnt == len(
-        ALL
-    )  # DC back-EMF actuators; a pid's 2 controls
+    assert model.nu == len(ALL) + 1 and model.njnt == len(ALL)  # a pid's 2 controls
     p = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, "j_pid_actuator")
     assert model.actuator_ctrlnum[p] == 2 and model.actuator_dynprm[p][0] == MISFIT["integral_max"]
     j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "j_dcmotor")
     tau_s, v_max, tau_c = (
         MISFIT[k] for k in ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit")
     )
-    assert list(model.jnt_actfrcrange[j]) == [-tau_c, tau_c]
-    emf = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, "j_dcmotor_emf")
-    assert math.isclose(model.actuator_biasprm[emf][2], -tau_s / v_max)
+    # the log commands q_des alone: the DC envelope is MuJoCo's own <dcmotor> in position mode
+    # (tests/test_mjcf_native_dcmotor.py holds the two-actuator <general> form of a log with tau_ff)
     pd = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, "j_dcmotor_actuator")
-    gear = model.actuator_gear[pd][0]  # 2 when the velocity gain inside the clamp is positive (see mjcf.py)
-    assert list(gear * model.actuator_forcerange[pd]) == [-tau_s, tau_s]
-    assert gear == 2 and math.isclose(
-        -(gear**2) * model.actuator_biasprm[pd][2], MISFIT["damping"] - tau_s / v_max
+    assert model.actuator_dyntype[pd] == mujoco.mjtDyn.mjDYN_DCMOTOR and model.actuator_ctrlspec[pd] == 1
+    r, k, kp, kd, vmax = (model.actuator_gainprm[pd][i] for i in (0, 1, 4, 6, 7))
+    assert math.isclose(k * vmax / r, tau_s, rel_tol=1e-8) and math.isclose(
+        k * k / r, tau_s / v_max, rel_tol=1e-8
     )
+    assert (kp, kd) == (MISFIT["stiffness"], MISFIT["damping"])
+    assert list(model.actuator_forcerange[pd]) == [-tau_c, tau_c] and not model.jnt_actfrclimited[j]
+    assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, "j_dcmotor_emf") == -1
     assert math.isclose(model.dof_armature[model.jnt_dofadr[j]], MISFIT["armature"])
     assert math.isclose(model.dof_frictionloss[model.jnt_dofadr[j]], MISFIT["friction"])
     assert math.isclose(model.dof_damping[model.jnt_dofadr[j]], MISFIT["viscous_friction"])

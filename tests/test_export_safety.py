@@ -149,7 +149,12 @@ def test_given_values_appear_and_comment_mode_flags_the_estimate(
     for cfgs in loaded["cfgs"].values():
         assert cfgs["pendulum"].actuator_effort_limit == 0.6 and cfgs["knee"].viscous_friction == 0.0042
         assert cfgs["pendulum"].viscous_friction is None  # only the knee's was given
-    assert list(loaded["mujoco"].jnt_actfrcrange[0]) == pytest.approx([-0.6, 0.6])
+    import mujoco
+
+    m = loaded["mujoco"]  # the DC motor is MuJoCo's <dcmotor>: its saturation holds the effort limit
+    a = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, "pendulum_actuator")
+    assert m.actuator_dyntype[a] == mujoco.mjtDyn.mjDYN_DCMOTOR
+    assert list(m.actuator_forcerange[a]) == pytest.approx([-0.6, 0.6])
     flagged = render_format(result, rec, "isaaclab.py", unidentified="comment")
     line = next(x for x in flagged.splitlines() if x.strip().startswith("actuator_effort_limit="))
     assert "1000.0" in line and "NOT IDENTIFIED" in line  # the estimate, loudly

@@ -9,7 +9,7 @@ from isaaclab.actuators import DCMotor, DCMotorCfg, IdealPDActuator, IdealPDActu
 from isaaclab.utils.types import ArticulationActions
 
 from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
-from actuator_sysid.models.families import FAMILIES, Family, get_family
+from actuator_sysid.models.families import FAMILIES, Family, get_family, is_mujoco_dcmotor
 from actuator_sysid.models.oracle import oracle_traces
 from actuator_sysid.models.parameters import TABLE_KNOTS
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params
@@ -68,7 +68,7 @@ def random_params(family: Family, n_c: int, n_j: int, seed: int) -> np.ndarray:
     return full_params(family, free, shape)
 
 
-ALL_VARIANTS = [FAMILIES[n] for n in sorted(FAMILIES)] + [
+ALL_VARIANTS = [FAMILIES[n] for n in sorted(FAMILIES) if not is_mujoco_dcmotor(FAMILIES[n])] + [
     FAMILIES["dcmotor_delay"].with_terms(
         ("armature", "friction", "dynamic_friction", "viscous_friction", "encoder_offset")
     ),

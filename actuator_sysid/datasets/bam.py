@@ -31,6 +31,7 @@ from .jsontext import check_depth
 from .names import safe_name
 from .recording import DatasetError, Recording
 from .registry import register_reader
+from .servo_laws import SERVO_LAWS, law_for
 from .sources import ReadOptions, Source, head_text
 
 NUMERIC_FILE_FIELDS = ("mass", "length", "arm_mass", "kp", "vin", "damping", "dt")
@@ -48,22 +49,15 @@ KNOWN_ENTRY_FIELDS = {
 }
 
 
-# Voltage-driven servos whose firmware P law is known: duty = clip(duty_per_kp_rad·kp·(q_des − q), ±max_duty) and
-# |current| ≤ current_limit [A]. XL330: 4096 encoder counts per turn, kp divided by 256, PWM limit 885 of 885,
-# 1.75 A firmware current limit, a winding resistance of 2–5 Ω (the BAM XL330 model's R range; log-formats §2).
-# The XL330 logs' Present PWM follows this law, clip included (tests/test_bam_plant.py): the gain conversion is
-# exact, and at kp 100 and 200 (within 0.5 % rms) no limiter acted. A fit of such a servo ties the DC-motor envelope to its gain:
-# saturation effort, velocity limit and effort limit follow from stiffness and damping (models/rollout.py
-# VoltageServo), as the motor's kt and R make them, and the damping kt²/R keeps R in that range: logs at low kp
-# cannot tell back-EMF damping from viscous friction, and an implausibly low R there (a weak kt, so a low
-# current-limited torque) mispredicts every higher kp.
+# Voltage-driven servos whose firmware P law is known (datasets/servo_laws.py, each row citing BAM's source):
+# duty = clip(duty_per_kp_rad·kp·(g − q), ±max_duty), |current| ≤ current_limit [A], the goal g slewed at most
+# goal_rate_limit [rad/s] where the firmware does so. The XL330 logs' Present PWM follows its law, clip included
+# (tests/test_bam_plant.py). A fit of such a servo ties the DC-motor envelope to its gain: saturation effort,
+# velocity limit and effort limit follow from stiffness and damping (models/rollout.py VoltageServo), as the
+# motor's kt and R make them, and the damping kt²/R keeps R in the law's range: logs at low kp cannot tell
+# back-EMF damping from viscous friction, and an implausibly low R there mispredicts every higher kp.
 VOLTAGE_SERVOS = {
-    "xl330": {
-        "duty_per_kp_rad": (4096 / (2 * math.pi)) / (256 * 885),
-        "max_duty": 1.0,
-        "current_limit": 1.75,
-        "resistance": [2.0, 5.0],
-    },
+    name: servo for name, law in SERVO_LAWS.items() if (servo := law.voltage_servo()) is not None
 }
 
 
@@ -199,9 +193,12 @@ def _segment(src: Source, d: dict, info: dict, joint: str) -> tuple[RawSegment, 
             meta[key] = info[key]
     if not enable.any():
         meta["free_swing"] = True
-    servo = VOLTAGE_SERVOS.get(str(info.get("motor", "")).lower())
+    law, _ = law_for(info.get("motor"))
+    servo = None if law is None else law.voltage_servo()
     if servo is not None:
-        meta["voltage_servo"] = dict(servo)
+        meta["voltage_servo"] = servo
+    elif law is not None and law.name == "generic":  # an unlisted servo: its law is fitted
+        meta["servo_law"] = law.name
     data = {"q": q[:, None], "q_des": q_des[:, None], "enable": enable[:, None].astype(np.float64)}
     if qd is not None:
         data["qd"] = qd[:, None]
@@ -226,6 +223,9 @@ def read_bam(sources: list[Source], side: dict, opts: ReadOptions) -> Recording:
         info = _file_fields(d, fn)
         motor = info.get("motor", "actuator")
         motors[fn] = motor
+        note = law_for(info.get("motor"))[1]
+        if note is not None and note not in warnings:
+            warnings.append(note)
         if joint is None:
             joint = motor
         if len(set(motors.values())) > 1 and not opts.joint_names:

@@ -117,6 +117,18 @@ def _mjcf(a: RenderArgs) -> str:
     return render_mjcf(a.result, a.rec, families=a.families, loads=a.loads)
 
 
+def _mjlab(a: RenderArgs) -> str:
+    from .mjlab import render_mjlab
+
+    return render_mjlab(a.result, a.families)
+
+
+def _mjlab_expresses(fam: Family) -> bool:
+    from .mjlab import expresses
+
+    return expresses(fam)
+
+
 def _randomization(a: RenderArgs) -> str:
     from .randomization import render_randomization
 
@@ -176,7 +188,7 @@ def _mjcf_findings(result: ResultLike, rec: Recording | None, files: dict[str, s
         return []
     try:
         typed = as_result(result)
-        return mjcf.model_findings(typed, choose(typed, expresses=mjcf.expresses))
+        return mjcf.model_findings(typed, choose(typed, expresses=mjcf.expresses), rec)
     except ExportError as e:  # e.g. a fit of networks alone: no MJCF actuator to judge
         return [Finding("EXPORT.MJCF.unavailable", "warning", "mjcf.xml", str(e))]
 
@@ -285,6 +297,13 @@ REGISTRY: dict[str, ExportFormat] = {
             "application/json",
             "domain-randomization ranges from the intervals",
             _randomization,
+        ),
+        ExportFormat(
+            "mjlab_cfg.py",
+            "text/x-python",
+            "mjlab 1.6 actuator cfg source (ACTUATORS)",
+            _mjlab,
+            expresses=_mjlab_expresses,
         ),
     )
 }

@@ -33,7 +33,7 @@ from ..datasets.recording import JointInfo, Recording
 from ..fitting.result import ResultLike, as_result
 from ..models.components import get as get_component
 from ..models.components.dc_motor import NEWTON_NAMES as DC_NAMES
-from ..models.families import CLAMPS, NET_FAMILIES, Family
+from ..models.families import CLAMPS, NET_FAMILIES, Family, is_mujoco_dcmotor
 from .selection import (
     RAD_PER_DEG,
     ChosenModel,
@@ -90,15 +90,15 @@ class NetChoice:
 
 def expresses(family: Family) -> bool:
     """Whether Newton 1.8 runs this family exactly: every one, BAM's friction budgets through the consumer
-    package's component (actuator_sysid.consumers.newton)."""
-    return True
+    package's component (actuator_sysid.consumers.newton); MuJoCo's own <dcmotor> has no Newton class."""
+    return not is_mujoco_dcmotor(family)
 
 
 def choose_models(
     result: ResultLike, families: dict[str, str] | str | None = None
 ) -> tuple[list[ChosenModel | NetChoice], list[Finding]]:
     """One model per joint like selection.choose, but an actuator network is a NetChoice (a neural prim)."""
-    from .checkpoints import as_net, checkpoint_files, onnx_unsupported
+    from .checkpoints import as_net, checkpoint_files, newton_unsupported, onnx_unsupported
 
     files = None
     out: list[ChosenModel | NetChoice] = []
@@ -114,6 +114,8 @@ def choose_models(
         if name not in jr.models:
             raise ExportError(f"joint {joint!r} has no fitted {name!r} model; fitted: {sorted(jr.models)}")
         net = as_net(jr.models[name])
+        if (why := newton_unsupported(net)) is not None:  # consumer-semantics §C.8
+            raise ExportError(f"joint {joint!r}: no neural prim for Newton: {why}")
         files = files if files is not None else checkpoint_files(typed)
         kind, names = files[joint]
         fmt = "newton.onnx" if onnx_unsupported(net) is None else "newton.pt2"

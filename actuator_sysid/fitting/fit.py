@@ -12,6 +12,7 @@ import numpy as np
 
 from ..datasets.recording import DatasetError, Recording
 from ..models import parameters
+from ..models.components.servo_goal import fits_goal_rate
 from ..models.families import (
     F_LOAD_DIRECTIONAL,
     F_LOAD_FRICTION,
@@ -24,6 +25,7 @@ from ..models.families import (
     Family,
     effort_window,
     get_family,
+    is_mujoco_dcmotor,
 )
 from ..models.rollout import OperatingPoints, RolloutEngine, SegmentBatch, full_params, operating_points
 from .coverage import beyond_training, demands
@@ -187,13 +189,15 @@ def _plan_run(rec: Recording, req: FitRequest, progress: ProgressFn | None) -> _
     # a family some consumer cannot hold brings the nearest one it can (Family.fitted_with): a richer-friction
     # family the consumer-native one it extends, remotized_pd delayed_pd for MuJoCo. Every export then has a fit
     # its consumer runs exactly, the report says what the richer one buys, and that one starts from it (nested)
-    parametric = [m for m in req.families if m not in NET_FAMILIES]  # networks: fitting/training.py
+    parametric = [m for m in req.families or [] if m not in NET_FAMILIES]  # networks: fitting/training.py
     companions = [
         n for n in dict.fromkeys(get_family(m).fitted_with for m in parametric) if n and n not in parametric
     ]
     parametric += companions
     second = sum(1 for m in parametric if _searched_twice(req, m, parametric))  # a second start each
-    clock = _Clock(req.budget_s, (len(req.families) + len(companions)) * (1 + len(split.folds)) + second)
+    clock = _Clock(
+        req.budget_s, (len(req.families or []) + len(companions)) * (1 + len(split.folds)) + second
+    )
     return _Run(
         rec,
         req,
@@ -667,17 +671,35 @@ def fit_result(rec: Recording, req: FitRequest, progress: ProgressFn | None = No
     """
     rec = split_in_time(rec, req.validate_last)  # validate_last: every segment cut in time (fitting/plan.py)
     validate_request(rec, req)
+    if req.families is None:  # no family named: climb the default ladder, from this module's steps
+        from .ladder import Engine, climb
+
+        steps = Engine(_plan_run, _fit_family, _model_entry, _rank_joint, _assemble, fit_result, family_for)
+        return climb(rec, req, progress, steps)
+    # a servo law that slews its goal at a rate the log does not give fits that rate
+    if any(fits_goal_rate(rec, n) for n in req.joints or rec.joint_names) and "goal_rate_limit" not in (
+        req.add_terms or []
+    ):
+        req = dataclasses.replace(req, add_terms=[*(req.add_terms or []), "goal_rate_limit"])
     t_start = time.perf_counter()
     run = _plan_run(rec, req, progress)
     fits: dict[str, dict[str, ModelFit]] = {j: {} for j in run.joints}  # joint → family → its fit
     fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]] = {}  # family → (family, params, loss)
     for fam_name in sorted(run.parametric, key=lambda m: len(family_for(req, m).params)):  # nested ones first
+        if is_mujoco_dcmotor(get_family(fam_name)):  # MuJoCo's own <dcmotor>: MuJoCo is the plant
+            from .mujoco_dcmotor_fit import model_fits as dcmotor_fits  # MuJoCo imported where it is used
+
+            split = run.split
+            entries = dcmotor_fits(rec, req, run.joints, split.train, split.validation, fam_name)
+            for name, entry in entries.items():
+                fits[name][fam_name] = entry
+            continue
         ff = _fit_family(run, fam_name, fitted_by)
         for j, name in enumerate(run.joints):
             fits[name][fam_name] = _model_entry(run, fam_name, ff, j, name)
     # nested families were fitted first; report them in the order asked
     fits = {name: {m: models[m] for m in run.parametric} for name, models in fits.items()}
-    if any(m in NET_FAMILIES for m in req.families):
+    if any(m in NET_FAMILIES for m in req.families or []):
         from .training import add_networks
 
         # the nets train until the fit's budget is spent (the searches above left them their shares)
@@ -913,6 +935,10 @@ def simulate(
 ) -> dict:
     """Roll one fitted model over every segment of one joint; per-segment traces as numpy arrays."""
     fam = get_family(family)
+    if is_mujoco_dcmotor(fam):  # MuJoCo's own <dcmotor>: MuJoCo is the plant
+        from .mujoco_dcmotor_fit import simulate_dcmotor
+
+        return simulate_dcmotor(rec, joint, fam, params, decimation)
     if joint_terms is not None:
         fam = fam.with_terms(tuple(joint_terms))
     knots = None if table_positions is None else np.asarray([table_positions])

@@ -64,11 +64,11 @@ def validate_request(rec: Recording, req: FitRequest) -> None:
     rec = split_in_time(rec, req.validate_last)
     check_fields(rec, req)
     if (
-        any(m in NET_FAMILIES for m in req.families) or req.networks
+        any(m in NET_FAMILIES for m in req.families or []) or req.networks
     ):  # network options are bounded even unused
         from .training import check_request
 
-        check_request(rec, req)
+        check_request(rec, req if req.families is not None else replace(req, families=[]))  # a ladder: no net
     if not rec.segments:
         raise FitRequestError("the dataset has no segments")
     plan_split(rec, req)  # raises FitRequestError for a holdout or folds the segments cannot satisfy

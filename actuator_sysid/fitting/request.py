@@ -31,6 +31,9 @@ ROBOT_BOUNDS: dict[str, tuple[float, float]] = {
 }
 
 
+AUTO = "auto"  # families=["auto"] is families=None: no family named, the fit climbs the default ladder
+
+
 class FitRequestError(ValueError):
     """A fit request that cannot run on this dataset (unknown joint, unknown model family, bad budget)."""
 
@@ -38,7 +41,8 @@ class FitRequestError(ValueError):
 @dataclass
 class FitRequest:
     joints: list[str] | None = None  # None = every joint in the recording
-    families: list[str] = field(default_factory=lambda: ["dcmotor"])  # model families, see models.families
+    # model families (models.families); None, or ["auto"]: climb the default ladder (fitting/ladder.py)
+    families: list[str] | None = field(default_factory=lambda: ["dcmotor"])
     generations: int = 200
     population: int = 16  # per CMA-ES run; four runs search side by side
     seed: int = 0
@@ -76,6 +80,8 @@ class FitRequest:
                 "FitRequest(models=...) is deprecated: use families=", DeprecationWarning, stacklevel=3
             )
             self.families = list(models)
+        if self.families == [AUTO]:  # the ladder's spelled name: the API can ask for it without a null
+            self.families = None
 
     @classmethod
     def from_dict(cls, d: dict) -> FitRequest:
@@ -115,9 +121,15 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
             raise FitRequestError(f"unknown joint {name!r}: the dataset has joints {rec.joint_names}")
     if req.joints is not None and not req.joints:
         raise FitRequestError("joints is empty: name at least one joint or omit the field")
-    if not req.families:
-        raise FitRequestError(f"families is empty: choose from {sorted(FAMILIES)}")
-    for m in req.families:
+    if req.families is not None and not req.families:
+        raise FitRequestError(
+            f"families is empty: choose from {sorted(FAMILIES)}, or give {AUTO!r} for the default ladder"
+        )
+    if AUTO in (req.families or []):
+        raise FitRequestError(
+            f"families {AUTO!r} climbs the default ladder: give it alone, not with other families"
+        )
+    for m in req.families or []:
         if m not in FAMILIES and m not in NET_FAMILIES:
             raise FitRequestError(
                 f"unknown model family {m!r}: choose from {sorted(FAMILIES) + list(NET_FAMILIES)}"

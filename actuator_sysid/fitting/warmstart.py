@@ -161,6 +161,7 @@ def warm_start(batch: SegmentBatch, joint: int) -> dict[str, float]:
         "actuator_effort_limit": 1.1 * e_peak,
         "saturation_effort": 2.0 * e_peak,
         "actuator_velocity_limit": 2.0 * v_peak,
+        "goal_rate_limit": 2.0 * v_peak,
         "delay": float(lag * segs[0]["sub"]),
         "dynamic_friction": 0.8 * fric,
         "ki": 0.1 * kp,

@@ -235,8 +235,64 @@ FAMILIES: dict[str, Family] = {
             approximates="dcmotor_delay",
             doc="dcmotor_delay with BAM M2 (Stribeck) friction.",
         ),
+        # the load friction families with the command delay: the rungs of the default fit's ladder
+        # (fitting/ladder.py), each nesting dcmotor_delay
+        Family(
+            "dcmotor_loadfric_delay",
+            clamps=("dc_motor",),
+            delay=True,
+            joint_terms=(*DEFAULT_TERMS, *LOAD_TERMS),
+            approximates="dcmotor_delay",
+            doc="dcmotor_delay with BAM M3 (load-dependent) friction.",
+        ),
+        Family(
+            "dcmotor_stribeck_load_delay",
+            clamps=("dc_motor",),
+            delay=True,
+            joint_terms=(*DEFAULT_TERMS, *M4_TERMS),
+            approximates="dcmotor_delay",
+            doc="dcmotor_delay with BAM M4 friction: Stribeck and load-dependent terms.",
+        ),
+        Family(
+            "dcmotor_directional_load_delay",
+            clamps=("dc_motor",),
+            delay=True,
+            joint_terms=(*DEFAULT_TERMS, *M5_TERMS),
+            approximates="dcmotor_delay",
+            doc="dcmotor_delay with BAM M5 friction: separate motor-side and external-side load gains.",
+        ),
+        Family(
+            "dcmotor_quadratic_load_delay",
+            clamps=("dc_motor",),
+            delay=True,
+            joint_terms=(*DEFAULT_TERMS, *M6_TERMS),
+            approximates="dcmotor_delay",
+            doc="dcmotor_delay with BAM M6 friction: M5 plus quadratic load terms while motor and load oppose.",
+        ),
+        # MuJoCo's own <dcmotor> (position mode): the plant is MuJoCo itself (models/mujoco_dcmotor.py), fitted
+        # by fitting/mujoco_dcmotor_fit.py; only the MJCF export holds it
+        *(
+            Family(
+                name,
+                drive=name,
+                joint_terms=(),
+                doc=f"MuJoCo's own <dcmotor>: PD torque request through a voltage limit and back-EMF{extra}.",
+            )
+            for name, extra in (
+                ("mujoco_dcmotor", ""),
+                ("mujoco_dcmotor_lugre", ", with LuGre friction"),
+                ("mujoco_dcmotor_slew", ", with a setpoint slew limit"),
+                ("mujoco_dcmotor_cogging", ", with cogging torque"),
+                ("mujoco_dcmotor_inductance", ", with an electrical time constant"),
+            )
+        ),
     )
 }
+
+
+def is_mujoco_dcmotor(family: Family) -> bool:
+    """Whether a family's plant is MuJoCo's own `<dcmotor>` (models/mujoco_dcmotor.py), not the fused kernel."""
+    return family.drive.startswith("mujoco_dcmotor")
 
 
 def get_family(name: str) -> Family:

@@ -47,6 +47,7 @@ P_IMAX = wp.constant(INDEX["integral_max"])
 P_OFFSET = wp.constant(INDEX["encoder_offset"])
 P_TABLE = wp.constant(INDEX["lookup_effort_0"])
 P_VISC_NEG_RATIO = wp.constant(INDEX["viscous_friction_negative_ratio"])
+P_GOAL_RATE = wp.constant(INDEX["goal_rate_limit"])
 N_KNOTS = wp.constant(TABLE_KNOTS)
 
 F_MAX_EFFORT = wp.constant(fam.F_MAX_EFFORT)
@@ -62,6 +63,7 @@ F_LOAD_FRICTION = wp.constant(fam.F_LOAD_FRICTION)
 F_LOAD_DIRECTIONAL = wp.constant(fam.F_LOAD_DIRECTIONAL)
 F_LOAD_QUADRATIC = wp.constant(fam.F_LOAD_QUADRATIC)
 F_VISC_DIRECTIONAL = wp.constant(component("friction_viscous_directional").flag)
+F_GOAL_RATE = wp.constant(component("servo_goal").flag)
 QD_STILL = wp.constant(STILL_VELOCITY)  # rad/s: a joint the friction holds counts as turning forwards
 
 # Newton ImplicitOptions defaults (effort_mode_implicit.py)
@@ -315,6 +317,7 @@ def rollout_kernel(
     seg_imax: wp.array(dtype=float),  # (S,) firmware current limit [A], 0: none
     seg_rmin: wp.array(dtype=float),  # (S,) winding resistance range [Ω] of the voltage servo, 0: none
     seg_rmax: wp.array(dtype=float),
+    seg_goal_rate: wp.array(dtype=float),  # (S,) the servo law's setpoint slew-rate limit [rad/s], 0: none
     flags: int,
     store: int,
     sums: wp.array3d(dtype=float),  # (C, S, 3): Σ(q−q̂)², Σ(qd−qd̂)², Σ|q−q̂|
@@ -366,6 +369,18 @@ def rollout_kernel(
     seg_off = seg_free[s] != 0
     n = seg_len[s]
     open_loop = (flags & F_OPEN_LOOP) != 0
+    # models/components/servo_goal.py: the firmware's goal moves toward the command at most `rate`; a fitted rate
+    # replaces the law's. It starts at the segment's first measured position and runs on the delayed command, so a
+    # window replays the commands before it to know its goal
+    rate = seg_goal_rate[s]
+    if (flags & F_GOAL_RATE) != 0:
+        rate = params[c, j, P_GOAL_RATE]
+    slewing = rate > 0.0
+    goal = q_meas[cmd0]
+    if slewing:
+        for step in range((start - cmd0) * sub):
+            i_goal = cmd0 + wp.max(step - delay, 0) / sub
+            goal = wp.clamp(q_des[i_goal], goal - rate * dt, goal + rate * dt)
 
     q = seg_q0[s] - offset  # true joint position; the encoder reads q + offset
     qd = seg_qd0[s]
@@ -396,7 +411,11 @@ def rollout_kernel(
             # §A.5 / §C.2 delay of targets and feed-forward: out(p) = cmd(p − min(d, p)) in physics steps
             i = cmd0 + wp.max((start - cmd0 + k) * sub + r - delay, 0) / sub
             q_ctrl = q + offset
-            err = q_des[i] - q_ctrl
+            q_goal = q_des[i]
+            if slewing:
+                goal = wp.clamp(q_des[i], goal - rate * dt, goal + rate * dt)
+                q_goal = goal
+            err = q_goal - q_ctrl
             # §A.3 PD law; §C.2 PID with the integral updated before use and clamped
             bias = tau_ff[i]
             if (flags & F_PID) != 0:
@@ -410,7 +429,7 @@ def rollout_kernel(
                     qd,
                     1.0 / inertia,
                     dt,
-                    q_des[i],
+                    q_goal,
                     qd_des[i],
                     bias,
                     kp,

@@ -14,6 +14,7 @@ import warp as wp
 
 from ..datasets.recording import DatasetError, Recording, Segment
 from . import parameters
+from .components.servo_goal import goal_rate
 from .families import EFFORT_MODES, F_IMPLICIT_EFFORT, F_OPEN_LOOP, Family
 from .kernels import rollout_kernel
 
@@ -69,6 +70,8 @@ class SegmentBatch:
     # within [R_min, R_max]·(kt/R)², so a log that cannot tell it from viscous friction keeps a plausible motor
     seg_rmin: np.ndarray | None = None
     seg_rmax: np.ndarray | None = None
+    # (S,) float32 the servo firmware's setpoint slew-rate limit [rad/s] (goal_rate): 0 = the goal is the command
+    seg_goal_rate: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.enable is None:
@@ -76,7 +79,7 @@ class SegmentBatch:
         for name in ("seg_kp_mult", "seg_kd_mult", "seg_sat_mult", "seg_vlim_mult", "seg_max_duty"):
             if getattr(self, name) is None:
                 setattr(self, name, np.ones(self.seg_start.shape[0], np.float32))
-        for name in ("seg_duty", "seg_vin", "seg_imax", "seg_rmin", "seg_rmax"):
+        for name in ("seg_duty", "seg_vin", "seg_imax", "seg_rmin", "seg_rmax", "seg_goal_rate"):
             if getattr(self, name) is None:
                 setattr(self, name, np.zeros(self.seg_start.shape[0], np.float32))
 
@@ -132,6 +135,7 @@ class SegmentBatch:
             seg_imax=filled(self.seg_imax)[segs],
             seg_rmin=filled(self.seg_rmin)[segs],
             seg_rmax=filled(self.seg_rmax)[segs],
+            seg_goal_rate=filled(self.seg_goal_rate)[segs],
         )
 
     def segment_slice(self, s: int) -> slice:
@@ -173,7 +177,7 @@ class SegmentBatch:
             knots = np.stack([default_knots(rec, name) for name in joints])
         cols, rows = _pack(rec, joints, seg_ids, substeps, window, logged_gains)
         f32 = np.float32
-        mults, servos = rows.pop("mults"), rows.pop("servos")
+        mults, servos, rates = rows.pop("mults"), rows.pop("servos"), rows.pop("goal_rates")
         return cls(
             joints=list(joints),
             seg_substeps=np.full(len(rows["seg_start"]), substeps, np.int32),
@@ -195,6 +199,7 @@ class SegmentBatch:
                 f"seg_{k}": np.asarray([v[i] for v in servos], f32).reshape(-1)
                 for i, k in enumerate(("duty", "max_duty", "vin", "imax", "rmin", "rmax"))
             },
+            seg_goal_rate=np.asarray(rates, f32).reshape(-1),
         )
 
 
@@ -245,6 +250,7 @@ def _pack(
             "seg_names",
             "mults",
             "servos",
+            "goal_rates",
         )
     }
     offset = 0
@@ -276,6 +282,7 @@ def _append_windows(
     torque, logged gains (-1: fitted), gain and supply multipliers, servo constants."""
     j = rec.joint_index(name)
     seg_mult = op.multipliers(seg)
+    rate = goal_rate(seg, name)
     inertia, grav = rec.load_for(seg, j)
     torque = float(
         seg.metadata.get("joints", {})
@@ -296,6 +303,7 @@ def _append_windows(
             )
         rows["mults"].append(seg_mult)
         rows["servos"].append(op.servo_values(seg))
+        rows["goal_rates"].append(rate)
         rows["seg_q0"].append(seg.q[w0, j])
         rows["seg_qd0"].append(seg.qd[w0, j])
         rows["seg_dt"].append(seg.dt / substeps)
@@ -553,6 +561,7 @@ class RolloutEngine:
             to(batch.seg_imax),
             to(batch.seg_rmin),
             to(batch.seg_rmax),
+            to(batch.seg_goal_rate),
         )
         self._dummy = wp.zeros((1, 1), dtype=wp.float32, device=device)
 

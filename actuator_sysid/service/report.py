@@ -678,7 +678,12 @@ def asked_rows(fit: dict) -> list[tuple[str, str]]:
     if req.get("budget_s"):
         budget += f", at most {num_text(req['budget_s'])} s"
     rows = [
-        ("families", ", ".join(req.get("families") or req.get("models") or [])),
+        (
+            "families",
+            "auto (ladder)"
+            if ("families" in req and req["families"] is None) or req.get("families") == ["auto"]
+            else ", ".join(req.get("families") or req.get("models") or []),
+        ),
         ("joints", ", ".join(req["joints"]) if req.get("joints") else "all"),
         ("budget", budget),
         ("seed", str(req.get("seed", ""))),

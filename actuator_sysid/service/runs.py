@@ -56,6 +56,8 @@ def _families(fit: dict) -> str:
     """The model a fit fitted: a joint fit's families; a robot fit's coupled PD model and its options."""
     req = fit.get("request") or {}
     if kind_of(req).name == JOINT_FIT:
+        if "families" in req and req["families"] is None or req.get("families") == ["auto"]:
+            return "auto (ladder)"
         return ", ".join(str(f) for f in req.get("families") or [])
     terms = ["PD + joint terms"]
     terms += [

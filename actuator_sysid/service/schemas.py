@@ -113,7 +113,8 @@ class FitCreate(BaseModel):
         None,
         max_length=32,
         description=f"model families, from {sorted(FAMILIES)}, or the actuator "
-        f"networks mlp, lstm and gru (default {DEFAULT_REQUEST.families})",
+        f'networks mlp, lstm and gru (default {DEFAULT_REQUEST.families}); ["auto"] climbs the ladder '
+        "(dcmotor, its delay, friction with the delay, MuJoCo's dcmotor) and keeps the step that pays",
     )
     models: list[str] | None = Field(
         None,
@@ -184,7 +185,9 @@ class FitCreate(BaseModel):
         description="options of the mlp/lstm/gru families (fitting.training.NetOptions): history_ms (the "
         "MLP's history in ms, converted at the log's rate) or input_idx (physics steps back), hidden, "
         "activation, hidden_size, num_layers, epochs, patience, lr, batch_size, window, lstm_window, burn_in, "
-        "in_loop_epochs, in_loop_lr, mode (auto | torque | in_the_loop), gain_normalise, inner_fraction",
+        "in_loop_epochs, in_loop_lr, mode (auto | torque | in_the_loop), gain_normalise, inner_fraction, "
+        "inputs (auto | error | commands | a list of channels: pos_error, vel or vel_error, tau_ff, tau_cmd, "
+        "kp, kd)",
         examples=[{"history_ms": [0, 20, 40], "hidden": [32, 32]}],
     )
 
@@ -201,7 +204,7 @@ class FitCreate(BaseModel):
         families = self.families if self.families is not None else self.models
         return FitRequest(
             joints=self.joints,
-            families=list(DEFAULT_REQUEST.families) if families is None else families,
+            families=list(DEFAULT_REQUEST.families or []) if families is None else families,
             generations=self.budget.generations,
             population=self.budget.population,
             seed=self.seed,

@@ -1,0 +1,282 @@
+"""The default fit: a ladder of nested families, each rung kept only when it buys a stated gain on held-out data.
+
+With no family named, the fit climbs: the native envelope (dcmotor), with a delay (dcmotor_delay), with friction
+(the rich-friction families that extend the model kept so far, nested, fewest parameters first), and last MuJoCo's
+own `<dcmotor>` once that family is registered. Each rung starts from the fit of the rung below it (fit.py's
+nested starts). A rung replaces the model kept so far only when its validation position MAE is at least
+`MIN_GAIN` lower; the result says what each rung bought (`ladder` in fit.json, the CLI's lines).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from ..datasets.recording import Recording
+from ..models.families import FAMILIES, Family
+from .request import FitRequest, FitRequestError
+from .result import FitResult, JointFit, ModelFit
+
+ProgressFn = Callable[[float, str], None]
+
+MIN_GAIN = 0.05
+"""A rung is kept when it lowers the judged position MAE by at least this fraction of the kept model's."""
+NATIVE, DELAY = "dcmotor", "dcmotor_delay"
+MUJOCO_RUNG = "mujoco_dcmotor"
+"""MuJoCo's own `<dcmotor>` (models/mujoco_dcmotor.py): the ladder's last rung whenever FAMILIES has it."""
+BUDGET_SPENT = "not fitted: the time budget was spent"
+RULE = (
+    "rungs climbed in order (native envelope, delay, friction fewest parameters first, then MuJoCo <dcmotor>); "
+    "a rung replaces the model kept so far only when its {on} position MAE is at least {gain:.0%} lower"
+)
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung: the step of the ladder it belongs to and the family it fits."""
+
+    step: str
+    family: str
+
+
+def first_rungs() -> list[Rung]:
+    """The native envelope, then the same with a command delay."""
+    return [Rung("native envelope", NATIVE), Rung("delay", DELAY)]
+
+
+def friction_rungs(base: str) -> list[Rung]:
+    """The rich-friction families that extend `base` (their `approximates`), fewest parameters first: each
+    nests `base`, and a richer one nests the ones below it where their terms allow."""
+    names = [n for n, f in FAMILIES.items() if f.approximates == base]
+    return [Rung("friction", n) for n in sorted(names, key=lambda n: (len(FAMILIES[n].params), n))]
+
+
+def mujoco_rungs() -> list[Rung]:
+    """The ladder's last step: MuJoCo's `<dcmotor>`, once models/families.py registers it (not nested: it
+    starts from its own warm start)."""
+    return [Rung("MuJoCo <dcmotor>", MUJOCO_RUNG)] if MUJOCO_RUNG in FAMILIES else []
+
+
+def every_rung() -> list[Rung]:
+    """Every rung any joint may climb to, without repeats."""
+    rungs = [*first_rungs(), *friction_rungs(NATIVE), *friction_rungs(DELAY), *mujoco_rungs()]
+    return list({r.family: r for r in rungs}.values())
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one rung bought on one joint: its error, the model it was measured against, and the decision."""
+
+    rung: Rung
+    error: float | None  # judged position MAE [rad]; None: not fitted
+    against: str | None = None  # the model kept before this rung (None: the first rung)
+    bought: float | None = None  # (kept error − this error) / kept error
+    kept: bool = False
+    why: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "step": self.rung.step,
+            "family": self.rung.family,
+            "position_mae": self.error,
+            "against": self.against,
+            "bought": self.bought,
+            "kept": self.kept,
+            **({"why": self.why} if self.why else {}),
+        }
+
+
+@dataclass
+class Walk:
+    """One joint's climb: the model kept so far, its error, and every rung's outcome in order."""
+
+    min_gain: float = MIN_GAIN
+    kept: str | None = None
+    kept_error: float = math.inf
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def judge(self, rung: Rung, error: float | None, why: str = "") -> Outcome:
+        """Keep `rung` when it is the first with an error, or buys at least `min_gain` over the kept model."""
+        if error is None or not math.isfinite(error):
+            out = Outcome(rung, None, self.kept, why=why or "no finite error")
+        elif self.kept is None:
+            out = Outcome(rung, error, kept=True)
+        else:
+            bought = (self.kept_error - error) / self.kept_error if self.kept_error > 0 else 0.0
+            out = Outcome(rung, error, self.kept, bought, kept=bought >= self.min_gain)
+        if out.kept:
+            self.kept, self.kept_error = rung.family, float(error)  # type: ignore[arg-type]
+        self.outcomes.append(out)
+        return out
+
+
+def choose(errors: Iterable[tuple[Rung, float | None]], min_gain: float = MIN_GAIN) -> Walk:
+    """The rule alone: walk rungs with their errors in order; the walk's `kept` is the pick."""
+    walk = Walk(min_gain)
+    for rung, error in errors:
+        walk.judge(rung, error)
+    return walk
+
+
+def note_lines(joint: str, walk: Walk, on: str) -> list[str]:
+    """The climb in words, one rung a line, then the pick."""
+    out = []
+    for o in walk.outcomes:
+        head = f"{joint}: {o.rung.step} ({o.rung.family})"
+        if o.error is None:
+            out.append(f"{head}: {o.why}")
+        elif o.against is None:
+            out.append(f"{head}: {on} position MAE {o.error:.4g} rad, the first rung")
+        else:
+            assert o.bought is not None
+            verdict = "kept" if o.kept else f"under the {walk.min_gain:.0%} a rung must buy, {o.against} kept"
+            out.append(
+                f"{head}: {on} position MAE {o.error:.4g} rad, bought {o.bought:+.1%} over {o.against}: {verdict}"
+            )
+    first = next((o for o in walk.outcomes if o.error is not None), None)
+    if walk.kept is not None and first is not None:
+        out.append(
+            f"{joint}: picked {walk.kept} ({on} position MAE {walk.kept_error:.4g} rad; "
+            f"{first.rung.family} {first.error:.4g} rad)"
+        )
+    return out
+
+
+def _error(model: ModelFit | None, on: str) -> float | None:
+    """A fit's pooled position MAE on the judged split."""
+    if model is None:
+        return None
+    m = model.metrics.validation if on == "validation" else model.metrics.train
+    return None if m is None or m.position_mae is None else float(m.position_mae)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The joint fit's steps the ladder composes, handed over by fitting/fit.py (which imports this module, so
+    this one cannot import it): plan a run, fit one family on it (nested from the fits so far), its result
+    entry per joint, rank a joint, assemble the result, and a whole fit of named families."""
+
+    plan: Callable[..., Any]  # fit._plan_run(rec, req, progress) -> run
+    fit_family: Callable[..., Any]  # fit._fit_family(run, name, fitted_by) -> family fit
+    entry: Callable[..., ModelFit]  # fit._model_entry(run, name, family fit, j, joint)
+    rank: Callable[..., JointFit]  # fit._rank_joint(models, load)
+    assemble: Callable[..., FitResult]  # fit._assemble(run, joints, t_start)
+    fit_named: Callable[..., FitResult]  # fit.fit_result(rec, req, progress)
+    family_for: Callable[[FitRequest, str], Family]  # fit.family_for
+
+
+class _Climb:
+    """One ladder fit's shared state: the planned run (fit.py), the fits per joint, and each joint's walk."""
+
+    def __init__(self, rec: Recording, req: FitRequest, progress: ProgressFn | None, engine: Engine) -> None:
+        self.rec, self.req, self.progress, self.engine = rec, req, progress, engine
+        self.run = engine.plan(rec, replace(req, families=[r.family for r in every_rung()]), progress)
+        folds = len(self.run.split.folds)
+        rich = max(len(friction_rungs(NATIVE)), len(friction_rungs(DELAY)))
+        # searches one joint's climb runs (a rich friction family searches twice); MuJoCo's rung: one more
+        self.run.clock.units = (len(first_rungs()) + rich) * (1 + folds) + rich + len(mujoco_rungs())
+        self.on = "validation" if self.run.split.validation or self.run.split.folds else "train"
+        self.fits: dict[str, dict[str, ModelFit]] = {j: {} for j in self.run.joints}
+        # family → (family, fitted values per joint, loss): where fit.py finds a nested rung's parent
+        self.fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]] = {}
+        self.walks = {j: Walk() for j in self.run.joints}
+        self.skipped: dict[str, str] = {}  # family → why it was not fitted
+
+    def spent(self) -> bool:
+        budget = self.req.budget_s
+        return budget is not None and self.run.clock.elapsed() >= budget
+
+    def fit(self, rungs: Iterable[Rung]) -> None:
+        """Fit rungs not fitted yet, nested ones first (each starts from the richest fit it nests)."""
+        todo = {r.family for r in rungs} - set(self.fitted_by) - set(self.skipped)
+        for name in sorted(todo, key=lambda n: (len(self.engine.family_for(self.req, n).params), n)):
+            if self.fitted_by and self.spent():  # the first rung is always fitted
+                self.skipped[name] = BUDGET_SPENT
+                continue
+            ff = self.engine.fit_family(self.run, name, self.fitted_by)
+            for j, joint in enumerate(self.run.joints):
+                self.fits[joint][name] = self.engine.entry(self.run, name, ff, j, joint)
+
+    def fit_apart(self, rung: Rung) -> None:
+        """A rung that does not nest (MuJoCo's plant): its own fit through the public entry, on the same split. A
+        log that family cannot fit skips the rung, with the reason."""
+        if self.spent():
+            self.skipped[rung.family] = BUDGET_SPENT
+            return
+        left = None if self.req.budget_s is None else self.req.budget_s - self.run.clock.elapsed()
+        try:
+            res = self.engine.fit_named(
+                self.rec, replace(self.req, families=[rung.family], budget_s=left), self._tail()
+            )
+        except FitRequestError as e:
+            self.skipped[rung.family] = f"not fitted: {e}"
+            return
+        self.run.stopped_on_budget |= bool(res.budget and res.budget.stopped_on_budget)
+        for joint in self.run.joints:
+            self.fits[joint][rung.family] = res.joints[joint].models[rung.family]
+
+    def _tail(self) -> ProgressFn | None:
+        """Progress of a fit apart, drawn over what is left of this fit's bar."""
+        progress, start = self.progress, self.run.clock.fraction(0.0)
+        if progress is None:
+            return None
+
+        def tail(fraction: float, message: str) -> None:
+            progress(start + (1 - start) * fraction, message)
+
+        return tail
+
+    def judge(self, joint: str, rungs: Iterable[Rung]) -> None:
+        for rung in rungs:
+            why = self.skipped.get(rung.family, "")
+            self.walks[joint].judge(rung, _error(self.fits[joint].get(rung.family), self.on), why)
+
+
+def climb(rec: Recording, req: FitRequest, progress: ProgressFn | None, engine: Engine) -> FitResult:
+    """Climb the ladder (rec already split in time, req validated); per joint the simplest model that no later
+    rung beats by MIN_GAIN on the judged split is the best model. The result's `ladder` says what each rung
+    bought; its `request` keeps families None."""
+    t_start = time.perf_counter()
+    c = _Climb(rec, req, progress, engine)
+    c.fit(first_rungs())
+    for joint in c.run.joints:
+        c.judge(joint, first_rungs())
+    bases = {joint: c.walks[joint].kept or NATIVE for joint in c.run.joints}
+    c.fit(r for base in set(bases.values()) for r in friction_rungs(base))
+    for joint, base in bases.items():
+        c.judge(joint, friction_rungs(base))
+    for rung in mujoco_rungs():  # MuJoCo's <dcmotor>: the last step, fitted apart (not nested)
+        c.fit_apart(rung)
+        for joint in c.run.joints:
+            c.judge(joint, [rung])
+    joints = {joint: _joint(c, joint) for joint in c.run.joints}
+    result = engine.assemble(c.run, joints, t_start)
+    if progress:
+        progress(1.0, "done")
+    return replace(result, request=asdict(req), extra={**result.extra, "ladder": _record(c)})
+
+
+def _joint(c: _Climb, joint: str) -> JointFit:
+    """One joint's fits in the order climbed, ranked as any fit ranks them, the ladder's pick its best model."""
+    models = c.fits[joint]
+    load = asdict(c.rec.joints[c.rec.joint_index(joint)])
+    ranked = c.engine.rank(models, load)
+    pick = c.walks[joint].kept or ranked.best_model
+    return replace(ranked, best_model=pick, device_gains=models[pick].device_gains)
+
+
+def _record(c: _Climb) -> dict:
+    """The result's `ladder`: the rule, each joint's rungs and pick, what was not fitted, the notes."""
+    return {
+        "rule": RULE.format(on=c.on, gain=MIN_GAIN),
+        "min_gain": MIN_GAIN,
+        "judged_on": c.on,
+        "joints": {
+            j: {"picked": w.kept, "steps": [o.to_json() for o in w.outcomes]} for j, w in c.walks.items()
+        },
+        "not_fitted": dict(sorted(c.skipped.items())),
+        "notes": [line for j, w in c.walks.items() for line in note_lines(j, w, c.on)],
+    }

@@ -1,0 +1,99 @@
+"""A servo firmware's velocity-limited goal: the setpoint moves toward the commanded goal at most goal_rate_limit.
+
+Each physics step g ← clip(q_des, g − rate·dt, g + rate·dt) before the PD (duty) law, g starting at the segment's
+first measured position (BAM's STS3215Actuator `q_target_smooth`; datasets/servo_laws.py). The kernel runs it on
+the delayed command; a segment whose servo law states the rate runs it without this term (models/rollout.py
+`seg_goal_rate`), a fit with this term fits it. No Isaac Lab or Newton actuator, nor MJCF's <general>, slews its
+target (MuJoCo's <dcmotor> slewmax does): each export's finding states the rate, and a consumer applies it to its
+targets each physics step before setting them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...datasets.recording import DatasetError, Recording, Segment
+from .base import Component, Model, Note, Param
+
+GOAL_RATE = Param(
+    "goal_rate_limit",
+    "rad/s",
+    0.1,
+    200.0,
+    "log",
+    math.inf,
+    "",
+    "Firmware setpoint slew-rate limit: the goal the PD law sees moves at most this fast toward the command.",
+)
+
+
+def _stated(seg: Segment, joint: str) -> object:
+    """A segment's stated goal rate: metadata["joints"][joint]["goal_rate_limit"], else metadata["goal_rate_limit"]."""
+    return (
+        seg.metadata.get("joints", {})
+        .get(joint, {})
+        .get("goal_rate_limit", seg.metadata.get("goal_rate_limit"))
+    )
+
+
+def goal_rate(seg: Segment, joint: str) -> float:
+    """The setpoint slew-rate limit [rad/s] a segment's servo runs, 0 for none: its stated `goal_rate_limit`,
+    else its voltage servo law's (datasets/servo_laws.py)."""
+    v = _stated(seg, joint)
+    if v is None:
+        servo = seg.metadata.get("voltage_servo")
+        v = servo.get("goal_rate_limit") if isinstance(servo, dict) else None
+        if v is None:
+            return 0.0
+    if isinstance(v, bool) or not isinstance(v, int | float) or not (math.isfinite(v) and v > 0):
+        raise DatasetError(
+            f"segment {seg.name!r}: goal_rate_limit must be a positive rate in rad/s, got {v!r}; leave it out "
+            "for a servo that does not limit its goal's rate"
+        )
+    return float(v)
+
+
+def fits_goal_rate(rec: Recording, joint: str) -> bool:
+    """Whether a fit should take the joint term goal_rate_limit: a segment's servo law slews its goal at a rate the
+    log must give (voltage_servo `goal_rate_fitted`, or the generic law of an unlisted servo) and no segment
+    states the rate."""
+    asked = any(
+        s.metadata.get("servo_law") == "generic"
+        or (isinstance(law := s.metadata.get("voltage_servo"), dict) and bool(law.get("goal_rate_fitted")))
+        for s in rec.segments
+    )
+    return asked and not any(_stated(s, joint) is not None for s in rec.segments)
+
+
+class ServoGoal(Component):
+    """No Isaac Lab, Newton or MJCF <general> actuator slews its target: every consumer gets a finding with the rate."""
+
+    def notes(self, consumer: str, m: Model) -> list[Note]:
+        rate = m.value(GOAL_RATE.name)
+        if rate is None or not math.isfinite(rate):
+            return []
+        where = {
+            "isaaclab": "joint position targets before set_joint_position_target",
+            "newton": "control.joint_target_pos before stepping the actuators",
+            "mjcf": "ctrl before mj_step",
+        }[consumer]
+        return [
+            (
+                "goal_rate_limit",
+                "warning",
+                f"the servo slews its goal at most {rate:.4g} rad/s and this consumer has no such limit: "
+                f"apply g ← g + clip(target − g, ±{rate:.4g}·dt) to the {where}",
+            )
+        ]
+
+
+COMPONENT = ServoGoal(
+    "servo_goal",
+    "joint",
+    190,
+    "Velocity-limited goal of a servo firmware (setpoint slew-rate limit).",
+    defines=(GOAL_RATE,),
+    flag=1 << 20,
+    switch=GOAL_RATE.name,
+    newton_doc="— (a finding: slew the targets at goal_rate_limit before setting them)",
+)
