@@ -3,7 +3,8 @@
 `DelayedDCMotor` (family dcmotor_delay), `DelayedPIDActuator` (pid), nets that read the drive's commands
 (`ActuatorNetMLPCommands`, `ActuatorNetLSTMCommands`), BAM's friction budget on the DC-motor
 classes (`DCMotorBAMFriction`, `DelayedDCMotorBAMFriction`, families dcmotor_stribeck … dcmotor_stribeck_delay,
-docs/prior-art.md M2–M6) and an encoder offset on any of them (`…WithEncoderOffset`). They reuse Isaac Lab's own
+docs/prior-art.md M2–M6), a slewed position target (`DCMotorGoalSlew`, `IdealPDActuatorGoalSlew`: a servo's goal
+rate, MuJoCo's <dcmotor> slewmax) and an encoder offset on any of them (`…WithEncoderOffset`). They reuse Isaac Lab's own
 buffers and clip code, so the maths stays Isaac Lab's (docs/consumer-semantics.md §A.3–§A.5; PID as Newton's
 DrivePID, §C.2). Isaac Lab runs explicit subclasses only with `SimulationCfg(use_newton_actuators=False)`.
 
@@ -47,7 +48,12 @@ __all__ = [
     "DelayedDCMotorCfg",
     "DelayedPIDActuator",
     "DelayedPIDActuatorCfg",
+    "DCMotorGoalSlew",
+    "DCMotorGoalSlewCfg",
     "EncoderOffsetMixin",
+    "GoalSlewMixin",
+    "IdealPDActuatorGoalSlew",
+    "IdealPDActuatorGoalSlewCfg",
 ]
 
 
@@ -364,6 +370,69 @@ class DCMotorBAMFrictionWithEncoderOffsetCfg(DCMotorBAMFrictionCfg):
 class DelayedDCMotorBAMFrictionWithEncoderOffsetCfg(DelayedDCMotorBAMFrictionCfg):
     class_type: type = DelayedDCMotorBAMFrictionWithEncoderOffset
     encoder_offset: float = 0.0  # rad
+
+
+class GoalSlewMixin:
+    """A slewed position target: each physics step, before the PD law, g ← clip(target, g ± goal_rate_limit·dt).
+
+    After a reset g starts at the joint's position (a servo firmware's velocity-limited goal), or at the first
+    target with `slew_from_target` (MuJoCo's <dcmotor> slewmax, whose slew state starts at the setpoint).
+    physics_dt must be the simulation step, and compute() must run once per physics step (Isaac Lab does).
+    `goal` holds the slewed target the PD law saw last.
+    """
+
+    cfg: Any
+    computed_effort: torch.Tensor
+
+    def __init__(self, cfg: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(cfg, *args, **kwargs)  # type: ignore[call-arg]
+        if not cfg.physics_dt > 0:
+            raise ValueError(f"physics_dt must be > 0, got {cfg.physics_dt!r}")
+        self._goal_rate = _param(self, cfg.goal_rate_limit)
+        self.goal = torch.zeros_like(self.computed_effort)
+        self._goal_set = torch.zeros_like(self.computed_effort, dtype=torch.bool)
+
+    def reset(self, env_ids: Any) -> None:
+        super().reset(env_ids)  # type: ignore[misc]
+        self._goal_set[slice(None) if env_ids is None else env_ids] = False
+
+    def compute(self, control_action: Any, joint_pos: torch.Tensor, joint_vel: torch.Tensor) -> Any:
+        target = control_action.joint_positions
+        start = target if self.cfg.slew_from_target else joint_pos
+        g = torch.where(self._goal_set, self.goal, start)
+        step = self._goal_rate * self.cfg.physics_dt
+        self.goal = torch.minimum(torch.maximum(target, g - step), g + step)
+        self._goal_set[:] = True
+        control_action.joint_positions = self.goal.clone()
+        return super().compute(control_action, joint_pos, joint_vel)  # type: ignore[misc]
+
+
+class DCMotorGoalSlew(GoalSlewMixin, DCMotor):
+    """DCMotor whose position target is slewed (see GoalSlewMixin)."""
+
+
+class IdealPDActuatorGoalSlew(GoalSlewMixin, IdealPDActuator):
+    """IdealPDActuator whose position target is slewed (see GoalSlewMixin)."""
+
+
+@configclass
+class DCMotorGoalSlewCfg(DCMotorCfg):
+    """DCMotorCfg with a slewed position target: goal_rate_limit [rad/s], physics_dt [s]."""
+
+    class_type: type = DCMotorGoalSlew
+    goal_rate_limit: float = MISSING  # type: ignore[assignment]
+    physics_dt: float = MISSING  # type: ignore[assignment]
+    slew_from_target: bool = False
+
+
+@configclass
+class IdealPDActuatorGoalSlewCfg(IdealPDActuatorCfg):
+    """IdealPDActuatorCfg with a slewed position target: goal_rate_limit [rad/s], physics_dt [s]."""
+
+    class_type: type = IdealPDActuatorGoalSlew
+    goal_rate_limit: float = MISSING  # type: ignore[assignment]
+    physics_dt: float = MISSING  # type: ignore[assignment]
+    slew_from_target: bool = False
 
 
 COMMAND_CHANNELS = ("tau_ff", "tau_cmd", "kp", "kd")  # channels after [pos_error, vel | vel_error], in order

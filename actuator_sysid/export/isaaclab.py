@@ -10,7 +10,8 @@ Newton-native (docs/consumer-semantics.md §A.11). When a joint's best model nee
 `pid` family, or an encoder offset — `ACTUATORS_BEST` uses our explicit subclass built on Isaac Lab's own
 classes, which the Python source imports from the consumer package (`actuator_sysid.consumers.isaaclab`); Isaac
 Lab runs such classes only with `SimulationCfg(use_newton_actuators=False)` (the Newton USD export expresses the
-same model natively).
+same model natively). MuJoCo's `<dcmotor>` is written as the DC-motor model it equals, its setpoint slew (like a
+servo's fitted goal_rate_limit) as our `DCMotorGoalSlewCfg` (export/mujoco_dcmotor_equivalent.py).
 
 BAM's friction budget (families `dcmotor_stribeck` … `dcmotor_stribeck_delay`, docs/prior-art.md M2–M6) has no
 Isaac Lab, Newton or MuJoCo field. `ACTUATORS` writes such a joint as the class of the family it extends with
@@ -39,8 +40,11 @@ from ..models.families import (
     RICH_FRICTION_TERMS,
     Family,
     get_family,
+    is_mujoco_dcmotor,
 )
 from ..numbers import is_real
+from .mujoco_dcmotor_equivalent import as_kernel_fit
+from .mujoco_dcmotor_equivalent import note as dcmotor_note
 from .selection import (
     ChosenModel,
     ExportError,
@@ -101,7 +105,12 @@ CFG_FIELDS |= {bam: CFG_FIELDS[base] + _BAM_FIELDS for bam, base in _BAM_BASE.it
 REQUIRED |= {bam: REQUIRED[base] + ("joint_inertia", "physics_dt") for bam, base in _BAM_BASE.items()}
 BUILTIN = tuple(dict.fromkeys(f.isaaclab_cfg for f in FAMILIES.values() if f.isaaclab_cfg))  # Isaac Lab's own
 CUSTOM_FAMILY_CFG = {f.name: f.isaaclab_custom for f in FAMILIES.values() if f.isaaclab_custom}
-_DC_CLASSES = ("DCMotorCfg", "DelayedDCMotorCfg", *_BAM_BASE)
+# a slewed position target (goal_rate_limit, MuJoCo's <dcmotor> slewmax): our subclass of the class it slews
+SLEWED = {"DCMotorCfg": "DCMotorGoalSlewCfg", "IdealPDActuatorCfg": "IdealPDActuatorGoalSlewCfg"}
+_SLEW_FIELDS = ("goal_rate_limit", "physics_dt", "slew_from_target")
+CFG_FIELDS |= {slewed: CFG_FIELDS[base] + _SLEW_FIELDS for base, slewed in SLEWED.items()}
+REQUIRED |= {slewed: REQUIRED[base] + _SLEW_FIELDS[:2] for base, slewed in SLEWED.items()}
+_DC_CLASSES = ("DCMotorCfg", "DelayedDCMotorCfg", "DCMotorGoalSlewCfg", *_BAM_BASE)
 OFFSET_SUFFIX = "WithEncoderOffset"
 # Isaac Lab 2.x names (deprecated aliases in 3.0, actuator_compat.py): explicit vs implicit meaning (§A.1, §A.10)
 _V2_NAMES = {
@@ -188,8 +197,15 @@ def _joint_cfg(
 ) -> dict:
     """One joint's {"class_type", "family", "cfg"} under Isaac Lab 3.0 names; bam: BAM's friction budget in
     our subclass (`load_inertia` then gives the joint inertia it stops the joint with)."""
+    fitted, dcmotor = fam_name, is_mujoco_dcmotor(family)
+    mapped = [list(dcmotor_note(family, dict(model.params)))] if dcmotor else []
+    if dcmotor:  # MuJoCo's <dcmotor>: the kernel model it equals (mujoco_dcmotor_equivalent)
+        family, model = as_kernel_fit(family, model, "Isaac Lab", slew_ok=True)
+        fam_name = family.name
     offset = custom and "encoder_offset" in family.joint_terms and family.drive != "implicit"
     cls = _cfg_class(fam_name, offset, bam) if custom else get_family(fam_name).isaaclab_cfg
+    slewed = _slews(model.params) and cls in SLEWED and (custom or dcmotor)
+    cls = SLEWED[cls] if slewed else cls
     if cls not in CFG_FIELDS and not custom:
         raise ExportError(
             f"family {fam_name!r} has no Isaac Lab cfg class; use the Newton export "
@@ -201,6 +217,7 @@ def _joint_cfg(
     for comp in family.components:  # a term a cfg field only approximates rewrites that field's value
         values = comp.isaaclab_values(values, chosen)
     notes = [list(n) for comp in family.components for n in comp.notes("isaaclab", chosen)]
+    notes = mapped + [n for n in notes if not (slewed and n[0] == "goal_rate_limit")]  # the class slews
     carries_budget = "joint_inertia" in _fields(cls)
     if "physics_dt" in _fields(cls):
         values["physics_dt"] = float(physics_dt)
@@ -221,7 +238,9 @@ def _joint_cfg(
             cfg[name] = v
         elif v is not None and math.isfinite(v):
             cfg[name] = float(v)
-    spec = {"class_type": cls, "family": fam_name, "cfg": cfg}
+    if slewed and dcmotor:  # MuJoCo's slew state starts at the setpoint, a servo's goal at the position
+        cfg["slew_from_target"] = True
+    spec = {"class_type": cls, "family": fitted, "cfg": cfg}
     if notes:  # [code, severity, message]: what a component's cfg field approximates (cfg_hazards says it)
         spec["notes"] = notes
     marks = {
@@ -237,6 +256,12 @@ def _joint_cfg(
     elif family.rich_friction:
         spec["approximation"] = _friction_note(family, params, backend)
     return spec
+
+
+def _slews(params) -> bool:
+    """Whether a fit slews its position target (a finite goal_rate_limit)."""
+    v = params.get("goal_rate_limit")
+    return is_real(v) and math.isfinite(float(v)) and float(v) > 0
 
 
 _CFG_NAMES = {
@@ -385,6 +410,7 @@ def best_cfgs(
             (built_in is not None and built_in != jr.best_model)
             or fam.rich_friction
             or ("encoder_offset" in fam.joint_terms and fam.drive != "implicit")
+            or (_slews(jr.models[jr.best_model].params) and not is_mujoco_dcmotor(fam))
         ):
             return actuator_cfgs(typed, custom=True, backend=backend, rec=rec, loads=loads)
     return None
@@ -496,6 +522,9 @@ def validate_cfgs(groups: dict[str, dict]) -> None:
                     )
                 if angles != sorted(angles):
                     problems.append(f"{g}: joint_parameter_lookup angles must be sorted ascending")
+            elif name == "slew_from_target":
+                if not isinstance(v, bool):
+                    problems.append(f"{g}: slew_from_target = {v!r} must be true or false")
             elif name == "encoder_offset":
                 if not is_real(v):
                     problems.append(f"{g}: encoder_offset = {v!r} must be finite")
@@ -505,7 +534,7 @@ def validate_cfgs(groups: dict[str, dict]) -> None:
             problems.append(f"{g}: actuator_velocity_limit must be > 0")
         problems += [
             f"{g}: {name} must be > 0"
-            for name in ("joint_inertia", "physics_dt", "stribeck_velocity")
+            for name in ("joint_inertia", "physics_dt", "stribeck_velocity", "goal_rate_limit")
             if name in _fields(cls) and is_real(cfg.get(name)) and cfg[name] <= 0
         ]
         if cfg.get("min_delay", 0) > cfg.get("max_delay", 0):

@@ -34,6 +34,9 @@ from ..fitting.result import ResultLike, as_result
 from ..models.components import get as get_component
 from ..models.components.dc_motor import NEWTON_NAMES as DC_NAMES
 from ..models.families import CLAMPS, NET_FAMILIES, Family, is_mujoco_dcmotor
+from .mujoco_dcmotor_equivalent import BASE as DCMOTOR_BASE
+from .mujoco_dcmotor_equivalent import as_kernel_model
+from .mujoco_dcmotor_equivalent import note as dcmotor_note
 from .selection import (
     RAD_PER_DEG,
     ChosenModel,
@@ -90,8 +93,9 @@ class NetChoice:
 
 def expresses(family: Family) -> bool:
     """Whether Newton 1.8 runs this family exactly: every one, BAM's friction budgets through the consumer
-    package's component (actuator_sysid.consumers.newton); MuJoCo's own <dcmotor> has no Newton class."""
-    return not is_mujoco_dcmotor(family)
+    package's component (actuator_sysid.consumers.newton), MuJoCo's base <dcmotor> as DrivePD + ClampingDCMotor
+    (export/mujoco_dcmotor_equivalent.py); its extensions have no Newton class."""
+    return not is_mujoco_dcmotor(family) or family.name == DCMOTOR_BASE
 
 
 def choose_models(
@@ -170,6 +174,7 @@ def actuator_attributes(
     """The API schemas and `newton:` attributes of one joint's NewtonActuator (§C.3), in radians, SI: each of the
     family's drive, clamp and delay components writes its own (models/components/); a friction budget adds the
     consumer package's clamp last, with the joint inertia [kg·m²] and physics step [s] its stop assumes."""
+    m = as_kernel_model(m, "Newton", slew_ok=False)  # a <dcmotor>: the PD + DC clamp it equals
     apis: list[str] = []
     attrs: dict[str, float | int | list[float]] = {}
     for comp in m.family.components:
@@ -195,6 +200,7 @@ def joint_attributes(m: ChosenModel, angular: bool = True) -> dict[str, float]:
     """NewtonJointAPI attributes: armature, Coulomb friction, and damping per degree for angular DOFs (§C.4),
     each from its joint-term component."""
     out: dict[str, float] = {}
+    m = as_kernel_model(m, "Newton", slew_ok=False)
     for comp in m.family.components:
         out |= comp.newton_joint(m, angular)
     if (
@@ -208,6 +214,10 @@ def newton_warnings(m: ChosenModel) -> list[Finding]:
     """What Newton cannot express of a model, and what a friction budget needs of the user: stated on the export,
     never silently dropped. Each component says what Newton cannot hold of it."""
     out = []
+    if is_mujoco_dcmotor(m.family):  # written as the PD + DC clamp it equals
+        code, severity, msg = dcmotor_note(m.family, m.params)
+        out.append(Finding(f"EXPORT.NEWTON.{code}", severity, m.joint, msg))
+        m = as_kernel_model(m, "Newton", slew_ok=False)
     if m.family.rich_friction:
         out.append(
             Finding(

@@ -1,0 +1,133 @@
+"""MuJoCo's <dcmotor> outside MuJoCo, and a slewed goal in Isaac Lab.
+
+The base `mujoco_dcmotor` family exports to Isaac Lab as DCMotorCfg and to Newton as DrivePD + ClampingDCMotor
+(saturation_effort = K·vmax/R, actuator_velocity_limit = vmax/K); `mujoco_dcmotor_slew` and a kernel fit of the
+servo goal rate (BAM's STS3215 logs) run in Isaac Lab through the consumer package's slewed-target classes. Each
+export is replayed by the real consumer and compared with our own rollout (MuJoCo for the <dcmotor> families, the
+kernel for the servo): the replay's RMSE against the log within 10 % of ours (export/consumer_replay.py), and the
+two trajectories within a few mrad of each other.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from bam_logs import write_feetech_logs
+from export_helpers import make_result, model_entry
+from test_mujoco_dcmotor import BASE, EXTENSIONS, SUBSTEPS, _log
+
+from actuator_sysid.datasets.readers import read_paths
+from actuator_sysid.export import replay
+from actuator_sysid.export.isaaclab import actuator_cfgs, cfg_hazards, render_json, render_python
+from actuator_sysid.export.newton_usd import build_stage
+from actuator_sysid.export.selection import ExportError
+
+DT = 1.0 / 200 / SUBSTEPS  # the <dcmotor> logs: 200 Hz, 5 physics steps a sample
+OFF = {"stiffness": 1.25, "damping": 0.8, "dcmotor_resistance": 1.2}  # the exported model is off the log
+STS = {"kt": 1.21164, "R": 2.67617, "armature": 0.0284, "friction_base": 0.0524, "friction_viscous": 0.0591}
+SERVO_TERMS = ("armature", "friction", "viscous_friction", "goal_rate_limit")
+
+
+def _dcmotor_result(family: str) -> tuple[dict, object]:
+    truth = BASE | EXTENSIONS[family]
+    rec = _log(truth, noise=0.0)
+    params = {k: v * OFF.get(k, 1.0) for k, v in truth.items()}
+    return make_result({"hinge": {family: model_entry(family, params)}}, rec, DT, SUBSTEPS), rec
+
+
+def _close(r: dict, agree: float) -> None:
+    """The consumer's replay as good as our rollout (10 %), and the two trajectories within `agree` rad."""
+    assert r["status"] == "ok", r
+    for joint, j in r["joints"].items():
+        assert j["rmse_ours"] > 1e-3, "the model must be off the log for the bound to mean something"
+        assert j["within_tolerance"] and abs(j["rmse_replay"] - j["rmse_ours"]) <= 0.10 * j["rmse_ours"], (
+            r["format"],
+            joint,
+            j,
+        )
+        assert max(s["rmse_replay_vs_ours"] for s in j["segments"]) < agree, (r["format"], j)
+
+
+@pytest.mark.conformance
+def test_base_dcmotor_replays_in_isaaclab_and_newton() -> None:
+    """The mapped DCMotorCfg and the PD + DC clamp stage replay MuJoCo's own rollout of the fit."""
+    res, rec = _dcmotor_result("mujoco_dcmotor")
+    cfg = json.loads(render_json(res))["actuators"]["hinge"]
+    assert cfg["class_type"] == "DCMotorCfg" and cfg["family"] == "mujoco_dcmotor"
+    k, r, vmax = (
+        BASE["dcmotor_motor_constant"],
+        BASE["dcmotor_resistance"] * 1.2,
+        BASE["dcmotor_voltage_limit"],
+    )
+    assert cfg["cfg"]["saturation_effort"] == pytest.approx(k * vmax / r)
+    assert cfg["cfg"]["actuator_velocity_limit"] == pytest.approx(vmax / k)
+    stage, _ = build_stage(res, rec)
+    text = stage.GetRootLayer().ExportToString()
+    hazards = {f.code for f in cfg_hazards(actuator_cfgs(res))}
+    assert "EXPORT.ISAACLAB.mujoco_dcmotor" in hazards  # the mapping and the inputs MuJoCo does not read
+    assert "NewtonDCMotorClampingAPI" in text and "NewtonPDControlAPI" in text
+    for fmt in ("isaaclab.py", "isaaclab.json", "newton.usda"):
+        _close(replay(res, rec, fmt, segments=["steps"]), 1e-5)
+
+
+@pytest.mark.conformance
+def test_slewed_dcmotor_replays_in_isaaclab_and_is_refused_by_newton() -> None:
+    """mujoco_dcmotor_slew: our DCMotorGoalSlewCfg, its slew starting at the setpoint as MuJoCo's does."""
+    res, rec = _dcmotor_result("mujoco_dcmotor_slew")
+    src = render_python(res)
+    assert "DCMotorGoalSlewCfg(" in src and "slew_from_target=True" in src
+    assert "goal_rate_limit=8.0" in src
+    _close(replay(res, rec, "isaaclab.py", segments=["steps"]), 1e-5)
+    with pytest.raises(ExportError, match="'mujoco_dcmotor'"):
+        build_stage(res, rec, families={"hinge": "mujoco_dcmotor_slew"})
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "family", ["mujoco_dcmotor_lugre", "mujoco_dcmotor_cogging", "mujoco_dcmotor_inductance"]
+)
+def test_extensions_without_a_consumer_class_are_refused(family: str) -> None:
+    res, rec = _dcmotor_result(family)
+    with pytest.raises(ExportError, match=f"{family}.*no class for.*'mujoco_dcmotor'"):
+        render_json(res)
+    with pytest.raises(ExportError, match=f"{family}.*no class for.*'mujoco_dcmotor'"):
+        build_stage(res, rec, families={"hinge": family})
+
+
+@pytest.mark.conformance
+def test_servo_goal_rate_replays_in_isaaclab(tmp_path) -> None:
+    """BAM's STS3215 (goal slewed at 4 rad/s): a kernel dcmotor fit with goal_rate_limit is ACTUATORS_BEST's
+    DCMotorGoalSlewCfg, its goal starting at the measured position, replayed within 10 % of our kernel (the export
+    at the log's own kp and vin: the law ties the envelope to the gain there)."""
+    paths = write_feetech_logs(  # the sine's target runs up to 12 rad/s: the goal rate acts
+        tmp_path, {**STS, "max_velocity": 4.0}, kps=(16,), runs=("sin_time_square", "lift_and_drop")
+    )
+    rec = read_paths(paths)
+    joint = rec.joints[0].name
+    vin = float(rec.segments[0].metadata["vin"])
+    ktr, kp = STS["kt"] / STS["R"], float(rec.segments[0].metadata["kp"])
+    sat = ktr * vin * 0.97
+    damping = STS["kt"] ** 2 / STS["R"]
+    params = {  # BAM's constants at the log's kp and vin (tests/test_servo_laws.py), the goal rate off
+        "stiffness": ktr * vin * 0.166 * kp,
+        "damping": damping,
+        "saturation_effort": sat,
+        "actuator_velocity_limit": sat / damping,
+        "actuator_effort_limit": 1e3,
+        "armature": STS["armature"],
+        "friction": STS["friction_base"],
+        "viscous_friction": STS["friction_viscous"],
+        "goal_rate_limit": 3.0,
+    }
+    dt = float(rec.segments[0].dt) / 2
+    res = make_result({joint: {"dcmotor": model_entry("dcmotor", params, SERVO_TERMS)}}, rec, dt, 2)
+    src = render_python(res)
+    assert "ACTUATORS_BEST" in src and "DCMotorGoalSlewCfg(" in src
+    names = [s.name for s in rec.segments]
+    r = replay(res, rec, "isaaclab.py", segments=names)
+    assert set(r["joints"]) == {joint, f"{joint} (best)"}, r
+    best = {**r, "joints": {k: v for k, v in r["joints"].items() if k.endswith("(best)")}}
+    _close(best, 1e-5)
+    unslewed = r["joints"][joint]  # ACTUATORS: Isaac Lab's DCMotorCfg, which holds no goal rate
+    assert max(s["rmse_replay_vs_ours"] for s in unslewed["segments"]) > 1e-2, unslewed
