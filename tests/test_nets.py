@@ -267,13 +267,12 @@ def test_service_fits_networks_and_serves_their_checkpoints(tmp_path: Path) -> N
 
 
 def test_mlp_with_decimation_counts_history_in_physics_steps() -> None:
-    """A log at the policy rate with 2 physics steps per sample: the default history (0, 20, 40 ms, at 200 Hz
-    samples 0, 4, 8) is input_idx [0, 8, 16] physics steps; the closed loop steps the net every physics step
-    with the command held."""
+    """A log at the policy rate with 2 physics steps per sample: a history of 0, 20, 40 ms (at 200 Hz samples
+    0, 4, 8) is input_idx [0, 8, 16] physics steps; the closed loop steps the net every physics step with the
+    command held."""
     rec = nonlinear_recording(n_segments=3, seconds=1.0, torque=False)
-    res = fit_recording(
-        rec, FitRequest(models=["mlp"], decimation=2, networks={"epochs": 3, "in_loop_epochs": 3})
-    )
+    networks = {"epochs": 3, "in_loop_epochs": 3, "history_ms": [0, 20, 40]}
+    res = fit_recording(rec, FitRequest(models=["mlp"], decimation=2, networks=networks))
     m = res["joints"]["j"]["models"]["mlp"]
     assert m["network"]["input_idx"] == [0, 8, 16]
     assert m["training"]["mode"] == "in_the_loop" and np.isfinite(m["metrics"]["train"]["position_rmse"])

@@ -218,12 +218,13 @@ def test_the_api_request_takes_validate_last_and_the_net_options() -> None:
 @pytest.mark.parametrize("rate", [200.0, 400.0])
 def test_series_elastic_nets_are_ranked_by_torque_the_best_picked_and_judged_good(rate: float) -> None:
     """Acceptance 1: on the MuJoCo series-elastic log the three nets are ranked by validation torque error, the
-    lowest is the best model, the verdict (with the exports replayed) is good, and the default history spans
-    the same 40 ms at 200 and 400 Hz."""
+    lowest is the best model, the verdict (with the exports replayed) is good, and a history stated in time
+    (0, 20, 40 ms) spans the same 40 ms at 200 and 400 Hz."""
     from actuator_sysid.pipeline import compute_fit
 
     rec = sea_recording(rate, seconds=4.0, n_segments=3, seed=0)
-    res = compute_fit(rec, FitRequest(families=["mlp", "lstm", "gru"], networks={"epochs": 100})).typed
+    networks = {"epochs": 100, "history_ms": HISTORY_MS}
+    res = compute_fit(rec, FitRequest(families=["mlp", "lstm", "gru"], networks=networks)).typed
     jr = res.joints["knee"]
     torque = {f: m.torque_error("validation") for f, m in jr.models.items()}
     assert [r.family for r in jr.ranking] == sorted(torque, key=torque.__getitem__)
@@ -313,16 +314,24 @@ def test_a_one_epoch_net_and_a_net_no_better_than_zero_are_judged_poor(sea200) -
 
 
 def test_the_mlps_history_is_stated_and_a_short_one_or_an_unfinished_training_is_said() -> None:
-    """At 50 Hz the default 0–40 ms history is two samples back: the fit states its lags in samples and ms and
-    says how to ask for a longer span; a training cut by its epoch count while still improving says so."""
+    """At 50 Hz a 0–40 ms history is two samples back: the fit states its lags in samples and ms; a training
+    cut by its epoch count while still improving says so. At 25 Hz every span the fit chooses from is a few
+    samples back: the chosen one is said to be short, with how to ask for a longer span."""
     rec = sea_recording(50.0, seconds=4.0, n_segments=3, seed=2)
-    res = fit_result(rec, FitRequest(families=["mlp"], networks={**QUICK, "epochs": 4}, validate_last=0.3))
+    networks = {**QUICK, "epochs": 4, "history_ms": HISTORY_MS}
+    res = fit_result(rec, FitRequest(families=["mlp"], networks=networks, validate_last=0.3))
     net = res.joints["knee"].models["mlp"]
     assert net.training["history"] == "lags 0, 1, 2 samples (0, 20, 40 ms at 50 Hz)", net.training
     text = " ".join(net.warnings or [])
-    assert "2 sample(s) back at this rate" in text and "networks.history_ms" in text, text
     if net.training["stopped_on"] == "epochs" and net.training["best_epoch"] >= 4:
         assert "still falling" in text, text
+    slow = sea_recording(25.0, seconds=4.0, n_segments=3, seed=2)
+    res = fit_result(slow, FitRequest(families=["mlp"], networks={**QUICK, "epochs": 4}, validate_last=0.3))
+    net = res.joints["knee"].models["mlp"]
+    text = " ".join(net.warnings or [])
+    assert net.training["history"] in [c["history"] for c in net.training["history_choice"]["candidates"]]
+    assert "history chosen on the inner split is lags" in text and "sample(s) back at this rate" in text, text
+    assert "networks.history_ms" in text, text
     given = fit_result(
         rec, FitRequest(families=["mlp"], networks={**QUICK, "epochs": 4, "history_ms": [0, 40, 80]})
     )

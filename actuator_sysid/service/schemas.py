@@ -183,7 +183,8 @@ class FitCreate(BaseModel):
     networks: dict[str, Any] | None = Field(
         None,
         description="options of the mlp/lstm/gru families (fitting.training.NetOptions): history_ms (the "
-        "MLP's history in ms, converted at the log's rate) or input_idx (physics steps back), hidden, "
+        "MLP's history in ms, converted at the log's rate) or input_idx (physics steps back; neither: the "
+        "MLP's history is chosen on the inner split), hidden, "
         "activation, hidden_size, num_layers, epochs, patience, lr, batch_size, window, lstm_window, burn_in, "
         "in_loop_epochs, in_loop_lr, mode (auto | torque | in_the_loop), gain_normalise, inner_fraction, "
         "inputs (auto | error | commands | a list of channels: pos_error, vel or vel_error, tau_ff, tau_cmd, "
