@@ -36,7 +36,7 @@ def _block_variance(r: np.ndarray, blocks: np.ndarray) -> np.ndarray:
     return var
 
 
-def _covariance(
+def covariance(
     jac: np.ndarray,
     r: np.ndarray,
     blocks: np.ndarray,
@@ -170,7 +170,7 @@ def analyse(
     """
     names = [n for n, f in zip(space.names, free, strict=True) if f]
     idx = np.flatnonzero(free)
-    sd_u, corr, blind, row_var = _covariance(jac, r, blocks, nuisance_jac, nuisance_var)
+    sd_u, corr, blind, row_var = covariance(jac, r, blocks, nuisance_jac, nuisance_var)
     u = space.to_unit(x)
     intervals: dict[str, dict[str, Any]] = {}
     warnings: list[str] = []

@@ -902,7 +902,7 @@ class DecoupledRollout:
         own = np.einsum("tjj->tj", grad)
         self.grad = grad
         load = tau - diag * ddq  # what the joint's own inertia does not explain: coupling, gravity, Coriolis
-        mm, _, _ = _id_model(robot)
+        mm, _, _ = id_model(robot)
         solref, solimp = mm.dof_solref[0], mm.dof_solimp[0]
         self.b_ref = 2.0 / (float(solimp[1]) * float(solref[0]))  # MuJoCo's reference damping, ratio 1
         self.leak = (1.0 - float(solimp[0])) / float(solimp[0])  # R / A at zero violation
@@ -993,10 +993,10 @@ class DecoupledRollout:
         return res
 
 
-_ID_MODELS: dict[int, tuple] = {}  # id(robot) -> _id_model's answer, dropped with the robot
+_ID_MODELS: dict[int, tuple] = {}  # id(robot) -> id_model's answer, dropped with the robot
 
 
-def _id_model(robot: RobotModel):
+def id_model(robot: RobotModel):
     """MuJoCo's model and data as Newton's SolverMuJoCo converts the bare robot (no armature, damping,
     frictionloss, constraints), and the column of each MuJoCo DoF among the actuated joints; converted once per
     robot (a fit asks several times; every caller sets the data's state before it reads)."""
@@ -1008,7 +1008,7 @@ def _id_model(robot: RobotModel):
 
 
 def _convert_bare(robot: RobotModel):
-    """_id_model's conversion."""
+    """id_model's conversion."""
     import mujoco
     import newton
 
@@ -1051,7 +1051,7 @@ def joint_space_terms(
     measured motion (the coupling and gravity efforts from here, the joint's own inertia from the diagonal)."""
     import mujoco
 
-    mm, md, cols = _id_model(robot)
+    mm, md, cols = id_model(robot)
     qadr = mm.jnt_qposadr[mm.dof_jntid]
     n = mm.nv
     out, diag = np.zeros((q.shape[0], n)), np.zeros((q.shape[0], n))

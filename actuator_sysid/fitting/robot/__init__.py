@@ -52,6 +52,7 @@ lines), fit.py (fit_robot).
 
 from .data import FitData, model_bounds, pd_effort, prepare_fit
 from .fit import fit_robot
+from .inertial import InertialOptions, InertialResult, identify_inertials
 from .jacobian import coupled_jacobian, jacobian_and_initial_state_effect
 from .options import REQUEST_NAMES, RobotFitOptions
 from .output import has_envelope, isaaclab_dict, result_lines, write_robot_fit
@@ -82,6 +83,8 @@ __all__ = [
     "CoupledEvaluator",
     "DecoupledEvaluator",
     "FitData",
+    "InertialOptions",
+    "InertialResult",
     "Problem",
     "RobotFitOptions",
     "bound_report",
@@ -90,6 +93,7 @@ __all__ = [
     "family_terms",
     "fit_robot",
     "has_envelope",
+    "identify_inertials",
     "isaaclab_dict",
     "jacobian_and_initial_state_effect",
     "joint_terms",
