@@ -982,6 +982,7 @@ def _net_options(args: argparse.Namespace) -> dict | None:
 def cmd_fit_inertials(args: argparse.Namespace) -> int:
     """`fit LOG --robot MODEL --inertials`: link inertials, friction and armature from the log's joint torque,
     by the inverse-dynamics regressor (fitting/robot/inertial.py); held-out logs judge the torque residual."""
+    from .export.robot_inertials import update_mjcf, update_urdf
     from .fitting.robot import InertialOptions, identify_inertials
     from .models.robot import load_robot
 
@@ -999,6 +1000,10 @@ def cmd_fit_inertials(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("out") / "inertials"
     out.mkdir(parents=True, exist_ok=True)
     (out / "inertials.json").write_text(json.dumps(res.to_dict(), indent=1))
+    model = Path(args.robot)
+    update = update_urdf if model.suffix.lower() == ".urdf" else update_mjcf
+    identified = out / f"{model.stem}_identified{model.suffix}"
+    identified.write_text(update(model.read_text(), res))
     held = res.rmse.get("held_out", {})
     for joint, terms in res.friction.items():
         text = ", ".join(
@@ -1011,6 +1016,7 @@ def cmd_fit_inertials(args: argparse.Namespace) -> int:
     for note in res.notes:
         print(note, file=sys.stderr)
     print(f"wrote {out / 'inertials.json'} (rank {res.rank}; {res.filter})", file=sys.stderr)
+    print(f"wrote {identified} (the model file with the identified values)", file=sys.stderr)
     return 0
 
 

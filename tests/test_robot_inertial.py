@@ -382,3 +382,4 @@ def test_the_cli_identifies_from_log_files(tmp_path: Path, capsys: pytest.Captur
         assert out["friction"][j]["viscous"] == pytest.approx(TRUTH["viscous"][k], rel=0.10), out["friction"]
         assert j in out["rmse"]["held_out"]
     assert "held-out torque RMSE" in capsys.readouterr().err
+    assert (tmp_path / "out" / "cyl3_identified.xml").exists()  # the model file with the identified values
