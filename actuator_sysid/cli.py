@@ -1020,8 +1020,8 @@ def cmd_fit_inertials(args: argparse.Namespace) -> int:
     return 0
 
 
-def _robot_args(f: argparse.ArgumentParser) -> None:
-    """`fit --robot`: the whole-robot options."""
+def _inertial_args(f: argparse.ArgumentParser) -> None:
+    """`fit --robot --inertials`: the torque identification's options."""
     f.add_argument(
         "--inertials",
         action="store_true",
@@ -1054,6 +1054,11 @@ def _robot_args(f: argparse.ArgumentParser) -> None:
         default=0.0,
         help="with --inertials: rows of a joint slower than this (rad/s or m/s) are left out: stick phases",
     )
+
+
+def _robot_args(f: argparse.ArgumentParser) -> None:
+    """`fit --robot`: the whole-robot options."""
+    _inertial_args(f)
     f.add_argument(
         "--robot",
         help="robot model (MJCF, URDF, USD): fit every actuator through the robot's coupled "

@@ -89,8 +89,10 @@ def _set_attrs(tag_text: str, values: dict[str, str]) -> str:
     """The start tag with each attribute set: an existing value replaced in place, a new one added at the end."""
     for key, val in values.items():
         pat = re.compile(rf"(\s{re.escape(key)}\s*=\s*)([\"'])[^\"']*\2")
-        if pat.search(tag_text):
-            tag_text = pat.sub(lambda m, v=val: f"{m.group(1)}{m.group(2)}{v}{m.group(2)}", tag_text, count=1)
+        if (m := pat.search(tag_text)) is not None:
+            tag_text = (
+                f"{tag_text[: m.start()]}{m.group(1)}{m.group(2)}{val}{m.group(2)}{tag_text[m.end() :]}"
+            )
         else:
             close = len(tag_text) - (2 if tag_text.endswith("/>") else 1)
             tag_text = f'{tag_text[:close].rstrip()} {key}="{val}"{tag_text[close:]}'

@@ -21,7 +21,7 @@ from .problem import BIAS_UNIT
 from .result import build_result
 from .search import search_coupled, search_decoupled
 from .start import equation_error_start, scan_envelope, start_point
-from .validate import validate
+from .validate import validate, with_held_out_checks
 
 log = logging.getLogger(__name__)
 SCAN_WINDOWS = 4  # the coupled path's gain and delay scans see at most this many training windows
@@ -97,6 +97,7 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
     decoupled_x = stats.pop("_decoupled_x", None)
     validation = validate(robot, prob, data, fitted, delay, gains_known, opts, decoupled_x)
     validation = replace(validation, motion=robot_judge.motion_stats(data.q[data.split :], prob.names))
+    validation = with_held_out_checks(robot, prob, data, fitted, delay, opts, validation)
     if opts.judge:  # the intervals' Jacobian at the optimum and the effect of the measured initial states
         jm, r_opt, effect0 = jacobian_and_initial_state_effect(prob, ev, x_best, delay)
     world_steps = ev.world_steps + (ev_scan.world_steps if isinstance(ev_scan, CoupledEvaluator) else 0)

@@ -112,6 +112,13 @@ def result_lines(result: RobotResult) -> list[str]:
             f"  {nm}: {e:.4f} rad (model defaults {v.model_defaults_per_joint_rmse[nm]:.4f}"
             + (f", decoupled fit {dec.per_joint_rmse[nm]:.4f})" if dec else ")")
         )
+    for nm, m in (v.motion or {}).items():  # a torque-driven log's judged checks (robot/torque_check.py)
+        if {"window_rmse", "window_motion", "torque_rmse", "effort_rms", "torque_r2"} <= set(m):
+            lines.append(
+                f"  {nm}: {m['window_s']:.3g} s windows {m['window_rmse']:.4f} rad (of {m['window_motion']:.3g} "
+                f"rad moved); torque RMSE {m['torque_rmse']:.3g} N·m of {m['effort_rms']:.3g}, R² "
+                f"{m['torque_r2']:.4f}; the long replay above is shown, not judged"
+            )
     for note in result.bounds.notes:
         lines.append(f"  flag: {note}")
     t = result.training

@@ -3,6 +3,8 @@ model file's own joint terms and the decoupled fit beside it, and their errors."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ...models.robot import RobotModel
@@ -12,6 +14,7 @@ from .data import FitData, pd_effort
 from .options import RobotFitOptions
 from .plant import replay_coupled
 from .problem import OFFSET, Problem
+from .torque_check import WINDOW_S, held_out_checks, torque_driven
 
 
 def replay_validation(
@@ -142,4 +145,27 @@ def _decoupled_beside(
         delay_steps=int(delay),
         note="each joint's own 1-DoF fit along the measured motion (Newton's joint-space inertia and "
         "coupling efforts), before any coupled refinement; replayed coupled from the split",
+    )
+
+
+def with_held_out_checks(
+    robot: RobotModel,
+    prob: Problem,
+    data: FitData,
+    fitted: dict[str, np.ndarray],
+    delay: int,
+    opts: RobotFitOptions,
+    validation: RobotValidation,
+) -> RobotValidation:
+    """A torque-driven log's validation with its short forward windows and torque prediction in each joint's
+    `motion` entry (robot/torque_check.py), the long replay kept as shown; any other log's unchanged."""
+    if not torque_driven(prob, data):
+        return validation
+    motion = {k: dict(v) for k, v in (validation.motion or {}).items()}
+    return replace(
+        validation,
+        motion=held_out_checks(robot, prob, data, fitted, delay, opts.decimation, motion),
+        replay=validation.replay
+        + f"; torque-driven (kp = kd = 0): this long replay is shown, not judged; judged are {WINDOW_S:g} s "
+        "forward windows from the measured state and the torque prediction along the measured motion",
     )
