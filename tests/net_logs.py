@@ -118,3 +118,56 @@ def nonlinear_recording(
             )
         )
     return Recording([JointInfo("j", **LOAD)], segs)
+
+
+# --- a stiff position-controlled actuator on a bench, logged at 66.7 Hz ---
+
+BENCH = {"kp": 2000.0, "kd": 10.0, "lag_s": 0.004}  # N·m/rad, N·m·s/rad, the current loop's lag s
+BENCH_LOAD = {"mass": 40.0, "com_distance": 0.1, "inertia": 0.05}  # kg, m, kg·m² about the COM
+BENCH_DT = 0.015  # the log's sample time (66.7 Hz)
+BENCH_SUBSTEPS = 15  # the simulator's steps per logged sample (1 ms)
+
+
+def bench_recording(
+    n_segments: int = 6, seconds: float = 12.0, seed: int = 0, centre: float = 0.0
+) -> Recording:
+    """A position servo τ = lag(kp·(q_des − q) − kd·qd) (first-order lag BENCH["lag_s"]) on a heavy pendulum,
+    tracking multisines of about 1 rad around `centre` (0: hanging down): position errors of 1e-3 … 1e-2 rad,
+    velocities of several rad/s, torques of tens of N·m (off centre, both sit on the gravity load's offset),
+    logged at 66.7 Hz. Plain numpy, semi-implicit Euler at 1 ms."""
+    b, load, h = BENCH, BENCH_LOAD, BENCH_DT / BENCH_SUBSTEPS
+    inertia = load["inertia"] + load["mass"] * load["com_distance"] ** 2
+    mgl = load["mass"] * 9.81 * load["com_distance"]
+    rng = np.random.default_rng(seed)
+    n = int(seconds / BENCH_DT)
+    t_fine = np.arange(n * BENCH_SUBSTEPS) * h
+    segs = []
+    for s in range(n_segments):
+        freqs, phases = rng.uniform(0.1, 1.2, 4), rng.uniform(0, 2 * np.pi, 4)
+        amp = rng.uniform(0.5, 1.2)
+        wave = sum(np.sin(2 * np.pi * f * t_fine + p) for f, p in zip(freqs, phases, strict=True))
+        q_des = centre + amp * wave / 2.5
+        q, qd, tau = float(q_des[0]), 0.0, mgl * np.sin(q_des[0])
+        log = {k: np.zeros(n) for k in ("q", "qd", "tau", "q_des")}
+        for k in range(n * BENCH_SUBSTEPS):
+            if k % BENCH_SUBSTEPS == 0:
+                i = k // BENCH_SUBSTEPS
+                log["q"][i], log["qd"][i], log["tau"][i], log["q_des"][i] = q, qd, tau, q_des[k]
+            cmd = b["kp"] * (q_des[k] - q) - b["kd"] * qd
+            tau += h / (b["lag_s"] + h) * (cmd - tau)
+            qd += h * (tau - mgl * np.sin(q)) / inertia
+            q += h * qd
+        col = lambda a: a[:, None]  # noqa: E731
+        segs.append(
+            Segment(
+                f"bench{s}",
+                np.arange(n) * BENCH_DT,
+                q=col(log["q"]),
+                qd=col(log["qd"]),
+                q_des=col(log["q_des"]),
+                qd_des=np.zeros((n, 1)),
+                tau_ff=np.zeros((n, 1)),
+                tau=col(log["tau"]),
+            )
+        )
+    return Recording([JointInfo("j", **load)], segs)

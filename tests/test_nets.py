@@ -65,7 +65,7 @@ def test_torque_supervised_nets_recover_the_nonlinear_actuator() -> None:
 def test_in_the_loop_nets_track_a_log_without_torque() -> None:
     """Acceptance 3: no torque in the log; a current-loop lag no parametric family expresses."""
     rec = nonlinear_recording(n_segments=9, seconds=3.0, torque=False, position_limited=False, lag_s=0.02)
-    # half the default net budget (the parametric search keeps its own): the nets still track well inside the bound
+    # a short net budget (the parametric search keeps its own): the nets still track well inside the bound
     nets = {"epochs": 150, "in_loop_epochs": 60}
     res = fit_recording(
         rec, FitRequest(models=[*PARAMETRIC, "mlp", "lstm"], generations=150, population=16, networks=nets)

@@ -51,13 +51,13 @@ class NetOptions:
     activation: str = "softsign"
     hidden_size: int = 16
     num_layers: int = 1
-    epochs: int = 300
+    epochs: int = 1000  # a cap: patience (or the fit's time budget) ends training first
     patience: int = 60  # epochs without a better validation loss before stopping
     lr: float = 3e-3
     batch_size: int = 512  # supervised MLP
     window: int = 50  # samples per in-the-loop rollout window (truncated BPTT length)
-    lstm_window: int = 100  # samples per supervised LSTM sequence
-    burn_in: int = 20  # LSTM samples run on the log before the loss counts
+    lstm_window: int = 50  # samples per supervised LSTM / GRU sequence (truncated BPTT length)
+    burn_in: int = 10  # LSTM / GRU samples run on the log before the loss counts
     in_loop_epochs: int = 150
     in_loop_lr: float | None = None  # default: lr / 3 (MLP), lr / 30 (LSTM, whose state makes BPTT touchier)
     mode: str = "auto"  # "auto": torque when the log has it; "torque"; "in_the_loop"

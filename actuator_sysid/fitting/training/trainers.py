@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from ...models.networks import (
+    ActuatorMLP,
     NetSpec,
     NetStepper,
     as_recurrent,
@@ -50,6 +51,9 @@ class _Stopper:
             self.net.load_state_dict(self.state)
 
 
+MIN_STEPS = 8  # optimiser steps an epoch of recurrent training aims for, however small the log
+
+
 def _past(deadline: float | None) -> bool:
     """Whether the fit's wall-clock budget (a time.perf_counter() instant) has run out."""
     return deadline is not None and time.perf_counter() >= deadline
@@ -57,6 +61,46 @@ def _past(deadline: float | None) -> bool:
 
 def _stopped_on(out_of_time: bool, patience_ran_out: bool) -> str:
     return "budget" if out_of_time else "early_stopping" if patience_ran_out else "epochs"
+
+
+def _fold_centre(spec: NetSpec, net: torch.nn.Module, mu_in: torch.Tensor, mu_out: float) -> None:
+    """Fold the training's centring into the net, which then takes raw (uncentred) inputs as the consumers feed
+    them: the input means (MLP: of its scaled features; LSTM / GRU: of the raw channels) into the first layer's
+    bias, the torque mean (network units) into the output bias. Exact: the layers are affine in both."""
+    with torch.no_grad():
+        if isinstance(net, ActuatorMLP):
+            first, last = net.net[0], net.net[-1]
+            assert isinstance(first, torch.nn.Linear) and isinstance(last, torch.nn.Linear)
+            first.bias.sub_(first.weight @ mu_in)
+        else:
+            rnn = as_recurrent(net)
+            core, last = recurrent_core(rnn), rnn.linear
+            w = core.get_parameter("weight_ih_l0")
+            core.get_parameter("bias_ih_l0").sub_(w @ (mu_in * rnn.in_scale))
+        last.bias.add_(mu_out)
+
+
+def _rnn_data(spec: NetSpec, train: JointData, val: JointData, opts: NetOptions):
+    """The recurrent net's training and inner-validation sequences (x, y, mask) and its burn-in; the training
+    sequences watched where the inner split has none long enough."""
+    active = [q.shape[0] for q, f in zip(train.q, train.free, strict=True) if not f]
+    length = min(opts.lstm_window, max(active, default=0))
+    if length < 4:
+        raise NetFitError(
+            f"the {spec.kind.upper()} needs training segments (not free swing) of at least 4 samples"
+        )
+    seqs = _rnn_sequences(spec, train, length, max(length // 2, 1))
+    b0 = min(opts.burn_in, length // 2)
+    vlen = min([length] + [q.shape[0] for q, f in zip(val.q, val.free, strict=True) if not f])
+    try:
+        if vlen <= b0 + 1:
+            raise NetFitError("inner split too short")
+        vseqs = _rnn_sequences(spec, val, vlen, vlen)
+        if not float(vseqs[2][:, b0:].sum()):
+            raise NetFitError("no scored sample in the inner split's windows")
+    except NetFitError:
+        vseqs = seqs
+    return seqs, vseqs, b0
 
 
 def train_supervised(
@@ -83,7 +127,10 @@ def train_supervised(
             xv, yv = _mlp_table(spec, val, substeps)
         except NetFitError:  # no validation segment (or none long enough): watch the training loss
             xv, yv = x, y
-        y_n, yv_n = y / spec.torque_scale, yv / spec.torque_scale
+        # trained on centred features and torque, folded into the first and last biases after (_fold_centre)
+        mu_in, mu_out = x.mean(0), float(y.mean()) / spec.torque_scale
+        x, xv = x - mu_in, xv - mu_in
+        y_n, yv_n = y / spec.torque_scale - mu_out, yv / spec.torque_scale - mu_out
         gen = torch.Generator().manual_seed(0)
         for epoch in range(opts.epochs):
             perm = torch.randperm(x.shape[0], generator=gen)
@@ -102,25 +149,15 @@ def train_supervised(
             if (patient := stop(epoch, vloss)) or late:
                 break
     else:
-        active = [q.shape[0] for q, f in zip(train.q, train.free, strict=True) if not f]
-        length = min(opts.lstm_window, max(active, default=0))
-        if length < 4:
-            raise NetFitError(
-                f"the {spec.kind.upper()} needs training segments (not free swing) of at least 4 samples"
-            )
-        x, y, m = _rnn_sequences(spec, train, length, max(length // 2, 1))
-        b0 = min(opts.burn_in, length // 2)
-        vlen = min([length] + [q.shape[0] for q, f in zip(val.q, val.free, strict=True) if not f])
-        try:
-            if vlen <= b0 + 1:
-                raise NetFitError("inner split too short")
-            xv, yv, mv = _rnn_sequences(spec, val, vlen, vlen)
-            if not float(mv[:, b0:].sum()):
-                raise NetFitError("no scored sample in the inner split's windows")
-        except NetFitError:
-            xv, yv, mv = x, y, m
+        (x, y, m), (xv, yv, mv), b0 = _rnn_data(spec, train, val, opts)
+        # trained on centred raw inputs and torque, folded into the input and output biases after (_fold_centre)
+        mu_in = x.reshape(-1, x.shape[-1]).mean(0)
+        mu_tau = float((y * m).sum() / m.sum().clamp(min=1.0))
+        mu_out = mu_tau / float(as_recurrent(net).out_scale)
+        x, xv, y, yv = x - mu_in, xv - mu_in, y - mu_tau, yv - mu_tau
         gen = torch.Generator().manual_seed(0)
-        batch = max(8, opts.batch_size // 16)
+        # sequences per step: batch_size / 16, fewer on a small log so that an epoch takes MIN_STEPS steps or so
+        batch = max(4, min(opts.batch_size // 16, x.shape[0] // MIN_STEPS))
         for epoch in range(opts.epochs):
             perm = torch.randperm(x.shape[0], generator=gen)
             for b in range(0, x.shape[0], batch):
@@ -141,6 +178,7 @@ def train_supervised(
             if (patient := stop(epoch, vloss)) or late:
                 break
     stop.restore()
+    _fold_centre(spec, net, mu_in, mu_out)
     secs = time.perf_counter() - t0
     return {
         "epochs": epoch + 1,
