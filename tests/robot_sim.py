@@ -289,3 +289,21 @@ def chirp_targets(
     phase = rng.uniform(0, 2 * math.pi, n)
     arg = 2 * math.pi * (fj[None] * t[:, None] + 0.5 * rate * t[:, None] ** 2) + phase[None]
     return mid[None] + _per_joint(amplitude, n, 0.0)[None] * np.sin(arg)
+
+
+# the two-link arm of the torque-driven tests: yaw without gravity load, pitch hanging; link masses {m1}, {m2} kg
+ARM_TEMPLATE = """<mujoco model="arm2">
+  <worldbody>
+    <body name="base">
+      <inertial pos="0 0 0" mass="20" diaginertia="0.1 0.1 0.1"/>
+      <body name="link1">
+        <joint name="yaw" type="hinge" axis="0 0 1"/>
+        <inertial pos="0.1 0 0" mass="{m1}" diaginertia="0.02 0.04 0.04"/>
+        <body name="link2" pos="0.2 0 0">
+          <joint name="pitch" type="hinge" axis="0 1 0"/>
+          <inertial pos="0 0 -0.15" mass="{m2}" diaginertia="0.04 0.04 0.005"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>"""

@@ -49,10 +49,23 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+def resting_rss(pid: int, timeout: float = 60.0) -> int:
+    """The process tree's RSS once it stops moving (two readings 0.5 s apart within 4 MB): a fit worker still
+    importing its stack at start-up is not the request's growth."""
+    last, deadline = tree_rss(pid), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = tree_rss(pid)
+        if abs(now - last) <= 4 * 2**20:
+            return now
+        last = now
+    return last
+
+
 def peak_growth(server: Server, request: Callable[[], requests.Response]) -> tuple[requests.Response, int]:
     """The response of `request` and how far the server's RSS rose above its resting size meanwhile (sampled
     every 20 ms in a thread)."""
-    rest = tree_rss(server.proc.pid)
+    rest = resting_rss(server.proc.pid)
     peak, done = rest, threading.Event()
 
     def sample() -> None:

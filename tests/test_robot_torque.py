@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import pythonpath
-from robot_sim import robot_recording, simulate_newton_log, torque_driven_log
+from robot_sim import ARM_TEMPLATE, robot_recording, simulate_newton_log, torque_driven_log
 
 from actuator_sysid.export.robot import write_robot_exports
 from actuator_sysid.fitting.robot import RobotFitOptions, bound_report, fit_robot, prepare_fit
@@ -28,21 +28,7 @@ from actuator_sysid.models.articulated import ArticulatedRollout, JointTerms, ph
 from actuator_sysid.models.robot import RobotError, RobotModel, load_robot
 from actuator_sysid.models.warmup import kernel_modules
 
-ARM_XML = """<mujoco model="arm2">
-  <worldbody>
-    <body name="base">
-      <inertial pos="0 0 0" mass="20" diaginertia="0.1 0.1 0.1"/>
-      <body name="link1">
-        <joint name="yaw" type="hinge" axis="0 0 1"/>
-        <inertial pos="0.1 0 0" mass="10" diaginertia="0.02 0.04 0.04"/>
-        <body name="link2" pos="0.2 0 0">
-          <joint name="pitch" type="hinge" axis="0 1 0"/>
-          <inertial pos="0 0 -0.15" mass="5" diaginertia="0.04 0.04 0.005"/>
-        </body>
-      </body>
-    </body>
-  </worldbody>
-</mujoco>"""
+ARM_XML = ARM_TEMPLATE.format(m1=10, m2=5)  # the link masses of the log
 LOG_DT, DEC, DELAY, SAMPLES = 0.005, 2, 2, 600
 TRUTH = {  # per joint (yaw, pitch): armature kg·m², viscous N·m·s/rad, Coulomb frictionloss N·m
     "armature": np.array([0.1, 0.05]),

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from robot_sim import ARM_TEMPLATE as ARM_XML
 from robot_sim import torque_driven_log
 
 from actuator_sysid.files import json_safe
@@ -27,21 +28,6 @@ from actuator_sysid.fitting.robot.torque_check import window_replays
 from actuator_sysid.fitting.robot.validate import replay_validation, validate, with_held_out_checks
 from actuator_sysid.models.robot import RobotModel, load_robot
 
-ARM_XML = """<mujoco model="arm2">
-  <worldbody>
-    <body name="base">
-      <inertial pos="0 0 0" mass="20" diaginertia="0.1 0.1 0.1"/>
-      <body name="link1">
-        <joint name="yaw" type="hinge" axis="0 0 1"/>
-        <inertial pos="0.1 0 0" mass="{m1}" diaginertia="0.02 0.04 0.04"/>
-        <body name="link2" pos="0.2 0 0">
-          <joint name="pitch" type="hinge" axis="0 1 0"/>
-          <inertial pos="0 0 -0.15" mass="{m2}" diaginertia="0.04 0.04 0.005"/>
-        </body>
-      </body>
-    </body>
-  </worldbody>
-</mujoco>"""
 MODEL_MASS, TRUE_MASS = (10.0, 5.0), (10.4, 5.2)  # kg: the log's links are 4 % heavier than the model's
 LOG_DT, DEC, DELAY, SAMPLES = 0.005, 2, 2, 1600
 TRUTH = {  # per joint (yaw, pitch): armature kg·m², viscous N·m·s/rad, Coulomb frictionloss N·m
