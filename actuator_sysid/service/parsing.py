@@ -150,7 +150,7 @@ class ParserPool:
             fut = pool.submit(fn, *args)
             return await asyncio.wait_for(asyncio.wrap_future(fut), self.timeout_s)
         except TimeoutError:
-            log.error("the worker pool missed the %.0f s deadline on %s; rebuilding it", self.timeout_s, name)
+            log.error("the worker pool missed the %g s deadline on %s; rebuilding it", self.timeout_s, name)
             self._discard(pool, kill=True)
             raise ParserBusyError(
                 f"{clip_text(name, 200)}: the server's parser did not finish within {self.timeout_s:g} s (it is "
