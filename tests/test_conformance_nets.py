@@ -27,7 +27,7 @@ from actuator_sysid.export.checkpoints import (
     torchscript_bytes,
 )
 from actuator_sysid.export.selection import ExportError
-from actuator_sysid.fitting.training import NetOptions, fit_network, network_from_result
+from actuator_sysid.fitting.training import NetOptions, net_fit, network_from_result
 from actuator_sysid.models.networks import NetStepper
 
 RTOL = 1e-5
@@ -49,7 +49,7 @@ def entries() -> dict[str, dict]:
         ("lstm", NetOptions(epochs=4, hidden_size=8, num_layers=2)),
         ("lstm1", NetOptions(epochs=4, hidden_size=8, num_layers=1)),
     ):
-        entry = fit_network(rec, "j", name.rstrip("1"), [0, 1], [2], opts)
+        entry = net_fit(rec, "j", name.rstrip("1"), [0, 1], [2], opts).to_json()
         entry["network"].update(ENVELOPE)
         out[name] = entry
     return out

@@ -1,6 +1,7 @@
 """Actuator nets that read the drive's commands: τ_ff, qd_des and the gains of a torque-commanded or MIT-mode
 drive (NetSpec.inputs), learned from MuJoCo logs (tests/net_command_logs.py) and replayed by Isaac Lab's own
-ActuatorNet classes (our subclasses) and Newton's DriveNeuralGRU within 1e-5 N·m of NetStepper.
+ActuatorNet classes and Newton's DriveNeuralMLP / DriveNeuralLSTM (our subclasses, which feed the commands) and
+Newton's DriveNeuralGRU within 1e-5 N·m of NetStepper.
 
 Training is short (small nets, tens of epochs): the figures asserted are the held-out torque R² the fits reach.
 """
@@ -33,7 +34,7 @@ from actuator_sysid.export.checkpoints import (
 )
 from actuator_sysid.export.selection import ExportError
 from actuator_sysid.fitting.fit import FitRequest, fit_result
-from actuator_sysid.fitting.training import NetFitError, NetOptions, fit_network, net_fit, network_from_result
+from actuator_sysid.fitting.training import NetFitError, NetOptions, net_fit, network_from_result
 from actuator_sysid.fitting.verdict import judge
 from actuator_sysid.models.networks import NetStepper
 
@@ -128,7 +129,16 @@ def command_nets() -> dict[str, dict]:
     out = {}
     for kind in ("mlp", "lstm"):
         opts = NetOptions(epochs=3, hidden=[16, 16], input_idx=[0, 2, 5], hidden_size=8, inputs="commands")
-        out[kind] = fit_network(rec, "j", kind, [0, 1], [2], opts)
+        out[kind] = net_fit(rec, "j", kind, [0, 1], [2], opts).to_json()
+    few = {"epochs": 2, "hidden": [16], "input_idx": [0, 3], "hidden_size": 8}
+    for name, kind, inputs in (("mlp tau_ff", "mlp", "tau_ff"), ("lstm qd_des", "lstm", None)):
+        layout = (
+            ["pos_error", "vel", inputs] if inputs else ["pos_error", "vel_error"]
+        )  # τ_ff alone; qd_des − qd alone
+        out[name] = net_fit(rec, "j", kind, [0, 1], [2], NetOptions(**few, inputs=layout)).to_json()
+    out["gru"] = net_fit(rec, "j", "gru", [0, 1], [2], NetOptions(**few, inputs="commands")).to_json()
+    deep = NetOptions(**few, inputs="commands", num_layers=2)
+    out["lstm2"] = net_fit(rec, "j", "lstm", [0, 1], [2], deep).to_json()
     return out
 
 
@@ -202,7 +212,7 @@ def mit_gru() -> dict:
     """A briefly trained GRU on an MIT-mode log: inputs q_des − q, qd_des − qd and tau_cmd."""
     torch.set_num_threads(1)
     rec = mit_recording(MIT_KPS[:3], MIT_KDS[:3], seconds=0.6, seed=3)
-    return fit_network(rec, "j", "gru", [0, 1], [2], NetOptions(epochs=3, hidden_size=8))
+    return net_fit(rec, "j", "gru", [0, 1], [2], NetOptions(epochs=3, hidden_size=8)).to_json()
 
 
 @pytest.mark.conformance
@@ -268,24 +278,126 @@ def test_c_newton_gru_reads_velocity_error_and_tau_cmd_as_its_custom_input(
     assert np.std(theirs) > 0.05
 
 
-def test_newton_mlp_and_lstm_cannot_feed_commands_and_the_export_says_why(command_nets: dict) -> None:
-    """Newton's DriveNeuralMLP / DriveNeuralLSTM compute q_des − q and qd themselves: a commands net has no pt2 or
-    onnx, the refusal names why, the checkpoints hold torchscript.pt only and a finding says where it runs."""
+def newton_pendulum(drive: type, spec: dict, path: Path):
+    """A Newton pendulum whose one joint's actuator is `drive` on the checkpoint, clipped by ClampingDCMotor with
+    the net's envelope: (model, its actuator, the joint's DOF)."""
+    import newton
+    import warp as wp
+    from newton.actuators import ClampingDCMotor
+
+    builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
+    link = builder.add_link(com=wp.vec3(0.0, 0.0, -0.2), mass=0.5, inertia=wp.mat33(np.eye(3) * 1e-3))
+    j = builder.add_joint_revolute(parent=-1, child=link, axis=newton.Axis.Y)
+    builder.add_articulation([j])
+    dof = builder.joint_qd_start[j]
+    dc = {
+        "saturation_effort": spec["saturation_effort"],
+        "velocity_limit": spec["actuator_velocity_limit"],
+        "max_motor_effort": spec["actuator_effort_limit"],
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Newton marks its neural drives experimental
+        builder.add_actuator(drive, index=dof, clamping=[(ClampingDCMotor, dc)], model_path=str(path))
+        model = builder.finalize(device="cpu")
+    return model, model.actuators[0], dof
+
+
+def newton_efforts(model, act, dof: int, seq: dict[str, np.ndarray], n: int, custom) -> np.ndarray:
+    """The actuator's applied effort per step, fed q, qd and the targets of `seq`; custom(k) gives the Control
+    arrays the application writes at step k beyond those (name → value)."""
+    state, control = model.state(), model.control()
+    a, b = act.state(), act.state()
+    out = np.zeros(n)
+    for k in range(n):
+        values = [
+            (state.joint_q, seq["q"][k]),
+            (state.joint_qd, seq["qd"][k]),
+            (control.joint_target_q, seq["q_des"][k]),
+            (control.joint_target_qd, seq["qd_des"][k]),
+            *((getattr(control, name), v) for name, v in custom(k).items()),
+        ]
+        for arr, v in values:
+            x = arr.numpy()
+            x[dof] = v
+            arr.assign(x)
+        control.joint_f.zero_()
+        act.step(state, control, a, b, dt=0.002)
+        out[k] = float(control.joint_f.numpy()[dof])
+        a, b = b, a
+    return out
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize(
+    ("net", "gain_inputs"),
+    [("mlp", ("kp", "kd")), ("lstm", ("kp", "kd")), ("mlp tau_ff", ()), ("lstm qd_des", ())],
+)
+def test_c_newton_command_nets_replay_the_onnx_as_netstepper(
+    net: str, gain_inputs: tuple, command_nets: dict, tmp_path: Path
+) -> None:
+    """Our DriveNeural{MLP,LSTM}Commands (Newton's drives, fed the commands) run newton.onnx in a real Newton
+    actuator: τ_ff from joint_act, qd_des from joint_target_qd and the gains, where a channel reads them, from
+    the Control arrays kp / kd (changed mid-run); their efforts are NetStepper's within 1e-5 N·m."""
+    from actuator_sysid.consumers.newton_nets import DriveNeuralLSTMCommands, DriveNeuralMLPCommands
+
+    entry, n = command_nets[net], 120
+    spec = entry["network"]
+    path = tmp_path / "net.onnx"
+    path.write_bytes(onnx_bytes(entry))
+    drive = DriveNeuralMLPCommands if spec["kind"] == "mlp" else DriveNeuralLSTMCommands
+    model, act, dof = newton_pendulum(drive, spec, path)
+    assert act.drive.custom_inputs == gain_inputs  # registered on Control by the actuator
+    seq = command_sequence(n, 23)
+    fed = lambda k: {"joint_act": seq["tau_ff"][k], **dict(zip(gain_inputs, gains(k), strict=False))}  # noqa: E731
+    theirs = newton_efforts(model, act, dof, seq, n, fed)
+    ours = stepper_efforts(entry, seq, n)
+    assert np.max(np.abs(ours - theirs)) <= TOL
+    assert np.std(theirs) > 0.05  # not a constant
+    blind = {**seq, "qd_des": 0 * seq["qd_des"]}  # no commands: what Newton's own drives would feed
+    unfed = newton_efforts(
+        model, act, dof, blind, n, lambda k: dict.fromkeys(("joint_act", *gain_inputs), 0.0)
+    )
+    assert np.max(np.abs(unfed - theirs)) > 1e-3  # the commands reach the net
+
+
+def test_newton_command_nets_export_onnx_for_the_consumer_class_and_no_torch_checkpoint(
+    command_nets: dict,
+) -> None:
+    """A commands MLP's checkpoints are torchscript.pt (Isaac Lab) and newton.onnx (our Newton class); newton.pt2 is
+    refused naming newton.onnx, a finding names both consumer classes, and the newton.usda export, whose
+    NewtonNeuralControlAPI prim would run Newton's own DriveNeuralMLP, refuses the net saying why. A GRU reading
+    three command channels has no newton.onnx: DriveNeuralGRU takes one custom column; a two-layer commands
+    LSTM has none either (Newton's ONNX LSTM has one layer) and no newton.pt2, and a warning says so."""
+    from actuator_sysid.export.newton_usd import choose_models
+
     entry = command_nets["mlp"]
-    for render in (pt2_bytes, onnx_bytes):
-        with pytest.raises(ExportError, match="compute their inputs themselves"):
-            render(entry)
+    with pytest.raises(ExportError, match="newton_nets.DriveNeuralMLPCommands, which reads newton.onnx only"):
+        pt2_bytes(entry)
     result = {"joints": {"j": {"models": {"mlp": entry}}}}
-    assert sorted(render_checkpoints(result)) == ["torchscript.pt"]
+    assert sorted(render_checkpoints(result)) == ["newton.onnx", "torchscript.pt"]
     (finding,) = checkpoint_findings(result)
-    assert finding.code == "EXPORT.NEWTON.net_reads_commands" and "ActuatorNetMLPCommands" in finding.message
+    assert finding.code == "EXPORT.NEWTON.net_reads_commands" and finding.severity == "info"
+    assert "ActuatorNetMLPCommands" in finding.message and "DriveNeuralMLPCommands" in finding.message
+    with pytest.raises(ExportError, match="compute their inputs themselves.*DriveNeuralMLPCommands"):
+        choose_models(result, {"j": "mlp"})
+    deep = {"joints": {"j": {"models": {"lstm": command_nets["lstm2"]}}}}  # Newton's ONNX LSTM has one layer
+    assert sorted(render_checkpoints(deep)) == ["torchscript.pt"]
+    (finding,) = checkpoint_findings(deep)
+    assert (
+        finding.severity == "warning" and "DriveNeuralLSTMCommands reads newton.onnx only" in finding.message
+    )
+    gru = command_nets["gru"]  # tau_cmd, kp and kd: three custom columns, where DriveNeuralGRU takes one
+    with pytest.raises(ExportError, match="at most one custom input column"):
+        onnx_bytes(gru)
+    (finding,) = checkpoint_findings({"joints": {"j": {"models": {"gru": gru}}}})
+    assert finding.severity == "warning" and "at most one custom input column" in finding.message
 
 
 def test_logs_without_commands_keep_todays_layout_and_bad_layouts_are_refused() -> None:
     """A log with no τ_ff, qd_des or gains: [q_des − q, qd] and no `inputs` in the metadata (exports unchanged).
     A layout out of order, or a word that is neither a choice nor a channel, is refused naming the rule."""
     rec = nonlinear_recording(n_segments=2, seconds=0.4, seed=1)
-    entry = fit_network(rec, "j", "mlp", [0], [1], NetOptions(epochs=1, input_idx=[0, 1]))
+    entry = net_fit(rec, "j", "mlp", [0], [1], NetOptions(epochs=1, input_idx=[0, 1])).to_json()
     assert entry["network"]["inputs"] == ["pos_error", "vel"] and "inputs" not in metadata(entry)
     assert not any("commands" in w for w in entry["warnings"])
     with pytest.raises(NetFitError, match="then any of"):

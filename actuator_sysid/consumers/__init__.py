@@ -4,7 +4,9 @@
   `class_type`) for dcmotor_delay, pid, BAM's friction budget and the encoder offset; the isaaclab.py export
   imports its cfgs from there.
 - Newton 1.8: `actuator_sysid.consumers.newton` — `ClampingFrictionBudget` under the codeless USD API schema
-  `ActuatorSysidFrictionBudgetAPI`, which the newton.usda export writes on a rich family's NewtonActuator.
+  `ActuatorSysidFrictionBudgetAPI`, which the newton.usda export writes on a rich family's NewtonActuator;
+  `actuator_sysid.consumers.newton_nets` — `DriveNeuralMLPCommands` / `DriveNeuralLSTMCommands`, Newton's neural
+  drives fed the drive's commands (τ_ff, qd_des, kp, kd), for the newton.onnx of a net that reads them.
 
 Call `register()` once, before reading a newton.usda, in a Newton (or Isaac Lab on Newton) project. Importing
 this package imports neither Isaac Lab nor Newton.

@@ -25,8 +25,9 @@ the metadata's `gain` says which, and `fitting.training.at_gain` refolds it for 
 A net that reads the drive's commands (NetSpec.inputs beyond [q_des − q, qd]) takes C input channels: the MLP
 (N, C·K), the LSTM / GRU (·, N, C); the metadata's `inputs` and `input_scales` name them. Isaac Lab runs it with
 consumers/isaaclab.py ActuatorNetMLPCommands / ActuatorNetLSTMCommands. Newton's DriveNeuralMLP / DriveNeuralLSTM
-cannot feed it (NEWTON_NO_COMMANDS): its newton.pt2 and newton.onnx are refused with that reason. Newton's
-DriveNeuralGRU can where the channels beyond its built-in features are one (its one custom input, §C.8).
+cannot feed it (NEWTON_NO_COMMANDS): Newton runs its newton.onnx with consumers/newton_nets.py
+DriveNeuralMLPCommands / DriveNeuralLSTMCommands, which read ONNX only (no newton.pt2, no USD prim). Newton's
+DriveNeuralGRU runs one where the channels beyond its built-in features are one (its one custom input, §C.8).
 """
 
 from __future__ import annotations
@@ -63,9 +64,12 @@ GRU_COLUMN = {"pos_error": "position_error", "vel": "velocity", "vel_error": "ve
 NEWTON_NO_COMMANDS = (
     "Newton 1.8's DriveNeuralMLP and DriveNeuralLSTM compute their inputs themselves, q_des − q and qd only "
     "(drive_neural_mlp.py / drive_neural_lstm.py _compute_inputs_kernel), and pass neither the feed-forward "
-    "effort, the target velocity nor any gain to the net, nor take custom inputs; Newton's DriveNeuralGRU reads "
-    "velocity_error and one custom input column (fit a gru for Newton; docs/consumer-semantics.md §C.8)"
+    "effort, the target velocity nor any gain to the net, so no NewtonNeuralControlAPI prim runs it; Newton runs "
+    "its newton.onnx with actuator_sysid.consumers.newton_nets DriveNeuralMLPCommands / DriveNeuralLSTMCommands "
+    "(builder.add_actuator; docs/consumer-semantics.md §C.8)"
 )
+# the consumer package's Newton drives (consumers/newton_nets.py) for an MLP or LSTM that reads commands
+COMMANDS_DRIVES = {"mlp": "DriveNeuralMLPCommands", "lstm": "DriveNeuralLSTMCommands"}
 # tensor names of the ONNX LSTM, which DriveNeuralLSTM reads from the metadata (drive_neural_lstm.py)
 ONNX_LSTM_NAMES = {
     "input_name": "input",
@@ -77,9 +81,7 @@ ONNX_LSTM_NAMES = {
 }
 
 
-NetEntry = (
-    ModelFit | Mapping[str, Any]
-)  # a fitted network: typed, or its JSON entry (fitting.training.fit_network)
+NetEntry = ModelFit | Mapping[str, Any]  # a fitted network: typed, or its JSON entry (as fit.json holds it)
 
 
 def as_net(model: NetEntry) -> NetFit:
@@ -148,7 +150,8 @@ def input_metadata(model: NetEntry) -> dict:
         "inputs": inputs,
         "input_meaning": {c: INPUT_MEANING[c] for c in inputs},
         "command_scales": dict(spec.get("command_scales") or {}),
-        "commands_note": "gains are the drive's kp / kd in SI (Isaac Lab: the actuator's stiffness / damping); "
+        "commands_note": "gains are the drive's kp / kd in SI (Isaac Lab: the actuator's stiffness / damping; Newton: the "
+        "Control arrays kp / kd that consumers.newton_nets declares); "
         "the velocity channel is qd_des - qd where inputs name vel_error",
     }
 
@@ -230,16 +233,30 @@ def _gru_metadata(model: NetEntry) -> dict:
     }
 
 
+def commands_drive(model: NetEntry) -> str | None:
+    """The consumer package's Newton drive class (consumers/newton_nets.py) that runs this net: an MLP or LSTM
+    reading the drive's commands; None for any other net (Newton's own classes run it, or nothing does)."""
+    spec = as_net(model).network
+    inputs = list(spec.get("inputs") or ["pos_error", "vel"])
+    return COMMANDS_DRIVES.get(spec["kind"]) if inputs != ["pos_error", "vel"] else None
+
+
 def newton_unsupported(model: NetEntry) -> str | None:
-    """Why Newton 1.8 cannot run this net from any checkpoint (None when it can): a commands-reading MLP or
-    LSTM (NEWTON_NO_COMMANDS), or a GRU whose channels beyond Newton's built-in features are more than the one
-    custom input DriveNeuralGRU takes."""
+    """Why Newton 1.8's own drive classes (and so a NewtonNeuralControlAPI prim) cannot run this net (None when
+    they can): a commands-reading MLP or LSTM (NEWTON_NO_COMMANDS; commands_drive runs it), or a GRU whose
+    channels beyond Newton's built-in features are more than the one custom input DriveNeuralGRU takes."""
     spec = as_net(model).network
     inputs = list(spec.get("inputs") or ["pos_error", "vel"])
     if inputs == ["pos_error", "vel"]:
         return None
     if spec["kind"] != "gru":
         return f"this {spec['kind']} net reads {inputs}: {NEWTON_NO_COMMANDS}"
+    return _gru_unsupported(model)
+
+
+def _gru_unsupported(model: NetEntry) -> str | None:
+    """Why DriveNeuralGRU cannot run this GRU: more than one channel beyond its built-in features."""
+    inputs = list(as_net(model).network.get("inputs") or ["pos_error", "vel"])
     custom = gru_columns(model)[1]
     if len(custom) > 1:
         return (
@@ -260,8 +277,12 @@ def _consumer_check(model: NetEntry, fmt: str) -> None:
     kind = as_net(model).network["kind"]
     if fmt not in KIND_FORMATS[kind]:
         raise ExportError(f"a {kind} net has no {fmt}: {NO_FORMAT[fmt]}; give Newton newton.onnx")
-    if fmt != "torchscript.pt" and (why := newton_unsupported(model)) is not None:
-        raise ExportError(f"no {fmt}: {why}")
+    if fmt == "newton.pt2" and (drive := commands_drive(model)) is not None:
+        raise ExportError(
+            f"no newton.pt2 for a {kind} net that reads the drive's commands: Newton runs it with "
+            f"actuator_sysid.consumers.newton_nets.{drive}, which reads newton.onnx only (Newton 1.8 deprecates "
+            "Torch checkpoints); give Newton newton.onnx"
+        )
 
 
 def _module(model: NetEntry) -> tuple[torch.nn.Module, str]:
@@ -461,14 +482,16 @@ def _onnx_mlp(net: torch.nn.Module, n_inputs: int) -> ModelProto:
 
 def onnx_unsupported(model: NetEntry) -> str | None:
     """Why this net has no newton.onnx export (None when it has one): Newton 1.8 runs one-layer ONNX LSTMs, and
-    no commands-reading net but a GRU with one custom column (newton_unsupported)."""
-    if (why := newton_unsupported(model)) is not None:
-        return why
+    a GRU with at most one custom column."""
     spec = as_net(model).network
+    if spec["kind"] == "gru":
+        return _gru_unsupported(model)
     if spec["kind"] == "lstm" and spec["num_layers"] != 1:
+        drive = commands_drive(model)
+        how = f" ({drive} reads newton.onnx only)" if drive else ", or give Newton newton.pt2 (deprecated)"
         return (
             f"newton.onnx holds a one-layer LSTM (Newton 1.8 runs ONNX LSTMs of one layer) and this one has "
-            f"{spec['num_layers']}: fit with networks num_layers 1, or give Newton newton.pt2 (deprecated)"
+            f"{spec['num_layers']}: fit with networks num_layers 1{how}"
         )
     return None
 
@@ -582,15 +605,13 @@ def checkpoint_findings(result: ResultLike) -> list[Finding]:
     typed = as_result(result)
     for joint, (kind, names) in checkpoint_files(typed).items():
         net = as_net(typed.model(joint, kind))
+        if (drive := commands_drive(net)) is not None:
+            findings.append(_commands_finding(joint, kind, names, drive, onnx_unsupported(net)))
+            continue
         if (why := newton_unsupported(net)) is not None:
             findings.append(
                 Finding(
-                    "EXPORT.NEWTON.net_reads_commands",
-                    "warning",
-                    joint,
-                    f"joint {joint!r} ({kind}): no Newton checkpoint: {why}; Isaac Lab runs "
-                    f"{names.get('torchscript.pt', 'its torchscript.pt')} with actuator_sysid.consumers.isaaclab "
-                    "ActuatorNetMLPCommands / ActuatorNetLSTMCommands",
+                    "EXPORT.NEWTON.net_reads_commands", "warning", joint, f"joint {joint!r} ({kind}): {why}"
                 )
             )
             continue
@@ -636,6 +657,31 @@ def checkpoint_findings(result: ResultLike) -> list[Finding]:
                 )
             )
     return findings
+
+
+def _commands_finding(
+    joint: str, kind: str, names: dict[str, str], drive: str, no_onnx: str | None
+) -> Finding:
+    """Where a commands-reading MLP or LSTM runs: Isaac Lab's and Newton's consumer-package classes."""
+    isaac = (
+        f"Isaac Lab runs {names.get('torchscript.pt', 'its torchscript.pt')} with actuator_sysid.consumers.isaaclab "
+        f"ActuatorNet{kind.upper()}Commands"
+    )
+    if no_onnx is not None:
+        newton = f"no Newton checkpoint: {no_onnx}"
+    else:
+        newton = (
+            f"Newton runs {names['newton.onnx']} with actuator_sysid.consumers.newton_nets.{drive} "
+            "(builder.add_actuator(..., model_path=...), explicit effort mode: τ_ff from control.joint_act, "
+            "qd_des from joint_target_qd, the gains from control.kp / control.kd), not with a "
+            "NewtonNeuralControlAPI prim: Newton's own DriveNeural classes read q_des − q and qd only"
+        )
+    return Finding(
+        "EXPORT.NEWTON.net_reads_commands",
+        "warning" if no_onnx else "info",
+        joint,
+        f"joint {joint!r} ({kind}) reads the drive's commands: {isaac}; {newton}",
+    )
 
 
 def render_checkpoints(result: ResultLike) -> dict[str, bytes]:

@@ -89,6 +89,8 @@ def inputs_note(inputs: list[str], choice: str | list[str]) -> str | None:
     return (
         f"the net reads the drive's commands ({how}): inputs {channels}; Isaac Lab runs it with "
         "actuator_sysid.consumers.isaaclab ActuatorNetMLPCommands / ActuatorNetLSTMCommands (the gains from the "
-        "joint's stiffness / damping), not with ActuatorNetMLP / ActuatorNetLSTM; Newton only as a GRU with one "
-        "command channel (docs/consumer-semantics.md §C.8); networks.inputs 'error' fits today's layout"
+        "joint's stiffness / damping), not with ActuatorNetMLP / ActuatorNetLSTM; Newton runs an MLP or LSTM "
+        "with actuator_sysid.consumers.newton_nets DriveNeuralMLPCommands / DriveNeuralLSTMCommands and a GRU "
+        "with one command channel (docs/consumer-semantics.md §C.8–C.9); networks.inputs 'error' fits today's "
+        "layout"
     )
