@@ -1020,6 +1020,13 @@ def cmd_fit_inertials(args: argparse.Namespace) -> int:
         print(f"{joint}: {text}{where}", file=sys.stderr)
     for note in res.notes:
         print(note, file=sys.stderr)
+    print(
+        f"verdict: {res.verdict['verdict']} (the held-out torque RMSE against the logged effort and the trivial "
+        "predictors: zero torque, the model file, rigid-body least squares without friction)",
+        file=sys.stderr,
+    )
+    for reason in res.verdict.get("reasons", []):
+        print(f"  {reason}", file=sys.stderr)
     print(f"wrote {out / 'inertials.json'} (rank {res.rank}; {res.filter})", file=sys.stderr)
     print(f"wrote {identified} (the model file with the identified values)", file=sys.stderr)
     return 0

@@ -22,12 +22,14 @@ from actuator_sysid.fitting.robot.inertial import (
     FRICTION_NAMES,
     PI_NAMES,
     InertialOptions,
+    InertialResult,
     body_pi,
     identify_inertials,
     log_cholesky_from_pi,
     pi_from_log_cholesky,
     pseudo_inertia,
 )
+from actuator_sysid.fitting.robot.inertial_check import inertial_verdict
 from actuator_sysid.models.robot import RobotError, RobotModel, load_robot
 
 JOINTS = ("yaw", "lift", "reach")
@@ -176,13 +178,19 @@ def truth_values() -> dict[str, float]:
     return out
 
 
-@pytest.mark.unit
-def test_inertials_from_mujoco_log(off_model: RobotModel) -> None:
-    """Friction within 5 %, identifiable armature within 10 %, identifiable masses and every identifiable
-    combination within 5 %, every inertia physical, held-out torque RMSE near the noise."""
-    result = identify_inertials(
+@pytest.fixture(scope="module")
+def cyl_result(off_model: RobotModel) -> InertialResult:
+    """The cylindrical arm identified from a 3 s log, a 2 s log held out."""
+    return identify_inertials(
         off_model, [simulate(3.0, seed=0)], validation=[simulate(2.0, seed=7)], options=OPTIONS
     )
+
+
+@pytest.mark.unit
+def test_inertials_from_mujoco_log(cyl_result: InertialResult) -> None:
+    """Friction within 5 %, identifiable armature within 10 %, identifiable masses and every identifiable
+    combination within 5 %, every inertia physical, held-out torque RMSE near the noise."""
+    result = cyl_result
     truth = truth_values()
     status = result.identifiability
     for k, j in enumerate(JOINTS):
@@ -210,6 +218,26 @@ def test_inertials_from_mujoco_log(off_model: RobotModel) -> None:
     for k, j in enumerate(JOINTS):
         assert result.rmse["held_out"][j] < 1.15 * NOISE[k], result.rmse
         assert result.rmse["model_file"][j] > 5 * result.rmse["train"][j]
+
+
+@pytest.mark.unit
+def test_held_out_verdict_reads_trivial_predictors(cyl_result: InertialResult) -> None:
+    """The verdict is good where the held-out torque RMSE is small against the logged effort and beats zero
+    torque, the model file and rigid-body least squares without friction; a residual no better than ignoring
+    friction is poor, and without a held-out log nothing is judged."""
+    result = cyl_result
+    assert result.verdict["verdict"] == "good", result.verdict["reasons"]
+    assert set(result.baselines) == {"zero", "nominal", "rigid_body"}
+    for j in JOINTS:
+        assert result.rmse["held_out"][j] < 0.8 * min(b[j] for b in result.baselines.values())
+        assert (
+            result.baselines["zero"][j] > result.baselines["rigid_body"][j] > 3 * result.rmse["held_out"][j]
+        )
+    frictionless = {j: 0.9 * result.baselines["rigid_body"][j] for j in JOINTS}
+    verdict = inertial_verdict(frictionless, result.baselines)
+    assert verdict.verdict == "poor"
+    assert all("does not beat" in r for r in verdict.reasons), verdict.reasons
+    assert inertial_verdict({}, {}).verdict == "not judged"
 
 
 def check_combinations(combos: list[dict[str, float]], truth: dict, fitted: dict) -> None:
@@ -380,6 +408,8 @@ def test_the_cli_identifies_from_log_files(tmp_path: Path, capsys: pytest.Captur
     out = json.loads((tmp_path / "out" / "inertials.json").read_text())
     for k, j in enumerate(JOINTS):
         assert out["friction"][j]["viscous"] == pytest.approx(TRUTH["viscous"][k], rel=0.10), out["friction"]
-        assert j in out["rmse"]["held_out"]
+        assert j in out["rmse"]["held_out"] and j in out["baselines"]["nominal"]
+    assert out["verdict"]["verdict"] == "good", out["verdict"]
     assert "held-out torque RMSE" in capsys.readouterr().err
-    assert (tmp_path / "out" / "cyl3_identified.xml").exists()  # the model file with the identified values
+    identified = (tmp_path / "out" / "cyl3_identified.xml").read_text()  # the model file, values written in
+    assert "verdict on the held-out torque: good" in identified

@@ -137,6 +137,10 @@ def _comment(result: InertialResult, fmt: str) -> str:
     ]
     for side, per in result.rmse.items():
         lines.append(f"torque RMSE {side}: " + ", ".join(f"{j} {v:.4g}" for j, v in per.items()))
+    for name, per in result.baselines.items():
+        lines.append(f"held-out torque RMSE of {name}: " + ", ".join(f"{j} {v:.4g}" for j, v in per.items()))
+    if result.verdict:
+        lines.append(f"verdict on the held-out torque: {result.verdict.get('verdict')}")
     lines.append("offset effort (no attribute holds it): " + _terms(result, "offset"))
     if fmt == "urdf":
         lines.append("URDF has no armature; identified armature: " + _terms(result, "armature"))

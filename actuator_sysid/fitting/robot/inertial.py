@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
+from scipy.ndimage import maximum_filter1d
 from scipy.signal import savgol_filter
 
 from ...datasets.recording import Recording
@@ -30,6 +31,7 @@ from ...models.robot import RobotError, RobotModel, map_joints
 from ..search import Tolerances, trust_region
 from ..space import SearchSpace
 from ..uncertainty import Z95, covariance
+from .inertial_check import baselines, inertial_verdict, per_joint_rmse
 
 PI_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
 FRICTION_NAMES = ("coulomb", "viscous", "offset", "armature")
@@ -43,7 +45,9 @@ class InertialOptions:
     filter_window_s: float = 0.05
     filter_order: int = 3
     coulomb_speed: float = 0.01  # v0 of tanh(q̇/v0)
-    min_speed: float = 0.0  # a joint's rows slower than this are left out (stick phases)
+    # a joint's rows slower than this are left out (stick phases), and those within half a filter window of
+    # them: the filter smears the Coulomb step of a reversal into q̈ there
+    min_speed: float = 0.0
     rank_rtol: float = 1e-6  # a direction weaker than this share of the strongest is not identifiable
     prior: float = 1e-3  # pull toward the model's log-Cholesky values, felt only where the data are silent
     torque: str = "auto"  # "measured" (the log's tau), "commanded" (tau_ff), "auto": measured where logged
@@ -57,7 +61,8 @@ class InertialResult:
 
     rmse "train" and "held_out" are the physical fit's torque residuals on the rows kept (min_speed), per joint;
     "model_file" the model file's inertials and joint terms on the training rows; `noise` and `base_rmse` the
-    unconstrained least squares' training residual (the weights)."""
+    unconstrained least squares' training residual (the weights). `verdict` judges the held-out residual against
+    the logged effort and the trivial predictors in `baselines` (inertial_check.py)."""
 
     # {link: mass kg, com [3] m, inertia_origin [xx yy zz xy xz yz] kg·m², pseudo_inertia_min_eig}
     links: dict[str, dict]
@@ -73,6 +78,9 @@ class InertialResult:
     filter: str
     samples: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # trivial predictors' held-out torque RMSE per joint (inertial_check.BASELINES), and the verdict they join
+    baselines: dict[str, dict[str, float]] = field(default_factory=dict)
+    verdict: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """A JSON-ready copy, intervals as [lo, hi] lists."""
@@ -89,6 +97,7 @@ class _Rows:
     qd: np.ndarray
     qdd: np.ndarray
     tau: np.ndarray
+    moving: np.ndarray | None = None  # (T, J) bool: the rows a joint's fit keeps (None: all)
 
 
 def _quat_mat(quat: np.ndarray) -> np.ndarray:
@@ -215,11 +224,14 @@ def _rows(recordings: Sequence[Recording], robot: RobotModel, opts: InertialOpti
             if not (np.isfinite(q).all() and np.isfinite(tau).all()):
                 raise RobotError(f"{what} recording segment {seg.name}: q or torque has NaN or inf values")
             cut = slice(win // 2, seg.n - win // 2, opts.stride)
-            f = [savgol_filter(q, win, opts.filter_order, deriv=k, delta=dt, axis=0)[cut] for k in (0, 1, 2)]
-            parts.append((*f, tau[:, perm][cut]))
+            f = [savgol_filter(q, win, opts.filter_order, deriv=k, delta=dt, axis=0) for k in (0, 1, 2)]
+            slow = np.abs(f[1]) < opts.min_speed  # and a reversal between two samples, where q̇ skips the band
+            slow[1:] |= (np.sign(f[1][1:]) != np.sign(f[1][:-1])) & (opts.min_speed > 0)
+            slow = maximum_filter1d(slow, win, axis=0)
+            parts.append((*(x[cut] for x in f), tau[:, perm][cut], ~slow[cut]))
     if not parts:
         raise RobotError(f"no {what} recordings given")
-    return _Rows(*(np.concatenate([p[k] for p in parts]) for k in range(4)))
+    return _Rows(*(np.concatenate([p[k] for p in parts]) for k in range(5)))
 
 
 def _torque(seg, which: str, what: str) -> np.ndarray:
@@ -245,17 +257,19 @@ def rigid_regressor(
     import mujoco
 
     work = copy.copy(mm)
-    qadr = mm.jnt_qposadr[mm.dof_jntid]
     t, j = rows.q.shape
+    qpos = np.tile(np.asarray(md.qpos, float), (t, 1))  # each row's MuJoCo state, contiguous, set once
+    qpos[:, mm.jnt_qposadr[mm.dof_jntid]] = rows.q[:, cols]
+    qvel, qacc = np.ascontiguousarray(rows.qd[:, cols]), np.ascontiguousarray(rows.qdd[:, cols])
 
     def torques() -> np.ndarray:
-        out = np.zeros((t, j))
+        tau = np.zeros((t, j))
         for k in range(t):
-            md.qpos[qadr] = rows.q[k, cols]
-            md.qvel[:] = rows.qd[k, cols]
-            md.qacc[:] = rows.qdd[k, cols]
+            md.qpos[:], md.qvel[:], md.qacc[:] = qpos[k], qvel[k], qacc[k]
             mujoco.mj_inverse(work, md)
-            out[k, cols] = md.qfrc_inverse
+            tau[k] = md.qfrc_inverse
+        out = np.zeros((t, j))
+        out[:, cols] = tau
         return out
 
     base = torques()
@@ -303,7 +317,7 @@ def _check_options(opts: InertialOptions) -> None:
 def _system(y_rb: np.ndarray, rest: np.ndarray, rows: _Rows, opts: InertialOptions, joints: list[str]):
     """The kept rows (joint-major mask) of [Y_rb, Y_friction], the torque left to explain and each row's joint."""
     y = np.concatenate([y_rb, friction_regressor(rows, opts.coulomb_speed)], axis=2)
-    keep = np.abs(rows.qd) >= opts.min_speed
+    keep = rows.moving if rows.moving is not None else np.abs(rows.qd) >= opts.min_speed
     few = [n for n, c in zip(joints, keep.sum(axis=0), strict=True) if c < 10]
     if few:
         raise RobotError(
@@ -311,7 +325,7 @@ def _system(y_rb: np.ndarray, rest: np.ndarray, rows: _Rows, opts: InertialOptio
             "excite them more or lower min_speed"
         )
     joint = np.broadcast_to(np.arange(rows.q.shape[1]), rows.q.shape)
-    return y[keep], (rows.tau - rest)[keep], joint[keep]
+    return y[keep], (rows.tau - rest)[keep], joint[keep], rows.tau[keep]
 
 
 def base_parameters(a: np.ndarray, names: list[str], rtol: float) -> tuple[int, dict[str, str], list[dict]]:
@@ -343,21 +357,14 @@ def base_parameters(a: np.ndarray, names: list[str], rtol: float) -> tuple[int, 
     return rank, status, combos
 
 
-def _per_joint_rmse(res: np.ndarray, joint: np.ndarray, names: list[str]) -> dict[str, float]:
-    return {
-        n: float(np.sqrt(np.mean(res[joint == i] ** 2))) if np.any(joint == i) else math.nan
-        for i, n in enumerate(names)
-    }
-
-
 def _physical_fit(
-    a: np.ndarray, b: np.ndarray, w: np.ndarray, x0: np.ndarray, n_links: int, opts: InertialOptions
+    aw: np.ndarray, bw: np.ndarray, n_rows: int, x0: np.ndarray, n_links: int, opts: InertialOptions
 ) -> np.ndarray:
     """Trust-region least squares over (log-Cholesky per link, friction ≥ 0, offset free, armature ≥ 0) of the
-    weighted torque residual, plus a weak pull toward x0 that only directions the data leave free feel."""
+    weighted torque residual, plus a weak pull toward x0 that only directions the data leave free feel. The
+    residual is linear in the parameters, so (aw, bw) is the weighted regressor's triangular factor and Qᵀb."""
     n_rb = 10 * n_links
-    aw, bw = a * w[:, None], b * w
-    lam = opts.prior * math.sqrt(a.shape[0])
+    lam = opts.prior * math.sqrt(n_rows)
 
     def params(x: np.ndarray) -> np.ndarray:
         pis = [pi_from_log_cholesky(x[10 * i : 10 * i + 10]) for i in range(n_links)]
@@ -410,7 +417,7 @@ def identify_inertials(
     options: InertialOptions | None = None,
 ) -> InertialResult:
     """Identify every moving link's inertial and each joint's friction and armature from torque logs; the
-    validation recordings give the held-out torque residual."""
+    validation recordings give the held-out torque residual and its verdict against trivial predictors."""
     opts = options or InertialOptions()
     _check_options(opts)
     recordings = [recordings] if isinstance(recordings, Recording) else list(recordings)
@@ -429,36 +436,41 @@ def identify_inertials(
         f"{jn}.{p}" for jn in joints for p in FRICTION_NAMES
     ]
     train = _rows(recordings, robot, opts, "training")
-    a, b, joint = _system(*rigid_regressor(mm, md, cols, bodies, train), train, opts, joints)
+    a, b, joint, _ = _system(*rigid_regressor(mm, md, cols, bodies, train), train, opts, joints)
     ols = np.linalg.lstsq(a, b, rcond=None)[0]
     res_ols = a @ ols - b
     sigma = np.array(
         [max(float(np.sqrt(np.mean(res_ols[joint == i] ** 2))), 1e-9) for i in range(len(joints))]
     )
     w = 1.0 / sigma[joint]
-    rank, status, combos = base_parameters(a * w[:, None], names, opts.rank_rtol)
+    # ‖W(A p − b)‖² = ‖R p − Qᵀb‖² + const: the rank, the combinations and the search read the (P, P) factor
+    r_aug = np.asarray(np.linalg.qr(np.column_stack([a * w[:, None], b * w]), mode="r"))
+    rank, status, combos = base_parameters(r_aug[:, :-1], names, opts.rank_rtol)
     pi0 = np.concatenate([body_pi(mm, bd) for bd in bodies])
     fr0 = np.stack([robot.friction, robot.viscous_friction, np.zeros(len(joints)), robot.armature], axis=1)
     x0 = np.concatenate(
         [*(log_cholesky_from_pi(pi0[10 * i : 10 * i + 10]) for i in range(len(bodies))), fr0.ravel()]
     )
-    x = _physical_fit(a, b, w, x0, len(bodies), opts)
+    x = _physical_fit(r_aug[:, :-1], r_aug[:, -1], a.shape[0], x0, len(bodies), opts)
     p = np.concatenate(
         [*(pi_from_log_cholesky(x[10 * i : 10 * i + 10]) for i in range(len(bodies))), x[10 * len(bodies) :]]
     )
     fr = p[10 * len(bodies) :].reshape(len(joints), 4)
     res = a @ p - b
     sd = covariance(a * w[:, None], res * w, joint, None, None)[0]
+    nominal = np.concatenate([pi0, fr0.ravel()])
     rmse = {
-        "train": _per_joint_rmse(res, joint, joints),
-        "model_file": _per_joint_rmse(a @ np.concatenate([pi0, fr0.ravel()]) - b, joint, joints),
+        "train": per_joint_rmse(res, joint, joints),
+        "model_file": per_joint_rmse(a @ nominal - b, joint, joints),
     }
     samples = {"train_rows": int(a.shape[0])}
+    base: dict[str, dict[str, float]] = {}
     if validation:
         val = _rows(validation, robot, opts, "validation")
-        av, bv, jv = _system(*rigid_regressor(mm, md, cols, bodies, val), val, opts, joints)
-        rmse["held_out"] = _per_joint_rmse(av @ p - bv, jv, joints)
+        av, bv, jv, tv = _system(*rigid_regressor(mm, md, cols, bodies, val), val, opts, joints)
+        rmse["held_out"] = per_joint_rmse(av @ p - bv, jv, joints)
         samples["held_out_rows"] = int(av.shape[0])
+        base = baselines((a, b), (av, bv, tv, jv), nominal, 10 * len(bodies), joints)
     return InertialResult(
         links=_links_out(links, p, len(bodies)),
         friction={
@@ -471,13 +483,15 @@ def identify_inertials(
         rank=rank,
         noise=dict(zip(joints, map(float, sigma), strict=True)),
         rmse=rmse,
-        base_rmse=_per_joint_rmse(res_ols, joint, joints),
+        base_rmse=per_joint_rmse(res_ols, joint, joints),
         filter=(
             f"Savitzky–Golay (scipy.signal.savgol_filter), order {opts.filter_order}, "
             f"{opts.filter_window_s} s window, zero-phase, on q for q, q̇, q̈; torque unfiltered"
         ),
         samples=samples,
         notes=_notes(status, links),
+        baselines=base,
+        verdict=inertial_verdict(rmse.get("held_out", {}), base).to_json(),
     )
 
 
