@@ -16,10 +16,13 @@ from robot_sim import robot_recording, simulate_newton_log
 from test_robot_torque import DEC, LOG_DT, TRUTH, load_arm, multisine
 
 from actuator_sysid.datasets.recording import Recording
+from actuator_sysid.fitting.ladder import MIN_GAIN
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot
 from actuator_sysid.fitting.robot_select import (
+    GAINS_MARGIN,
     Candidate,
     candidate_axes,
+    inner_share,
     name_groups,
     select_robot_fit,
     training_part,
@@ -47,7 +50,7 @@ def biased(arm: RobotModel) -> Recording:
 
 def test_name_groups_and_the_default_axes(arm: RobotModel, biased: Recording) -> None:
     """Legs' joints that share a name after their first token form groups; the arm's do not, so its axes are
-    gains (the log states them), bias and window, each starting from the options as given."""
+    gains (the log states them), bias and window, each starting from its simplest entry."""
     names = [f"{leg}_{p}_joint" for leg in ("FL", "FR", "RL") for p in ("hip", "calf")]
     groups = name_groups(names)
     assert groups is not None and set(groups) == {"hip", "calf"}
@@ -56,17 +59,19 @@ def test_name_groups_and_the_default_axes(arm: RobotModel, biased: Recording) ->
     axes = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC))
     assert [[c.name for c in a] for a in axes] == [
         ["gains given", "gains fitted"],
-        ["bias on", "bias off", "bias within ±0.05 rad"],
-        ["window 0.5 s"],  # 1 s does not fit in the inner split's 0.735 s of training
+        ["bias off", "bias within ±0.05 rad", "bias on"],  # simplest first, whatever the options say
+        ["window 0.5 s"],  # 1 s does not fit in the inner split's 0.6 s of training (3/7 of 1.05 s validates)
     ]
     assert axes[0][1].fit_gains and axes[0][1].changes == {"kp": None, "kd": None}
-    assert axes[1][2].changes == {"fit_bias": True, "bias_limit": 0.05}
+    assert axes[1][1].changes == {"fit_bias": True, "bias_limit": 0.05}
+    assert axes[0][1].margin == GAINS_MARGIN and all(c.margin == MIN_GAIN for c in axes[1][1:])
     short = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC, window_s=0.1))[-1]
     assert [c.name for c in short] == ["window 0.1 s", "window 0.2 s", "window 0.4 s"]
     assert [c.ordered for c in short] == [False, True, True]
-    capped = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC, bias_limit=0.02))[1]
-    assert [c.name for c in capped] == ["bias within ±0.02 rad", "bias on", "bias off"]
-    assert capped[1].changes == {"fit_bias": True, "bias_limit": None}
+    assert all(c.margin == 0.0 for c in short[1:])  # a longer window is no richer model: the lower RMSE wins
+    capped = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC, bias_limit=0.02, fit_bias=False))[1]
+    assert [c.name for c in capped] == ["bias off", "bias within ±0.02 rad", "bias on"]
+    assert capped[2].changes == {"fit_bias": True, "bias_limit": None}
 
 
 def test_bias_limit_caps_every_bias_and_flags_the_one_it_holds(arm: RobotModel, biased: Recording) -> None:
@@ -89,6 +94,10 @@ def test_training_part_is_the_fit_s_own(biased: Recording, arm: RobotModel) -> N
     np.testing.assert_array_equal(part.segments[0].q, seg.q[: part.segments[0].n])
     with pytest.raises(RobotError, match="inner_fraction"):
         select_robot_fit(biased, arm, RobotFitOptions(decimation=DEC), inner_fraction=0.9)
+    # the inner validation is as long as the real one, within 0.3..0.6 of the training part
+    assert inner_share(biased, RobotFitOptions(validation_fraction=0.3)) == pytest.approx(3 / 7)
+    assert inner_share(biased, RobotFitOptions(validation_fraction=0.1)) == 0.3
+    assert inner_share(biased, RobotFitOptions(validation_fraction=0.5)) == 0.6
 
 
 def test_selection_prefers_the_bias_the_log_has_and_never_reads_the_validation_part(

@@ -1,25 +1,23 @@
 """A robot fit's configuration chosen by its training data alone, by a protocol that extrapolates as use does.
 
-The training part of the log (what `fit_robot` trains on: the first 1 − validation_fraction of one recording, or
-the training recordings) is split again: its earlier part trains, its later part validates, replayed from the
-measured state at the inner split (or the last training recordings validate, whole). On a chirp whose frequency
-rises with time, as a policy asks for faster motion than any log, the inner validation is extrapolation too.
-Candidate configurations vary one axis at a time from the current best (greedy coordinate search): PD gains as
-given (the user's or the log's) versus fitted; the encoder bias on, off or within a plausible calibration
-(BIAS_PLAUSIBLE); per joint versus per group (the user's groups, or joints sharing a name after their first
-token, e.g. `FL_calf_joint` and `RR_calf_joint`);
-the training window (the restart interval of the rollouts: the given one, then twice, four and eight times it
-while each beats the one before and fits in the inner training part); with position_friction,
-the Coulomb friction linear along each joint's stroke versus constant. The first candidate
-scans the command delay; the later ones hold its delay, and the chosen one's refit scans again. The lowest
-inner-validation RMSE wins; the winner is refitted on the whole training part and validated as `fit_robot` does.
-The result is `fit_robot`'s with `selection` {protocol, inner_split, candidates [{name, options,
-inner_validation_rmse, inner_validation_per_joint_rmse, wall_s}], chosen, chosen_options, skipped, search_s, wall_s}.
+The training part (what `fit_robot` trains on) is split again in time: its earlier part trains, its later part
+validates, replayed from the measured state at the inner split (several training recordings: the last ones
+validate, whole). The inner validation is as long as the real one (inner_share), so where the motion speeds up
+with time, as a chirp's does, it extrapolates about as far as the real use. Each axis lists its entries simplest
+first: gains given, then fitted; bias off, within BIAS_PLAUSIBLE, then free; per group, then per joint; with
+position_friction, constant friction, then along the stroke; the training window as given, then 2, 4, 8 × it.
+From every axis's simplest entry, one axis at a time, an entry replaces the one kept only when its inner RMSE is
+lower by its margin: GAINS_MARGIN for fitted gains, MIN_GAIN (the joint ladder's rule) for any other richer
+model, none for a window. The first candidate scans the delay, the later ones hold it; the one kept is refitted
+on the whole training part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
+inner_fraction, candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options, skipped,
+search_s, wall_s}.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 import time
 from collections.abc import Callable
@@ -30,10 +28,15 @@ import numpy as np
 
 from ..datasets.recording import Recording, Segment
 from ..models.robot import RobotError, RobotModel
+from .ladder import MIN_GAIN
 from .result import RobotResult
 from .robot import BIAS_PLAUSIBLE, RobotFitOptions, fit_robot, prepare_fit
 
-INNER_FRACTION = 0.3  # the later share of the training part that validates each candidate
+INNER_FRACTION = 0.3  # the least later share of the training part that validates each candidate
+INNER_MAX = 0.6  # and the most
+# fitted gains replace the given ones only when they cut the inner RMSE by this share: inside a band a gain
+# error trades against the delay, armature and damping, and the log's gains are what the robot ran
+GAINS_MARGIN = 0.25
 # longer restart intervals, in turn while each beats the one before (the peer rolls out the whole stretch)
 WINDOW_FACTORS = (2.0, 4.0, 8.0)
 INNER_ITERATIONS = 6  # each candidate's search budget (refinement rounds / Jacobians), at most the fit's own
@@ -47,6 +50,8 @@ class Candidate:
     changes: dict[str, Any] = field(default_factory=dict)
     fit_gains: bool = False  # the log's kp / kd metadata dropped so the gains are fitted
     ordered: bool = False  # a step along an ordered axis: tried only while the step before it won
+    # the share of the kept entry's inner RMSE it must buy to replace it (a richer model must beat the noise)
+    margin: float = MIN_GAIN
 
     def described(self) -> dict:
         """The options as the result states them (JSON-ready)."""
@@ -70,41 +75,58 @@ def _gains_given(rec: Recording, opts: RobotFitOptions) -> bool:
     return opts.kp is not None or any("kp" in s.metadata for s in rec.segments)
 
 
+def inner_share(rec: Recording, opts: RobotFitOptions) -> float:
+    """The later share of the training part that validates each candidate: one recording's inner validation is
+    as long as the real one (validation_fraction / (1 − validation_fraction) of the training part), within
+    INNER_FRACTION..INNER_MAX; training recordings validate their last INNER_FRACTION."""
+    if len(rec.segments) != 1 or opts.holdout:
+        return INNER_FRACTION
+    v = opts.validation_fraction
+    return float(min(INNER_MAX, max(INNER_FRACTION, v / (1.0 - v))))
+
+
 def candidate_axes(
     rec: Recording,
     robot: RobotModel,
     opts: RobotFitOptions,
-    inner_fraction: float = INNER_FRACTION,
+    inner_fraction: float | None = None,
     train: Recording | None = None,
 ) -> list[list[Candidate]]:
-    """The axes searched, each a list whose first entry is the start (the options as given); `train`, the
+    """The axes searched, each simplest first (the start); `inner_fraction` None: inner_share; `train`, the
     training part when the caller has it (`training_part`)."""
+    inner_fraction = inner_share(rec, opts) if inner_fraction is None else inner_fraction
     axes: list[list[Candidate]] = []
     if _gains_given(rec, opts):
-        axes.append([Candidate("gains given"), Candidate("gains fitted", {"kp": None, "kd": None}, True)])
+        axes.append(
+            [
+                Candidate("gains given"),
+                Candidate("gains fitted", {"kp": None, "kd": None}, True, margin=GAINS_MARGIN),
+            ]
+        )
     limit = opts.bias_limit if opts.bias_limit is not None else BIAS_PLAUSIBLE
-    bias = {
-        "bias on": Candidate("bias on", {"fit_bias": True, "bias_limit": None}),
-        "bias off": Candidate("bias off", {"fit_bias": False}),
-        "bias capped": Candidate(f"bias within ±{limit:g} rad", {"fit_bias": True, "bias_limit": limit}),
-    }
-    start = "bias off" if not opts.fit_bias else "bias on" if opts.bias_limit is None else "bias capped"
-    axes.append([Candidate(bias[start].name)] + [c for k, c in bias.items() if k != start])
+    axes.append(
+        [
+            Candidate("bias off", {"fit_bias": False}),
+            Candidate(f"bias within ±{limit:g} rad", {"fit_bias": True, "bias_limit": limit}),
+            Candidate("bias on", {"fit_bias": True, "bias_limit": None}),
+        ]
+    )
     grouped = opts.groups if opts.groups is not None else name_groups(list(robot.joint_names))
     if grouped is not None:
-        per = Candidate("per joint", {"groups": None})
-        by = Candidate("per group", {"groups": grouped})
-        axes.append([per, by] if opts.groups is None else [by, per])
+        axes.append([Candidate("per group", {"groups": grouped}), Candidate("per joint", {"groups": None})])
     if opts.position_friction:  # asked for: the protocol decides (no consumer holds it; exports get the mean)
-        moving = Candidate("friction by position")
-        axes.append([moving, Candidate("friction constant", {"position_friction": False})])
+        axes.append(
+            [Candidate("friction constant", {"position_friction": False}), Candidate("friction by position")]
+        )
     train = train if train is not None else training_part(rec, robot, opts)[0]
     one = len(train.segments) == 1  # a window fits in the inner split's training part
     room = max(s.n * s.dt for s in train.segments) * (1.0 - inner_fraction if one else 1.0)
     axes.append(
         [Candidate(f"window {opts.window_s:g} s")]
         + [
-            Candidate(f"window {opts.window_s * f:g} s", {"window_s": opts.window_s * f}, ordered=True)
+            Candidate(
+                f"window {opts.window_s * f:g} s", {"window_s": opts.window_s * f}, ordered=True, margin=0.0
+            )
             for f in WINDOW_FACTORS
             if opts.window_s * f <= room
         ]
@@ -161,29 +183,60 @@ def _combine(chosen: list[Candidate]) -> Candidate:
     return Candidate(", ".join(c.name for c in chosen), changes, any(c.fit_gains for c in chosen))
 
 
+def configurations(axes: list[list[Candidate]]) -> list[Candidate]:
+    """Every configuration the axes span (one choice per axis), the start first."""
+    return [_combine(list(pick)) for pick in itertools.product(*axes)]
+
+
+def fit_candidate(rec: Recording, robot: RobotModel, opts: RobotFitOptions, c: Candidate) -> RobotResult:
+    """`fit_robot` with a candidate's options, the log's gains dropped when it fits them."""
+    return fit_robot(_drop_gains(rec) if c.fit_gains else rec, robot, dataclasses.replace(opts, **c.changes))
+
+
+def greedy_choice(
+    axes: list[list[Candidate]], score: Callable[[Candidate], float]
+) -> tuple[float, list[Candidate]]:
+    """One axis at a time from every axis's first entry: an entry replaces the one kept when its score is lower
+    by at least its margin; an ordered axis stops at its first step that loses."""
+    choice = [a[0] for a in axes]
+    best = score(_combine(choice))
+    for k, axis in enumerate(axes):
+        for alt in axis[1:]:
+            trial = choice[:k] + [alt] + choice[k + 1 :]
+            s = score(_combine(trial))
+            if s < best * (1.0 - alt.margin):
+                best, choice = s, trial
+            elif alt.ordered:
+                break
+    return best, choice
+
+
 def select_robot_fit(
     rec: Recording,
     robot: RobotModel,
     opts: RobotFitOptions | None = None,
     *,
-    inner_fraction: float = INNER_FRACTION,
+    inner_fraction: float | None = None,
     inner_iterations: int = INNER_ITERATIONS,
     budget_s: float | None = None,
     axes: list[list[Candidate]] | None = None,
 ) -> RobotResult:
-    """Choose the configuration on the training part alone (inner split, greedy over `axes`), refit it on the
-    whole training part with `fit_robot`; its result with `selection`. `budget_s` caps the candidates' search
-    (the chosen refit always runs)."""
+    """Choose the configuration on the training part alone (inner split, `inner_fraction` None: inner_share;
+    greedy over `axes`, an entry kept when it buys its margin), refit it on the whole training part with
+    `fit_robot`; its result with `selection`. `budget_s` caps the candidates' search (the chosen refit runs)."""
     opts = opts or RobotFitOptions()
-    if not 0.05 <= inner_fraction <= 0.6:
-        raise RobotError(f"inner_fraction {inner_fraction}: between 0.05 and 0.6 of the training part")
+    inner_fraction = inner_share(rec, opts) if inner_fraction is None else inner_fraction
+    if not 0.05 <= inner_fraction <= INNER_MAX:
+        raise RobotError(
+            f"inner_fraction {inner_fraction}: between 0.05 and {INNER_MAX} of the training part"
+        )
     t0 = time.perf_counter()
     say: Callable[[str], None] = opts.progress or (lambda m: None)
     train, cut = training_part(rec, robot, opts)
     axes = axes if axes is not None else candidate_axes(rec, robot, opts, inner_fraction, train)
     tried: dict[str, dict] = {}
     skipped: list[str] = []
-    delay = [0]  # the first candidate's delay, held by the later ones (the refit scans again)
+    delay: list[int | None] = [opts.delay]  # the first candidate's, held by the later ones (the refit scans)
 
     def score(c: Candidate) -> float:
         if c.name in tried:
@@ -195,7 +248,7 @@ def select_robot_fit(
         inner = dataclasses.replace(
             opts,
             **c.changes,
-            delay=opts.delay if opts.delay is not None or not tried else delay[0],
+            delay=delay[0],
             validation_fraction=inner_fraction,
             holdout=None,
             max_iterations=min(opts.max_iterations, inner_iterations),
@@ -219,16 +272,7 @@ def select_robot_fit(
         say(f"select: {c.name}: inner validation {v.rmse:.5f} rad ({tried[c.name]['wall_s']:.1f} s)")
         return float(v.rmse)
 
-    choice = [a[0] for a in axes]
-    best = score(_combine(choice))
-    for k, axis in enumerate(axes):
-        for alt in axis[1:]:
-            trial = choice[:k] + [alt] + choice[k + 1 :]
-            s = score(_combine(trial))
-            if s < best:
-                best, choice = s, trial
-            elif alt.ordered:
-                break
+    best, choice = greedy_choice(axes, score)
     chosen = _combine(choice)
     if not np.isfinite(best):
         raise RobotError("the selection budget ran out before one candidate was fitted: give a longer budget")
@@ -238,9 +282,12 @@ def select_robot_fit(
     res = fit_robot(_drop_gains(rec) if chosen.fit_gains else rec, robot, final)
     selection = {
         "protocol": f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
-        f"the later {inner_fraction:.0%} validates (train earlier, validate later); one axis at a time from "
-        f"the options as given; each candidate searched for at most "
-        f"{min(opts.max_iterations, inner_iterations)} iterations at the first candidate's delay; the lowest inner-validation RMSE is refitted on the whole training part",
+        f"the later {inner_fraction:.0%} validates, replayed from the measured state at the inner split; one "
+        "axis at a time from every axis's simplest entry; an entry replaces the one kept only when its "
+        f"inner-validation RMSE is lower by its margin (fitted gains {GAINS_MARGIN:.0%}, any other richer "
+        f"model {MIN_GAIN:.0%}, a window: lower); each candidate searched for at most "
+        f"{min(opts.max_iterations, inner_iterations)} iterations at the first candidate's delay; the one "
+        "kept is refitted on the whole training part",
         "inner_fraction": inner_fraction,
         "candidates": list(tried.values()),
         "chosen": chosen.name,
