@@ -4,8 +4,8 @@ and bench/arm_inertials.py.
 The arm is a generic yaw–pitch–pitch–roll–pitch–roll chain (no meshes). `urdf(off=0.2)` is the same arm with
 every link's mass, COM and inertia 20 % off, as a CAD model is. `torque_log` steps the true arm in Newton 1.8
 alone (SolverMuJoCo on MuJoCo's C solver, RK4, 2 ms) under the effort of a 500 Hz PD controller tracking
-multisine references; the joints carry Newton's own armature, viscous damping and Coulomb frictionloss, and a
-constant offset effort per joint is spent before the joint. The log (100 Hz) holds the measured effort, the
+multisine references, the pitch joints also swept wide; the joints carry Newton's own armature, viscous damping
+and Coulomb frictionloss, and a constant offset effort per joint is spent before the joint. The log (100 Hz) holds the measured effort, the
 controller's effort averaged over the sample as a current sensor does, plus white noise, and encoder-noisy q.
 Shared with the fit: nothing but the URDF file.
 """
@@ -90,6 +90,10 @@ CENTRE = np.array([0.0, -0.3, 0.6, 0.0, 0.2, 0.0])
 KP = np.array([900.0, 1500.0, 600.0, 60.0, 40.0, 15.0])
 KD = np.array([60.0, 90.0, 35.0, 3.0, 2.0, 0.6])
 FREQS = (0.12, 0.27, 0.43, 0.61, 0.83, 1.07)  # Hz, shifted a little per joint
+# a slow wide sine on the gravity-loaded pitch joints, rad, so that cos(q) changes sign over the log: a constant
+# offset torque beside the gravity torque m·g·l·cos(q) is told apart only where cos(q) sweeps wide
+SWEEP = np.array([0.0, 1.8, 1.6, 0.0, 1.5, 0.0])
+SWEEP_FREQ = 0.15  # Hz, shifted per joint
 
 
 def urdf(off: float = 0.0) -> str:
@@ -140,7 +144,7 @@ def write_urdf(folder: Path, name: str, off: float = 0.0) -> Path:
 
 def references(n: int, dt: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(n, 6) multisine position references and their velocities: six sines a joint, random phases, the
-    frequencies shifted per joint so that no two joints move in lockstep."""
+    frequencies shifted per joint so that no two joints move in lockstep; the pitch joints add SWEEP's slow sine."""
     rng = np.random.default_rng(seed)
     t = np.arange(n) * dt
     q, qd = np.tile(CENTRE, (n, 1)), np.zeros((n, len(JOINTS)))
@@ -149,6 +153,10 @@ def references(n: int, dt: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
             w, ph = 2 * math.pi * f * (1 + 0.04 * j), rng.uniform(0, 2 * math.pi)
             q[:, j] += AMP[j] / len(FREQS) * np.sin(w * t + ph)
             qd[:, j] += AMP[j] / len(FREQS) * w * np.cos(w * t + ph)
+    for j in np.flatnonzero(SWEEP):
+        w, ph = 2 * math.pi * SWEEP_FREQ * (1 + 0.13 * j), rng.uniform(0, 2 * math.pi)
+        q[:, j] += SWEEP[j] * np.sin(w * t + ph)
+        qd[:, j] += SWEEP[j] * w * np.cos(w * t + ph)
     return q, qd
 
 

@@ -3,15 +3,17 @@
 tests/arm6_sim.py steps the true arm in Newton alone (its own armature, damping and frictionloss, an offset
 effort, a current sensor's averaging and noise on q and torque); the fit gets the arm's URDF with every link's
 mass, COM and inertia 20 % off and no joint terms. Asserted: Coulomb and viscous friction within 5 % on every
-joint, offsets within 5 % where the log tells them that well (see below); armature within 10 % where the log
+joint, offsets within 5 % (see below); armature within 10 % where the log
 identifies it alone, and its combination within 5 % where not; every identified inertia physically consistent; no link mass identified alone (a revolute chain's masses enter
 the torques only in combinations), each such link named in the notes, and every identifiable combination that
 holds a mass within 5 %; the held-out verdict good and every trivial predictor beaten.
 
 An offset (0.1–1 N·m here, beside efforts of up to 100 N·m RMS) is the weakest friction term: on a pitch joint
-it sits beside the gravity torque (a constant against cosines over the stroke). Where its 95 % interval is wider
-than ±5 % (the shoulder's about ±50 % on this 20 s log, ±18 % on bench/arm_inertials.py's 75 s) the test holds
-the truth inside it instead of the value within 5 %.
+it sits beside the gravity torque m·g·l·cos(q), and a constant is told apart from it only where cos(q) changes
+sign, so arm6_sim sweeps the pitch joints wide (its SWEEP). Each offset's 95 % interval is then within ±6 %
+(measured ±1.0 % to ±5.0 %, the shoulder's ±4.8 % against about ±50 % without the sweep). The truth is not
+required inside an offset's interval: a bias of a few thousandths of a N·m remains (the wrist roll's −1.6 %, at
+the edge of its ±1.6 %, of the same sign under every excitation tried).
 """
 
 from __future__ import annotations
@@ -65,9 +67,10 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> InertialResult:
 
 
 def test_friction_and_armature(result: InertialResult) -> None:
-    """Coulomb and viscous within 5 % on every joint, alone, inside their 95 % intervals; each offset within
-    5 % where its 95 % interval is within ±5 %, else inside its interval; armature within 10 % where alone, else only in combination (the base yaw's with the links' inertia
-    about its fixed axis, the shoulder's with the upper arm's inertia about its own)."""
+    """Coulomb and viscous within 5 % on every joint, alone, inside their 95 % intervals; every offset within
+    5 %, alone, its 95 % interval within ±6 %; armature within 10 % where alone, else only in combination (the
+    base yaw's with the links' inertia about its fixed axis, the shoulder's with the upper arm's inertia about its
+    own). Measured: Coulomb and viscous within 0.4 %, offsets within 2.2 % (base yaw +2.2 %, shoulder +2.1 %)."""
     status = result.identifiability
     for k, j in enumerate(arm6_sim.JOINTS):
         got = result.friction[j]
@@ -75,11 +78,11 @@ def test_friction_and_armature(result: InertialResult) -> None:
             want = arm6_sim.TRUTH[term][k]
             assert status[f"{j}.{term}"] == "alone", (j, term)
             lo, hi = result.intervals[f"{j}.{term}"] or (np.nan, np.nan)
-            if term == "offset" and hi - lo > 0.1 * abs(want):  # the log tells it only roughly, and says so
-                assert lo <= want <= hi, (j, term, lo, hi)
-                continue
             assert got[term] == pytest.approx(want, rel=0.05), (j, term, got)
-            assert term == "offset" or lo <= want <= hi, (j, term, lo, hi)
+            if term == "offset":
+                assert hi - lo < 0.12 * abs(want), (j, term, lo, hi)  # the log tells every offset
+            else:
+                assert lo <= want <= hi, (j, term, lo, hi)
         if status[f"{j}.armature"] == "alone":
             assert got["armature"] == pytest.approx(arm6_sim.TRUTH["armature"][k], rel=0.10), (j, got)
     alone = [j for j in arm6_sim.JOINTS if status[f"{j}.armature"] == "alone"]

@@ -114,8 +114,8 @@ def torque_prediction(
     """Along the measured held-out motion: (predicted effort, applied logged effort, moving mask), each (N, J);
     the filter's edges trimmed in each held-out stretch; the encoder bias taken off the positions."""
     log_dt = data.dt * decimation
-    win = int(round(FILTER_S / log_dt)) | 1
-    win = max(win, FILTER_ORDER + 2 + (FILTER_ORDER % 2))
+    # odd: scipy takes an even window off centre, shifting q, q̇ and q̈ by half a sample
+    win = max(int(round(FILTER_S / log_dt)), FILTER_ORDER + 2) | 1
     applied = np.clip(applied_effort(data, delay, decimation), -prob.effort_limit, prob.effort_limit)
     bias = np.asarray(fitted.get(OFFSET, np.zeros((1, len(prob.names)))), float)[0]
     pred, meas, moving = [], [], []
