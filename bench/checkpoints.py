@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from net_logs import nonlinear_recording  # noqa: E402
 
 from actuator_sysid.export.checkpoints import onnx_bytes, pt2_bytes, torchscript_bytes  # noqa: E402
-from actuator_sysid.fitting.training import NetOptions, fit_network  # noqa: E402
+from actuator_sysid.fitting.training import NetOptions, net_fit  # noqa: E402
 
 
 def _newton_rate(kind: str, path: str, n: int, steps: int) -> float:
@@ -96,7 +96,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Newton's deprecation of the pt2 path, measured all the same
         for kind in ("mlp", "lstm"):
-            entry = fit_network(rec, "j", kind, [0, 1], [2], NetOptions(epochs=1))
+            entry = net_fit(rec, "j", kind, [0, 1], [2], NetOptions(epochs=1)).to_json()
             row: dict = {"export_s": {}, "size_bytes": {}, "newton_efforts_per_s": {}}
             for fmt, fn in (
                 ("torchscript.pt", torchscript_bytes),

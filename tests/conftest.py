@@ -80,6 +80,13 @@ MARKERS: dict[str, tuple[str, ...]] = {
         "conformance",
         "slow",
     ),
+    "test_robot_selection_protocol.py": ("conformance",),
+    "test_robot_selection_protocol.py::test_the_chosen_configuration_is_within_5_percent_of_the_best_at_the_far_end": (
+        "conformance",
+        "slow",
+    ),
+    "test_arm6_recovery.py": ("conformance",),
+    "test_arm6_verdict.py": ("conformance",),
     "test_robot.py::test_recovers_group_terms_from_a_newton_log": ("conformance", "slow"),
     "test_robot.py::test_cli_fits_the_real_go2_chirp": ("slow",),
     "test_robot_recovery.py": ("conformance", "slow"),
@@ -135,6 +142,7 @@ def markers_for(item: pytest.Item) -> tuple[str, ...]:
 # start first and the run does not end on one long file while the other worker idles. Every other file follows
 # in its usual order.
 LONG_FIRST = (
+    "test_family_ladder.py",
     "test_nets.py",
     "test_browser_layout.py",
     "test_faults.py",

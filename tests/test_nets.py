@@ -9,13 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import run_cli
+from conftest import Server, run_cli
 from net_logs import TRUTH, nonlinear_recording
 
 from actuator_sysid.datasets.canonical import write_table
 from actuator_sysid.export import BINARY_FORMATS, ExportError, render_all, render_bytes
 from actuator_sysid.fitting.fit import FitRequest, FitRequestError, fit_recording, report_data
-from actuator_sysid.fitting.training import NetOptions, containing_envelope, fit_network
+from actuator_sysid.fitting.training import NetOptions, containing_envelope
+from actuator_sysid.fitting.training import net_fit as train_one
 from actuator_sysid.models.families import NET_FAMILIES
 
 PARAMETRIC = ["dcmotor", "dcmotor_delay"]
@@ -36,7 +37,14 @@ def _val(model: dict, key: str, metric: str) -> float:
 def test_torque_supervised_nets_recover_the_nonlinear_actuator() -> None:
     """Acceptance 2: DC motor + 2-step delay + Stribeck friction + position-dependent limit, torque logged."""
     rec = nonlinear_recording(n_segments=9, seconds=3.0, torque=True)
-    res = fit_recording(rec, FitRequest(models=[*PARAMETRIC, "mlp", "lstm"], generations=100, population=16))
+    # 300 epochs, not the default 1 000 (the parametric search keeps its own): measured MLP 2.8 % and LSTM 2.9 %
+    # of the torque range (2.5 % / 2.9 % at the default), against the 5 % bound and the parametric 5.1 %
+    res = fit_recording(
+        rec,
+        FitRequest(
+            models=[*PARAMETRIC, "mlp", "lstm"], generations=100, population=16, networks={"epochs": 300}
+        ),
+    )
     jr = res["joints"]["j"]
     models = jr["models"]
     best_parametric_torque = min(_val(models[f], "torque_metrics", "torque_rmse") for f in PARAMETRIC)
@@ -89,9 +97,11 @@ def test_training_is_deterministic_for_a_seed_and_streams_progress() -> None:
     rec = nonlinear_recording(n_segments=3, seconds=1.0, torque=True)
     seen: list[tuple[float, str]] = []
     opts = NetOptions(epochs=3)
-    a = fit_network(rec, "j", "mlp", [0, 1], [2], opts, seed=5, progress=lambda f, m: seen.append((f, m)))
-    b = fit_network(rec, "j", "mlp", [0, 1], [2], opts, seed=5)
-    c = fit_network(rec, "j", "mlp", [0, 1], [2], opts, seed=6)
+    a = train_one(
+        rec, "j", "mlp", [0, 1], [2], opts, seed=5, progress=lambda f, m: seen.append((f, m))
+    ).to_json()
+    b = train_one(rec, "j", "mlp", [0, 1], [2], opts, seed=5).to_json()
+    c = train_one(rec, "j", "mlp", [0, 1], [2], opts, seed=6).to_json()
     assert a["weights"] == b["weights"] and a["weights"] != c["weights"]
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and 0 < fractions[-1] <= 1 and "mlp j" in seen[-1][1]
@@ -238,32 +248,29 @@ def test_report_compares_networks_with_the_best_parametric_model(net_fit: tuple)
     assert mlp["parametric_family"] == "dcmotor" and mlp["torque_rmse"]["parametric"] > 0
 
 
-def test_service_fits_networks_and_serves_their_checkpoints(tmp_path: Path) -> None:
+def test_service_fits_networks_and_serves_their_checkpoints(server: Server, tmp_path: Path) -> None:
+    """On the worker's shared server (tests/conftest.py): a start-up of its own is seconds of CPU."""
     import requests
-    from conftest import start_server, upload_recording
+    from conftest import upload_recording
     from test_service_flow import wait_status
 
     rec = nonlinear_recording(n_segments=2, seconds=0.6, torque=True)
-    server = start_server(tmp_path / "data")
-    try:
-        ds = upload_recording(server, rec, tmp_path / "log.csv")
-        body = {"dataset_id": ds["id"], "models": ["mlp"], "networks": {"epochs": 3}}
-        r = requests.post(server.url + "/api/v1/fits", json={**body, "networks": {"epoch": 3}}, timeout=30)
-        assert 400 <= r.status_code < 500 and "unknown network option" in r.text, r.text
-        r = requests.post(server.url + "/api/v1/fits", json=body, timeout=30)
-        assert r.status_code == 202, r.text
-        fit = wait_status(server, r.json()["id"], ("succeeded", "failed"), timeout=120)
-        assert fit["status"] == "succeeded", fit
-        for name, head in (("torchscript.pt", b"PK"), ("newton.pt2", b"PK"), ("newton.onnx", b"\x08")):
-            got = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/{name}", timeout=10)
-            assert got.status_code == 200 and got.content[: len(head)] == head, (name, got.status_code)
-            assert got.headers["content-type"] in ("application/octet-stream", "application/zip")
-        import onnx  # the served newton.onnx is a model carrying Newton's metadata
+    ds = upload_recording(server, rec, tmp_path / "log.csv")
+    body = {"dataset_id": ds["id"], "models": ["mlp"], "networks": {"epochs": 3}}
+    r = requests.post(server.url + "/api/v1/fits", json={**body, "networks": {"epoch": 3}}, timeout=30)
+    assert 400 <= r.status_code < 500 and "unknown network option" in r.text, r.text
+    r = requests.post(server.url + "/api/v1/fits", json=body, timeout=30)
+    assert r.status_code == 202, r.text
+    fit = wait_status(server, r.json()["id"], ("succeeded", "failed"), timeout=120)
+    assert fit["status"] == "succeeded", fit
+    for name, head in (("torchscript.pt", b"PK"), ("newton.pt2", b"PK"), ("newton.onnx", b"\x08")):
+        got = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/export/{name}", timeout=10)
+        assert got.status_code == 200 and got.content[: len(head)] == head, (name, got.status_code)
+        assert got.headers["content-type"] in ("application/octet-stream", "application/zip")
+    import onnx  # the served newton.onnx is a model carrying Newton's metadata
 
-        model = onnx.load_from_string(got.content)
-        assert json.loads(model.metadata_props[0].value)["model_type"] == "mlp"
-    finally:
-        server.stop()
+    model = onnx.load_from_string(got.content)
+    assert json.loads(model.metadata_props[0].value)["model_type"] == "mlp"
 
 
 def test_mlp_with_decimation_counts_history_in_physics_steps() -> None:

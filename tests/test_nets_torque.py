@@ -223,7 +223,9 @@ def test_series_elastic_nets_are_ranked_by_torque_the_best_picked_and_judged_goo
     from actuator_sysid.pipeline import compute_fit
 
     rec = sea_recording(rate, seconds=4.0, n_segments=3, seed=0)
-    networks = {"epochs": 100, "history_ms": HISTORY_MS}
+    # 50 epochs: the GRU ranks first at 3.6 % (200 Hz) and 3.7 % (400 Hz) of the torque range, measured, against
+    # 3.5 % after 100 and the verdict's 5 % for good
+    networks = {"epochs": 50, "history_ms": HISTORY_MS}
     res = compute_fit(rec, FitRequest(families=["mlp", "lstm", "gru"], networks=networks)).typed
     jr = res.joints["knee"]
     torque = {f: m.torque_error("validation") for f, m in jr.models.items()}

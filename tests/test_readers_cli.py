@@ -94,7 +94,10 @@ def test_upload_any_format_over_http(tmp_path: Path) -> None:
     with zipfile.ZipFile(zbuf, "w") as z:
         for k in range(2):
             z.writestr(f"r{k}.json", json.dumps(_bam(n=200, seed=k)))
-    with TestClient(create_app(Settings(data_dir=tmp_path / "data"))) as client:
+    # no fit runs here: spawned fit workers, so the app starts no forkserver importing the fitting stack in
+    # this test process (seconds of CPU)
+    settings = Settings(data_dir=tmp_path / "data", worker_start="spawn")
+    with TestClient(create_app(settings)) as client:
         r = client.post(
             "/api/v1/datasets",
             files={"file": ("pace.pt", buf.getvalue())},

@@ -261,7 +261,9 @@ def test_restart_policy_and_failed_fits(tmp_path: Path) -> None:
     )
     repo.close()
 
-    server = start_server(data)
+    # spawned fit workers: the one fit it runs is rejected before any search, so a forkserver importing the
+    # fitting stack for it would be seconds of CPU spent on nothing
+    server = start_server(data, {"ACTUATOR_SYSID_WORKER_START": "spawn"})
     try:
         fit = requests.get(f"{server.url}/api/v1/fits/{running}", timeout=10).json()
         assert fit["status"] == "failed" and fit["error"] == RESTARTED

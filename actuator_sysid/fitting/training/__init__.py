@@ -29,7 +29,7 @@ from .data import (
     segment_enable,
     segment_kp,
 )
-from .fit import STILL_FALLING, add_networks, check_request, fit_network, fit_networks, net_fit, simulate_net
+from .fit import STILL_FALLING, add_networks, check_request, fit_networks, net_fit, simulate_net
 from .history import COARSE_HISTORY_SAMPLES, HISTORY_MS, history_steps, history_text
 from .metrics import (
     NetEntry,
@@ -76,7 +76,6 @@ __all__ = [
     "at_gain",
     "check_request",
     "containing_envelope",
-    "fit_network",
     "fit_networks",
     "gain_reference",
     "history_carry",

@@ -83,23 +83,6 @@ def _training_warnings(
     return warnings
 
 
-def fit_network(
-    rec: Recording,
-    joint: str,
-    kind: str,
-    train_ids: list[int],
-    val_ids: list[int],
-    opts: NetOptions,
-    substeps: int = 1,
-    seed: int = 0,
-    progress: Callable[[float, str], None] | None = None,
-    deadline: float | None = None,
-) -> dict:
-    """Train one network for one joint; returns the result entry's JSON (params, network, weights, metrics, ...),
-    as fit.json holds it (see net_fit)."""
-    return net_fit(rec, joint, kind, train_ids, val_ids, opts, substeps, seed, progress, deadline).to_json()
-
-
 def net_fit(
     rec: Recording,
     joint: str,

@@ -173,7 +173,7 @@ def weights_to_json(net: torch.nn.Module) -> dict:
     }
 
 
-NetEntry = NetFit | Mapping[str, Any]  # a fitted network: typed, or its JSON entry (what fit_network returns)
+NetEntry = NetFit | Mapping[str, Any]  # a fitted network: typed, or its JSON entry (NetFit.to_json())
 
 
 @overload
@@ -184,7 +184,7 @@ def at_gain(model: NetEntry, kp: float) -> NetFit | dict:
     """A fitted, gain-normalised net entry refolded for controller gain `kp`: the factor kp / kp_ref goes into
     the MLP's pos_scale (Isaac Lab's cfg field) or the LSTM / GRU in_scale on q_des − q (the first layer's
     position input weights, equivalently), and kp_ref becomes kp. A typed entry gives a typed one, the JSON
-    entry (what fit_network returns) its JSON."""
+    entry (NetFit.to_json()) its JSON."""
     net = model if isinstance(model, NetFit) else NetFit.from_json(model)
     spec = net.network
     if spec.get("kp_ref") is None:
