@@ -330,6 +330,7 @@ def _request(args: argparse.Namespace) -> FitRequest:
         "folds_by": getattr(args, "folds_by", None),
         "budget_s": getattr(args, "budget", None),
         "validate_last": getattr(args, "validate_last", None),
+        "ladder_judge": getattr(args, "ladder_judge", None),
         "networks": _net_options(args),
     }
     req = FitRequest(**{k: v for k, v in given.items() if v is not None})
@@ -845,8 +846,9 @@ def _fit_parser(sub: argparse._SubParsersAction) -> None:
         dest="families",
         help="comma-separated model families, e.g. dcmotor,ideal_pd; mlp,lstm,gru fit actuator networks "
         "(--models is the deprecated spelling). Default (or auto): climb the ladder dcmotor, dcmotor_delay, "
-        "the friction families, each kept only when it buys the ladder's stated margin on validation (the fit "
-        "prints the rule and what each rung bought)",
+        "the friction families, each kept only when it buys the ladder's stated margin on validation, or with "
+        "--ladder-judge training on an inner split of the training part (the fit prints the rule and what each "
+        "rung bought)",
     )
     f.add_argument("--joints", help="comma-separated joints to fit (default: all)")
     f.add_argument("--decimation", type=int, help="physics steps per log sample (default 1)")
@@ -885,6 +887,13 @@ def _fit_parser(sub: argparse._SubParsersAction) -> None:
         metavar="FRACTION",
         help="split every segment in time: its last FRACTION (e.g. 0.3) validates, a net's history carried "
         "across the cut",
+    )
+    f.add_argument(
+        "--ladder-judge",
+        choices=("held-out", "training"),
+        help="with no --families: held-out (default) judges the ladder's rungs on the validation split it reports; "
+        "training judges them on an inner split of the training part, refits the pick on the whole of it and "
+        "leaves the held-out figure untouched by any choice",
     )
     _net_args(f)
     _robot_args(f)

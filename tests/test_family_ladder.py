@@ -1,5 +1,6 @@
-"""The default fit's ladder (fitting/ladder.py): the rule on numbers, a climb on a log Newton made, and the climb on
-Rhoban's XL330 logs with every kp = 800 file held out."""
+"""The default fit's ladder (fitting/ladder.py): the rule on numbers, a climb on a log Newton made (ladder_judge
+"training": judged on the inner split of its training part, the pick refitted and validated on the held-out part),
+and the default climb (judged on the split it reports) on Rhoban's XL330 logs with every kp = 800 file held out."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from actuator_sysid.datasets.recording import JointInfo, Recording, Segment
 from actuator_sysid.fitting.fit import FitRequest, fit_result, nests
 from actuator_sysid.fitting.ladder import (
     DELAY,
+    INNER_ON,
     MIN_GAIN,
     NATIVE,
     Rung,
@@ -26,6 +28,7 @@ from actuator_sysid.fitting.ladder import (
     every_rung,
     first_rungs,
     friction_rungs,
+    nest_chain,
 )
 from actuator_sysid.fitting.request import FitRequestError, check_fields
 from actuator_sysid.fitting.result import FitResult
@@ -111,6 +114,15 @@ def test_the_request_tells_no_family_from_the_default() -> None:
         check_fields(rec, FitRequest(families=["auto", "dcmotor"]))
     with pytest.raises(FitRequestError, match="families is empty"):
         check_fields(rec, FitRequest(families=[]))
+    # the ladder's judge: the held-out split by default, the training part's inner split when asked
+    assert FitRequest().ladder_judge == "held-out"
+    assert (
+        _request(parser.parse_args(["fit", "log.csv", "--ladder-judge", "training"])).ladder_judge
+        == "training"
+    )
+    assert FitCreate(dataset_id="d", ladder_judge="training").to_request().ladder_judge == "training"
+    with pytest.raises(FitRequestError, match="ladder_judge must be one of held-out, training"):
+        check_fields(rec, FitRequest(families=None, ladder_judge="validation"))
 
 
 # --- a climb on a log the real Newton 1.8 made (DC-motor clamp, 4-step command delay) ---
@@ -166,28 +178,43 @@ def _log(delay: int | None, segments: int = 3, samples: int = 400, seed: int = 0
 
 @pytest.fixture(scope="module")
 def climbed() -> FitResult:
-    return fit_result(_log(DELAY_STEPS), FitRequest(families=None, **QUICK))
+    # five recordings: one held out, and of the four that train, the last judges the rungs (the inner split)
+    return fit_result(
+        _log(DELAY_STEPS, segments=5), FitRequest(families=None, ladder_judge="training", **QUICK)
+    )
 
 
-def test_the_climb_keeps_the_delay_and_no_friction_the_log_does_not_have(climbed: FitResult) -> None:
+def test_the_climb_keeps_the_delay_and_what_it_adds_buys_nothing_held_out(climbed: FitResult) -> None:
     ladder = climbed.extra["ladder"]
     steps = ladder["joints"]["hinge"]["steps"]
     assert [s["family"] for s in steps[:2]] == [NATIVE, DELAY]
-    assert [s["family"] for s in steps[2:7]] == [
-        r.family for r in friction_rungs(DELAY)
-    ]  # climbed from the delay
+    path = [r.family for r in friction_rungs(DELAY)]
+    assert [s["family"] for s in steps[2:7]] == path  # climbed from the delay
     assert steps[1]["kept"] and steps[1]["bought"] > 0.5  # the delay buys most of the error
-    assert not any(s["kept"] for s in steps[2:]), steps  # the log has no friction a rung could buy
-    assert ladder["joints"]["hinge"]["picked"] == DELAY == climbed.joints["hinge"].best_model
-    assert ladder["judged_on"] == "validation" and ladder["min_gain"] == MIN_GAIN and not ladder["not_fitted"]
+    pick = ladder["joints"]["hinge"]["picked"]
+    assert pick == climbed.joints["hinge"].best_model and pick in (DELAY, *path)
+    assert ladder["judged_on"] == INNER_ON and ladder["min_gain"] == MIN_GAIN and not ladder["not_fitted"]
+    assert ladder["inner_split"] == "the last 1 of the 4 training recordings, whole"
+    assert ladder["held_out"] == climbed.split.method and climbed.split.validation == ["2"]
+    # the pick and the rungs it nests from are refitted on the whole training part, validated on the held-out one
+    models = climbed.joints["hinge"].models
+    chain = nest_chain(pick, [NATIVE, DELAY, *path[: path.index(pick) if pick in path else 0]])
+    assert set(models) == set(ladder["refitted"]) == set(chain) and chain[:2] == [NATIVE, DELAY]
+    held = ladder["joints"]["hinge"]["held_out"]
+    assert (
+        held[pick]
+        == ladder["joints"]["hinge"]["picked_held_out"]
+        == models[pick].metrics.validation.position_mae
+    )
+    assert held[DELAY] < 0.5 * held[NATIVE]
+    # the log has no friction a rung could add: whatever the inner split's noise kept buys nothing held out
+    assert held[pick] <= 1.02 * held[DELAY], held
     fitted = climbed.joints["hinge"].best.params
     assert abs(fitted["delay"] - DELAY_STEPS) <= 1, fitted
     assert fitted["stiffness"] == pytest.approx(TRUTH["stiffness"], rel=0.05)
-    # each nested rung started from the one below it
-    models = climbed.joints["hinge"].models
-    assert models[DELAY].search["started_from"] == NATIVE
-    for r in friction_rungs(DELAY):
-        assert set(models[r.family].search["starts"]) - {"warm start"}, models[r.family].search["starts"]
+    assert models[DELAY].search["started_from"] == NATIVE  # the refit nests as the climb did
+    for f in set(models) - {NATIVE, DELAY}:
+        assert set(models[f].search["starts"]) - {"warm start"}, models[f].search["starts"]
     assert climbed.request["families"] is None  # stored as asked: a refit climbs again
 
 
@@ -195,7 +222,9 @@ def test_the_cli_says_what_each_rung_bought(climbed: FitResult) -> None:
     lines = ladder_lines(climbed)
     assert lines[0].startswith("ladder (no --families): ") and f"{MIN_GAIN:.0%}" in lines[0]
     assert any(f"delay ({DELAY})" in ln and "kept" in ln and "bought +" in ln for ln in lines)
-    assert lines[-1].strip().startswith(f"hinge: picked {DELAY}")
+    pick = climbed.joints["hinge"].best_model
+    assert lines[-2].strip().startswith(f"hinge: picked {pick} ({INNER_ON} position MAE")
+    assert lines[-1].strip().startswith("hinge: held out (") and "no choice saw this part" in lines[-1]
     again = FitResult.from_json(json.loads(json.dumps(climbed.to_json())))
     assert ladder_lines(again) == lines  # fit.json keeps the record
     assert ladder_lines(FitResult()) == []

@@ -1,10 +1,15 @@
-"""The default fit: a ladder of nested families, each rung kept only when it buys a stated gain on held-out data.
+"""The default fit: a ladder of nested families, each rung kept only when it buys a stated gain on data that
+the reported validation never sees.
 
 With no family named, the fit climbs: the native envelope (dcmotor), with a delay (dcmotor_delay), with friction
 (the rich-friction families that extend the model kept so far, nested, fewest parameters first), and last MuJoCo's
 own `<dcmotor>` once that family is registered. Each rung starts from the fit of the rung below it (fit.py's
-nested starts). A rung replaces the model kept so far only when its validation position MAE is at least
-`MIN_GAIN` lower; the result says what each rung bought (`ladder` in fit.json, the CLI's lines).
+nested starts). The rungs are judged on an inner split of the training part (`inner_split`): its earlier part
+trains, its later part (the last recordings, or each segment's end in time) judges. A rung replaces the model
+kept so far only when its inner-validation position MAE is at least `MIN_GAIN` lower. The pick and the rungs it
+nests from are then refitted on the whole training part and validated on the held-out part, untouched by the
+choice; the result says what each rung bought and what the pick scores held out (`ladder` in fit.json, the
+CLI's lines).
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from typing import Any
 
 from ..datasets.recording import Recording
 from ..models.families import FAMILIES, Family
-from .request import FitRequest, FitRequestError
-from .result import FitResult, JointFit, ModelFit
+from .plan import plan_split, recordings, split_in_time
+from .request import BOUNDS, FitRequest, FitRequestError
+from .result import Budget, FitResult, JointFit, ModelFit
 
 ProgressFn = Callable[[float, str], None]
 
@@ -32,6 +38,17 @@ RULE = (
     "rungs climbed in order (native envelope, delay, friction fewest parameters first, then MuJoCo <dcmotor>); "
     "a rung replaces the model kept so far only when its {on} position MAE is at least {gain:.0%} lower"
 )
+REFIT = (
+    "; the pick and the rungs it nests from refitted on the whole training part, validated on the held-out part "
+    "no choice saw"
+)
+INNER_SHARE = 0.3
+"""The later share of the training part that judges the rungs: whole recordings, or each segment's end in time."""
+INNER_KEY = "ladder_judges"
+"""Segment metadata marking the training recordings that judge the rungs (the inner split's holdout)."""
+CLIMB_SHARE = 0.75
+"""Of a time budget, the share the climb may spend; the refit of the pick gets the rest."""
+INNER_ON = "inner-validation"
 
 
 @dataclass(frozen=True)
@@ -146,10 +163,10 @@ def note_lines(joint: str, walk: Walk, on: str) -> list[str]:
 
 
 def _error(model: ModelFit | None, on: str) -> float | None:
-    """A fit's pooled position MAE on the judged split."""
+    """A fit's pooled position MAE on the judged split (its validation part unless only training is judged)."""
     if model is None:
         return None
-    m = model.metrics.validation if on == "validation" else model.metrics.train
+    m = model.metrics.train if on == "train" else model.metrics.validation
     return None if m is None or m.position_mae is None else float(m.position_mae)
 
 
@@ -171,14 +188,22 @@ class Engine:
 class _Climb:
     """One ladder fit's shared state: the planned run (fit.py), the fits per joint, and each joint's walk."""
 
-    def __init__(self, rec: Recording, req: FitRequest, progress: ProgressFn | None, engine: Engine) -> None:
+    def __init__(
+        self,
+        rec: Recording,
+        req: FitRequest,
+        progress: ProgressFn | None,
+        engine: Engine,
+        on: str | None = None,
+    ) -> None:
         self.rec, self.req, self.progress, self.engine = rec, req, progress, engine
         self.run = engine.plan(rec, replace(req, families=[r.family for r in every_rung()]), progress)
         folds = len(self.run.split.folds)
         rich = max(len(friction_rungs(NATIVE)), len(friction_rungs(DELAY)))
         # searches one joint's climb runs (a rich friction family searches twice); MuJoCo's rung: one more
         self.run.clock.units = (len(first_rungs()) + rich) * (1 + folds) + rich + len(mujoco_rungs())
-        self.on = "validation" if self.run.split.validation or self.run.split.folds else "train"
+        held = self.run.split.validation or self.run.split.folds
+        self.on = on or ("validation" if held else "train")  # what the walk's errors are measured on
         self.fits: dict[str, dict[str, ModelFit]] = {j: {} for j in self.run.joints}
         # family → (family, fitted values per joint, loss): where fit.py finds a nested rung's parent
         self.fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]] = {}
@@ -235,12 +260,64 @@ class _Climb:
             self.walks[joint].judge(rung, _error(self.fits[joint].get(rung.family), self.on), why)
 
 
-def climb(rec: Recording, req: FitRequest, progress: ProgressFn | None, engine: Engine) -> FitResult:
-    """Climb the ladder (rec already split in time, req validated); per joint the simplest model that no later
-    rung beats by MIN_GAIN on the judged split is the best model. The result's `ladder` says what each rung
-    bought; its `request` keeps families None."""
-    t_start = time.perf_counter()
-    c = _Climb(rec, req, progress, engine)
+@dataclass(frozen=True)
+class Inner:
+    """The split the ladder chooses on: the training part cut again, the request that cuts it, both in words."""
+
+    rec: Recording  # the outer split's training part, its judging recordings marked
+    req: FitRequest  # the request that splits it: the earlier part trains, the later part judges
+    how: str  # the inner split in words
+    held_out: str | None  # the outer split's held-out part in words; None when no part is held out untouched
+
+
+def inner_split(rec: Recording, req: FitRequest) -> Inner | None:
+    """The training part of `req`'s split, cut again the way the outer split cuts: a split in time, or a single
+    recording, cuts each training segment's last INNER_SHARE in time; otherwise the last INNER_SHARE of the
+    training recordings (in the log's order) judge, whole. None when it cannot be cut."""
+    outer = plan_split(rec, req)
+    part = replace(rec, segments=[rec.segments[i] for i in outer.train])
+    base = replace(req, holdout=None, folds=None, folds_by=None, validate_last=None, budget_s=None)
+    held = outer.method if outer.validation else None
+    groups = recordings(part)
+    if req.validate_last is not None or len(groups) < 2:
+        try:
+            cut = split_in_time(part, INNER_SHARE)
+        except FitRequestError:  # a segment too short to keep two samples on each side
+            return None
+        how = f"the last {INNER_SHARE:.0%} of each training segment in time"
+        return Inner(cut, replace(base, validate_last=INNER_SHARE), how, held)
+    judge, how = _judges(groups)
+    segs = [
+        replace(s, metadata={**s.metadata, INNER_KEY: "yes"}) if i in judge else s
+        for i, s in enumerate(part.segments)
+    ]
+    return Inner(replace(part, segments=segs), replace(base, holdout=f"{INNER_KEY}=yes"), how, held)
+
+
+def _judges(groups: list[list[int]]) -> tuple[set[int], str]:
+    """The last INNER_SHARE of the training recordings, whole (one at least, one left to train)."""
+    k = min(len(groups) - 1, max(1, round(INNER_SHARE * len(groups))))
+    judges = {i for g in groups[-k:] for i in g}
+    return judges, f"the last {k} of the {len(groups)} training recordings, whole"
+
+
+def _scaled(progress: ProgressFn | None, a: float, b: float) -> ProgressFn | None:
+    """Progress of one stage drawn over [a, b] of the fit's bar."""
+    if progress is None:
+        return None
+
+    def stage(fraction: float, message: str) -> None:
+        progress(a + (b - a) * fraction, message)
+
+    return stage
+
+
+def _walk(
+    rec: Recording, req: FitRequest, progress: ProgressFn | None, engine: Engine, on: str | None
+) -> _Climb:
+    """Fit and judge every rung on `rec`'s split: the first two, the friction rungs of the base each joint
+    kept, then MuJoCo's plant."""
+    c = _Climb(rec, req, progress, engine, on)
     c.fit(first_rungs())
     for joint in c.run.joints:
         c.judge(joint, first_rungs())
@@ -252,11 +329,74 @@ def climb(rec: Recording, req: FitRequest, progress: ProgressFn | None, engine: 
         c.fit_apart(rung)
         for joint in c.run.joints:
             c.judge(joint, [rung])
-    joints = {joint: _joint(c, joint) for joint in c.run.joints}
-    result = engine.assemble(c.run, joints, t_start)
-    if progress:
-        progress(1.0, "done")
-    return replace(result, request=asdict(req), extra={**result.extra, "ladder": _record(c)})
+    return c
+
+
+def climb(rec: Recording, req: FitRequest, progress: ProgressFn | None, engine: Engine) -> FitResult:
+    """Climb the ladder (rec already split in time, req validated) on the inner split of the training part; per
+    joint the simplest model no later rung beats by MIN_GAIN there is the pick. The pick and the rungs it nests
+    from are refitted on the whole training part, nested as in the climb, and validated on the held-out part.
+    The result's `ladder` says what each rung bought and what the pick scores held out; its `request` keeps
+    families None."""
+    t_start = time.perf_counter()
+    inner = inner_split(rec, req) if req.ladder_judge == "training" else None
+    if inner is None:  # judged on the split the fit reports (asked, or the training part cannot be cut)
+        c = _walk(rec, req, progress, engine, None)
+        result = engine.assemble(c.run, {joint: _joint(c, joint) for joint in c.run.joints}, t_start)
+        if progress:
+            progress(1.0, "done")
+        return replace(result, request=asdict(req), extra={**result.extra, "ladder": _record(c)})
+    share = CLIMB_SHARE  # of the progress bar, as of a budget
+    climb_budget = None if req.budget_s is None else CLIMB_SHARE * req.budget_s
+    c = _walk(
+        inner.rec, replace(inner.req, budget_s=climb_budget), _scaled(progress, 0, share), engine, INNER_ON
+    )
+    refit = _refit_families(c)
+    left = None
+    if req.budget_s is not None:
+        left = max(BOUNDS["budget_s"][0], req.budget_s - (time.perf_counter() - t_start))
+    res = engine.fit_named(rec, replace(req, families=refit, budget_s=left), _scaled(progress, share, 1))
+    joints = {joint: _picked(jr, c.walks[joint].kept or NATIVE) for joint, jr in res.joints.items()}
+    stopped = c.run.stopped_on_budget or bool(res.budget and res.budget.stopped_on_budget)
+    return replace(
+        res,
+        joints=joints,
+        request=asdict(req),
+        budget=Budget(seconds=req.budget_s, stopped_on_budget=stopped),
+        elapsed_s=round(time.perf_counter() - t_start, 3),
+        extra={**res.extra, "ladder": _record(c, inner, res)},
+    )
+
+
+def _refit_families(c: _Climb) -> list[str]:
+    """Every joint's pick and the chain it nests from on its path, in the order climbed: refitted together, each
+    starts from the one below it as a named fit's nested start does."""
+    out: list[str] = []
+    for w in c.walks.values():
+        pick = w.kept or NATIVE
+        if pick == MUJOCO_RUNG:  # not nested: fitted apart, alone
+            out.append(pick)
+            continue
+        base = DELAY if pick == DELAY or FAMILIES[pick].approximates == DELAY else NATIVE
+        path = [NATIVE, *([DELAY] if base == DELAY else []), *(r.family for r in friction_rungs(base))]
+        out += nest_chain(pick, path[: path.index(pick)])
+    return [r.family for r in every_rung() if r.family in out]
+
+
+def nest_chain(family: str, below: list[str]) -> list[str]:
+    """`family` and, down from it, the richest of `below` whose parameters it holds (the parent a named fit
+    starts it from), and that one's parent, to the first rung."""
+    params = set(FAMILIES[family].params)
+    inside = [b for b in below if set(FAMILIES[b].params) < params]
+    if not inside:
+        return [family]
+    parent = max(inside, key=lambda b: len(FAMILIES[b].params))
+    return [*nest_chain(parent, [b for b in below if b != parent]), family]
+
+
+def _picked(jr: JointFit, pick: str) -> JointFit:
+    """A refitted joint with the ladder's pick as its best model."""
+    return replace(jr, best_model=pick, device_gains=jr.models[pick].device_gains)
 
 
 def _joint(c: _Climb, joint: str) -> JointFit:
@@ -264,19 +404,56 @@ def _joint(c: _Climb, joint: str) -> JointFit:
     models = c.fits[joint]
     load = asdict(c.rec.joints[c.rec.joint_index(joint)])
     ranked = c.engine.rank(models, load)
-    pick = c.walks[joint].kept or ranked.best_model
-    return replace(ranked, best_model=pick, device_gains=models[pick].device_gains)
+    return _picked(ranked, c.walks[joint].kept or ranked.best_model)
 
 
-def _record(c: _Climb) -> dict:
-    """The result's `ladder`: the rule, each joint's rungs and pick, what was not fitted, the notes."""
+def _held_out(res: FitResult | None, joint: str) -> dict[str, float | None]:
+    """Each refitted family's held-out position MAE on one joint."""
+    if res is None:
+        return {}
+    return {f: _error(m, "validation") for f, m in res.joints[joint].models.items()}
+
+
+def _record(c: _Climb, inner: Inner | None = None, res: FitResult | None = None) -> dict:
+    """The result's `ladder`: the rule, the splits, each joint's rungs, pick and held-out figures, what was not
+    fitted, the notes."""
+    joints = {}
+    notes = []
+    for j, w in c.walks.items():
+        held = _held_out(res, j)
+        joints[j] = {
+            "picked": w.kept,
+            "steps": [o.to_json() for o in w.outcomes],
+            **({"held_out": held, "picked_held_out": held.get(w.kept or NATIVE)} if res is not None else {}),
+        }
+        notes += note_lines(j, w, c.on)
+        if inner is not None and res is not None:
+            notes.append(held_out_line(j, w.kept or NATIVE, held, inner.held_out, res.split.method or ""))
     return {
-        "rule": RULE.format(on=c.on, gain=MIN_GAIN),
+        "rule": RULE.format(on=c.on, gain=MIN_GAIN) + (REFIT if inner is not None else ""),
         "min_gain": MIN_GAIN,
         "judged_on": c.on,
-        "joints": {
-            j: {"picked": w.kept, "steps": [o.to_json() for o in w.outcomes]} for j, w in c.walks.items()
-        },
+        "inner_split": None if inner is None else inner.how,
+        "held_out": None if inner is None else inner.held_out,
+        "refitted": None if res is None else sorted({f for jr in res.joints.values() for f in jr.models}),
+        "joints": joints,
         "not_fitted": dict(sorted(c.skipped.items())),
-        "notes": [line for j, w in c.walks.items() for line in note_lines(j, w, c.on)],
+        "notes": notes,
     }
+
+
+def held_out_line(
+    joint: str, pick: str, held: dict[str, float | None], outer: str | None, method: str
+) -> str:
+    """The pick's figure on the part the choice never saw, beside the other refitted rungs'."""
+    others = ", ".join(f"{f} {e:.4g}" for f, e in held.items() if f != pick and e is not None)
+    also = f" (refitted beside it: {others})" if others else ""
+    mae = held.get(pick)
+    if outer is None or mae is None:
+        return (
+            f"{joint}: {pick} refitted on the whole training part; nothing is held out untouched ({method})"
+        )
+    return (
+        f"{joint}: held out ({outer}): {pick} position MAE {mae:.4g} rad, refitted on the whole training "
+        f"part; no choice saw this part{also}"
+    )

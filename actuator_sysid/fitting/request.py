@@ -38,6 +38,9 @@ class FitRequestError(ValueError):
     """A fit request that cannot run on this dataset (unknown joint, unknown model family, bad budget)."""
 
 
+LADDER_JUDGES = ("held-out", "training")  # FitRequest.ladder_judge
+
+
 @dataclass
 class FitRequest:
     joints: list[str] | None = None  # None = every joint in the recording
@@ -72,6 +75,9 @@ class FitRequest:
     loss: str = (
         "mse"  # or "position_mae": mean |position error|, BAM's objective (fitting/objective.py LOSSES)
     )
+    # the ladder's judge: "held-out" the split the fit reports; "training" an inner split of the training part,
+    # the pick refitted on the whole of it and the held-out part left untouched (fitting/ladder.py)
+    ladder_judge: str = "held-out"
     models: InitVar[list[str] | None] = None  # deprecated alias of `families` (the field's name before 0.3)
 
     def __post_init__(self, models: list[str] | None) -> None:
@@ -153,6 +159,10 @@ def check_fields(rec: Recording, req: FitRequest) -> None:
                 )
     if req.window_s is not None and not 0.01 <= req.window_s <= 86_400:
         raise FitRequestError(f"window_s must be between 0.01 and 86400 seconds or null, got {req.window_s}")
+    if req.ladder_judge not in LADDER_JUDGES:
+        raise FitRequestError(
+            f"ladder_judge must be one of {', '.join(LADDER_JUDGES)}, got {req.ladder_judge!r}"
+        )
     if req.effort_mode not in EFFORT_MODES:
         raise FitRequestError(f"unknown effort mode {req.effort_mode!r}: choose from {list(EFFORT_MODES)}")
     if req.loss not in LOSSES:

@@ -180,6 +180,12 @@ class FitCreate(BaseModel):
         "history carried across the cut; excludes holdout, folds and folds_by",
         examples=[0.3],
     )
+    ladder_judge: Literal["held-out", "training"] = Field(
+        "held-out",
+        description='with the ladder (families null or ["auto"]): held-out judges the rungs on the split the '
+        "fit reports; training judges them on an inner split of the training part, refits the pick on the "
+        "whole of it and leaves the held-out figure untouched by any choice",
+    )
     networks: dict[str, Any] | None = Field(
         None,
         description="options of the mlp/lstm/gru families (fitting.training.NetOptions): history_ms (the "
@@ -218,6 +224,7 @@ class FitCreate(BaseModel):
             folds=self.folds,
             folds_by=self.folds_by,
             validate_last=self.validate_last,
+            ladder_judge=self.ladder_judge,
             budget_s=self.budget.seconds,
             networks=self.networks,
         )
