@@ -1,7 +1,8 @@
 """The whole-robot search. Decoupled (the default): Levenberg–Marquardt on each joint's own rollout at every
-candidate delay, the best delays rolled out coupled and refined by output space mapping, coupled least squares
-when that stalls. Coupled: trust-region least squares on batched coupled rollouts, the delay scanned before and
-after. Both on fitting/search.py's solvers, with jacobian.py's Jacobians."""
+candidate delay, each independent block (a leg on a fixed base) its own problem, the best delays and no delay
+rolled out coupled and refined by output space mapping, coupled least squares when that stalls; a delay is kept
+only when it clearly beats none. Coupled: trust-region least squares on batched coupled rollouts, the delay
+scanned before and after. Both on fitting/search.py's solvers, with jacobian.py's Jacobians."""
 
 from __future__ import annotations
 
@@ -27,10 +28,35 @@ SLOW = 0.5  # a refinement round that lowers the coupled loss by less than half 
 # a few costly Jacobians: loose tolerances, in the search's own units (log10 and centiradians, all O(1))
 COUPLED_TOLERANCES = Tolerances(xtol=1e-6, ftol=1e-6, gtol=1e-8, tr_solver=None, unit_cube=False)
 MIN_GAIN = 0.005  # no coupled refinement round when a Gauss-Newton step would lower the coupled RMS less
+# a scanned delay is kept only when its coupled training RMSE is this share under no delay's: on a slow motion a
+# delay of a few physics steps acts as viscous damping (kp·τ), which every joint already fits, so it is not
+# identified and extrapolates to faster motion as a guess
+DELAY_MARGIN = 0.05
 
 
 class BudgetSpent(Exception):
     """Raised inside the least-squares residual when the time budget is spent; the best point so far stands."""
+
+
+def lm_blocks(prob: Problem) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The decoupled problem's independent blocks, each (its variables, its joints): variables are joined through
+    the joints whose decoupled residuals they move (decoupled_rows), so per joint on a fixed base a block is one
+    leg, and groups that span the legs make one block of the whole robot."""
+    rows = decoupled_rows(prob)
+    parent = list(range(len(prob.names)))
+
+    def root(j: int) -> int:
+        while parent[j] != j:
+            parent[j] = parent[parent[j]]
+            j = parent[j]
+        return j
+
+    for r in rows:
+        for j in r[1:]:
+            parent[root(int(j))] = root(int(r[0]))
+    roots = np.array([root(j) for j in range(len(prob.names))])
+    of_var = np.array([roots[int(r[0])] for r in rows])
+    return [(np.flatnonzero(of_var == c), np.flatnonzero(roots == c)) for c in np.unique(of_var)]
 
 
 def _decoupled_lm(
@@ -39,24 +65,73 @@ def _decoupled_lm(
     delays: np.ndarray,
     iterations: int,
     offset: np.ndarray | None = None,
-    prune: tuple[int, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Levenberg–Marquardt (fitting/search.py batched_lm) on the decoupled residuals (+ `offset`, (P, N)), one
-    problem per row of xs with its own delay, with coloured forward-difference Jacobians (decoupled_jacobian). `prune` (n, f): after
-    n iterations, problems whose loss is above f × the best stop (a delay that cannot win). Returns the points,
-    their losses (RMS) and the number of Jacobian batches."""
-    nj = len(dev.prob.names)
-    off = np.zeros((xs.shape[0], nj, 1)) if offset is None else offset.reshape(xs.shape[0], nj, -1)
+    """Levenberg–Marquardt (fitting/search.py batched_lm) on the decoupled residuals (+ `offset`, (P, N)) of each
+    row of xs at its own delay, one problem per row and independent block (lm_blocks: its own damping, steps and
+    stop, as a leg's joints never load another leg's), with coloured forward-difference Jacobians
+    (decoupled_jacobian); the blocks of one row share each rollout batch. Returns the points, their losses (RMS
+    over every joint) and the number of Jacobian batches."""
+    prob = dev.prob
+    npb, d, nj = xs.shape[0], xs.shape[1], len(prob.names)
+    off = np.zeros((npb, nj, 1)) if offset is None else offset.reshape(npb, nj, -1)
+    blocks = lm_blocks(prob)
+    nb = len(blocks)
+    dmax, jmax = max(v.size for v, _ in blocks), max(j.size for _, j in blocks)
+    lo, hi = prob.bounds()
+    span = np.maximum(hi - lo, 1e-12)
+    # each block's variables in their unit cube, so that every problem has the same bounds
+    u0 = np.zeros((npb * nb, dmax))
+    for b, (v, _) in enumerate(blocks):
+        u0[b::nb, : v.size] = (xs[:, v] - lo[v]) / span[v]
 
-    def residuals(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        return (dev.residuals(x, delays[rows]) + off[rows]).reshape(x.shape[0], -1)
+    def merged(u: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One candidate per row of xs and trial: (candidates (C, d), their row of xs, each problem's candidate)."""
+        count: dict[int, int] = {}
+        keys: dict[tuple[int, int], int] = {}
+        cand_of = np.empty(rows.size, int)
+        for i, k in enumerate(rows.tolist()):
+            slot = count.get(k, 0)
+            count[k] = slot + 1
+            cand_of[i] = keys.setdefault((k // nb, slot), len(keys))
+        owner = np.array([pp for pp, _ in keys])
+        x = xs[owner].copy()
+        for i, k in enumerate(rows.tolist()):
+            v = blocks[k % nb][0]
+            x[cand_of[i], v] = lo[v] + u[i, : v.size] * span[v]
+        return x, owner, cand_of
 
-    def jacobian(x: np.ndarray, rows: np.ndarray, r: np.ndarray) -> np.ndarray:
+    def residuals(u: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        x, owner, cand_of = merged(u, rows)
+        r = dev.residuals(x, delays[owner])
+        out = np.zeros((rows.size, jmax, r.shape[2]))
+        for i, k in enumerate(rows.tolist()):
+            j = blocks[k % nb][1]
+            out[i, : j.size] = r[cand_of[i], j] + off[k // nb, j]
+        return out.reshape(rows.size, -1)
+
+    def jacobian(u: np.ndarray, rows: np.ndarray, r: np.ndarray) -> np.ndarray:
         # the offset is constant in x: the Jacobian is the decoupled residuals' own, differenced without it
-        return decoupled_jacobian(dev, x, delays[rows], r.reshape(x.shape[0], nj, -1) - off[rows])
+        x, owner, cand_of = merged(u, rows)
+        rr = r.reshape(rows.size, jmax, -1)
+        r0 = np.zeros((x.shape[0], nj, rr.shape[2]))
+        for i, k in enumerate(rows.tolist()):
+            j = blocks[k % nb][1]
+            r0[cand_of[i], j] = rr[i, : j.size] - off[k // nb, j]
+        jm = decoupled_jacobian(dev, x, delays[owner], r0).reshape(x.shape[0], nj, rr.shape[2], d)
+        out = np.zeros((rows.size, jmax, rr.shape[2], dmax))
+        for i, k in enumerate(rows.tolist()):
+            v, j = blocks[k % nb]
+            out[i, : j.size, :, : v.size] = jm[cand_of[i]][j][:, :, v] * span[v]
+        return out.reshape(rows.size, -1, dmax)
 
-    lo, hi = dev.prob.bounds()
-    return batched_lm(residuals, jacobian, xs, lo, hi, iterations, prune, LM_TOL)
+    u, loss, jacobians = batched_lm(
+        residuals, jacobian, u0, np.zeros(dmax), np.ones(dmax), iterations, None, LM_TOL
+    )
+    x = xs.copy()
+    for b, (v, _) in enumerate(blocks):
+        x[:, v] = lo[v] + u[b::nb, : v.size] * span[v]
+    total = np.sqrt((loss.reshape(npb, nb) ** 2).sum(axis=1) * jmax / nj)  # padded rows are zeros
+    return x, total, jacobians
 
 
 def _predicted_gain(jm: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -126,8 +201,17 @@ def _refine_coupled(
             final.update({int(d): float(v) for d, v in zip(delays[~keep], loss[~keep], strict=True)})
             x, r, loss, delays, p = x[keep], r[keep], loss[keep], delays[keep], p - 1
     final.update({int(d): float(v) for d, v in zip(delays, loss, strict=True)})
-    b = int(np.argmin(loss))
+    b = _pick(delays, loss)
     return x[b], int(delays[b]), final, stats
+
+
+def _pick(delays: np.ndarray, loss: np.ndarray) -> int:
+    """The problem with the lowest loss, unless no delay (delay 0) is within DELAY_MARGIN of it."""
+    b = int(np.argmin(loss))
+    zero = np.flatnonzero(delays == 0)
+    if zero.size and loss[zero[0]] * (1.0 - DELAY_MARGIN) <= loss[b]:
+        return int(zero[0])
+    return b
 
 
 def search_decoupled(
@@ -140,11 +224,11 @@ def search_decoupled(
     say: Callable[[str], None],
 ) -> tuple[np.ndarray, int, dict[str, Any]]:
     """The fast path: a decoupled least-squares fit at every candidate delay (one lockstep batch; x0 one start, or
-    one per delay), the two best by that training loss (and any within DELAY_TIE of the best) rolled out coupled,
-    the two best by the coupled training loss refined coupled (while a
-    Gauss-Newton step on the decoupled Jacobian promises a gain; coupled least squares for the rest of
-    max_iterations when that stalls); the lower coupled training loss picks the delay. Returns the point, the
-    delay and the search statistics."""
+    one per delay), the two best by that training loss (and any within DELAY_TIE of the best) and no delay rolled
+    out coupled, the two best by the coupled training loss and no delay refined coupled (while a Gauss-Newton
+    step on the decoupled Jacobian promises a gain; coupled least squares for the rest of max_iterations when
+    that stalls); the lowest coupled training loss picks the delay, no delay unless it loses by DELAY_MARGIN.
+    Returns the point, the delay and the search statistics."""
     delays = np.array([delay]) if opts.delay is not None else np.arange(opts.max_delay + 1)
     x0 = (
         np.broadcast_to(x0, (delays.size, x0.shape[-1])) if x0.ndim == 1 or x0.shape[0] != delays.size else x0
@@ -156,13 +240,16 @@ def search_decoupled(
     )
     order = np.argsort(dloss)  # the decoupled loss ranks the delays; those it cannot tell apart go on coupled
     top = order[: max(2, int(np.sum(dloss <= (1.0 + DELAY_TIE) * dloss.min())))]
+    zero = np.flatnonzero(delays == 0)  # no delay goes on too: a delay must earn its place (DELAY_MARGIN)
+    top = np.array([*top, *(z for z in zero if z not in top)], int)
     rc = ev.residuals(xs[top], delays[top])
     closs = rms(rc)
     say(
         "coupled training RMSE at the decoupled fits: "
         + ", ".join(f"delay {int(delays[k])}: {v:.6f} rad" for k, v in zip(top, closs, strict=True))
     )
-    keep = np.argsort(closs)[:2]
+    best2 = np.argsort(closs)[:2]
+    keep = np.array([*best2, *(k for k, t in enumerate(top) if delays[t] == 0 and k not in best2)], int)
     x, best, final, st = _refine_coupled(
         ev, dev, xs[top][keep], delays[top][keep], rc[keep], max(1, opts.max_iterations), spent, say
     )
