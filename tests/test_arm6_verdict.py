@@ -19,6 +19,7 @@ import arm6_sim
 import numpy as np
 import pytest
 from test_arm6_recovery import OPTIONS
+from test_robot_torque_verdict import judged
 
 from actuator_sysid.datasets.recording import Recording
 from actuator_sysid.files import json_safe
@@ -33,9 +34,7 @@ from actuator_sysid.fitting.robot.inertial import (
     rigid_regressor,
 )
 from actuator_sysid.fitting.robot.inertial_check import baselines, inertial_verdict, per_joint_rmse
-from actuator_sysid.fitting.robot.result import build_result
-from actuator_sysid.fitting.robot.torque_check import window_replays
-from actuator_sysid.fitting.robot.validate import replay_validation, validate, with_held_out_checks
+from actuator_sysid.fitting.robot.validate import replay_validation
 from actuator_sysid.models.articulated import id_model
 from actuator_sysid.models.robot import load_robot
 
@@ -81,16 +80,7 @@ def _terms(scale: float) -> dict[str, np.ndarray]:
 
 
 def _judged(case: dict, fitted: dict[str, np.ndarray]) -> RobotResult:
-    """The result of terms set by hand, validated and judged as fit_robot validates and judges its own."""
-    model, prob, data, opts = case["model"], case["prob"], case["data"], case["opts"]
-    v = validate(model, prob, data, fitted, DELAY, case["gains_known"], opts)
-    v = replace(v, motion=robot_judge.motion_stats(data.q[data.split :], prob.names))
-    v = with_held_out_checks(model, prob, data, fitted, DELAY, opts, v)
-    train = replace(data, val_pieces=[(0, int(data.split))])
-    err, _, _ = window_replays(model, prob, train, fitted, DELAY, DEC, opts.window_s)
-    stats = {"rmse": float(np.sqrt(np.mean(err**2)))}
-    res = build_result(model, prob, data, fitted, DELAY, "fixed", v, stats, opts, {})
-    return replace(res, verdict=robot_judge.robot_verdict(res))
+    return judged(case, fitted, DELAY, DEC)
 
 
 @pytest.fixture(scope="module")

@@ -221,9 +221,7 @@ def test_c_newton_gru_reads_velocity_error_and_tau_cmd_as_its_custom_input(
 ) -> None:
     """Newton's DriveNeuralGRU on our newton.onnx: velocity_error is its own feature, tau_cmd the one custom input
     the application writes to Control each step; its efforts are NetStepper's within 1e-5 N·m."""
-    import newton
-    import warp as wp
-    from newton.actuators import ClampingDCMotor, DriveNeuralGRU
+    from newton.actuators import DriveNeuralGRU
 
     entry, n = mit_gru, 120
     spec = entry["network"]
@@ -233,23 +231,7 @@ def test_c_newton_gru_reads_velocity_error_and_tau_cmd_as_its_custom_input(
     meta = metadata(entry)
     assert meta["input_columns"] == ["position_error", "velocity_error", "tau_cmd"]
     assert meta["custom_inputs"] == ["tau_cmd"]
-    builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
-    link = builder.add_link(com=wp.vec3(0.0, 0.0, -0.2), mass=0.5, inertia=wp.mat33(np.eye(3) * 1e-3))
-    j = builder.add_joint_revolute(parent=-1, child=link, axis=newton.Axis.Y)
-    builder.add_articulation([j])
-    dof = builder.joint_qd_start[j]
-    dc = {
-        "saturation_effort": spec["saturation_effort"],
-        "velocity_limit": spec["actuator_velocity_limit"],
-        "max_motor_effort": spec["actuator_effort_limit"],
-    }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # DriveNeuralGRU is marked experimental
-        builder.add_actuator(
-            DriveNeuralGRU, index=dof, clamping=[(ClampingDCMotor, dc)], model_path=str(path)
-        )
-        model = builder.finalize(device="cpu")
-    act = model.actuators[0]
+    model, act, dof = newton_pendulum(DriveNeuralGRU, spec, path)
     state, control = model.state(), model.control()
     a, b = act.state(), act.state()
     seq = command_sequence(n, 22)

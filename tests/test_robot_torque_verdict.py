@@ -79,18 +79,22 @@ def _terms(friction_scale: float) -> dict[str, np.ndarray]:
     }
 
 
-def _judged(case: dict, fitted: dict[str, np.ndarray]) -> RobotResult:
+def judged(case: dict, fitted: dict[str, np.ndarray], delay: int, dec: int) -> RobotResult:
     """The result of terms set by hand, validated and judged as fit_robot validates and judges its own."""
     model, prob, data, opts = case["model"], case["prob"], case["data"], case["opts"]
-    v = validate(model, prob, data, fitted, DELAY, case["gains_known"], opts)
+    v = validate(model, prob, data, fitted, delay, case["gains_known"], opts)
     v = replace(v, motion=robot_judge.motion_stats(data.q[data.split :], prob.names))
-    v = with_held_out_checks(model, prob, data, fitted, DELAY, opts, v)
+    v = with_held_out_checks(model, prob, data, fitted, delay, opts, v)
     # the training RMSE as the fit reports it: coupled windows of window_s over the training span
     train = replace(data, val_pieces=[(0, int(data.split))])
-    err, _, _ = window_replays(model, prob, train, fitted, DELAY, DEC, opts.window_s)
+    err, _, _ = window_replays(model, prob, train, fitted, delay, dec, opts.window_s)
     stats = {"rmse": float(np.sqrt(np.mean(err**2)))}
-    res = build_result(model, prob, data, fitted, DELAY, "fixed", v, stats, opts, {})
+    res = build_result(model, prob, data, fitted, delay, "fixed", v, stats, opts, {})
     return replace(res, verdict=robot_judge.robot_verdict(res))
+
+
+def _judged(case: dict, fitted: dict[str, np.ndarray]) -> RobotResult:
+    return judged(case, fitted, DELAY, DEC)
 
 
 def _status(res: RobotResult, check: str, joint: str) -> str:
