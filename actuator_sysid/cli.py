@@ -440,6 +440,7 @@ ROBOT_FLAGS = {  # RobotFitIn's field → the `fit --robot` flag that gives it
     "iterations": "--generations",
     "budget_s": "--budget",
     "bias_limit": "--bias-limit",
+    "validation_fraction": "--validate-last",
 }
 
 
@@ -505,6 +506,7 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
             "payload": [b.strip() for b in args.payload.split(",") if b.strip()] if args.payload else None,
             "delay": delay,
             "fit_bias": not args.no_bias,
+            "validation_fraction": getattr(args, "validate_last", None),
         }
     )
     from .pipeline import compute_robot_fit  # the worker's path too
@@ -886,7 +888,8 @@ def _fit_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         metavar="FRACTION",
         help="split every segment in time: its last FRACTION (e.g. 0.3) validates, a net's history carried "
-        "across the cut",
+        "across the cut; with --robot (0.05-0.5, default 0.3): the last FRACTION of one log in time, or of a "
+        "log's recordings",
     )
     f.add_argument(
         "--ladder-judge",

@@ -322,6 +322,10 @@ def log_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ),
         (["fit", "log.csv", "--robot", "r.xml", "--delay", "-1"], "--delay: Input should be greater than or"),
         (["fit", "log.csv", "--robot", "r.xml", "--delay", "x"], "--delay: Input should be a valid integer"),
+        (
+            ["fit", "log.csv", "--robot", "r.xml", "--validate-last", "0.8"],
+            "--validate-last: Input should be less than or equal to 0.5",
+        ),
     ],
 )
 def test_cli_mistakes_are_a_message_and_exit_2(log_files: Path, args: list[str], words: str) -> None:
