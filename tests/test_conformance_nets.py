@@ -143,9 +143,18 @@ def test_isaaclab_runs_the_torchscript_export_as_our_model(kind: str, entries: d
 
 
 def newton_efforts(kind: str, entry: dict, path: Path, seq: dict[str, np.ndarray]) -> np.ndarray:
+    from newton.actuators import DriveNeuralLSTM, DriveNeuralMLP
+
+    model, _, dof = newton_pendulum(DriveNeuralMLP if kind == "mlp" else DriveNeuralLSTM, ENVELOPE, path)
+    return newton_open_loop(model, dof, seq)
+
+
+def newton_pendulum(drive: type, spec: dict, path: Path):
+    """A Newton pendulum whose one joint's actuator is `drive` on the checkpoint, clipped by ClampingDCMotor with
+    the net's envelope: (model, its actuator, the joint's DOF)."""
     import newton
     import warp as wp
-    from newton.actuators import ClampingDCMotor, DriveNeuralLSTM, DriveNeuralMLP
+    from newton.actuators import ClampingDCMotor
 
     builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     link = builder.add_link(com=wp.vec3(0.0, 0.0, -0.2), mass=0.5, inertia=wp.mat33(np.eye(3) * 1e-3))
@@ -153,20 +162,15 @@ def newton_efforts(kind: str, entry: dict, path: Path, seq: dict[str, np.ndarray
     builder.add_articulation([j])
     dof = builder.joint_qd_start[j]
     dc = {
-        "saturation_effort": ENVELOPE["saturation_effort"],
-        "velocity_limit": ENVELOPE["actuator_velocity_limit"],
-        "max_motor_effort": ENVELOPE["actuator_effort_limit"],
+        "saturation_effort": spec["saturation_effort"],
+        "velocity_limit": spec["actuator_velocity_limit"],
+        "max_motor_effort": spec["actuator_effort_limit"],
     }
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        builder.add_actuator(
-            DriveNeuralMLP if kind == "mlp" else DriveNeuralLSTM,
-            index=dof,
-            clamping=[(ClampingDCMotor, dc)],
-            model_path=str(path),
-        )
+        warnings.simplefilter("ignore")  # Newton marks its neural drives experimental
+        builder.add_actuator(drive, index=dof, clamping=[(ClampingDCMotor, dc)], model_path=str(path))
         model = builder.finalize(device="cpu")
-    return newton_open_loop(model, dof, seq)
+    return model, model.actuators[0], dof
 
 
 def newton_open_loop(model, dof: int, seq: dict[str, np.ndarray]) -> np.ndarray:

@@ -17,6 +17,7 @@ import torch
 from isaaclab.utils.types import ArticulationActions
 from net_command_logs import mit_recording, torque_recording
 from net_logs import nonlinear_recording
+from test_conformance_nets import newton_pendulum
 
 from actuator_sysid.consumers.isaaclab import (
     ActuatorNetLSTMCommands,
@@ -258,30 +259,6 @@ def test_c_newton_gru_reads_velocity_error_and_tau_cmd_as_its_custom_input(
     ours = stepper_efforts(entry, seq, n)
     assert np.max(np.abs(ours - theirs)) <= TOL
     assert np.std(theirs) > 0.05
-
-
-def newton_pendulum(drive: type, spec: dict, path: Path):
-    """A Newton pendulum whose one joint's actuator is `drive` on the checkpoint, clipped by ClampingDCMotor with
-    the net's envelope: (model, its actuator, the joint's DOF)."""
-    import newton
-    import warp as wp
-    from newton.actuators import ClampingDCMotor
-
-    builder = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
-    link = builder.add_link(com=wp.vec3(0.0, 0.0, -0.2), mass=0.5, inertia=wp.mat33(np.eye(3) * 1e-3))
-    j = builder.add_joint_revolute(parent=-1, child=link, axis=newton.Axis.Y)
-    builder.add_articulation([j])
-    dof = builder.joint_qd_start[j]
-    dc = {
-        "saturation_effort": spec["saturation_effort"],
-        "velocity_limit": spec["actuator_velocity_limit"],
-        "max_motor_effort": spec["actuator_effort_limit"],
-    }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Newton marks its neural drives experimental
-        builder.add_actuator(drive, index=dof, clamping=[(ClampingDCMotor, dc)], model_path=str(path))
-        model = builder.finalize(device="cpu")
-    return model, model.actuators[0], dof
 
 
 def newton_efforts(model, act, dof: int, seq: dict[str, np.ndarray], n: int, custom) -> np.ndarray:

@@ -97,6 +97,22 @@ def _judged(case: dict, fitted: dict[str, np.ndarray]) -> RobotResult:
     return judged(case, fitted, DELAY, DEC)
 
 
+def assert_good_by_windows_and_torque(res: RobotResult) -> None:
+    """A torque-driven fit judged good by its windows and torque prediction, the open-loop replay only shown:
+    the verdict survives fit.json, and the replay alone would not pass it."""
+    assert robot_judge.torque_driven_checked(res.validation)
+    assert "shown, not judged" in res.validation.replay
+    assert res.verdict is not None and res.verdict.verdict == "good", res.verdict.reasons
+    checks = {c.check for c in res.verdict.checks}
+    assert {"window_replay", "torque_prediction", "open_loop_shown"} <= checks
+    assert "validation_error" not in checks
+    stored = RobotResult.from_json(json.loads(json.dumps(json_safe(res.to_json()))))
+    assert robot_judge.robot_verdict(stored) == res.verdict  # the figures survive fit.json
+    shown = {k: {"range": m["range"], "noise": m["noise"]} for k, m in res.validation.motion.items()}
+    by_replay = robot_judge.robot_verdict(replace(res, validation=replace(res.validation, motion=shown)))
+    assert by_replay.verdict != "good", by_replay.reasons  # the drifting replay alone would not pass it
+
+
 def _status(res: RobotResult, check: str, joint: str) -> str:
     assert res.verdict is not None
     return next(c.status for c in res.verdict.checks if c.check == check and c.reason.startswith(joint))
@@ -115,17 +131,7 @@ def test_true_terms_are_good_though_the_open_loop_replay_drifts(case: dict) -> N
     drift = np.abs(rep - case["data"].q[case["data"].split :]).max()
     assert drift > 0.1, drift
     res = _judged(case, fitted)
-    assert robot_judge.torque_driven_checked(res.validation)
-    assert "shown, not judged" in res.validation.replay
-    assert res.verdict is not None and res.verdict.verdict == "good", res.verdict.reasons
-    checks = {c.check for c in res.verdict.checks}
-    assert {"window_replay", "torque_prediction", "open_loop_shown"} <= checks
-    assert "validation_error" not in checks
-    stored = RobotResult.from_json(json.loads(json.dumps(json_safe(res.to_json()))))
-    assert robot_judge.robot_verdict(stored) == res.verdict  # the figures survive fit.json
-    shown = {k: {"range": m["range"], "noise": m["noise"]} for k, m in res.validation.motion.items()}
-    by_replay = robot_judge.robot_verdict(replace(res, validation=replace(res.validation, motion=shown)))
-    assert by_replay.verdict != "good", by_replay.reasons  # the drifting replay alone would not pass it
+    assert_good_by_windows_and_torque(res)
     for nm in ("yaw", "pitch"):
         m = res.validation.motion[nm]
         assert m["window_s"] == pytest.approx(0.25) and m["windows"] >= 5
