@@ -18,9 +18,10 @@ install: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# CPU build from the local wheel; a range would pull a multi-GB CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	# CPU build from the local wheel; a range would pull a multi-GB CUDA build. --no-compile: Python compiles
+	# what is imported when it is first imported, not every module of torch, ray and newton now (half the CPU).
+	$(BIN)/pip install -q --no-compile torch==2.13.0
+	$(BIN)/pip install -q --no-compile -e '.[dev]'
 	# The real consumer package, for conformance tests: its actuator modules need only torch/warp/numpy.
 	$(BIN)/pip install -q --no-deps --ignore-requires-python isaaclab==3.0.0
 	# The peer, for recovery on logs its own simulator makes: bam.simulate needs only numpy and colorama
