@@ -11,11 +11,24 @@
   no dialog;
 - no page asks anything of another host, and nothing it asks for is missing (the favicon included);
 - /compare draws each fit's own traces (the same numbers its own report draws) and states each fit's split.
+
+And pages an engineer reads at a glance, on the same fits and the same Go2 (one server, one pair of fits for
+both sets of checks): no number breaks across lines, at 800 and 1280 px, on the XL330 fit report, the dashboard,
+the Go2 robot page and a Go2 robot fit report; long ids are shown short with the whole id on hover and in the
+copied text; no 95 % interval prints a bound beyond 1e6 (an interval spanning decades reads "not identified").
+The robot fit report is the fit route's own renderer (robot_page.render_robot_fit) over a stored Go2 result
+(tests/test_numbers_nowrap.py's `_go2_result`), so the page is drawn without running a fit.
+
+No page shows a Python literal (True, False, None) as a table cell's or a value's text. The XL330 report is light:
+its HTML holds no traces (its plots load them from GET /api/v1/fits/{id}/figures, and Plotly once the page has
+loaded), and still draws every plot; the standalone report of the same stored fit holds Plotly and the same
+figures inline and draws with the network cut off.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import re
 import time
 import zipfile
@@ -27,6 +40,13 @@ import pytest
 import requests
 from conftest import Server, start_server
 from test_browser import PLOTS_DRAWN, browser  # noqa: F401  (the module-scoped Chromium fixture)
+from test_numbers_nowrap import UNIDENTIFIED, _go2_result
+
+from actuator_sysid.service.db import Repository
+from actuator_sysid.service.report import render_report
+from actuator_sysid.service.robot_page import render_robot_fit
+from actuator_sysid.service.routes.common import fit_context
+from actuator_sysid.service.storage import Storage
 
 ROOT = Path(__file__).resolve().parents[1]
 BAM = ROOT.parent / "shared" / "data" / "bam-xl330" / "processed"
@@ -129,28 +149,11 @@ LAYOUT_JS = """() => {
 }"""
 
 
-def test_actions_fit_the_viewport_at_800_and_1280_px(browser, site) -> None:  # noqa: F811
-    server = site["server"]
-    pages = {
-        "/": "#upload",
-        f"/datasets/{site['dataset']}": "#seg-0 .main-svg",
-        f"/fits/{site['fits']['holdout']['id']}": "#plot-0-seg-0 .main-svg",
-        f"/robots/{site['robot']}": "#joints",
-    }
-    for width in WIDTHS:
-        ctx, _off, _failed = _context(browser, viewport={"width": width, "height": 900})
-        page = ctx.new_page()
-        try:
-            page.set_default_timeout(30_000)
-            for path, ready in pages.items():
-                page.goto(server.url + path, wait_until="load")
-                page.wait_for_selector(ready)
-                if "main-svg" in ready:
-                    page.wait_for_function(PLOTS_DRAWN)
-                assert page.locator("button, a.download").count() > 0, path
-                assert page.evaluate(LAYOUT_JS) == [], (width, path)
-        finally:
-            ctx.close()
+def test_actions_fit_the_viewport_at_800_and_1280_px(glance) -> None:
+    for (width, name), seen in glance.items():
+        if name in VIEWPORT_PAGES:
+            assert seen["actions"] > 0, (width, name)
+            assert seen["layout"] == [], (width, name, seen["layout"])
 
 
 def _panel_stiffness(page) -> dict[str, float]:
@@ -340,7 +343,337 @@ def test_compare_draws_each_fits_own_traces_and_states_its_split(browser, site) 
         ctx.close()
 
 
-# the runs table's visible rows, top to bottom: id, verdict and the validation error it sorts by
+def test_upload_errors_read_as_errors_on_the_dashboard_and_the_robot_page(browser, site, tmp_path) -> None:  # noqa: F811
+    """A refused upload says why in the error colour, announced (role alert), on both upload forms."""
+    bad = tmp_path / "broken.csv"
+    bad.write_text("t,joint,q,q_des\n0,knee,not-a-number,0\n")
+    ctx = browser.new_context(viewport={"width": 800, "height": 900})
+    page = ctx.new_page()
+    try:
+        page.set_default_timeout(30_000)
+        for path, form, out in (
+            ("/", "#upload", "#upload-msg"),
+            (f"/robots/{site['robot']}", "#robot-upload", "#robot-upload-msg"),
+        ):
+            page.goto(site["server"].url + path)
+            page.set_input_files(f"{form} input[type=file]", str(bad))
+            page.click(f"{form} button[type=submit]")
+            page.wait_for_function(f"document.querySelector('{out}').textContent.startsWith('Upload failed')")
+            msg = page.locator(out)
+            assert "line 2" in msg.inner_text() or "not-a-number" in msg.inner_text(), msg.inner_text()
+            assert msg.get_attribute("role") == "alert" and "form-error" in (msg.get_attribute("class") or "")
+            assert (
+                page.evaluate(f"getComputedStyle(document.querySelector('{out}')).color") == "rgb(170, 0, 0)"
+            )
+    finally:
+        ctx.close()
+
+
+# every table cell whose whole text is a number, an id, an "a/b" form or an interval, and whether each renders
+# on one line: the client rects of the cell's contents (Range.getClientRects), lines of boxes that do not overlap
+CELLS_JS = r"""() => {
+  const NUM = String.raw`[-+−]?(?:\d[\d,]*\.?\d*|\.\d+)(?:e[-+]?\d+)?%?`;
+  const ID = String.raw`[0-9a-f]{8,64}`;
+  const pat = new RegExp(String.raw`^(?:${NUM}(?:\s*[/×]\s*${NUM})?|${ID}|\[\s*${NUM},\s*${NUM}\s*\])$`, 'i');
+  const out = [];
+  for (const td of document.querySelectorAll('td, th')) {
+    if (!td.getClientRects().length) continue;
+    const text = td.textContent.replace(/\s+/g, ' ').trim();
+    if (!pat.test(text)) continue;
+    const range = document.createRange();
+    range.selectNodeContents(td);
+    // a rect starts a new line where it lies wholly below every rect before it (boxes of one line overlap)
+    const rects = [...range.getClientRects()].filter(r => r.width > 0 && r.height > 0).sort((a, b) => a.top - b.top);
+    let lines = 0, bottom = -Infinity;
+    for (const r of rects) {
+      if (r.top >= bottom - 1) { lines += 1; bottom = r.bottom; } else bottom = Math.max(bottom, r.bottom);
+    }
+    out.push({text, lines, table: (td.closest('table') || {}).id || ''});
+  }
+  return out;
+}"""
+
+# the visible text of every interval "[lo, hi]" with an exponent beyond ±6
+EXPONENT_JS = r"""() => (document.body.innerText.match(/\[[^\]\n]*\]/g) || [])
+  .filter(s => /\d\.?\d*e[-+]?0*([7-9]|\d\d)/i.test(s))"""
+
+# every id link: shown short, the whole id in its title and in the text a copy takes
+IDS_JS = r"""() => [...document.querySelectorAll('code.id')].filter(c => c.getClientRects().length).map(c => ({
+  text: c.textContent, title: (c.closest('[title]') || {}).title || '',
+  shown: c.getBoundingClientRect().width, full: c.scrollWidth}))"""
+
+
+# a Python literal shown as data: a cell, a value or a definition whose whole text is True/False/None, or a
+# "key: None" / "key=None" item in a line (a sentence that says "None of ..." is no literal)
+LITERALS_JS = r"""() => {
+  const whole = /^(True|False|None)$/, item = /(?:^|[\s(,;])[\w.]+(?::|\s?=)\s?(True|False|None)(?=$|[\s),;])/;
+  const out = [];
+  for (const el of document.querySelectorAll('td, th, dd, dt, li, code, b, strong, span, option, label, p')) {
+    if (!el.getClientRects().length) continue;
+    const text = el.innerText.replace(/\s+/g, ' ').trim();
+    if (whole.test(text) || (el.children.length === 0 && item.test(text))) out.push(el.tagName + ': ' + text.slice(0, 120));
+  }
+  return out;
+}"""
+
+# every .plot div (the live-loss plot of a running fit aside) holds a drawn Plotly graph
+DRAWN_JS = """() => { const divs = [...document.querySelectorAll('.plot')];
+  return divs.length > 0 && divs.every(d => d.querySelector('.main-svg')); }"""
+
+
+@pytest.fixture(scope="module")
+def robot_report(site, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The Go2 robot fit page, as the fit route renders it, over a stored result."""
+    server = site["server"]
+    robot = requests.get(f"{server.url}/api/v1/robots/{site['robot']}", timeout=30).json()
+    joints = [j["name"] for j in robot["joints"]]
+    fit = {
+        "id": "0123456789abcdef0123456789abcdef",
+        "status": "succeeded",
+        "progress": 1.0,
+        "message": "done",
+        "request": {"robot_id": "f" * 32, "robot": {}},
+        "dataset_id": "d" * 32,
+        "dataset_name": "go2.pt",
+        "created_at": "2026-12-05T09:00:00",
+        "result": _go2_result(joints),
+    }
+    repo = Repository(f"sqlite:///{Path(tmp_path_factory.mktemp('nowrap')) / 'r.db'}")
+    try:
+        return render_robot_fit(fit, None, ["fit.json", "isaaclab.py"], repo, None)
+    finally:
+        repo.close()
+
+
+def test_no_number_wraps_nor_wide_interval_nor_python_literal(glance) -> None:
+    broken: list = []
+    exponents: list = []
+    literals: list = []
+    long_ids: list = []
+    for (width, name), seen in glance.items():
+        cells = seen["cells"]
+        assert len(cells) >= 5, (name, cells)  # the regex finds the tables' numbers
+        broken += [(width, name, c["table"], c["text"], c["lines"]) for c in cells if c["lines"] != 1]
+        exponents += [(width, name, e) for e in seen["exponents"]]
+        literals += [(width, name, t) for t in seen["literals"]]
+        ids = seen["ids"]
+        if name == "dashboard" and len(ids) < 3:  # the datasets' and fits' ids
+            long_ids.append((width, name, "no short ids"))
+        long_ids += [  # shown short; the title and a copy hold the whole id
+            (width, name, i)
+            for i in ids
+            if not (len(i["text"]) == 32 and i["title"] == i["text"] and i["shown"] < 0.5 * i["full"])
+        ]
+    assert broken == [], broken
+    assert exponents == [], exponents
+    assert literals == [], literals
+    assert long_ids == [], long_ids
+    for width in WIDTHS:
+        spans_decades = glance[width, "robot fit report"]["spans_decades"]
+        assert "not identified (spans 81 decades)" in spans_decades, (width, spans_decades)
+
+
+# the robot verdict block's lines (the client rects of its text nodes, lines counted as CELLS_JS counts a cell's;
+# an element's own rect would cover the lines inside it), its bottom edge and its visible text
+VERDICT_JS = r"""() => {
+  const el = document.querySelector('#verdict');
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  const rects = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const range = document.createRange();
+    range.selectNodeContents(n);
+    rects.push(...[...range.getClientRects()].filter(r => r.width > 0 && r.height > 0));
+  }
+  rects.sort((a, b) => a.top - b.top);
+  let lines = 0, bottom = -Infinity;
+  for (const r of rects) {
+    if (r.top >= bottom - 1) { lines += 1; bottom = r.bottom; } else bottom = Math.max(bottom, r.bottom);
+  }
+  const details = document.querySelector('#verdict-details');
+  return {lines, bottom: el.getBoundingClientRect().bottom, viewport: window.innerHeight, text: el.innerText,
+          details: details ? {open: details.open, text: details.textContent} : null};
+}"""
+
+
+# the pages both sets of checks read: each action in the viewport (LAYOUT_JS) on the first four, numbers whole
+# (CELLS_JS and the rest) on all five; the robot fit report is the fit route's page of a stored result
+VIEWPORT_PAGES = ("dashboard", "dataset page", "XL330 report", "robot page")
+
+
+@pytest.fixture(scope="module")
+def glance(browser, site, robot_report: str) -> dict[tuple[int, str], dict]:  # noqa: F811
+    """What each page shows at 800 and 1280 px, read once for the viewport, number and verdict checks: each page
+    loaded in a context that refuses other hosts, its plots drawn, then every check's figures read."""
+    server = site["server"]
+    pages = {  # name: path (None: the robot fit report, set as the page's content) and what marks it ready
+        "dashboard": ("/", "#upload"),
+        "dataset page": (f"/datasets/{site['dataset']}", "#seg-0 .main-svg"),
+        "XL330 report": (f"/fits/{site['fits']['holdout']['id']}", "#plot-0-seg-0 .main-svg"),
+        "robot page": (f"/robots/{site['robot']}", "#joints"),
+        "robot fit report": (None, "#verdict"),
+    }
+    seen: dict[tuple[int, str], dict] = {}
+    for width in WIDTHS:
+        ctx, _off, _failed = _context(browser, viewport={"width": width, "height": 900})
+        page = ctx.new_page()
+        try:
+            page.set_default_timeout(30_000)
+            for name, (path, ready) in pages.items():
+                if path is None:
+                    page.goto(server.url + "/robots", wait_until="load")
+                    page.set_content(robot_report, wait_until="load")
+                else:
+                    page.goto(server.url + path, wait_until="load")
+                page.wait_for_selector(ready)
+                if "main-svg" in ready:
+                    page.wait_for_function(PLOTS_DRAWN)
+                got = {
+                    "actions": page.locator("button, a.download").count(),
+                    "layout": page.evaluate(LAYOUT_JS),
+                    "cells": page.evaluate(CELLS_JS),
+                    "exponents": page.evaluate(EXPONENT_JS),
+                    "literals": page.evaluate(LITERALS_JS),
+                    "ids": page.evaluate(IDS_JS),
+                }
+                if path is None:
+                    got["spans_decades"] = page.locator(
+                        "#intervals tr:has-text('calf.friction')"
+                    ).inner_text()
+                    got["verdict"] = page.evaluate(VERDICT_JS)
+                seen[width, name] = got
+        finally:
+            ctx.close()
+    return seen
+
+
+def test_the_robot_verdict_reads_at_a_glance(glance) -> None:
+    """The Go2 robot report's verdict, at 800 and 1280 px: at most five lines, above the fold, with the headline
+    figure (the held-out RMSE beside the model file's own terms', as the page prints them) and the worst reasons
+    cut to a line; every check, the 54 unidentified terms whole among them, in a collapsed list below."""
+    v = _go2_result([])["validation"]
+    figure = [f"{v['rmse']:.4f} rad", f"{v['model_defaults_rmse']:.4f} rad"]
+    long_reason = ", ".join(UNIDENTIFIED)
+    seen = {width: glance[width, "robot fit report"]["verdict"] for width in WIDTHS}
+    for width, got in seen.items():
+        text = " ".join(got["text"].split())
+        assert 2 <= got["lines"] <= 5, (width, got["lines"], text)
+        assert got["bottom"] <= got["viewport"], (width, got["bottom"])
+        assert "verdict: usable" in text and all(f in text for f in figure), (width, text)
+        assert "last 30 % of the log in time" in text, (width, text)  # the stated split
+        assert "54 terms are not identified" in text and long_reason not in text, (width, text)
+        assert got["details"] is not None and not got["details"]["open"], (width, got["details"])
+        details = " ".join(got["details"]["text"].split())
+        assert long_reason in details and "isaaclab replays the exports within tolerance" in details, details
+
+
+def test_the_literal_check_finds_python_literals_and_passes_sentences(browser) -> None:  # noqa: F811
+    """LITERALS_JS flags a cell or a "key: None" item, and not a sentence that says "None"."""
+    page = browser.new_page()
+    try:
+        page.set_content(
+            "<table><tr><td>None</td><td>0.5</td><td> False </td></tr></table><ul><li>stopped_on_budget: True</li>"
+            "<li>the gains: none given</li></ul><p>None of the recordings validates; True to its log.</p>"
+        )
+        found = page.evaluate(LITERALS_JS)
+    finally:
+        page.close()
+    assert found == ["TD: None", "TD: False", "LI: stopped_on_budget: True"], found
+
+
+def _figure_divs(html: str) -> list[str]:
+    return re.findall(r'<div class="plot" id="([^"]+)"', html)
+
+
+def test_the_xl330_report_is_light_and_still_draws_every_plot(browser, site) -> None:  # noqa: F811
+    """The served XL330 report: at most 500 KB of HTML, no trace inline; GET .../figures answers the figures of
+    its plot divs, in their order, with the segments' traces; in Chromium every plot is drawn from them."""
+    server, fit = site["server"], site["fits"]["holdout"]
+    r = requests.get(f"{server.url}/fits/{fit['id']}", timeout=60)
+    assert r.status_code == 200 and len(r.content) <= 500_000, len(r.content)
+    html = r.text
+    assert "const FIGURES = null;" in html and f"/api/v1/fits/{fit['id']}/figures" in html
+    divs = _figure_divs(html)
+    assert len(divs) >= 12 + 3, divs  # 12 segments, the envelope, convergence, correlation, residuals ...
+    got = requests.get(f"{server.url}/api/v1/fits/{fit['id']}/figures", timeout=60)
+    assert got.status_code == 200 and got.headers["content-type"].startswith("application/json")
+    assert got.headers.get("content-encoding") == "gzip"  # requests asks for it; the figures are megabytes
+    figures = got.json()
+    assert [f["id"] for f in figures] == divs
+    segments = [f for f in figures if f["id"].startswith("plot-0-seg-")]
+    assert len(segments) == 12
+    for f in segments:  # measured and simulated position, each a trace of the same times
+        traces = {t["name"]: t for t in f["data"]}
+        assert (
+            len(traces["measured"]["y"])
+            == len(traces["simulated"]["y"])
+            == len(traces["measured"]["x"])
+            > 100
+        )
+        assert traces["measured"]["y"] != traces["simulated"]["y"]
+    envelope = next(f for f in figures if f["id"] == "plot-0-envelope")
+    assert envelope["data"][0]["type"] == "scatter" and 100 < len(envelope["data"][0]["x"]) <= 2000
+    for bad, code in (("0" * 32, 404), ("no-such-fit", 404)):
+        miss = requests.get(f"{server.url}/api/v1/fits/{bad}/figures", timeout=30)
+        assert miss.status_code == code and "detail" in miss.json(), miss.text
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    failed: list[str] = []
+    page.on(
+        "response", lambda resp: failed.append(f"{resp.status} {resp.url}") if resp.status >= 400 else None
+    )
+    try:
+        page.set_default_timeout(60_000)
+        page.goto(f"{server.url}/fits/{fit['id']}", wait_until="load")
+        page.wait_for_function(DRAWN_JS)
+        drawn = page.evaluate("() => [...document.querySelectorAll('.plot')].map(d => [d.id, d.data.length])")
+        assert [d for d, _n in drawn] == divs
+        assert all(n == len(f["data"]) for (_d, n), f in zip(drawn, figures, strict=True)), drawn
+        assert page.locator(".plot .main-svg").count() >= len(divs)
+        text = page.inner_text("body")
+    finally:
+        ctx.close()
+    assert failed == [], failed
+    assert "--set" not in text  # the page's advice in the page's words
+    if any("--set" in c["reason"] for c in fit["result"]["verdict"]["checks"]):
+        assert "the export's set=PARAM=VALUE query" in text
+
+
+def test_the_standalone_report_holds_its_figures_and_draws_offline(browser, site) -> None:  # noqa: F811
+    """render_report(standalone=True) over the stored XL330 fit: Plotly and the figures the API serves, inline;
+    in Chromium with every request refused, each plot is drawn."""
+    server, fid = site["server"], site["fits"]["holdout"]["id"]
+    repo = Repository(f"sqlite:///{server.data_dir / 'actuator_sysid.db'}")
+    try:
+        fit, plots = fit_context(repo, Storage(server.data_dir), fid, None)
+    finally:
+        repo.close()
+    assert plots is not None
+    html = render_report(fit, fit["result"], plots, standalone=True)
+    inline = json.loads(re.search(r"const FIGURES = (.*?);\n", html).group(1))
+    served = requests.get(f"{server.url}/api/v1/fits/{fid}/figures", timeout=60).json()
+    assert inline == served and [f["id"] for f in inline] == _figure_divs(html)
+    assert "/static/" not in html and "/api/v1/fits" not in html
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    asked: list[str] = []
+
+    def refuse(route) -> None:
+        asked.append(route.request.url)
+        route.abort()
+
+    ctx.route("**/*", refuse)
+    page = ctx.new_page()
+    try:
+        page.set_default_timeout(60_000)
+        page.set_content(html, wait_until="load")
+        page.wait_for_function(DRAWN_JS)
+        assert page.locator(".plot .main-svg").count() >= len(inline)
+    finally:
+        ctx.close()
+    assert asked == [], asked
+
+
+# the runs table's visible rows, top to bottom: id, verdict and the validation error it sorts by (the last test of
+# this module: it names and tags the held-out fit, which the dashboard then shows by its name, not its id)
 RUNS_JS = """() => [...document.querySelectorAll('#runs tbody tr[id^="fit-"]')].filter(r => !r.hidden).map(r => ({
   id: r.id.slice(4), verdict: r.dataset.verdict, error: r.querySelector('td.err').dataset.v}))"""
 
@@ -409,29 +742,3 @@ def test_runs_table_sorts_by_validation_error_filters_by_verdict_and_compares_tw
     finally:
         ctx.close()
         requests.delete(f"{server.url}/api/v1/fits/{cancelled}", timeout=30)
-
-
-def test_upload_errors_read_as_errors_on_the_dashboard_and_the_robot_page(browser, site, tmp_path) -> None:  # noqa: F811
-    """A refused upload says why in the error colour, announced (role alert), on both upload forms."""
-    bad = tmp_path / "broken.csv"
-    bad.write_text("t,joint,q,q_des\n0,knee,not-a-number,0\n")
-    ctx = browser.new_context(viewport={"width": 800, "height": 900})
-    page = ctx.new_page()
-    try:
-        page.set_default_timeout(30_000)
-        for path, form, out in (
-            ("/", "#upload", "#upload-msg"),
-            (f"/robots/{site['robot']}", "#robot-upload", "#robot-upload-msg"),
-        ):
-            page.goto(site["server"].url + path)
-            page.set_input_files(f"{form} input[type=file]", str(bad))
-            page.click(f"{form} button[type=submit]")
-            page.wait_for_function(f"document.querySelector('{out}').textContent.startsWith('Upload failed')")
-            msg = page.locator(out)
-            assert "line 2" in msg.inner_text() or "not-a-number" in msg.inner_text(), msg.inner_text()
-            assert msg.get_attribute("role") == "alert" and "form-error" in (msg.get_attribute("class") or "")
-            assert (
-                page.evaluate(f"getComputedStyle(document.querySelector('{out}')).color") == "rgb(170, 0, 0)"
-            )
-    finally:
-        ctx.close()

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from urllib.parse import urlparse
 
 import pytest
 import requests
-from conftest import Server, make_recording, start_server, upload_recording
+from conftest import Server, make_recording, upload_recording
 from export_helpers import short_recording
 from test_browser import PLOTS_DRAWN, browser  # noqa: F401  (the module-scoped Chromium fixture)
 
@@ -42,48 +41,47 @@ def _queue(server: Server, ds: str, **body) -> str:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str, str, dict[str, str]]]:
-    """A server with one dataset (an actuator model and serial, no free swing, an encoder offset) and one
-    succeeded fit of it that claims the offset; beside it, queued on a second worker, a good fit (the Isaac Lab
-    bench log, a little noise) and a fit of the same log's commands alone (q ≡ q_des: a plan)."""
+def site(server: Server, tmp_path_factory: pytest.TempPathFactory) -> tuple[Server, str, str, dict[str, str]]:
+    """The worker's shared server (these pages need no setting of their own) with one dataset (an actuator
+    model and serial, no free swing, an encoder offset) and one succeeded fit of it that claims the offset; a
+    good fit (the Isaac Lab bench log, a little noise) and a fit of the same log's commands alone (q ≡ q_des: a
+    plan), all three run to their end before the first test, so the fit the form starts is the only one in flight."""
     tmp = tmp_path_factory.mktemp("pages")
     rec = make_recording(joints=("hip", "knee"), segments=len(KPS))
     for seg, kp in zip(rec.segments, KPS, strict=True):
         seg.metadata["kp"] = kp
         seg.q = seg.q + ENCODER_OFFSET
     write_table(rec, tmp / "bench_log.csv", sidecar=False)
-    server = start_server(tmp / "data", {"ACTUATOR_SYSID_WORKERS": "2"})
-    try:
-        meta = {**sidecar_for(rec), "actuator_model": "bench-motor", "serial": "SN-7"}
-        r = requests.post(
-            server.url + "/api/v1/datasets",
-            files={"file": ("bench_log.csv", (tmp / "bench_log.csv").read_bytes())},
-            data={"metadata": json.dumps(meta)},
-            timeout=60,
-        )
-        assert r.status_code == 201, r.text
-        ds = r.json()["id"]
-        fid = _queue(
-            server,
-            ds,
-            models=["dcmotor"],
-            budget={"generations": 8, "population": 6},
-            joint_terms=["armature", "friction", "viscous_friction", "encoder_offset"],
-        )
-        good = short_recording(n_segments=5, noise_q=2e-3)
-        plan = short_recording(n_segments=5)
-        for s in plan.segments:
-            s.q, s.qd = s.q_des.copy(), s.qd_des.copy()
-        more = {
-            name: upload_recording(server, r, tmp / f"{name}.csv")["id"]
-            for name, r in (("good", good), ("plan", plan))
-        }
-        verdict_fits = {name: _queue(server, d, **QUICK) for name, d in more.items()}
-        fit = _wait(server, fid)
-        assert fit["status"] == "succeeded", fit
-        yield server, ds, fit["id"], {**verdict_fits, **{f"{k}_dataset": v for k, v in more.items()}}
-    finally:
-        server.stop()
+    meta = {**sidecar_for(rec), "actuator_model": "bench-motor", "serial": "SN-7"}
+    r = requests.post(
+        server.url + "/api/v1/datasets",
+        files={"file": ("bench_log.csv", (tmp / "bench_log.csv").read_bytes())},
+        data={"metadata": json.dumps(meta)},
+        timeout=60,
+    )
+    assert r.status_code == 201, r.text
+    ds = r.json()["id"]
+    fid = _queue(
+        server,
+        ds,
+        models=["dcmotor"],
+        budget={"generations": 8, "population": 6},
+        joint_terms=["armature", "friction", "viscous_friction", "encoder_offset"],
+    )
+    good = short_recording(n_segments=5, noise_q=2e-3)
+    plan = short_recording(n_segments=5)
+    for s in plan.segments:
+        s.q, s.qd = s.q_des.copy(), s.qd_des.copy()
+    more = {
+        name: upload_recording(server, r, tmp / f"{name}.csv")["id"]
+        for name, r in (("good", good), ("plan", plan))
+    }
+    verdict_fits = {name: _queue(server, d, **QUICK) for name, d in more.items()}
+    fit = _wait(server, fid)
+    assert fit["status"] == "succeeded", fit
+    for fid_more in verdict_fits.values():  # test_report_pages_show_the_verdict_and_its_reasons judges them
+        _wait(server, fid_more)
+    return server, ds, fit["id"], {**verdict_fits, **{f"{k}_dataset": v for k, v in more.items()}}
 
 
 def _offline_context(browser, **kw):  # noqa: F811

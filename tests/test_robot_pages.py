@@ -5,12 +5,11 @@ the request's own bounds; and in headless Chromium its errors show beside their 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
 import requests
-from conftest import Server, start_server
+from conftest import Server
 from test_browser import browser  # noqa: F401  (the module-scoped Chromium fixture)
 from test_robot_service import GO2_XML, pace_bytes
 
@@ -20,27 +19,24 @@ pytestmark = pytest.mark.skipif(not GO2_XML.is_file(), reason="shared/data/go2-i
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    """A server with the Go2 and a short unnamed PACE log read in its joint order (no fit runs)."""
-    server = start_server(tmp_path_factory.mktemp("robot_pages") / "data")
-    try:
-        r = requests.post(
-            server.url + "/api/v1/robots", files={"file": ("go2.xml", GO2_XML.read_bytes())}, timeout=180
-        )
-        assert r.status_code == 201, r.text
-        robot = r.json()
-        t = np.arange(400) * 0.005
-        cmd = 0.2 * np.sin(2 * np.pi * 0.7 * t)[:, None] * np.ones(12)
-        up = requests.post(
-            server.url + "/api/v1/datasets",
-            files={"file": ("go2.pt", pace_bytes(cmd, cmd + 0.01))},
-            data={"robot_id": robot["id"]},
-            timeout=60,
-        )
-        assert up.status_code == 201, up.text
-        yield {"server": server, "robot": robot, "dataset": up.json()}
-    finally:
-        server.stop()
+def site(server: Server) -> dict:
+    """The worker's shared server (these pages need no setting of their own) with the Go2 and a short unnamed
+    PACE log read in its joint order."""
+    r = requests.post(
+        server.url + "/api/v1/robots", files={"file": ("go2.xml", GO2_XML.read_bytes())}, timeout=180
+    )
+    assert r.status_code == 201, r.text
+    robot = r.json()
+    t = np.arange(400) * 0.005
+    cmd = 0.2 * np.sin(2 * np.pi * 0.7 * t)[:, None] * np.ones(12)
+    up = requests.post(
+        server.url + "/api/v1/datasets",
+        files={"file": ("go2.pt", pace_bytes(cmd, cmd + 0.01))},
+        data={"robot_id": robot["id"]},
+        timeout=60,
+    )
+    assert up.status_code == 201, up.text
+    return {"server": server, "robot": robot, "dataset": up.json()}
 
 
 def test_upload_form_takes_robot_id_and_the_pt_error_names_it(site: dict) -> None:
@@ -159,8 +155,13 @@ def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> 
         while requests.get(server.url + f"/api/v1/fits/{fid}", timeout=30).json()["status"] != "cancelled":
             assert time.monotonic() < deadline, "the robot fit was not cancelled within 90 s"
             time.sleep(1)
-        # the page reloads at the stream's end: the live part gone, the status stated
-        page.wait_for_function("document.getElementById('status').textContent.includes('cancelled')")
+        # the page reloads at the stream's end: the live part gone, the status stated (the status text can
+        # change before the reload, so wait for the reloaded page itself)
+        page.wait_for_function(
+            "document.querySelector('#live-log') === null"
+            " && document.querySelector('button[data-action=retry]') !== null"
+        )
+        assert "cancelled" in page.locator("#status").inner_text()
         assert (
             page.locator("#live-log").count() == 0 and page.locator("button[data-action=retry]").count() == 1
         )
@@ -243,7 +244,12 @@ def test_a_robot_log_is_uploaded_and_fitted_with_selection_from_the_pages_alone(
         assert fit["name"] == "go2 chirp selected" and fit["tags"] == ["go2", "selection"], fit
         candidates = fit["result"]["selection"]["candidates"]
         assert len(candidates) >= 2, candidates
-        page.goto(f"{server.url}/fits/{fid}")
+        # the fit's page reloads itself at the stream's end (a goto now could meet that reload): wait for the
+        # report it reloads into
+        page.wait_for_function(
+            "document.querySelector('#live-log') === null && document.querySelector('#selection') !== null"
+        )
+        assert page.url.endswith(f"/fits/{fid}"), page.url
         rows = page.locator("#selection tr").count()
         assert rows == len(candidates) + 1, rows  # each alternative with its figures
         assert dialogs == []

@@ -87,7 +87,9 @@ def test_the_worker_priority_setting_picks_a_spawned_workers_policy(priority: st
     if not hasattr(os, "SCHED_IDLE"):
         pytest.skip("SCHED_IDLE is Linux only")
     assert Settings(data_dir=tmp_path).worker_priority == "idle"
-    executor = LocalExecutor(Settings(data_dir=tmp_path, worker_priority=priority))
+    # spawned, not forked from a warm forkserver: the policy is set by launch() either way, and a forkserver
+    # would import the whole fitting stack only to have one worker's policy read
+    executor = LocalExecutor(Settings(data_dir=tmp_path, worker_priority=priority, worker_start="spawn"))
     executor.launch({"id": "no-such-fit", "claim": "c"})
     try:
         (worker,) = [p for p in mp.active_children() if p.name == "fit-no-such-"]
