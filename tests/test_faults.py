@@ -93,6 +93,9 @@ def pid_gone(pid: int, timeout: float) -> bool:
 
 # the upload test's servers run no fit: spawned workers, so none imports the fitting stack in the background
 NO_FITS = {"ACTUATOR_SYSID_WORKER_START": "spawn"}
+# the restarted server runs the retried fit only until its cancel: a spawned worker imports what the fit needs
+# up to its first progress report, where a forkserver would first import the whole stack (exports, torch)
+SPAWNED = {"ACTUATOR_SYSID_WORKER_START": "spawn"}
 
 
 def test_sigkill_during_upload_and_parse_lists_nothing_partial(tmp_path: Path) -> None:
@@ -171,13 +174,13 @@ def test_sigkill_during_fit_fails_it_with_reason_and_ends_worker(tmp_path: Path)
             if fit["status"] == "running" and fit["progress"] > 0:
                 break
             assert time.monotonic() < deadline, fit
-            time.sleep(0.1)
+            time.sleep(0.25)  # each poll is a request the server answers; the fit runs until killed
         worker_pid = int(fit["worker"].rsplit(":", 1)[1])
         assert worker_pid != server.proc.pid
         sigkill(server)
         assert pid_gone(worker_pid, 15), "the orphaned fit worker kept running after its server died"
 
-        server = start_server(data)
+        server = start_server(data, SPAWNED)
         fit = requests.get(f"{server.url}/api/v1/fits/{fit_id}", timeout=10).json()
         assert fit["status"] == "failed" and fit["error"] == RESTARTED
         assert "retry" in fit["error"]

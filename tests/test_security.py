@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import ROOT, Server, pythonpath, start_server
+from conftest import Server, run_cli, start_server
 from fastapi.routing import iter_route_contexts
 from test_service_flow import SMALL_BUDGET, upload_log, wait_status
 
@@ -27,25 +27,10 @@ LIMIT = 2_000_000
 
 
 def make_token(data_dir: Path, project: str) -> str:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "actuator_sysid.cli",
-            "token",
-            "create",
-            "--data-dir",
-            str(data_dir),
-            "--project",
-            project,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": pythonpath(), "PATH": "/usr/bin:/bin"},
-        timeout=120,
-        check=True,
-    )
+    """A token made by `actuator-sysid token create`, the command an operator runs (its main, in this
+    process: tests/test_cli.py and tests/test_input_faults.py run the entry point in a fresh interpreter)."""
+    out = run_cli("token", "create", "--data-dir", str(data_dir), "--project", project)
+    assert out.returncode == 0, out.stderr
     token = out.stdout.strip()
     assert token.startswith("asid_") and len(token) > 40, out
     return token
@@ -261,8 +246,9 @@ def test_hostile_names_and_bodies_are_4xx_and_touch_no_path(secured: tuple, tmp_
 
 
 def test_schemathesis_finds_no_server_errors(secured: tuple, tmp_path: Path) -> None:
-    """Bounded: 60 examples per operation, loopback only, with a token of its own (empty) project so that
-    it cannot start long fits on real data or wait on their event streams."""
+    """Bounded: every operation's examples and coverage cases, then 25 fuzzed examples per operation, loopback
+    only, with a token of its own (empty) project so that it cannot start long fits on real data or wait on
+    their event streams."""
     server, tokens, _ds, _fit = secured
     st = Path(sys.executable).with_name("schemathesis")
     out = subprocess.run(
@@ -273,7 +259,7 @@ def test_schemathesis_finds_no_server_errors(secured: tuple, tmp_path: Path) -> 
             "--checks",
             "not_a_server_error",
             "--max-examples",
-            "60",
+            "25",
             "--header",
             f"Authorization: {tokens['fuzz']['Authorization']}",
             "--workers",
