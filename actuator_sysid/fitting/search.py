@@ -15,13 +15,10 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import cmaes
 import numpy as np
-import optuna
 from scipy.optimize import OptimizeResult, least_squares
-from scipy.stats import qmc
 
 from ..models import parameters
 from ..models.families import Family
@@ -30,7 +27,10 @@ from .objective import VELOCITY_WEIGHT, LossScales, loss_from_sums, residual_blo
 from .space import SearchSpace
 from .uncertainty import analyse, delay_profile
 
-optuna.logging.set_verbosity(logging.WARNING)
+if TYPE_CHECKING:
+    import cmaes
+    import optuna
+
 
 GenerationFn = Callable[[int, np.ndarray], None]
 """on_generation(generation index, best loss per joint)"""
@@ -441,6 +441,8 @@ class _CmaesStrategy:
     """
 
     def __init__(self, x0: np.ndarray, population: int, seed: int, sigma: float, steps: np.ndarray):
+        import cmaes  # with scipy.stats, which it imports, a second of start-up for a server that never fits
+
         bounds = np.tile([0.0, 1.0], (x0.size, 1))
         self.margin = bool(np.any(steps > 0))
         if self.margin:
@@ -512,6 +514,9 @@ class _OptunaStrategy:
         sigma: float,
         steps: np.ndarray,
     ):
+        import optuna
+
+        optuna.logging.set_verbosity(logging.WARNING)
         self.names = names
         self.dists: dict[str, optuna.distributions.BaseDistribution] = {
             n: optuna.distributions.FloatDistribution(0.0, 1.0, step=float(st) if st > 0 else None)
@@ -595,6 +600,8 @@ def _scan(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The warm start, the known good points and a scrambled Sobol design in the unit cube, (N, J, d), and their
     losses (N, J): one launch."""
+    from scipy.stats import qmc
+
     scan = qmc.Sobol(space.dim, seed=seed).random(scan_points)
     u_scan = np.repeat(scan[:, None, :], len(x0), axis=1)
     u_scan[0] = np.stack([space.to_unit(x) for x in x0])
