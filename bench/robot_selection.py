@@ -12,8 +12,9 @@ of training, so the held-out last 30 % (the far end) is faster and higher in fre
 Every candidate configuration of the selection (the product of its gains and bias axes; with --friction, the
 friction axis too) is fitted on the training part and replayed over the far end by an independent judge
 (MuJoCo position actuators, bench/robot_peer.py, as bench/robot.py replays ours); then
-`select_robot_fit` chooses one on the training part alone. A seed passes when the chosen configuration's
-far-end error is within 5 % of the best candidate's.
+`select_robot_fit` chooses one on the training part alone (each candidate's inner error at the held delay and,
+for a bias, one step later, are in the row). A seed passes when the chosen configuration's far-end error is within
+5 % of the best candidate's. bench/robot_selection_rules.py records more per candidate to judge rules offline.
 
 Usage: python bench/robot_selection.py [--quick] [--seeds N] [--first-seed K] [--friction] [--out FILE]
 Prints one JSON object.
@@ -213,6 +214,12 @@ def run_seed(robot: RobotModel, xml: str, seed: int, seconds: float, opts: Robot
         "truth": truth,
         "far_end_rmse": {k: round(v, 6) for k, v in far.items()},
         "inner_rmse": {c["name"]: round(c["inner_validation_rmse"], 6) for c in sel.get("candidates", [])},
+        "inner_delay": next((c.get("delay_steps") for c in sel.get("candidates", [])), None),
+        "inner_rmse_delay_after": {
+            c["name"]: round(c["inner_validation_rmse_delay_after"], 6)
+            for c in sel.get("candidates", [])
+            if "inner_validation_rmse_delay_after" in c
+        },
         "chosen": sel.get("chosen"),
         "chosen_far_end_rmse": round(chosen, 6),
         "best": best_name,

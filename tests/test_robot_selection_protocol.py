@@ -1,6 +1,7 @@
-"""The robot selection's protocol: a richer configuration must buy its stated margin, and on logs made by an
-independent simulator (Newton alone, bench/robot_selection.py) the configuration chosen on the training part is
-within 5 % of the best candidate at the far end, where the chirp runs 3 × faster than anywhere in training."""
+"""The robot selection's protocol: a richer configuration must buy its stated margin (a bias at the held delay and
+one step later), and on logs made by an independent simulator (Newton alone, bench/robot_selection.py) the
+configuration chosen on the training part is within 5 % of the best candidate at the far end, where the chirp runs
+3 × faster than anywhere in training."""
 
 from __future__ import annotations
 
@@ -17,7 +18,12 @@ import robot_selection as bench  # noqa: E402
 
 from actuator_sysid.fitting.ladder import MIN_GAIN  # noqa: E402
 from actuator_sysid.fitting.robot import RobotFitOptions  # noqa: E402
-from actuator_sysid.fitting.robot_select import GAINS_MARGIN, Candidate, greedy_choice  # noqa: E402
+from actuator_sysid.fitting.robot_select import (  # noqa: E402
+    BIAS_MARGIN,
+    GAINS_MARGIN,
+    Candidate,
+    greedy_choice,
+)
 from actuator_sysid.models.robot import RobotModel, load_robot  # noqa: E402
 
 
@@ -52,6 +58,43 @@ def test_an_entry_must_buy_its_margin() -> None:
     assert "gains given, bias off, window 4 s" not in seen
     scores["gains fitted, bias off, window 0.5 s"] = 1.0 - 1.2 * GAINS_MARGIN  # now they buy it
     assert greedy_choice(axes, score)[1][0].name == "gains fitted"
+
+
+def test_a_bias_must_buy_its_margin_one_delay_step_later_too() -> None:
+    """A bias that cuts the inner RMSE by more than BIAS_MARGIN at the held delay is not kept when one step later
+    it buys less (the delay's mismatch it absorbed at the wrong neighbour); one that buys it at both is; without a
+    later score (a delay the user holds) the held delay alone decides."""
+    axes = [
+        [Candidate("gains given"), Candidate("gains fitted", fit_gains=True, margin=GAINS_MARGIN)],
+        [
+            Candidate("bias off"),
+            Candidate("bias capped", margin=BIAS_MARGIN, delay_robust=True),
+            Candidate("bias on", margin=BIAS_MARGIN, delay_robust=True),
+        ],
+    ]
+    held = {
+        "gains given, bias off": 1.0,
+        "gains fitted, bias off": 0.9,
+        "gains given, bias capped": 1.0 - 1.6 * BIAS_MARGIN,
+        "gains given, bias on": 1.0 - 1.2 * BIAS_MARGIN,  # not BIAS_MARGIN below the capped one
+    }
+    after = {
+        "gains given, bias off": 1.2,
+        "gains given, bias capped": 1.2 * (1.0 - 0.5 * BIAS_MARGIN),
+        "gains given, bias on": 1.2 * (1.0 - 1.4 * BIAS_MARGIN),
+    }
+    asked: list[str] = []
+
+    def later(c: Candidate) -> float:
+        asked.append(c.name)
+        return after[c.name]
+
+    best, choice = greedy_choice(axes, lambda c: held[c.name], later)
+    assert [c.name for c in choice] == ["gains given", "bias on"] and best == held["gains given, bias on"]
+    assert "gains fitted, bias off" not in asked  # the gains are judged at the held delay alone
+    assert greedy_choice(axes, lambda c: held[c.name])[1][1].name == "bias capped"
+    after["gains given, bias capped"] = 1.2 * (1.0 - 1.1 * BIAS_MARGIN)  # now it buys it at both
+    assert greedy_choice(axes, lambda c: held[c.name], later)[1][1].name == "bias capped"
 
 
 @pytest.fixture(scope="module")

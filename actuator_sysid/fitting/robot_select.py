@@ -7,9 +7,11 @@ with time, as a chirp's does, it extrapolates about as far as the real use. Each
 first: gains given, then fitted; bias off, within BIAS_PLAUSIBLE, then free; per group, then per joint; with
 position_friction, constant friction, then along the stroke; the training window as given, then 2, 4, 8 × it.
 From every axis's simplest entry, one axis at a time, an entry replaces the one kept only when its inner RMSE is
-lower by its margin: GAINS_MARGIN for fitted gains, MIN_GAIN (the joint ladder's rule) for any other richer
-model, none for a window. The first candidate scans the delay, the later ones hold it; the one kept is refitted
-on the whole training part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
+lower by its margin: GAINS_MARGIN for fitted gains, BIAS_MARGIN for a bias, MIN_GAIN (the joint ladder's rule)
+for any other richer model, none for a window. The first candidate scans the delay, the later ones hold it; a bias
+must buy its margin at the held delay and one physics step later too (a bias and a delay trade, and the scan
+keeps the shorter of two neighbouring delays it cannot tell apart). The one kept is refitted on the whole
+training part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
 inner_fraction, candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options, skipped,
 search_s, wall_s}.
 """
@@ -37,6 +39,10 @@ INNER_MAX = 0.6  # and the most
 # fitted gains replace the given ones only when they cut the inner RMSE by this share: inside a band a gain
 # error trades against the delay, armature and damping, and the log's gains are what the robot ran
 GAINS_MARGIN = 0.25
+# a bias replaces the kept entry only when it cuts the inner RMSE by this share at the held delay and one step
+# later: a constant offset of the reading trades against the delay, as the gains do, and a delay between two grid
+# steps is found at either neighbour
+BIAS_MARGIN = GAINS_MARGIN
 # longer restart intervals, in turn while each beats the one before (the peer rolls out the whole stretch)
 WINDOW_FACTORS = (2.0, 4.0, 8.0)
 INNER_ITERATIONS = 6  # each candidate's search budget (refinement rounds / Jacobians), at most the fit's own
@@ -52,6 +58,7 @@ class Candidate:
     ordered: bool = False  # a step along an ordered axis: tried only while the step before it won
     # the share of the kept entry's inner RMSE it must buy to replace it (a richer model must beat the noise)
     margin: float = MIN_GAIN
+    delay_robust: bool = False  # it must buy its margin one delay step after the held one too
 
     def described(self) -> dict:
         """The options as the result states them (JSON-ready)."""
@@ -107,8 +114,15 @@ def candidate_axes(
     axes.append(
         [
             Candidate("bias off", {"fit_bias": False}),
-            Candidate(f"bias within ±{limit:g} rad", {"fit_bias": True, "bias_limit": limit}),
-            Candidate("bias on", {"fit_bias": True, "bias_limit": None}),
+            Candidate(
+                f"bias within ±{limit:g} rad",
+                {"fit_bias": True, "bias_limit": limit},
+                margin=BIAS_MARGIN,
+                delay_robust=True,
+            ),
+            Candidate(
+                "bias on", {"fit_bias": True, "bias_limit": None}, margin=BIAS_MARGIN, delay_robust=True
+            ),
         ]
     )
     grouped = opts.groups if opts.groups is not None else name_groups(list(robot.joint_names))
@@ -194,17 +208,23 @@ def fit_candidate(rec: Recording, robot: RobotModel, opts: RobotFitOptions, c: C
 
 
 def greedy_choice(
-    axes: list[list[Candidate]], score: Callable[[Candidate], float]
+    axes: list[list[Candidate]],
+    score: Callable[[Candidate], float],
+    later: Callable[[Candidate], float] | None = None,
 ) -> tuple[float, list[Candidate]]:
     """One axis at a time from every axis's first entry: an entry replaces the one kept when its score is lower
-    by at least its margin; an ordered axis stops at its first step that loses."""
+    by at least its margin (a delay_robust entry under `later` too, the score one delay step later, when given);
+    an ordered axis stops at its first step that loses."""
     choice = [a[0] for a in axes]
     best = score(_combine(choice))
     for k, axis in enumerate(axes):
         for alt in axis[1:]:
             trial = choice[:k] + [alt] + choice[k + 1 :]
             s = score(_combine(trial))
-            if s < best * (1.0 - alt.margin):
+            wins = s < best * (1.0 - alt.margin)
+            if wins and alt.delay_robust and later is not None:
+                wins = later(_combine(trial)) < later(_combine(choice)) * (1.0 - alt.margin)
+            if wins:
                 best, choice = s, trial
             elif alt.ordered:
                 break
@@ -238,17 +258,16 @@ def select_robot_fit(
     skipped: list[str] = []
     delay: list[int | None] = [opts.delay]  # the first candidate's, held by the later ones (the refit scans)
 
-    def score(c: Candidate) -> float:
-        if c.name in tried:
-            return float(tried[c.name]["inner_validation_rmse"])
+    def fitted(c: Candidate, d: int | None) -> RobotResult | None:
+        """The candidate's inner fit at delay d (None: scanned); None when the budget is spent."""
         left = None if budget_s is None else budget_s - (time.perf_counter() - t0)
         if left is not None and left <= 0:
-            skipped.append(c.name)
-            return float("inf")
+            skipped.append(c.name if d == delay[0] else f"{c.name} at delay {d}")
+            return None
         inner = dataclasses.replace(
             opts,
             **c.changes,
-            delay=delay[0],
+            delay=d,
             validation_fraction=inner_fraction,
             holdout=None,
             max_iterations=min(opts.max_iterations, inner_iterations),
@@ -256,8 +275,15 @@ def select_robot_fit(
             judge=False,
             progress=None,
         )
+        return fit_robot(_drop_gains(train) if c.fit_gains else train, robot, inner)
+
+    def score(c: Candidate) -> float:
+        if c.name in tried:
+            return float(tried[c.name]["inner_validation_rmse"])
         t1 = time.perf_counter()
-        res = fit_robot(_drop_gains(train) if c.fit_gains else train, robot, inner)
+        res = fitted(c, delay[0])
+        if res is None:
+            return float("inf")
         v = res.validation
         assert v.rmse is not None and res.training.rmse is not None  # fit_robot states both
         delay[:] = [int(res.delay_steps)]
@@ -267,12 +293,27 @@ def select_robot_fit(
             "inner_validation_rmse": float(v.rmse),
             "inner_validation_per_joint_rmse": v.per_joint_rmse,
             "inner_training_rmse": float(res.training.rmse),
+            "delay_steps": int(res.delay_steps),
             "wall_s": round(time.perf_counter() - t1, 2),
         }
         say(f"select: {c.name}: inner validation {v.rmse:.5f} rad ({tried[c.name]['wall_s']:.1f} s)")
         return float(v.rmse)
 
-    best, choice = greedy_choice(axes, score)
+    def later(c: Candidate) -> float:
+        """The inner RMSE one delay step after the held one (a bias must win there too)."""
+        score(c)  # the held delay first: the first candidate's scan sets it
+        d = min(int(delay[0] or 0) + 1, opts.max_delay)
+        if d == delay[0] or c.name not in tried:
+            return score(c)
+        row = tried[c.name]
+        if "inner_validation_rmse_delay_after" not in row:
+            res = fitted(c, d)
+            rmse = None if res is None else res.validation.rmse
+            row["inner_validation_rmse_delay_after"] = float("inf") if rmse is None else float(rmse)
+            say(f"select: {c.name}: at delay {d} {row['inner_validation_rmse_delay_after']:.5f} rad")
+        return float(row["inner_validation_rmse_delay_after"])
+
+    best, choice = greedy_choice(axes, score, later if opts.delay is None else None)
     chosen = _combine(choice)
     if not np.isfinite(best):
         raise RobotError("the selection budget ran out before one candidate was fitted: give a longer budget")
@@ -284,10 +325,15 @@ def select_robot_fit(
         "protocol": f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
         f"the later {inner_fraction:.0%} validates, replayed from the measured state at the inner split; one "
         "axis at a time from every axis's simplest entry; an entry replaces the one kept only when its "
-        f"inner-validation RMSE is lower by its margin (fitted gains {GAINS_MARGIN:.0%}, any other richer "
-        f"model {MIN_GAIN:.0%}, a window: lower); each candidate searched for at most "
-        f"{min(opts.max_iterations, inner_iterations)} iterations at the first candidate's delay; the one "
-        "kept is refitted on the whole training part",
+        f"inner-validation RMSE is lower by its margin (fitted gains {GAINS_MARGIN:.0%}, a bias "
+        f"{BIAS_MARGIN:.0%}, any other richer model {MIN_GAIN:.0%}, a window: lower); each candidate searched "
+        f"for at most {min(opts.max_iterations, inner_iterations)} iterations at the first candidate's delay"
+        + (
+            ", a bias also one delay step later, where it must buy its margin too"
+            if opts.delay is None
+            else " (the given delay)"
+        )
+        + "; the one kept is refitted on the whole training part",
         "inner_fraction": inner_fraction,
         "candidates": list(tried.values()),
         "chosen": chosen.name,

@@ -1,0 +1,201 @@
+"""The robot selection's numbers per seed, for judging selection rules offline: every candidate's inner-validation
+error (at its own scanned delay and held at each given delay), its fitted bias, and its far-end error.
+
+Per seed of bench/robot_selection.py's known-truth leg, each candidate configuration is fitted as
+`select_robot_fit` scores it (the inner split of the training part, INNER_ITERATIONS) once with the delay scanned
+and once held at each of --delays, and once on the whole training part (delay scanned, intervals on) and replayed
+over the far end by the MuJoCo judge. One JSON line per seed goes to --out; `rules` then replays the protocol's
+variants (bias margin, a bias judged one delay step later too) on those lines without refitting: a "?" marks a seed
+where a score the variant needed was not recorded (read from the candidate's scanned fit instead).
+
+Usage: python bench/robot_selection_rules.py record --seeds 0,1,2 --out FILE
+       python bench/robot_selection_rules.py rules FILE [FILE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
+
+import robot_selection as bench  # noqa: E402
+
+from actuator_sysid.fitting.ladder import MIN_GAIN  # noqa: E402
+from actuator_sysid.fitting.result import RobotResult  # noqa: E402
+from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot  # noqa: E402
+from actuator_sysid.fitting.robot_select import (  # noqa: E402
+    BIAS_MARGIN,
+    GAINS_MARGIN,
+    INNER_ITERATIONS,
+    _drop_gains,
+    configurations,
+    fit_candidate,
+    inner_share,
+    training_part,
+)
+from actuator_sysid.models.robot import load_robot  # noqa: E402
+
+
+def _bias(res: RobotResult) -> dict:
+    """The fitted bias per joint and, when the fit states intervals, each bias interval."""
+    out: dict = {"bias": {k: round(float(v), 6) for k, v in res.encoder_bias.items()}}
+    if res.intervals:
+        out["bias_intervals"] = {
+            k: iv.to_json() if hasattr(iv, "to_json") else dataclasses.asdict(iv)
+            for k, iv in res.intervals.items()
+            if "bias" in k
+        }
+    return out
+
+
+def record_seed(robot, xml: str, seed: int, seconds: float, opts: RobotFitOptions, delays: list[int]) -> dict:
+    """One seed's numbers: per candidate, inner fits (scanned and held) and the far-end fit."""
+    t0 = time.perf_counter()
+    rec, log, truth = bench.make_log(robot, seed, seconds)
+    split = int(round(log.q.shape[0] * (1.0 - bench.VALIDATION)))
+    axes = bench.bench_axes(rec, robot, opts)
+    inner_fraction = inner_share(rec, opts)
+    train, _ = training_part(rec, robot, opts)
+    rows: dict = {}
+    for c in configurations(axes):
+        row: dict = {"inner": {}}
+        for d in [None, *delays]:
+            inner = dataclasses.replace(
+                opts,
+                **c.changes,
+                delay=d,
+                validation_fraction=inner_fraction,
+                holdout=None,
+                max_iterations=min(opts.max_iterations, INNER_ITERATIONS),
+                judge=False,
+                progress=None,
+            )
+            res = fit_robot(_drop_gains(train) if c.fit_gains else train, robot, inner)
+            row["inner"]["scan" if d is None else str(d)] = {
+                "rmse": float(res.validation.rmse),
+                "per_joint": res.validation.per_joint_rmse,
+                "training_rmse": float(res.training.rmse),
+                "delay": int(res.delay_steps),
+                **_bias(res),
+            }
+        full = fit_candidate(rec, robot, opts, c)
+        row["full"] = {
+            "far_end_rmse": bench.judged(xml, log, full, split),
+            "training_rmse": float(full.training.rmse),
+            "delay": int(full.delay_steps),
+            **_bias(full),
+        }
+        rows[c.name] = row
+        bench.say(
+            f"seed {seed}: {c.name}: far {row['full']['far_end_rmse']:.5f} "
+            + " ".join(f"{k}:{v['rmse']:.5f}/d{v['delay']}" for k, v in row["inner"].items())
+        )
+    return {
+        "seed": seed,
+        "truth": truth,
+        "inner_fraction": inner_fraction,
+        "candidates": rows,
+        "wall_s": round(time.perf_counter() - t0, 1),
+    }
+
+
+def record(args: argparse.Namespace) -> None:
+    seeds = [int(s) for s in args.seeds.split(",")]
+    delays = [int(d) for d in args.delays.split(",")] if args.delays else []
+    opts = RobotFitOptions(decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION)
+    with contextlib.redirect_stdout(sys.stderr), tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "go2_leg.xml"
+        path.write_text(bench.LEG_XML)
+        robot = load_robot(path)
+        xml = bench.peer.in_air_xml(path, bench.KP, bench.KD, bench.LOG_DT / bench.DECIMATION)
+        for seed in seeds:
+            row = record_seed(robot, xml, seed, 8.0, opts, delays)
+            with open(args.out, "a") as f:
+                f.write(json.dumps(row) + "\n")
+
+
+def _inner(row: dict, name: str, d: int) -> float | None:
+    """A candidate's recorded inner RMSE at delay d: held there, or scanned when the scan found d."""
+    inner = row["candidates"][name]["inner"]
+    if str(d) in inner:
+        return float(inner[str(d)]["rmse"])
+    return float(inner["scan"]["rmse"]) if inner["scan"]["delay"] == d else None
+
+
+def choose(row: dict, bias_margin: float, later: bool) -> tuple[str, bool]:
+    """The protocol replayed on a seed's record (gains axis, then bias axis; the first candidate's scanned delay
+    held; with `later`, a bias must buy its margin one step later too); whether every score it needed was
+    recorded (a missing one is read from the candidate's scanned fit)."""
+    gains = ["gains given", "gains fitted"]
+    names = list(row["candidates"])
+    biases = [n.split(", ", 1)[1] for n in names if n.startswith("gains given")]
+    d = int(row["candidates"][names[0]]["inner"]["scan"]["delay"])
+    complete = True
+
+    def at(name: str, k: int) -> float:
+        nonlocal complete
+        v = _inner(row, name, k)
+        complete &= v is not None
+        return float(row["candidates"][name]["inner"]["scan"]["rmse"]) if v is None else v
+
+    g = 1 if at(f"{gains[1]}, {biases[0]}", d) < at(f"{gains[0]}, {biases[0]}", d) * (1 - GAINS_MARGIN) else 0
+    kept = biases[0]
+    for b in biases[1:]:
+        wins = [
+            at(f"{gains[g]}, {b}", k) < at(f"{gains[g]}, {kept}", k) * (1 - bias_margin) for k in (d, d + 1)
+        ]
+        if wins[0] and (not later or wins[1]):
+            kept = b
+    return f"{gains[g]}, {kept}", complete
+
+
+def rules(args: argparse.Namespace) -> None:
+    """Per rule, each seed's chosen far-end error over the best candidate's and the count within WITHIN."""
+    rows: dict[int, dict] = {}
+    for f in args.files:
+        for line in Path(f).read_text().splitlines():
+            r = json.loads(line)
+            rows[r["seed"]] = r
+    for label, margin, later in (
+        (f"bias margin {MIN_GAIN:.0%}, held delay only (the former protocol)", MIN_GAIN, False),
+        (f"bias margin {BIAS_MARGIN:.0%}, held delay only", BIAS_MARGIN, False),
+        (f"bias margin {MIN_GAIN:.0%}, held delay and one step later", MIN_GAIN, True),
+        (f"bias margin {BIAS_MARGIN:.0%}, held delay and one step later (the protocol)", BIAS_MARGIN, True),
+    ):
+        cells, passed = [], 0
+        for seed in sorted(rows):
+            far = {k: v["full"]["far_end_rmse"] for k, v in rows[seed]["candidates"].items()}
+            chosen, complete = choose(rows[seed], margin, later)
+            x = far[chosen] / min(far.values())
+            passed += x <= 1 + bench.WITHIN
+            cells.append(f"{seed}:{x:.2f}{'' if complete else '?'}")
+        print(f"{passed}/{len(rows)}  {label}: {' '.join(cells)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record")
+    r.add_argument("--seeds", required=True, help="comma-separated")
+    r.add_argument("--delays", default="1,2", help="held delays (physics steps), comma-separated")
+    r.add_argument("--out", required=True)
+    q = sub.add_parser("rules")
+    q.add_argument("files", nargs="+")
+    args = ap.parse_args(argv)
+    if args.cmd == "record":
+        record(args)
+    else:
+        rules(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
