@@ -69,9 +69,9 @@ def torque_log(arm: RobotModel) -> dict:
 
 def test_coupled_rollouts_take_the_feed_forward_effort(arm: RobotModel, torque_log: dict) -> None:
     """Our Warp rollout and the MuJoCo C replay path, with zero gains and the logged effort, against Newton's own
-    DrivePD over the first second; in Newton's implicit mode as well (our implicit path hands the effort to
+    DrivePD over the first half second; in Newton's implicit mode as well (our implicit path hands the effort to
     Newton's actuator as joint_act). Without the effort the arm is elsewhere, so the comparison can fail."""
-    n = 200
+    n = 100  # measured: within 4e-7 rad with the effort, 0.95 rad off without it
     ff, cmd = torque_log["ff"][: n + 1], torque_log["cmd"][: n + 1]
     ref_q = torque_log["q"][: n + 1]
     z = np.zeros((1, 2))
