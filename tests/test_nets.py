@@ -37,12 +37,12 @@ def _val(model: dict, key: str, metric: str) -> float:
 def test_torque_supervised_nets_recover_the_nonlinear_actuator() -> None:
     """Acceptance 2: DC motor + 2-step delay + Stribeck friction + position-dependent limit, torque logged."""
     rec = nonlinear_recording(n_segments=9, seconds=3.0, torque=True)
-    # 300 epochs, not the default 1 000 (the parametric search keeps its own): measured MLP 2.8 % and LSTM 2.9 %
+    # 120 epochs, not the default 1 000 (the parametric search keeps its own): measured MLP 3.1 % and LSTM 3.3 %
     # of the torque range (2.5 % / 2.9 % at the default), against the 5 % bound and the parametric 5.1 %
     res = fit_recording(
         rec,
         FitRequest(
-            models=[*PARAMETRIC, "mlp", "lstm"], generations=100, population=16, networks={"epochs": 300}
+            models=[*PARAMETRIC, "mlp", "lstm"], generations=100, population=16, networks={"epochs": 120}
         ),
     )
     jr = res["joints"]["j"]
@@ -74,6 +74,7 @@ def test_in_the_loop_nets_track_a_log_without_torque() -> None:
     """Acceptance 3: no torque in the log; a current-loop lag no parametric family expresses."""
     rec = nonlinear_recording(n_segments=9, seconds=3.0, torque=False, position_limited=False, lag_s=0.02)
     # a short net budget (the parametric search keeps its own): the nets still track well inside the bound
+    # (measured 0.023 rad MLP, 0.019 rad LSTM against 1.5 × 0.034 rad), the MLP's history chosen on its inner split
     nets = {"epochs": 150, "in_loop_epochs": 60}
     res = fit_recording(
         rec, FitRequest(models=[*PARAMETRIC, "mlp", "lstm"], generations=150, population=16, networks=nets)

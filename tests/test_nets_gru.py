@@ -198,12 +198,10 @@ def test_newton_usda_family_gru_in_a_mixed_fit() -> None:
 
 def test_gru_learns_the_nonlinear_actuator_from_torque() -> None:
     """Torque-supervised on the nonlinear actuator (delay, Stribeck, DC envelope): validation torque RMSE within
-    6 % of the torque range (4.5 % measured; the LSTM with the same options 5.5 %), well under a net that
-    predicts the mean torque."""
+    6 % of the torque range (5.2 % measured, its best epoch 67 of 80), well under a net
+    that predicts the mean torque (0.26 N·m against half the torque's spread, 0.47 N·m)."""
     rec = nonlinear_recording(n_segments=5, seconds=2.0, torque=True, position_limited=False)
-    entry = net_fit(
-        rec, "j", "gru", [0, 1, 2, 3], [4], NetOptions(epochs=150, patience=30, lr=1e-2)
-    ).to_json()
+    entry = net_fit(rec, "j", "gru", [0, 1, 2, 3], [4], NetOptions(epochs=80, patience=30, lr=1e-2)).to_json()
     tm = entry["torque_metrics"]["validation"]
     tau = rec.segments[4].tau[:, 0]
     assert tm["torque_rmse_of_range"] <= 0.06, tm
