@@ -108,9 +108,11 @@ def _simulate(
     actuator.load_log({**pendulum, "kp": np.array([kp for kp, _ in runs], float), "vin": VIN})
     goal = np.zeros((steps + 1, len(runs)))
     enable = np.zeros((steps + 1, len(runs)), bool)
-    for i, (_, traj) in enumerate(runs):
-        for k in range(steps + 1):
-            goal[k, i], enable[k, i] = trajectories[traj]((k // SUBSTEPS) * LOG_DT)
+    for i, (_, traj) in enumerate(runs):  # the goal is sent once a sample and held over its physics steps
+        for k in range(0, steps + 1, SUBSTEPS):
+            goal[k : k + SUBSTEPS, i], enable[k : k + SUBSTEPS, i] = trajectories[traj](
+                (k // SUBSTEPS) * LOG_DT
+            )
     q = np.zeros((steps + 1, len(runs)))
     qd = np.zeros((steps + 1, len(runs)))
     for k in range(steps + 1):

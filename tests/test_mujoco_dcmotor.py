@@ -141,7 +141,7 @@ def test_recovers_each_extension(family):
     rec = _log(truth)
     fixed = {"dcmotor_cogging_periods": 8.0} if "cogging" in family else None
     fit = fit_mujoco_dcmotor(
-        rec, "hinge", family, start=_start(truth), fixed=fixed, substeps=SUBSTEPS, budget=40
+        rec, "hinge", family, start=_start(truth), fixed=fixed, substeps=SUBSTEPS, budget=20
     )
     assert fit.fixed["dcmotor_voltage_limit"] == 6.0  # the log's vin holds the supply
     assert set(fit.analysis["intervals"]) == set(get_family(family).params) - set(fit.fixed)
@@ -167,7 +167,7 @@ def test_recovers_lugre():
 def test_motor_scale_unidentified_without_the_supply():
     """Without the supply voltage only K·Vmax/R and K²/R act: K, R and Vmax are flagged, the gains recovered."""
     rec = _log(BASE, vin=False)
-    fit = fit_mujoco_dcmotor(rec, "hinge", "mujoco_dcmotor", start=_start(BASE), substeps=SUBSTEPS, budget=40)
+    fit = fit_mujoco_dcmotor(rec, "hinge", "mujoco_dcmotor", start=_start(BASE), substeps=SUBSTEPS, budget=20)
     iv = fit.analysis["intervals"]
     assert sorted(fit.unidentified) == [
         "dcmotor_motor_constant",

@@ -45,7 +45,7 @@ def test_log_shape(dcmotor_log: Path) -> None:
 
 def test_dcmotor_parameters_are_recovered(dcmotor_log: Path) -> None:
     rec = read_log(dcmotor_log)
-    result = fit_recording(rec, FitRequest(models=["dcmotor", "ideal_pd"], seed=0))
+    result = fit_recording(rec, FitRequest(models=["dcmotor", "ideal_pd"], seed=0, generations=15))
     joint = result["joints"]["hinge"]
     fitted = joint["models"]["dcmotor"]["params"]
     errors = {k: abs(fitted[k] - TRUTH_DCMOTOR[k]) / TRUTH_DCMOTOR[k] for k in TIGHT + LOOSE}
@@ -64,11 +64,11 @@ def test_dcmotor_parameters_are_recovered(dcmotor_log: Path) -> None:
 
 
 def test_optuna_driver_recovers_too(dcmotor_log: Path) -> None:
-    """The same batched ask/tell through an Optuna CmaEsSampler study reaches the same answer: 30 generations
+    """The same batched ask/tell through an Optuna CmaEsSampler study reaches the same answer: 10 generations
     of 12 land every tight parameter within 5 % (the search starts from the least-squares warm start)."""
     rec = read_log(dcmotor_log)
     result = fit_recording(
-        rec, FitRequest(models=["dcmotor"], generations=30, population=12, search_backend="optuna")
+        rec, FitRequest(models=["dcmotor"], generations=10, population=12, search_backend="optuna")
     )
     fitted = result["joints"]["hinge"]["models"]["dcmotor"]["params"]
     for k in TIGHT:
@@ -78,7 +78,7 @@ def test_optuna_driver_recovers_too(dcmotor_log: Path) -> None:
 
 def test_same_seed_same_answer(dcmotor_log: Path) -> None:
     rec = read_log(dcmotor_log)
-    req = FitRequest(models=["ideal_pd"], generations=10, population=8, seed=7)
+    req = FitRequest(models=["ideal_pd"], generations=5, population=8, seed=7)
     a, b = (fit_recording(rec, req)["joints"]["hinge"]["models"]["ideal_pd"] for _ in range(2))
     assert a["params"] == b["params"]
 

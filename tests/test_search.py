@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from isaaclab_logs import TRUTH_DCMOTOR, make_recording
 
 from actuator_sysid.fitting import search
@@ -19,20 +20,27 @@ LOADFRIC = FAMILIES["dcmotor_loadfric"]  # rich friction families are the ones t
 STRIBECK_DELAY = FAMILIES["dcmotor_stribeck_delay"]
 
 
-def _problem(
-    family: Family, noise_q: float
-) -> tuple[RolloutEngine, LossScales, SearchSpace, np.ndarray, np.ndarray]:
-    """The Isaac Lab DCMotor bench log (1 s windows, as a fit trains), the family's space, its warm start, and
-    the truth as a point of that space (every term the log lacks switched off)."""
+Bench = tuple[RolloutEngine, LossScales, dict[str, float]]
+Problem = tuple[RolloutEngine, LossScales, SearchSpace, np.ndarray, np.ndarray]
+
+
+def _bench(noise_q: float) -> Bench:
+    """The Isaac Lab DCMotor bench log (1 s windows, as a fit trains): its engine, loss scales and warm start."""
     rec = make_recording("dcmotor", noise_q=noise_q, seed=1)
     for s in rec.segments:
         s.tau = None
     batch = SegmentBatch.from_recording(rec, rec.joint_names, window=200)
+    return RolloutEngine(batch), LossScales.from_batch(batch), warm_start(batch, 0)
+
+
+def _problem(family: Family, bench: Bench) -> Problem:
+    """The bench log with the family's space, its warm start, and the truth as a point of that space (every
+    term the log lacks switched off)."""
+    engine, scales, warm = bench
     space = SearchSpace.for_family(family)
-    warm = warm_start(batch, 0)
     x_warm = np.array([warm[n] for n in space.names])
     truth = np.array([TRUTH_DCMOTOR.get(n, 0.0) for n in space.names])
-    return RolloutEngine(batch), LossScales.from_batch(batch), space, x_warm, truth
+    return engine, scales, space, x_warm, truth
 
 
 def _rival(
@@ -43,10 +51,25 @@ def _rival(
     return search.SearchResult([x], np.array([loss]))
 
 
+@pytest.fixture(scope="module")
+def noisy() -> Bench:
+    """The bench log with 0.5 mrad of position noise, shared by the tests of a competitive start."""
+    return _bench(5e-4)
+
+
+@pytest.fixture(scope="module")
+def noisy_loadfric(noisy: Bench) -> tuple[Problem, search.LocalSolve]:
+    """The noisy log's loadfric problem and its warm start's solve without a rival, which the tests of a
+    competitive start compare against."""
+    problem = _problem(LOADFRIC, noisy)
+    engine, scales, space, x_warm, _ = problem
+    return problem, search.local_search(engine, LOADFRIC, space, scales, [x_warm])
+
+
 def test_a_start_clearly_worse_than_the_rival_stops_after_a_few_iterations() -> None:
     """On the noise-free log the rival sits at the truth; the warm start's solve is far above it after
     ABANDON_ITERATIONS iterations, so it stops there at a fraction of the solve it makes alone."""
-    engine, scales, space, x_warm, truth = _problem(LOADFRIC, 0.0)
+    engine, scales, space, x_warm, truth = _problem(LOADFRIC, _bench(0.0))
     alone = search.local_search(engine, LOADFRIC, space, scales, [x_warm])
     cut = search.local_search(
         engine, LOADFRIC, space, scales, [x_warm], rival=_rival(LOADFRIC, engine, scales, space, truth)
@@ -60,11 +83,12 @@ def test_a_start_clearly_worse_than_the_rival_stops_after_a_few_iterations() -> 
     )
 
 
-def test_a_competitive_start_runs_exactly_as_without_a_rival() -> None:
+def test_a_competitive_start_runs_exactly_as_without_a_rival(
+    noisy_loadfric: tuple[Problem, search.LocalSolve],
+) -> None:
     """On a noisy log the warm start's solve ends near the rival (here: its own optimum) and is never stopped:
     the same point, loss and evaluations as without the rule."""
-    engine, scales, space, x_warm, _ = _problem(LOADFRIC, 5e-4)
-    alone = search.local_search(engine, LOADFRIC, space, scales, [x_warm])
+    (engine, scales, space, x_warm, _), alone = noisy_loadfric
     ruled = search.local_search(
         engine, LOADFRIC, space, scales, [x_warm], rival=search.SearchResult(alone.best, alone.after)
     )
@@ -73,10 +97,10 @@ def test_a_competitive_start_runs_exactly_as_without_a_rival() -> None:
     assert ruled.after[0] == alone.after[0] and ruled.evaluations == alone.evaluations
 
 
-def test_integers_do_not_decide_the_abandon() -> None:
+def test_integers_do_not_decide_the_abandon(noisy: Bench) -> None:
     """A start whose delay is off looks clearly worse to least squares, which holds delays: it is judged at the
     rival's delay, goes on when that is competitive, and then solves from its own start as without a rival."""
-    engine, scales, space, x_warm, truth = _problem(STRIBECK_DELAY, 5e-4)
+    engine, scales, space, x_warm, truth = _problem(STRIBECK_DELAY, noisy)
     i = space.names.index("delay")
     x_off = x_warm.copy()
     x_off[i] = truth[i] + 3
@@ -91,8 +115,10 @@ def test_integers_do_not_decide_the_abandon() -> None:
     )  # the trial, then as alone
 
 
-def test_abandoned_only_when_every_joint_gives_up() -> None:
-    """Two joints, one competitive: the start is not abandoned; the competitive joint's solve is as alone."""
+def test_abandoned_only_when_every_joint_gives_up(noisy_loadfric: tuple[Problem, search.LocalSolve]) -> None:
+    """Two joints, one competitive: the start is not abandoned; the competitive joint's solve is as alone (the
+    same log's solve on one joint, without a rival)."""
+    (_, _, space, x_one, _), alone = noisy_loadfric
     rec = make_recording("dcmotor", noise_q=5e-4, seed=1)
     for s in rec.segments:
         s.tau = None
@@ -105,13 +131,9 @@ def test_abandoned_only_when_every_joint_gives_up() -> None:
             np.hstack([a, a]) for a in (s.q, s.qd, s.q_des, s.qd_des, s.tau_ff)
         )
     batch = SegmentBatch.from_recording(rec, rec.joint_names, window=200)
-    engine, scales, space = (
-        RolloutEngine(batch),
-        LossScales.from_batch(batch),
-        SearchSpace.for_family(LOADFRIC),
-    )
-    x_warm = [np.array([warm_start(batch, j)[n] for n in space.names]) for j in range(2)]
-    alone = search.local_search(engine, LOADFRIC, space, scales, x_warm)
+    engine, scales = RolloutEngine(batch), LossScales.from_batch(batch)
+    x_warm = [np.array([w[n] for n in space.names]) for w in (warm_start(batch, j) for j in range(2))]
+    assert all(np.array_equal(x, x_one) for x in x_warm)  # each joint starts where the one-joint solve did
     # joint 0's rival is far below anything reachable, joint 1's is its own optimum
     ruled = search.local_search(
         engine,
@@ -119,10 +141,13 @@ def test_abandoned_only_when_every_joint_gives_up() -> None:
         space,
         scales,
         x_warm,
-        rival=search.SearchResult(alone.best, np.array([1e-3 * alone.after[0], alone.after[1]])),
+        rival=search.SearchResult(
+            [alone.best[0], alone.best[0]], np.array([1e-3 * alone.after[0], alone.after[0]])
+        ),
     )
     assert not ruled.abandoned and ruled.after[0] > alone.after[0]
-    np.testing.assert_array_equal(ruled.best[1], alone.best[1])
+    np.testing.assert_array_equal(ruled.best[1], alone.best[0])
+    assert ruled.after[1] == alone.after[0]
 
 
 def test_the_one_finite_difference_jacobian_groups_variables_exactly() -> None:
