@@ -16,9 +16,9 @@ from robot_sim import robot_recording, simulate_newton_log
 from test_robot_torque import DEC, LOG_DT, TRUTH, load_arm, multisine
 
 from actuator_sysid.datasets.recording import Recording
-from actuator_sysid.fitting.ladder import MIN_GAIN
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot
 from actuator_sysid.fitting.robot_select import (
+    BIAS_MARGIN,
     GAINS_MARGIN,
     Candidate,
     candidate_axes,
@@ -64,7 +64,9 @@ def test_name_groups_and_the_default_axes(arm: RobotModel, biased: Recording) ->
     ]
     assert axes[0][1].fit_gains and axes[0][1].changes == {"kp": None, "kd": None}
     assert axes[1][1].changes == {"fit_bias": True, "bias_limit": 0.05}
-    assert axes[0][1].margin == GAINS_MARGIN and all(c.margin == MIN_GAIN for c in axes[1][1:])
+    assert axes[0][1].margin == GAINS_MARGIN and all(
+        c.margin == BIAS_MARGIN and c.delay_robust for c in axes[1][1:]
+    )
     short = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC, window_s=0.1))[-1]
     assert [c.name for c in short] == ["window 0.1 s", "window 0.2 s", "window 0.4 s"]
     assert [c.ordered for c in short] == [False, True, True]

@@ -231,6 +231,39 @@ def greedy_choice(
     return best, choice
 
 
+def _row(c: Candidate, res: RobotResult, wall_s: float) -> dict:
+    """One candidate's inner fit as the selection states it (JSON-ready)."""
+    v = res.validation
+    assert v.rmse is not None and res.training.rmse is not None  # fit_robot states both
+    return {
+        "name": c.name,
+        "options": c.described(),
+        "inner_validation_rmse": float(v.rmse),
+        "inner_validation_per_joint_rmse": v.per_joint_rmse,
+        "inner_training_rmse": float(res.training.rmse),
+        "delay_steps": int(res.delay_steps),
+        "wall_s": round(wall_s, 2),
+    }
+
+
+def _protocol(cut: str, inner_fraction: float, iterations: int, delay: int | None) -> str:
+    """The selection's protocol in words, as the result states it."""
+    return (
+        f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
+        f"the later {inner_fraction:.0%} validates, replayed from the measured state at the inner split; one "
+        "axis at a time from every axis's simplest entry; an entry replaces the one kept only when its "
+        f"inner-validation RMSE is lower by its margin (fitted gains {GAINS_MARGIN:.0%}, a bias "
+        f"{BIAS_MARGIN:.0%}, any other richer model {MIN_GAIN:.0%}, a window: lower); each candidate searched "
+        f"for at most {iterations} iterations at the first candidate's delay"
+        + (
+            ", a bias also one delay step later, where it must buy its margin too"
+            if delay is None
+            else " (the given delay)"
+        )
+        + "; the one kept is refitted on the whole training part"
+    )
+
+
 def select_robot_fit(
     rec: Recording,
     robot: RobotModel,
@@ -284,20 +317,12 @@ def select_robot_fit(
         res = fitted(c, delay[0])
         if res is None:
             return float("inf")
-        v = res.validation
-        assert v.rmse is not None and res.training.rmse is not None  # fit_robot states both
         delay[:] = [int(res.delay_steps)]
-        tried[c.name] = {
-            "name": c.name,
-            "options": c.described(),
-            "inner_validation_rmse": float(v.rmse),
-            "inner_validation_per_joint_rmse": v.per_joint_rmse,
-            "inner_training_rmse": float(res.training.rmse),
-            "delay_steps": int(res.delay_steps),
-            "wall_s": round(time.perf_counter() - t1, 2),
-        }
-        say(f"select: {c.name}: inner validation {v.rmse:.5f} rad ({tried[c.name]['wall_s']:.1f} s)")
-        return float(v.rmse)
+        row = tried[c.name] = _row(c, res, time.perf_counter() - t1)
+        say(
+            f"select: {c.name}: inner validation {row['inner_validation_rmse']:.5f} rad ({row['wall_s']:.1f} s)"
+        )
+        return float(row["inner_validation_rmse"])
 
     def later(c: Candidate) -> float:
         """The inner RMSE one delay step after the held one (a bias must win there too)."""
@@ -322,18 +347,7 @@ def select_robot_fit(
     final = dataclasses.replace(opts, **chosen.changes)
     res = fit_robot(_drop_gains(rec) if chosen.fit_gains else rec, robot, final)
     selection = {
-        "protocol": f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
-        f"the later {inner_fraction:.0%} validates, replayed from the measured state at the inner split; one "
-        "axis at a time from every axis's simplest entry; an entry replaces the one kept only when its "
-        f"inner-validation RMSE is lower by its margin (fitted gains {GAINS_MARGIN:.0%}, a bias "
-        f"{BIAS_MARGIN:.0%}, any other richer model {MIN_GAIN:.0%}, a window: lower); each candidate searched "
-        f"for at most {min(opts.max_iterations, inner_iterations)} iterations at the first candidate's delay"
-        + (
-            ", a bias also one delay step later, where it must buy its margin too"
-            if opts.delay is None
-            else " (the given delay)"
-        )
-        + "; the one kept is refitted on the whole training part",
+        "protocol": _protocol(cut, inner_fraction, min(opts.max_iterations, inner_iterations), opts.delay),
         "inner_fraction": inner_fraction,
         "candidates": list(tried.values()),
         "chosen": chosen.name,
