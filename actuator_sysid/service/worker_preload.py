@@ -10,6 +10,8 @@ import importlib
 # classes and Newton's SolverMuJoCo, which imports mujoco_warp even for its C backend
 WARM_IMPORTS = (
     "actuator_sysid.service.jobs",
+    "cmaes",  # the search's engine and its Sobol scan, imported where a search runs
+    "scipy.stats.qmc",
     "torch",
     "newton",
     "mujoco",
