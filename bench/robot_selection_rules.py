@@ -30,14 +30,13 @@ import robot_selection as bench  # noqa: E402
 
 from actuator_sysid.fitting.ladder import MIN_GAIN  # noqa: E402
 from actuator_sysid.fitting.result import RobotResult  # noqa: E402
-from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot  # noqa: E402
+from actuator_sysid.fitting.robot import RobotFitOptions  # noqa: E402
 from actuator_sysid.fitting.robot_select import (  # noqa: E402
     BIAS_MARGIN,
     GAINS_MARGIN,
-    INNER_ITERATIONS,
-    _drop_gains,
     configurations,
     fit_candidate,
+    inner_fit,
     inner_share,
     training_part,
 )
@@ -68,17 +67,7 @@ def record_seed(robot, xml: str, seed: int, seconds: float, opts: RobotFitOption
     for c in configurations(axes):
         row: dict = {"inner": {}}
         for d in [None, *delays]:
-            inner = dataclasses.replace(
-                opts,
-                **c.changes,
-                delay=d,
-                validation_fraction=inner_fraction,
-                holdout=None,
-                max_iterations=min(opts.max_iterations, INNER_ITERATIONS),
-                judge=False,
-                progress=None,
-            )
-            res = fit_robot(_drop_gains(train) if c.fit_gains else train, robot, inner)
+            res = inner_fit(train, robot, opts, c, d, inner_fraction)
             row["inner"]["scan" if d is None else str(d)] = {
                 "rmse": float(res.validation.rmse),
                 "per_joint": res.validation.per_joint_rmse,

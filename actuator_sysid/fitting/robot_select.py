@@ -231,6 +231,31 @@ def greedy_choice(
     return best, choice
 
 
+def inner_fit(
+    train: Recording,
+    robot: RobotModel,
+    opts: RobotFitOptions,
+    c: Candidate,
+    delay: int | None,
+    inner_fraction: float,
+    iterations: int = INNER_ITERATIONS,
+    budget_s: float | None = None,
+) -> RobotResult:
+    """Candidate `c` fitted on the inner split of the training part at `delay` (None: scanned), unjudged."""
+    inner = dataclasses.replace(
+        opts,
+        **c.changes,
+        delay=delay,
+        validation_fraction=inner_fraction,
+        holdout=None,
+        max_iterations=min(opts.max_iterations, iterations),
+        budget_s=budget_s,
+        judge=False,
+        progress=None,
+    )
+    return fit_robot(_drop_gains(train) if c.fit_gains else train, robot, inner)
+
+
 def _row(c: Candidate, res: RobotResult, wall_s: float) -> dict:
     """One candidate's inner fit as the selection states it (JSON-ready)."""
     v = res.validation
@@ -297,18 +322,7 @@ def select_robot_fit(
         if left is not None and left <= 0:
             skipped.append(c.name if d == delay[0] else f"{c.name} at delay {d}")
             return None
-        inner = dataclasses.replace(
-            opts,
-            **c.changes,
-            delay=d,
-            validation_fraction=inner_fraction,
-            holdout=None,
-            max_iterations=min(opts.max_iterations, inner_iterations),
-            budget_s=left,
-            judge=False,
-            progress=None,
-        )
-        return fit_robot(_drop_gains(train) if c.fit_gains else train, robot, inner)
+        return inner_fit(train, robot, opts, c, d, inner_fraction, inner_iterations, left)
 
     def score(c: Candidate) -> float:
         if c.name in tried:
