@@ -16,8 +16,8 @@ THREADS := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_C
 install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
-	# The venv's own pip (23.2 with Python 3.11) installs all of this: no upgrade first.
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
 	# CPU build from the local wheel; a range would pull a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev]'
