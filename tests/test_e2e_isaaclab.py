@@ -4,34 +4,22 @@ Isaac Lab DCMotorCfg and constructed."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 import requests
 import torch
-from conftest import Server
+from conftest import Server, upload_recording
 from isaaclab.actuators import DCMotor, DCMotorCfg
 from isaaclab.utils.types import ArticulationActions
 from isaaclab_logs import TRUTH_DCMOTOR
 from isaaclab_logs import make_recording as isaaclab_recording
 
-from actuator_sysid.datasets.canonical import sidecar_for, write_table
-
 
 def test_upload_fit_export_construct_report(server: Server, tmp_path: Path) -> None:
     rec = isaaclab_recording("dcmotor")
-    write_table(rec, tmp_path / "bench.csv", sidecar=False)
-    with open(tmp_path / "bench.csv", "rb") as f:
-        r = requests.post(
-            server.url + "/api/v1/datasets",
-            files={"file": ("bench.csv", f)},
-            data={"metadata": json.dumps(sidecar_for(rec))},
-            timeout=60,
-        )
-    assert r.status_code == 201, r.text
-    ds = r.json()
+    ds = upload_recording(server, rec, tmp_path / "bench.csv")
     assert ds["joints"] == ["hinge"] and ds["segments"] == 6 and abs(ds["rate_hz"] - 200) < 1e-6
     assert abs(ds["duration_s"] - 6 * 5.995) < 1e-6
 
