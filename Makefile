@@ -17,15 +17,13 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	# CPU build from the local wheel; a range would pull a multi-GB CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
-	# The real consumer package, for conformance tests: its actuator modules need only torch/warp/numpy.
-	$(BIN)/pip install -q --no-deps --ignore-requires-python isaaclab==3.0.0
-	# The peer, for recovery on logs its own simulator makes: bam.simulate needs only numpy and colorama
-	# (mujoco[sysid] brings it); 1.0.2 declares Python 3.12 and runs on 3.11 (bench/bam_env.sh).
-	$(BIN)/pip install -q --no-deps --ignore-requires-python better-actuator-models==1.0.2
+	# torch==2.13.0 (the CPU build from the local wheel; a range would pull a multi-GB CUDA build) and the project,
+	# with uv where it can be had, else pip.
+	tools/install_deps.sh $(BIN)
+	# The real consumer package, for conformance tests: its actuator modules need only torch/warp/numpy. And the
+	# peer, for recovery on logs its own simulator makes: bam.simulate needs only numpy and colorama (mujoco[sysid]
+	# brings it); 1.0.2 declares Python 3.12 and runs on 3.11 (bench/bam_env.sh).
+	$(BIN)/pip install -q --no-deps --ignore-requires-python isaaclab==3.0.0 better-actuator-models==1.0.2
 	# Warp builds a kernel module when it first runs: build the CPU fits' modules now, not in the first fit.
 	$(BIN)/actuator-sysid warmup
 	touch $(STAMP)
@@ -35,16 +33,20 @@ run: $(STAMP)
 
 # Everything: ruff (lint and format) first, the structure check, then every test (markers in tests/conftest.py), one file per
 # worker on two workers: most tests are single-threaded Python, Warp CPU kernels or a server subprocess.
-# mypy is clean on actuator_sysid/ and stays so (issue 13): it runs here as in `make lint`.
+# mypy is clean on actuator_sysid/ and stays so: it runs here, beside pytest, as in `make lint`.
 test: $(STAMP)
 	$(BIN)/ruff check actuator_sysid tests bench tools
 	$(BIN)/ruff format --check actuator_sysid tests bench tools
 	$(BIN)/python tools/check_structure.py --baseline tools/structure_baseline.txt
-	$(BIN)/mypy
 	# Bytecode for our own modules once: where PYTHONDONTWRITEBYTECODE is set (as on this project's machines),
 	# every server, worker and CLI the tests start would otherwise compile them again (about 0.3 s each).
 	$(BIN)/python -m compileall -q actuator_sysid tests bench > /dev/null
-	$(THREADS) $(BIN)/python -m pytest -q -n 2 --dist loadfile
+	# mypy (about 20 CPU-s from a cold cache) runs beside pytest, whose server and browser tests leave the cores idle
+	# part of the time; its report prints after the tests, and either failing fails the target.
+	log=$$(mktemp); $(BIN)/mypy > $$log 2>&1 & typing=$$!; \
+	$(THREADS) $(BIN)/python -m pytest -q -n 2 --dist loadfile; tests=$$?; \
+	wait $$typing; typed=$$?; cat $$log; rm -f $$log; \
+	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 # The inner loop: no long fits, no server/PostgreSQL/Chromium/Ray (under 3 minutes on 2 cores).
 test-fast: $(STAMP)
