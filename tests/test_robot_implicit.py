@@ -146,16 +146,16 @@ def test_an_implicit_fit_recovers_the_joint_terms_of_an_implicit_log(quad: Robot
     rec = robot_recording(quad, cmd, q, qd, log_dt=LOG_DT, kp=KP, kd=KD)
     with pytest.raises(RobotError, match="effort_mode 'semi'"):
         fit_robot(rec, quad, RobotFitOptions(effort_mode="semi"))
-    # 0.25 s windows and 5 Jacobians instead of the defaults (0.5 s, 12): each implicit coupled step is some 200 Warp
+    # 0.15 s windows and 5 Jacobians instead of the defaults (0.5 s, 12): each implicit coupled step is some 200 Warp
     # launches on the CPU, so the fit's cost is window length x iterations (and the held-out replay the log's
-    # length). Recovery is as exact either way: every term within 1e-4 relative, held-out RMSE 4e-7 rad, measured
+    # length). Recovery is as exact either way: every term within 1e-4 relative, held-out RMSE 1.4e-7 rad, measured
     opts = RobotFitOptions(
         groups=QUADRUPED_GROUPS,
         decimation=DEC,
         delay=DELAY,
         fit_bias=False,
         effort_mode="implicit",
-        window_s=0.25,
+        window_s=0.15,
         max_iterations=5,
     )
     result = fit_robot(rec, quad, opts)
@@ -167,7 +167,7 @@ def test_an_implicit_fit_recovers_the_joint_terms_of_an_implicit_log(quad: Robot
         np.testing.assert_allclose(got.armature, ARM[k], rtol=0.1, err_msg=g)
         np.testing.assert_allclose(got.viscous_friction, DAMP[k], rtol=0.1, err_msg=g)
         np.testing.assert_allclose(got.friction, FRIC[k], rtol=0.1, err_msg=g)
-    assert result.validation.rmse < 1e-4, result.validation  # measured 4e-7 rad
+    assert result.validation.rmse < 1e-4, result.validation  # measured 1.4e-7 rad
     # the exports' replay runs our rollout in the fit's mode, so it reproduces the fit's validation; the
     # consumers replay explicitly, which the replay says
     from actuator_sysid.export.robot import render_robot_exports, replay_robot_exports

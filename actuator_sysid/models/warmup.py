@@ -13,20 +13,32 @@ import time
 from dataclasses import dataclass
 
 # Python modules whose Warp module a CPU fit, a robot fit or an export replay loads: ours, Newton's conversion to
-# MuJoCo (its C backend included), the articulation and inertia kernels Newton's model finalisation runs, and
-# the NewtonActuator classes the replays step
+# MuJoCo (its C backend included), the articulation and inertia kernels Newton's model finalisation runs, the
+# NewtonActuator classes and Featherstone kernels the replays step, and MuJoCo Warp's step for implicit robot fits
+# (the few kernels it generates per model size still build on first use)
 MODULES = (
     "actuator_sysid.models.kernels",
     "actuator_sysid.models.articulated",
     "actuator_sysid.models.mujoco_c",
+    "actuator_sysid.consumers.newton",
     "newton._src.solvers.mujoco.kernels",
     "newton._src.sim.articulation",
+    "newton._src.sim.inverse_dynamics",
+    "newton._src.solvers.featherstone.kernels",
     "newton._src.actuators.actuator",
     "newton._src.actuators.delay",
     "newton._src.actuators.drives.drive_pd",
     "newton._src.actuators.clamping.clamping_dc_motor",
     "newton._src.actuators.clamping.clamping_max_effort",
     "newton._src.actuators.joint_space_response",
+    "mujoco_warp._src.forward",
+    "mujoco_warp._src.solver",
+    "mujoco_warp._src.smooth",
+    "mujoco_warp._src.support",
+    "mujoco_warp._src.constraint",
+    "mujoco_warp._src.passive",
+    "mujoco_warp._src.derivative",
+    "mujoco_warp._src.set_const",
 )
 
 # kernels declared with module="unique": each is a Warp module of its own
