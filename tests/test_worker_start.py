@@ -38,6 +38,32 @@ def test_a_warm_worker_starts_with_the_fitting_stack_imported_and_a_spawned_one_
     assert worker_context("auto").get_start_method() == ("spawn" if has_nvidia_gpu() else "forkserver")
 
 
+def _policy(conn) -> None:
+    conn.send(os.sched_getscheduler(0))
+    conn.close()
+
+
+def test_where_workers_run_idle_the_forkserver_preloads_idle_and_its_workers_start_idle() -> None:
+    from multiprocessing import forkserver
+
+    ctx = worker_context("warm", idle=True)
+    deadline = time.monotonic() + 60
+    while True:  # the forkserver starts in the background; its priority is set once it runs
+        pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+        if pid and os.sched_getscheduler(pid) == os.SCHED_IDLE:
+            break
+        assert time.monotonic() < deadline, "the forkserver never ran idle"
+        time.sleep(0.05)
+    threads = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    assert all(os.sched_getscheduler(t) == os.SCHED_IDLE for t in threads), threads
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_policy, args=(child,))
+    proc.start()
+    assert parent.poll(120), "the worker did not report"
+    assert parent.recv() == os.SCHED_IDLE
+    proc.join(30)
+
+
 def test_a_worker_sees_its_server_gone_or_a_zombie() -> None:
     assert process_alive(os.getpid())
     child = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -278,17 +278,29 @@ def has_nvidia_gpu() -> bool:
     return os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi") is not None
 
 
-def worker_context(start: str) -> Any:
+def worker_context(start: str, idle: bool = False) -> Any:
     """The multiprocessing context fit workers start in: `spawn` (a fresh interpreter), or a forkserver that
     imported worker_preload once, started in the background now: each worker begins with the fitting stack
-    loaded instead of spending seconds of CPU importing it."""
+    loaded instead of spending seconds of CPU importing it. `idle`: the workers run idle, and so does the
+    forkserver's preload (_start_forkserver)."""
     warm = start == "warm" or (start == "auto" and not has_nvidia_gpu())
     if not warm or "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["actuator_sysid.service.worker_preload"])
-    threading.Thread(target=forkserver.ensure_running, name="fit-worker-forkserver", daemon=True).start()
+    threading.Thread(
+        target=_start_forkserver, args=(idle,), name="fit-worker-forkserver", daemon=True
+    ).start()
     return ctx
+
+
+def _start_forkserver(idle: bool) -> None:
+    """Start the workers' forkserver; where the workers run idle, at their priority: its preload is seconds of
+    CPU done for fits, so it neither delays a request nor takes a busy machine's cores before a fit needs it."""
+    forkserver.ensure_running()
+    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+    if idle and pid:
+        yield_cpu_to_requests(pid)
 
 
 class LocalExecutor:
@@ -298,7 +310,7 @@ class LocalExecutor:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._ctx = worker_context(settings.worker_start)
+        self._ctx = worker_context(settings.worker_start, idle=settings.worker_priority == "idle")
         self._procs: dict[str, tuple[BaseProcess, str]] = {}
 
     def free(self) -> int:
