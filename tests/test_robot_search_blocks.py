@@ -1,12 +1,12 @@
 """The decoupled search splits the robot into blocks that move only their own joints (a leg on a fixed base, or a
-joint alone without bias), and keeps a delay only when it clearly beats none."""
+joint alone without bias), and keeps the step above the lowest delay when the loss cannot tell them apart."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from actuator_sysid.fitting.robot import Problem, resolve_groups
-from actuator_sysid.fitting.robot.search import DELAY_MARGIN, _pick, lm_blocks
+from actuator_sysid.fitting.robot.search import DELAY_TIE, _pick, lm_blocks
 
 NAMES = [f"{leg}_{part}_joint" for leg in ("FL", "FR") for part in ("hip", "thigh", "calf")]
 COMPONENT = np.repeat([0, 1], 3)  # two legs on a fixed base never load each other
@@ -46,8 +46,13 @@ def test_without_bias_each_joint_is_its_own_block_and_shared_groups_join_the_leg
     assert len(shared) == 1 and shared[0][1].tolist() == list(range(len(NAMES)))
 
 
-def test_a_delay_is_kept_only_when_it_beats_none_by_the_margin() -> None:
-    delays = np.array([3, 0])
-    assert _pick(delays, np.array([1.0 - 0.5 * DELAY_MARGIN, 1.0])) == 1  # within the margin: no delay
-    assert _pick(delays, np.array([1.0 - 2.0 * DELAY_MARGIN, 1.0])) == 0  # clearly better: the delay
-    assert _pick(np.array([2, 5]), np.array([0.9, 1.0])) == 0  # no delay not among them: the lowest loss
+def test_of_the_lowest_delay_and_the_step_above_it_the_longer_is_kept_when_tied() -> None:
+    delays = np.array([0, 1, 2, 3])
+    near = 1.0 + 0.5 * DELAY_TIE
+    assert (
+        _pick(delays, np.array([1.2, 1.0, near, near])) == 2
+    )  # the step above the lowest is within DELAY_TIE
+    assert _pick(delays, np.array([1.2, 1.0, 1.0 + 2 * DELAY_TIE, near])) == 1  # it is not: the lowest
+    assert _pick(delays, np.array([near, 1.0, 1.3, 1.4])) == 1  # a tie below the lowest does not move it
+    assert _pick(np.array([5, 2, 3]), np.array([1.0, 1.1, near])) == 0  # no step above 5 among them
+    assert _pick(np.array([3, 2]), np.array([near, 1.0])) == 0  # in any order of the problems

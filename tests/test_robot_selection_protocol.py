@@ -1,5 +1,5 @@
 """The robot selection's protocol: a richer configuration must buy its stated margin (a bias at the held delay and
-one step later), and on logs made by an independent simulator (Newton alone, bench/robot_selection.py) the
+at its other neighbour), and on logs made by an independent simulator (Newton alone, bench/robot_selection.py) the
 configuration chosen on the training part is within 5 % of the best candidate at the far end, where the chirp runs
 3 × faster than anywhere in training."""
 
@@ -60,10 +60,10 @@ def test_an_entry_must_buy_its_margin() -> None:
     assert greedy_choice(axes, score)[1][0].name == "gains fitted"
 
 
-def test_a_bias_must_buy_its_margin_one_delay_step_later_too() -> None:
-    """A bias that cuts the inner RMSE by more than BIAS_MARGIN at the held delay is not kept when one step later
-    it buys less (the delay's mismatch it absorbed at the wrong neighbour); one that buys it at both is; without a
-    later score (a delay the user holds) the held delay alone decides."""
+def test_a_bias_must_buy_its_margin_at_the_other_neighbouring_delay_too() -> None:
+    """A bias that cuts the inner RMSE by more than BIAS_MARGIN at the held delay is not kept when at the other
+    neighbouring delay it buys less (the delay's mismatch it absorbed at the wrong neighbour); one that buys it at
+    both is; without a neighbour's score (a delay the user holds) the held delay alone decides."""
     axes = [
         [Candidate("gains given"), Candidate("gains fitted", fit_gains=True, margin=GAINS_MARGIN)],
         [
@@ -78,23 +78,23 @@ def test_a_bias_must_buy_its_margin_one_delay_step_later_too() -> None:
         "gains given, bias capped": 1.0 - 1.6 * BIAS_MARGIN,
         "gains given, bias on": 1.0 - 1.2 * BIAS_MARGIN,  # not BIAS_MARGIN below the capped one
     }
-    after = {
+    other = {
         "gains given, bias off": 1.2,
         "gains given, bias capped": 1.2 * (1.0 - 0.5 * BIAS_MARGIN),
         "gains given, bias on": 1.2 * (1.0 - 1.4 * BIAS_MARGIN),
     }
     asked: list[str] = []
 
-    def later(c: Candidate) -> float:
+    def neighbour(c: Candidate) -> float:
         asked.append(c.name)
-        return after[c.name]
+        return other[c.name]
 
-    best, choice = greedy_choice(axes, lambda c: held[c.name], later)
+    best, choice = greedy_choice(axes, lambda c: held[c.name], neighbour)
     assert [c.name for c in choice] == ["gains given", "bias on"] and best == held["gains given, bias on"]
     assert "gains fitted, bias off" not in asked  # the gains are judged at the held delay alone
     assert greedy_choice(axes, lambda c: held[c.name])[1][1].name == "bias capped"
-    after["gains given, bias capped"] = 1.2 * (1.0 - 1.1 * BIAS_MARGIN)  # now it buys it at both
-    assert greedy_choice(axes, lambda c: held[c.name], later)[1][1].name == "bias capped"
+    other["gains given, bias capped"] = 1.2 * (1.0 - 1.1 * BIAS_MARGIN)  # now it buys it at both
+    assert greedy_choice(axes, lambda c: held[c.name], neighbour)[1][1].name == "bias capped"
 
 
 @pytest.fixture(scope="module")

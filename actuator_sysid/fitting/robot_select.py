@@ -9,8 +9,9 @@ position_friction, constant friction, then along the stroke; the training window
 From every axis's simplest entry, one axis at a time, an entry replaces the one kept only when its inner RMSE is
 lower by its margin: GAINS_MARGIN for fitted gains, BIAS_MARGIN for a bias, MIN_GAIN (the joint ladder's rule)
 for any other richer model, none for a window. The first candidate scans the delay, the later ones hold it; a bias
-must buy its margin at the held delay and one physics step later too (a bias and a delay trade, and the scan
-keeps the shorter of two neighbouring delays it cannot tell apart). The one kept is refitted on the whole
+must buy its margin at the held delay and at its neighbour one physics step shorter too (one longer when the held
+delay is 0): a bias and a delay trade, and the scan keeps the longer of two neighbouring delays it cannot
+tell apart, so the other neighbour is the one it leans away from. The one kept is refitted on the whole
 training part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
 inner_fraction, candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options, skipped,
 search_s, wall_s}.
@@ -39,9 +40,9 @@ INNER_MAX = 0.6  # and the most
 # fitted gains replace the given ones only when they cut the inner RMSE by this share: inside a band a gain
 # error trades against the delay, armature and damping, and the log's gains are what the robot ran
 GAINS_MARGIN = 0.25
-# a bias replaces the kept entry only when it cuts the inner RMSE by this share at the held delay and one step
-# later: a constant offset of the reading trades against the delay, as the gains do, and a delay between two grid
-# steps is found at either neighbour
+# a bias replaces the kept entry only when it cuts the inner RMSE by this share at the held delay and at its other
+# neighbour: a constant offset of the reading trades against the delay, as the gains do, and a delay between two
+# grid steps is found at either neighbour
 BIAS_MARGIN = GAINS_MARGIN
 # longer restart intervals, in turn while each beats the one before (the peer rolls out the whole stretch)
 WINDOW_FACTORS = (2.0, 4.0, 8.0)
@@ -58,7 +59,7 @@ class Candidate:
     ordered: bool = False  # a step along an ordered axis: tried only while the step before it won
     # the share of the kept entry's inner RMSE it must buy to replace it (a richer model must beat the noise)
     margin: float = MIN_GAIN
-    delay_robust: bool = False  # it must buy its margin one delay step after the held one too
+    delay_robust: bool = False  # it must buy its margin at the held delay's other neighbour too
 
     def described(self) -> dict:
         """The options as the result states them (JSON-ready)."""
@@ -210,11 +211,11 @@ def fit_candidate(rec: Recording, robot: RobotModel, opts: RobotFitOptions, c: C
 def greedy_choice(
     axes: list[list[Candidate]],
     score: Callable[[Candidate], float],
-    later: Callable[[Candidate], float] | None = None,
+    neighbour: Callable[[Candidate], float] | None = None,
 ) -> tuple[float, list[Candidate]]:
     """One axis at a time from every axis's first entry: an entry replaces the one kept when its score is lower
-    by at least its margin (a delay_robust entry under `later` too, the score one delay step later, when given);
-    an ordered axis stops at its first step that loses."""
+    by at least its margin (a delay_robust entry under `neighbour` too, the score at the other neighbouring delay,
+    when given); an ordered axis stops at its first step that loses."""
     choice = [a[0] for a in axes]
     best = score(_combine(choice))
     for k, axis in enumerate(axes):
@@ -222,8 +223,8 @@ def greedy_choice(
             trial = choice[:k] + [alt] + choice[k + 1 :]
             s = score(_combine(trial))
             wins = s < best * (1.0 - alt.margin)
-            if wins and alt.delay_robust and later is not None:
-                wins = later(_combine(trial)) < later(_combine(choice)) * (1.0 - alt.margin)
+            if wins and alt.delay_robust and neighbour is not None:
+                wins = neighbour(_combine(trial)) < neighbour(_combine(choice)) * (1.0 - alt.margin)
             if wins:
                 best, choice = s, trial
             elif alt.ordered:
@@ -281,7 +282,7 @@ def _protocol(cut: str, inner_fraction: float, iterations: int, delay: int | Non
         f"{BIAS_MARGIN:.0%}, any other richer model {MIN_GAIN:.0%}, a window: lower); each candidate searched "
         f"for at most {iterations} iterations at the first candidate's delay"
         + (
-            ", a bias also one delay step later, where it must buy its margin too"
+            ", a bias also one delay step shorter (longer from 0), where it must buy its margin too"
             if delay is None
             else " (the given delay)"
         )
@@ -338,21 +339,23 @@ def select_robot_fit(
         )
         return float(row["inner_validation_rmse"])
 
-    def later(c: Candidate) -> float:
-        """The inner RMSE one delay step after the held one (a bias must win there too)."""
+    def neighbour(c: Candidate) -> float:
+        """The inner RMSE one delay step shorter than the held one, longer from 0 (a bias must win there too)."""
         score(c)  # the held delay first: the first candidate's scan sets it
-        d = min(int(delay[0] or 0) + 1, opts.max_delay)
-        if d == delay[0] or c.name not in tried:
+        held = int(delay[0] or 0)
+        d = held - 1 if held > 0 else min(1, opts.max_delay)
+        if d == held or c.name not in tried:
             return score(c)
         row = tried[c.name]
-        if "inner_validation_rmse_delay_after" not in row:
+        if "inner_validation_rmse_neighbour" not in row:
             res = fitted(c, d)
             rmse = None if res is None else res.validation.rmse
-            row["inner_validation_rmse_delay_after"] = float("inf") if rmse is None else float(rmse)
-            say(f"select: {c.name}: at delay {d} {row['inner_validation_rmse_delay_after']:.5f} rad")
-        return float(row["inner_validation_rmse_delay_after"])
+            row["inner_validation_rmse_neighbour"] = float("inf") if rmse is None else float(rmse)
+            row["neighbour_delay"] = d
+            say(f"select: {c.name}: at delay {d} {row['inner_validation_rmse_neighbour']:.5f} rad")
+        return float(row["inner_validation_rmse_neighbour"])
 
-    best, choice = greedy_choice(axes, score, later if opts.delay is None else None)
+    best, choice = greedy_choice(axes, score, neighbour if opts.delay is None else None)
     chosen = _combine(choice)
     if not np.isfinite(best):
         raise RobotError("the selection budget ran out before one candidate was fitted: give a longer budget")

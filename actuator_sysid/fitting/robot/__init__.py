@@ -9,12 +9,14 @@ search (search="decoupled", the default) fits, at every candidate delay at once,
 with the joint-space inertia and the coupling and gravity efforts Newton computes along the measured motion
 (models/articulated.py DecoupledRollout) by Levenberg–Marquardt (fitting/search.py batched_lm), each block of
 variables that moves its own joints alone (a leg on a fixed base) a problem of its own; the delays that decoupled
-training loss ranks first (and any it cannot tell apart) and no delay are rolled out coupled, the two best and no
-delay refined by output space mapping (the decoupled fit plus the coupled rollouts' own mismatch, one coupled
+training loss ranks first (and any it cannot tell apart) are rolled out coupled, the two best and the one kept
+below refined by output space mapping (the decoupled fit plus the coupled rollouts' own mismatch, one coupled
 batch a round) while a Gauss-Newton step promises a gain, and by coupled least squares when that stalls; the
-lowest coupled training loss picks the delay, no delay unless a delay beats it by 5 % (on a slow motion a delay acts as viscous damping,
-which each joint already fits). search="coupled" is the plain path: trust-region least squares (fitting/search.py
-trust_region) on batched coupled rollouts, the delay scanned at fixed parameters before and after. Either way the
+lowest coupled training loss picks the delay, or the step above it when that is within 5 % (a delay between two
+grid steps fits about as well at either neighbour; damping and armature add lag but cannot remove it, so a delay
+too short is made up by them on motion slower than use, and their lag does not grow with frequency as a
+delay's does). search="coupled" is the plain path: trust-region least squares (fitting/search.py trust_region)
+on batched coupled rollouts, the delay scanned at fixed parameters before and after. Either way the
 finite-difference Jacobian perturbs parameters that cannot load each other (joints in different coupling
 components, e.g. two legs on a fixed base) in the same candidate, which is exact, and every reported figure comes
 from coupled rollouts. The envelope starts from the equation-error regression, or a coarse scan scaled by the PD

@@ -19,7 +19,7 @@ from .options import RobotFitOptions
 from .plant import CoupledEvaluator, DecoupledEvaluator, rms
 from .problem import BIAS_UNIT
 from .result import build_result
-from .search import search_coupled, search_decoupled
+from .search import DELAY_NOTE, search_coupled, search_decoupled
 from .start import equation_error_start, scan_envelope, start_point
 from .validate import validate, with_held_out_checks
 
@@ -88,7 +88,7 @@ def fit_robot(rec: Recording, robot: RobotModel, opts: RobotFitOptions | None = 
             ev, ev_scan, x0 if starts is None else starts, delay, opts, spent, say
         )
         if opts.delay is None:
-            delay_note = "chosen by the coupled training loss after fitting at each delay"
+            delay_note = DELAY_NOTE
     else:
         x_best, delay, delay_note, stats = search_coupled(prob, ev, ev_scan, x0, delay, opts, spent, say)
     stats["search_s"] = time.perf_counter() - t_start

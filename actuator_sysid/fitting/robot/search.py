@@ -1,8 +1,9 @@
 """The whole-robot search. Decoupled (the default): Levenberg–Marquardt on each joint's own rollout at every
-candidate delay, each independent block (a leg on a fixed base) its own problem, the best delays and no delay
-rolled out coupled and refined by output space mapping, coupled least squares when that stalls; a delay is kept
-only when it clearly beats none. Coupled: trust-region least squares on batched coupled rollouts, the delay
-scanned before and after. Both on fitting/search.py's solvers, with jacobian.py's Jacobians."""
+candidate delay, each independent block (a leg on a fixed base) its own problem, the best delays rolled out
+coupled and refined by output space mapping, coupled least squares when that stalls; of the lowest training
+loss's delay and the step above it, the longer is kept when the loss cannot tell them apart. Coupled:
+trust-region least squares on batched coupled rollouts, the delay scanned before and after. Both on
+fitting/search.py's solvers, with jacobian.py's Jacobians."""
 
 from __future__ import annotations
 
@@ -21,17 +22,17 @@ from .start import scan_delay
 
 LM_TOL = 1e-3  # the decoupled least squares stops a problem once its loss falls by less than this share
 STEPS = (0.5, 1.0, 2.0)  # the coupled refinement tries these multiples of each space-mapping step
-DELAY_TIE = (
-    0.05  # delays whose decoupled training loss is within this share of the best are all rolled out coupled
+# delays whose training loss is within this share of the lowest are not told apart by the training part: all are
+# rolled out coupled, and of the lowest and the step above it, the longer is kept when it is within it
+DELAY_TIE = 0.05
+DELAY_NOTE = (
+    "the lowest coupled training loss after fitting at each delay, or one step longer within "
+    f"{DELAY_TIE * 100:g} % of it"
 )
 SLOW = 0.5  # a refinement round that lowers the coupled loss by less than half hands over to coupled least squares
 # a few costly Jacobians: loose tolerances, in the search's own units (log10 and centiradians, all O(1))
 COUPLED_TOLERANCES = Tolerances(xtol=1e-6, ftol=1e-6, gtol=1e-8, tr_solver=None, unit_cube=False)
 MIN_GAIN = 0.005  # no coupled refinement round when a Gauss-Newton step would lower the coupled RMS less
-# a scanned delay is kept only when its coupled training RMSE is this share under no delay's: on a slow motion a
-# delay of a few physics steps acts as viscous damping (kp·τ), which every joint already fits, so it is not
-# identified and extrapolates to faster motion as a guess
-DELAY_MARGIN = 0.05
 
 
 class BudgetSpent(Exception):
@@ -206,12 +207,13 @@ def _refine_coupled(
 
 
 def _pick(delays: np.ndarray, loss: np.ndarray) -> int:
-    """The problem with the lowest loss, unless no delay (delay 0) is within DELAY_MARGIN of it."""
+    """The problem with the lowest loss, or the one a delay step longer when its loss is within DELAY_TIE of it.
+    A delay between two grid steps fits about as well at either neighbour; damping and armature add lag but
+    cannot take it away, so a delay too short is made up by them on motion slower than use while one too long is
+    not, and their lag does not grow with frequency as a delay's does: of the two, the longer extrapolates."""
     b = int(np.argmin(loss))
-    zero = np.flatnonzero(delays == 0)
-    if zero.size and loss[zero[0]] * (1.0 - DELAY_MARGIN) <= loss[b]:
-        return int(zero[0])
-    return b
+    up = np.flatnonzero(delays == delays[b] + 1)
+    return int(up[0]) if up.size and loss[up[0]] <= (1.0 + DELAY_TIE) * loss[b] else b
 
 
 def search_decoupled(
@@ -224,10 +226,10 @@ def search_decoupled(
     say: Callable[[str], None],
 ) -> tuple[np.ndarray, int, dict[str, Any]]:
     """The fast path: a decoupled least-squares fit at every candidate delay (one lockstep batch; x0 one start, or
-    one per delay), the two best by that training loss (and any within DELAY_TIE of the best) and no delay rolled
-    out coupled, the two best by the coupled training loss and no delay refined coupled (while a Gauss-Newton
+    one per delay), the two best by that training loss (and any within DELAY_TIE of the best) rolled out coupled,
+    the two best by the coupled training loss and the one _pick would keep refined coupled (while a Gauss-Newton
     step on the decoupled Jacobian promises a gain; coupled least squares for the rest of max_iterations when
-    that stalls); the lowest coupled training loss picks the delay, no delay unless it loses by DELAY_MARGIN.
+    that stalls); _pick keeps the lowest coupled loss's delay, or one step longer within DELAY_TIE of it.
     Returns the point, the delay and the search statistics."""
     delays = np.array([delay]) if opts.delay is not None else np.arange(opts.max_delay + 1)
     x0 = (
@@ -240,8 +242,6 @@ def search_decoupled(
     )
     order = np.argsort(dloss)  # the decoupled loss ranks the delays; those it cannot tell apart go on coupled
     top = order[: max(2, int(np.sum(dloss <= (1.0 + DELAY_TIE) * dloss.min())))]
-    zero = np.flatnonzero(delays == 0)  # no delay goes on too: a delay must earn its place (DELAY_MARGIN)
-    top = np.array([*top, *(z for z in zero if z not in top)], int)
     rc = ev.residuals(xs[top], delays[top])
     closs = rms(rc)
     say(
@@ -249,7 +249,8 @@ def search_decoupled(
         + ", ".join(f"delay {int(delays[k])}: {v:.6f} rad" for k, v in zip(top, closs, strict=True))
     )
     best2 = np.argsort(closs)[:2]
-    keep = np.array([*best2, *(k for k, t in enumerate(top) if delays[t] == 0 and k not in best2)], int)
+    longest = _pick(delays[top], closs)  # the delay the rule would keep now goes on to be refined too
+    keep = np.array([*best2, *([longest] if longest not in best2 else [])], int)
     x, best, final, st = _refine_coupled(
         ev, dev, xs[top][keep], delays[top][keep], rc[keep], max(1, opts.max_iterations), spent, say
     )
