@@ -38,7 +38,6 @@ from actuator_sysid.fitting.ladder import (  # noqa: E402
     MIN_GAIN,
     NATIVE,
     Walk,
-    choose,
     first_rungs,
     friction_rungs,
     inner_split,
@@ -141,10 +140,8 @@ def _score(row: dict[str, Any], split: str, key: str) -> dict[str, float]:
 
 
 def ladder_walk(errors: dict[str, float], margin: float) -> str:
-    """The ladder's rule on given errors: the first two rungs, the kept base's friction rungs, then MuJoCo's."""
-    head = choose([(r, errors.get(r.family)) for r in first_rungs()], margin)
-    rest = [*friction_rungs(head.kept or NATIVE), *mujoco_rungs()]
-    return choose([(r, errors.get(r.family)) for r in [*first_rungs(), *rest]], margin).kept or NATIVE
+    """The ladder's rule on given errors (the bench's own walk), the native envelope where nothing was kept."""
+    return bench._walk_pick(errors, margin)[0] or NATIVE
 
 
 def far_of(row: dict[str, Any]) -> dict[str, float]:
