@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from actuator_sysid.service.jobs import has_nvidia_gpu, process_alive, worker_context
+from actuator_sysid.service.jobs import _threads, has_nvidia_gpu, process_alive, worker_context
 
 
 def _report(conn) -> None:
@@ -54,7 +54,7 @@ def test_where_workers_run_idle_the_forkserver_preloads_idle_and_its_workers_sta
             break
         assert time.monotonic() < deadline, "the forkserver never ran idle"
         time.sleep(0.05)
-    threads = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    threads = _threads(pid)
     assert all(os.sched_getscheduler(t) == os.SCHED_IDLE for t in threads), threads
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_policy, args=(child,))
