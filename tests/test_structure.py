@@ -107,6 +107,15 @@ def test_the_marker_table_names_real_test_files_and_tests() -> None:
         assert markers and set(markers) <= allowed, key
 
 
+def test_the_long_first_list_names_real_test_files_once() -> None:
+    """A misspelt or repeated LONG_FIRST name would silently hand a long file out last."""
+    from conftest import LONG_FIRST
+
+    assert len(set(LONG_FIRST)) == len(LONG_FIRST)
+    missing = [name for name in LONG_FIRST if not (ROOT / "tests" / name).is_file()]
+    assert not missing, missing
+
+
 def test_the_cli_local_fit_imports_no_web_framework_or_database(tmp_path: Path) -> None:
     """`actuator-sysid fit` runs the local pipeline (actuator_sysid/pipeline.py) and writes its report without
     importing SQLAlchemy or FastAPI: a real tiny fit in a fresh interpreter, then its loaded modules."""
