@@ -2,11 +2,13 @@
 error (at its own scanned delay and held at each given delay), its fitted bias, and its far-end error.
 
 Per seed of bench/robot_selection.py's known-truth leg, each candidate configuration is fitted as
-`select_robot_fit` scores it (the inner split of the training part, INNER_ITERATIONS) once with the delay scanned
-and once held at each of --delays, and once on the whole training part (delay scanned, intervals on) and replayed
-over the far end by the MuJoCo judge. One JSON line per seed goes to --out; `rules` then replays the protocol's
-variants (bias margin, a bias judged at a neighbouring delay too) on those lines without refitting: a "?" marks a seed
-where a score the variant needed was not recorded (read from the candidate's scanned fit instead).
+`select_robot_fit` scores it (the inner split of the training part at --inner, INNER_ITERATIONS) once with the
+delay scanned and once held at each of --delays; at each of --fractions, scanned and held at the first candidate's
+scanned delay there; and once on the whole training part (delay scanned, intervals on), replayed over the far end
+by the MuJoCo judge. One JSON line per seed goes to --out; `rules` then replays, through the library's own
+robot_select.greedy_choice, the protocol (on records made at the selection's inner share) and variants (one
+gains × bias axis scored at another inner fraction, another margin, each candidate's own delay) on those lines
+without refitting: a "?" marks a seed where a score the rule needed was not recorded.
 
 `delays` replays delay rules on bench/robot_selection.py --sweep N output (the chosen configuration's inner
 error and far-end error at each delay 0..N): which delay each rule keeps and its far-end error over the best
@@ -23,6 +25,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import math
 import sys
 import tempfile
 import time
@@ -36,12 +39,14 @@ import robot_selection as bench  # noqa: E402
 
 from actuator_sysid.fitting.ladder import MIN_GAIN  # noqa: E402
 from actuator_sysid.fitting.result import RobotResult  # noqa: E402
-from actuator_sysid.fitting.robot import RobotFitOptions  # noqa: E402
+from actuator_sysid.fitting.robot import BIAS_PLAUSIBLE, RobotFitOptions  # noqa: E402
 from actuator_sysid.fitting.robot_select import (  # noqa: E402
     BIAS_MARGIN,
     GAINS_MARGIN,
+    Candidate,
     configurations,
     fit_candidate,
+    greedy_choice,
     inner_fit,
     inner_share,
     training_part,
@@ -61,26 +66,52 @@ def _bias(res: RobotResult) -> dict:
     return out
 
 
-def record_seed(robot, xml: str, seed: int, seconds: float, opts: RobotFitOptions, delays: list[int]) -> dict:
-    """One seed's numbers: per candidate, inner fits (scanned and held) and the far-end fit."""
+def _inner_row(res: RobotResult) -> dict:
+    """An inner fit's figures: validation and training RMSE, delay, bias."""
+    return {
+        "rmse": float(res.validation.rmse),
+        "per_joint": res.validation.per_joint_rmse,
+        "training_rmse": float(res.training.rmse),
+        "delay": int(res.delay_steps),
+        **_bias(res),
+    }
+
+
+def record_seed(
+    robot,
+    xml: str,
+    seed: int,
+    seconds: float,
+    opts: RobotFitOptions,
+    delays: list[int],
+    fractions: list[float],
+    inner: float | None = None,
+) -> dict:
+    """One seed's numbers: per candidate, inner fits at `inner` (None: the selection's inner_share; scanned and
+    held at each of `delays`; at each of `fractions`, scanned and held at the first candidate's scanned delay
+    there) and the far-end fit."""
     t0 = time.perf_counter()
     rec, log, truth = bench.make_log(robot, seed, seconds)
     split = int(round(log.q.shape[0] * (1.0 - bench.VALIDATION)))
     axes = bench.bench_axes(rec, robot, opts)
-    inner_fraction = inner_share(rec, opts)
+    inner_fraction = inner_share(rec, opts) if inner is None else inner
     train, _ = training_part(rec, robot, opts)
     rows: dict = {}
+    first: dict[float, int] = {}  # the first candidate's scanned delay at each other fraction
     for c in configurations(axes):
-        row: dict = {"inner": {}}
+        row: dict = {"inner": {}, "fractions": {}}
         for d in [None, *delays]:
             res = inner_fit(train, robot, opts, c, d, inner_fraction)
-            row["inner"]["scan" if d is None else str(d)] = {
-                "rmse": float(res.validation.rmse),
-                "per_joint": res.validation.per_joint_rmse,
-                "training_rmse": float(res.training.rmse),
-                "delay": int(res.delay_steps),
-                **_bias(res),
-            }
+            row["inner"]["scan" if d is None else str(d)] = _inner_row(res)
+        for f in fractions:
+            scan = _inner_row(inner_fit(train, robot, opts, c, None, f))
+            first.setdefault(f, scan["delay"])
+            held = (
+                scan
+                if scan["delay"] == first[f]
+                else _inner_row(inner_fit(train, robot, opts, c, first[f], f))
+            )
+            row["fractions"][f"{f:g}"] = {"scan": scan, "held": held}
         full = fit_candidate(rec, robot, opts, c)
         row["full"] = {
             "far_end_rmse": bench.judged(xml, log, full, split),
@@ -105,6 +136,7 @@ def record_seed(robot, xml: str, seed: int, seconds: float, opts: RobotFitOption
 def record(args: argparse.Namespace) -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     delays = [int(d) for d in args.delays.split(",")] if args.delays else []
+    fractions = [float(f) for f in args.fractions.split(",")] if args.fractions else []
     opts = RobotFitOptions(decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION)
     with contextlib.redirect_stdout(sys.stderr), tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "go2_leg.xml"
@@ -112,69 +144,130 @@ def record(args: argparse.Namespace) -> None:
         robot = load_robot(path)
         xml = bench.peer.in_air_xml(path, bench.KP, bench.KD, bench.LOG_DT / bench.DECIMATION)
         for seed in seeds:
-            row = record_seed(robot, xml, seed, 8.0, opts, delays)
+            row = record_seed(robot, xml, seed, 8.0, opts, delays, fractions, args.inner)
             with open(args.out, "a") as f:
                 f.write(json.dumps(row) + "\n")
 
 
 def _inner(row: dict, name: str, d: int) -> float | None:
-    """A candidate's recorded inner RMSE at delay d: held there, or scanned when the scan found d."""
+    """A candidate's recorded inner RMSE at the recorded inner fraction and delay d: held there, or scanned when
+    the scan found d."""
     inner = row["candidates"][name]["inner"]
     if str(d) in inner:
         return float(inner[str(d)]["rmse"])
     return float(inner["scan"]["rmse"]) if inner["scan"]["delay"] == d else None
 
 
-def choose(row: dict, bias_margin: float, step: int | None) -> tuple[str, bool]:
-    """The protocol replayed on a seed's record (gains axis, then bias axis; the first candidate's scanned delay
-    held; with `step`, a bias must buy its margin that many delay steps from the held one too, 1 where that is
-    below 0); whether every score it needed was recorded (a missing one is read from the candidate's scanned
-    fit)."""
-    gains = ["gains given", "gains fitted"]
+def _at_fraction(row: dict, name: str, fraction: float, how: str) -> float | None:
+    """A candidate's inner RMSE with the last `fraction` of the training part validating, `how` "held" (at the
+    first candidate's scanned delay there, as select_robot_fit holds it) or "scan" (its own delay); None where
+    not recorded."""
+    if math.isclose(row["inner_fraction"], fraction, abs_tol=1e-3):
+        if how == "scan":
+            return float(row["candidates"][name]["inner"]["scan"]["rmse"])
+        first = next(iter(row["candidates"].values()))["inner"]["scan"]["delay"]
+        return _inner(row, name, int(first))
+    other = row["candidates"][name].get("fractions", {}).get(f"{fraction:g}")
+    return None if other is None else float(other[how]["rmse"])
+
+
+def _scored(row: dict, fraction: float, how: str, missing: list[str]) -> Callable[[Candidate], float]:
+    """A score for greedy_choice read from a seed's record (see _at_fraction); what it lacks goes to `missing`."""
+
+    def score(c: Candidate) -> float:
+        v = _at_fraction(row, c.name, fraction, how)
+        if v is None:
+            missing.append(c.name)
+        return math.inf if v is None else v
+
+    return score
+
+
+def _plausible(row: dict, name: str, fraction: float) -> bool:
+    """Whether a candidate's inner fit at `fraction` (held) kept every joint's bias within BIAS_PLAUSIBLE."""
+    fit = row["candidates"][name].get("fractions", {}).get(f"{fraction:g}", {}).get("held", {})
+    return all(abs(v) <= BIAS_PLAUSIBLE + 1e-9 for v in fit.get("bias", {}).values())
+
+
+def choose_joint(row: dict, fraction: float, how: str, margin: float, plausible: bool = False) -> str | None:
+    """The library's choice (robot_select.greedy_choice) over one joint axis of every recorded configuration
+    (gains × bias, simplest first), each richer entry at `margin`, scored at `fraction` (with `plausible`, a
+    candidate whose inner fit's bias passes BIAS_PLAUSIBLE dropped); None where a score it needed was not
+    recorded."""
+    names = [n for n in row["candidates"] if not plausible or _plausible(row, n, fraction)]
+    axis = [Candidate(n, margin=margin) for n in names]
+    missing: list[str] = []
+    _, choice = greedy_choice([axis], _scored(row, fraction, how, missing))
+    return None if missing else choice[0].name
+
+
+def choose_protocol(row: dict) -> str | None:
+    """The library's own protocol (greedy_choice over its gains and bias axes, their margins, a bias judged at
+    the held delay and its other neighbour) replayed on a record made at the selection's inner fraction."""
     names = list(row["candidates"])
-    biases = [n.split(", ", 1)[1] for n in names if n.startswith("gains given")]
-    d = int(row["candidates"][names[0]]["inner"]["scan"]["delay"])
-    complete = True
+    held = int(row["candidates"][names[0]]["inner"]["scan"]["delay"])
+    other = held - 1 if held > 0 else 1
+    axes = [
+        [Candidate("gains given"), Candidate("gains fitted", fit_gains=True, margin=GAINS_MARGIN)],
+        [Candidate("bias off")]
+        + [
+            Candidate(n, margin=BIAS_MARGIN, delay_robust=True)
+            for n in (f"bias within ±{BIAS_PLAUSIBLE:g} rad", "bias on")
+        ],
+    ]
+    missing: list[str] = []
 
-    def at(name: str, k: int) -> float:
-        nonlocal complete
-        v = _inner(row, name, k)
-        complete &= v is not None
-        return float(row["candidates"][name]["inner"]["scan"]["rmse"]) if v is None else v
+    def at(d: int) -> Callable[[Candidate], float]:
+        def score(c: Candidate) -> float:
+            v = _inner(row, c.name, d)
+            if v is None:
+                missing.append(c.name)
+            return math.inf if v is None else v
 
-    g = 1 if at(f"{gains[1]}, {biases[0]}", d) < at(f"{gains[0]}, {biases[0]}", d) * (1 - GAINS_MARGIN) else 0
-    kept = biases[0]
-    other = d if step is None else (d + step if d + step >= 0 else 1)
-    for b in biases[1:]:
-        if all(
-            at(f"{gains[g]}, {b}", k) < at(f"{gains[g]}, {kept}", k) * (1 - bias_margin) for k in (d, other)
-        ):
-            kept = b
-    return f"{gains[g]}, {kept}", complete
+        return score
+
+    _, choice = greedy_choice(axes, at(held), at(other))
+    return None if missing else ", ".join(c.name for c in choice)
+
+
+RULES: dict[str, Callable[[dict], str | None]] = {
+    "the protocol (inner share, gains 25 %, a bias 25 % at two neighbouring delays)": choose_protocol,
+    "one gains × bias axis, last 15 % validates, delay held, margin 2 %": lambda r: choose_joint(
+        r, 0.15, "held", 0.02
+    ),
+    "the same, margin 0": lambda r: choose_joint(r, 0.15, "held", 0.0),
+    f"the same, margin {MIN_GAIN:.0%}": lambda r: choose_joint(r, 0.15, "held", MIN_GAIN),
+    "the same, each candidate's own delay": lambda r: choose_joint(r, 0.15, "scan", 0.02),
+    "the same, a candidate whose inner bias passes ±0.05 rad dropped": lambda r: choose_joint(
+        r, 0.15, "held", 0.02, plausible=True
+    ),
+    "one gains × bias axis, last 3/7 validates, margin 2 %": lambda r: choose_joint(r, 3 / 7, "held", 0.02),
+    "one gains × bias axis, last 60 % validates, margin 2 %": lambda r: choose_joint(r, 0.6, "held", 0.02),
+}
 
 
 def rules(args: argparse.Namespace) -> None:
-    """Per rule, each seed's chosen far-end error over the best candidate's and the count within WITHIN."""
+    """Per rule and block of ten seeds, each seed's chosen far-end error over the best candidate's and the count
+    within WITHIN ("?": a score the rule needed was not recorded)."""
     rows: dict[int, dict] = {}
     for f in args.files:
         for line in Path(f).read_text().splitlines():
             r = json.loads(line)
             rows[r["seed"]] = r
-    for label, margin, step in (
-        (f"bias margin {MIN_GAIN:.0%}, held delay only", MIN_GAIN, None),
-        (f"bias margin {BIAS_MARGIN:.0%}, held delay only", BIAS_MARGIN, None),
-        (f"bias margin {MIN_GAIN:.0%}, held delay and one step later", MIN_GAIN, 1),
-        (f"bias margin {BIAS_MARGIN:.0%}, held delay and one step later", BIAS_MARGIN, 1),
-        (f"bias margin {BIAS_MARGIN:.0%}, held delay and one step shorter (the protocol)", BIAS_MARGIN, -1),
-    ):
-        cells, passed = [], 0
-        for seed in sorted(rows):
-            far = {k: v["full"]["far_end_rmse"] for k, v in rows[seed]["candidates"].items()}
-            chosen, complete = choose(rows[seed], margin, step)
-            x = far[chosen] / min(far.values())
-            passed += x <= 1 + bench.WITHIN
-            cells.append(f"{seed}:{x:.2f}{'' if complete else '?'}")
-        print(f"{passed}/{len(rows)}  {label}: {' '.join(cells)}")
+    for label, rule in RULES.items():
+        print(label)
+        for block in sorted({s // 10 for s in rows}):
+            cells, passed, judged = [], 0, 0
+            for seed in sorted(s for s in rows if s // 10 == block):
+                far = {k: v["full"]["far_end_rmse"] for k, v in rows[seed]["candidates"].items()}
+                chosen = rule(rows[seed])
+                if chosen is None:
+                    cells.append(f"{seed}:?")
+                    continue
+                x = far[chosen] / min(far.values())
+                passed, judged = passed + (x <= 1 + bench.WITHIN), judged + 1
+                cells.append(f"{seed}:{x:.2f}")
+            print(f"  seeds {10 * block}–{10 * block + 9}: {passed}/{judged}  {' '.join(cells)}")
 
 
 def _walk(key: str) -> Callable[[dict], int | None]:
@@ -263,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("record")
     r.add_argument("--seeds", required=True, help="comma-separated")
     r.add_argument("--delays", default="0,1,2,3", help="held delays (physics steps), comma-separated")
+    r.add_argument("--inner", type=float, help="the inner fraction held at each delay (default: inner_share)")
+    r.add_argument("--fractions", default="0.6", help="other inner fractions, comma-separated")
     r.add_argument("--out", required=True)
     q = sub.add_parser("rules")
     q.add_argument("files", nargs="+")
