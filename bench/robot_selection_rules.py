@@ -41,11 +41,10 @@ from actuator_sysid.fitting.ladder import MIN_GAIN  # noqa: E402
 from actuator_sysid.fitting.result import RobotResult  # noqa: E402
 from actuator_sysid.fitting.robot import BIAS_PLAUSIBLE, RobotFitOptions  # noqa: E402
 from actuator_sysid.fitting.robot_select import (  # noqa: E402
-    BIAS_MARGIN,
-    GAINS_MARGIN,
     Candidate,
     configurations,
     fit_candidate,
+    gains_bias_axes,
     greedy_choice,
     inner_fit,
     inner_share,
@@ -171,11 +170,12 @@ def _at_fraction(row: dict, name: str, fraction: float, how: str) -> float | Non
     return None if other is None else float(other[how]["rmse"])
 
 
-def _scored(row: dict, fraction: float, how: str, missing: list[str]) -> Callable[[Candidate], float]:
-    """A score for greedy_choice read from a seed's record (see _at_fraction); what it lacks goes to `missing`."""
+def _scored(lookup: Callable[[str], float | None], missing: list[str]) -> Callable[[Candidate], float]:
+    """A score for greedy_choice read from a seed's record by `lookup` (a candidate's name to its recorded
+    inner RMSE); what it lacks goes to `missing`."""
 
     def score(c: Candidate) -> float:
-        v = _at_fraction(row, c.name, fraction, how)
+        v = lookup(c.name)
         if v is None:
             missing.append(c.name)
         return math.inf if v is None else v
@@ -197,7 +197,7 @@ def choose_joint(row: dict, fraction: float, how: str, margin: float, plausible:
     names = [n for n in row["candidates"] if not plausible or _plausible(row, n, fraction)]
     axis = [Candidate(n, margin=margin) for n in names]
     missing: list[str] = []
-    _, choice = greedy_choice([axis], _scored(row, fraction, how, missing))
+    _, choice = greedy_choice([axis], _scored(lambda n: _at_fraction(row, n, fraction, how), missing))
     return None if missing else choice[0].name
 
 
@@ -207,26 +207,12 @@ def choose_protocol(row: dict) -> str | None:
     names = list(row["candidates"])
     held = int(row["candidates"][names[0]]["inner"]["scan"]["delay"])
     other = held - 1 if held > 0 else 1
-    axes = [
-        [Candidate("gains given"), Candidate("gains fitted", fit_gains=True, margin=GAINS_MARGIN)],
-        [Candidate("bias off")]
-        + [
-            Candidate(n, margin=BIAS_MARGIN, delay_robust=True)
-            for n in (f"bias within ±{BIAS_PLAUSIBLE:g} rad", "bias on")
-        ],
-    ]
     missing: list[str] = []
-
-    def at(d: int) -> Callable[[Candidate], float]:
-        def score(c: Candidate) -> float:
-            v = _inner(row, c.name, d)
-            if v is None:
-                missing.append(c.name)
-            return math.inf if v is None else v
-
-        return score
-
-    _, choice = greedy_choice(axes, at(held), at(other))
+    _, choice = greedy_choice(
+        gains_bias_axes(True, BIAS_PLAUSIBLE),
+        _scored(lambda n: _inner(row, n, held), missing),
+        _scored(lambda n: _inner(row, n, other), missing),
+    )
     return None if missing else ", ".join(c.name for c in choice)
 
 

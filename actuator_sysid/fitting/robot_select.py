@@ -93,6 +93,33 @@ def inner_share(rec: Recording, opts: RobotFitOptions) -> float:
     return float(min(INNER_MAX, max(INNER_FRACTION, v / (1.0 - v))))
 
 
+def gains_bias_axes(gains_given: bool, bias_limit: float) -> list[list[Candidate]]:
+    """The gains axis (where the log gives gains) and the bias axis, simplest first, with their margins."""
+    axes: list[list[Candidate]] = []
+    if gains_given:
+        axes.append(
+            [
+                Candidate("gains given"),
+                Candidate("gains fitted", {"kp": None, "kd": None}, True, margin=GAINS_MARGIN),
+            ]
+        )
+    axes.append(
+        [
+            Candidate("bias off", {"fit_bias": False}),
+            Candidate(
+                f"bias within ±{bias_limit:g} rad",
+                {"fit_bias": True, "bias_limit": bias_limit},
+                margin=BIAS_MARGIN,
+                delay_robust=True,
+            ),
+            Candidate(
+                "bias on", {"fit_bias": True, "bias_limit": None}, margin=BIAS_MARGIN, delay_robust=True
+            ),
+        ]
+    )
+    return axes
+
+
 def candidate_axes(
     rec: Recording,
     robot: RobotModel,
@@ -103,29 +130,8 @@ def candidate_axes(
     """The axes searched, each simplest first (the start); `inner_fraction` None: inner_share; `train`, the
     training part when the caller has it (`training_part`)."""
     inner_fraction = inner_share(rec, opts) if inner_fraction is None else inner_fraction
-    axes: list[list[Candidate]] = []
-    if _gains_given(rec, opts):
-        axes.append(
-            [
-                Candidate("gains given"),
-                Candidate("gains fitted", {"kp": None, "kd": None}, True, margin=GAINS_MARGIN),
-            ]
-        )
     limit = opts.bias_limit if opts.bias_limit is not None else BIAS_PLAUSIBLE
-    axes.append(
-        [
-            Candidate("bias off", {"fit_bias": False}),
-            Candidate(
-                f"bias within ±{limit:g} rad",
-                {"fit_bias": True, "bias_limit": limit},
-                margin=BIAS_MARGIN,
-                delay_robust=True,
-            ),
-            Candidate(
-                "bias on", {"fit_bias": True, "bias_limit": None}, margin=BIAS_MARGIN, delay_robust=True
-            ),
-        ]
-    )
+    axes = gains_bias_axes(_gains_given(rec, opts), limit)
     grouped = opts.groups if opts.groups is not None else name_groups(list(robot.joint_names))
     if grouped is not None:
         axes.append([Candidate("per group", {"groups": grouped}), Candidate("per joint", {"groups": None})])
