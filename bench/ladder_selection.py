@@ -45,10 +45,9 @@ from actuator_sysid.fitting.ladder import (
     DELAY,
     MIN_GAIN,
     NATIVE,
-    choose,
-    first_rungs,
     friction_rungs,
     mujoco_rungs,
+    walk_errors,
 )
 
 LOG_DT = 0.005
@@ -180,10 +179,8 @@ def rung_paths() -> list[list[str]]:
 
 def _walk_pick(errors: dict[str, float], margin: float) -> tuple[str | None, bool]:
     """The ladder's rule alone on given errors: its pick, and whether every rung it climbed had one."""
-    head = choose([(r, errors.get(r.family)) for r in first_rungs()], margin)
-    rest = [*friction_rungs(head.kept or first_rungs()[0].family), *mujoco_rungs()]
-    walk = choose([(r, errors.get(r.family)) for r in [*first_rungs(), *rest]], margin)
-    return walk.kept, all(r.family in errors for r in [*first_rungs(), *rest])
+    walk = walk_errors(dict(errors), margin)
+    return walk.kept, all(o.rung.family in errors for o in walk.outcomes)
 
 
 def one_seed(seed: int, seconds: float, search: dict[str, int]) -> dict[str, Any]:

@@ -58,10 +58,16 @@ def bam_model(name: str, params: dict[str, float]):
     return model
 
 
-def write_logs(folder: Path, name: str, params: dict[str, float]) -> list[Path]:
+def write_logs(
+    folder: Path,
+    name: str,
+    params: dict[str, float],
+    kps: tuple[int, ...] = KPS,
+    runs: tuple[str, ...] = TRAJECTORIES,
+) -> list[Path]:
     """One file per (kp, trajectory), each stepped by BAM's Simulator with the firmware law closing the loop
     on the simulated state (`rollout_log(simulate_control=True)`), sampled every LOG_DT."""
-    return _simulate(folder, bam_model(name, params), name, "xl330", KPS, TRAJECTORIES, PENDULUM)
+    return _simulate(folder, bam_model(name, params), name, "xl330", kps, runs, PENDULUM)
 
 
 def write_feetech_logs(

@@ -24,9 +24,10 @@ from actuator_sysid.fitting.fit import FitRequest, fit_result, simulate
 
 pytestmark = pytest.mark.conformance
 
-# an XL330 at its firmware's kp 400 on a 5 V supply: kt, R (in the law's 2–5 Ω range) and the 1.75 A limiter
+# an XL330 at its firmware's kp 400 on a 5 V supply: kt, R (in the law's 2–5 Ω range) and the 1.75 A limiter; the
+# law the log states gives this unit's kt (the table's 0.378 is the prior of a fit)
 KT, R, VIN, KP_FIRMWARE = 0.52, 2.5, 5.0, 400.0
-XL330 = SERVO_LAWS["xl330"].voltage_servo()
+XL330 = {**(SERVO_LAWS["xl330"].voltage_servo() or {}), "kt": KT}
 
 
 def _xl330_params() -> dict[str, float]:

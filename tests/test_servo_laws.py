@@ -12,6 +12,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import bam as bam_package
 import numpy as np
 import pytest
 from bam.actuators import actuators
@@ -43,13 +44,20 @@ GENERATIONS = 15  # the least-squares refine sets the answer: 15 generations giv
 
 @pytest.mark.unit
 def test_the_table_holds_bams_numbers() -> None:
-    """Every voltage row is BAM's class: its error gain, duty limit and current limit; the XL330's is unchanged."""
+    """Every voltage row is BAM's class: its error gain, duty limit and current limit; the XL330's is unchanged,
+    its kt the mean of BAM's own identified XL330 models."""
     assert VOLTAGE_SERVOS["xl330"] == {
         "duty_per_kp_rad": (4096 / (2 * np.pi)) / (256 * 885),
         "max_duty": 1.0,
         "current_limit": 1.75,
         "resistance": [2.0, 5.0],
+        "kt": SERVO_LAWS["xl330"].kt,
     }
+    kts = [
+        json.loads(f.read_text())["kt"]
+        for f in (Path(bam_package.__file__).parent / "params" / "xl330").glob("m*.json")
+    ]
+    assert len(kts) == 6 and SERVO_LAWS["xl330"].kt == pytest.approx(np.mean(kts), abs=5e-4), kts
     assert set(VOLTAGE_SERVOS) == {"xl330", "xl320", "mx64", "mx106", "sts3215"}
     for name, law in SERVO_LAWS.items():
         bam = actuators[name]()

@@ -23,6 +23,9 @@ class ServoLaw:
     max_duty: float | None = None  # the largest duty the firmware puts out (PWM limit)
     current_limit: float | None = None  # A: the firmware current limiter (BAM: a duty window around back-EMF)
     resistance: tuple[float, float] | None = None  # Ω: the winding resistance range BAM's model searches
+    kt: float | None = (
+        None  # N·m/A: the motor constant this servo's units share (a soft prior; None: none known)
+    )
     goal_rate_limit: float | None = None  # rad/s: the setpoint's slew-rate limit (nominal where fitted)
     goal_rate_fitted: bool = False  # the firmware limits the goal's rate, at a value the log must give
     drive: str = "voltage"  # "voltage": the law above; "current" / "torque": another law (no tie)
@@ -36,6 +39,8 @@ class ServoLaw:
             out["current_limit"] = self.current_limit
         if self.resistance is not None:
             out["resistance"] = list(self.resistance)
+        if self.kt is not None:
+            out["kt"] = self.kt
         if self.goal_rate_limit is not None:
             out["goal_rate_limit"] = self.goal_rate_limit
             out["goal_rate_fitted"] = self.goal_rate_fitted
@@ -45,6 +50,7 @@ class ServoLaw:
 XL330_COUNTS_PER_TURN = 4096
 XL330_KP_DIVISOR = 256  # the firmware divides kp by 256 (the manual says 128; the logged PWM says 256)
 XL330_PWM_LIMIT = 885
+XL330_KT = 0.378  # N·m/A: the mean kt of BAM's six identified XL330 models
 STS3215_MAX_SPEED_STEPS = 3400  # steps/s of 4096 per turn: BAM's default max_velocity of the setpoint
 
 SERVO_LAWS: dict[str, ServoLaw] = {
@@ -52,11 +58,13 @@ SERVO_LAWS: dict[str, ServoLaw] = {
     for law in (
         ServoLaw(
             "xl330",
-            "bam/dynamixel/actuator.py XL330Actuator (error_gain, max_pwm, max_current; R range of initialize)",
+            "bam/dynamixel/actuator.py XL330Actuator (error_gain, max_pwm, max_current; R range of initialize); "
+            "kt: the mean of bam/params/xl330/m1–m6.json (0.362–0.387)",
             duty_per_kp_rad=(XL330_COUNTS_PER_TURN / (2 * math.pi)) / (XL330_KP_DIVISOR * XL330_PWM_LIMIT),
             max_duty=1.0,
             current_limit=1.75,
             resistance=(2.0, 5.0),
+            kt=XL330_KT,
         ),
         ServoLaw(
             "xl320",

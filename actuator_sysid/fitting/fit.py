@@ -29,7 +29,7 @@ from ..models.families import (
 )
 from ..models.rollout import OperatingPoints, RolloutEngine, SegmentBatch, full_params, operating_points
 from .coverage import beyond_training, demands
-from .objective import LossScales, pool_metrics, segment_metrics
+from .objective import KT_SPREAD, LossScales, kt_prior, pool_metrics, segment_metrics
 from .plan import Split, plan_split, recordings, split_in_time, split_segments, validate_request
 from .request import FitRequest, FitRequestError
 from .result import (
@@ -245,10 +245,19 @@ def _search(
             f"elapsed {_secs(clock.elapsed())}",
         )
     t_local = time.perf_counter()
+    # a kt prior is weighed against the loss the data alone reach from the start (objective.KtPrior.at_loss)
     solved = local_search(
-        engine, family, space, sc, x0, req.refine_iterations if deadline is None else LOCAL_BUDGET, rival
+        engine,
+        family,
+        space,
+        sc if sc.prior is None else dataclasses.replace(sc, prior=None),
+        x0,
+        req.refine_iterations if deadline is None else LOCAL_BUDGET,
+        rival,
     )
     x0, after, n_local = solved.best, solved.after, solved.evaluations
+    if sc.prior is not None:
+        sc = dataclasses.replace(sc, prior=sc.prior.at_loss(after))
     local = {
         "loss_before": solved.before.tolist(),
         "loss_after": after.tolist(),
@@ -386,6 +395,8 @@ def _fit_family(
     req, (engine, scales, x_warm) = run.req, run.train
     family = family_for(req, fam_name)
     tied = _tied_envelope(run, family)
+    prior = kt_prior([run.ops[j] for j in run.joints]) if tied else None
+    scales = dataclasses.replace(scales, prior=prior)
     space = SearchSpace.for_family(family, fixed=dict.fromkeys(tied, 0.0))
     parent = max(
         (v for v in fitted_by.values() if nests(v[0], family)),
@@ -429,7 +440,13 @@ def _fit_family(
     fold_rows: list[list[dict]] = []
     for k, (fold, (eng_k, sc_k, warm_k)) in enumerate(zip(run.split.folds, run.fold_setups, strict=True)):
         res_k = _search(
-            run, eng_k, sc_k, warm_k, family, space, f"{fam_name} fold {k + 1}/{len(run.split.folds)}"
+            run,
+            eng_k,
+            dataclasses.replace(sc_k, prior=prior),
+            warm_k,
+            family,
+            space,
+            f"{fam_name} fold {k + 1}/{len(run.split.folds)}",
         )
         fit_k = params_array(family, [_family_params(family, space, x) for x in res_k.best])
         names_k = {run.rec.segments[i].name for i in fold}
@@ -463,6 +480,8 @@ def _natural_values(
         searched, p["damping"] = p["damping"], run.ops[name].tied_damping(p["stiffness"], p["damping"])
         if mark_bounds and p["damping"] != searched:
             _at_resistance_bound(res.analysis[j], run.ops[name], p["damping"], searched > p["damping"])
+        elif mark_bounds:
+            _kt_from_table(res.analysis[j], run.ops[name], p["stiffness"], p["damping"])
         p.update(
             {k: v for k, v in run.ops[name].tied_envelope(p["stiffness"], p["damping"]).items() if k in tied}
         )
@@ -728,6 +747,25 @@ _COPIES = {
 
 TIED_ENVELOPE = ("saturation_effort", "actuator_velocity_limit", "actuator_effort_limit")
 """What a voltage servo's gains determine (models/rollout.py OperatingPoints.tied_envelope)."""
+
+
+def _kt_from_table(analysis: dict, op: OperatingPoints, stiffness: float, damping: float) -> None:
+    """Say where the servo table's kt, not the log alone, set the back-EMF damping: the data's own interval on
+    the damping is over half the prior's spread, so the prior holds a fifth or more of what fixes it."""
+    servo = op.servo or {}
+    kt = servo.get("kt")
+    iv = analysis["intervals"].get("damping") or {}
+    spread = iv.get("std_relative")
+    if not kt or not op.kp_reference or not op.vin_reference:
+        return
+    if iv.get("identified") and spread is not None and spread < KT_SPREAD / 2:
+        return
+    ktr = stiffness / (op.vin_reference * servo["duty_per_kp_rad"] * op.kp_reference)
+    analysis["warnings"].append(
+        f"kt: the log does not tell the back-EMF damping from viscous friction (it barely reaches the current or "
+        f"PWM limit), so the servo table's motor constant kt = {kt:g} N·m/A (a soft prior, ±{KT_SPREAD:.0%}) "
+        f"set it: kt = {damping / ktr:.3g} N·m/A, R = {damping / ktr**2:.3g} Ω as fitted"
+    )
 
 
 def _at_resistance_bound(analysis: dict, op: OperatingPoints, damping: float, above: bool) -> None:

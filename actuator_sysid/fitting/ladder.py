@@ -2,8 +2,9 @@
 the reported validation never sees.
 
 With no family named, the fit climbs: the native envelope (dcmotor), with a delay (dcmotor_delay), with friction
-(the rich-friction families that extend the model kept so far, nested, fewest parameters first), and last MuJoCo's
-own `<dcmotor>` once that family is registered. Each rung starts from the fit of the rung below it (fit.py's
+(the rich-friction families that extend the model kept so far, nested, fewest parameters first), the friction kept
+across the delay (its twin with the delay, or without it: the two interact), and last MuJoCo's own `<dcmotor>`
+once that family is registered. Each rung starts from the fit of the rung below it (fit.py's
 nested starts). The rungs are judged on an inner split of the training part (`inner_split`): its earlier part
 trains, its later part (the last recordings, or each segment's end in time) judges. A rung replaces the model
 kept so far only when its inner-validation position MAE is at least `MIN_GAIN` lower. The pick and the rungs it
@@ -35,7 +36,8 @@ MUJOCO_RUNG = "mujoco_dcmotor"
 """MuJoCo's own `<dcmotor>` (models/mujoco_dcmotor.py): the ladder's last rung whenever FAMILIES has it."""
 BUDGET_SPENT = "not fitted: the time budget was spent"
 RULE = (
-    "rungs climbed in order (native envelope, delay, friction fewest parameters first, then MuJoCo <dcmotor>); "
+    "rungs climbed in order (native envelope, delay, friction fewest parameters first, the friction kept across "
+    "the delay, then MuJoCo <dcmotor>); "
     "a rung replaces the model kept so far only when its {on} position MAE is at least {gain:.0%} lower"
 )
 REFIT = (
@@ -69,6 +71,35 @@ def friction_rungs(base: str) -> list[Rung]:
     nests `base`, and a richer one nests the ones below it where their terms allow."""
     names = [n for n, f in FAMILIES.items() if f.approximates == base]
     return [Rung("friction", n) for n in sorted(names, key=lambda n: (len(FAMILIES[n].params), n))]
+
+
+ACROSS = "friction across the delay"
+"""The step that judges the kept friction rung's counterpart: the same friction with the delay, or without it."""
+
+
+def counterpart(family: str | None) -> str | None:
+    """The friction rung with `family`'s friction terms on the other base (with the delay, or without it); None
+    for a rung that is not a friction rung or has no such twin."""
+    f = FAMILIES.get(family or "")
+    if f is None or f.approximates not in (NATIVE, DELAY):
+        return None
+    want = set(f.params) ^ {"delay"}
+    other = DELAY if f.approximates == NATIVE else NATIVE
+    return next((r.family for r in friction_rungs(other) if set(FAMILIES[r.family].params) == want), None)
+
+
+def walk_errors(errors: dict[str, float | None], min_gain: float = MIN_GAIN) -> Walk:
+    """The ladder's rule on given errors per family, as the climb walks them: the first two rungs, the friction
+    rungs of the base kept, the kept friction rung's counterpart across the delay, then MuJoCo's plant."""
+    walk = choose([(r, errors.get(r.family)) for r in first_rungs()], min_gain)
+    for r in friction_rungs(walk.kept or NATIVE):
+        walk.judge(r, errors.get(r.family))
+    twin = counterpart(walk.kept)
+    if twin is not None:
+        walk.judge(Rung(ACROSS, twin), errors.get(twin))
+    for r in mujoco_rungs():
+        walk.judge(r, errors.get(r.family))
+    return walk
 
 
 def mujoco_rungs() -> list[Rung]:
@@ -200,8 +231,9 @@ class _Climb:
         self.run = engine.plan(rec, replace(req, families=[r.family for r in every_rung()]), progress)
         folds = len(self.run.split.folds)
         rich = max(len(friction_rungs(NATIVE)), len(friction_rungs(DELAY)))
-        # searches one joint's climb runs (a rich friction family searches twice); MuJoCo's rung: one more
-        self.run.clock.units = (len(first_rungs()) + rich) * (1 + folds) + rich + len(mujoco_rungs())
+        # searches one joint's climb runs (a rich friction family searches twice; its twin across the delay
+        # too); MuJoCo's rung: one more
+        self.run.clock.units = (len(first_rungs()) + rich + 1) * (1 + folds) + rich + 1 + len(mujoco_rungs())
         held = self.run.split.validation or self.run.split.folds
         self.on = on or ("validation" if held else "train")  # what the walk's errors are measured on
         self.fits: dict[str, dict[str, ModelFit]] = {j: {} for j in self.run.joints}
@@ -325,6 +357,12 @@ def _walk(
     c.fit(r for base in set(bases.values()) for r in friction_rungs(base))
     for joint, base in bases.items():
         c.judge(joint, friction_rungs(base))
+    # the delay judged again beside friction: a delay that buys nothing alone can with friction, and the reverse
+    twins = {joint: counterpart(c.walks[joint].kept) for joint in c.run.joints}
+    c.fit(Rung(ACROSS, t) for t in set(twins.values()) if t is not None)
+    for joint, twin in twins.items():
+        if twin is not None:
+            c.judge(joint, [Rung(ACROSS, twin)])
     for rung in mujoco_rungs():  # MuJoCo's <dcmotor>: the last step, fitted apart (not nested)
         c.fit_apart(rung)
         for joint in c.run.joints:

@@ -9,16 +9,66 @@ velocity is an encoder difference and whose bar is a position MAE.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.rollout import SegmentBatch
+from ..models import parameters
+from ..models.rollout import OperatingPoints, SegmentBatch
 
 VELOCITY_WEIGHT = 0.25
 LOSSES = ("mse", "position_mae")
 MAE_SMOOTHING = 1e-3  # position_mae least squares: |e| → √(e² + δ²) − δ with e, δ in units of sigma_q
 BAD_LOSS = 1e6  # assigned to diverged candidates (NaN/inf states)
+KT_SPREAD = 0.1  # a tabled kt holds a servo's units to about 10 % (ln kt; BAM's six XL330 models: ±3.5 %)
+KT_COST = 1.0  # one spread off the tabled kt costs this times the fit's loss without the prior
+
+
+@dataclass(frozen=True)
+class KtPrior:
+    """A soft prior on each voltage servo joint's motor constant kt, as the kernel's tie reads it: kt/R =
+    stiffness·per_stiffness, kt = damping/(kt/R) (the searched damping: outside the resistance range, where the
+    kernel clamps it, the prior still pulls it back). Below the
+    current and PWM limits a log pins only damping + viscous friction; the prior then sets the split, and a log
+    that reaches the limits outweighs it. One residual row per joint, weight·ln(kt/kt_table); weight 0: none."""
+
+    per_stiffness: np.ndarray  # (J,) 1/(vin·duty) at the reference kp and supply
+    log_kt: np.ndarray  # (J,) ln of the tabled kt [N·m/A]
+    weight: np.ndarray  # (J,) per unit of ln kt
+
+    def at_loss(self, loss: np.ndarray) -> KtPrior:
+        """The prior weighed against a fit's loss per joint (J,): one spread off costs KT_COST times it."""
+        w = np.sqrt(KT_COST * np.maximum(np.asarray(loss, float), 1e-12)) / KT_SPREAD
+        return dataclasses.replace(self, weight=np.where(self.weight > 0, w, 0.0))
+
+    def rows(self, params: np.ndarray) -> np.ndarray:
+        """(C, J, P) kernel parameters → (C, J) prior residuals."""
+        k = params[..., parameters.INDEX["stiffness"]].astype(np.float64)
+        d = params[..., parameters.INDEX["damping"]].astype(np.float64)
+        ktr = np.maximum(k * self.per_stiffness, 1e-12)
+        r = self.weight * (np.log(np.maximum(d, 1e-12) / ktr) - self.log_kt)
+        return np.where(np.isfinite(r), r, 1e3)
+
+    def select(self, j: int) -> KtPrior:
+        sl = slice(j, j + 1)
+        return KtPrior(self.per_stiffness[sl], self.log_kt[sl], self.weight[sl])
+
+
+def kt_prior(ops: list[OperatingPoints]) -> KtPrior | None:
+    """The kt prior of joints whose voltage servo law tables kt (voltage_servo `kt`), weight 1 until weighed
+    against a fit's loss (KtPrior.at_loss); None when no joint's law tables one."""
+    n = len(ops)
+    per_k, log_kt, weight = np.zeros(n), np.zeros(n), np.zeros(n)
+    for j, op in enumerate(ops):
+        kt = (op.servo or {}).get("kt")
+        if not kt or not op.kp_reference or not op.vin_reference:
+            continue
+        assert op.servo is not None
+        per_k[j] = 1.0 / (op.vin_reference * op.servo["duty_per_kp_rad"] * op.kp_reference)
+        log_kt[j] = np.log(float(kt))
+        weight[j] = 1.0
+    return KtPrior(per_k, log_kt, weight) if weight.any() else None
 
 
 @dataclass
@@ -29,6 +79,7 @@ class LossScales:
     sigma_qd: np.ndarray  # (J,)
     n_samples: np.ndarray  # (J,) samples compared (first sample of each segment is the initial state)
     position_mae: bool = False  # the loss is mean |position error| / sigma_q (LOSSES "position_mae")
+    prior: KtPrior | None = None  # a soft prior on voltage servos' kt, added to the loss
 
     @classmethod
     def from_batch(cls, batch: SegmentBatch) -> LossScales:
@@ -50,12 +101,19 @@ class LossScales:
     def select(self, j: int) -> LossScales:
         """The normalisers of one joint, for a batch holding only that joint."""
         return LossScales(
-            self.sigma_q[j : j + 1], self.sigma_qd[j : j + 1], self.n_samples[j : j + 1], self.position_mae
+            self.sigma_q[j : j + 1],
+            self.sigma_qd[j : j + 1],
+            self.n_samples[j : j + 1],
+            self.position_mae,
+            None if self.prior is None else self.prior.select(j),
         )
 
 
-def loss_from_sums(sums: np.ndarray, batch: SegmentBatch, scales: LossScales) -> np.ndarray:
-    """(C, S, 3) kernel sums → (C, J) loss per candidate and joint; diverged candidates get BAD_LOSS."""
+def loss_from_sums(
+    sums: np.ndarray, batch: SegmentBatch, scales: LossScales, params: np.ndarray | None = None
+) -> np.ndarray:
+    """(C, S, 3) kernel sums → (C, J) loss per candidate and joint, plus the prior's cost at the candidates'
+    kernel `params` (C, J, P) where scales hold one; diverged candidates get BAD_LOSS."""
     n_c, n_j = sums.shape[0], len(batch.joints)
     if scales.position_mae:  # the kernel's third sum is Σ|position error|
         per_seg = sums[:, :, 2] / scales.sigma_q[batch.seg_joint]
@@ -67,15 +125,22 @@ def loss_from_sums(sums: np.ndarray, batch: SegmentBatch, scales: LossScales) ->
     loss = np.zeros((n_c, n_j))
     np.add.at(loss.T, batch.seg_joint, per_seg.T)
     loss /= scales.n_samples[None, :]
+    if scales.prior is not None and params is not None:
+        loss += scales.prior.rows(params) ** 2
     return np.where(np.isfinite(loss), np.minimum(loss, BAD_LOSS), BAD_LOSS)
 
 
 def residuals(
-    traces: dict[str, np.ndarray], batch: SegmentBatch, scales: LossScales, joint: int
+    traces: dict[str, np.ndarray],
+    batch: SegmentBatch,
+    scales: LossScales,
+    joint: int,
+    params: np.ndarray | None = None,
 ) -> np.ndarray:
     """(C, R) residual vectors of one joint whose squared sum is that joint's loss (position_mae: the signed
     square root of each |error| / (sigma_q·n), position rows only, so least squares minimises the MAE; errors
-    under MAE_SMOOTHING·sigma_q count quadratically, else a noise-free log's optimum is a kink it never reaches)."""
+    under MAE_SMOOTHING·sigma_q count quadratically, else a noise-free log's optimum is a kink it never reaches);
+    the prior's row last where scales hold one and the candidates' kernel `params` (C, J, P) are given."""
     parts = []
     norm = np.sqrt(scales.n_samples[joint])
     for s in range(batch.n_segments):
@@ -94,6 +159,8 @@ def residuals(
             (traces["qd"][:, sl] - batch.qd[sl])
             * (np.sqrt(VELOCITY_WEIGHT) / (scales.sigma_qd[joint] * norm))
         )
+    if scales.prior is not None and params is not None:
+        parts.append(scales.prior.rows(params)[:, joint, None])
     r = np.concatenate(parts, axis=1)
     return np.where(np.isfinite(r), r, 1e3)
 

@@ -143,9 +143,8 @@ def residual_fn(
     def run(xs: np.ndarray) -> np.ndarray:
         if count is not None:
             count[0] += xs.shape[0]
-        return residuals(
-            engine.traces(family, candidate_params(family, space, xs[:, None, :])), engine.batch, scales, 0
-        )
+        params = candidate_params(family, space, xs[:, None, :])
+        return residuals(engine.traces(family, params), engine.batch, scales, 0, params)
 
     return run
 
@@ -608,9 +607,8 @@ def _scan(
     for j, starts in enumerate(extra_starts or []):
         for i, x in enumerate(starts[: scan_points - 1]):
             u_scan[1 + i, j] = space.to_unit(x)
-    scan_loss = loss_from_sums(
-        engine.sums(family, candidate_params(family, space, space.from_unit(u_scan))), engine.batch, scales
-    )
+    params = candidate_params(family, space, space.from_unit(u_scan))
+    scan_loss = loss_from_sums(engine.sums(family, params), engine.batch, scales, params)
     return u_scan, scan_loss
 
 
@@ -780,9 +778,8 @@ def _generation(
     u = np.repeat(np.stack(best_u)[None], max(sizes), axis=0)  # (C, J, d); short joints pad with their best
     for j in np.flatnonzero(active).tolist():
         u[: sizes[j], j] = np.vstack([r.strategy.ask() for r in runs[j]])
-    loss = loss_from_sums(
-        engine.sums(family, candidate_params(family, space, space.from_unit(u))), engine.batch, scales
-    )
+    params = candidate_params(family, space, space.from_unit(u))
+    loss = loss_from_sums(engine.sums(family, params), engine.batch, scales, params)
     for j in range(n_j):
         if active[j]:
             _tell_runs(
@@ -885,8 +882,10 @@ def _uncertainty(
     cont = ~space.integer
     analysis: dict = {"intervals": {}, "correlation": {"names": [], "matrix": []}, "warnings": []}
     if cont.any():
-        cov_sc = dataclasses.replace(sc, position_mae=False)
-        run_cov = residual_fn(sub, family, space, cov_sc, count) if sc.position_mae else run
+        # the data's own information: squared errors, no prior
+        cov_sc = dataclasses.replace(sc, position_mae=False, prior=None)
+        data_only = sc.position_mae or sc.prior is not None
+        run_cov = residual_fn(sub, family, space, cov_sc, count) if data_only else run
         r0, jac_c = fd_jacobian(
             lambda us, _: run_cov(space.from_unit(us)), space.to_unit(x), COV_STEP, 1.0, cont
         )
@@ -895,7 +894,7 @@ def _uncertainty(
         # a run's end point in one launch: its loss only bounds its own optimum's from above, so one within the
         # noise is a rival as it stands
         ends = np.stack(candidates) if candidates else x[None]
-        if sc.position_mae:  # every rival's loss in the units of r0
+        if data_only:  # every rival's loss in the units of r0
             solutions = [(xs, float(np.sum(run_cov(xs[None])[0] ** 2))) for xs, _ in solutions]
         end_loss = np.sum(run_cov(ends) ** 2, axis=1)
         rivals = [
