@@ -12,6 +12,7 @@ from actuator_sysid.export.mjcf import build_mjcf, render_model
 from actuator_sysid.export.selection import ChosenModel
 from actuator_sysid.fitting.fit import FitRequest, fit_result, report_data, simulate
 from actuator_sysid.fitting.mujoco_dcmotor_fit import fit_mujoco_dcmotor, simulate_dcmotor
+from actuator_sysid.fitting.request import FitRequestError
 from actuator_sysid.models.families import get_family
 from actuator_sysid.models.mujoco_dcmotor import Bench, Trial, bench_xml, initial_act, set_fields
 
@@ -245,3 +246,6 @@ def test_bad_requests_are_refused():
         fit_mujoco_dcmotor(rec, "hinge", "mujoco_dcmotor_cogging")
     with pytest.raises(ValueError, match="not in the log"):
         fit_mujoco_dcmotor(rec, "knee", "mujoco_dcmotor")
+    # through the joint fit a missing datasheet value is the request's fault (the API's 4xx, the CLI's message)
+    with pytest.raises(FitRequestError, match="metadata cogging_periods"):
+        fit_result(rec, FitRequest(families=["mujoco_dcmotor_cogging"]))

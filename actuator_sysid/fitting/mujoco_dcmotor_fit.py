@@ -17,7 +17,7 @@ from ..models.families import Family, get_family, is_mujoco_dcmotor
 from ..models.mujoco_dcmotor import Bench, Trial
 from ..models.rollout import SegmentBatch
 from .objective import VELOCITY_WEIGHT, pool_metrics
-from .request import FitRequest
+from .request import FitRequest, FitRequestError
 from .result import Interval, Metrics, ModelFit, SegmentMetrics, SplitMetrics
 from .search import COARSE_STEP, COV_STEP, POLISH_STEP, fd_jacobian, trust_region
 from .space import SearchSpace
@@ -220,11 +220,11 @@ def fit_mujoco_dcmotor(
     if not is_mujoco_dcmotor(fam):
         raise ValueError(f"{fam.name} is not a MuJoCo <dcmotor> family")
     if joint not in rec.joint_names:
-        raise ValueError(f"joint {joint!r} is not in the log; it has {rec.joint_names}")
+        raise FitRequestError(f"joint {joint!r} is not in the log; it has {rec.joint_names}")
     ids = list(range(len(rec.segments))) if segments is None else list(segments)
     held = {k: v for k, v in {**given_values(rec, joint), **(fixed or {})}.items() if k in fam.params}
     if "dcmotor_cogging_periods" in fam.params and "dcmotor_cogging_periods" not in held:
-        raise ValueError(
+        raise FitRequestError(
             f"{fam.name}: the cogging periods per radian are a datasheet value; give them "
             "(fixed dcmotor_cogging_periods, or metadata cogging_periods)"
         )
