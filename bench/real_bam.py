@@ -59,7 +59,7 @@ from actuator_sysid.datasets.readers import read_paths  # noqa: E402
 from actuator_sysid.datasets.recording import Recording  # noqa: E402
 from actuator_sysid.fitting import fit as api  # noqa: E402
 from actuator_sysid.fitting.coverage import BEYOND_TRAINING  # noqa: E402
-from actuator_sysid.models.families import FAMILIES, NET_FAMILIES  # noqa: E402
+from actuator_sysid.models.families import FAMILIES, NET_FAMILIES, is_mujoco_dcmotor  # noqa: E402
 
 DEFAULT_DATA = (
     ROOT.parent / "shared" / "data" / "bam-xl330" / "processed"
@@ -67,7 +67,9 @@ DEFAULT_DATA = (
 BAM_VENV = ROOT / "bench" / ".venv-bam"
 KPS = (100, 200, 800)
 VALIDATION_KP = 800
-NATIVE = [f for f, fam in FAMILIES.items() if not fam.rich_friction]  # Isaac Lab / Newton families
+NATIVE = [  # Isaac Lab / Newton families (MuJoCo's own <dcmotor> runs in MuJoCo and mjlab only)
+    f for f, fam in FAMILIES.items() if not fam.rich_friction and not is_mujoco_dcmotor(fam)
+]
 NETS = [n for n in ("mlp", "lstm", "gru") if n in NET_FAMILIES]
 QUICK_SECONDS = 1.5  # --quick: the first 1.5 s of each file
 LADDER_CAP_S = 64.0  # time to BAM's MAE: budgets 1, 2, 4 … below this (and BAM's time), then no budget
@@ -267,7 +269,7 @@ def val_mae(result: dict, family: str) -> float | None:
 
 def family_seconds(model: dict) -> float | None:
     """Seconds a family's own fit took, as the fit records it (nets: their training)."""
-    if "search" in model:
+    if model.get("search") is not None:
         return model["search"].get("seconds")
     tr = model.get("training", {})
     secs = [tr[k] for k in ("seconds", "in_loop_seconds") if isinstance(tr.get(k), int | float)]
@@ -297,8 +299,8 @@ def ours_split(
             "seconds": family_seconds(m),
             "native": f in NATIVE,
             "training_loss": m["loss"],
-            "started_from": m["search"]["started_from"],
-            "starts": m["search"].get("starts"),
+            "started_from": (m.get("search") or {}).get("started_from"),
+            "starts": (m.get("search") or {}).get("starts"),
             # the fit's own word that kp = 800 asks for efforts no training file did (fitting/coverage.py)
             "beyond_training": next((w for w in m["warnings"] if w.startswith(BEYOND_TRAINING)), None),
         }
