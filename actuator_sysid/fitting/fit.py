@@ -752,15 +752,14 @@ TIED_ENVELOPE = ("saturation_effort", "actuator_velocity_limit", "actuator_effor
 def _kt_from_table(analysis: dict, op: OperatingPoints, stiffness: float, damping: float) -> None:
     """Say where the servo table's kt, not the log alone, set the back-EMF damping: the data's own interval on
     the damping is over half the prior's spread, so the prior holds a fifth or more of what fixes it."""
-    servo = op.servo or {}
-    kt = servo.get("kt")
+    kt, per_k = (op.servo or {}).get("kt"), op.ktr_per_stiffness
     iv = analysis["intervals"].get("damping") or {}
     spread = iv.get("std_relative")
-    if not kt or not op.kp_reference or not op.vin_reference:
+    if not kt or per_k is None:
         return
     if iv.get("identified") and spread is not None and spread < KT_SPREAD / 2:
         return
-    ktr = stiffness / (op.vin_reference * servo["duty_per_kp_rad"] * op.kp_reference)
+    ktr = stiffness * per_k
     analysis["warnings"].append(
         f"kt: the log does not tell the back-EMF damping from viscous friction (it barely reaches the current or "
         f"PWM limit), so the servo table's motor constant kt = {kt:g} N·m/A (a soft prior, ±{KT_SPREAD:.0%}) "

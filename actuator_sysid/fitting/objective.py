@@ -29,9 +29,9 @@ KT_COST = 1.0  # one spread off the tabled kt costs this times the fit's loss wi
 class KtPrior:
     """A soft prior on each voltage servo joint's motor constant kt, as the kernel's tie reads it: kt/R =
     stiffness·per_stiffness, kt = damping/(kt/R) (the searched damping: outside the resistance range, where the
-    kernel clamps it, the prior still pulls it back). Below the
-    current and PWM limits a log pins only damping + viscous friction; the prior then sets the split, and a log
-    that reaches the limits outweighs it. One residual row per joint, weight·ln(kt/kt_table); weight 0: none."""
+    kernel clamps it, the prior still pulls it back). Below the current and PWM limits a log pins only damping +
+    viscous friction; the prior then sets the split, and a log that reaches the limits outweighs it. One residual
+    row per joint, weight·ln(kt/kt_table); weight 0: none."""
 
     per_stiffness: np.ndarray  # (J,) 1/(vin·duty) at the reference kp and supply
     log_kt: np.ndarray  # (J,) ln of the tabled kt [N·m/A]
@@ -61,11 +61,10 @@ def kt_prior(ops: list[OperatingPoints]) -> KtPrior | None:
     n = len(ops)
     per_k, log_kt, weight = np.zeros(n), np.zeros(n), np.zeros(n)
     for j, op in enumerate(ops):
-        kt = (op.servo or {}).get("kt")
-        if not kt or not op.kp_reference or not op.vin_reference:
+        kt, ktr_per_k = (op.servo or {}).get("kt"), op.ktr_per_stiffness
+        if not kt or ktr_per_k is None:
             continue
-        assert op.servo is not None
-        per_k[j] = 1.0 / (op.vin_reference * op.servo["duty_per_kp_rad"] * op.kp_reference)
+        per_k[j] = ktr_per_k
         log_kt[j] = np.log(float(kt))
         weight[j] = 1.0
     return KtPrior(per_k, log_kt, weight) if weight.any() else None

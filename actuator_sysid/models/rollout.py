@@ -373,12 +373,21 @@ class OperatingPoints:
         r = (self.servo or {}).get("resistance")
         return (float(r[0]), float(r[1])) if r else (0.0, 0.0)
 
+    @property
+    def ktr_per_stiffness(self) -> float | None:
+        """A voltage servo's kt/R per unit of fitted stiffness, 1/(vin·duty) at the reference kp and supply (kt/R
+        = K/(vin·duty)); None: not a tied voltage servo."""
+        if self.servo is None or not self.kp_reference or not self.vin_reference:
+            return None
+        return 1.0 / (self.vin_reference * self.servo["duty_per_kp_rad"] * self.kp_reference)
+
     def tied_damping(self, stiffness: float, damping: float) -> float:
         """The back-EMF damping kt²/R the kernel runs: within R_min·(kt/R)² … R_max·(kt/R)², kt/R = K/(vin·duty)."""
         r_min, r_max = self.resistance_range
-        if self.servo is None or not r_max or not self.kp_reference or not self.vin_reference:
+        per_k = self.ktr_per_stiffness
+        if per_k is None or not r_max:
             return damping
-        ktr = stiffness / (self.vin_reference * self.servo["duty_per_kp_rad"] * self.kp_reference)
+        ktr = stiffness * per_k
         return min(max(damping, r_min * ktr * ktr), r_max * ktr * ktr)
 
     def tied_envelope(self, stiffness: float, damping: float) -> dict[str, float]:
