@@ -29,7 +29,6 @@ TRUTH = {
     "friction_base": 0.03,
 }
 LAW = VOLTAGE_SERVOS["xl330"]
-# at kp 100 the runs that keep the torque on: a torque-off drop shows the viscous friction alone, and with it kt
 
 
 def _at_current_limit(rec, kp: int) -> float:
@@ -45,6 +44,7 @@ def _at_current_limit(rec, kp: int) -> float:
 
 def _fitted_kt(tmp_path: Path, kp: int) -> tuple[float, float, list[str]]:
     """The logs' share at the current limit, the fitted kt (effort limit / current limit) and the warnings."""
+    # at kp 100 the runs that keep the torque on: a torque-off drop shows the viscous friction alone, and so kt
     runs = RUNS if kp == 800 else tuple(r for r in RUNS if r != "lift_and_drop")
     rec = read_paths(write_logs(tmp_path, "m1", TRUTH, kps=(kp,), runs=runs))
     fit = fit_recording(rec, FitRequest(families=["dcmotor"], seed=0, decimation=2, generations=15))
