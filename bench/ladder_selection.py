@@ -106,10 +106,15 @@ def goal(kind: str, f: float, amplitude: float, t: np.ndarray) -> np.ndarray:
     return amplitude * np.sin(2 * math.pi * (f / 4 * s + (f - f / 4) * s**2 / (2 * span)))
 
 
-def write_logs(folder: Path, t: dict[str, Any], seconds: float) -> list[Path]:
+def write_logs(folder: Path, t: dict[str, Any], seconds: float, chirp_load: float = 1.0) -> list[Path]:
     """Every run of one truth stepped side by side by BAM's Simulator (its firmware law closing the loop on the
-    simulated state, the goal held between log samples and delayed), written as BAM's JSON files."""
-    runs = [(kind, f, TRAIN_AMPLITUDE, 1.0) for f in TRAIN_BANDS for kind in ("sine", "chirp")]
+    simulated state, the goal held between log samples and delayed), written as BAM's JSON files. `chirp_load`:
+    the training chirps' pendulum mass over the sines' (1: one load trains)."""
+    runs = [
+        (kind, f, TRAIN_AMPLITUDE, chirp_load if kind == "chirp" else 1.0)
+        for f in TRAIN_BANDS
+        for kind in ("sine", "chirp")
+    ]
     runs += [(kind, FAR, FAR_AMPLITUDE, FAR_LOAD) for kind in ("sine", "chirp")]
     model = models[t["model"]]()
     model.set_actuator(actuators["xl330"]())
@@ -183,11 +188,11 @@ def _walk_pick(errors: dict[str, float], margin: float) -> tuple[str | None, boo
     return walk.kept, all(o.rung.family in errors for o in walk.outcomes)
 
 
-def one_seed(seed: int, seconds: float, search: dict[str, int]) -> dict[str, Any]:
+def one_seed(seed: int, seconds: float, search: dict[str, int], chirp_load: float = 1.0) -> dict[str, Any]:
     """One truth: its logs, the ladder's fit, every rung fitted alone, and the comparison."""
     t = truth(seed)
     with tempfile.TemporaryDirectory() as tmp:
-        rec: Recording = read_paths(write_logs(Path(tmp), t, seconds))
+        rec: Recording = read_paths(write_logs(Path(tmp), t, seconds, chirp_load))
     rec = tagged(rec)
     holdout = f"band_hz={FAR:g}"
     wall = time.perf_counter()
@@ -246,6 +251,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--default-search", action="store_true", help="the fit's default search, not the bench's")
     ap.add_argument("--out", help="also write the JSON here")
+    ap.add_argument(
+        "--chirp-load",
+        type=float,
+        default=1.0,
+        help="the training chirps' load over the sines' (1: one load)",
+    )
     args = ap.parse_args(argv)
     n = args.seeds or (3 if args.quick else 10)
     seconds, search = (3.0, QUICK) if args.quick else (3.0, SEARCH)
@@ -255,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter()
     rows = []
     for seed in range(args.first_seed, args.first_seed + n):
-        rows.append(one_seed(seed, seconds, search))
+        rows.append(one_seed(seed, seconds, search, args.chirp_load))
         print(f"seed {seed}: {rows[-1]['pick']} {rows[-1]['pick_over_best']:.3f}", file=sys.stderr)
     within = sum(r["within"] for r in rows)
     out = {
@@ -267,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             "kp": KP,
             "train_bands_hz": TRAIN_BANDS,
             "far_hz": FAR,
+            "training_chirp_load": args.chirp_load,
         },
         "min_gain": MIN_GAIN,
         "tolerance": TOLERANCE,
