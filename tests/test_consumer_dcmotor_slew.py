@@ -95,11 +95,26 @@ def test_extensions_without_a_consumer_class_are_refused(family: str) -> None:
         build_stage(res, rec, families={"hinge": family})
 
 
+# family → ACTUATORS_BEST's class and the terms it adds: the delayed class slews the delayed target (a servo's bus
+# delays the goal, its firmware slews it); BAM's friction budget rides on top
+SLEWED_CLASSES = {
+    "dcmotor": ("DCMotorGoalSlewCfg", {}),
+    "dcmotor_delay": ("DelayedDCMotorGoalSlewCfg", {"delay": 3}),
+    "dcmotor_stribeck_delay": (
+        "DelayedDCMotorBAMFrictionGoalSlewCfg",
+        {"delay": 3, "stribeck_friction": 0.03, "stribeck_velocity": 0.3, "stribeck_exponent": 2.0},
+    ),
+}
+
+
 @pytest.mark.conformance
-def test_servo_goal_rate_replays_in_isaaclab(tmp_path) -> None:
-    """BAM's STS3215 (goal slewed at 4 rad/s): a kernel dcmotor fit with goal_rate_limit is ACTUATORS_BEST's
-    DCMotorGoalSlewCfg, its goal starting at the measured position, replayed within 10 % of our kernel (the export
-    at the log's own kp and vin: the law ties the envelope to the gain there)."""
+@pytest.mark.parametrize("family", list(SLEWED_CLASSES))
+def test_servo_goal_rate_replays_in_isaaclab(tmp_path, family: str) -> None:
+    """BAM's STS3215 (goal slewed at 4 rad/s): a kernel fit with goal_rate_limit is ACTUATORS_BEST's slewed
+    class (with a delay, the delayed target slewed; with BAM's friction budget, that class), its goal starting at
+    the measured position, replayed within 10 % of our kernel (the export at the log's own kp and vin: the law
+    ties the envelope to the gain there)."""
+    cls, extra = SLEWED_CLASSES[family]
     paths = write_feetech_logs(  # the sine's target runs up to 12 rad/s: the goal rate acts
         tmp_path, {**STS, "max_velocity": 4.0}, kps=(16,), runs=("sin_time_square", "lift_and_drop")
     )
@@ -119,15 +134,18 @@ def test_servo_goal_rate_replays_in_isaaclab(tmp_path) -> None:
         "friction": STS["friction_base"],
         "viscous_friction": STS["friction_viscous"],
         "goal_rate_limit": 3.0,
+        **extra,
     }
     dt = float(rec.segments[0].dt) / 2
-    res = make_result({joint: {"dcmotor": model_entry("dcmotor", params, SERVO_TERMS)}}, rec, dt, 2)
-    src = render_python(res)
-    assert "ACTUATORS_BEST" in src and "DCMotorGoalSlewCfg(" in src
+    terms = (*SERVO_TERMS, *(k for k in extra if k.startswith("stribeck")))
+    res = make_result({joint: {family: model_entry(family, params, terms)}}, rec, dt, 2)
+    src = render_python(res, rec=rec)
+    assert "ACTUATORS_BEST" in src and f" {cls}(" in src
     names = [s.name for s in rec.segments]
     r = replay(res, rec, "isaaclab.py", segments=names)
     assert set(r["joints"]) == {joint, f"{joint} (best)"}, r
     best = {**r, "joints": {k: v for k, v in r["joints"].items() if k.endswith("(best)")}}
     _close(best, 1e-5)
-    unslewed = r["joints"][joint]  # ACTUATORS: Isaac Lab's DCMotorCfg, which holds no goal rate
-    assert max(s["rmse_replay_vs_ours"] for s in unslewed["segments"]) > 1e-2, unslewed
+    if family == "dcmotor":  # ACTUATORS: Isaac Lab's DCMotorCfg, which holds no goal rate
+        unslewed = r["joints"][joint]
+        assert max(s["rmse_replay_vs_ours"] for s in unslewed["segments"]) > 1e-2, unslewed

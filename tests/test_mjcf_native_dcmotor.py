@@ -78,14 +78,16 @@ def _result(rec: Recording, family: str, params: dict[str, float], servo: bool =
     return res
 
 
-def _mujoco(text: str, seg: Segment, ctrl: np.ndarray) -> np.ndarray:
+def _mujoco(text: str, seg: Segment, ctrl: np.ndarray, slew_from: float | None = None) -> np.ndarray:
     """The exported model stepped through one segment from its first measured state, ctrl held per sample, a
-    delayed actuator's history filled with the first command."""
+    delayed actuator's history filled with the first command, a slewed setpoint started at `slew_from`."""
     model = mujoco.MjModel.from_xml_string(text)
     data = mujoco.MjData(model)
     a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, "hinge_actuator")
     c = int(model.actuator_ctrladr[a])
     data.qpos[0], data.qvel[0] = seg.q[0, 0], seg.qd[0, 0]
+    if slew_from is not None:
+        data.act[int(model.actuator_actadr[a])] = slew_from
     if (n := int(model.actuator_history[a][0])) > 0:
         times = (data.time - model.opt.timestep * np.arange(n)[::-1]).reshape(-1, 1)
         mujoco.mj_initCtrlHistory(model, data, a, times, np.full((n, 1), ctrl[0]))
@@ -232,3 +234,32 @@ def test_a_pipeline_fit_exports_a_native_dcmotor_that_replays_it(servo: bool) ->
     for seg in rec.segments:  # the two forms in float64: equal but for the file's nine digits
         native, two = (_mujoco(x, seg, seg.q_des[:, 0]) for x in (text, general))
         assert np.max(np.abs(native - two)) < 1e-8
+
+
+@pytest.mark.parametrize("family", ["dcmotor", "dcmotor_delay"])
+def test_a_servos_goal_slew_is_the_dcmotors_slewmax(family: str) -> None:
+    """A servo fit whose goal moves at most goal_rate_limit (a Feetech law) is a `<dcmotor>` with slewmax = that
+    rate, its slew state started where the file says: without friction MuJoCo follows our kernel within 1e-6 rad,
+    delay included; the consumer replay does the same; the slew acts (without it the file is far off)."""
+    rec = _log()
+    rate, terms = 1.5, ["goal_rate_limit"]
+    params = {**MISFIT, "friction": 0.0, "delay": 3, "goal_rate_limit": rate}
+    res = make_result({"hinge": {family: model_entry(family, params, joint_terms=tuple(terms))}}, rec)
+    text, findings = build_mjcf(res, rec)
+    model = mujoco.MjModel.from_xml_string(text)
+    assert _native(text) and model.na == 1 and model.actuator_dynprm[0][7] == pytest.approx(rate, rel=1e-8)
+    assert "SLEW STATE" in text
+    (note,) = [f for f in findings if f.code == "EXPORT.MJCF.goal_rate_limit"]
+    assert note.severity == "info" and "slewmax" in note.message  # carried, not a warning to act on
+    plain, _ = build_mjcf(make_result({"hinge": {family: model_entry(family, params)}}, rec), rec)
+    assert mujoco.MjModel.from_xml_string(plain).na == 0  # no rate fitted: no slew, no state
+    ours = simulate(rec, "hinge", family, params, joint_terms=terms)
+    worst, unslewed = 0.0, 0.0
+    for seg in rec.segments:
+        q = _mujoco(text, seg, seg.q_des[:, 0], slew_from=seg.q[0, 0])
+        worst = max(worst, float(np.max(np.abs(q - ours[seg.name]["q"]))))
+        q = _mujoco(plain, seg, seg.q_des[:, 0])
+        unslewed = max(unslewed, float(np.max(np.abs(q - ours[seg.name]["q"]))))
+    assert worst < 1e-6 and unslewed > 1e-2
+    r = replay(res, rec, "mjcf.xml")
+    assert r["status"] == "ok" and r["joints"]["hinge"]["relative_difference"] < 1e-4

@@ -48,8 +48,14 @@ __all__ = [
     "DelayedDCMotorCfg",
     "DelayedPIDActuator",
     "DelayedPIDActuatorCfg",
+    "DCMotorBAMFrictionGoalSlew",
+    "DCMotorBAMFrictionGoalSlewCfg",
     "DCMotorGoalSlew",
     "DCMotorGoalSlewCfg",
+    "DelayedDCMotorBAMFrictionGoalSlew",
+    "DelayedDCMotorBAMFrictionGoalSlewCfg",
+    "DelayedDCMotorGoalSlew",
+    "DelayedDCMotorGoalSlewCfg",
     "EncoderOffsetMixin",
     "GoalSlewMixin",
     "IdealPDActuatorGoalSlew",
@@ -432,6 +438,51 @@ class IdealPDActuatorGoalSlewCfg(IdealPDActuatorCfg):
     class_type: type = IdealPDActuatorGoalSlew
     goal_rate_limit: float = MISSING  # type: ignore[assignment]
     physics_dt: float = MISSING  # type: ignore[assignment]
+    slew_from_target: bool = False
+
+
+class _GoalSlewPD(GoalSlewMixin, IdealPDActuator):
+    """IdealPDActuator's PD law on a slewed target: the base a delayed class reaches after its delay, so the
+    delayed target is slewed (a servo's bus delays the goal, then its firmware slews it)."""
+
+
+class DelayedDCMotorGoalSlew(DelayedDCMotor, _GoalSlewPD):
+    """DelayedDCMotor whose delayed position target is slewed (see GoalSlewMixin)."""
+
+
+class DCMotorBAMFrictionGoalSlew(BAMFrictionMixin, DCMotorGoalSlew):
+    """DCMotorGoalSlew with BAM's friction budget (see BAMFrictionMixin)."""
+
+
+class DelayedDCMotorBAMFrictionGoalSlew(BAMFrictionMixin, DelayedDCMotorGoalSlew):
+    """DelayedDCMotorGoalSlew with BAM's friction budget (see BAMFrictionMixin)."""
+
+
+@configclass
+class DelayedDCMotorGoalSlewCfg(DelayedDCMotorCfg):
+    """DelayedDCMotorCfg whose delayed position target is slewed: goal_rate_limit [rad/s], physics_dt [s]."""
+
+    class_type: type = DelayedDCMotorGoalSlew
+    goal_rate_limit: float = MISSING  # type: ignore[assignment]
+    physics_dt: float = MISSING  # type: ignore[assignment]
+    slew_from_target: bool = False
+
+
+@configclass
+class DCMotorBAMFrictionGoalSlewCfg(DCMotorBAMFrictionCfg):
+    """DCMotorBAMFrictionCfg with a slewed position target: goal_rate_limit [rad/s]."""
+
+    class_type: type = DCMotorBAMFrictionGoalSlew
+    goal_rate_limit: float = MISSING  # type: ignore[assignment]
+    slew_from_target: bool = False
+
+
+@configclass
+class DelayedDCMotorBAMFrictionGoalSlewCfg(DelayedDCMotorBAMFrictionCfg):
+    """DelayedDCMotorBAMFrictionCfg whose delayed position target is slewed: goal_rate_limit [rad/s]."""
+
+    class_type: type = DelayedDCMotorBAMFrictionGoalSlew
+    goal_rate_limit: float = MISSING  # type: ignore[assignment]
     slew_from_target: bool = False
 
 

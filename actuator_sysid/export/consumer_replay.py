@@ -589,6 +589,8 @@ def mujoco_segment(
     """Run one segment through the MJCF model; ctrl as mjcf.py states it; measured-frame q."""
     import mujoco
 
+    from ..models.families import is_mujoco_dcmotor
+    from ..models.mujoco_dcmotor import slots
     from .newton_usd import prim_name
 
     model = mujoco.MjModel.from_xml_string(xml)
@@ -602,6 +604,10 @@ def mujoco_segment(
     for j, c in cols.items():
         data.qpos[model.jnt_qposadr[jid[j]]] = seg.q[0, c] - offsets[j]
         data.qvel[model.jnt_dofadr[jid[j]]] = seg.qd[0, c]
+        where = slots(model, aid[j])
+        if "slew" in where:  # the file's SLEW STATE: the fit's start of the slewed goal
+            first = seg.q_des[0, c] if is_mujoco_dcmotor(models[j].family) else seg.q[0, c]
+            data.act[where["slew"]] = first
 
     ctrladr, ctrlnum = model.actuator_ctrladr, model.actuator_ctrlnum  # a pid actuator takes 2 controls
 

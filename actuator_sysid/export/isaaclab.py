@@ -106,11 +106,25 @@ REQUIRED |= {bam: REQUIRED[base] + ("joint_inertia", "physics_dt") for bam, base
 BUILTIN = tuple(dict.fromkeys(f.isaaclab_cfg for f in FAMILIES.values() if f.isaaclab_cfg))  # Isaac Lab's own
 CUSTOM_FAMILY_CFG = {f.name: f.isaaclab_custom for f in FAMILIES.values() if f.isaaclab_custom}
 # a slewed position target (goal_rate_limit, MuJoCo's <dcmotor> slewmax): our subclass of the class it slews
-SLEWED = {"DCMotorCfg": "DCMotorGoalSlewCfg", "IdealPDActuatorCfg": "IdealPDActuatorGoalSlewCfg"}
+SLEWED = {
+    "DCMotorCfg": "DCMotorGoalSlewCfg",
+    "IdealPDActuatorCfg": "IdealPDActuatorGoalSlewCfg",
+    "DelayedDCMotorCfg": "DelayedDCMotorGoalSlewCfg",
+    **{bam: bam.removesuffix("Cfg") + "GoalSlewCfg" for bam in _BAM_BASE},
+}
 _SLEW_FIELDS = ("goal_rate_limit", "physics_dt", "slew_from_target")
-CFG_FIELDS |= {slewed: CFG_FIELDS[base] + _SLEW_FIELDS for base, slewed in SLEWED.items()}
-REQUIRED |= {slewed: REQUIRED[base] + _SLEW_FIELDS[:2] for base, slewed in SLEWED.items()}
-_DC_CLASSES = ("DCMotorCfg", "DelayedDCMotorCfg", "DCMotorGoalSlewCfg", *_BAM_BASE)
+CFG_FIELDS |= {
+    slewed: tuple(dict.fromkeys(CFG_FIELDS[base] + _SLEW_FIELDS)) for base, slewed in SLEWED.items()
+}
+REQUIRED |= {
+    slewed: tuple(dict.fromkeys(REQUIRED[base] + _SLEW_FIELDS[:2])) for base, slewed in SLEWED.items()
+}
+_DC_CLASSES = (
+    "DCMotorCfg",
+    "DelayedDCMotorCfg",
+    *_BAM_BASE,
+    *(SLEWED[c] for c in ("DCMotorCfg", "DelayedDCMotorCfg", *_BAM_BASE)),
+)
 OFFSET_SUFFIX = "WithEncoderOffset"
 # Isaac Lab 2.x names (deprecated aliases in 3.0, actuator_compat.py): explicit vs implicit meaning (§A.1, §A.10)
 _V2_NAMES = {

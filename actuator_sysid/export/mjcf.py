@@ -39,6 +39,7 @@ import numpy as np
 
 from ..datasets.recording import JointInfo, Recording
 from ..fitting.result import FitResult, ResultLike, as_result
+from ..models.components.servo_goal import GOAL_RATE
 from ..models.families import Family, is_mujoco_dcmotor
 from ..models.mujoco_dcmotor import attrs_text, dcmotor_attrs
 from .newton_usd import MIN_INERTIA, MIN_MASS, prim_name
@@ -138,7 +139,14 @@ def mjcf_warnings(
         out += [
             Finding(f"EXPORT.MJCF.{code}", severity, m.joint, msg)
             for code, severity, msg in comp.notes("mjcf", m)
+            if not (motor is not None and code == GOAL_RATE.name)  # the <dcmotor> slews: said below
         ]
+    if motor is not None and goal_slew(m) > 0:
+        msg = (
+            f"the servo's goal slew is the <dcmotor>'s slewmax = {goal_slew(m):.6g} rad/s; start its slew state "
+            "(the actuator's first act) at the joint's first measured position, as the file's SLEW STATE says"
+        )
+        out.append(Finding(f"EXPORT.MJCF.{GOAL_RATE.name}", "info", m.joint, msg))
     return out
 
 
@@ -253,7 +261,7 @@ def _dcmotor_attrs(m: ChosenModel, motor: DCMotor, dt: float) -> dict[str, str]:
         "motorconst": _num(motor.motorconst),
         "resistance": _num(motor.resistance),
         "input": "pos",
-        "controller": f"{_num(kp)} 0 {_num(kd)} 0 0 {_num(motor.vmax)}",
+        "controller": f"{_num(kp)} 0 {_num(kd)} {_num(goal_slew(m))} 0 {_num(motor.vmax)}",
     }
     lim = m.value("actuator_effort_limit")
     if lim is not None and lim > 0:
@@ -307,6 +315,13 @@ def _actuator_attrs(m: ChosenModel, dt: float) -> dict[str, str]:
     return out
 
 
+def goal_slew(m: ChosenModel) -> float:
+    """A servo's fitted goal slew rate [rad/s], the `<dcmotor>`'s slewmax (its setpoint moves at most this fast
+    toward ctrl, after the ctrl delay, as the kernel's servo goal moves); 0 for none."""
+    rate = m.value("goal_rate_limit")
+    return float(rate) if rate is not None and math.isfinite(rate) and rate > 0 else 0.0
+
+
 def _delay(m: ChosenModel) -> int:
     """The model's command delay in physics steps (0 for a family without one)."""
     return int(round(m.params.get("delay", 0))) if m.family.delay else 0
@@ -319,6 +334,15 @@ DELAY_HISTORY = [
     "       and Newton's delays) starts it full of the first command. Before the first step, fill it with the",
     "       first ctrl: n = model.actuator_history[a][0]; mujoco.mj_initCtrlHistory(model, data, a,",
     "       (data.time - model.opt.timestep * np.arange(n)[::-1]).reshape(-1, 1), np.full((n, 1), ctrl0)) -->",
+]
+
+
+# MuJoCo starts a <dcmotor>'s slewed setpoint (its first act) at 0; the fit starts a servo's goal at the joint's
+# first measured position, so the file says how to match it
+SLEW_STATE = [
+    "  <!-- SLEW STATE: a <dcmotor> with a slewmax keeps its slewed setpoint in act, which MuJoCo starts at 0,",
+    "       while the fit starts a servo's goal at the joint's first measured position. Before the first step set",
+    "       data.act[model.actuator_actadr[a]] = q0 (mujoco_dcmotor* families: the first setpoint, ctrl0). -->",
 ]
 
 
@@ -395,6 +419,7 @@ def render_model(
         *(CTRL_DCMOTOR if motors else []),
         "       Delays count physics steps of the timestep below. -->",
         *(DELAY_HISTORY if any(_delay(m) >= 1 for m in models) else []),
+        *(SLEW_STATE if any(m.joint in motors and goal_slew(m) > 0 for m in models) else []),
         '  <compiler angle="radian" autolimits="true"/>',
         f'  <option timestep="{_num(dt)}" gravity="0 0 {_num(-g)}" '
         f'integrator="{"implicitfast" if implicit_only else "Euler"}"/>',

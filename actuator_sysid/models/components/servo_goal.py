@@ -3,9 +3,10 @@
 Each physics step g ← clip(q_des, g − rate·dt, g + rate·dt) before the PD (duty) law, g starting at the segment's
 first measured position (BAM's STS3215Actuator `q_target_smooth`; datasets/servo_laws.py). The kernel runs it on
 the delayed command; a segment whose servo law states the rate runs it without this term (models/rollout.py
-`seg_goal_rate`), a fit with this term fits it. No Isaac Lab or Newton actuator, nor MJCF's <general>, slews its
-target (MuJoCo's <dcmotor> slewmax does): each export's finding states the rate, and a consumer applies it to its
-targets each physics step before setting them.
+`seg_goal_rate`), a fit with this term fits it. MuJoCo's <dcmotor> slewmax carries it (export/mjcf.py), and so
+do the consumer package's slewed Isaac Lab classes (ACTUATORS_BEST). Isaac Lab's own classes, Newton's actuators
+and MJCF's <general> do not: their finding states the rate, and a consumer applies it to its targets each physics
+step before setting them.
 """
 
 from __future__ import annotations
