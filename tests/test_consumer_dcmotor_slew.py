@@ -17,6 +17,7 @@ from bam_logs import write_feetech_logs
 from export_helpers import make_result, model_entry
 from test_mujoco_dcmotor import BASE, EXTENSIONS, SUBSTEPS, _log
 
+from actuator_sysid.consumers.schema import SLEW_PD_API
 from actuator_sysid.datasets.readers import read_paths
 from actuator_sysid.export import replay
 from actuator_sysid.export.isaaclab import actuator_cfgs, cfg_hazards, render_json, render_python
@@ -149,3 +150,11 @@ def test_servo_goal_rate_replays_in_isaaclab(tmp_path, family: str) -> None:
     if family == "dcmotor":  # ACTUATORS: Isaac Lab's DCMotorCfg, which holds no goal rate
         unslewed = r["joints"][joint]
         assert max(s["rmse_replay_vs_ours"] for s in unslewed["segments"]) > 1e-2, unslewed
+    stage, findings = build_stage(res, rec)  # Newton: the consumer package's PD drive on a slewed target
+    text = stage.GetRootLayer().ExportToString()
+    assert SLEW_PD_API in text and "newton:goalRateLimit = 3" in text
+    (note,) = [f for f in findings if f.code == "EXPORT.NEWTON.goal_rate_limit"]
+    assert note.severity == "info" and SLEW_PD_API in note.message
+    # Coulomb friction is MuJoCo's soft frictionloss in Newton (2.2e-3 rad from our hard stop on these logs), a
+    # hard stop in the friction budget's clamp (9e-8 rad)
+    _close(replay(res, rec, "newton.usda", segments=names), 1e-5 if "stribeck" in family else 5e-3)

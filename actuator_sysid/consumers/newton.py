@@ -14,17 +14,19 @@ schema" instead of running without the budget. Importing this module imports New
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import newton
 import numpy as np
 import warp as wp
-from newton.actuators import ClampingBase, ComponentKind, DrivePD, register_actuator_component
+from newton.actuators import ClampingBase, ComponentKind, DriveBase, DrivePD, register_actuator_component
 
-from .schema import BUDGET_API, BUDGET_ATTRIBUTES, PD_API, register_usd_schemas
+from .schema import BUDGET_API, BUDGET_ATTRIBUTES, PD_API, SLEW_PD_API, register_usd_schemas
 
 __all__ = [
     "ClampingFrictionBudget",
+    "DriveSlewedPD",
     "budget_dofs",
     "external_effort",
     "register",
@@ -147,6 +149,171 @@ class ClampingFrictionBudget(ClampingBase):
         )
 
 
+@wp.kernel
+def _slewed_pd_kernel(
+    positions: wp.array[float],
+    velocities: wp.array[float],
+    target_pos: wp.array[float],
+    target_vel: wp.array[float],
+    feedforward: wp.array[float],
+    pos_indices: wp.array[wp.uint32],
+    vel_indices: wp.array[wp.uint32],
+    target_pos_indices: wp.array[wp.uint32],
+    target_vel_indices: wp.array[wp.uint32],
+    kp: wp.array[float],
+    kd: wp.array[float],
+    const_effort: wp.array[float],
+    rate: wp.array[float],
+    goal: wp.array[float],
+    started: wp.array[wp.int32],
+    dt: float,
+    efforts: wp.array[float],
+    next_goal: wp.array[float],
+):
+    """g = clip(target, g_prev ± rate·dt), g_prev the joint position before the first step; effort = const +
+    feedforward + kp·(g − q) + kd·(target_vel − qd)."""
+    i = wp.tid()
+    q = positions[pos_indices[i]]
+    prev = q
+    if started[i] != 0:
+        prev = goal[i]
+    step = rate[i] * dt
+    g = wp.clamp(target_pos[target_pos_indices[i]], prev - step, prev + step)
+    ff = wp.float32(0.0)
+    if feedforward:
+        ff = feedforward[target_vel_indices[i]]
+    const_e = wp.float32(0.0)
+    if const_effort:
+        const_e = const_effort[i]
+    efforts[i] = (
+        const_e
+        + ff
+        + kp[i] * (g - q)
+        + kd[i] * (target_vel[target_vel_indices[i]] - velocities[vel_indices[i]])
+    )
+    next_goal[i] = g
+
+
+@wp.kernel
+def _unstart_kernel(started: wp.array[wp.int32], mask: wp.array[wp.bool]):
+    i = wp.tid()
+    if mask[i]:
+        started[i] = 0
+
+
+class DriveSlewedPD(DriveBase):
+    """Newton's PD law on a slewed position target (a servo firmware's velocity-limited goal): each step the goal
+    moves toward the (delayed) target at most goal_rate_limit·dt, starting at the joint position after a reset.
+    Stateful (the goal); explicit mode only."""
+
+    @dataclass
+    class State(DriveBase.State):
+        """The slewed goal per DOF and whether it has started (0: it starts at the joint position)."""
+
+        goal: wp.array | None = None
+        started: wp.array | None = None
+
+        def reset(self, mask: wp.array | None = None) -> None:
+            assert self.started is not None
+            if mask is None:
+                self.started.zero_()
+                return
+            wp.launch(_unstart_kernel, dim=len(mask), inputs=[self.started, mask], device=self.started.device)
+
+    @classmethod
+    def resolve_arguments(cls, args: dict[str, Any]) -> dict[str, Any]:
+        out = {k: float(args.get(k, 0.0)) for k in ("kp", "kd", "const_effort", "goal_rate_limit")}
+        bad = [k for k in ("kp", "kd") if not out[k] >= 0.0]
+        bad += (
+            []
+            if out["goal_rate_limit"] > 0.0 and math.isfinite(out["goal_rate_limit"])
+            else ["goal_rate_limit"]
+        )
+        if bad:
+            raise ValueError(
+                f"{SLEW_PD_API}: {', '.join(f'{k} = {out[k]}' for k in bad)} must be ≥ 0 (goal_rate_limit "
+                "finite and > 0)"
+            )
+        return out
+
+    def __init__(
+        self,
+        kp: wp.array,
+        kd: wp.array,
+        goal_rate_limit: wp.array,
+        const_effort: wp.array | None = None,
+    ) -> None:
+        if not kp.shape == kd.shape == goal_rate_limit.shape:
+            raise ValueError("kp, kd and goal_rate_limit must have one shape")
+        self.kp, self.kd, self.goal_rate_limit, self.const_effort = kp, kd, goal_rate_limit, const_effort
+        self._next_goal: wp.array | None = None
+
+    def finalize(self, device: wp.Device, num_actuators: int) -> None:
+        self._next_goal = wp.zeros(num_actuators, dtype=wp.float32, device=device)
+
+    def is_stateful(self) -> bool:
+        return True
+
+    def is_graphable(self) -> bool:
+        return True
+
+    def state(self, num_actuators: int, device: wp.Device) -> DriveSlewedPD.State:
+        return DriveSlewedPD.State(
+            goal=wp.zeros(num_actuators, dtype=wp.float32, device=device),
+            started=wp.zeros(num_actuators, dtype=wp.int32, device=device),
+        )
+
+    def compute(
+        self,
+        positions: wp.array,
+        velocities: wp.array,
+        target_pos: wp.array,
+        target_vel: wp.array,
+        feedforward: wp.array | None,
+        pos_indices: wp.array,
+        vel_indices: wp.array,
+        target_pos_indices: wp.array,
+        target_vel_indices: wp.array,
+        forces: wp.array,
+        state: DriveBase.State | None,
+        dt: float,
+        device: wp.Device | None = None,
+        *,
+        custom_inputs: dict[str, Any] | None = None,
+    ) -> None:
+        assert isinstance(state, DriveSlewedPD.State) and self._next_goal is not None
+        wp.launch(
+            _slewed_pd_kernel,
+            dim=len(forces),
+            inputs=[
+                positions,
+                velocities,
+                target_pos,
+                target_vel,
+                feedforward,
+                pos_indices,
+                vel_indices,
+                target_pos_indices,
+                target_vel_indices,
+                self.kp,
+                self.kd,
+                self.const_effort,
+                self.goal_rate_limit,
+                state.goal,
+                state.started,
+                float(dt),
+            ],
+            outputs=[forces, self._next_goal],
+            device=device,
+        )
+
+    def update_state(self, current_state: DriveBase.State, next_state: DriveBase.State) -> None:
+        assert isinstance(next_state, DriveSlewedPD.State) and next_state.goal is not None
+        assert next_state.started is not None and self._next_goal is not None
+        wp.copy(next_state.goal, self._next_goal)
+        next_state.started.fill_(1)
+
+
 def budget_clamps(model: Any) -> list[ClampingFrictionBudget]:
     """Every friction-budget clamp of a finalized Newton model's actuators."""
     return [c for a in model.actuators for c in a.clamping if isinstance(c, ClampingFrictionBudget)]
@@ -206,6 +373,7 @@ def register() -> None:
         return
     register_actuator_component(PD_API, DrivePD, ComponentKind.DRIVE)
     register_actuator_component(BUDGET_API, ClampingFrictionBudget, ComponentKind.CLAMPING)
+    register_actuator_component(SLEW_PD_API, DriveSlewedPD, ComponentKind.DRIVE)
     _registered = True
 
 

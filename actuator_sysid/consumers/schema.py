@@ -12,6 +12,7 @@ from pathlib import Path
 
 PD_API = "ActuatorSysidPDControlAPI"  # Newton's DrivePD under our name (newton.py says why)
 BUDGET_API = "ActuatorSysidFrictionBudgetAPI"
+SLEW_PD_API = "ActuatorSysidSlewedPDControlAPI"  # DrivePD on a slewed target (newton.DriveSlewedPD)
 PLUGIN_DIR = Path(__file__).parent / "usd"
 # newton: attribute → the component's argument (Newton's parser turns camelCase into snake_case)
 BUDGET_ATTRIBUTES: dict[str, str] = {

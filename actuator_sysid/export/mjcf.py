@@ -39,7 +39,7 @@ import numpy as np
 
 from ..datasets.recording import JointInfo, Recording
 from ..fitting.result import FitResult, ResultLike, as_result
-from ..models.components.servo_goal import GOAL_RATE
+from ..models.components.servo_goal import GOAL_RATE, slew_rate
 from ..models.families import Family, is_mujoco_dcmotor
 from ..models.mujoco_dcmotor import attrs_text, dcmotor_attrs
 from .newton_usd import MIN_INERTIA, MIN_MASS, prim_name
@@ -141,9 +141,9 @@ def mjcf_warnings(
             for code, severity, msg in comp.notes("mjcf", m)
             if not (motor is not None and code == GOAL_RATE.name)  # the <dcmotor> slews: said below
         ]
-    if motor is not None and goal_slew(m) > 0:
+    if motor is not None and slew_rate(m) > 0:
         msg = (
-            f"the servo's goal slew is the <dcmotor>'s slewmax = {goal_slew(m):.6g} rad/s; start its slew state "
+            f"the servo's goal slew is the <dcmotor>'s slewmax = {slew_rate(m):.6g} rad/s; start its slew state "
             "(the actuator's first act) at the joint's first measured position, as the file's SLEW STATE says"
         )
         out.append(Finding(f"EXPORT.MJCF.{GOAL_RATE.name}", "info", m.joint, msg))
@@ -261,7 +261,7 @@ def _dcmotor_attrs(m: ChosenModel, motor: DCMotor, dt: float) -> dict[str, str]:
         "motorconst": _num(motor.motorconst),
         "resistance": _num(motor.resistance),
         "input": "pos",
-        "controller": f"{_num(kp)} 0 {_num(kd)} {_num(goal_slew(m))} 0 {_num(motor.vmax)}",
+        "controller": f"{_num(kp)} 0 {_num(kd)} {_num(slew_rate(m))} 0 {_num(motor.vmax)}",
     }
     lim = m.value("actuator_effort_limit")
     if lim is not None and lim > 0:
@@ -313,13 +313,6 @@ def _actuator_attrs(m: ChosenModel, dt: float) -> dict[str, str]:
     if delay >= 1:  # ctrl read `delay` physics steps back from its history (zero-order hold)
         out |= {"delay": _num(delay * dt), "nsample": str(delay + 2)}
     return out
-
-
-def goal_slew(m: ChosenModel) -> float:
-    """A servo's fitted goal slew rate [rad/s], the `<dcmotor>`'s slewmax (its setpoint moves at most this fast
-    toward ctrl, after the ctrl delay, as the kernel's servo goal moves); 0 for none."""
-    rate = m.value("goal_rate_limit")
-    return float(rate) if rate is not None and math.isfinite(rate) and rate > 0 else 0.0
 
 
 def _delay(m: ChosenModel) -> int:
@@ -419,7 +412,7 @@ def render_model(
         *(CTRL_DCMOTOR if motors else []),
         "       Delays count physics steps of the timestep below. -->",
         *(DELAY_HISTORY if any(_delay(m) >= 1 for m in models) else []),
-        *(SLEW_STATE if any(m.joint in motors and goal_slew(m) > 0 for m in models) else []),
+        *(SLEW_STATE if any(m.joint in motors and slew_rate(m) > 0 for m in models) else []),
         '  <compiler angle="radian" autolimits="true"/>',
         f'  <option timestep="{_num(dt)}" gravity="0 0 {_num(-g)}" '
         f'integrator="{"implicitfast" if implicit_only else "Euler"}"/>',

@@ -27,12 +27,13 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..consumers.schema import BUDGET_API, budget_attributes, register_usd_schemas
+from ..consumers.schema import BUDGET_API, SLEW_PD_API, budget_attributes, register_usd_schemas
 from ..consumers.schema import PD_API as BUDGET_PD_API
 from ..datasets.recording import JointInfo, Recording
 from ..fitting.result import ResultLike, as_result
 from ..models.components import get as get_component
 from ..models.components.dc_motor import NEWTON_NAMES as DC_NAMES
+from ..models.components.servo_goal import GOAL_RATE, slew_rate
 from ..models.families import CLAMPS, NET_FAMILIES, Family, is_mujoco_dcmotor
 from .mujoco_dcmotor_equivalent import BASE as DCMOTOR_BASE
 from .mujoco_dcmotor_equivalent import as_kernel_model
@@ -193,6 +194,11 @@ def actuator_attributes(
         apis = [BUDGET_PD_API if a == PD_API else a for a in apis] + [BUDGET_API]
         inertia = float(joint_inertia) + float(m.value("armature") or 0.0)
         attrs |= budget_attributes(m.params, inertia, physics_dt)
+    if (rate := slew_rate(m)) > 0:  # a servo's goal slew: the consumer package's PD drive on a slewed target
+        if not {PD_API, BUDGET_PD_API} & set(apis):
+            raise ExportError(f"joint {m.joint!r}: only a PD drive slews its target ({GOAL_RATE.name})")
+        apis = [SLEW_PD_API if a in (PD_API, BUDGET_PD_API) else a for a in apis]
+        attrs["goalRateLimit"] = rate
     return apis, attrs
 
 
@@ -235,7 +241,15 @@ def newton_warnings(m: ChosenModel) -> list[Finding]:
         out += [
             Finding(f"EXPORT.NEWTON.{code}", severity, m.joint, msg)
             for code, severity, msg in comp.notes("newton", m)
+            if not (code == GOAL_RATE.name and slew_rate(m) > 0)  # the drive slews: said below
         ]
+    if slew_rate(m) > 0:
+        msg = (
+            f"the servo slews its goal at most {slew_rate(m):.6g} rad/s: the drive is {SLEW_PD_API}, Newton's PD law on a "
+            "slewed target from actuator-sysid's consumer package (call actuator_sysid.consumers.register() before "
+            "add_usd; without it Newton finds no drive on the actuator and refuses the stage)"
+        )
+        out.append(Finding(f"EXPORT.NEWTON.{GOAL_RATE.name}", "info", m.joint, msg))
     return out
 
 

@@ -4,9 +4,9 @@ Each physics step g ← clip(q_des, g − rate·dt, g + rate·dt) before the PD 
 first measured position (BAM's STS3215Actuator `q_target_smooth`; datasets/servo_laws.py). The kernel runs it on
 the delayed command; a segment whose servo law states the rate runs it without this term (models/rollout.py
 `seg_goal_rate`), a fit with this term fits it. MuJoCo's <dcmotor> slewmax carries it (export/mjcf.py), and so
-do the consumer package's slewed Isaac Lab classes (ACTUATORS_BEST). Isaac Lab's own classes, Newton's actuators
-and MJCF's <general> do not: their finding states the rate, and a consumer applies it to its targets each physics
-step before setting them.
+do the consumer package's slewed Isaac Lab classes (ACTUATORS_BEST) and Newton drive (DriveSlewedPD). Isaac Lab's
+own classes and MJCF's <general> do not: their finding states the rate, and a consumer applies it to its targets
+each physics step before setting them.
 """
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ GOAL_RATE = Param(
     "",
     "Firmware setpoint slew-rate limit: the goal the PD law sees moves at most this fast toward the command.",
 )
+
+
+def slew_rate(m: Model) -> float:
+    """A fitted model's goal slew rate [rad/s] (goal_rate_limit), 0 for none: what each export writes."""
+    rate = m.value(GOAL_RATE.name)
+    return float(rate) if rate is not None and math.isfinite(rate) and rate > 0 else 0.0
 
 
 def _stated(seg: Segment, joint: str) -> object:
