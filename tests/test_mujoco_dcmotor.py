@@ -249,3 +249,17 @@ def test_bad_requests_are_refused():
     # through the joint fit a missing datasheet value is the request's fault (the API's 4xx, the CLI's message)
     with pytest.raises(FitRequestError, match="metadata cogging_periods"):
         fit_result(rec, FitRequest(families=["mujoco_dcmotor_cogging"]))
+
+
+def test_a_log_at_several_device_gains_is_refused_with_the_points() -> None:
+    """The <dcmotor> holds one kp and voltage limit: a log whose segments run a servo at two firmware kp (device
+    units) is refused, naming them, before any rollout (the ladder skips the rung with this reason)."""
+    rec = _log(BASE, slow=True, noise=0.0)
+    device = [
+        Segment(
+            s.name, s.t, s.q, s.qd, s.q_des, s.qd_des, s.tau_ff, metadata={"gain_units": "device", "kp": kp}
+        )
+        for s, kp in zip(rec.segments, (100, 800), strict=True)
+    ]
+    with pytest.raises(FitRequestError, match=r"2 operating points \(kp 100, kp 800\).*dcmotor families"):
+        fit_result(Recording(rec.joints, device), FitRequest(families=["mujoco_dcmotor"]))

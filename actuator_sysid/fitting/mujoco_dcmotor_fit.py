@@ -15,7 +15,7 @@ from ..datasets.recording import Recording
 from ..models import parameters
 from ..models.families import Family, get_family, is_mujoco_dcmotor
 from ..models.mujoco_dcmotor import Bench, Trial
-from ..models.rollout import SegmentBatch
+from ..models.rollout import SegmentBatch, operating_points
 from .objective import VELOCITY_WEIGHT, pool_metrics
 from .request import FitRequest, FitRequestError
 from .result import Interval, Metrics, ModelFit, SegmentMetrics, SplitMetrics
@@ -281,6 +281,23 @@ def _metrics(rec: Recording, joint: str, sims: dict[str, dict[str, np.ndarray]],
     )
 
 
+def _one_operating_point(rec: Recording, joint: str, family: str) -> None:
+    """Refuse a log whose segments run the joint at different device gains or supplies: the `<dcmotor>` holds one
+    kp, kd and voltage limit, so one fit cannot follow them (the dcmotor families scale them per segment)."""
+    op = operating_points(rec, joint)
+    points = {op.multipliers(s) for s in rec.segments}
+    if len(points) > 1:
+        logged = sorted(
+            {f"kp {v:g}" for v in op.kp.values() if v is not None}
+            | {f"vin {v:g}" for v in op.vin.values() if v is not None}
+        )
+        raise FitRequestError(
+            f"{family}: joint {joint!r} runs at {len(points)} operating points ({', '.join(logged)}), and "
+            "MuJoCo's <dcmotor> holds one kp, kd and voltage limit; fit the segments of one point, or use the "
+            "dcmotor families, which scale the gains per segment"
+        )
+
+
 def model_fits(
     rec: Recording, req: FitRequest, joints: list[str], train: list[int], validation: list[int], family: str
 ) -> dict[str, ModelFit]:
@@ -289,6 +306,7 @@ def model_fits(
     fam, val = get_family(family), {rec.segments[i].name for i in validation}
     out = {}
     for joint in joints:
+        _one_operating_point(rec, joint, family)
         warm = warm_start(SegmentBatch.from_recording(rec, [joint], train, substeps=req.decimation), 0)
         start: dict[str, float] = {**TYPICAL, **{k: warm[k] for k in ("stiffness", "damping") if k in warm}}
         fit = fit_mujoco_dcmotor(
