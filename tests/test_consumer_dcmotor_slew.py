@@ -19,10 +19,11 @@ from test_mujoco_dcmotor import BASE, EXTENSIONS, SUBSTEPS, _log
 
 from actuator_sysid.consumers.schema import SLEW_PD_API
 from actuator_sysid.datasets.readers import read_paths
-from actuator_sysid.export import replay
+from actuator_sysid.export import render_all, replay
 from actuator_sysid.export.isaaclab import actuator_cfgs, cfg_hazards, render_json, render_python
 from actuator_sysid.export.newton_usd import build_stage
 from actuator_sysid.export.selection import ExportError
+from actuator_sysid.fitting.fit import FitRequest, fit_result
 
 DT = 1.0 / 200 / SUBSTEPS  # the <dcmotor> logs: 200 Hz, 5 physics steps a sample
 OFF = {"stiffness": 1.25, "damping": 0.8, "dcmotor_resistance": 1.2}  # the exported model is off the log
@@ -158,3 +159,27 @@ def test_servo_goal_rate_replays_in_isaaclab(tmp_path, family: str) -> None:
     # Coulomb friction is MuJoCo's soft frictionloss in Newton (2.2e-3 rad from our hard stop on these logs), a
     # hard stop in the friction budget's clamp (9e-8 rad)
     _close(replay(res, rec, "newton.usda", segments=names), 1e-5 if "stribeck" in family else 5e-3)
+
+
+@pytest.mark.conformance
+def test_a_fitted_servo_law_exports_pass_their_validation(tmp_path) -> None:
+    """A Feetech fit through the pipeline (the law's goal rate fitted): every export validates and replays, the
+    verdict is not poor, and ACTUATORS (Isaac Lab's own DCMotorCfg, no slew) is shown apart beside ACTUATORS_BEST
+    rather than failing the fit."""
+    paths = write_feetech_logs(
+        tmp_path, {**STS, "max_velocity": 4.0}, kps=(16, 32), runs=("sin_time_square", "up_and_down")
+    )
+    rec = read_paths(paths)
+    res = fit_result(rec, FitRequest(families=["dcmotor"], holdout="kp=32"))
+    rate = res.joints[rec.joints[0].name].models["dcmotor"].params["goal_rate_limit"]
+    assert rate == pytest.approx(4.0, rel=0.1)  # the law's goal rate comes back: the slew binds
+    files = render_all(res, rec)
+    doc = json.loads(files["validation.json"])
+    assert doc["passed"] and not [f for f in doc["findings"] if f["severity"] == "error"], doc["findings"]
+    assert SLEW_PD_API in files["newton.usda"] and "DCMotorGoalSlewCfg(" in files["isaaclab.py"]
+    assert doc["verdict"]["verdict"] != "poor", doc["verdict"]
+    row = doc["replay"]["isaaclab.py"]["joints"][rec.joints[0].name]
+    assert row["shown_apart"] and row["approximates"] == ["goal_rate_limit"]
+    assert any("shown apart" in r for r in doc["verdict"]["reasons"])
+    for fmt in ("newton.usda", "mjcf.xml"):
+        assert doc["replay"][fmt]["within_tolerance"], doc["replay"][fmt]

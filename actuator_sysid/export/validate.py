@@ -28,15 +28,18 @@ import math
 import re
 from pathlib import Path
 
+from ..consumers.schema import PD_API, SLEW_PD_API
 from .selection import Finding
 
 RULE = "NEWTON.DJ.001"
-# and Newton's PD law under the consumer package's name (actuator_sysid.consumers: a friction budget's drive)
+# and the consumer package's drives (actuator_sysid.consumers): Newton's PD law under its name (a friction budget's
+# drive), and the same law on a slewed goal (a servo's goal rate)
 CONTROL_LAWS = (
     "NewtonPDControlAPI",
     "NewtonPIDControlAPI",
     "NewtonNeuralControlAPI",
-    "ActuatorSysidPDControlAPI",
+    PD_API,
+    SLEW_PD_API,
 )
 GAINS = ("kp", "kd", "ki")
 CLAMPS = ("maxEffort", "saturationEffort", "maxMotorEffort")

@@ -416,19 +416,29 @@ def _export_checks(validation: dict | None) -> list[Check]:
             "the exports were not replayed here (see the fit's validation.json)",
         )
         return out
-    bad = []
+    bad, apart = [], []
     for fmt, r in (validation.get("replay") or {}).items():
         if r.get("status") == "failed":
             bad.append(f"{fmt} failed to replay ({r.get('note', '')})")
-        for joint, j in (r.get("joints") or {}).items():
-            if not j.get("within_tolerance", True):
-                bad.append(
-                    f"{fmt} ({r.get('consumer', '')}) replays {joint} with position RMSE "
-                    f"{j.get('rmse_replay', math.nan):.3g} rad against our rollout's "
-                    f"{j.get('rmse_ours', math.nan):.3g} rad"
+        rows = r.get("joints") or {}
+        for joint, j in rows.items():
+            if j.get("within_tolerance", True):
+                continue
+            line = (
+                f"{fmt} ({r.get('consumer', '')}) replays {joint} with position RMSE "
+                f"{j.get('rmse_replay', math.nan):.3g} rad against our rollout's "
+                f"{j.get('rmse_ours', math.nan):.3g} rad"
+            )
+            if j.get("shown_apart"):  # a cfg that says what it lacks, beside one that runs the model
+                apart.append(
+                    f"{line} (it does not carry {', '.join(j['approximates'])}; ACTUATORS_BEST does)"
                 )
+            else:
+                bad.append(line)
     if bad:
         _check(out, "poor", "export_replay", "exports replay outside their tolerance: " + "; ".join(bad))
+    if apart:
+        _check(out, "ok", "export_approximation", "shown apart: " + "; ".join(apart))
     errors = [f for f in validation.get("findings") or [] if f.get("severity") == "error"]
     if errors:
         _check(

@@ -73,7 +73,7 @@ def fits_goal_rate(rec: Recording, joint: str) -> bool:
 
 
 class ServoGoal(Component):
-    """No Isaac Lab, Newton or MJCF <general> actuator slews its target: every consumer gets a finding with the rate."""
+    """Isaac Lab's own classes and MJCF's <general> do not slew their target: those exports get a finding with the rate."""
 
     def notes(self, consumer: str, m: Model) -> list[Note]:
         rate = m.value(GOAL_RATE.name)
@@ -102,5 +102,5 @@ COMPONENT = ServoGoal(
     defines=(GOAL_RATE,),
     flag=1 << 20,
     switch=GOAL_RATE.name,
-    newton_doc="— (a finding: slew the targets at goal_rate_limit before setting them)",
+    newton_doc="ActuatorSysidSlewedPDControlAPI `newton:goalRateLimit` (the consumer package's DriveSlewedPD)",
 )
