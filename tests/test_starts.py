@@ -65,11 +65,13 @@ def test_a_real_fit_reports_both_starts_on_the_held_out_kp() -> None:
     warned = [w for w in model.warnings if "barely choose between two optima" in w]
     expected = start_disagreement({kept: model.loss, other: starts[other]}, validation, kept)
     assert bool(warned) == (expected is not None)
-    # measured: the nested start's optimum is kept (training loss 0.01289 against 0.01352) and validates at
-    # 0.042 rad, the warm start's at 0.057: the rule holds on these logs at this seed
-    assert warned and kept == "dcmotor" and validation["dcmotor"] < validation["warm start"]
+    # a real disagreement: the nested start's optimum validates at 0.042-0.046 rad, the warm start's at 0.057.
+    # Whether their training losses (0.0129 against 0.0135) fall within the rule's 5 % depends on the machine's
+    # floating point (4.9 % on one AMD EPYC, 5.1 % on another), so the warning is checked against the rule above
+    assert kept == "dcmotor" and validation["warm start"] > 1.1 * validation["dcmotor"]
     # the verdict names it: usable if that family is the one exported, else an ok-status note on its rank
     checks = [c for c in judge(result, rec).checks if c.check == "rival_optima"]
     joint = result.joints["xl330"]
     status = "usable" if joint.best_model == "dcmotor_directional_load" else "ok"
-    assert [c.status for c in checks] == [status] and "dcmotor_directional_load" in checks[0].reason
+    assert [c.status for c in checks] == ([status] if warned else [])
+    assert not warned or "dcmotor_directional_load" in checks[0].reason

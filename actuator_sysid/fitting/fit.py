@@ -690,16 +690,16 @@ def fit_result(rec: Recording, req: FitRequest, progress: ProgressFn | None = No
     """
     rec = split_in_time(rec, req.validate_last)  # validate_last: every segment cut in time (fitting/plan.py)
     validate_request(rec, req)
+    # a servo law that slews its goal at a rate the log does not give fits that rate, on every rung of a ladder too
+    if any(fits_goal_rate(rec, n) for n in req.joints or rec.joint_names) and "goal_rate_limit" not in (
+        req.add_terms or []
+    ):
+        req = dataclasses.replace(req, add_terms=[*(req.add_terms or []), "goal_rate_limit"])
     if req.families is None:  # no family named: climb the default ladder, from this module's steps
         from .ladder import Engine, climb
 
         steps = Engine(_plan_run, _fit_family, _model_entry, _rank_joint, _assemble, fit_result, family_for)
         return climb(rec, req, progress, steps)
-    # a servo law that slews its goal at a rate the log does not give fits that rate
-    if any(fits_goal_rate(rec, n) for n in req.joints or rec.joint_names) and "goal_rate_limit" not in (
-        req.add_terms or []
-    ):
-        req = dataclasses.replace(req, add_terms=[*(req.add_terms or []), "goal_rate_limit"])
     t_start = time.perf_counter()
     run = _plan_run(rec, req, progress)
     fits: dict[str, dict[str, ModelFit]] = {j: {} for j in run.joints}  # joint → family → its fit
