@@ -277,12 +277,7 @@ def _replay_isaaclab(result, rec, fmt, text, segs, dt, sub, families) -> dict:
 def _warned(specs: dict[str, dict], joint: str) -> list[str]:
     """The terms a joint's cfg states it does not carry (its notes' warnings: a goal slew Isaac Lab's own classes
     cannot run, say): the replay of such a cfg strays from our rollout by design."""
-    import re
-
-    for g in specs.values():
-        if any(re.fullmatch(e, joint) for e in g["cfg"]["joint_names_expr"]):
-            return sorted({str(n[0]) for n in g.get("notes") or [] if n[1] == "warning"})
-    return []
+    return sorted({str(n[0]) for n in _group_of(specs, joint).get("notes") or [] if n[1] == "warning"})
 
 
 def _replay_net(result: FitResult, rec: Recording, cfg, joint: str, kind: str, segs, dt, sub) -> dict:
@@ -402,14 +397,19 @@ def _for_load(cfg, info: JointInfo):
     return cfg.replace(joint_inertia=info.load_inertia + _value(cfg, "armature"))
 
 
-def _family_of(specs: dict[str, dict], joint: str) -> str:
-    """Which fitted family the export wrote for a joint (the cfg groups name it)."""
+def _group_of(specs: dict[str, dict], joint: str) -> dict:
+    """The cfg group whose joint names hold a joint."""
     import re
 
     for g in specs.values():
         if any(re.fullmatch(e, joint) for e in g["cfg"]["joint_names_expr"]):
-            return g["family"]
+            return g
     raise ExportError(f"joint {joint!r} is in no group")
+
+
+def _family_of(specs: dict[str, dict], joint: str) -> str:
+    """Which fitted family the export wrote for a joint (the cfg groups name it)."""
+    return _group_of(specs, joint)["family"]
 
 
 # --- Newton ---
@@ -617,8 +617,8 @@ def mujoco_segment(
     for j, c in cols.items():
         data.qpos[model.jnt_qposadr[jid[j]]] = seg.q[0, c] - offsets[j]
         data.qvel[model.jnt_dofadr[jid[j]]] = seg.qd[0, c]
-        where = slots(model, aid[j])
-        if "slew" in where:  # the file's SLEW STATE: the fit's start of the slewed goal
+        where = slots(model, aid[j]) if model.actuator_dyntype[aid[j]] == mujoco.mjtDyn.mjDYN_DCMOTOR else {}
+        if "slew" in where:  # the file's SLEW STATE: where the fit starts a <dcmotor>'s slewed goal
             first = seg.q_des[0, c] if is_mujoco_dcmotor(models[j].family) else seg.q[0, c]
             data.act[where["slew"]] = first
 
