@@ -389,9 +389,13 @@ def _tied_envelope(run: _Run, family: Family) -> list[str]:
 
 
 def _fit_family(
-    run: _Run, fam_name: str, fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]]
+    run: _Run,
+    fam_name: str,
+    fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]],
+    second_start: bool = True,
 ) -> _FamilyFit:
-    """Search one family on the training set (from a nested parent when one was fitted), then on every fold."""
+    """Search one family on the training set (from a nested parent when one was fitted), then on every fold.
+    `second_start` False: a rich friction family searches from the nested start only (the ladder's climb)."""
     req, (engine, scales, x_warm) = run.req, run.train
     family = family_for(req, fam_name)
     tied = _tied_envelope(run, family)
@@ -409,7 +413,7 @@ def _fit_family(
     started = "warm start" if parent is None else parent[0].name
     tried = {started: float(np.sum(res.best_loss))}
     other: tuple[str, SearchResult] | None = None  # the start not kept, when there were two
-    if parent is not None and _searched_twice(req, fam_name, run.parametric):
+    if second_start and parent is not None and _searched_twice(req, fam_name, run.parametric):
         # a rich friction family also searches from the warm start: the nested optimum can hold it in the
         # parent's basin. The lower TRAINING loss wins (validation never chooses); a warm start clearly worse
         # than the nested fit after a few least-squares iterations is abandoned there (its loss then is listed)

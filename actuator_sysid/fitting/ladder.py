@@ -5,7 +5,8 @@ With no family named, the fit climbs: the native envelope (dcmotor), with a dela
 (the rich-friction families that extend the model kept so far, nested, fewest parameters first), the friction kept
 across the delay (its twin with the delay, or without it: the two interact), and last MuJoCo's own `<dcmotor>`
 once that family is registered. Each rung starts from the fit of the rung below it (fit.py's
-nested starts). The rungs are judged on an inner split of the training part (`inner_split`): its earlier part
+nested starts); while choosing, a rich friction rung searches from that start only, and the pick's refit adds a
+named fit's second search from the warm start. The rungs are judged on an inner split of the training part (`inner_split`): its earlier part
 trains, its later part (the last recordings, or each segment's end in time) judges. A rung replaces the model
 kept so far only when its inner-validation position MAE is at least `MIN_GAIN` lower. The pick and the rungs it
 nests from are then refitted on the whole training part and validated on the held-out part, untouched by the
@@ -208,7 +209,7 @@ class Engine:
     entry per joint, rank a joint, assemble the result, and a whole fit of named families."""
 
     plan: Callable[..., Any]  # fit._plan_run(rec, req, progress) -> run
-    fit_family: Callable[..., Any]  # fit._fit_family(run, name, fitted_by) -> family fit
+    fit_family: Callable[..., Any]  # fit._fit_family(run, name, fitted_by, second_start) -> family fit
     entry: Callable[..., ModelFit]  # fit._model_entry(run, name, family fit, j, joint)
     rank: Callable[..., JointFit]  # fit._rank_joint(models, load)
     assemble: Callable[..., FitResult]  # fit._assemble(run, joints, t_start)
@@ -231,11 +232,11 @@ class _Climb:
         self.run = engine.plan(rec, replace(req, families=[r.family for r in every_rung()]), progress)
         folds = len(self.run.split.folds)
         rich = max(len(friction_rungs(NATIVE)), len(friction_rungs(DELAY)))
-        # searches one joint's climb runs (a rich friction family searches twice; its twin across the delay
+        # searches one joint's climb runs (each rung once, from the nested start; its twin across the delay
         # too); MuJoCo's rung: one more
-        self.run.clock.units = (len(first_rungs()) + rich + 1) * (1 + folds) + rich + 1 + len(mujoco_rungs())
         held = self.run.split.validation or self.run.split.folds
         self.on = on or ("validation" if held else "train")  # what the walk's errors are measured on
+        self.run.clock.units = (len(first_rungs()) + rich + 1) * (1 + folds) + len(mujoco_rungs())
         self.fits: dict[str, dict[str, ModelFit]] = {j: {} for j in self.run.joints}
         # family → (family, fitted values per joint, loss): where fit.py finds a nested rung's parent
         self.fitted_by: dict[str, tuple[Family, list[dict[str, float]], float]] = {}
@@ -253,7 +254,7 @@ class _Climb:
             if self.fitted_by and self.spent():  # the first rung is always fitted
                 self.skipped[name] = BUDGET_SPENT
                 continue
-            ff = self.engine.fit_family(self.run, name, self.fitted_by)
+            ff = self.engine.fit_family(self.run, name, self.fitted_by, False)
             for j, joint in enumerate(self.run.joints):
                 self.fits[joint][name] = self.engine.entry(self.run, name, ff, j, joint)
 
