@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import bam as bam_package
@@ -26,7 +27,7 @@ from actuator_sysid.export.selection import ChosenModel
 from actuator_sysid.fitting.fit import FitRequest, fit_recording
 from actuator_sysid.fitting.objective import pool_metrics, segment_metrics
 from actuator_sysid.models.components import get as component
-from actuator_sysid.models.components.servo_goal import fits_goal_rate
+from actuator_sysid.models.components.servo_goal import fits_goal_rate, held_rate
 from actuator_sysid.models.families import get_family
 from actuator_sysid.models.rollout import RolloutEngine, SegmentBatch, full_params, operating_points
 
@@ -260,3 +261,64 @@ def test_the_default_ladder_fits_the_goal_rate_and_its_mjcf_slews(sts_rec: Recor
     assert jr.models[jr.best_model].params["goal_rate_limit"] == pytest.approx(RATE, rel=0.15)
     r = replay(res, sts_rec, "mjcf.xml")
     assert r["status"] == "ok" and r["within_tolerance"], r
+
+
+@pytest.mark.conformance
+def test_a_goal_rate_the_log_states_is_held_and_every_export_slews(sts_rec: Recording) -> None:
+    """BAM's runs with the goal rate stated in their metadata (4 rad/s, as BAM slewed): a named fit of a family
+    without the term holds that rate rather than searching it, and every consumer's export slews at it, so each
+    replays within tolerance of our rollout (the kernel ran the stated rate while no export wrote it: every
+    replay 10.5x off)."""
+    from actuator_sysid.export import render_all
+    from actuator_sysid.fitting.fit import fit_result
+
+    stated = dataclasses.replace(
+        sts_rec,
+        segments=[
+            dataclasses.replace(s, metadata={**s.metadata, "goal_rate_limit": RATE}) for s in sts_rec.segments
+        ],
+    )
+    assert not fits_goal_rate(stated, "sts3215") and held_rate(stated, "sts3215") == RATE
+    req = FitRequest(
+        families=["dcmotor_delay"], holdout="kp=32", generations=6, population=8, refine_iterations=6
+    )
+    res = fit_result(stated, req)
+    model = res.joints["sts3215"].models["dcmotor_delay"]
+    assert "goal_rate_limit" in model.joint_terms and model.params["goal_rate_limit"] == RATE
+    assert "goal_rate_limit" not in (model.warm_start or {}) and "goal_rate_limit" in (model.tied or {})
+    doc = json.loads(render_all(res, stated)["validation.json"])
+    for fmt in ("mjcf.xml", "newton.usda", "isaaclab.py"):
+        r = doc["replay"][fmt]
+        assert r["status"] == "ok" and r["within_tolerance"], (fmt, r)
+    assert doc["passed"], doc
+
+
+@pytest.mark.conformance
+def test_runs_that_state_several_goal_rates_run_each_their_own(sts_rec: Recording) -> None:
+    """Runs stating different goal rates: the term at its neutral value (inf, where a held search puts it) runs
+    each segment's own rate, as the family without the term does, and a finite value replaces them; a fit holds
+    none and says that no export carries them."""
+    rates = [2.0 + i for i in range(len(sts_rec.segments))]
+    stated = dataclasses.replace(
+        sts_rec,
+        segments=[
+            dataclasses.replace(s, metadata={**s.metadata, "goal_rate_limit": r})
+            for s, r in zip(sts_rec.segments, rates, strict=True)
+        ],
+    )
+    assert held_rate(stated, "sts3215") is None
+    truth = _truth(stated, "sts3215", 0.166, 0.97, math.inf)
+    every = list(range(len(stated.segments)))
+    batch, held = _replay(stated, "sts3215", every, truth)
+    assert batch.seg_goal_rate.tolist() == rates
+    plain = get_family("dcmotor").with_terms(TERMS[:-1])
+    arr = full_params(plain, {k: np.array([truth[k]]) for k in plain.params}, (1, 1))
+    own = RolloutEngine(batch, threads=1).traces(plain, arr)
+    np.testing.assert_array_equal(held["q"], own["q"])
+    _, fixed = _replay(stated, "sts3215", every, {**truth, "goal_rate_limit": 3.0})
+    assert np.abs(fixed["q"] - own["q"]).max() > 1e-3
+    # a fit says that no export carries them
+    req = FitRequest(families=["dcmotor"], generations=2, population=8, refine_iterations=2)
+    model = fit_recording(stated, req)["joints"]["sts3215"]["models"]["dcmotor"]
+    assert "goal_rate_limit" not in model["params"]
+    assert any("state several goal rates (2, 3, 4" in w for w in model["warnings"]), model["warnings"]

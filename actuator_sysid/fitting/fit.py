@@ -6,13 +6,13 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from ..datasets.recording import DatasetError, Recording
 from ..models import parameters
-from ..models.components.servo_goal import fits_goal_rate
+from ..models.components.servo_goal import GOAL_RATE, fits_goal_rate, held_rate, stated_rates
 from ..models.families import (
     F_LOAD_DIRECTIONAL,
     F_LOAD_FRICTION,
@@ -145,6 +145,8 @@ class _Run:
     companions: list[str]
     clock: _Clock
     stopped_on_budget: bool = False
+    # joint → the one goal rate the log states and the fit holds (servo_goal.held_rate)
+    held_rates: dict[str, float] = field(default_factory=dict)
 
     @property
     def val_names(self) -> set[str]:
@@ -212,6 +214,7 @@ def _plan_run(rec: Recording, req: FitRequest, progress: ProgressFn | None) -> _
         parametric,
         companions,
         clock,
+        held_rates={n: r for n in joints if (r := held_rate(rec, n)) is not None},
     )
 
 
@@ -373,6 +376,28 @@ class _FamilyFit:
     demand: dict[tuple[str, str], np.ndarray] | None = None
 
 
+HELD_RATE = "held at the goal rate the log states (servo_goal.held_rate): not searched"
+
+
+def _held(run: _Run, family: Family) -> list[str]:
+    """The terms a fit holds at what the log states instead of searching: a servo's goal rate, where the log
+    states one for every joint of the fit (else the term is searched)."""
+    held = set(run.joints) <= set(run.held_rates)
+    return [GOAL_RATE.name] if held and GOAL_RATE.name in family.params else []
+
+
+def _several_rates(run: _Run, family: Family, joint: str) -> str | None:
+    """A warning where a joint's runs state several goal rates and the family fits none: the kernel runs each
+    run's own, no export can."""
+    rates = stated_rates(run.rec, joint)
+    if len(rates) < 2 or GOAL_RATE.name in family.params:
+        return None
+    return (
+        f"{joint}: the runs state several goal rates ({', '.join(f'{r:.4g}' for r in sorted(rates))} rad/s); the "
+        "fit ran each run's own, and no export carries a rate per run: fit the runs of each rate apart"
+    )
+
+
 def _tied_envelope(run: _Run, family: Family) -> list[str]:
     """A voltage servo's DC-motor envelope follows from its gains (the kernel ties it): those are not searched."""
     ops = run.ops
@@ -401,7 +426,7 @@ def _fit_family(
     tied = _tied_envelope(run, family)
     prior = kt_prior([run.ops[j] for j in run.joints]) if tied else None
     scales = dataclasses.replace(scales, prior=prior)
-    space = SearchSpace.for_family(family, fixed=dict.fromkeys(tied, 0.0))
+    space = SearchSpace.for_family(family, fixed=dict.fromkeys([*tied, *_held(run, family)], 0.0))
     parent = max(
         (v for v in fitted_by.values() if nests(v[0], family)),
         key=lambda v: (len(v[0].params), -v[2]),
@@ -479,6 +504,8 @@ def _natural_values(
     resistance's bound in the search's analysis (the kept fit only)."""
     fitted = [_family_params(family, space, x) for x in res.best]
     for j, (name, p) in enumerate(zip(run.joints, fitted, strict=True)):
+        for n in _held(run, family):
+            p[n] = run.held_rates[name]
         if not tied:
             continue
         searched, p["damping"] = p["damping"], run.ops[name].tied_damping(p["stiffness"], p["damping"])
@@ -573,18 +600,23 @@ def _model_entry(run: _Run, fam_name: str, ff: _FamilyFit, j: int, name: str) ->
         else None,
         device_gains=device_gains(op, ff.fitted[j], intervals) if op.varies else None,
         tied={
-            k: "voltage servo: from stiffness and damping (kt/R = K/(vin·duty), kt²/R = damping"
-            f"{', current limit' if k == 'actuator_effort_limit' else ''})"
-            for k in tied
+            **{
+                k: "voltage servo: from stiffness and damping (kt/R = K/(vin·duty), kt²/R = damping"
+                f"{', current limit' if k == 'actuator_effort_limit' else ''})"
+                for k in tied
+            },
+            **{k: HELD_RATE for k in _held(run, family)},
         }
-        if tied
-        else None,
+        or None,
         voltage_servo=op.servo if tied else None,
         metrics=_joint_metrics(run, ff, name),
         loss=float(res.best_loss[j]),
         intervals=intervals,
         correlation=res.analysis[j]["correlation"],
-        warnings=[*res.analysis[j]["warnings"], *(w for w in (disagree, beyond) if w)],
+        warnings=[
+            *res.analysis[j]["warnings"],
+            *(w for w in (disagree, beyond, _several_rates(run, family, name)) if w),
+        ],
         n_params=len(ff.space.names),
         warm_start={n: float(x_warm[j][n]) for n in ff.space.names},
         search={
@@ -694,10 +726,12 @@ def fit_result(rec: Recording, req: FitRequest, progress: ProgressFn | None = No
     """
     rec = split_in_time(rec, req.validate_last)  # validate_last: every segment cut in time (fitting/plan.py)
     validate_request(rec, req)
-    # a servo law that slews its goal at a rate the log does not give fits that rate, on every rung of a ladder too
-    if any(fits_goal_rate(rec, n) for n in req.joints or rec.joint_names) and "goal_rate_limit" not in (
-        req.add_terms or []
-    ):
+    # a servo law that slews its goal at a rate the log does not give fits that rate, on every rung of a ladder too;
+    # a rate the log states is held (_held), so that every export carries the slew the kernel runs
+    slewed = [
+        n for n in req.joints or rec.joint_names if fits_goal_rate(rec, n) or held_rate(rec, n) is not None
+    ]
+    if slewed and GOAL_RATE.name not in (req.add_terms or []):
         req = dataclasses.replace(req, add_terms=[*(req.add_terms or []), "goal_rate_limit"])
     if req.families is None:  # no family named: climb the default ladder, from this module's steps
         from .ladder import Engine, climb

@@ -48,6 +48,7 @@ P_OFFSET = wp.constant(INDEX["encoder_offset"])
 P_TABLE = wp.constant(INDEX["lookup_effort_0"])
 P_VISC_NEG_RATIO = wp.constant(INDEX["viscous_friction_negative_ratio"])
 P_GOAL_RATE = wp.constant(INDEX["goal_rate_limit"])
+RATE_OF_THE_LOG = wp.constant(1.0e30)  # a goal_rate_limit at or over this (its neutral inf) is the log's own
 N_KNOTS = wp.constant(TABLE_KNOTS)
 
 F_MAX_EFFORT = wp.constant(fam.F_MAX_EFFORT)
@@ -374,7 +375,9 @@ def rollout_kernel(
     # window replays the commands before it to know its goal
     rate = seg_goal_rate[s]
     if (flags & F_GOAL_RATE) != 0:
-        rate = params[c, j, P_GOAL_RATE]
+        fitted_rate = params[c, j, P_GOAL_RATE]
+        if fitted_rate < RATE_OF_THE_LOG:  # the term's neutral value (inf) runs the segment's own rate
+            rate = fitted_rate
     slewing = rate > 0.0
     goal = q_meas[cmd0]
     if slewing:

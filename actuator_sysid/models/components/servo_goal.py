@@ -3,10 +3,11 @@
 Each physics step g ← clip(q_des, g − rate·dt, g + rate·dt) before the PD (duty) law, g starting at the segment's
 first measured position (BAM's STS3215Actuator `q_target_smooth`; datasets/servo_laws.py). The kernel runs it on
 the delayed command; a segment whose servo law states the rate runs it without this term (models/rollout.py
-`seg_goal_rate`), a fit with this term fits it. MuJoCo's <dcmotor> slewmax carries it (export/mjcf.py), and so
-do the consumer package's slewed Isaac Lab classes (ACTUATORS_BEST) and Newton drive (DriveSlewedPD). Isaac Lab's
-own classes and MJCF's <general> do not: their finding states the rate, and a consumer applies it to its targets
-each physics step before setting them.
+`seg_goal_rate`), a fit with this term fits it, or holds it at the rate the log states (`held_rate`) so that
+every export carries the slew the kernel ran; at its neutral value (inf) the term runs each segment's own rate.
+MuJoCo's <dcmotor> slewmax carries it (export/mjcf.py), and so do the consumer package's slewed Isaac Lab classes
+(ACTUATORS_BEST) and Newton drive (DriveSlewedPD). Isaac Lab's own classes and MJCF's <general> do not: their
+finding states the rate, and a consumer applies it to its targets each physics step before setting them.
 """
 
 from __future__ import annotations
@@ -70,6 +71,23 @@ def fits_goal_rate(rec: Recording, joint: str) -> bool:
         for s in rec.segments
     )
     return asked and not any(_stated(s, joint) is not None for s in rec.segments)
+
+
+def stated_rates(rec: Recording, joint: str) -> set[float]:
+    """The goal rates a joint's segments run as the log states them or their laws table them; empty where the
+    log must give the rate (fits_goal_rate) or no segment slews."""
+    if fits_goal_rate(rec, joint):
+        return set()
+    return {goal_rate(s, joint) for s in rec.segments} - {0.0}
+
+
+def held_rate(rec: Recording, joint: str) -> float | None:
+    """The goal rate a fit holds for `joint` rather than fits: the one rate every segment runs, as stated or
+    tabled; None where none runs one, the log must give it, or the segments run several (the kernel then runs
+    each its own, which no single export carries)."""
+    rates = stated_rates(rec, joint)
+    every = {goal_rate(s, joint) for s in rec.segments} if rates else set()
+    return rates.pop() if len(every) == 1 else None
 
 
 class ServoGoal(Component):
