@@ -74,15 +74,19 @@ def test_base_dcmotor_replays_in_isaaclab_and_newton() -> None:
 
 
 @pytest.mark.conformance
-def test_slewed_dcmotor_replays_in_isaaclab_and_is_refused_by_newton() -> None:
-    """mujoco_dcmotor_slew: our DCMotorGoalSlewCfg, its slew starting at the setpoint as MuJoCo's does."""
+def test_slewed_dcmotor_replays_in_isaaclab_and_newton() -> None:
+    """mujoco_dcmotor_slew: our DCMotorGoalSlewCfg in Isaac Lab and our slewed PD drive in Newton, each slew
+    starting at the setpoint as MuJoCo's does (Newton's drive started at the joint position strays)."""
     res, rec = _dcmotor_result("mujoco_dcmotor_slew")
     src = render_python(res)
     assert "DCMotorGoalSlewCfg(" in src and "slew_from_target=True" in src
     assert "goal_rate_limit=8.0" in src
     _close(replay(res, rec, "isaaclab.py", segments=["steps"]), 1e-5)
-    with pytest.raises(ExportError, match="'mujoco_dcmotor'"):
-        build_stage(res, rec, families={"hinge": "mujoco_dcmotor_slew"})
+    stage, findings = build_stage(res, rec, families={"hinge": "mujoco_dcmotor_slew"})
+    text = stage.GetRootLayer().ExportToString()
+    assert SLEW_PD_API in text and "newton:slewFromTarget = 1" in text and "newton:goalRateLimit = 8" in text
+    assert "EXPORT.NEWTON.goal_rate_limit" in {f.code for f in findings}
+    _close(replay(res, rec, "newton.usda", segments=["steps"]), 1e-5)
 
 
 @pytest.mark.unit
@@ -183,3 +187,33 @@ def test_a_fitted_servo_law_exports_pass_their_validation(tmp_path) -> None:
     assert any("shown apart" in r for r in doc["verdict"]["reasons"])
     for fmt in ("newton.usda", "mjcf.xml"):
         assert doc["replay"][fmt]["within_tolerance"], doc["replay"][fmt]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("from_target", "first_goal"), [(True, 1.0), (False, 0.02)])
+def test_newtons_slewed_drive_starts_its_goal_where_it_is_told(from_target: bool, first_goal: float) -> None:
+    """DriveSlewedPD's first goal after a reset: the target itself with slewFromTarget (MuJoCo's slew state starts
+    at the setpoint), else one rate·dt step from the joint position; then it slews from the goal it kept."""
+    import warp as wp
+
+    from actuator_sysid.consumers.newton import DriveSlewedPD
+
+    args = DriveSlewedPD.resolve_arguments(
+        {"kp": 10.0, "goal_rate_limit": 2.0, "slew_from_target": from_target}
+    )
+    f32 = lambda v: wp.array([v], dtype=wp.float32, device="cpu")  # noqa: E731
+    drive = DriveSlewedPD(
+        f32(args["kp"]), f32(args["kd"]), f32(args["goal_rate_limit"]), None, f32(args["slew_from_target"])
+    )
+    drive.finalize(wp.get_device("cpu"), 1)
+    state, after = drive.state(1, wp.get_device("cpu")), drive.state(1, wp.get_device("cpu"))
+    idx = wp.array([0], dtype=wp.uint32, device="cpu")
+    forces = f32(0.0)
+    for step, target in enumerate((1.0, -1.0)):
+        drive.compute(
+            f32(0.0), f32(0.0), f32(target), f32(0.0), None, idx, idx, idx, idx, forces, state, 0.01
+        )
+        want = first_goal if step == 0 else first_goal - 0.02
+        assert forces.numpy()[0] == pytest.approx(10.0 * want, rel=1e-6), (step, forces.numpy())
+        drive.update_state(state, after)
+        state, after = after, state

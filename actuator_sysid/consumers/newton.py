@@ -164,17 +164,21 @@ def _slewed_pd_kernel(
     kd: wp.array[float],
     const_effort: wp.array[float],
     rate: wp.array[float],
+    from_target: wp.array[float],
     goal: wp.array[float],
     started: wp.array[wp.int32],
     dt: float,
     efforts: wp.array[float],
     next_goal: wp.array[float],
 ):
-    """g = clip(target, g_prev ± rate·dt), g_prev the joint position before the first step; effort = const +
-    feedforward + kp·(g − q) + kd·(target_vel − qd)."""
+    """g = clip(target, g_prev ± rate·dt), g_prev before the first step the joint position, or the target where
+    from_target is set (MuJoCo's <dcmotor> slew state); effort = const + feedforward + kp·(g − q) +
+    kd·(target_vel − qd)."""
     i = wp.tid()
     q = positions[pos_indices[i]]
     prev = q
+    if from_target[i] > wp.float32(0.5):
+        prev = target_pos[target_pos_indices[i]]
     if started[i] != 0:
         prev = goal[i]
     step = rate[i] * dt
@@ -203,8 +207,8 @@ def _unstart_kernel(started: wp.array[wp.int32], mask: wp.array[wp.bool]):
 
 class DriveSlewedPD(DriveBase):
     """Newton's PD law on a slewed position target (a servo firmware's velocity-limited goal): each step the goal
-    moves toward the (delayed) target at most goal_rate_limit·dt, starting at the joint position after a reset.
-    Stateful (the goal); explicit mode only."""
+    moves toward the (delayed) target at most goal_rate_limit·dt, starting at the joint position after a reset, or
+    at the first target with slew_from_target (MuJoCo's <dcmotor>). Stateful (the goal); explicit mode only."""
 
     @dataclass
     class State(DriveBase.State):
@@ -223,6 +227,7 @@ class DriveSlewedPD(DriveBase):
     @classmethod
     def resolve_arguments(cls, args: dict[str, Any]) -> dict[str, Any]:
         out = {k: float(args.get(k, 0.0)) for k in ("kp", "kd", "const_effort", "goal_rate_limit")}
+        out["slew_from_target"] = 1.0 if args.get("slew_from_target") else 0.0
         bad = [k for k in ("kp", "kd") if not out[k] >= 0.0]
         bad += (
             []
@@ -242,10 +247,16 @@ class DriveSlewedPD(DriveBase):
         kd: wp.array,
         goal_rate_limit: wp.array,
         const_effort: wp.array | None = None,
+        slew_from_target: wp.array | None = None,
     ) -> None:
         if not kp.shape == kd.shape == goal_rate_limit.shape:
             raise ValueError("kp, kd and goal_rate_limit must have one shape")
         self.kp, self.kd, self.goal_rate_limit, self.const_effort = kp, kd, goal_rate_limit, const_effort
+        self.slew_from_target = (
+            wp.zeros(kp.shape, dtype=wp.float32, device=kp.device)
+            if slew_from_target is None
+            else slew_from_target
+        )
         self._next_goal: wp.array | None = None
 
     def finalize(self, device: wp.Device, num_actuators: int) -> None:
@@ -299,6 +310,7 @@ class DriveSlewedPD(DriveBase):
                 self.kd,
                 self.const_effort,
                 self.goal_rate_limit,
+                self.slew_from_target,
                 state.goal,
                 state.started,
                 float(dt),

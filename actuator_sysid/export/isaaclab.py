@@ -214,7 +214,7 @@ def _joint_cfg(
     fitted, dcmotor = fam_name, is_mujoco_dcmotor(family)
     mapped = [list(dcmotor_note(family, dict(model.params)))] if dcmotor else []
     if dcmotor:  # MuJoCo's <dcmotor>: the kernel model it equals (mujoco_dcmotor_equivalent)
-        family, model = as_kernel_fit(family, model, "Isaac Lab", slew_ok=True)
+        family, model = as_kernel_fit(family, model, "Isaac Lab")
         fam_name = family.name
     offset = custom and "encoder_offset" in family.joint_terms and family.drive != "implicit"
     cls = _cfg_class(fam_name, offset, bam) if custom else get_family(fam_name).isaaclab_cfg

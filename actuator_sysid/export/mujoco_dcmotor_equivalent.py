@@ -18,7 +18,6 @@ from ..models.families import Family, get_family, is_mujoco_dcmotor
 from .selection import ChosenModel, ExportError
 
 BASE = "mujoco_dcmotor"
-SLEW = "mujoco_dcmotor_slew"
 _REFUSED = {
     "mujoco_dcmotor_lugre": "LuGre friction (a bristle state that stiffens and damps the joint)",
     "mujoco_dcmotor_cogging": "cogging (A·sin(Np·q + φ) beside the motor's torque)",
@@ -45,11 +44,11 @@ def note(family: Family, params: dict) -> tuple[str, str, str]:
     )
 
 
-def check(family: Family, consumer: str, slew_ok: bool) -> None:
+def check(family: Family, consumer: str) -> None:
     """Refuse a `<dcmotor>` extension the consumer cannot run, with the reason and the nearest family."""
     name = family.name
-    if name in _REFUSED or (name == SLEW and not slew_ok):
-        what = _REFUSED.get(name, "a setpoint slew (no hook slews the targets before the drive)")
+    if name in _REFUSED:
+        what = _REFUSED[name]
         raise ExportError(
             f"family {name!r} adds {what}, which {consumer} has no class for: export the base family "
             f"{BASE!r} (--family JOINT={BASE}, fitted beside it) or use the mjcf.xml export"
@@ -73,9 +72,9 @@ def kernel_params(params: dict) -> tuple[str, dict[str, float]]:
     return "dcmotor", out | {"saturation_effort": k * vmax / r, "actuator_velocity_limit": vmax / k}
 
 
-def as_kernel_fit(family: Family, model: ModelFit, consumer: str, slew_ok: bool) -> tuple[Family, ModelFit]:
+def as_kernel_fit(family: Family, model: ModelFit, consumer: str) -> tuple[Family, ModelFit]:
     """The kernel family and fit a `<dcmotor>` fit equals (refused where the consumer cannot run it)."""
-    check(family, consumer, slew_ok)
+    check(family, consumer)
     name, values = kernel_params(dict(model.params))
     terms = ("goal_rate_limit",) if "goal_rate_limit" in values else ()
     kernel = get_family(name).with_terms(terms)
@@ -89,11 +88,11 @@ def as_kernel_fit(family: Family, model: ModelFit, consumer: str, slew_ok: bool)
     )
 
 
-def as_kernel_model(m: ChosenModel, consumer: str, slew_ok: bool) -> ChosenModel:
+def as_kernel_model(m: ChosenModel, consumer: str) -> ChosenModel:
     """A chosen `<dcmotor>` model as the kernel model it equals; any other model unchanged."""
     if not is_mujoco_dcmotor(m.family):
         return m
-    check(m.family, consumer, slew_ok)
+    check(m.family, consumer)
     name, values = kernel_params(dict(m.params))
     terms = ("goal_rate_limit",) if "goal_rate_limit" in values else ()
     return ChosenModel(m.joint, get_family(name).with_terms(terms), values, None)

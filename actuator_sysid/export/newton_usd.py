@@ -175,7 +175,8 @@ def actuator_attributes(
     """The API schemas and `newton:` attributes of one joint's NewtonActuator (§C.3), in radians, SI: each of the
     family's drive, clamp and delay components writes its own (models/components/); a friction budget adds the
     consumer package's clamp last, with the joint inertia [kg·m²] and physics step [s] its stop assumes."""
-    m = as_kernel_model(m, "Newton", slew_ok=False)  # a <dcmotor>: the PD + DC clamp it equals
+    dcmotor = is_mujoco_dcmotor(m.family)
+    m = as_kernel_model(m, "Newton")  # a <dcmotor>: the PD + DC clamp it equals
     apis: list[str] = []
     attrs: dict[str, float | int | list[float]] = {}
     for comp in m.family.components:
@@ -199,6 +200,8 @@ def actuator_attributes(
             raise ExportError(f"joint {m.joint!r}: only a PD drive slews its target ({GOAL_RATE.name})")
         apis = [SLEW_PD_API if a in (PD_API, BUDGET_PD_API) else a for a in apis]
         attrs["goalRateLimit"] = rate
+        if dcmotor:  # MuJoCo's slew state starts at the setpoint, not at the joint position
+            attrs["slewFromTarget"] = True
     return apis, attrs
 
 
@@ -206,7 +209,7 @@ def joint_attributes(m: ChosenModel, angular: bool = True) -> dict[str, float]:
     """NewtonJointAPI attributes: armature, Coulomb friction, and damping per degree for angular DOFs (§C.4),
     each from its joint-term component."""
     out: dict[str, float] = {}
-    m = as_kernel_model(m, "Newton", slew_ok=False)
+    m = as_kernel_model(m, "Newton")
     for comp in m.family.components:
         out |= comp.newton_joint(m, angular)
     if (
@@ -223,7 +226,7 @@ def newton_warnings(m: ChosenModel) -> list[Finding]:
     if is_mujoco_dcmotor(m.family):  # written as the PD + DC clamp it equals
         code, severity, msg = dcmotor_note(m.family, m.params)
         out.append(Finding(f"EXPORT.NEWTON.{code}", severity, m.joint, msg))
-        m = as_kernel_model(m, "Newton", slew_ok=False)
+        m = as_kernel_model(m, "Newton")
     if m.family.rich_friction:
         out.append(
             Finding(
@@ -254,9 +257,12 @@ def newton_warnings(m: ChosenModel) -> list[Finding]:
 
 
 def _set(prim, name: str, value, Sdf) -> None:
-    """Author one `newton:` attribute: strings as Asset, ints as Int, lists as FloatArray, else Float (§A.11)."""
+    """Author one `newton:` attribute: strings as Asset, bools as Bool, ints as Int, lists as FloatArray, else Float
+    (§A.11)."""
     if isinstance(value, str):
         prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.Asset).Set(Sdf.AssetPath(value))
+    elif isinstance(value, bool):
+        prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.Bool).Set(value)
     elif isinstance(value, list):
         prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.FloatArray).Set(value)
     elif isinstance(value, int) and not isinstance(value, bool):
