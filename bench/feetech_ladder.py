@@ -9,7 +9,11 @@ makes the logs. Measured, in one process: the default ladder's pick, its held-ou
 named family); and the pick's exports as the consumers run them (`export.render_all`: the MJCF's actuator,
 whether it is MuJoCo's `<dcmotor>`, and each replay's status and agreement with our rollout).
 
-    .venv/bin/python bench/feetech_ladder.py [--seeds N] [--first-seed K] [--no-named] [--out FILE]
+    .venv/bin/python bench/feetech_ladder.py [--seeds N] [--first-seed K] [--no-named] [--bam-trials N]
+        [--bam-models m1,m6] [--out FILE]
+
+With `--bam-trials`, BAM's own fit (`bam.fit` in bench/.venv-bam, made by bench/bam_env.sh) runs beside ours on the
+same files and split, scored by BAM's simulator: the like-for-like peer figure.
 
 prints one JSON object: the machine, per seed the truth, the pick, the times, each rung's held-out MAE, the
 replays.
@@ -40,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench")]
 
 from ladder_selection import rung_paths  # noqa: E402
+from real_bam import bam_env, bam_fit  # noqa: E402
 
 from actuator_sysid.datasets.readers import read_paths  # noqa: E402
 from actuator_sysid.export import render_all  # noqa: E402
@@ -176,10 +181,24 @@ def exports(res: Any, rec: Any) -> dict[str, Any]:
     }
 
 
-def one_seed(seed: int, named: bool) -> dict[str, Any]:
+def bam_beside(folder: Path, models: list[str], trials: int) -> dict[str, Any]:
+    """BAM itself on the same split (its `bam.fit`, Optuna CMA-ES, every kp 16 file held out, scored by its own
+    simulator): per model the held-out position MAE, the trials and the wall time."""
+    py = bam_env()
+    out = {}
+    for m in models:
+        r = bam_fit(py, folder, m, trials, actuator=JOINT, validation_kp=HELD_KP)
+        out[m] = {k: r[k] for k in ("validation_position_mae", "trials", "wall_s", "train_position_mae")}
+    return out
+
+
+def one_seed(
+    seed: int, named: bool, bam_models: list[str] | None = None, bam_trials: int = 0
+) -> dict[str, Any]:
     t = truth(seed)
     with tempfile.TemporaryDirectory() as tmp:
         rec = read_paths(write_logs(Path(tmp), t))
+        bam = bam_beside(Path(tmp), bam_models, bam_trials) if bam_models and bam_trials > 0 else None
     holdout = f"kp={HELD_KP}"
     load = os.getloadavg()[0]
     wall, cpu = time.perf_counter(), time.process_time()
@@ -200,6 +219,12 @@ def one_seed(seed: int, named: bool) -> dict[str, Any]:
             for s in res.extra["ladder"]["joints"][JOINT]["steps"]
         ],
     }
+    if bam is not None:
+        best = min(bam, key=lambda m: bam[m]["validation_position_mae"])
+        row |= {
+            "bam": bam,
+            "pick_over_bam_best": row["pick_held_out_mae"] / bam[best]["validation_position_mae"],
+        }
     print(f"seed {seed}: the ladder picks {pick} in {row['ladder_wall_s']} s", file=sys.stderr, flush=True)
     t_exp = time.perf_counter()
     row["exports"] = exports(res, rec)
@@ -223,11 +248,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--no-named", action="store_true", help="skip the named fit of every rung")
+    ap.add_argument(
+        "--bam-trials", type=int, default=0, help="BAM's own fit beside ours (0: none; BAM uses 2000)"
+    )
+    ap.add_argument("--bam-models", default="m1,m6", help="BAM's friction models to fit beside ours")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     rows = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        rows.append(one_seed(seed, not args.no_named))
+        rows.append(one_seed(seed, not args.no_named, args.bam_models.split(","), args.bam_trials))
         r = rows[-1]
         print(
             f"seed {seed}: {r['pick']} {r['pick_held_out_mae']:.4f} in {r['ladder_wall_s']} s",

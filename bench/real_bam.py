@@ -173,16 +173,23 @@ def bam_env() -> Path:
     return py
 
 
-def bam_fit(py: Path, data: Path, model: str, trials: int) -> dict:
+def bam_fit(
+    py: Path,
+    data: Path,
+    model: str,
+    trials: int,
+    actuator: str = "xl330",
+    validation_kp: int = VALIDATION_KP,
+) -> dict:
     """One `bam.fit` run in a temporary folder (it writes params.json and study.db in its cwd), timed, then
-    its params scored on the validation files by BAM's own simulator."""
+    its params scored on the validation files (every file at `validation_kp`) by BAM's own simulator."""
     with tempfile.TemporaryDirectory(prefix=f"bam-{model}-") as tmp:
         cmd = [
             str(py),
             "-m",
             "bam.fit",
             "--actuator",
-            "xl330",
+            actuator,
             "--model",
             model,
             "--logdir",
@@ -192,7 +199,7 @@ def bam_fit(py: Path, data: Path, model: str, trials: int) -> dict:
             "--method",
             "cmaes",
             "--validation_kp",
-            str(VALIDATION_KP),
+            str(validation_kp),
         ]
         t0 = time.perf_counter()
         run = subprocess.run(
@@ -207,7 +214,7 @@ def bam_fit(py: Path, data: Path, model: str, trials: int) -> dict:
         ]
         params = json.loads((Path(tmp) / "params.json").read_text())
         score = subprocess.run(
-            [str(py), "-c", _BAM_SCORE, str(data), str(VALIDATION_KP), str(Path(tmp) / "params.json")],
+            [str(py), "-c", _BAM_SCORE, str(data), str(validation_kp), str(Path(tmp) / "params.json")],
             capture_output=True,
             text=True,
             check=True,
