@@ -265,7 +265,7 @@ def _set(prim, name: str, value, Sdf) -> None:
         prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.Bool).Set(value)
     elif isinstance(value, list):
         prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.FloatArray).Set(value)
-    elif isinstance(value, int) and not isinstance(value, bool):
+    elif isinstance(value, int):
         prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.Int).Set(value)
     else:
         prim.CreateAttribute(f"newton:{name}", Sdf.ValueTypeNames.Float).Set(float(value))

@@ -4,13 +4,13 @@ the reported validation never sees.
 With no family named, the fit climbs: the native envelope (dcmotor), with a delay (dcmotor_delay), with friction
 (the rich-friction families that extend the model kept so far, nested, fewest parameters first), the friction kept
 across the delay (its twin with the delay, or without it: the two interact), and last MuJoCo's own `<dcmotor>`
-once that family is registered. Each rung starts from the fit of the rung below it (fit.py's
-nested starts); while choosing, a rich friction rung searches from that start only, and the pick's refit adds a
-named fit's second search from the warm start. The rungs are judged on an inner split of the training part (`inner_split`): its earlier part
-trains, its later part (the last recordings, or each segment's end in time) judges. A rung replaces the model
-kept so far only when its inner-validation position MAE is at least `MIN_GAIN` lower. The pick and the rungs it
-nests from are then refitted on the whole training part and validated on the held-out part, untouched by the
-choice; the result says what each rung bought and what the pick scores held out (`ladder` in fit.json, the
+once that family is registered. Each rung starts from the fit of the rung below it (fit.py's nested starts) and
+searches from there only; a named fit, and so the training judge's refit of the pick, also searches a rich friction
+family from the warm start. The rungs are judged on an inner split of the training part (`inner_split`): its
+earlier part trains, its later part (the last recordings, or each segment's end in time) judges. A rung replaces
+the model kept so far only when its inner-validation position MAE is at least `MIN_GAIN` lower. The pick and the
+rungs it nests from are then refitted on the whole training part and validated on the held-out part, untouched by
+the choice; the result says what each rung bought and what the pick scores held out (`ladder` in fit.json, the
 CLI's lines).
 """
 
