@@ -728,9 +728,9 @@ def fit_result(rec: Recording, req: FitRequest, progress: ProgressFn | None = No
     validate_request(rec, req)
     # a servo law that slews its goal at a rate the log does not give fits that rate, on every rung of a ladder too;
     # a rate the log states is held (_held), so that every export carries the slew the kernel runs
-    slewed = [
-        n for n in req.joints or rec.joint_names if fits_goal_rate(rec, n) or held_rate(rec, n) is not None
-    ]
+    slewed = any(
+        fits_goal_rate(rec, n) or held_rate(rec, n) is not None for n in req.joints or rec.joint_names
+    )
     if slewed and GOAL_RATE.name not in (req.add_terms or []):
         req = dataclasses.replace(req, add_terms=[*(req.add_terms or []), "goal_rate_limit"])
     if req.families is None:  # no family named: climb the default ladder, from this module's steps

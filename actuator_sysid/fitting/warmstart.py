@@ -22,9 +22,10 @@ def _smooth(x: np.ndarray, dt: float, deriv: int = 0) -> np.ndarray:
     still holds between the filtered signals while acceleration noise is suppressed.
     """
     win = max(5, int(round(0.05 / dt)) | 1)
-    if x.size <= win:
-        return np.gradient(x, dt) if deriv else x
-    return savgol_filter(x, win, 2, deriv=deriv, delta=dt)
+    if x.shape[0] <= win:
+        return np.gradient(x, dt, axis=0) if deriv else x
+    # along the first axis: columns filter independently, and exactly as each would alone
+    return savgol_filter(x, win, 2, deriv=deriv, delta=dt, axis=0)
 
 
 def _segments(batch: SegmentBatch, joint: int) -> list[dict]:
@@ -89,9 +90,26 @@ def _shifted(x: np.ndarray, d: int) -> np.ndarray:
     return x if d == 0 else np.concatenate([np.full(min(d, x.size), x[0]), x[:-d]])[: x.size]
 
 
-def _pd_fit(segs: list[dict], reg: dict[str, np.ndarray], d: int) -> tuple[float, tuple[float, ...]]:
+def _lagged(segs: list[dict], lags: int) -> tuple[np.ndarray, np.ndarray]:
+    """The PD columns' errors for commands delayed by 0..lags-1 samples, filtered: (samples × lags) each.
+    One filter call per segment and signal, not one per lag."""
+    e = [
+        sg["f"](np.stack([(_shifted(sg["q_des"], d) - sg["q"]) * sg["on_kp"] for d in range(lags)], 1))
+        for sg in segs
+    ]
+    ed = [
+        sg["f"](np.stack([(_shifted(sg["qd_des"], d) - sg["qd"]) * sg["on_kd"] for d in range(lags)], 1))
+        for sg in segs
+    ]
+    return np.concatenate(e), np.concatenate(ed)
+
+
+def _pd_fit(
+    segs: list[dict], reg: dict[str, np.ndarray], d: int, lagged: tuple[np.ndarray, np.ndarray] | None
+) -> tuple[float, tuple[float, ...]]:
     """Least-squares PD law on commands delayed by d samples; returns (residual, coefficients): (kp, kd) on
-    measured effort, else (kp, kd, armature, viscous, Coulomb) on the load's effort."""
+    measured effort, else (kp, kd, armature, viscous, Coulomb) on the load's effort (`lagged`: the filtered
+    PD columns at every lag)."""
     qd_raw, load, qd_f = reg["qd_raw"], reg["load"], reg["qd_f"]
     if "tau" in reg:
         # sample by sample on raw signals, leaving out clipped samples (large effort, or high speed
@@ -105,8 +123,8 @@ def _pd_fit(segs: list[dict], reg: dict[str, np.ndarray], d: int) -> tuple[float
         keep = keep if keep.sum() >= 50 else np.ones_like(keep)
         sol = lsq_linear(np.stack([e, ed], 1)[keep], tau[keep], bounds=(0, np.inf))
         return float(sol.cost), tuple(sol.x)
-    e_f = np.concatenate([sg["f"]((_shifted(sg["q_des"], d) - sg["q"]) * sg["on_kp"]) for sg in segs])
-    ed_f = np.concatenate([sg["f"]((_shifted(sg["qd_des"], d) - sg["qd"]) * sg["on_kd"]) for sg in segs])
+    assert lagged is not None
+    e_f, ed_f = lagged[0][:, d], lagged[1][:, d]
     keep = (np.abs(load) < 0.7 * np.percentile(np.abs(load), 99)) & (np.abs(qd_f) < 0.3 * np.abs(qd_f).max())
     keep = keep if keep.sum() >= 50 else np.ones_like(keep)
     a_mat = np.concatenate([np.stack([e_f, ed_f], 1), reg["friction"]], axis=1)
@@ -121,9 +139,10 @@ def _pd_and_friction(segs: list[dict], reg: dict[str, np.ndarray]) -> tuple[int,
     max_lag = int(
         min(parameters.get("delay").upper // max(segs[0]["sub"], 1), min(sg["q"].size for sg in segs) // 4)
     )
-    fits = [_pd_fit(segs, reg, d) for d in range(max_lag + 1)]
-    lag = int(np.argmin([c for c, _ in fits]))
     measured = "tau" in reg
+    lagged = None if measured else _lagged(segs, max_lag + 1)
+    fits = [_pd_fit(segs, reg, d, lagged) for d in range(max_lag + 1)]
+    lag = int(np.argmin([c for c, _ in fits]))
     if measured:
         kp, kd = fits[lag][1]
         effort = np.concatenate([sg["f"](sg["tau"]) for sg in segs])
