@@ -90,32 +90,31 @@ def _shifted(x: np.ndarray, d: int) -> np.ndarray:
     return x if d == 0 else np.concatenate([np.full(min(d, x.size), x[0]), x[:-d]])[: x.size]
 
 
-def _lagged(segs: list[dict], lags: int) -> tuple[np.ndarray, np.ndarray]:
-    """The PD columns' errors for commands delayed by 0..lags-1 samples, filtered: (samples × lags) each.
-    One filter call per segment and signal, not one per lag."""
-    e = [
-        sg["f"](np.stack([(_shifted(sg["q_des"], d) - sg["q"]) * sg["on_kp"] for d in range(lags)], 1))
-        for sg in segs
-    ]
-    ed = [
-        sg["f"](np.stack([(_shifted(sg["qd_des"], d) - sg["qd"]) * sg["on_kd"] for d in range(lags)], 1))
-        for sg in segs
-    ]
-    return np.concatenate(e), np.concatenate(ed)
+# one block of lagged PD columns holds at most this many values (32 MB of float64 per signal)
+LAGGED_VALUES = 1 << 22
 
 
-def _pd_fit(
-    segs: list[dict], reg: dict[str, np.ndarray], d: int, lagged: tuple[np.ndarray, np.ndarray] | None
-) -> tuple[float, tuple[float, ...]]:
-    """Least-squares PD law on commands delayed by d samples; returns (residual, coefficients): (kp, kd) on
-    measured effort, else (kp, kd, armature, viscous, Coulomb) on the load's effort (`lagged`: the filtered
-    PD columns at every lag)."""
+def _lagged(segs: list[dict], lags: range, filtered: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The PD columns' errors for commands delayed by each of `lags` samples, filtered as the motion is where
+    asked: (samples × lags) each, one filter call per segment and signal rather than one per lag."""
+
+    def columns(des: str, act: str, on: str) -> np.ndarray:
+        blocks = [np.stack([(_shifted(sg[des], d) - sg[act]) * sg[on] for d in lags], 1) for sg in segs]
+        return np.concatenate(
+            [sg["f"](m) for sg, m in zip(segs, blocks, strict=True)] if filtered else blocks
+        )
+
+    return columns("q_des", "q", "on_kp"), columns("qd_des", "qd", "on_kd")
+
+
+def _pd_fit(reg: dict[str, np.ndarray], e: np.ndarray, ed: np.ndarray) -> tuple[float, tuple[float, ...]]:
+    """Least-squares PD law on one delay's PD columns (`e`, `ed`: raw with measured effort, else filtered);
+    returns (residual, coefficients): (kp, kd) on measured effort, else (kp, kd, armature, viscous, Coulomb) on
+    the load's effort."""
     qd_raw, load, qd_f = reg["qd_raw"], reg["load"], reg["qd_f"]
     if "tau" in reg:
         # sample by sample on raw signals, leaving out clipped samples (large effort, or high speed
         # where the DC envelope bites); armature and friction follow from the filtered motion
-        e = np.concatenate([(_shifted(sg["q_des"], d) - sg["q"]) * sg["on_kp"] for sg in segs])
-        ed = np.concatenate([(_shifted(sg["qd_des"], d) - sg["qd"]) * sg["on_kd"] for sg in segs])
         tau = reg["tau"]
         keep = (np.abs(tau) < 0.7 * np.percentile(np.abs(tau), 99)) & (
             np.abs(qd_raw) < 0.3 * np.abs(qd_raw).max()
@@ -123,11 +122,9 @@ def _pd_fit(
         keep = keep if keep.sum() >= 50 else np.ones_like(keep)
         sol = lsq_linear(np.stack([e, ed], 1)[keep], tau[keep], bounds=(0, np.inf))
         return float(sol.cost), tuple(sol.x)
-    assert lagged is not None
-    e_f, ed_f = lagged[0][:, d], lagged[1][:, d]
     keep = (np.abs(load) < 0.7 * np.percentile(np.abs(load), 99)) & (np.abs(qd_f) < 0.3 * np.abs(qd_f).max())
     keep = keep if keep.sum() >= 50 else np.ones_like(keep)
-    a_mat = np.concatenate([np.stack([e_f, ed_f], 1), reg["friction"]], axis=1)
+    a_mat = np.concatenate([np.stack([e, ed], 1), reg["friction"]], axis=1)
     sol = lsq_linear(a_mat[keep], load[keep], bounds=(0, np.inf))
     return float(sol.cost), tuple(sol.x)
 
@@ -140,8 +137,11 @@ def _pd_and_friction(segs: list[dict], reg: dict[str, np.ndarray]) -> tuple[int,
         min(parameters.get("delay").upper // max(segs[0]["sub"], 1), min(sg["q"].size for sg in segs) // 4)
     )
     measured = "tau" in reg
-    lagged = None if measured else _lagged(segs, max_lag + 1)
-    fits = [_pd_fit(segs, reg, d, lagged) for d in range(max_lag + 1)]
+    block = max(1, LAGGED_VALUES // sum(sg["q"].size for sg in segs))
+    fits: list[tuple[float, tuple[float, ...]]] = []
+    for first in range(0, max_lag + 1, block):
+        e, ed = _lagged(segs, range(first, min(first + block, max_lag + 1)), filtered=not measured)
+        fits += [_pd_fit(reg, e[:, i], ed[:, i]) for i in range(e.shape[1])]
     lag = int(np.argmin([c for c, _ in fits]))
     if measured:
         kp, kd = fits[lag][1]
