@@ -73,21 +73,24 @@ def fits_goal_rate(rec: Recording, joint: str) -> bool:
     return asked and not any(_stated(s, joint) is not None for s in rec.segments)
 
 
+def _run_rates(rec: Recording, joint: str) -> set[float]:
+    """The goal rate each of a joint's segments runs (0: none), as stated or tabled; empty where the log must
+    give the rate (fits_goal_rate)."""
+    return set() if fits_goal_rate(rec, joint) else {goal_rate(s, joint) for s in rec.segments}
+
+
 def stated_rates(rec: Recording, joint: str) -> set[float]:
     """The goal rates a joint's segments run as the log states them or their laws table them; empty where the
     log must give the rate (fits_goal_rate) or no segment slews."""
-    if fits_goal_rate(rec, joint):
-        return set()
-    return {goal_rate(s, joint) for s in rec.segments} - {0.0}
+    return _run_rates(rec, joint) - {0.0}
 
 
 def held_rate(rec: Recording, joint: str) -> float | None:
     """The goal rate a fit holds for `joint` rather than fits: the one rate every segment runs, as stated or
     tabled; None where none runs one, the log must give it, or the segments run several (the kernel then runs
     each its own, which no single export carries)."""
-    rates = stated_rates(rec, joint)
-    every = {goal_rate(s, joint) for s in rec.segments} if rates else set()
-    return rates.pop() if len(every) == 1 else None
+    every = _run_rates(rec, joint)
+    return next(iter(every)) if len(every) == 1 and 0.0 not in every else None
 
 
 class ServoGoal(Component):
