@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +121,24 @@ def test_the_chosen_configuration_is_within_5_percent_of_the_best_at_the_far_end
     opts = RobotFitOptions(
         decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION, max_iterations=3
     )
-    row = bench.run_seed(robot, xml, seed, 4.0, opts)
+    row = bench.run_seed(robot, xml, seed, 4.0, opts, siblings=seed == 1)
     assert len(row["far_end_rmse"]) == 6, row  # gains given / fitted × bias off / capped / free
     assert row["chosen"].startswith(gains), row
     assert row["within"], row
+    if seed == 1:  # the noise ceiling: every candidate again on a sibling log, judged on this log's far end
+        sib = row["sibling_far_end_rmse"]
+        assert set(sib) == set(row["far_end_rmse"]) and all(0 < v < 0.1 for v in sib.values()), row
+        assert sib != row["far_end_rmse"], row  # another noise draw gives other fits
+        assert row["sibling_best"] == min(sib, key=sib.__getitem__) and 0 <= row["sibling_delay_flips"] <= 6
+        best = min(row["far_end_rmse"].values())
+        assert row["sibling_best_over_best"] == round(row["far_end_rmse"][row["sibling_best"]] / best, 4)
+
+
+def test_a_sibling_log_differs_from_the_seed_in_its_noise_alone(leg: tuple[RobotModel, str]) -> None:
+    """bench/robot_selection.py's sibling: the same plant, targets and truth, another draw of the encoder noise."""
+    robot, _ = leg
+    (rec, log, truth), (rec2, log2, truth2) = (bench.make_log(robot, 2, 1.0, draw=d) for d in (0, 1))
+    assert truth == truth2 and np.array_equal(log.cmd, log2.cmd)
+    diff = log.q - log2.q
+    assert 0.5 * bench.NOISE < diff.std() / np.sqrt(2) < 2 * bench.NOISE, diff.std()
+    assert np.array_equal(rec.segments[0].q_des, rec2.segments[0].q_des)
