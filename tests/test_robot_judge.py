@@ -20,7 +20,7 @@ from test_robot_torque import DEC, TERMS, TRUTH, load_arm, multisine
 from actuator_sysid.export.robot import write_robot_exports
 from actuator_sysid.fitting.result import RobotResult, as_robot_result
 from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot
-from actuator_sysid.fitting.robot_judge import GAINS_GUESSED, robot_verdict
+from actuator_sysid.fitting.robot_judge import DELAY_TIE, GAINS_GUESSED, robot_verdict
 from actuator_sysid.fitting.verdict import NOT_CHECKED, all_passed
 from actuator_sysid.models.robot import RobotModel
 from actuator_sysid.service.robot_page import verdict_summary
@@ -137,11 +137,19 @@ def test_a_bias_beyond_its_bound_is_flagged_at_bound_absorbing_and_unidentified(
     assert res.verdict.verdict in ("usable", "poor")
 
 
-def _result(replays: dict | None, per_joint: float = 0.01, gains: str = "from the log") -> RobotResult:
+def _result(
+    replays: dict | None,
+    per_joint: float = 0.01,
+    gains: str = "from the log",
+    delays: dict[str, float] | None = None,
+    delay: int = 0,
+) -> RobotResult:
     """A stored robot result with just what the verdict reads."""
     return as_robot_result(
         {
             "gains": gains,
+            "delay_steps": delay,
+            "sim": {"dt": 0.0025, "decimation": 2},
             "validation": {
                 "per_joint_rmse": {"a": per_joint},
                 "motion": {"a": {"range": 1.0, "noise": 1e-3}},
@@ -149,7 +157,7 @@ def _result(replays: dict | None, per_joint: float = 0.01, gains: str = "from th
             "bounds": {},
             "intervals": {"a.armature": {"identified": True}},
             "identifiability": {"not_identified": {}},
-            "training": {"stopped_on": "converged"},
+            "training": {"stopped_on": "converged", "delay_coupled_rmse": delays},
             "replays": replays,
         }
     )
@@ -180,6 +188,22 @@ def test_guessed_gains_cap_the_verdict_and_name_the_flags() -> None:
     assert guessed.verdict == "usable" and "--kp and --kd" in guessed.reasons[0], guessed.reasons
     for note in ("from the log", "as given (kp / kd options)"):
         assert robot_verdict(_result(None, gains=note)).verdict == "good"
+
+
+def test_the_verdict_says_whether_the_training_part_tells_the_delay_apart() -> None:
+    """Delays scanned within DELAY_TIE of the lowest training RMSE are named, with --delay, as a caveat that
+    leaves the verdict good; a delay every other one trails by more is stated with the margin; a given delay (one
+    loss) or a search without the scan's losses says nothing."""
+    tied = robot_verdict(_result(None, delays={"0": 1.0e-3, "1": 1.02e-3, "2": 1.2e-3, "3": 2e-3}, delay=1))
+    check = next(c for c in tied.checks if c.check == "delay")
+    assert tied.verdict == "good" and check.status == "ok", tied
+    assert "delay 1 physics steps (2.5 ms) kept, but delays 0, 1 fit" in check.reason, check.reason
+    assert "--delay" in check.reason and f"{DELAY_TIE:.0%}" in check.reason, check.reason
+    told = robot_verdict(_result(None, delays={"1": 1.2e-3, "2": 1.0e-3, "3": 1.1e-3}, delay=2))
+    check = next(c for c in told.checks if c.check == "delay")
+    assert check.reason.endswith("at least 10.0% worse") and "--delay" not in check.reason, check.reason
+    for delays in ({"2": 1e-3}, None):  # given, or not scanned on the fast path
+        assert "delay" not in {c.check for c in robot_verdict(_result(None, delays=delays, delay=2)).checks}
 
 
 def test_interval_coverage_over_seeds(arm: RobotModel) -> None:

@@ -315,6 +315,10 @@ def _replay_checks(out: list[Check], replays: Mapping[str, Any] | None) -> None:
         _check(out, "ok", "export_replay", f"{', '.join(ran)} replay the exports within tolerance")
 
 
+# delays whose coupled training loss lies within this share of the lowest are not told apart by the training part
+# (the delay scan keeps the step above the lowest within it; the verdict names them all)
+DELAY_TIE = 0.05
+
 GAINS_GUESSED = "fitted per group (the log states none)"
 """The gains note (RobotResult.gains) of a fit whose log states no PD gains: the fit guessed them."""
 
@@ -344,6 +348,7 @@ def robot_verdict(result: RobotResult) -> Verdict:
             "damping need not be the controller's, and fitted gains extrapolate worse than the real ones. Give "
             "the controller's gains: --kp and --kd on the CLI, kp and kd in the API and on the robot page",
         )
+    _delay_check(checks, result)
     if moving := result.stroke_friction_groups:
         _check(
             checks,
@@ -353,6 +358,38 @@ def robot_verdict(result: RobotResult) -> Verdict:
             "holds: the Isaac Lab, Newton and MuJoCo exports carry its mid-stroke value",
         )
     return verdict_of(checks)
+
+
+def _delay_check(out: list[Check], result: RobotResult) -> None:
+    """Whether the scanned delay is told apart from the others by the training part: a caveat naming --delay where
+    several delays fit within DELAY_TIE. On motion slower than use, damping and armature make up a delay too
+    short, so such delays can part far apart on faster motion (BENCHMARKS.md, the robot selection bench)."""
+    losses = {int(d): float(v) for d, v in (result.training.delay_coupled_rmse or {}).items()}
+    kept = int(result.delay_steps)
+    if len(losses) < 2 or kept not in losses or not all(map(math.isfinite, losses.values())):
+        return  # the delay was given, or not scanned on the fast path
+    dt = float(result.sim.get("dt") or math.nan)
+    close = sorted(d for d, v in losses.items() if v <= (1.0 + DELAY_TIE) * min(losses.values()))
+    if close == [kept]:
+        worse = min(v for d, v in losses.items() if d != kept) / losses[kept] - 1.0
+        _check(
+            out,
+            "ok",
+            "delay",
+            f"delay {kept} physics steps ({kept * dt * 1e3:.3g} ms): every other delay scanned fits the training "
+            f"part at least {worse:.1%} worse",
+        )
+        return
+    _check(
+        out,
+        "ok",
+        "delay",
+        f"delay {kept} physics steps ({kept * dt * 1e3:.3g} ms) kept, but delays "
+        + ", ".join(map(str, close))
+        + f" fit the training part within {DELAY_TIE:.0%} of the lowest training RMSE: the training motion does not "
+        "tell them apart, and on faster motion one step can change the error several times over. Give the "
+        "delay where it is known (--delay on the CLI, delay in the API), or fit a log with faster motion",
+    )
 
 
 def _coverage_check(out: list[Check], result: RobotResult) -> None:

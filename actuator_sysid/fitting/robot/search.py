@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..robot_judge import DELAY_TIE
 from ..search import Tolerances, batched_lm, trust_region
 from .jacobian import coupled_jacobian, coupled_rows, decoupled_jacobian, decoupled_rows, fd_candidates
 from .options import RobotFitOptions
@@ -22,9 +23,8 @@ from .start import scan_delay
 
 LM_TOL = 1e-3  # the decoupled least squares stops a problem once its loss falls by less than this share
 STEPS = (0.5, 1.0, 2.0)  # the coupled refinement tries these multiples of each space-mapping step
-# delays whose training loss is within this share of the lowest are not told apart by the training part: all are
-# rolled out coupled, and of the lowest and the step above it, the longer is kept when it is within it
-DELAY_TIE = 0.05
+# delays within DELAY_TIE of the lowest training loss are not told apart by the training part: all are rolled out
+# coupled, and of the lowest and the step above it, the longer is kept when it is within it (the verdict says so)
 DELAY_NOTE = (
     "the lowest coupled training loss after fitting at each delay, or one step longer within "
     f"{DELAY_TIE * 100:g} % of it"
