@@ -369,7 +369,8 @@ def _delay_check(out: list[Check], result: RobotResult) -> None:
     if len(losses) < 2 or kept not in losses or not all(map(math.isfinite, losses.values())):
         return  # the delay was given, or not scanned on the fast path
     dt = float(result.sim.get("dt") or math.nan)
-    close = sorted(d for d, v in losses.items() if v <= (1.0 + DELAY_TIE) * min(losses.values()))
+    within = (1.0 + DELAY_TIE) * min(losses.values())
+    close = sorted(d for d, v in losses.items() if v <= within)
     if close == [kept]:
         worse = min(v for d, v in losses.items() if d != kept) / losses[kept] - 1.0
         _check(
