@@ -1129,9 +1129,10 @@ def _robot_args(f: argparse.ArgumentParser) -> None:
     f.add_argument(
         "--select",
         action="store_true",
-        help="with --robot: choose gains given/fitted, bias off/within ±0.05 rad/free, per group/joint and the window "
-        "length on an inner split of the training part as long as the held-out part (train earlier, validate later), "
-        "simplest first: a richer choice must cut the inner error by 5 %% (fitted gains by 25 %%); then refit it",
+        help="with --robot: choose gains given/fitted and bias off/within ±0.05 rad/free on the whole training part "
+        "(fitted gains must cut its error by 35 %%, both with a bounded bias; a bias by 5 %%), then per group/joint "
+        "and the window length on an inner split of the training part as long as the held-out part (train earlier, "
+        "validate later), simplest first, a richer choice cutting the inner error by 5 %%; then refit it",
     )
     f.add_argument(
         "--payload",

@@ -12,9 +12,10 @@ of training, so the held-out last 30 % (the far end) is faster and higher in fre
 Every candidate configuration of the selection (the product of its gains and bias axes; with --friction, the
 friction axis too) is fitted on the training part and replayed over the far end by an independent judge
 (MuJoCo position actuators, bench/robot_peer.py, as bench/robot.py replays ours); then
-`select_robot_fit` chooses one on the training part alone (each candidate's inner error at the held delay and,
-for a bias, at the held delay's other neighbour, are in the row). A seed passes when the chosen configuration's
-far-end error is within 5 % of the best candidate's. bench/robot_selection_rules.py records more per candidate to judge rules offline.
+`select_robot_fit` chooses one on the training part alone (its gains and bias figures on the whole training part,
+and each inner candidate's error, are in the row). A seed passes when the chosen configuration's far-end error
+is within 5 % of the best candidate's. bench/robot_selection_rules.py records more per candidate to judge rules
+offline.
 
 With --sweep N the chosen configuration is also fitted at each delay 0..N held (inner and far end), and each
 candidate's row states its refit delay and its scan's training error at each delay, for delay rules offline
@@ -312,13 +313,9 @@ def run_seed(
         "far_end_rmse": {k: round(v, 6) for k, v in far.items()},
         "far_end_delay": far_delay,
         "training_rmse_by_delay": scans,
+        "training_choice": sel.get("training_choice"),
         "inner_rmse": {c["name"]: round(c["inner_validation_rmse"], 6) for c in sel.get("candidates", [])},
         "inner_delay": next((c.get("delay_steps") for c in sel.get("candidates", [])), None),
-        "inner_rmse_neighbour": {
-            c["name"]: [c["neighbour_delay"], round(c["inner_validation_rmse_neighbour"], 6)]
-            for c in sel.get("candidates", [])
-            if "inner_validation_rmse_neighbour" in c
-        },
         "chosen": sel.get("chosen"),
         "chosen_delay": int(res.delay_steps),
         "chosen_by_delay": {str(d): by_delay[d] for d in sorted(by_delay)},

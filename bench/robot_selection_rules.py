@@ -5,10 +5,11 @@ Per seed of bench/robot_selection.py's known-truth leg, each candidate configura
 `select_robot_fit` scores it (the inner split of the training part at --inner, INNER_ITERATIONS) once with the
 delay scanned and once held at each of --delays; at each of --fractions, scanned and held at the first candidate's
 scanned delay there; and once on the whole training part (delay scanned, intervals on), replayed over the far end
-by the MuJoCo judge. One JSON line per seed goes to --out; `rules` then replays, through the library's own
-robot_select.greedy_choice, the protocol (on records made at the selection's inner share) and variants (one
-gains × bias axis scored at another inner fraction, another margin, each candidate's own delay) on those lines
-without refitting: a "?" marks a seed where a score the rule needed was not recorded.
+by the MuJoCo judge. One JSON line per seed goes to --out; `rules` then replays inner-split rules on those lines
+without refitting: the former protocol (on records made at the selection's inner share) and variants through the
+library's robot_select.greedy_choice (one gains × bias axis scored at another inner fraction, another margin, each
+candidate's own delay); a "?" marks a seed where a score the rule needed was not recorded. Today's protocol
+decides the gains and the bias on the whole training part, which bench/robot_selection.py measures itself.
 
 `delays` replays delay rules on bench/robot_selection.py --sweep N output (the chosen configuration's inner
 error and far-end error at each delay 0..N): which delay each rule keeps and its far-end error over the best
@@ -44,7 +45,6 @@ from actuator_sysid.fitting.robot_select import (  # noqa: E402
     Candidate,
     configurations,
     fit_candidate,
-    gains_bias_axes,
     greedy_choice,
     inner_fit,
     inner_share,
@@ -201,23 +201,34 @@ def choose_joint(row: dict, fraction: float, how: str, margin: float, plausible:
     return None if missing else choice[0].name
 
 
+FORMER_MARGIN = 0.25  # the former inner-split protocol's margin for fitted gains and for a bias
+
+
 def choose_protocol(row: dict) -> str | None:
-    """The library's own protocol (greedy_choice over its gains and bias axes, their margins, a bias judged at
-    the held delay and its other neighbour) replayed on a record made at the selection's inner fraction."""
+    """The former inner-split protocol (before the gains and the bias were decided on the whole training part)
+    replayed on a record made at the selection's inner fraction: fitted gains, then a bias, each kept when it
+    lowers the inner RMSE by FORMER_MARGIN, a bias at the held delay and at its other neighbour too."""
     names = list(row["candidates"])
     held = int(row["candidates"][names[0]]["inner"]["scan"]["delay"])
     other = held - 1 if held > 0 else 1
     missing: list[str] = []
-    _, choice = greedy_choice(
-        gains_bias_axes(True, BIAS_PLAUSIBLE),
-        _scored(lambda n: _inner(row, n, held), missing),
-        _scored(lambda n: _inner(row, n, other), missing),
-    )
-    return None if missing else ", ".join(c.name for c in choice)
+    at_held = _scored(lambda n: _inner(row, n, held), missing)
+    at_other = _scored(lambda n: _inner(row, n, other), missing)
+
+    def score(g: str, b: str, at: Callable[[Candidate], float]) -> float:
+        return at(Candidate(f"{g}, {b}"))
+
+    g, b = "gains given", "bias off"
+    if score("gains fitted", b, at_held) < (1 - FORMER_MARGIN) * score(g, b, at_held):
+        g = "gains fitted"
+    for alt in (f"bias within ±{BIAS_PLAUSIBLE:g} rad", "bias on"):
+        if all(score(g, alt, at) < (1 - FORMER_MARGIN) * score(g, b, at) for at in (at_held, at_other)):
+            b = alt
+    return None if missing else f"{g}, {b}"
 
 
 RULES: dict[str, Callable[[dict], str | None]] = {
-    "the protocol (inner share, gains 25 %, a bias 25 % at two neighbouring delays)": choose_protocol,
+    "the former protocol (inner share, gains 25 %, a bias 25 % at two neighbouring delays)": choose_protocol,
     "one gains × bias axis, last 15 % validates, delay held, margin 2 %": lambda r: choose_joint(
         r, 0.15, "held", 0.02
     ),

@@ -252,6 +252,9 @@ def test_a_robot_log_is_uploaded_and_fitted_with_selection_from_the_pages_alone(
         assert page.url.endswith(f"/fits/{fid}"), page.url
         rows = page.locator("#selection tr").count()
         assert rows == len(candidates) + 1, rows  # each alternative with its figures
+        # the gains (given, fitted) and the bias (bounded, off, free) decided on the whole training part
+        assert page.locator("#training-choice tr").count() == 1 + 2 + 3
+        assert page.locator("#training-choice b").count() == 2  # the kept gains and bias
         assert dialogs == []
     finally:
         ctx.close()

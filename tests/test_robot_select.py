@@ -25,6 +25,7 @@ from actuator_sysid.fitting.robot_select import (
     inner_share,
     name_groups,
     select_robot_fit,
+    training_choice,
     training_part,
 )
 from actuator_sysid.models.robot import RobotError, RobotModel
@@ -64,9 +65,8 @@ def test_name_groups_and_the_default_axes(arm: RobotModel, biased: Recording) ->
     ]
     assert axes[0][1].fit_gains and axes[0][1].changes == {"kp": None, "kd": None}
     assert axes[1][1].changes == {"fit_bias": True, "bias_limit": 0.05}
-    assert axes[0][1].margin == GAINS_MARGIN and all(
-        c.margin == BIAS_MARGIN and c.delay_robust for c in axes[1][1:]
-    )
+    assert axes[0][1].margin == GAINS_MARGIN and all(c.margin == BIAS_MARGIN for c in axes[1][1:])
+    assert all(c.on_training for a in axes[:2] for c in a) and not axes[2][0].on_training
     short = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC, window_s=0.1))[-1]
     assert [c.name for c in short] == ["window 0.1 s", "window 0.2 s", "window 0.4 s"]
     assert [c.ordered for c in short] == [False, True, True]
@@ -145,3 +145,34 @@ def test_an_ordered_axis_stops_at_its_first_step_that_loses(arm: RobotModel, bia
     assert [c["name"] for c in sel["candidates"]] == ["bias on", "bias off"] and sel["chosen"] == "bias on", (
         sel
     )
+
+
+def test_the_gains_and_the_bias_are_decided_on_the_whole_training_part(
+    arm: RobotModel, biased: Recording
+) -> None:
+    """The Newton log stating its true gains keeps them (the fitted ones do not buy GAINS_MARGIN) and keeps the
+    bias its encoders have (it buys BIAS_MARGIN many times over); the same log stating a kp 40 % low gets fitted
+    gains, which lower its training error by more than GAINS_MARGIN. The selection states the figures, and its
+    inner split tries no other gains or bias."""
+    opts = RobotFitOptions(decimation=DEC, max_iterations=6, delay=DELAY)
+    gains_axis, bias_axis = candidate_axes(biased, arm, opts)[:2]
+    kept, row = training_choice(biased, arm, opts, gains_axis, bias_axis)
+    gains, bias = row["gains_training_rmse_with_bias"], row["bias_training_rmse"]
+    assert [c.name for c in kept] == ["gains given", "bias within ±0.05 rad"], row
+    assert gains["gains given"] < 1e-4 < gains["gains fitted"], row
+    assert bias["bias within ±0.05 rad"] < 0.1 * bias["bias off"] and row["delay_steps"] == DELAY, row
+    seg = biased.segments[0]
+    wrong = dataclasses.replace(
+        biased, segments=[dataclasses.replace(seg, metadata={**seg.metadata, "kp": 0.6 * KP})]
+    )
+    kept, row = training_choice(wrong, arm, opts, gains_axis, bias_axis)
+    gains = row["gains_training_rmse_with_bias"]
+    assert (
+        kept[0].name == "gains fitted" and gains["gains fitted"] < (1 - GAINS_MARGIN) * gains["gains given"]
+    ), row
+    sel = select_robot_fit(wrong, arm, opts, inner_iterations=2).selection
+    assert sel["training_choice"] == row and sel["chosen"].startswith(", ".join(row["kept"])), sel
+    assert sel["protocol"].startswith("the gains and the bias first, on the whole training part"), sel[
+        "protocol"
+    ]
+    assert sel["candidates"] == [], sel["candidates"]  # one window fits: nothing is left for the inner split

@@ -361,8 +361,24 @@ def _assert_flags_and_selection_render(fit: dict) -> None:
         }
         for n, b, e in (("bias on", True, 0.0123), ("bias off", False, 0.0456))
     ]
-    res["selection"] = {"protocol": "inner split", "candidates": cands, "chosen": "bias on", "skipped": []}
+    res["selection"] = {
+        "protocol": "inner split",
+        "training_choice": {
+            "gains_training_rmse_with_bias": {"gains given": 0.0031, "gains fitted": 0.0007},
+            "bias_training_rmse": {"bias within ±0.05 rad": 0.0007, "bias off": 0.0009, "bias on": 0.00069},
+            "delay_steps": 2,
+            "kept": ["gains fitted", "bias within ±0.05 rad"],
+        },
+        "candidates": cands,
+        "chosen": "bias on",
+        "skipped": [],
+    }
     html = _render_fit_page(fit, res)
+    decided = html.split('id="training-choice"', 1)[1].split("</table>", 1)[0]
+    assert "0.0031" in decided and "0.0009" in decided and decided.count("(kept)") == 2
+    assert (
+        "gains fitted, bias within its bound <b>(kept)" in decided and "bias off at delay 2</td>" in decided
+    )
     flags = html.split('id="bound-flags"', 1)[1].split("</table>", 1)[0]
     assert "calf.friction" in flags and "upper search bound" in flags and "FL_calf_joint.bias" in flags
     assert "absorbs model error" in flags

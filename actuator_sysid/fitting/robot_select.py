@@ -6,21 +6,22 @@ validate, whole). The inner validation is as long as the real one (inner_share),
 with time, as a chirp's does, it extrapolates about as far as the real use. Each axis lists its entries simplest
 first: gains given, then fitted; bias off, within BIAS_PLAUSIBLE, then free; per group, then per joint; with
 position_friction, constant friction, then along the stroke; the training window as given, then 2, 4, 8 × it.
-From every axis's simplest entry, one axis at a time, an entry replaces the one kept only when its inner RMSE is
-lower by its margin: GAINS_MARGIN for fitted gains, BIAS_MARGIN for a bias, MIN_GAIN (the joint ladder's rule)
-for any other richer model, none for a window. The first candidate scans the delay, the later ones hold it; a bias
-must buy its margin at the held delay and at its neighbour one physics step shorter too (one longer when the held
-delay is 0): a bias and a delay trade, and the scan keeps the longer of two neighbouring delays it cannot
-tell apart, so the other neighbour is the one it leans away from. The one kept is refitted on the whole
-training part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
-inner_fraction, candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options, skipped,
-search_s, wall_s}.
+The gains and the bias are decided first, on the whole training part (training_choice): fitted gains are kept
+when they lower its RMSE by GAINS_MARGIN, both with a bounded bias; a bias (bounded, or free over bounded) when it
+lowers it by BIAS_MARGIN at that fit's delay. Then from every other axis's simplest entry, one axis at a time, an
+entry replaces the one kept only when its inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule)
+for a richer model, none for a window. The first candidate scans the delay, the later ones hold it. The one kept
+is refitted on the whole training part (the delay scanned again). The result is `fit_robot`'s with `selection`
+{protocol, inner_fraction, training_choice {gains_training_rmse_with_bias, bias_training_rmse, delay_steps, kept}
+(None without a bias axis), candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options,
+skipped, search_s, wall_s}.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import re
 import time
 from collections.abc import Callable
@@ -37,13 +38,15 @@ from .robot import BIAS_PLAUSIBLE, RobotFitOptions, fit_robot, prepare_fit
 
 INNER_FRACTION = 0.3  # the least later share of the training part that validates each candidate
 INNER_MAX = 0.6  # and the most
-# fitted gains replace the given ones only when they cut the inner RMSE by this share: inside a band a gain
-# error trades against the delay, armature and damping, and the log's gains are what the robot ran
-GAINS_MARGIN = 0.25
-# a bias replaces the kept entry only when it cuts the inner RMSE by this share at the held delay and at its other
-# neighbour: a constant offset of the reading trades against the delay, as the gains do, and a delay between two
-# grid steps is found at either neighbour
-BIAS_MARGIN = GAINS_MARGIN
+# fitted gains replace the given ones only when they cut the whole training part's RMSE by this share, both fitted
+# with the bias within its plausible bound: logged gains that are off leave an error several times the fitted
+# gains' (which a bias cannot take up), while true ones leave at most a few percent to gain (the lag a gain error
+# would add trades against the delay, armature and damping)
+GAINS_MARGIN = 0.35
+# a bias (and a free one over a bounded one) replaces the kept entry only when it cuts the whole training part's RMSE
+# by this share, as any richer model must: a true bias shows through gravity and buys far more, while the fitted
+# gains and a bias trade where both are free
+BIAS_MARGIN = MIN_GAIN
 # longer restart intervals, in turn while each beats the one before (the peer rolls out the whole stretch)
 WINDOW_FACTORS = (2.0, 4.0, 8.0)
 INNER_ITERATIONS = 6  # each candidate's search budget (refinement rounds / Jacobians), at most the fit's own
@@ -59,7 +62,8 @@ class Candidate:
     ordered: bool = False  # a step along an ordered axis: tried only while the step before it won
     # the share of the kept entry's inner RMSE it must buy to replace it (a richer model must beat the noise)
     margin: float = MIN_GAIN
-    delay_robust: bool = False  # it must buy its margin at the held delay's other neighbour too
+    # its axis is decided on the whole training part (training_choice), not on the inner split
+    on_training: bool = False
 
     def described(self) -> dict:
         """The options as the result states them (JSON-ready)."""
@@ -99,21 +103,23 @@ def gains_bias_axes(gains_given: bool, bias_limit: float) -> list[list[Candidate
     if gains_given:
         axes.append(
             [
-                Candidate("gains given"),
-                Candidate("gains fitted", {"kp": None, "kd": None}, True, margin=GAINS_MARGIN),
+                Candidate("gains given", on_training=True),
+                Candidate(
+                    "gains fitted", {"kp": None, "kd": None}, True, margin=GAINS_MARGIN, on_training=True
+                ),
             ]
         )
     axes.append(
         [
-            Candidate("bias off", {"fit_bias": False}),
+            Candidate("bias off", {"fit_bias": False}, on_training=True),
             Candidate(
                 f"bias within ±{bias_limit:g} rad",
                 {"fit_bias": True, "bias_limit": bias_limit},
                 margin=BIAS_MARGIN,
-                delay_robust=True,
+                on_training=True,
             ),
             Candidate(
-                "bias on", {"fit_bias": True, "bias_limit": None}, margin=BIAS_MARGIN, delay_robust=True
+                "bias on", {"fit_bias": True, "bias_limit": None}, margin=BIAS_MARGIN, on_training=True
             ),
         ]
     )
@@ -215,27 +221,75 @@ def fit_candidate(rec: Recording, robot: RobotModel, opts: RobotFitOptions, c: C
 
 
 def greedy_choice(
-    axes: list[list[Candidate]],
-    score: Callable[[Candidate], float],
-    neighbour: Callable[[Candidate], float] | None = None,
+    axes: list[list[Candidate]], score: Callable[[Candidate], float]
 ) -> tuple[float, list[Candidate]]:
     """One axis at a time from every axis's first entry: an entry replaces the one kept when its score is lower
-    by at least its margin (a delay_robust entry under `neighbour` too, the score at the other neighbouring delay,
-    when given); an ordered axis stops at its first step that loses."""
+    by at least its margin; an ordered axis stops at its first step that loses."""
     choice = [a[0] for a in axes]
     best = score(_combine(choice))
     for k, axis in enumerate(axes):
         for alt in axis[1:]:
             trial = choice[:k] + [alt] + choice[k + 1 :]
             s = score(_combine(trial))
-            wins = s < best * (1.0 - alt.margin)
-            if wins and alt.delay_robust and neighbour is not None:
-                wins = neighbour(_combine(trial)) < neighbour(_combine(choice)) * (1.0 - alt.margin)
-            if wins:
+            if s < best * (1.0 - alt.margin):
                 best, choice = s, trial
             elif alt.ordered:
                 break
     return best, choice
+
+
+def training_choice(
+    rec: Recording,
+    robot: RobotModel,
+    opts: RobotFitOptions,
+    gains_axis: list[Candidate] | None,
+    bias_axis: list[Candidate],
+    budget_s: float | None = None,
+) -> tuple[list[Candidate], dict]:
+    """The gains and the bias decided on the whole training part, each entry kept when it lowers the training
+    RMSE by its margin. The gains first, every entry with the bias within its bound (bias_axis[1]) and the delay
+    scanned: a fitted gain would otherwise take up an encoder bias. Then the bias, off and free fitted at the
+    delay the kept gains' fit found. Neither is a matter of extrapolation: a gain error far from the logged gains
+    shows on slow motion already, and a bias is seen through gravity, so the whole training part carries the most
+    of each. Returns the kept entries (gains first, where there is a gains axis) and their figures."""
+    t0 = time.perf_counter()
+
+    def fitted(c: Candidate, delay: int | None) -> RobotResult:
+        left = None if budget_s is None else max(1.0, budget_s - (time.perf_counter() - t0))
+        fit_opts = dataclasses.replace(opts, judge=False, progress=None, budget_s=left, delay=delay)
+        return fit_candidate(rec, robot, fit_opts, c)
+
+    def better(axis: list[Candidate], rmse: dict[str, float]) -> Candidate:
+        kept = axis[0]
+        for alt in axis[1:]:
+            if rmse[alt.name] < rmse[kept.name] * (1.0 - alt.margin):
+                kept = alt
+        return kept
+
+    bounded = bias_axis[1]
+    gains = gains_axis or [Candidate("")]
+    fits = {g.name: fitted(_combine([g, bounded]) if g.name else bounded, opts.delay) for g in gains}
+    gains_rmse = {k: float(v.training.rmse or 0.0) for k, v in fits.items()}
+    kept_gains = better(gains, gains_rmse)
+    delay = int(fits[kept_gains.name].delay_steps) if opts.delay is None else opts.delay
+    bias_rmse = {bounded.name: gains_rmse[kept_gains.name]}
+    for b in bias_axis:
+        if b is not bounded:
+            c = _combine([kept_gains, b]) if kept_gains.name else b
+            bias_rmse[b.name] = float(fitted(c, delay).training.rmse or 0.0)
+    kept_bias = better(bias_axis, bias_rmse)
+    figures = {
+        "bias_training_rmse": {k: round(v, 7) for k, v in bias_rmse.items()},
+        "delay_steps": delay,
+        "kept": [kept_bias.name],
+    }
+    if gains_axis:
+        figures = {
+            "gains_training_rmse_with_bias": {k: round(v, 7) for k, v in gains_rmse.items()},
+            **figures,
+        }
+        figures["kept"] = [kept_gains.name, kept_bias.name]
+    return ([kept_gains] if gains_axis else []) + [kept_bias], figures
 
 
 def inner_fit(
@@ -278,20 +332,32 @@ def _row(c: Candidate, res: RobotResult, wall_s: float) -> dict:
     }
 
 
-def _protocol(cut: str, inner_fraction: float, iterations: int, delay: int | None) -> str:
+def _protocol(
+    cut: str, inner_fraction: float, iterations: int, delay: int | None, decided: dict | None
+) -> str:
     """The selection's protocol in words, as the result states it."""
+    first = ""
+    if decided is not None:
+        gains = "gains_training_rmse_with_bias" in decided
+        first = (
+            ("the gains and the bias" if gains else "the bias")
+            + " first, on the whole training part: "
+            + (
+                "given and fitted gains each with the bias within its bound, fitted kept when they lower the "
+                f"training RMSE by {GAINS_MARGIN:.0%}; then "
+                if gains
+                else "the bias within its bound, then "
+            )
+            + f"the bias off and free at that fit's delay, a bias kept when it lowers it by {BIAS_MARGIN:.0%} "
+            "(a free one over a bounded one likewise); then the other axes on an "
+        )
     return (
-        f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
+        first + f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
         f"the later {inner_fraction:.0%} validates, replayed from the measured state at the inner split; one "
         "axis at a time from every axis's simplest entry; an entry replaces the one kept only when its "
-        f"inner-validation RMSE is lower by its margin (fitted gains {GAINS_MARGIN:.0%}, a bias "
-        f"{BIAS_MARGIN:.0%}, any other richer model {MIN_GAIN:.0%}, a window: lower); each candidate searched "
-        f"for at most {iterations} iterations at the first candidate's delay"
-        + (
-            ", a bias also one delay step shorter (longer from 0), where it must buy its margin too"
-            if delay is None
-            else " (the given delay)"
-        )
+        f"inner-validation RMSE is lower by its margin (a richer model {MIN_GAIN:.0%}, a window: lower); each "
+        f"candidate searched for at most {iterations} iterations at the first candidate's delay"
+        + ("" if delay is None else " (the given delay)")
         + "; the one kept is refitted on the whole training part"
     )
 
@@ -319,25 +385,30 @@ def select_robot_fit(
     say: Callable[[str], None] = opts.progress or (lambda m: None)
     train, cut = training_part(rec, robot, opts)
     axes = axes if axes is not None else candidate_axes(rec, robot, opts, inner_fraction, train)
+    gains_axis = next((a for a in axes if a[0].on_training and any(c.fit_gains for c in a)), None)
+    bias_axis = next((a for a in axes if len(a) == 3 and a[0].on_training and a is not gains_axis), None)
+    decided: dict | None = None
+    if bias_axis is not None:  # the gains and the bias, on the whole training part
+        say("select: the gains and the bias, fitted on the whole training part")
+        kept, decided = training_choice(rec, robot, opts, gains_axis, bias_axis, budget_s)
+        say(f"select: kept {', '.join(c.name for c in kept)} ({decided})")
+        by_axis = {id(a): [c] for a, c in zip([a for a in (gains_axis, bias_axis) if a], kept, strict=True)}
+        axes = [by_axis.get(id(a), a) for a in axes]
     tried: dict[str, dict] = {}
     skipped: list[str] = []
     delay: list[int | None] = [opts.delay]  # the first candidate's, held by the later ones (the refit scans)
 
-    def fitted(c: Candidate, d: int | None) -> RobotResult | None:
-        """The candidate's inner fit at delay d (None: scanned); None when the budget is spent."""
-        left = None if budget_s is None else budget_s - (time.perf_counter() - t0)
-        if left is not None and left <= 0:
-            skipped.append(c.name if d == delay[0] else f"{c.name} at delay {d}")
-            return None
-        return inner_fit(train, robot, opts, c, d, inner_fraction, inner_iterations, left)
-
     def score(c: Candidate) -> float:
+        """The candidate's inner validation RMSE at the held delay (the first one scans it); inf when the
+        budget is spent."""
         if c.name in tried:
             return float(tried[c.name]["inner_validation_rmse"])
         t1 = time.perf_counter()
-        res = fitted(c, delay[0])
-        if res is None:
+        left = None if budget_s is None else budget_s - (t1 - t0)
+        if left is not None and left <= 0:
+            skipped.append(c.name)
             return float("inf")
+        res = inner_fit(train, robot, opts, c, delay[0], inner_fraction, inner_iterations, left)
         delay[:] = [int(res.delay_steps)]
         row = tried[c.name] = _row(c, res, time.perf_counter() - t1)
         say(
@@ -345,33 +416,26 @@ def select_robot_fit(
         )
         return float(row["inner_validation_rmse"])
 
-    def neighbour(c: Candidate) -> float:
-        """The inner RMSE one delay step shorter than the held one, longer from 0 (a bias must win there too)."""
-        score(c)  # the held delay first: the first candidate's scan sets it
-        held = int(delay[0] or 0)
-        d = held - 1 if held > 0 else min(1, opts.max_delay)
-        if d == held or c.name not in tried:
-            return score(c)
-        row = tried[c.name]
-        if "inner_validation_rmse_neighbour" not in row:
-            res = fitted(c, d)
-            rmse = None if res is None else res.validation.rmse
-            row["inner_validation_rmse_neighbour"] = float("inf") if rmse is None else float(rmse)
-            row["neighbour_delay"] = d
-            say(f"select: {c.name}: at delay {d} {row['inner_validation_rmse_neighbour']:.5f} rad")
-        return float(row["inner_validation_rmse_neighbour"])
-
-    best, choice = greedy_choice(axes, score, neighbour if opts.delay is None else None)
+    if all(len(a) == 1 for a in axes):  # nothing left to choose on the inner split
+        best, choice = math.nan, [a[0] for a in axes]
+    else:
+        best, choice = greedy_choice(axes, score)
+        if not np.isfinite(best) and decided is None:
+            raise RobotError(
+                "the selection budget ran out before one candidate was fitted: give a longer budget"
+            )
     chosen = _combine(choice)
-    if not np.isfinite(best):
-        raise RobotError("the selection budget ran out before one candidate was fitted: give a longer budget")
-    say(f"select: chosen {chosen.name} (inner validation {best:.5f} rad); refitting on the training part")
+    figure = f"inner validation {best:.5f} rad" if np.isfinite(best) else "no inner candidate scored"
+    say(f"select: chosen {chosen.name} ({figure}); refitting on the training part")
     search_s = time.perf_counter() - t0
     final = dataclasses.replace(opts, **chosen.changes)
     res = fit_robot(_drop_gains(rec) if chosen.fit_gains else rec, robot, final)
     selection = {
-        "protocol": _protocol(cut, inner_fraction, min(opts.max_iterations, inner_iterations), opts.delay),
+        "protocol": _protocol(
+            cut, inner_fraction, min(opts.max_iterations, inner_iterations), opts.delay, decided
+        ),
         "inner_fraction": inner_fraction,
+        "training_choice": decided,
         "candidates": list(tried.values()),
         "chosen": chosen.name,
         "chosen_options": chosen.described(),
