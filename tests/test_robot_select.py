@@ -176,3 +176,22 @@ def test_the_gains_and_the_bias_are_decided_on_the_whole_training_part(
         "protocol"
     ]
     assert sel["candidates"] == [], sel["candidates"]  # one window fits: nothing is left for the inner split
+
+
+def test_a_log_without_gains_has_its_bias_decided_on_the_training_part_alone(
+    arm: RobotModel, biased: Recording
+) -> None:
+    """Where neither the log nor the options state gains there is no gains axis: the bias alone is decided on
+    the whole training part (bounded first, off and free at its delay), and the protocol says so."""
+    seg = biased.segments[0]
+    meta = {k: v for k, v in seg.metadata.items() if k not in ("kp", "kd")}
+    bare = dataclasses.replace(biased, segments=[dataclasses.replace(seg, metadata=meta)])
+    opts = RobotFitOptions(decimation=DEC, max_iterations=2, delay=DELAY)
+    axes = candidate_axes(bare, arm, opts)
+    assert [a[0].name for a in axes] == ["bias off", "window 0.5 s"], axes
+    sel = select_robot_fit(bare, arm, opts, inner_iterations=2).selection
+    tc = sel["training_choice"]
+    assert "gains_training_rmse_with_bias" not in tc and len(tc["kept"]) == 1, tc
+    assert set(tc["bias_training_rmse"]) == {c.name for c in axes[0]}, tc
+    assert sel["protocol"].startswith("the bias first, on the whole training part"), sel["protocol"]
+    assert sel["chosen"].startswith(tc["kept"][0]), sel

@@ -266,30 +266,30 @@ def training_choice(
                 kept = alt
         return kept
 
+    def with_gains(g: Candidate | None, b: Candidate) -> Candidate:
+        return b if g is None else _combine([g, b])
+
     bounded = bias_axis[1]
-    gains = gains_axis or [Candidate("")]
-    fits = {g.name: fitted(_combine([g, bounded]) if g.name else bounded, opts.delay) for g in gains}
+    fits = {g.name: fitted(with_gains(g, bounded), opts.delay) for g in gains_axis or []}
     gains_rmse = {k: float(v.training.rmse or 0.0) for k, v in fits.items()}
-    kept_gains = better(gains, gains_rmse)
-    delay = int(fits[kept_gains.name].delay_steps) if opts.delay is None else opts.delay
-    bias_rmse = {bounded.name: gains_rmse[kept_gains.name]}
+    kept_gains = better(gains_axis, gains_rmse) if gains_axis else None
+    reference = fits[kept_gains.name] if kept_gains else fitted(bounded, opts.delay)
+    delay = int(reference.delay_steps) if opts.delay is None else opts.delay
+    bias_rmse = {bounded.name: float(reference.training.rmse or 0.0)}
     for b in bias_axis:
         if b is not bounded:
-            c = _combine([kept_gains, b]) if kept_gains.name else b
-            bias_rmse[b.name] = float(fitted(c, delay).training.rmse or 0.0)
+            bias_rmse[b.name] = float(fitted(with_gains(kept_gains, b), delay).training.rmse or 0.0)
     kept_bias = better(bias_axis, bias_rmse)
     figures = {
         "bias_training_rmse": {k: round(v, 7) for k, v in bias_rmse.items()},
         "delay_steps": delay,
         "kept": [kept_bias.name],
     }
-    if gains_axis:
-        figures = {
-            "gains_training_rmse_with_bias": {k: round(v, 7) for k, v in gains_rmse.items()},
-            **figures,
-        }
-        figures["kept"] = [kept_gains.name, kept_bias.name]
-    return ([kept_gains] if gains_axis else []) + [kept_bias], figures
+    if kept_gains is None:
+        return [kept_bias], figures
+    figures = {"gains_training_rmse_with_bias": {k: round(v, 7) for k, v in gains_rmse.items()}, **figures}
+    figures["kept"] = [kept_gains.name, kept_bias.name]
+    return [kept_gains, kept_bias], figures
 
 
 def inner_fit(
