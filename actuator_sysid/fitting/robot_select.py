@@ -260,11 +260,7 @@ def training_choice(
         return fit_candidate(rec, robot, fit_opts, c)
 
     def better(axis: list[Candidate], rmse: dict[str, float]) -> Candidate:
-        kept = axis[0]
-        for alt in axis[1:]:
-            if rmse[alt.name] < rmse[kept.name] * (1.0 - alt.margin):
-                kept = alt
-        return kept
+        return greedy_choice([axis], lambda c: rmse[c.name])[1][0]
 
     def with_gains(g: Candidate | None, b: Candidate) -> Candidate:
         return b if g is None else _combine([g, b])
