@@ -19,8 +19,10 @@ import robot_selection as bench  # noqa: E402
 from actuator_sysid.fitting.ladder import MIN_GAIN  # noqa: E402
 from actuator_sysid.fitting.robot import RobotFitOptions  # noqa: E402
 from actuator_sysid.fitting.robot_select import (  # noqa: E402
+    BIAS_MARGIN,
     GAINS_MARGIN,
     Candidate,
+    gains_bias_axes,
     greedy_choice,
 )
 from actuator_sysid.models.robot import RobotModel, load_robot  # noqa: E402
@@ -57,6 +59,30 @@ def test_an_entry_must_buy_its_margin() -> None:
     assert "gains given, bias off, window 4 s" not in seen
     scores["gains fitted, bias off, window 0.5 s"] = 1.0 - 1.2 * GAINS_MARGIN  # now they buy it
     assert greedy_choice(axes, score)[1][0].name == "gains fitted"
+
+
+def test_a_free_bias_is_tried_only_over_a_bounded_one_that_won() -> None:
+    """The bias axis the selection builds steps up one entry at a time: a bounded bias that does not buy
+    BIAS_MARGIN over none ends the axis, so a free bias (which can take up what is not a bias) is never scored
+    against none; over a bounded bias that won, the free one must buy BIAS_MARGIN again."""
+    (axis,) = gains_bias_axes(False, 0.05)
+    off, bounded, free = (c.name for c in axis)
+    seen: list[str] = []
+
+    def pick(scores: dict[str, float]) -> str:
+        seen.clear()
+
+        def score(c: Candidate) -> float:
+            seen.append(c.name)
+            return scores[c.name]
+
+        return greedy_choice([axis], score)[1][0].name
+
+    lower = 1.0 - 0.6 * BIAS_MARGIN  # a step that does not buy the margin
+    assert pick({off: 1.0, bounded: lower, free: 0.5}) == off and seen == [off, bounded]
+    won = 1.0 - 2 * BIAS_MARGIN
+    assert pick({off: 1.0, bounded: won, free: won * lower}) == bounded and seen == [off, bounded, free]
+    assert pick({off: 1.0, bounded: won, free: 0.5 * won}) == free
 
 
 @pytest.fixture(scope="module")

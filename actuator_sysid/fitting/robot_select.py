@@ -7,11 +7,11 @@ with time, as a chirp's does, it extrapolates about as far as the real use. Each
 first: gains given, then fitted; bias off, within BIAS_PLAUSIBLE, then free; per group, then per joint; with
 position_friction, constant friction, then along the stroke; the training window as given, then 2, 4, 8 × it.
 The gains and the bias are decided first, on the whole training part (training_choice): fitted gains are kept
-when they lower its RMSE by GAINS_MARGIN, both with a bounded bias; a bias (bounded, or free over bounded) when it
-lowers it by BIAS_MARGIN at that fit's delay. Then from every other axis's simplest entry, one axis at a time, an
-entry replaces the one kept only when its inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule)
-for a richer model, none for a window. The first candidate scans the delay, the later ones hold it. The one kept
-is refitted on the whole training part (the delay scanned again). The result is `fit_robot`'s with `selection`
+when they lower its RMSE by GAINS_MARGIN, both with a bounded bias; a bounded bias when it lowers it by BIAS_MARGIN
+at that fit's delay, and only over a bounded bias kept, a free one by BIAS_MARGIN again. Then from every other
+axis's simplest entry, one axis at a time, an entry replaces the one kept only when its inner RMSE is lower by its
+margin: MIN_GAIN (the joint ladder's rule) for a richer model, none for a window. The first candidate scans the
+delay, the later ones hold it. The one kept is refitted on the whole training part (the delay scanned again). The result is `fit_robot`'s with `selection`
 {protocol, inner_fraction, training_choice {gains_training_rmse_with_bias, bias_training_rmse, delay_steps, kept}
 (None without a bias axis), candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options,
 skipped, search_s, wall_s}.
@@ -43,9 +43,9 @@ INNER_MAX = 0.6  # and the most
 # gains' (which a bias cannot take up), while true ones leave at most a few percent to gain (the lag a gain error
 # would add trades against the delay, armature and damping)
 GAINS_MARGIN = 0.35
-# a bias (and a free one over a bounded one) replaces the kept entry only when it cuts the whole training part's RMSE
-# by this share, as any richer model must: a true bias shows through gravity and buys far more, while the fitted
-# gains and a bias trade where both are free
+# a bounded bias (and a free one, tried only over a bounded one kept) replaces the kept entry only when it cuts the
+# whole training part's RMSE by this share, as any richer model must: a true bias shows through gravity and buys far
+# more, while the fitted gains and a bias trade where both are free
 BIAS_MARGIN = MIN_GAIN
 # longer restart intervals, in turn while each beats the one before (the peer rolls out the whole stretch)
 WINDOW_FACTORS = (2.0, 4.0, 8.0)
@@ -115,6 +115,7 @@ def gains_bias_axes(gains_given: bool, bias_limit: float) -> list[list[Candidate
             Candidate(
                 f"bias within ±{bias_limit:g} rad",
                 {"fit_bias": True, "bias_limit": bias_limit},
+                ordered=True,  # a free bias is tried only over a bounded one that won
                 margin=BIAS_MARGIN,
                 on_training=True,
             ),
@@ -248,8 +249,8 @@ def training_choice(
 ) -> tuple[list[Candidate], dict]:
     """The gains and the bias decided on the whole training part, each entry kept when it lowers the training
     RMSE by its margin. The gains first, every entry with the bias within its bound (bias_axis[1]) and the delay
-    scanned: a fitted gain would otherwise take up an encoder bias. Then the bias, off and free fitted at the
-    delay the kept gains' fit found. Neither is a matter of extrapolation: a gain error far from the logged gains
+    scanned: a fitted gain would otherwise take up an encoder bias. Then the bias at the delay the kept gains'
+    fit found: off, then (over a bounded bias kept) free, each fitted when the choice reaches it. Neither is a matter of extrapolation: a gain error far from the logged gains
     shows on slow motion already, and a bias is seen through gravity, so the whole training part carries the most
     of each. Returns the kept entries (gains first, where there is a gains axis) and their figures."""
     t0 = time.perf_counter()
@@ -272,10 +273,14 @@ def training_choice(
     reference = fits[kept_gains.name] if kept_gains else fitted(bounded, opts.delay)
     delay = int(reference.delay_steps) if opts.delay is None else opts.delay
     bias_rmse = {bounded.name: float(reference.training.rmse or 0.0)}
-    for b in bias_axis:
-        if b is not bounded:
-            bias_rmse[b.name] = float(fitted(with_gains(kept_gains, b), delay).training.rmse or 0.0)
-    kept_bias = better(bias_axis, bias_rmse)
+
+    def bias_score(c: Candidate) -> float:
+        """An entry's training RMSE at that delay, fitted when the greedy choice first asks for it."""
+        if c.name not in bias_rmse:
+            bias_rmse[c.name] = float(fitted(with_gains(kept_gains, c), delay).training.rmse or 0.0)
+        return bias_rmse[c.name]
+
+    kept_bias = greedy_choice([bias_axis], bias_score)[1][0]
     figures = {
         "bias_training_rmse": {k: round(v, 7) for k, v in bias_rmse.items()},
         "delay_steps": delay,
@@ -344,8 +349,9 @@ def _protocol(
                 if gains
                 else "the bias within its bound, then "
             )
-            + f"the bias off and free at that fit's delay, a bias kept when it lowers it by {BIAS_MARGIN:.0%} "
-            "(a free one over a bounded one likewise); then the other axes on an "
+            + f"the bias off at that fit's delay, the bounded bias kept when it lowers the RMSE by "
+            f"{BIAS_MARGIN:.0%}, and only then a free one, kept when it lowers it by as much again; then the other "
+            "axes on an "
         )
     return (
         first + f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
