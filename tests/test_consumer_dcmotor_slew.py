@@ -19,6 +19,7 @@ from test_mujoco_dcmotor import BASE, EXTENSIONS, SUBSTEPS, _log
 
 from actuator_sysid.consumers.schema import SLEW_PD_API
 from actuator_sysid.datasets.readers import read_paths
+from actuator_sysid.datasets.recording import Recording
 from actuator_sysid.export import render_all, replay
 from actuator_sysid.export.isaaclab import actuator_cfgs, cfg_hazards, render_json, render_python
 from actuator_sysid.export.newton_usd import build_stage
@@ -113,18 +114,27 @@ SLEWED_CLASSES = {
 }
 
 
+@pytest.fixture(scope="module")
+def sts_log(tmp_path_factory: pytest.TempPathFactory) -> Recording:
+    """BAM's STS3215 log the slewed classes replay, simulated once: every family reads the same recording."""
+    paths = write_feetech_logs(  # the sine's target runs up to 12 rad/s: the goal rate acts
+        tmp_path_factory.mktemp("sts"),
+        {**STS, "max_velocity": 4.0},
+        kps=(16,),
+        runs=("sin_time_square", "lift_and_drop"),
+    )
+    return read_paths(paths)
+
+
 @pytest.mark.conformance
 @pytest.mark.parametrize("family", list(SLEWED_CLASSES))
-def test_servo_goal_rate_replays_in_isaaclab(tmp_path, family: str) -> None:
+def test_servo_goal_rate_replays_in_isaaclab(sts_log: Recording, family: str) -> None:
     """BAM's STS3215 (goal slewed at 4 rad/s): a kernel fit with goal_rate_limit is ACTUATORS_BEST's slewed
     class (with a delay, the delayed target slewed; with BAM's friction budget, that class), its goal starting at
     the measured position, replayed within 10 % of our kernel (the export at the log's own kp and vin: the law
     ties the envelope to the gain there)."""
     cls, extra = SLEWED_CLASSES[family]
-    paths = write_feetech_logs(  # the sine's target runs up to 12 rad/s: the goal rate acts
-        tmp_path, {**STS, "max_velocity": 4.0}, kps=(16,), runs=("sin_time_square", "lift_and_drop")
-    )
-    rec = read_paths(paths)
+    rec = sts_log
     joint = rec.joints[0].name
     vin = float(rec.segments[0].metadata["vin"])
     ktr, kp = STS["kt"] / STS["R"], float(rec.segments[0].metadata["kp"])
