@@ -11,10 +11,10 @@ when they lower its RMSE by GAINS_MARGIN, both with a bounded bias; a bounded bi
 at that fit's delay, and only over a bounded bias kept, a free one by BIAS_MARGIN again. Then from every other
 axis's simplest entry, one axis at a time, an entry replaces the one kept only when its inner RMSE is lower by its
 margin: MIN_GAIN (the joint ladder's rule) for a richer model, none for a window. The first candidate scans the
-delay, the later ones hold it. The one kept is refitted on the whole training part (the delay scanned again). The result is `fit_robot`'s with `selection`
-{protocol, inner_fraction, training_choice {gains_training_rmse_with_bias, bias_training_rmse, delay_steps, kept}
-(None without a bias axis), candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options,
-skipped, search_s, wall_s}.
+delay, the later ones hold it. The one kept is refitted on the whole training part (the delay scanned again). The
+result is `fit_robot`'s with `selection` {protocol, inner_fraction, training_choice {gains_training_rmse_with_bias,
+bias_training_rmse, delay_steps, kept} (None without a bias axis), candidates [{name, options,
+inner_validation_rmse, ...}], chosen, chosen_options, skipped, search_s, wall_s}.
 """
 
 from __future__ import annotations
@@ -250,9 +250,10 @@ def training_choice(
     """The gains and the bias decided on the whole training part, each entry kept when it lowers the training
     RMSE by its margin. The gains first, every entry with the bias within its bound (bias_axis[1]) and the delay
     scanned: a fitted gain would otherwise take up an encoder bias. Then the bias at the delay the kept gains'
-    fit found: off, then (over a bounded bias kept) free, each fitted when the choice reaches it. Neither is a matter of extrapolation: a gain error far from the logged gains
-    shows on slow motion already, and a bias is seen through gravity, so the whole training part carries the most
-    of each. Returns the kept entries (gains first, where there is a gains axis) and their figures."""
+    fit found: off, then (over a bounded bias kept) free, each fitted when the choice reaches it. Neither is a
+    matter of extrapolation: a gain error far from the logged gains shows on slow motion already, and a bias is
+    seen through gravity, so the whole training part carries the most of each. Returns the kept entries (gains
+    first, where there is a gains axis) and their figures."""
     t0 = time.perf_counter()
 
     def fitted(c: Candidate, delay: int | None) -> RobotResult:
@@ -350,8 +351,8 @@ def _protocol(
                 else "the bias within its bound, then "
             )
             + f"the bias off at that fit's delay, the bounded bias kept when it lowers the RMSE by "
-            f"{BIAS_MARGIN:.0%}, and only then a free one, kept when it lowers it by as much again; then the other "
-            "axes on an "
+            f"{BIAS_MARGIN:.0%}, and only then a free one, kept when it lowers it by as much again; "
+            "then the other axes on an "
         )
     return (
         first + f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
