@@ -59,7 +59,7 @@ class Candidate:
     name: str
     changes: dict[str, Any] = field(default_factory=dict)
     fit_gains: bool = False  # the log's kp / kd metadata dropped so the gains are fitted
-    ordered: bool = False  # a step along an ordered axis: tried only while the step before it won
+    ordered: bool = False  # when it loses, the later entries of its axis are not tried
     # the share of the kept entry's inner RMSE it must buy to replace it (a richer model must beat the noise)
     margin: float = MIN_GAIN
     # its axis is decided on the whole training part (training_choice), not on the inner split
@@ -261,16 +261,13 @@ def training_choice(
         fit_opts = dataclasses.replace(opts, judge=False, progress=None, budget_s=left, delay=delay)
         return fit_candidate(rec, robot, fit_opts, c)
 
-    def better(axis: list[Candidate], rmse: dict[str, float]) -> Candidate:
-        return greedy_choice([axis], lambda c: rmse[c.name])[1][0]
-
     def with_gains(g: Candidate | None, b: Candidate) -> Candidate:
         return b if g is None else _combine([g, b])
 
     bounded = bias_axis[1]
     fits = {g.name: fitted(with_gains(g, bounded), opts.delay) for g in gains_axis or []}
     gains_rmse = {k: float(v.training.rmse or 0.0) for k, v in fits.items()}
-    kept_gains = better(gains_axis, gains_rmse) if gains_axis else None
+    kept_gains = greedy_choice([gains_axis], lambda c: gains_rmse[c.name])[1][0] if gains_axis else None
     reference = fits[kept_gains.name] if kept_gains else fitted(bounded, opts.delay)
     delay = int(reference.delay_steps) if opts.delay is None else opts.delay
     bias_rmse = {bounded.name: float(reference.training.rmse or 0.0)}
