@@ -310,6 +310,23 @@ def _longest_tied(kind: str, tie: float) -> Callable[[dict], int | None]:
     return rule
 
 
+def _bracketed(kind: str) -> Callable[[dict], int | None]:
+    """The upper end of the step the chosen configuration's scan (`kind`) brackets the delay in: the lowest
+    delay and whichever neighbour fits better; at delay 0, the step above when within 5 % of it."""
+
+    def rule(row: dict) -> int | None:
+        by = {int(d): v for d, v in row["training_rmse_by_delay"][row["chosen"]][kind].items()}
+        b = min(by, key=by.__getitem__)
+        lo, hi = by.get(b - 1), by.get(b + 1)
+        if hi is None:
+            return b
+        if lo is None:
+            return b + 1 if hi <= 1.05 * by[b] else b
+        return b + 1 if hi < lo else b
+
+    return rule
+
+
 DELAY_RULES: dict[str, Callable[[dict], int | None]] = {
     "the refit's own scan (fit_robot's rule in the recorded run)": lambda r: r["far_end_delay"][r["chosen"]],
     "inner validation, stepped from the inner scan's delay": _walk("inner"),
@@ -319,6 +336,9 @@ DELAY_RULES: dict[str, Callable[[dict], int | None]] = {
     "decoupled scan, longest within 5 % of the lowest": _longest_tied("decoupled", 0.05),
     "decoupled scan, longest within 10 % of the lowest": _longest_tied("decoupled", 0.10),
     "coupled scan, longest within 5 % of the lowest": _longest_tied("coupled", 0.05),
+    "decoupled scan, the upper end of the step the lowest and its better neighbour bracket": _bracketed(
+        "decoupled"
+    ),
     "far end, lowest (an oracle: the bound)": _lowest("far"),
 }
 

@@ -1,5 +1,6 @@
 """The whole-robot search. Decoupled (the default): Levenberg–Marquardt on each joint's own rollout at every
-candidate delay, each independent block (a leg on a fixed base) its own problem, the best delays rolled out
+candidate delay, each independent block (a leg on a fixed base) its own problem, a delay that fits worse than its
+neighbour fitted again from the neighbour's point, the best delays rolled out
 coupled and refined by output space mapping, coupled least squares when that stalls; of the lowest training
 loss's delay and the step above it, the longer is kept when the loss cannot tell them apart. Coupled:
 trust-region least squares on batched coupled rollouts, the delay scanned before and after. Both on
@@ -135,6 +136,30 @@ def _decoupled_lm(
     return x, total, jacobians
 
 
+def _continued(
+    dev: DecoupledEvaluator, xs: np.ndarray, loss: np.ndarray, delays: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each delay's fit started again from its better neighbour's point where that neighbour fits better, the
+    lower of the two kept, pass after pass while a point moves (its neighbours are then tried from it): the loss
+    varies smoothly with the delay, so a delay that fits far worse than its neighbour stopped short of its own
+    optimum. delays ascending, one step apart."""
+    xs, loss, total = xs.copy(), loss.copy(), 0
+    moved = np.ones(delays.size, bool)  # the points tried from: every one on the first pass
+    for _ in range(delays.size - 1):
+        pad = np.concatenate([[np.inf], loss, [np.inf]])
+        nb = np.where(pad[:-2] < pad[2:], np.arange(delays.size) - 1, np.arange(delays.size) + 1)
+        redo = np.flatnonzero((loss > np.minimum(pad[:-2], pad[2:])) & moved[nb])
+        if redo.size == 0:
+            break
+        x2, l2, nj = _decoupled_lm(dev, xs[nb[redo]], delays[redo], 12)
+        total += nj
+        better = l2 < loss[redo] * (1.0 - LM_TOL)
+        moved[:] = False
+        moved[redo[better]] = True
+        xs[redo[better]], loss[redo[better]] = x2[better], l2[better]
+    return xs, loss, total
+
+
 def _predicted_gain(jm: np.ndarray, r: np.ndarray) -> np.ndarray:
     """(P,) the share by which a Gauss-Newton step on Jacobians jm (P, N, d) would lower the RMS of r (P, N):
     1 − |r − P r| / |r|, P the projection onto each Jacobian's range."""
@@ -226,7 +251,7 @@ def search_decoupled(
     say: Callable[[str], None],
 ) -> tuple[np.ndarray, int, dict[str, Any]]:
     """The fast path: a decoupled least-squares fit at every candidate delay (one lockstep batch; x0 one start, or
-    one per delay), the two best by that training loss (and any within DELAY_TIE of the best) rolled out coupled,
+    one per delay; _continued where a delay fits worse than its neighbour), the two best by that training loss (and any within DELAY_TIE of the best) rolled out coupled,
     the two best by the coupled training loss and the one _pick would keep refined coupled (while a Gauss-Newton
     step on the decoupled Jacobian promises a gain; coupled least squares for the rest of max_iterations when
     that stalls); _pick keeps the lowest coupled loss's delay, or one step longer within DELAY_TIE of it.
@@ -236,6 +261,8 @@ def search_decoupled(
         np.broadcast_to(x0, (delays.size, x0.shape[-1])) if x0.ndim == 1 or x0.shape[0] != delays.size else x0
     )
     xs, dloss, nj = _decoupled_lm(dev, np.array(x0), delays, 12)
+    xs, dloss, nj2 = _continued(dev, xs, dloss, delays)
+    nj += nj2
     say(
         "decoupled fit per delay: "
         + ", ".join(f"{int(d)}: {v:.6f}" for d, v in zip(delays, dloss, strict=True))
