@@ -252,8 +252,8 @@ def test_a_robot_log_is_uploaded_and_fitted_with_selection_from_the_pages_alone(
         assert page.url.endswith(f"/fits/{fid}"), page.url
         rows = page.locator("#selection tr").count()
         assert rows == len(candidates) + 1, rows  # each alternative with its figures
-        # the gains (given, fitted) and the bias (bounded, off; free over a bounded one kept) decided on the whole
-        # training part, a row each
+        # the gains (given, fitted) and the bias (bounded, off; free over the logged gains and a bounded one kept)
+        # decided on the whole training part, a row each
         tc = fit["result"]["selection"]["training_choice"]
         assert len(tc["gains_training_rmse_with_bias"]) == 2 and len(tc["bias_training_rmse"]) in (2, 3), tc
         tc_rows = 1 + len(tc["gains_training_rmse_with_bias"]) + len(tc["bias_training_rmse"])

@@ -183,8 +183,8 @@ def test_a_log_without_gains_has_its_bias_decided_on_the_training_part_alone(
     arm: RobotModel, biased: Recording
 ) -> None:
     """Where neither the log nor the options state gains there is no gains axis: the bias alone is decided on
-    the whole training part (bounded first, then off and, over the bounded one kept, free at its delay), and the
-    protocol says so."""
+    the whole training part (bounded first, then off at its delay; the gains are guessed, so no free bias, which
+    would trade with them), and the protocol says so."""
     seg = biased.segments[0]
     meta = {k: v for k, v in seg.metadata.items() if k not in ("kp", "kd")}
     bare = dataclasses.replace(biased, segments=[dataclasses.replace(seg, metadata=meta)])
@@ -197,7 +197,6 @@ def test_a_log_without_gains_has_its_bias_decided_on_the_training_part_alone(
     off, bounded, free = (c.name for c in axes[0])
     table = tc["bias_training_rmse"]
     assert {off, bounded} <= set(table), tc
-    won = table[bounded] < (1 - BIAS_MARGIN) * table[off]
-    assert (free in table) == won, tc  # a free bias is fitted only over a bounded one kept
+    assert free not in table, tc  # a free bias is never fitted over guessed gains
     assert sel["protocol"].startswith("the bias first, on the whole training part"), sel["protocol"]
     assert sel["chosen"].startswith(tc["kept"][0]), sel

@@ -22,6 +22,7 @@ from actuator_sysid.fitting.robot_select import (  # noqa: E402
     BIAS_MARGIN,
     GAINS_MARGIN,
     Candidate,
+    bias_entries,
     gains_bias_axes,
     greedy_choice,
 )
@@ -83,6 +84,29 @@ def test_a_free_bias_is_tried_only_over_a_bounded_one_that_won() -> None:
     won = 1.0 - 2 * BIAS_MARGIN
     assert pick({off: 1.0, bounded: won, free: won * lower}) == bounded and seen == [off, bounded, free]
     assert pick({off: 1.0, bounded: won, free: 0.5 * won}) == free
+
+
+def test_a_free_bias_is_tried_only_over_the_logged_gains() -> None:
+    """Over the logged gains the bias axis is whole; over fitted or guessed gains no free bias is tried (free
+    gains and a free bias trade): a bounded bias that wins is kept there however much a free one would buy."""
+    gains, axis = gains_bias_axes(True, 0.05)
+    given, fitted = gains
+    off, bounded, free = axis
+    assert bias_entries(axis, given) == axis
+    for kept in (fitted, None):
+        assert bias_entries(axis, kept) == [off, bounded]
+    won = 1.0 - 2 * BIAS_MARGIN
+    scores = {off.name: 1.0, bounded.name: won, free.name: 0.5 * won}
+    seen: list[str] = []
+
+    def score(c: Candidate) -> float:
+        seen.append(c.name)
+        return scores[c.name]
+
+    assert greedy_choice([bias_entries(axis, given)], score)[1][0] == free
+    seen.clear()
+    assert greedy_choice([bias_entries(axis, fitted)], score)[1][0] == bounded
+    assert seen == [off.name, bounded.name]
 
 
 @pytest.fixture(scope="module")

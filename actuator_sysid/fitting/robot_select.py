@@ -8,10 +8,10 @@ first: gains given, then fitted; bias off, within BIAS_PLAUSIBLE, then free; per
 position_friction, constant friction, then along the stroke; the training window as given, then 2, 4, 8 × it.
 The gains and the bias are decided first, on the whole training part (training_choice): fitted gains are kept
 when they lower its RMSE by GAINS_MARGIN, both with a bounded bias; a bounded bias when it lowers it by BIAS_MARGIN
-at that fit's delay, and only over a bounded bias kept, a free one by BIAS_MARGIN again. Then from every other
-axis's simplest entry, one axis at a time, an entry replaces the one kept only when its inner RMSE is lower by its
-margin: MIN_GAIN (the joint ladder's rule) for a richer model, none for a window. The first candidate scans the
-delay, the later ones hold it. The one kept is refitted on the whole training part (the delay scanned again). The
+at that fit's delay, and only over the logged gains and a bounded bias kept, a free one by BIAS_MARGIN again.
+Then from every other axis's simplest entry, one axis at a time, an entry replaces the one kept only when its
+inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule) for a richer model, none for a window. The
+first candidate scans the delay, the later ones hold it. The one kept is refitted on the whole training part (the delay scanned again). The
 result is `fit_robot`'s with `selection` {protocol, inner_fraction, training_choice {gains_training_rmse_with_bias,
 bias_training_rmse, delay_steps, kept} (None without a bias axis), candidates [{name, options,
 inner_validation_rmse, ...}], chosen, chosen_options, skipped, search_s, wall_s}.
@@ -43,9 +43,9 @@ INNER_MAX = 0.6  # and the most
 # gains' (which a bias cannot take up), while true ones leave at most a few percent to gain (the lag a gain error
 # would add trades against the delay, armature and damping)
 GAINS_MARGIN = 0.35
-# a bounded bias (and a free one, tried only over a bounded one kept) replaces the kept entry only when it cuts the
-# whole training part's RMSE by this share, as any richer model must: a true bias shows through gravity and buys far
-# more, while the fitted gains and a bias trade where both are free
+# a bounded bias (and a free one, tried only over the logged gains and a bounded one kept) replaces the kept entry
+# only when it cuts the whole training part's RMSE by this share, as any richer model must: a true bias shows
+# through gravity and buys far more, while the fitted gains and a bias trade where both are free
 BIAS_MARGIN = MIN_GAIN
 # longer restart intervals, in turn while each beats the one before (the peer rolls out the whole stretch)
 WINDOW_FACTORS = (2.0, 4.0, 8.0)
@@ -239,6 +239,12 @@ def greedy_choice(
     return best, choice
 
 
+def bias_entries(axis: list[Candidate], gains: Candidate | None) -> list[Candidate]:
+    """The bias axis as the kept gains allow: over fitted gains (or gains guessed, `gains` None) no free bias is
+    tried, since free gains and a free bias trade (a free bias takes up a gain error)."""
+    return axis[:2] if gains is None or gains.fit_gains else axis
+
+
 def training_choice(
     rec: Recording,
     robot: RobotModel,
@@ -250,10 +256,10 @@ def training_choice(
     """The gains and the bias decided on the whole training part, each entry kept when it lowers the training
     RMSE by its margin. The gains first, every entry with the bias within its bound (bias_axis[1]) and the delay
     scanned: a fitted gain would otherwise take up an encoder bias. Then the bias at the delay the kept gains'
-    fit found: off, then (over a bounded bias kept) free, each fitted when the choice reaches it. Neither is a
-    matter of extrapolation: a gain error far from the logged gains shows on slow motion already, and a bias is
-    seen through gravity, so the whole training part carries the most of each. Returns the kept entries (gains
-    first, where there is a gains axis) and their figures."""
+    fit found: off, then (over the logged gains and a bounded bias kept) free, each fitted when the choice
+    reaches it (bias_entries). Neither is a matter of extrapolation: a gain error far from the logged gains shows
+    on slow motion already, and a bias is seen through gravity, so the whole training part carries the most of
+    each. Returns the kept entries (gains first, where there is a gains axis) and their figures."""
     t0 = time.perf_counter()
 
     def fitted(c: Candidate, delay: int | None) -> RobotResult:
@@ -278,7 +284,7 @@ def training_choice(
             bias_rmse[c.name] = float(fitted(with_gains(kept_gains, c), delay).training.rmse or 0.0)
         return bias_rmse[c.name]
 
-    kept_bias = greedy_choice([bias_axis], bias_score)[1][0]
+    kept_bias = greedy_choice([bias_entries(bias_axis, kept_gains)], bias_score)[1][0]
     figures = {
         "bias_training_rmse": {k: round(v, 7) for k, v in bias_rmse.items()},
         "delay_steps": delay,
@@ -348,8 +354,8 @@ def _protocol(
                 else "the bias within its bound, then "
             )
             + f"the bias off at that fit's delay, the bounded bias kept when it lowers the RMSE by "
-            f"{BIAS_MARGIN:.0%}, and only then a free one, kept when it lowers it by as much again; "
-            "then the other axes on an "
+            f"{BIAS_MARGIN:.0%}, and only then, over the logged gains, a free one, kept when it lowers it by "
+            "as much again; then the other axes on an "
         )
     return (
         first + f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
