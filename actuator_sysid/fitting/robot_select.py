@@ -7,14 +7,15 @@ with time, as a chirp's does, it extrapolates about as far as the real use. Each
 first: gains given, then fitted; bias off, within BIAS_PLAUSIBLE, then free; per group, then per joint; with
 position_friction, constant friction, then along the stroke; the training window as given, then 2, 4, 8 × it.
 The gains and the bias are decided first, on the whole training part (training_choice): fitted gains are kept
-when they lower its RMSE by GAINS_MARGIN, both with a bounded bias; a bounded bias when it lowers it by BIAS_MARGIN
-at that fit's delay, and only over the logged gains and a bounded bias kept, a free one by BIAS_MARGIN again.
-Then from every other axis's simplest entry, one axis at a time, an entry replaces the one kept only when its
-inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule) for a richer model, none for a window. The
-first candidate scans the delay, the later ones hold it. The one kept is refitted on the whole training part (the delay scanned again). The
-result is `fit_robot`'s with `selection` {protocol, inner_fraction, training_choice {gains_training_rmse_with_bias,
-bias_training_rmse, delay_steps, kept} (None without a bias axis), candidates [{name, options,
-inner_validation_rmse, ...}], chosen, chosen_options, skipped, search_s, wall_s}.
+when they lower its RMSE by GAINS_MARGIN, both with a bounded bias; a bounded bias when it lowers it by
+BIAS_MARGIN at that fit's delay, and only over the logged gains and a bounded bias kept, a free one by
+BIAS_MARGIN again. Then from every other axis's simplest entry, one axis at a time, an entry replaces the one
+kept only when its inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule) for a richer model,
+none for a window. The first candidate scans the delay, the later ones hold it. The one kept is refitted on
+the whole training part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
+inner_fraction, training_choice {gains_training_rmse_with_bias, bias_training_rmse, delay_steps, kept} (None
+without a bias axis), candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options,
+skipped, search_s, wall_s}.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The whole-robot search. Decoupled (the default): Levenberg–Marquardt on each joint's own rollout at every
-candidate delay, each independent block (a leg on a fixed base) its own problem, a delay that fits worse than its
-neighbour fitted again from the neighbour's point, the best delays rolled out
-coupled and refined by output space mapping, coupled least squares when that stalls; of the lowest training
-loss's delay and the step above it, the longer is kept when the loss cannot tell them apart. Coupled:
-trust-region least squares on batched coupled rollouts, the delay scanned before and after. Both on
-fitting/search.py's solvers, with jacobian.py's Jacobians."""
+candidate delay, each independent block (a leg on a fixed base) its own problem, a delay that fits worse than
+its neighbour fitted again from the neighbour's point, the best delays rolled out coupled and refined by
+output space mapping, coupled least squares when that stalls; of the lowest training loss's delay and the step
+above it, the longer is kept when the loss cannot tell them apart. Coupled: trust-region least squares on
+batched coupled rollouts, the delay scanned before and after. Both on fitting/search.py's solvers, with
+jacobian.py's Jacobians."""
 
 from __future__ import annotations
 
@@ -250,11 +250,12 @@ def search_decoupled(
     spent: Callable[[], bool],
     say: Callable[[str], None],
 ) -> tuple[np.ndarray, int, dict[str, Any]]:
-    """The fast path: a decoupled least-squares fit at every candidate delay (one lockstep batch; x0 one start, or
-    one per delay; _continued where a delay fits worse than its neighbour), the two best by that training loss (and any within DELAY_TIE of the best) rolled out coupled,
-    the two best by the coupled training loss and the one _pick would keep refined coupled (while a Gauss-Newton
-    step on the decoupled Jacobian promises a gain; coupled least squares for the rest of max_iterations when
-    that stalls); _pick keeps the lowest coupled loss's delay, or one step longer within DELAY_TIE of it.
+    """The fast path: a decoupled least-squares fit at every candidate delay (one lockstep batch; x0 one start,
+    or one per delay; _continued where a delay fits worse than its neighbour), the two best by that training
+    loss (and any within DELAY_TIE of the best) rolled out coupled, the two best by the coupled training loss
+    and the one _pick would keep refined coupled (while a Gauss-Newton step on the decoupled Jacobian promises
+    a gain; coupled least squares for the rest of max_iterations when that stalls); _pick keeps the lowest
+    coupled loss's delay, or one step longer within DELAY_TIE of it.
     Returns the point, the delay and the search statistics."""
     delays = np.array([delay]) if opts.delay is not None else np.arange(opts.max_delay + 1)
     x0 = (
