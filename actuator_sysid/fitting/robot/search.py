@@ -34,6 +34,8 @@ SLOW = 0.5  # a refinement round that lowers the coupled loss by less than half 
 # a few costly Jacobians: loose tolerances, in the search's own units (log10 and centiradians, all O(1))
 COUPLED_TOLERANCES = Tolerances(xtol=1e-6, ftol=1e-6, gtol=1e-8, tr_solver=None, unit_cube=False)
 MIN_GAIN = 0.005  # no coupled refinement round when a Gauss-Newton step would lower the coupled RMS less
+# a delay's fit started again from its neighbour's point: a few LM steps show whether it moves
+RESTART_ITERATIONS = 4
 
 
 class BudgetSpent(Exception):
@@ -139,19 +141,21 @@ def _decoupled_lm(
 def _continued(
     dev: DecoupledEvaluator, xs: np.ndarray, loss: np.ndarray, delays: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Each delay's fit started again from its better neighbour's point where that neighbour fits better, the
-    lower of the two kept, pass after pass while a point moves (its neighbours are then tried from it): the loss
-    varies smoothly with the delay, so a delay that fits far worse than its neighbour stopped short of its own
-    optimum. delays ascending, one step apart."""
+    """A delay's fit started again from its better neighbour's point, the lower of the two kept: first beside the
+    lowest delay and at each delay that fits worse than both its neighbours, then beside each point that moved,
+    while one moves. The loss varies smoothly with the delay, so a delay that fits far worse than its neighbour
+    stopped short of its own optimum. delays ascending, one step apart."""
     xs, loss, total = xs.copy(), loss.copy(), 0
-    moved = np.ones(delays.size, bool)  # the points tried from: every one on the first pass
-    for _ in range(delays.size - 1):
+    for k in range(delays.size - 1):
         pad = np.concatenate([[np.inf], loss, [np.inf]])
         nb = np.where(pad[:-2] < pad[2:], np.arange(delays.size) - 1, np.arange(delays.size) + 1)
+        if k == 0:  # tried from first: the lowest delay, and the better neighbour of a delay above both
+            moved = np.zeros(delays.size, bool)
+            moved[[int(np.argmin(loss)), *nb[loss > np.maximum(pad[:-2], pad[2:])]]] = True
         redo = np.flatnonzero((loss > np.minimum(pad[:-2], pad[2:])) & moved[nb])
         if redo.size == 0:
             break
-        x2, l2, nj = _decoupled_lm(dev, xs[nb[redo]], delays[redo], 12)
+        x2, l2, nj = _decoupled_lm(dev, xs[nb[redo]], delays[redo], RESTART_ITERATIONS)
         total += nj
         better = l2 < loss[redo] * (1.0 - LM_TOL)
         moved[:] = False
