@@ -146,13 +146,20 @@ def _continued(
     while one moves. The loss varies smoothly with the delay, so a delay that fits far worse than its neighbour
     stopped short of its own optimum. delays ascending, one step apart."""
     xs, loss, total = xs.copy(), loss.copy(), 0
-    for k in range(delays.size - 1):
+    step = np.arange(delays.size)
+
+    def around(loss: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each delay's better neighbour, and its better and worse neighbour's losses (inf past either end)."""
         pad = np.concatenate([[np.inf], loss, [np.inf]])
-        nb = np.where(pad[:-2] < pad[2:], np.arange(delays.size) - 1, np.arange(delays.size) + 1)
-        if k == 0:  # tried from first: the lowest delay, and the better neighbour of a delay above both
-            moved = np.zeros(delays.size, bool)
-            moved[[int(np.argmin(loss)), *nb[loss > np.maximum(pad[:-2], pad[2:])]]] = True
-        redo = np.flatnonzero((loss > np.minimum(pad[:-2], pad[2:])) & moved[nb])
+        below, above = pad[:-2], pad[2:]
+        return np.where(below < above, step - 1, step + 1), np.minimum(below, above), np.maximum(below, above)
+
+    nb, _, worse = around(loss)
+    moved = np.zeros(delays.size, bool)  # tried from first: the lowest delay, and beside a delay above both
+    moved[[int(np.argmin(loss)), *nb[loss > worse]]] = True
+    for _ in range(delays.size - 1):
+        nb, better_nb, _ = around(loss)
+        redo = np.flatnonzero((loss > better_nb) & moved[nb])
         if redo.size == 0:
             break
         x2, l2, nj = _decoupled_lm(dev, xs[nb[redo]], delays[redo], RESTART_ITERATIONS)
