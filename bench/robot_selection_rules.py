@@ -327,6 +327,31 @@ def _bracketed(kind: str) -> Callable[[dict], int | None]:
     return rule
 
 
+def _tie_by_inner(tie: float) -> Callable[[dict], int | None]:
+    """fit_robot's pair (the lowest coupled training loss and the step above it) told apart by the inner
+    validation when their training losses lie within `tie`: the later, faster part of training decides."""
+
+    def rule(row: dict) -> int | None:
+        by = {int(d): v for d, v in row["training_rmse_by_delay"][row["chosen"]]["coupled"].items()}
+        b = min(by, key=by.__getitem__)
+        if by.get(b + 1) is None or by[b + 1] > (1.0 + tie) * by[b]:
+            return b
+        inner = {int(d): v.get("inner") for d, v in row["chosen_by_delay"].items()}
+        if inner.get(b) is None or inner.get(b + 1) is None:
+            return None
+        return b + 1 if inner[b + 1] < inner[b] else b
+
+    return rule
+
+
+def _neighbours_by_inner(row: dict) -> int | None:
+    """The refit's delay or a neighbour, whichever validates best on the inner split."""
+    d = int(row["far_end_delay"][row["chosen"]])
+    inner = {int(k): v.get("inner") for k, v in row["chosen_by_delay"].items()}
+    near = {k: inner[k] for k in (d - 1, d, d + 1) if inner.get(k) is not None}
+    return min(near, key=near.__getitem__) if d in near else None
+
+
 DELAY_RULES: dict[str, Callable[[dict], int | None]] = {
     "the refit's own scan (fit_robot's rule in the recorded run)": lambda r: r["far_end_delay"][r["chosen"]],
     "inner validation, stepped from the inner scan's delay": _walk("inner"),
@@ -336,6 +361,11 @@ DELAY_RULES: dict[str, Callable[[dict], int | None]] = {
     "decoupled scan, longest within 5 % of the lowest": _longest_tied("decoupled", 0.05),
     "decoupled scan, longest within 10 % of the lowest": _longest_tied("decoupled", 0.10),
     "coupled scan, longest within 5 % of the lowest": _longest_tied("coupled", 0.05),
+    "coupled scan's pair (the lowest and the step above within 5 %) told apart by the inner validation": (
+        _tie_by_inner(0.05)
+    ),
+    "the same within 10 %": _tie_by_inner(0.10),
+    "the refit's delay or a neighbour, the lowest inner validation": _neighbours_by_inner,
     "decoupled scan, the upper end of the step the lowest and its better neighbour bracket": _bracketed(
         "decoupled"
     ),
