@@ -517,7 +517,7 @@ def cmd_fit_robot(args: argparse.Namespace) -> int:
         robot,
         opts,
         lambda _f, m: print(m, file=sys.stderr, flush=True),
-        select=getattr(args, "select", False),  # the configuration chosen on the training part alone
+        select=bool(getattr(args, "select", True)),  # the configuration chosen on the training part alone
         traces=False,
     )
     assert isinstance(fit.typed, RobotResult)
@@ -1128,8 +1128,10 @@ def _robot_args(f: argparse.ArgumentParser) -> None:
     )
     f.add_argument(
         "--select",
-        action="store_true",
-        help="with --robot: choose gains given/fitted and bias off/within ±0.05 rad/free on the whole training part "
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --robot, on unless --no-select (which fits the options as given): choose gains given/fitted and "
+        "bias off/within ±0.05 rad/free on the whole training part "
         "(fitted gains must cut its error by 35 %%, both with a bounded bias; a bias by 5 %%), then per group/joint "
         "and the window length on an inner split of the training part as long as the held-out part (train earlier, "
         "validate later), simplest first, a richer choice cutting the inner error by 5 %%; then refit it",

@@ -157,7 +157,7 @@ def test_the_cli_finds_a_package_only_through_package_root(tmp_path: Path) -> No
     (packages / "arm_pkg" / "textures" / "skin.png").write_text("png")
     log = tmp_path / "log.csv"
     write_table(make_recording(joints=("elbow",), segments=1, n=50), log)
-    args = ("fit", str(log), "--robot", str(model), "--out", str(tmp_path / "out"))
+    args = ("fit", str(log), "--robot", str(model), "--no-select", "--out", str(tmp_path / "out"))
     bare = run_cli(*args)
     assert bare.returncode == 2, bare.stderr
     assert "names package 'arm_pkg', which is not in the model's folder" in bare.stderr

@@ -248,7 +248,7 @@ def test_recovers_group_terms_from_a_newton_log(go2: RobotModel) -> None:
 
 @needs_go2
 def test_cli_fits_the_real_go2_chirp(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """`fit go2_chirp_train.pt --robot go2.xml` as it is (no names, no gains), on a small budget."""
+    """`fit go2_chirp_train.pt --robot go2.xml --no-select` as it is (no names, no gains), on a small budget."""
     out = tmp_path / "fit"
     rc = main(
         [
@@ -256,6 +256,7 @@ def test_cli_fits_the_real_go2_chirp(tmp_path: Path, capsys: pytest.CaptureFixtu
             str(GO2_LOG),
             "--robot",
             str(GO2_XML),
+            "--no-select",
             "--groups",
             "hip='.*_hip_joint',thigh='.*_thigh_joint',calf='.*_calf_joint'",
             "--decimation",

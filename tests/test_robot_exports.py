@@ -487,6 +487,7 @@ def test_cli_fit_robot_writes_the_exports_with_their_replays(
             str(log),
             "--robot",
             str(GO2_XML),
+            "--no-select",
             "--groups",
             ",".join(f"{g}='.*_{g}_joint'" for g in TRUTH),
             "--decimation",
@@ -581,7 +582,8 @@ def test_export_of_a_cli_robot_fit_is_the_fits_own_file_or_says_why(
     time = torch.arange(q.shape[0], dtype=torch.float64) * LOG_DT
     torch.save({"time": time, "dof_pos": torch.tensor(q), "des_dof_pos": torch.tensor(cmd)}, log)
     out = tmp_path / "fit"
-    fit_args = ["fit", str(log), "--robot", str(model), "--decimation", str(DEC), "--delay", str(DELAY)]
+    fit_args = ["fit", str(log), "--robot", str(model), "--no-select", "--decimation", str(DEC)]
+    fit_args += ["--delay", str(DELAY)]
     rc = main([*fit_args, "--kp", str(kp), "--kd", str(kd), "--generations", "1", "--out", str(out)])
     assert rc == 0, capsys.readouterr().err
     fit = json.loads((out / "fit.json").read_text())

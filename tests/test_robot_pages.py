@@ -125,7 +125,15 @@ def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> 
     body = {
         "dataset_id": site["dataset"]["id"],
         "robot_id": site["robot"]["id"],
-        "robot": {"kp": 20, "kd": 1.5, "decimation": 2, "iterations": 100, "budget_s": 300, "replay": False},
+        "robot": {
+            "kp": 20,
+            "kd": 1.5,
+            "decimation": 2,
+            "iterations": 100,
+            "budget_s": 300,
+            "replay": False,
+            "select": False,
+        },
     }
     r = requests.post(server.url + "/api/v1/fits", json=body, timeout=60)
     assert r.status_code == 202, r.text

@@ -165,3 +165,43 @@ def test_a_sibling_log_differs_from_the_seed_in_its_noise_alone(leg: tuple[Robot
     diff = log.q - log2.q
     assert 0.5 * bench.NOISE < diff.std() / np.sqrt(2) < 2 * bench.NOISE, diff.std()
     assert np.array_equal(rec.segments[0].q_des, rec2.segments[0].q_des)
+
+
+def test_the_cli_and_the_api_select_unless_told_not_to() -> None:
+    """The selection is a robot fit's default (the known-truth bench lands within 5 % of the best candidate far
+    more often with it than with the log's gains and a free bias): the CLI's fit selects unless --no-select, the
+    API's robot options select unless select is false."""
+    from actuator_sysid.cli import build_parser
+    from actuator_sysid.service.robots import RobotFitIn
+
+    parse = build_parser().parse_args
+    assert parse(["fit", "log.csv", "--robot", "r.xml"]).select is True
+    assert parse(["fit", "log.csv", "--robot", "r.xml", "--no-select"]).select is False
+    assert RobotFitIn().select is True and RobotFitIn(select=False).select is False
+
+
+def test_a_bias_turned_off_is_held_and_the_gains_still_decided_on_the_training_part(
+    leg: tuple[RobotModel, str],
+) -> None:
+    """--no-bias names a configuration, so the selection holds it: the bias axis is "bias off" alone, the given
+    and fitted gains are each fitted without a bias on the whole training part, and the refit has no bias."""
+    from actuator_sysid.fitting.robot_select import candidate_axes, select_robot_fit
+
+    robot, _ = leg
+    rec, _, _ = bench.make_log(robot, 0, 2.0)
+    opts = RobotFitOptions(
+        decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION, max_iterations=2, fit_bias=False
+    )
+    gains, bias = candidate_axes(rec, robot, opts)[:2]
+    assert [c.name for c in gains] == ["gains given", "gains fitted"]
+    assert [(c.name, c.changes) for c in bias] == [("bias off", {"fit_bias": False})]
+    res = select_robot_fit(rec, robot, opts, axes=[gains, bias])
+    sel = res.selection or {}
+    tc = sel["training_choice"]
+    assert tc["bias_held_off"] is True and set(tc["gains_training_rmse_with_bias"]) == {
+        "gains given",
+        "gains fitted",
+    }
+    assert tc["kept"][1] == "bias off" and list(tc["bias_training_rmse"]) == ["bias off"], tc
+    assert sel["chosen_options"]["fit_bias"] is False and "the bias held off" in sel["protocol"], sel
+    assert all(v == 0.0 for v in res.encoder_bias.values()), res.encoder_bias

@@ -222,6 +222,7 @@ def test_a_fit_through_the_robot_stores_its_result_exports_and_page(
             "fit_bias": False,
             "iterations": 1,
             "budget_s": 60,
+            "select": False,
         },
     }
     r = requests.post(server.url + "/api/v1/fits", json=body, timeout=60)
@@ -544,6 +545,7 @@ def test_a_robot_fits_pages_state_what_it_was_asked(server: Server, robot: dict,
         "validation_fraction": 0.25,
         "iterations": 1,
         "budget_s": 60,
+        "select": False,
     }
     r = requests.post(
         server.url + "/api/v1/fits",

@@ -126,7 +126,7 @@ def test_fitted_from_the_folder_and_the_mjcf_passes_the_feed_forward_torque(
     actuators' gain zeroed the same replay is far off, so the torque does pass through them."""
     ws, out = shipped["ws"], tmp_path / "out"
     r = run_cli(
-        "fit", str(ws / "log.csv"), "--robot", str(shipped["urdf"]), "--package-root", str(ws),
+        "fit", str(ws / "log.csv"), "--robot", str(shipped["urdf"]), "--no-select", "--package-root", str(ws),
         "--kp", "0", "--kd", "0", "--decimation", str(DEC), "--budget", "1", "--out", str(out),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]

@@ -98,8 +98,10 @@ def inner_share(rec: Recording, opts: RobotFitOptions) -> float:
     return float(min(INNER_MAX, max(INNER_FRACTION, v / (1.0 - v))))
 
 
-def gains_bias_axes(gains_given: bool, bias_limit: float) -> list[list[Candidate]]:
-    """The gains axis (where the log gives gains) and the bias axis, simplest first, with their margins."""
+def gains_bias_axes(gains_given: bool, bias_limit: float, fit_bias: bool = True) -> list[list[Candidate]]:
+    """The gains axis (where the log gives gains) and the bias axis, simplest first, with their margins; the bias
+    axis is "bias off" alone when the bias is turned off (`fit_bias` False: the user's --no-bias holds, as a given
+    delay does)."""
     axes: list[list[Candidate]] = []
     if gains_given:
         axes.append(
@@ -110,6 +112,8 @@ def gains_bias_axes(gains_given: bool, bias_limit: float) -> list[list[Candidate
                 ),
             ]
         )
+    if not fit_bias:  # held off: the gains are still decided on the whole training part, without a bias
+        return [*axes, [Candidate("bias off", {"fit_bias": False}, on_training=True)]]
     axes.append(
         [
             Candidate("bias off", {"fit_bias": False}, on_training=True),
@@ -139,7 +143,7 @@ def candidate_axes(
     training part when the caller has it (`training_part`)."""
     inner_fraction = inner_share(rec, opts) if inner_fraction is None else inner_fraction
     limit = opts.bias_limit if opts.bias_limit is not None else BIAS_PLAUSIBLE
-    axes = gains_bias_axes(_gains_given(rec, opts), limit)
+    axes = gains_bias_axes(_gains_given(rec, opts), limit, opts.fit_bias)
     grouped = opts.groups if opts.groups is not None else name_groups(list(robot.joint_names))
     if grouped is not None:
         axes.append([Candidate("per group", {"groups": grouped}), Candidate("per joint", {"groups": None})])
@@ -255,8 +259,8 @@ def training_choice(
     budget_s: float | None = None,
 ) -> tuple[list[Candidate], dict]:
     """The gains and the bias decided on the whole training part, each entry kept when it lowers the training
-    RMSE by its margin. The gains first, every entry with the bias within its bound (bias_axis[1]) and the delay
-    scanned: a fitted gain would otherwise take up an encoder bias. Then the bias at the delay the kept gains'
+    RMSE by its margin. The gains first, every entry with the bias within its bound (bias_axis[1]; off where the
+    bias is held off, bias_axis alone) and the delay scanned: a fitted gain would otherwise take up an encoder bias. Then the bias at the delay the kept gains'
     fit found: off, then (over the logged gains and a bounded bias kept) free, each fitted when the choice
     reaches it (bias_entries). Neither is a matter of extrapolation: a gain error far from the logged gains shows
     on slow motion already, and a bias is seen through gravity, so the whole training part carries the most of
@@ -271,7 +275,7 @@ def training_choice(
     def with_gains(g: Candidate | None, b: Candidate) -> Candidate:
         return b if g is None else _combine([g, b])
 
-    bounded = bias_axis[1]
+    bounded = bias_axis[1] if len(bias_axis) > 1 else bias_axis[0]  # bias held off: the gains fitted without
     fits = {g.name: fitted(with_gains(g, bounded), opts.delay) for g in gains_axis or []}
     gains_rmse = {k: float(v.training.rmse or 0.0) for k, v in fits.items()}
     kept_gains = greedy_choice([gains_axis], lambda c: gains_rmse[c.name])[1][0] if gains_axis else None
@@ -291,6 +295,8 @@ def training_choice(
         "delay_steps": delay,
         "kept": [kept_bias.name],
     }
+    if len(bias_axis) == 1:
+        figures["bias_held_off"] = True
     if kept_gains is None:
         return [kept_bias], figures
     figures = {"gains_training_rmse_with_bias": {k: round(v, 7) for k, v in gains_rmse.items()}, **figures}
@@ -343,7 +349,12 @@ def _protocol(
 ) -> str:
     """The selection's protocol in words, as the result states it."""
     first = ""
-    if decided is not None:
+    if decided is not None and decided.get("bias_held_off"):
+        first = (
+            "the gains first, on the whole training part, the bias held off: given and fitted gains, fitted kept "
+            f"when they lower the training RMSE by {GAINS_MARGIN:.0%}; then the other axes on an "
+        )
+    elif decided is not None:
         gains = "gains_training_rmse_with_bias" in decided
         first = (
             ("the gains and the bias" if gains else "the bias")
@@ -393,9 +404,9 @@ def select_robot_fit(
     train, cut = training_part(rec, robot, opts)
     axes = axes if axes is not None else candidate_axes(rec, robot, opts, inner_fraction, train)
     gains_axis = next((a for a in axes if a[0].on_training and any(c.fit_gains for c in a)), None)
-    bias_axis = next((a for a in axes if len(a) == 3 and a[0].on_training and a is not gains_axis), None)
+    bias_axis = next((a for a in axes if a[0].on_training and a is not gains_axis), None)
     decided: dict | None = None
-    if bias_axis is not None:  # the gains and the bias, on the whole training part
+    if bias_axis is not None and (gains_axis is not None or len(bias_axis) > 1):  # on the whole training part
         say("select: the gains and the bias, fitted on the whole training part")
         kept, decided = training_choice(rec, robot, opts, gains_axis, bias_axis, budget_s)
         say(f"select: kept {', '.join(c.name for c in kept)} ({decided})")

@@ -150,10 +150,10 @@ class RobotFitIn(BaseModel):
     )
     payload_com: bool = Field(False, description="with payload: fit each payload link's COM too")
     select: bool = Field(
-        False,
+        True,
         description="choose the configuration on the training part first (fitted or given gains, bias capped or "
-        "free, friction constant or along the stroke), as the CLI's fit --select; the report lists each "
-        "alternative's figures",
+        "free, friction constant or along the stroke), as the CLI's fit does unless --no-select; the report "
+        "lists each alternative's figures. false: fit the options as given",
     )
 
     @field_validator("groups")
