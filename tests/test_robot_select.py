@@ -60,7 +60,7 @@ def test_name_groups_and_the_default_axes(arm: RobotModel, biased: Recording) ->
     axes = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC))
     assert [[c.name for c in a] for a in axes] == [
         ["gains given", "gains fitted"],
-        ["bias off", "bias within ±0.05 rad", "bias on"],  # simplest first, whatever the options say
+        ["bias off", "bias within ±0.05 rad", "bias on"],  # simplest first
         ["window 0.5 s"],  # 1 s does not fit in the inner split's 0.6 s of training (3/7 of 1.05 s validates)
     ]
     assert axes[0][1].fit_gains and axes[0][1].changes == {"kp": None, "kd": None}
@@ -72,9 +72,13 @@ def test_name_groups_and_the_default_axes(arm: RobotModel, biased: Recording) ->
     assert [c.name for c in short] == ["window 0.1 s", "window 0.2 s", "window 0.4 s"]
     assert [c.ordered for c in short] == [False, True, True]
     assert all(c.margin == 0.0 for c in short[1:])  # a longer window is no richer model: the lower RMSE wins
-    capped = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC, bias_limit=0.02, fit_bias=False))[1]
+    capped = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC, bias_limit=0.02))[1]
     assert [c.name for c in capped] == ["bias off", "bias within ±0.02 rad", "bias on"]
     assert capped[2].changes == {"fit_bias": True, "bias_limit": None}
+    # a bias turned off names a configuration: the selection holds it, the gains axis stays
+    held = candidate_axes(biased, arm, RobotFitOptions(decimation=DEC, bias_limit=0.02, fit_bias=False))
+    assert [[c.name for c in a] for a in held[:2]] == [["gains given", "gains fitted"], ["bias off"]]
+    assert held[1][0].changes == {"fit_bias": False} and held[1][0].on_training
 
 
 def test_bias_limit_caps_every_bias_and_flags_the_one_it_holds(arm: RobotModel, biased: Recording) -> None:
