@@ -13,9 +13,9 @@ BIAS_MARGIN again. Then from every other axis's simplest entry, one axis at a ti
 kept only when its inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule) for a richer model,
 none for a window. The first candidate scans the delay, the later ones hold it. The one kept is refitted on
 the whole training part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
-inner_fraction, training_choice {gains_training_rmse_with_bias, bias_training_rmse, delay_steps, kept} (None
-without a bias axis), candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options,
-skipped, search_s, wall_s}.
+inner_fraction, training_choice {gains_training_rmse_with_bias, bias_training_rmse, delay_steps, kept,
+bias_held_off where --no-bias holds it} (None with neither to decide), candidates [{name, options,
+inner_validation_rmse, ...}], chosen, chosen_options, skipped, search_s, wall_s}.
 """
 
 from __future__ import annotations
@@ -260,9 +260,9 @@ def training_choice(
 ) -> tuple[list[Candidate], dict]:
     """The gains and the bias decided on the whole training part, each entry kept when it lowers the training
     RMSE by its margin. The gains first, every entry with the bias within its bound (bias_axis[1]; off where the
-    bias is held off, bias_axis alone) and the delay scanned: a fitted gain would otherwise take up an encoder bias. Then the bias at the delay the kept gains'
-    fit found: off, then (over the logged gains and a bounded bias kept) free, each fitted when the choice
-    reaches it (bias_entries). Neither is a matter of extrapolation: a gain error far from the logged gains shows
+    bias is held off, bias_axis alone) and the delay scanned: a fitted gain would otherwise take up an encoder
+    bias. Then the bias at the delay the kept gains' fit found: off, then (over the logged gains and a bounded
+    bias kept) free, each fitted when the choice reaches it (bias_entries). Neither is a matter of extrapolation: a gain error far from the logged gains shows
     on slow motion already, and a bias is seen through gravity, so the whole training part carries the most of
     each. Returns the kept entries (gains first, where there is a gains axis) and their figures."""
     t0 = time.perf_counter()
