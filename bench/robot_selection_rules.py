@@ -267,11 +267,16 @@ def rules(args: argparse.Namespace) -> None:
             print(f"  seeds {10 * block}–{10 * block + 9}: {passed}/{judged}  {' '.join(cells)}")
 
 
+def _recorded(row: dict, key: str) -> dict[int, float]:
+    """The chosen configuration's recorded figure `key` at each delay of the sweep where it was recorded."""
+    return {int(d): v[key] for d, v in row["chosen_by_delay"].items() if v.get(key) is not None}
+
+
 def _walk(key: str) -> Callable[[dict], int | None]:
     """From the inner scan's delay one step at a time each way while the recorded figure falls; the lowest."""
 
     def rule(row: dict) -> int | None:
-        by = {int(d): v[key] for d, v in row["chosen_by_delay"].items() if v.get(key) is not None}
+        by = _recorded(row, key)
         held = row["inner_delay"]
         if held not in by:
             return None
@@ -292,7 +297,7 @@ def _lowest(key: str) -> Callable[[dict], int | None]:
     """The delay whose recorded figure is lowest over the sweep."""
 
     def rule(row: dict) -> int | None:
-        by = {int(d): v[key] for d, v in row["chosen_by_delay"].items() if v.get(key) is not None}
+        by = _recorded(row, key)
         return min(sorted(by), key=by.__getitem__) if by else None
 
     return rule
@@ -336,7 +341,7 @@ def _tie_by_inner(tie: float) -> Callable[[dict], int | None]:
         b = min(by, key=by.__getitem__)
         if by.get(b + 1) is None or by[b + 1] > (1.0 + tie) * by[b]:
             return b
-        inner = {int(d): v.get("inner") for d, v in row["chosen_by_delay"].items()}
+        inner = _recorded(row, "inner")
         if inner.get(b) is None or inner.get(b + 1) is None:
             return None
         return b + 1 if inner[b + 1] < inner[b] else b
@@ -347,8 +352,8 @@ def _tie_by_inner(tie: float) -> Callable[[dict], int | None]:
 def _neighbours_by_inner(row: dict) -> int | None:
     """The refit's delay or a neighbour, whichever validates best on the inner split."""
     d = int(row["far_end_delay"][row["chosen"]])
-    inner = {int(k): v.get("inner") for k, v in row["chosen_by_delay"].items()}
-    near = {k: inner[k] for k in (d - 1, d, d + 1) if inner.get(k) is not None}
+    inner = _recorded(row, "inner")
+    near = {k: inner[k] for k in (d - 1, d, d + 1) if k in inner}
     return min(near, key=near.__getitem__) if d in near else None
 
 

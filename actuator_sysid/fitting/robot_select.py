@@ -262,9 +262,10 @@ def training_choice(
     RMSE by its margin. The gains first, every entry with the bias within its bound (bias_axis[1]; off where the
     bias is held off, bias_axis alone) and the delay scanned: a fitted gain would otherwise take up an encoder
     bias. Then the bias at the delay the kept gains' fit found: off, then (over the logged gains and a bounded
-    bias kept) free, each fitted when the choice reaches it (bias_entries). Neither is a matter of extrapolation: a gain error far from the logged gains shows
-    on slow motion already, and a bias is seen through gravity, so the whole training part carries the most of
-    each. Returns the kept entries (gains first, where there is a gains axis) and their figures."""
+    bias kept) free, each fitted when the choice reaches it (bias_entries). Neither is a matter of
+    extrapolation: a gain error far from the logged gains shows on slow motion already, and a bias is seen
+    through gravity, so the whole training part carries the most of each. Returns the kept entries (gains
+    first, where there is a gains axis) and their figures."""
     t0 = time.perf_counter()
 
     def fitted(c: Candidate, delay: int | None) -> RobotResult:
@@ -407,7 +408,8 @@ def select_robot_fit(
     bias_axis = next((a for a in axes if a[0].on_training and a is not gains_axis), None)
     decided: dict | None = None
     if bias_axis is not None and (gains_axis is not None or len(bias_axis) > 1):  # on the whole training part
-        say("select: the gains and the bias, fitted on the whole training part")
+        what = "the gains and the bias" if len(bias_axis) > 1 else "the gains, the bias held off"
+        say(f"select: {what}, fitted on the whole training part")
         kept, decided = training_choice(rec, robot, opts, gains_axis, bias_axis, budget_s)
         say(f"select: kept {', '.join(c.name for c in kept)} ({decided})")
         by_axis = {id(a): [c] for a, c in zip([a for a in (gains_axis, bias_axis) if a], kept, strict=True)}
