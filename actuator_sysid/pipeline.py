@@ -87,6 +87,9 @@ def compute_fit(
 
 # a robot fit's stages after the search, as fractions of the fit page's progress bar
 ROBOT_SEARCH_END = 0.95
+# a selection reports about as many messages as this many fits: the gains and bias fits on the training part,
+# the inner candidates and the refit each relay theirs (eight on the Go2 log with its gains given)
+SELECTION_FITS = 8
 STAGE_ROBOT_EXPORTS = "fit done: rendering the whole-robot exports"
 STAGE_ROBOT_TRACES = "replaying the validation span for the report"
 
@@ -107,8 +110,8 @@ def compute_robot_fit(
     rendered and (`replay`) replayed by their consumers, the verdict judged again with them, and (`traces`) the
     report's validation traces.
 
-    `progress` gets each of fit_robot's messages with a fraction of the iterations or of the budget, whichever
-    is further; `model_name` is the model's name in the result and the exports where `robot.path` is a temporary
+    `progress` gets each of fit_robot's messages (a selection's candidates' too) with a fraction of the
+    iterations expected or of the budget, whichever is further; `model_name` is the model's name in the result and the exports where `robot.path` is a temporary
     copy; `created_at` (the service's fit row's creation time; None: now, in UTC) the date every export states.
     A failed replay or trace is stated in the result or left out of the report; the fit stands."""
     from .export.robot import with_exports
@@ -118,11 +121,12 @@ def compute_robot_fit(
     created_at = utc_stamp(created_at)
     stage = progress or (lambda _f, _m: None)
     started, calls = time.monotonic(), [0]
+    steps = (opts.max_iterations + 3) * (SELECTION_FITS if select else 1)
 
     # fit_robot reports scans and iterations; progress counts them and the budget
     def say(message: str) -> None:
         calls[0] += 1
-        by_steps = calls[0] / (opts.max_iterations + 3)
+        by_steps = calls[0] / steps
         by_time = (time.monotonic() - started) / opts.budget_s if opts.budget_s else 0.0
         stage(min(ROBOT_SEARCH_END, max(by_steps, by_time)), message)
 

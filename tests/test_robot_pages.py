@@ -106,10 +106,12 @@ def test_robot_fit_form_errors_show_beside_their_field_without_a_dialog(browser,
         ctx.close()
 
 
-# a running robot fit's page: the header's and the live line's percentages, the live loss values and the y ticks
+# a running robot fit's page: the header's and the live line's percentages, the live loss curves (name and
+# values) and the y ticks
 LIVE_JS = """() => { const d = document.getElementById('live-loss');
   return {header: document.querySelector('[data-live=pct]').textContent.trim(),
-          line: document.getElementById('live-pct').textContent.trim(), ys: d.data[0].y,
+          line: document.getElementById('live-pct').textContent.trim(),
+          curves: d.data.map(t => ({name: t.name, ys: t.y})),
           ticks: [...d.querySelectorAll('.ytick text')].map(t => +t.textContent.replace('−', '-'))}; }"""
 
 
@@ -118,12 +120,21 @@ WIDE_JS = """() => [...document.querySelectorAll('body *')].filter(e => e.getBou
 
 
 def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> None:  # noqa: F811
-    """The running fit's page streams its status and log, its header agreeing with the live line; its live loss
-    chart has y ticks where the curve lies and follows the window from 1280 to 800 px; its cancel button stops the
-    fit."""
+    """The running fit's page (a selection, the default) streams its status and log, its header agreeing with the
+    live line; its live loss chart draws the selection's first candidate as its own curve while it is fitted, has
+    y ticks where the curve lies and follows the window from 1280 to 800 px; its cancel button stops the fit."""
     server: Server = site["server"]
+    t = np.arange(4000) * 0.005  # 20 s: the selection still runs when the page cancels it
+    cmd = 0.2 * np.sin(2 * np.pi * (0.5 + 0.05 * t) * t)[:, None] * np.ones(12)
+    up = requests.post(
+        server.url + "/api/v1/datasets",
+        files={"file": ("go2_long.pt", pace_bytes(cmd, cmd + 0.01))},
+        data={"robot_id": site["robot"]["id"]},
+        timeout=60,
+    )
+    assert up.status_code == 201, up.text
     body = {
-        "dataset_id": site["dataset"]["id"],
+        "dataset_id": up.json()["id"],
         "robot_id": site["robot"]["id"],
         "robot": {
             "kp": 20,
@@ -132,7 +143,6 @@ def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> 
             "iterations": 100,
             "budget_s": 300,
             "replay": False,
-            "select": False,
         },
     }
     r = requests.post(server.url + "/api/v1/fits", json=body, timeout=60)
@@ -146,10 +156,14 @@ def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> 
         page.goto(f"{server.url}/fits/{fid}")
         page.wait_for_function("document.getElementById('live-status').textContent.includes('running')")
         # the live loss has points; the header says what the live line says; the axis is marked where they lie
-        page.wait_for_function("(document.getElementById('live-loss').data || [{}])[0].y?.length >= 2")
+        page.wait_for_function("(document.getElementById('live-loss').data || [{}, {}])[1]?.y?.length >= 2")
         live = page.evaluate(LIVE_JS)
         assert live["header"] == live["line"], live
-        ys = live["ys"]
+        # the fit's own curve waits for the refit; the first candidate, with the gains given, is drawn now
+        first, candidate = live["curves"][:2]
+        assert first["name"].startswith("chosen") and first["ys"] == [], live
+        assert candidate["name"] == "gains given, bias within ±0.05 rad", live
+        ys = candidate["ys"]
         inside = [t for t in live["ticks"] if min(ys) / 1.5 <= t <= max(ys) * 1.5]
         assert len(inside) >= 2, live
         page.set_viewport_size({"width": 800, "height": 900})  # the chart follows the window

@@ -112,11 +112,22 @@ def test_selection_prefers_the_bias_the_log_has_and_never_reads_the_validation_p
 ) -> None:
     """Bias off starts (the options as given), bias on must win on the inner split, and the refit's held-out
     error is the chosen candidate's class. The same selection on a log whose validation part is replaced by
-    other motion gives the same candidates' figures, bit for bit: only the training part chose."""
-    opts = RobotFitOptions(decimation=DEC, fit_bias=False, max_iterations=2, delay=DELAY)
+    other motion gives the same candidates' figures, bit for bit: only the training part chose. Each candidate's
+    fit reports its own progress under its name (the live chart draws each as its curve), the refit under none."""
+    said: list[str] = []
+    opts = RobotFitOptions(
+        decimation=DEC, fit_bias=False, max_iterations=2, delay=DELAY, progress=said.append
+    )
     axes = [[Candidate("bias off"), Candidate("bias on", {"fit_bias": True})]]
     res = select_robot_fit(biased, arm, opts, inner_iterations=2, axes=axes)
     sel = res.selection
+    refit = next(i for i, m in enumerate(said) if m.startswith("select: chosen bias on")) + 1
+    for name in ("bias off", "bias on"):
+        inner = [m for m in said[:refit] if m.startswith(f"select, inner split: {name}: ")]
+        assert any("training RMSE" in m for m in inner), said
+    assert said[refit:] and not any(m.startswith("select") for m in said[refit:]), said
+    assert any("training RMSE" in m for m in said[refit:]), said
+    opts = dataclasses.replace(opts, progress=None)
     by = {c["name"]: c for c in sel["candidates"]}
     assert set(by) == {"bias off", "bias on"} and sel["chosen"] == "bias on", sel
     assert by["bias on"]["inner_validation_rmse"] < 0.5 * by["bias off"]["inner_validation_rmse"], by
@@ -175,7 +186,11 @@ def test_the_gains_and_the_bias_are_decided_on_the_whole_training_part(
     assert (
         kept[0].name == "gains fitted" and gains["gains fitted"] < (1 - GAINS_MARGIN) * gains["gains given"]
     ), row
-    sel = select_robot_fit(wrong, arm, opts, inner_iterations=2).selection
+    said: list[str] = []
+    sel = select_robot_fit(
+        wrong, arm, dataclasses.replace(opts, progress=said.append), inner_iterations=2
+    ).selection
+    assert any(m.startswith("select: gains fitted, bias within ±0.05 rad: ") for m in said), said
     assert sel["training_choice"] == row and sel["chosen"].startswith(", ".join(row["kept"])), sel
     assert sel["protocol"].startswith("the gains and the bias first, on the whole training part"), sel[
         "protocol"

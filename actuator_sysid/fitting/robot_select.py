@@ -221,6 +221,13 @@ def configurations(axes: list[list[Candidate]]) -> list[Candidate]:
     return [_combine(list(pick)) for pick in itertools.product(*axes)]
 
 
+def relayed(opts: RobotFitOptions, stage: str) -> Callable[[str], None] | None:
+    """A candidate fit's progress: its messages prefixed with `stage`, so the log, the live chart and a cancel
+    reach inside it; None where the selection reports nothing."""
+    say = opts.progress
+    return None if say is None else (lambda m: say(f"{stage}: {m}"))
+
+
 def fit_candidate(rec: Recording, robot: RobotModel, opts: RobotFitOptions, c: Candidate) -> RobotResult:
     """`fit_robot` with a candidate's options, the log's gains dropped when it fits them."""
     return fit_robot(_drop_gains(rec) if c.fit_gains else rec, robot, dataclasses.replace(opts, **c.changes))
@@ -270,7 +277,8 @@ def training_choice(
 
     def fitted(c: Candidate, delay: int | None) -> RobotResult:
         left = None if budget_s is None else max(1.0, budget_s - (time.perf_counter() - t0))
-        fit_opts = dataclasses.replace(opts, judge=False, progress=None, budget_s=left, delay=delay)
+        progress = relayed(opts, f"select: {c.name}")
+        fit_opts = dataclasses.replace(opts, judge=False, progress=progress, budget_s=left, delay=delay)
         return fit_candidate(rec, robot, fit_opts, c)
 
     def with_gains(g: Candidate | None, b: Candidate) -> Candidate:
@@ -325,7 +333,7 @@ def inner_fit(
         max_iterations=min(opts.max_iterations, iterations),
         budget_s=budget_s,
         judge=False,
-        progress=None,
+        progress=relayed(opts, f"select, inner split: {c.name}"),
     )
     return fit_robot(_drop_gains(train) if c.fit_gains else train, robot, inner)
 
