@@ -111,9 +111,10 @@ def compute_robot_fit(
     report's validation traces.
 
     `progress` gets each of fit_robot's messages (a selection's candidates' too) with a fraction of the
-    iterations expected or of the budget, whichever is further; `model_name` is the model's name in the result and the exports where `robot.path` is a temporary
-    copy; `created_at` (the service's fit row's creation time; None: now, in UTC) the date every export states.
-    A failed replay or trace is stated in the result or left out of the report; the fit stands."""
+    iterations expected or of the budget, whichever is further; `model_name` is the model's name in the result
+    and the exports where `robot.path` is a temporary copy; `created_at` (the service's fit row's creation
+    time; None: now, in UTC) the date every export states. A failed replay or trace is stated in the result or
+    left out of the report; the fit stands."""
     from .export.robot import with_exports
     from .fitting.robot import fit_robot
     from .fitting.robot_select import select_robot_fit

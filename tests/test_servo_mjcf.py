@@ -122,6 +122,22 @@ def test_every_consumer_replays_the_mjcf_route_and_the_file_actuator_is_replaced
     assert any(replaced in line for line in result_lines(out.typed))  # the CLI says it beside the verdict
 
 
+def test_the_default_route_a_selection_gives_the_same_answer(
+    shipped: tuple[Path, Path], routes: dict
+) -> None:
+    """`fit LOG --robot MODEL` selects its configuration by default: on this bench its choice (the bias and the
+    window, on the training episodes alone) comes back with the same terms and held-out error as the plain fit."""
+    model, log = shipped
+    opts = RobotFitOptions(decimation=4, holdout=HOLDOUT, max_iterations=6)
+    out = compute_robot_fit(read_log(log), load_robot(model), opts, select=True, replay=False, traces=False)
+    assert out.typed.selection is not None and out.typed.selection["chosen"], out.typed.selection
+    group = out.typed.groups[bench.JOINT]
+    for t in TERMS:
+        assert float(getattr(group, t)) == pytest.approx(routes["mjcf"][t], rel=AGREE), t
+    assert out.typed.validation.rmse is not None and out.typed.validation.rmse < STATE_TOL
+    assert out.typed.verdict.verdict != "poor", out.typed.verdict.reasons
+
+
 def test_a_coarse_physics_step_still_finds_the_servos_gains(shipped: tuple[Path, Path]) -> None:
     """One physics step per 50 Hz sample (20 ms) and no gains in the log: the gain scan, scaled to the horn's own
     inertia, starts where explicit PD steps are stable (an absolute kp 5–80 grid on the file's armature starts
