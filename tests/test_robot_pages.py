@@ -166,6 +166,14 @@ def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> 
         ys = candidate["ys"]
         inside = [t for t in live["ticks"] if min(ys) / 1.5 <= t <= max(ys) * 1.5]
         assert len(inside) >= 2, live
+        # a message without a candidate's name (the refit's, or a plain fit's) draws the first curve
+        page.evaluate(
+            """() => { document.getElementById('live-msg').textContent =
+                'iteration 3: training RMSE 0.0123 rad, 300000 world-steps/s'; }"""
+        )
+        page.wait_for_function("document.getElementById('live-loss').data[0].y.length > 0", timeout=10_000)
+        drawn = page.evaluate("document.getElementById('live-loss').data[0].y")
+        assert drawn == [0.0123], drawn
         page.set_viewport_size({"width": 800, "height": 900})  # the chart follows the window
         page.wait_for_function(
             "document.querySelector('#live-loss .main-svg').getBoundingClientRect().width <= 800",
