@@ -20,9 +20,11 @@ from actuator_sysid.fitting.robot import RobotFitOptions, fit_robot
 from actuator_sysid.fitting.robot_select import (
     BIAS_MARGIN,
     GAINS_MARGIN,
+    LATE_SHARE,
     Candidate,
     candidate_axes,
     inner_share,
+    late_rmse,
     name_groups,
     select_robot_fit,
     training_choice,
@@ -167,9 +169,10 @@ def test_the_gains_and_the_bias_are_decided_on_the_whole_training_part(
     arm: RobotModel, biased: Recording
 ) -> None:
     """The Newton log stating its true gains keeps them (the fitted ones do not buy GAINS_MARGIN) and keeps the
-    bias its encoders have (it buys BIAS_MARGIN many times over); the same log stating a kp 40 % low gets fitted
-    gains, which lower its training error by more than GAINS_MARGIN. The selection states the figures, and its
-    inner split tries no other gains or bias."""
+    bias its encoders have (its fit tracks the training part's last share far better replayed free, and its
+    training RMSE is far lower); the same log stating a kp 40 % low gets fitted gains, which lower its training
+    error by more than GAINS_MARGIN. The selection states the figures, and its inner split tries no other gains
+    or bias."""
     opts = RobotFitOptions(decimation=DEC, max_iterations=6, delay=DELAY)
     gains_axis, bias_axis = candidate_axes(biased, arm, opts)[:2]
     kept, row = training_choice(biased, arm, opts, gains_axis, bias_axis)
@@ -177,6 +180,16 @@ def test_the_gains_and_the_bias_are_decided_on_the_whole_training_part(
     assert [c.name for c in kept] == ["gains given", "bias within ±0.05 rad"], row
     assert gains["gains given"] < 1e-4 < gains["gains fitted"], row
     assert bias["bias within ±0.05 rad"] < 0.1 * bias["bias off"] and row["delay_steps"] == DELAY, row
+    # off against bounded by each fit replayed free over the training part's last share: the bias wins there too
+    late = row["bias_late_rmse"]
+    assert set(late) == {"bias off", "bias within ±0.05 rad"}, row
+    assert late["bias within ±0.05 rad"] < 0.1 * late["bias off"], row
+    # that replay is the fit's own validation replay of the span: a fit on the training part validated on its
+    # last LATE_SHARE states the same figure
+    own = fit_robot(
+        training_part(biased, arm, opts)[0], arm, dataclasses.replace(opts, validation_fraction=LATE_SHARE)
+    )
+    assert late_rmse(biased, arm, opts, {"own": own})["own"] == pytest.approx(own.validation.rmse, rel=1e-6)
     seg = biased.segments[0]
     wrong = dataclasses.replace(
         biased, segments=[dataclasses.replace(seg, metadata={**seg.metadata, "kp": 0.6 * KP})]

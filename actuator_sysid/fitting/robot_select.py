@@ -7,14 +7,14 @@ with time, as a chirp's does, it extrapolates about as far as the real use. Each
 first: gains given, then fitted; bias off, within BIAS_PLAUSIBLE, then free; per group, then per joint; with
 position_friction, constant friction, then along the stroke; the training window as given, then 2, 4, 8 × it.
 The gains and the bias are decided first, on the whole training part (training_choice): fitted gains are kept
-when they lower its RMSE by GAINS_MARGIN, both with a bounded bias; a bounded bias when it lowers it by
-BIAS_MARGIN at that fit's delay, and only over the logged gains and a bounded bias kept, a free one by
-BIAS_MARGIN again. Then from every other axis's simplest entry, one axis at a time, an entry replaces the one
+when they lower its RMSE by GAINS_MARGIN, both with a bounded bias; at that fit's delay, the bias off or bounded,
+whichever fit tracks the training part's last LATE_SHARE better replayed free from the measured state there, and
+only over the logged gains and a bounded bias kept, a free one when it lowers the training RMSE by BIAS_MARGIN. Then from every other axis's simplest entry, one axis at a time, an entry replaces the one
 kept only when its inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule) for a richer model,
 none for a window. The first candidate scans the delay, the later ones hold it. The one kept is refitted on
 the whole training part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
-inner_fraction, training_choice {gains_training_rmse_with_bias, bias_training_rmse, delay_steps, kept,
-bias_held_off where --no-bias holds it} (None with neither to decide), candidates [{name, options,
+inner_fraction, training_choice {gains_training_rmse_with_bias, bias_training_rmse, bias_late_rmse, delay_steps,
+kept, bias_held_off where --no-bias holds it} (None with neither to decide), candidates [{name, options,
 inner_validation_rmse, ...}], chosen, chosen_options, skipped, search_s, wall_s}.
 """
 
@@ -35,7 +35,8 @@ from ..datasets.recording import Recording, Segment
 from ..models.robot import RobotError, RobotModel
 from .ladder import MIN_GAIN
 from .result import RobotResult
-from .robot import BIAS_PLAUSIBLE, RobotFitOptions, fit_robot, prepare_fit
+from .robot import BIAS_PLAUSIBLE, RobotFitOptions, fit_robot, prepare_fit, replay_validation
+from .robot_traces import fitted_values
 
 INNER_FRACTION = 0.3  # the least later share of the training part that validates each candidate
 INNER_MAX = 0.6  # and the most
@@ -44,10 +45,15 @@ INNER_MAX = 0.6  # and the most
 # gains' (which a bias cannot take up), while true ones leave at most a few percent to gain (the lag a gain error
 # would add trades against the delay, armature and damping)
 GAINS_MARGIN = 0.35
-# a bounded bias (and a free one, tried only over the logged gains and a bounded one kept) replaces the kept entry
-# only when it cuts the whole training part's RMSE by this share, as any richer model must: a true bias shows
-# through gravity and buys far more, while the fitted gains and a bias trade where both are free
+# a free bias (tried only over the logged gains and a bounded one kept) replaces the bounded one only when it cuts
+# the whole training part's RMSE by this share, as any richer model must; so does a bounded bias where the late
+# replay (LATE_SHARE) cannot be made
 BIAS_MARGIN = MIN_GAIN
+# the bias off or within its bound: the one whose fit, replayed free from the measured state at the start of the
+# training part's last LATE_SHARE to its end, tracks it better. The training RMSE restarts every window from the
+# measured state and hides what builds up over a long replay, as the far end's does; the last share of a chirp is
+# also its fastest, the nearest to where a policy will drive the joints
+LATE_SHARE = 0.3
 # longer restart intervals, in turn while each beats the one before (the peer rolls out the whole stretch)
 WINDOW_FACTORS = (2.0, 4.0, 8.0)
 INNER_ITERATIONS = 6  # each candidate's search budget (refinement rounds / Jacobians), at most the fit's own
@@ -265,14 +271,13 @@ def training_choice(
     bias_axis: list[Candidate],
     budget_s: float | None = None,
 ) -> tuple[list[Candidate], dict]:
-    """The gains and the bias decided on the whole training part, each entry kept when it lowers the training
-    RMSE by its margin. The gains first, every entry with the bias within its bound (bias_axis[1]; off where the
-    bias is held off, bias_axis alone) and the delay scanned: a fitted gain would otherwise take up an encoder
-    bias. Then the bias at the delay the kept gains' fit found: off, then (over the logged gains and a bounded
-    bias kept) free, each fitted when the choice reaches it (bias_entries). Neither is a matter of
-    extrapolation: a gain error far from the logged gains shows on slow motion already, and a bias is seen
-    through gravity, so the whole training part carries the most of each. Returns the kept entries (gains
-    first, where there is a gains axis) and their figures."""
+    """The gains and the bias decided on the whole training part. The gains first, every entry with the bias
+    within its bound (bias_axis[1]; off where the bias is held off, bias_axis alone) and the delay scanned (a
+    fitted gain would otherwise take up an encoder bias), fitted gains kept when they lower the training RMSE by
+    their margin. Then the bias at the delay the kept gains' fit found: off against bounded by late_rmse (the
+    training RMSE by BIAS_MARGIN where there is no late share), then, over the logged gains and a bounded bias
+    kept, a free one by BIAS_MARGIN (bias_entries). Returns the kept entries (gains first, where there is a
+    gains axis) and their figures."""
     t0 = time.perf_counter()
 
     def fitted(c: Candidate, delay: int | None) -> RobotResult:
@@ -298,9 +303,22 @@ def training_choice(
             bias_rmse[c.name] = float(fitted(with_gains(kept_gains, c), delay).training.rmse or 0.0)
         return bias_rmse[c.name]
 
-    kept_bias = greedy_choice([bias_entries(bias_axis, kept_gains)], bias_score)[1][0]
+    entries = bias_entries(bias_axis, kept_gains)
+    late: dict[str, float] = {}
+    if len(entries) > 1:  # off against bounded by the free replay of the training part's last share
+        off_fit = fitted(with_gains(kept_gains, entries[0]), delay)
+        bias_rmse[entries[0].name] = float(off_fit.training.rmse or 0.0)
+        late = late_rmse(rec, robot, opts, {entries[0].name: off_fit, bounded.name: reference})
+    if late:
+        kept_bias = bounded if late[bounded.name] < late[entries[0].name] else entries[0]
+        free = entries[2] if kept_bias is bounded and len(entries) > 2 else None
+        if free is not None and bias_score(free) < (1.0 - free.margin) * bias_score(bounded):
+            kept_bias = free
+    else:  # no late share to replay (a training part of one recording cut at time gaps): the training RMSE
+        kept_bias = greedy_choice([entries], bias_score)[1][0]
     figures = {
         "bias_training_rmse": {k: round(v, 7) for k, v in bias_rmse.items()},
+        **({"bias_late_rmse": {k: round(v, 7) for k, v in late.items()}} if late else {}),
         "delay_steps": delay,
         "kept": [kept_bias.name],
     }
@@ -311,6 +329,29 @@ def training_choice(
     figures = {"gains_training_rmse_with_bias": {k: round(v, 7) for k, v in gains_rmse.items()}, **figures}
     figures["kept"] = [kept_gains.name, kept_bias.name]
     return [kept_gains, kept_bias], figures
+
+
+def late_rmse(
+    rec: Recording, robot: RobotModel, opts: RobotFitOptions, fits: dict[str, RobotResult]
+) -> dict[str, float]:
+    """Each fit's position RMSE replayed free over the training part's last LATE_SHARE (its last recordings,
+    where it has several) from the measured state there; empty where that part cannot be split so."""
+    train = training_part(rec, robot, opts)[0]
+    late_opts = dataclasses.replace(opts, validation_fraction=LATE_SHARE, holdout=None, progress=None)
+    try:
+        data, prob, _ = prepare_fit(train, robot, late_opts)
+    except RobotError:
+        return {}
+    out: dict[str, float] = {}
+    for name, res in fits.items():
+        groups = {g: e.params() for g, e in res.groups.items()}
+        joints = {g: e.joints for g, e in res.groups.items()}
+        fitted = fitted_values(groups, joints, res.encoder_bias, prob.names)
+        ((sim, _),) = replay_validation(
+            robot, prob, data, fitted, int(res.delay_steps), opts.decimation, beside=False
+        )
+        out[name] = float(np.sqrt(np.mean((sim - data.q[data.split :]) ** 2)))
+    return out
 
 
 def inner_fit(
@@ -374,9 +415,10 @@ def _protocol(
                 if gains
                 else "the bias within its bound, then "
             )
-            + f"the bias off at that fit's delay, the bounded bias kept when it lowers the RMSE by "
-            f"{BIAS_MARGIN:.0%}, and only then, over the logged gains, a free one, kept when it lowers it by "
-            "as much again; then the other axes on an "
+            + "the bias off at that fit's delay, the bounded bias kept when it tracks the training part's last "
+            f"{LATE_SHARE:.0%} better replayed free from the measured state there, and only then, over the "
+            f"logged gains, a free one, kept when it lowers the training RMSE by {BIAS_MARGIN:.0%}; then the "
+            "other axes on an "
         )
     return (
         first + f"inner split of the training part ({cut}): the earlier {1 - inner_fraction:.0%} trains, "
