@@ -367,6 +367,8 @@ def _assert_flags_and_selection_render(fit: dict) -> None:
         "training_choice": {
             "gains_training_rmse_with_bias": {"gains given": 0.0031, "gains fitted": 0.0007},
             "bias_training_rmse": {"bias within ±0.05 rad": 0.0007, "bias off": 0.0009, "bias on": 0.00069},
+            "bias_late_rmse": {"bias within ±0.05 rad": 0.00081, "bias off": 0.00234},
+            "late_share": 0.3,
             "delay_steps": 2,
             "kept": ["gains fitted", "bias within ±0.05 rad"],
         },
@@ -380,6 +382,8 @@ def _assert_flags_and_selection_render(fit: dict) -> None:
     assert (
         "gains fitted, bias within its bound <b>(kept)" in decided and "bias off at delay 2</td>" in decided
     )
+    # the free replay of the training part's last share that decided the bias, beside each bias entry
+    assert "replayed free over its last 30 %" in decided and "0.00234" in decided and "0.00081" in decided
     flags = html.split('id="bound-flags"', 1)[1].split("</table>", 1)[0]
     assert "calf.friction" in flags and "upper search bound" in flags and "FL_calf_joint.bias" in flags
     assert "absorbs model error" in flags

@@ -9,12 +9,13 @@ position_friction, constant friction, then along the stroke; the training window
 The gains and the bias are decided first, on the whole training part (training_choice): fitted gains are kept
 when they lower its RMSE by GAINS_MARGIN, both with a bounded bias; at that fit's delay, the bias off or bounded,
 whichever fit tracks the training part's last LATE_SHARE better replayed free from the measured state there, and
-only over the logged gains and a bounded bias kept, a free one when it lowers the training RMSE by BIAS_MARGIN. Then from every other axis's simplest entry, one axis at a time, an entry replaces the one
-kept only when its inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule) for a richer model,
-none for a window. The first candidate scans the delay, the later ones hold it. The one kept is refitted on
-the whole training part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
-inner_fraction, training_choice {gains_training_rmse_with_bias, bias_training_rmse, bias_late_rmse, delay_steps,
-kept, bias_held_off where --no-bias holds it} (None with neither to decide), candidates [{name, options,
+only over the logged gains and a bounded bias kept, a free one when it lowers the training RMSE by BIAS_MARGIN.
+Then from every other axis's simplest entry, one axis at a time, an entry replaces the one kept only when its
+inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule) for a richer model, none for a window.
+The first candidate scans the delay, the later ones hold it. The one kept is refitted on the whole training
+part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
+inner_fraction, training_choice {gains_training_rmse_with_bias, bias_training_rmse, bias_late_rmse, late_share,
+delay_steps, kept, bias_held_off where --no-bias holds it} (None with neither to decide), candidates [{name, options,
 inner_validation_rmse, ...}], chosen, chosen_options, skipped, search_s, wall_s}.
 """
 
@@ -318,7 +319,11 @@ def training_choice(
         kept_bias = greedy_choice([entries], bias_score)[1][0]
     figures = {
         "bias_training_rmse": {k: round(v, 7) for k, v in bias_rmse.items()},
-        **({"bias_late_rmse": {k: round(v, 7) for k, v in late.items()}} if late else {}),
+        **(
+            {"bias_late_rmse": {k: round(v, 7) for k, v in late.items()}, "late_share": LATE_SHARE}
+            if late
+            else {}
+        ),
         "delay_steps": delay,
         "kept": [kept_bias.name],
     }
