@@ -1132,7 +1132,9 @@ def _robot_args(f: argparse.ArgumentParser) -> None:
         default=True,
         help="with --robot, on unless --no-select (which fits the options as given): choose gains given/fitted and "
         "bias off/within ±0.05 rad/free on the whole training part "
-        "(fitted gains must cut its error by 35 %%, both with a bounded bias; a bias by 5 %%), then per group/joint "
+        "(fitted gains must cut its error by 35 %%, both with a bounded bias; the bias off or bounded, whichever "
+        "tracks the training part's last 30 %% better replayed free; a free one must cut the error by 5 %%), then per "
+        "group/joint "
         "and the window length on an inner split of the training part as long as the held-out part (train earlier, "
         "validate later), simplest first, a richer choice cutting the inner error by 5 %%; then refit it",
     )

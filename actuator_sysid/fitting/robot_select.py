@@ -37,7 +37,7 @@ from ..models.robot import RobotError, RobotModel
 from .ladder import MIN_GAIN
 from .result import RobotResult
 from .robot import BIAS_PLAUSIBLE, RobotFitOptions, fit_robot, prepare_fit, replay_validation
-from .robot_traces import fitted_values
+from .robot_traces import result_values
 
 INNER_FRACTION = 0.3  # the least later share of the training part that validates each candidate
 INNER_MAX = 0.6  # and the most
@@ -296,29 +296,30 @@ def training_choice(
     kept_gains = greedy_choice([gains_axis], lambda c: gains_rmse[c.name])[1][0] if gains_axis else None
     reference = fits[kept_gains.name] if kept_gains else fitted(bounded, opts.delay)
     delay = int(reference.delay_steps) if opts.delay is None else opts.delay
-    bias_rmse = {bounded.name: float(reference.training.rmse or 0.0)}
+    bias_fits = {bounded.name: reference}
+
+    def bias_fit(c: Candidate) -> RobotResult:
+        """An entry's fit at that delay, made when the choice first asks for it."""
+        if c.name not in bias_fits:
+            bias_fits[c.name] = fitted(with_gains(kept_gains, c), delay)
+        return bias_fits[c.name]
 
     def bias_score(c: Candidate) -> float:
-        """An entry's training RMSE at that delay, fitted when the greedy choice first asks for it."""
-        if c.name not in bias_rmse:
-            bias_rmse[c.name] = float(fitted(with_gains(kept_gains, c), delay).training.rmse or 0.0)
-        return bias_rmse[c.name]
+        return float(bias_fit(c).training.rmse or 0.0)
 
     entries = bias_entries(bias_axis, kept_gains)
     late: dict[str, float] = {}
     if len(entries) > 1:  # off against bounded by the free replay of the training part's last share
-        off_fit = fitted(with_gains(kept_gains, entries[0]), delay)
-        bias_rmse[entries[0].name] = float(off_fit.training.rmse or 0.0)
-        late = late_rmse(rec, robot, opts, {entries[0].name: off_fit, bounded.name: reference})
+        late = late_rmse(rec, robot, opts, {c.name: bias_fit(c) for c in entries[:2]})
     if late:
         kept_bias = bounded if late[bounded.name] < late[entries[0].name] else entries[0]
         free = entries[2] if kept_bias is bounded and len(entries) > 2 else None
         if free is not None and bias_score(free) < (1.0 - free.margin) * bias_score(bounded):
             kept_bias = free
-    else:  # no late share to replay (a training part of one recording cut at time gaps): the training RMSE
+    else:  # the bias held off, or no late share to replay (a training part of one recording cut at time gaps)
         kept_bias = greedy_choice([entries], bias_score)[1][0]
     figures = {
-        "bias_training_rmse": {k: round(v, 7) for k, v in bias_rmse.items()},
+        "bias_training_rmse": {k: round(float(v.training.rmse or 0.0), 7) for k, v in bias_fits.items()},
         **(
             {"bias_late_rmse": {k: round(v, 7) for k, v in late.items()}, "late_share": LATE_SHARE}
             if late
@@ -349,9 +350,7 @@ def late_rmse(
         return {}
     out: dict[str, float] = {}
     for name, res in fits.items():
-        groups = {g: e.params() for g, e in res.groups.items()}
-        joints = {g: e.joints for g, e in res.groups.items()}
-        fitted = fitted_values(groups, joints, res.encoder_bias, prob.names)
+        fitted = result_values(res, prob.names)
         ((sim, _),) = replay_validation(
             robot, prob, data, fitted, int(res.delay_steps), opts.decimation, beside=False
         )

@@ -38,6 +38,13 @@ def fitted_values(
     return out
 
 
+def result_values(result: RobotResult, names: list[str]) -> dict[str, np.ndarray]:
+    """A fit's own per-joint values and encoder bias as replay values (fitted_values of its groups)."""
+    groups = {g: e.params() for g, e in result.groups.items()}
+    joints = {g: e.joints for g, e in result.groups.items()}
+    return fitted_values(groups, joints, result.encoder_bias, names)
+
+
 def decoupled_values(result: RobotResult, names: list[str]) -> tuple[dict[str, np.ndarray], int] | None:
     """The decoupled fit the result states beside the coupled one (validation.decoupled_fit) as replay values and
     its delay, for replay_validation to replay as it did for the fit's errors; None without one, or with a motor
@@ -55,9 +62,7 @@ def validation_traces(
     """Time and, per joint, measured, commanded and simulated positions (the fit, the model file's terms, the
     decoupled fit) on the validation span, at most TRACE_POINTS samples each."""
     data, prob, _known = prepare_fit(rec, robot, opts)
-    joints = {g: e.joints for g, e in result.groups.items()}
-    groups = {g: e.params() for g, e in result.groups.items()}
-    fitted = fitted_values(groups, joints, result.encoder_bias, prob.names)
+    fitted = result_values(result, prob.names)
     dec = decoupled_values(result, prob.names)
     reps = replay_validation(robot, prob, data, fitted, int(result.delay_steps), opts.decimation, dec)
     (sim_fit, _), (sim_def, _) = reps[:2]
