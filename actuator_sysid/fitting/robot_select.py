@@ -338,12 +338,16 @@ def training_choice(
 
 
 def late_rmse(
-    rec: Recording, robot: RobotModel, opts: RobotFitOptions, fits: dict[str, RobotResult]
+    rec: Recording,
+    robot: RobotModel,
+    opts: RobotFitOptions,
+    fits: dict[str, RobotResult],
+    share: float = LATE_SHARE,
 ) -> dict[str, float]:
-    """Each fit's position RMSE replayed free over the training part's last LATE_SHARE (its last recordings,
+    """Each fit's position RMSE replayed free over the training part's last `share` (its last recordings,
     where it has several) from the measured state there; empty where that part cannot be split so."""
     train = training_part(rec, robot, opts)[0]
-    late_opts = dataclasses.replace(opts, validation_fraction=LATE_SHARE, holdout=None, progress=None)
+    late_opts = dataclasses.replace(opts, validation_fraction=share, holdout=None, progress=None)
     try:
         data, prob, _ = prepare_fit(train, robot, late_opts)
     except RobotError:
