@@ -112,6 +112,14 @@ NOISE = 1e-4  # rad, encoder noise
 WITHIN = 0.05  # a seed passes when the chosen far-end error is within this share of the best candidate's
 
 
+def load_leg() -> tuple[RobotModel, str]:
+    """The leg as the fit loads it, and the judge's MJCF (MuJoCo position actuators at the logged gains)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "go2_leg.xml"
+        path.write_text(LEG_XML)
+        return load_robot(path), peer.in_air_xml(path, KP, KD, LOG_DT / DECIMATION)
+
+
 def say(msg: str) -> None:
     """Progress on stderr (the JSON goes to stdout)."""
     print(f"[bench/robot_selection] {msg}", file=sys.stderr, flush=True)
@@ -378,11 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": [],
     }
     t0 = time.perf_counter()
-    with contextlib.redirect_stdout(sys.stderr), tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "go2_leg.xml"
-        path.write_text(LEG_XML)
-        robot = load_robot(path)
-        xml = peer.in_air_xml(path, KP, KD, LOG_DT / DECIMATION)
+    with contextlib.redirect_stdout(sys.stderr):
+        robot, xml = load_leg()
         for seed in seeds:
             out["seeds"].append(run_seed(robot, xml, seed, seconds, opts, args.sweep, args.siblings))
             if args.out:

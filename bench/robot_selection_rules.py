@@ -28,7 +28,6 @@ import dataclasses
 import json
 import math
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,7 +49,6 @@ from actuator_sysid.fitting.robot_select import (  # noqa: E402
     inner_share,
     training_part,
 )
-from actuator_sysid.models.robot import load_robot  # noqa: E402
 
 
 def _bias(res: RobotResult) -> dict:
@@ -137,11 +135,8 @@ def record(args: argparse.Namespace) -> None:
     delays = [int(d) for d in args.delays.split(",")] if args.delays else []
     fractions = [float(f) for f in args.fractions.split(",")] if args.fractions else []
     opts = RobotFitOptions(decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION)
-    with contextlib.redirect_stdout(sys.stderr), tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "go2_leg.xml"
-        path.write_text(bench.LEG_XML)
-        robot = load_robot(path)
-        xml = bench.peer.in_air_xml(path, bench.KP, bench.KD, bench.LOG_DT / bench.DECIMATION)
+    with contextlib.redirect_stdout(sys.stderr):
+        robot, xml = bench.load_leg()
         for seed in seeds:
             row = record_seed(robot, xml, seed, 8.0, opts, delays, fractions, args.inner)
             with open(args.out, "a") as f:

@@ -5,7 +5,6 @@ within 5 % of the best candidate at the far end, where the chirp runs 3 × faste
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ from actuator_sysid.fitting.robot_select import (  # noqa: E402
     gains_bias_axes,
     greedy_choice,
 )
-from actuator_sysid.models.robot import RobotModel, load_robot  # noqa: E402
+from actuator_sysid.models.robot import RobotModel  # noqa: E402
 
 
 def test_an_entry_must_buy_its_margin() -> None:
@@ -112,12 +111,7 @@ def test_a_free_bias_is_tried_only_over_the_logged_gains() -> None:
 @pytest.fixture(scope="module")
 def leg() -> tuple[RobotModel, str]:
     """One Go2 leg as the fit loads it, and the judge's MJCF (MuJoCo position actuators at the logged gains)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "go2_leg.xml"
-        path.write_text(bench.LEG_XML)
-        return load_robot(path), bench.peer.in_air_xml(
-            path, bench.KP, bench.KD, bench.LOG_DT / bench.DECIMATION
-        )
+    return bench.load_leg()
 
 
 @pytest.mark.parametrize(("seed", "gains"), [(0, "gains given"), (1, "gains fitted")])
