@@ -8,10 +8,14 @@ error (the bench's MuJoCo judge), its training RMSE and `late_rmse` at each of S
 training part's last share). `rules` then replays training-choice rules on those lines: today's (the gains by
 the training RMSE and GAINS_MARGIN, the bias by the late replay over LATE_SHARE, a free bias by BIAS_MARGIN) and
 variants (another share, the gains by the late replay too, several shares, the training RMSE beside the late
-replay). Today's rule gives the library's choice on every seed where the refit lands on the same delay.
+replay, the bias decided over the logged gains, the bounded bias kept where it agrees across gains, the bias off
+with its own delay scan). Today's rule gives the library's choice on every seed where the refit lands on the same
+delay. `delays` fits each candidate again a delay step below and above its scan's, for delay rules offline.
 
 Usage: python bench/robot_selection_late.py record --seeds 0-9,60-69 --out FILE
+       python bench/robot_selection_late.py delays --records FILE --seeds 0-9,60-69 --out FILE2
        python bench/robot_selection_late.py rules FILE [FILE ...] [--fresh-from SEED]
+       python bench/robot_selection_late.py delay-rules FILE [FILE ...] --delays FILE2 [...] [--fresh-from SEED]
 """
 
 from __future__ import annotations
@@ -91,6 +95,44 @@ def record(args: argparse.Namespace) -> None:
             bench.say(f"seed {seed}: {row['wall_s']} s")
 
 
+def delays(args: argparse.Namespace) -> None:
+    """One JSON line per seed of a `record` file: each candidate fitted again with its delay held a step below
+    and a step above the one its scan kept, with that fit's far-end error, training RMSE and late replays."""
+    opts = RobotFitOptions(decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION)
+    done = {r["seed"]: r for r in map(json.loads, Path(args.records).read_text().splitlines())}
+    with contextlib.redirect_stdout(sys.stderr):
+        robot, xml = bench.load_leg()
+        for seed in seeds_of(args.seeds):
+            t0 = time.perf_counter()
+            rec, log, _ = bench.make_log(robot, seed, 8.0)
+            split = int(round(log.q.shape[0] * (1.0 - bench.VALIDATION)))
+            configs = {c.name: c for c in configurations(bench.bench_axes(rec, robot, opts))}
+            out: dict[str, dict] = {}
+            for name, c in configs.items():
+                d0 = int(done[seed]["candidates"][name]["delay"])
+                held = {
+                    d: fit_candidate(rec, robot, dataclasses.replace(opts, delay=d), c)
+                    for d in (d0 - 1, d0 + 1)
+                    if 0 <= d <= opts.max_delay
+                }
+                lates = {
+                    f"{s:g}": late_rmse(rec, robot, opts, {str(d): f for d, f in held.items()}, s)
+                    for s in (0.3, 0.4)
+                }
+                out[name] = {
+                    str(d): {
+                        "far": bench.judged(xml, log, f, split),
+                        "training": float(f.training.rmse or 0.0),
+                        "late": {s: lates[s][str(d)] for s in lates},
+                    }
+                    for d, f in held.items()
+                }
+            row = {"seed": seed, "neighbours": out, "wall_s": round(time.perf_counter() - t0, 1)}
+            with open(args.out, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            bench.say(f"seed {seed}: {row['wall_s']} s")
+
+
 Rule = Callable[[dict], str]
 
 
@@ -99,8 +141,8 @@ def _fit(row: dict, name: str) -> dict:
     return row["candidates"][name + AT_BOUNDED if name.endswith(OFF) else name]
 
 
-def _late(row: dict, name: str, share: str) -> float:
-    return float(_fit(row, name)["late"][share])
+def _late(row: dict, name: str, share: str, scanned: bool = False) -> float:
+    return float((row["candidates"][name] if scanned else _fit(row, name))["late"][share])
 
 
 def _training(row: dict, name: str) -> float:
@@ -111,11 +153,18 @@ def rule(
     shares: tuple[str, ...] = (f"{LATE_SHARE:g}",),
     gains_by_late: float | None = None,
     with_training: float = 0.0,
+    cross: float | None = None,
+    agree: float | None = None,
+    scanned: bool = False,
 ) -> Rule:
     """The training choice: the gains by the training RMSE and GAINS_MARGIN (`gains_by_late`: by the late replay
     over shares[0] with that margin), then the bias off or bounded by the late replays' geometric mean over
     `shares` (times the training RMSE to the power `with_training`), then a free bias over the logged gains by
-    BIAS_MARGIN of training RMSE."""
+    BIAS_MARGIN of training RMSE. `cross`: over fitted gains whose late replays of bias off and bounded lie
+    within that share of each other, the bias as the late replay decides it over the logged gains. `agree`:
+    over fitted gains, the bounded bias kept when it lies within that share of the logged gains' bounded bias
+    (a true bias is the same whatever the gains; one that takes up a gain error is not). `scanned`: the bias off
+    fitted with its own delay scan, not at the bounded fit's delay."""
 
     def choose(row: dict) -> str:
         if gains_by_late is None:
@@ -128,10 +177,18 @@ def rule(
 
         def score(bias: str) -> float:
             name = f"{gains}, {bias}"
-            logs = [math.log(_late(row, name, s)) for s in shares]
+            logs = [math.log(_late(row, name, s, scanned)) for s in shares]
             return sum(logs) / len(logs) + with_training * math.log(_training(row, name))
 
         bias = BOUNDED if score(BOUNDED) < score(OFF) else OFF
+        if cross is not None and gains == FITTED and abs(score(BOUNDED) - score(OFF)) <= math.log1p(cross):
+            s = shares[0]
+            bias = BOUNDED if _late(row, f"{GIVEN}, {BOUNDED}", s) < _late(row, f"{GIVEN}, {OFF}", s) else OFF
+        if agree is not None and gains == FITTED:
+            a = list(_fit(row, f"{FITTED}, {BOUNDED}")["bias"].values())
+            b = list(_fit(row, f"{GIVEN}, {BOUNDED}")["bias"].values())
+            gap = math.dist(a, b) / max(math.hypot(*a), math.hypot(*b), 1e-9)
+            bias = BOUNDED if gap <= agree else OFF
         if gains == GIVEN and bias == BOUNDED:
             free = _training(row, f"{GIVEN}, {FREE}") < (1.0 - BIAS_MARGIN) * _training(
                 row, f"{GIVEN}, {BOUNDED}"
@@ -153,6 +210,18 @@ RULES: dict[str, Rule] = {
     "the bias by the last 30 % and 40 %": rule(("0.3", "0.4")),
     "the bias by the last 10, 20, 30 and 40 %": rule(("0.1", "0.2", "0.3", "0.4")),
     **{f"the bias by the last 30 % × training^{w:g}": rule(with_training=w) for w in (0.5, 1.0)},
+    "the bias off with its own delay scan": rule(scanned=True),
+    "the bias off with its own delay scan, by the last 30 % and 40 %": rule(("0.3", "0.4"), scanned=True),
+    **{
+        f"over fitted gains within {c:.0%}, the bias as decided over the logged gains": rule(cross=c)
+        for c in (0.02, 0.05, 0.1, 0.2, 10.0)
+    },
+    **{
+        f"over fitted gains, the bounded bias kept when within {a:.0%} of the logged gains' one": rule(
+            agree=a
+        )
+        for a in (0.2, 0.35, 0.5, 0.75)
+    },
 }
 
 
@@ -185,17 +254,94 @@ def rules(args: argparse.Namespace) -> None:
             )
 
 
+def _at(cands: dict, near: dict, pick: Callable[[dict[int, dict]], int]) -> dict:
+    """Each candidate's figures at the delay `pick` takes from its scanned delay's and its neighbours' (the bias
+    off at its own)."""
+    out = {}
+    for name, c in cands.items():
+        if name.endswith(AT_BOUNDED):
+            continue
+        options = {int(c["delay"]): {**c, "scanned": True}} | {int(d): v for d, v in near[name].items()}
+        out[name] = options[pick(options)]
+    return out | {f"{g}, {OFF}{AT_BOUNDED}": out[f"{g}, {OFF}"] for g in (GIVEN, FITTED)}
+
+
+def _late_mean(v: dict, shares: tuple[str, ...] = ("0.3",)) -> float:
+    return sum(math.log(v["late"][s]) for s in shares) / len(shares)
+
+
+DELAY_RULES: dict[str, Callable[[dict[int, dict]], int]] = {
+    "the scan's (today)": lambda o: next(d for d, v in o.items() if v.get("scanned")),
+    "the lowest training RMSE": lambda o: min(o, key=lambda d: o[d]["training"]),
+    "the lowest late replay, last 30 %": lambda o: min(o, key=lambda d: _late_mean(o[d])),
+    "the lowest late replay, last 30 % and 40 %": lambda o: min(
+        o, key=lambda d: _late_mean(o[d], ("0.3", "0.4"))
+    ),
+    "the lowest late replay, last 40 %": lambda o: min(o, key=lambda d: _late_mean(o[d], ("0.4",))),
+    "the lowest training RMSE × late replay": lambda o: min(
+        o, key=lambda d: o[d]["training"] * o[d]["late"]["0.3"]
+    ),
+}
+
+
+def delay_rules(args: argparse.Namespace) -> None:
+    """Per delay rule (applied to every candidate), the training choice with the bias off at its own delay: the
+    count within WITHIN of the best candidate at the same rule, by block, and the chosen far-end error over the
+    one the scan's delays give (a rule that makes every candidate worse can raise the count)."""
+    rows = {r["seed"]: r for f in args.files for r in map(json.loads, Path(f).read_text().splitlines())}
+    near = {
+        r["seed"]: r["neighbours"]
+        for f in args.delays
+        for r in map(json.loads, Path(f).read_text().splitlines())
+    }
+    choose = rule(scanned=True)
+    today = next(iter(DELAY_RULES.values()))
+    for part in ("tuning", "fresh"):
+        seeds = [
+            s
+            for s in sorted(near)
+            if (args.fresh_from is not None and s >= args.fresh_from) == (part == "fresh")
+        ]
+        if not seeds:
+            continue
+        print(f"{part}: {len(seeds)} seeds")
+        for label, pick in DELAY_RULES.items():
+            within, blocks, to_today = 0, {}, 0.0
+            for s in seeds:
+                at = _at(rows[s]["candidates"], near[s], pick)
+                far = {k: v["far"] for k, v in at.items() if not k.endswith(AT_BOUNDED)}
+                ok = far[choose({"candidates": at})] <= (1.0 + bench.WITHIN) * min(far.values())
+                within += ok
+                blocks[s // 10] = blocks.get(s // 10, 0) + ok
+                base = _at(rows[s]["candidates"], near[s], today)
+                to_today += math.log(
+                    far[choose({"candidates": at})] / base[choose({"candidates": base})]["far"]
+                )
+            print(
+                f"  {within:3d}/{len(seeds)}  {list(blocks.values())}  chosen / the scan's chosen "
+                f"{math.exp(to_today / len(seeds)):.3f}  {label}"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("record")
     r.add_argument("--seeds", required=True, help="comma-separated seeds or ranges (0-9,60-69)")
     r.add_argument("--out", required=True)
+    d = sub.add_parser("delays")
+    d.add_argument("--records", required=True, help="the record file whose scanned delays are the centres")
+    d.add_argument("--seeds", required=True)
+    d.add_argument("--out", required=True)
+    e = sub.add_parser("delay-rules")
+    e.add_argument("files", nargs="+", help="record files")
+    e.add_argument("--delays", nargs="+", required=True, help="the delays files of those records")
+    e.add_argument("--fresh-from", type=int)
     q = sub.add_parser("rules")
     q.add_argument("files", nargs="+")
     q.add_argument("--fresh-from", type=int, help="seeds from here on are counted apart, as fresh")
     args = ap.parse_args(argv)
-    (record if args.cmd == "record" else rules)(args)
+    {"record": record, "delays": delays, "rules": rules, "delay-rules": delay_rules}[args.cmd](args)
     return 0
 
 
