@@ -310,13 +310,12 @@ def delay_rules(args: argparse.Namespace) -> None:
             for s in seeds:
                 at = _at(rows[s]["candidates"], near[s], pick)
                 far = {k: v["far"] for k, v in at.items() if not k.endswith(AT_BOUNDED)}
-                ok = far[choose({"candidates": at})] <= (1.0 + bench.WITHIN) * min(far.values())
+                chosen = far[choose({"candidates": at})]
+                ok = chosen <= (1.0 + bench.WITHIN) * min(far.values())
                 within += ok
                 blocks[s // 10] = blocks.get(s // 10, 0) + ok
                 base = _at(rows[s]["candidates"], near[s], today)
-                to_today += math.log(
-                    far[choose({"candidates": at})] / base[choose({"candidates": base})]["far"]
-                )
+                to_today += math.log(chosen / base[choose({"candidates": base})]["far"])
             print(
                 f"  {within:3d}/{len(seeds)}  {list(blocks.values())}  chosen / the scan's chosen "
                 f"{math.exp(to_today / len(seeds)):.3f}  {label}"

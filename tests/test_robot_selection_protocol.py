@@ -4,6 +4,7 @@ within 5 % of the best candidate at the far end, where the chirp runs 3 × faste
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import robot_selection as bench  # noqa: E402
+import robot_selection_late as late  # noqa: E402
 
 from actuator_sysid.fitting.ladder import MIN_GAIN  # noqa: E402
 from actuator_sysid.fitting.robot import RobotFitOptions  # noqa: E402
@@ -199,3 +201,64 @@ def test_a_bias_turned_off_is_held_and_the_gains_still_decided_on_the_training_p
     assert tc["kept"][1] == "bias off" and list(tc["bias_training_rmse"]) == ["bias off"], tc
     assert sel["chosen_options"]["fit_bias"] is False and "the bias held off" in sel["protocol"], sel
     assert all(v == 0.0 for v in res.encoder_bias.values()), res.encoder_bias
+
+
+def _offline_row(seed: int) -> tuple[dict, dict]:
+    """A record line and its delays line for bench/robot_selection_late.py, made by hand: the logged gains fit
+    badly, fitted gains lower the training RMSE past GAINS_MARGIN, and over them the bias off replays the late
+    share better than the bounded bias and is best at the far end. A step longer lowers every fit's training RMSE
+    and doubles its far-end error."""
+
+    def fit(far: float, training: float, tail: float, delay: int = 2) -> dict:
+        return {
+            "far": far,
+            "training": training,
+            "delay": delay,
+            "bias": {"a": 0.0},
+            "late": {f"{s:g}": tail for s in late.SHARES},
+        }
+
+    given, fitted = late.GIVEN, late.FITTED
+    off, bounded, free = late.OFF, late.BOUNDED, late.FREE
+    cands = {
+        f"{given}, {off}": fit(9.0, 1.0, 1.0),
+        f"{given}, {bounded}": fit(8.0, 1.0, 1.0),
+        f"{given}, {free}": fit(8.0, 1.0, 1.0),
+        f"{fitted}, {off}": fit(1.0, 0.3, 0.2),
+        f"{fitted}, {bounded}": fit(1.5, 0.3, 0.3),
+        f"{fitted}, {free}": fit(1.5, 0.3, 0.3),
+    }
+    cands |= {f"{g}, {off}{late.AT_BOUNDED}": dict(cands[f"{g}, {off}"]) for g in (given, fitted)}
+    near = {
+        name: {
+            str(d): {
+                **c,
+                "far": c["far"] * (2.0 if d == 3 else 1.2),
+                "training": c["training"] * (0.9 if d == 3 else 1.1),
+            }
+            for d in (1, 3)
+        }
+        for name, c in cands.items()
+        if not name.endswith(late.AT_BOUNDED)
+    }
+    return {"seed": seed, "candidates": cands}, {"seed": seed, "neighbours": near}
+
+
+def test_the_offline_rules_replay_the_training_choice_on_recorded_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench/robot_selection_late.py's `rules` and `delay-rules` on hand-made lines: today's rule keeps the fitted
+    gains and the bias off (the best far out: 1 of 1); the delay rule that takes the lowest training RMSE moves
+    every fit a step longer and doubles the chosen far-end error against the scan's delays."""
+    row, near = _offline_row(7)
+    assert late.rule()(row) == f"{late.FITTED}, {late.OFF}"
+    records, delays = tmp_path / "records.jsonl", tmp_path / "delays.jsonl"
+    records.write_text(json.dumps(row) + "\n")
+    delays.write_text(json.dumps(near) + "\n")
+    late.main(["rules", str(records)])
+    out = capsys.readouterr().out
+    assert "tuning: 1 seeds" in out and "1/1  mean 1.000" in out.splitlines()[1], out
+    late.main(["delay-rules", str(records), "--delays", str(delays)])
+    lines = {ln.split("  ")[-1]: ln for ln in capsys.readouterr().out.splitlines()[1:]}
+    assert "chosen / the scan's chosen 1.000" in lines["the scan's (today)"], lines
+    assert "chosen / the scan's chosen 2.000" in lines["the lowest training RMSE"], lines
