@@ -270,6 +270,20 @@ def replay_terms(
     """Per-joint armature / damping / frictionloss, offsets (rad), a delay (s) and, when given, per-joint PD
     gains (kp, kd) and the frictionloss at each joint's upper limit (linear from `frictionloss` at the lower)
     replayed by the same judge."""
+    return _errors(log, start, simulate_terms(xml, log, start, terms, offsets, delay, gains, friction_upper))
+
+
+def simulate_terms(
+    xml: str,
+    log: PeerLog,
+    start: int,
+    terms: dict[str, np.ndarray],
+    offsets: np.ndarray,
+    delay: float,
+    gains: tuple[np.ndarray, np.ndarray] | None = None,
+    friction_upper: np.ndarray | None = None,
+) -> np.ndarray:
+    """replay_terms' positions (one row per log sample after `start`) rather than their errors."""
     spec = mujoco.MjSpec.from_string(xml)
     for k, j in enumerate(log.joints):
         for t, v in terms.items():
@@ -280,7 +294,7 @@ def replay_terms(
             k = log.joints.index(act.target)
             act.gainprm[0], act.biasprm[1], act.biasprm[2] = gains[0][k], -gains[0][k], -gains[1][k]
     stroke = None if friction_upper is None else (terms["frictionloss"], friction_upper)
-    return _replay(spec, log, start, delay, stroke)
+    return _simulate(spec, log, start, delay, stroke)
 
 
 def _stepped(model: mujoco.MjModel, x0: np.ndarray, u: np.ndarray, log: PeerLog, stroke: tuple) -> np.ndarray:
@@ -308,6 +322,13 @@ def _stepped(model: mujoco.MjModel, x0: np.ndarray, u: np.ndarray, log: PeerLog,
 def _replay(spec: mujoco.MjSpec, log: PeerLog, start: int, delay: float, stroke: tuple | None = None) -> dict:
     """Roll out from the measured state at `start` to the log's end through MuJoCo: RMSE overall and per joint;
     with `stroke`, a friction linear along each joint's range (_stepped)."""
+    return _errors(log, start, _simulate(spec, log, start, delay, stroke))
+
+
+def _simulate(
+    spec: mujoco.MjSpec, log: PeerLog, start: int, delay: float, stroke: tuple | None = None
+) -> np.ndarray:
+    """_replay's positions, one row per log sample after `start`."""
     model = spec.compile()
     length = log.q.shape[0] - 1 - start
     ctrl = _controls(log, start, length, model)
@@ -318,9 +339,13 @@ def _replay(spec: mujoco.MjSpec, log: PeerLog, start: int, delay: float, stroke:
     else:
         state = _stepped(model, x0, u, log, stroke)
     qadr = np.array([model.joint(j).qposadr[0] for j in log.joints])
-    sim = np.squeeze(state, 0)[
+    return np.squeeze(state, 0)[
         log.decimation - 1 :: log.decimation, 1 + qadr
-    ]  # after each log sample's last step
+    ]  # after each sample's last step
+
+
+def _errors(log: PeerLog, start: int, sim: np.ndarray) -> dict:
+    """A replay's position RMSE against the log, overall and per joint."""
     e = sim - log.q[start + 1 : start + 1 + sim.shape[0]]
     return {
         "rmse": float(np.sqrt(np.mean(e**2))),

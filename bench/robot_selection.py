@@ -190,6 +190,12 @@ def make_log(
 def judged(xml: str, log: peer.PeerLog, res: RobotResult, split: int) -> float:
     """A fit's far-end RMSE replayed by the judge (MuJoCo C, position actuators) from the measured state at
     the split: its joint terms, gains, encoder bias, delay and, when fitted, friction along the stroke."""
+    return float(peer.replay_terms(xml, log, split, *judge_terms(res, log))["rmse"])
+
+
+def judge_terms(res: RobotResult, log: peer.PeerLog) -> tuple:
+    """A fit as the judge's replay takes it (peer.replay_terms' arguments after the start): joint terms, encoder
+    bias, delay (s) and the keywords for gains and, when fitted, friction along the stroke."""
     names = log.joints
     terms = {t: np.zeros(len(names)) for t in ("armature", "damping", "frictionloss")}
     kp, kd, upper = (np.zeros(len(names)) for _ in range(3))
@@ -200,17 +206,12 @@ def judged(xml: str, log: peer.PeerLog, res: RobotResult, split: int) -> float:
             terms["frictionloss"][k], kp[k], kd[k] = e.friction, e.stiffness, e.damping
             upper[k] = e.friction if e.friction_upper is None else e.friction_upper
     moving = any(e.friction_upper is not None for e in res.groups.values())
-    return float(
-        peer.replay_terms(
-            xml,
-            log,
-            split,
-            terms,
-            np.array([res.encoder_bias[n] for n in names]),
-            res.delay_steps * log.dt_log / log.decimation,
-            gains=(kp, kd),
-            friction_upper=upper if moving else None,
-        )["rmse"]
+    return (
+        terms,
+        np.array([res.encoder_bias[n] for n in names]),
+        res.delay_steps * log.dt_log / log.decimation,
+        (kp, kd),
+        upper if moving else None,
     )
 
 

@@ -11,11 +11,15 @@ variants (another share, the gains by the late replay too, several shares, the t
 replay, the bias decided over the logged gains, the bounded bias kept where it agrees across gains, the bias off
 with its own delay scan). Today's rule gives the library's choice on every seed where the refit lands on the same
 delay. `delays` fits each candidate again a delay step below and above its scan's, for delay rules offline.
+`teacher` fits a richer model no consumer runs and measures how far each candidate is from it on the training
+commands played faster, for rules that pick the candidate closest to it.
 
 Usage: python bench/robot_selection_late.py record --seeds 0-9,60-69 --out FILE
        python bench/robot_selection_late.py delays --records FILE --seeds 0-9,60-69 --out FILE2
        python bench/robot_selection_late.py rules FILE [FILE ...] [--fresh-from SEED]
        python bench/robot_selection_late.py delay-rules FILE [FILE ...] --delays FILE2 [...] [--fresh-from SEED]
+       python bench/robot_selection_late.py teacher --seeds 0-9 --out FILE3 [--teacher-decimation 4]
+       python bench/robot_selection_late.py teacher-rules FILE [FILE ...] --teacher FILE3 [...] [--fresh-from SEED]
 """
 
 from __future__ import annotations
@@ -26,20 +30,25 @@ import dataclasses
 import json
 import math
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
 
 import robot_selection as bench  # noqa: E402
 
+from actuator_sysid.fitting.result import RobotResult  # noqa: E402
 from actuator_sysid.fitting.robot import RobotFitOptions  # noqa: E402
 from actuator_sysid.fitting.robot_select import (  # noqa: E402
     BIAS_MARGIN,
     GAINS_MARGIN,
     LATE_SHARE,
+    Candidate,
     configurations,
     fit_candidate,
     late_rmse,
@@ -131,6 +140,105 @@ def delays(args: argparse.Namespace) -> None:
             with open(args.out, "a") as f:
                 f.write(json.dumps(row) + "\n")
             bench.say(f"seed {seed}: {row['wall_s']} s")
+
+
+def _sim(xml: str, log: bench.peer.PeerLog, fit: RobotResult, start: int) -> np.ndarray:
+    """A fit's positions replayed by the bench's judge from the log's state at `start`."""
+    return bench.peer.simulate_terms(xml, log, start, *bench.judge_terms(fit, log))
+
+
+def teacher(args: argparse.Namespace) -> None:
+    """One JSON line per seed: each candidate's far-end error and its distance to a teacher, a model no consumer
+    runs (gains fitted, the bias within ±0.05 rad, friction along the stroke, physics `--teacher-decimation`
+    steps a sample: a finer delay grid), over the training part's commands played 2 and 3 × faster from the log's
+    first state; and the teacher's own far-end error."""
+    opts = RobotFitOptions(decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION)
+    fine = args.teacher_decimation
+    with contextlib.redirect_stdout(sys.stderr):
+        robot, xml = bench.load_leg()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "go2_leg.xml"
+            path.write_text(bench.LEG_XML)
+            xml_fine = bench.peer.in_air_xml(path, bench.KP, bench.KD, bench.LOG_DT / fine)
+        for seed in seeds_of(args.seeds):
+            t0 = time.perf_counter()
+            rec, log, _ = bench.make_log(robot, seed, 8.0)
+            split = int(round(log.q.shape[0] * (1.0 - bench.VALIDATION)))
+            configs = {c.name: c for c in configurations(bench.bench_axes(rec, robot, opts))}
+            fits = {name: fit_candidate(rec, robot, opts, c) for name, c in configs.items()}
+            rich = dataclasses.replace(opts, decimation=fine, position_friction=True, bias_limit=0.05)
+            teach = fit_candidate(rec, robot, rich, Candidate("teacher", fit_gains=True))
+            at_fine = dataclasses.replace(log, decimation=fine)
+            row: dict = {
+                "seed": seed,
+                "teacher_far": float(
+                    np.sqrt(np.mean((_sim(xml_fine, at_fine, teach, split) - log.q[split + 1 :]) ** 2))
+                ),
+                "far": {name: bench.judged(xml, log, f, split) for name, f in fits.items()},
+                "distance": {},
+            }
+            for speed in (2, 3):
+                cmd = log.cmd[: split + 1 : speed]
+                still = np.repeat(log.q[:1], cmd.shape[0], 0)
+                fast = bench.peer.PeerLog(still, np.zeros_like(still), cmd, bench.LOG_DT, fine, log.joints)
+                ref = _sim(xml_fine, fast, teach, 0)
+                fast = dataclasses.replace(fast, decimation=bench.DECIMATION)
+                row["distance"][str(speed)] = {
+                    name: float(np.sqrt(np.mean((_sim(xml, fast, f, 0) - ref) ** 2)))
+                    for name, f in fits.items()
+                }
+            row["wall_s"] = round(time.perf_counter() - t0, 1)
+            with open(args.out, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            bench.say(f"seed {seed}: {row['wall_s']} s")
+
+
+def teacher_rules(args: argparse.Namespace) -> None:
+    """The candidate closest to the teacher (of all six; of the five the library allows; or the bias alone,
+    the gains as today's rule keeps them) against today's rule, per speed, on tuning and fresh seeds."""
+    rows = {r["seed"]: r for f in args.files for r in map(json.loads, Path(f).read_text().splitlines())}
+    taught = {r["seed"]: r for f in args.teacher for r in map(json.loads, Path(f).read_text().splitlines())}
+    today = rule()
+
+    def closest(t: dict, speed: str, keep: Callable[[str], bool]) -> str:
+        d = t["distance"][speed]
+        return min((n for n in d if keep(n)), key=d.__getitem__)
+
+    rules: dict[str, Callable[[dict, dict], str]] = {"today": lambda r, t: today(r)}
+    for speed in ("2", "3"):
+        rules |= {
+            f"closest to the teacher at {speed} ×, of all six": lambda r, t, s=speed: closest(t, s, bool),
+            f"closest to the teacher at {speed} ×, no free bias over fitted gains": lambda r, t, s=speed: (
+                closest(t, s, lambda n: n != f"{FITTED}, {FREE}")
+            ),
+            f"closest to the teacher at {speed} ×, the gains as today": lambda r, t, s=speed: closest(
+                t, s, lambda n: n.startswith(today(r).split(", ")[0])
+            ),
+        }
+    for part in ("tuning", "fresh"):
+        seeds = [
+            s
+            for s in sorted(taught)
+            if (args.fresh_from is not None and s >= args.fresh_from) == (part == "fresh")
+        ]
+        if not seeds:
+            continue
+        best = [min(taught[s]["far"].values()) for s in seeds]
+        ratio = sorted(taught[s]["teacher_far"] / b for s, b in zip(seeds, best, strict=True))
+        print(
+            f"{part}: {len(seeds)} seeds; the teacher's far-end error over the best candidate's: median "
+            f"{ratio[len(ratio) // 2]:.2f}, {ratio[0]:.2f}–{ratio[-1]:.2f}"
+        )
+        for label, choose in rules.items():
+            within, blocks, logs = 0, {}, 0.0
+            for s, b in zip(seeds, best, strict=True):
+                x = taught[s]["far"][choose(rows[s], taught[s])] / b
+                within += x <= 1.0 + bench.WITHIN
+                blocks[s // 10] = blocks.get(s // 10, 0) + (x <= 1.0 + bench.WITHIN)
+                logs += math.log(x)
+            print(
+                f"  {within:3d}/{len(seeds)}  mean {math.exp(logs / len(seeds)):.3f}  {list(blocks.values())}  {label}"
+            )
 
 
 Rule = Callable[[dict], str]
@@ -336,11 +444,28 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("files", nargs="+", help="record files")
     e.add_argument("--delays", nargs="+", required=True, help="the delays files of those records")
     e.add_argument("--fresh-from", type=int)
+    t = sub.add_parser("teacher")
+    t.add_argument("--seeds", required=True)
+    t.add_argument("--out", required=True)
+    t.add_argument(
+        "--teacher-decimation", type=int, default=4, help="the teacher's physics steps a log sample"
+    )
+    u = sub.add_parser("teacher-rules")
+    u.add_argument("files", nargs="+", help="record files")
+    u.add_argument("--teacher", nargs="+", required=True, help="the teacher files of those seeds")
+    u.add_argument("--fresh-from", type=int)
     q = sub.add_parser("rules")
     q.add_argument("files", nargs="+")
     q.add_argument("--fresh-from", type=int, help="seeds from here on are counted apart, as fresh")
     args = ap.parse_args(argv)
-    {"record": record, "delays": delays, "rules": rules, "delay-rules": delay_rules}[args.cmd](args)
+    {
+        "record": record,
+        "delays": delays,
+        "teacher": teacher,
+        "rules": rules,
+        "delay-rules": delay_rules,
+        "teacher-rules": teacher_rules,
+    }[args.cmd](args)
     return 0
 
 
