@@ -262,3 +262,34 @@ def test_the_offline_rules_replay_the_training_choice_on_recorded_figures(
     lines = {ln.split("  ")[-1]: ln for ln in capsys.readouterr().out.splitlines()[1:]}
     assert "chosen / the scan's chosen 1.000" in lines["the scan's (today)"], lines
     assert "chosen / the scan's chosen 2.000" in lines["the lowest training RMSE"], lines
+
+
+def test_the_teacher_rule_takes_the_candidate_nearest_the_teacher(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench/robot_selection_late.py's `teacher-rules` on a hand-made line: the fitted gains with a bounded bias
+    lie nearest the teacher at 3 × and are best far out, where today's rule (the line of the test above) keeps
+    the bias off: the teacher's rule scores 1 of 1 at 3 ×, today's 0; at 2 × the teacher is nearest the bias off."""
+    row, _ = _offline_row(3)
+    row["candidates"][f"{late.FITTED}, {late.BOUNDED}"]["far"] = 0.5
+    far = {n: c["far"] for n, c in row["candidates"].items() if not n.endswith(late.AT_BOUNDED)}
+    near = {n: 1.0 for n in far}
+    taught = {
+        "seed": 3,
+        "teacher_far": 0.25,
+        "far": far,
+        "distance": {
+            "2": near | {f"{late.FITTED}, {late.OFF}": 0.1},
+            "3": near | {f"{late.FITTED}, {late.BOUNDED}": 0.1},
+        },
+    }
+    records, teacher = tmp_path / "records.jsonl", tmp_path / "teacher.jsonl"
+    records.write_text(json.dumps(row) + "\n")
+    teacher.write_text(json.dumps(taught) + "\n")
+    late.main(["teacher-rules", str(records), "--teacher", str(teacher)])
+    lines = capsys.readouterr().out.splitlines()
+    assert "median 0.50" in lines[0], lines
+    score = {ln.split("  ")[-1]: ln.split()[0] for ln in lines[1:]}
+    assert score["today"] == "0/1", score
+    assert score["closest to the teacher at 3 ×, of all six"] == "1/1", score
+    assert score["closest to the teacher at 2 ×, of all six"] == "0/1", score
