@@ -109,6 +109,7 @@ F_TRAIN_END = 1.2  # Hz, the chirp's frequency where training ends
 POSTURE = np.array([0.1, 0.85, -1.6])  # rad, the hanging posture the chirp moves about
 AMPLITUDE = np.array([0.2, 0.3, 0.35])  # rad
 NOISE = 1e-4  # rad, encoder noise
+FRICTION_POWER = 1.0  # the friction's law along the stroke: linear, or its share to this power (robot_sim)
 WITHIN = 0.05  # a seed passes when the chosen far-end error is within this share of the best candidate's
 
 
@@ -173,6 +174,7 @@ def make_log(
         damping=truth["damping"],
         friction=truth["friction"],
         friction_upper=truth["friction_upper"],
+        friction_power=FRICTION_POWER,
         kp=truth["kp"],
         kd=truth["kd"],
         bias=truth["bias"],

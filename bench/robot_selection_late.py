@@ -450,6 +450,13 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument(
         "--teacher-decimation", type=int, default=4, help="the teacher's physics steps a log sample"
     )
+    for sp in (r, t):
+        sp.add_argument(
+            "--friction-power",
+            type=float,
+            default=1.0,
+            help="the true friction along the stroke: its share to this power (1: linear, as the fits model it)",
+        )
     u = sub.add_parser("teacher-rules")
     u.add_argument("files", nargs="+", help="record files")
     u.add_argument("--teacher", nargs="+", required=True, help="the teacher files of those seeds")
@@ -458,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("files", nargs="+")
     q.add_argument("--fresh-from", type=int, help="seeds from here on are counted apart, as fresh")
     args = ap.parse_args(argv)
+    bench.FRICTION_POWER = getattr(args, "friction_power", 1.0)
     {
         "record": record,
         "delays": delays,

@@ -61,6 +61,7 @@ def simulate_newton_log(
     tau_ff: np.ndarray | None = None,
     body_mass: dict[str, float] | None = None,
     friction_upper: float | np.ndarray | None = None,
+    friction_power: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Step the robot in Newton alone under position targets `cmd` (T, J) held for `decimation` physics steps,
     and feed-forward efforts `tau_ff` (T, J) N·m held alike (Newton's DrivePD reads them from control.joint_act
@@ -76,7 +77,8 @@ def simulate_newton_log(
     rest at the reading cmd[0]. Returns the measured (q + bias, qd) at every log sample, (T, J) each, row 0 the
     start. `effort_mode` "implicit": every Newton actuator in Newton's implicit effort mode (see _implicit).
     `friction_upper` (scalar or (J,)): the frictionloss at each joint's upper limit, `friction` then being the
-    one at its lower limit, linear between: Newton's joint_friction set from the angle before every physics step
+    one at its lower limit, linear between (`friction_power` p: along the stroke's share to the power p, a law a
+    linear model only approximates): Newton's joint_friction set from the angle before every physics step
     (notify_model_changed).
     """
     n = len(robot.joint_names)
@@ -157,7 +159,7 @@ def simulate_newton_log(
         if stroke is not None:  # the frictionloss at the angle, through Newton's model
             lo, span, f_lo, f_up, per_dof = stroke
             at = np.clip((s0.joint_q.numpy()[robot.dof] - lo) / span, 0.0, 1.0)
-            per_dof[robot.dof] = f_lo + (f_up - f_lo) * at
+            per_dof[robot.dof] = f_lo + (f_up - f_lo) * at**friction_power
             model.joint_friction.assign(per_dof)
             solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_PROPERTIES)
         for i, (a, sa, sb) in enumerate(states):
