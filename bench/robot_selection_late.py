@@ -171,9 +171,7 @@ def teacher(args: argparse.Namespace) -> None:
             at_fine = dataclasses.replace(log, decimation=fine)
             row: dict = {
                 "seed": seed,
-                "teacher_far": float(
-                    np.sqrt(np.mean((_sim(xml_fine, at_fine, teach, split) - log.q[split + 1 :]) ** 2))
-                ),
+                "teacher_far": bench.judged(xml_fine, at_fine, teach, split),
                 "far": {name: bench.judged(xml, log, f, split) for name, f in fits.items()},
                 "distance": {},
             }
