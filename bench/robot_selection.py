@@ -113,12 +113,13 @@ FRICTION_POWER = 1.0  # the friction's law along the stroke: linear, or its shar
 WITHIN = 0.05  # a seed passes when the chosen far-end error is within this share of the best candidate's
 
 
-def load_leg() -> tuple[RobotModel, str]:
-    """The leg as the fit loads it, and the judge's MJCF (MuJoCo position actuators at the logged gains)."""
+def load_leg(decimation: int = DECIMATION) -> tuple[RobotModel, str]:
+    """The leg as the fit loads it, and the judge's MJCF (MuJoCo position actuators at the logged gains, stepped
+    `decimation` times a log sample)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "go2_leg.xml"
         path.write_text(LEG_XML)
-        return load_robot(path), peer.in_air_xml(path, KP, KD, LOG_DT / DECIMATION)
+        return load_robot(path), peer.in_air_xml(path, KP, KD, LOG_DT / decimation)
 
 
 def say(msg: str) -> None:

@@ -30,7 +30,6 @@ import dataclasses
 import json
 import math
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -53,6 +52,7 @@ from actuator_sysid.fitting.robot_select import (  # noqa: E402
     fit_candidate,
     late_rmse,
 )
+from actuator_sysid.models.robot import RobotModel  # noqa: E402
 
 SHARES = (0.1, 0.15, 0.2, 0.3, 0.4)  # the training part's last shares replayed
 GIVEN, FITTED = "gains given", "gains fitted"
@@ -69,6 +69,44 @@ def seeds_of(text: str) -> list[int]:
     return out
 
 
+def _seed(robot: RobotModel, opts: RobotFitOptions, seed: int) -> tuple:
+    """A seed's log (as the fit reads it), its judge's view, its truth, the far end's first sample and the bench's
+    configurations by name."""
+    rec, log, truth = bench.make_log(robot, seed, 8.0)
+    split = int(round(log.q.shape[0] * (1.0 - bench.VALIDATION)))
+    configs = {c.name: c for c in configurations(bench.bench_axes(rec, robot, opts))}
+    return rec, log, truth, split, configs
+
+
+def _append(path: str, row: dict, t0: float) -> None:
+    """One seed's line appended to `path`, with its wall time, and said on stderr."""
+    row["wall_s"] = round(time.perf_counter() - t0, 1)
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+    bench.say(f"seed {row['seed']}: {row['wall_s']} s")
+
+
+def _rows(files: list[str]) -> dict[int, dict]:
+    """Every line of these JSON-lines files, by seed."""
+    return {r["seed"]: r for f in files for r in map(json.loads, Path(f).read_text().splitlines())}
+
+
+def _parts(seeds: list[int], fresh_from: int | None) -> list[tuple[str, list[int]]]:
+    """The seeds cut into tuning (before `fresh_from`) and fresh (from it on), each sorted; empty parts left out."""
+    fresh = [s for s in sorted(seeds) if fresh_from is not None and s >= fresh_from]
+    tuning = [s for s in sorted(seeds) if s not in fresh]
+    return [(name, part) for name, part in (("tuning", tuning), ("fresh", fresh)) if part]
+
+
+def _score(ratios: dict[int, float]) -> tuple[int, list[int], float]:
+    """Chosen / best by seed → the count within WITHIN, that count per block of ten and the geometric mean."""
+    blocks: dict[int, int] = {}
+    for s, x in ratios.items():
+        blocks[s // 10] = blocks.get(s // 10, 0) + (x <= 1.0 + bench.WITHIN)
+    mean = math.exp(sum(map(math.log, ratios.values())) / len(ratios))
+    return sum(blocks.values()), list(blocks.values()), mean
+
+
 def record(args: argparse.Namespace) -> None:
     """One JSON line per seed: each fit's far-end error, training RMSE, delay and late replays."""
     opts = RobotFitOptions(decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION)
@@ -76,9 +114,7 @@ def record(args: argparse.Namespace) -> None:
         robot, xml = bench.load_leg()
         for seed in seeds_of(args.seeds):
             t0 = time.perf_counter()
-            rec, log, truth = bench.make_log(robot, seed, 8.0)
-            split = int(round(log.q.shape[0] * (1.0 - bench.VALIDATION)))
-            configs = {c.name: c for c in configurations(bench.bench_axes(rec, robot, opts))}
+            rec, log, truth, split, configs = _seed(robot, opts, seed)
             fits = {name: fit_candidate(rec, robot, opts, c) for name, c in configs.items()}
             for g in (GIVEN, FITTED):
                 held = dataclasses.replace(opts, delay=int(fits[f"{g}, {BOUNDED}"].delay_steps))
@@ -97,25 +133,20 @@ def record(args: argparse.Namespace) -> None:
                     }
                     for name, fit in fits.items()
                 },
-                "wall_s": round(time.perf_counter() - t0, 1),
             }
-            with open(args.out, "a") as f:
-                f.write(json.dumps(row) + "\n")
-            bench.say(f"seed {seed}: {row['wall_s']} s")
+            _append(args.out, row, t0)
 
 
 def delays(args: argparse.Namespace) -> None:
     """One JSON line per seed of a `record` file: each candidate fitted again with its delay held a step below
     and a step above the one its scan kept, with that fit's far-end error, training RMSE and late replays."""
     opts = RobotFitOptions(decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION)
-    done = {r["seed"]: r for r in map(json.loads, Path(args.records).read_text().splitlines())}
+    done = _rows([args.records])
     with contextlib.redirect_stdout(sys.stderr):
         robot, xml = bench.load_leg()
         for seed in seeds_of(args.seeds):
             t0 = time.perf_counter()
-            rec, log, _ = bench.make_log(robot, seed, 8.0)
-            split = int(round(log.q.shape[0] * (1.0 - bench.VALIDATION)))
-            configs = {c.name: c for c in configurations(bench.bench_axes(rec, robot, opts))}
+            rec, log, _, split, configs = _seed(robot, opts, seed)
             out: dict[str, dict] = {}
             for name, c in configs.items():
                 d0 = int(done[seed]["candidates"][name]["delay"])
@@ -136,10 +167,7 @@ def delays(args: argparse.Namespace) -> None:
                     }
                     for d, f in held.items()
                 }
-            row = {"seed": seed, "neighbours": out, "wall_s": round(time.perf_counter() - t0, 1)}
-            with open(args.out, "a") as f:
-                f.write(json.dumps(row) + "\n")
-            bench.say(f"seed {seed}: {row['wall_s']} s")
+            _append(args.out, {"seed": seed, "neighbours": out}, t0)
 
 
 def _sim(xml: str, log: bench.peer.PeerLog, fit: RobotResult, start: int) -> np.ndarray:
@@ -156,15 +184,10 @@ def teacher(args: argparse.Namespace) -> None:
     fine = args.teacher_decimation
     with contextlib.redirect_stdout(sys.stderr):
         robot, xml = bench.load_leg()
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "go2_leg.xml"
-            path.write_text(bench.LEG_XML)
-            xml_fine = bench.peer.in_air_xml(path, bench.KP, bench.KD, bench.LOG_DT / fine)
+        xml_fine = bench.load_leg(fine)[1]
         for seed in seeds_of(args.seeds):
             t0 = time.perf_counter()
-            rec, log, _ = bench.make_log(robot, seed, 8.0)
-            split = int(round(log.q.shape[0] * (1.0 - bench.VALIDATION)))
-            configs = {c.name: c for c in configurations(bench.bench_axes(rec, robot, opts))}
+            rec, log, _, split, configs = _seed(robot, opts, seed)
             fits = {name: fit_candidate(rec, robot, opts, c) for name, c in configs.items()}
             rich = dataclasses.replace(opts, decimation=fine, position_friction=True, bias_limit=0.05)
             teach = fit_candidate(rec, robot, rich, Candidate("teacher", fit_gains=True))
@@ -185,17 +208,13 @@ def teacher(args: argparse.Namespace) -> None:
                     name: float(np.sqrt(np.mean((_sim(xml, fast, f, 0) - ref) ** 2)))
                     for name, f in fits.items()
                 }
-            row["wall_s"] = round(time.perf_counter() - t0, 1)
-            with open(args.out, "a") as f:
-                f.write(json.dumps(row) + "\n")
-            bench.say(f"seed {seed}: {row['wall_s']} s")
+            _append(args.out, row, t0)
 
 
 def teacher_rules(args: argparse.Namespace) -> None:
     """The candidate closest to the teacher (of all six; of the five the library allows; or the bias alone,
     the gains as today's rule keeps them) against today's rule, per speed, on tuning and fresh seeds."""
-    rows = {r["seed"]: r for f in args.files for r in map(json.loads, Path(f).read_text().splitlines())}
-    taught = {r["seed"]: r for f in args.teacher for r in map(json.loads, Path(f).read_text().splitlines())}
+    rows, taught = _rows(args.files), _rows(args.teacher)
     today = rule()
 
     def closest(t: dict, speed: str, keep: Callable[[str], bool]) -> str:
@@ -213,30 +232,18 @@ def teacher_rules(args: argparse.Namespace) -> None:
                 t, s, lambda n: n.startswith(today(r).split(", ")[0])
             ),
         }
-    for part in ("tuning", "fresh"):
-        seeds = [
-            s
-            for s in sorted(taught)
-            if (args.fresh_from is not None and s >= args.fresh_from) == (part == "fresh")
-        ]
-        if not seeds:
-            continue
-        best = [min(taught[s]["far"].values()) for s in seeds]
-        ratio = sorted(taught[s]["teacher_far"] / b for s, b in zip(seeds, best, strict=True))
+    for part, seeds in _parts(list(taught), args.fresh_from):
+        best = {s: min(taught[s]["far"].values()) for s in seeds}
+        ratio = sorted(taught[s]["teacher_far"] / best[s] for s in seeds)
         print(
             f"{part}: {len(seeds)} seeds; the teacher's far-end error over the best candidate's: median "
             f"{ratio[len(ratio) // 2]:.2f}, {ratio[0]:.2f}–{ratio[-1]:.2f}"
         )
         for label, choose in rules.items():
-            within, blocks, logs = 0, {}, 0.0
-            for s, b in zip(seeds, best, strict=True):
-                x = taught[s]["far"][choose(rows[s], taught[s])] / b
-                within += x <= 1.0 + bench.WITHIN
-                blocks[s // 10] = blocks.get(s // 10, 0) + (x <= 1.0 + bench.WITHIN)
-                logs += math.log(x)
-            print(
-                f"  {within:3d}/{len(seeds)}  mean {math.exp(logs / len(seeds)):.3f}  {list(blocks.values())}  {label}"
+            within, blocks, mean = _score(
+                {s: taught[s]["far"][choose(rows[s], taught[s])] / best[s] for s in seeds}
             )
+            print(f"  {within:3d}/{len(seeds)}  mean {mean:.3f}  {blocks}  {label}")
 
 
 Rule = Callable[[dict], str]
@@ -247,8 +254,13 @@ def _fit(row: dict, name: str) -> dict:
     return row["candidates"][name + AT_BOUNDED if name.endswith(OFF) else name]
 
 
-def _late(row: dict, name: str, share: str, scanned: bool = False) -> float:
-    return float((row["candidates"][name] if scanned else _fit(row, name))["late"][share])
+def _late(row: dict, name: str, share: str) -> float:
+    return float(_fit(row, name)["late"][share])
+
+
+def _late_mean(v: dict, shares: tuple[str, ...] = ("0.3",)) -> float:
+    """The mean log of a fit's late replays over `shares`."""
+    return sum(math.log(v["late"][s]) for s in shares) / len(shares)
 
 
 def _training(row: dict, name: str) -> float:
@@ -283,8 +295,8 @@ def rule(
 
         def score(bias: str) -> float:
             name = f"{gains}, {bias}"
-            logs = [math.log(_late(row, name, s, scanned)) for s in shares]
-            return sum(logs) / len(logs) + with_training * math.log(_training(row, name))
+            figures = row["candidates"][name] if scanned else _fit(row, name)
+            return _late_mean(figures, shares) + with_training * math.log(_training(row, name))
 
         bias = BOUNDED if score(BOUNDED) < score(OFF) else OFF
         if cross is not None and gains == FITTED and abs(score(BOUNDED) - score(OFF)) <= math.log1p(cross):
@@ -334,29 +346,18 @@ RULES: dict[str, Rule] = {
 def rules(args: argparse.Namespace) -> None:
     """Per rule, on the tuning seeds and on the fresh ones (from --fresh-from): the count within WITHIN, the
     geometric mean of chosen / best, and the count per block of ten."""
-    rows = {r["seed"]: r for f in args.files for r in map(json.loads, Path(f).read_text().splitlines())}
-    parts = {
-        "tuning": [r for s, r in sorted(rows.items()) if args.fresh_from is None or s < args.fresh_from],
-        "fresh": [r for s, r in sorted(rows.items()) if args.fresh_from is not None and s >= args.fresh_from],
-    }
-    for part, chosen_rows in parts.items():
-        if not chosen_rows:
-            continue
-        print(f"{part}: {len(chosen_rows)} seeds")
+    rows = _rows(args.files)
+    for part, seeds in _parts(list(rows), args.fresh_from):
+        print(f"{part}: {len(seeds)} seeds")
         for label, choose in RULES.items():
             ratios: dict[int, float] = {}
-            for r in chosen_rows:
-                far = {k: v["far"] for k, v in r["candidates"].items() if not k.endswith(AT_BOUNDED)}
-                ratios[r["seed"]] = far[choose(r)] / min(far.values())
-            within = {s: x <= 1.0 + bench.WITHIN for s, x in ratios.items()}
-            blocks: dict[int, int] = {}
-            for s, ok in within.items():
-                blocks[s // 10] = blocks.get(s // 10, 0) + ok
-            mean = math.exp(sum(map(math.log, ratios.values())) / len(ratios))
+            for s in seeds:
+                far = {k: v["far"] for k, v in rows[s]["candidates"].items() if not k.endswith(AT_BOUNDED)}
+                ratios[s] = far[choose(rows[s])] / min(far.values())
+            within, blocks, mean = _score(ratios)
             print(
-                f"  {sum(within.values()):3d}/{len(within)}  mean {mean:.3f}  "
-                f"blocks at 8+ {sum(b >= 8 for b in blocks.values())}/{len(blocks)} "
-                f"{list(blocks.values())}  {label}"
+                f"  {within:3d}/{len(seeds)}  mean {mean:.3f}  "
+                f"blocks at 8+ {sum(b >= 8 for b in blocks)}/{len(blocks)} {blocks}  {label}"
             )
 
 
@@ -370,10 +371,6 @@ def _at(cands: dict, near: dict, pick: Callable[[dict[int, dict]], int]) -> dict
         options = {int(c["delay"]): {**c, "scanned": True}} | {int(d): v for d, v in near[name].items()}
         out[name] = options[pick(options)]
     return out | {f"{g}, {OFF}{AT_BOUNDED}": out[f"{g}, {OFF}"] for g in (GIVEN, FITTED)}
-
-
-def _late_mean(v: dict, shares: tuple[str, ...] = ("0.3",)) -> float:
-    return sum(math.log(v["late"][s]) for s in shares) / len(shares)
 
 
 DELAY_RULES: dict[str, Callable[[dict[int, dict]], int]] = {
@@ -394,36 +391,24 @@ def delay_rules(args: argparse.Namespace) -> None:
     """Per delay rule (applied to every candidate), the training choice with the bias off at its own delay: the
     count within WITHIN of the best candidate at the same rule, by block, and the chosen far-end error over the
     one the scan's delays give (a rule that makes every candidate worse can raise the count)."""
-    rows = {r["seed"]: r for f in args.files for r in map(json.loads, Path(f).read_text().splitlines())}
-    near = {
-        r["seed"]: r["neighbours"]
-        for f in args.delays
-        for r in map(json.loads, Path(f).read_text().splitlines())
-    }
+    rows = _rows(args.files)
+    near = {s: r["neighbours"] for s, r in _rows(args.delays).items()}
     choose = rule(scanned=True)
     today = next(iter(DELAY_RULES.values()))
-    for part in ("tuning", "fresh"):
-        seeds = [
-            s
-            for s in sorted(near)
-            if (args.fresh_from is not None and s >= args.fresh_from) == (part == "fresh")
-        ]
-        if not seeds:
-            continue
+    for part, seeds in _parts(list(near), args.fresh_from):
         print(f"{part}: {len(seeds)} seeds")
         for label, pick in DELAY_RULES.items():
-            within, blocks, to_today = 0, {}, 0.0
+            ratios, to_today = {}, 0.0
             for s in seeds:
                 at = _at(rows[s]["candidates"], near[s], pick)
                 far = {k: v["far"] for k, v in at.items() if not k.endswith(AT_BOUNDED)}
                 chosen = far[choose({"candidates": at})]
-                ok = chosen <= (1.0 + bench.WITHIN) * min(far.values())
-                within += ok
-                blocks[s // 10] = blocks.get(s // 10, 0) + ok
+                ratios[s] = chosen / min(far.values())
                 base = _at(rows[s]["candidates"], near[s], today)
                 to_today += math.log(chosen / base[choose({"candidates": base})]["far"])
+            within, blocks, _ = _score(ratios)
             print(
-                f"  {within:3d}/{len(seeds)}  {list(blocks.values())}  chosen / the scan's chosen "
+                f"  {within:3d}/{len(seeds)}  {blocks}  chosen / the scan's chosen "
                 f"{math.exp(to_today / len(seeds)):.3f}  {label}"
             )
 
@@ -448,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument(
         "--teacher-decimation", type=int, default=4, help="the teacher's physics steps a log sample"
     )
-    for sp in (r, t):
+    for sp in (r, d, t):
         sp.add_argument(
             "--friction-power",
             type=float,
