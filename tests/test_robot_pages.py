@@ -159,10 +159,10 @@ def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> 
         page.wait_for_function("(document.getElementById('live-loss').data || [{}, {}])[1]?.y?.length >= 2")
         live = page.evaluate(LIVE_JS)
         assert live["header"] == live["line"], live
-        # the fit's own curve waits for the refit; the first candidate, with the gains given, is drawn now
+        # the fit's own curve waits for the refit; the first candidate, the teacher (fitted first), is drawn now
         first, candidate = live["curves"][:2]
         assert first["name"].startswith("chosen") and first["ys"] == [], live
-        assert candidate["name"] == "gains given, bias within ±0.05 rad", live
+        assert candidate["name"] == "teacher", live
         ys = candidate["ys"]
         inside = [t for t in live["ticks"] if min(ys) / 1.5 <= t <= max(ys) * 1.5]
         assert len(inside) >= 2, live
@@ -282,13 +282,12 @@ def test_a_robot_log_is_uploaded_and_fitted_with_selection_from_the_pages_alone(
         assert page.url.endswith(f"/fits/{fid}"), page.url
         rows = page.locator("#selection tr").count()
         assert rows == len(candidates) + 1, rows  # each alternative with its figures
-        # the gains (given, fitted) and the bias (bounded, off; free over the logged gains and a bounded one kept)
-        # decided on the whole training part, a row each
+        # the gains and the bias decided on the whole training part by a teacher: a row for each of the five
+        # configurations (no free bias over fitted gains) and one for the teacher
         tc = fit["result"]["selection"]["training_choice"]
-        assert len(tc["gains_training_rmse_with_bias"]) == 2 and len(tc["bias_training_rmse"]) in (2, 3), tc
-        tc_rows = 1 + len(tc["gains_training_rmse_with_bias"]) + len(tc["bias_training_rmse"])
-        assert page.locator("#training-choice tr").count() == tc_rows
-        assert page.locator("#training-choice b").count() == 2  # the kept gains and bias
+        assert tc["rule"] == "teacher" and len(tc["configurations"]) == 5, tc
+        assert page.locator("#training-choice tr").count() == 1 + 5 + 1
+        assert page.locator("#training-choice b").count() == 1  # the kept configuration
         assert dialogs == []
     finally:
         ctx.close()

@@ -21,12 +21,15 @@ from actuator_sysid.fitting.robot_select import (
     BIAS_MARGIN,
     GAINS_MARGIN,
     LATE_SHARE,
+    TEACHER_FINE,
+    TEACHER_SPEED,
     Candidate,
     candidate_axes,
     inner_share,
     late_rmse,
     name_groups,
     select_robot_fit,
+    teacher_distance,
     training_choice,
     training_part,
 )
@@ -165,10 +168,36 @@ def test_an_ordered_axis_stops_at_its_first_step_that_loses(arm: RobotModel, bia
     )
 
 
+def _with_kp(rec: Recording, kp: float) -> Recording:
+    """The same log stating another kp."""
+    return dataclasses.replace(
+        rec, segments=[dataclasses.replace(s, metadata={**s.metadata, "kp": kp}) for s in rec.segments]
+    )
+
+
+def test_the_teacher_s_distance_is_the_replays_own(arm: RobotModel, biased: Recording) -> None:
+    """teacher_distance replays each fit and the teacher (at twice the physics rate) on the training commands
+    played faster: a fit with the log's true gains lies near a teacher fitted on the same log, one fitted with a
+    kp 40 % low five times further or more, at the log's own pace and 3 × faster."""
+    opts = RobotFitOptions(decimation=DEC, max_iterations=2, delay=DELAY)
+    train = training_part(biased, arm, opts)[0]
+    true_gains = fit_robot(biased, arm, opts)
+    low = fit_robot(_with_kp(biased, 0.6 * KP), arm, opts)
+    fine = dataclasses.replace(opts, decimation=DEC * TEACHER_FINE, delay=DELAY * TEACHER_FINE)
+    teacher = fit_robot(biased, arm, fine)
+    fits = {"true": true_gains, "low": low}
+    at = {s: teacher_distance(train, arm, opts, fits, teacher, s) for s in (1, TEACHER_SPEED)}
+    for d in at.values():
+        assert 0 < d["true"] < min(5e-3, 0.2 * d["low"]), at
+    assert at[1] != at[TEACHER_SPEED], at  # another playback, other replays
+
+
 def test_the_gains_and_the_bias_are_decided_on_the_whole_training_part(
     arm: RobotModel, biased: Recording
 ) -> None:
-    """The Newton log stating its true gains keeps them (the fitted ones do not buy GAINS_MARGIN) and keeps the
+    """Where no teacher can be fitted (it carries friction along the stroke, and the arm's joints have no limits
+    to run it between), the training part decides by the rule the teacher replaces, and says why. The Newton log
+    stating its true gains keeps them (the fitted ones do not buy GAINS_MARGIN) and keeps the
     bias its encoders have (its fit tracks the training part's last share far better replayed free, and its
     training RMSE is far lower); the same log stating a kp 40 % low gets fitted gains, which lower its training
     error by more than GAINS_MARGIN. The selection states the figures, and its inner split tries no other gains
@@ -178,6 +207,7 @@ def test_the_gains_and_the_bias_are_decided_on_the_whole_training_part(
     kept, row = training_choice(biased, arm, opts, gains_axis, bias_axis)
     gains, bias = row["gains_training_rmse_with_bias"], row["bias_training_rmse"]
     assert [c.name for c in kept] == ["gains given", "bias within ±0.05 rad"], row
+    assert "rule" not in row and "have none in the model" in row["teacher_failed"], row
     assert gains["gains given"] < 1e-4 < gains["gains fitted"], row
     assert bias["bias within ±0.05 rad"] < 0.1 * bias["bias off"] and row["delay_steps"] == DELAY, row
     # off against bounded by each fit replayed free over the training part's last share: the bias wins there too

@@ -116,22 +116,26 @@ def leg() -> tuple[RobotModel, str]:
     return bench.load_leg()
 
 
-@pytest.mark.parametrize(("seed", "gains"), [(0, "gains given"), (1, "gains fitted")])
+@pytest.mark.parametrize(
+    ("seed", "gains", "seconds", "iterations"), [(0, "gains given", 8.0, 12), (1, "gains fitted", 4.0, 3)]
+)
 def test_the_chosen_configuration_is_within_5_percent_of_the_best_at_the_far_end(
-    leg: tuple[RobotModel, str], seed: int, gains: str
+    leg: tuple[RobotModel, str], seed: int, gains: str, seconds: float, iterations: int
 ) -> None:
     """Seed 0: the logged gains are the robot's, no encoder bias; seed 1: true gains off the logged ones and a
     bias. Every candidate is fitted on the training part and replayed by MuJoCo over the far end; the selection,
-    blind to it, keeps the given gains where they are true (fitted ones do not lower the training RMSE by
-    GAINS_MARGIN) and fits them where they are not (they lower it by more). Where the gains are given and true,
-    the choice lands within 5 % of the best candidate. Where they are fitted, the gains and a bias trade and the
-    bias is not identified (BENCHMARKS.md): only the gains are asserted there. Every candidate's delay scan is
-    smooth: a delay whose own fit stopped short is fitted again from its better neighbour's point."""
+    blind to it, keeps the configuration nearest a teacher on the training commands played faster: the given
+    gains where they are true, fitted ones where they are not. Where the gains are given and true, on the bench's
+    own 8 s log and the fit's default search, the choice lands within 5 % of the best candidate (on a 4 s log
+    searched 3 iterations the configurations lie within 25 % of each other from the teacher, too close to tell).
+    Where they are fitted, the gains and a bias trade and the bias is not identified (BENCHMARKS.md): only the
+    gains are asserted there. Every candidate's delay scan is smooth: a delay whose own fit stopped short is
+    fitted again from its better neighbour's point."""
     robot, xml = leg
     opts = RobotFitOptions(
-        decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION, max_iterations=3
+        decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION, max_iterations=iterations
     )
-    row = bench.run_seed(robot, xml, seed, 4.0, opts, siblings=seed == 1)
+    row = bench.run_seed(robot, xml, seed, seconds, opts, siblings=seed == 1)
     assert len(row["far_end_rmse"]) == 6, row  # gains given / fitted × bias off / capped / free
     for name, scan in row["training_rmse_by_delay"].items():  # each delay's fit reached its own optimum:
         loss = np.array([scan["decoupled"][str(d)] for d in range(len(scan["decoupled"]))])
@@ -139,9 +143,12 @@ def test_the_chosen_configuration_is_within_5_percent_of_the_best_at_the_far_end
         assert np.all(loss[:low] >= 0.98 * loss[1 : low + 1]), (name, scan["decoupled"])
         assert np.all(loss[low + 1 :] >= 0.98 * loss[low:-1]), (name, scan["decoupled"])
     assert row["chosen"].startswith(gains), row
-    rmse = row["training_choice"]["gains_training_rmse_with_bias"]
-    fitted_wins = rmse["gains fitted"] < (1 - GAINS_MARGIN) * rmse["gains given"]
-    assert fitted_wins == (gains == "gains fitted"), row["training_choice"]
+    tc = row["training_choice"]  # the five configurations the library allows, each with its distance
+    assert tc["rule"] == "teacher" and set(tc["configurations"]) == set(row["far_end_rmse"]) - {
+        "gains fitted, bias on"
+    }, tc
+    dist = {k: v["teacher_distance"] for k, v in tc["configurations"].items()}
+    assert min(dist, key=dist.__getitem__) == ", ".join(tc["kept"]) == row["chosen"], tc
     if seed == 0:
         assert row["within"], row
     if seed == 1:  # the noise ceiling: every candidate again on a sibling log, judged on this log's far end

@@ -390,6 +390,36 @@ def _assert_flags_and_selection_render(fit: dict) -> None:
     table = html.split('id="selection"', 1)[1].split("</table>", 1)[0]
     assert "0.0123" in table and "0.0456" in table and table.count("(chosen)") == 1
     assert table.index("(chosen)") < table.index("bias off")
+    # decided by the teacher: each configuration's training RMSE, delay and distance from the teacher's replay on
+    # the training commands played faster, the kept one marked, and the teacher's own row apart
+    taught = {
+        "rule": "teacher",
+        "speed": 3,
+        "configurations": {
+            "gains given, bias off": {
+                "training_rmse": 0.00052,
+                "delay_steps": 2,
+                "teacher_distance": 0.00431,
+            },
+            "gains fitted, bias off": {
+                "training_rmse": 0.00047,
+                "delay_steps": 3,
+                "teacher_distance": 0.00097,
+            },
+        },
+        "teacher": {
+            "options": {"position_friction": True, "decimation": 8, "gains": "fitted"},
+            "training_rmse": 0.00015,
+            "delay_steps": 5,
+        },
+        "delay_steps": 3,
+        "kept": ["gains fitted", "bias off"],
+    }
+    html = _render_fit_page(fit, {**res, "selection": {**res["selection"], "training_choice": taught}})
+    decided = html.split('id="training-choice"', 1)[1].split("</table>", 1)[0]
+    assert "commands 3 × faster" in decided and decided.count("(kept)") == 1
+    assert "gains fitted, bias off <b>(kept)</b></td><td>0.00047" in decided and "0.00431" in decided
+    assert "the teacher (no consumer runs it" in decided and "0.00015" in decided, decided
     held = {
         **res["validation"],
         "split": "recordings",

@@ -6,16 +6,21 @@ validate, whole). The inner validation is as long as the real one (inner_share),
 with time, as a chirp's does, it extrapolates about as far as the real use. Each axis lists its entries simplest
 first: gains given, then fitted; bias off, within BIAS_PLAUSIBLE, then free; per group, then per joint; with
 position_friction, constant friction, then along the stroke; the training window as given, then 2, 4, 8 × it.
-The gains and the bias are decided first, on the whole training part (training_choice): fitted gains are kept
-when they lower its RMSE by GAINS_MARGIN, both with a bounded bias; at that fit's delay, the bias off or bounded,
-whichever fit tracks the training part's last LATE_SHARE better replayed free from the measured state there, and
-only over the logged gains and a bounded bias kept, a free one when it lowers the training RMSE by BIAS_MARGIN.
+The gains and the bias are decided first, on the whole training part (training_choice). With one training
+recording and gains stated, by a teacher: every configuration they allow and a richer fit no consumer runs
+(teacher_candidate) replay the training commands played TEACHER_SPEED × faster, and the nearest the teacher's
+replay is kept. Otherwise (or where no teacher fits): fitted gains are kept when they lower its RMSE by
+GAINS_MARGIN, both with a bounded bias; at that fit's delay, the bias off or bounded, whichever fit tracks the
+training part's last LATE_SHARE better replayed free from the measured state there, and only over the logged
+gains and a bounded bias kept, a free one when it lowers the training RMSE by BIAS_MARGIN.
 Then from every other axis's simplest entry, one axis at a time, an entry replaces the one kept only when its
 inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule) for a richer model, none for a window.
 The first candidate scans the delay, the later ones hold it. The one kept is refitted on the whole training
 part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
-inner_fraction, training_choice {gains_training_rmse_with_bias, bias_training_rmse, bias_late_rmse, late_share,
-delay_steps, kept, bias_held_off where --no-bias holds it} (None with neither to decide), candidates [{name, options,
+inner_fraction, training_choice (None with neither to decide: by the teacher {rule, speed, configurations {name:
+{training_rmse, delay_steps, teacher_distance}}, teacher {options, training_rmse, delay_steps}, delay_steps, kept};
+else {gains_training_rmse_with_bias, bias_training_rmse, bias_late_rmse, late_share, delay_steps, kept,
+bias_held_off where --no-bias holds it, teacher_failed where a teacher was tried}), candidates [{name, options,
 inner_validation_rmse, ...}], chosen, chosen_options, skipped, search_s, wall_s}.
 """
 
@@ -37,6 +42,7 @@ from ..models.robot import RobotError, RobotModel
 from .ladder import MIN_GAIN
 from .result import RobotResult
 from .robot import BIAS_PLAUSIBLE, RobotFitOptions, fit_robot, prepare_fit, replay_validation
+from .robot.plant import replay_coupled
 from .robot_traces import result_values
 
 INNER_FRACTION = 0.3  # the least later share of the training part that validates each candidate
@@ -55,6 +61,13 @@ BIAS_MARGIN = MIN_GAIN
 # measured state and hides what builds up over a long replay, as the far end's does; the last share of a chirp is
 # also its fastest, the nearest to where a policy will drive the joints
 LATE_SHARE = 0.3
+# the gains and the bias by a teacher (one training recording): a richer fit no consumer runs (gains fitted, the
+# bias within its bound, friction along the stroke, physics TEACHER_FINE × finer, a finer delay grid) stands for
+# the plant; the configuration whose replay of the training commands played TEACHER_SPEED × faster lies nearest
+# the teacher's replay is kept. Faster playback asks what use asks beyond the training band: higher speed and
+# frequency, where a gain, a bias or a delay that only fit the training band's lag part ways with the plant
+TEACHER_SPEED = 3
+TEACHER_FINE = 2
 # longer restart intervals, in turn while each beats the one before (the peer rolls out the whole stretch)
 WINDOW_FACTORS = (2.0, 4.0, 8.0)
 INNER_ITERATIONS = 6  # each candidate's search budget (refinement rounds / Jacobians), at most the fit's own
@@ -287,6 +300,13 @@ def training_choice(
         fit_opts = dataclasses.replace(opts, judge=False, progress=progress, budget_s=left, delay=delay)
         return fit_candidate(rec, robot, fit_opts, c)
 
+    failed: dict[str, str] = {}
+    if gains_axis and len(bias_axis) > 1 and len(rec.segments) == 1 and not opts.holdout:
+        try:
+            return teacher_choice(rec, robot, opts, gains_axis, bias_axis, fitted)
+        except RobotError as e:  # the teacher could not be fitted or replayed: the rule below decides
+            failed = {"teacher_failed": str(e)}
+
     def with_gains(g: Candidate | None, b: Candidate) -> Candidate:
         return b if g is None else _combine([g, b])
 
@@ -330,11 +350,108 @@ def training_choice(
     }
     if len(bias_axis) == 1:
         figures["bias_held_off"] = True
+    figures |= failed
     if kept_gains is None:
         return [kept_bias], figures
     figures = {"gains_training_rmse_with_bias": {k: round(v, 7) for k, v in gains_rmse.items()}, **figures}
     figures["kept"] = [kept_gains.name, kept_bias.name]
     return [kept_gains, kept_bias], figures
+
+
+def teacher_choice(
+    rec: Recording,
+    robot: RobotModel,
+    opts: RobotFitOptions,
+    gains_axis: list[Candidate],
+    bias_axis: list[Candidate],
+    fitted: Callable[[Candidate, int | None], RobotResult],
+) -> tuple[list[Candidate], dict]:
+    """The gains and the bias nearest a teacher: every configuration the gains and bias axes allow
+    (bias_entries: no free bias over fitted gains) fitted on the whole training part, the delay scanned, and the
+    teacher (teacher_candidate); each replayed on the training commands played TEACHER_SPEED × faster
+    (teacher_distance); the configuration nearest the teacher kept. Returns the kept entries and the figures."""
+    rich = teacher_candidate(opts, float(bias_axis[1].changes["bias_limit"]))
+    teacher = fitted(rich, None if opts.delay is None else opts.delay * TEACHER_FINE)  # first: it may not fit
+    pairs = [(g, b) for g in gains_axis for b in bias_entries(bias_axis, g)]
+    fits = {(g.name, b.name): fitted(_combine([g, b]), opts.delay) for g, b in pairs}
+    named = {", ".join(k): f for k, f in fits.items()}
+    dist = teacher_distance(training_part(rec, robot, opts)[0], robot, opts, named, teacher)
+    g_kept, b_kept = min(pairs, key=lambda p: dist[f"{p[0].name}, {p[1].name}"])
+    kept = fits[g_kept.name, b_kept.name]
+    figures = {
+        "rule": "teacher",
+        "speed": TEACHER_SPEED,
+        "configurations": {
+            name: {
+                "training_rmse": round(float(f.training.rmse or 0.0), 7),
+                "delay_steps": int(f.delay_steps),
+                "teacher_distance": round(dist[name], 7),
+            }
+            for name, f in named.items()
+        },
+        "teacher": {
+            "options": rich.described(),
+            "training_rmse": round(float(teacher.training.rmse or 0.0), 7),
+            "delay_steps": int(teacher.delay_steps),
+        },
+        "delay_steps": int(kept.delay_steps),
+        "kept": [g_kept.name, b_kept.name],
+    }
+    return [g_kept, b_kept], figures
+
+
+def teacher_candidate(opts: RobotFitOptions, bias_limit: float) -> Candidate:
+    """The teacher: gains fitted, the bias within `bias_limit`, friction along the stroke, physics TEACHER_FINE ×
+    finer than the fit's (a delay between two of the fit's steps lands on its grid)."""
+    changes = {
+        "fit_bias": True,
+        "bias_limit": bias_limit,
+        "position_friction": True,
+        "decimation": opts.decimation * TEACHER_FINE,
+    }
+    return Candidate("teacher", {**changes, "kp": None, "kd": None}, fit_gains=True)
+
+
+def teacher_distance(
+    train: Recording,
+    robot: RobotModel,
+    opts: RobotFitOptions,
+    fits: dict[str, RobotResult],
+    teacher: RobotResult,
+    speed: int = TEACHER_SPEED,
+) -> dict[str, float]:
+    """Each fit's position RMSE from the teacher's, each replayed from the training part's first measured state
+    on its commands played `speed` × faster (every `speed`-th sample at the log's rate; the velocity targets
+    scaled to match), the teacher at its own physics rate (teacher_candidate)."""
+    data, prob, _ = prepare_fit(train, robot, dataclasses.replace(opts, holdout=None, progress=None))
+    cmd, cmd_qd, tau_ff = data.cmd[::speed], data.cmd_qd[::speed] * speed, data.tau_ff[::speed]
+    q, qd = (np.repeat(x[:1], cmd.shape[0], axis=0) for x in (data.q, data.qd))
+    dt_log = data.dt * opts.decimation
+
+    def replay(res: RobotResult, decimation: int) -> np.ndarray:
+        ((pos, _),) = replay_coupled(
+            robot,
+            [result_values(res, prob.names)],
+            [int(res.delay_steps)],
+            q,
+            qd,
+            cmd,
+            cmd_qd,
+            0,
+            decimation,
+            dt_log / decimation,
+            prob.effort_limit,
+            prob.effort_mode,
+            tau_ff,
+            bodies=prob.body_index,
+        )
+        return pos
+
+    ref = replay(teacher, opts.decimation * TEACHER_FINE)
+    return {
+        name: float(np.sqrt(np.mean(np.nan_to_num(replay(f, opts.decimation) - ref, nan=1.0) ** 2)))
+        for name, f in fits.items()
+    }
 
 
 def late_rmse(
@@ -407,7 +524,16 @@ def _protocol(
 ) -> str:
     """The selection's protocol in words, as the result states it."""
     first = ""
-    if decided is not None and decided.get("bias_held_off"):
+    if decided is not None and decided.get("rule") == "teacher":
+        first = (
+            "the gains and the bias first, on the whole training part: every configuration of the gains given or "
+            "fitted and the bias off, within its bound or (over the given gains) free fitted, the delay scanned, "
+            "beside a teacher no consumer runs (gains fitted, the bias within its bound, friction along the "
+            f"stroke, physics {TEACHER_FINE} × finer); each replayed from the training part's first measured "
+            f"state on its commands played {TEACHER_SPEED} × faster, and the configuration whose replay lies "
+            "nearest the teacher's kept; then the other axes on an "
+        )
+    elif decided is not None and decided.get("bias_held_off"):
         first = (
             "the gains first, on the whole training part, the bias held off: given and fitted gains, fitted kept "
             f"when they lower the training RMSE by {GAINS_MARGIN:.0%}; then the other axes on an "
