@@ -26,8 +26,11 @@ the encoder noise) and judged on the first log's far end: an oracle that picks t
 best a choice made from one noisy log can do (its count within 5 % is the bench's noise ceiling), and the row
 counts the candidates whose delay scan moved.
 
-Usage: python bench/robot_selection.py [--quick] [--seeds N] [--first-seed K] [--friction] [--sweep N] [--siblings]
-       [--out FILE]
+With --envelope the plant's motors also have a DC envelope (saturation effort, velocity limit; Newton's
+ClampingDCMotor) that binds at the far end and hardly in training: a plant no candidate (and no teacher) holds.
+
+Usage: python bench/robot_selection.py [--quick] [--seeds N] [--first-seed K] [--friction] [--envelope] [--sweep N]
+       [--siblings] [--out FILE]
 Prints one JSON object.
 """
 
@@ -110,6 +113,9 @@ POSTURE = np.array([0.1, 0.85, -1.6])  # rad, the hanging posture the chirp move
 AMPLITUDE = np.array([0.2, 0.3, 0.35])  # rad
 NOISE = 1e-4  # rad, encoder noise
 FRICTION_POWER = 1.0  # the friction's law along the stroke: linear, or its share to this power (robot_sim)
+# with --envelope the plant's motors also have a DC envelope (Newton's ClampingDCMotor) that binds at the far end's
+# speeds and efforts and hardly in training: saturation effort and velocity limit per joint, drawn by seed
+ENVELOPE = False
 WITHIN = 0.05  # a seed passes when the chosen far-end error is within this share of the best candidate's
 
 
@@ -143,7 +149,16 @@ def plant(seed: int) -> dict:
         "kp": KP * (rng.uniform(0.75, 1.35, 3) if off_gains else np.ones(3)),
         "kd": KD * (rng.uniform(0.6, 1.6, 3) if off_gains else np.ones(3)),
         "bias": rng.uniform(-0.04, 0.04, 3) if seed % 3 else np.zeros(3),
+        **(envelope(seed) if ENVELOPE else {}),
     }
+
+
+def envelope(seed: int) -> dict:
+    """The seed's DC envelope (--envelope): saturation effort 3–5.5 N·m and velocity limit 5–9 rad/s per joint
+    (the far end asks up to about 4.5 N·m and 4.5 rad/s, training about half), from a draw of its own so the rest
+    of the plant is the seed's as without it."""
+    rng = np.random.default_rng(2000 + seed)
+    return {"saturation_effort": rng.uniform(3.0, 5.5, 3), "velocity_limit": rng.uniform(5.0, 9.0, 3)}
 
 
 def chirp(samples: int, seed: int) -> np.ndarray:
@@ -176,6 +191,8 @@ def make_log(
         friction=truth["friction"],
         friction_upper=truth["friction_upper"],
         friction_power=FRICTION_POWER,
+        saturation_effort=truth.get("saturation_effort"),
+        velocity_limit=truth.get("velocity_limit"),
         kp=truth["kp"],
         kd=truth["kd"],
         bias=truth["bias"],
@@ -355,6 +372,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--friction", action="store_true", help="the friction-along-the-stroke axis too")
+    ap.add_argument(
+        "--envelope",
+        action="store_true",
+        help="the plant's motors with a DC envelope that binds at the far end",
+    )
     ap.add_argument("--out", help="also write the JSON here")
     ap.add_argument(
         "--sweep",
@@ -368,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         help="also fit every candidate on a sibling log (another noise draw): the bench's noise ceiling",
     )
     args = ap.parse_args(argv)
+    global ENVELOPE
+    ENVELOPE = args.envelope
     seeds = list(range(args.first_seed, args.first_seed + (min(args.seeds, 2) if args.quick else args.seeds)))
     seconds = 4.0 if args.quick else 8.0
     opts = RobotFitOptions(

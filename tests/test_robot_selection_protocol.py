@@ -170,6 +170,22 @@ def test_a_sibling_log_differs_from_the_seed_in_its_noise_alone(leg: tuple[Robot
     assert np.array_equal(rec.segments[0].q_des, rec2.segments[0].q_des)
 
 
+def test_the_envelope_plant_binds_beyond_the_training_band(
+    leg: tuple[RobotModel, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench/robot_selection.py --envelope: the same seed's plant with a DC envelope on every motor (Newton's
+    ClampingDCMotor) moves the log where the chirp is fastest, past the training part, and hardly before it."""
+    robot, _ = leg
+    _, plain, _ = bench.make_log(robot, 0, 2.0)
+    monkeypatch.setattr(bench, "ENVELOPE", True)
+    _, clamped, truth = bench.make_log(robot, 0, 2.0)
+    assert len(truth["saturation_effort"]) == 3 and len(truth["velocity_limit"]) == 3, truth
+    split = int(round(plain.q.shape[0] * (1.0 - bench.VALIDATION)))
+    before = np.abs(clamped.q[:split] - plain.q[:split]).max()
+    after = np.sqrt(np.mean((clamped.q[split:] - plain.q[split:]) ** 2))
+    assert before < 1e-3 < after, (before, after)
+
+
 def test_the_cli_and_the_api_select_unless_told_not_to() -> None:
     """The selection is a robot fit's default (the known-truth bench lands within 5 % of the best candidate far
     more often with it than with the log's gains and a free bias): the CLI's fit selects unless --no-select, the
