@@ -176,9 +176,9 @@ def test_the_envelope_plant_binds_beyond_the_training_band(
     """bench/robot_selection.py --envelope: the same seed's plant with a DC envelope on every motor (Newton's
     ClampingDCMotor) moves the log where the chirp is fastest, past the training part, and hardly before it."""
     robot, _ = leg
-    _, plain, _ = bench.make_log(robot, 0, 2.0)
+    _, plain, _ = bench.make_log(robot, 0, 1.0)
     monkeypatch.setattr(bench, "ENVELOPE", True)
-    _, clamped, truth = bench.make_log(robot, 0, 2.0)
+    _, clamped, truth = bench.make_log(robot, 0, 1.0)
     assert len(truth["saturation_effort"]) == 3 and len(truth["velocity_limit"]) == 3, truth
     split = int(round(plain.q.shape[0] * (1.0 - bench.VALIDATION)))
     before = np.abs(clamped.q[:split] - plain.q[:split]).max()
