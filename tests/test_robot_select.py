@@ -222,10 +222,7 @@ def test_the_gains_and_the_bias_are_decided_on_the_whole_training_part(
         )
         late_own = late_rmse(biased, arm, opts, {"own": own}, share)["own"]
         assert late_own == pytest.approx(own.validation.rmse, rel=1e-6), share
-    seg = biased.segments[0]
-    wrong = dataclasses.replace(
-        biased, segments=[dataclasses.replace(seg, metadata={**seg.metadata, "kp": 0.6 * KP})]
-    )
+    wrong = _with_kp(biased, 0.6 * KP)
     kept, row = training_choice(wrong, arm, opts, gains_axis, bias_axis)
     gains = row["gains_training_rmse_with_bias"]
     assert (

@@ -372,12 +372,11 @@ def teacher_choice(
     (teacher_distance); the configuration nearest the teacher kept. Returns the kept entries and the figures."""
     rich = teacher_candidate(opts, float(bias_axis[1].changes["bias_limit"]))
     teacher = fitted(rich, None if opts.delay is None else opts.delay * TEACHER_FINE)  # first: it may not fit
-    pairs = [(g, b) for g in gains_axis for b in bias_entries(bias_axis, g)]
-    fits = {(g.name, b.name): fitted(_combine([g, b]), opts.delay) for g, b in pairs}
-    named = {", ".join(k): f for k, f in fits.items()}
-    dist = teacher_distance(training_part(rec, robot, opts)[0], robot, opts, named, teacher)
-    g_kept, b_kept = min(pairs, key=lambda p: dist[f"{p[0].name}, {p[1].name}"])
-    kept = fits[g_kept.name, b_kept.name]
+    pairs = {f"{g.name}, {b.name}": (g, b) for g in gains_axis for b in bias_entries(bias_axis, g)}
+    fits = {name: fitted(_combine(list(gb)), opts.delay) for name, gb in pairs.items()}
+    dist = teacher_distance(training_part(rec, robot, opts)[0], robot, opts, fits, teacher)
+    kept_name = min(fits, key=dist.__getitem__)
+    (g_kept, b_kept), kept = pairs[kept_name], fits[kept_name]
     figures = {
         "rule": "teacher",
         "speed": TEACHER_SPEED,
@@ -387,7 +386,7 @@ def teacher_choice(
                 "delay_steps": int(f.delay_steps),
                 "teacher_distance": round(dist[name], 7),
             }
-            for name, f in named.items()
+            for name, f in fits.items()
         },
         "teacher": {
             "options": rich.described(),
