@@ -159,10 +159,11 @@ def test_a_running_robot_fit_is_cancelled_from_its_page(browser, site: dict) -> 
         page.wait_for_function("(document.getElementById('live-loss').data || [{}, {}])[1]?.y?.length >= 2")
         live = page.evaluate(LIVE_JS)
         assert live["header"] == live["line"], live
-        # the fit's own curve waits for the refit; the first candidate, the teacher (fitted first), is drawn now
+        # the fit's own curve waits for the refit; the first candidate, the teacher with the log's gains (fitted
+        # first), is drawn now
         first, candidate = live["curves"][:2]
         assert first["name"].startswith("chosen") and first["ys"] == [], live
-        assert candidate["name"] == "teacher", live
+        assert candidate["name"] == "teacher, gains given", live
         ys = candidate["ys"]
         inside = [t for t in live["ticks"] if min(ys) / 1.5 <= t <= max(ys) * 1.5]
         assert len(inside) >= 2, live
@@ -283,10 +284,10 @@ def test_a_robot_log_is_uploaded_and_fitted_with_selection_from_the_pages_alone(
         rows = page.locator("#selection tr").count()
         assert rows == len(candidates) + 1, rows  # each alternative with its figures
         # the gains and the bias decided on the whole training part by a teacher: a row for each of the five
-        # configurations (no free bias over fitted gains) and one for the teacher
+        # configurations (no free bias over fitted gains) and one for each teacher (the gains given and fitted)
         tc = fit["result"]["selection"]["training_choice"]
         assert tc["rule"] == "teacher" and len(tc["configurations"]) == 5, tc
-        assert page.locator("#training-choice tr").count() == 1 + 5 + 1
+        assert page.locator("#training-choice tr").count() == 1 + 5 + 2
         assert page.locator("#training-choice b").count() == 1  # the kept configuration
         assert dialogs == []
     finally:

@@ -21,18 +21,16 @@ from actuator_sysid.fitting.robot_select import (
     BIAS_MARGIN,
     GAINS_MARGIN,
     LATE_SHARE,
-    TEACHER_FINE,
-    TEACHER_SPEED,
     Candidate,
     candidate_axes,
     inner_share,
     late_rmse,
     name_groups,
     select_robot_fit,
-    teacher_distance,
     training_choice,
     training_part,
 )
+from actuator_sysid.fitting.robot_teacher import TEACHER_FINE, TEACHER_SPEED, teacher_distance
 from actuator_sysid.models.robot import RobotError, RobotModel
 
 KP, KD, DELAY, SAMPLES = 150.0, 4.0, 2, 300

@@ -411,6 +411,11 @@ def _assert_flags_and_selection_render(fit: dict) -> None:
             "options": {"position_friction": True, "decimation": 8, "gains": "fitted"},
             "training_rmse": 0.00015,
             "delay_steps": 5,
+            "gains_margin": 0.35,
+            "by_gains": {
+                "gains given": {"training_rmse": 0.00061, "delay_steps": 1},
+                "gains fitted": {"training_rmse": 0.00015, "delay_steps": 5},
+            },
         },
         "delay_steps": 3,
         "kept": ["gains fitted", "bias off"],
@@ -420,6 +425,10 @@ def _assert_flags_and_selection_render(fit: dict) -> None:
     assert "commands 3 × faster" in decided and decided.count("(kept)") == 1
     assert "gains fitted, bias off <b>(kept)</b></td><td>0.00047" in decided and "0.00431" in decided
     assert "the teacher (no consumer runs it" in decided and "0.00015" in decided, decided
+    # the teacher followed, and the one with the log's gains that its training RMSE set aside
+    assert "followed: its fitted gains" in decided, decided
+    assert "the teacher, gains given (fitted gains kept when they lower its training RMSE by 35 %)" in decided
+    assert "0.00061" in decided and decided.count("the teacher, gains") == 1, decided
     held = {
         **res["validation"],
         "split": "recordings",

@@ -8,7 +8,8 @@ first: gains given, then fitted; bias off, within BIAS_PLAUSIBLE, then free; per
 position_friction, constant friction, then along the stroke; the training window as given, then 2, 4, 8 × it.
 The gains and the bias are decided first, on the whole training part (training_choice). With one training
 recording and gains stated, by a teacher: every configuration they allow and a richer fit no consumer runs
-(teacher_candidate) replay the training commands played TEACHER_SPEED × faster, and the nearest the teacher's
+(teacher_candidate, fitted with the gains given and fitted, the fitted kept where they lower its training RMSE
+by GAINS_MARGIN) replay the training commands played TEACHER_SPEED × faster, and the nearest the teacher's
 replay is kept. Otherwise (or where no teacher fits): fitted gains are kept when they lower its RMSE by
 GAINS_MARGIN, both with a bounded bias; at that fit's delay, the bias off or bounded, whichever fit tracks the
 training part's last LATE_SHARE better replayed free from the measured state there, and only over the logged
@@ -42,7 +43,7 @@ from ..models.robot import RobotError, RobotModel
 from .ladder import MIN_GAIN
 from .result import RobotResult
 from .robot import BIAS_PLAUSIBLE, RobotFitOptions, fit_robot, prepare_fit, replay_validation
-from .robot.plant import replay_coupled
+from .robot_teacher import TEACHER_FINE, TEACHER_SPEED, teacher_changes, teacher_distance
 from .robot_traces import result_values
 
 INNER_FRACTION = 0.3  # the least later share of the training part that validates each candidate
@@ -61,13 +62,6 @@ BIAS_MARGIN = MIN_GAIN
 # measured state and hides what builds up over a long replay, as the far end's does; the last share of a chirp is
 # also its fastest, the nearest to where a policy will drive the joints
 LATE_SHARE = 0.3
-# the gains and the bias by a teacher (one training recording): a richer fit no consumer runs (gains fitted, the
-# bias within its bound, friction along the stroke, physics TEACHER_FINE × finer, a finer delay grid) stands for
-# the plant; the configuration whose replay of the training commands played TEACHER_SPEED × faster lies nearest
-# the teacher's replay is kept. Faster playback asks what use asks beyond the training band: higher speed and
-# frequency, where a gain, a bias or a delay that only fit the training band's lag part ways with the plant
-TEACHER_SPEED = 3
-TEACHER_FINE = 2
 # longer restart intervals, in turn while each beats the one before (the peer rolls out the whole stretch)
 WINDOW_FACTORS = (2.0, 4.0, 8.0)
 INNER_ITERATIONS = 6  # each candidate's search budget (refinement rounds / Jacobians), at most the fit's own
@@ -294,16 +288,25 @@ def training_choice(
     gains axis) and their figures."""
     t0 = time.perf_counter()
 
+    made: dict[tuple[str, int | None], RobotResult] = {}
+
     def fitted(c: Candidate, delay: int | None) -> RobotResult:
-        left = None if budget_s is None else max(1.0, budget_s - (time.perf_counter() - t0))
-        progress = relayed(opts, f"select: {c.name}")
-        fit_opts = dataclasses.replace(opts, judge=False, progress=progress, budget_s=left, delay=delay)
-        return fit_candidate(rec, robot, fit_opts, c)
+        """A candidate's fit at `delay` (None: scanned), made once (the rule below reuses the teacher's)."""
+        if (c.name, delay) not in made:
+            left = None if budget_s is None else max(1.0, budget_s - (time.perf_counter() - t0))
+            progress = relayed(opts, f"select: {c.name}")
+            fit_opts = dataclasses.replace(opts, judge=False, progress=progress, budget_s=left, delay=delay)
+            made[c.name, delay] = fit_candidate(rec, robot, fit_opts, c)
+        return made[c.name, delay]
 
     failed: dict[str, str] = {}
     if gains_axis and len(bias_axis) > 1 and len(rec.segments) == 1 and not opts.holdout:
+
+        def distance(fits: dict[str, RobotResult], teacher: RobotResult) -> dict[str, float]:
+            return teacher_distance(training_part(rec, robot, opts)[0], robot, opts, fits, teacher)
+
         try:
-            return teacher_choice(rec, robot, opts, gains_axis, bias_axis, fitted)
+            return teacher_choice(opts, gains_axis, bias_axis, fitted, distance)
         except RobotError as e:  # the teacher could not be fitted or replayed: the rule below decides
             failed = {"teacher_failed": str(e)}
 
@@ -359,22 +362,30 @@ def training_choice(
 
 
 def teacher_choice(
-    rec: Recording,
-    robot: RobotModel,
     opts: RobotFitOptions,
     gains_axis: list[Candidate],
     bias_axis: list[Candidate],
     fitted: Callable[[Candidate, int | None], RobotResult],
+    distance: Callable[[dict[str, RobotResult], RobotResult], dict[str, float]],
 ) -> tuple[list[Candidate], dict]:
-    """The gains and the bias nearest a teacher: every configuration the gains and bias axes allow
-    (bias_entries: no free bias over fitted gains) fitted on the whole training part, the delay scanned, and the
-    teacher (teacher_candidate); each replayed on the training commands played TEACHER_SPEED × faster
-    (teacher_distance); the configuration nearest the teacher kept. Returns the kept entries and the figures."""
-    rich = teacher_candidate(opts, float(bias_axis[1].changes["bias_limit"]))
-    teacher = fitted(rich, None if opts.delay is None else opts.delay * TEACHER_FINE)  # first: it may not fit
+    """The gains and the bias nearest a teacher. A teacher (teacher_candidate) is fitted with each entry of the
+    gains axis, fitted gains kept when they lower its training RMSE by GAINS_MARGIN: a teacher holds the plant's
+    other effects, so its RMSE tells a gain error from noise better than a configuration's, and a teacher with
+    gains it need not fit does not trade them against the delay. Then every configuration the axes allow
+    (bias_entries: no free bias over fitted gains) is fitted on the whole training part, the delay scanned, and
+    the one whose replay lies nearest the kept teacher's (`distance`) is kept. Returns the kept entries and the
+    figures."""
+    bounded = bias_axis[1]
+    fine = None if opts.delay is None else opts.delay * TEACHER_FINE
+    limit = float(bounded.changes["bias_limit"])
+    # the teachers first: where one cannot be fitted, the caller's rule decides before the configurations are fitted
+    teachers = {g.name: fitted(teacher_candidate(opts, limit, g), fine) for g in gains_axis}
+    teacher_rmse = {k: float(v.training.rmse or 0.0) for k, v in teachers.items()}
+    gains = greedy_choice([gains_axis], lambda c: teacher_rmse[c.name])[1][0]
+    teacher = teachers[gains.name]
     pairs = {f"{g.name}, {b.name}": (g, b) for g in gains_axis for b in bias_entries(bias_axis, g)}
     fits = {name: fitted(_combine(list(gb)), opts.delay) for name, gb in pairs.items()}
-    dist = teacher_distance(training_part(rec, robot, opts)[0], robot, opts, fits, teacher)
+    dist = distance(fits, teacher)
     kept_name = min(fits, key=dist.__getitem__)
     (g_kept, b_kept), kept = pairs[kept_name], fits[kept_name]
     figures = {
@@ -389,9 +400,14 @@ def teacher_choice(
             for name, f in fits.items()
         },
         "teacher": {
-            "options": rich.described(),
-            "training_rmse": round(float(teacher.training.rmse or 0.0), 7),
+            "options": teacher_candidate(opts, limit, gains).described(),
+            "training_rmse": round(teacher_rmse[gains.name], 7),
             "delay_steps": int(teacher.delay_steps),
+            "gains_margin": GAINS_MARGIN,
+            "by_gains": {
+                k: {"training_rmse": round(teacher_rmse[k], 7), "delay_steps": int(v.delay_steps)}
+                for k, v in teachers.items()
+            },
         },
         "delay_steps": int(kept.delay_steps),
         "kept": [g_kept.name, b_kept.name],
@@ -399,58 +415,11 @@ def teacher_choice(
     return [g_kept, b_kept], figures
 
 
-def teacher_candidate(opts: RobotFitOptions, bias_limit: float) -> Candidate:
-    """The teacher: gains fitted, the bias within `bias_limit`, friction along the stroke, physics TEACHER_FINE ×
-    finer than the fit's (a delay between two of the fit's steps lands on its grid)."""
-    changes = {
-        "fit_bias": True,
-        "bias_limit": bias_limit,
-        "position_friction": True,
-        "decimation": opts.decimation * TEACHER_FINE,
-    }
-    return Candidate("teacher", {**changes, "kp": None, "kd": None}, fit_gains=True)
-
-
-def teacher_distance(
-    train: Recording,
-    robot: RobotModel,
-    opts: RobotFitOptions,
-    fits: dict[str, RobotResult],
-    teacher: RobotResult,
-    speed: int = TEACHER_SPEED,
-) -> dict[str, float]:
-    """Each fit's position RMSE from the teacher's, each replayed from the training part's first measured state
-    on its commands played `speed` × faster (every `speed`-th sample at the log's rate; the velocity targets
-    scaled to match), the teacher at its own physics rate (teacher_candidate)."""
-    data, prob, _ = prepare_fit(train, robot, dataclasses.replace(opts, holdout=None, progress=None))
-    cmd, cmd_qd, tau_ff = data.cmd[::speed], data.cmd_qd[::speed] * speed, data.tau_ff[::speed]
-    q, qd = (np.repeat(x[:1], cmd.shape[0], axis=0) for x in (data.q, data.qd))
-    dt_log = data.dt * opts.decimation
-
-    def replay(res: RobotResult, decimation: int) -> np.ndarray:
-        ((pos, _),) = replay_coupled(
-            robot,
-            [result_values(res, prob.names)],
-            [int(res.delay_steps)],
-            q,
-            qd,
-            cmd,
-            cmd_qd,
-            0,
-            decimation,
-            dt_log / decimation,
-            prob.effort_limit,
-            prob.effort_mode,
-            tau_ff,
-            bodies=prob.body_index,
-        )
-        return pos
-
-    ref = replay(teacher, opts.decimation * TEACHER_FINE)
-    return {
-        name: float(np.sqrt(np.mean(np.nan_to_num(replay(f, opts.decimation) - ref, nan=1.0) ** 2)))
-        for name, f in fits.items()
-    }
+def teacher_candidate(opts: RobotFitOptions, bias_limit: float, gains: Candidate) -> Candidate:
+    """The teacher (teacher_changes) as a candidate, with a gains entry's own changes (fitted: the log's
+    dropped), named for it."""
+    changes = {**teacher_changes(opts, bias_limit), **gains.changes}
+    return Candidate(f"teacher, {gains.name}", changes, gains.fit_gains)
 
 
 def late_rmse(
@@ -527,8 +496,9 @@ def _protocol(
         first = (
             "the gains and the bias first, on the whole training part: every configuration of the gains given or "
             "fitted and the bias off, within its bound or (over the given gains) free fitted, the delay scanned, "
-            "beside a teacher no consumer runs (gains fitted, the bias within its bound, friction along the "
-            f"stroke, physics {TEACHER_FINE} × finer); each replayed from the training part's first measured "
+            "beside a teacher no consumer runs (the bias within its bound, friction along the stroke, physics "
+            f"{TEACHER_FINE} × finer; fitted with the gains given and fitted, fitted kept when they lower its "
+            f"training RMSE by {GAINS_MARGIN:.0%}); each replayed from the training part's first measured "
             f"state on its commands played {TEACHER_SPEED} × faster, and the configuration whose replay lies "
             "nearest the teacher's kept; then the other axes on an "
         )
