@@ -12,13 +12,14 @@ replay, the bias decided over the logged gains, the bounded bias kept where it a
 with its own delay scan). Today's rule gives the library's choice on every seed where the refit lands on the same
 delay. `delays` fits each candidate again a delay step below and above its scan's, for delay rules offline.
 `teacher` fits a richer model no consumer runs and measures how far each candidate is from it on the training
-commands played faster, for rules that pick the candidate closest to it.
+commands played faster, for rules that pick the candidate closest to it; with --given a second teacher keeps
+the log's gains, and `teacher-rules` adds the library's rule (the teacher whose gains its training RMSE keeps).
 
 Usage: python bench/robot_selection_late.py record --seeds 0-9,60-69 --out FILE
        python bench/robot_selection_late.py delays --records FILE --seeds 0-9,60-69 --out FILE2
        python bench/robot_selection_late.py rules FILE [FILE ...] [--fresh-from SEED]
        python bench/robot_selection_late.py delay-rules FILE [FILE ...] --delays FILE2 [...] [--fresh-from SEED]
-       python bench/robot_selection_late.py teacher --seeds 0-9 --out FILE3 [--teacher-decimation 4]
+       python bench/robot_selection_late.py teacher --seeds 0-9 --out FILE3 [--teacher-decimation 4] [--given]
        python bench/robot_selection_late.py teacher-rules FILE [FILE ...] --teacher FILE3 [...] [--fresh-from SEED]
 """
 
@@ -190,24 +191,31 @@ def teacher(args: argparse.Namespace) -> None:
             rec, log, _, split, configs = _seed(robot, opts, seed)
             fits = {name: fit_candidate(rec, robot, opts, c) for name, c in configs.items()}
             rich = dataclasses.replace(opts, decimation=fine, position_friction=True, bias_limit=0.05)
-            teach = fit_candidate(rec, robot, rich, Candidate("teacher", fit_gains=True))
+            teachers = {"": fit_candidate(rec, robot, rich, Candidate("teacher", fit_gains=True))}
+            if args.given:
+                teachers["_given"] = fit_candidate(rec, robot, rich, Candidate("teacher, gains given"))
             at_fine = dataclasses.replace(log, decimation=fine)
             row: dict = {
                 "seed": seed,
-                "teacher_far": bench.judged(xml_fine, at_fine, teach, split),
                 "far": {name: bench.judged(xml, log, f, split) for name, f in fits.items()},
-                "distance": {},
+                "training": {name: float(f.training.rmse or 0.0) for name, f in fits.items()},
             }
+            for key, teach in teachers.items():
+                row[f"teacher{key}_far"] = bench.judged(xml_fine, at_fine, teach, split)
+                row[f"teacher{key}_training"] = float(teach.training.rmse or 0.0)
+                row[f"teacher{key}_delay"] = int(teach.delay_steps)
+                row[f"distance{key}"] = {}
             for speed in (2, 3):
                 cmd = log.cmd[: split + 1 : speed]
                 still = np.repeat(log.q[:1], cmd.shape[0], 0)
                 fast = bench.peer.PeerLog(still, np.zeros_like(still), cmd, bench.LOG_DT, fine, log.joints)
-                ref = _sim(xml_fine, fast, teach, 0)
+                refs = {key: _sim(xml_fine, fast, teach, 0) for key, teach in teachers.items()}
                 fast = dataclasses.replace(fast, decimation=bench.DECIMATION)
-                row["distance"][str(speed)] = {
-                    name: float(np.sqrt(np.mean((_sim(xml, fast, f, 0) - ref) ** 2)))
-                    for name, f in fits.items()
-                }
+                sims = {name: _sim(xml, fast, f, 0) for name, f in fits.items()}
+                for key, ref in refs.items():
+                    row[f"distance{key}"][str(speed)] = {
+                        name: float(np.sqrt(np.mean((x - ref) ** 2))) for name, x in sims.items()
+                    }
             _append(args.out, row, t0)
 
 
@@ -221,17 +229,32 @@ def teacher_rules(args: argparse.Namespace) -> None:
         d = t["distance"][speed]
         return min((n for n in d if keep(n)), key=d.__getitem__)
 
-    rules: dict[str, Callable[[dict, dict], str]] = {"today": lambda r, t: today(r)}
+    # the rules that read a record file (today's and the gains as it keeps them) only where one is given
+    rules: dict[str, Callable[[dict, dict], str]] = {"today": lambda r, t: today(r)} if rows else {}
     for speed in ("2", "3"):
         rules |= {
             f"closest to the teacher at {speed} ×, of all six": lambda r, t, s=speed: closest(t, s, bool),
             f"closest to the teacher at {speed} ×, no free bias over fitted gains": lambda r, t, s=speed: (
                 closest(t, s, lambda n: n != f"{FITTED}, {FREE}")
             ),
-            f"closest to the teacher at {speed} ×, the gains as today": lambda r, t, s=speed: closest(
-                t, s, lambda n: n.startswith(today(r).split(", ")[0])
-            ),
         }
+        if rows:
+            rules[f"closest to the teacher at {speed} ×, the gains as today"] = lambda r, t, s=speed: closest(
+                t, s, lambda n: n.startswith(today(r).split(", ")[0])
+            )
+
+    def followed(t: dict, speed: str) -> str:
+        """The library's rule: the teacher with the log's gains unless fitted gains lower its training RMSE by
+        GAINS_MARGIN, then the closest of the five to it."""
+        key = "" if t["teacher_training"] < (1.0 - GAINS_MARGIN) * t["teacher_given_training"] else "_given"
+        d = t[f"distance{key}"][speed]
+        return min((n for n in d if n != f"{FITTED}, {FREE}"), key=d.__getitem__)
+
+    if all("distance_given" in t for t in taught.values()):
+        for speed in ("2", "3"):
+            rules[f"closest to the teacher its training RMSE keeps at {speed} ×, of the five"] = (
+                lambda r, t, s=speed: followed(t, s)
+            )
     for part, seeds in _parts(list(taught), args.fresh_from):
         best = {s: min(taught[s]["far"].values()) for s in seeds}
         ratio = sorted(taught[s]["teacher_far"] / best[s] for s in seeds)
@@ -241,7 +264,7 @@ def teacher_rules(args: argparse.Namespace) -> None:
         )
         for label, choose in rules.items():
             within, blocks, mean = _score(
-                {s: taught[s]["far"][choose(rows[s], taught[s])] / best[s] for s in seeds}
+                {s: taught[s]["far"][choose(rows.get(s, {}), taught[s])] / best[s] for s in seeds}
             )
             print(f"  {within:3d}/{len(seeds)}  mean {mean:.3f}  {blocks}  {label}")
 
@@ -433,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument(
         "--teacher-decimation", type=int, default=4, help="the teacher's physics steps a log sample"
     )
+    t.add_argument(
+        "--given", action="store_true", help="also a teacher with the log's gains (distance_given)"
+    )
     for sp in (r, d, t):
         sp.add_argument(
             "--friction-power",
@@ -441,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
             help="the true friction along the stroke: its share to this power (1: linear, as the fits model it)",
         )
     u = sub.add_parser("teacher-rules")
-    u.add_argument("files", nargs="+", help="record files")
+    u.add_argument("files", nargs="*", help="record files (today's rule and the gains as it keeps them)")
     u.add_argument("--teacher", nargs="+", required=True, help="the teacher files of those seeds")
     u.add_argument("--fresh-from", type=int)
     q = sub.add_parser("rules")
