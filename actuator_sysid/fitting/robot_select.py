@@ -17,12 +17,12 @@ gains and a bounded bias kept, a free one when it lowers the training RMSE by BI
 Then from every other axis's simplest entry, one axis at a time, an entry replaces the one kept only when its
 inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule) for a richer model, none for a window.
 The first candidate scans the delay, the later ones hold it. The one kept is refitted on the whole training
-part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol,
-inner_fraction, training_choice (None with neither to decide: by the teacher {rule, speed, configurations {name:
-{training_rmse, delay_steps, teacher_distance}}, teacher {options, training_rmse, delay_steps}, delay_steps, kept};
-else {gains_training_rmse_with_bias, bias_training_rmse, bias_late_rmse, late_share, delay_steps, kept,
-bias_held_off where --no-bias holds it, teacher_failed where a teacher was tried}), candidates [{name, options,
-inner_validation_rmse, ...}], chosen, chosen_options, skipped, search_s, wall_s}.
+part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol, inner_fraction,
+training_choice (None with neither to decide: by the teacher {rule, speed, configurations {name: {training_rmse,
+delay_steps, teacher_distance}}, teacher {options, training_rmse, delay_steps, gains_margin, by_gains},
+delay_steps, kept}; else {gains_training_rmse_with_bias, bias_training_rmse, bias_late_rmse, late_share,
+delay_steps, kept, bias_held_off where --no-bias holds it, teacher_failed where a teacher was tried}),
+candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options, skipped, search_s, wall_s}.
 """
 
 from __future__ import annotations
