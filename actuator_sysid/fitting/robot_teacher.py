@@ -18,10 +18,12 @@ from .robot.plant import replay_coupled
 from .robot_traces import result_values
 
 # the gains and the bias by a teacher (one training recording): a richer fit no consumer runs (the bias within
-# its bound, friction along the stroke, physics TEACHER_FINE × finer, a finer delay grid; the gains as the
-# configurations' training RMSE keeps them) stands for the plant; the configuration whose replay of the training commands played TEACHER_SPEED × faster lies nearest
-# the teacher's replay is kept. Faster playback asks what use asks beyond the training band: higher speed and
-# frequency, where a gain, a bias or a delay that only fit the training band's lag part ways with the plant
+# its bound, friction along the stroke, physics TEACHER_FINE × finer, a finer delay grid; fitted with the log's
+# gains and with fitted gains, the fitted followed where it lowers the training RMSE by robot_select's
+# GAINS_MARGIN) stands for the plant; the configuration whose replay of the training commands played
+# TEACHER_SPEED × faster lies nearest the teacher's replay is kept. Faster playback asks what use asks beyond the
+# training band: higher speed and frequency, where a gain, a bias or a delay that only fit the training band's
+# lag part ways with the plant
 TEACHER_SPEED = 3
 TEACHER_FINE = 2
 
