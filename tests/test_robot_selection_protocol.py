@@ -125,9 +125,10 @@ def test_the_chosen_configuration_is_within_5_percent_of_the_best_at_the_far_end
     """Seed 0: the logged gains are the robot's, no encoder bias; seed 1: true gains off the logged ones and a
     bias. Every candidate is fitted on the training part and replayed by MuJoCo over the far end; the selection,
     blind to it, keeps the configuration nearest a teacher on the training commands played faster: the given
-    gains where they are true, fitted ones where they are not (and the teacher's own gains alike). Where the gains are given and true, on the bench's
-    own 8 s log and the fit's default search, the choice lands within 5 % of the best candidate (on a 4 s log
-    searched 3 iterations the configurations lie within 25 % of each other from the teacher, too close to tell).
+    gains where they are true, fitted ones where they are not (and the teacher's own gains alike). Where the
+    gains are given and true, on the bench's own 8 s log and the fit's default search, the choice lands within
+    5 % of the best candidate (on a 4 s log searched 3 iterations the configurations lie within 25 % of each
+    other from the teacher, too close to tell).
     Where they are fitted, the gains and a bias trade and the bias is not identified (BENCHMARKS.md): only the
     gains are asserted there. Every candidate's delay scan is smooth: a delay whose own fit stopped short is
     fitted again from its better neighbour's point."""

@@ -379,7 +379,8 @@ def teacher_choice(
     fine = None if opts.delay is None else opts.delay * TEACHER_FINE
     limit = float(bounded.changes["bias_limit"])
     # the teachers first: where one cannot be fitted, the caller's rule decides before the configurations are fitted
-    teachers = {g.name: fitted(teacher_candidate(opts, limit, g), fine) for g in gains_axis}
+    rich = {g.name: teacher_candidate(opts, limit, g) for g in gains_axis}
+    teachers = {k: fitted(c, fine) for k, c in rich.items()}
     teacher_rmse = {k: float(v.training.rmse or 0.0) for k, v in teachers.items()}
     gains = greedy_choice([gains_axis], lambda c: teacher_rmse[c.name])[1][0]
     teacher = teachers[gains.name]
@@ -400,7 +401,7 @@ def teacher_choice(
             for name, f in fits.items()
         },
         "teacher": {
-            "options": teacher_candidate(opts, limit, gains).described(),
+            "options": rich[gains.name].described(),
             "training_rmse": round(teacher_rmse[gains.name], 7),
             "delay_steps": int(teacher.delay_steps),
             "gains_margin": GAINS_MARGIN,
