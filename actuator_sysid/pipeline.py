@@ -88,8 +88,8 @@ def compute_fit(
 # a robot fit's stages after the search, as fractions of the fit page's progress bar
 ROBOT_SEARCH_END = 0.95
 # a selection reports about as many messages as this many fits: the two teachers and the gains and bias fits on
-# the training part, the inner candidates and the refit each relay theirs (twelve on the Go2 log with its gains
-# given)
+# the training part, the inner candidates and the refit each relay theirs (thirteen fits on the Go2 log with its
+# gains given, its five inner candidates on a shorter budget: about twelve)
 SELECTION_FITS = 12
 STAGE_ROBOT_EXPORTS = "fit done: rendering the whole-robot exports"
 STAGE_ROBOT_TRACES = "replaying the validation span for the report"
