@@ -161,7 +161,7 @@ def simulate_newton_log(
             at = np.clip((s0.joint_q.numpy()[robot.dof] - lo) / span, 0.0, 1.0)
             per_dof[robot.dof] = f_lo + (f_up - f_lo) * at**friction_power
             model.joint_friction.assign(per_dof)
-            solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_PROPERTIES)
+            solver.notify_model_changed(newton.ModelFlags.JOINT_DOF_FORCE_PROPERTIES)
         for i, (a, sa, sb) in enumerate(states):
             a.step(s0, control, sa, sb, dt=dt)
             states[i] = (a, sb, sa)
