@@ -13,7 +13,8 @@ with its own delay scan). Today's rule gives the library's choice on every seed 
 delay. `delays` fits each candidate again a delay step below and above its scan's, for delay rules offline.
 `teacher` fits a richer model no consumer runs and measures how far each candidate is from it on the training
 commands played faster, for rules that pick the candidate closest to it; with --given a second teacher keeps
-the log's gains, and `teacher-rules` adds the library's rule (the teacher whose gains its training RMSE keeps).
+the log's gains, and `teacher-rules` adds the library's rule (the teacher whose gains its training RMSE keeps)
+and variants of it: both speeds summed, both teachers joined, the simplest candidate within a tie of the nearest.
 
 Usage: python bench/robot_selection_late.py record --seeds 0-9,60-69 --out FILE
        python bench/robot_selection_late.py delays --records FILE --seeds 0-9,60-69 --out FILE2
@@ -243,17 +244,47 @@ def teacher_rules(args: argparse.Namespace) -> None:
                 t, s, lambda n: n.startswith(today(r).split(", ")[0])
             )
 
+    def kept(t: dict) -> str:
+        """The distances' key of the teacher the library follows: the log's gains unless fitted gains lower
+        its training RMSE by GAINS_MARGIN."""
+        return "" if t["teacher_training"] < (1.0 - GAINS_MARGIN) * t["teacher_given_training"] else "_given"
+
+    def five(d: dict[str, float]) -> dict[str, float]:
+        return {n: v for n, v in d.items() if n != f"{FITTED}, {FREE}"}
+
     def followed(t: dict, speed: str) -> str:
-        """The library's rule: the teacher with the log's gains unless fitted gains lower its training RMSE by
-        GAINS_MARGIN, then the closest of the five to it."""
-        key = "" if t["teacher_training"] < (1.0 - GAINS_MARGIN) * t["teacher_given_training"] else "_given"
-        d = t[f"distance{key}"][speed]
-        return min((n for n in d if n != f"{FITTED}, {FREE}"), key=d.__getitem__)
+        """The library's rule: the closest of the five to the teacher it follows."""
+        d = five(t[f"distance{kept(t)}"][speed])
+        return min(d, key=d.__getitem__)
+
+    def simplest_near(t: dict, tie: float) -> str:
+        """The simplest of the five (gains given before fitted; the bias off, bounded, free) within `tie` of
+        the followed teacher's nearest at 3 ×: parsimony where the distances cannot tell."""
+        d = five(t[f"distance{kept(t)}"]["3"])
+        near = min(d.values()) * (1.0 + tie)
+        return next(n for n in d if d[n] <= near)  # the record lists the candidates simplest first
+
+    def both(t: dict, join: Callable[[float, float], float]) -> str:
+        """The closest of the five by both teachers' distances at 3 ×, joined."""
+        d = five({n: join(v, t["distance_given"]["3"][n]) for n, v in t["distance"]["3"].items()})
+        return min(d, key=d.__getitem__)
 
     if all("distance_given" in t for t in taught.values()):
         for speed in ("2", "3"):
             rules[f"closest to the teacher its training RMSE keeps at {speed} ×, of the five"] = (
                 lambda r, t, s=speed: followed(t, s)
+            )
+        rules |= {
+            "closest to the followed teacher at 2 × and 3 × summed, of the five": lambda r, t: min(
+                five(t[f"distance{kept(t)}"]["3"]),
+                key=lambda n: t[f"distance{kept(t)}"]["2"][n] + t[f"distance{kept(t)}"]["3"][n],
+            ),
+            "closest to both teachers at 3 ×, their distances summed": lambda r, t: both(t, float.__add__),
+            "closest to both teachers at 3 ×, the larger distance": lambda r, t: both(t, max),
+        }
+        for tie in (0.01, 0.02, 0.03, 0.05):
+            rules[f"the simplest within {tie:.0%} of the followed teacher's nearest at 3 ×"] = (
+                lambda r, t, x=tie: simplest_near(t, x)
             )
     for part, seeds in _parts(list(taught), args.fresh_from):
         best = {s: min(taught[s]["far"].values()) for s in seeds}
