@@ -217,6 +217,11 @@ def teacher(args: argparse.Namespace) -> None:
                     row[f"distance{key}"][str(speed)] = {
                         name: float(np.sqrt(np.mean((x - ref) ** 2))) for name, x in sims.items()
                     }
+                    # the same distance over each quarter of the playback, slowest first (a chirp's rises)
+                    row.setdefault(f"quarters{key}", {})[str(speed)] = {
+                        name: [float(np.sqrt(np.mean(e**2))) for e in np.array_split(x - ref, 4)]
+                        for name, x in sims.items()
+                    }
             _append(args.out, row, t0)
 
 
