@@ -10,15 +10,15 @@ The gains and the bias are decided first, on the whole training part (training_c
 recording and gains stated, by a teacher: every configuration they allow and a richer fit no consumer runs
 (teacher_candidate, fitted with the gains given and fitted, the fitted kept where they lower its training RMSE
 by GAINS_MARGIN) replay the training commands played TEACHER_SPEED × faster, and the nearest the teacher's
-replay over its last TEACHER_TAIL is kept. Otherwise (or where no teacher fits): fitted gains are kept when they
-lower its RMSE by GAINS_MARGIN, both with a bounded bias; at that fit's delay, the bias off or bounded, whichever
-fit tracks the training part's last LATE_SHARE better replayed free from the measured state there, and only over
-the logged gains and a bounded bias kept, a free one when it lowers the training RMSE by BIAS_MARGIN.
+replay is kept. Otherwise (or where no teacher fits): fitted gains are kept when they lower its RMSE by
+GAINS_MARGIN, both with a bounded bias; at that fit's delay, the bias off or bounded, whichever fit tracks the
+training part's last LATE_SHARE better replayed free from the measured state there, and only over the logged
+gains and a bounded bias kept, a free one when it lowers the training RMSE by BIAS_MARGIN.
 Then from every other axis's simplest entry, one axis at a time, an entry replaces the one kept only when its
 inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule) for a richer model, none for a window.
 The first candidate scans the delay, the later ones hold it. The one kept is refitted on the whole training
 part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol, inner_fraction,
-training_choice (None with neither to decide: by the teacher {rule, speed, tail, configurations {name: {training_rmse,
+training_choice (None with neither to decide: by the teacher {rule, speed, configurations {name: {training_rmse,
 delay_steps, teacher_distance}}, teacher {options, training_rmse, delay_steps, gains_margin, by_gains},
 delay_steps, kept}; else {gains_training_rmse_with_bias, bias_training_rmse, bias_late_rmse, late_share,
 delay_steps, kept, bias_held_off where --no-bias holds it, teacher_failed where a teacher was tried}),
@@ -43,7 +43,7 @@ from ..models.robot import RobotError, RobotModel
 from .ladder import MIN_GAIN
 from .result import RobotResult
 from .robot import BIAS_PLAUSIBLE, RobotFitOptions, fit_robot, prepare_fit, replay_validation
-from .robot_teacher import TEACHER_FINE, TEACHER_SPEED, TEACHER_TAIL, teacher_changes, teacher_distance
+from .robot_teacher import TEACHER_FINE, TEACHER_SPEED, teacher_changes, teacher_distance
 from .robot_traces import result_values
 
 INNER_FRACTION = 0.3  # the least later share of the training part that validates each candidate
@@ -392,7 +392,6 @@ def teacher_choice(
     figures = {
         "rule": "teacher",
         "speed": TEACHER_SPEED,
-        "tail": TEACHER_TAIL,
         "configurations": {
             name: {
                 "training_rmse": round(float(f.training.rmse or 0.0), 7),
@@ -502,8 +501,7 @@ def _protocol(
             f"{TEACHER_FINE} × finer; fitted with the gains given and fitted, fitted kept when they lower its "
             f"training RMSE by {GAINS_MARGIN:.0%}); each replayed from the training part's first measured "
             f"state on its commands played {TEACHER_SPEED} × faster, and the configuration whose replay lies "
-            f"nearest the teacher's over the last {TEACHER_TAIL:.0%} (the fastest part) kept; then the other "
-            "axes on an "
+            "nearest the teacher's kept; then the other axes on an "
         )
     elif decided is not None and decided.get("bias_held_off"):
         first = (

@@ -1,7 +1,7 @@
 """The teacher that decides a robot fit's gains and bias: a richer fit no consumer runs stands for the plant.
 
 Each configuration the selection allows, and the teacher, replay the training commands played faster from the
-first measured state; robot_select keeps the configuration nearest the teacher's replay over its fastest part.
+first measured state; robot_select keeps the configuration nearest the teacher's replay.
 """
 
 from __future__ import annotations
@@ -26,10 +26,6 @@ from .robot_traces import result_values
 # lag part ways with the plant
 TEACHER_SPEED = 3
 TEACHER_FINE = 2
-# the distance is measured over the playback's last TEACHER_TAIL: where the excitation rises with time (a chirp's
-# does), its fastest part, the farthest beyond the training band; the early part lies nearer the band, where every
-# configuration fits and their gaps to the teacher are mostly noise
-TEACHER_TAIL = 0.25
 
 
 def teacher_changes(opts: RobotFitOptions, bias_limit: float) -> dict:
@@ -51,9 +47,9 @@ def teacher_distance(
     teacher: RobotResult,
     speed: int = TEACHER_SPEED,
 ) -> dict[str, float]:
-    """Each fit's position RMSE from the teacher's over the playback's last TEACHER_TAIL, each replayed from the
-    training part's first measured state on its commands played `speed` × faster (every `speed`-th sample at the
-    log's rate; the velocity targets scaled to match), the teacher at its own physics rate (teacher_candidate)."""
+    """Each fit's position RMSE from the teacher's, each replayed from the training part's first measured state
+    on its commands played `speed` × faster (every `speed`-th sample at the log's rate; the velocity targets
+    scaled to match), the teacher at its own physics rate (teacher_candidate)."""
     data, prob, _ = prepare_fit(train, robot, dataclasses.replace(opts, holdout=None, progress=None))
     cmd, cmd_qd, tau_ff = data.cmd[::speed], data.cmd_qd[::speed] * speed, data.tau_ff[::speed]
     q, qd = (np.repeat(x[:1], cmd.shape[0], axis=0) for x in (data.q, data.qd))
@@ -79,10 +75,7 @@ def teacher_distance(
         return pos
 
     ref = replay(teacher, opts.decimation * TEACHER_FINE)
-    tail = ref.shape[0] - max(1, int(ref.shape[0] * TEACHER_TAIL))
-
-    def rmse(res: RobotResult) -> float:
-        gap = np.nan_to_num(replay(res, opts.decimation)[tail:] - ref[tail:], nan=1.0)
-        return float(np.sqrt(np.mean(gap**2)))
-
-    return {name: rmse(f) for name, f in fits.items()}
+    return {
+        name: float(np.sqrt(np.mean(np.nan_to_num(replay(f, opts.decimation) - ref, nan=1.0) ** 2)))
+        for name, f in fits.items()
+    }
