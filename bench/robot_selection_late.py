@@ -14,7 +14,8 @@ delay. `delays` fits each candidate again a delay step below and above its scan'
 `teacher` fits a richer model no consumer runs and measures how far each candidate is from it on the training
 commands played faster, for rules that pick the candidate closest to it; with --given a second teacher keeps
 the log's gains, and `teacher-rules` adds the library's rule (the teacher whose gains its training RMSE keeps)
-and variants of it: both speeds summed, both teachers joined, the simplest candidate within a tie of the nearest.
+and variants of it: both speeds summed, both teachers joined, the simplest candidate within a tie of the nearest,
+the distance over part of the playback (the teacher records keep it by quarter).
 
 Usage: python bench/robot_selection_late.py record --seeds 0-9,60-69 --out FILE
        python bench/robot_selection_late.py delays --records FILE --seeds 0-9,60-69 --out FILE2
@@ -287,6 +288,14 @@ def teacher_rules(args: argparse.Namespace) -> None:
             "closest to both teachers at 3 ×, their distances summed": lambda r, t: both(t, float.__add__),
             "closest to both teachers at 3 ×, the larger distance": lambda r, t: both(t, max),
         }
+        if all("quarters_given" in t for t in taught.values()):  # the distance over part of the playback
+            for label, part in (("first half", (0, 1)), ("last half", (2, 3)), ("last quarter", (3,))):
+                rules[f"closest to the followed teacher over the playback's {label} at 3 ×"] = (
+                    lambda r, t, x=part: min(
+                        five(t[f"quarters{kept(t)}"]["3"]),
+                        key=lambda n: sum(t[f"quarters{kept(t)}"]["3"][n][i] ** 2 for i in x),
+                    )
+                )
         for tie in (0.01, 0.02, 0.03, 0.05):
             rules[f"the simplest within {tie:.0%} of the followed teacher's nearest at 3 ×"] = (
                 lambda r, t, x=tie: simplest_near(t, x)
