@@ -232,8 +232,13 @@ def teacher_rules(args: argparse.Namespace) -> None:
     rows, taught = _rows(args.files), _rows(args.teacher)
     today = rule()
 
-    def closest(t: dict, speed: str, keep: Callable[[str], bool]) -> str:
-        d = t["distance"][speed]
+    def allowed(n: str) -> bool:
+        """One of the five configurations the library allows (no free bias over fitted gains)."""
+        return n != f"{FITTED}, {FREE}"
+
+    def closest(t: dict, speed: str, keep: Callable[[str], bool], teacher: str = "") -> str:
+        """The candidate `keep` allows nearest a teacher ("" fitted gains, "_given" the log's) at `speed`."""
+        d = t[f"distance{teacher}"][speed]
         return min((n for n in d if keep(n)), key=d.__getitem__)
 
     # the rules that read a record file (today's and the gains as it keeps them) only where one is given
@@ -242,7 +247,7 @@ def teacher_rules(args: argparse.Namespace) -> None:
         rules |= {
             f"closest to the teacher at {speed} ×, of all six": lambda r, t, s=speed: closest(t, s, bool),
             f"closest to the teacher at {speed} ×, no free bias over fitted gains": lambda r, t, s=speed: (
-                closest(t, s, lambda n: n != f"{FITTED}, {FREE}")
+                closest(t, s, allowed)
             ),
         }
         if rows:
@@ -255,25 +260,34 @@ def teacher_rules(args: argparse.Namespace) -> None:
         its training RMSE by GAINS_MARGIN."""
         return "" if t["teacher_training"] < (1.0 - GAINS_MARGIN) * t["teacher_given_training"] else "_given"
 
-    def five(d: dict[str, float]) -> dict[str, float]:
-        return {n: v for n, v in d.items() if n != f"{FITTED}, {FREE}"}
+    def nearest(d: dict[str, float]) -> str:
+        """The allowed candidate with the least figure in `d`."""
+        return min((n for n in d if allowed(n)), key=d.__getitem__)
 
     def followed(t: dict, speed: str) -> str:
         """The library's rule: the closest of the five to the teacher it follows."""
-        d = five(t[f"distance{kept(t)}"][speed])
-        return min(d, key=d.__getitem__)
+        return closest(t, speed, allowed, kept(t))
 
     def simplest_near(t: dict, tie: float) -> str:
         """The simplest of the five (gains given before fitted; the bias off, bounded, free) within `tie` of
         the followed teacher's nearest at 3 ×: parsimony where the distances cannot tell."""
-        d = five(t[f"distance{kept(t)}"]["3"])
+        d = {n: v for n, v in t[f"distance{kept(t)}"]["3"].items() if allowed(n)}
         near = min(d.values()) * (1.0 + tie)
         return next(n for n in d if d[n] <= near)  # the record lists the candidates simplest first
 
     def both(t: dict, join: Callable[[float, float], float]) -> str:
         """The closest of the five by both teachers' distances at 3 ×, joined."""
-        d = five({n: join(v, t["distance_given"]["3"][n]) for n, v in t["distance"]["3"].items()})
-        return min(d, key=d.__getitem__)
+        return nearest({n: join(v, t["distance_given"]["3"][n]) for n, v in t["distance"]["3"].items()})
+
+    def summed(t: dict) -> str:
+        """The closest of the five to the followed teacher at 2 × and 3 ×, the distances summed."""
+        d = t[f"distance{kept(t)}"]
+        return nearest({n: d["2"][n] + v for n, v in d["3"].items()})
+
+    def over(t: dict, part: tuple[int, ...]) -> str:
+        """The closest of the five to the followed teacher over `part`'s quarters of the 3 × playback."""
+        q = t[f"quarters{kept(t)}"]["3"]
+        return nearest({n: sum(v[i] ** 2 for i in part) for n, v in q.items()})
 
     if all("distance_given" in t for t in taught.values()):
         for speed in ("2", "3"):
@@ -281,20 +295,14 @@ def teacher_rules(args: argparse.Namespace) -> None:
                 lambda r, t, s=speed: followed(t, s)
             )
         rules |= {
-            "closest to the followed teacher at 2 × and 3 × summed, of the five": lambda r, t: min(
-                five(t[f"distance{kept(t)}"]["3"]),
-                key=lambda n: t[f"distance{kept(t)}"]["2"][n] + t[f"distance{kept(t)}"]["3"][n],
-            ),
+            "closest to the followed teacher at 2 × and 3 × summed, of the five": lambda r, t: summed(t),
             "closest to both teachers at 3 ×, their distances summed": lambda r, t: both(t, float.__add__),
             "closest to both teachers at 3 ×, the larger distance": lambda r, t: both(t, max),
         }
         if all("quarters_given" in t for t in taught.values()):  # the distance over part of the playback
             for label, part in (("first half", (0, 1)), ("last half", (2, 3)), ("last quarter", (3,))):
                 rules[f"closest to the followed teacher over the playback's {label} at 3 ×"] = (
-                    lambda r, t, x=part: min(
-                        five(t[f"quarters{kept(t)}"]["3"]),
-                        key=lambda n: sum(t[f"quarters{kept(t)}"]["3"][n][i] ** 2 for i in x),
-                    )
+                    lambda r, t, x=part: over(t, x)
                 )
         for tie in (0.01, 0.02, 0.03, 0.05):
             rules[f"the simplest within {tie:.0%} of the followed teacher's nearest at 3 ×"] = (
