@@ -20,7 +20,7 @@ while IFS= read -r line; do
     esac
 done < <("$BIN/pip" config list 2>/dev/null || true)
 
-if "$BIN/pip" install -q uv && "$BIN/uv" pip install -q --python "$BIN/python" --compile-bytecode \
+if "$BIN/pip" install -q uv && "$BIN/uv" pip install -q --python "$BIN/python" \
     --index-strategy unsafe-best-match "${sources[@]}" torch==2.13.0 -e '.[dev]'; then
     exit 0
 fi
