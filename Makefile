@@ -1,8 +1,10 @@
 # Every target bootstraps .venv on first use: `make run` and `make test` work on a fresh machine.
 # A distribution's Python 3.11 (built with PGO and LTO) runs a pure-Python loop in three quarters of a pyenv
 # build's time (compiled without --enable-optimizations unless asked); the fits, Newton's stepping and the servers
-# spend much of their time in Python. Prefer it where it exists.
-PYTHON ?= $(shell for p in /usr/bin/python3.11 python3.11 python3; do command -v $$p && break; done)
+# spend much of their time in Python. Prefer it where it exists and can make a venv (Debian ships ensurepip apart,
+# in python3.11-venv); else the first python3.11 or python3 on the PATH that can.
+PYTHON ?= $(shell for p in /usr/bin/python3.11 python3.11 python3; do \
+	command -v $$p > /dev/null && $$p -c 'import ensurepip, venv' 2> /dev/null && { command -v $$p; break; }; done)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
