@@ -36,7 +36,7 @@ KINDS = (
     ("install (uv, pip, warmup)", "warmup"),
     ("schemathesis", "schemathesis"),
     ("bench script run by a test", "/bench/"),
-    ("pytest controller", "pytest"),
+    ("pytest controller", "-m pytest"),
 )
 
 
