@@ -16,8 +16,9 @@ PORT   ?= 8000
 # another path on another machine. One x86-64 kernel set everywhere keeps tests/test_golden.py machine-proof.
 THREADS := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_CORETYPE=Haswell
 
-# Processes write the bytecode of what they import, once, where PYTHONDONTWRITEBYTECODE is set (as on this
-# project's machines): compiling every installed module at install takes longer than the modules the tests import.
+# Every process the targets start writes the bytecode of what it imports, once, even where PYTHONDONTWRITEBYTECODE
+# is set (as on this project's machines): compiling every installed module at install took longer than compiling
+# what the tests import.
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test test-fast bench lint format typecheck structure install clean bench-ingest
