@@ -19,30 +19,27 @@ from collections import Counter
 
 TICK = os.sysconf("SC_CLK_TCK")
 
-# (kind, a substring of the command line), first match wins
+# (kind, substrings of the command line that mark it), first match wins
 KINDS = (
-    ("pytest worker", "exec(eval(sys.stdin"),
-    ("forkserver and the fit workers it forked", "multiprocessing.forkserver"),
-    ("spawned (parse workers, spawned fit workers)", "multiprocessing.spawn"),
-    ("server app", "actuator_sysid.cli serve"),
-    ("chromium", "chrom"),
-    ("mypy", "mypy"),
-    ("ray", "ray/"),
-    ("ray", "raylet"),
-    ("ray", "gcs_server"),
-    ("ray", "ray start"),
-    ("install (uv, pip, warmup)", "uv"),
-    ("install (uv, pip, warmup)", "pip"),
-    ("install (uv, pip, warmup)", "warmup"),
-    ("schemathesis", "schemathesis"),
-    ("bench script run by a test", "/bench/"),
-    ("pytest controller", "-m pytest"),
+    ("pytest worker", ("exec(eval(sys.stdin",)),
+    ("forkserver and the fit workers it forked", ("multiprocessing.forkserver",)),
+    ("spawned (parse workers, spawned fit workers)", ("multiprocessing.spawn",)),
+    ("server app", ("actuator_sysid.cli serve",)),
+    ("chromium", ("chrom",)),
+    ("mypy", ("mypy",)),
+    ("ray", ("ray/", "raylet", "gcs_server", "ray start")),
+    ("install (uv, pip, warmup)", ("uv", "pip", "warmup")),
+    ("schemathesis", ("schemathesis",)),
+    ("bench script run by a test", ("/bench/",)),
+    ("pytest controller", ("-m pytest",)),
 )
 
 
 def kind(cmd: str) -> str:
     """The KINDS entry a command line falls under, else its first 60 characters."""
-    return next((k for k, part in KINDS if part in cmd), cmd[:60] or "(exited before it was read)")
+    return next(
+        (k for k, marks in KINDS if any(m in cmd for m in marks)), cmd[:60] or "(exited before it was read)"
+    )
 
 
 def snapshot(seen: dict[tuple[int, int], list]) -> None:
@@ -74,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give the command to run after --")
     seen: dict[tuple[int, int], list] = {}
     snapshot(seen)
-    before = {k for k in seen}  # what ran before the command is not counted
+    before = set(seen)  # what ran before the command is not counted
     t0 = time.monotonic()
     proc = subprocess.Popen(command)
     while proc.poll() is None:
@@ -86,8 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     for key, (cmd, cpu) in seen.items():
         if key in before or key[0] == os.getpid():
             continue
-        by_kind[kind(cmd)] += cpu
-        count[kind(cmd)] += 1
+        k = kind(cmd)
+        by_kind[k] += cpu
+        count[k] += 1
     out = {
         "command": command,
         "returncode": proc.returncode,
