@@ -23,6 +23,7 @@ from actuator_sysid.fitting.robot_select import (
     LATE_SHARE,
     Candidate,
     candidate_axes,
+    delay_from_teacher,
     inner_share,
     late_rmse,
     name_groups,
@@ -259,3 +260,16 @@ def test_a_log_without_gains_has_its_bias_decided_on_the_training_part_alone(
     assert free not in table, tc  # a free bias is never fitted over guessed gains
     assert sel["protocol"].startswith("the bias first, on the whole training part"), sel["protocol"]
     assert sel["chosen"].startswith(tc["kept"][0]), sel
+
+
+def test_the_refit_takes_the_step_above_a_teacher_delay_between_two_of_the_fits_steps() -> None:
+    """A teacher delay between two of the fit's steps (odd on its grid, TEACHER_FINE × finer) gives the refit the
+    step above; one on the fit's grid, a delay given, or a choice no teacher made leave the refit's scan alone."""
+    taught = {"rule": "teacher", "teacher": {"delay_steps": 2 * TEACHER_FINE + 1}}
+    assert TEACHER_FINE == 2
+    assert delay_from_teacher(taught, RobotFitOptions()) == 3
+    assert delay_from_teacher({"rule": "teacher", "teacher": {"delay_steps": 1}}, RobotFitOptions()) == 1
+    assert delay_from_teacher({"rule": "teacher", "teacher": {"delay_steps": 4}}, RobotFitOptions()) is None
+    assert delay_from_teacher(taught, RobotFitOptions(delay=1)) is None
+    assert delay_from_teacher({"kept": ["gains given", "bias off"]}, RobotFitOptions()) is None
+    assert delay_from_teacher(None, RobotFitOptions()) is None

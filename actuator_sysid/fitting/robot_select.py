@@ -17,12 +17,14 @@ gains and a bounded bias kept, a free one when it lowers the training RMSE by BI
 Then from every other axis's simplest entry, one axis at a time, an entry replaces the one kept only when its
 inner RMSE is lower by its margin: MIN_GAIN (the joint ladder's rule) for a richer model, none for a window.
 The first candidate scans the delay, the later ones hold it. The one kept is refitted on the whole training
-part (the delay scanned again). The result is `fit_robot`'s with `selection` {protocol, inner_fraction,
+part (the delay scanned again; after a teacher, at the step above its delay where that falls between two of the
+fit's steps: delay_from_teacher). The result is `fit_robot`'s with `selection` {protocol, inner_fraction,
 training_choice (None with neither to decide: by the teacher {rule, speed, configurations {name: {training_rmse,
 delay_steps, teacher_distance}}, teacher {options, training_rmse, delay_steps, gains_margin, by_gains},
 delay_steps, kept}; else {gains_training_rmse_with_bias, bias_training_rmse, bias_late_rmse, late_share,
 delay_steps, kept, bias_held_off where --no-bias holds it, teacher_failed where a teacher was tried}),
-candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options, skipped, search_s, wall_s}.
+candidates [{name, options, inner_validation_rmse, ...}], chosen, chosen_options, delay_from_teacher, skipped,
+search_s, wall_s}.
 """
 
 from __future__ import annotations
@@ -416,6 +418,17 @@ def teacher_choice(
     return [g_kept, b_kept], figures
 
 
+def delay_from_teacher(decided: dict | None, opts: RobotFitOptions) -> int | None:
+    """The refit's delay where the followed teacher's (on its grid TEACHER_FINE × finer) falls between two of the
+    fit's steps: the step above it. A scan at the fit's rate lands on either side by the training RMSE; on the
+    known-truth bench the step above extrapolates better. None where the teacher decided nothing, a delay was
+    given, or the teacher's lies on the fit's grid (the scan can hold it)."""
+    if opts.delay is not None or decided is None or decided.get("rule") != "teacher":
+        return None
+    fine = int(decided["teacher"]["delay_steps"])
+    return None if fine % TEACHER_FINE == 0 else -(-fine // TEACHER_FINE)
+
+
 def teacher_candidate(opts: RobotFitOptions, bias_limit: float, gains: Candidate) -> Candidate:
     """The teacher (teacher_changes) as a candidate, with a gains entry's own changes (fitted: the log's
     dropped), named for it."""
@@ -532,6 +545,11 @@ def _protocol(
         f"candidate searched for at most {iterations} iterations at the first candidate's delay"
         + ("" if delay is None else " (the given delay)")
         + "; the one kept is refitted on the whole training part"
+        + (
+            ", at the step above the teacher's delay where that falls between two of the fit's steps"
+            if decided is not None and decided.get("rule") == "teacher" and delay is None
+            else ""
+        )
     )
 
 
@@ -602,7 +620,10 @@ def select_robot_fit(
     figure = f"inner validation {best:.5f} rad" if np.isfinite(best) else "no inner candidate scored"
     say(f"select: chosen {chosen.name} ({figure}); refitting on the training part")
     search_s = time.perf_counter() - t0
+    at = delay_from_teacher(decided, opts)
     final = dataclasses.replace(opts, **chosen.changes)
+    if at is not None:
+        final = dataclasses.replace(final, delay=at)
     res = fit_robot(_drop_gains(rec) if chosen.fit_gains else rec, robot, final)
     selection = {
         "protocol": _protocol(
@@ -613,6 +634,7 @@ def select_robot_fit(
         "candidates": list(tried.values()),
         "chosen": chosen.name,
         "chosen_options": chosen.described(),
+        "delay_from_teacher": at,
         "skipped": skipped,
         "search_s": round(search_s, 2),  # the candidates; wall_s adds the chosen one's refit
         "wall_s": round(time.perf_counter() - t0, 2),
