@@ -183,6 +183,8 @@ def teacher(args: argparse.Namespace) -> None:
     runs (gains fitted, the bias within ±0.05 rad, friction along the stroke, physics `--teacher-decimation`
     steps a sample: a finer delay grid), over the training part's commands played 2 and 3 × faster from the log's
     first state; and the teacher's own far-end error."""
+    if args.at_teacher_delay and not args.given:
+        raise SystemExit("--at-teacher-delay needs --given: the followed teacher is one of the two")
     opts = RobotFitOptions(decimation=bench.DECIMATION, validation_fraction=bench.VALIDATION)
     fine = args.teacher_decimation
     with contextlib.redirect_stdout(sys.stderr):
@@ -223,7 +225,41 @@ def teacher(args: argparse.Namespace) -> None:
                         name: [float(np.sqrt(np.mean(e**2))) for e in np.array_split(x - ref, 4)]
                         for name, x in sims.items()
                     }
+            if args.at_teacher_delay:
+                row["at_teacher"] = _at_teacher_delay(
+                    rec, robot, xml, log, split, opts, configs, fits, row, fine
+                )
             _append(args.out, row, t0)
+
+
+def _at_teacher_delay(
+    rec,
+    robot: RobotModel,
+    xml: str,
+    log,
+    split: int,
+    opts: RobotFitOptions,
+    configs: dict,
+    fits: dict,
+    row: dict,
+    fine: int,
+) -> dict:
+    """Each of the five allowed configurations fitted again at the followed teacher's delay, on the fit's grid
+    the step below and the step above where it falls between two (a scan's own delay reused), and judged: for
+    rules that take the delay from the teacher instead of the configuration's scan."""
+    key = "" if row["teacher_training"] < (1.0 - GAINS_MARGIN) * row["teacher_given_training"] else "_given"
+    d_fine, per = row[f"teacher{key}_delay"], fine // bench.DECIMATION
+    far: dict[str, dict[str, float]] = {}
+    for d in sorted({d_fine // per, -(-d_fine // per)}):
+        held = dataclasses.replace(opts, delay=d)
+        far[str(d)] = {
+            name: row["far"][name]
+            if int(fits[name].delay_steps) == d
+            else bench.judged(xml, log, fit_candidate(rec, robot, held, c), split)
+            for name, c in configs.items()
+            if name != f"{FITTED}, {FREE}"
+        }
+    return {"followed": key, "fine_delay": d_fine, "per_step": per, "far": far}
 
 
 def teacher_rules(args: argparse.Namespace) -> None:
@@ -308,6 +344,15 @@ def teacher_rules(args: argparse.Namespace) -> None:
             rules[f"the simplest within {tie:.0%} of the followed teacher's nearest at 3 ×"] = (
                 lambda r, t, x=tie: simplest_near(t, x)
             )
+    # the library's pick refitted at the followed teacher's delay (the step below or above it on the fit's grid)
+    refits: dict[str, Callable[[dict], float]] = {}
+    if all("at_teacher" in t for t in taught.values()):
+        for label, side in (("below", min), ("above", max)):
+            refits[f"the library's pick refitted at the teacher's delay, the step {label}"] = (
+                lambda t, pick=side: t["at_teacher"]["far"][str(pick(map(int, t["at_teacher"]["far"])))][
+                    followed(t, "3")
+                ]
+            )
     for part, seeds in _parts(list(taught), args.fresh_from):
         best = {s: min(taught[s]["far"].values()) for s in seeds}
         ratio = sorted(taught[s]["teacher_far"] / best[s] for s in seeds)
@@ -319,6 +364,9 @@ def teacher_rules(args: argparse.Namespace) -> None:
             within, blocks, mean = _score(
                 {s: taught[s]["far"][choose(rows.get(s, {}), taught[s])] / best[s] for s in seeds}
             )
+            print(f"  {within:3d}/{len(seeds)}  mean {mean:.3f}  {blocks}  {label}")
+        for label, far in refits.items():
+            within, blocks, mean = _score({s: far(taught[s]) / best[s] for s in seeds})
             print(f"  {within:3d}/{len(seeds)}  mean {mean:.3f}  {blocks}  {label}")
 
 
@@ -511,6 +559,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     t.add_argument(
         "--given", action="store_true", help="also a teacher with the log's gains (distance_given)"
+    )
+    t.add_argument(
+        "--at-teacher-delay",
+        action="store_true",
+        help="with --given: the five allowed configurations also fitted at the followed teacher's delay",
     )
     for sp in (r, d, t):
         sp.add_argument(

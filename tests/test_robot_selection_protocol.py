@@ -322,3 +322,39 @@ def test_the_teacher_rule_takes_the_candidate_nearest_the_teacher(
     assert score["today"] == "0/1", score
     assert score["closest to the teacher at 3 ×, of all six"] == "1/1", score
     assert score["closest to the teacher at 2 ×, of all six"] == "0/1", score
+
+
+def test_the_teacher_rules_read_the_pick_refitted_at_the_teachers_delay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`teacher-rules` on a hand-made line of `teacher --given --at-teacher-delay`: the log's gains' teacher is
+    followed (fitted gains do not lower its RMSE by GAINS_MARGIN); its nearest configuration misses at its own
+    scanned delay, is within 5 % of the best refitted at the step above the teacher's delay (3 fine steps, 2 a
+    fit step) and misses at the step below."""
+    names = [f"{g}, {b}" for g in (late.GIVEN, late.FITTED) for b in (late.OFF, late.BOUNDED, late.FREE)]
+    allowed = [n for n in names if n != f"{late.FITTED}, {late.FREE}"]
+    far = {n: 1.0 for n in names} | {f"{late.FITTED}, {late.BOUNDED}": 0.5}
+    near = {n: 1.0 for n in names}
+    pick = f"{late.GIVEN}, {late.OFF}"
+    taught = {
+        "seed": 7,
+        "teacher_far": 0.25,
+        "far": far,
+        "teacher_training": 1.0,
+        "teacher_given_training": 1.0,
+        "distance": {s: dict(near) for s in ("2", "3")},
+        "distance_given": {s: near | {pick: 0.1} for s in ("2", "3")},
+        "at_teacher": {
+            "followed": "_given",
+            "fine_delay": 3,
+            "per_step": 2,
+            "far": {"1": {n: 2.0 for n in allowed}, "2": {n: 0.51 for n in allowed}},
+        },
+    }
+    teacher = tmp_path / "teacher.jsonl"
+    teacher.write_text(json.dumps(taught) + "\n")
+    late.main(["teacher-rules", "--teacher", str(teacher)])
+    score = {ln.split("  ")[-1]: ln.split()[0] for ln in capsys.readouterr().out.splitlines()[1:]}
+    assert score["closest to the teacher its training RMSE keeps at 3 ×, of the five"] == "0/1", score
+    assert score["the library's pick refitted at the teacher's delay, the step above"] == "1/1", score
+    assert score["the library's pick refitted at the teacher's delay, the step below"] == "0/1", score
