@@ -344,15 +344,24 @@ def teacher_rules(args: argparse.Namespace) -> None:
             rules[f"the simplest within {tie:.0%} of the followed teacher's nearest at 3 ×"] = (
                 lambda r, t, x=tie: simplest_near(t, x)
             )
-    # the library's pick refitted at the followed teacher's delay (the step below or above it on the fit's grid)
+
+    # the library's pick refitted at the followed teacher's delay (the step below or above it on the fit's grid);
+    # the library refits at the step above only where the teacher's delay lies between two steps
+    def refit(t: dict, side: Callable[..., int], between_only: bool = False) -> float:
+        at = t["at_teacher"]["far"]
+        if between_only and len(at) == 1:
+            return t["far"][followed(t, "3")]
+        return at[str(side(map(int, at)))][followed(t, "3")]
+
     refits: dict[str, Callable[[dict], float]] = {}
     if all("at_teacher" in t for t in taught.values()):
         for label, side in (("below", min), ("above", max)):
             refits[f"the library's pick refitted at the teacher's delay, the step {label}"] = (
-                lambda t, pick=side: t["at_teacher"]["far"][str(pick(map(int, t["at_teacher"]["far"])))][
-                    followed(t, "3")
-                ]
+                lambda t, x=side: refit(t, x)
             )
+        refits["the step above only where the teacher's delay lies between two steps (the library)"] = (
+            lambda t: refit(t, max, between_only=True)
+        )
     for part, seeds in _parts(list(taught), args.fresh_from):
         best = {s: min(taught[s]["far"].values()) for s in seeds}
         ratio = sorted(taught[s]["teacher_far"] / best[s] for s in seeds)

@@ -358,3 +358,13 @@ def test_the_teacher_rules_read_the_pick_refitted_at_the_teachers_delay(
     assert score["closest to the teacher its training RMSE keeps at 3 ×, of the five"] == "0/1", score
     assert score["the library's pick refitted at the teacher's delay, the step above"] == "1/1", score
     assert score["the library's pick refitted at the teacher's delay, the step below"] == "0/1", score
+    library = "the step above only where the teacher's delay lies between two steps (the library)"
+    assert score[library] == "1/1", score
+    # a teacher's delay on the fit's grid: the library keeps the scan's fit, which misses here
+    taught["at_teacher"]["far"] = {"2": {n: 0.51 for n in allowed}}
+    teacher.write_text(json.dumps(taught) + "\n")
+    late.main(["teacher-rules", "--teacher", str(teacher)])
+    score = {ln.split("  ")[-1]: ln.split()[0] for ln in capsys.readouterr().out.splitlines()[1:]}
+    assert score[library] == "0/1" and score[
+        "the library's pick refitted at the teacher's delay, the step above"
+    ] == ("1/1"), score
