@@ -44,6 +44,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
 
 import robot_selection as bench  # noqa: E402
 
+from actuator_sysid.datasets.recording import Recording  # noqa: E402
 from actuator_sysid.fitting.result import RobotResult  # noqa: E402
 from actuator_sysid.fitting.robot import RobotFitOptions  # noqa: E402
 from actuator_sysid.fitting.robot_select import (  # noqa: E402
@@ -232,11 +233,17 @@ def teacher(args: argparse.Namespace) -> None:
             _append(args.out, row, t0)
 
 
+def _kept(t: dict) -> str:
+    """The key of the teacher the library follows in a teacher line: the log's gains ("_given") unless fitted
+    gains ("") lower its training RMSE by GAINS_MARGIN."""
+    return "" if t["teacher_training"] < (1.0 - GAINS_MARGIN) * t["teacher_given_training"] else "_given"
+
+
 def _at_teacher_delay(
-    rec,
+    rec: Recording,
     robot: RobotModel,
     xml: str,
-    log,
+    log: bench.peer.PeerLog,
     split: int,
     opts: RobotFitOptions,
     configs: dict,
@@ -247,7 +254,7 @@ def _at_teacher_delay(
     """Each of the five allowed configurations fitted again at the followed teacher's delay, on the fit's grid
     the step below and the step above where it falls between two (a scan's own delay reused), and judged: for
     rules that take the delay from the teacher instead of the configuration's scan."""
-    key = "" if row["teacher_training"] < (1.0 - GAINS_MARGIN) * row["teacher_given_training"] else "_given"
+    key = _kept(row)
     d_fine, per = row[f"teacher{key}_delay"], fine // bench.DECIMATION
     far: dict[str, dict[str, float]] = {}
     for d in sorted({d_fine // per, -(-d_fine // per)}):
@@ -291,23 +298,18 @@ def teacher_rules(args: argparse.Namespace) -> None:
                 t, s, lambda n: n.startswith(today(r).split(", ")[0])
             )
 
-    def kept(t: dict) -> str:
-        """The distances' key of the teacher the library follows: the log's gains unless fitted gains lower
-        its training RMSE by GAINS_MARGIN."""
-        return "" if t["teacher_training"] < (1.0 - GAINS_MARGIN) * t["teacher_given_training"] else "_given"
-
     def nearest(d: dict[str, float]) -> str:
         """The allowed candidate with the least figure in `d`."""
         return min((n for n in d if allowed(n)), key=d.__getitem__)
 
     def followed(t: dict, speed: str) -> str:
         """The library's rule: the closest of the five to the teacher it follows."""
-        return closest(t, speed, allowed, kept(t))
+        return closest(t, speed, allowed, _kept(t))
 
     def simplest_near(t: dict, tie: float) -> str:
         """The simplest of the five (gains given before fitted; the bias off, bounded, free) within `tie` of
         the followed teacher's nearest at 3 ×: parsimony where the distances cannot tell."""
-        d = {n: v for n, v in t[f"distance{kept(t)}"]["3"].items() if allowed(n)}
+        d = {n: v for n, v in t[f"distance{_kept(t)}"]["3"].items() if allowed(n)}
         near = min(d.values()) * (1.0 + tie)
         return next(n for n in d if d[n] <= near)  # the record lists the candidates simplest first
 
@@ -317,12 +319,12 @@ def teacher_rules(args: argparse.Namespace) -> None:
 
     def summed(t: dict) -> str:
         """The closest of the five to the followed teacher at 2 × and 3 ×, the distances summed."""
-        d = t[f"distance{kept(t)}"]
+        d = t[f"distance{_kept(t)}"]
         return nearest({n: d["2"][n] + v for n, v in d["3"].items()})
 
     def over(t: dict, part: tuple[int, ...]) -> str:
         """The closest of the five to the followed teacher over `part`'s quarters of the 3 × playback."""
-        q = t[f"quarters{kept(t)}"]["3"]
+        q = t[f"quarters{_kept(t)}"]["3"]
         return nearest({n: sum(v[i] ** 2 for i in part) for n, v in q.items()})
 
     if all("distance_given" in t for t in taught.values()):

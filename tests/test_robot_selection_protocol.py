@@ -365,6 +365,5 @@ def test_the_teacher_rules_read_the_pick_refitted_at_the_teachers_delay(
     teacher.write_text(json.dumps(taught) + "\n")
     late.main(["teacher-rules", "--teacher", str(teacher)])
     score = {ln.split("  ")[-1]: ln.split()[0] for ln in capsys.readouterr().out.splitlines()[1:]}
-    assert score[library] == "0/1" and score[
-        "the library's pick refitted at the teacher's delay, the step above"
-    ] == ("1/1"), score
+    assert score[library] == "0/1", score
+    assert score["the library's pick refitted at the teacher's delay, the step above"] == "1/1", score
